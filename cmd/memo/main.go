@@ -1,0 +1,62 @@
+// Command memo trains language models with the standard or the goldfish loss,
+// attacks them with prefix-completion extraction and scores what comes back.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+)
+
+// commands is filled by the init functions of the files beside this one, one
+// file per command, so that each command is owned by the file that builds it.
+var commands []*cli.Command
+
+func register(c *cli.Command) { commands = append(commands, c) }
+
+// usageError is a bad-input error: it prints one line and exits with code 2.
+func usageError(format string, args ...any) error {
+	return cli.Exit("memo: "+fmt.Sprintf(format, args...), 2)
+}
+
+func main() {
+	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	app := &cli.App{
+		Name:  "memo",
+		Usage: "train language models with the standard or goldfish loss and measure how much they memorize",
+		Description: "memo trains GPT-style models on libtorch, attacks them with prefix-completion\n" +
+			"extraction and scores exact match, RougeL and membership inference.\n" +
+			"Start with: memo run exp/goldfish-vs-standard.toml",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		},
+		Before: func(c *cli.Context) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+				return usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			return nil
+		},
+		Commands:        commands,
+		HideHelpCommand: true,
+		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
+			return usageError("%v", err)
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, msg)
+			}
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "memo:", err)
+		os.Exit(1)
+	}
+}

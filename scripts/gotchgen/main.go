@@ -1,0 +1,321 @@
+// Command gotchgen prepares a copy of the gotch module that builds against the
+// libtorch installed on this machine.
+//
+// gotch v0.9.1 is generated for libtorch 2.1 and hard-codes CUDA link flags and
+// the pre-C++11 ABI. Older or differently built libtorch releases lack some of
+// the ops its generated wrappers call, so the copy is compiled once with the
+// real flags and every wrapper the compiler rejects is replaced by a body that
+// raises a libtorch error naming the missing op. The list of replaced wrappers
+// therefore comes from the compiler, never from a hand-kept list.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+const generatedHeader = "libtch/torch_api_generated.cpp.h"
+
+type libtorch struct {
+	includeDirs []string
+	libDirs     []string
+	libs        []string
+	version     string
+	cuda        bool
+}
+
+func main() {
+	src := flag.String("src", "", "gotch module directory (read-only module cache copy)")
+	out := flag.String("out", ".build/gotch", "where to write the prepared copy")
+	root := flag.String("libtorch", os.Getenv("LIBTORCH"), "libtorch directory (empty: Debian's libtorch-dev)")
+	shimFlags := flag.String("shim-flags", "internal/torchx/flags_generated.go", "where to write the cgo flags of memo's own shim")
+	flag.Parse()
+	if *src == "" {
+		fatal(fmt.Errorf("-src is required"))
+	}
+	start := time.Now()
+	lt, err := findLibtorch(*root)
+	if err != nil {
+		fatal(err)
+	}
+	if err := writeShimFlags(*shimFlags, lt); err != nil {
+		fatal(err)
+	}
+	stamp := stampFor(*src, lt)
+	if prev, err := os.ReadFile(filepath.Join(*out, ".memo-stamp")); err == nil && string(prev) == stamp {
+		fmt.Printf("gotch: %s is up to date for libtorch %s\n", *out, lt.version)
+		return
+	}
+	tmp := *out + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		fatal(err)
+	}
+	if err := copyTree(*src, tmp); err != nil {
+		fatal(fmt.Errorf("copy %s: %w", *src, err))
+	}
+	if err := writeLibGo(tmp, lt); err != nil {
+		fatal(err)
+	}
+	stubbed, err := stubUntilCompiles(tmp, lt)
+	if err != nil {
+		fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".memo-stamp"), []byte(stamp), 0o644); err != nil {
+		fatal(err)
+	}
+	if err := os.RemoveAll(*out); err != nil {
+		fatal(err)
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		fatal(err)
+	}
+	fmt.Printf("gotch: prepared %s for libtorch %s (cuda=%v): %d wrappers stubbed, %s\n",
+		*out, lt.version, lt.cuda, stubbed, time.Since(start).Round(time.Second))
+}
+
+func fatal(err error) {
+	slog.Error("gotchgen", "err", err)
+	os.Exit(1)
+}
+
+func findLibtorch(root string) (libtorch, error) {
+	if root == "" {
+		lt := libtorch{
+			includeDirs: []string{"/usr/include", "/usr/include/torch/csrc/api/include"},
+			libs:        []string{"-ltorch", "-ltorch_cpu", "-lc10"},
+		}
+		if _, err := os.Stat("/usr/include/torch/csrc/api/include/torch/torch.h"); err != nil {
+			return lt, fmt.Errorf("libtorch headers not found (apt-get install libtorch-dev, or set LIBTORCH=/path/to/libtorch): %w", err)
+		}
+		v, _ := exec.Command("dpkg-query", "-W", "-f=${Version}", "libtorch-dev").Output()
+		lt.version = strings.TrimSpace(string(v))
+		if lt.version == "" {
+			lt.version = "system"
+		}
+		return lt, nil
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return libtorch{}, err
+	}
+	lt := libtorch{
+		includeDirs: []string{filepath.Join(abs, "include"), filepath.Join(abs, "include/torch/csrc/api/include")},
+		libDirs:     []string{filepath.Join(abs, "lib")},
+		libs:        []string{"-ltorch", "-ltorch_cpu", "-lc10"},
+	}
+	if _, err := os.Stat(filepath.Join(abs, "include/torch/csrc/api/include/torch/torch.h")); err != nil {
+		return lt, fmt.Errorf("LIBTORCH=%s does not look like a libtorch directory (no include/torch/csrc/api/include/torch/torch.h)", root)
+	}
+	if _, err := os.Stat(filepath.Join(abs, "lib/libtorch_cuda.so")); err == nil {
+		lt.cuda = true
+		lt.libs = append(lt.libs, "-ltorch_cuda", "-lc10_cuda")
+	}
+	if b, err := os.ReadFile(filepath.Join(abs, "build-version")); err == nil {
+		lt.version = strings.TrimSpace(string(b))
+	} else {
+		lt.version = abs
+	}
+	return lt, nil
+}
+
+// stampFor identifies the inputs of a prepared copy so a second setup run can
+// skip the (slow) compile-and-stub pass.
+func stampFor(src string, lt libtorch) string {
+	h := sha256.New()
+	self, _ := os.ReadFile(thisFile())
+	h.Write(self)
+	fmt.Fprintf(h, "%s|%v|%v|%v|%s|%v", src, lt.includeDirs, lt.libDirs, lt.libs, lt.version, lt.cuda)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func thisFile() string {
+	if _, err := os.Stat("scripts/gotchgen/main.go"); err == nil {
+		return "scripts/gotchgen/main.go"
+	}
+	return os.Args[0]
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
+
+func (lt libtorch) cppflags() []string {
+	var f []string
+	for _, d := range lt.includeDirs {
+		f = append(f, "-I"+d)
+	}
+	return f
+}
+
+func (lt libtorch) ldflags() []string {
+	var f []string
+	for _, d := range lt.libDirs {
+		f = append(f, "-L"+d, "-Wl,-rpath,"+d)
+	}
+	f = append(f, lt.libs...)
+	return append(f, "-lstdc++")
+}
+
+func writeLibGo(dir string, lt libtorch) error {
+	var b strings.Builder
+	b.WriteString("// Code generated by memo's scripts/gotchgen for this machine's libtorch; DO NOT EDIT.\n\npackage libtch\n\n")
+	fmt.Fprintf(&b, "// #cgo CPPFLAGS: -I${SRCDIR} %s\n", strings.Join(lt.cppflags(), " "))
+	b.WriteString("// #cgo CFLAGS: -O2 -w\n")
+	b.WriteString("// #cgo CXXFLAGS: -std=c++17 -O1 -w\n")
+	fmt.Fprintf(&b, "// #cgo LDFLAGS: %s\n", strings.Join(lt.ldflags(), " "))
+	b.WriteString("import \"C\"\n")
+	return os.WriteFile(filepath.Join(dir, "libtch/lib.go"), []byte(b.String()), 0o644)
+}
+
+var errLine = regexp.MustCompile(`torch_api_generated\.cpp\.h:(\d+):\d+: error`)
+
+// stubUntilCompiles compiles the wrapper translation unit and stubs every
+// generated function the compiler rejects, repeating until it compiles
+// (a stub can unmask errors the compiler had suppressed after the first).
+func stubUntilCompiles(dir string, lt libtorch) (int, error) {
+	total := 0
+	for round := 1; round <= 5; round++ {
+		args := append([]string{"-std=c++17", "-fsyntax-only", "-fmax-errors=0", "-w", "-I" + filepath.Join(dir, "libtch")}, lt.cppflags()...)
+		args = append(args, filepath.Join(dir, "libtch/torch_api.cpp"))
+		cmd := exec.Command("g++", args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		err := cmd.Run()
+		if err == nil {
+			return total, nil
+		}
+		lines := map[int]bool{}
+		for _, m := range errLine.FindAllStringSubmatch(stderr.String(), -1) {
+			var n int
+			fmt.Sscan(m[1], &n)
+			lines[n] = true
+		}
+		if len(lines) == 0 {
+			return total, fmt.Errorf("torch_api.cpp does not compile against this libtorch outside the generated wrappers:\n%s", firstLines(stderr.String(), 40))
+		}
+		n, err := stubFunctions(filepath.Join(dir, generatedHeader), lines)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		fmt.Printf("gotch: compile pass %d (%s): stubbed %d wrappers\n", round, time.Since(t0).Round(time.Second), n)
+	}
+	return total, fmt.Errorf("wrappers still fail to compile after 5 passes")
+}
+
+func firstLines(s string, n int) string {
+	ls := strings.SplitN(s, "\n", n+1)
+	if len(ls) > n {
+		ls = ls[:n]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// stubFunctions replaces the PROTECT(...) body of each generated function that
+// contains one of the given 1-based lines with a throw, keeping the signature
+// and any trailing default return so callers still link.
+func stubFunctions(path string, errLines map[int]bool) (int, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	type span struct {
+		name        string
+		open, close int
+	}
+	var spans []span
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if l == "" || l[0] == ' ' || l[0] == '/' || l[0] == '}' || !strings.Contains(l, " atg_") {
+			continue
+		}
+		name := l[strings.Index(l, "atg_"):]
+		name = name[:strings.IndexByte(name, '(')]
+		open, close := -1, -1
+		for j := i + 1; j < len(lines) && lines[j] != "}"; j++ {
+			if lines[j] == "  PROTECT(" {
+				open = j
+			} else if lines[j] == "  )" {
+				close = j
+			}
+		}
+		if open < 0 || close < 0 {
+			continue
+		}
+		spans = append(spans, span{name, open, close})
+	}
+	hit := map[int]bool{}
+	for ln := range errLines {
+		idx := sort.Search(len(spans), func(k int) bool { return spans[k].close >= ln-1 })
+		if idx < len(spans) && spans[idx].open <= ln-1 {
+			hit[idx] = true
+		} else {
+			return 0, fmt.Errorf("%s:%d: compile error outside a generated wrapper body", path, ln)
+		}
+	}
+	var idxs []int
+	for k := range hit {
+		idxs = append(idxs, k)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(idxs)))
+	for _, k := range idxs {
+		s := spans[k]
+		stub := fmt.Sprintf("    throw std::runtime_error(\"%s: this op is not available in the libtorch memo was built against (stubbed by scripts/gotchgen)\");", s.name)
+		lines = append(lines[:s.open+1], append([]string{stub}, lines[s.close:]...)...)
+	}
+	return len(idxs), os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// writeShimFlags gives memo's own cgo shim the flags of the same libtorch.
+// c10d's Gloo backend is compiled in when its headers are present.
+func writeShimFlags(path string, lt libtorch) error {
+	cpp := lt.cppflags()
+	if _, err := os.Stat("/usr/include/gloo/config.h"); err == nil {
+		cpp = append(cpp, "-DUSE_C10D_GLOO")
+	}
+	var b strings.Builder
+	b.WriteString("// Code generated by memo's scripts/gotchgen for this machine's libtorch; DO NOT EDIT.\n\npackage torchx\n\n")
+	fmt.Fprintf(&b, "// #cgo CPPFLAGS: %s\n", strings.Join(cpp, " "))
+	b.WriteString("// #cgo CXXFLAGS: -std=c++17 -O2 -w\n")
+	fmt.Fprintf(&b, "// #cgo LDFLAGS: %s\n", strings.Join(lt.ldflags(), " "))
+	b.WriteString("import \"C\"\n")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
