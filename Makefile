@@ -1,0 +1,35 @@
+# The README's two commands run `bash scripts/setup.sh` first, then `make run`
+# or `make test`. Every target assumes setup has run (go.work exists).
+GO ?= go
+DEFAULT_EXPERIMENT ?= exp/goldfish-vs-standard.toml
+
+.PHONY: all build run test test-short vet bench soak clean
+
+all: build
+
+build:
+	$(GO) build -o bin/memo ./cmd/memo
+
+# run builds memo and runs the default experiment end to end into runs/.
+run: build
+	./bin/memo run $(DEFAULT_EXPERIMENT)
+
+vet:
+	$(GO) vet ./...
+
+# test is what CI runs: vet, then the whole suite.
+test: vet
+	$(GO) test -count=1 -timeout 40m ./...
+
+test-short: vet
+	$(GO) test -short -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+# soak is the 3,000-step memory soak of the training loop (a few minutes).
+soak:
+	MEMO_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 30m ./train/
+
+clean:
+	rm -rf bin .build go.work go.work.sum internal/torchx/flags_generated.go

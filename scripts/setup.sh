@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# setup.sh prepares this checkout to build memo on Debian 12 (or any machine
+# with a libtorch directory named by LIBTORCH=/path). It is idempotent and
+# quiet when there is nothing to do:
+#   1. installs the system packages it needs through apt when they are missing;
+#   2. prepares a copy of gotch fitted to the libtorch it finds (.build/gotch,
+#      git-ignored; scripts/gotchgen stubs wrappers that do not compile);
+#   3. points the build at that copy through a generated go.work.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+t0=$(date +%s)
+GOTCH_VERSION=v0.9.1
+
+say() { echo "setup: $*"; }
+
+missing=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+command -v g++ >/dev/null || missing+=(g++)
+command -v make >/dev/null || missing+=(make)
+if [[ -z "${LIBTORCH:-}" ]]; then
+	have_pkg libtorch-dev || missing+=(libtorch-dev)
+	# Without OpenBLAS, Debian's libtorch falls back to the reference BLAS, ~13x slower.
+	have_pkg libopenblas0-openmp || missing+=(libopenblas0-openmp)
+fi
+have_pkg libgloo-dev || missing+=(libgloo-dev)
+
+if ((${#missing[@]})); then
+	if ! command -v apt-get >/dev/null; then
+		echo "setup: missing ${missing[*]} and there is no apt-get; install them by hand" >&2
+		exit 1
+	fi
+	sudo=""
+	[[ $(id -u) -ne 0 ]] && sudo="sudo"
+	say "installing ${missing[*]} through apt (about a minute)"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+gotch_src=$(go mod download -json "github.com/sugarme/gotch@${GOTCH_VERSION}" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+if [[ -z "$gotch_src" ]]; then
+	echo "setup: could not download github.com/sugarme/gotch@${GOTCH_VERSION} through the Go module proxy" >&2
+	exit 1
+fi
+# gotchgen is quiet apart from one line when the copy is already current.
+GOWORK=off go run ./scripts/gotchgen -src "$gotch_src" -out .build/gotch -shim-flags internal/torchx/flags_generated.go
+
+work="go 1.24
+
+use .
+
+replace github.com/sugarme/gotch ${GOTCH_VERSION} => ./.build/gotch
+"
+if [[ ! -f go.work ]] || [[ "$(cat go.work)" != "${work%$'\n'}" ]]; then
+	printf '%s' "$work" >go.work
+	say "wrote go.work (gotch -> .build/gotch)"
+fi
+
+say "ready in $(($(date +%s) - t0))s"
