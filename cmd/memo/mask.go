@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/loss"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	// --h is the goldfish context width (the paper's h). urfave/cli's default
+	// help flag claims the alias -h, which collides with it, and its help
+	// check reads any flag named h as a bool, so "--h 1" would print help.
+	// Help stays on --help, for every command.
+	cli.HelpFlag = &cli.BoolFlag{Name: "help", Usage: "show help"}
+	register(maskCommand())
+}
+
+// maskFlagRanges is what each flag accepts, for one-line usage errors.
+var maskFlagRanges = map[string]string{
+	"strategy": "one of " + strings.Join(loss.Strategies, ", "),
+	"k":        "an integer >= 2",
+	"h":        "an integer >= 1",
+	"start":    "an integer >= 0",
+	"seed":     "a 64-bit integer",
+	"exempt":   "comma-separated integer token ids",
+}
+
+func maskCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mask",
+		Usage: "show which targets the goldfish loss drops",
+		UsageText: "memo mask [--strategy S --k K --h H ...] --ids-json FILE|-\n" +
+			"memo mask [--strategy S --k K --h H ...] --text FILE --tokenizer SPEC",
+		Description: "With --ids-json, reads a JSON array of target token ids and prints only a JSON\n" +
+			"array of the dropped positions (indexes into that array). With --text, tokenizes\n" +
+			"the file, prints it with dropped tokens marked [[like this]] and the drop rate.\n" +
+			"The ids are taken as one row's targets, so hashed strategies keep the first h-1.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "strategy", Value: loss.StrategyHashTable, Usage: "goldfish strategy: " + strings.Join(loss.Strategies, ", ")},
+			&cli.IntFlag{Name: "k", Value: 4, Usage: "drop about one target in `K` (>= 2)"},
+			&cli.IntFlag{Name: "h", Value: 13, Usage: "context width `H` of the hashed strategies (>= 1)"},
+			&cli.IntFlag{Name: "start", Usage: "first dropped position of the static strategy (>= 0)"},
+			&cli.Int64Flag{Name: "seed", Usage: "seed of the random strategy and key of the rolling hash"},
+			&cli.StringFlag{Name: "exempt", Usage: "comma-separated token `IDS` the rolling strategy never drops (e.g. EOS)"},
+			&cli.StringFlag{Name: "ids-json", Usage: "`FILE` holding a JSON array of target ids, or - for stdin"},
+			&cli.StringFlag{Name: "text", Usage: "text `FILE` to tokenize and show with dropped tokens marked"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `SPEC` for --text: gpt2, hf:PATH or a tokenizer.json path"},
+		},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError("mask: %v%s", err, maskFlagHint(err.Error()))
+		},
+		Action: runMask,
+	}
+}
+
+var flagInError = regexp.MustCompile(`flag -{1,2}([a-z-]+)`)
+
+// maskFlagHint appends what the named flag accepts to a parse error.
+func maskFlagHint(msg string) string {
+	if m := flagInError.FindStringSubmatch(msg); m != nil {
+		if r, ok := maskFlagRanges[m[1]]; ok {
+			return fmt.Sprintf(" (--%s: want %s)", m[1], r)
+		}
+	}
+	return ""
+}
+
+func maskConfig(c *cli.Context) (loss.Config, error) {
+	cfg := loss.Config{
+		Strategy: c.String("strategy"),
+		K:        c.Int("k"),
+		H:        c.Int("h"),
+		Start:    c.Int("start"),
+		Seed:     c.Int64("seed"),
+	}
+	bad := func(flag string, v any) error {
+		return usageError("mask: --%s %v: want %s", flag, v, maskFlagRanges[flag])
+	}
+	if !strings.Contains(","+strings.Join(loss.Strategies, ",")+",", ","+cfg.Strategy+",") {
+		return cfg, bad("strategy", fmt.Sprintf("%q", cfg.Strategy))
+	}
+	if cfg.K < 2 {
+		return cfg, bad("k", cfg.K)
+	}
+	if cfg.H < 1 {
+		return cfg, bad("h", cfg.H)
+	}
+	if cfg.Start < 0 {
+		return cfg, bad("start", cfg.Start)
+	}
+	if c.IsSet("start") && cfg.Strategy != loss.StrategyStatic {
+		return cfg, usageError("mask: --start applies to --strategy static only, not %q", cfg.Strategy)
+	}
+	if s := c.String("exempt"); s != "" {
+		if cfg.Strategy != loss.StrategyRolling {
+			return cfg, usageError("mask: --exempt applies to --strategy rolling only, not %q", cfg.Strategy)
+		}
+		ids, err := loss.ParseIDsJSON(strings.NewReader("[" + s + "]"))
+		if err != nil {
+			return cfg, usageError("mask: --exempt %q: %v", s, err)
+		}
+		cfg.ExemptIDs = ids
+	}
+	if err := cfg.Validate(); err != nil { // the checks above should cover it
+		return cfg, usageError("mask: %v", err)
+	}
+	return cfg, nil
+}
+
+func runMask(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("mask: unexpected argument %q: give input with --ids-json or --text", c.Args().First())
+	}
+	cfg, err := maskConfig(c)
+	if err != nil {
+		return err
+	}
+	m, err := loss.New(cfg)
+	if err != nil {
+		return usageError("mask: %v", err)
+	}
+	idsPath, textPath := c.String("ids-json"), c.String("text")
+	switch {
+	case idsPath != "" && textPath != "":
+		return usageError("mask: give --ids-json or --text, not both")
+	case idsPath != "":
+		return maskIDs(c, m, idsPath)
+	case textPath != "":
+		return maskText(c, m, cfg, textPath, c.String("tokenizer"))
+	}
+	return usageError("mask: no input: give --ids-json FILE (or - for stdin) or --text FILE --tokenizer SPEC")
+}
+
+func maskIDs(c *cli.Context, m loss.Masker, path string) error {
+	var r io.Reader = c.App.Reader
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return usageError("mask: --ids-json %s: %v", path, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	ids, err := loss.ParseIDsJSON(r)
+	if err != nil {
+		return usageError("mask: --ids-json %s: %v", path, err)
+	}
+	out, err := json.Marshal(loss.DroppedPositions(m, ids))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s\n", out)
+	return err
+}
+
+func maskText(c *cli.Context, m loss.Masker, cfg loss.Config, path, spec string) error {
+	if spec == "" {
+		return usageError("mask: --text needs --tokenizer SPEC (gpt2, hf:PATH or a tokenizer.json path)")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return usageError("mask: --text %s: %v", path, err)
+	}
+	tok, err := data.LoadTokenizer(spec)
+	if err != nil {
+		return fmt.Errorf("mask: --tokenizer %s: %w", spec, err)
+	}
+	ids, err := tok.Encode(string(raw))
+	if err != nil {
+		return fmt.Errorf("mask: tokenize %s: %w", path, err)
+	}
+	dropped := make([]bool, len(ids))
+	m.Mask(ids, dropped)
+	text, exact := loss.MarkDropped(ids, dropped, tok.Decode, "[[", "]]")
+	if !exact {
+		slog.Warn("some marks split a character the tokenizer spreads over several tokens", "file", path)
+	}
+	n := 0
+	for _, d := range dropped {
+		if d {
+			n++
+		}
+	}
+	rate := 0.0
+	if len(ids) > 0 {
+		rate = float64(n) / float64(len(ids))
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s\n\n%s k=%d h=%d: dropped %d of %d tokens (%.2f%%; 1/k = %.2f%%)\n",
+		text, cfg.Strategy, cfg.K, cfg.H, n, len(ids), 100*rate, 100/float64(cfg.K))
+	return err
+}

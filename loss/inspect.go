@@ -1,0 +1,84 @@
+package loss
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseIDsJSON reads a JSON array of token ids (integers in int32 range),
+// as `memo mask --ids-json` takes them. Errors name the offending element.
+func ParseIDsJSON(r io.Reader) ([]int32, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var raw []any
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("empty input: want a JSON array of integer token ids")
+		}
+		return nil, fmt.Errorf("want a JSON array of integer token ids: %w", err)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("null: want a JSON array of integer token ids")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the JSON array")
+	}
+	ids := make([]int32, len(raw))
+	for i, v := range raw {
+		n, ok := v.(json.Number)
+		var x int64
+		var err error
+		if ok {
+			x, err = strconv.ParseInt(string(n), 10, 64)
+		}
+		if !ok || err != nil || x < math.MinInt32 || x > math.MaxInt32 {
+			b, _ := json.Marshal(v)
+			return nil, fmt.Errorf("element %d is %s: want an integer token id in [%d, %d]", i, b, math.MinInt32, math.MaxInt32)
+		}
+		ids[i] = int32(x)
+	}
+	return ids, nil
+}
+
+// DroppedPositions masks ids as one row's targets and returns the indexes
+// the masker drops, in increasing order (never nil).
+func DroppedPositions(m Masker, ids []int32) []int {
+	dropped := make([]bool, len(ids))
+	m.Mask(ids, dropped)
+	out := []int{}
+	for i, d := range dropped {
+		if d {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// MarkDropped renders ids as text with each run of dropped tokens wrapped
+// in open and close. Runs are decoded whole, so a mark can only fall
+// between tokens; exact reports whether the pieces join up to the decoding
+// of all ids (a byte-level tokenizer may split a character across tokens,
+// and a run boundary there shows a broken character).
+func MarkDropped(ids []int32, dropped []bool, decode func([]int32) string, open, close string) (text string, exact bool) {
+	var b, plain strings.Builder
+	for start := 0; start < len(ids); {
+		end := start + 1
+		for end < len(ids) && dropped[end] == dropped[start] {
+			end++
+		}
+		piece := decode(ids[start:end])
+		plain.WriteString(piece)
+		if dropped[start] {
+			b.WriteString(open + piece + close)
+		} else {
+			b.WriteString(piece)
+		}
+		start = end
+	}
+	return b.String(), plain.String() == decode(ids)
+}
