@@ -1,0 +1,55 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/memo-research/memo/experiments"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "config",
+		Usage:     "print the default experiment spec, or the resolved spec of a file",
+		ArgsUsage: "[FILE.toml]",
+		Description: "With --defaults, prints every key of an experiment spec with its default value and\n" +
+			"documentation: a template to copy. With FILE, checks the file (unknown keys, wrong\n" +
+			"types, cross-table rules) and prints it with every default filled in.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "defaults", Usage: "print the default spec with every key documented"},
+		},
+		Action: func(c *cli.Context) error {
+			var out string
+			var err error
+			switch {
+			case c.Bool("defaults") && c.NArg() == 0:
+				out, err = experiments.DefaultsTOML()
+			case !c.Bool("defaults") && c.NArg() == 1:
+				spec, perr := loadSpec(c.Args().First())
+				if perr != nil {
+					return perr
+				}
+				out, err = spec.Render()
+			default:
+				return usageError("config: want either --defaults or one spec FILE")
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(c.App.Writer, out)
+			return nil
+		},
+	})
+}
+
+// loadSpec parses a spec file; a problem with the file is a usage error
+// (one line, exit code 2) and nothing is written.
+func loadSpec(path string) (*experiments.Spec, error) {
+	spec, err := experiments.Parse(path)
+	var ce *experiments.ConfigError
+	if errors.As(err, &ce) {
+		return nil, usageError("%v", ce)
+	}
+	return spec, err
+}

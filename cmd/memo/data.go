@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memo-research/memo/data"
+	toml "github.com/pelletier/go-toml/v2"
+	"github.com/urfave/cli/v2"
+)
+
+func init() { register(dataCommand()) }
+
+func dataCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "data",
+		Usage: "fetch corpora, build a run's dataset, inspect one",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "build",
+				Usage:     "build DIR/data (Arrow documents, tokens, tokenizer, report) from the [data] section of an experiment TOML",
+				ArgsUsage: "<config.toml> [--out DIR]",
+				Description: "Reads only the [data] section (and the top-level name and seed) of the TOML:\n" +
+					"  sources = [\"opticks\"]         opticks, moby-dick, brown, sotu, kjv, txt:DIR, jsonl:FILE[#field],\n" +
+					"                                parquet:FILE[#column], arrow:FILE[#column]\n" +
+					"  target_sources = []           draw targets and controls only from these sources\n" +
+					"  tokenizer = \"bpe:4096\"        bpe:N (trained on the corpus), gpt2, hf:PATH/tokenizer.json\n" +
+					"  targets = 50, controls = 50, validation = 50, background = -1 (all remaining)\n" +
+					"  repetitions = 16              or repetition_groups = [1, 2, 4, 8, 16] (targets split evenly)\n" +
+					"  background_passes = 1\n" +
+					"  chunk_tokens = 128            cut documents into chunks of at most N tokens (0 = whole)\n" +
+					"  min_tokens = 100              shorter documents are rejected and reported by name\n" +
+					"  dedup_words = 20              reject documents sharing a 20-word passage with an earlier one\n" +
+					"  layout = \"padded\"             padded (one document per row) or packed (EOS-separated)\n" +
+					"  seed = 1234, cache_dir = \"\"   cache default: $MEMO_CACHE or ~/.cache/memo\n" +
+					"Built-in corpora other than opticks need `memo data fetch` first.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Usage: "run `DIR` to write DIR/data into (default runs/<name>, name from the TOML or its file name)"},
+				},
+				Action: runDataBuild,
+			},
+			{
+				Name:      "inspect",
+				Usage:     "print counts, split sizes, repetition counts, a token-length histogram and examples of a built dataset",
+				ArgsUsage: "<run dir or run dir/data>",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "examples", Value: 2, Usage: "show `N` example documents per split"},
+				},
+				Action: runDataInspect,
+			},
+			{
+				Name:      "fetch",
+				Usage:     "download the pinned corpora and GPT-2 tokenizer files into the cache, checking sha256",
+				ArgsUsage: "[" + strings.Join(data.FetchNames(), " ") + "] (default: all)",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "cache", Usage: "cache `DIR` (default $MEMO_CACHE or ~/.cache/memo)"},
+				},
+				Action: runDataFetch,
+			},
+		},
+	}
+}
+
+// readDataConfig reads only the [data] section (unknown keys there are
+// errors) and the top-level name and seed; the seed fills data.seed when the
+// section does not set its own.
+func readDataConfig(path string) (data.Config, string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return data.Config{}, "", usageError("data build: %v", err)
+	}
+	var top struct {
+		Name string         `toml:"name"`
+		Seed *int64         `toml:"seed"`
+		Data map[string]any `toml:"data"`
+	}
+	if err := toml.Unmarshal(raw, &top); err != nil {
+		return data.Config{}, "", usageError("data build: %s: %v", path, err)
+	}
+	cfg := data.DefaultConfig()
+	if top.Seed != nil {
+		cfg.Seed = *top.Seed
+	}
+	section, err := toml.Marshal(top.Data)
+	if err != nil {
+		return data.Config{}, "", err
+	}
+	dec := toml.NewDecoder(bytes.NewReader(section))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		var strict *toml.StrictMissingError
+		if errors.As(err, &strict) {
+			var keys []string
+			for _, e := range strict.Errors {
+				keys = append(keys, "data."+strings.Join(e.Key(), "."))
+			}
+			return data.Config{}, "", usageError("data build: %s: unknown key %s (see `memo data build --help` and data.Config)", path, strings.Join(keys, ", "))
+		}
+		return data.Config{}, "", usageError("data build: %s [data]: %v", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return data.Config{}, "", usageError("data build: %s: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	name := top.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return cfg, name, nil
+}
+
+func runDataBuild(c *cli.Context) error {
+	// urfave/cli stops at the first argument, so "build x.toml --out DIR"
+	// (the documented order) arrives here as three arguments.
+	args, out := c.Args().Slice(), c.String("out")
+	for i := 0; i < len(args); i++ {
+		if a := args[i]; a == "--out" || a == "-out" {
+			if i+1 == len(args) {
+				return usageError("data build: --out needs a directory")
+			}
+			out = args[i+1]
+			args = append(args[:i:i], args[i+2:]...)
+			i--
+		} else if v, ok := strings.CutPrefix(a, "--out="); ok {
+			out = v
+			args = append(args[:i:i], args[i+1:]...)
+			i--
+		}
+	}
+	if len(args) != 1 {
+		return usageError("data build: want one argument, the experiment TOML (got %q)", args)
+	}
+	cfg, name, err := readDataConfig(args[0])
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join("runs", name)
+	}
+	if err := data.Build(c.Context, cfg, out); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", filepath.Join(out, "data"))
+	return nil
+}
+
+func runDataFetch(c *cli.Context) error {
+	names := c.Args().Slice()
+	for _, n := range names {
+		if !contains(data.FetchNames(), n) {
+			return usageError("data fetch: unknown corpus %q: want one of %s", n, strings.Join(data.FetchNames(), ", "))
+		}
+	}
+	return data.Fetch(c.Context, data.ResolveCacheDir(c.String("cache")), names)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func runDataInspect(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("data inspect: want one argument, a run directory (got %d)", c.NArg())
+	}
+	dir := c.Args().First()
+	if filepath.Base(filepath.Clean(dir)) == "data" {
+		if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
+			dir = filepath.Dir(filepath.Clean(dir))
+		}
+	}
+	ds, err := data.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageError("data inspect: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	rep := ds.Report()
+	fmt.Printf("dataset %s\n", ds.Dir())
+	fmt.Printf("tokenizer %s: vocab %d, eos %d; layout %s; seed %d\n", rep.Tokenizer, rep.VocabSize, rep.EOS, rep.Layout, rep.Config.Seed)
+	fmt.Println("sources:")
+	for _, name := range sortedKeys(rep.Sources) {
+		s := rep.Sources[name]
+		fmt.Printf("  %-24s documents %6d  chunks %7d  kept %7d  rejected %5d  tokens %9d\n", name, s.Documents, s.Chunks, s.Kept, s.Rejected, s.Tokens)
+	}
+	fmt.Println("splits:")
+	for _, s := range []string{data.SplitTarget, data.SplitControl, data.SplitValidation, data.SplitBackground} {
+		fmt.Printf("  %-11s %6d docs %9d tokens\n", s, rep.Splits[s], rep.SplitTokens[s])
+	}
+	fmt.Printf("  unused      %6d docs (background limited by data.background)\n", rep.Unused)
+	fmt.Printf("training stream: %d tokens (repetitions and passes included)\n", rep.TrainTokens)
+	reps := sortedKeys(rep.Repetitions)
+	sort.Slice(reps, func(i, j int) bool { a, _ := strconv.Atoi(reps[i]); b, _ := strconv.Atoi(reps[j]); return a < b })
+	fmt.Print("targets by repetitions:")
+	for _, r := range reps {
+		fmt.Printf(" %sx:%d", r, rep.Repetitions[r])
+	}
+	fmt.Println()
+	fmt.Printf("rejected: %d", len(rep.Rejected))
+	for _, k := range sortedKeys(rep.RejectedBy) {
+		fmt.Printf("  %s: %d", k, rep.RejectedBy[k])
+	}
+	fmt.Println()
+	for i, r := range rep.Rejected {
+		if i == 10 {
+			fmt.Printf("  ... %d more in %s\n", len(rep.Rejected)-10, filepath.Join(ds.Dir(), "report.json"))
+			break
+		}
+		fmt.Printf("  %s %q: %s\n", r.Source, r.Title, r.Reason)
+	}
+	docs, err := ds.Docs("")
+	if err != nil {
+		return err
+	}
+	printHistogram(docs)
+	n := c.Int("examples")
+	for _, s := range []string{data.SplitTarget, data.SplitControl, data.SplitValidation, data.SplitBackground} {
+		shown := 0
+		for _, d := range docs {
+			if d.Split != s || shown >= n {
+				continue
+			}
+			shown++
+			text := d.Text
+			if len(text) > 240 {
+				text = text[:240] + "…"
+			}
+			fmt.Printf("\n[%s] doc %d %s %q (%d tokens, %dx)\n%s\n", s, d.ID, d.Source, d.Title, len(d.IDs), d.Repetitions, strings.TrimSpace(text))
+		}
+	}
+	return nil
+}
+
+// printHistogram shows document lengths in tokens in ten equal-width bins.
+func printHistogram(docs []data.Doc) {
+	if len(docs) == 0 {
+		return
+	}
+	lo, hi := len(docs[0].IDs), len(docs[0].IDs)
+	for _, d := range docs {
+		lo, hi = min(lo, len(d.IDs)), max(hi, len(d.IDs))
+	}
+	const bins = 10
+	width := max(1, (hi-lo+bins)/bins)
+	counts := make([]int, bins)
+	most := 0
+	for _, d := range docs {
+		b := min((len(d.IDs)-lo)/width, bins-1)
+		counts[b]++
+		most = max(most, counts[b])
+	}
+	fmt.Println("document length (tokens):")
+	for b, n := range counts {
+		bar := strings.Repeat("#", (n*50+most-1)/most)
+		fmt.Printf("  %6d-%-6d %7d %s\n", lo+b*width, lo+(b+1)*width-1, n, bar)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

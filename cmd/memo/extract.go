@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/loss"
+	"github.com/pelletier/go-toml/v2"
+	"github.com/urfave/cli/v2"
+)
+
+// fromConfig is the default shown in --help for a flag that overrides a
+// key of the run's config.toml.
+func fromConfig(v any) string { return fmt.Sprintf("config.toml, else %v", v) }
+
+func init() {
+	d := extract.DefaultConfig()
+	register(&cli.Command{
+		Name:      "extract",
+		Usage:     "attack a trained model with prefix completion (writes completions.arrow)",
+		ArgsUsage: "RUN-DIR|CHECKPOINT-DIR",
+		Description: "Feeds each document's prefix to the model and decodes a continuation as long as\n" +
+			"the true suffix, then writes completions.arrow (prompts, true and generated ids and\n" +
+			"texts, per-token losses) for `memo eval`. Settings come from the run's config.toml\n" +
+			"[extract] table; flags override them, so a finished model can be attacked again with\n" +
+			"other settings. A checkpoint directory (RUN/checkpoints/step-N) attacks that step.\n" +
+			"Write elsewhere with --out to keep the run's own completions.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "mode", Usage: "prompt mode: reference (document cut to the context, last SUFFIX tokens are the suffix), fixed (first PREFIX then SUFFIX tokens) or pythia (32 + 32)", DefaultText: fromConfig(d.Mode)},
+			&cli.IntFlag{Name: "prefix", Usage: "prefix length `P` of mode fixed", DefaultText: fromConfig(d.Prefix)},
+			&cli.IntFlag{Name: "suffix", Usage: "suffix length `S`: true tokens to reproduce and tokens generated", DefaultText: fromConfig(d.Suffix)},
+			&cli.StringFlag{Name: "decoding", Usage: "greedy, sample or beam", DefaultText: fromConfig(d.Decoding)},
+			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature `T` (> 0)", DefaultText: fromConfig(d.Temperature)},
+			&cli.IntFlag{Name: "top-k", Usage: "sample among the `K` most likely tokens (0: all)", DefaultText: fromConfig(d.TopK)},
+			&cli.Float64Flag{Name: "top-p", Usage: "sample from the smallest set of tokens with probability `P` (1: all)", DefaultText: fromConfig(d.TopP)},
+			&cli.IntFlag{Name: "beams", Usage: "beam width `N` of --decoding beam", DefaultText: fromConfig(d.Beams)},
+			&cli.Int64Flag{Name: "seed", Usage: "seed of sampling", DefaultText: fromConfig(d.Seed)},
+			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together", DefaultText: fromConfig(d.BatchSize)},
+			&cli.StringFlag{Name: "splits", Usage: "comma-separated splits to attack (target, control, background, validation)", DefaultText: fromConfig(strings.Join(d.Splits, ","))},
+			&cli.IntFlag{Name: "max-docs", Usage: "attack at most `N` documents per split (0: all)", DefaultText: fromConfig(d.MaxDocs)},
+			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
+			&cli.StringFlag{Name: "reference", Usage: "reference model (run or checkpoint `DIR`, same tokenizer) for the ref_loss column", DefaultText: fromConfig("none")},
+			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
+			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default RUN-DIR/completions.arrow)"},
+			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
+		},
+		Action: extractAction,
+	})
+}
+
+// stageConfigs is the part of a run's config.toml that extract and eval read;
+// tables left out keep their defaults.
+type stageConfigs struct {
+	Extract  extract.Config `toml:"extract"`
+	Eval     eval.Config    `toml:"eval"`
+	Goldfish loss.Config    `toml:"goldfish"`
+}
+
+// loadStageConfigs reads runDir/config.toml over the defaults; a run without
+// one (a bare checkpoint) gets the defaults.
+func loadStageConfigs(runDir string) (stageConfigs, bool, error) {
+	rc := stageConfigs{Extract: extract.DefaultConfig(), Eval: eval.DefaultConfig(), Goldfish: loss.Config{Strategy: loss.StrategyNone}}
+	path := filepath.Join(runDir, "config.toml")
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return rc, false, nil
+	}
+	if err != nil {
+		return rc, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	rc.Goldfish = loss.DefaultConfig()
+	if err := toml.Unmarshal(b, &rc); err != nil {
+		return rc, false, usageError("%s: %v", path, err)
+	}
+	return rc, true, nil
+}
+
+// runDirOfCheckpoint finds the run directory of a run, checkpoints/ or checkpoint path.
+func runDirOfCheckpoint(path string) string {
+	if _, err := os.Stat(filepath.Join(path, "state.json")); err == nil {
+		return filepath.Dir(filepath.Dir(path)) // RUN/checkpoints/step-N
+	}
+	if filepath.Base(filepath.Clean(path)) == "checkpoints" {
+		return filepath.Dir(filepath.Clean(path))
+	}
+	return path
+}
+
+func extractAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("extract: want one RUN-DIR or CHECKPOINT-DIR, got %d arguments", c.NArg())
+	}
+	target := c.Args().First()
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		return usageError("extract: %s: not a directory (want a run or checkpoint directory)", target)
+	}
+	runDir := runDirOfCheckpoint(target)
+	rc, _, err := loadStageConfigs(runDir)
+	if err != nil {
+		return err
+	}
+	cfg := rc.Extract
+	if c.IsSet("mode") {
+		cfg.Mode = c.String("mode")
+	}
+	if c.IsSet("prefix") {
+		cfg.Prefix = c.Int("prefix")
+	}
+	if c.IsSet("suffix") {
+		cfg.Suffix = c.Int("suffix")
+	}
+	if c.IsSet("decoding") {
+		cfg.Decoding = c.String("decoding")
+	}
+	if c.IsSet("temperature") {
+		cfg.Temperature = c.Float64("temperature")
+	}
+	if c.IsSet("top-k") {
+		cfg.TopK = c.Int("top-k")
+	}
+	if c.IsSet("top-p") {
+		cfg.TopP = c.Float64("top-p")
+	}
+	if c.IsSet("beams") {
+		cfg.Beams = c.Int("beams")
+	}
+	if c.IsSet("seed") {
+		cfg.Seed = c.Int64("seed")
+	}
+	if c.IsSet("batch-size") {
+		cfg.BatchSize = c.Int("batch-size")
+	}
+	if c.IsSet("splits") {
+		cfg.Splits = nil
+		for _, s := range strings.Split(c.String("splits"), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				cfg.Splits = append(cfg.Splits, s)
+			}
+		}
+	}
+	if c.IsSet("max-docs") {
+		cfg.MaxDocs = c.Int("max-docs")
+	}
+	if c.IsSet("mink-fraction") {
+		cfg.MinKFraction = c.Float64("mink-fraction")
+	}
+	if c.IsSet("reference") {
+		cfg.Reference = c.String("reference")
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
+	}
+	if c.Int("threads") < 0 {
+		return usageError("extract: --threads %d: must be >= 0", c.Int("threads"))
+	}
+	dataDir := runDir
+	if c.IsSet("data") {
+		dataDir = c.String("data")
+	}
+	ds, err := data.Open(dataDir)
+	if err != nil {
+		return usageError("extract: %v", err)
+	}
+	out := c.String("out")
+	if out == "" {
+		out = filepath.Join(runDir, "completions.arrow")
+	}
+	threads := c.Int("threads")
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	torchx.Init(threads, uint64(cfg.Seed))
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := extract.Run(ctx, cfg, target, ds, out); err != nil {
+		if errors.Is(err, extract.ErrConfig) {
+			return usageError("%v", err)
+		}
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "completions: %s\nscore them with: memo eval %s\n", out, out)
+	return nil
+}

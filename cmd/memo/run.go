@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/plots"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "run",
+		Usage:     "run an experiment: data, training, extraction, scoring and figures",
+		ArgsUsage: "FILE.toml",
+		Description: "Runs data → train → extract → eval → plots into RUNS/<name>/. Running a finished\n" +
+			"run again does nothing; an interrupted run resumes at the stage that stopped, and\n" +
+			"training resumes from its latest checkpoint. A file with a [sweep] table runs every\n" +
+			"grid point (like `memo sweep`) and ends with the comparison table and figures.",
+		Flags: append(runFlags(),
+			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel"},
+			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Used by Slurm scripts", Hidden: true},
+		),
+		Action: runAction,
+	})
+}
+
+// runFlags are shared by `run` and `sweep`.
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "runs", Value: "runs", Usage: "directory that holds run directories"},
+		&cli.BoolFlag{Name: "force", Usage: "if the run directory holds a different spec, move it aside (NAME.old-TIME) and start again"},
+		&cli.IntFlag{Name: "threads", Usage: "libtorch threads per run (0: all cores, divided among parallel sweep runs)"},
+		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "sweep runs at a time on this machine"},
+	}
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("run: want one spec FILE, got %d arguments", c.NArg())
+	}
+	spec, err := loadSpec(c.Args().First())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if spec.IsSweep() {
+		return localSweep(ctx, c, spec)
+	}
+	if c.Int("nproc") < 1 {
+		return usageError("--nproc %d: want >= 1", c.Int("nproc"))
+	}
+	opt := experiments.Options{Force: c.Bool("force")}
+	if s := c.String("stages"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			opt.Stages = append(opt.Stages, strings.TrimSpace(st))
+		}
+	}
+	if n := c.Int("nproc"); n > 1 {
+		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
+			return launchTraining(ctx, n, c.Args().First(), c.String("runs"))
+		}
+	}
+	threads := c.Int("threads")
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	torchx.Init(threads, uint64(spec.Seed))
+	dir, err := experiments.Run(ctx, spec, c.String("runs"), opt)
+	if err != nil {
+		return err
+	}
+	if len(opt.Stages) > 0 {
+		return nil
+	}
+	if err := plots.Report(dir, spec.Plots); err != nil {
+		return err
+	}
+	return printTable(c, dir)
+}
+
+// printTable shows the report table of a run or sweep directory.
+func printTable(c *cli.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "report", "table.md"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "\n%s\nTables and figures: %s\n", b, filepath.Join(dir, "report"))
+	return nil
+}
+
+// launchTraining runs the train stage as n processes of this binary, one per
+// rank, through the dist package's launcher.
+func launchTraining(ctx context.Context, n int, specFile, runs string) error {
+	return fmt.Errorf("--nproc %d: multi-process training is not built into this binary (the dist package provides no launcher); use --nproc 1", n)
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+
+	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/plots"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "sweep",
+		Usage:     "run the grid of a spec's [sweep] table locally, or write a Slurm job array for it",
+		ArgsUsage: "FILE.toml",
+		Description: "Each grid point is one run, RUNS/<name>/<point>/, named after its axis values\n" +
+			"(e.g. k=4_preset=tiny). Locally, -j runs go at once as subprocesses of this binary;\n" +
+			"a failed run does not stop the others and finished runs are skipped. The sweep ends\n" +
+			"with the comparison table and figures in RUNS/<name>/report/.\n" +
+			"With --slurm, writes RUNS/<name>/slurm.sh, a job array with one task per grid point\n" +
+			"(--dry-run prints it instead; --submit also submits it with sbatch, plus a report job\n" +
+			"that runs when the array ends).",
+		Flags: append(runFlags(),
+			&cli.BoolFlag{Name: "slurm", Usage: "write a Slurm job-array script instead of running locally"},
+			&cli.BoolFlag{Name: "submit", Usage: "with --slurm: submit the script with sbatch"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "with --slurm: print the script and write nothing"},
+			&cli.StringFlag{Name: "account", Usage: "Slurm account to charge (--account)"},
+			&cli.StringFlag{Name: "partition", Usage: "Slurm partition (--partition)"},
+			&cli.StringFlag{Name: "time", Value: "04:00:00", Usage: "Slurm time limit per grid point, e.g. 02:00:00 or 1-00:00:00"},
+			&cli.IntFlag{Name: "gpus", Usage: "GPUs per node for each grid point"},
+			&cli.IntFlag{Name: "nodes", Value: 1, Usage: "nodes per grid point; > 1 trains across nodes with srun"},
+			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) per node for each grid point"},
+			&cli.IntFlag{Name: "cpus", Usage: "CPUs per Slurm task (0: cluster default)"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("sweep: want one spec FILE, got %d arguments", c.NArg())
+			}
+			spec, err := loadSpec(c.Args().First())
+			if err != nil {
+				return err
+			}
+			if !spec.IsSweep() {
+				return usageError("sweep: %s has no [sweep] table; use `memo run` for a single run", spec.File())
+			}
+			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
+				return usageError("sweep: --submit and --dry-run go with --slurm")
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			if c.Bool("slurm") {
+				return slurmSweep(ctx, c, spec)
+			}
+			return localSweep(ctx, c, spec)
+		},
+	})
+}
+
+// localSweep runs a sweep's grid on this machine, then reports over it.
+func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
+	jobs := c.Int("jobs")
+	if jobs < 1 {
+		return usageError("-j %d: want >= 1", jobs)
+	}
+	threads := c.Int("threads")
+	if threads <= 0 {
+		threads = max(1, runtime.NumCPU()/jobs)
+	}
+	args := []string{"--threads", strconv.Itoa(threads)}
+	if c.IsSet("nproc") && c.Int("nproc") > 1 {
+		args = append(args, "--nproc", strconv.Itoa(c.Int("nproc")))
+	}
+	dir, results, err := experiments.RunSweep(ctx, spec, c.String("runs"), experiments.SweepOptions{
+		Jobs: jobs, Args: args, Force: c.Bool("force"), Progress: c.App.ErrWriter,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(c.App.Writer, experiments.Summary(results))
+	failed := 0
+	for _, r := range results {
+		if r.Status == experiments.PointFailed {
+			failed++
+		}
+	}
+	if failed < len(results) {
+		if err := plots.Report(dir, spec.Plots); err != nil {
+			return err
+		}
+		if err := printTable(c, dir); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return cli.Exit(fmt.Sprintf("memo: %d of %d sweep runs failed (logs in %s)", failed, len(results), filepath.Join(dir, "logs")), 1)
+	}
+	return ctx.Err()
+}
+
+var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
+
+// slurmSweep writes (and maybe submits) the job array of a sweep.
+func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	runs, err := filepath.Abs(c.String("runs"))
+	if err != nil {
+		return err
+	}
+	opt := experiments.SlurmOptions{
+		Account: c.String("account"), Partition: c.String("partition"), Time: c.String("time"),
+		GPUs: c.Int("gpus"), Nodes: c.Int("nodes"), Nproc: c.Int("nproc"), CPUs: c.Int("cpus"),
+		Exe: exe, SweepDir: spec.SweepDir(runs), JobName: spec.Name,
+	}
+	var pts []experiments.Point
+	if c.Bool("dry-run") {
+		pts, err = spec.Expand()
+	} else {
+		_, pts, err = experiments.PrepareSweep(spec, runs)
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range pts {
+		opt.Specs = append(opt.Specs, p.Name+".toml")
+	}
+	script, err := experiments.SlurmScript(opt)
+	if err != nil {
+		return usageError("sweep --slurm: %v", err)
+	}
+	if c.Bool("dry-run") {
+		fmt.Fprint(c.App.Writer, script)
+		return nil
+	}
+	path := filepath.Join(opt.SweepDir, "slurm.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return err
+	}
+	if !c.Bool("submit") {
+		fmt.Fprintf(c.App.Writer, "wrote %s (%d tasks); submit with: sbatch %s\nthen: memo report %s\n", path, len(pts), path, opt.SweepDir)
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "sbatch", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sbatch %s: %w: %s", path, err, out)
+	}
+	fmt.Fprint(c.App.Writer, string(out))
+	m := submittedRE.FindSubmatch(out)
+	if m == nil {
+		return nil
+	}
+	rep := exec.CommandContext(ctx, "sbatch", "--dependency=afterany:"+string(m[1]), "--job-name=memo-report-"+spec.Name,
+		"--output="+filepath.Join(opt.SweepDir, "logs", "report_%j.out"), "--time=00:30:00",
+		"--wrap", fmt.Sprintf("%q report %q", exe, opt.SweepDir))
+	if opt.Account != "" {
+		rep.Args = append(rep.Args[:1], append([]string{"--account=" + opt.Account}, rep.Args[1:]...)...)
+	}
+	if opt.Partition != "" {
+		rep.Args = append(rep.Args[:1], append([]string{"--partition=" + opt.Partition}, rep.Args[1:]...)...)
+	}
+	if out, err := rep.CombinedOutput(); err != nil {
+		return fmt.Errorf("sbatch the report job: %w: %s", err, out)
+	} else {
+		fmt.Fprintf(c.App.Writer, "report job: %s", out)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package data
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+var docsSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "source", Type: arrow.BinaryTypes.String},
+	{Name: "title", Type: arrow.BinaryTypes.String},
+	{Name: "text", Type: arrow.BinaryTypes.String},
+	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "split", Type: arrow.BinaryTypes.String},
+	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
+}, nil)
+
+var tokensSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+}, nil)
+
+// batchRows is the number of documents per record batch: readers hold one
+// batch at a time.
+const batchRows = 256
+
+// writeArrow writes rows to path atomically, batchRows per record batch;
+// fill appends row i to the builder.
+func writeArrow(path string, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, i int)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return fail(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for start := 0; start < n || (n == 0 && start == 0); start += batchRows {
+		end := min(start+batchRows, n)
+		for i := start; i < end; i++ {
+			fill(b, i)
+		}
+		rec := b.NewRecord()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return fail(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// scanArrow reads path one record batch at a time, checking the schema.
+func scanArrow(path string, schema *arrow.Schema, fn func(rec arrow.Record) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f, ipc.WithSchema(schema))
+	if err != nil {
+		return fmt.Errorf("read %s: not a valid Arrow IPC file with the expected schema (%v); rebuild it with `memo data build`", path, err)
+	}
+	defer r.Close()
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.Record(i)
+		if err != nil {
+			return fmt.Errorf("read %s: record batch %d is corrupt: %w", path, i, err)
+		}
+		if err := fn(rec); err != nil {
+			return fmt.Errorf("read %s: record batch %d: %w", path, i, err)
+		}
+	}
+	return nil
+}
+
+// scanArrowHeader opens the IPC footer and checks the schema without reading
+// the batches.
+func scanArrowHeader(f *os.File, path string, schema *arrow.Schema) error {
+	r, err := ipc.NewFileReader(f, ipc.WithSchema(schema))
+	if err != nil {
+		return fmt.Errorf("read %s: not a valid Arrow IPC file with the expected schema (%v); rebuild it with `memo data build`", path, err)
+	}
+	return r.Close()
+}

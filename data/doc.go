@@ -1,0 +1,50 @@
+// Package data turns text into the datasets memo trains on and attacks:
+// sources of documents, tokenizers, Arrow IPC tables in the run directory,
+// and the member / non-member splits with their repetition counts.
+//
+// Build reads the sources of a Config, trains or loads the tokenizer, cuts
+// documents into chunks of at most chunk_tokens tokens (paragraphs, then
+// sentences, then words only to reach min_tokens), rejects what cannot be
+// used — unreadable files, invalid UTF-8, empty or too-short documents,
+// text that would not round-trip, passages duplicated across documents —
+// and reports each rejection by name in report.json. It then draws, from
+// one seeded permutation, the targets (trained on repetitions times), the
+// controls (never trained on, and sharing no 50-token window with any
+// target), the validation documents and the background filler, and writes
+// docs.arrow, tokens.arrow, tokenizer.json and report.json, each to a
+// temporary name renamed into place. Open reads them back; TrainRows lays
+// the training stream out as rows of block+1 ids.
+//
+// # Tokenizers
+//
+// "bpe:N" — the default, bpe:4096 — is a byte-level BPE learned on the
+// run's own corpus. On a CPU the language-model head costs vocab × width
+// multiply-adds per token: with GPT-2's 50,257 tokens and width 128 that
+// is 6.4 M, against about 0.4 M for two transformer blocks, so a compact
+// vocabulary is what makes small CPU runs affordable. A vocabulary learned
+// on the corpus is preferred to GPT-2 ids remapped to those that occur
+// because it stays small for any corpus size (a remapped GPT-2 vocabulary
+// grows with the text: tens of thousands of ids for a few MB), it still
+// encodes unseen text (all 256 bytes are tokens, unlike a remap, which has
+// no id for a GPT-2 token missing from the corpus), and its tokens per
+// byte stay close to GPT-2's on the text it was trained on.
+//
+// Training is ours (trainBPE), not sugarme/tokenizer's BPE trainer: that
+// trainer breaks ties between equally frequent pairs by Go map order, so
+// two runs on the same text learn different vocabularies, and it prints to
+// stdout. Ours breaks ties by token ids and is cached in CacheDir by a
+// hash of the corpus. Encoding byte-level BPEs (trained ones, "gpt2", and
+// plain ByteLevel tokenizer.json files) is ours too: sugarme's ByteLevel
+// pre-tokenizer omits GPT-2's whitespace rules (\s+(?!\S)|\s+), so it
+// splits runs of spaces and newlines differently from GPT-2, and it runs at
+// about 150 KB/s. Other tokenizer.json files ("hf:PATH") are loaded and run
+// by sugarme/tokenizer.
+//
+// Decoding reproduces the text byte for byte: every tokenizer we write has
+// add_prefix_space off (ByteLevel's default of on would put a space in
+// front of every decoded text), all 256 byte tokens are in the trainer's
+// initial alphabet (without them, text with an unseen byte cannot be
+// encoded), and Build rejects any document that does not round-trip.
+// The tokenizer is trained on all documents, controls included; that
+// reaches the model only through which merges exist.
+package data

@@ -1,0 +1,199 @@
+package data
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+// loadTxtDir reads every *.txt file under dir (recursively, sorted); the
+// title is the path relative to dir.
+func loadTxtDir(dir string, add func(string, string), bad func(string, string)) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			bad(p, err.Error())
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(strings.ToLower(d.Name()), ".txt") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no .txt files under %s", dir)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir, f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			bad(rel, err.Error())
+			continue
+		}
+		add(rel, string(b))
+	}
+	return nil
+}
+
+// loadJSONL reads one JSON object per line with the text in field; the title
+// is the "title", "id" or "name" field when present, else "line N".
+func loadJSONL(path, field string, add func(string, string), bad func(string, string)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		title := fmt.Sprintf("line %d", n)
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			bad(title, "not a JSON object: "+err.Error())
+			continue
+		}
+		for _, k := range []string{"title", "id", "name"} {
+			if v, ok := obj[k]; ok {
+				var s string
+				if json.Unmarshal(v, &s) == nil && s != "" {
+					title = s
+				} else {
+					title = string(v)
+				}
+				break
+			}
+		}
+		raw, ok := obj[field]
+		if !ok {
+			bad(title, fmt.Sprintf("no %q field", field))
+			continue
+		}
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			bad(title, fmt.Sprintf("field %q is not a string", field))
+			continue
+		}
+		add(title, text)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s line %d: %w", path, n+1, err)
+	}
+	return nil
+}
+
+// loadParquet reads a string column; titles are "row N".
+func loadParquet(path, column string, add func(string, string), bad func(string, string)) error {
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return fmt.Errorf("open parquet %s: %w", path, err)
+	}
+	defer r.Close()
+	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("read parquet %s: %w", path, err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return fmt.Errorf("read parquet %s: %w", path, err)
+	}
+	defer tbl.Release()
+	rdr := array.NewTableReader(tbl, 1024)
+	defer rdr.Release()
+	row := 0
+	for rdr.Next() {
+		if err := textColumn(rdr.Record(), column, path, &row, add, bad); err != nil {
+			return err
+		}
+	}
+	return rdr.Err()
+}
+
+// loadArrowText reads a string column of an Arrow IPC file; titles are "row N".
+func loadArrowText(path, column string, add func(string, string), bad func(string, string)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f)
+	if err != nil {
+		return fmt.Errorf("%s is not an Arrow IPC file: %w", path, err)
+	}
+	defer r.Close()
+	row := 0
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.Record(i)
+		if err != nil {
+			return fmt.Errorf("%s: record batch %d: %w", path, i, err)
+		}
+		if err := textColumn(rec, column, path, &row, add, bad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func textColumn(rec arrow.Record, column, path string, row *int, add func(string, string), bad func(string, string)) error {
+	idx := rec.Schema().FieldIndices(column)
+	if len(idx) == 0 {
+		return fmt.Errorf("%s has no column %q (columns: %s)", path, column, columnNames(rec.Schema()))
+	}
+	col := rec.Column(idx[0])
+	var get func(i int) string
+	switch c := col.(type) {
+	case *array.String:
+		get = c.Value
+	case *array.LargeString:
+		get = c.Value
+	default:
+		return fmt.Errorf("%s column %q is %s, want a string column", path, column, col.DataType())
+	}
+	for i := 0; i < col.Len(); i++ {
+		title := fmt.Sprintf("row %d", *row)
+		*row++
+		if col.IsNull(i) {
+			bad(title, "null text")
+			continue
+		}
+		add(title, get(i))
+	}
+	return nil
+}
+
+func columnNames(s *arrow.Schema) string {
+	var n []string
+	for _, f := range s.Fields() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ", ")
+}

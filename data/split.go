@@ -1,0 +1,193 @@
+package data
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// OverlapTokens is the window length of the member/non-member check: no
+// control shares this many consecutive tokens with any target.
+const OverlapTokens = 50
+
+// assignSplits draws targets and controls from the target sources, then
+// validation and background from what is left, all in one seeded
+// permutation of doc ids. A would-be control that shares an OverlapTokens
+// window with a target is rejected, never trained on.
+func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Rejected, string)) error {
+	perm := make([]int, len(docs))
+	for i := range perm {
+		perm[i] = i
+	}
+	shuffle(newSplitMix(uint64(cfg.Seed)^0x73706c697473), len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+
+	inPool := func(c *candidate) bool {
+		if len(cfg.TargetSources) == 0 {
+			return true
+		}
+		for _, s := range cfg.TargetSources {
+			if src, err := ParseSource(s); err == nil && src.Name() == c.source {
+				return true
+			}
+		}
+		return false
+	}
+	var pool, rest []*candidate
+	for _, i := range perm {
+		if inPool(docs[i]) {
+			pool = append(pool, docs[i])
+		} else {
+			rest = append(rest, docs[i])
+		}
+	}
+	if len(pool) < cfg.Targets+cfg.Controls {
+		return fmt.Errorf("data.targets + data.controls = %d, but only %d eligible documents in the target sources (%d rejected, see report): lower them, add sources or change data.chunk_tokens / data.min_tokens",
+			cfg.Targets+cfg.Controls, len(pool), len(rep.Rejected))
+	}
+	targetWindows := map[uint64]*candidate{}
+	for i, c := range pool[:cfg.Targets] {
+		c.split, c.reps = SplitTarget, cfg.repetitionsFor(i, cfg.Targets)
+		rep.Repetitions[strconv.Itoa(c.reps)]++
+		for _, h := range tokenWindows(c.ids, OverlapTokens) {
+			targetWindows[h] = c
+		}
+	}
+	next := cfg.Targets
+	for n := 0; n < cfg.Controls; next++ {
+		if next >= len(pool) {
+			return fmt.Errorf("data.controls = %d: only %d documents of the target sources share no %d-token window with a target",
+				cfg.Controls, n, OverlapTokens)
+		}
+		c := pool[next]
+		if t := sharedWindow(c.ids, targetWindows); t != nil {
+			c.split = "rejected"
+			reject(Rejected{c.source, c.title, fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
+			continue
+		}
+		c.split = SplitControl
+		n++
+	}
+	rest = append(pool[next:], rest...)
+	if len(rest) < cfg.Validation {
+		return fmt.Errorf("data.validation = %d, but only %d documents remain after targets and controls", cfg.Validation, len(rest))
+	}
+	for _, c := range rest[:cfg.Validation] {
+		c.split = SplitValidation
+	}
+	rest = rest[cfg.Validation:]
+	nb := cfg.Background
+	if nb < 0 || nb > len(rest) {
+		if nb > len(rest) {
+			return fmt.Errorf("data.background = %d, but only %d documents remain; use -1 for all of them", nb, len(rest))
+		}
+		nb = len(rest)
+	}
+	for _, c := range rest[:nb] {
+		c.split, c.reps = SplitBackground, cfg.BackgroundPasses
+	}
+	rep.Unused = len(rest) - nb
+	for _, c := range docs {
+		if c.split == "rejected" {
+			c.split = ""
+		}
+	}
+	return nil
+}
+
+// tokenWindows hashes every window of n consecutive ids.
+func tokenWindows(ids []int32, n int) []uint64 {
+	if len(ids) < n {
+		return nil
+	}
+	out := make([]uint64, 0, len(ids)-n+1)
+	buf := make([]byte, 4*n)
+	for i := 0; i+n <= len(ids); i++ {
+		for j := 0; j < n; j++ {
+			binary.LittleEndian.PutUint32(buf[4*j:], uint32(ids[i+j]))
+		}
+		h := fnv.New64a()
+		h.Write(buf)
+		out = append(out, h.Sum64())
+	}
+	return out
+}
+
+// sharedWindow returns the target sharing a window with ids, if any; hash
+// hits are confirmed by comparing the tokens.
+func sharedWindow(ids []int32, targets map[uint64]*candidate) *candidate {
+	for i, h := range tokenWindows(ids, OverlapTokens) {
+		if t, ok := targets[h]; ok && containsRun(t.ids, ids[i:i+OverlapTokens]) {
+			return t
+		}
+	}
+	return nil
+}
+
+func containsRun(hay, needle []int32) bool {
+outer:
+	for i := 0; i+len(needle) <= len(hay); i++ {
+		for j := range needle {
+			if hay[i+j] != needle[j] {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// dedupWords keeps, in id order, each document that shares no passage of n
+// words with an earlier kept one; the others go to dup. Ids are renumbered
+// densely.
+func dedupWords(docs []*candidate, n int, dup func(c, with *candidate)) []*candidate {
+	seen := map[uint64]*candidate{}
+	var kept []*candidate
+	for _, c := range docs {
+		hs := wordWindows(c.text, n)
+		var with *candidate
+		for _, h := range hs {
+			if w, ok := seen[h]; ok {
+				with = w
+				break
+			}
+		}
+		if with != nil {
+			dup(c, with)
+			continue
+		}
+		for _, h := range hs {
+			seen[h] = c
+		}
+		c.id = int64(len(kept))
+		kept = append(kept, c)
+	}
+	return kept
+}
+
+// wordWindows hashes every window of n whitespace-separated words,
+// lowercased and stripped of surrounding punctuation so that the same
+// passage matches across line breaks and capitalisation.
+func wordWindows(text string, n int) []uint64 {
+	var words []string
+	for _, w := range strings.Fields(text) {
+		w = strings.ToLower(strings.Trim(w, ".,;:!?\"'()[]-"))
+		if w != "" {
+			words = append(words, w)
+		}
+	}
+	if len(words) < n {
+		return nil
+	}
+	out := make([]uint64, 0, len(words)-n+1)
+	for i := 0; i+n <= len(words); i++ {
+		h := fnv.New64a()
+		for _, w := range words[i : i+n] {
+			h.Write([]byte(w))
+			h.Write([]byte{0})
+		}
+		out = append(out, h.Sum64())
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package dist
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/train"
+)
+
+func TestAllReduceTwoRanks(t *testing.T) {
+	start := time.Now()
+	out, err := launchWorkers(t, 2, "sum")
+	t.Logf("%v\n%s", time.Since(start), out)
+	if err != nil {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	for r := 0; r < 2; r++ {
+		if !strings.Contains(out, "[rank "+strconv.Itoa(r)+"] sum ok") {
+			t.Errorf("rank %d did not report success:\n%s", r, out)
+		}
+	}
+}
+
+// One rank failing must stop the launch, name the rank, and not wait for
+// the other rank's (forever blocked) barrier to time out.
+func TestLaunchStopsAllWhenOneFails(t *testing.T) {
+	start := time.Now()
+	out, err := launchWorkers(t, 2, "fail1")
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 1 {
+		t.Fatalf("launch error %v, want a RankError naming rank 1\n%s", err, out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("launch took %v to stop after rank 1 failed", d)
+	}
+	if lines(out, "[rank 1] worker: rank 1 fails on purpose") != 1 {
+		t.Errorf("rank 1's error line missing or unprefixed:\n%s", out)
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	port, err := FreePort(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := listen(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = FreePort(port)
+	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" on 127.0.0.1 is in use") {
+		t.Fatalf("FreePort(%d) on a busy port: %v", port, err)
+	}
+	err = LaunchExe(context.Background(), 2, os.Args[0], nil, LaunchOptions{Port: port})
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("launch on a busy port: %v", err)
+	}
+	// A rank whose store cannot listen says so too.
+	_, err = Init(context.Background(), Config{Rank: 0, Size: 2, LocalRank: 0, Addr: "127.0.0.1", Port: port, Timeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Init on a busy port: %v", err)
+	}
+}
+
+// A rank killed mid-run makes its peer exit non-zero, naming it, well
+// within the 60 s bound, whether it was the store's host (rank 0) or not.
+func TestKilledRankStopsPeer(t *testing.T) {
+	for _, victim := range []int{1, 0} {
+		t.Run("kill rank "+strconv.Itoa(victim), func(t *testing.T) {
+			port, err := FreePort(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmds := make([]*exec.Cmd, 2)
+			stdouts := make([]*bufio.Scanner, 2)
+			stderrs := make([]*strings.Builder, 2)
+			for r := range cmds {
+				c := exec.Command(os.Args[0], "-test.run=^$")
+				c.Env = append(os.Environ(), workerEnv+"=loop", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
+					"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+				so, err := c.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				stderrs[r] = new(strings.Builder)
+				c.Stderr = stderrs[r]
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer c.Process.Kill()
+				cmds[r], stdouts[r] = c, bufio.NewScanner(so)
+			}
+			// Drain the survivor's output so it never blocks on a full pipe.
+			survivor := 1 - victim
+			go func() {
+				for stdouts[survivor].Scan() {
+				}
+			}()
+			for steps := 0; steps < 5; {
+				if !stdouts[victim].Scan() {
+					t.Fatalf("rank %d stopped before 5 steps: %s", victim, stderrs[victim])
+				}
+				if strings.HasPrefix(stdouts[victim].Text(), "step") {
+					steps++
+				}
+			}
+			if err := cmds[victim].Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			_ = cmds[victim].Wait()
+			done := make(chan error, 1)
+			go func() { done <- cmds[survivor].Wait() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatalf("rank %d exited 0 after rank %d was killed", survivor, victim)
+				}
+				msg := stderrs[survivor].String()
+				t.Logf("rank %d exited %v after %v: %s", survivor, err, time.Since(killed).Round(time.Millisecond), strings.TrimSpace(msg))
+				if !strings.Contains(msg, "rank "+strconv.Itoa(victim)) {
+					t.Errorf("rank %d's error does not name rank %d: %s", survivor, victim, msg)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("rank %d still running 60 s after rank %d was killed", survivor, victim)
+			}
+		})
+	}
+}
+
+// World size 2 must train like one process with the same global batch and
+// seed: losses to 1e-5 relative over 20 steps, final weights to 1e-5.
+func TestTrainParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two nano models (-short)")
+	}
+	const steps = 20
+	single, multi := t.TempDir(), t.TempDir()
+	src, err := newOpticks(4000, 64)
+	if err != nil {
+		t.Skip(err)
+	}
+	cfg, mcfg, lcfg := parityRun(steps)
+	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := launchWorkers(t, 2, "train", "MEMO_DIST_DIR="+multi, "MEMO_DIST_STEPS="+strconv.Itoa(steps))
+	if err != nil {
+		t.Fatalf("two ranks: %v\n%s", err, out)
+	}
+	ma, err := train.ReadMetrics(filepath.Join(single, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := train.ReadMetrics(filepath.Join(multi, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ma) != steps || len(mb) != steps {
+		t.Fatalf("metric rows: %d single, %d two ranks, want %d", len(ma), len(mb), steps)
+	}
+	worst := 0.0
+	for i := range ma {
+		rel := math.Abs(ma[i].LossKept-mb[i].LossKept) / math.Abs(ma[i].LossKept)
+		worst = math.Max(worst, rel)
+		if !(rel <= 1e-5) {
+			t.Errorf("step %d: loss %.8g single vs %.8g two ranks (relative %.2g)", i+1, ma[i].LossKept, mb[i].LossKept, rel)
+		}
+	}
+	wa, wb := weights(t, single), weights(t, multi)
+	maxDiff := 0.0
+	for name, a := range wa {
+		b, ok := wb[name]
+		if !ok || len(a) != len(b) {
+			t.Fatalf("parameter %s missing or resized in the two-rank checkpoint", name)
+		}
+		for i := range a {
+			maxDiff = math.Max(maxDiff, math.Abs(a[i]-b[i]))
+		}
+	}
+	if !(maxDiff <= 1e-5) {
+		t.Errorf("final weights differ by up to %g (want <= 1e-5)", maxDiff)
+	}
+	t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
+}
+
+func weights(t *testing.T, runDir string) map[string][]float64 {
+	t.Helper()
+	dir, err := train.ResolveCheckpoint(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, vs, _, err := train.LoadModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for name, v := range vs.Variables() {
+		out[name] = v.Float64Values()
+	}
+	return out
+}

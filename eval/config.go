@@ -1,0 +1,48 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config is the [eval] table of an experiment spec.
+type Config struct {
+	// Bootstrap is the number of resamples behind each 95 % confidence
+	// interval; 0 leaves the intervals out.
+	Bootstrap int `toml:"bootstrap" json:"bootstrap"`
+	// Seed seeds the bootstrap resampling.
+	Seed int64 `toml:"seed" json:"seed"`
+	// MinKFraction is the K of Min-K% Prob as a fraction of the document's
+	// tokens (0.2 = the 20 % least likely tokens).
+	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
+	// Reference, when set, is another run directory or its completions.arrow
+	// whose per-document losses serve as the reference model's for the
+	// loss-difference attack (documents matched by text). Empty uses the
+	// ref_loss column that extract wrote, when it holds numbers.
+	Reference string `toml:"reference" json:"reference"`
+	// FPR is the false positive rate at which the true positive rate is
+	// reported (0.01 = TPR at 1 % FPR).
+	FPR float64 `toml:"fpr" json:"fpr"`
+}
+
+// DefaultConfig: 1,000 bootstrap resamples, Min-K% with K = 20 %, TPR at 1 % FPR.
+func DefaultConfig() Config {
+	return Config{Bootstrap: 1000, Seed: 1234, MinKFraction: 0.2, FPR: 0.01}
+}
+
+// Validate checks every key and names the offending one in its error.
+func (c Config) Validate() error {
+	if c.Bootstrap < 0 || c.Bootstrap > 1_000_000 {
+		return fmt.Errorf("eval.bootstrap = %d: must be between 0 (no intervals) and 1000000", c.Bootstrap)
+	}
+	if c.Bootstrap > 0 && c.Bootstrap < 100 {
+		return fmt.Errorf("eval.bootstrap = %d: must be 0 or at least 100 for a 95%% interval", c.Bootstrap)
+	}
+	if math.IsNaN(c.MinKFraction) || c.MinKFraction <= 0 || c.MinKFraction > 1 {
+		return fmt.Errorf("eval.mink_fraction = %v: must be in (0, 1], e.g. 0.2 for Min-20%%", c.MinKFraction)
+	}
+	if math.IsNaN(c.FPR) || c.FPR <= 0 || c.FPR >= 1 {
+		return fmt.Errorf("eval.fpr = %v: must be in (0, 1), e.g. 0.01", c.FPR)
+	}
+	return nil
+}

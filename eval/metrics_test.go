@@ -1,0 +1,260 @@
+package eval
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 || (math.IsNaN(a) && math.IsNaN(b)) }
+
+func TestRougeTokens(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"Hello, World!", []string{"hello", "world"}},
+		{"don't stop", []string{"don", "t", "stop"}},
+		{"Year 1704.", []string{"year", "1704"}},
+		{"café  naïve", []string{"caf", "na", "ve"}},
+		{"!!! ... ---", []string{}},
+		{"", []string{}},
+		{"a_b\tc\nd", []string{"a", "b", "c", "d"}},
+	} {
+		got := RougeTokens(tc.in)
+		if len(got) == 0 && len(tc.want) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("RougeTokens(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRougeLHandWorked(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		target, pred string
+		p, r, f      float64
+	}{
+		// LCS "the cat on the mat" = 5 of 6 on both sides.
+		{"reordered", "the cat sat on the mat", "the cat on the mat sat", 5.0 / 6, 5.0 / 6, 5.0 / 6},
+		{"case and punctuation only", "Hello, World!", "hello world", 1, 1, 1},
+		// Several LCS of length 2 (a-c, a-d, b-c, b-d): the length is what counts.
+		{"ties between subsequences", "a b c d", "b a d c", 0.5, 0.5, 0.5},
+		// LCS 3: P = 3/3, R = 3/5, F = 2·1·0.6/1.6.
+		{"prediction shorter", "a b c d e", "a c e", 1, 0.6, 0.75},
+		{"repeated tokens", "a a a", "a", 1, 1.0 / 3, 0.5},
+		{"nothing shared", "one two", "three four", 0, 0, 0},
+		{"empty target", "", "some words", 0, 0, 0},
+		{"empty prediction", "some words", "", 0, 0, 0},
+		{"both empty", "", "", 0, 0, 0},
+		{"punctuation-only target", "!!! ...", "abc", 0, 0, 0},
+		{"both punctuation-only", "?!", "--", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RougeL(RougeTokens(tc.target), RougeTokens(tc.pred))
+			if !near(got.Precision, tc.p) || !near(got.Recall, tc.r) || !near(got.F1, tc.f) {
+				t.Errorf("RougeL = %+v, want P %v R %v F %v", got, tc.p, tc.r, tc.f)
+			}
+		})
+	}
+}
+
+func TestRougeNHandWorked(t *testing.T) {
+	for _, tc := range []struct {
+		target, pred string
+		n            int
+		f            float64
+	}{
+		// Unigrams: target {the:2, cat:1}, prediction {the:3}: overlap 2, P = R = 2/3.
+		{"the cat the", "the the the", 1, 2.0 / 3},
+		// Bigrams: {the cat, cat the} against {the the ×2}: nothing shared.
+		{"the cat the", "the the the", 2, 0},
+		// Bigrams: {a b, b c} against {a b, b d}: P = R = 1/2.
+		{"a b c", "a b d", 2, 0.5},
+		{"a", "a", 2, 0}, // no bigram on either side
+		{"", "a b", 1, 0},
+	} {
+		if got := RougeN(RougeTokens(tc.target), RougeTokens(tc.pred), tc.n); !near(got.F1, tc.f) {
+			t.Errorf("Rouge%d(%q, %q) = %+v, want F1 %v", tc.n, tc.target, tc.pred, got, tc.f)
+		}
+	}
+}
+
+func TestCompareTokens(t *testing.T) {
+	suffix := []int32{1, 2, 3, 4}
+	for _, tc := range []struct {
+		name string
+		gen  []int32
+		want Match
+	}{
+		{"exact", []int32{1, 2, 3, 4}, Match{true, 1, 4}},
+		{"one wrong inside", []int32{1, 9, 3, 4}, Match{false, 0.75, 1}},
+		{"wrong first", []int32{0, 2, 3, 4}, Match{false, 0.75, 0}},
+		{"wrong last", []int32{1, 2, 3, 0}, Match{false, 0.75, 3}},
+		{"short generation", []int32{1, 2}, Match{false, 0.5, 2}},
+		{"empty generation", nil, Match{false, 0, 0}},
+		{"longer than suffix", []int32{1, 2, 3, 4, 5}, Match{false, 1, 4}},
+		{"shifted by one", []int32{2, 3, 4, 5}, Match{false, 0, 0}},
+	} {
+		if got := CompareTokens(suffix, tc.gen); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: CompareTokens = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if got := CompareTokens(nil, nil); got.Exact || !math.IsNaN(got.TokenAccuracy) {
+		t.Errorf("empty suffix: %+v, want inexact with NaN accuracy", got)
+	}
+}
+
+func TestAUCHandWorked(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		m, c     []float64
+		want     float64
+		wantsNaN bool
+	}{
+		// Pairs: 3>2, 3>0, 2=2 (½), 2>0, 1<2, 1>0: 4.5 of 6.
+		{"with a tie", []float64{3, 2, 1}, []float64{2, 0}, 0.75, false},
+		{"all tied", []float64{1, 1}, []float64{1, 1, 1}, 0.5, false},
+		{"perfect", []float64{5, 6}, []float64{1, 2}, 1, false},
+		{"inverted", []float64{1, 2}, []float64{5, 6}, 0, false},
+		// Members 2,2 against controls 1,2,3: each member beats one, ties one: 1.5 of 3.
+		{"ties in the middle", []float64{2, 2}, []float64{1, 2, 3}, 0.5, false},
+		{"NaN left out", []float64{3, math.NaN()}, []float64{1}, 1, false},
+		{"no controls", []float64{1}, nil, 0, true},
+		{"no members", nil, []float64{1}, 0, true},
+	} {
+		got := AUC(tc.m, tc.c)
+		if tc.wantsNaN != math.IsNaN(got) || (!tc.wantsNaN && !near(got, tc.want)) {
+			t.Errorf("%s: AUC = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func repeatF(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func TestTPRAtFPRHandWorked(t *testing.T) {
+	// 100 controls: one false positive is exactly 1 % FPR.
+	controls := append([]float64{9.5, 5}, repeatF(0, 98)...)
+	members := []float64{10, 9, 8, 1}
+	// Thresholds 10 (TPR .25, FPR 0), 9.5 (.25, .01), 9 (.5, .01), 8 (.75, .01),
+	// then 5 pushes FPR to .02: the answer is .75.
+	if got := TPRAtFPR(members, controls, 0.01); !near(got, 0.75) {
+		t.Errorf("TPR@1%% = %v, want 0.75", got)
+	}
+	// A tie of two members with one control at 1 %: flagged together.
+	c1 := append([]float64{5}, repeatF(0, 99)...)
+	if got := TPRAtFPR([]float64{5, 5}, c1, 0.01); !near(got, 1) {
+		t.Errorf("tie within the budget: TPR = %v, want 1", got)
+	}
+	// A tie with two controls is 2 % FPR: the threshold cannot split it.
+	c2 := append([]float64{5, 5}, repeatF(0, 98)...)
+	if got := TPRAtFPR([]float64{5, 5}, c2, 0.01); !near(got, 0) {
+		t.Errorf("tie over the budget: TPR = %v, want 0", got)
+	}
+	// With 10 controls any false positive is 10 %: only members above every control count.
+	if got := TPRAtFPR([]float64{4, 3, 2}, []float64{2.5, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.01); !near(got, 2.0/3) {
+		t.Errorf("10 controls: TPR = %v, want 2/3", got)
+	}
+	if got := TPRAtFPR(nil, controls, 0.01); !math.IsNaN(got) {
+		t.Errorf("no members: TPR = %v, want NaN", got)
+	}
+}
+
+func TestMinK(t *testing.T) {
+	l := []float32{1, 5, 2, 4, 3}
+	for _, tc := range []struct{ frac, want float64 }{
+		{0.2, 5},   // ceil(1) = 1 token
+		{0.4, 4.5}, // 5, 4
+		{0.5, 4},   // ceil(2.5) = 3: 5, 4, 3
+		{0.01, 5},  // at least one
+		{1, 3},     // all: the mean loss
+	} {
+		if got := MinK(l, tc.frac); !near(got, tc.want) {
+			t.Errorf("MinK(%v) = %v, want %v", tc.frac, got, tc.want)
+		}
+	}
+	if !math.IsNaN(MinK(nil, 0.2)) || !math.IsNaN(MeanLoss(nil)) {
+		t.Error("no tokens should give NaN")
+	}
+}
+
+func TestZlibLen(t *testing.T) {
+	rep := ZlibLen(string(make([]byte, 10000)))
+	if rep > 100 {
+		t.Errorf("10,000 zero bytes compress to %d bytes, want far fewer", rep)
+	}
+	// Empty input still costs the zlib header, final block and Adler-32
+	// (8 bytes from C zlib, 11 from Go's deflate).
+	if n := ZlibLen(""); n < 6 || n > 12 {
+		t.Errorf("ZlibLen(\"\") = %d, want a handful of bytes", n)
+	}
+}
+
+func TestBootstrapCI(t *testing.T) {
+	xs := []float64{0, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1}
+	lo, hi := BootstrapCI(xs, 2000, 7)
+	lo2, hi2 := BootstrapCI(xs, 2000, 7)
+	if lo != lo2 || hi != hi2 {
+		t.Fatalf("same seed, different intervals: [%v %v] vs [%v %v]", lo, hi, lo2, hi2)
+	}
+	m := Mean(xs)
+	if !(lo < m && m < hi && lo >= 0 && hi <= 1) {
+		t.Errorf("interval [%v, %v] should contain the mean %v inside [0, 1]", lo, hi, m)
+	}
+	// For a proportion of 8/12 the normal-theory half-width is about 0.27.
+	if w := hi - lo; w < 0.35 || w > 0.7 {
+		t.Errorf("interval width %v, want about 0.53", w)
+	}
+	if lo, hi := BootstrapCI([]float64{0.3, 0.3, 0.3}, 500, 1); lo != 0.3 || hi != 0.3 {
+		t.Errorf("constant data: [%v, %v], want [0.3, 0.3]", lo, hi)
+	}
+	if lo, _ := BootstrapCI(nil, 500, 1); !math.IsNaN(lo) {
+		t.Error("no data: want NaN")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mod func(*Config)
+		key string
+	}{
+		{func(c *Config) { c.Bootstrap = -1 }, "eval.bootstrap"},
+		{func(c *Config) { c.Bootstrap = 10 }, "eval.bootstrap"},
+		{func(c *Config) { c.MinKFraction = 0 }, "eval.mink_fraction"},
+		{func(c *Config) { c.MinKFraction = 1.5 }, "eval.mink_fraction"},
+		{func(c *Config) { c.FPR = 1 }, "eval.fpr"},
+	} {
+		c := DefaultConfig()
+		tc.mod(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("want an error naming %s, got %v", tc.key, err)
+		}
+	}
+}
+
+func TestWilsonCI(t *testing.T) {
+	// 0 of 4: upper = (z²/n)/(1+z²/n) = 0.9604/1.9604.
+	if lo, hi := WilsonCI(0, 4); lo != 0 || math.Abs(hi-0.48990) > 1e-4 {
+		t.Errorf("0/4: [%v, %v], want [0, 0.4899]", lo, hi)
+	}
+	// 5 of 10: centred on 0.5, half-width 1.96·sqrt(.025+.0096)/1.384 = 0.2634.
+	if lo, hi := WilsonCI(5, 10); math.Abs(lo-0.2366) > 1e-3 || math.Abs(hi-0.7634) > 1e-3 {
+		t.Errorf("5/10: [%v, %v], want [0.2366, 0.7634]", lo, hi)
+	}
+	if lo, _ := WilsonCI(0, 0); !math.IsNaN(lo) {
+		t.Error("n = 0: want NaN")
+	}
+}

@@ -1,0 +1,149 @@
+package eval
+
+import (
+	"bytes"
+	"compress/zlib"
+	"math"
+	"sort"
+)
+
+func nan() float64 { return math.NaN() }
+
+// ZlibLen is the length in bytes of text compressed by zlib at the default
+// level (6), the denominator of the zlib ratio.
+//
+// Go's deflate is not zlib's C code, so a length can differ from Python's
+// zlib.compress by a few bytes; the ratio's ranking power does not depend on it.
+func ZlibLen(text string) int {
+	var buf bytes.Buffer
+	w := zlib.NewWriter(&buf)
+	w.Write([]byte(text)) // a bytes.Buffer does not fail
+	w.Close()
+	return buf.Len()
+}
+
+// MeanLoss is the mean of the per-token losses; NaN when there are none.
+func MeanLoss(tokenLosses []float32) float64 {
+	if len(tokenLosses) == 0 {
+		return nan()
+	}
+	var s float64
+	for _, l := range tokenLosses {
+		s += float64(l)
+	}
+	return s / float64(len(tokenLosses))
+}
+
+// MinK is Min-K% Prob as a loss: the mean negative log-probability of the
+// ceil(frac·n) least likely tokens (at least one). Lower means the model
+// finds even its hardest tokens easy, the sign of a member.
+func MinK(tokenLosses []float32, frac float64) float64 {
+	n := len(tokenLosses)
+	if n == 0 {
+		return nan()
+	}
+	k := int(math.Ceil(frac*float64(n) - 1e-9))
+	k = max(1, min(k, n))
+	s := append([]float32(nil), tokenLosses...)
+	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
+	var sum float64
+	for _, l := range s[:k] {
+		sum += float64(l)
+	}
+	return sum / float64(k)
+}
+
+// AUC is the area under the ROC curve of scores where higher means member:
+// the Mann-Whitney statistic P(m > c) + ½·P(m = c) over all member-control
+// pairs. NaN scores are left out; NaN when either side is empty.
+func AUC(members, controls []float64) float64 {
+	m, c := finite(members), finite(controls)
+	if len(m) == 0 || len(c) == 0 {
+		return nan()
+	}
+	type item struct {
+		v      float64
+		member bool
+	}
+	all := make([]item, 0, len(m)+len(c))
+	for _, v := range m {
+		all = append(all, item{v, true})
+	}
+	for _, v := range c {
+		all = append(all, item{v, false})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+	// Walk groups of equal scores: a member beats every control below its
+	// group and ties with the controls inside it.
+	var wins float64
+	below := 0
+	for i := 0; i < len(all); {
+		j := i
+		nm, nc := 0, 0
+		for ; j < len(all) && all[j].v == all[i].v; j++ {
+			if all[j].member {
+				nm++
+			} else {
+				nc++
+			}
+		}
+		wins += float64(nm) * (float64(below) + 0.5*float64(nc))
+		below += nc
+		i = j
+	}
+	return wins / (float64(len(m)) * float64(len(c)))
+}
+
+// TPRAtFPR is the highest true positive rate among thresholds t (flagging
+// scores >= t as members) whose false positive rate is at most fpr. Tied
+// scores share one threshold, so a tie straddling the limit is not split.
+// NaN when either side is empty.
+func TPRAtFPR(members, controls []float64, fpr float64) float64 {
+	m, c := finite(members), finite(controls)
+	if len(m) == 0 || len(c) == 0 {
+		return nan()
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(m)))
+	sort.Sort(sort.Reverse(sort.Float64Slice(c)))
+	best := 0.0
+	// Thresholds at each distinct score, highest first.
+	i, j := 0, 0
+	for i < len(m) || j < len(c) {
+		t := math.Inf(-1)
+		if i < len(m) {
+			t = m[i]
+		}
+		if j < len(c) && c[j] > t {
+			t = c[j]
+		}
+		for i < len(m) && m[i] >= t {
+			i++
+		}
+		for j < len(c) && c[j] >= t {
+			j++
+		}
+		if float64(j)/float64(len(c)) > fpr+1e-12 {
+			break
+		}
+		best = float64(i) / float64(len(m))
+	}
+	return best
+}
+
+func finite(xs []float64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func negate(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = -x
+	}
+	return out
+}

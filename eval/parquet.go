@@ -1,0 +1,80 @@
+package eval
+
+import (
+	"io"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/compress"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+// ScoresSchema is the schema of scores.parquet, one row per document.
+// Undefined values (no reference model, a document too short to attack)
+// are NaN, first_divergence is -1 for a document not attacked.
+var ScoresSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "split", Type: arrow.BinaryTypes.String},
+	{Name: "title", Type: arrow.BinaryTypes.String},
+	{Name: "status", Type: arrow.BinaryTypes.String},
+	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "prefix_len", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "suffix_len", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "exact_match", Type: arrow.FixedWidthTypes.Boolean},
+	{Name: "token_accuracy", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "first_divergence", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "rougeL_precision", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "rougeL_recall", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "rouge1", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "rouge2", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "zlib_len", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "zlib_ratio", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ref_diff", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// writeScores writes the rows as one Parquet file (Snappy, row groups of
+// 64k rows).
+func writeScores(w io.Writer, rows []Score) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, ScoresSchema)
+	defer b.Release()
+	for _, s := range rows {
+		b.Field(0).(*array.Int64Builder).Append(s.DocID)
+		b.Field(1).(*array.StringBuilder).Append(s.Split)
+		b.Field(2).(*array.StringBuilder).Append(s.Title)
+		b.Field(3).(*array.StringBuilder).Append(s.Status)
+		b.Field(4).(*array.Int32Builder).Append(int32(s.Repetitions))
+		b.Field(5).(*array.Int32Builder).Append(int32(s.NTokens))
+		b.Field(6).(*array.Int32Builder).Append(int32(s.PrefixLen))
+		b.Field(7).(*array.Int32Builder).Append(int32(s.SuffixLen))
+		b.Field(8).(*array.BooleanBuilder).Append(s.Exact)
+		b.Field(9).(*array.Float64Builder).Append(s.TokenAccuracy)
+		b.Field(10).(*array.Int32Builder).Append(int32(s.FirstDivergence))
+		for k, v := range []float64{s.RougeL, s.RougeLPrecision, s.RougeLRecall, s.Rouge1, s.Rouge2, s.Loss} {
+			b.Field(11 + k).(*array.Float64Builder).Append(v)
+		}
+		b.Field(17).(*array.Int32Builder).Append(int32(s.ZlibLen))
+		for k, v := range []float64{s.ZlibRatio, s.MinK, s.RefLoss, s.RefDiff} {
+			b.Field(18 + k).(*array.Float64Builder).Append(v)
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(1<<16))
+	// The parquet writer closes a sink that is an io.Closer; the caller owns w.
+	fw, err := pqarrow.NewFileWriter(ScoresSchema, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return err
+	}
+	if err := fw.Write(rec); err != nil {
+		fw.Close()
+		return err
+	}
+	return fw.Close()
+}

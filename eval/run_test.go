@@ -1,0 +1,239 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/memo-research/memo/loss"
+)
+
+// testSchema is the part of extract's completions.arrow schema eval reads.
+var testSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "split", Type: arrow.BinaryTypes.String},
+	{Name: "title", Type: arrow.BinaryTypes.String},
+	{Name: "status", Type: arrow.BinaryTypes.String},
+	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "suffix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{Name: "generated_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{Name: "suffix_text", Type: arrow.BinaryTypes.String},
+	{Name: "generated_text", Type: arrow.BinaryTypes.String},
+	{Name: "text", Type: arrow.BinaryTypes.String},
+	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+}, nil)
+
+func writeTestCompletions(t *testing.T, path string, cs []Completion) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(testSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	for _, c := range cs {
+		b.Field(0).(*array.Int64Builder).Append(c.DocID)
+		for i, s := range []string{c.Split, c.Title, c.Status} {
+			b.Field(1 + i).(*array.StringBuilder).Append(s)
+		}
+		b.Field(4).(*array.Int32Builder).Append(int32(c.Repetitions))
+		for i, ids := range [][]int32{c.Suffix, c.Generated} {
+			lb := b.Field(5 + i).(*array.ListBuilder)
+			lb.Append(true)
+			lb.ValueBuilder().(*array.Int32Builder).AppendValues(ids, nil)
+		}
+		for i, s := range []string{c.SuffixText, c.GeneratedText, c.Text} {
+			b.Field(7 + i).(*array.StringBuilder).Append(s)
+		}
+		for i, v := range []float64{c.Loss, c.MinK, c.RefLoss} {
+			b.Field(10 + i).(*array.Float64Builder).Append(v)
+		}
+		lb := b.Field(13).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Float32Builder).AppendValues(c.TokenLosses, nil)
+	}
+	rec := b.NewRecord()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// crafted: three attacked members (one exact, one half right, one with a
+// different ending), one member too short, and two controls; losses chosen
+// so that members rank below controls except one tie.
+func crafted() []Completion {
+	nan := math.NaN()
+	return []Completion{
+		{DocID: 1, Split: "target", Status: "ok", Repetitions: 4, Suffix: []int32{1, 2, 3, 4}, Generated: []int32{1, 2, 3, 4},
+			SuffixText: "the cat sat down", GeneratedText: "the cat sat down", Text: "aaaa the cat sat down", TokenLosses: []float32{0.1, 0.1, 0.1, 0.1, 0.1}, Loss: 0.1, RefLoss: nan},
+		{DocID: 2, Split: "target", Status: "ok", Repetitions: 4, Suffix: []int32{1, 2, 3, 4}, Generated: []int32{1, 2, 9, 9},
+			SuffixText: "the cat sat down", GeneratedText: "the cat ran away", Text: "bbbb the cat sat down", TokenLosses: []float32{0.5, 0.5}, RefLoss: nan},
+		{DocID: 3, Split: "target", Status: "ok", Repetitions: 1, Suffix: []int32{5, 6}, Generated: []int32{7, 6},
+			SuffixText: "Hello, world", GeneratedText: "hello!", Text: "cccc Hello, world", TokenLosses: []float32{2, 2}, RefLoss: nan},
+		{DocID: 4, Split: "target", Title: "tiny doc", Status: "too_short", Repetitions: 1, Text: "dd", TokenLosses: []float32{0.2}, RefLoss: nan},
+		{DocID: 5, Split: "control", Status: "ok", Suffix: []int32{1, 2}, Generated: []int32{3, 4},
+			SuffixText: "x y", GeneratedText: "z w", Text: "eeee x y", TokenLosses: []float32{2, 2}, RefLoss: nan},
+		{DocID: 6, Split: "control", Status: "ok", Suffix: []int32{1, 2}, Generated: []int32{1, 4},
+			SuffixText: "x y", GeneratedText: "x w", Text: "ffff x y", TokenLosses: []float32{3, 3}, RefLoss: nan},
+	}
+}
+
+func TestRunWritesScoresAndSummary(t *testing.T) {
+	dir := t.TempDir()
+	writeTestCompletions(t, filepath.Join(dir, "completions.arrow"), crafted())
+	gf := loss.Config{Strategy: "hash-table", K: 4, H: 13}
+	sum, err := Run(DefaultConfig(), dir, gf, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sum.Members
+	if m.N != 3 || m.NNotAttacked != 1 || len(m.NotAttacked) != 1 {
+		t.Errorf("members n %d, not attacked %d %v: want 3 and 1", m.N, m.NNotAttacked, m.NotAttacked)
+	}
+	// Exact: 1 of 3. Token accuracy: (1 + 0.5 + 0.5) / 3.
+	if !near(float64(m.ExactMatch), 1.0/3) || !near(float64(m.TokenAccuracy), 2.0/3) {
+		t.Errorf("members exact %v accuracy %v, want 1/3 and 2/3", m.ExactMatch, m.TokenAccuracy)
+	}
+	// RougeL: 1; "the cat sat down" vs "the cat ran away" = 0.5; "hello world" vs "hello" = 2·1·0.5/1.5.
+	if want := (1 + 0.5 + 2.0/3) / 3; !near(float64(m.RougeL), want) {
+		t.Errorf("members rougeL %v, want %v", m.RougeL, want)
+	}
+	if lo, hi := float64(m.ExactMatchCI[0]), float64(m.ExactMatchCI[1]); !(lo >= 0 && lo <= 1.0/3 && hi >= 1.0/3 && hi <= 1) {
+		t.Errorf("exact match CI [%v, %v] should hold 1/3", lo, hi)
+	}
+	// Controls: token accuracy (0 + 0.5) / 2, no exact match.
+	if c := sum.Controls; c.N != 2 || !near(float64(c.ExactMatch), 0) || !near(float64(c.TokenAccuracy), 0.25) {
+		t.Errorf("controls %+v", c)
+	}
+	// Member losses 0.1, 0.5, 2, 0.2 against control losses 2, 3: member scores
+	// (−loss) beat both controls except loss 2, which ties one and beats one:
+	// (2 + 2 + 1.5 + 2) / 8.
+	if !near(float64(sum.MIA.LossAUC), 7.5/8) {
+		t.Errorf("loss AUC %v, want %v", sum.MIA.LossAUC, 7.5/8)
+	}
+	if !math.IsNaN(float64(sum.MIA.RefAUC)) {
+		t.Errorf("ref AUC %v without a reference, want NaN (null)", sum.MIA.RefAUC)
+	}
+	if len(sum.ByRepetitions) != 2 || sum.ByRepetitions[1].Repetitions != 4 || !near(float64(sum.ByRepetitions[1].ExactMatch), 0.5) {
+		t.Errorf("by repetitions %+v", sum.ByRepetitions)
+	}
+
+	// summary.json has the names the issue fixes.
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	js := map[string]map[string]any{}
+	for _, sec := range []string{"members", "controls", "mia", "goldfish"} {
+		var m map[string]any
+		if err := json.Unmarshal(top[sec], &m); err != nil {
+			t.Fatalf("summary.json %s: %v", sec, err)
+		}
+		js[sec] = m
+	}
+	for sec, keys := range map[string][]string{
+		"members":  {"n", "exact_match", "exact_match_ci", "token_accuracy", "rougeL"},
+		"controls": {"n", "exact_match", "exact_match_ci", "token_accuracy", "rougeL"},
+		"mia":      {"loss_auc", "zlib_auc", "mink_auc"},
+		"goldfish": {"strategy", "k", "h"},
+	} {
+		for _, k := range keys {
+			if _, ok := js[sec][k]; !ok {
+				t.Errorf("summary.json: %s.%s missing", sec, k)
+			}
+		}
+	}
+	if js["goldfish"]["k"] != 4.0 || js["mia"]["ref_auc"] != nil {
+		t.Errorf("goldfish %v, mia.ref_auc %v", js["goldfish"], js["mia"]["ref_auc"])
+	}
+
+	// scores.parquet: one row per document, readable by a Parquet reader.
+	pf, err := file.OpenParquetFile(filepath.Join(dir, "scores.parquet"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	rd, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := rd.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	if tbl.NumRows() != 6 || tbl.NumCols() != int64(ScoresSchema.NumFields()) {
+		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), ScoresSchema.NumFields())
+	}
+	fd := tbl.Column(ScoresSchema.FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
+	if got := fd.Int32Values(); got[0] != 4 || got[1] != 2 || got[2] != 0 || got[3] != -1 {
+		t.Errorf("first_divergence %v, want 4 2 0 -1 ...", got)
+	}
+	// Same inputs, same summary: the bootstrap is seeded.
+	again, err := Run(DefaultConfig(), dir, gf, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Members.ExactMatchCI != sum.Members.ExactMatchCI {
+		t.Errorf("CI changed between runs: %v vs %v", again.Members.ExactMatchCI, sum.Members.ExactMatchCI)
+	}
+}
+
+func TestRunReferenceAndErrors(t *testing.T) {
+	dir, refDir := t.TempDir(), t.TempDir()
+	cs := crafted()
+	writeTestCompletions(t, filepath.Join(dir, "completions.arrow"), cs)
+	// The reference model finds every document as hard as the target model
+	// does, except the members, which it finds harder: ref_diff separates.
+	ref := crafted()
+	for i := range ref {
+		if ref[i].Split == "target" {
+			ref[i].TokenLosses = []float32{9}
+		}
+	}
+	writeTestCompletions(t, filepath.Join(refDir, "completions.arrow"), ref)
+	cfg := DefaultConfig()
+	cfg.Reference = refDir
+	sum, err := Run(cfg, filepath.Join(dir, "completions.arrow"), loss.Config{Strategy: "none"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(float64(sum.MIA.RefAUC), 1) || !near(float64(sum.MIA.RefTPR), 1) {
+		t.Errorf("ref AUC %v, TPR %v: want 1 and 1", sum.MIA.RefAUC, sum.MIA.RefTPR)
+	}
+	if _, err := Run(DefaultConfig(), filepath.Join(dir, "missing.arrow"), loss.Config{}, dir); err == nil {
+		t.Error("a missing completions file should fail")
+	}
+	bad := filepath.Join(dir, "bad.arrow")
+	os.WriteFile(bad, []byte("not arrow"), 0o644)
+	if _, err := Run(DefaultConfig(), bad, loss.Config{}, dir); err == nil {
+		t.Error("a corrupt completions file should fail")
+	}
+	cfg.MinKFraction = 2
+	if _, err := Run(cfg, dir, loss.Config{}, dir); err == nil {
+		t.Error("a bad config should fail")
+	}
+}

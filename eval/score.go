@@ -1,0 +1,61 @@
+package eval
+
+import "math"
+
+// Score is one row of scores.parquet.
+type Score struct {
+	DocID           int64
+	Split           string
+	Title           string
+	Status          string
+	Repetitions     int
+	NTokens         int
+	PrefixLen       int
+	SuffixLen       int
+	Match                   // exact match, token accuracy, first divergence
+	RougeL          float64 // F1
+	RougeLPrecision float64
+	RougeLRecall    float64
+	Rouge1          float64 // F1
+	Rouge2          float64 // F1
+	Loss            float64
+	ZlibLen         int
+	ZlibRatio       float64
+	MinK            float64
+	RefLoss         float64
+	RefDiff         float64
+}
+
+// ScoreCompletion computes every per-document measure of one completion.
+// minK is Min-K%'s fraction; refLoss (NaN for none) overrides c.RefLoss
+// when it is a number. Documents that were not attacked (status other than
+// "ok") get NaN extraction scores but keep their membership statistics.
+func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
+	s := Score{
+		DocID: c.DocID, Split: c.Split, Title: c.Title, Status: c.Status, Repetitions: c.Repetitions,
+		NTokens: c.NTokens, PrefixLen: len(c.Prefix), SuffixLen: len(c.Suffix),
+		Loss: c.Loss, MinK: c.MinK, RefLoss: c.RefLoss,
+	}
+	if len(c.TokenLosses) > 0 {
+		s.Loss = MeanLoss(c.TokenLosses)
+		s.MinK = MinK(c.TokenLosses, minK)
+	}
+	if !math.IsNaN(refLoss) {
+		s.RefLoss = refLoss
+	}
+	s.RefDiff = s.Loss - s.RefLoss
+	s.ZlibLen = ZlibLen(c.Text)
+	s.ZlibRatio = s.Loss / float64(s.ZlibLen)
+	if c.Status != StatusOK {
+		s.Match = Match{TokenAccuracy: nan(), FirstDivergence: -1}
+		s.RougeL, s.RougeLPrecision, s.RougeLRecall, s.Rouge1, s.Rouge2 = nan(), nan(), nan(), nan(), nan()
+		return s
+	}
+	s.Match = CompareTokens(c.Suffix, c.Generated)
+	target, pred := RougeTokens(c.SuffixText), RougeTokens(c.GeneratedText)
+	rl := RougeL(target, pred)
+	s.RougeL, s.RougeLPrecision, s.RougeLRecall = rl.F1, rl.Precision, rl.Recall
+	s.Rouge1 = RougeN(target, pred, 1).F1
+	s.Rouge2 = RougeN(target, pred, 2).F1
+	return s
+}

@@ -1,0 +1,236 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/memo-research/memo/loss"
+)
+
+// Num is a float64 that is null in JSON when undefined (NaN), e.g. an AUC
+// without controls.
+type Num float64
+
+// MarshalJSON writes NaN and ±Inf as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON reads null as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Completions string `json:"completions"`
+	// Checkpoint and Extract are the model attacked and the attack's
+	// settings, as extract recorded them in completions.arrow.
+	Checkpoint string          `json:"checkpoint,omitempty"`
+	Extract    json.RawMessage `json:"extract,omitempty"`
+	NDocuments int             `json:"n_documents"`
+	// Members are the targets (split "target"), Controls the documents of
+	// the same sources never trained on (split "control").
+	Members  SplitSummary `json:"members"`
+	Controls SplitSummary `json:"controls"`
+	// Splits holds any other split present in the completions.
+	Splits map[string]SplitSummary `json:"splits,omitempty"`
+	// ByRepetitions breaks the members down by how often each was trained on.
+	ByRepetitions []RepetitionSummary `json:"by_repetitions"`
+	MIA           MIASummary          `json:"mia"`
+	Goldfish      GoldfishSummary     `json:"goldfish"`
+	Eval          Config              `json:"eval"`
+}
+
+// SplitSummary holds the extraction rates of one split. N counts the
+// attacked documents; NotAttacked names those that were not (too short
+// for prefix + suffix) and are left out of the rates.
+type SplitSummary struct {
+	N            int      `json:"n"`
+	NNotAttacked int      `json:"n_not_attacked"`
+	NotAttacked  []string `json:"not_attacked,omitempty"`
+	ExactMatch   Num      `json:"exact_match"`
+	ExactMatchCI [2]Num   `json:"exact_match_ci"`
+	// ExactMatchWilsonCI is the Wilson score interval of the same rate.
+	ExactMatchWilsonCI [2]Num `json:"exact_match_wilson_ci"`
+	TokenAccuracy      Num    `json:"token_accuracy"`
+	TokenAccuracyCI    [2]Num `json:"token_accuracy_ci"`
+	RougeL             Num    `json:"rougeL"`
+	RougeLCI           [2]Num `json:"rougeL_ci"`
+	Rouge1             Num    `json:"rouge1"`
+	Rouge2             Num    `json:"rouge2"`
+	FirstDivergence    Num    `json:"first_divergence"`
+	Loss               Num    `json:"loss"`
+}
+
+// RepetitionSummary is SplitSummary for the members seen a given number of times.
+type RepetitionSummary struct {
+	Repetitions int `json:"repetitions"`
+	SplitSummary
+}
+
+// MIASummary scores the membership-inference statistics, members against
+// controls. Ref* are null without a reference model.
+type MIASummary struct {
+	NMembers  int `json:"n_members"`
+	NControls int `json:"n_controls"`
+	LossAUC   Num `json:"loss_auc"`
+	ZlibAUC   Num `json:"zlib_auc"`
+	MinKAUC   Num `json:"mink_auc"`
+	RefAUC    Num `json:"ref_auc"`
+	// FPR is the false positive rate the *_tpr fields are read at.
+	FPR     float64 `json:"fpr"`
+	LossTPR Num     `json:"loss_tpr"`
+	ZlibTPR Num     `json:"zlib_tpr"`
+	MinKTPR Num     `json:"mink_tpr"`
+	RefTPR  Num     `json:"ref_tpr"`
+}
+
+// GoldfishSummary records the loss the model was trained with.
+type GoldfishSummary struct {
+	Enabled  bool   `json:"enabled"`
+	Strategy string `json:"strategy"`
+	K        int    `json:"k"`
+	H        int    `json:"h"`
+	Start    int    `json:"start"`
+}
+
+func goldfishSummary(g loss.Config) GoldfishSummary {
+	return GoldfishSummary{Enabled: g.Enabled(), Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start}
+}
+
+// seedFor derives one bootstrap stream per (split, metric) from the
+// configured seed, so adding a metric does not move the others' intervals.
+func seedFor(seed int64, label string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(label))
+	return uint64(seed) ^ h.Sum64()
+}
+
+func summarizeSplit(rows []Score, label string, cfg Config) SplitSummary {
+	var s SplitSummary
+	var em, acc, rl, r1, r2, fd, ls []float64
+	for _, r := range rows {
+		ls = append(ls, r.Loss)
+		if r.Status != StatusOK {
+			s.NNotAttacked++
+			s.NotAttacked = append(s.NotAttacked, fmt.Sprintf("%d %s (%s)", r.DocID, r.Title, r.Status))
+			continue
+		}
+		s.N++
+		e := 0.0
+		if r.Exact {
+			e = 1
+		}
+		em = append(em, e)
+		acc = append(acc, r.TokenAccuracy)
+		rl = append(rl, r.RougeL)
+		r1 = append(r1, r.Rouge1)
+		r2 = append(r2, r.Rouge2)
+		fd = append(fd, float64(r.FirstDivergence))
+	}
+	ci := func(xs []float64, metric string) [2]Num {
+		lo, hi := BootstrapCI(xs, cfg.Bootstrap, seedFor(cfg.Seed, label+"/"+metric))
+		return [2]Num{Num(lo), Num(hi)}
+	}
+	s.ExactMatch, s.ExactMatchCI = Num(Mean(em)), ci(em, "exact_match")
+	hits := 0
+	for _, e := range em {
+		hits += int(e)
+	}
+	wlo, whi := WilsonCI(hits, len(em))
+	s.ExactMatchWilsonCI = [2]Num{Num(wlo), Num(whi)}
+	s.TokenAccuracy, s.TokenAccuracyCI = Num(Mean(acc)), ci(acc, "token_accuracy")
+	s.RougeL, s.RougeLCI = Num(Mean(rl)), ci(rl, "rougeL")
+	s.Rouge1, s.Rouge2 = Num(Mean(r1)), Num(Mean(r2))
+	s.FirstDivergence, s.Loss = Num(Mean(fd)), Num(Mean(ls))
+	return s
+}
+
+func summarizeMIA(members, controls []Score, fpr float64) MIASummary {
+	stat := func(rows []Score, f func(Score) float64) []float64 {
+		out := make([]float64, len(rows))
+		for i, r := range rows {
+			// Every statistic is lower for members; negate so higher means member.
+			out[i] = -f(r)
+		}
+		return out
+	}
+	m := MIASummary{NMembers: len(members), NControls: len(controls), FPR: fpr}
+	for _, x := range []struct {
+		f        func(Score) float64
+		auc, tpr *Num
+	}{
+		{func(s Score) float64 { return s.Loss }, &m.LossAUC, &m.LossTPR},
+		{func(s Score) float64 { return s.ZlibRatio }, &m.ZlibAUC, &m.ZlibTPR},
+		{func(s Score) float64 { return s.MinK }, &m.MinKAUC, &m.MinKTPR},
+		{func(s Score) float64 { return s.RefDiff }, &m.RefAUC, &m.RefTPR},
+	} {
+		ms, cs := stat(members, x.f), stat(controls, x.f)
+		*x.auc = Num(AUC(ms, cs))
+		*x.tpr = Num(TPRAtFPR(ms, cs, fpr))
+	}
+	return m
+}
+
+// Summarize builds summary.json from the per-document scores.
+func Summarize(rows []Score, cfg Config, goldfish loss.Config) *Summary {
+	bySplit := map[string][]Score{}
+	byReps := map[int][]Score{}
+	for _, r := range rows {
+		bySplit[r.Split] = append(bySplit[r.Split], r)
+		if r.Split == splitTarget {
+			byReps[r.Repetitions] = append(byReps[r.Repetitions], r)
+		}
+	}
+	s := &Summary{
+		NDocuments:    len(rows),
+		Members:       summarizeSplit(bySplit[splitTarget], "members", cfg),
+		Controls:      summarizeSplit(bySplit[splitControl], "controls", cfg),
+		MIA:           summarizeMIA(bySplit[splitTarget], bySplit[splitControl], cfg.FPR),
+		Goldfish:      goldfishSummary(goldfish),
+		Eval:          cfg,
+		ByRepetitions: []RepetitionSummary{},
+	}
+	for name, rs := range bySplit {
+		if name != splitTarget && name != splitControl {
+			if s.Splits == nil {
+				s.Splits = map[string]SplitSummary{}
+			}
+			s.Splits[name] = summarizeSplit(rs, name, cfg)
+		}
+	}
+	reps := make([]int, 0, len(byReps))
+	for r := range byReps {
+		reps = append(reps, r)
+	}
+	sort.Ints(reps)
+	for _, r := range reps {
+		s.ByRepetitions = append(s.ByRepetitions, RepetitionSummary{
+			Repetitions: r, SplitSummary: summarizeSplit(byReps[r], fmt.Sprintf("members/%d", r), cfg)})
+	}
+	return s
+}
+
+// Split names of docs.arrow that eval treats as members and non-members.
+const (
+	splitTarget  = "target"
+	splitControl = "control"
+)

@@ -1,0 +1,172 @@
+package experiments
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// decodeStrict decodes doc over v, which holds the defaults, so that keys the
+// file leaves out keep their default. Unknown keys and wrong types become a
+// ConfigError naming file, line and key.
+func decodeStrict(file string, doc []byte, v any) error {
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var missing *toml.StrictMissingError
+	if errors.As(err, &missing) && len(missing.Errors) > 0 {
+		e := missing.Errors[0]
+		line, _ := e.Position()
+		ce := unknownKey(file, line, e.Key(), reflect.TypeOf(v))
+		if n := len(missing.Errors) - 1; n > 0 {
+			ce.Msg += fmt.Sprintf(" (and %d more unknown keys)", n)
+		}
+		return ce
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, _ := de.Position()
+		key := keyAt(doc, line)
+		return &ConfigError{File: file, Line: line, Key: key, Msg: typeMessage(de.Error())}
+	}
+	return &ConfigError{File: file, Msg: err.Error()}
+}
+
+func unknownKey(file string, line int, key []string, t reflect.Type) *ConfigError {
+	// Find the deepest prefix of key that is a real table: the first part
+	// after it is the unknown one.
+	table := ""
+	i := 0
+	for ; i < len(key)-1; i++ {
+		next := strings.Join(key[:i+1], ".")
+		if _, ok := tableKeys(t, next); !ok {
+			break
+		}
+		table = next
+	}
+	bad := key[i]
+	valid, _ := tableKeys(t, table)
+	where := "at the top level"
+	if table != "" {
+		where = "in [" + table + "]"
+	}
+	msg := fmt.Sprintf("unknown key %q %s; %s", bad, where, suggestion(bad, valid))
+	if len(valid) <= 16 {
+		msg += "valid keys: " + strings.Join(valid, ", ")
+	} else {
+		msg += "see `memo config --defaults` for the valid keys"
+	}
+	full := strings.Join(key[:i+1], ".")
+	return &ConfigError{File: file, Line: line, Key: full, Msg: strings.TrimRight(msg, "; ")}
+}
+
+var mismatchRE = regexp.MustCompile(`cannot decode TOML (\w+(?: \w+)?) into (?:struct field \S+ of type|a Go value of type) (\S+)`)
+
+// typeMessage turns go-toml's message, which names Go types, into one that
+// names what the file should say.
+func typeMessage(msg string) string {
+	msg = strings.TrimPrefix(msg, "toml: ")
+	m := mismatchRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	return fmt.Sprintf("wrong type: the file has a TOML %s, the key takes %s", m[1], describeGoType(m[2]))
+}
+
+func describeGoType(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "an array of " + strings.TrimPrefix(describeGoType(t[2:]), "a ")
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "map["):
+		return "a table"
+	}
+	return "a " + t
+}
+
+// keyAt names the dotted key defined on a line of doc, tracking [table]
+// headers above it ("" when the line holds no key).
+func keyAt(doc []byte, line int) string {
+	table := ""
+	for i, l := range strings.Split(string(doc), "\n") {
+		s := strings.TrimSpace(l)
+		if h, ok := tableHeader(s); ok {
+			table = h
+			if i+1 == line {
+				return h
+			}
+			continue
+		}
+		if i+1 != line {
+			continue
+		}
+		k, _, ok := strings.Cut(s, "=")
+		if !ok {
+			return table
+		}
+		k = unquoteKey(strings.TrimSpace(k))
+		if table == "" {
+			return k
+		}
+		return table + "." + k
+	}
+	return ""
+}
+
+// keyLine finds the line defining a dotted key, 0 when the file does not set it.
+func keyLine(doc []byte, key string) int {
+	table := ""
+	for i, l := range strings.Split(string(doc), "\n") {
+		s := strings.TrimSpace(l)
+		if h, ok := tableHeader(s); ok {
+			table = h
+			continue
+		}
+		k, _, ok := strings.Cut(s, "=")
+		if !ok || strings.HasPrefix(s, "#") {
+			continue
+		}
+		full := unquoteKey(strings.TrimSpace(k))
+		if table != "" {
+			full = table + "." + full
+		}
+		if full == key {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func tableHeader(s string) (string, bool) {
+	if !strings.HasPrefix(s, "[") || strings.HasPrefix(s, "[[") {
+		return "", false
+	}
+	end := strings.Index(s, "]")
+	if end < 0 {
+		return "", false
+	}
+	return unquoteKey(strings.TrimSpace(s[1:end])), true
+}
+
+func unquoteKey(k string) string {
+	parts := strings.Split(k, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
+}

@@ -1,0 +1,13 @@
+package experiments
+
+// DefaultsTOML is the default spec with every key's documentation, the text
+// `memo config --defaults` prints.
+func DefaultsTOML() (string, error) {
+	s := Default()
+	s.Name = "my-experiment"
+	propagateSeed(s, nil)
+	return renderTOML(s, keyDocs)
+}
+
+// Render is the resolved spec with every key's documentation.
+func (s *Spec) Render() (string, error) { return renderTOML(s, keyDocs) }

@@ -1,0 +1,76 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ConfigError is a problem with a spec file. Its message is one line that
+// names the file, the line when known, the key, and what would be valid.
+type ConfigError struct {
+	File string
+	Line int // 0 when the problem has no single line (a cross-field check)
+	Key  string
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Key != "" && !strings.HasPrefix(e.Msg, e.Key) {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// levenshtein is the edit distance between a and b (insertions, deletions,
+// substitutions), used to suggest the key a typo meant.
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// closest returns the valid key nearest to key, or "" when nothing is near
+// enough to be a plausible typo (more than half the key's length away).
+func closest(key string, valid []string) string {
+	best, bestD := "", 1<<30
+	for _, v := range valid {
+		d := levenshtein(strings.ToLower(key), strings.ToLower(v))
+		if d < bestD || (d == bestD && v < best) {
+			best, bestD = v, d
+		}
+	}
+	if bestD > max(2, (len(key)+1)/2) {
+		return ""
+	}
+	return best
+}
+
+// suggestion formats the "did you mean" part of an unknown-key message.
+func suggestion(key string, valid []string) string {
+	if c := closest(key, valid); c != "" {
+		return fmt.Sprintf("did you mean %q? ", c)
+	}
+	return ""
+}

@@ -1,0 +1,113 @@
+package experiments
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestGrid(t *testing.T) {
+	axes := sortedAxes(map[string][]any{
+		"model.preset": {"nano", "tiny"},
+		"goldfish.k":   {int64(0), int64(4), int64(8)},
+	})
+	if axes[0].Key != "goldfish.k" {
+		t.Fatalf("axes not sorted: %v", axes)
+	}
+	g := grid(axes)
+	if len(g) != 6 {
+		t.Fatalf("grid has %d points, want 6", len(g))
+	}
+	labels := axisLabels(axes)
+	var names []string
+	for _, vals := range g {
+		names = append(names, pointName(labels, vals))
+	}
+	want := []string{"k=0_preset=nano", "k=0_preset=tiny", "k=4_preset=nano", "k=4_preset=tiny", "k=8_preset=nano", "k=8_preset=tiny"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("names = %v, want %v", names, want)
+	}
+	if g := grid(nil); len(g) != 1 || len(g[0]) != 0 {
+		t.Errorf("grid of no axes = %v, want one empty point", g)
+	}
+}
+
+func TestAxisLabelsCollide(t *testing.T) {
+	axes := sortedAxes(map[string][]any{"data.seed": {1}, "train.seed": {2}, "goldfish.k": {4}})
+	got := axisLabels(axes)
+	want := []string{"data-seed", "k", "train-seed"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("labels = %v, want %v", got, want)
+	}
+	if n := pointName([]string{"groups"}, []any{[]any{int64(1), int64(2)}}); n != "groups=1-2" {
+		t.Errorf("array value name = %q", n)
+	}
+	if n := pointName([]string{"src"}, []any{"txt:/a b"}); n != "src=txt--a-b" {
+		t.Errorf("sanitized name = %q", n)
+	}
+}
+
+func TestSetPathDeepCopy(t *testing.T) {
+	raw := map[string]any{"goldfish": map[string]any{"k": int64(4)}, "name": "x"}
+	c := deepCopy(raw).(map[string]any)
+	if err := setPath(c, "goldfish.k", int64(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := setPath(c, "model.preset", "tiny"); err != nil {
+		t.Fatal(err)
+	}
+	if raw["goldfish"].(map[string]any)["k"] != int64(4) {
+		t.Error("setPath on the copy changed the original")
+	}
+	if c["model"].(map[string]any)["preset"] != "tiny" {
+		t.Error("setPath did not create the missing table")
+	}
+	if err := setPath(c, "name.x", 1); err == nil {
+		t.Error("setPath through a string should fail")
+	}
+}
+
+func TestSlurmScript(t *testing.T) {
+	base := SlurmOptions{Account: "proj1", Partition: "gpu", Time: "02:00:00", GPUs: 4, CPUs: 8, Exe: "/opt/memo bin/memo",
+		SweepDir: "/scratch/runs/gvs", Specs: []string{"k=0.toml", "k=4.toml"}, JobName: "gvs"}
+	single, err := SlurmScript(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#!/bin/bash\n", "#SBATCH --array=0-1\n", "#SBATCH --account=proj1\n", "#SBATCH --partition=gpu\n",
+		"#SBATCH --time=02:00:00\n", "#SBATCH --gpus-per-node=4\n", "#SBATCH --cpus-per-task=8\n", "#SBATCH --nodes=1\n",
+		"MEMO='/opt/memo bin/memo'\n", "  'k=4.toml'\n", `SPEC="$SWEEP/specs/${SPECS[$SLURM_ARRAY_TASK_ID]}"`, `"$MEMO" run --runs "$SWEEP" "$SPEC"`} {
+		if !strings.Contains(single, want) {
+			t.Errorf("script lacks %q:\n%s", want, single)
+		}
+	}
+	if strings.Contains(single, "srun") {
+		t.Error("a one-process point should not use srun")
+	}
+	multi := base
+	multi.Nodes, multi.Nproc = 2, 4
+	ms, err := SlurmScript(multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n", "--stages data", `srun --kill-on-bad-exit=1 "$MEMO" run --runs "$SWEEP" --stages train "$SPEC"`, "MASTER_ADDR="} {
+		if !strings.Contains(ms, want) {
+			t.Errorf("multi-node script lacks %q:\n%s", want, ms)
+		}
+	}
+	for _, tc := range []struct {
+		mut  func(*SlurmOptions)
+		want string
+	}{
+		{func(o *SlurmOptions) { o.Time = "two hours" }, "--time"},
+		{func(o *SlurmOptions) { o.Account = "a b" }, "no spaces"},
+		{func(o *SlurmOptions) { o.Specs = nil }, "no grid points"},
+		{func(o *SlurmOptions) { o.GPUs = -1 }, ">= 0"},
+	} {
+		o := base
+		tc.mut(&o)
+		if _, err := SlurmScript(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SlurmScript = %v, want error with %q", err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// validator is what every stage Config implements.
+type validator interface{ Validate() error }
+
+// loadInto parses doc over spec, a pointer to a struct holding the defaults:
+// syntax, unknown keys and wrong types first (each a ConfigError with a line),
+// then the experiment seed copied into stage tables that set none, then each
+// table's Validate (except the tables in skip, which the caller checks its
+// own way). It returns the document as decoded TOML for sweeps.
+func loadInto(file string, doc []byte, spec any, skip ...string) (map[string]any, error) {
+	raw := map[string]any{}
+	if err := toml.Unmarshal(doc, &raw); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			line, _ := de.Position()
+			return nil, &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")}
+		}
+		return nil, &ConfigError{File: file, Msg: err.Error()}
+	}
+	if err := decodeStrict(file, doc, spec); err != nil {
+		return nil, err
+	}
+	propagateSeed(spec, raw)
+	if err := checkSweepAxes(file, doc, spec, raw); err != nil {
+		return nil, err
+	}
+	if err := validateTables(file, doc, spec, skip); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// propagateSeed copies the top-level seed into the seed of every table that
+// has one and that the file leaves unset.
+func propagateSeed(spec any, raw map[string]any) {
+	v := reflect.ValueOf(spec).Elem()
+	t := v.Type()
+	var seed reflect.Value
+	for i := 0; i < t.NumField(); i++ {
+		if tomlName(t.Field(i)) == "seed" {
+			seed = v.Field(i)
+		}
+	}
+	if !seed.IsValid() || !seed.CanInt() {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := v.Field(i)
+		table := tomlName(t.Field(i))
+		if f.Kind() != reflect.Struct || table == "" {
+			continue
+		}
+		if tab, ok := raw[table].(map[string]any); ok {
+			if _, set := tab["seed"]; set {
+				continue
+			}
+		}
+		for j := 0; j < f.NumField(); j++ {
+			if tomlName(f.Type().Field(j)) != "seed" {
+				continue
+			}
+			switch s := f.Field(j); {
+			case s.CanInt():
+				s.SetInt(seed.Int())
+			case s.CanUint():
+				s.SetUint(uint64(seed.Int()))
+			}
+		}
+	}
+}
+
+// checkSweepAxes rejects axes that name no key of the spec and empty axes.
+// Whether each value fits its key is checked when the grid is expanded.
+func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error {
+	sw, ok := raw["sweep"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	valid := leafKeys(reflect.TypeOf(spec), "")
+	isValid := map[string]bool{}
+	for _, k := range valid {
+		isValid[k] = true
+	}
+	for axis, vals := range sw {
+		line := keyLine(doc, "sweep."+axis)
+		if !isValid[axis] || axis == "name" {
+			return &ConfigError{File: file, Line: line, Key: "sweep." + axis,
+				Msg: fmt.Sprintf("sweep axis %q is not a key of the spec; %swrite axes as \"table.key\", e.g. \"goldfish.k\"", axis, suggestion(axis, valid))}
+		}
+		if a, ok := vals.([]any); !ok || len(a) == 0 {
+			return &ConfigError{File: file, Line: line, Key: "sweep." + axis, Msg: "a sweep axis needs a non-empty array of values"}
+		}
+	}
+	return nil
+}
+
+// validateTables runs each table's Validate; the error's leading
+// "table.key" (the stage packages' convention) locates its line.
+func validateTables(file string, doc []byte, spec any, skip []string) error {
+	v := reflect.ValueOf(spec).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if !t.Field(i).IsExported() || contains(skip, tomlName(t.Field(i))) {
+			continue
+		}
+		val, ok := v.Field(i).Interface().(validator)
+		if !ok {
+			continue
+		}
+		if err := val.Validate(); err != nil {
+			return locate(file, doc, tomlName(t.Field(i)), err)
+		}
+	}
+	return nil
+}
+
+// locate makes a ConfigError of a validation error, finding the line of the
+// key it names when the file sets it.
+func locate(file string, doc []byte, table string, err error) *ConfigError {
+	msg := err.Error()
+	// errors.Join gives one problem per line; the first is the one to fix.
+	if lines := strings.Split(msg, "\n"); len(lines) > 1 {
+		msg = fmt.Sprintf("%s (and %d more problems)", lines[0], len(lines)-1)
+	}
+	key, _, _ := strings.Cut(msg, " ")
+	key = strings.TrimRight(key, ":,")
+	if !strings.Contains(key, ".") {
+		key = table
+	}
+	return &ConfigError{File: file, Line: keyLine(doc, key), Key: key, Msg: msg}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

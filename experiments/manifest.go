@@ -1,0 +1,205 @@
+package experiments
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Stage status values in manifest.json.
+const (
+	StatusPending = "pending"
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
+
+// StageRecord is one stage's entry in manifest.json.
+type StageRecord struct {
+	Name     string    `json:"name"`
+	Status   string    `json:"status"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	Seconds  float64   `json:"seconds,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Manifest is manifest.json: what ran, on what, from which code and config.
+type Manifest struct {
+	Name       string        `json:"name"`
+	ConfigHash string        `json:"config_hash"` // sha256 of config.toml
+	Created    time.Time     `json:"created"`
+	Updated    time.Time     `json:"updated"`
+	Versions   Versions      `json:"versions"`
+	Machine    Machine       `json:"machine"`
+	Stages     []StageRecord `json:"stages"`
+}
+
+// Versions records the software a run used.
+type Versions struct {
+	Go          string `json:"go"`
+	Memo        string `json:"memo"` // VCS revision of the binary, or of the working tree
+	MemoDirty   bool   `json:"memo_modified,omitempty"`
+	MemoVersion string `json:"memo_version,omitempty"`
+	Libtorch    string `json:"libtorch"`
+}
+
+// Machine records where a run ran.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Cores    int    `json:"cores"`
+	RAMBytes uint64 `json:"ram_bytes"`
+	CPUModel string `json:"cpu_model"`
+}
+
+// Stage returns the record of a stage, adding it as pending when new.
+func (m *Manifest) Stage(name string) *StageRecord {
+	for i := range m.Stages {
+		if m.Stages[i].Name == name {
+			return &m.Stages[i]
+		}
+	}
+	m.Stages = append(m.Stages, StageRecord{Name: name, Status: StatusPending})
+	return &m.Stages[len(m.Stages)-1]
+}
+
+// Done reports whether every listed stage finished.
+func (m *Manifest) Done(stages []string) bool {
+	for _, s := range stages {
+		if m.Stage(s).Status != StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadManifest reads dir/manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) write(dir string) error {
+	m.Updated = time.Now().UTC()
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "manifest.json"), append(b, '\n'))
+}
+
+func newManifest(name, hash string) *Manifest {
+	now := time.Now().UTC()
+	return &Manifest{Name: name, ConfigHash: hash, Created: now, Updated: now, Versions: currentVersions(), Machine: currentMachine()}
+}
+
+func currentVersions() Versions {
+	v := Versions{Go: runtime.Version(), Libtorch: libtorchVersion()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v.MemoVersion = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Memo = s.Value
+			case "vcs.modified":
+				v.MemoDirty = s.Value == "true"
+			}
+		}
+	}
+	if v.Memo == "" {
+		// `go run` and `go test` builds carry no VCS stamp: ask git.
+		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			v.Memo = strings.TrimSpace(string(out))
+			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+				v.MemoDirty = len(strings.TrimSpace(string(st))) > 0
+			}
+		} else {
+			v.Memo = "unknown"
+		}
+	}
+	return v
+}
+
+// libtorchVersion reads the version of the libtorch that memo links: the
+// build-version file of an unpacked LIBTORCH distribution, else the soname
+// suffix of the system library.
+func libtorchVersion() string {
+	if dir := os.Getenv("LIBTORCH"); dir != "" {
+		if b, err := os.ReadFile(filepath.Join(dir, "build-version")); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/*/libtorch_cpu.so.*")
+	sort.Strings(matches)
+	for i := len(matches) - 1; i >= 0; i-- {
+		if _, ver, ok := strings.Cut(filepath.Base(matches[i]), ".so."); ok {
+			return ver + " (system)"
+		}
+	}
+	return "unknown"
+}
+
+func currentMachine() Machine {
+	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, Cores: runtime.NumCPU()}
+	m.Hostname, _ = os.Hostname()
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb uint64
+			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
+				m.RAMBytes = kb * 1024
+				break
+			}
+		}
+		f.Close()
+	}
+	return m
+}
+
+// writeFileAtomic writes through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, strings.NewReader(string(data))); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

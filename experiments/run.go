@@ -1,0 +1,163 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Stages are the stages of a run, in order.
+var Stages = []string{"data", "train", "extract", "eval", "plots"}
+
+// Options adjust Run.
+type Options struct {
+	// Force restarts a run whose directory holds a different spec; the old
+	// directory is kept, renamed with a timestamp suffix.
+	Force bool
+	// Stages limits the run to these stages (all when empty); multi-process
+	// training runs data, train and the rest as separate steps.
+	Stages []string
+	// Train, when set, replaces the in-process training stage, e.g. with a
+	// launcher that starts one process per rank.
+	Train func(ctx context.Context, spec *Spec, runDir string) error
+}
+
+// stageFunc runs one stage; tests replace it to exercise the bookkeeping
+// without training a model.
+var stageFunc = runStage
+
+// ErrSpecChanged is returned when a run directory holds a different spec.
+var ErrSpecChanged = errors.New("run directory holds a different spec")
+
+// RunDir is where Run puts a spec's run.
+func RunDir(spec *Spec, runsRoot string) string { return filepath.Join(runsRoot, spec.Name) }
+
+// Run runs data → train → extract → eval → plots into runsRoot/<name>.
+// A finished stage (recorded in manifest.json) is not run again, so a
+// finished run is a no-op and an interrupted one resumes at the stage that
+// stopped; training itself resumes from its latest checkpoint.
+func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string, error) {
+	if spec.IsSweep() {
+		return "", fmt.Errorf("%s is a sweep: run it with RunSweep", spec.file)
+	}
+	for _, s := range opt.Stages {
+		if !contains(Stages, s) {
+			return "", fmt.Errorf("stage %q: want one of %v", s, Stages)
+		}
+	}
+	dir := RunDir(spec, runsRoot)
+	if processRank() > 0 {
+		// Other ranks of a multi-process stage do the work and leave
+		// config.toml and manifest.json to rank 0.
+		for _, st := range opt.Stages {
+			if err := stageFunc(ctx, st, spec, dir, opt); err != nil {
+				return dir, fmt.Errorf("run %s: stage %s (rank %d): %w", spec.Name, st, processRank(), err)
+			}
+		}
+		return dir, nil
+	}
+	conf, err := spec.TOML()
+	if err != nil {
+		return dir, err
+	}
+	hash, err := spec.Hash()
+	if err != nil {
+		return dir, err
+	}
+	m, err := openRunDir(dir, spec.Name, conf, hash, opt.Force)
+	if err != nil {
+		return dir, err
+	}
+	for _, st := range Stages {
+		if len(opt.Stages) > 0 && !contains(opt.Stages, st) {
+			continue
+		}
+		rec := m.Stage(st)
+		if rec.Status == StatusDone {
+			slog.Debug("stage already done", "run", spec.Name, "stage", st)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return dir, err
+		}
+		rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
+		if err := m.write(dir); err != nil {
+			return dir, err
+		}
+		slog.Info("stage start", "run", spec.Name, "stage", st)
+		err := stageFunc(ctx, st, spec, dir, opt)
+		rec = m.Stage(st)
+		rec.Finished = time.Now().UTC()
+		rec.Seconds = rec.Finished.Sub(rec.Started).Seconds()
+		if err != nil {
+			rec.Status, rec.Error = StatusFailed, err.Error()
+			if werr := m.write(dir); werr != nil {
+				slog.Error("write manifest", "err", werr)
+			}
+			return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, err)
+		}
+		rec.Status = StatusDone
+		if err := m.write(dir); err != nil {
+			return dir, err
+		}
+		slog.Info("stage done", "run", spec.Name, "stage", st, "seconds", fmt.Sprintf("%.1f", rec.Seconds))
+	}
+	return dir, nil
+}
+
+// openRunDir creates the run directory with config.toml and manifest.json,
+// or reopens an existing one after checking it holds the same spec.
+func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manifest, error) {
+	old, err := os.ReadFile(filepath.Join(dir, "config.toml"))
+	switch {
+	case err == nil && !bytes.Equal(old, conf):
+		if !force {
+			return nil, fmt.Errorf("%w: %s was made from another spec; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir)
+		}
+		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))
+		if err := os.Rename(dir, aside); err != nil {
+			return nil, fmt.Errorf("move old run aside: %w", err)
+		}
+		slog.Warn("spec changed: old run moved aside", "old", aside)
+	case err == nil:
+		m, err := ReadManifest(dir)
+		if err == nil {
+			return m, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "config.toml"), err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "config.toml"), conf); err != nil {
+		return nil, err
+	}
+	m := newManifest(name, hash)
+	for _, s := range Stages {
+		m.Stage(s)
+	}
+	return m, m.write(dir)
+}
+
+// Finished reports whether runDir holds a complete run of spec.
+func Finished(spec *Spec, runDir string) bool {
+	conf, err := spec.TOML()
+	if err != nil {
+		return false
+	}
+	old, err := os.ReadFile(filepath.Join(runDir, "config.toml"))
+	if err != nil || !bytes.Equal(old, conf) {
+		return false
+	}
+	m, err := ReadManifest(runDir)
+	return err == nil && m.Done(Stages)
+}

@@ -1,0 +1,216 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fakeStages replaces the stage packages with a recorder; failAt names a
+// stage that fails once.
+func fakeStages(t *testing.T, calls *[]string, failAt *string) {
+	t.Helper()
+	old := stageFunc
+	t.Cleanup(func() { stageFunc = old })
+	stageFunc = func(ctx context.Context, stage string, spec *Spec, dir string, opt Options) error {
+		*calls = append(*calls, stage)
+		if stage == *failAt {
+			*failAt = ""
+			return errors.New("boom")
+		}
+		return nil
+	}
+}
+
+const miniSpec = "name = \"mini\"\n[goldfish]\nk = 4\n"
+
+func TestRunResumesAndSkipsFinished(t *testing.T) {
+	var calls []string
+	failAt := "extract"
+	fakeStages(t, &calls, &failAt)
+	spec, err := ParseBytes("mini.toml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	dir, err := Run(context.Background(), spec, root, Options{})
+	if err == nil || !strings.Contains(err.Error(), "stage extract: boom") {
+		t.Fatalf("first run: err = %v, want the extract failure", err)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := m.Stage("extract"); s.Status != StatusFailed || s.Error != "boom" {
+		t.Errorf("manifest extract = %+v, want failed with the error", s)
+	}
+	if m.Stage("train").Status != StatusDone || m.Stage("eval").Status != StatusPending {
+		t.Errorf("manifest stages = %+v", m.Stages)
+	}
+
+	calls = nil
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"extract", "eval", "plots"}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("resumed run called %v, want %v", calls, want)
+	}
+	if !Finished(spec, dir) {
+		t.Error("Finished = false after a complete run")
+	}
+
+	calls = nil
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 {
+		t.Errorf("re-running a finished run called %v, want nothing", calls)
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseBytes("config.toml", conf)
+	if err != nil {
+		t.Fatalf("config.toml does not parse back as a spec: %v", err)
+	}
+	if h1, _ := spec.Hash(); func() string { h, _ := back.Hash(); return h }() != h1 {
+		t.Error("config.toml parses back to a spec with another hash")
+	}
+	if m, _ := ReadManifest(dir); m.ConfigHash == "" || m.Machine.Cores == 0 || m.Versions.Go == "" {
+		t.Errorf("manifest lacks hash/machine/versions: %+v", m)
+	}
+}
+
+func TestRunRefusesChangedSpec(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	a, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	if _, err := Run(context.Background(), a, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseBytes("mini.toml", []byte(strings.Replace(miniSpec, "k = 4", "k = 8", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = nil
+	_, err = Run(context.Background(), b, root, Options{})
+	if !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("err = %v, want ErrSpecChanged mentioning --force", err)
+	}
+	if len(calls) != 0 {
+		t.Errorf("a refused run called stages %v", calls)
+	}
+	if _, err := Run(context.Background(), b, root, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := filepath.Glob(filepath.Join(root, "mini.old-*"))
+	if len(old) != 1 {
+		t.Errorf("--force left %v, want the old run moved aside once", old)
+	}
+	if !Finished(b, filepath.Join(root, "mini")) {
+		t.Error("forced run did not finish")
+	}
+}
+
+func TestRunOnlySomeStages(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	if _, err := Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"data"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(calls, []string{"data"}) {
+		t.Errorf("calls = %v, want [data]", calls)
+	}
+	if _, err := Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"bogus"}}); err == nil {
+		t.Error("unknown stage accepted")
+	}
+}
+
+func TestExpandSweep(t *testing.T) {
+	doc := "name = \"gvs\"\nseed = 7\n[goldfish]\nh = 13\n[sweep]\n\"goldfish.k\" = [0, 4]\n\"model.preset\" = [\"nano\", \"tiny\"]\n"
+	spec, err := ParseBytes("gvs.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pts {
+		names = append(names, p.Name)
+		if p.Spec.IsSweep() || p.Spec.Name != p.Name || p.Spec.Goldfish.H != 13 || p.Spec.Seed != 7 {
+			t.Errorf("point %s: spec = name %q sweep %v h %d seed %d", p.Name, p.Spec.Name, p.Spec.Sweep, p.Spec.Goldfish.H, p.Spec.Seed)
+		}
+	}
+	if want := []string{"k=0_preset=nano", "k=0_preset=tiny", "k=4_preset=nano", "k=4_preset=tiny"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("points = %v, want %v", names, want)
+	}
+	if pts[2].Spec.Goldfish.K != 4 || pts[2].Spec.Model.Preset != "nano" {
+		t.Errorf("point %s has k=%d preset=%q", pts[2].Name, pts[2].Spec.Goldfish.K, pts[2].Spec.Model.Preset)
+	}
+
+	bad, err := ParseBytes("bad.toml", []byte("[sweep]\n\"goldfish.k\" = [0, 1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Expand()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sweep point k=1") || !strings.Contains(err.Error(), "goldfish.k = 1") {
+		t.Errorf("bad sweep value: err = %v", err)
+	}
+	wrongType, _ := ParseBytes("wt.toml", []byte("[sweep]\n\"goldfish.k\" = [\"four\"]\n"))
+	if _, err := wrongType.Expand(); !errors.As(err, &ce) || !strings.Contains(err.Error(), "wrong type") {
+		t.Errorf("wrong-type sweep value: err = %v", err)
+	}
+}
+
+func TestPrepareSweepWritesIndex(t *testing.T) {
+	spec, err := ParseBytes("gvs.toml", []byte("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, pts, err := PrepareSweep(spec, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		got, err := Parse(filepath.Join(dir, "specs", p.Name+".toml"))
+		if err != nil {
+			t.Fatalf("point spec does not parse: %v", err)
+		}
+		if got.Goldfish.K != p.Spec.Goldfish.K {
+			t.Errorf("%s: k = %d, want %d", p.Name, got.Goldfish.K, p.Spec.Goldfish.K)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sweep.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunOnOtherRankKeepsNoBooks(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	t.Setenv("RANK", "1")
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	root := t.TempDir()
+	if _, err := Run(context.Background(), spec, root, Options{Stages: []string{"train"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(calls, []string{"train"}) {
+		t.Errorf("calls = %v, want [train]", calls)
+	}
+	if _, err := os.Stat(filepath.Join(root, "mini", "manifest.json")); !os.IsNotExist(err) {
+		t.Errorf("rank 1 wrote manifest.json (err %v)", err)
+	}
+}

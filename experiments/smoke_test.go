@@ -1,0 +1,57 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/internal/torchx"
+)
+
+func TestMain(m *testing.M) {
+	torchx.Init(2, 1)
+	os.Exit(m.Run())
+}
+
+// TestSmokeEndToEnd runs exp/smoke.toml through every real stage. It takes
+// well under a minute on 2 cores; -short skips it.
+func TestSmokeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run; skipped with -short")
+	}
+	spec, err := Parse(filepath.Join("..", "exp", "smoke.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	start := time.Now()
+	dir, err := Run(context.Background(), spec, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("smoke run took %v", time.Since(start).Round(time.Millisecond))
+	for _, f := range []string{"config.toml", "manifest.json", "data/docs.arrow", "data/tokens.arrow", "metrics.arrow",
+		"completions.arrow", "scores.parquet", "summary.json", "figures/exact-match-vs-k.png", "figures/loss.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing artifact: %v", err)
+		}
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Done(Stages) {
+		t.Errorf("manifest stages = %+v, want all done", m.Stages)
+	}
+	// A second run of the finished spec does nothing.
+	before, _ := os.Stat(filepath.Join(dir, "scores.parquet"))
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(filepath.Join(dir, "scores.parquet"))
+	if !before.ModTime().Equal(after.ModTime()) {
+		t.Error("re-running a finished run rewrote scores.parquet")
+	}
+}

@@ -1,0 +1,158 @@
+package experiments
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/plots"
+	"github.com/memo-research/memo/train"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Spec is one experiment: a TOML file with a table per stage. Keys the file
+// leaves out keep the stage package's DefaultConfig value.
+type Spec struct {
+	// Name names the run directory, runs/<name>; default: the file name without .toml.
+	Name string `toml:"name"`
+	// Seed seeds every stage table that sets no seed of its own.
+	Seed     int64          `toml:"seed"`
+	Data     data.Config    `toml:"data"`
+	Model    model.Config   `toml:"model"`
+	Train    train.Config   `toml:"train"`
+	Goldfish loss.Config    `toml:"goldfish"`
+	Extract  extract.Config `toml:"extract"`
+	Eval     eval.Config    `toml:"eval"`
+	Plots    plots.Config   `toml:"plots"`
+	// Sweep maps dotted keys ("goldfish.k") to the values to try; a spec with
+	// a sweep is a grid of runs, one per combination, under runs/<name>/.
+	Sweep map[string][]any `toml:"sweep,omitempty"`
+
+	file string
+	raw  map[string]any
+}
+
+// Default is the spec every file starts from.
+func Default() *Spec {
+	return &Spec{
+		Name:     "memo",
+		Seed:     1234,
+		Data:     data.DefaultConfig(),
+		Model:    model.DefaultConfig(),
+		Train:    train.DefaultConfig(),
+		Goldfish: loss.DefaultConfig(),
+		Extract:  extract.DefaultConfig(),
+		Eval:     eval.DefaultConfig(),
+		Plots:    plots.DefaultConfig(),
+	}
+}
+
+// Parse reads, resolves and validates a spec file. Every error is a
+// *ConfigError whose message is one line naming the file.
+func Parse(path string) (*Spec, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", unwrapPath(err))}
+	}
+	s, err := ParseBytes(path, doc)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ParseBytes is Parse on a document already in memory; file names it in errors.
+func ParseBytes(file string, doc []byte) (*Spec, error) {
+	s := Default()
+	s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	raw, err := loadInto(file, doc, s, "model")
+	if err != nil {
+		return nil, err
+	}
+	s.file, s.raw = file, raw
+	if err := s.check(doc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// File is the path the spec was read from.
+func (s *Spec) File() string { return s.file }
+
+// check runs the checks that span tables, which no single stage can make.
+func (s *Spec) check(doc []byte) error {
+	fail := func(key, format string, args ...any) error {
+		return &ConfigError{File: s.file, Line: keyLine(doc, key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !validName(s.Name) {
+		return fail("name", "name = %q: use letters, digits and . - + = _ only, not starting with '.' (it names the run directory)", s.Name)
+	}
+	for _, src := range s.Data.Sources {
+		p, err := data.ParseSource(src)
+		if err != nil || p.Path == "" {
+			continue
+		}
+		if _, err := os.Stat(p.Path); err != nil {
+			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, unwrapPath(err))
+		}
+	}
+	if hf, ok := strings.CutPrefix(s.Data.Tokenizer, "hf:"); ok {
+		if _, err := os.Stat(hf); err != nil {
+			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, unwrapPath(err))
+		}
+	}
+	return s.checkStages(fail)
+}
+
+// TOML is the resolved spec: every key, defaults filled in, as written to
+// the run directory's config.toml.
+func (s *Spec) TOML() ([]byte, error) {
+	b, err := toml.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// Hash is the sha256 of the resolved spec, the identity of a run.
+func (s *Spec) Hash() (string, error) {
+	b, err := s.TOML()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// IsSweep reports whether the spec is a grid of runs.
+func (s *Spec) IsSweep() bool { return len(s.Sweep) > 0 }
+
+// validName accepts names that are safe as a directory, in a shell and in a
+// Slurm job name.
+func validName(n string) bool {
+	if n == "" || n[0] == '.' || len(n) > 200 {
+		return false
+	}
+	for _, r := range n {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-+=_", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,178 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Point result statuses.
+const (
+	PointDone    = "done"
+	PointSkipped = "skipped" // finished before this sweep started
+	PointFailed  = "failed"
+)
+
+// PointResult is how one grid point of a local sweep ended.
+type PointResult struct {
+	Name    string
+	Dir     string
+	Log     string
+	Status  string
+	Err     error
+	Seconds float64
+}
+
+// SweepOptions adjust RunSweep.
+type SweepOptions struct {
+	// Jobs is how many runs go at once (>= 1).
+	Jobs int
+	// Exe is the memo binary each run executes (`Exe run --runs DIR SPEC`).
+	Exe string
+	// Args are extra arguments after `run`, e.g. --threads 1.
+	Args []string
+	// Force is passed on as --force.
+	Force bool
+	// Progress, when set, gets one line per started and finished run.
+	Progress io.Writer
+}
+
+// RunSweep runs every grid point of a sweep as a subprocess of the memo
+// binary, Jobs at a time. A failing run does not stop the others; runs that
+// already finished are skipped. Each run's output goes to logs/<point>.log.
+func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions) (string, []PointResult, error) {
+	dir, pts, err := PrepareSweep(spec, runsRoot)
+	if err != nil {
+		return "", nil, err
+	}
+	if opt.Jobs < 1 {
+		opt.Jobs = 1
+	}
+	if opt.Exe == "" {
+		if opt.Exe, err = os.Executable(); err != nil {
+			return dir, nil, fmt.Errorf("find the memo binary: %w", err)
+		}
+	}
+	progress := opt.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(progress, format+"\n", args...)
+	}
+	results := make([]PointResult, len(pts))
+	sem := make(chan struct{}, opt.Jobs)
+	var wg sync.WaitGroup
+	for i, p := range pts {
+		res := &results[i]
+		res.Name, res.Dir = p.Name, filepath.Join(dir, p.Name)
+		res.Log = filepath.Join(dir, "logs", p.Name+".log")
+		if Finished(p.Spec, res.Dir) {
+			res.Status = PointSkipped
+			say("[%d/%d] %s: already finished", i+1, len(pts), p.Name)
+			continue
+		}
+		wg.Add(1)
+		go func(i int, p Point) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				res.Status, res.Err = PointFailed, ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			say("[%d/%d] %s: started (log %s)", i+1, len(pts), p.Name, res.Log)
+			start := time.Now()
+			res.Err = runPoint(ctx, opt, dir, filepath.Join(dir, "specs", p.Name+".toml"), res.Log)
+			res.Seconds = time.Since(start).Seconds()
+			if res.Err != nil {
+				res.Status = PointFailed
+				say("[%d/%d] %s: FAILED after %.0f s: %v (see %s)", i+1, len(pts), p.Name, res.Seconds, res.Err, res.Log)
+				return
+			}
+			res.Status = PointDone
+			say("[%d/%d] %s: done in %.0f s", i+1, len(pts), p.Name, res.Seconds)
+		}(i, p)
+	}
+	wg.Wait()
+	return dir, results, nil
+}
+
+func runPoint(ctx context.Context, opt SweepOptions, sweepDir, spec, logPath string) error {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := append([]string{"run", "--runs", sweepDir}, opt.Args...)
+	if opt.Force {
+		args = append(args, "--force")
+	}
+	args = append(args, spec)
+	cmd := exec.CommandContext(ctx, opt.Exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Let a cancelled sweep stop its runs cleanly: SIGINT first, so training
+	// can finish its step, then SIGKILL after a grace period.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	slog.Debug("sweep point", "cmd", cmd.String())
+	if err := cmd.Run(); err != nil {
+		if last := lastErrorLine(logPath); last != "" {
+			return fmt.Errorf("%w: %s", err, last)
+		}
+		return err
+	}
+	return nil
+}
+
+// lastErrorLine finds the one-line error memo printed last in a run's log,
+// so the sweep summary says why a run failed without opening the log.
+func lastErrorLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-20; i-- {
+		if strings.HasPrefix(lines[i], "memo: ") || strings.HasPrefix(lines[i], "panic: ") {
+			return strings.TrimPrefix(lines[i], "memo: ")
+		}
+	}
+	return ""
+}
+
+// Summary is a one-line-per-point account of a sweep for the terminal.
+func Summary(results []PointResult) string {
+	var done, skipped, failed int
+	out := ""
+	for _, r := range results {
+		switch r.Status {
+		case PointDone:
+			done++
+		case PointSkipped:
+			skipped++
+		default:
+			failed++
+		}
+		line := fmt.Sprintf("  %-8s %s", r.Status, r.Name)
+		if r.Seconds > 0 {
+			line += fmt.Sprintf(" (%.0f s)", r.Seconds)
+		}
+		if r.Err != nil {
+			line += ": " + r.Err.Error() + " (log: " + r.Log + ")"
+		}
+		out += line + "\n"
+	}
+	return fmt.Sprintf("sweep: %d done, %d already finished, %d failed\n", done, skipped, failed) + out
+}

@@ -1,0 +1,149 @@
+package extract
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// Schema of completions.arrow. loss, mink and token_losses are over the
+// document's first context tokens (mink with Config.MinKFraction);
+// ref_loss is NaN without a reference model. Rows with status other than
+// "ok" have empty prefix, suffix and generation.
+var Schema = arrow.NewSchema([]arrow.Field{
+	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "split", Type: arrow.BinaryTypes.String},
+	{Name: "title", Type: arrow.BinaryTypes.String},
+	{Name: "status", Type: arrow.BinaryTypes.String},
+	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "prefix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{Name: "suffix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{Name: "generated_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{Name: "prefix_text", Type: arrow.BinaryTypes.String},
+	{Name: "suffix_text", Type: arrow.BinaryTypes.String},
+	{Name: "generated_text", Type: arrow.BinaryTypes.String},
+	{Name: "text", Type: arrow.BinaryTypes.String},
+	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+}, nil)
+
+// Row is one row of completions.arrow.
+type Row struct {
+	DocID                                       int64
+	Split, Title, Status                        string
+	Repetitions                                 int
+	Prefix, Suffix, Generated                   []int32
+	PrefixText, SuffixText, GeneratedText, Text string
+	NTokens                                     int
+	Loss, MinK, RefLoss                         float64
+	TokenLosses                                 []float32
+}
+
+const batchRows = 256
+
+// WriteCompletions writes rows to path atomically (temporary name, rename).
+// meta goes into the schema's metadata (Run records the config and the
+// checkpoint attacked under "memo.extract" and "memo.checkpoint").
+func WriteCompletions(path string, rows []Row, meta map[string]string) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	schema := Schema
+	if len(meta) > 0 {
+		md := arrow.MetadataFrom(meta)
+		schema = arrow.NewSchema(Schema.Fields(), &md)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for start := 0; start == 0 || start < len(rows); start += batchRows {
+		for _, r := range rows[start:min(start+batchRows, len(rows))] {
+			appendRow(b, r)
+		}
+		rec := b.NewRecord()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func appendRow(b *array.RecordBuilder, r Row) {
+	str := func(i int, s string) { b.Field(i).(*array.StringBuilder).Append(s) }
+	ids := func(i int, v []int32) {
+		lb := b.Field(i).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(v, nil)
+	}
+	b.Field(0).(*array.Int64Builder).Append(r.DocID)
+	str(1, r.Split)
+	str(2, r.Title)
+	str(3, r.Status)
+	b.Field(4).(*array.Int32Builder).Append(int32(r.Repetitions))
+	ids(5, r.Prefix)
+	ids(6, r.Suffix)
+	ids(7, r.Generated)
+	str(8, r.PrefixText)
+	str(9, r.SuffixText)
+	str(10, r.GeneratedText)
+	str(11, r.Text)
+	b.Field(12).(*array.Int32Builder).Append(int32(r.NTokens))
+	b.Field(13).(*array.Float64Builder).Append(r.Loss)
+	b.Field(14).(*array.Float64Builder).Append(r.MinK)
+	b.Field(15).(*array.Float64Builder).Append(r.RefLoss)
+	lb := b.Field(16).(*array.ListBuilder)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Float32Builder).AppendValues(r.TokenLosses, nil)
+}
+
+// meanAndMinK summarizes per-token losses: their mean and the mean of the
+// ceil(frac·n) largest (Min-K% Prob as a loss). NaN for no tokens.
+func meanAndMinK(l []float32, frac float64) (mean, mink float64) {
+	if len(l) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	s := append([]float32(nil), l...)
+	var sum float64
+	for _, x := range s {
+		sum += float64(x)
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
+	k := max(1, min(len(s), int(math.Ceil(frac*float64(len(s))-1e-9))))
+	var top float64
+	for _, x := range s[:k] {
+		top += float64(x)
+	}
+	return sum / float64(len(s)), top / float64(k)
+}

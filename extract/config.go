@@ -1,0 +1,167 @@
+package extract
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Prompt modes.
+const (
+	ModeReference = "reference"
+	ModeFixed     = "fixed"
+	ModePythia    = "pythia"
+)
+
+// Decoding strategies.
+const (
+	DecodeGreedy = "greedy"
+	DecodeSample = "sample"
+	DecodeBeam   = "beam"
+)
+
+// pythiaLen is Pythia's memorization prefix and suffix length.
+const pythiaLen = 32
+
+// Modes and Decodings list the accepted values, for help texts.
+var (
+	Modes     = []string{ModeReference, ModeFixed, ModePythia}
+	Decodings = []string{DecodeGreedy, DecodeSample, DecodeBeam}
+	// knownSplits are the splits of docs.arrow.
+	knownSplits = []string{"target", "control", "background", "validation"}
+)
+
+// Config is the [extract] table of an experiment spec.
+type Config struct {
+	// Mode builds the prompts: reference, fixed or pythia (see the package doc).
+	Mode string `toml:"mode" json:"mode"`
+	// Prefix is the prompt length in tokens of the fixed mode.
+	Prefix int `toml:"prefix" json:"prefix"`
+	// Suffix is the number of true tokens to reproduce (and of tokens
+	// generated) in the reference and fixed modes.
+	Suffix int `toml:"suffix" json:"suffix"`
+	// Decoding is greedy, sample or beam.
+	Decoding string `toml:"decoding" json:"decoding"`
+	// Temperature divides the logits before sampling.
+	Temperature float64 `toml:"temperature" json:"temperature"`
+	// TopK samples among the K most likely tokens; 0 means all.
+	TopK int `toml:"top_k" json:"top_k"`
+	// TopP samples from the smallest set of tokens whose probability reaches P; 1 means all.
+	TopP float64 `toml:"top_p" json:"top_p"`
+	// Beams is the beam width of beam search.
+	Beams int `toml:"beams" json:"beams"`
+	// Seed seeds sampling.
+	Seed int64 `toml:"seed" json:"seed"`
+	// BatchSize is the number of prompts decoded together.
+	BatchSize int `toml:"batch_size" json:"batch_size"`
+	// Splits are the document splits attacked: members ("target") and
+	// non-members ("control") by default.
+	Splits []string `toml:"splits" json:"splits"`
+	// MaxDocs caps the documents attacked per split (the first by doc_id); 0 means all.
+	MaxDocs int `toml:"max_docs" json:"max_docs"`
+	// MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).
+	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
+	// Reference is an optional reference model for the loss-difference
+	// attack: a run directory or checkpoint directory trained with the same
+	// tokenizer. Its per-document loss fills the ref_loss column.
+	Reference string `toml:"reference" json:"reference"`
+}
+
+// DefaultConfig is the goldfish repository's attack: the reference mode,
+// a 50-token suffix, greedy decoding, targets and controls.
+func DefaultConfig() Config {
+	return Config{
+		Mode: ModeReference, Prefix: 50, Suffix: 50, Decoding: DecodeGreedy,
+		Temperature: 1, TopK: 0, TopP: 1, Beams: 4, Seed: 1234, BatchSize: 16,
+		Splits: []string{"target", "control"}, MinKFraction: 0.2,
+	}
+}
+
+func oneOf(v string, set []string) bool {
+	for _, s := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks every key and names the offending one in its error.
+// CheckContext checks the prompt against a model's context.
+func (c Config) Validate() error {
+	if !oneOf(c.Mode, Modes) {
+		return fmt.Errorf("extract.mode = %q: must be one of %s", c.Mode, strings.Join(Modes, ", "))
+	}
+	if c.Mode == ModeFixed && c.Prefix < 1 {
+		return fmt.Errorf("extract.prefix = %d: must be >= 1 in mode %q", c.Prefix, c.Mode)
+	}
+	if c.Mode != ModePythia && c.Suffix < 1 {
+		return fmt.Errorf("extract.suffix = %d: must be >= 1", c.Suffix)
+	}
+	if !oneOf(c.Decoding, Decodings) {
+		return fmt.Errorf("extract.decoding = %q: must be one of %s", c.Decoding, strings.Join(Decodings, ", "))
+	}
+	if math.IsNaN(c.Temperature) || c.Temperature <= 0 {
+		return fmt.Errorf("extract.temperature = %v: must be > 0", c.Temperature)
+	}
+	if c.TopK < 0 {
+		return fmt.Errorf("extract.top_k = %d: must be >= 0 (0 = no limit)", c.TopK)
+	}
+	if math.IsNaN(c.TopP) || c.TopP <= 0 || c.TopP > 1 {
+		return fmt.Errorf("extract.top_p = %v: must be in (0, 1] (1 = no limit)", c.TopP)
+	}
+	if c.Beams < 1 || c.Beams > 64 {
+		return fmt.Errorf("extract.beams = %d: must be between 1 and 64", c.Beams)
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("extract.batch_size = %d: must be >= 1", c.BatchSize)
+	}
+	if len(c.Splits) == 0 {
+		return fmt.Errorf("extract.splits is empty: list at least one of %s", strings.Join(knownSplits, ", "))
+	}
+	for i, s := range c.Splits {
+		if !oneOf(s, knownSplits) {
+			return fmt.Errorf("extract.splits: %q: must be one of %s", s, strings.Join(knownSplits, ", "))
+		}
+		if oneOf(s, c.Splits[:i]) {
+			return fmt.Errorf("extract.splits: %q listed twice", s)
+		}
+	}
+	if c.MaxDocs < 0 {
+		return fmt.Errorf("extract.max_docs = %d: must be >= 0 (0 = all)", c.MaxDocs)
+	}
+	if math.IsNaN(c.MinKFraction) || c.MinKFraction <= 0 || c.MinKFraction > 1 {
+		return fmt.Errorf("extract.mink_fraction = %v: must be in (0, 1], e.g. 0.2", c.MinKFraction)
+	}
+	return nil
+}
+
+// Lengths are the prefix and suffix lengths of the fixed-geometry modes;
+// the reference mode's prefix depends on the document (prefix is 0).
+func (c Config) Lengths() (prefix, suffix int) {
+	switch c.Mode {
+	case ModePythia:
+		return pythiaLen, pythiaLen
+	case ModeFixed:
+		return c.Prefix, c.Suffix
+	}
+	return 0, c.Suffix
+}
+
+// ErrConfig marks errors caused by the configuration (a bad key, or a
+// prompt that does not fit the model), not by the files or the machine.
+var ErrConfig = errors.New("bad extract configuration")
+
+// CheckContext checks that the prompt and the generated tokens fit a
+// model with the given context length.
+func (c Config) CheckContext(context int) error {
+	p, s := c.Lengths()
+	switch {
+	case c.Mode == ModeReference && s >= context:
+		return fmt.Errorf("%w: extract.suffix = %d: must be below the model context %d in mode %q (the prefix needs at least one token)", ErrConfig, s, context, c.Mode)
+	case c.Mode != ModeReference && p+s > context:
+		return fmt.Errorf("%w: prefix %d + suffix %d = %d tokens exceed the model context %d in mode %q", ErrConfig, p, s, p+s, context, c.Mode)
+	}
+	return nil
+}

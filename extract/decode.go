@@ -1,0 +1,244 @@
+package extract
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// stepper is a language model decoding a batch of rows in lockstep.
+type stepper interface {
+	// Start feeds the prompts (any lengths) and returns each row's
+	// next-token logits; room is reserved for maxNew more tokens.
+	Start(prompts [][]int32, maxNew int) ([][]float32, error)
+	// Next appends one token to every row and returns the next logits.
+	Next(tokens []int32) ([][]float32, error)
+	// Reorder makes row i continue the history of row rows[i].
+	Reorder(rows []int) error
+	// Close frees what Start allocated.
+	Close()
+}
+
+// decoder turns logits into tokens with one strategy.
+type decoder struct {
+	cfg Config
+}
+
+// greedyPick is the argmax; ties go to the lowest id (as torch.argmax).
+func greedyPick(logits []float32) int32 {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// samplePick draws from softmax(logits/temperature) restricted to the top-k
+// tokens and then to the smallest prefix (by probability) reaching top-p.
+func (d decoder) samplePick(logits []float32, rng *rand.Rand) int32 {
+	type tok struct {
+		id int
+		p  float64
+	}
+	toks := make([]tok, len(logits))
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	var z float64
+	for i, v := range logits {
+		p := math.Exp((float64(v) - mx) / d.cfg.Temperature)
+		toks[i] = tok{i, p}
+		z += p
+	}
+	sort.SliceStable(toks, func(i, j int) bool { return toks[i].p > toks[j].p })
+	n := len(toks)
+	if d.cfg.TopK > 0 {
+		n = min(n, d.cfg.TopK)
+	}
+	if d.cfg.TopP < 1 {
+		var cum float64
+		for i := 0; i < n; i++ {
+			cum += toks[i].p / z
+			if cum >= d.cfg.TopP {
+				n = i + 1
+				break
+			}
+		}
+	}
+	var mass float64
+	for _, t := range toks[:n] {
+		mass += t.p
+	}
+	u := rng.Float64() * mass
+	for _, t := range toks[:n] {
+		u -= t.p
+		if u < 0 {
+			return int32(t.id)
+		}
+	}
+	return int32(toks[n-1].id)
+}
+
+// sampleRNG is the generator of one document: (seed, doc_id) keyed, so a
+// sample does not depend on batch composition or order.
+func sampleRNG(seed, docID int64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(docID)^0x73616d706c65))
+}
+
+// generate continues each prompt by n tokens with greedy decoding or
+// sampling (one rng per row, used only when sampling).
+func (d decoder) generate(lm stepper, prompts [][]int32, n int, rngs []*rand.Rand) ([][]int32, error) {
+	out := make([][]int32, len(prompts))
+	if n <= 0 || len(prompts) == 0 {
+		return out, nil
+	}
+	logits, err := lm.Start(prompts, n)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	next := make([]int32, len(prompts))
+	for step := 0; ; step++ {
+		for i, l := range logits {
+			if d.cfg.Decoding == DecodeSample {
+				next[i] = d.samplePick(l, rngs[i])
+			} else {
+				next[i] = greedyPick(l)
+			}
+			out[i] = append(out[i], next[i])
+		}
+		if step == n-1 {
+			return out, nil
+		}
+		if logits, err = lm.Next(next); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// beamSearch keeps the width most likely continuations (by summed log
+// probability; every one has n tokens, so no length penalty) of each prompt
+// and returns the best. lm decodes len(prompts)·width rows, prompt p's
+// beams at rows p·width … p·width+width−1.
+func (d decoder) beamSearch(lm stepper, prompts [][]int32, n, width int) ([][]int32, error) {
+	b := len(prompts)
+	out := make([][]int32, b)
+	if n <= 0 || b == 0 {
+		return out, nil
+	}
+	rows := make([][]int32, 0, b*width)
+	for _, p := range prompts {
+		for range width {
+			rows = append(rows, p)
+		}
+	}
+	logits, err := lm.Start(rows, n)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	score := make([]float64, b*width)
+	seqs := make([][]int32, b*width)
+	type cand struct {
+		score  float64
+		parent int
+		tok    int32
+	}
+	for step := 0; step < n; step++ {
+		parents := make([]int, b*width)
+		toks := make([]int32, b*width)
+		newSeqs := make([][]int32, b*width)
+		newScore := make([]float64, b*width)
+		for p := 0; p < b; p++ {
+			var cands []cand
+			// At the first step all beams of a prompt are the same: expand one.
+			nb := width
+			if step == 0 {
+				nb = 1
+			}
+			for j := 0; j < nb; j++ {
+				r := p*width + j
+				lp := logSoftmax(logits[r])
+				for _, t := range topIndices(lp, width) {
+					cands = append(cands, cand{score[r] + lp[t], r, int32(t)})
+				}
+			}
+			sort.SliceStable(cands, func(x, y int) bool {
+				if cands[x].score != cands[y].score {
+					return cands[x].score > cands[y].score
+				}
+				if cands[x].parent != cands[y].parent {
+					return cands[x].parent < cands[y].parent
+				}
+				return cands[x].tok < cands[y].tok
+			})
+			if len(cands) < width {
+				return nil, fmt.Errorf("beam search: vocabulary of %d tokens is smaller than %d beams", len(logits[0]), width)
+			}
+			for j := 0; j < width; j++ {
+				c, r := cands[j], p*width+j
+				parents[r], toks[r], newScore[r] = c.parent, c.tok, c.score
+				newSeqs[r] = append(append(make([]int32, 0, n), seqs[c.parent]...), c.tok)
+			}
+		}
+		seqs, score = newSeqs, newScore
+		if step == n-1 {
+			break
+		}
+		if err := lm.Reorder(parents); err != nil {
+			return nil, err
+		}
+		if logits, err = lm.Next(toks); err != nil {
+			return nil, err
+		}
+	}
+	// Candidates were sorted, so each prompt's first beam is its best.
+	for p := range out {
+		out[p] = seqs[p*width]
+	}
+	return out, nil
+}
+
+func logSoftmax(l []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range l {
+		mx = math.Max(mx, float64(v))
+	}
+	var z float64
+	for _, v := range l {
+		z += math.Exp(float64(v) - mx)
+	}
+	lz := mx + math.Log(z)
+	out := make([]float64, len(l))
+	for i, v := range l {
+		out[i] = float64(v) - lz
+	}
+	return out
+}
+
+// topIndices returns the indices of the k largest values, largest first,
+// lower index first among equals.
+func topIndices(v []float64, k int) []int {
+	idx := make([]int, 0, k+1)
+	for i := range v {
+		// Insertion into a short sorted list: k is a beam width.
+		pos := len(idx)
+		for pos > 0 && v[idx[pos-1]] < v[i] {
+			pos--
+		}
+		if pos >= k {
+			continue
+		}
+		idx = append(idx, 0)
+		copy(idx[pos+1:], idx[pos:])
+		idx[pos] = i
+		if len(idx) > k {
+			idx = idx[:k]
+		}
+	}
+	return idx
+}

@@ -1,0 +1,129 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/memo-research/memo/data"
+)
+
+// Run attacks the model of checkpointDir (a checkpoint, or a run directory
+// whose newest good checkpoint is used) on the documents of ds in
+// cfg.Splits and writes the completions to out (completions.arrow).
+func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset, out string) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// libtorch's grad mode (ts.NoGrad) is per OS thread: a goroutine that
+	// moved between threads would build autograd graphs while decoding.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	g, ckpt, err := loadModel(checkpointDir)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	mc := g.Config()
+	if err := cfg.CheckContext(mc.Context); err != nil {
+		return err
+	}
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	if tok.VocabSize() > mc.Vocab {
+		return fmt.Errorf("extract: tokenizer of %s has %d tokens, model %s only %d: not the model of this dataset", ds.Dir(), tok.VocabSize(), ckpt, mc.Vocab)
+	}
+	var docs []data.Doc
+	for _, split := range cfg.Splits {
+		d, err := ds.Docs(split)
+		if err != nil {
+			return fmt.Errorf("extract: %w", err)
+		}
+		if cfg.MaxDocs > 0 && len(d) > cfg.MaxDocs {
+			d = d[:cfg.MaxDocs]
+		}
+		docs = append(docs, d...)
+	}
+	prompts := BuildPrompts(cfg, docs, mc.Context)
+	short := 0
+	for _, p := range prompts {
+		if p.Status != StatusOK {
+			short++
+			slog.Warn("extract: document too short to attack; written with status too_short",
+				"doc_id", p.Doc.ID, "title", p.Doc.Title, "split", p.Doc.Split, "reason", p.Reason)
+		}
+	}
+	slog.Info("extract: attacking", "checkpoint", ckpt, "documents", len(prompts), "too_short", short,
+		"mode", cfg.Mode, "decoding", cfg.Decoding, "model", mc.String())
+
+	gen, err := generateAll(ctx, g, cfg, prompts, true)
+	if err != nil {
+		return fmt.Errorf("extract: generate: %w", err)
+	}
+	losses, err := windowLosses(ctx, g, prompts, cfg.BatchSize)
+	if err != nil {
+		return fmt.Errorf("extract: losses: %w", err)
+	}
+	var refLosses [][]float32
+	if cfg.Reference != "" {
+		if refLosses, err = referenceLosses(ctx, cfg, ds, prompts); err != nil {
+			return err
+		}
+	}
+	rows := make([]Row, len(prompts))
+	for i, p := range prompts {
+		r := Row{
+			DocID: p.Doc.ID, Split: p.Doc.Split, Title: p.Doc.Title, Status: p.Status, Repetitions: p.Doc.Repetitions,
+			Prefix: p.Prefix, Suffix: p.Suffix, Generated: gen[i], Text: p.Doc.Text, NTokens: len(p.Doc.IDs),
+			TokenLosses: losses[i], RefLoss: math.NaN(),
+		}
+		if r.Prefix == nil {
+			r.Prefix, r.Suffix, r.Generated = []int32{}, []int32{}, []int32{}
+		}
+		r.PrefixText, r.SuffixText, r.GeneratedText = tok.Decode(r.Prefix), tok.Decode(r.Suffix), tok.Decode(r.Generated)
+		r.Loss, r.MinK = meanAndMinK(losses[i], cfg.MinKFraction)
+		if refLosses != nil {
+			r.RefLoss, _ = meanAndMinK(refLosses[i], cfg.MinKFraction)
+		}
+		rows[i] = r
+	}
+	cj, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	meta := map[string]string{"memo.extract": string(cj), "memo.checkpoint": ckpt}
+	if err := WriteCompletions(out, rows, meta); err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	slog.Info("extract: done", "out", out, "rows", len(rows), "too_short", short, "elapsed", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// referenceLosses loads the reference model and computes its losses over
+// the same windows.
+func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts []Prompt) ([][]float32, error) {
+	ref, ckpt, err := loadModel(cfg.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
+	}
+	if err := sameTokenizer(ds, ckpt); err != nil {
+		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
+	}
+	ws := make([]Prompt, len(prompts))
+	for i, p := range prompts {
+		ws[i] = Prompt{Window: p.Window[:min(len(p.Window), ref.Config().Context)]}
+		for _, id := range ws[i].Window {
+			if int(id) >= ref.Config().Vocab {
+				return nil, fmt.Errorf("extract.reference = %q: token %d outside its vocabulary of %d: a different tokenizer", cfg.Reference, id, ref.Config().Vocab)
+			}
+		}
+	}
+	slog.Info("extract: reference losses", "checkpoint", ckpt)
+	return windowLosses(ctx, ref, ws, cfg.BatchSize)
+}

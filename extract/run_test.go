@@ -1,0 +1,97 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train"
+)
+
+// TestRunOnATrainedRun builds a small real dataset, trains a few steps and
+// attacks the checkpoint through Run, as `memo extract` does.
+func TestRunOnATrainedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a dataset and trains a model")
+	}
+	start := time.Now()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dcfg := data.DefaultConfig()
+	dcfg.Tokenizer, dcfg.Targets, dcfg.Controls, dcfg.Validation, dcfg.Background = "bpe:300", 4, 4, 2, 8
+	dcfg.Repetitions, dcfg.ChunkTokens, dcfg.MinTokens, dcfg.DedupWords = 2, 64, 40, 0
+	dcfg.CacheDir = t.TempDir()
+	if err := data.Build(ctx, dcfg, dir); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := data.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg := train.DefaultConfig()
+	tcfg.Steps, tcfg.Block, tcfg.BatchSize, tcfg.WarmupSteps, tcfg.EvalEvery, tcfg.CheckpointEvery = 10, 64, 8, 2, 0, 0
+	mcfg := model.Config{Preset: "nano", Vocab: tok.VocabSize(), Seed: 1}
+	if err := train.Run(ctx, tcfg, mcfg, loss.Config{Strategy: loss.StrategyNone}, ds, dir, train.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("data + training: %v", time.Since(start).Round(time.Millisecond))
+
+	cfg := DefaultConfig()
+	cfg.Suffix, cfg.BatchSize, cfg.Reference = 16, 3, dir
+	out := filepath.Join(dir, "completions.arrow")
+	if err := Run(ctx, cfg, dir, ds, out); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := eval.ReadCompletions(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	splits := map[string]int{}
+	for _, r := range rows {
+		splits[r.Split]++
+		if r.Status != StatusOK || len(r.Suffix) != 16 || len(r.Generated) != 16 || len(r.Prefix)+16 != min(r.NTokens, 256) {
+			t.Errorf("doc %d: status %s, prefix %d, suffix %d, generated %d of %d tokens", r.DocID, r.Status, len(r.Prefix), len(r.Suffix), len(r.Generated), r.NTokens)
+		}
+		if r.GeneratedText != tok.Decode(r.Generated) || r.SuffixText != tok.Decode(r.Suffix) {
+			t.Errorf("doc %d: texts are not the decoded ids", r.DocID)
+		}
+		if len(r.TokenLosses) != min(r.NTokens, 256)-1 || math.IsNaN(r.Loss) || r.MinK < r.Loss {
+			t.Errorf("doc %d: %d token losses, loss %v, mink %v", r.DocID, len(r.TokenLosses), r.Loss, r.MinK)
+		}
+		// The reference is the model itself: the same losses.
+		if math.Abs(r.RefLoss-r.Loss) > 1e-5 {
+			t.Errorf("doc %d: ref_loss %v, loss %v: the same model should agree", r.DocID, r.RefLoss, r.Loss)
+		}
+	}
+	if splits["target"] != 4 || splits["control"] != 4 {
+		t.Errorf("rows by split %v, want 4 targets and 4 controls", splits)
+	}
+
+	// eval scores them and records which model and attack it scored.
+	sum, err := eval.Run(eval.DefaultConfig(), out, loss.Config{Strategy: loss.StrategyNone}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Members.N != 4 || sum.Controls.N != 4 || filepath.Base(sum.Checkpoint) != "step-000010" || !strings.Contains(string(sum.Extract), `"suffix":16`) {
+		t.Errorf("summary: members %d controls %d checkpoint %q extract %s", sum.Members.N, sum.Controls.N, sum.Checkpoint, sum.Extract)
+	}
+
+	bad := cfg
+	bad.Reference, bad.Suffix = "", 300
+	if err := Run(ctx, bad, dir, ds, out); !errors.Is(err, ErrConfig) {
+		t.Errorf("suffix 300 on a 256-token context: %v, want ErrConfig", err)
+	}
+	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,225 @@
+// c10d process groups for memo's data parallelism: rendezvous on a TCPStore,
+// Gloo collectives on CPU tensors, and a heartbeat that lets a rank whose
+// collective failed tell which peer went silent.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/torch.h>
+
+#include "c10d.h"
+#include "c10d_internal.hpp"
+
+char *memo_err(const std::string &msg) {
+  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
+  std::memcpy(s, msg.c_str(), msg.size() + 1);
+  return s;
+}
+
+c10::intrusive_ptr<c10d::TCPStore> memo_open_store(const std::string &addr,
+                                                   int port, bool server,
+                                                   int size,
+                                                   std::chrono::milliseconds t) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = server;
+  // size > 0: a rank's main client, counted by the server's wait for all
+  // workers; size 0: an extra client (heartbeat, diagnosis), not counted.
+  o.waitWorkers = size > 0;
+  if (size > 0) o.numWorkers = size;
+  o.timeout = t;
+  return c10::make_intrusive<c10d::TCPStore>(addr, o);
+}
+
+void memo_start_heartbeat(memo_pg *p) {
+  p->hbStore = memo_open_store(p->addr, p->port, false, 0, p->timeout);
+  std::string key = "memo/hb/" + std::to_string(p->rank);
+  p->hbStore->add(key, 1);
+  p->hb = std::thread([p, key] {
+    while (!p->stop.load()) {
+      for (int i = 0; i < 10 && !p->stop.load(); i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      try {
+        p->hbStore->add(key, 1);
+      } catch (...) {
+        return; // the store is gone; collectives will report it
+      }
+    }
+  });
+}
+
+extern "C" {
+
+memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
+                          int64_t timeout_ms, const char *iface, char **err) {
+  auto p = std::make_unique<memo_pg>();
+  try {
+    p->rank = rank;
+    p->size = size;
+    p->addr = addr;
+    p->port = port;
+    p->timeout = std::chrono::milliseconds(timeout_ms);
+    p->store = memo_open_store(addr, port, rank == 0, size, p->timeout);
+    auto opts = c10d::ProcessGroupGloo::Options::create(p->timeout);
+    if (iface != nullptr && iface[0] != 0) {
+      opts->devices = {c10d::ProcessGroupGloo::createDeviceForInterface(iface)};
+    } else if (std::strncmp(addr, "127.", 4) == 0 ||
+               std::strcmp(addr, "localhost") == 0) {
+      // All ranks on this machine: talk over loopback.
+      opts->devices = {c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")};
+    } else {
+      opts->devices = {c10d::ProcessGroupGloo::createDefaultDevice()};
+    }
+    p->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(p->store, rank, size, opts);
+    memo_start_heartbeat(p.get());
+    return p.release();
+  } catch (const std::exception &e) {
+    *err = memo_err(e.what());
+  } catch (...) {
+    *err = memo_err("unknown C++ exception");
+  }
+  return nullptr;
+}
+
+namespace {
+
+// bucket is a run of same-dtype tensors flattened into one buffer.
+struct bucket {
+  std::vector<at::Tensor> parts;
+  at::Tensor flat;
+};
+
+std::vector<bucket> buckets(void **tensors, int n, int64_t maxBytes) {
+  std::map<int, std::vector<bucket>> byType; // keeps a fixed order per dtype
+  std::map<int, int64_t> fill;
+  for (int i = 0; i < n; i++) {
+    at::Tensor t = *static_cast<at::Tensor *>(tensors[i]);
+    int k = static_cast<int>(t.scalar_type());
+    int64_t b = t.numel() * t.element_size();
+    auto &bs = byType[k];
+    if (bs.empty() || (fill[k] + b > maxBytes && !bs.back().parts.empty())) {
+      bs.emplace_back();
+      fill[k] = 0;
+    }
+    bs.back().parts.push_back(t);
+    fill[k] += b;
+  }
+  std::vector<bucket> out;
+  for (auto &kv : byType)
+    for (auto &b : kv.second) {
+      std::vector<at::Tensor> flat;
+      for (auto &t : b.parts) flat.push_back(t.detach().reshape({-1}));
+      b.flat = torch::cat(flat);
+      out.push_back(std::move(b));
+    }
+  return out;
+}
+
+void scatter(bucket &b) {
+  torch::NoGradGuard ng;
+  int64_t off = 0;
+  for (auto &t : b.parts) {
+    int64_t m = t.numel();
+    t.detach().copy_(b.flat.narrow(0, off, m).view(t.sizes()));
+    off += m;
+  }
+}
+
+int fail(char **err, const char *what, const std::exception &e) {
+  *err = memo_err(std::string(what) + ": " + e.what());
+  return 1;
+}
+
+} // namespace
+
+int memo_pg_allreduce(memo_pg *p, void **tensors, int n, int64_t bucket_bytes,
+                      int divide, char **err) {
+  try {
+    auto bs = buckets(tensors, n, bucket_bytes);
+    // Start every bucket's reduction before waiting on the first, so the
+    // transfers of one overlap the summing of another.
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto &b : bs) {
+      std::vector<at::Tensor> v{b.flat};
+      c10d::AllreduceOptions o;
+      o.timeout = p->timeout;
+      works.push_back(p->pg->allreduce(v, o));
+    }
+    for (size_t i = 0; i < bs.size(); i++) {
+      works[i]->wait(p->timeout);
+      if (divide) {
+        if (!at::isFloatingType(bs[i].flat.scalar_type()))
+          throw std::runtime_error("cannot average a tensor of integer type " +
+                                   std::string(c10::toString(bs[i].flat.scalar_type())));
+        bs[i].flat.div_(p->size);
+      }
+      scatter(bs[i]);
+    }
+    return 0;
+  } catch (const std::exception &e) {
+    return fail(err, "all-reduce", e);
+  }
+}
+
+int memo_pg_broadcast(memo_pg *p, void **tensors, int n, int root,
+                      int64_t bucket_bytes, char **err) {
+  try {
+    auto bs = buckets(tensors, n, bucket_bytes);
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto &b : bs) {
+      std::vector<at::Tensor> v{b.flat};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      o.timeout = p->timeout;
+      works.push_back(p->pg->broadcast(v, o));
+    }
+    for (size_t i = 0; i < bs.size(); i++) {
+      works[i]->wait(p->timeout);
+      if (p->rank != root) scatter(bs[i]);
+    }
+    return 0;
+  } catch (const std::exception &e) {
+    return fail(err, "broadcast", e);
+  }
+}
+
+int memo_pg_barrier(memo_pg *p, char **err) {
+  try {
+    c10d::BarrierOptions o;
+    o.timeout = p->timeout;
+    p->pg->barrier(o)->wait(p->timeout);
+    return 0;
+  } catch (const std::exception &e) {
+    return fail(err, "barrier", e);
+  }
+}
+
+int memo_pg_silent_ranks(memo_pg *p, int *out, int max, int64_t wait_ms) {
+  try {
+    // A fresh client: the group's own may be mid-request.
+    auto s = memo_open_store(p->addr, p->port, false, 0,
+                             std::chrono::milliseconds(5000));
+    std::vector<int64_t> before(p->size);
+    for (int r = 0; r < p->size; r++) before[r] = s->add("memo/hb/" + std::to_string(r), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    int k = 0;
+    for (int r = 0; r < p->size; r++) {
+      if (r == p->rank) continue;
+      if (s->add("memo/hb/" + std::to_string(r), 0) == before[r] && k < max) out[k++] = r;
+    }
+    return k;
+  } catch (...) {
+    return -1;
+  }
+}
+
+void memo_pg_free(memo_pg *p) {
+  if (p == nullptr) return;
+  p->stop.store(true);
+  if (p->hb.joinable()) p->hb.join();
+  delete p;
+}
+
+} // extern "C"

@@ -1,0 +1,167 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// Cache holds each layer's keys and values for incremental decoding of a
+// batch. Rows may be left-padded: SetStarts tells where each row's real
+// tokens begin, and those positions are neither attended nor counted.
+type Cache struct {
+	g      *GPT
+	batch  int
+	maxLen int
+	n      int          // positions filled
+	starts []int        // first real position of each row
+	k, v   []*ts.Tensor // per layer [B,H,maxLen,hd]
+}
+
+// NewCache makes an empty cache for batch rows of up to maxLen positions
+// (maxLen <= Context). Every row starts at position 0 until SetStarts.
+func (g *GPT) NewCache(batch, maxLen int) (*Cache, error) {
+	c := g.cfg
+	if batch <= 0 || maxLen <= 0 || maxLen > c.Context {
+		return nil, fmt.Errorf("model: cache of %d rows × %d positions: want rows > 0 and 0 < positions <= context %d", batch, maxLen, c.Context)
+	}
+	kc := &Cache{g: g, batch: batch, maxLen: maxLen, starts: make([]int, batch)}
+	dims := []int64{int64(batch), int64(c.Heads), int64(maxLen), int64(c.HeadDim())}
+	for range g.blocks {
+		kc.k = append(kc.k, ts.MustZeros(dims, gotch.Float, g.device))
+		kc.v = append(kc.v, ts.MustZeros(dims, gotch.Float, g.device))
+	}
+	return kc, nil
+}
+
+// Len is the number of positions filled (padding included).
+func (kc *Cache) Len() int { return kc.n }
+
+// Batch is the number of rows.
+func (kc *Cache) Batch() int { return kc.batch }
+
+// SetStarts marks positions before starts[i] of row i as padding: they are
+// never attended, and row i's first real token gets rotary position 0.
+// Call it before the first ForwardCached.
+func (kc *Cache) SetStarts(starts []int) error {
+	if len(starts) != kc.batch {
+		return fmt.Errorf("model: %d cache starts for %d rows", len(starts), kc.batch)
+	}
+	for i, s := range starts {
+		if s < 0 || s >= kc.maxLen {
+			return fmt.Errorf("model: cache start %d of row %d: want 0 <= start < %d", s, i, kc.maxLen)
+		}
+	}
+	copy(kc.starts, starts)
+	return nil
+}
+
+// Starts returns a copy of each row's first real position.
+func (kc *Cache) Starts() []int { return append([]int(nil), kc.starts...) }
+
+// Reorder makes row i of the cache a copy of row rows[i] (beam search
+// keeps the survivors' histories this way). len(rows) must equal Batch.
+func (kc *Cache) Reorder(rows []int) error {
+	if len(rows) != kc.batch {
+		return fmt.Errorf("model: reorder with %d rows, cache has %d", len(rows), kc.batch)
+	}
+	idx := make([]int64, len(rows))
+	starts := make([]int, len(rows))
+	for i, r := range rows {
+		if r < 0 || r >= kc.batch {
+			return fmt.Errorf("model: reorder row %d = %d: want 0 <= row < %d", i, r, kc.batch)
+		}
+		idx[i], starts[i] = int64(r), kc.starts[r]
+	}
+	it, err := tensorOf(idx, []int64{int64(len(idx))}, kc.g.device)
+	if err != nil {
+		return fmt.Errorf("model: reorder: %w", err)
+	}
+	defer it.MustDrop()
+	noGrad(func() {
+		for l := range kc.k {
+			kc.k[l] = kc.k[l].MustIndexSelect(0, it, true)
+			kc.v[l] = kc.v[l].MustIndexSelect(0, it, true)
+		}
+	})
+	kc.starts = starts
+	return nil
+}
+
+// Drop frees the cache's tensors now rather than at the next collection.
+func (kc *Cache) Drop() {
+	for l := range kc.k {
+		kc.k[l].MustDrop()
+		kc.v[l].MustDrop()
+	}
+	kc.k, kc.v = nil, nil
+}
+
+// append stores this call's keys and values [B,H,t,hd] of layer l after the
+// filled positions and returns all keys and values so far.
+func (kc *Cache) append(l int, k, v *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
+	t := k.MustSize()[2]
+	kn := kc.k[l].MustNarrow(2, int64(kc.n), t, false)
+	vn := kc.v[l].MustNarrow(2, int64(kc.n), t, false)
+	kn.Copy_(k)
+	vn.Copy_(v)
+	kn.MustDrop()
+	vn.MustDrop()
+	k.MustDrop()
+	v.MustDrop()
+	total := int64(kc.n) + t
+	return kc.k[l].MustNarrow(2, 0, total, false), kc.v[l].MustNarrow(2, 0, total, false)
+}
+
+// ForwardCached runs ids [B,t] (int64) as the next t positions of every row,
+// appends their keys and values to the cache and returns logits [B,t,V].
+// Positions continue from the cache's length. It runs without gradients.
+// It panics when B differs from the cache's or the cache would overflow.
+func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
+	size := ids.MustSize()
+	if len(size) != 2 || size[0] != int64(cache.batch) || cache.n+int(size[1]) > cache.maxLen {
+		panic(fmt.Sprintf("model: ForwardCached on ids %v with a cache of %d rows, %d/%d positions filled", size, cache.batch, cache.n, cache.maxLen))
+	}
+	b, t := int(size[0]), int(size[1])
+	s := cache.n + t
+	hd := g.cfg.HeadDim()
+	pos := make([]int64, b*t)
+	mask := make([]float32, b*t*s)
+	ninf := float32(math.Inf(-1))
+	for r := 0; r < b; r++ {
+		st := cache.starts[r]
+		for i := 0; i < t; i++ {
+			qi := cache.n + i
+			pos[r*t+i] = int64(max(0, qi-st))
+			row := mask[(r*t+i)*s : (r*t+i+1)*s]
+			for j := range row {
+				// A padding query attends to itself only, so its softmax
+				// stays finite; its output is never used.
+				if j > qi || (j < st && j != qi) {
+					row[j] = ninf
+				}
+			}
+		}
+	}
+	var logits *ts.Tensor
+	noGrad(func() {
+		pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
+		if err != nil {
+			panic(fmt.Sprintf("model: positions: %v", err))
+		}
+		mt, err := tensorOf(mask, []int64{int64(b), 1, int64(t), int64(s)}, g.device)
+		if err != nil {
+			panic(fmt.Sprintf("model: mask: %v", err))
+		}
+		cos := g.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(hd)}, true)
+		sin := g.sinS.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(hd)}, true)
+		logits = g.run(ids, cos, sin, mt, cache)
+		for _, x := range []*ts.Tensor{pt, mt, cos, sin} {
+			x.MustDrop()
+		}
+	})
+	cache.n = s
+	return logits
+}

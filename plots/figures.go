@@ -1,0 +1,582 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// errPoints are points with absolute lower and upper bounds.
+type errPoints struct{ xs, ys, lo, hi []float64 }
+
+func (e *errPoints) Len() int                        { return len(e.xs) }
+func (e *errPoints) XY(i int) (float64, float64)     { return e.xs[i], e.ys[i] }
+func (e *errPoints) YError(i int) (float64, float64) { return e.ys[i] - e.lo[i], e.hi[i] - e.ys[i] }
+func (e *errPoints) add(x, y, lo, hi float64) {
+	e.xs, e.ys, e.lo, e.hi = append(e.xs, x), append(e.ys, y), append(e.lo, lo), append(e.hi, hi)
+}
+
+// percentTicks labels a 0–100 axis every 20 %, leaving headroom above 100 for the legend.
+var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
+
+// kOrder sorts goldfish settings: the standard loss first, then by k.
+func kOrder(runs []*runData) []string {
+	seen := map[string]int{}
+	for _, r := range runs {
+		k := r.K
+		if r.goldfishLabel() == "standard" {
+			k = -1
+		}
+		seen[shortK(r)] = k
+	}
+	labels := make([]string, 0, len(seen))
+	for l := range seen {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool {
+		if seen[labels[i]] != seen[labels[j]] {
+			return seen[labels[i]] < seen[labels[j]]
+		}
+		return labels[i] < labels[j]
+	})
+	return labels
+}
+
+// shortK is the x-axis category of a run in the k figures.
+func shortK(r *runData) string {
+	if r.goldfishLabel() == "standard" {
+		return "standard"
+	}
+	return fmt.Sprintf("goldfish k=%d", r.K)
+}
+
+// otherLabel names a run by its sweep values on axes other than the goldfish
+// ones, so that each such combination is one series.
+func otherLabel(r *runData, axes []string) string {
+	var parts []string
+	for _, a := range axes {
+		if strings.HasPrefix(a, "goldfish.") {
+			continue
+		}
+		if v, ok := r.Values[a]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", a[strings.LastIndex(a, ".")+1:], v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinLabel(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ", " + b
+}
+
+// exactVsK plots the exact-match rate of targets and controls against the
+// goldfish setting, with 95 % Wilson intervals.
+func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
+	cats := kOrder(runs)
+	catOf := shortK
+	groupOf := func(r *runData) string { return otherLabel(r, axes) }
+	xlabel := "training objective"
+	var groups []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if g := groupOf(r); !seen[g] {
+			seen[g] = true
+			groups = append(groups, g)
+		}
+	}
+	// With one goldfish setting and several other values, those values are
+	// the x axis: a single crowded category says nothing.
+	if len(cats) == 1 && len(groups) > 1 {
+		cats, groups = groups, []string{cats[0]}
+		catOf, groupOf = groupOf, shortK
+		xlabel = strings.Join(nonGoldfish(axes), ", ")
+	}
+	catIdx := map[string]int{}
+	for i, c := range cats {
+		catIdx[c] = i
+	}
+	p := newPlot(cfg, "Extraction of training documents", xlabel, "documents with exact suffix match (%)")
+	p.NominalX(cats...)
+	nSeries := 2 * len(groups)
+	width := 0.3
+	series := 0
+	for gi, g := range groups {
+		for si, split := range []string{splitTarget, splitControl} {
+			pts := &errPoints{}
+			for _, r := range runs {
+				if groupOf(r) != g {
+					continue
+				}
+				docs := r.docs(split)
+				if len(docs) == 0 {
+					continue
+				}
+				pr, lo, hi, _ := exactRate(docs)
+				off := 0.0
+				if nSeries > 1 {
+					off = -width/2 + width*float64(series)/float64(nSeries-1)
+				}
+				pts.add(float64(catIdx[catOf(r)])+off, 100*pr, 100*lo, 100*hi)
+			}
+			series++
+			if pts.Len() == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			eb, err := plotter.NewYErrorBars(pts)
+			if err != nil {
+				return nil, err
+			}
+			c := colorAt(gi)
+			sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
+			if si == 1 {
+				sc.GlyphStyle.Shape = draw.TriangleGlyph{}
+				if len(groups) == 1 {
+					c = grey
+					sc.GlyphStyle.Color = c
+				}
+			}
+			eb.LineStyle.Color, eb.LineStyle.Width, eb.CapWidth = c, vg.Points(1.2), vg.Points(6)
+			p.Add(eb, sc)
+			name := "targets (trained on)"
+			if si == 1 {
+				name = "controls (held out)"
+			}
+			if len(groups) > 1 {
+				name = joinLabel(g, name)
+			}
+			p.Legend.Add(name, sc)
+		}
+	}
+	p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
+	p.Y.Min, p.Y.Max = -3, 100+12*float64(nSeries)
+	p.Y.Tick.Marker = percentTicks
+	p.Add(hgrid())
+	return p, nil
+}
+
+func nonGoldfish(axes []string) []string {
+	var out []string
+	for _, a := range axes {
+		if !strings.HasPrefix(a, "goldfish.") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rougeBoxes shows the distribution of per-document RougeL for targets and
+// controls under each goldfish setting.
+func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
+	type box struct {
+		cat   string
+		split string
+		vals  plotter.Values
+	}
+	cats := kOrder(runs)
+	multi := false
+	for _, r := range runs {
+		multi = multi || otherLabel(r, axes) != ""
+	}
+	var names []string
+	var boxes []box
+	for _, c := range cats {
+		for _, r := range runs {
+			if shortK(r) != c {
+				continue
+			}
+			name := c
+			switch {
+			case multi && len(cats) == 1:
+				name = otherLabel(r, axes)
+			case multi:
+				name = c + "\n" + otherLabel(r, axes)
+			}
+			names = append(names, name)
+			for _, split := range []string{splitTarget, splitControl} {
+				var v plotter.Values
+				for _, d := range r.docs(split) {
+					v = append(v, d.RougeL)
+				}
+				boxes = append(boxes, box{name, split, v})
+			}
+		}
+	}
+	xlabel := "training objective"
+	if multi && len(cats) == 1 {
+		xlabel = strings.Join(nonGoldfish(axes), ", ")
+	}
+	p := newPlot(cfg, "RougeL of extracted suffixes", xlabel, "RougeL F1, generated vs. true suffix")
+	p.NominalX(names...)
+	idx := map[string]int{}
+	for i, n := range names {
+		idx[n] = i
+	}
+	legendDone := map[string]bool{}
+	w := vg.Points(cfg.FontSize * 2.2)
+	for _, b := range boxes {
+		if len(b.vals) == 0 {
+			continue
+		}
+		loc, c, label := float64(idx[b.cat])-0.17, colorAt(0), "targets (trained on)"
+		if b.split == splitControl {
+			loc, c, label = float64(idx[b.cat])+0.17, grey, "controls (held out)"
+		}
+		bp, err := plotter.NewBoxPlot(w, loc, b.vals)
+		if err != nil {
+			return nil, err
+		}
+		bp.FillColor = fade(c)
+		bp.BoxStyle.Color, bp.MedianStyle.Color, bp.WhiskerStyle.Color = c, c, c
+		bp.MedianStyle.Width = vg.Points(2)
+		bp.GlyphStyle.Color = c
+		p.Add(bp)
+		if !legendDone[label] {
+			legendDone[label] = true
+			p.Legend.Add(label, swatch{fill: fade(c), line: c})
+		}
+	}
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.Y.Min, p.Y.Max = 0, 1.3
+	p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
+	p.Add(hgrid())
+	return p, nil
+}
+
+func fade(c interface{ RGBA() (r, g, b, a uint32) }) colorRGBA {
+	r, g, b, _ := c.RGBA()
+	mix := func(v uint32) uint8 { return uint8((float64(v>>8)*0.35 + 255*0.65)) }
+	return colorRGBA{mix(r), mix(g), mix(b), 255}
+}
+
+// repsCurves plots a memorization measure of targets against how often they
+// were repeated in training, one line per model (and goldfish setting):
+// metric "exact" is the exact-match rate with 95 % Wilson intervals, "rougeL"
+// the mean RougeL with 95 % normal intervals (which still moves when no
+// document is reproduced in full). It returns nil when the data hold a
+// single repetition count.
+func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) {
+	type key struct {
+		series string
+		reps   int
+	}
+	vals := map[key][]docScore{}
+	repsSeen := map[int]bool{}
+	var series []string
+	seen := map[string]bool{}
+	kVaries := len(kOrder(runs)) > 1
+	for _, r := range runs {
+		s := r.Preset
+		if s == "" {
+			s = "model"
+		}
+		if kVaries {
+			s += ", " + r.goldfishLabel()
+		}
+		if !seen[s] {
+			seen[s] = true
+			series = append(series, s)
+		}
+		for _, d := range r.docs(splitTarget) {
+			if d.Reps <= 0 {
+				continue
+			}
+			k := key{s, d.Reps}
+			vals[k] = append(vals[k], d)
+			repsSeen[d.Reps] = true
+		}
+	}
+	if len(repsSeen) < 2 {
+		return nil, nil
+	}
+	var reps []int
+	for r := range repsSeen {
+		reps = append(reps, r)
+	}
+	sort.Ints(reps)
+	title, ylabel, scale := "Memorization against repetitions", "targets extracted exactly (%)", 100.0
+	if metric == "rougeL" {
+		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets", 1
+	}
+	p := newPlot(cfg, title, "times each target was seen in training", ylabel)
+	p.X.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for _, r := range reps {
+		ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprint(r)})
+	}
+	p.X.Tick.Marker = ticks
+	for i, s := range series {
+		pts := &errPoints{}
+		for _, r := range reps {
+			docs := vals[key{s, r}]
+			if len(docs) == 0 {
+				continue
+			}
+			var y, lo, hi float64
+			if metric == "rougeL" {
+				y, lo, hi = meanCI(docs)
+			} else {
+				y, lo, hi, _ = exactRate(docs)
+			}
+			// Nudge series apart on the log axis so equal values stay visible.
+			x := float64(r) * math.Pow(2, 0.08*(float64(i)-float64(len(series)-1)/2))
+			pts.add(x, scale*y, scale*lo, scale*hi)
+		}
+		if pts.Len() == 0 {
+			continue
+		}
+		ln, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		eb, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return nil, err
+		}
+		c := colorAt(i)
+		ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), dashes[(i/len(palette))%len(dashes)]
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
+		p.Add(ln, eb, sc)
+		p.Legend.Add(s, ln, sc)
+	}
+	p.X.Min, p.X.Max = float64(reps[0])/1.3, float64(reps[len(reps)-1])*1.3
+	p.Y.Min, p.Y.Max = -0.03*scale, scale*(1+0.1*float64(len(series)))
+	if metric == "rougeL" {
+		p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
+	} else {
+		p.Y.Tick.Marker = percentTicks
+	}
+	p.Add(hgrid())
+	return p, nil
+}
+
+// lossKinds are the metrics.arrow columns of a loss figure.
+var lossKinds = []struct{ col, label string }{
+	{"loss_all", "all targets"},
+	{"loss_kept", "kept targets"},
+	{"loss_dropped", "dropped targets"},
+}
+
+// lossCurves plots training loss against step for each run: colour tells
+// runs apart, dash pattern the kind of loss. Kept equals all under the
+// standard loss and dropped is empty, so those are left out there.
+func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
+	title := "Training loss"
+	p := newPlot(cfg, title, "optimizer step", "cross-entropy (nats/token)")
+	added, window := 0, 1
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	for ri, r := range runs {
+		if r.Metrics == nil {
+			continue
+		}
+		steps, _, ok := r.Metrics.col("step")
+		if !ok {
+			continue
+		}
+		w := cfg.Smooth
+		if w == 0 {
+			w = len(steps) / 100
+		}
+		if w > window {
+			window = w
+		}
+		all, _, _ := r.Metrics.col("loss_all")
+		for ki, kind := range lossKinds {
+			y, _, ok := r.Metrics.col(kind.col)
+			standard := r.goldfishLabel() == "standard" && kind.col != "loss_all"
+			if !ok || allNaN(y) || standard || (kind.col == "loss_kept" && sameSeries(y, all)) {
+				continue
+			}
+			ys := movingAverage(y, w)
+			var xy plotter.XYs
+			for i := range steps {
+				if !math.IsNaN(ys[i]) && !math.IsInf(ys[i], 0) {
+					xy = append(xy, plotter.XY{X: steps[i], Y: ys[i]})
+					ymin, ymax = math.Min(ymin, ys[i]), math.Max(ymax, ys[i])
+				}
+			}
+			if len(xy) == 0 {
+				continue
+			}
+			ln, err := plotter.NewLine(xy)
+			if err != nil {
+				return nil, 0, err
+			}
+			c := colorAt(ki)
+			label := kind.label
+			if len(runs) > 1 {
+				c = colorAt(ri)
+				ln.LineStyle.Dashes = dashes[ki]
+				label = r.Name + ": " + kind.label
+			}
+			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.3)
+			p.Add(ln)
+			p.Legend.Add(label, ln)
+			added++
+		}
+		// Validation loss (no goldfish mask) exists only at evaluation steps:
+		// points joined by a line, not smoothed.
+		if val, _, ok := r.Metrics.col("val_loss"); ok {
+			var xy plotter.XYs
+			for i := range steps {
+				if !math.IsNaN(val[i]) && !math.IsInf(val[i], 0) {
+					xy = append(xy, plotter.XY{X: steps[i], Y: val[i]})
+					ymin, ymax = math.Min(ymin, val[i]), math.Max(ymax, val[i])
+				}
+			}
+			if len(xy) > 0 {
+				ln, sc, err := plotter.NewLinePoints(xy)
+				if err != nil {
+					return nil, 0, err
+				}
+				c, label := colorAt(len(lossKinds)), "validation (no mask)"
+				if len(runs) > 1 {
+					c, label = colorAt(ri), r.Name+": validation"
+				}
+				ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
+				sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.BoxGlyph{}}
+				p.Add(ln, sc)
+				p.Legend.Add(label, ln, sc)
+				added++
+			}
+		}
+	}
+	if added == 0 {
+		return nil, 0, nil
+	}
+	if window > 1 {
+		p.Title.Text = fmt.Sprintf("%s (moving average over %d steps)", title, window)
+	}
+	// Leave room above the curves for the legend.
+	p.Y.Min, p.Y.Max = math.Max(0, ymin-0.05*(ymax-ymin)), ymax+(ymax-ymin)*0.12*float64(added)
+	p.Add(hgrid())
+	return p, added, nil
+}
+
+func allNaN(y []float64) bool {
+	for _, v := range y {
+		if !math.IsNaN(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSeries(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// rocCurves plots membership-inference ROC curves, targets (members) against
+// controls (non-members). With one run every score gets a curve; with several,
+// every run gets a curve of the given score.
+func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
+	p := newPlot(cfg, "Membership inference", "false-positive rate", "true-positive rate")
+	p.Legend.Top, p.Legend.Left = false, false
+	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(diag)
+	added := 0
+	for ri, r := range runs {
+		for si, s := range miaScores {
+			if len(runs) > 1 && s.label != score {
+				continue
+			}
+			var mem, non []float64
+			for _, d := range r.Docs {
+				v, ok := d.MIA[s.label]
+				if !ok {
+					continue
+				}
+				switch d.Split {
+				case splitTarget:
+					mem = append(mem, v)
+				case splitControl:
+					non = append(non, v)
+				}
+			}
+			pts := roc(mem, non)
+			if pts == nil {
+				continue
+			}
+			var xy plotter.XYs
+			for _, q := range pts {
+				xy = append(xy, plotter.XY{X: q.FPR, Y: q.TPR})
+			}
+			ln, err := plotter.NewLine(xy)
+			if err != nil {
+				return nil, err
+			}
+			label := s.label
+			c := colorAt(si)
+			ln.LineStyle.Width = vg.Points(1.5)
+			if len(runs) > 1 {
+				label, c = r.Name, colorAt(ri)
+				// Curves of strong attacks coincide along the axes: dashes
+				// keep each visible.
+				ln.LineStyle.Dashes = dashes[ri%len(dashes)]
+			} else {
+				ln.LineStyle.Dashes = dashes[si%len(dashes)]
+			}
+			ln.LineStyle.Color = c
+			p.Add(ln)
+			p.Legend.Add(fmt.Sprintf("%s (AUC %.2f)", label, auc(pts)), ln)
+			added++
+		}
+	}
+	if added == 0 {
+		return nil, nil
+	}
+	if len(runs) > 1 {
+		p.Title.Text += " (score: " + score + ")"
+	}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	p.Add(hgrid())
+	return p, nil
+}
+
+// swatch is a legend entry for a filled box, which gonum's box plot lacks.
+type swatch struct{ fill, line color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	pts := []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}, r.Min}
+	c.FillPolygon(s.fill, pts)
+	c.StrokeLines(draw.LineStyle{Color: s.line, Width: vg.Points(1)}, pts)
+}
+
+// hgrid draws horizontal grid lines only: vertical ones would cut through
+// the categories of a nominal axis.
+func hgrid() *plotter.Grid {
+	g := plotter.NewGrid()
+	g.Vertical.Color = nil
+	g.Horizontal.Color = color.Gray{Y: 220}
+	return g
+}

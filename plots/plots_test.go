@@ -1,0 +1,233 @@
+package plots
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// outDir returns a temp dir, or $MEMO_PLOTS_OUT/name when set so that the
+// figures can be looked at after the test.
+func outDir(t *testing.T, name string) string {
+	if d := os.Getenv("MEMO_PLOTS_OUT"); d != "" {
+		p := filepath.Join(d, name)
+		os.RemoveAll(p)
+		return p
+	}
+	return t.TempDir()
+}
+
+func TestWilson(t *testing.T) {
+	for _, tc := range []struct {
+		k, n      int
+		p, lo, hi float64
+	}{
+		{0, 32, 0, 0, 0.1072},
+		{32, 32, 1, 0.8928, 1},
+		{84, 100, 0.84, 0.7552, 0.8991},
+	} {
+		p, lo, hi := wilson(tc.k, tc.n)
+		if math.Abs(p-tc.p) > 1e-9 || math.Abs(lo-tc.lo) > 1e-3 || math.Abs(hi-tc.hi) > 1e-3 {
+			t.Errorf("wilson(%d, %d) = %.4f [%.4f, %.4f], want %.4f [%.4f, %.4f]", tc.k, tc.n, p, lo, hi, tc.p, tc.lo, tc.hi)
+		}
+	}
+	if p, _, _ := wilson(0, 0); !math.IsNaN(p) {
+		t.Errorf("wilson(0, 0) = %v, want NaN", p)
+	}
+}
+
+func TestROC(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mem, non  []float64
+		auc, tpr1 float64
+	}{
+		{"separated", []float64{1, 2, 3}, []float64{4, 5, 6}, 1, 1},
+		{"reversed", []float64{4, 5, 6}, []float64{1, 2, 3}, 0, 0},
+		{"all tied", []float64{2, 2}, []float64{2, 2}, 0.5, 0},
+		{"half", []float64{1, 4}, []float64{2, 3}, 0.5, 0.5},
+		{"nan ignored", []float64{1, math.NaN()}, []float64{2}, 1, 1},
+	} {
+		pts := roc(tc.mem, tc.non)
+		if got := auc(pts); math.Abs(got-tc.auc) > 1e-12 {
+			t.Errorf("%s: auc = %v, want %v", tc.name, got, tc.auc)
+		}
+		if got := tprAt(pts, 0.01); math.Abs(got-tc.tpr1) > 1e-12 {
+			t.Errorf("%s: tpr@1%% = %v, want %v", tc.name, got, tc.tpr1)
+		}
+	}
+	if roc(nil, []float64{1}) != nil {
+		t.Error("roc without members should be nil")
+	}
+}
+
+func TestMovingAverage(t *testing.T) {
+	got := movingAverage([]float64{1, 3, math.NaN(), 5}, 2)
+	want := []float64{1, 2, 3, 5}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("movingAverage = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Formats = []string{"gif"} }, `plots.formats: "gif"`},
+		{func(c *Config) { c.Formats = nil }, "plots.formats is empty"},
+		{func(c *Config) { c.DPI = 5 }, "plots.dpi = 5"},
+		{func(c *Config) { c.WidthIn = 0 }, "plots.width_in = 0"},
+		{func(c *Config) { c.FontSize = 100 }, "plots.font_size = 100"},
+		{func(c *Config) { c.Smooth = -1 }, "plots.smooth = -1"},
+	} {
+		c := DefaultConfig()
+		tc.mut(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, tc.want)
+		}
+	}
+}
+
+var figureNames = []string{"exact-match-vs-k", "rougel", "loss", "mia-roc"}
+
+func checkFigures(t *testing.T, dir string, names []string) {
+	t.Helper()
+	for _, n := range names {
+		for _, f := range Formats {
+			st, err := os.Stat(filepath.Join(dir, n+"."+f))
+			if err != nil {
+				t.Errorf("figure missing: %v", err)
+				continue
+			}
+			if st.Size() < 1000 {
+				t.Errorf("%s.%s is only %d bytes", n, f, st.Size())
+			}
+		}
+	}
+}
+
+func TestReportGoldfishSweep(t *testing.T) {
+	dir := outDir(t, "goldfish")
+	writeSynthRun(t, filepath.Join(dir, "k=0"), synthRun{name: "k=0", k: 0, preset: "tiny", targets: 32, exact: 28, rouge: 0.9, steps: 400}, 1)
+	writeSynthRun(t, filepath.Join(dir, "k=4"), synthRun{name: "k=4", k: 4, preset: "tiny", targets: 32, exact: 0, rouge: 0.45, steps: 400}, 2)
+	writeSweepIndex(t, dir, "goldfish-vs-standard", []string{"goldfish.k"}, []synthPoint{
+		{"k=0", "k=0", map[string]any{"goldfish.k": 0}},
+		{"k=4", "k=4", map[string]any{"goldfish.k": 4}},
+		{"k=8", "k=8", map[string]any{"goldfish.k": 8}}, // unfinished: no scores, left out
+	})
+	if err := Report(dir, DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report")
+	checkFigures(t, filepath.Join(out, "figures"), figureNames)
+	if _, err := os.Stat(filepath.Join(out, "figures", "memorization-vs-repetitions.png")); err == nil {
+		t.Error("repetitions figure drawn though every target was seen once")
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, "table.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| k=0 | 0 | standard | tiny | 32 | 87.5 [", "| k=4 | 4 | goldfish k=4, h=13 | tiny | 32 | 0.0 [0.0, 10.7]"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("table.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(md), "k=8") {
+		t.Error("unfinished run k=8 appears in the table")
+	}
+	tex, err := os.ReadFile(filepath.Join(out, "table.tex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tex), `\toprule`) || !strings.Contains(string(tex), `exact match \% [95\% CI]`) {
+		t.Errorf("table.tex not escaped booktabs:\n%s", tex)
+	}
+
+	fh, err := os.Open(filepath.Join(out, "table.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	recs, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("table.csv has %d records, want header + 2", len(recs))
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	em, _ := strconv.ParseFloat(recs[1][col["exact_match"]], 64)
+	auc0, _ := strconv.ParseFloat(recs[1][col["mia_auc_loss"]], 64)
+	ce, _ := strconv.ParseFloat(recs[2][col["controls_exact_match"]], 64)
+	if em != 0.875 || ce != 0 {
+		t.Errorf("csv exact_match = %v, controls = %v; want 0.875, 0", em, ce)
+	}
+	if auc0 < 0.8 {
+		t.Errorf("standard-loss MIA AUC = %v; synthetic losses separate members, want > 0.8", auc0)
+	}
+}
+
+func TestReportRepetitionsPerModel(t *testing.T) {
+	dir := outDir(t, "catastrophic")
+	var pts []synthPoint
+	// Bigger models memorize at fewer repetitions: the figure must show three
+	// rising curves in that order.
+	for i, preset := range []string{"nano", "tiny", "small"} {
+		thresh := 16 >> i
+		name := "preset=" + preset
+		writeSynthRun(t, filepath.Join(dir, name), synthRun{name: name, preset: preset, targets: 40, reps: []int{1, 2, 4, 8, 16},
+			exactReps: func(r int) bool { return r >= thresh }, rouge: 0.5, steps: 200}, uint64(i))
+		pts = append(pts, synthPoint{name, name, map[string]any{"model.preset": preset}})
+	}
+	writeSweepIndex(t, dir, "catastrophic", []string{"model.preset"}, pts)
+	if err := Report(dir, DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	checkFigures(t, filepath.Join(dir, "report", "figures"), append(figureNames, "memorization-vs-repetitions", "rougel-vs-repetitions"))
+}
+
+func TestRunSingle(t *testing.T) {
+	dir := outDir(t, "single")
+	writeSynthRun(t, dir, synthRun{name: "goldfish-k4", k: 4, preset: "tiny", targets: 16, exact: 1, rouge: 0.5, steps: 1000, unattacked: 3}, 3)
+	cfg := DefaultConfig()
+	cfg.Formats = []string{"png"}
+	if err := Run(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range figureNames {
+		if _, err := os.Stat(filepath.Join(dir, "figures", n+".png")); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "figures", n+".pdf")); err == nil {
+			t.Errorf("%s.pdf written though formats = [png]", n)
+		}
+	}
+	r, err := loadRun(dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.docs(splitControl)); n != 13 {
+		t.Errorf("%d controls kept, want 16 - 3 not attacked", n)
+	}
+}
+
+func TestRunWithoutScores(t *testing.T) {
+	err := Run(t.TempDir(), DefaultConfig())
+	if err == nil || !strings.Contains(err.Error(), "scores.parquet") {
+		t.Fatalf("Run on an empty dir = %v, want an error naming scores.parquet", err)
+	}
+}

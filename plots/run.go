@@ -1,0 +1,101 @@
+package plots
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+)
+
+// Run draws the figures of one run directory into runDir/figures.
+func Run(runDir string, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	r, err := loadRun(runDir, "", nil)
+	if err != nil {
+		return fmt.Errorf("plots %s: %w", runDir, err)
+	}
+	_, err = drawAll(cfg, []*runData{r}, nil, filepath.Join(runDir, "figures"))
+	return err
+}
+
+// Report writes the comparison table (table.md, table.csv, table.tex) and the
+// figures of a sweep directory, or of a single run directory, into dir/report.
+// Sweep points that have not finished are left out and logged.
+func Report(dir string, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	runs, axes, missing, err := loadDir(dir)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", dir, err)
+	}
+	for _, m := range missing {
+		slog.Warn("report: run has no scores yet, left out", "run", m)
+	}
+	out := filepath.Join(dir, "report")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if _, err := writeTables(out, axes, tableRows(runs, axes)); err != nil {
+		return err
+	}
+	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
+	return err
+}
+
+// drawAll makes every figure the data support; a figure without data (no
+// metrics, one repetition count, no MIA scores) is skipped, not faked.
+func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, error) {
+	var written []string
+	emit := func(name string, p *plot.Plot, err error) error {
+		if err != nil {
+			return fmt.Errorf("figure %s: %w", name, err)
+		}
+		if p == nil {
+			slog.Debug("figure skipped: no data", "figure", name)
+			return nil
+		}
+		w, err := save(p, cfg, dir, name)
+		written = append(written, w...)
+		return err
+	}
+	p, err := exactVsK(cfg, runs, axes)
+	if err := emit("exact-match-vs-k", p, err); err != nil {
+		return written, err
+	}
+	p, err = rougeBoxes(cfg, runs, axes)
+	if err := emit("rougel", p, err); err != nil {
+		return written, err
+	}
+	p, err = repsCurves(cfg, runs, "exact")
+	if err := emit("memorization-vs-repetitions", p, err); err != nil {
+		return written, err
+	}
+	p, err = repsCurves(cfg, runs, "rougeL")
+	if err := emit("rougel-vs-repetitions", p, err); err != nil {
+		return written, err
+	}
+	p, _, err = lossCurves(cfg, runs)
+	if err := emit("loss", p, err); err != nil {
+		return written, err
+	}
+	score := ""
+	for _, s := range miaScores {
+		for _, r := range runs {
+			for _, d := range r.Docs {
+				if _, ok := d.MIA[s.label]; ok && score == "" {
+					score = s.label
+				}
+			}
+		}
+	}
+	p, err = rocCurves(cfg, runs, score)
+	if err := emit("mia-roc", p, err); err != nil {
+		return written, err
+	}
+	return written, nil
+}

@@ -1,0 +1,295 @@
+package plots
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+var nanValue = math.NaN()
+
+// Split names of data/docs.arrow that the figures use.
+const (
+	splitTarget  = "target"
+	splitControl = "control"
+)
+
+// docScore is one document of scores.parquet, joined with its repetition count.
+type docScore struct {
+	ID     int64
+	Split  string
+	Exact  bool
+	RougeL float64
+	Reps   int
+	// Attacked is false when extraction skipped the document (status != "ok").
+	Attacked bool
+	MIA      map[string]float64 // score name -> value, lower meaning "more likely a member"
+}
+
+// miaScore names a membership-inference column of scores.parquet and how a
+// figure labels it. All are losses of some kind: lower means "member".
+type miaScore struct {
+	cols  []string
+	label string
+}
+
+var miaScores = []miaScore{
+	{[]string{"loss", "mia_loss"}, "loss"},
+	{[]string{"zlib", "zlib_ratio", "mia_zlib"}, "zlib ratio"},
+	{[]string{"min_k", "mink", "min_k_loss", "mia_min_k"}, "min-k% loss"},
+	{[]string{"ref_diff", "reference_diff", "ref_loss_diff", "mia_ref"}, "reference-model difference"},
+}
+
+// runData is what the figures need from one run directory.
+type runData struct {
+	Name     string
+	Dir      string
+	Values   map[string]any // sweep axis values; empty for a lone run
+	Config   map[string]any // resolved config.toml
+	Docs     []docScore
+	Metrics  *frame // nil when metrics.arrow is missing
+	K, H     int
+	Strategy string
+	Preset   string
+}
+
+// goldfishLabel says which loss a run trained with, as a table or legend shows it.
+func (r *runData) goldfishLabel() string {
+	if r.K == 0 || r.Strategy == "none" {
+		return "standard"
+	}
+	if r.Strategy == "hash-table" || r.Strategy == "hash-avalanche" || r.Strategy == "rolling" {
+		return fmt.Sprintf("goldfish k=%d, h=%d", r.K, r.H)
+	}
+	return fmt.Sprintf("goldfish k=%d (%s)", r.K, r.Strategy)
+}
+
+func (r *runData) docs(split string) []docScore {
+	var out []docScore
+	for _, d := range r.Docs {
+		if d.Split == split {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// loadRun reads one run directory. scores.parquet is required: without it
+// there is nothing to report.
+func loadRun(dir, name string, values map[string]any) (*runData, error) {
+	r := &runData{Name: name, Dir: dir, Values: values, Config: map[string]any{}}
+	if r.Name == "" {
+		r.Name = filepath.Base(dir)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "config.toml")); err == nil {
+		if err := toml.Unmarshal(b, &r.Config); err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "config.toml"), err)
+		}
+	}
+	r.K = int(lookupFloat(r.Config, "goldfish.k"))
+	r.H = int(lookupFloat(r.Config, "goldfish.h"))
+	r.Strategy, _ = lookup(r.Config, "goldfish.strategy").(string)
+	r.Preset, _ = lookup(r.Config, "model.preset").(string)
+	if r.Preset == "" {
+		if d := lookupFloat(r.Config, "model.dim"); d > 0 {
+			r.Preset = fmt.Sprintf("d=%d, %d layers", int(d), int(lookupFloat(r.Config, "model.layers")))
+		}
+	}
+
+	docs, err := readScores(filepath.Join(dir, "scores.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	if needReps(docs) {
+		reps, err := readRepetitions(filepath.Join(dir, "data", "docs.arrow"))
+		if err == nil {
+			for i := range docs {
+				docs[i].Reps = reps[docs[i].ID]
+			}
+		}
+		if reps == nil {
+			fallback := int(lookupFloat(r.Config, "data.repetitions"))
+			for i := range docs {
+				docs[i].Reps = fallback
+			}
+		}
+	}
+	r.Docs = docs
+
+	m, err := readArrow(filepath.Join(dir, "metrics.arrow"))
+	switch {
+	case err == nil:
+		r.Metrics = m
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return nil, err
+	}
+	return r, nil
+}
+
+func needReps(docs []docScore) bool {
+	for _, d := range docs {
+		if d.Reps == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func readScores(path string) ([]docScore, error) {
+	f, err := readParquet(path)
+	if err != nil {
+		return nil, err
+	}
+	ids, _, _ := f.col("doc_id")
+	split, ok := f.str("split")
+	if !ok {
+		return nil, fmt.Errorf("read %s: no string column \"split\"", path)
+	}
+	exact, ok := f.boolean("exact_match", "exact")
+	if !ok {
+		return nil, fmt.Errorf("read %s: no column \"exact_match\"", path)
+	}
+	rouge, _, ok := f.col("rougeL", "rouge_l", "rougel")
+	if !ok {
+		return nil, fmt.Errorf("read %s: no column \"rougeL\"", path)
+	}
+	reps, _, _ := f.col("repetitions")
+	status, _ := f.str("status")
+	docs := make([]docScore, f.n)
+	for i := range docs {
+		d := &docs[i]
+		d.Attacked = status == nil || status[i] == "ok"
+		d.Split, d.Exact, d.RougeL = split[i], exact[i], rouge[i]
+		if ids != nil {
+			d.ID = int64(ids[i])
+		}
+		if reps != nil {
+			d.Reps = int(reps[i])
+		}
+		d.MIA = map[string]float64{}
+	}
+	for _, s := range miaScores {
+		if v, _, ok := f.col(s.cols...); ok {
+			for i := range docs {
+				docs[i].MIA[s.label] = v[i]
+			}
+		}
+	}
+	// Documents the attack could not run on (too short for prefix + suffix)
+	// have no extraction result: leave them out of the rates, and say so.
+	kept := docs[:0]
+	skipped := 0
+	for _, d := range docs {
+		if d.Attacked {
+			kept = append(kept, d)
+		} else {
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		slog.Warn("documents not attacked are left out of the figures", "file", path, "count", skipped)
+	}
+	return kept, nil
+}
+
+func readRepetitions(path string) (map[int64]int, error) {
+	f, err := readArrow(path)
+	if err != nil {
+		return nil, err
+	}
+	ids, _, ok1 := f.col("doc_id")
+	reps, _, ok2 := f.col("repetitions")
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("read %s: want columns doc_id and repetitions", path)
+	}
+	m := make(map[int64]int, len(ids))
+	for i := range ids {
+		m[int64(ids[i])] = int(reps[i])
+	}
+	return m, nil
+}
+
+// lookup follows a dotted key through nested TOML tables.
+func lookup(m map[string]any, key string) any {
+	var cur any = m
+	for _, part := range strings.Split(key, ".") {
+		t, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = t[part]
+	}
+	return cur
+}
+
+func lookupFloat(m map[string]any, key string) float64 {
+	switch v := lookup(m, key).(type) {
+	case int64:
+		return float64(v)
+	case float64:
+		return v
+	case int:
+		return float64(v)
+	}
+	return 0
+}
+
+// sweepIndex mirrors the sweep.json that experiments writes beside the runs
+// of a sweep; plots keeps its own copy of the shape to avoid an import cycle.
+type sweepIndex struct {
+	Name   string   `json:"name"`
+	Axes   []string `json:"axes"`
+	Points []struct {
+		Name   string         `json:"name"`
+		Dir    string         `json:"dir"`
+		Values map[string]any `json:"values"`
+	} `json:"points"`
+}
+
+// loadDir reads a sweep directory (with sweep.json) or a single run
+// directory. Sweep points without scores yet (failed or unfinished) are
+// skipped and reported in missing.
+func loadDir(dir string) (runs []*runData, axes []string, missing []string, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		r, err := loadRun(dir, "", nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return []*runData{r}, nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var idx sweepIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "sweep.json"), err)
+	}
+	for _, p := range idx.Points {
+		rd := p.Dir
+		if !filepath.IsAbs(rd) {
+			rd = filepath.Join(dir, rd)
+		}
+		r, err := loadRun(rd, p.Name, p.Values)
+		if errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, p.Name)
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: none of the %d sweep runs has scores.parquet yet", dir, len(idx.Points))
+	}
+	return runs, idx.Axes, missing, nil
+}

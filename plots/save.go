@@ -1,0 +1,104 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// palette is the Okabe–Ito colour-blind-safe palette (Okabe & Ito 2008),
+// starting with the colours that print distinctly in greyscale.
+var palette = []color.Color{
+	color.RGBA{0, 114, 178, 255},   // blue
+	color.RGBA{213, 94, 0, 255},    // vermillion
+	color.RGBA{0, 158, 115, 255},   // bluish green
+	color.RGBA{204, 121, 167, 255}, // reddish purple
+	color.RGBA{230, 159, 0, 255},   // orange
+	color.RGBA{86, 180, 233, 255},  // sky blue
+	color.RGBA{240, 228, 66, 255},  // yellow
+	color.RGBA{0, 0, 0, 255},       // black
+}
+
+var grey = color.RGBA{120, 120, 120, 255}
+
+func colorAt(i int) color.Color { return palette[i%len(palette)] }
+
+// dashes cycle after colours so that series stay distinct past eight.
+var dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}
+
+// newPlot makes a plot with the house style: font sizes from the config,
+// a light grid, legend inside the top right.
+func newPlot(cfg Config, title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	fs := vg.Points(cfg.FontSize)
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = fs * 1.1
+	p.Title.Padding = vg.Points(cfg.FontSize * 0.6)
+	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = fs
+		a.Tick.Label.Font.Size = fs * 0.9
+		a.Padding = vg.Points(2)
+	}
+	p.Legend.TextStyle.Font.Size = fs * 0.85
+	p.Legend.Top = true
+	p.Legend.Padding = vg.Points(1)
+	p.Legend.ThumbnailWidth = vg.Points(18)
+	return p
+}
+
+// save writes p as name.<format> into dir for every configured format.
+func save(p *plot.Plot, cfg Config, dir, name string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
+	var written []string
+	for _, f := range cfg.Formats {
+		var wt io.WriterTo
+		if f == "png" {
+			c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(cfg.DPI))
+			p.Draw(draw.New(c))
+			wt = vgimg.PngCanvas{Canvas: c}
+		} else {
+			var err error
+			if wt, err = p.WriterTo(w, h, f); err != nil {
+				return written, fmt.Errorf("figure %s.%s: %w", name, f, err)
+			}
+		}
+		path := filepath.Join(dir, name+"."+f)
+		if err := writeAtomic(path, func(out io.Writer) error { _, err := wt.WriteTo(out); return err }); err != nil {
+			return written, err
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}
+
+// writeAtomic writes through a temporary file in the same directory and
+// renames it into place, so a reader never sees half a file.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package plots
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+// synthRun describes a synthetic run directory: how many targets are
+// memorized and how well the loss separates members from non-members.
+type synthRun struct {
+	name      string
+	k         int
+	preset    string
+	targets   int
+	exact     int            // targets extracted exactly
+	rouge     float64        // mean target RougeL
+	reps      []int          // repetition count per target, cycled
+	exactReps func(int) bool // overrides exact: memorized at this repetition count
+	steps     int
+	// unattacked marks the last controls as skipped by the attack.
+	unattacked int
+}
+
+func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("name = %q\nseed = 1\n[model]\npreset = %q\n[goldfish]\nstrategy = \"hash-table\"\nk = %d\nh = 13\n", s.name, s.preset, s.k)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "split", Type: arrow.BinaryTypes.String},
+		{Name: "exact_match", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "zlib_ratio", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "status", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	docsB := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "split", Type: arrow.BinaryTypes.String},
+		{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
+	}, nil))
+	defer docsB.Release()
+	sep := 1.5 * float64(s.exact+1) / float64(s.targets+1)
+	for i := 0; i < 2*s.targets; i++ {
+		split, reps := "target", 1
+		if len(s.reps) > 0 {
+			reps = s.reps[i%len(s.reps)]
+		}
+		exact := i < s.exact
+		if s.exactReps != nil {
+			exact = s.exactReps(reps)
+		}
+		rouge := math.Min(1, math.Max(0, s.rouge+0.1*rng.NormFloat64()))
+		if exact {
+			rouge = 1
+		}
+		loss := 3 - sep + 0.5*rng.NormFloat64()
+		if i >= s.targets {
+			split, exact, reps, rouge, loss = "control", false, 0, math.Max(0, 0.25+0.08*rng.NormFloat64()), 3+0.5*rng.NormFloat64()
+		}
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append(split)
+		b.Field(2).(*array.BooleanBuilder).Append(exact)
+		b.Field(3).(*array.Float64Builder).Append(rouge)
+		b.Field(4).(*array.Float64Builder).Append(loss)
+		b.Field(5).(*array.Float64Builder).Append(loss / 400)
+		status := "ok"
+		if i >= 2*s.targets-s.unattacked {
+			status = "too short"
+		}
+		b.Field(6).(*array.StringBuilder).Append(status)
+		docsB.Field(0).(*array.Int64Builder).Append(int64(i))
+		docsB.Field(1).(*array.StringBuilder).Append(split)
+		docsB.Field(2).(*array.Int32Builder).Append(int32(reps))
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	defer tbl.Release()
+	fh, err := os.Create(filepath.Join(dir, "scores.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pqarrow.WriteTable(tbl, fh, 1024, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	writeIPC(t, filepath.Join(dir, "data", "docs.arrow"), docsB.NewRecord())
+
+	mb := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "step", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "loss_kept", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "loss_all", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "loss_dropped", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "lr", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "val_loss", Type: arrow.PrimitiveTypes.Float64},
+	}, nil))
+	defer mb.Release()
+	for st := 1; st <= s.steps; st++ {
+		base := 0.2 + 8*math.Exp(-float64(st)/60) + 0.15*rng.NormFloat64()
+		kept, dropped := base, float32(math.NaN())
+		if s.k > 0 {
+			dropped = float32(base + 2.5*(1-math.Exp(-float64(st)/100)))
+			kept = base
+		}
+		all := kept
+		if s.k > 0 {
+			all = kept*(1-1/float64(s.k)) + float64(dropped)/float64(s.k)
+		}
+		mb.Field(0).(*array.Int64Builder).Append(int64(st))
+		mb.Field(1).(*array.Float32Builder).Append(float32(kept))
+		mb.Field(2).(*array.Float32Builder).Append(float32(all))
+		mb.Field(3).(*array.Float32Builder).Append(dropped)
+		mb.Field(4).(*array.Float64Builder).Append(1e-3)
+		val := math.NaN()
+		if st%100 == 0 {
+			val = base + 1.5
+		}
+		mb.Field(5).(*array.Float64Builder).Append(val)
+	}
+	writeIPC(t, filepath.Join(dir, "metrics.arrow"), mb.NewRecord())
+}
+
+func writeIPC(t *testing.T, path string, rec arrow.Record) {
+	t.Helper()
+	defer rec.Release()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	w, err := ipc.NewFileWriter(fh, ipc.WithSchema(rec.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type synthPoint struct {
+	Name   string         `json:"name"`
+	Dir    string         `json:"dir"`
+	Values map[string]any `json:"values"`
+}
+
+func writeSweepIndex(t *testing.T, dir, name string, axes []string, pts []synthPoint) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"name": name, "axes": axes, "points": pts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

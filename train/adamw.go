@@ -1,0 +1,122 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// adamW is AdamW (Loshchilov & Hutter) as PyTorch's torch.optim.AdamW
+// computes it, written on tensors so that its moments can be checkpointed:
+// gotch's wrapper of libtorch's optimizer cannot save its state.
+type adamW struct {
+	params      []model.Param
+	m, v        []*ts.Tensor // first and second moments, one per param
+	step        int          // updates taken
+	b1, b2, eps float64
+	decay       float64
+}
+
+func newAdamW(params []model.Param, cfg Config) *adamW {
+	o := &adamW{params: params, b1: cfg.Beta1, b2: cfg.Beta2, eps: cfg.Eps, decay: cfg.WeightDecay}
+	for _, p := range params {
+		o.m = append(o.m, p.Tensor.MustZerosLike(false))
+		o.v = append(o.v, p.Tensor.MustZerosLike(false))
+	}
+	return o
+}
+
+// grads returns each parameter's gradient tensor (sharing storage with it),
+// or an error if backward has not produced one.
+func grads(params []model.Param) ([]*ts.Tensor, error) {
+	out := make([]*ts.Tensor, len(params))
+	for i, p := range params {
+		g := p.Tensor.MustGrad(false)
+		if !g.MustDefined() {
+			return nil, fmt.Errorf("parameter %s has no gradient", p.Name)
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+// clipGrads scales the gradients so their global L2 norm is at most clip
+// (0: no clipping) and returns the norm before clipping.
+func clipGrads(gs []*ts.Tensor, clip float64) float64 {
+	var norm float64
+	noGrad(func() {
+		sq := make([]*ts.Tensor, len(gs))
+		for i, g := range gs {
+			sq[i] = g.MustSquare(false).MustSum(gotch.Double, true).MustUnsqueeze(0, true)
+		}
+		all := ts.MustCat(sq, 0)
+		tot := all.MustSum(gotch.Double, true)
+		norm = math.Sqrt(tot.Float64Values()[0])
+		tot.MustDrop()
+		for _, s := range sq {
+			s.MustDrop()
+		}
+		if clip > 0 && norm > clip {
+			for _, g := range gs {
+				mulScalar_(g, clip/(norm+1e-6))
+			}
+		}
+	})
+	return norm
+}
+
+// update takes one AdamW step with learning rate lr on the gradients gs.
+func (o *adamW) update(gs []*ts.Tensor, lr float64) {
+	o.step++
+	bc1 := 1 - math.Pow(o.b1, float64(o.step))
+	bc2 := 1 - math.Pow(o.b2, float64(o.step))
+	stepSize := lr / bc1
+	invSqrtBC2 := 1 / math.Sqrt(bc2)
+	noGrad(func() {
+		for i, p := range o.params {
+			g, m, v, w := gs[i], o.m[i], o.v[i], p.Tensor
+			if p.Decay && o.decay > 0 {
+				mulScalar_(w, 1-lr*o.decay)
+			}
+			lerp_(m, g, 1-o.b1)
+			g2 := g.MustMulScalar(ts.FloatScalar(1-o.b2), false)
+			mulScalar_(v, o.b2)
+			addcmul_(v, g, g2)
+			g2.MustDrop()
+			denom := v.MustSqrt(false)
+			mulScalar_(denom, invSqrtBC2)
+			addScalar_(denom, o.eps)
+			upd := m.MustDiv(denom, false)
+			denom.MustDrop()
+			mulScalar_(upd, -stepSize)
+			add_(w, upd)
+			upd.MustDrop()
+		}
+	})
+}
+
+// zeroGrads clears the accumulated gradients before a step's micro-batches.
+func zeroGrads(params []model.Param) {
+	noGrad(func() {
+		for _, p := range params {
+			g := p.Tensor.MustGrad(false)
+			if g.MustDefined() {
+				zero_(g)
+			}
+			g.MustDrop()
+		}
+	})
+}
+
+// state lists the moments under "<param>.exp_avg" and "<param>.exp_avg_sq",
+// PyTorch's names for them.
+func (o *adamW) state() []namedTensor {
+	out := make([]namedTensor, 0, 2*len(o.params))
+	for i, p := range o.params {
+		out = append(out, namedTensor{p.Name + ".exp_avg", o.m[i]}, namedTensor{p.Name + ".exp_avg_sq", o.v[i]})
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package train
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
+	"github.com/sugarme/gotch/ts"
+)
+
+// BenchConfig describes a training-throughput measurement on random tokens.
+type BenchConfig struct {
+	Model   model.Config
+	Seq     int // tokens per row
+	Batch   int // rows per step
+	Steps   int // measured steps
+	Warmup  int // unmeasured steps first
+	Threads int // libtorch threads; 0 keeps the default
+	Seed    int64
+}
+
+// BenchResult is what `memo bench train --json` prints.
+type BenchResult struct {
+	Preset        string  `json:"preset"`
+	Params        int64   `json:"params"`
+	Vocab         int     `json:"vocab"`
+	Seq           int     `json:"seq"`
+	Batch         int     `json:"batch"`
+	Steps         int     `json:"steps"`
+	Threads       int     `json:"threads"`
+	FLOPsPerToken float64 `json:"flops_per_token"`
+	TokensPerS    float64 `json:"tokens_per_s"`
+	GFLOPs        float64 `json:"gflops"`
+	PeakGFLOPs    float64 `json:"peak_gflops"`
+	MFU           float64 `json:"mfu"`
+	StepS         float64 `json:"step_s"`
+	// Seconds per step in each phase: model (forward, loss and backward on
+	// all workers, gradient reduction), optimizer (clipping and AdamW),
+	// collect (Go GC of gotch's tensors).
+	ModelS     float64 `json:"model_s"`
+	OptimizerS float64 `json:"optimizer_s"`
+	CollectS   float64 `json:"collect_s"`
+}
+
+// MatmulPeak measures this process's fp32 matrix-multiply rate in GFLOP/s
+// on n×n products with threads threads, the better of two ways of using
+// them: one product on libtorch's threads, and threads concurrent products
+// on single-threaded libtorch (how the training loop uses them). Each is the
+// best of reps timed rounds after a warm-up.
+func MatmulPeak(n, reps, threads int) float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	flop := 2 * float64(n) * float64(n) * float64(n)
+	a := ts.MustRandn([]int64{int64(n), int64(n)}, gotch.Float, gotch.CPU)
+	b := ts.MustRandn([]int64{int64(n), int64(n)}, gotch.Float, gotch.CPU)
+	defer a.MustDrop()
+	defer b.MustDrop()
+	torchx.Init(threads, 1)
+	best := 0.0
+	for i := 0; i <= reps; i++ {
+		t0 := time.Now()
+		a.MustMm(b, false).MustDrop()
+		if d := time.Since(t0).Seconds(); i > 0 {
+			best = max(best, flop/d/1e9)
+		}
+	}
+	if threads <= 1 {
+		return best
+	}
+	for i := 0; i <= reps; i++ {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for k := 0; k < threads; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				torchx.Init(1, 1)
+				a.MustMm(b, false).MustDrop()
+			}()
+		}
+		wg.Wait()
+		if d := time.Since(t0).Seconds(); i > 0 {
+			best = max(best, float64(threads)*flop/d/1e9)
+		}
+	}
+	return best
+}
+
+// Bench measures the matmul peak, then trains cfg.Steps steps on random
+// tokens with the real loop's pieces (AdamW, clipping, standard loss) and
+// reports throughput and model FLOPs utilisation. It writes no files.
+func Bench(cfg BenchConfig) (BenchResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	mc := cfg.Model
+	if mc.Context < cfg.Seq {
+		mc.Context = cfg.Seq
+	}
+	mc, err := mc.Resolve()
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if cfg.Seq < 1 || cfg.Batch < 1 || cfg.Steps < 1 {
+		return BenchResult{}, fmt.Errorf("bench: seq %d, batch %d, steps %d: each must be >= 1", cfg.Seq, cfg.Batch, cfg.Steps)
+	}
+	torchx.Init(cfg.Threads, uint64(cfg.Seed))
+	peak := MatmulPeak(2048, 5, max(1, cfg.Threads))
+
+	vs := nn.NewVarStore(gotch.CPU)
+	g, err := model.New(vs.Root(), mc)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	tc := DefaultConfig()
+	tc.BatchSize, tc.GradAccum, tc.Threads = cfg.Batch, 1, cfg.Threads
+	masker, err := loss.New(loss.Config{Strategy: loss.StrategyNone})
+	if err != nil {
+		return BenchResult{}, err
+	}
+	src := randomSource{vocab: mc.Vocab, rows: cfg.Batch * (cfg.Warmup + cfg.Steps), seed: cfg.Seed}
+	st, err := newStream(src, cfg.Seq, cfg.Seed)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc), masker: masker, stream: st, block: cfg.Seq,
+		total: cfg.Steps + cfg.Warmup, size: 1}
+	workers := max(1, cfg.Threads)
+	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
+	defer l.work.stop()
+	var col, all time.Duration
+	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
+		if s == cfg.Warmup {
+			l.tModel, l.tOpt = 0, 0
+		}
+		t0 := time.Now()
+		if _, err := l.trainStep(); err != nil {
+			return BenchResult{}, err
+		}
+		l.step++
+		t1 := time.Now()
+		torchx.Collect()
+		if s >= cfg.Warmup {
+			col += time.Since(t1)
+			all += time.Since(t0)
+		}
+	}
+	n := float64(cfg.Steps)
+	tokPerS := float64(cfg.Batch*cfg.Seq) * n / all.Seconds()
+	fpt := mc.FLOPsPerTokenAt(cfg.Seq)
+	gflops := tokPerS * fpt / 1e9
+	return BenchResult{
+		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
+		Threads: workers, FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
+		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
+	}, nil
+}
+
+// randomSource serves uniformly random token rows.
+type randomSource struct {
+	vocab, rows int
+	seed        int64
+}
+
+func (r randomSource) TrainRows(block int, seed int64) ([][]int32, error) {
+	rng := rand.New(rand.NewPCG(uint64(r.seed), uint64(seed)))
+	out := make([][]int32, r.rows)
+	for i := range out {
+		out[i] = make([]int32, block+1)
+		for j := range out[i] {
+			out[i][j] = int32(rng.IntN(r.vocab))
+		}
+	}
+	return out, nil
+}
+
+func (r randomSource) ValRows(int) ([][]int32, error) { return nil, nil }

@@ -1,0 +1,134 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config is the [train] table of an experiment spec.
+type Config struct {
+	// Steps is the number of optimizer steps; 0 means Epochs passes over the training stream.
+	Steps int `toml:"steps"`
+	// Epochs is the number of passes over the training stream when Steps is 0.
+	Epochs float64 `toml:"epochs"`
+	// Block is the sequence length of a training row; 0 means the model's context.
+	Block int `toml:"block"`
+	// BatchSize is the number of rows per optimizer step, over all processes.
+	BatchSize int `toml:"batch_size"`
+	// GradAccum splits each step's rows into this many micro-batches per process.
+	GradAccum int `toml:"grad_accum"`
+	// LR is the peak learning rate, reached after the warm-up.
+	LR float64 `toml:"lr"`
+	// MinLR is the floor the cosine decay ends at.
+	MinLR float64 `toml:"min_lr"`
+	// WarmupSteps is the length of the linear warm-up from 0 to LR.
+	WarmupSteps int `toml:"warmup_steps"`
+	// WeightDecay is AdamW's decoupled decay, applied to matrices only.
+	WeightDecay float64 `toml:"weight_decay"`
+	// Beta1 is AdamW's first-moment decay.
+	Beta1 float64 `toml:"beta1"`
+	// Beta2 is AdamW's second-moment decay.
+	Beta2 float64 `toml:"beta2"`
+	// Eps is AdamW's denominator epsilon.
+	Eps float64 `toml:"eps"`
+	// Clip is the gradient-norm clipping threshold; 0 disables clipping.
+	Clip float64 `toml:"clip"`
+	// EvalEvery runs validation (without the goldfish mask) every this many steps and at the end; 0 only at the end.
+	EvalEvery int `toml:"eval_every"`
+	// EvalRows caps the validation rows used; 0 means all.
+	EvalRows int `toml:"eval_rows"`
+	// CheckpointEvery writes a checkpoint every this many steps and at the end; 0 only at the end.
+	CheckpointEvery int `toml:"checkpoint_every"`
+	// KeepCheckpoints keeps only the newest this many checkpoints; 0 keeps all.
+	KeepCheckpoints int `toml:"keep_checkpoints"`
+	// LogEvery rewrites metrics.arrow every this many steps.
+	LogEvery int `toml:"log_every"`
+	// Threads is libtorch's intra-op thread count; 0 keeps libtorch's default.
+	Threads int `toml:"threads"`
+	// Seed seeds the order of the training stream (each epoch reshuffled).
+	Seed int64 `toml:"seed"`
+	// InitFrom starts from another run's weights: a checkpoint directory, a checkpoints/ directory or a run directory.
+	InitFrom string `toml:"init_from"`
+	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
+	NoResume bool `toml:"no_resume"`
+}
+
+// DefaultConfig is a short CPU-sized run.
+func DefaultConfig() Config {
+	return Config{
+		Epochs:          1,
+		BatchSize:       16,
+		GradAccum:       1,
+		LR:              1e-3,
+		MinLR:           1e-4,
+		WarmupSteps:     20,
+		WeightDecay:     0.1,
+		Beta1:           0.9,
+		Beta2:           0.95,
+		Eps:             1e-8,
+		Clip:            1.0,
+		EvalEvery:       100,
+		CheckpointEvery: 500,
+		KeepCheckpoints: 2,
+		LogEvery:        10,
+	}
+}
+
+// Validate checks every key and names the offending one.
+func (c Config) Validate() error {
+	nonNeg := []struct {
+		key string
+		v   int
+	}{
+		{"train.steps", c.Steps}, {"train.block", c.Block}, {"train.warmup_steps", c.WarmupSteps},
+		{"train.eval_every", c.EvalEvery}, {"train.eval_rows", c.EvalRows},
+		{"train.checkpoint_every", c.CheckpointEvery}, {"train.keep_checkpoints", c.KeepCheckpoints},
+		{"train.threads", c.Threads},
+	}
+	for _, f := range nonNeg {
+		if f.v < 0 {
+			return fmt.Errorf("%s = %d: must be >= 0", f.key, f.v)
+		}
+	}
+	switch {
+	case c.Steps == 0 && !(c.Epochs > 0):
+		return fmt.Errorf("train.epochs = %v: must be > 0 when train.steps = 0", c.Epochs)
+	case c.BatchSize < 1:
+		return fmt.Errorf("train.batch_size = %d: must be >= 1", c.BatchSize)
+	case c.GradAccum < 1:
+		return fmt.Errorf("train.grad_accum = %d: must be >= 1", c.GradAccum)
+	case c.BatchSize%c.GradAccum != 0:
+		return fmt.Errorf("train.batch_size = %d: must be a multiple of train.grad_accum = %d", c.BatchSize, c.GradAccum)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("train.lr = %v: must be > 0", c.LR)
+	case c.MinLR < 0 || c.MinLR > c.LR:
+		return fmt.Errorf("train.min_lr = %v: must be in [0, train.lr = %v]", c.MinLR, c.LR)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("train.weight_decay = %v: must be >= 0", c.WeightDecay)
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("train.beta1 = %v: must be in [0, 1)", c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("train.beta2 = %v: must be in [0, 1)", c.Beta2)
+	case !(c.Eps > 0):
+		return fmt.Errorf("train.eps = %v: must be > 0", c.Eps)
+	case c.Clip < 0:
+		return fmt.Errorf("train.clip = %v: must be >= 0 (0 disables clipping)", c.Clip)
+	case c.LogEvery < 1:
+		return fmt.Errorf("train.log_every = %d: must be >= 1", c.LogEvery)
+	}
+	return nil
+}
+
+// lrAt is the learning rate of optimizer step s (1-based) out of total:
+// linear warm-up to LR over WarmupSteps, then cosine decay to MinLR.
+func (c Config) lrAt(s, total int) float64 {
+	if c.WarmupSteps > 0 && s <= c.WarmupSteps {
+		return c.LR * float64(s) / float64(c.WarmupSteps)
+	}
+	span := total - c.WarmupSteps
+	if span <= 0 {
+		return c.LR
+	}
+	frac := math.Min(1, float64(s-c.WarmupSteps)/float64(span))
+	return c.MinLR + 0.5*(c.LR-c.MinLR)*(1+math.Cos(math.Pi*frac))
+}

@@ -1,0 +1,92 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
+)
+
+// LoadModel builds the model saved in a checkpoint (a step-NNNNNN
+// directory, a checkpoints/ directory or a run directory: the newest good
+// checkpoint is used) on the CPU, with its weights.
+func LoadModel(checkpointDir string) (*model.GPT, *nn.VarStore, model.Config, error) {
+	dir, err := ResolveCheckpoint(checkpointDir)
+	if err != nil {
+		return nil, nil, model.Config{}, err
+	}
+	cfg, err := readModelJSON(dir)
+	if err != nil {
+		return nil, nil, model.Config{}, err
+	}
+	vs := nn.NewVarStore(gotch.CPU)
+	g, err := model.New(vs.Root(), cfg)
+	if err != nil {
+		return nil, nil, model.Config{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := loadWeights(g, dir); err != nil {
+		return nil, nil, model.Config{}, err
+	}
+	return g, vs, g.Config(), nil
+}
+
+func readModelJSON(dir string) (model.Config, error) {
+	path := filepath.Join(dir, modelJSONFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return model.Config{}, err
+	}
+	var mj ModelJSON
+	if err := json.Unmarshal(raw, &mj); err != nil {
+		return model.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg, err := mj.Memo.Resolve()
+	if err != nil {
+		return model.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// loadWeights copies model.safetensors of dir into g's parameters; every
+// parameter must be there with its shape.
+func loadWeights(g *model.GPT, dir string) error {
+	path := filepath.Join(dir, modelFile)
+	tensors, _, err := readSafetensors(path)
+	if err != nil {
+		return err
+	}
+	for _, p := range g.Params() {
+		t, ok := tensors[p.Name]
+		if !ok {
+			return fmt.Errorf("%s: tensor %s is missing", path, p.Name)
+		}
+		if err := copyInto(p.Tensor, p.Name, t); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// loadOptimizer restores the AdamW moments and step count.
+func loadOptimizer(opt *adamW, dir string, step int) error {
+	path := filepath.Join(dir, optimizerFile)
+	tensors, _, err := readSafetensors(path)
+	if err != nil {
+		return err
+	}
+	for _, nt := range opt.state() {
+		t, ok := tensors[nt.Name]
+		if !ok {
+			return fmt.Errorf("%s: tensor %s is missing", path, nt.Name)
+		}
+		if err := copyInto(nt.Tensor, nt.Name, t); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	opt.step = step
+	return nil
+}
