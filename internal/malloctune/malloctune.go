@@ -32,11 +32,19 @@ const Tunables = "glibc.malloc.mmap_threshold=4294967296:" +
 // OptOutEnv, set to any non-empty value, keeps glibc's default allocator settings.
 const OptOutEnv = "MEMO_DEFAULT_MALLOC"
 
-// Environment returns env with Tunables added to GLIBC_TUNABLES, and whether it
-// changed anything: it does not when the settings are already present or the
-// user opted out.
+// appliedEnv marks a process that was restarted with Tunables. It is needed
+// because the dynamic loader cuts GLIBC_TUNABLES short in the environment it
+// hands on (seen with glibc 2.36: only the first setting is left), so the
+// variable alone cannot tell whether the settings are in effect, and children
+// would inherit the shortened value.
+const appliedEnv = "MEMO_MALLOC_TUNED"
+
+// Environment returns env with Tunables added to GLIBC_TUNABLES, and whether
+// the process must restart for them to take effect: it need not when it
+// already was restarted (then only the inherited variable is repaired, for
+// children), when the user set a malloc threshold of their own, or opted out.
 func Environment(env []string) ([]string, bool) {
-	cur, idx := "", -1
+	cur, idx, applied := "", -1, false
 	for i, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch name {
@@ -44,15 +52,17 @@ func Environment(env []string) ([]string, bool) {
 			if value != "" {
 				return env, false
 			}
+		case appliedEnv:
+			applied = value != ""
 		case "GLIBC_TUNABLES":
 			cur, idx = value, i
 		}
 	}
-	if strings.Contains(cur, "glibc.malloc.mmap_threshold=") {
+	if !applied && strings.Contains(cur, "glibc.malloc.mmap_threshold=") {
 		return env, false
 	}
 	value := Tunables
-	if cur != "" {
+	if !applied && cur != "" {
 		value = cur + ":" + Tunables
 	}
 	out := append([]string(nil), env...)
@@ -61,16 +71,23 @@ func Environment(env []string) ([]string, bool) {
 	} else {
 		out = append(out, "GLIBC_TUNABLES="+value)
 	}
-	return out, true
+	if !applied {
+		out = append(out, appliedEnv+"=1")
+	}
+	return out, !applied
 }
 
 // Apply re-executes the running binary with Tunables in its environment and
-// does not return when that succeeds. It returns nil without restarting when
-// nothing needs to change, and an error when the restart itself failed, in which
-// case the caller can go on with the default settings.
+// does not return when that succeeds. In a process that already was restarted
+// it only restores the full GLIBC_TUNABLES value for child processes. It
+// returns an error when the restart itself failed, in which case the caller can
+// go on with the default settings.
 func Apply() error {
-	env, changed := Environment(os.Environ())
-	if !changed {
+	env, restart := Environment(os.Environ())
+	if !restart {
+		if os.Getenv(appliedEnv) != "" && os.Getenv(OptOutEnv) == "" {
+			os.Setenv("GLIBC_TUNABLES", Tunables)
+		}
 		return nil
 	}
 	exe, err := os.Executable()

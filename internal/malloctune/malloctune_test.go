@@ -12,14 +12,16 @@ func TestEnvironment(t *testing.T) {
 		want    []string
 		changed bool
 	}{
-		{"adds the variable", []string{"HOME=/root"}, []string{"HOME=/root", "GLIBC_TUNABLES=" + Tunables}, true},
+		{"adds the variable", []string{"HOME=/root"}, []string{"HOME=/root", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, true},
 		{"extends the user's tunables", []string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off"},
-			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off:" + Tunables}, true},
-		{"already applied", []string{"GLIBC_TUNABLES=" + Tunables}, []string{"GLIBC_TUNABLES=" + Tunables}, false},
+			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off:" + Tunables, appliedEnv + "=1"}, true},
+		{"restarted: the loader's shortened value is repaired, no second restart",
+			[]string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296", appliedEnv + "=1"},
+			[]string{"GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, false},
 		{"user's own threshold wins", []string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1024"},
 			[]string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1024"}, false},
 		{"opted out", []string{OptOutEnv + "=1"}, []string{OptOutEnv + "=1"}, false},
-		{"empty opt-out is no opt-out", []string{OptOutEnv + "="}, []string{OptOutEnv + "=", "GLIBC_TUNABLES=" + Tunables}, true},
+		{"empty opt-out is no opt-out", []string{OptOutEnv + "="}, []string{OptOutEnv + "=", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
