@@ -23,19 +23,23 @@ type Completion struct {
 	SuffixText    string
 	GeneratedText string
 	Text          string
-	NTokens       int
-	Loss          float64
-	MinK          float64
-	RefLoss       float64 // NaN when no reference model was given
-	TokenLosses   []float32
+	// WindowText is the decoded window the losses cover (the document's
+	// first context tokens): the text of the zlib ratio. Empty in files
+	// written before extract recorded it; Text stands in then.
+	WindowText  string
+	NTokens     int
+	Loss        float64
+	MinK        float64
+	RefLoss     float64 // NaN when no reference model was given
+	TokenLosses []float32
 }
 
 // StatusOK marks a document that was attacked.
 const StatusOK = "ok"
 
 // requiredColumns are the columns eval cannot work without; the others
-// (title, status, repetitions, prefix_ids, n_tokens, token_losses) are read
-// when present.
+// (title, status, repetitions, prefix_ids, n_tokens, token_losses,
+// window_text) are read when present.
 var requiredColumns = []string{"doc_id", "split", "suffix_ids", "generated_ids", "suffix_text", "generated_text", "text", "loss", "mink", "ref_loss"}
 
 // ReadCompletions reads every row of a completions.arrow file.
@@ -116,7 +120,8 @@ func readBatch(rec arrow.Record) ([]Completion, error) {
 	prefix, err14 := column[*array.List](rec, "prefix_ids", false)
 	ntok, err15 := column[*array.Int32](rec, "n_tokens", false)
 	tl, err16 := column[*array.List](rec, "token_losses", false)
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16} {
+	win, err17 := column[*array.String](rec, "window_text", false)
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17} {
 		if err != nil {
 			return nil, err
 		}
@@ -141,6 +146,9 @@ func readBatch(rec arrow.Record) ([]Completion, error) {
 		}
 		if title != nil {
 			c.Title = title.Value(i)
+		}
+		if win != nil {
+			c.WindowText = win.Value(i)
 		}
 		if reps != nil {
 			c.Repetitions = int(reps.Value(i))

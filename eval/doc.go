@@ -14,10 +14,12 @@
 //     rouge_score conventions (lowercase, every character outside [a-z0-9]
 //     becomes a space, split on whitespace, no stemming); an empty side
 //     scores 0, as rouge_score does;
-//   - loss (mean token NLL of the document), zlib_ratio (loss divided by
-//     the length in bytes of the zlib-compressed UTF-8 text), mink (the
-//     mean NLL of the K % least likely tokens, Min-K% Prob, Shi et al.
-//     2023) and ref_diff (loss minus a reference model's loss).
+//   - loss (mean token NLL over the document's window: its first context
+//     tokens, all the model sees at once), zlib_ratio (loss divided by the
+//     length in bytes of the zlib-compressed text of that same window, so
+//     numerator and denominator cover one span), mink (the mean NLL of the
+//     K % least likely tokens, Min-K% Prob, Shi et al. 2023) and ref_diff
+//     (loss minus a reference model's loss).
 //
 // Membership inference treats targets as members and controls as
 // non-members. Every MIA statistic is "lower means member", so the AUC is

@@ -7,13 +7,19 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"github.com/memo-research/memo/loss"
 )
 
 // Run scores completions (a completions.arrow file, or a run directory
 // holding one) and writes outDir/scores.parquet and outDir/summary.json,
-// each atomically. goldfish is recorded in the summary.
+// each atomically.
+//
+// The summary records the goldfish settings that extract wrote into the
+// completions' metadata: those of the checkpoint attacked, wherever the
+// file lives. goldfish is recorded instead only when the completions hold
+// none (written by an older memo, or from a checkpoint outside a run).
 func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -45,9 +51,8 @@ func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*
 	}
 	sum := Summarize(rows, cfg, goldfish)
 	sum.Completions = path
-	sum.Checkpoint = meta["memo.checkpoint"]
-	if x := meta["memo.extract"]; json.Valid([]byte(x)) {
-		sum.Extract = json.RawMessage(x)
+	if err := sum.setProvenance(meta); err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", path, err)
 	}
 	for _, sp := range []SplitSummary{sum.Members, sum.Controls} {
 		for _, name := range sp.NotAttacked {
@@ -89,4 +94,47 @@ func referenceLosses(ref string) (map[string]float64, error) {
 		out[c.Text] = l
 	}
 	return out, nil
+}
+
+// Metadata keys of completions.arrow (extract.Meta*; eval does not import
+// extract).
+const (
+	metaExtract     = "memo.extract"
+	metaCheckpoint  = "memo.checkpoint"
+	metaRun         = "memo.run"
+	metaStep        = "memo.step"
+	metaModelSHA256 = "memo.model_sha256"
+	metaModel       = "memo.model"
+	metaGoldfish    = "memo.goldfish"
+)
+
+// setProvenance copies what extract recorded about the model and the
+// attack into the summary; the checkpoint's goldfish settings replace the
+// given ones.
+func (s *Summary) setProvenance(meta map[string]string) error {
+	s.Checkpoint, s.Run, s.ModelSHA256 = meta[metaCheckpoint], meta[metaRun], meta[metaModelSHA256]
+	for key, dst := range map[string]*json.RawMessage{metaExtract: &s.Extract, metaModel: &s.Model} {
+		if x := meta[key]; x != "" {
+			if !json.Valid([]byte(x)) {
+				return fmt.Errorf("metadata %s is not JSON: %q", key, x)
+			}
+			*dst = json.RawMessage(x)
+		}
+	}
+	if x := meta[metaStep]; x != "" {
+		step, err := strconv.Atoi(x)
+		if err != nil {
+			return fmt.Errorf("metadata %s = %q: %w", metaStep, x, err)
+		}
+		s.Step = &step
+	}
+	if x := meta[metaGoldfish]; x != "" {
+		var g GoldfishSummary
+		if err := json.Unmarshal([]byte(x), &g); err != nil {
+			return fmt.Errorf("metadata %s = %q: %w", metaGoldfish, x, err)
+		}
+		g.Source = GoldfishFromCheckpoint
+		s.Goldfish = g
+	}
+	return nil
 }

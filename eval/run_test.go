@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -37,15 +38,26 @@ var testSchema = arrow.NewSchema([]arrow.Field{
 
 func writeTestCompletions(t *testing.T, path string, cs []Completion) {
 	t.Helper()
+	writeTestCompletionsMeta(t, path, cs, nil)
+}
+
+// writeTestCompletionsMeta writes cs with meta as the schema's metadata.
+func writeTestCompletionsMeta(t *testing.T, path string, cs []Completion, meta map[string]string) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(testSchema))
+	schema := testSchema
+	if meta != nil {
+		md := arrow.MetadataFrom(meta)
+		schema = arrow.NewSchema(testSchema.Fields(), &md)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	for _, c := range cs {
 		b.Field(0).(*array.Int64Builder).Append(c.DocID)
 		for i, s := range []string{c.Split, c.Title, c.Status} {
@@ -235,5 +247,105 @@ func TestRunReferenceAndErrors(t *testing.T) {
 	cfg.MinKFraction = 2
 	if _, err := Run(cfg, dir, loss.Config{}, dir); err == nil {
 		t.Error("a bad config should fail")
+	}
+}
+
+// TestGoldfishFromCompletionsMetadata: the goldfish settings in
+// summary.json are the attacked checkpoint's, as extract recorded them in
+// completions.arrow, not the ones eval is given (those of whatever
+// config.toml sits beside the file); the given ones fill in only when the
+// file records none.
+func TestGoldfishFromCompletionsMetadata(t *testing.T) {
+	given := loss.Config{Strategy: "none"}
+	recorded := map[string]string{
+		metaGoldfish:    `{"enabled":true,"strategy":"hash-table","k":3,"h":7,"start":0,"seed":5,"exempt_ids":[]}`,
+		metaCheckpoint:  "/runs/k3/checkpoints/step-000040",
+		metaRun:         "/runs/k3",
+		metaStep:        "40",
+		metaModelSHA256: "abc123",
+		metaModel:       `{"preset":"nano","vocab":300}`,
+		metaExtract:     `{"mode":"fixed","suffix":16}`,
+	}
+	for _, tc := range []struct {
+		name    string
+		meta    map[string]string
+		want    GoldfishSummary
+		step    int // -1: none recorded
+		wantErr string
+	}{
+		{"recorded", recorded, GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Seed: 5, Source: GoldfishFromCheckpoint}, 40, ""},
+		{"older file", nil, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
+		{"bare checkpoint", map[string]string{metaCheckpoint: "/ckpt"}, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
+		{"corrupt", map[string]string{metaGoldfish: "{k:"}, GoldfishSummary{}, -1, "memo.goldfish"},
+		{"bad step", map[string]string{metaStep: "x"}, GoldfishSummary{}, -1, "memo.step"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "elsewhere.arrow")
+			writeTestCompletionsMeta(t, path, crafted(), tc.meta)
+			sum, err := Run(DefaultConfig(), path, given, dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Goldfish != tc.want {
+				t.Errorf("goldfish %+v, want %+v", sum.Goldfish, tc.want)
+			}
+			if tc.step < 0 {
+				if sum.Step != nil {
+					t.Errorf("step %d, want none", *sum.Step)
+				}
+				return
+			}
+			if sum.Step == nil || *sum.Step != tc.step || sum.Run != "/runs/k3" || sum.ModelSHA256 != "abc123" ||
+				string(sum.Model) != recorded[metaModel] || string(sum.Extract) != recorded[metaExtract] {
+				t.Errorf("provenance: step %v run %q sha %q model %s extract %s", sum.Step, sum.Run, sum.ModelSHA256, sum.Model, sum.Extract)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var js struct {
+				Goldfish map[string]any `json:"goldfish"`
+				Model    map[string]any `json:"model"`
+			}
+			if err := json.Unmarshal(raw, &js); err != nil {
+				t.Fatal(err)
+			}
+			if js.Goldfish["strategy"] != "hash-table" || js.Goldfish["k"] != 3.0 || js.Goldfish["h"] != 7.0 || js.Model["preset"] != "nano" {
+				t.Errorf("summary.json goldfish %v model %v", js.Goldfish, js.Model)
+			}
+		})
+	}
+}
+
+// TestZlibOverTheScoredWindow: the zlib ratio divides the window's loss
+// by the compressed length of the window's text, not of the whole document.
+func TestZlibOverTheScoredWindow(t *testing.T) {
+	window := "the window the losses cover"
+	doc := window + strings.Repeat(" and a long tail the model never saw, varied 1234567890", 40)
+	for _, tc := range []struct {
+		name       string
+		windowText string
+		want       string
+	}{
+		{"window recorded", window, window},
+		{"older file without window_text", "", doc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Completion{Split: "target", Status: StatusOK, Text: doc, WindowText: tc.windowText, TokenLosses: []float32{2, 4}, RefLoss: math.NaN()}
+			s := ScoreCompletion(c, 0.2, math.NaN())
+			if s.ZlibLen != ZlibLen(tc.want) || !near(s.ZlibRatio, 3/float64(ZlibLen(tc.want))) {
+				t.Errorf("zlib length %d ratio %v, want %d and %v", s.ZlibLen, s.ZlibRatio, ZlibLen(tc.want), 3/float64(ZlibLen(tc.want)))
+			}
+		})
+	}
+	if ZlibLen(window) >= ZlibLen(doc) {
+		t.Fatal("test texts do not separate the two spans")
 	}
 }

@@ -44,7 +44,13 @@ func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
 		s.RefLoss = refLoss
 	}
 	s.RefDiff = s.Loss - s.RefLoss
-	s.ZlibLen = ZlibLen(c.Text)
+	// The zlib ratio compares the loss and the compressed length of the
+	// same span: the window the losses were taken over.
+	zt := c.WindowText
+	if zt == "" {
+		zt = c.Text
+	}
+	s.ZlibLen = ZlibLen(zt)
 	s.ZlibRatio = s.Loss / float64(s.ZlibLen)
 	if c.Status != StatusOK {
 		s.Match = Match{TokenAccuracy: nan(), FirstDivergence: -1}

@@ -41,11 +41,18 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 // Summary is summary.json.
 type Summary struct {
 	Completions string `json:"completions"`
-	// Checkpoint and Extract are the model attacked and the attack's
-	// settings, as extract recorded them in completions.arrow.
-	Checkpoint string          `json:"checkpoint,omitempty"`
-	Extract    json.RawMessage `json:"extract,omitempty"`
-	NDocuments int             `json:"n_documents"`
+	// Checkpoint, Run, Step, ModelSHA256 and Model identify the model
+	// attacked (its checkpoint directory, run directory, optimizer step,
+	// sha256 of model.safetensors and model config); Extract holds the
+	// attack's settings. All are as extract recorded them in
+	// completions.arrow, and left out when it did not.
+	Checkpoint  string          `json:"checkpoint,omitempty"`
+	Run         string          `json:"run,omitempty"`
+	Step        *int            `json:"step,omitempty"`
+	ModelSHA256 string          `json:"model_sha256,omitempty"`
+	Model       json.RawMessage `json:"model,omitempty"`
+	Extract     json.RawMessage `json:"extract,omitempty"`
+	NDocuments  int             `json:"n_documents"`
 	// Members are the targets (split "target"), Controls the documents of
 	// the same sources never trained on (split "control").
 	Members  SplitSummary `json:"members"`
@@ -110,10 +117,22 @@ type GoldfishSummary struct {
 	K        int    `json:"k"`
 	H        int    `json:"h"`
 	Start    int    `json:"start"`
+	Seed     int64  `json:"seed"`
+	// Source says where the settings come from: "checkpoint" when extract
+	// recorded the attacked checkpoint's own (from its run's config.toml)
+	// in completions.arrow, "given" when they are the ones passed to Run
+	// because the completions record none.
+	Source string `json:"source"`
 }
 
+// Goldfish sources.
+const (
+	GoldfishFromCheckpoint = "checkpoint"
+	GoldfishGiven          = "given"
+)
+
 func goldfishSummary(g loss.Config) GoldfishSummary {
-	return GoldfishSummary{Enabled: g.Enabled(), Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start}
+	return GoldfishSummary{Enabled: g.Enabled(), Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start, Seed: g.Seed, Source: GoldfishGiven}
 }
 
 // seedFor derives one bootstrap stream per (split, metric) from the

@@ -14,9 +14,13 @@ import (
 )
 
 // Schema of completions.arrow. loss, mink and token_losses are over the
-// document's first context tokens (mink with Config.MinKFraction);
-// ref_loss is NaN without a reference model. Rows with status other than
-// "ok" have empty prefix, suffix and generation.
+// document's first context tokens, its window (mink with
+// Config.MinKFraction); window_text is the decoded window, the text whose
+// zlib length divides the loss in eval's zlib ratio (text is the whole
+// document). ref_loss is NaN without a reference model. Rows with status
+// other than "ok" have empty prefix, suffix and generation. The schema's
+// metadata names the model and the attack (see MetaExtract and the other
+// Meta keys).
 var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "split", Type: arrow.BinaryTypes.String},
@@ -35,6 +39,7 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+	{Name: "window_text", Type: arrow.BinaryTypes.String},
 }, nil)
 
 // Row is one row of completions.arrow.
@@ -44,6 +49,7 @@ type Row struct {
 	Repetitions                                 int
 	Prefix, Suffix, Generated                   []int32
 	PrefixText, SuffixText, GeneratedText, Text string
+	WindowText                                  string
 	NTokens                                     int
 	Loss, MinK, RefLoss                         float64
 	TokenLosses                                 []float32
@@ -52,8 +58,8 @@ type Row struct {
 const batchRows = 256
 
 // WriteCompletions writes rows to path atomically (temporary name, rename).
-// meta goes into the schema's metadata (Run records the config and the
-// checkpoint attacked under "memo.extract" and "memo.checkpoint").
+// meta goes into the schema's metadata (Run records the attack, the
+// checkpoint and its training loss under the Meta keys).
 func WriteCompletions(path string, rows []Row, meta map[string]string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -126,6 +132,7 @@ func appendRow(b *array.RecordBuilder, r Row) {
 	lb := b.Field(16).(*array.ListBuilder)
 	lb.Append(true)
 	lb.ValueBuilder().(*array.Float32Builder).AppendValues(r.TokenLosses, nil)
+	str(17, r.WindowText)
 }
 
 // meanAndMinK summarizes per-token losses: their mean and the mean of the

@@ -87,17 +87,25 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 			r.Prefix, r.Suffix, r.Generated = []int32{}, []int32{}, []int32{}
 		}
 		r.PrefixText, r.SuffixText, r.GeneratedText = tok.Decode(r.Prefix), tok.Decode(r.Suffix), tok.Decode(r.Generated)
+		r.WindowText = tok.Decode(p.Window)
 		r.Loss, r.MinK = meanAndMinK(losses[i], cfg.MinKFraction)
 		if refLosses != nil {
 			r.RefLoss, _ = meanAndMinK(refLosses[i], cfg.MinKFraction)
 		}
 		rows[i] = r
 	}
+	meta, err := provenance(ckpt, mc)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	if meta[MetaGoldfish] == "" {
+		slog.Warn("extract: the checkpoint is not in a run directory with config.toml; its goldfish settings are unknown and not recorded", "checkpoint", ckpt)
+	}
 	cj, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
-	meta := map[string]string{"memo.extract": string(cj), "memo.checkpoint": ckpt}
+	meta[MetaExtract] = string(cj)
 	if err := WriteCompletions(out, rows, meta); err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}

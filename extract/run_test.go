@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,9 +49,15 @@ func TestRunOnATrainedRun(t *testing.T) {
 	}
 	t.Logf("data + training: %v", time.Since(start).Round(time.Millisecond))
 
+	// The run's config.toml says how it was trained; completions written
+	// outside the run must still carry that.
+	conf := "[goldfish]\nstrategy = 'hash-table'\nk = 3\nh = 7\n\n[extract]\nsuffix = 50\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := DefaultConfig()
 	cfg.Suffix, cfg.BatchSize, cfg.Reference = 16, 3, dir
-	out := filepath.Join(dir, "completions.arrow")
+	out := filepath.Join(t.TempDir(), "elsewhere.arrow")
 	if err := Run(ctx, cfg, dir, ds, out); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +74,9 @@ func TestRunOnATrainedRun(t *testing.T) {
 		if r.GeneratedText != tok.Decode(r.Generated) || r.SuffixText != tok.Decode(r.Suffix) {
 			t.Errorf("doc %d: texts are not the decoded ids", r.DocID)
 		}
+		if r.WindowText != tok.Decode(append(append([]int32(nil), r.Prefix...), r.Suffix...)) || !strings.HasPrefix(r.Text, r.WindowText) {
+			t.Errorf("doc %d: window_text %q is not the decoded window (prefix + suffix in mode reference)", r.DocID, r.WindowText)
+		}
 		if len(r.TokenLosses) != min(r.NTokens, 256)-1 || math.IsNaN(r.Loss) || r.MinK < r.Loss {
 			t.Errorf("doc %d: %d token losses, loss %v, mink %v", r.DocID, len(r.TokenLosses), r.Loss, r.MinK)
 		}
@@ -79,13 +89,21 @@ func TestRunOnATrainedRun(t *testing.T) {
 		t.Errorf("rows by split %v, want 4 targets and 4 controls", splits)
 	}
 
-	// eval scores them and records which model and attack it scored.
-	sum, err := eval.Run(eval.DefaultConfig(), out, loss.Config{Strategy: loss.StrategyNone}, dir)
+	// eval scores them and records which model, trained how, and which
+	// attack it scored: from the file, not from what it is given.
+	sum, err := eval.Run(eval.DefaultConfig(), out, loss.Config{Strategy: loss.StrategyNone}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Members.N != 4 || sum.Controls.N != 4 || filepath.Base(sum.Checkpoint) != "step-000010" || !strings.Contains(string(sum.Extract), `"suffix":16`) {
 		t.Errorf("summary: members %d controls %d checkpoint %q extract %s", sum.Members.N, sum.Controls.N, sum.Checkpoint, sum.Extract)
+	}
+	wantGF := eval.GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Source: eval.GoldfishFromCheckpoint}
+	if sum.Goldfish != wantGF {
+		t.Errorf("summary goldfish %+v, want the run's %+v", sum.Goldfish, wantGF)
+	}
+	if sum.Step == nil || *sum.Step != 10 || len(sum.ModelSHA256) != 64 || !strings.Contains(string(sum.Model), `"preset":"nano"`) || sum.Run == "" {
+		t.Errorf("summary model identity: step %v sha256 %q model %s run %q", sum.Step, sum.ModelSHA256, sum.Model, sum.Run)
 	}
 
 	bad := cfg
