@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -86,7 +87,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	var t1, t2 float64
 	for i := 0; i < b.N; i++ {
 		single, multi := b.TempDir(), b.TempDir()
-		cfg, mcfg, lcfg := parityRun(steps)
+		cfg, mcfg, lcfg := parityRun(steps, loss.StrategyStatic, 1)
 		if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 )
 
@@ -139,59 +140,80 @@ func TestKilledRankStopsPeer(t *testing.T) {
 }
 
 // World size 2 must train like one process with the same global batch and
-// seed: losses to 1e-5 relative over 20 steps, final weights to 1e-5.
+// seed: losses to 1e-5 relative over 20 steps, final weights to 1e-5. The
+// hash-table mask keeps different numbers of targets per row, and with
+// accumulation the micro-batches must be the same rows in both worlds.
 func TestTrainParity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains two nano models (-short)")
+		t.Skip("trains nano models on one and two processes (-short)")
 	}
-	const steps = 20
-	single, multi := t.TempDir(), t.TempDir()
-	src, err := newOpticks(4000, 64)
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		accum    int
+	}{
+		{"static", loss.StrategyStatic, 1},
+		{"hash-table accum 2", loss.StrategyHashTable, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const steps = 20
+			single, multi := t.TempDir(), t.TempDir()
+			src, err := newOpticks(4000, 64)
+			if err != nil {
+				t.Skip(err)
+			}
+			cfg, mcfg, lcfg := parityRun(steps, tc.strategy, tc.accum)
+			if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := launchWorkers(t, 2, "train", "MEMO_DIST_DIR="+multi, "MEMO_DIST_STEPS="+strconv.Itoa(steps),
+				"MEMO_DIST_MASK="+tc.strategy, "MEMO_DIST_ACCUM="+strconv.Itoa(tc.accum))
+			if err != nil {
+				t.Fatalf("two ranks: %v\n%s", err, out)
+			}
+			worst, maxDiff := compareRuns(t, single, multi, steps, 1e-5)
+			t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
+		})
+	}
+}
+
+// compareRuns checks that run directories a and b logged the same kept
+// losses over steps (relative tolerance tol) and ended with the same
+// weights (absolute tolerance tol); it returns the worst differences.
+func compareRuns(t *testing.T, a, b string, steps int, tol float64) (worst, maxDiff float64) {
+	t.Helper()
+	ma, err := train.ReadMetrics(filepath.Join(a, train.MetricsFile))
 	if err != nil {
-		t.Skip(err)
-	}
-	cfg, mcfg, lcfg := parityRun(steps)
-	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := launchWorkers(t, 2, "train", "MEMO_DIST_DIR="+multi, "MEMO_DIST_STEPS="+strconv.Itoa(steps))
-	if err != nil {
-		t.Fatalf("two ranks: %v\n%s", err, out)
-	}
-	ma, err := train.ReadMetrics(filepath.Join(single, train.MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := train.ReadMetrics(filepath.Join(multi, train.MetricsFile))
+	mb, err := train.ReadMetrics(filepath.Join(b, train.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ma) != steps || len(mb) != steps {
-		t.Fatalf("metric rows: %d single, %d two ranks, want %d", len(ma), len(mb), steps)
+		t.Fatalf("metric rows: %d in %s, %d in %s, want %d", len(ma), a, len(mb), b, steps)
 	}
-	worst := 0.0
 	for i := range ma {
 		rel := math.Abs(ma[i].LossKept-mb[i].LossKept) / math.Abs(ma[i].LossKept)
 		worst = math.Max(worst, rel)
-		if !(rel <= 1e-5) {
-			t.Errorf("step %d: loss %.8g single vs %.8g two ranks (relative %.2g)", i+1, ma[i].LossKept, mb[i].LossKept, rel)
+		if !(rel <= tol) {
+			t.Errorf("step %d: loss %.8g vs %.8g (relative %.2g)", i+1, ma[i].LossKept, mb[i].LossKept, rel)
 		}
 	}
-	wa, wb := weights(t, single), weights(t, multi)
-	maxDiff := 0.0
-	for name, a := range wa {
-		b, ok := wb[name]
-		if !ok || len(a) != len(b) {
-			t.Fatalf("parameter %s missing or resized in the two-rank checkpoint", name)
+	wa, wb := weights(t, a), weights(t, b)
+	for name, x := range wa {
+		y, ok := wb[name]
+		if !ok || len(x) != len(y) {
+			t.Fatalf("parameter %s missing or resized in %s", name, b)
 		}
-		for i := range a {
-			maxDiff = math.Max(maxDiff, math.Abs(a[i]-b[i]))
+		for i := range x {
+			maxDiff = math.Max(maxDiff, math.Abs(x[i]-y[i]))
 		}
 	}
-	if !(maxDiff <= 1e-5) {
-		t.Errorf("final weights differ by up to %g (want <= 1e-5)", maxDiff)
+	if !(maxDiff <= tol) {
+		t.Errorf("final weights differ by up to %g (want <= %g)", maxDiff, tol)
 	}
-	t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
+	return worst, maxDiff
 }
 
 func weights(t *testing.T, runDir string) map[string][]float64 {

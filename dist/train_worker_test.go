@@ -55,13 +55,14 @@ func (s opticksSource) ValRows(block int) ([][]int32, error) {
 }
 
 // parityRun is the training run shared by the single-process and the
-// two-rank side of TestTrainParity (steps from MEMO_DIST_STEPS).
-func parityRun(steps int) (train.Config, model.Config, loss.Config) {
+// two-rank side of TestTrainParity (steps, mask strategy and accumulation
+// from MEMO_DIST_STEPS, MEMO_DIST_MASK and MEMO_DIST_ACCUM in workers).
+func parityRun(steps int, strategy string, accum int) (train.Config, model.Config, loss.Config) {
 	cfg := train.DefaultConfig()
 	cfg.Steps = steps
 	cfg.Block = 32
 	cfg.BatchSize = 8
-	cfg.GradAccum = 1
+	cfg.GradAccum = accum
 	cfg.WarmupSteps = 3
 	cfg.EvalEvery = 10
 	cfg.CheckpointEvery = steps
@@ -70,11 +71,12 @@ func parityRun(steps int) (train.Config, model.Config, loss.Config) {
 	cfg.Seed = 7
 	cfg.Threads = 1
 	mcfg := model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3}
-	// The static mask drops the same number of targets from every row, so
-	// the mean of the ranks' per-shard losses is the global batch's mean. (With
-	// hash-table masks the kept counts differ between shards and, as in
-	// PyTorch DDP, each rank's loss is normalised by its own count.)
-	lcfg := loss.Config{Strategy: loss.StrategyStatic, K: 4}
+	// Hash masks keep different numbers of targets per row: the ranks must
+	// normalise by the global micro-batch's kept count to match one process.
+	lcfg := loss.Config{Strategy: strategy, K: 4}
+	if strategy == loss.StrategyHashTable {
+		lcfg.H = 13
+	}
 	return cfg, mcfg, lcfg
 }
 
@@ -83,7 +85,11 @@ func workerTrain(g *Group) error {
 	if err != nil {
 		return err
 	}
-	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20))
+	mask := os.Getenv("MEMO_DIST_MASK")
+	if mask == "" {
+		mask = loss.StrategyStatic
+	}
+	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20), mask, envInt("MEMO_DIST_ACCUM", 1))
 	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, os.Getenv("MEMO_DIST_DIR"), train.Options{Group: g}); err != nil {
 		return err
 	}

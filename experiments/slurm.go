@@ -94,10 +94,14 @@ func SlurmScript(o SlurmOptions) (string, error) {
 		return b.String(), nil
 	}
 	w(`# Data on one task, training on all %d ranks, the rest on one task again.`, nodes*nproc)
-	w(`"$MEMO" run --runs "$SWEEP" --stages data "$SPEC"`)
+	w(`# The batch shell carries the allocation's SLURM_NTASKS; WORLD_SIZE=1 tells`)
+	w(`# the single-process stages that they are not ranks of a group.`)
+	w(`WORLD_SIZE=1 RANK=0 "$MEMO" run --runs "$SWEEP" --stages data "$SPEC"`)
 	w(`export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)`)
 	w(`export MASTER_PORT=$((29500 + SLURM_ARRAY_TASK_ID %% 1000))`)
+	w(`# Every task joins the group from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID;`)
+	w(`# --kill-on-bad-exit stops the others when one fails.`)
 	w(`srun --kill-on-bad-exit=1 "$MEMO" run --runs "$SWEEP" --stages train "$SPEC"`)
-	w(`"$MEMO" run --runs "$SWEEP" "$SPEC"`)
+	w(`WORLD_SIZE=1 RANK=0 "$MEMO" run --runs "$SWEEP" "$SPEC"`)
 	return b.String(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/plots"
@@ -22,23 +23,14 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		if opt.Train != nil {
 			return opt.Train(ctx, spec, dir)
 		}
-		if n := worldSize(); n > 1 {
-			return fmt.Errorf("this process is one of %d ranks (WORLD_SIZE / SLURM_NTASKS), but multi-process training is not built into this binary: the dist package provides no process group", n)
-		}
-		ds, err := data.Open(dir)
-		if err != nil {
-			return err
-		}
-		mcfg := spec.Model
-		if mcfg.Vocab == 0 {
-			// The vocabulary is the tokenizer's, known once data has run.
-			tok, err := ds.Tokenizer()
-			if err != nil {
-				return err
-			}
-			mcfg.Vocab = tok.VocabSize()
-		}
-		return train.Run(ctx, spec.Train, mcfg, spec.Goldfish, ds, dir, train.Options{Progress: true})
+		return trainStage(ctx, spec, dir)
+	}
+	if n := worldSize(); n > 1 {
+		// Only training is data-parallel; the other stages run once, on one
+		// process (memo run --nproc and the Slurm script arrange that).
+		return fmt.Errorf("stage %s runs on one process, but this one is rank %d of %d (WORLD_SIZE / SLURM_NTASKS): run it without a launcher, or pass --stages train", stage, processRank(), n)
+	}
+	switch stage {
 	case "extract":
 		ds, err := data.Open(dir)
 		if err != nil {
@@ -53,4 +45,41 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		return plots.Run(dir, spec.Plots)
 	}
 	return fmt.Errorf("unknown stage %q", stage)
+}
+
+// trainStage trains in this process, joining the data-parallel group first
+// when it is one of several ranks (torchrun's or Slurm's environment, or
+// memo run --nproc's launcher). Every rank trains; only rank 0 writes.
+func trainStage(ctx context.Context, spec *Spec, dir string) error {
+	ds, err := data.Open(dir)
+	if err != nil {
+		return err
+	}
+	mcfg := spec.Model
+	if mcfg.Vocab == 0 {
+		// The vocabulary is the tokenizer's, known once data has run.
+		tok, err := ds.Tokenizer()
+		if err != nil {
+			return err
+		}
+		mcfg.Vocab = tok.VocabSize()
+	}
+	opts := train.Options{Progress: processRank() == 0}
+	if worldSize() == 1 {
+		return train.Run(ctx, spec.Train, mcfg, spec.Goldfish, ds, dir, opts)
+	}
+	g, err := dist.Init(ctx, dist.Unset())
+	if err != nil {
+		return err
+	}
+	opts.Group = g
+	if err := train.Run(ctx, spec.Train, mcfg, spec.Goldfish, ds, dir, opts); err != nil {
+		// A failed collective leaves the group broken: no closing barrier,
+		// the process's exit tears it down.
+		return fmt.Errorf("rank %d of %d: %w", g.Rank(), g.Size(), err)
+	}
+	if err := g.Close(); err != nil {
+		return fmt.Errorf("rank %d of %d: leave the group: %w", g.Rank(), g.Size(), err)
+	}
+	return nil
 }

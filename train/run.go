@@ -34,12 +34,14 @@ type Source interface {
 }
 
 // Group is a data-parallel process group (package dist implements it).
-// Every rank takes its share of each global batch; gradients are averaged
-// with AllReduceMean; only rank 0 writes files.
+// Every rank takes its share of each global micro-batch, scales its loss by
+// the global batch's kept-target count and the gradients are summed with
+// AllReduceSum, so N ranks compute what one process would; only rank 0
+// reads checkpoints and writes files.
 type Group interface {
 	Rank() int
 	Size() int
-	AllReduceMean(t []*ts.Tensor) error
+	AllReduceSum(t []*ts.Tensor) error
 	Broadcast(t []*ts.Tensor, root int) error
 }
 
@@ -118,20 +120,18 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	opt := newAdamW(g.Params(), cfg)
 	l := &loop{cfg: cfg, g: g, opt: opt, masker: masker, stream: stream, block: block, total: total,
 		rank: rank, size: size, group: opts.Group, runDir: runDir}
-	if err := l.restore(); err != nil {
-		return err
+	// With several ranks only rank 0 reads the run directory; syncStart
+	// hands its state to the others.
+	if rank == 0 {
+		if err := l.restore(); err != nil {
+			return err
+		}
 	}
 	l.work = newWorkers(g, max(1, cfg.Threads), cfg.Threads, cfg.Seed)
 	defer l.work.stop()
 	if opts.Group != nil && size > 1 {
-		all := make([]*ts.Tensor, 0, 3*len(g.Params()))
-		for _, p := range g.Params() {
-			all = append(all, p.Tensor)
-		}
-		all = append(all, opt.m...)
-		all = append(all, opt.v...)
-		if err := opts.Group.Broadcast(all, 0); err != nil {
-			return fmt.Errorf("broadcast weights: %w", err)
+		if err := l.syncStart(); err != nil {
+			return err
 		}
 	}
 	if l.val, err = src.ValRows(block); err != nil {
@@ -145,6 +145,36 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 			"rows_per_epoch", stream.perEpoch, "batch", cfg.BatchSize, "grad_accum", cfg.GradAccum, "processes", size)
 	}
 	return l.run(ctx, opts)
+}
+
+// syncStart makes every rank start where rank 0 does. Rank 0 alone read the
+// checkpoint (or init_from); its step, data position and Adam step count,
+// weights and moments are broadcast, so a run resumes with any world size
+// and needs no file system shared between machines. The run's length and
+// epoch size travel along as a check that all ranks see the same data.
+func (l *loop) syncStart() error {
+	ints := ts.MustOfSlice([]int64{int64(l.step), l.pos, int64(l.opt.step), int64(l.total), int64(l.stream.perEpoch)})
+	defer ints.MustDrop()
+	elapsed := ts.MustOfSlice([]float64{l.elapsed})
+	defer elapsed.MustDrop()
+	all := []*ts.Tensor{ints, elapsed}
+	for _, p := range l.g.Params() {
+		all = append(all, p.Tensor)
+	}
+	all = append(all, l.opt.m...)
+	all = append(all, l.opt.v...)
+	if err := l.group.Broadcast(all, 0); err != nil {
+		return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
+	}
+	v := ints.Int64Values()
+	if int(v[3]) != l.total || int(v[4]) != l.stream.perEpoch {
+		return fmt.Errorf("rank %d: rank 0 trains %d steps over %d rows per epoch, this rank %d steps over %d rows: the ranks read different data or configs",
+			l.rank, v[3], v[4], l.total, l.stream.perEpoch)
+	}
+	l.step, l.pos, l.opt.step = int(v[0]), v[1], int(v[2])
+	l.lastSaved = l.step
+	l.elapsed = elapsed.Float64Values()[0]
+	return nil
 }
 
 // loop is one training run's state.
@@ -325,9 +355,10 @@ func (l *loop) trainStep() (Metric, error) {
 		return Metric{}, err
 	}
 	l.pos += int64(cfg.BatchSize)
-	local := cfg.BatchSize / l.size
-	mine := rows[l.rank*local : (l.rank+1)*local]
-	micro := local / cfg.GradAccum
+	// Micro-batch a is the same rows for every world size (those one process
+	// would take); each rank takes its contiguous share of it.
+	gm := cfg.BatchSize / cfg.GradAccum
+	micro := gm / l.size
 	params := l.g.Params()
 	l.work.zeroGrads()
 
@@ -336,8 +367,7 @@ func (l *loop) trainStep() (Metric, error) {
 	stats := make([]float64, 5)
 	t0 := time.Now()
 	for a := 0; a < cfg.GradAccum; a++ {
-		batch := mine[a*micro : (a+1)*micro]
-		ms, err := l.microStep(batch, cfg.GradAccum)
+		ms, err := l.microStep(rows[a*gm:(a+1)*gm], l.rank*micro, micro, cfg.GradAccum)
 		if err != nil {
 			return Metric{}, err
 		}
@@ -362,11 +392,13 @@ func (l *loop) trainStep() (Metric, error) {
 		}
 	}()
 	if l.group != nil && l.size > 1 {
-		if err := l.group.AllReduceMean(gs); err != nil {
+		// Each rank's share is already normalised by the global kept count:
+		// the sums are the global batch's gradient and statistics.
+		if err := l.group.AllReduceSum(gs); err != nil {
 			return Metric{}, fmt.Errorf("all-reduce gradients: %w", err)
 		}
 		st := ts.MustOfSlice(stats)
-		if err := l.group.AllReduceMean([]*ts.Tensor{st}); err != nil {
+		if err := l.group.AllReduceSum([]*ts.Tensor{st}); err != nil {
 			return Metric{}, fmt.Errorf("all-reduce losses: %w", err)
 		}
 		copy(stats, st.Float64Values())
@@ -392,29 +424,35 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// microStep runs forward and backward on one micro-batch, its rows split
-// over the workers. The loss is the goldfish loss of the whole micro-batch
-// (CE summed over its kept targets / their number), divided by accum so
-// that accumulated gradients average the micro-batches. It returns the
-// kept loss, the CE sum and count over all targets and over dropped ones.
-func (l *loop) microStep(rows [][]int32, accum int) ([5]float64, error) {
+// microStep runs forward and backward on this rank's share, rows
+// [from, from+n), of a global micro-batch, split over the workers. The loss is
+// the goldfish loss of the whole global micro-batch (CE summed over its
+// kept targets / their number, counted over all ranks' rows, so that hash
+// masks, which keep different numbers of targets per row, give every world
+// size the same loss), divided by accum so that accumulated gradients
+// average the micro-batches. It returns this rank's part of the kept loss,
+// and the CE sum and count over its targets and over its dropped ones.
+func (l *loop) microStep(global [][]int32, from, n, accum int) ([5]float64, error) {
 	var out [5]float64
-	targets := make([][]int32, len(rows))
-	for i, r := range rows {
+	targets := make([][]int32, len(global))
+	for i, r := range global {
 		targets[i] = r[1 : l.block+1]
 	}
-	dropped := make([]bool, len(rows)*l.block)
-	if err := loss.MaskBatch(l.masker, targets, dropped); err != nil {
+	// Every rank holds the whole global batch, so it can count the kept
+	// targets of all of it without a collective.
+	all := make([]bool, len(global)*l.block)
+	if err := loss.MaskBatch(l.masker, targets, all); err != nil {
 		return out, err
 	}
 	var nKept int64
 	for i, t := range targets {
 		for j, id := range t {
-			if id != PadID && !dropped[i*l.block+j] {
+			if id != PadID && !all[i*l.block+j] {
 				nKept++
 			}
 		}
 	}
+	rows, dropped := global[from:from+n], all[from*l.block:(from+n)*l.block]
 	k := min(l.work.n(), len(rows))
 	res := make([]workerLoss, k)
 	l.work.run(func(w int, g *model.GPT) {
@@ -440,6 +478,8 @@ func (l *loop) microStep(rows [][]int32, accum int) ([5]float64, error) {
 		}
 	}
 	out[0] /= float64(max(nKept, 1))
+	// Non-finite here means this rank's share blew up (the sum over ranks
+	// would be non-finite too).
 	if math.IsNaN(out[0]) || math.IsInf(out[0], 0) {
 		return out, fmt.Errorf("loss is %v", out[0])
 	}
@@ -518,15 +558,22 @@ func batchTensors(rows [][]int32, block int) (inp, tgt *ts.Tensor, targets [][]i
 }
 
 // validate is the mean cross-entropy over every non-padding target of the
-// validation rows, with no goldfish mask; NaN when there are none.
+// validation rows, with no goldfish mask; NaN when there are none. With
+// several ranks each scores its share of the rows and the sums are
+// all-reduced.
 func (l *loop) validate() (float64, error) {
 	if len(l.val) == 0 {
 		return math.NaN(), nil
 	}
+	val := l.val
+	if l.group != nil && l.size > 1 {
+		lo, hi := split(len(val), l.size, l.rank)
+		val = val[lo:hi]
+	}
 	micro := max(1, l.cfg.BatchSize/l.size/l.cfg.GradAccum)
 	var sum, n float64
-	for i := 0; i < len(l.val); i += micro {
-		rows := l.val[i:min(i+micro, len(l.val))]
+	for i := 0; i < len(val); i += micro {
+		rows := val[i:min(i+micro, len(val))]
 		k := min(l.work.n(), len(rows))
 		sums := make([]float64, k)
 		counts := make([]float64, k)
@@ -546,6 +593,15 @@ func (l *loop) validate() (float64, error) {
 			n += counts[w]
 		}
 		torchx.Collect() // between batches: no libtorch call in flight
+	}
+	if l.group != nil && l.size > 1 {
+		t := ts.MustOfSlice([]float64{sum, n})
+		defer t.MustDrop()
+		if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+			return 0, fmt.Errorf("validation: all-reduce: %w", err)
+		}
+		v := t.Float64Values()
+		sum, n = v[0], v[1]
 	}
 	return ratio(sum, n), nil
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
@@ -69,14 +72,14 @@ func runAction(c *cli.Context) error {
 			opt.Stages = append(opt.Stages, strings.TrimSpace(st))
 		}
 	}
-	if n := c.Int("nproc"); n > 1 {
-		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
-			return launchTraining(ctx, n, c.Args().First(), c.String("runs"))
-		}
-	}
 	threads := c.Int("threads")
 	if threads <= 0 {
 		threads = runtime.NumCPU()
+	}
+	if n := c.Int("nproc"); n > 1 {
+		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
+			return launchTraining(ctx, n, c.Args().First(), c.String("runs"), threads)
+		}
 	}
 	torchx.Init(threads, uint64(spec.Seed))
 	dir, err := experiments.Run(ctx, spec, c.String("runs"), opt)
@@ -103,7 +106,28 @@ func printTable(c *cli.Context, dir string) error {
 }
 
 // launchTraining runs the train stage as n processes of this binary, one per
-// rank, through the dist package's launcher.
-func launchTraining(ctx context.Context, n int, specFile, runs string) error {
-	return fmt.Errorf("--nproc %d: multi-process training is not built into this binary (the dist package provides no launcher); use --nproc 1", n)
+// rank, on loopback through the dist package's launcher. Each rank runs
+// `memo run --stages train` on the same spec and run directory, finds its
+// place from RANK/WORLD_SIZE, and the libtorch threads are divided among the
+// ranks so that they do not oversubscribe the cores. This process goes on
+// with the later stages once every rank has finished.
+func launchTraining(ctx context.Context, n int, specFile, runs string, threads int) error {
+	if dist.Launched() {
+		return fmt.Errorf("--nproc %d: this process is already one of the ranks of a launch", n)
+	}
+	spec, err := filepath.Abs(specFile)
+	if err != nil {
+		return fmt.Errorf("launch training: %w", err)
+	}
+	runsAbs, err := filepath.Abs(runs)
+	if err != nil {
+		return fmt.Errorf("launch training: %w", err)
+	}
+	argv := []string{"run", "--runs", runsAbs, "--stages", "train",
+		"--threads", strconv.Itoa(max(1, threads/n)), spec}
+	slog.Info("launching training ranks", "nproc", n, "threads_per_rank", max(1, threads/n))
+	if err := dist.Launch(ctx, n, argv); err != nil {
+		return fmt.Errorf("training on %d processes: %w", n, err)
+	}
+	return nil
 }
