@@ -8,7 +8,7 @@ import (
 )
 
 func opticksTokenizer(b *testing.B, vocab int) (*bpeModel, string) {
-	text := sourceTexts(b, 1)["opticks"][0]
+	text := opticksText(b)
 	m, err := trainBPE(countPieces([]string{text}), vocab)
 	if err != nil {
 		b.Fatal(err)
@@ -54,7 +54,7 @@ func BenchmarkEncode(b *testing.B) {
 
 // BenchmarkTrainBPE times learning a 4,096-token vocabulary from Opticks.
 func BenchmarkTrainBPE(b *testing.B) {
-	text := sourceTexts(b, 1)["opticks"][0]
+	text := opticksText(b)
 	counts := countPieces([]string{text})
 	b.SetBytes(int64(len(text)))
 	for i := 0; i < b.N; i++ {

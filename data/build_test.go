@@ -147,7 +147,7 @@ func shareWindow(a, b []int32, n int) bool {
 // a target's text must not become controls; they are rejected by name.
 func TestControlOverlapRejected(t *testing.T) {
 	dir := t.TempDir()
-	opticks := sourceTexts(t, 1)["opticks"][0]
+	opticks := opticksText(t)
 	paras := strings.Split(opticks, "\n\n")
 	n := 0
 	for i := 0; n < 30 && i < len(paras); i++ {
@@ -422,7 +422,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestChunkTextKeepsBytes(t *testing.T) {
-	text := sourceTexts(t, 1)["opticks"][0][:60000]
+	text := opticksText(t)[:60000]
 	m, err := trainBPE(countPieces([]string{text}), 600)
 	if err != nil {
 		t.Fatal(err)

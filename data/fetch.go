@@ -67,8 +67,13 @@ func packageDir(cacheDir, name string) (string, error) {
 		}
 		return want, nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+	mark, err := os.ReadFile(filepath.Join(dir, ".complete"))
+	if err != nil {
 		return "", fmt.Errorf("%s is not fetched (no %s): run `memo data fetch %s`", name, dir, name)
+	}
+	// The marker holds the sha256 the tarball had; another means an older pin.
+	if got := strings.TrimSpace(string(mark)); got != p.SHA256 {
+		return "", fmt.Errorf("%s in %s was fetched for sha256 %s, pinned %s: run `memo data fetch %s`", name, dir, got, p.SHA256, name)
 	}
 	return want, nil
 }

@@ -140,7 +140,7 @@ func TestRoundTripProperty(t *testing.T) {
 		t.Fatal(err)
 	}
 	toks := map[string]*Tokenizer{"bpe:1024": {bpe: bpeTok, eos: bpeTok.eos}}
-	if _, err := packageDir(fetchedCache(), "gpt2"); err == nil {
+	if fetched(t, "gpt2") {
 		g, err := LoadTokenizer("gpt2")
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +172,7 @@ func TestRoundTripProperty(t *testing.T) {
 }
 
 func TestTrainBPEDeterministic(t *testing.T) {
-	counts := countPieces(sourceTexts(t, 1)["opticks"])
+	counts := countPieces([]string{opticksText(t)})
 	a, err := trainBPE(counts, 700)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestTrainBPEDeterministic(t *testing.T) {
 // TestSaveLoadHF: a saved tokenizer.json loads back to the same ids through
 // our loader, and sugarme/tokenizer reads it as a Hugging Face file.
 func TestSaveLoadHF(t *testing.T) {
-	texts := sourceTexts(t, 1)["opticks"]
+	texts := []string{opticksText(t)}
 	m, err := trainBPE(countPieces(texts), 800)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestHFLibraryTokenizer(t *testing.T) {
 // TestAddPrefixSpaceQuirk: a ByteLevel tokenizer.json with add_prefix_space
 // on is used with it off, so that decoding gives back the text.
 func TestAddPrefixSpaceQuirk(t *testing.T) {
-	m, err := trainBPE(countPieces(sourceTexts(t, 1)["opticks"]), 600)
+	m, err := trainBPE(countPieces([]string{opticksText(t)}), 600)
 	if err != nil {
 		t.Fatal(err)
 	}

