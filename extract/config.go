@@ -45,9 +45,12 @@ type Config struct {
 	Decoding string `toml:"decoding" json:"decoding"`
 	// Temperature divides the logits before sampling.
 	Temperature float64 `toml:"temperature" json:"temperature"`
-	// TopK samples among the K most likely tokens; 0 means all.
+	// TopK samples among the K most likely tokens (and any tied with the
+	// K-th, as Hugging Face does); 0 means all.
 	TopK int `toml:"top_k" json:"top_k"`
-	// TopP samples from the smallest set of tokens whose probability reaches P; 1 means all.
+	// TopP samples from the smallest set of most likely tokens whose
+	// probability reaches P, taken on the distribution renormalized after
+	// TopK (Hugging Face's order: temperature, top-k, top-p); 1 means all.
 	TopP float64 `toml:"top_p" json:"top_p"`
 	// Beams is the beam width of beam search.
 	Beams int `toml:"beams" json:"beams"`

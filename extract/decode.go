@@ -36,51 +36,86 @@ func greedyPick(logits []float32) int32 {
 	return int32(best)
 }
 
-// samplePick draws from softmax(logits/temperature) restricted to the top-k
-// tokens and then to the smallest prefix (by probability) reaching top-p.
-func (d decoder) samplePick(logits []float32, rng *rand.Rand) int32 {
+// candidates are the tokens sampling may draw and their probabilities,
+// most likely first (lower id first among equals), by Hugging Face's
+// logits warpers applied in its order:
+//
+//  1. temperature: logits / T;
+//  2. top-k (k > 0): keep every token whose logit is at least the k-th
+//     largest (torch.topk's value; tokens tied with it all stay);
+//  3. softmax over the tokens kept, renormalized;
+//  4. top-p (p < 1) on that renormalized distribution: in increasing
+//     probability, drop each token while the cumulative probability up to
+//     and including it is <= 1 − p; the most likely token always stays.
+//
+// The probabilities returned sum to 1.
+func (d decoder) candidates(logits []float32) (ids []int, probs []float64) {
 	type tok struct {
-		id int
-		p  float64
+		id    int
+		logit float64
 	}
 	toks := make([]tok, len(logits))
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
-	var z float64
 	for i, v := range logits {
-		p := math.Exp((float64(v) - mx) / d.cfg.Temperature)
-		toks[i] = tok{i, p}
-		z += p
+		toks[i] = tok{i, float64(v) / d.cfg.Temperature}
 	}
-	sort.SliceStable(toks, func(i, j int) bool { return toks[i].p > toks[j].p })
+	sort.SliceStable(toks, func(i, j int) bool { return toks[i].logit > toks[j].logit })
 	n := len(toks)
-	if d.cfg.TopK > 0 {
-		n = min(n, d.cfg.TopK)
+	if k := d.cfg.TopK; k > 0 && k < n {
+		kth := toks[k-1].logit
+		n = k
+		for n < len(toks) && toks[n].logit >= kth {
+			n++
+		}
+	}
+	toks = toks[:n]
+	probs = make([]float64, n)
+	var z float64
+	for i, t := range toks {
+		probs[i] = math.Exp(t.logit - toks[0].logit)
+		z += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= z
 	}
 	if d.cfg.TopP < 1 {
+		// Cumulate from the least likely end, as HF does on an ascending sort.
 		var cum float64
-		for i := 0; i < n; i++ {
-			cum += toks[i].p / z
-			if cum >= d.cfg.TopP {
-				n = i + 1
+		drop := 0
+		for i := n - 1; i > 0; i-- {
+			cum += probs[i]
+			if cum > 1-d.cfg.TopP {
 				break
 			}
+			drop++
+		}
+		n -= drop
+		probs = probs[:n]
+		var kept float64
+		for _, p := range probs {
+			kept += p
+		}
+		for i := range probs {
+			probs[i] /= kept
 		}
 	}
-	var mass float64
-	for _, t := range toks[:n] {
-		mass += t.p
+	ids = make([]int, n)
+	for i, t := range toks[:n] {
+		ids[i] = t.id
 	}
-	u := rng.Float64() * mass
-	for _, t := range toks[:n] {
-		u -= t.p
+	return ids, probs
+}
+
+// samplePick draws one token from the candidates (see candidates).
+func (d decoder) samplePick(logits []float32, rng *rand.Rand) int32 {
+	ids, probs := d.candidates(logits)
+	u := rng.Float64()
+	for i, p := range probs {
+		u -= p
 		if u < 0 {
-			return int32(t.id)
+			return int32(ids[i])
 		}
 	}
-	return int32(toks[n-1].id)
+	return int32(ids[len(ids)-1])
 }
 
 // sampleRNG is the generator of one document: (seed, doc_id) keyed, so a

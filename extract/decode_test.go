@@ -122,3 +122,64 @@ func TestTopIndices(t *testing.T) {
 		t.Errorf("k > len: %v", got)
 	}
 }
+
+// TestTopKThenTopPByHand: top-k, renormalize, then top-p on what is left,
+// as Hugging Face's TopKLogitsWarper then TopPLogitsWarper do. Worked by
+// hand from the probabilities.
+func TestTopKThenTopPByHand(t *testing.T) {
+	logp := func(ps ...float64) []float32 {
+		out := make([]float32, len(ps))
+		for i, p := range ps {
+			out[i] = float32(math.Log(p))
+		}
+		return out
+	}
+	e := math.E
+	for _, tc := range []struct {
+		name      string
+		logits    []float32
+		topK      int
+		topP      float64
+		temp      float64
+		wantIDs   []int
+		wantProbs []float64
+	}{
+		// No limit: the softmax itself, most likely first.
+		{"all", logp(0.1, 0.4, 0.2, 0.3), 0, 1, 1, []int{1, 3, 2, 0}, []float64{0.4, 0.3, 0.2, 0.1}},
+		// top-k 2 keeps 0.4 and 0.3, renormalized to 4/7 and 3/7.
+		{"top-k only", logp(0.4, 0.3, 0.2, 0.1), 2, 1, 1, []int{0, 1}, []float64{4.0 / 7, 3.0 / 7}},
+		// Renormalized 4/7 ≈ 0.571 already reaches 0.55: token 0 alone. On
+		// the whole distribution (0.4 < 0.55) token 1 would have stayed.
+		{"top-p after top-k", logp(0.4, 0.3, 0.2, 0.1), 2, 0.55, 1, []int{0}, []float64{1}},
+		// 4/7 < 0.6: both stay.
+		{"top-p keeps both", logp(0.4, 0.3, 0.2, 0.1), 2, 0.6, 1, []int{0, 1}, []float64{4.0 / 7, 3.0 / 7}},
+		// top-k 3: 4/9, 3/9, 2/9; ascending cumulative 2/9 <= 1 − 0.7 drops
+		// token 2, 5/9 does not: tokens 0 and 1, renormalized again.
+		{"top-k 3, top-p 0.7", logp(0.4, 0.3, 0.2, 0.1), 3, 0.7, 1, []int{0, 1}, []float64{4.0 / 7, 3.0 / 7}},
+		// Logits 2, 1, 1, 0 with top-k 2: the k-th logit is 1 and both
+		// tokens at 1 stay (torch.topk's value is the cut): e/(e+2), 1/(e+2) twice.
+		{"top-k ties stay", []float32{2, 1, 1, 0}, 2, 1, 1, []int{0, 1, 2}, []float64{e / (e + 2), 1 / (e + 2), 1 / (e + 2)}},
+		// Then top-p 0.7: ascending cumulative 1/(e+2) ≈ 0.212 <= 0.3 drops
+		// the later of the tied pair (id 2), 0.424 does not: e/(e+1), 1/(e+1).
+		{"top-k ties then top-p", []float32{2, 1, 1, 0}, 2, 0.7, 1, []int{0, 1}, []float64{e / (e + 1), 1 / (e + 1)}},
+		// Temperature 2 before top-k: logits 2, 0, −2 become 1, 0, −1.
+		{"temperature first", []float32{2, 0, -2}, 2, 1, 2, []int{0, 1}, []float64{e / (e + 1), 1 / (e + 1)}},
+		// A tiny top-p keeps the most likely token however small.
+		{"top-p tiny", logp(0.25, 0.25, 0.25, 0.25), 0, 0.01, 1, []int{0}, []float64{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Decoding, cfg.TopK, cfg.TopP, cfg.Temperature = DecodeSample, tc.topK, tc.topP, tc.temp
+			ids, probs := decoder{cfg: cfg}.candidates(tc.logits)
+			if !reflect.DeepEqual(ids, tc.wantIDs) {
+				t.Fatalf("ids %v, want %v", ids, tc.wantIDs)
+			}
+			for i := range probs {
+				if math.Abs(probs[i]-tc.wantProbs[i]) > 1e-6 {
+					t.Errorf("probs %v, want %v", probs, tc.wantProbs)
+					break
+				}
+			}
+		})
+	}
+}
