@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
 
@@ -23,8 +25,10 @@ import (
 //	step-NNNNNN/state.json             step, data position, seeds, sha256 of the three files
 //	latest                             name of the newest complete checkpoint
 //
-// A checkpoint is written into a temporary directory and renamed into place,
-// so a kill at any moment leaves either the whole checkpoint or none.
+// A checkpoint is written into a temporary directory (.tmp-step-NNNNNN-*)
+// and renamed into place, so a kill at any moment leaves either the whole
+// checkpoint or none; the temporary directory a kill leaves behind is
+// removed when the run starts again.
 const (
 	checkpointsDir = "checkpoints"
 	latestFile     = "latest"
@@ -56,6 +60,13 @@ type State struct {
 	ModelSeed int64 `json:"model_seed"`
 	// WorldSize is the number of processes that trained.
 	WorldSize int `json:"world_size"`
+	// Workers is the number of model replicas each process trained with
+	// (train.threads when > 1, else 1), and Threads libtorch's intra-op
+	// thread count in each. Results are bit-identical only for the same
+	// layout: a resume with another one is warned about. 0: not recorded
+	// (a checkpoint older than these fields).
+	Workers int `json:"workers"`
+	Threads int `json:"threads"`
 	// ElapsedS is the training wall time so far.
 	ElapsedS float64 `json:"elapsed_s"`
 	// SHA256 maps each file of the checkpoint to its digest.
@@ -200,7 +211,8 @@ func verifyCheckpoint(dir string) (State, error) {
 
 // latestGood returns the newest checkpoint under runDir that verifies, the
 // one latest names first; refused ones are logged with the reason. It
-// returns "" when there is none.
+// returns "" when there is no checkpoint at all, and a *refusedError
+// naming each one when there are some but none verifies.
 func latestGood(runDir string) (string, State, error) {
 	root := filepath.Join(runDir, checkpointsDir)
 	var order []string
@@ -212,6 +224,7 @@ func latestGood(runDir string) (string, State, error) {
 		order = append(order, dirs[i])
 	}
 	seen := map[string]bool{}
+	var refused []error
 	for _, name := range order {
 		if seen[name] || name == "" {
 			continue
@@ -221,11 +234,114 @@ func latestGood(runDir string) (string, State, error) {
 		st, err := verifyCheckpoint(dir)
 		if err != nil {
 			slog.Warn("checkpoint refused; trying an older one", "checkpoint", dir, "reason", err)
+			refused = append(refused, err)
 			continue
 		}
 		return dir, st, nil
 	}
+	if len(refused) > 0 {
+		return "", State{}, &refusedError{root: root, reasons: refused}
+	}
 	return "", State{}, nil
+}
+
+// refusedError is latestGood's answer when checkpoints exist but every one
+// is truncated, corrupt or incomplete.
+type refusedError struct {
+	root    string
+	reasons []error // one per checkpoint, each naming its directory and file
+}
+
+func (e *refusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: no usable checkpoint, all %d refused:", e.root, len(e.reasons))
+	for _, r := range e.reasons {
+		b.WriteString("\n  ")
+		b.WriteString(r.Error())
+	}
+	return b.String()
+}
+
+// resumePoint is latestGood for resuming a run in runDir: when every
+// checkpoint there is refused it fails rather than start afresh over them,
+// and says how to start afresh deliberately.
+func resumePoint(runDir string) (string, State, error) {
+	dir, st, err := latestGood(runDir)
+	if err != nil {
+		return "", State{}, fmt.Errorf("cannot resume: %w\nrepair or move the checkpoints away, or set train.no_resume = true to start this run afresh (overwriting them)", err)
+	}
+	return dir, st, nil
+}
+
+// threadLayout is the workers × libtorch threads a run with train.threads
+// = threads computes with (see newWorkers); call it on the loop's thread.
+func threadLayout(threads int) (workers, perWorker int) {
+	switch {
+	case threads > 1:
+		return threads, 1
+	case threads == 1:
+		return 1, 1
+	}
+	return 1, torchx.Threads()
+}
+
+// warnThreadChange warns when a run resumes from dir with another thread
+// layout than the checkpoint was written with: the run goes on, but its
+// result is no longer bit-identical to an uninterrupted run's.
+func warnThreadChange(dir string, st State, threads int) {
+	workers, perWorker := threadLayout(threads)
+	switch {
+	case st.Workers == 0:
+		slog.Warn("checkpoint records no thread count: cannot check that this resume keeps the run bit-identical (it does only with the same count)",
+			"checkpoint", dir)
+	case st.Workers != workers || st.Threads != perWorker:
+		slog.Warn(fmt.Sprintf("RESUMING WITH A DIFFERENT THREAD COUNT: the checkpoint was written by %d worker(s) × %d libtorch thread(s), this run uses %d × %d (train.threads = %d). "+
+			"Training continues, but the result will not be bit-identical to an uninterrupted run: determinism holds only for the same thread count.",
+			st.Workers, st.Threads, workers, perWorker, threads),
+			"checkpoint", dir)
+	}
+}
+
+// Names of what a kill mid-write leaves in checkpoints/: saveCheckpoint's
+// temporary directory and writeFileAtomic's temporary copy of latest.
+var (
+	staleTempDir    = regexp.MustCompile(`^\.tmp-step-[0-9]{6,}-[0-9]+$`)
+	staleLatestFile = regexp.MustCompile(`^\.` + regexp.QuoteMeta(latestFile) + `-[0-9]+$`)
+)
+
+// removeStaleTemps deletes, from runDir's checkpoints/, the temporary
+// directories and files an interrupted checkpoint write left: only names
+// this package creates, never a step-NNNNNN directory nor whatever latest
+// names. Call it when a run starts, before any checkpoint is written: a
+// write in flight would look stale too. Failures are logged, not fatal.
+func removeStaleTemps(runDir string) []string {
+	root := filepath.Join(runDir, checkpointsDir)
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	latest := ""
+	if b, err := os.ReadFile(filepath.Join(root, latestFile)); err == nil {
+		latest = strings.TrimSpace(string(b))
+	}
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		ours := e.IsDir() && staleTempDir.MatchString(name) || e.Type().IsRegular() && staleLatestFile.MatchString(name)
+		if !ours || name == latest {
+			continue
+		}
+		path := filepath.Join(root, name)
+		if err := os.RemoveAll(path); err != nil {
+			slog.Warn("cannot remove the leftover of an interrupted checkpoint write", "path", path, "err", err)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	if len(removed) > 0 {
+		slog.Info("removed the leftovers of an interrupted checkpoint write", "paths", removed)
+	}
+	return removed
 }
 
 // ResolveCheckpoint turns a checkpoint directory, a checkpoints/ directory

@@ -203,8 +203,11 @@ type loop struct {
 
 // restore resumes from runDir's newest good checkpoint, or loads init_from.
 func (l *loop) restore() error {
+	if l.rank == 0 {
+		removeStaleTemps(l.runDir)
+	}
 	if !l.cfg.NoResume {
-		dir, st, err := latestGood(l.runDir)
+		dir, st, err := resumePoint(l.runDir)
 		if err != nil {
 			return err
 		}
@@ -227,6 +230,7 @@ func (l *loop) restore() error {
 				return err
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
+			warnThreadChange(dir, st, l.cfg.Threads)
 			old, err := ReadMetrics(filepath.Join(l.runDir, MetricsFile))
 			if err != nil {
 				slog.Warn("metrics of the interrupted run unreadable; starting the table afresh", "err", err)
@@ -339,6 +343,7 @@ func (l *loop) checkpoint() error {
 	}
 	st := State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed}
+	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
 	dir, err := saveCheckpoint(l.runDir, l.g, l.opt, st, l.cfg.KeepCheckpoints)
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
