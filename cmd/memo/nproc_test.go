@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/train"
+)
+
+// tinySpec is exp/smoke.toml cut to 6 steps: every stage runs in seconds.
+func tinySpec(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "exp", "smoke.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "\nsteps = 20\n", "\nsteps = 6\n", 1)
+	s = strings.Replace(s, `name = "smoke"`, `name = "tiny"`, 1)
+	if !strings.Contains(s, "\nsteps = 6\n") || !strings.Contains(s, `name = "tiny"`) {
+		t.Fatal("exp/smoke.toml changed shape: cannot shorten it")
+	}
+	path := filepath.Join(dir, "tiny.toml")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// files lists the regular files under dir, relative to it.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestRunNproc2 runs the whole pipeline with training on two ranks and on
+// one process: the run directories must hold the same files (rank 1 writes
+// nothing of its own) and training must log the same losses.
+func TestRunNproc2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memo and runs the pipeline twice (-short)")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := tinySpec(t, dir)
+	run := func(runs string, nproc string) string {
+		start := time.Now()
+		cmd := exec.Command(exe, "run", "--runs", filepath.Join(dir, runs), "--nproc", nproc, spec)
+		cmd.Dir = dir
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("memo run --nproc %s: %v\n%s", nproc, err, out.String())
+		}
+		t.Logf("--nproc %s: %v", nproc, time.Since(start).Round(time.Millisecond))
+		return out.String()
+	}
+	out2 := run("two", "2")
+	run("one", "1")
+	if !strings.Contains(out2, "[rank 0] ") || !strings.Contains(out2, "processes=2") {
+		t.Errorf("no rank-prefixed training log from two processes:\n%s", out2)
+	}
+	one, two := filepath.Join(dir, "one", "tiny"), filepath.Join(dir, "two", "tiny")
+	f1, f2 := files(t, one), files(t, two)
+	if strings.Join(f1, "\n") != strings.Join(f2, "\n") {
+		t.Errorf("run directories differ:\none process: %v\ntwo ranks:   %v", f1, f2)
+	}
+	m1, err := train.ReadMetrics(filepath.Join(one, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := train.ReadMetrics(filepath.Join(two, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m1) != 6 || len(m2) != 6 {
+		t.Fatalf("metric rows: %d (one process), %d (two ranks); want 6", len(m1), len(m2))
+	}
+	// One process uses two libtorch threads, each rank one: the sums are
+	// ordered differently, so allow more than rounding of one order.
+	for i := range m1 {
+		if rel := math.Abs(m1[i].LossKept-m2[i].LossKept) / m1[i].LossKept; !(rel < 1e-4) {
+			t.Errorf("step %d: loss %.7g (one process) vs %.7g (two ranks)", i+1, m1[i].LossKept, m2[i].LossKept)
+		}
+	}
+	if !(m2[5].LossKept < m2[0].LossKept) {
+		t.Errorf("two-rank loss did not fall: %.4g -> %.4g", m2[0].LossKept, m2[5].LossKept)
+	}
+}
