@@ -177,6 +177,54 @@ func TestTrainParity(t *testing.T) {
 	}
 }
 
+// A run interrupted on one world size resumes on another and ends where an
+// uninterrupted single-process run does: rank 0 alone reads the checkpoint
+// and broadcasts step, data position, Adam step count, weights and moments.
+func TestResumeOtherWorldSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains nano models on one and two processes (-short)")
+	}
+	const steps, every, stop = 20, 5, 12 // checkpoint at 10; steps 11-12 are redone
+	src, err := newOpticks(4000, 64)
+	if err != nil {
+		t.Skip(err)
+	}
+	cfg, mcfg, lcfg := parityRun(steps, loss.StrategyHashTable, 1)
+	cfg.CheckpointEvery = every
+	whole := t.TempDir()
+	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, whole, train.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	single := func(dir string, stopAfter int) {
+		if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, dir, train.Options{StopAfter: stopAfter}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pair := func(dir string, stopAfter int) {
+		out, err := launchWorkers(t, 2, "train", "MEMO_DIST_DIR="+dir, "MEMO_DIST_STEPS="+strconv.Itoa(steps),
+			"MEMO_DIST_MASK="+lcfg.Strategy, "MEMO_DIST_CHECKPOINT_EVERY="+strconv.Itoa(every),
+			"MEMO_DIST_STOP_AFTER="+strconv.Itoa(stopAfter))
+		if err != nil {
+			t.Fatalf("two ranks: %v\n%s", err, out)
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		first, second func(dir string, stopAfter int)
+	}{
+		{"2 ranks then 1", pair, single},
+		{"1 process then 2 ranks", single, pair},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.first(dir, stop)
+			tc.second(dir, 0)
+			worst, maxDiff := compareRuns(t, whole, dir, steps, 1e-5)
+			t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
+		})
+	}
+}
+
 // compareRuns checks that run directories a and b logged the same kept
 // losses over steps (relative tolerance tol) and ended with the same
 // weights (absolute tolerance tol); it returns the worst differences.

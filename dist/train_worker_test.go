@@ -90,7 +90,9 @@ func workerTrain(g *Group) error {
 		mask = loss.StrategyStatic
 	}
 	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20), mask, envInt("MEMO_DIST_ACCUM", 1))
-	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, os.Getenv("MEMO_DIST_DIR"), train.Options{Group: g}); err != nil {
+	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
+	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
+	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
 		return err
 	}
 	return g.Close()
