@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memo-research/memo/data"
 	toml "github.com/pelletier/go-toml/v2"
@@ -234,7 +235,11 @@ func runDataInspect(c *cli.Context) error {
 			shown++
 			text := d.Text
 			if len(text) > 240 {
-				text = text[:240] + "…"
+				cut := 240
+				for cut > 0 && !utf8.RuneStart(text[cut]) {
+					cut-- // never split a character
+				}
+				text = text[:cut] + "…"
 			}
 			fmt.Printf("\n[%s] doc %d %s %q (%d tokens, %dx)\n%s\n", s, d.ID, d.Source, d.Title, len(d.IDs), d.Repetitions, strings.TrimSpace(text))
 		}
@@ -263,7 +268,7 @@ func printHistogram(docs []data.Doc) {
 	fmt.Println("document length (tokens):")
 	for b, n := range counts {
 		bar := strings.Repeat("#", (n*50+most-1)/most)
-		fmt.Printf("  %6d-%-6d %7d %s\n", lo+b*width, lo+(b+1)*width-1, n, bar)
+		fmt.Printf("  %6d-%-6d %7d %s\n", lo+b*width, min(lo+(b+1)*width-1, hi), n, bar)
 	}
 }
 
