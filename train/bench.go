@@ -24,6 +24,9 @@ type BenchConfig struct {
 	Warmup  int // unmeasured steps first
 	Threads int // libtorch threads; 0 keeps the default
 	Seed    int64
+	// Device is a train.device value: "cpu" (also when empty), "cuda",
+	// "cuda:N". On a GPU the peak is that of one fp32 product on it.
+	Device string
 }
 
 // BenchResult is what `memo bench train --json` prints.
@@ -35,6 +38,7 @@ type BenchResult struct {
 	Batch         int     `json:"batch"`
 	Steps         int     `json:"steps"`
 	Threads       int     `json:"threads"`
+	Device        string  `json:"device"`
 	FLOPsPerToken float64 `json:"flops_per_token"`
 	TokensPerS    float64 `json:"tokens_per_s"`
 	GFLOPs        float64 `json:"gflops"`
@@ -112,10 +116,19 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Seq < 1 || cfg.Batch < 1 || cfg.Steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench: seq %d, batch %d, steps %d: each must be >= 1", cfg.Seq, cfg.Batch, cfg.Steps)
 	}
+	dev, err := ResolveDevice(cfg.Device)
+	if err != nil {
+		return BenchResult{}, err
+	}
 	torchx.Init(cfg.Threads, uint64(cfg.Seed))
-	peak := MatmulPeak(2048, 5, max(1, cfg.Threads))
+	var peak float64
+	if dev.IsCuda() {
+		peak = matmulPeakOn(dev, 4096, 5)
+	} else {
+		peak = MatmulPeak(2048, 5, max(1, cfg.Threads))
+	}
 
-	vs := nn.NewVarStore(gotch.CPU)
+	vs := nn.NewVarStore(dev)
 	g, err := model.New(vs.Root(), mc)
 	if err != nil {
 		return BenchResult{}, err
@@ -159,10 +172,40 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	gflops := tokPerS * fpt / 1e9
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
-		Threads: workers, FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		Threads: workers, Device: deviceName(dev), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 	}, nil
+}
+
+// matmulPeakOn is the best fp32 rate in GFLOP/s of one n×n product on a
+// GPU, over reps timed rounds after a warm-up; reading a value of the
+// product waits for the asynchronous kernel.
+func matmulPeakOn(dev gotch.Device, n, reps int) float64 {
+	flop := 2 * float64(n) * float64(n) * float64(n)
+	a := ts.MustRandn([]int64{int64(n), int64(n)}, gotch.Float, dev)
+	b := ts.MustRandn([]int64{int64(n), int64(n)}, gotch.Float, dev)
+	defer a.MustDrop()
+	defer b.MustDrop()
+	best := 0.0
+	for i := 0; i <= reps; i++ {
+		t0 := time.Now()
+		c := a.MustMm(b, false)
+		c.MustSelect(0, 0, false).MustSelect(0, 0, true).Float64Values(true)
+		c.MustDrop()
+		if d := time.Since(t0).Seconds(); i > 0 {
+			best = max(best, flop/d/1e9)
+		}
+	}
+	return best
+}
+
+// deviceName spells dev as train.device does.
+func deviceName(dev gotch.Device) string {
+	if dev.IsCuda() {
+		return fmt.Sprintf("cuda:%d", dev.Value)
+	}
+	return "cpu"
 }
 
 // randomSource serves uniformly random token rows.

@@ -45,6 +45,8 @@ type Config struct {
 	LogEvery int `toml:"log_every"`
 	// Threads is libtorch's intra-op thread count; 0 keeps libtorch's default.
 	Threads int `toml:"threads"`
+	// Device is where the model trains: "cpu", "cuda" (the first GPU) or "cuda:N"; CUDA needs a CUDA build of libtorch.
+	Device string `toml:"device"`
 	// Seed seeds the order of the training stream (each epoch reshuffled).
 	Seed int64 `toml:"seed"`
 	// InitFrom starts from another run's weights: a checkpoint directory, a checkpoints/ directory or a run directory.
@@ -71,6 +73,7 @@ func DefaultConfig() Config {
 		CheckpointEvery: 500,
 		KeepCheckpoints: 2,
 		LogEvery:        10,
+		Device:          "cpu",
 	}
 }
 
@@ -89,6 +92,9 @@ func (c Config) Validate() error {
 		if f.v < 0 {
 			return fmt.Errorf("%s = %d: must be >= 0", f.key, f.v)
 		}
+	}
+	if _, _, err := parseDevice(c.Device); err != nil {
+		return fmt.Errorf("train.device = %q: %w", c.Device, err)
 	}
 	switch {
 	case c.Steps == 0 && !(c.Epochs > 0):

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/model"
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -15,6 +14,16 @@ import (
 // directory, a checkpoints/ directory or a run directory: the newest good
 // checkpoint is used) on the CPU, with its weights.
 func LoadModel(checkpointDir string) (*model.GPT, *nn.VarStore, model.Config, error) {
+	return LoadModelOn(checkpointDir, "cpu")
+}
+
+// LoadModelOn is LoadModel onto device, a train.device value ("cpu",
+// "cuda", "cuda:N").
+func LoadModelOn(checkpointDir, device string) (*model.GPT, *nn.VarStore, model.Config, error) {
+	dev, err := ResolveDevice(device)
+	if err != nil {
+		return nil, nil, model.Config{}, err
+	}
 	dir, err := ResolveCheckpoint(checkpointDir)
 	if err != nil {
 		return nil, nil, model.Config{}, err
@@ -23,7 +32,7 @@ func LoadModel(checkpointDir string) (*model.GPT, *nn.VarStore, model.Config, er
 	if err != nil {
 		return nil, nil, model.Config{}, err
 	}
-	vs := nn.NewVarStore(gotch.CPU)
+	vs := nn.NewVarStore(dev)
 	g, err := model.New(vs.Root(), cfg)
 	if err != nil {
 		return nil, nil, model.Config{}, fmt.Errorf("checkpoint %s: %w", dir, err)

@@ -112,7 +112,11 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 		total = int(math.Ceil(cfg.Epochs * float64(stream.perEpoch) / float64(cfg.BatchSize)))
 	}
 
-	vs := nn.NewVarStore(gotch.CPU)
+	dev, err := ResolveDevice(cfg.Device)
+	if err != nil {
+		return err
+	}
+	vs := nn.NewVarStore(dev)
 	g, err := model.New(vs.Root(), mc)
 	if err != nil {
 		return err
@@ -500,10 +504,10 @@ type workerLoss struct {
 // forwardBackward runs one worker's share of a micro-batch: its part of the
 // loss is its kept-CE sum / nKept (the whole micro-batch's kept count) / accum.
 func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nKept int64, accum int) (out workerLoss) {
-	inp, tgt, _ := batchTensors(rows, block)
+	inp, tgt, _ := batchTensors(rows, block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()
-	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)})
+	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)}, g.Device())
 	if err != nil {
 		out.err = err
 		return out
@@ -530,20 +534,25 @@ func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nK
 	return out
 }
 
-// boolTensor makes a [dims] bool tensor of a Go slice (a Go bool is one
-// byte holding 0 or 1, libtorch's bool layout).
-func boolTensor(b []bool, dims []int64) (*ts.Tensor, error) {
+// boolTensor makes a [dims] bool tensor of a Go slice on dev (a Go bool is
+// one byte holding 0 or 1, libtorch's bool layout).
+func boolTensor(b []bool, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
 	var raw []byte
 	if len(b) > 0 {
 		raw = unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
 	}
-	return ts.OfDataSize(raw, dims, gotch.Bool)
+	t, err := ts.OfDataSize(raw, dims, gotch.Bool)
+	if err != nil {
+		return nil, err
+	}
+	return toDevice(t, dev), nil
 }
 
 // batchTensors turns rows of block+1 ids into inputs [B,block] (padding
 // embedded as token 0; its targets are ignored anyway) and targets
-// [B,block] (padding kept as PadID), plus the target rows for the masker.
-func batchTensors(rows [][]int32, block int) (inp, tgt *ts.Tensor, targets [][]int32) {
+// [B,block] (padding kept as PadID), both on dev, plus the target rows for
+// the masker.
+func batchTensors(rows [][]int32, block int, dev gotch.Device) (inp, tgt *ts.Tensor, targets [][]int32) {
 	in := make([]int64, 0, len(rows)*block)
 	tg := make([]int64, 0, len(rows)*block)
 	targets = make([][]int32, len(rows))
@@ -557,8 +566,8 @@ func batchTensors(rows [][]int32, block int) (inp, tgt *ts.Tensor, targets [][]i
 		targets[i] = r[1 : block+1]
 	}
 	shape := []int64{int64(len(rows)), int64(block)}
-	inp = ts.MustOfSlice(in).MustView(shape, true)
-	tgt = ts.MustOfSlice(tg).MustView(shape, true)
+	inp = toDevice(ts.MustOfSlice(in).MustView(shape, true), dev)
+	tgt = toDevice(ts.MustOfSlice(tg).MustView(shape, true), dev)
 	return inp, tgt, targets
 }
 
@@ -614,8 +623,8 @@ func (l *loop) validate() (float64, error) {
 // evalRows is the CE sum and target count of rows, without gradients.
 func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err error) {
 	noGrad(func() {
-		inp, tgt, _ := batchTensors(rows, block)
-		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, gotch.CPU)
+		inp, tgt, _ := batchTensors(rows, block, g.Device())
+		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, g.Device())
 		logits := g.Forward(inp)
 		var ls loss.Losses
 		ls, err = loss.MaskedCrossEntropy(logits, tgt, none, PadID)

@@ -56,7 +56,7 @@ func floatsOf(t *ts.Tensor) ([]float32, error) {
 	}
 	c := t.MustContiguous(false)
 	defer c.MustDrop()
-	if dev := c.MustDevice(); dev != gotch.CPU {
+	if c.MustDevice().IsCuda() { // gotch reports the CPU as {CPU 1}, not gotch.CPU
 		cpu := c.MustTo(gotch.CPU, false)
 		defer cpu.MustDrop()
 		c = cpu
