@@ -10,7 +10,10 @@
 // and reports each rejection by name in report.json. It then draws, from
 // one seeded permutation, the targets (trained on repetitions times), the
 // controls (never trained on, and sharing no 50-token window with any
-// target), the validation documents and the background filler, and writes
+// target), the validation documents and the background filler (sharing no
+// 50-token window with any target or control: background is trained on, so
+// such a document would leak a control's text into training or repeat a
+// target's beyond its count; each one is rejected and reported), and writes
 // docs.arrow, tokens.arrow, tokenizer.json and report.json, each to a
 // temporary name renamed into place. Open reads them back; TrainRows lays
 // the training stream out as rows of block+1 ids.

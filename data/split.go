@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -15,7 +14,11 @@ const OverlapTokens = 50
 // assignSplits draws targets and controls from the target sources, then
 // validation and background from what is left, all in one seeded
 // permutation of doc ids. A would-be control that shares an OverlapTokens
-// window with a target is rejected, never trained on.
+// window with a target is rejected. So is a would-be background document
+// that shares one with a target or a control: trained on, it would teach
+// the model a control's text (no longer a non-member) or a target's (seen
+// more often than its repetition count says). Every such rejection is
+// reported by name.
 func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Rejected, string)) error {
 	perm := make([]int, len(docs))
 	for i := range perm {
@@ -46,13 +49,17 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		return fmt.Errorf("data.targets + data.controls = %d, but only %d eligible documents in the target sources (%d rejected, see report): lower them, add sources or change data.chunk_tokens / data.min_tokens",
 			cfg.Targets+cfg.Controls, len(pool), len(rep.Rejected))
 	}
-	targetWindows := map[uint64]*candidate{}
+	// members: the windows of targets, then of controls too
+	members := map[uint64]*candidate{}
+	addWindows := func(c *candidate) {
+		for _, h := range tokenWindows(c.ids, OverlapTokens) {
+			members[h] = c
+		}
+	}
 	for i, c := range pool[:cfg.Targets] {
 		c.split, c.reps = SplitTarget, cfg.repetitionsFor(i, cfg.Targets)
 		rep.Repetitions[strconv.Itoa(c.reps)]++
-		for _, h := range tokenWindows(c.ids, OverlapTokens) {
-			targetWindows[h] = c
-		}
+		addWindows(c)
 	}
 	next := cfg.Targets
 	for n := 0; n < cfg.Controls; next++ {
@@ -61,13 +68,19 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 				cfg.Controls, n, OverlapTokens)
 		}
 		c := pool[next]
-		if t := sharedWindow(c.ids, targetWindows); t != nil {
+		if t := sharedWindow(c.ids, members); t != nil {
 			c.split = "rejected"
 			reject(Rejected{c.source, c.title, fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
 			continue
 		}
 		c.split = SplitControl
 		n++
+	}
+	// Only now: a control overlapping an earlier control is no leak.
+	for _, c := range pool[cfg.Targets:next] {
+		if c.split == SplitControl {
+			addWindows(c)
+		}
 	}
 	rest = append(pool[next:], rest...)
 	if len(rest) < cfg.Validation {
@@ -78,16 +91,35 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 	}
 	rest = rest[cfg.Validation:]
 	nb := cfg.Background
-	if nb < 0 || nb > len(rest) {
-		if nb > len(rest) {
-			return fmt.Errorf("data.background = %d, but only %d documents remain; use -1 for all of them", nb, len(rest))
-		}
+	if nb > len(rest) {
+		return fmt.Errorf("data.background = %d, but only %d documents remain; use -1 for all of them", nb, len(rest))
+	}
+	if nb < 0 {
 		nb = len(rest)
 	}
-	for _, c := range rest[:nb] {
+	used, leaks := 0, 0
+	for _, c := range rest {
+		if used == nb {
+			break
+		}
+		used++
+		if m := sharedWindow(c.ids, members); m != nil {
+			c.split = "rejected"
+			leaks++
+			reject(Rejected{c.source, c.title, fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
+				"background overlaps a "+m.split)
+			if cfg.Background >= 0 {
+				nb++ // draw a clean one in its place
+			}
+			continue
+		}
 		c.split, c.reps = SplitBackground, cfg.BackgroundPasses
 	}
-	rep.Unused = len(rest) - nb
+	if cfg.Background >= 0 && used < nb {
+		return fmt.Errorf("data.background = %d: only %d of the %d remaining documents share no %d-token window with a target or control; lower it or use -1",
+			cfg.Background, used-leaks, len(rest), OverlapTokens)
+	}
+	rep.Unused = len(rest) - used
 	for _, c := range docs {
 		if c.split == "rejected" {
 			c.split = ""
@@ -96,20 +128,26 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 	return nil
 }
 
-// tokenWindows hashes every window of n consecutive ids.
+// tokenWindows hashes every window of n consecutive ids: FNV-1a of the
+// ids' little-endian bytes, computed inline rather than through hash/fnv
+// (no buffer copy or interface call per window; Build hashes every window
+// of every target, control and background document).
 func tokenWindows(ids []int32, n int) []uint64 {
 	if len(ids) < n {
 		return nil
 	}
+	const offset64, prime64 = 14695981039346656037, 1099511628211
 	out := make([]uint64, 0, len(ids)-n+1)
-	buf := make([]byte, 4*n)
 	for i := 0; i+n <= len(ids); i++ {
-		for j := 0; j < n; j++ {
-			binary.LittleEndian.PutUint32(buf[4*j:], uint32(ids[i+j]))
+		h := uint64(offset64)
+		for _, id := range ids[i : i+n] {
+			u := uint32(id)
+			h = (h ^ uint64(u&0xff)) * prime64
+			h = (h ^ uint64(u>>8&0xff)) * prime64
+			h = (h ^ uint64(u>>16&0xff)) * prime64
+			h = (h ^ uint64(u>>24)) * prime64
 		}
-		h := fnv.New64a()
-		h.Write(buf)
-		out = append(out, h.Sum64())
+		out = append(out, h)
 	}
 	return out
 }

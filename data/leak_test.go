@@ -1,0 +1,148 @@
+package data
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBackgroundLeakRejected: background text is trained on, so a document
+// that shares a 50-token window with a control (which would then no longer
+// be a non-member) or with a target (seen more often than its repetition
+// count) must not become background. Here every target and control
+// paragraph is also quoted inside a background-source document; those are
+// rejected by name, clean ones take their place, and no background document
+// shares a window with a member (checked by brute force).
+func TestBackgroundLeakRejected(t *testing.T) {
+	var paras []string
+	for _, p := range strings.Split(opticksText(t), "\n\n") {
+		if len(p) > 700 {
+			paras = append(paras, p)
+		}
+	}
+	const members, clean = 10, 12
+	if len(paras) < 2*members+clean {
+		t.Fatalf("only %d long Opticks paragraphs", len(paras))
+	}
+	dir := t.TempDir()
+	pool, bg := filepath.Join(dir, "pool"), filepath.Join(dir, "bg")
+	for i := 0; i < members; i++ {
+		writeFile(t, filepath.Join(pool, fmt.Sprintf("m%02d.txt", i)), paras[i])
+		// another paragraph, then member i quoted whole
+		writeFile(t, filepath.Join(bg, fmt.Sprintf("quotes-m%02d.txt", i)), paras[members+i]+"\n\n"+paras[i])
+	}
+	for i := 0; i < clean; i++ {
+		writeFile(t, filepath.Join(bg, fmt.Sprintf("clean%02d.txt", i)), paras[2*members+i])
+	}
+
+	cases := []struct {
+		name       string
+		background int
+		want       int    // background documents
+		err        string // "" = builds
+	}{
+		{"all clean ones", -1, clean, ""},
+		{"leaks replaced by clean ones", 5, 5, ""},
+		{"every clean one", clean, clean, ""},
+		{"more than the clean ones", clean + 1, 0, "share no 50-token window with a target or control"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Sources = []string{"txt:" + pool, "txt:" + bg}
+			cfg.TargetSources = []string{"txt:" + pool}
+			cfg.Tokenizer = "bpe:512"
+			cfg.ChunkTokens, cfg.MinTokens, cfg.DedupWords = 0, 50, 0
+			cfg.Targets, cfg.Controls, cfg.Validation, cfg.Background = members/2, members/2, 0, c.background
+			if c.err != "" {
+				err := Build(context.Background(), cfg, t.TempDir())
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "data.background") {
+					t.Fatalf("error %v, want one naming data.background and containing %q", err, c.err)
+				}
+				return
+			}
+			ds := buildTest(t, cfg)
+			rep := ds.Report()
+			background := docIDs(t, ds, SplitBackground)
+			if len(background) != c.want {
+				t.Errorf("%d background documents, want %d", len(background), c.want)
+			}
+			for _, d := range background {
+				if !strings.HasPrefix(d.Title, "clean") {
+					t.Errorf("background %q quotes a member", d.Title)
+				}
+			}
+			memberDocs := docIDs(t, ds, SplitTarget)
+			for id, d := range docIDs(t, ds, SplitControl) {
+				memberDocs[id] = d
+			}
+			if len(memberDocs) != members {
+				t.Fatalf("%d targets and controls, want %d", len(memberDocs), members)
+			}
+			for _, b := range background {
+				for _, m := range memberDocs {
+					if shareWindow(b.IDs, m.IDs, OverlapTokens) {
+						t.Errorf("background %q shares a %d-token window with %s %q", b.Title, OverlapTokens, m.Split, m.Title)
+					}
+				}
+			}
+			// Each quoting document examined is rejected, naming the member
+			// it quotes; with background = -1 all of them are.
+			byTitle := map[string]Doc{}
+			for _, m := range memberDocs {
+				byTitle[m.Title] = m
+			}
+			leaks := 0
+			for _, r := range rep.Rejected {
+				quoted, ok := strings.CutPrefix(r.Title, "quotes-")
+				if !ok {
+					t.Errorf("unexpected rejection %+v", r)
+					continue
+				}
+				leaks++
+				m := byTitle[quoted]
+				want := fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.Split, quoted)
+				if r.Source != "txt:"+bg || r.Reason != want {
+					t.Errorf("rejection %+v, want source txt:%s and reason %q", r, bg, want)
+				}
+			}
+			if got := rep.RejectedBy["background overlaps a target"] + rep.RejectedBy["background overlaps a control"]; got != leaks || leaks == 0 {
+				t.Errorf("rejected by reason %v, %d leaking documents named", rep.RejectedBy, leaks)
+			}
+			if c.background < 0 && (rep.RejectedBy["background overlaps a target"] != members/2 || rep.RejectedBy["background overlaps a control"] != members/2) {
+				t.Errorf("rejected by reason %v, want %d of each kind", rep.RejectedBy, members/2)
+			}
+			if got := len(background) + leaks + rep.Unused; got != members+clean {
+				t.Errorf("background %d + rejected %d + unused %d = %d, want the %d background-source documents", len(background), leaks, rep.Unused, got, members+clean)
+			}
+		})
+	}
+}
+
+// TestTokenWindowsFNV: the inline hash is FNV-1a of the little-endian ids,
+// one value per window.
+func TestTokenWindowsFNV(t *testing.T) {
+	ids := []int32{0, 1, -1, 255, 256, 65535, 1 << 20, -(1 << 30), 50256, 7}
+	for _, n := range []int{1, 3, len(ids)} {
+		got := tokenWindows(ids, n)
+		if len(got) != len(ids)-n+1 {
+			t.Fatalf("n=%d: %d windows, want %d", n, len(got), len(ids)-n+1)
+		}
+		for i := range got {
+			h := fnv.New64a()
+			for _, id := range ids[i : i+n] {
+				binary.Write(h, binary.LittleEndian, id)
+			}
+			if got[i] != h.Sum64() {
+				t.Errorf("n=%d window %d: %x, want FNV-1a %x", n, i, got[i], h.Sum64())
+			}
+		}
+	}
+	if tokenWindows(ids, len(ids)+1) != nil {
+		t.Error("windows longer than the ids")
+	}
+}
