@@ -24,9 +24,37 @@
 // Membership inference treats targets as members and controls as
 // non-members. Every MIA statistic is "lower means member", so the AUC is
 // computed on its negation: AUC = P(member scores higher than control) +
-// ½·P(tie), the Mann-Whitney statistic. TPR at 1 % FPR is the highest true
-// positive rate of any threshold whose false positive rate is at most 1 %.
+// ½·P(tie), the Mann-Whitney statistic.
 //
 // Rates per split come with percentile-bootstrap 95 % confidence intervals
 // from a seeded generator, so the same inputs give the same summary.json.
+//
+// summary.json's goldfish table and model identity come from the
+// completions' metadata, where extract recorded the attacked checkpoint's
+// own settings (source "checkpoint"); only files that record none fall
+// back to the settings eval is given (source "given").
+//
+// # Conventions
+//
+// Where the literature leaves a choice open, or our numbers can differ
+// from a Python pipeline's, this is what eval does:
+//
+//   - TPR at 1 % FPR counts FPR ≤ 1 % as within the limit: it is the
+//     highest true positive rate of any threshold (flagging scores ≥ t)
+//     whose false positive rate is at most Config.FPR, inclusive. With 100
+//     controls, one control above the threshold is allowed. Tied scores
+//     share a threshold and are never split to land exactly on the limit.
+//     With no threshold under the limit the TPR is 0.
+//   - Min-K% Prob rounds k up: over n token losses it averages the
+//     ceil(K·n) largest (the least likely tokens), at least one, so 20 %
+//     of 7 tokens is 2 tokens, not 1.
+//   - zlib lengths come from Go's compress/zlib at the default level (6),
+//     not from the C zlib that Python's zlib.compress calls: the two
+//     deflaters choose matches differently, so a length may differ from
+//     Python's by a few bytes (an empty text is 11 bytes here, 8 in
+//     Python). The ratio's ranking of documents, and hence its AUC, is
+//     essentially unaffected, but its values are not bit-comparable with
+//     Python's.
+//   - The zlib ratio's text is the window the loss covers (the document's
+//     first context tokens, decoded), not the whole document.
 package eval

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/memo-research/memo/loss"
 )
@@ -21,6 +22,25 @@ import (
 // file lives. goldfish is recorded instead only when the completions hold
 // none (written by an older memo, or from a checkpoint outside a run).
 func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*Summary, error) {
+	return RunFiles(cfg, completions, goldfish, filepath.Join(outDir, "scores.parquet"), filepath.Join(outDir, "summary.json"))
+}
+
+// OutputPaths names the scores and summary of a completions file beside
+// it: completions.arrow gives scores.parquet and summary.json, and
+// NAME.completions.arrow (or NAME.arrow) gives NAME.scores.parquet and
+// NAME.summary.json, so attacks kept side by side keep their own scores.
+func OutputPaths(completions string) (scores, summary string) {
+	dir, base := filepath.Split(completions)
+	stem := strings.TrimSuffix(base, ".arrow")
+	stem = strings.TrimSuffix(strings.TrimSuffix(stem, "completions"), ".")
+	if stem != "" {
+		stem += "."
+	}
+	return filepath.Join(dir, stem+"scores.parquet"), filepath.Join(dir, stem+"summary.json")
+}
+
+// RunFiles is Run writing the scores and the summary to the paths given.
+func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, summaryPath string) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -59,10 +79,10 @@ func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*
 			slog.Warn("eval: document not attacked, left out of the extraction rates", "doc", name)
 		}
 	}
-	if err := writeAtomic(filepath.Join(outDir, "scores.parquet"), func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
+	if err := writeAtomic(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
 		return nil, err
 	}
-	err = writeAtomic(filepath.Join(outDir, "summary.json"), func(w io.Writer) error {
+	err = writeAtomic(summaryPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)
@@ -71,7 +91,7 @@ func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*
 		return nil, err
 	}
 	slog.Info("eval: scored", "documents", len(rows), "members", sum.Members.N, "exact_match", float64(sum.Members.ExactMatch),
-		"rougeL", float64(sum.Members.RougeL), "loss_auc", float64(sum.MIA.LossAUC), "out", outDir)
+		"rougeL", float64(sum.Members.RougeL), "loss_auc", float64(sum.MIA.LossAUC), "summary", summaryPath)
 	return sum, nil
 }
 

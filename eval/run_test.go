@@ -349,3 +349,18 @@ func TestZlibOverTheScoredWindow(t *testing.T) {
 		t.Fatal("test texts do not separate the two spans")
 	}
 }
+
+func TestOutputPaths(t *testing.T) {
+	for _, tc := range []struct{ in, scores, summary string }{
+		{"run/completions.arrow", "run/scores.parquet", "run/summary.json"},
+		{"run/checkpoints/step-000020.fixed-p8-s8.greedy.0a1b2c3d.completions.arrow",
+			"run/checkpoints/step-000020.fixed-p8-s8.greedy.0a1b2c3d.scores.parquet",
+			"run/checkpoints/step-000020.fixed-p8-s8.greedy.0a1b2c3d.summary.json"},
+		{"out/attack.arrow", "out/attack.scores.parquet", "out/attack.summary.json"},
+		{"attack", "attack.scores.parquet", "attack.summary.json"},
+	} {
+		if sc, su := OutputPaths(tc.in); sc != tc.scores || su != tc.summary {
+			t.Errorf("OutputPaths(%q) = %q, %q; want %q, %q", tc.in, sc, su, tc.scores, tc.summary)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -34,7 +36,9 @@ var (
 
 // Config is the [extract] table of an experiment spec.
 type Config struct {
-	// Mode builds the prompts: reference, fixed or pythia (see the package doc).
+	// Mode builds the prompts: reference, fixed or pythia (see the package
+	// doc; pythia takes 32 + 32 tokens from the start of each document, not
+	// of each training row).
 	Mode string `toml:"mode" json:"mode"`
 	// Prefix is the prompt length in tokens of the fixed mode.
 	Prefix int `toml:"prefix" json:"prefix"`
@@ -167,4 +171,37 @@ func (c Config) CheckContext(context int) error {
 		return fmt.Errorf("%w: prefix %d + suffix %d = %d tokens exceed the model context %d in mode %q", ErrConfig, p, s, p+s, context, c.Mode)
 	}
 	return nil
+}
+
+// Slug names the attack for a file name: the prompt geometry, the decoding
+// and a digest of every setting that can change the completions (all of
+// Config but BatchSize, plus extra, e.g. the data directory), e.g.
+// "reference-s50.greedy.1a2b3c4d", "fixed-p50-s50.beam4.…" or
+// "pythia.sample-t0.7-k40-p0.9-seed1.…". Different settings get different
+// slugs, so attacks written side by side do not overwrite each other.
+func (c Config) Slug(extra ...string) string {
+	var geo string
+	switch c.Mode {
+	case ModeReference:
+		geo = fmt.Sprintf("reference-s%d", c.Suffix)
+	case ModeFixed:
+		geo = fmt.Sprintf("fixed-p%d-s%d", c.Prefix, c.Suffix)
+	default:
+		geo = c.Mode
+	}
+	dec := c.Decoding
+	switch c.Decoding {
+	case DecodeBeam:
+		dec = fmt.Sprintf("beam%d", c.Beams)
+	case DecodeSample:
+		dec = fmt.Sprintf("sample-t%g-k%d-p%g-seed%d", c.Temperature, c.TopK, c.TopP, c.Seed)
+	}
+	k := c
+	k.BatchSize = 0
+	h := sha256.New()
+	json.NewEncoder(h).Encode(k) // a hash.Hash does not fail; Config always encodes
+	for _, e := range extra {
+		fmt.Fprintf(h, "%q\n", e)
+	}
+	return fmt.Sprintf("%s.%s.%x", geo, dec, h.Sum(nil)[:4])
 }
