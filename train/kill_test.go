@@ -73,6 +73,9 @@ func TestKillNineResume(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, killed, Options{}); err != nil {
 		t.Fatal(err)
 	}
+	if left, _ := filepath.Glob(filepath.Join(killed, checkpointsDir, ".tmp-*")); len(left) > 0 {
+		t.Errorf("temporary checkpoint directories left after the resumed run: %v", left)
+	}
 	whole := t.TempDir()
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, whole, Options{}); err != nil {
 		t.Fatal(err)
