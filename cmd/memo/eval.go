@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
 )
 
@@ -16,11 +17,15 @@ func init() {
 		Name:      "eval",
 		Usage:     "score completions: exact match, RougeL, token accuracy, membership inference",
 		ArgsUsage: "RUN-DIR|COMPLETIONS.arrow",
-		Description: "Reads completions.arrow (from `memo extract`) and writes scores.parquet (one row\n" +
-			"per document) and summary.json (rates per split with bootstrap 95 % intervals, ROC\n" +
-			"AUC and TPR at low FPR of the loss, zlib, Min-K% and reference attacks) beside it,\n" +
-			"or into --out. Settings come from the run's config.toml [eval] table; flags\n" +
-			"override them.",
+		Description: "Reads completions (from `memo extract`: a run directory's completions.arrow, or\n" +
+			"any completions file) and writes scores.parquet (one row per document) and\n" +
+			"summary.json (rates per split with bootstrap 95 % intervals, ROC AUC and TPR at low\n" +
+			"FPR of the loss, zlib, Min-K% and reference attacks) beside it, or into --out.\n" +
+			"Beside NAME.completions.arrow they are NAME.scores.parquet and NAME.summary.json.\n" +
+			"Settings come from the [eval] table of the config.toml beside the completions (or of\n" +
+			"the run, for completions beside a checkpoint); flags override them. The goldfish\n" +
+			"settings and model recorded in summary.json are those extract stored in the\n" +
+			"completions: the attacked checkpoint's own.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "bootstrap", Usage: "bootstrap resamples per confidence interval (0: none, else >= 100)", DefaultText: fromConfig(d.Bootstrap)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of the bootstrap", DefaultText: fromConfig(d.Seed)},
@@ -42,16 +47,20 @@ func evalAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("eval: %s: %v", arg, err)
 	}
-	comps, runDir := arg, filepath.Dir(arg)
+	comps, runDir := arg, runDirOfCompletions(arg)
 	if st.IsDir() {
 		comps, runDir = filepath.Join(arg, "completions.arrow"), arg
 	}
 	if _, err := os.Stat(comps); err != nil {
 		return usageError("eval: %s: no completions (run `memo extract %s` first)", comps, runDir)
 	}
-	rc, _, err := loadStageConfigs(runDir)
+	rc, hasConfig, err := loadStageConfigs(runDir)
 	if err != nil {
 		return err
+	}
+	if !hasConfig {
+		// Used only if the completions do not record the checkpoint's own.
+		rc.Goldfish = loss.Config{Strategy: "unknown"}
 	}
 	cfg := rc.Eval
 	if c.IsSet("bootstrap") {
@@ -72,11 +81,11 @@ func evalAction(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
 	}
-	out := c.String("out")
-	if out == "" {
-		out = filepath.Dir(comps)
+	scores, summary := eval.OutputPaths(comps)
+	if out := c.String("out"); out != "" {
+		scores, summary = filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json")
 	}
-	sum, err := eval.Run(cfg, comps, rc.Goldfish, out)
+	sum, err := eval.RunFiles(cfg, comps, rc.Goldfish, scores, summary)
 	if err != nil {
 		return err
 	}
@@ -98,6 +107,17 @@ func evalAction(c *cli.Context) error {
 	m := sum.MIA
 	fmt.Fprintf(w, "MIA AUC: loss %s, zlib %s, min-k %s, reference %s (TPR at %.3g FPR: loss %s)\n",
 		f(m.LossAUC), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
-	fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json"))
+	fmt.Fprintf(w, "wrote %s and %s\n", scores, summary)
 	return nil
+}
+
+// runDirOfCompletions is the directory whose config.toml holds the eval
+// settings for a completions file: its own directory, or the run's for a
+// file beside a checkpoint (RUN/checkpoints/step-N.….completions.arrow).
+func runDirOfCompletions(path string) string {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(filepath.Join(dir, "config.toml")); err != nil && filepath.Base(dir) == "checkpoints" {
+		return filepath.Dir(dir)
+	}
+	return dir
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/train"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
@@ -28,19 +30,31 @@ func init() {
 		Usage:     "attack a trained model with prefix completion (writes completions.arrow)",
 		ArgsUsage: "RUN-DIR|CHECKPOINT-DIR",
 		Description: "Feeds each document's prefix to the model and decodes a continuation as long as\n" +
-			"the true suffix, then writes completions.arrow (prompts, true and generated ids and\n" +
-			"texts, per-token losses) for `memo eval`. Settings come from the run's config.toml\n" +
+			"the true suffix, then writes completions (prompts, true and generated ids and texts,\n" +
+			"per-token losses, and in its metadata the checkpoint, model and goldfish settings it\n" +
+			"was trained with) for `memo eval`. Settings come from the run's config.toml\n" +
 			"[extract] table; flags override them, so a finished model can be attacked again with\n" +
 			"other settings. A checkpoint directory (RUN/checkpoints/step-N) attacks that step.\n" +
-			"Write elsewhere with --out to keep the run's own completions.",
+			"\n" +
+			"Where it writes without --out: RUN/completions.arrow only when RUN-DIR is attacked\n" +
+			"with the run's own settings (its config.toml, no flag changing them, no --data);\n" +
+			"otherwise beside the checkpoint, under a name derived from the settings, e.g.\n" +
+			"RUN/checkpoints/step-000100.fixed-p50-s50.greedy.1a2b3c4d.completions.arrow, so\n" +
+			"another attack never overwrites the run's own completions.\n" +
+			"\n" +
+			"Prompt modes: reference cuts each document to the model's context and takes its last\n" +
+			"SUFFIX tokens as the suffix (the goldfish repository's evaluation); fixed takes the\n" +
+			"first PREFIX tokens and the next SUFFIX (Carlini et al.'s 50 + 50); pythia takes\n" +
+			"32 + 32 tokens from the start of each document, not of each training row: a document\n" +
+			"packed into several rows is attacked once, at its start.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "mode", Usage: "prompt mode: reference (document cut to the context, last SUFFIX tokens are the suffix), fixed (first PREFIX then SUFFIX tokens) or pythia (32 + 32)", DefaultText: fromConfig(d.Mode)},
+			&cli.StringFlag{Name: "mode", Usage: "prompt mode: reference (document cut to the context, last SUFFIX tokens are the suffix), fixed (first PREFIX then SUFFIX tokens) or pythia (32 + 32 from the start of each document)", DefaultText: fromConfig(d.Mode)},
 			&cli.IntFlag{Name: "prefix", Usage: "prefix length `P` of mode fixed", DefaultText: fromConfig(d.Prefix)},
 			&cli.IntFlag{Name: "suffix", Usage: "suffix length `S`: true tokens to reproduce and tokens generated", DefaultText: fromConfig(d.Suffix)},
 			&cli.StringFlag{Name: "decoding", Usage: "greedy, sample or beam", DefaultText: fromConfig(d.Decoding)},
 			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature `T` (> 0)", DefaultText: fromConfig(d.Temperature)},
-			&cli.IntFlag{Name: "top-k", Usage: "sample among the `K` most likely tokens (0: all)", DefaultText: fromConfig(d.TopK)},
-			&cli.Float64Flag{Name: "top-p", Usage: "sample from the smallest set of tokens with probability `P` (1: all)", DefaultText: fromConfig(d.TopP)},
+			&cli.IntFlag{Name: "top-k", Usage: "sample among the `K` most likely tokens and any tied with the K-th (0: all)", DefaultText: fromConfig(d.TopK)},
+			&cli.Float64Flag{Name: "top-p", Usage: "then sample from the smallest set of tokens with probability `P`, renormalized after top-k as Hugging Face does (1: all)", DefaultText: fromConfig(d.TopP)},
 			&cli.IntFlag{Name: "beams", Usage: "beam width `N` of --decoding beam", DefaultText: fromConfig(d.Beams)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of sampling", DefaultText: fromConfig(d.Seed)},
 			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together", DefaultText: fromConfig(d.BatchSize)},
@@ -49,7 +63,7 @@ func init() {
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
 			&cli.StringFlag{Name: "reference", Usage: "reference model (run or checkpoint `DIR`, same tokenizer) for the ref_loss column", DefaultText: fromConfig("none")},
 			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
-			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default RUN-DIR/completions.arrow)"},
+			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 		},
 		Action: extractAction,
@@ -102,8 +116,12 @@ func extractAction(c *cli.Context) error {
 	if st, err := os.Stat(target); err != nil || !st.IsDir() {
 		return usageError("extract: %s: not a directory (want a run or checkpoint directory)", target)
 	}
+	ckpt, err := train.ResolveCheckpoint(target)
+	if err != nil {
+		return usageError("extract: %v", err)
+	}
 	runDir := runDirOfCheckpoint(target)
-	rc, _, err := loadStageConfigs(runDir)
+	rc, hasConfig, err := loadStageConfigs(runDir)
 	if err != nil {
 		return err
 	}
@@ -171,7 +189,7 @@ func extractAction(c *cli.Context) error {
 	}
 	out := c.String("out")
 	if out == "" {
-		out = filepath.Join(runDir, "completions.arrow")
+		out = defaultCompletions(target, runDir, ckpt, cfg, rc.Extract, hasConfig && !c.IsSet("data"), dataDir)
 	}
 	threads := c.Int("threads")
 	if threads == 0 {
@@ -180,7 +198,7 @@ func extractAction(c *cli.Context) error {
 	torchx.Init(threads, uint64(cfg.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()
-	if err := extract.Run(ctx, cfg, target, ds, out); err != nil {
+	if err := extract.Run(ctx, cfg, ckpt, ds, out); err != nil {
 		if errors.Is(err, extract.ErrConfig) {
 			return usageError("%v", err)
 		}
@@ -188,4 +206,26 @@ func extractAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "completions: %s\nscore them with: memo eval %s\n", out, out)
 	return nil
+}
+
+// defaultCompletions is where extract writes without --out. The run's own
+// completions.arrow is written only for the run's own attack: the run
+// directory (its newest checkpoint) under the settings of its config.toml
+// (ownSettings: there is one and the documents are the run's). Any other
+// attack goes beside the checkpoint, named by its settings, so that it
+// never overwrites the run's completions or another attack's.
+func defaultCompletions(target, runDir, ckpt string, cfg, runCfg extract.Config, ownSettings bool, dataDir string) string {
+	t, r := filepath.Clean(target), filepath.Clean(runDir)
+	isRun := t == r || t == filepath.Join(r, "checkpoints")
+	// The batch size does not change the completions.
+	cfg.BatchSize, runCfg.BatchSize = 0, 0
+	if isRun && ownSettings && reflect.DeepEqual(cfg, runCfg) {
+		return filepath.Join(runDir, "completions.arrow")
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	ckpt = filepath.Clean(ckpt)
+	return filepath.Join(filepath.Dir(ckpt), filepath.Base(ckpt)+"."+cfg.Slug("data="+abs)+".completions.arrow")
 }

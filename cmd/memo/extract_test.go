@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/extract"
+)
+
+// evalRunSpec trains a nano model for a few steps with goldfish k = 4, h = 13:
+// enough for extract and eval to have a real checkpoint to work on.
+const evalRunSpec = `name = "tiny"
+seed = 1
+
+[data]
+sources = ["opticks"]
+tokenizer = "bpe:300"
+targets = 4
+controls = 4
+validation = 2
+background = 4
+repetitions = 2
+chunk_tokens = 64
+min_tokens = 40
+dedup_words = 0
+
+[model]
+preset = "nano"
+
+[train]
+steps = 6
+block = 64
+batch_size = 8
+warmup_steps = 2
+eval_every = 0
+checkpoint_every = 0
+
+[goldfish]
+k = 4
+h = 13
+
+[extract]
+suffix = 16
+batch_size = 8
+
+[eval]
+bootstrap = 100
+`
+
+// memoCmd runs the memo binary in dir (with its cache in dir/cache) and
+// returns its stdout, or its stderr when wantCode, the exit code expected,
+// is not 0.
+func memoCmd(t *testing.T, exe, dir string, wantCode int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MEMO_CACHE="+filepath.Join(dir, "cache"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("memo %s: %v", strings.Join(args, " "), err)
+	}
+	if code != wantCode {
+		t.Fatalf("memo %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+	}
+	if wantCode != 0 {
+		return stderr.String()
+	}
+	return stdout.String()
+}
+
+// completionsOut is the path `memo extract` reports it wrote.
+func completionsOut(t *testing.T, stdout string) string {
+	t.Helper()
+	for _, line := range strings.Split(stdout, "\n") {
+		if p, ok := strings.CutPrefix(line, "completions: "); ok {
+			return p
+		}
+	}
+	t.Fatalf("no completions path in %q", stdout)
+	return ""
+}
+
+type summaryJSON struct {
+	Members  struct{ N int }
+	Goldfish struct {
+		Strategy string
+		K, H     int
+		Source   string
+	}
+	Checkpoint string
+	Extract    struct{ Mode string }
+	Eval       struct{ Bootstrap int }
+}
+
+func readSummary(t *testing.T, path string) summaryJSON {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s summaryJSON
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+// TestExtractAndEvalCLI attacks a tiny trained run again with other
+// settings: the run's own completions.arrow is never overwritten by
+// another attack, each attack's file and summary sit apart, and every
+// summary records the goldfish settings the checkpoint was trained with,
+// wherever its completions were written.
+func TestExtractAndEvalCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
+	run := filepath.Join(dir, "runs", "tiny")
+	own := filepath.Join(run, "completions.arrow")
+	ownBytes, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(run, "checkpoints", "step-000006")
+	other := t.TempDir()
+	wantGoldfish := func(t *testing.T, s summaryJSON) {
+		t.Helper()
+		if s.Goldfish.Strategy != "hash-table" || s.Goldfish.K != 4 || s.Goldfish.H != 13 || s.Goldfish.Source != "checkpoint" {
+			t.Errorf("summary goldfish %+v, want the run's hash-table k=4 h=13 from the checkpoint", s.Goldfish)
+		}
+		if filepath.Base(s.Checkpoint) != "step-000006" || s.Members.N != 4 {
+			t.Errorf("summary checkpoint %q, members %d", s.Checkpoint, s.Members.N)
+		}
+	}
+
+	// Another attack of the run, without --out: beside the checkpoint.
+	suffix8 := filepath.Join(dir, completionsOut(t, memoCmd(t, exe, dir, 0, "extract", "--suffix", "8", "runs/tiny")))
+	if !strings.HasPrefix(suffix8, ckpt+".reference-s8.greedy.") || !strings.HasSuffix(suffix8, ".completions.arrow") {
+		t.Errorf("--suffix 8 wrote %s, want %s.reference-s8.greedy.….completions.arrow", suffix8, ckpt)
+	}
+	// With --out, where it says.
+	memoCmd(t, exe, dir, 0, "extract", "--mode", "fixed", "--prefix", "8", "--suffix", "8", "--out", filepath.Join(other, "attack.arrow"), "runs/tiny/checkpoints")
+	for _, p := range []string{suffix8, filepath.Join(other, "attack.arrow")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Error(err)
+		}
+	}
+	if now, err := os.ReadFile(own); err != nil || !bytes.Equal(now, ownBytes) {
+		t.Errorf("another attack changed the run's completions.arrow (%v)", err)
+	}
+
+	t.Run("eval a file elsewhere", func(t *testing.T) {
+		memoCmd(t, exe, dir, 0, "eval", filepath.Join(other, "attack.arrow"))
+		s := readSummary(t, filepath.Join(other, "attack.summary.json"))
+		wantGoldfish(t, s)
+		if s.Extract.Mode != "fixed" {
+			t.Errorf("summary extract mode %q, want fixed", s.Extract.Mode)
+		}
+		if _, err := os.Stat(filepath.Join(other, "attack.scores.parquet")); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("eval a file beside the checkpoint", func(t *testing.T) {
+		memoCmd(t, exe, dir, 0, "eval", suffix8)
+		s := readSummary(t, strings.TrimSuffix(suffix8, "completions.arrow")+"summary.json")
+		wantGoldfish(t, s)
+		if s.Eval.Bootstrap != 100 {
+			t.Errorf("eval.bootstrap %d, want the run's 100", s.Eval.Bootstrap)
+		}
+	})
+	t.Run("eval the run", func(t *testing.T) {
+		out := memoCmd(t, exe, dir, 0, "eval", "--out", filepath.Join(other, "run-scores"), "runs/tiny")
+		if !strings.Contains(out, "members") {
+			t.Errorf("eval printed %q", out)
+		}
+		wantGoldfish(t, readSummary(t, filepath.Join(other, "run-scores", "summary.json")))
+	})
+	if msg := memoCmd(t, exe, dir, 2, "eval", other); !strings.Contains(msg, "no completions") {
+		t.Errorf("eval of a directory without completions: stderr %q", msg)
+	}
+}
+
+// TestDefaultCompletions: without --out, only the run's own attack writes
+// RUN/completions.arrow; every other goes beside its checkpoint under a
+// name that changes with any setting that changes the completions.
+func TestDefaultCompletions(t *testing.T) {
+	run := filepath.Join("runs", "r")
+	ckpt := filepath.Join(run, "checkpoints", "step-000100")
+	own := extract.DefaultConfig()
+	with := func(f func(*extract.Config)) extract.Config {
+		c := own
+		c.Splits = append([]string(nil), own.Splits...)
+		f(&c)
+		return c
+	}
+	beside := func(slug string) string { return ckpt + "." + slug }
+	for _, tc := range []struct {
+		name        string
+		target      string
+		cfg         extract.Config
+		ownSettings bool
+		data        string
+		want        string // exact path, or the start of the name beside the checkpoint
+	}{
+		{"the run's own attack", run, own, true, run, filepath.Join(run, "completions.arrow")},
+		{"its checkpoints directory", filepath.Join(run, "checkpoints"), own, true, run, filepath.Join(run, "completions.arrow")},
+		{"another batch size", run, with(func(c *extract.Config) { c.BatchSize = 3 }), true, run, filepath.Join(run, "completions.arrow")},
+		{"another suffix", run, with(func(c *extract.Config) { c.Suffix = 8 }), true, run, beside("reference-s8.greedy.")},
+		{"fixed and beam", run, with(func(c *extract.Config) { c.Mode, c.Prefix, c.Decoding, c.Beams = "fixed", 32, "beam", 3 }), true, run, beside("fixed-p32-s50.beam3.")},
+		{"sampling", run, with(func(c *extract.Config) { c.Decoding, c.Temperature, c.TopK, c.TopP = "sample", 0.7, 40, 0.9 }), true, run, beside("reference-s50.sample-t0.7-k40-p0.9-seed1234.")},
+		{"pythia", run, with(func(c *extract.Config) { c.Mode = "pythia" }), true, run, beside("pythia.greedy.")},
+		{"an explicit checkpoint", ckpt, own, true, run, beside("reference-s50.greedy.")},
+		{"no config.toml or other data", run, own, false, "elsewhere", beside("reference-s50.greedy.")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := defaultCompletions(tc.target, run, ckpt, tc.cfg, own, tc.ownSettings, tc.data)
+			if !strings.HasPrefix(got, tc.want) || (!strings.HasSuffix(tc.want, ".arrow") && !strings.HasSuffix(got, ".completions.arrow")) {
+				t.Errorf("wrote to %s, want %s…", got, tc.want)
+			}
+		})
+	}
+	// Settings outside the name (splits, max_docs, data) still change it;
+	// the batch size does not.
+	base := defaultCompletions(ckpt, run, ckpt, own, own, true, run)
+	names := map[string]string{base: "default"}
+	for name, c := range map[string]extract.Config{
+		"splits":   with(func(c *extract.Config) { c.Splits = []string{"target"} }),
+		"max_docs": with(func(c *extract.Config) { c.MaxDocs = 10 }),
+		"mink":     with(func(c *extract.Config) { c.MinKFraction = 0.1 }),
+	} {
+		p := defaultCompletions(ckpt, run, ckpt, c, own, true, run)
+		if prev, dup := names[p]; dup {
+			t.Errorf("%s and %s share the name %s", name, prev, p)
+		}
+		names[p] = name
+	}
+	if p := defaultCompletions(ckpt, run, ckpt, own, own, true, "other-data"); p == base {
+		t.Errorf("another data directory kept the name %s", p)
+	}
+	if p := defaultCompletions(ckpt, run, ckpt, with(func(c *extract.Config) { c.BatchSize = 1 }), own, true, run); p != base {
+		t.Errorf("the batch size changed the name: %s, want %s", p, base)
+	}
+}
