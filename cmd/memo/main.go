@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,6 +21,28 @@ var commands []*cli.Command
 
 func register(c *cli.Command) { commands = append(commands, c) }
 
+// modelCommands are the commands that train or run models in this process.
+var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true}
+
+// runsModels reports whether the command line names a model command and does
+// not ask for help.
+func runsModels(args []string) bool {
+	command := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help" || a == "help":
+			return false
+		case a == "--log-level" || a == "-log-level":
+			i++
+		case strings.HasPrefix(a, "-"):
+		case command == "":
+			command = a
+		}
+	}
+	return modelCommands[command]
+}
+
 // usageError is a bad-input error: it prints one line and exits with code 2.
 func usageError(format string, args ...any) error {
 	return cli.Exit("memo: "+fmt.Sprintf(format, args...), 2)
@@ -28,8 +51,12 @@ func usageError(format string, args ...any) error {
 func main() {
 	// Restart once with allocator settings that roughly double CPU training
 	// throughput (see malloctune); on failure memo still works, only slower.
-	if err := malloctune.Apply(); err != nil {
-		fmt.Fprintln(os.Stderr, "memo: warning:", err)
+	// Commands that never run a model skip the restart: loading libtorch twice
+	// costs about a second.
+	if runsModels(os.Args[1:]) {
+		if err := malloctune.Apply(); err != nil {
+			fmt.Fprintln(os.Stderr, "memo: warning:", err)
+		}
 	}
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
 	app := &cli.App{
