@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,64 +79,93 @@ func TestPortInUse(t *testing.T) {
 func TestKilledRankStopsPeer(t *testing.T) {
 	for _, victim := range []int{1, 0} {
 		t.Run("kill rank "+strconv.Itoa(victim), func(t *testing.T) {
-			port, err := FreePort(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmds := make([]*exec.Cmd, 2)
-			stdouts := make([]*bufio.Scanner, 2)
-			stderrs := make([]*strings.Builder, 2)
-			for r := range cmds {
-				c := exec.Command(os.Args[0], "-test.run=^$")
-				c.Env = append(os.Environ(), workerEnv+"=loop", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
-					"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-				so, err := c.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				stderrs[r] = new(strings.Builder)
-				c.Stderr = stderrs[r]
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer c.Process.Kill()
-				cmds[r], stdouts[r] = c, bufio.NewScanner(so)
-			}
-			// Drain the survivor's output so it never blocks on a full pipe.
-			survivor := 1 - victim
-			go func() {
-				for stdouts[survivor].Scan() {
-				}
-			}()
-			for steps := 0; steps < 5; {
-				if !stdouts[victim].Scan() {
-					t.Fatalf("rank %d stopped before 5 steps: %s", victim, stderrs[victim])
-				}
-				if strings.HasPrefix(stdouts[victim].Text(), "step") {
-					steps++
-				}
-			}
-			if err := cmds[victim].Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			killed := time.Now()
-			_ = cmds[victim].Wait()
-			done := make(chan error, 1)
-			go func() { done <- cmds[survivor].Wait() }()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Fatalf("rank %d exited 0 after rank %d was killed", survivor, victim)
-				}
-				msg := stderrs[survivor].String()
-				t.Logf("rank %d exited %v after %v: %s", survivor, err, time.Since(killed).Round(time.Millisecond), strings.TrimSpace(msg))
-				if !strings.Contains(msg, "rank "+strconv.Itoa(victim)) {
-					t.Errorf("rank %d's error does not name rank %d: %s", survivor, victim, msg)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatalf("rank %d still running 60 s after rank %d was killed", survivor, victim)
-			}
+			deadRank(t, victim, syscall.SIGKILL)
 		})
+	}
+}
+
+// A rank that stops silently (its sockets stay open, as when a machine
+// hangs) must make its peer exit non-zero, naming it, within 60 s with the
+// default timeouts.
+func TestSilentRankStopsPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the dead-rank detection (-short)")
+	}
+	for _, victim := range []int{1, 0} {
+		t.Run("stop rank "+strconv.Itoa(victim), func(t *testing.T) {
+			deadRank(t, victim, syscall.SIGSTOP)
+		})
+	}
+}
+
+// deadRank runs two ranks of the loop worker with the default timeouts,
+// sends sig to victim after a few steps and checks that the survivor exits
+// non-zero naming the victim within 60 s.
+func deadRank(t *testing.T, victim int, sig syscall.Signal) {
+	port, err := FreePort(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := make([]*exec.Cmd, 2)
+	stdouts := make([]*bufio.Scanner, 2)
+	stderrs := make([]*strings.Builder, 2)
+	for r := range cmds {
+		c := exec.Command(os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), workerEnv+"=loop", defaultTimeoutEnv+"=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		so, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderrs[r] = new(strings.Builder)
+		c.Stderr = stderrs[r]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+		cmds[r], stdouts[r] = c, bufio.NewScanner(so)
+	}
+	// Drain the survivor's output so it never blocks on a full pipe.
+	survivor := 1 - victim
+	go func() {
+		for stdouts[survivor].Scan() {
+		}
+	}()
+	for steps := 0; steps < 5; {
+		if !stdouts[victim].Scan() {
+			t.Fatalf("rank %d stopped before 5 steps: %s", victim, stderrs[victim])
+		}
+		if strings.HasPrefix(stdouts[victim].Text(), "step") {
+			steps++
+		}
+	}
+	if err := cmds[victim].Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if sig == syscall.SIGKILL {
+		_ = cmds[victim].Wait()
+	} else {
+		// Keep draining, as a hung machine's socket buffers would.
+		go func() {
+			for stdouts[victim].Scan() {
+			}
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmds[survivor].Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("rank %d exited 0 after rank %d was killed", survivor, victim)
+		}
+		msg := stderrs[survivor].String()
+		t.Logf("rank %d exited %v after %v: %s", survivor, err, time.Since(killed).Round(time.Millisecond), strings.TrimSpace(msg))
+		if !strings.Contains(msg, "rank "+strconv.Itoa(victim)) {
+			t.Errorf("rank %d's error does not name rank %d: %s", survivor, victim, msg)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("rank %d still running 60 s after rank %d got %v", survivor, victim, sig)
 	}
 }
 

@@ -15,9 +15,14 @@ type Config struct {
 	LocalRank int    // -1: not set
 	Addr      string // rendezvous host (rank 0's TCPStore)
 	Port      int
-	// Timeout bounds the rendezvous and every collective, so a dead peer
+	// Timeout bounds the rendezvous and every collective, so a stuck peer
 	// gives an error instead of a hang. 0 means DefaultTimeout.
 	Timeout time.Duration
+	// DeadAfter ends a collective (Gloo) as soon as a peer's heartbeat, or
+	// rank 0's store, has been silent this long: a stopped or hung machine
+	// keeps its sockets open, so without it the peers would wait out
+	// Timeout. 0 means DefaultDeadAfter; negative waits out Timeout.
+	DeadAfter time.Duration
 	// Backend is "gloo" (default) or "nccl" (CUDA builds only).
 	Backend string
 	// Iface names the network interface Gloo binds to; default:
@@ -28,8 +33,15 @@ type Config struct {
 	Source string
 }
 
-// DefaultTimeout bounds collectives when Config.Timeout is 0.
+// DefaultTimeout bounds collectives when Config.Timeout is 0. A killed
+// rank's peers fail at once (its sockets close); a silent one is found by
+// DefaultDeadAfter; this bounds a rank that lives but never arrives.
 const DefaultTimeout = 60 * time.Second
+
+// DefaultDeadAfter is Config.DeadAfter's default: heartbeats come every
+// second, so 20 s of silence is no scheduling hiccup, and a dead rank is
+// named within about 21 s, well inside the 60 s promised.
+const DefaultDeadAfter = 20 * time.Second
 
 // DefaultPort is torchrun's default MASTER_PORT.
 const DefaultPort = 29500
@@ -136,6 +148,9 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.DeadAfter == 0 {
+		c.DeadAfter = DefaultDeadAfter
 	}
 	if c.Backend == "" {
 		c.Backend = "gloo"

@@ -43,7 +43,7 @@ func Init(ctx context.Context, c Config) (*Group, error) {
 		if c.Backend == "nccl" {
 			r.pg, r.err = torchx.NewNCCL(c.Addr, c.Port, c.Rank, c.Size, c.Timeout)
 		} else {
-			r.pg, r.err = torchx.NewGloo(c.Addr, c.Port, c.Rank, c.Size, c.Timeout, c.Iface)
+			r.pg, r.err = torchx.NewGloo(c.Addr, c.Port, c.Rank, c.Size, c.Timeout, max(c.DeadAfter, 0), c.Iface)
 		}
 		done <- r
 	}()
@@ -144,6 +144,11 @@ const heartbeatWait = 2500 * time.Millisecond
 func (g *Group) fault(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if strings.Contains(err.Error(), torchx.NoHeartbeat) {
+		// The collective was ended by a silent peer and says which; asking
+		// the store again could hang on a stopped rank 0.
+		return fmt.Errorf("rank %d of %d: %s failed: %w", g.cfg.Rank, g.cfg.Size, op, err)
 	}
 	who := "a peer"
 	if silent, ok := g.pg.SilentRanks(heartbeatWait); !ok {

@@ -87,7 +87,7 @@ func TestDiscover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.want.Timeout, c.want.Backend = DefaultTimeout, "gloo"
+			c.want.Timeout, c.want.DeadAfter, c.want.Backend = DefaultTimeout, DefaultDeadAfter, "gloo"
 			if got != c.want {
 				t.Fatalf("got %+v\nwant %+v", got, c.want)
 			}

@@ -13,9 +13,16 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
+// defaultTimeoutEnv makes a worker use the default timeouts.
+const defaultTimeoutEnv = "MEMO_DIST_TEST_DEFAULT_TIMEOUT"
+
 // runWorker is one rank of a multi-process test.
 func runWorker(mode string) error {
-	g, err := Init(context.Background(), Config{Rank: -1, LocalRank: -1, Timeout: 30 * time.Second})
+	c := Config{Rank: -1, LocalRank: -1, Timeout: 30 * time.Second}
+	if os.Getenv(defaultTimeoutEnv) != "" {
+		c.Timeout = 0 // what memo run uses
+	}
+	g, err := Init(context.Background(), c)
 	if err != nil {
 		return err
 	}

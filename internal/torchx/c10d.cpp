@@ -33,18 +33,45 @@ c10::intrusive_ptr<c10d::TCPStore> memo_open_store(const std::string &addr,
   return c10::make_intrusive<c10d::TCPStore>(addr, o);
 }
 
+static std::string memo_hb_key(int rank) { return "memo/hb/" + std::to_string(rank); }
+
+// watchPeers records, under p->mu, which peers' heartbeats moved since the
+// last look and that the store answered.
+static void watchPeers(memo_pg *p, bool fresh) {
+  std::vector<int64_t> now(p->size);
+  for (int r = 0; r < p->size; r++)
+    if (r != p->rank) now[r] = p->hbStore->add(memo_hb_key(r), 0);
+  auto t = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lk(p->mu);
+  p->storeOK = t;
+  for (int r = 0; r < p->size; r++)
+    if (fresh || now[r] != p->seen[r]) {
+      p->seen[r] = now[r];
+      p->moved[r] = t;
+    }
+}
+
 void memo_start_heartbeat(memo_pg *p) {
   p->hbStore = memo_open_store(p->addr, p->port, false, 0, p->timeout);
-  std::string key = "memo/hb/" + std::to_string(p->rank);
+  std::string key = memo_hb_key(p->rank);
   p->hbStore->add(key, 1);
+  p->seen.assign(p->size, 0);
+  p->moved.assign(p->size, std::chrono::steady_clock::now());
+  p->storeOK = std::chrono::steady_clock::now();
   p->hb = std::thread([p, key] {
+    bool was = false;
     while (!p->stop.load()) {
       for (int i = 0; i < 10 && !p->stop.load(); i++)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       try {
         p->hbStore->add(key, 1);
+        // Peers are read only while a collective is waited on, so an
+        // idle group puts no load on rank 0's store.
+        bool w = p->watching.load();
+        if (w) watchPeers(p, !was);
+        was = w;
       } catch (...) {
-        return; // the store is gone; collectives will report it
+        return; // the store is gone; storeOK stops moving
       }
     }
   });
@@ -53,7 +80,8 @@ void memo_start_heartbeat(memo_pg *p) {
 extern "C" {
 
 memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
-                          int64_t timeout_ms, const char *iface, char **err) {
+                          int64_t timeout_ms, int64_t dead_ms,
+                          const char *iface, char **err) {
   auto p = std::make_unique<memo_pg>();
   try {
     p->rank = rank;
@@ -61,6 +89,7 @@ memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
     p->addr = addr;
     p->port = port;
     p->timeout = std::chrono::milliseconds(timeout_ms);
+    p->deadAfter = std::chrono::milliseconds(dead_ms);
     p->store = memo_open_store(addr, port, rank == 0, size, p->timeout);
     auto opts = c10d::ProcessGroupGloo::Options::create(p->timeout);
     if (iface != nullptr && iface[0] != 0) {
@@ -127,6 +156,68 @@ void scatter(bucket &b) {
   }
 }
 
+using clk = std::chrono::steady_clock;
+
+// waitAlive waits for a collective. With a dead-peer bound it waits in
+// slices and, between them, asks the heartbeat thread's record whether a
+// peer (or rank 0's store) has been silent for p->deadAfter: a stopped
+// rank keeps its sockets open, and Gloo alone would wait the full timeout.
+void waitAlive(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w) {
+  if (p->deadAfter.count() == 0) {
+    w->wait(p->timeout);
+    return;
+  }
+  const auto slice = std::chrono::milliseconds(500);
+  struct unwatch {
+    memo_pg *p;
+    ~unwatch() { p->watching.store(false); }
+  } guard{p};
+  auto start = clk::now();
+  while (true) {
+    try {
+      w->wait(slice);
+      return;
+    } catch (...) {
+      // Either the slice ran out or the collective failed: a failed one
+      // is complete, and waiting again rethrows its error.
+      if (w->isCompleted()) {
+        w->wait();
+        return;
+      }
+    }
+    auto now = clk::now();
+    if (!p->watching.load()) {
+      // The heartbeat thread starts its record at its next beat.
+      std::lock_guard<std::mutex> lk(p->mu);
+      p->moved.assign(p->size, now);
+      p->storeOK = now;
+      p->watching.store(true);
+      continue;
+    }
+    std::string dead;
+    {
+      std::lock_guard<std::mutex> lk(p->mu);
+      if (now - p->storeOK > p->deadAfter) {
+        throw std::runtime_error(
+            "rank 0's store at " + p->addr + ":" + std::to_string(p->port) +
+            " has not answered for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - p->storeOK).count()) +
+            " s: rank 0 is down, stopped or unreachable (no heartbeat)");
+      }
+      for (int r = 0; r < p->size; r++)
+        if (r != p->rank && now - p->moved[r] > p->deadAfter)
+          dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(r);
+    }
+    if (!dead.empty())
+      throw std::runtime_error(
+          dead + " sent no heartbeat for " +
+          std::to_string(p->deadAfter.count() / 1000) +
+          " s: down, stopped or unreachable (no heartbeat)");
+    if (now - start > p->timeout + std::chrono::seconds(5))
+      throw std::runtime_error("timed out after " + std::to_string(p->timeout.count()) + " ms");
+  }
+}
+
 int fail(char **err, const char *what, const std::exception &e) {
   *err = memo_err(std::string(what) + ": " + e.what());
   return 1;
@@ -148,7 +239,7 @@ int memo_pg_allreduce(memo_pg *p, void **tensors, int n, int64_t bucket_bytes,
       works.push_back(p->pg->allreduce(v, o));
     }
     for (size_t i = 0; i < bs.size(); i++) {
-      works[i]->wait(p->timeout);
+      waitAlive(p, works[i]);
       if (divide) {
         if (!at::isFloatingType(bs[i].flat.scalar_type()))
           throw std::runtime_error("cannot average a tensor of integer type " +
@@ -176,7 +267,7 @@ int memo_pg_broadcast(memo_pg *p, void **tensors, int n, int root,
       works.push_back(p->pg->broadcast(v, o));
     }
     for (size_t i = 0; i < bs.size(); i++) {
-      works[i]->wait(p->timeout);
+      waitAlive(p, works[i]);
       if (p->rank != root) scatter(bs[i]);
     }
     return 0;
@@ -189,7 +280,7 @@ int memo_pg_barrier(memo_pg *p, char **err) {
   try {
     c10d::BarrierOptions o;
     o.timeout = p->timeout;
-    p->pg->barrier(o)->wait(p->timeout);
+    waitAlive(p, p->pg->barrier(o));
     return 0;
   } catch (const std::exception &e) {
     return fail(err, "barrier", e);
@@ -202,12 +293,12 @@ int memo_pg_silent_ranks(memo_pg *p, int *out, int max, int64_t wait_ms) {
     auto s = memo_open_store(p->addr, p->port, false, 0,
                              std::chrono::milliseconds(5000));
     std::vector<int64_t> before(p->size);
-    for (int r = 0; r < p->size; r++) before[r] = s->add("memo/hb/" + std::to_string(r), 0);
+    for (int r = 0; r < p->size; r++) before[r] = s->add(memo_hb_key(r), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
     int k = 0;
     for (int r = 0; r < p->size; r++) {
       if (r == p->rank) continue;
-      if (s->add("memo/hb/" + std::to_string(r), 0) == before[r] && k < max) out[k++] = r;
+      if (s->add(memo_hb_key(r), 0) == before[r] && k < max) out[k++] = r;
     }
     return k;
   } catch (...) {

@@ -22,6 +22,9 @@ type ProcessGroup struct {
 	size int
 }
 
+// NoHeartbeat is in the error of a collective that a silent peer ended.
+const NoHeartbeat = "(no heartbeat)"
+
 // errNoNCCL is returned by NewNCCL in builds without the cuda tag.
 var errNoNCCL = errors.New("this memo was built without CUDA (build tag cuda): NCCL is unavailable")
 
@@ -35,14 +38,17 @@ func cErr(e *C.char) error {
 
 // NewGloo joins a Gloo group of size ranks through the TCPStore at
 // addr:port (served by rank 0). timeout bounds the rendezvous and every
-// collective. iface, when set, names the network interface Gloo binds to
-// (like GLOO_SOCKET_IFNAME).
-func NewGloo(addr string, port, rank, size int, timeout time.Duration, iface string) (*ProcessGroup, error) {
+// collective; deadAfter > 0 ends a collective sooner when a peer's
+// heartbeat (or rank 0's store) has been silent that long, with an error
+// that names the silent ranks and contains NoHeartbeat. iface, when set,
+// names the network interface Gloo binds to (like GLOO_SOCKET_IFNAME).
+func NewGloo(addr string, port, rank, size int, timeout, deadAfter time.Duration, iface string) (*ProcessGroup, error) {
 	ca, ci := C.CString(addr), C.CString(iface)
 	defer C.free(unsafe.Pointer(ca))
 	defer C.free(unsafe.Pointer(ci))
 	var e *C.char
-	p := C.memo_pg_new_gloo(ca, C.int(port), C.int(rank), C.int(size), C.int64_t(timeout.Milliseconds()), ci, &e)
+	p := C.memo_pg_new_gloo(ca, C.int(port), C.int(rank), C.int(size), C.int64_t(timeout.Milliseconds()),
+		C.int64_t(deadAfter.Milliseconds()), ci, &e)
 	if p == nil {
 		return nil, cErr(e)
 	}

@@ -11,9 +11,13 @@ typedef struct memo_pg memo_pg;
 
 // memo_pg_new_gloo joins a group of size ranks: rank 0 serves a TCPStore on
 // addr:port, the others connect to it; all wait at most timeout_ms for the
-// rendezvous, and every later collective fails after timeout_ms.
+// rendezvous, and every later collective fails after timeout_ms, or, with
+// dead_ms > 0, as soon as a peer's heartbeat (or rank 0's store) has been
+// silent for dead_ms; the error then names the silent ranks and says
+// "(no heartbeat)".
 memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
-                          int64_t timeout_ms, const char *iface, char **err);
+                          int64_t timeout_ms, int64_t dead_ms,
+                          const char *iface, char **err);
 // memo_pg_new_nccl is only defined in CUDA builds (build tag cuda).
 memo_pg *memo_pg_new_nccl(const char *addr, int port, int rank, int size,
                           int64_t timeout_ms, char **err);

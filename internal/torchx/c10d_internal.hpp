@@ -3,8 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -22,6 +24,17 @@ struct memo_pg {
   std::string addr;
   int port = 0;
   std::chrono::milliseconds timeout{60000};
+  // Liveness, kept by the heartbeat thread while a collective is waited on
+  // for longer than a moment (watching set): when each peer's counter last
+  // moved and when the store last answered. A stopped machine keeps its
+  // sockets open, so only this tells a dead peer from a slow one before
+  // the collective's timeout.
+  std::chrono::milliseconds deadAfter{0}; // 0: wait out the timeout
+  std::atomic<bool> watching{false};
+  std::mutex mu;
+  std::vector<int64_t> seen;
+  std::vector<std::chrono::steady_clock::time_point> moved;
+  std::chrono::steady_clock::time_point storeOK;
 };
 
 // memo_err copies msg into a malloc'd C string.
