@@ -106,3 +106,81 @@ func TestRunNproc2(t *testing.T) {
 		t.Errorf("two-rank loss did not fall: %.4g -> %.4g", m2[0].LossKept, m2[5].LossKept)
 	}
 }
+
+// fakeSlurm writes srun and scontrol stand-ins into a directory for PATH:
+// srun starts $SLURM_NTASKS copies of its command with SLURM_PROCID and
+// SLURM_LOCALID set, as one node would, and fails when one fails.
+func fakeSlurm(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	srun := `#!/bin/bash
+while [[ "$1" == --* ]]; do shift; done
+pids=()
+for ((r = 0; r < SLURM_NTASKS; r++)); do
+  SLURM_PROCID=$r SLURM_LOCALID=$r "$@" 2>&1 | sed "s/^/$r: /" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+exit $rc
+`
+	scontrol := "#!/bin/sh\necho 127.0.0.1\n"
+	for name, body := range map[string]string{"srun": srun, "scontrol": scontrol} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestSlurmScriptTrainsOnRanks runs the job-array script `memo sweep
+// --slurm --nproc 2` writes, under stand-ins for srun and scontrol: data on
+// one task, training on two ranks that find their place from SLURM_*
+// variables, the later stages on one task again.
+func TestSlurmScriptTrainsOnRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memo and runs the pipeline (-short)")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := tinySpec(t, dir)
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, append(b, "\n[sweep]\n\"goldfish.k\" = [4]\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	out, err := exec.Command(exe, "sweep", "--slurm", "--nproc", "2", "--runs", runs, spec).CombinedOutput()
+	if err != nil {
+		t.Fatalf("memo sweep --slurm: %v\n%s", err, out)
+	}
+	script := filepath.Join(runs, "tiny", "slurm.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Dir = dir
+	// The batch shell's view of a one-node, two-task allocation.
+	cmd.Env = append(os.Environ(), "PATH="+fakeSlurm(t)+":"+os.Getenv("PATH"),
+		"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_JOB_ID=1", "SLURM_JOB_NODELIST=localhost",
+		"SLURM_NTASKS=2", "SLURM_PROCID=0", "SLURM_LOCALID=0")
+	start := time.Now()
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash %s: %v\n%s", script, err, out)
+	}
+	t.Logf("script ran in %v", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(string(out), "processes=2") {
+		t.Errorf("training did not run on two ranks:\n%s", out)
+	}
+	ents, err := filepath.Glob(filepath.Join(runs, "tiny", "*", train.MetricsFile))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("metrics files: %v, %v\n%s", ents, err, out)
+	}
+	m, err := train.ReadMetrics(ents[0])
+	if err != nil || len(m) != 6 {
+		t.Fatalf("metrics: %d rows, %v; want 6", len(m), err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ents[0]), "summary.json")); err != nil {
+		t.Errorf("the later stages did not run: %v\n%s", err, out)
+	}
+}
