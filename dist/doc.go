@@ -1,6 +1,12 @@
 // Package dist is memo's data-parallel backend: it finds this process's rank
 // the way torchrun or Slurm announce it, joins a libtorch c10d process group
-// (Gloo on CPU, NCCL in CUDA builds), and averages gradients across ranks for
-// package train. Launch starts N local ranks like torchrun; SlurmScript
-// writes an srun batch script for multi-node runs.
+// (Gloo on CPU, NCCL in CUDA builds), and sums gradients across ranks for
+// package train. Launch starts N local ranks like torchrun (memo run --nproc
+// N); SlurmScript writes an srun batch script for multi-node runs.
+//
+// Faults: a killed rank closes its sockets and its peers' collectives fail
+// at once; a rank that stops silently (a hung machine) is named by its
+// missing heartbeat after Config.DeadAfter (20 s by default); a rank that
+// lives but never arrives is bounded by Config.Timeout (60 s). Every error
+// names the rank it blames.
 package dist
