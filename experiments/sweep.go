@@ -2,9 +2,11 @@ package experiments
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -35,7 +37,7 @@ func (s *Spec) Expand() ([]Point, error) {
 	for _, vals := range grid(axes) {
 		name := pointName(labels, vals)
 		if seen[name] {
-			return nil, &ConfigError{File: s.file, Key: "sweep", Msg: fmt.Sprintf("two grid points are both named %q: an axis repeats a value", name)}
+			return nil, &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep"), Key: "sweep", Msg: fmt.Sprintf("two grid points are both named %q: an axis repeats a value", name)}
 		}
 		seen[name] = true
 		doc := deepCopy(s.raw).(map[string]any)
@@ -44,7 +46,7 @@ func (s *Spec) Expand() ([]Point, error) {
 		values := map[string]any{}
 		for i, a := range axes {
 			if err := setPath(doc, a.Key, vals[i]); err != nil {
-				return nil, &ConfigError{File: s.file, Key: "sweep." + a.Key, Msg: err.Error()}
+				return nil, &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep."+a.Key), Key: "sweep." + a.Key, Msg: err.Error()}
 			}
 			values[a.Key] = vals[i]
 		}
@@ -54,11 +56,33 @@ func (s *Spec) Expand() ([]Point, error) {
 		}
 		ps, err := ParseBytes(s.file+" [sweep point "+name+"]", b)
 		if err != nil {
-			return nil, err
+			return nil, s.pointError(name, axes, err)
 		}
 		pts = append(pts, Point{Name: name, Values: values, Spec: ps, Doc: b})
 	}
 	return pts, nil
+}
+
+// pointError places the error of one grid point's spec in the sweep file:
+// the line of the axis whose value is at fault when the error names an axis
+// key, else the file with the point named, since the point's generated
+// document is nowhere a user can see it.
+func (s *Spec) pointError(name string, axes []Axis, err error) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("%s: sweep point %s: %w", s.file, name, err)
+	}
+	out := &ConfigError{File: s.file, Key: ce.Key, Msg: "grid point " + name + ": " + ce.Msg}
+	for _, a := range axes {
+		if ce.Key == a.Key || strings.HasPrefix(ce.Key, a.Key+".") {
+			out.Key, out.Line = "sweep."+a.Key, keyLine(s.doc, "sweep."+a.Key)
+			if !strings.HasPrefix(ce.Msg, ce.Key) {
+				out.Msg = "grid point " + name + ": " + ce.Key + ": " + ce.Msg
+			}
+			break
+		}
+	}
+	return out
 }
 
 // sweepIndex is sweep.json, which `memo report` and package plots read.

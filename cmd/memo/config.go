@@ -47,9 +47,19 @@ func init() {
 // (one line, exit code 2) and nothing is written.
 func loadSpec(path string) (*experiments.Spec, error) {
 	spec, err := experiments.Parse(path)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return spec, nil
+}
+
+// configError makes a problem with a spec (a *experiments.ConfigError
+// anywhere in err's chain) a usage error: one line, exit code 2. Other
+// errors pass through unchanged.
+func configError(err error) error {
 	var ce *experiments.ConfigError
 	if errors.As(err, &ce) {
-		return nil, usageError("%v", ce)
+		return usageError("%v", ce)
 	}
-	return spec, err
+	return err
 }

@@ -82,6 +82,7 @@ func runAction(c *cli.Context) error {
 		}
 	}
 	torchx.Init(threads, uint64(spec.Seed))
+	finished := experiments.Finished(spec, experiments.RunDir(spec, c.String("runs")))
 	dir, err := experiments.Run(ctx, spec, c.String("runs"), opt)
 	if err != nil {
 		return err
@@ -89,10 +90,19 @@ func runAction(c *cli.Context) error {
 	if len(opt.Stages) > 0 {
 		return nil
 	}
-	if err := plots.Report(dir, spec.Plots); err != nil {
-		return err
+	// A run that was already finished ran nothing: its report stands.
+	if !finished || !reportExists(dir) {
+		if err := plots.Report(dir, spec.Plots); err != nil {
+			return err
+		}
 	}
 	return printTable(c, dir)
+}
+
+// reportExists reports whether dir holds the report table printTable shows.
+func reportExists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "report", "table.md"))
+	return err == nil
 }
 
 // printTable shows the report table of a run or sweep directory.

@@ -2,23 +2,113 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/memo-research/memo/experiments"
 )
 
-// buildMemo builds the memo binary once per test run.
+var (
+	memoOnce sync.Once
+	memoDir  string // holds the test binary; TestMain removes it
+	memoExe  string
+	memoErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if memoDir != "" {
+		os.RemoveAll(memoDir)
+	}
+	os.Exit(code)
+}
+
+// buildMemo builds the memo binary once per test run (linking against
+// libtorch takes a while) and returns its path.
 func buildMemo(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "memo")
-	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	memoOnce.Do(func() {
+		if memoDir, memoErr = os.MkdirTemp("", "memo-test-"); memoErr != nil {
+			return
+		}
+		memoExe = filepath.Join(memoDir, "memo")
+		if out, err := exec.Command("go", "build", "-o", memoExe, ".").CombinedOutput(); err != nil {
+			memoErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if memoErr != nil {
+		t.Fatal(memoErr)
 	}
-	return exe
+	return memoExe
+}
+
+// memoResult is how one memo command ended.
+type memoResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// execMemo runs memo in dir with an empty corpus cache of its own (so no
+// test depends on what `memo data fetch` put in the user's cache).
+func execMemo(t *testing.T, exe, dir string, args ...string) memoResult {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MEMO_CACHE="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return memoResult{stdout.String(), stderr.String(), 0}
+	case errors.As(err, &ee):
+		return memoResult{stdout.String(), stderr.String(), ee.ExitCode()}
+	}
+	t.Fatalf("memo %v: %v", args, err)
+	return memoResult{}
+}
+
+// onlyFiles fails the test unless dir holds exactly the named entries:
+// a command that must write nothing left nothing behind.
+func onlyFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("%s holds %v, want only %v", dir, got, names)
+	}
+}
+
+// wantUsageError checks the contract for bad input: exit code 2, one line
+// on stderr that starts with the file (and line) and contains want.
+func wantUsageError(t *testing.T, r memoResult, file, want string) {
+	t.Helper()
+	if r.code != 2 {
+		t.Fatalf("exit code %d, want 2; stderr %q", r.code, r.stderr)
+	}
+	msg := strings.TrimSuffix(r.stderr, "\n")
+	if !strings.HasPrefix(msg, "memo: "+file+":") {
+		t.Errorf("stderr = %q, want it to start with the file and line", msg)
+	}
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
+		t.Errorf("stderr = %q, want one line containing %q", msg, want)
+	}
 }
 
 // TestRunConfigErrors: each bad spec is one line on stderr, exit code 2,
@@ -32,6 +122,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{"wrong type", "[goldfish]\nk = \"four\"\n", "bad.toml:2: goldfish.k: wrong type"},
 		{"k below 2", "[goldfish]\nk = 1\n", "bad.toml:2: goldfish.k = 1: must be 0 (standard loss) or >= 2"},
 		{"missing data file", "[data]\nsources = [\"jsonl:nope.jsonl\"]\n", `bad.toml:2: data.sources: "jsonl:nope.jsonl": no such file or directory`},
+		{"corpus not fetched", "[data]\nsources = [\"opticks\", \"moby-dick\"]\n", "bad.toml:2: data.sources: \"moby-dick\": not fetched into "},
+		{"corpus not fetched says how", "[data]\nsources = [\"moby-dick\"]\n", "run `memo data fetch moby-dick` first"},
 		{"prefix+suffix over context", "[model]\npreset = \"tiny\"\n[extract]\nmode = \"fixed\"\nprefix = 200\nsuffix = 100\n", "prefix 200 + suffix 100 = 300 tokens exceed the model context 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,26 +131,212 @@ func TestRunConfigErrors(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(tc.doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(exe, "run", "bad.toml")
-			cmd.Dir = dir
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("exit = %v, want code 2; stderr %q", err, stderr.String())
-			}
-			msg := strings.TrimSuffix(stderr.String(), "\n")
-			if !strings.HasPrefix(msg, "memo: bad.toml:") {
-				t.Errorf("stderr = %q, want it to start with the file and line", msg)
-			}
-			if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
-				t.Errorf("stderr = %q, want one line containing %q", msg, tc.want)
-			}
-			ents, _ := os.ReadDir(dir)
-			if len(ents) != 1 {
-				t.Errorf("bad spec left files behind: %v", ents)
-			}
+			wantUsageError(t, execMemo(t, exe, dir, "run", "bad.toml"), "bad.toml", tc.want)
+			onlyFiles(t, dir, "bad.toml")
 		})
 	}
+}
+
+// TestSweepValueErrors: a sweep value its key does not accept is a config
+// error whichever command meets it: one line naming the file, the axis line
+// and key, exit code 2, nothing written.
+func TestSweepValueErrors(t *testing.T) {
+	exe := buildMemo(t)
+	docs := []struct{ name, doc, want string }{
+		{"k below 2", "seed = 3\n[goldfish]\nh = 13\n[sweep]\n\"goldfish.k\" = [0, 1]\n",
+			"bad.toml:5: sweep.goldfish.k: grid point k=1: goldfish.k = 1: must be 0 (standard loss) or >= 2"},
+		{"wrong type", "[sweep]\n\"goldfish.k\" = [0, \"four\"]\n",
+			"bad.toml:2: sweep.goldfish.k: grid point k=four: goldfish.k: wrong type"},
+	}
+	cmds := [][]string{
+		{"run"},
+		{"sweep"},
+		{"sweep", "-j", "2"},
+		{"sweep", "--slurm"},
+		{"sweep", "--slurm", "--dry-run"},
+	}
+	for _, d := range docs {
+		for _, c := range cmds {
+			t.Run(d.name+"/"+strings.Join(c, " "), func(t *testing.T) {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(d.doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := execMemo(t, exe, dir, append(c, "bad.toml")...)
+				wantUsageError(t, r, "bad.toml", d.want)
+				onlyFiles(t, dir, "bad.toml")
+			})
+		}
+	}
+}
+
+// TestSweepSlurmDryRun: --dry-run prints the job array with the Slurm
+// options asked for, one task per grid point, and writes nothing.
+func TestSweepSlurmDryRun(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	doc := "name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4, 8]\n\"model.preset\" = [\"nano\", \"tiny\"]\n"
+	if err := os.WriteFile(filepath.Join(dir, "gvs.toml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execMemo(t, exe, dir, "sweep", "--slurm", "--dry-run",
+		"--account", "proj42", "--partition", "gpu", "--time", "02:30:00", "--gpus", "4", "gvs.toml")
+	if r.code != 0 {
+		t.Fatalf("exit code %d; stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"#!/bin/bash\n",
+		"#SBATCH --job-name=memo-gvs\n",
+		"#SBATCH --array=0-5\n",
+		"#SBATCH --account=proj42\n",
+		"#SBATCH --partition=gpu\n",
+		"#SBATCH --time=02:30:00\n",
+		"#SBATCH --gpus-per-node=4\n",
+		"'k=0_preset=nano.toml'",
+		"'k=8_preset=tiny.toml'",
+		filepath.Join(dir, "runs", "gvs"),
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("script lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	onlyFiles(t, dir, "gvs.toml")
+
+	// A flag after FILE (which urfave/cli does not parse) says so.
+	r = execMemo(t, exe, dir, "sweep", "gvs.toml", "--slurm", "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "put flags first") {
+		t.Errorf("flags after FILE: exit %d, stderr %q", r.code, r.stderr)
+	}
+	onlyFiles(t, dir, "gvs.toml")
+}
+
+// TestConfigDefaultsParses: `memo config --defaults` is a valid spec: it
+// parses back to the defaults, and `memo config` accepts it.
+func TestConfigDefaultsParses(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	r := execMemo(t, exe, dir, "config", "--defaults")
+	if r.code != 0 {
+		t.Fatalf("config --defaults: exit code %d; stderr %q", r.code, r.stderr)
+	}
+	path := filepath.Join(dir, "defaults.toml")
+	if err := os.WriteFile(path, []byte(r.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := experiments.Parse(path)
+	if err != nil {
+		t.Fatalf("the printed defaults do not parse: %v", err)
+	}
+	// What an empty file resolves to: the defaults, the top-level seed
+	// copied into every stage table.
+	want, err := experiments.ParseBytes(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Name = got.Name // --defaults prints a placeholder name
+	gb, err := got.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := want.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("defaults parsed back differ from an empty spec's:\n%s\nwant:\n%s", gb, wb)
+	}
+	if r := execMemo(t, exe, dir, "config", "defaults.toml"); r.code != 0 {
+		t.Errorf("memo config defaults.toml: exit code %d; stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRunFinishedDoesNothing: running a finished run again runs no stage,
+// leaves its report as it was and prints it.
+func TestRunFinishedDoesNothing(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "done.toml")
+	if err := os.WriteFile(specPath, []byte("[goldfish]\nk = 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := experiments.Parse(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A finished run as Run leaves it: the resolved spec, every stage done
+	// in the manifest, and the report.
+	run := experiments.RunDir(spec, filepath.Join(dir, "runs"))
+	conf, err := spec.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := spec.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := experiments.Manifest{Name: spec.Name, ConfigHash: hash}
+	for _, st := range experiments.Stages {
+		m.Stages = append(m.Stages, experiments.StageRecord{Name: st, Status: experiments.StatusDone})
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const table = "| run | exact match |\n|---|---|\n| done | 0.42 |\n"
+	for name, b := range map[string][]byte{"config.toml": conf, "manifest.json": mb, "report/table.md": []byte(table)} {
+		writeTestFileBytes(t, filepath.Join(run, name), b)
+	}
+	before := treeFiles(t, run)
+	mtimes := map[string]time.Time{}
+	for _, f := range before {
+		st, err := os.Stat(filepath.Join(run, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mtimes[f] = st.ModTime()
+	}
+
+	r := execMemo(t, exe, dir, "run", "done.toml")
+	if r.code != 0 {
+		t.Fatalf("exit code %d; stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, table) {
+		t.Errorf("stdout does not show the report table:\n%s", r.stdout)
+	}
+	if after := treeFiles(t, run); !slices.Equal(after, before) {
+		t.Errorf("the finished run's files changed:\nbefore %v\nafter  %v", before, after)
+	}
+	for f, mt := range mtimes {
+		if st, err := os.Stat(filepath.Join(run, f)); err != nil || !st.ModTime().Equal(mt) {
+			t.Errorf("%s was rewritten", f)
+		}
+	}
+}
+
+func writeTestFileBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// treeFiles lists the regular files under dir, relative to it, sorted.
+func treeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/plots"
@@ -41,6 +42,11 @@ func init() {
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
+				for _, a := range c.Args().Tail() {
+					if strings.HasPrefix(a, "-") {
+						return usageError("sweep: flag %s after FILE: put flags first, e.g. memo sweep --slurm --dry-run FILE.toml", a)
+					}
+				}
 				return usageError("sweep: want one spec FILE, got %d arguments", c.NArg())
 			}
 			spec, err := loadSpec(c.Args().First())
@@ -81,18 +87,26 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Jobs: jobs, Args: args, Force: c.Bool("force"), Progress: c.App.ErrWriter,
 	})
 	if err != nil {
-		return err
+		// A bad sweep value is found when the grid is expanded, before
+		// anything is written: a usage error like any other spec problem.
+		return configError(err)
 	}
 	fmt.Fprint(c.App.Writer, experiments.Summary(results))
-	failed := 0
+	failed, skipped := 0, 0
 	for _, r := range results {
-		if r.Status == experiments.PointFailed {
+		switch r.Status {
+		case experiments.PointFailed:
 			failed++
+		case experiments.PointSkipped:
+			skipped++
 		}
 	}
 	if failed < len(results) {
-		if err := plots.Report(dir, spec.Plots); err != nil {
-			return err
+		// When every run had finished before, nothing ran: the report stands.
+		if skipped < len(results) || !reportExists(dir) {
+			if err := plots.Report(dir, spec.Plots); err != nil {
+				return err
+			}
 		}
 		if err := printTable(c, dir); err != nil {
 			return err
@@ -128,7 +142,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		_, pts, err = experiments.PrepareSweep(spec, runs)
 	}
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	for _, p := range pts {
 		opt.Specs = append(opt.Specs, p.Name+".toml")

@@ -1,0 +1,132 @@
+package experiments
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestParseErrorsOnSpec runs the strict decoding on the real Spec (the
+// load tests use a stand-in): nested unknown keys, wrong types, bad sweep
+// values, each a one-line ConfigError with file, line and key.
+func TestParseErrorsOnSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		line      int
+		key       string
+		want      []string // substrings of the one-line error
+	}{
+		{"unknown nested key", "name = 'x'\n[train]\nsteps = 10\nlearning_rat = 1e-3\n", 4, "train.learning_rat",
+			[]string{`x.toml:4: train.learning_rat: unknown key "learning_rat" in [train]`, `see ` + "`memo config --defaults`"}},
+		{"unknown nested key suggests", "[goldfish]\nstrategie = 'static'\n", 2, "goldfish.strategie",
+			[]string{`unknown key "strategie" in [goldfish]; did you mean "strategy"?`, "valid keys: "}},
+		{"unknown key in dotted table", "[model]\npreset = 'tiny'\nlayer = 2\n", 3, "model.layer",
+			[]string{`x.toml:3: model.layer: unknown key "layer" in [model]; did you mean "layers"?`}},
+		{"unknown table", "[evall]\nfpr = 0.1\n", 1, "evall",
+			[]string{`unknown key "evall" at the top level; did you mean "eval"?`}},
+		{"wrong type int", "\n[train]\nbatch_size = 'sixteen'\n", 3, "train.batch_size",
+			[]string{"x.toml:3: train.batch_size: wrong type: the file has a TOML string, the key takes an integer"}},
+		{"wrong type float", "[train]\nlr = 'fast'\n", 2, "train.lr",
+			[]string{"x.toml:2: train.lr: wrong type: the file has a TOML string, the key takes a number"}},
+		{"wrong type array", "[data]\nsources = 'opticks'\n", 2, "data.sources",
+			[]string{"x.toml:2: data.sources: wrong type", "array"}},
+		{"wrong type bool", "[model]\nuntied = 1\n", 2, "model.untied",
+			[]string{"x.toml:2: model.untied: wrong type", "true or false"}},
+		{"k below 2", "[goldfish]\nk = 1\n", 2, "goldfish.k",
+			[]string{"x.toml:2: goldfish.k = 1: must be 0 (standard loss) or >= 2"}},
+		{"prefix+suffix over context", "[model]\npreset = 'tiny'\n[extract]\nmode = 'fixed'\nprefix = 200\nsuffix = 100\n", 5, "extract.prefix",
+			[]string{"prefix 200 + suffix 100 = 300 tokens exceed the model context 256"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseBytes("x.toml", []byte(tc.doc))
+			ce := wantConfigError(t, err, tc.line, tc.want...)
+			if ce.Key != tc.key {
+				t.Errorf("key = %q, want %q (%s)", ce.Key, tc.key, err)
+			}
+		})
+	}
+}
+
+// TestExpandErrorsPointAtAxis: a bad sweep value is reported at the axis's
+// line in the sweep file, not at a line of the generated point spec.
+func TestExpandErrorsPointAtAxis(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		line      int
+		want      string
+	}{
+		{"value out of range", "seed = 3\n[goldfish]\nh = 13\n[sweep]\n\"goldfish.k\" = [0, 1]\n", 5,
+			"sw.toml:5: sweep.goldfish.k: grid point k=1: goldfish.k = 1: must be 0 (standard loss) or >= 2"},
+		{"wrong type", "[sweep]\n\"model.preset\" = ['tiny']\n\"goldfish.k\" = [0, 'four']\n", 3,
+			"sw.toml:3: sweep.goldfish.k: grid point k=four_preset=tiny: goldfish.k: wrong type: the file has a TOML string, the key takes an integer"},
+		{"unknown preset", "[sweep]\n\"model.preset\" = ['tiny', 'huge-typo']\n", 2,
+			"sw.toml:2: sweep.model.preset: grid point preset=huge-typo: model.preset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := ParseBytes("sw.toml", []byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = spec.Expand()
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v (%T), want *ConfigError", err, err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
+				t.Errorf("error = %q, want one line containing %q", msg, tc.want)
+			}
+			if ce.Line != tc.line || ce.File != "sw.toml" {
+				t.Errorf("file:line = %s:%d, want sw.toml:%d", ce.File, ce.Line, tc.line)
+			}
+		})
+	}
+}
+
+// TestUnfetchedCorpusIsConfigError: a built-in corpus missing from the cache
+// fails when the spec loads, pointing at `memo data fetch`.
+func TestUnfetchedCorpusIsConfigError(t *testing.T) {
+	cache := t.TempDir()
+	doc := func(extra string) []byte {
+		return []byte("[data]\ncache_dir = '" + cache + "'\n" + extra)
+	}
+	for _, tc := range []struct {
+		name, extra string
+		line        int
+		want        string // "" when the spec must load
+	}{
+		{"opticks needs no fetch", "sources = ['opticks']\n", 0, ""},
+		{"moby-dick not fetched", "sources = ['opticks', 'moby-dick']\n", 3, "run `memo data fetch moby-dick` first"},
+		{"kjv not fetched", "sources = ['kjv']\n", 3, "run `memo data fetch kjv` first"},
+		{"gpt2 tokenizer not fetched", "tokenizer = 'gpt2'\n", 3, "run `memo data fetch gpt2` first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseBytes("x.toml", doc(tc.extra))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a ConfigError at line %d containing %q", err, tc.line, tc.want)
+			}
+		})
+	}
+
+	// Once fetched (data's layout: the .complete marker, or kjv.txt), they load.
+	for name, marker := range map[string]string{"moby-dick": ".complete", "gpt2": ".complete", "kjv": "kjv.txt"} {
+		dir := filepath.Join(cache, "corpora", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, marker), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ParseBytes("x.toml", doc("sources = ['moby-dick', 'kjv']\ntokenizer = 'gpt2'\n")); err != nil {
+		t.Errorf("fetched corpora: %v", err)
+	}
+}
