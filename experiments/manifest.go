@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Stage status values in manifest.json.
@@ -103,7 +104,7 @@ func (m *Manifest) write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "manifest.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'))
 }
 
 func newManifest(name, hash string) *Manifest {
@@ -182,24 +183,4 @@ func currentMachine() Machine {
 		f.Close()
 	}
 	return m
-}
-
-// writeFileAtomic writes through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, strings.NewReader(string(data))); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Stages are the stages of a run, in order.
@@ -138,7 +140,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.toml"), conf); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.toml"), conf); err != nil {
 		return nil, err
 	}
 	m := newManifest(name, hash)

@@ -192,8 +192,15 @@ func TestPrepareSweepWritesIndex(t *testing.T) {
 			t.Errorf("%s: k = %d, want %d", p.Name, got.Goldfish.K, p.Spec.Goldfish.K)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "sweep.json")); err != nil {
-		t.Fatal(err)
+	// Written files are readable by all, as os.WriteFile(…, 0o644) makes them.
+	for _, f := range []string{"sweep.json", filepath.Join("specs", pts[0].Name+".toml")} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want -rw-r--r--", f, st.Mode().Perm())
+		}
 	}
 }
 

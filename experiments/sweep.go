@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -122,7 +123,7 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 	}
 	for _, p := range pts {
 		spec := filepath.Join("specs", p.Name+".toml")
-		if err := writeFileAtomic(filepath.Join(dir, spec), p.Doc); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, spec), p.Doc); err != nil {
 			return "", nil, err
 		}
 		idx.Points = append(idx.Points, indexPoint{Name: p.Name, Dir: p.Name, Spec: spec, Values: p.Values})
@@ -131,7 +132,7 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "sweep.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "sweep.json"), append(b, '\n')); err != nil {
 		return "", nil, err
 	}
 	return dir, pts, nil

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // palette is the Okabe–Ito colour-blind-safe palette (Okabe & Ito 2008),
@@ -74,31 +76,10 @@ func save(p *plot.Plot, cfg Config, dir, name string) ([]string, error) {
 			}
 		}
 		path := filepath.Join(dir, name+"."+f)
-		if err := writeAtomic(path, func(out io.Writer) error { _, err := wt.WriteTo(out); return err }); err != nil {
+		if err := atomicfile.Write(path, func(out io.Writer) error { _, err := wt.WriteTo(out); return err }); err != nil {
 			return written, err
 		}
 		written = append(written, path)
 	}
 	return written, nil
-}
-
-// writeAtomic writes through a temporary file in the same directory and
-// renames it into place, so a reader never sees half a file.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // row is one run of the comparison table.
@@ -177,7 +179,7 @@ func writeTables(dir string, axes []string, rows []row) ([]string, error) {
 		write func(io.Writer, []string, []row) error
 	}{{"table.md", writeMarkdown}, {"table.csv", writeCSV}, {"table.tex", writeLaTeX}} {
 		path := filepath.Join(dir, t.name)
-		if err := writeAtomic(path, func(w io.Writer) error { return t.write(w, axes, rows) }); err != nil {
+		if err := atomicfile.Write(path, func(w io.Writer) error { return t.write(w, axes, rows) }); err != nil {
 			return written, err
 		}
 		written = append(written, path)

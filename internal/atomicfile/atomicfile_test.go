@@ -1,0 +1,80 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	old := syscall.Umask(0o077) // a strict umask must not make files private
+	defer syscall.Umask(old)
+	for _, tc := range []struct {
+		name  string
+		write func(path string) error
+	}{
+		{"WriteFile", func(p string) error { return WriteFile(p, []byte("new\n")) }},
+		{"WriteFileSync", func(p string) error { return WriteFileSync(p, []byte("new\n")) }},
+		{"Write", func(p string) error {
+			return Write(p, func(w io.Writer) error { _, err := io.WriteString(w, "new\n"); return err })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, path := range []string{
+				filepath.Join(dir, "fresh.txt"),            // a new file
+				filepath.Join(dir, "sub", "dir", "x.json"), // in a directory not yet made
+				filepath.Join(dir, "old.txt"),              // replacing a private file
+			} {
+				if filepath.Base(path) == "old.txt" {
+					if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := tc.write(path); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(path)
+				if err != nil || string(b) != "new\n" {
+					t.Errorf("%s = %q, %v; want \"new\\n\"", path, b, err)
+				}
+				st, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Mode().Perm() != Mode {
+					t.Errorf("%s: mode %v, want %v", path, st.Mode().Perm(), Mode)
+				}
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+			if len(left) > 0 {
+				t.Errorf("temporary files left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestWriteFailureLeavesOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Write(path, func(w io.Writer) error {
+		io.WriteString(w, "half")
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want it to wrap %v", err, boom)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old\n" {
+		t.Errorf("after a failed write the file holds %q, want the old content", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("a failed write left files behind: %v", ents)
+	}
+}
