@@ -3,12 +3,13 @@ package data
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 var docsSchema = arrow.NewSchema([]arrow.Field{
@@ -33,51 +34,30 @@ const batchRows = 256
 // writeArrow writes rows to path atomically, batchRows per record batch;
 // fill appends row i to the builder.
 func writeArrow(path string, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, i int)) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		return fail(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for start := 0; start < n || (n == 0 && start == 0); start += batchRows {
-		end := min(start+batchRows, n)
-		for i := start; i < end; i++ {
-			fill(b, i)
-		}
-		rec := b.NewRecord()
-		err := w.Write(rec)
-		rec.Release()
+	return atomicfile.Create(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		if n == 0 {
-			break
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		for start := 0; start < n || (n == 0 && start == 0); start += batchRows {
+			end := min(start+batchRows, n)
+			for i := start; i < end; i++ {
+				fill(b, i)
+			}
+			rec := b.NewRecord()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+		return w.Close()
+	})
 }
 
 // scanArrow reads path one record batch at a time, checking the schema.

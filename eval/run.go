@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -79,10 +80,10 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 			slog.Warn("eval: document not attacked, left out of the extraction rates", "doc", name)
 		}
 	}
-	if err := writeAtomic(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
+	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
 		return nil, err
 	}
-	err = writeAtomic(summaryPath, func(w io.Writer) error {
+	err = atomicfile.Write(summaryPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)

@@ -1,16 +1,16 @@
 package extract
 
 import (
-	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Schema of completions.arrow. loss, mink and token_losses are over the
@@ -60,50 +60,32 @@ const batchRows = 256
 // WriteCompletions writes rows to path atomically (temporary name, rename).
 // meta goes into the schema's metadata (Run records the attack, the
 // checkpoint and its training loss under the Meta keys).
-func WriteCompletions(path string, rows []Row, meta map[string]string) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
+func WriteCompletions(path string, rows []Row, meta map[string]string) error {
 	schema := Schema
 	if len(meta) > 0 {
 		md := arrow.MetadataFrom(meta)
 		schema = arrow.NewSchema(Schema.Fields(), &md)
 	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		return err
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for start := 0; start == 0 || start < len(rows); start += batchRows {
-		for _, r := range rows[start:min(start+batchRows, len(rows))] {
-			appendRow(b, r)
-		}
-		rec := b.NewRecord()
-		err := w.Write(rec)
-		rec.Release()
+	return atomicfile.Create(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 		if err != nil {
 			return err
 		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		for start := 0; start == 0 || start < len(rows); start += batchRows {
+			for _, r := range rows[start:min(start+batchRows, len(rows))] {
+				appendRow(b, r)
+			}
+			rec := b.NewRecord()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	})
 }
 
 func appendRow(b *array.RecordBuilder, r Row) {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -151,7 +152,7 @@ func saveCheckpoint(runDir string, g *model.GPT, opt *adamW, st State, keep int)
 	if err := os.Rename(tmp, final); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(filepath.Join(root, latestFile), []byte(name+"\n")); err != nil {
+	if err := atomicfile.WriteFileSync(filepath.Join(root, latestFile), []byte(name+"\n")); err != nil {
 		return "", err
 	}
 	syncDir(root)
@@ -303,11 +304,9 @@ func warnThreadChange(dir string, st State, threads int) {
 }
 
 // Names of what a kill mid-write leaves in checkpoints/: saveCheckpoint's
-// temporary directory and writeFileAtomic's temporary copy of latest.
-var (
-	staleTempDir    = regexp.MustCompile(`^\.tmp-step-[0-9]{6,}-[0-9]+$`)
-	staleLatestFile = regexp.MustCompile(`^\.` + regexp.QuoteMeta(latestFile) + `-[0-9]+$`)
-)
+// temporary directory (and atomicfile's temporary copy of latest, which
+// atomicfile.IsTemp recognizes).
+var staleTempDir = regexp.MustCompile(`^\.tmp-step-[0-9]{6,}-[0-9]+$`)
 
 // removeStaleTemps deletes, from runDir's checkpoints/, the temporary
 // directories and files an interrupted checkpoint write left: only names
@@ -327,7 +326,7 @@ func removeStaleTemps(runDir string) []string {
 	var removed []string
 	for _, e := range ents {
 		name := e.Name()
-		ours := e.IsDir() && staleTempDir.MatchString(name) || e.Type().IsRegular() && staleLatestFile.MatchString(name)
+		ours := e.IsDir() && staleTempDir.MatchString(name) || e.Type().IsRegular() && atomicfile.IsTemp(name, latestFile)
 		if !ours || name == latest {
 			continue
 		}
@@ -385,31 +384,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFileSync(path, append(b, '\n'))
 }
 
 func syncDir(dir string) {

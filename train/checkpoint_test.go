@@ -145,7 +145,7 @@ func TestStaleTempsRemovedOnStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	staleFile := ".latest-12345"
+	staleFile := ".latest.tmp-12345" // atomicfile's temporary copy of latest
 	kept := []string{".tmp-notes", "tmp-step-000004-1", ".tmp-step-000004-x", "mine.txt", ".latest"}
 	for _, f := range append([]string{staleFile}, kept...) {
 		if err := os.WriteFile(filepath.Join(root, f), []byte("x"), 0o644); err != nil {

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // MetricsFile is the per-step metrics table in the run directory.
@@ -55,28 +56,17 @@ func WriteMetrics(path string, rows []Metric) error {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".metrics-*.arrow")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	w, err := ipc.NewFileWriter(tmp, ipc.WithSchema(MetricsSchema), ipc.WithAllocator(memory.DefaultAllocator))
-	if err == nil {
+	return atomicfile.Create(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(MetricsSchema), ipc.WithAllocator(memory.DefaultAllocator))
+		if err != nil {
+			return err
+		}
 		err = w.Write(rec)
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+		return err
+	})
 }
 
 // ReadMetrics reads metrics.arrow; a missing file gives no rows.

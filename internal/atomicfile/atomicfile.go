@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Mode is the permission of every file written: readable by all, as
@@ -14,10 +15,20 @@ import (
 // temporary file os.CreateTemp makes is 0600.)
 const Mode os.FileMode = 0o644
 
+// tempInfix joins the hidden base name and os.CreateTemp's random digits in
+// a temporary file's name: .NAME.tmp-123456789.
+const tempInfix = ".tmp-"
+
 // Write creates or replaces path: write fills a temporary file beside it
 // (the directory is made if missing), and only when write succeeds is the
 // file given Mode and renamed into place. On error nothing is left behind.
 func Write(path string, write func(w io.Writer) error) error {
+	return create(path, func(f *os.File) error { return write(f) }, false)
+}
+
+// Create is Write for writers that need the file itself, such as Arrow's
+// IPC file writer, which seeks.
+func Create(path string, write func(f *os.File) error) error {
 	return create(path, write, false)
 }
 
@@ -32,19 +43,19 @@ func WriteFileSync(path string, data []byte) error {
 	return create(path, bytesWriter(data), true)
 }
 
-func bytesWriter(data []byte) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := w.Write(data)
+func bytesWriter(data []byte) func(*os.File) error {
+	return func(f *os.File) error {
+		_, err := f.Write(data)
 		return err
 	}
 }
 
-func create(path string, write func(io.Writer) error, sync bool) (err error) {
+func create(path string, write func(*os.File) error, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -70,4 +81,20 @@ func create(path string, write func(io.Writer) error, sync bool) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// IsTemp reports whether name, a file name in the directory of a file named
+// base, is a temporary file that a write of base left behind when its
+// process died mid-write (a clean-up may remove it when no write runs).
+func IsTemp(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, "."+base+tempInfix)
+	if !ok || rest == "" {
+		return false
+	}
+	for _, r := range rest {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -21,6 +21,9 @@ func TestWrite(t *testing.T) {
 		{"Write", func(p string) error {
 			return Write(p, func(w io.Writer) error { _, err := io.WriteString(w, "new\n"); return err })
 		}},
+		{"Create", func(p string) error {
+			return Create(p, func(f *os.File) error { _, err := f.WriteString("new\n"); return err })
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -76,5 +79,28 @@ func TestWriteFailureLeavesOldFile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("a failed write left files behind: %v", ents)
+	}
+}
+
+func TestIsTemp(t *testing.T) {
+	dir := t.TempDir()
+	// The name a write in flight has is one IsTemp recognizes.
+	err := Write(filepath.Join(dir, "latest"), func(io.Writer) error {
+		ents, _ := os.ReadDir(dir)
+		if len(ents) != 1 || !IsTemp(ents[0].Name(), "latest") {
+			t.Errorf("temporary file %v not recognized", ents)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		".latest.tmp-123": true, "latest": false, ".latest.tmp-": false, ".latest.tmp-12x": false,
+		".other.tmp-123": false, ".latest-123": false, "latest.tmp-123": false,
+	} {
+		if got := IsTemp(name, "latest"); got != want {
+			t.Errorf("IsTemp(%q, latest) = %v, want %v", name, got, want)
+		}
 	}
 }
