@@ -33,6 +33,24 @@ func tinySpec(t *testing.T, dir string) string {
 	return path
 }
 
+// combined runs cmd in the directory of its last argument (a spec or a
+// script) and returns its stdout and stderr together; it fails the test
+// when cmd fails.
+func combined(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	if len(cmd.Args) > 0 {
+		cmd.Dir = filepath.Dir(cmd.Args[len(cmd.Args)-1])
+	}
+	start := time.Now()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out.String())
+	}
+	t.Logf("%s: %v", strings.Join(cmd.Args[1:], " "), time.Since(start).Round(time.Millisecond))
+	return out.String()
+}
+
 // files lists the regular files under dir, relative to it.
 func files(t *testing.T, dir string) []string {
 	t.Helper()
@@ -63,16 +81,7 @@ func TestRunNproc2(t *testing.T) {
 	dir := t.TempDir()
 	spec := tinySpec(t, dir)
 	run := func(runs string, nproc string) string {
-		start := time.Now()
-		cmd := exec.Command(exe, "run", "--runs", filepath.Join(dir, runs), "--nproc", nproc, spec)
-		cmd.Dir = dir
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("memo run --nproc %s: %v\n%s", nproc, err, out.String())
-		}
-		t.Logf("--nproc %s: %v", nproc, time.Since(start).Round(time.Millisecond))
-		return out.String()
+		return combined(t, exec.Command(exe, "run", "--runs", filepath.Join(dir, runs), "--nproc", nproc, spec))
 	}
 	out2 := run("two", "2")
 	run("one", "1")
@@ -152,24 +161,14 @@ func TestSlurmScriptTrainsOnRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := filepath.Join(dir, "runs")
-	out, err := exec.Command(exe, "sweep", "--slurm", "--nproc", "2", "--runs", runs, spec).CombinedOutput()
-	if err != nil {
-		t.Fatalf("memo sweep --slurm: %v\n%s", err, out)
-	}
-	script := filepath.Join(runs, "tiny", "slurm.sh")
-	cmd := exec.Command("bash", script)
-	cmd.Dir = dir
+	combined(t, exec.Command(exe, "sweep", "--slurm", "--nproc", "2", "--runs", runs, spec))
+	cmd := exec.Command("bash", filepath.Join(runs, "tiny", "slurm.sh"))
 	// The batch shell's view of a one-node, two-task allocation.
 	cmd.Env = append(os.Environ(), "PATH="+fakeSlurm(t)+":"+os.Getenv("PATH"),
 		"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_JOB_ID=1", "SLURM_JOB_NODELIST=localhost",
 		"SLURM_NTASKS=2", "SLURM_PROCID=0", "SLURM_LOCALID=0")
-	start := time.Now()
-	out, err = cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("bash %s: %v\n%s", script, err, out)
-	}
-	t.Logf("script ran in %v", time.Since(start).Round(time.Millisecond))
-	if !strings.Contains(string(out), "processes=2") {
+	out := combined(t, cmd)
+	if !strings.Contains(out, "processes=2") {
 		t.Errorf("training did not run on two ranks:\n%s", out)
 	}
 	ents, err := filepath.Glob(filepath.Join(runs, "tiny", "*", train.MetricsFile))
