@@ -265,20 +265,23 @@ func fade(c interface{ RGBA() (r, g, b, a uint32) }) colorRGBA {
 	return colorRGBA{mix(r), mix(g), mix(b), 255}
 }
 
-// repsCurves plots a memorization measure of targets against how often they
-// were repeated in training, one line per model (and goldfish setting):
-// metric "exact" is the exact-match rate with 95 % Wilson intervals, "rougeL"
-// the mean RougeL with 95 % normal intervals (which still moves when no
-// document is reproduced in full). It returns nil when the data hold a
-// single repetition count.
-func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) {
-	type key struct {
-		series string
-		reps   int
-	}
-	vals := map[key][]docScore{}
+// repsKey is one point of a memorization-against-repetitions curve.
+type repsKey struct {
+	series string
+	reps   int
+}
+
+// repsGroups holds the target documents of runs grouped by model (and
+// goldfish setting, when it varies) and by repetition count.
+type repsGroups struct {
+	series []string // in run order
+	reps   []int    // ascending
+	docs   map[repsKey][]docScore
+}
+
+func groupByReps(runs []*runData) repsGroups {
+	g := repsGroups{docs: map[repsKey][]docScore{}}
 	repsSeen := map[int]bool{}
-	var series []string
 	seen := map[string]bool{}
 	kVaries := len(kOrder(runs)) > 1
 	for _, r := range runs {
@@ -291,25 +294,36 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 		}
 		if !seen[s] {
 			seen[s] = true
-			series = append(series, s)
+			g.series = append(g.series, s)
 		}
 		for _, d := range r.docs(splitTarget) {
 			if d.Reps <= 0 {
 				continue
 			}
-			k := key{s, d.Reps}
-			vals[k] = append(vals[k], d)
+			k := repsKey{s, d.Reps}
+			g.docs[k] = append(g.docs[k], d)
 			repsSeen[d.Reps] = true
 		}
 	}
-	if len(repsSeen) < 2 {
+	for r := range repsSeen {
+		g.reps = append(g.reps, r)
+	}
+	sort.Ints(g.reps)
+	return g
+}
+
+// repsCurves plots a memorization measure of targets against how often they
+// were repeated in training, one line per model (and goldfish setting):
+// metric "exact" is the exact-match rate with 95 % Wilson intervals, "rougeL"
+// the mean RougeL with 95 % normal intervals (which still moves when no
+// document is reproduced in full). It returns nil when the data hold a
+// single repetition count.
+func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) {
+	g := groupByReps(runs)
+	if len(g.reps) < 2 {
 		return nil, nil
 	}
-	var reps []int
-	for r := range repsSeen {
-		reps = append(reps, r)
-	}
-	sort.Ints(reps)
+	series, reps := g.series, g.reps
 	title, ylabel, scale := "Memorization against repetitions", "targets extracted exactly (%)", 100.0
 	if metric == "rougeL" {
 		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets", 1
@@ -324,7 +338,7 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 	for i, s := range series {
 		pts := &errPoints{}
 		for _, r := range reps {
-			docs := vals[key{s, r}]
+			docs := g.docs[repsKey{s, r}]
 			if len(docs) == 0 {
 				continue
 			}

@@ -133,6 +133,9 @@ func TestReportGoldfishSweep(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "figures", "memorization-vs-repetitions.png")); err == nil {
 		t.Error("repetitions figure drawn though every target was seen once")
 	}
+	if _, err := os.Stat(filepath.Join(out, "repetitions.csv")); err == nil {
+		t.Error("repetitions table written though every target was seen once")
+	}
 
 	md, err := os.ReadFile(filepath.Join(out, "table.md"))
 	if err != nil {
@@ -198,6 +201,35 @@ func TestReportRepetitionsPerModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFigures(t, filepath.Join(dir, "report", "figures"), append(figureNames, "memorization-vs-repetitions", "rougel-vs-repetitions"))
+
+	// The same points as numbers: 40 targets over 5 counts is 8 per point;
+	// preset i memorizes from 16>>i repetitions on.
+	f, err := os.Open(filepath.Join(dir, "report", "repetitions.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+3*5 {
+		t.Fatalf("repetitions.csv has %d rows, want a header and 15", len(recs))
+	}
+	for _, r := range recs[1:] {
+		reps, _ := strconv.Atoi(r[1])
+		thresh := map[string]int{"nano": 16, "tiny": 8, "small": 4}[r[0]]
+		want := "0"
+		if reps >= thresh {
+			want = "1"
+		}
+		if r[2] != "8" || r[3] != want {
+			t.Errorf("row %q: want 8 targets and exact_match %s", r, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report", "repetitions.md")); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestRunSingle(t *testing.T) {

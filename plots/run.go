@@ -43,6 +43,9 @@ func Report(dir string, cfg Config) error {
 	if _, err := writeTables(out, axes, tableRows(runs, axes)); err != nil {
 		return err
 	}
+	if _, err := writeRepsTables(out, runs); err != nil {
+		return err
+	}
 	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
 	return err
 }

@@ -1,0 +1,92 @@
+package plots
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/memo-research/memo/internal/atomicfile"
+)
+
+// repsRow is one point of the memorization-against-repetitions figures, as
+// numbers: the figure alone cannot be quoted in a paper's text.
+type repsRow struct {
+	series            string
+	reps, n           int
+	exact, exLo, exHi float64
+	rouge, rgLo, rgHi float64
+}
+
+func repsRows(runs []*runData) []repsRow {
+	g := groupByReps(runs)
+	if len(g.reps) < 2 {
+		return nil
+	}
+	var rows []repsRow
+	for _, s := range g.series {
+		for _, r := range g.reps {
+			docs := g.docs[repsKey{s, r}]
+			if len(docs) == 0 {
+				continue
+			}
+			w := repsRow{series: s, reps: r, n: len(docs)}
+			w.exact, w.exLo, w.exHi, _ = exactRate(docs)
+			w.rouge, w.rgLo, w.rgHi = meanCI(docs)
+			rows = append(rows, w)
+		}
+	}
+	return rows
+}
+
+// writeRepsTables writes repetitions.md and repetitions.csv into dir when the
+// runs hold targets at two or more repetition counts, and nothing otherwise.
+func writeRepsTables(dir string, runs []*runData) ([]string, error) {
+	rows := repsRows(runs)
+	if rows == nil {
+		return nil, nil
+	}
+	var written []string
+	for _, t := range []struct {
+		name  string
+		write func(io.Writer, []repsRow) error
+	}{{"repetitions.md", writeRepsMarkdown}, {"repetitions.csv", writeRepsCSV}} {
+		path := filepath.Join(dir, t.name)
+		if err := atomicfile.Write(path, func(w io.Writer) error { return t.write(w, rows) }); err != nil {
+			return written, fmt.Errorf("write %s: %w", path, err)
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}
+
+func writeRepsMarkdown(out io.Writer, rows []repsRow) error {
+	var b strings.Builder
+	b.WriteString("| model | repetitions | targets | exact match % [95% CI] | RougeL [95% CI] |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
+	for _, w := range rows {
+		fmt.Fprintf(&b, "| %s | %d | %d | %s [%s, %s] | %s [%s, %s] |\n", w.series, w.reps, w.n,
+			pct(w.exact), pct(w.exLo), pct(w.exHi), num(w.rouge, 3), num(w.rgLo, 3), num(w.rgHi, 3))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+func writeRepsCSV(out io.Writer, rows []repsRow) error {
+	cw := csv.NewWriter(out)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	if err := cw.Write([]string{"model", "repetitions", "targets", "exact_match", "exact_match_ci_low",
+		"exact_match_ci_high", "rouge_l", "rouge_l_ci_low", "rouge_l_ci_high"}); err != nil {
+		return err
+	}
+	for _, w := range rows {
+		if err := cw.Write([]string{w.series, strconv.Itoa(w.reps), strconv.Itoa(w.n), f(w.exact), f(w.exLo),
+			f(w.exHi), f(w.rouge), f(w.rgLo), f(w.rgHi)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
