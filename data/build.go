@@ -113,6 +113,9 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 			rep.Splits[c.split]++
 			rep.SplitTokens[c.split] += len(c.ids)
 			rep.TrainTokens += c.reps * len(c.ids)
+			if c.split == SplitBackground {
+				rep.TrainTokens += cfg.PretrainPasses * len(c.ids)
+			}
 		}
 	}
 	sort.Slice(rep.Rejected, func(i, j int) bool {

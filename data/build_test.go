@@ -248,6 +248,53 @@ func TestTrainRows(t *testing.T) {
 	}
 }
 
+// With pretraining passes the stream opens with background only, each
+// background document that many times, and the mixed part that follows is
+// the stream without them.
+func TestPretrainPasses(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RepetitionGroups = []int{1, 4}
+	mixed := buildTest(t, cfg)
+	cfg.PretrainPasses = 2
+	ds := buildTest(t, cfg)
+	const block = 64
+	base, err := mixed.TrainRows(block, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ds.TrainRows(block, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) <= len(base) {
+		t.Fatalf("%d rows with pretraining, %d without", len(rows), len(base))
+	}
+	head := rows[:len(rows)-len(base)]
+	if !reflect.DeepEqual(rows[len(head):], base) {
+		t.Error("the mixed part changed when pretraining passes were added")
+	}
+	background := map[string]bool{}
+	var bgRows int
+	for _, d := range docIDs(t, ds, SplitBackground) {
+		for _, r := range padRows([][]int32{d.IDs}, block) {
+			background[fmt.Sprint(r)] = true
+			bgRows++
+		}
+	}
+	if len(head) != 2*bgRows {
+		t.Errorf("pretraining head has %d rows, want 2 passes of %d", len(head), bgRows)
+	}
+	for i, r := range head {
+		if !background[fmt.Sprint(r)] {
+			t.Fatalf("pretraining row %d is not a background row", i)
+		}
+	}
+	cfg.Background = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "data.pretrain_passes") {
+		t.Errorf("pretraining without background: error %v, want one naming data.pretrain_passes", err)
+	}
+}
+
 func TestPackedRows(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Layout = LayoutPacked

@@ -40,6 +40,12 @@ type Config struct {
 	RepetitionGroups []int `toml:"repetition_groups" json:"repetition_groups"`
 	// BackgroundPasses is how often each background document appears.
 	BackgroundPasses int `toml:"background_passes" json:"background_passes"`
+	// PretrainPasses > 0 puts that many shuffled passes over the background
+	// at the head of the stream, before the targets appear: the model learns
+	// the language first and then meets the targets, as when a pretrained
+	// model is fine-tuned (Singh et al. 2025). The passes of BackgroundPasses
+	// stay mixed with the targets after it.
+	PretrainPasses int `toml:"pretrain_passes" json:"pretrain_passes"`
 
 	// ChunkTokens > 0 cuts source documents into chunks of at most this many
 	// tokens at paragraph, then sentence, boundaries (CPU runs need short
@@ -144,6 +150,12 @@ func (c Config) Validate() error {
 	}
 	if len(c.RepetitionGroups) > 0 && c.Targets%len(c.RepetitionGroups) != 0 {
 		bad("data.targets = %d: must be a multiple of len(data.repetition_groups) = %d", c.Targets, len(c.RepetitionGroups))
+	}
+	if c.PretrainPasses < 0 {
+		bad("data.pretrain_passes = %d: must be >= 0", c.PretrainPasses)
+	}
+	if c.PretrainPasses > 0 && c.Background == 0 {
+		bad("data.pretrain_passes = %d: needs background documents (data.background = 0)", c.PretrainPasses)
 	}
 	if c.BackgroundPasses < 0 {
 		bad("data.background_passes = %d: must be >= 0", c.BackgroundPasses)

@@ -4,7 +4,8 @@ import "fmt"
 
 // TrainRows returns the full training stream: each target repeated its
 // count and each background document its passes, shuffled with seed, laid
-// out as report.json's layout says. Every row has block+1 ids (inputs =
+// out as report.json's layout says. With data.pretrain_passes the stream
+// opens with that many passes over the background, shuffled on their own. Every row has block+1 ids (inputs =
 // row[:block], targets = row[1:]); PadID fills the rest.
 //
 // Padded: one document per row; a document longer than block+1 continues
@@ -18,14 +19,26 @@ func (d *Dataset) TrainRows(block int, seed int64) ([][]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	var units [][]int32
+	var pretrain, units [][]int32
 	for _, doc := range docs {
 		for r := 0; r < doc.Repetitions; r++ {
 			units = append(units, doc.IDs)
 		}
+		if doc.Split == SplitBackground {
+			for r := 0; r < d.report.Config.PretrainPasses; r++ {
+				pretrain = append(pretrain, doc.IDs)
+			}
+		}
 	}
 	rng := newSplitMix(uint64(seed) ^ 0x7261696e726f7773)
 	shuffle(rng, len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
+	if len(pretrain) > 0 {
+		// A generator of its own, so that the mixed part is the same stream
+		// with or without the pretraining head.
+		prng := newSplitMix(uint64(seed) ^ 0x7072657472616e21)
+		shuffle(prng, len(pretrain), func(i, j int) { pretrain[i], pretrain[j] = pretrain[j], pretrain[i] })
+		units = append(pretrain, units...)
+	}
 	return d.layout(units, block)
 }
 
