@@ -1,34 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // runMemo runs the memo binary in dir with a private cache and returns its
-// stdout, stderr and exit code (-1 when it could not start).
+// stdout, stderr and exit code.
 func runMemo(t *testing.T, exe, dir, cache string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(exe, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MEMO_CACHE="+cache)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	}
-	t.Fatalf("memo %v: %v", args, err)
-	return "", "", -1
+	r := execMemoCache(t, exe, dir, cache, args...)
+	return r.stdout, r.stderr, r.code
 }
 
 // TestDataBuildInspectCLI: `memo data build x.toml --out DIR` writes the

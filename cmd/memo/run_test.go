@@ -61,9 +61,16 @@ type memoResult struct {
 // test depends on what `memo data fetch` put in the user's cache).
 func execMemo(t *testing.T, exe, dir string, args ...string) memoResult {
 	t.Helper()
+	return execMemoCache(t, exe, dir, t.TempDir(), args...)
+}
+
+// execMemoCache runs memo in dir with MEMO_CACHE=cache and returns what it
+// printed and its exit code.
+func execMemoCache(t *testing.T, exe, dir, cache string, args ...string) memoResult {
+	t.Helper()
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MEMO_CACHE="+t.TempDir())
+	cmd.Env = append(os.Environ(), "MEMO_CACHE="+cache)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
