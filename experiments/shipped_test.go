@@ -1,0 +1,38 @@
+package experiments
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestShippedExperiments: every spec in exp/ parses and validates, and a
+// sweep expands to valid points, so that a typo in a shipped file fails here and not
+// on a user's machine. Specs that name fetched corpora need scripts/setup.sh
+// (or `memo data fetch`) to have run first.
+func TestShippedExperiments(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "exp", "*.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 {
+		t.Fatalf("found %d specs in exp/, want at least the four shipped ones", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			spec, err := Parse(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !spec.IsSweep() {
+				return
+			}
+			points, err := spec.Expand()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(points) < 2 {
+				t.Fatalf("sweep of %d points", len(points))
+			}
+		})
+	}
+}
