@@ -57,6 +57,20 @@ func shortK(r *runData) string {
 	return fmt.Sprintf("goldfish k=%d", r.K)
 }
 
+// crowdedK is the x-axis label and tick labels for many goldfish settings
+// side by side, where "goldfish k=8" labels would run into each other: the
+// axis label says "goldfish" once. ok is false when the labels fit as they are.
+func crowdedK(ticks []string) (label string, short []string, ok bool) {
+	if len(ticks) <= 3 {
+		return "", nil, false
+	}
+	short = make([]string, len(ticks))
+	for i, t := range ticks {
+		short[i] = strings.Replace(t, "goldfish k=", "k=", 1)
+	}
+	return "training objective: standard loss, or goldfish loss with k", short, true
+}
+
 // otherLabel names a run by its sweep values on axes other than the goldfish
 // ones, so that each such combination is one series.
 func otherLabel(r *runData, axes []string) string {
@@ -108,8 +122,14 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 	for i, c := range cats {
 		catIdx[c] = i
 	}
+	ticks := cats
+	if catOf(runs[0]) == shortK(runs[0]) {
+		if l, short, ok := crowdedK(cats); ok {
+			xlabel, ticks = l, short
+		}
+	}
 	p := newPlot(cfg, "Extraction of training documents", xlabel, "documents with exact suffix match (%)")
-	p.NominalX(cats...)
+	p.NominalX(ticks...)
 	nSeries := 2 * len(groups)
 	width := 0.3
 	series := 0
@@ -219,11 +239,14 @@ func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) 
 		}
 	}
 	xlabel := "training objective"
+	ticks := names
 	if multi && len(cats) == 1 {
 		xlabel = strings.Join(nonGoldfish(axes), ", ")
+	} else if l, short, ok := crowdedK(names); ok {
+		xlabel, ticks = l, short
 	}
 	p := newPlot(cfg, "RougeL of extracted suffixes", xlabel, "RougeL F1, generated vs. true suffix")
-	p.NominalX(names...)
+	p.NominalX(ticks...)
 	idx := map[string]int{}
 	for i, n := range names {
 		idx[n] = i

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,5 +262,16 @@ func TestRunWithoutScores(t *testing.T) {
 	err := Run(t.TempDir(), DefaultConfig())
 	if err == nil || !strings.Contains(err.Error(), "scores.parquet") {
 		t.Fatalf("Run on an empty dir = %v, want an error naming scores.parquet", err)
+	}
+}
+
+func TestCrowdedK(t *testing.T) {
+	if _, _, ok := crowdedK([]string{"standard", "goldfish k=4"}); ok {
+		t.Error("two settings shortened")
+	}
+	_, short, ok := crowdedK([]string{"standard", "goldfish k=3", "goldfish k=4", "goldfish k=8\nmodel.preset=tiny"})
+	want := []string{"standard", "k=3", "k=4", "k=8\nmodel.preset=tiny"}
+	if !ok || !slices.Equal(short, want) {
+		t.Errorf("crowdedK = %q, %v; want %q", short, ok, want)
 	}
 }
