@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -117,24 +118,12 @@ func referenceLosses(ref string) (map[string]float64, error) {
 	return out, nil
 }
 
-// Metadata keys of completions.arrow (extract.Meta*; eval does not import
-// extract).
-const (
-	metaExtract     = "memo.extract"
-	metaCheckpoint  = "memo.checkpoint"
-	metaRun         = "memo.run"
-	metaStep        = "memo.step"
-	metaModelSHA256 = "memo.model_sha256"
-	metaModel       = "memo.model"
-	metaGoldfish    = "memo.goldfish"
-)
-
 // setProvenance copies what extract recorded about the model and the
 // attack into the summary; the checkpoint's goldfish settings replace the
 // given ones.
 func (s *Summary) setProvenance(meta map[string]string) error {
-	s.Checkpoint, s.Run, s.ModelSHA256 = meta[metaCheckpoint], meta[metaRun], meta[metaModelSHA256]
-	for key, dst := range map[string]*json.RawMessage{metaExtract: &s.Extract, metaModel: &s.Model} {
+	s.Checkpoint, s.Run, s.ModelSHA256 = meta[provenance.Checkpoint], meta[provenance.Run], meta[provenance.ModelSHA256]
+	for key, dst := range map[string]*json.RawMessage{provenance.Extract: &s.Extract, provenance.Model: &s.Model} {
 		if x := meta[key]; x != "" {
 			if !json.Valid([]byte(x)) {
 				return fmt.Errorf("metadata %s is not JSON: %q", key, x)
@@ -142,20 +131,20 @@ func (s *Summary) setProvenance(meta map[string]string) error {
 			*dst = json.RawMessage(x)
 		}
 	}
-	if x := meta[metaStep]; x != "" {
+	if x := meta[provenance.Step]; x != "" {
 		step, err := strconv.Atoi(x)
 		if err != nil {
-			return fmt.Errorf("metadata %s = %q: %w", metaStep, x, err)
+			return fmt.Errorf("metadata %s = %q: %w", provenance.Step, x, err)
 		}
 		s.Step = &step
 	}
-	if x := meta[metaGoldfish]; x != "" {
-		var g GoldfishSummary
+	if x := meta[provenance.Goldfish]; x != "" {
+		var g provenance.GoldfishRecord
 		if err := json.Unmarshal([]byte(x), &g); err != nil {
-			return fmt.Errorf("metadata %s = %q: %w", metaGoldfish, x, err)
+			return fmt.Errorf("metadata %s = %q: %w", provenance.Goldfish, x, err)
 		}
-		g.Source = GoldfishFromCheckpoint
-		s.Goldfish = g
+		s.Goldfish = GoldfishSummary{Enabled: g.Enabled, Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start, Seed: g.Seed,
+			Source: GoldfishFromCheckpoint}
 	}
 	return nil
 }

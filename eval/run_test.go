@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -258,13 +259,13 @@ func TestRunReferenceAndErrors(t *testing.T) {
 func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 	given := loss.Config{Strategy: "none"}
 	recorded := map[string]string{
-		metaGoldfish:    `{"enabled":true,"strategy":"hash-table","k":3,"h":7,"start":0,"seed":5,"exempt_ids":[]}`,
-		metaCheckpoint:  "/runs/k3/checkpoints/step-000040",
-		metaRun:         "/runs/k3",
-		metaStep:        "40",
-		metaModelSHA256: "abc123",
-		metaModel:       `{"preset":"nano","vocab":300}`,
-		metaExtract:     `{"mode":"fixed","suffix":16}`,
+		provenance.Goldfish:    `{"enabled":true,"strategy":"hash-table","k":3,"h":7,"start":0,"seed":5,"exempt_ids":[]}`,
+		provenance.Checkpoint:  "/runs/k3/checkpoints/step-000040",
+		provenance.Run:         "/runs/k3",
+		provenance.Step:        "40",
+		provenance.ModelSHA256: "abc123",
+		provenance.Model:       `{"preset":"nano","vocab":300}`,
+		provenance.Extract:     `{"mode":"fixed","suffix":16}`,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -275,9 +276,9 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 	}{
 		{"recorded", recorded, GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Seed: 5, Source: GoldfishFromCheckpoint}, 40, ""},
 		{"older file", nil, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
-		{"bare checkpoint", map[string]string{metaCheckpoint: "/ckpt"}, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
-		{"corrupt", map[string]string{metaGoldfish: "{k:"}, GoldfishSummary{}, -1, "memo.goldfish"},
-		{"bad step", map[string]string{metaStep: "x"}, GoldfishSummary{}, -1, "memo.step"},
+		{"bare checkpoint", map[string]string{provenance.Checkpoint: "/ckpt"}, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
+		{"corrupt", map[string]string{provenance.Goldfish: "{k:"}, GoldfishSummary{}, -1, "memo.goldfish"},
+		{"bad step", map[string]string{provenance.Step: "x"}, GoldfishSummary{}, -1, "memo.step"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -303,7 +304,7 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 				return
 			}
 			if sum.Step == nil || *sum.Step != tc.step || sum.Run != "/runs/k3" || sum.ModelSHA256 != "abc123" ||
-				string(sum.Model) != recorded[metaModel] || string(sum.Extract) != recorded[metaExtract] {
+				string(sum.Model) != recorded[provenance.Model] || string(sum.Extract) != recorded[provenance.Extract] {
 				t.Errorf("provenance: step %v run %q sha %q model %s extract %s", sum.Step, sum.Run, sum.ModelSHA256, sum.Model, sum.Extract)
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))

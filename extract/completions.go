@@ -19,8 +19,7 @@ import (
 // zlib length divides the loss in eval's zlib ratio (text is the whole
 // document). ref_loss is NaN without a reference model. Rows with status
 // other than "ok" have empty prefix, suffix and generation. The schema's
-// metadata names the model and the attack (see MetaExtract and the other
-// Meta keys).
+// metadata names the model and the attack (see the keys of internal/provenance).
 var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "split", Type: arrow.BinaryTypes.String},
@@ -59,7 +58,7 @@ const batchRows = 256
 
 // WriteCompletions writes rows to path atomically (temporary name, rename).
 // meta goes into the schema's metadata (Run records the attack, the
-// checkpoint and its training loss under the Meta keys).
+// checkpoint and its training loss under the keys of internal/provenance).
 func WriteCompletions(path string, rows []Row, meta map[string]string) error {
 	schema := Schema
 	if len(meta) > 0 {

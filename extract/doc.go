@@ -3,7 +3,7 @@
 // suffix is decoded, and both are written to completions.arrow with the
 // document's per-token losses for membership inference. The file's schema
 // metadata names the checkpoint attacked, its model and the goldfish
-// settings it was trained with (see MetaGoldfish), so that the file can be
+// settings it was trained with (see internal/provenance), so that the file can be
 // scored anywhere.
 //
 // Prompt modes (Config.Mode):

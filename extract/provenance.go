@@ -8,53 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 	"github.com/pelletier/go-toml/v2"
 )
-
-// Keys of completions.arrow's schema metadata. eval reads them to record,
-// in summary.json, which model was attacked, how it was trained and how it
-// was attacked, wherever the completions file was written.
-const (
-	// MetaExtract is the attack's Config as JSON.
-	MetaExtract = "memo.extract"
-	// MetaCheckpoint is the checkpoint directory attacked (absolute path).
-	MetaCheckpoint = "memo.checkpoint"
-	// MetaRun is the run directory the checkpoint belongs to, when it has one.
-	MetaRun = "memo.run"
-	// MetaStep is the checkpoint's optimizer step (decimal).
-	MetaStep = "memo.step"
-	// MetaModelSHA256 is the sha256 of the checkpoint's model.safetensors.
-	MetaModelSHA256 = "memo.model_sha256"
-	// MetaModel is the model's resolved config (model.Config) as JSON.
-	MetaModel = "memo.model"
-	// MetaGoldfish is the loss the checkpoint was trained with (Goldfish as
-	// JSON), from the [goldfish] table of its run's config.toml. Absent
-	// for a checkpoint outside a run directory: unknown, not "none".
-	MetaGoldfish = "memo.goldfish"
-)
-
-// Goldfish is the goldfish-loss record of MetaGoldfish: loss.Config with
-// JSON names, plus Enabled (false for the standard loss).
-type Goldfish struct {
-	Enabled   bool    `json:"enabled"`
-	Strategy  string  `json:"strategy"`
-	K         int     `json:"k"`
-	H         int     `json:"h"`
-	Start     int     `json:"start"`
-	Seed      int64   `json:"seed"`
-	ExemptIDs []int32 `json:"exempt_ids"`
-}
-
-func goldfishRecord(c loss.Config) Goldfish {
-	ex := c.ExemptIDs
-	if ex == nil {
-		ex = []int32{}
-	}
-	return Goldfish{Enabled: c.Enabled(), Strategy: c.Strategy, K: c.K, H: c.H, Start: c.Start, Seed: c.Seed, ExemptIDs: ex}
-}
 
 // checkpointRunDir is the run directory of a checkpoint laid out as
 // RUN/checkpoints/step-N, or "" for a checkpoint kept elsewhere.
@@ -87,9 +46,9 @@ func RunGoldfish(runDir string) (g loss.Config, ok bool, err error) {
 	return conf.Goldfish, true, nil
 }
 
-// provenance is the schema metadata naming the model attacked: its
+// provenanceOf is the schema metadata naming the model attacked: its
 // checkpoint, run, step, weights digest, architecture and training loss.
-func provenance(ckpt string, mc model.Config) (map[string]string, error) {
+func provenanceOf(ckpt string, mc model.Config) (map[string]string, error) {
 	abs, err := filepath.Abs(ckpt)
 	if err != nil {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
@@ -98,22 +57,22 @@ func provenance(ckpt string, mc model.Config) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 	}
-	meta := map[string]string{MetaCheckpoint: abs, MetaModel: string(mj)}
+	meta := map[string]string{provenance.Checkpoint: abs, provenance.Model: string(mj)}
 	if raw, err := os.ReadFile(filepath.Join(ckpt, "state.json")); err == nil {
 		var st train.State
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return nil, fmt.Errorf("provenance of %s: state.json: %w", ckpt, err)
 		}
-		meta[MetaStep] = fmt.Sprint(st.Step)
+		meta[provenance.Step] = fmt.Sprint(st.Step)
 		if h := st.SHA256["model.safetensors"]; h != "" {
-			meta[MetaModelSHA256] = h
+			meta[provenance.ModelSHA256] = h
 		}
 	}
 	runDir := checkpointRunDir(abs)
 	if runDir == "" {
 		return meta, nil
 	}
-	meta[MetaRun] = runDir
+	meta[provenance.Run] = runDir
 	g, ok, err := RunGoldfish(runDir)
 	if err != nil {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
@@ -121,10 +80,10 @@ func provenance(ckpt string, mc model.Config) (map[string]string, error) {
 	if !ok {
 		return meta, nil
 	}
-	gj, err := json.Marshal(goldfishRecord(g))
+	gj, err := json.Marshal(provenance.GoldfishOf(g))
 	if err != nil {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 	}
-	meta[MetaGoldfish] = string(gj)
+	meta[provenance.Goldfish] = string(gj)
 	return meta, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/provenance"
 )
 
 // Run attacks the model of checkpointDir (a checkpoint, or a run directory
@@ -94,18 +95,18 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		}
 		rows[i] = r
 	}
-	meta, err := provenance(ckpt, mc)
+	meta, err := provenanceOf(ckpt, mc)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
-	if meta[MetaGoldfish] == "" {
+	if meta[provenance.Goldfish] == "" {
 		slog.Warn("extract: the checkpoint is not in a run directory with config.toml; its goldfish settings are unknown and not recorded", "checkpoint", ckpt)
 	}
 	cj, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
-	meta[MetaExtract] = string(cj)
+	meta[provenance.Extract] = string(cj)
 	if err := WriteCompletions(out, rows, meta); err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
