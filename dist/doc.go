@@ -2,7 +2,8 @@
 // the way torchrun or Slurm announce it, joins a libtorch c10d process group
 // (Gloo on CPU, NCCL in CUDA builds), and sums gradients across ranks for
 // package train. Launch starts N local ranks like torchrun (memo run --nproc
-// N); SlurmScript writes an srun batch script for multi-node runs.
+// N); for multi-node runs, experiments.SlurmScript (memo sweep --slurm)
+// starts the ranks with srun.
 //
 // Faults: a killed rank closes its sockets and its peers' collectives fail
 // at once; a rank that stops silently (a hung machine) is named by its

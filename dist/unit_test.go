@@ -95,23 +95,6 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-func TestSlurmScript(t *testing.T) {
-	s, err := SlurmScript(SlurmJob{Name: "gf", Nodes: 4, TasksPerNode: 2, CPUsPerTask: 8, Time: "2:00:00",
-		Setup: []string{"module load gcc"}, Command: []string{"memo", "run", "exp/my run.toml"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"#SBATCH --nodes=4\n", "#SBATCH --ntasks-per-node=2\n", "#SBATCH --cpus-per-task=8\n",
-		"module load gcc\n", "export MASTER_PORT=29500\n", "srun --kill-on-bad-exit=1 --label memo run 'exp/my run.toml'\n"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("script lacks %q:\n%s", want, s)
-		}
-	}
-	if _, err := SlurmScript(SlurmJob{Nodes: 0, TasksPerNode: 1, Command: []string{"x"}}); err == nil {
-		t.Error("0 nodes accepted")
-	}
-}
-
 func TestLaunchedMarksRanks(t *testing.T) {
 	t.Setenv(launchedEnv, "")
 	if Launched() {
