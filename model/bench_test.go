@@ -20,7 +20,7 @@ func BenchmarkForwardSmall(b *testing.B) {
 	ids := ts.MustRandint(4096, []int64{8, 256}, gotch.Int64, gotch.CPU)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		noGrad(func() { g.Forward(ids).MustDrop() })
+		torchx.NoGrad(func() { g.Forward(ids).MustDrop() })
 		torchx.Collect()
 	}
 }

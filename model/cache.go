@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -80,7 +81,7 @@ func (kc *Cache) Reorder(rows []int) error {
 		return fmt.Errorf("model: reorder: %w", err)
 	}
 	defer it.MustDrop()
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		for l := range kc.k {
 			kc.k[l] = kc.k[l].MustIndexSelect(0, it, true)
 			kc.v[l] = kc.v[l].MustIndexSelect(0, it, true)
@@ -146,7 +147,7 @@ func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
 		}
 	}
 	var logits *ts.Tensor
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
 		if err != nil {
 			panic(fmt.Sprintf("model: positions: %v", err))

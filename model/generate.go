@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+
+	"github.com/memo-research/memo/internal/torchx"
 )
 
 // GenOptions controls Generate.
@@ -92,7 +94,7 @@ func (g *GPT) greedyNext(flat []int64, b, width int, cache *Cache) ([]int64, err
 	logits := g.ForwardCached(ids, cache)
 	defer logits.MustDrop()
 	var next []int64
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		last := logits.MustSelect(1, int64(width-1), false)
 		am := last.MustArgmax([]int64{-1}, false, true)
 		next = am.Int64Values()

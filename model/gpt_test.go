@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -167,7 +168,7 @@ func TestReplicaSharesWeights(t *testing.T) {
 	if d := maxAbsDiff(g.Forward(x), r.Forward(x)); d != 0 {
 		t.Fatalf("replica logits differ by %g", d)
 	}
-	noGrad(func() { g.Params()[0].Tensor.MustMulScalar_(ts.FloatScalar(2)) })
+	torchx.NoGrad(func() { g.Params()[0].Tensor.MustMulScalar_(ts.FloatScalar(2)) })
 	if d := maxAbsDiff(g.Forward(x), r.Forward(x)); d != 0 {
 		t.Fatalf("after updating the master, replica logits differ by %g", d)
 	}

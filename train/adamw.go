@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -47,7 +48,7 @@ func grads(params []model.Param) ([]*ts.Tensor, error) {
 // (0: no clipping) and returns the norm before clipping.
 func clipGrads(gs []*ts.Tensor, clip float64) float64 {
 	var norm float64
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		sq := make([]*ts.Tensor, len(gs))
 		for i, g := range gs {
 			sq[i] = g.MustSquare(false).MustSum(gotch.Double, true).MustUnsqueeze(0, true)
@@ -75,7 +76,7 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 	bc2 := 1 - math.Pow(o.b2, float64(o.step))
 	stepSize := lr / bc1
 	invSqrtBC2 := 1 / math.Sqrt(bc2)
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		for i, p := range o.params {
 			g, m, v, w := gs[i], o.m[i], o.v[i], p.Tensor
 			if p.Decay && o.decay > 0 {
@@ -100,7 +101,7 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 
 // zeroGrads clears the accumulated gradients before a step's micro-batches.
 func zeroGrads(params []model.Param) {
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		for _, p := range params {
 			g := p.Tensor.MustGrad(false)
 			if g.MustDefined() {

@@ -622,7 +622,7 @@ func (l *loop) validate() (float64, error) {
 
 // evalRows is the CE sum and target count of rows, without gradients.
 func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err error) {
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		inp, tgt, _ := batchTensors(rows, block, g.Device())
 		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, g.Device())
 		logits := g.Forward(inp)

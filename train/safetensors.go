@@ -10,6 +10,7 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -218,6 +219,6 @@ func copyInto(dst *ts.Tensor, name string, t stTensor) error {
 		return fmt.Errorf("tensor %s: %w", name, err)
 	}
 	defer src.MustDrop()
-	noGrad(func() { dst.Copy_(src) })
+	torchx.NoGrad(func() { dst.Copy_(src) })
 	return nil
 }

@@ -77,7 +77,7 @@ func (w *workers) reduceGrads() {
 		return
 	}
 	master := w.reps[0].Params()
-	noGrad(func() {
+	torchx.NoGrad(func() {
 		for _, r := range w.reps[1:] {
 			for i, p := range r.Params() {
 				g := p.Tensor.MustGrad(false)

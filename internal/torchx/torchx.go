@@ -19,6 +19,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+
+	"github.com/sugarme/gotch/ts"
 )
 
 var initOnce sync.Once
@@ -43,3 +45,12 @@ func Threads() int { return int(C.memo_get_num_threads()) }
 // Collect runs the garbage collector (and so gotch's finalizers, which free
 // libtorch memory). Call it only where no libtorch call is in flight.
 func Collect() { runtime.GC() }
+
+// NoGrad runs fn with libtorch's gradient recording off. libtorch keeps that
+// switch per OS thread, and a goroutine may move between threads between
+// cgo calls, so the goroutine is pinned to its thread for the duration.
+func NoGrad(fn func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ts.NoGrad(fn)
+}
