@@ -120,12 +120,8 @@ func saveCheckpoint(runDir string, g *model.GPT, opt *adamW, st State, keep int)
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
-	var weights []namedTensor
-	for _, p := range g.Params() {
-		weights = append(weights, namedTensor{p.Name, p.Tensor})
-	}
 	meta := map[string]string{"format": "pt", "producer": "memo"}
-	if err := writeSafetensors(filepath.Join(tmp, modelFile), weights, meta); err != nil {
+	if err := writeSafetensors(filepath.Join(tmp, modelFile), modelTensors(g), meta); err != nil {
 		return "", err
 	}
 	if err := writeSafetensors(filepath.Join(tmp, optimizerFile), opt.state(), meta); err != nil {

@@ -63,31 +63,26 @@ func readModelJSON(dir string) (model.Config, error) {
 // loadWeights copies model.safetensors of dir into g's parameters; every
 // parameter must be there with its shape.
 func loadWeights(g *model.GPT, dir string) error {
-	path := filepath.Join(dir, modelFile)
-	tensors, _, err := readSafetensors(path)
-	if err != nil {
-		return err
-	}
-	for _, p := range g.Params() {
-		t, ok := tensors[p.Name]
-		if !ok {
-			return fmt.Errorf("%s: tensor %s is missing", path, p.Name)
-		}
-		if err := copyInto(p.Tensor, p.Name, t); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return nil
+	return loadInto(filepath.Join(dir, modelFile), modelTensors(g))
 }
 
 // loadOptimizer restores the AdamW moments and step count.
 func loadOptimizer(opt *adamW, dir string, step int) error {
-	path := filepath.Join(dir, optimizerFile)
+	if err := loadInto(filepath.Join(dir, optimizerFile), opt.state()); err != nil {
+		return err
+	}
+	opt.step = step
+	return nil
+}
+
+// loadInto copies the tensors of the safetensors file at path into dst by
+// name; every one must be there with its shape.
+func loadInto(path string, dst []namedTensor) error {
 	tensors, _, err := readSafetensors(path)
 	if err != nil {
 		return err
 	}
-	for _, nt := range opt.state() {
+	for _, nt := range dst {
 		t, ok := tensors[nt.Name]
 		if !ok {
 			return fmt.Errorf("%s: tensor %s is missing", path, nt.Name)
@@ -96,6 +91,5 @@ func loadOptimizer(opt *adamW, dir string, step int) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	opt.step = step
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -25,6 +26,15 @@ import (
 type namedTensor struct {
 	Name   string
 	Tensor *ts.Tensor
+}
+
+// modelTensors names g's parameters with their Hugging Face tensor names.
+func modelTensors(g *model.GPT) []namedTensor {
+	out := make([]namedTensor, len(g.Params()))
+	for i, p := range g.Params() {
+		out[i] = namedTensor{p.Name, p.Tensor}
+	}
+	return out
 }
 
 type stEntry struct {
