@@ -32,19 +32,21 @@ const Tunables = "glibc.malloc.mmap_threshold=4294967296:" +
 // OptOutEnv, set to any non-empty value, keeps glibc's default allocator settings.
 const OptOutEnv = "MEMO_DEFAULT_MALLOC"
 
-// appliedEnv marks a process that was restarted with Tunables. It is needed
-// because the dynamic loader cuts GLIBC_TUNABLES short in the environment it
-// hands on (seen with glibc 2.36: only the first setting is left), so the
-// variable alone cannot tell whether the settings are in effect, and children
-// would inherit the shortened value.
+// appliedEnv marks a process that was restarted with Tunables and holds
+// the full GLIBC_TUNABLES value it was restarted with. It is needed because
+// the dynamic loader cuts GLIBC_TUNABLES short in the environment it hands on
+// (seen with glibc 2.36: only the first setting is left), so the variable
+// alone cannot tell whether the settings are in effect, and children would
+// inherit the shortened value.
 const appliedEnv = "MEMO_MALLOC_TUNED"
 
 // Environment returns env with Tunables added to GLIBC_TUNABLES, and whether
 // the process must restart for them to take effect: it need not when it
-// already was restarted (then only the inherited variable is repaired, for
-// children), when the user set a malloc threshold of their own, or opted out.
+// already was restarted (then the variable is only restored to the value it
+// was restarted with, for children), when the user set a malloc threshold of
+// their own, or opted out.
 func Environment(env []string) ([]string, bool) {
-	cur, idx, applied := "", -1, false
+	cur, idx, applied := "", -1, ""
 	for i, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch name {
@@ -53,17 +55,20 @@ func Environment(env []string) ([]string, bool) {
 				return env, false
 			}
 		case appliedEnv:
-			applied = value != ""
+			applied = value
 		case "GLIBC_TUNABLES":
 			cur, idx = value, i
 		}
 	}
-	if !applied && strings.Contains(cur, "glibc.malloc.mmap_threshold=") {
+	if applied == "" && strings.Contains(cur, "glibc.malloc.mmap_threshold=") {
 		return env, false
 	}
-	value := Tunables
-	if !applied && cur != "" {
-		value = cur + ":" + Tunables
+	value := applied
+	if applied == "" {
+		value = Tunables
+		if cur != "" {
+			value = cur + ":" + Tunables
+		}
 	}
 	out := append([]string(nil), env...)
 	if idx >= 0 {
@@ -71,10 +76,10 @@ func Environment(env []string) ([]string, bool) {
 	} else {
 		out = append(out, "GLIBC_TUNABLES="+value)
 	}
-	if !applied {
-		out = append(out, appliedEnv+"=1")
+	if applied == "" {
+		out = append(out, appliedEnv+"="+value)
 	}
-	return out, !applied
+	return out, applied == ""
 }
 
 // Apply re-executes the running binary with Tunables in its environment and
@@ -85,8 +90,10 @@ func Environment(env []string) ([]string, bool) {
 func Apply() error {
 	env, restart := Environment(os.Environ())
 	if !restart {
-		if os.Getenv(appliedEnv) != "" && os.Getenv(OptOutEnv) == "" {
-			os.Setenv("GLIBC_TUNABLES", Tunables)
+		for _, kv := range env {
+			if name, value, _ := strings.Cut(kv, "="); name == "GLIBC_TUNABLES" {
+				os.Setenv(name, value)
+			}
 		}
 		return nil
 	}

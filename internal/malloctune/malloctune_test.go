@@ -12,16 +12,16 @@ func TestEnvironment(t *testing.T) {
 		want    []string
 		changed bool
 	}{
-		{"adds the variable", []string{"HOME=/root"}, []string{"HOME=/root", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, true},
+		{"adds the variable", []string{"HOME=/root"}, []string{"HOME=/root", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=" + Tunables}, true},
 		{"extends the user's tunables", []string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off"},
-			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off:" + Tunables, appliedEnv + "=1"}, true},
-		{"restarted: the loader's shortened value is repaired, no second restart",
-			[]string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296", appliedEnv + "=1"},
-			[]string{"GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, false},
+			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off:" + Tunables, appliedEnv + "=glibc.cpu.x86_ibt=off:" + Tunables}, true},
+		{"restarted: the loader's shortened value is restored, no second restart",
+			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off", appliedEnv + "=glibc.cpu.x86_ibt=off:" + Tunables},
+			[]string{"GLIBC_TUNABLES=glibc.cpu.x86_ibt=off:" + Tunables, appliedEnv + "=glibc.cpu.x86_ibt=off:" + Tunables}, false},
 		{"user's own threshold wins", []string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1024"},
 			[]string{"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1024"}, false},
 		{"opted out", []string{OptOutEnv + "=1"}, []string{OptOutEnv + "=1"}, false},
-		{"empty opt-out is no opt-out", []string{OptOutEnv + "="}, []string{OptOutEnv + "=", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=1"}, true},
+		{"empty opt-out is no opt-out", []string{OptOutEnv + "="}, []string{OptOutEnv + "=", "GLIBC_TUNABLES=" + Tunables, appliedEnv + "=" + Tunables}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
