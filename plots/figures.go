@@ -113,17 +113,19 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 	}
 	// With one goldfish setting and several other values, those values are
 	// the x axis: a single crowded category says nothing.
+	kOnX := true
 	if len(cats) == 1 && len(groups) > 1 {
 		cats, groups = groups, []string{cats[0]}
 		catOf, groupOf = groupOf, shortK
 		xlabel = strings.Join(nonGoldfish(axes), ", ")
+		kOnX = false
 	}
 	catIdx := map[string]int{}
 	for i, c := range cats {
 		catIdx[c] = i
 	}
 	ticks := cats
-	if catOf(runs[0]) == shortK(runs[0]) {
+	if kOnX {
 		if l, short, ok := crowdedK(cats); ok {
 			xlabel, ticks = l, short
 		}
