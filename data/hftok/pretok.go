@@ -1,0 +1,421 @@
+package hftok
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// preTokenizer cuts each text piece further (added tokens pass through).
+type preTokenizer interface {
+	preTokenize(in []piece) []piece
+}
+
+// behavior is a Split's SplitDelimiterBehavior.
+type behavior int
+
+const (
+	removed behavior = iota
+	isolated
+	mergedWithPrevious
+	mergedWithNext
+	contiguous
+)
+
+var behaviors = map[string]behavior{
+	"Removed": removed, "Isolated": isolated, "MergedWithPrevious": mergedWithPrevious,
+	"MergedWithNext": mergedWithNext, "Contiguous": contiguous,
+}
+
+// gpt2Pattern is the regex of the ByteLevel pre-tokenizer (use_regex).
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
+func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	o, err := parseObj(raw, where)
+	if err != nil {
+		return nil, err
+	}
+	var p preTokenizer
+	switch t := o.typ(); t {
+	case "Sequence":
+		var list []json.RawMessage
+		if _, err := o.get("pretokenizers", &list); err != nil {
+			return nil, err
+		}
+		seq := seqPre{}
+		for i, r := range list {
+			c, err := parsePreTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", where, i))
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				seq = append(seq, c)
+			}
+		}
+		p = seq
+	case "Split":
+		s := splitPre{}
+		if s.m, _, err = o.pattern("pattern"); err != nil {
+			return nil, err
+		}
+		name, err := o.str("behavior", "")
+		if err != nil {
+			return nil, err
+		}
+		b, ok := behaviors[name]
+		if !ok {
+			return nil, o.errorf("behavior %q is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous", name)
+		}
+		s.b = b
+		if s.invert, err = o.boolean("invert", false); err != nil {
+			return nil, err
+		}
+		p = s
+	case "ByteLevel":
+		b := byteLevelPre{}
+		if b.addPrefixSpace, err = o.boolean("add_prefix_space", true); err != nil {
+			return nil, err
+		}
+		if b.useRegex, err = o.boolean("use_regex", true); err != nil {
+			return nil, err
+		}
+		o.ignore("trim_offsets") // offsets only
+		if b.useRegex {
+			if b.re, err = compileRegex(gpt2Pattern); err != nil {
+				return nil, err
+			}
+		}
+		p = b
+	case "Metaspace":
+		m, err := parseMetaspace(o)
+		if err != nil {
+			return nil, err
+		}
+		p = m
+	case "Digits":
+		ind, err := o.boolean("individual_digits", false)
+		if err != nil {
+			return nil, err
+		}
+		p = digitsPre{individual: ind}
+	case "Whitespace":
+		p = whitespacePre{}
+	case "WhitespaceSplit":
+		p = whitespaceSplitPre{}
+	default:
+		return nil, unsupported(where, t)
+	}
+	return p, o.done()
+}
+
+type seqPre []preTokenizer
+
+func (s seqPre) preTokenize(in []piece) []piece {
+	for _, p := range s {
+		in = p.preTokenize(in)
+	}
+	return in
+}
+
+// span is a stretch of a piece's text and whether the pattern matched it.
+type span struct {
+	start, end int
+	match      bool
+}
+
+// regexSpans covers s with the matches of m and the gaps between them.
+func regexSpans(m matcher, s string, invert bool, out []span) []span {
+	if s == "" {
+		return append(out, span{0, 0, invert})
+	}
+	prev := 0
+	m.find(s, func(start, end int) {
+		if prev != start {
+			out = append(out, span{prev, start, invert})
+		}
+		out = append(out, span{start, end, !invert})
+		prev = end
+	})
+	if prev != len(s) {
+		out = append(out, span{prev, len(s), invert})
+	}
+	return out
+}
+
+// charSpans covers s with single characters for which pred holds and the
+// runs between them.
+func charSpans(s string, pred func(rune) bool, out []span) []span {
+	if s == "" {
+		return append(out, span{0, 0, false})
+	}
+	last := 0
+	for i, r := range s {
+		if pred(r) {
+			n := utf8.RuneLen(r)
+			if r == utf8.RuneError {
+				n = 1 // the pipeline only sees valid UTF-8; keep offsets sane anyway
+			}
+			if last < i {
+				out = append(out, span{last, i, false})
+			}
+			out = append(out, span{i, i + n, true})
+			last = i + n
+		}
+	}
+	if last < len(s) {
+		out = append(out, span{last, len(s), false})
+	}
+	return out
+}
+
+// cut applies a behavior to spans and appends the resulting sub-pieces of p
+// (empty ones dropped, as the library drops them).
+func cut(p piece, spans []span, b behavior, out []piece) []piece {
+	type part struct {
+		start, end int
+		remove     bool
+	}
+	parts := make([]part, 0, len(spans))
+	prev := false
+	switch b {
+	case isolated:
+		for _, s := range spans {
+			parts = append(parts, part{s.start, s.end, false})
+		}
+	case removed:
+		for _, s := range spans {
+			parts = append(parts, part{s.start, s.end, s.match})
+		}
+	case contiguous:
+		for _, s := range spans {
+			if s.match == prev && len(parts) > 0 {
+				parts[len(parts)-1].end = s.end
+			} else {
+				parts = append(parts, part{s.start, s.end, false})
+			}
+			prev = s.match
+		}
+	case mergedWithPrevious:
+		for _, s := range spans {
+			if s.match && !prev && len(parts) > 0 {
+				parts[len(parts)-1].end = s.end
+			} else {
+				parts = append(parts, part{s.start, s.end, false})
+			}
+			prev = s.match
+		}
+	case mergedWithNext:
+		for i := len(spans) - 1; i >= 0; i-- {
+			s := spans[i]
+			if s.match && !prev && len(parts) > 0 {
+				parts[len(parts)-1].start = s.start
+			} else {
+				parts = append(parts, part{s.start, s.end, false})
+			}
+			prev = s.match
+		}
+		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+			parts[i], parts[j] = parts[j], parts[i]
+		}
+	}
+	for _, q := range parts {
+		if q.remove || q.start == q.end {
+			continue
+		}
+		out = append(out, sub(p, q.start, q.end))
+	}
+	return out
+}
+
+// sub is p's text from start to end, with its position in the input.
+func sub(p piece, start, end int) piece {
+	return piece{text: p.text[start:end], orig: p.orig + max(0, start-p.ins), ins: max(0, min(p.ins, end)-start)}
+}
+
+// eachText runs f on the text pieces and passes added tokens through.
+func eachText(in []piece, f func(p piece, out []piece) []piece) []piece {
+	out := make([]piece, 0, len(in)*2)
+	for _, p := range in {
+		if p.tok != nil {
+			out = append(out, p)
+			continue
+		}
+		out = f(p, out)
+	}
+	return out
+}
+
+type splitPre struct {
+	m      matcher
+	b      behavior
+	invert bool
+}
+
+func (s splitPre) preTokenize(in []piece) []piece {
+	var spans []span
+	return eachText(in, func(p piece, out []piece) []piece {
+		spans = regexSpans(s.m, p.text, s.invert, spans[:0])
+		return cut(p, spans, s.b, out)
+	})
+}
+
+// byteLevelPre is GPT-2's scheme: optionally a space in front of each piece,
+// the GPT-2 regex, then every byte written as its printable stand-in.
+type byteLevelPre struct {
+	addPrefixSpace, useRegex bool
+	re                       matcher
+}
+
+func (b byteLevelPre) preTokenize(in []piece) []piece {
+	var spans []span
+	out := eachText(in, func(p piece, out []piece) []piece {
+		if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
+			p.text = " " + p.text
+			p.ins++
+		}
+		if !b.useRegex {
+			return append(out, p)
+		}
+		spans = regexSpans(b.re, p.text, false, spans[:0])
+		return cut(p, spans, isolated, out)
+	})
+	for i := range out {
+		if out[i].tok == nil {
+			out[i].text = byteLevelString(out[i].text)
+		}
+	}
+	return out
+}
+
+// metaspacePre is SentencePiece's convention: spaces become the
+// replacement character (▁), which may be prepended, and pieces start at it.
+type metaspacePre struct {
+	repl    rune
+	scheme  string // "always", "first", "never"
+	split   bool
+	replStr string
+}
+
+func parseMetaspace(o *obj) (metaspacePre, error) {
+	m := metaspacePre{}
+	r, err := o.str("replacement", "")
+	if err != nil {
+		return m, err
+	}
+	if utf8.RuneCountInString(r) != 1 {
+		return m, o.errorf("replacement %q: want one character", r)
+	}
+	m.repl, _ = utf8.DecodeRuneInString(r)
+	m.replStr = r
+	if m.scheme, err = o.str("prepend_scheme", "always"); err != nil {
+		return m, err
+	}
+	if m.scheme != "always" && m.scheme != "first" && m.scheme != "never" {
+		return m, o.errorf("prepend_scheme %q is not one of always, first, never", m.scheme)
+	}
+	// The legacy add_prefix_space: false means "never", and contradicts
+	// any other declared scheme.
+	if o.m["add_prefix_space"] != nil {
+		aps, err := o.boolean("add_prefix_space", true)
+		if err != nil {
+			return m, err
+		}
+		if !aps {
+			// prepend_scheme defaults to "always", so the library refuses
+			// add_prefix_space false without an explicit "never".
+			if m.scheme != "never" {
+				return m, o.errorf("add_prefix_space false does not match prepend_scheme %q", m.scheme)
+			}
+			m.scheme = "never"
+		}
+	}
+	if m.split, err = o.boolean("split", true); err != nil {
+		return m, err
+	}
+	o.ignore("str_rep") // derived from replacement
+	return m, nil
+}
+
+func (m metaspacePre) preTokenize(in []piece) []piece {
+	var spans []span
+	isRepl := func(r rune) bool { return r == m.repl }
+	return eachText(in, func(p piece, out []piece) []piece {
+		p.text = strings.ReplaceAll(p.text, " ", m.replStr)
+		if !strings.HasPrefix(p.text, m.replStr) &&
+			(m.scheme == "always" || (m.scheme == "first" && p.orig == 0)) {
+			p.text = m.replStr + p.text
+			p.ins += len(m.replStr)
+		}
+		if !m.split {
+			return append(out, p)
+		}
+		spans = charSpans(p.text, isRepl, spans[:0])
+		return cut(p, spans, mergedWithNext, out)
+	})
+}
+
+// digitsPre isolates digits: each one, or each run.
+type digitsPre struct{ individual bool }
+
+func (d digitsPre) preTokenize(in []piece) []piece {
+	var spans []span
+	b := contiguous
+	if d.individual {
+		b = isolated
+	}
+	return eachText(in, func(p piece, out []piece) []piece {
+		spans = charSpans(p.text, unicode.IsNumber, spans[:0])
+		return cut(p, spans, b, out)
+	})
+}
+
+// whitespacePre keeps the runs of \w+ and of [^\w\s]+ (Rust's Unicode
+// classes) and drops the rest.
+type whitespacePre struct{}
+
+type wordOrPunct struct{}
+
+func (wordOrPunct) find(s string, fn func(start, end int)) {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			i += n
+			continue
+		}
+		word := isWordChar(r)
+		start := i
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) || isWordChar(r) != word {
+				break
+			}
+			i += n
+		}
+		fn(start, i)
+	}
+}
+
+func (whitespacePre) preTokenize(in []piece) []piece {
+	var spans []span
+	return eachText(in, func(p piece, out []piece) []piece {
+		spans = regexSpans(wordOrPunct{}, p.text, true, spans[:0])
+		return cut(p, spans, removed, out)
+	})
+}
+
+// whitespaceSplitPre splits on white space, dropping it.
+type whitespaceSplitPre struct{}
+
+func (whitespaceSplitPre) preTokenize(in []piece) []piece {
+	var spans []span
+	return eachText(in, func(p piece, out []piece) []piece {
+		spans = charSpans(p.text, unicode.IsSpace, spans[:0])
+		return cut(p, spans, removed, out)
+	})
+}
