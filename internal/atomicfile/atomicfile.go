@@ -32,6 +32,12 @@ func Create(path string, write func(f *os.File) error) error {
 	return create(path, write, false)
 }
 
+// CreateSync is Create that also syncs the file to disk before the rename,
+// for large files that must survive a crash (checkpoint weights).
+func CreateSync(path string, write func(f *os.File) error) error {
+	return create(path, write, true)
+}
+
 // WriteFile is Write with the bytes of data.
 func WriteFile(path string, data []byte) error {
 	return create(path, bytesWriter(data), false)

@@ -24,6 +24,9 @@ func TestWrite(t *testing.T) {
 		{"Create", func(p string) error {
 			return Create(p, func(f *os.File) error { _, err := f.WriteString("new\n"); return err })
 		}},
+		{"CreateSync", func(p string) error {
+			return CreateSync(p, func(f *os.File) error { _, err := f.WriteString("new\n"); return err })
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
