@@ -24,9 +24,10 @@
 //     a Python float.
 //   - random (ours): each target dropped independently with probability
 //     1/k from a counter-based generator keyed by (seed, row, position),
-//     where row counts Mask calls (or is given through RowMasker.MaskRow).
-//     A repeated document gets a fresh mask each time it is seen, the point
-//     of a random baseline. The reference's seeded_random indexes whole
+//     where row is the row's global position in the training stream
+//     (RowMasker.MaskRow, which MaskBatch calls), so a resumed run masks
+//     as an uninterrupted one. A repeated document gets a fresh mask each
+//     time it is seen, the point of a random baseline. The reference's seeded_random indexes whole
 //     rows with its 0/1 mask instead of positions, so it is not reproduced.
 //   - rolling (ours): p is dropped when a keyed, order-sensitive polynomial
 //     hash of the h targets before it, targets[p-h .. p-1] (the paper's
@@ -54,7 +55,7 @@
 // and hash-table looks its decision up in a 125 KB bitset of the table
 // built once per k.
 //
-// MaskedCrossEntropy (gotch) turns a batch's logits, targets and dropped
-// mask into the training loss plus the logged means over all and dropped
-// targets; DroppedTensor builds the mask tensor from rows and a Masker.
+// The package is pure Go: the masked cross-entropy on libtorch tensors is
+// train.MaskedCrossEntropy, so that eval, plots and memo mask, which need
+// the masks and the config, build without libtorch.
 package loss

@@ -38,8 +38,11 @@ func New(cfg Config) (Masker, error) {
 
 // MaskBatch masks each row of a batch into the matching stretch of dropped,
 // which is laid out row after row (len(rows) * width, width = the longest
-// row); entries past a short row's end are left false.
-func MaskBatch(m Masker, rows [][]int32, dropped []bool) error {
+// row); entries past a short row's end are left false. first is the global
+// position of rows[0] in the training stream (rows[i] is at first+i): a
+// RowMasker keys its decisions on it, so a resumed run, which starts
+// mid-stream, masks each row as an uninterrupted run did.
+func MaskBatch(m Masker, first uint64, rows [][]int32, dropped []bool) error {
 	width := 0
 	for _, r := range rows {
 		width = max(width, len(r))
@@ -47,10 +50,15 @@ func MaskBatch(m Masker, rows [][]int32, dropped []bool) error {
 	if len(dropped) != len(rows)*width {
 		return fmt.Errorf("mask batch: dropped has %d entries, want %d rows x %d", len(dropped), len(rows), width)
 	}
+	rm, byRow := m.(RowMasker)
 	for i, r := range rows {
 		out := dropped[i*width : (i+1)*width]
 		clear(out[len(r):])
-		m.Mask(r, out[:len(r)])
+		if byRow {
+			rm.MaskRow(first+uint64(i), r, out[:len(r)])
+		} else {
+			m.Mask(r, out[:len(r)])
+		}
 	}
 	return nil
 }

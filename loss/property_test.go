@@ -238,26 +238,31 @@ func TestStaticAndSeededRandom(t *testing.T) {
 	}
 
 	cfg := Config{Strategy: StrategyRandom, K: 4, Seed: 42}
-	a, b := mustNew(t, cfg), mustNew(t, cfg)
-	var rowsA, rowsB [][]bool
-	for range 3 {
-		da, db := make([]bool, len(row)), make([]bool, len(row))
-		a.Mask(row, da)
-		b.Mask(row, db)
-		rowsA, rowsB = append(rowsA, da), append(rowsB, db)
+	a, b := mustNew(t, cfg).(RowMasker), mustNew(t, cfg).(RowMasker)
+	// The same stream position gives the same mask whatever was masked
+	// before: b masks the rows in reverse order.
+	rowsA, rowsB := make([][]bool, 3), make([][]bool, 3)
+	for i := range 3 {
+		rowsA[i] = make([]bool, len(row))
+		a.MaskRow(uint64(i), row, rowsA[i])
+	}
+	for i := 2; i >= 0; i-- {
+		rowsB[i] = make([]bool, len(row))
+		b.MaskRow(uint64(i), row, rowsB[i])
 	}
 	for i := range rowsA {
 		if !slices.Equal(rowsA[i], rowsB[i]) {
-			t.Fatalf("random: same seed and call order gave different masks at call %d", i)
+			t.Fatalf("random: same seed and row %d gave different masks in another call order", i)
 		}
 	}
 	if slices.Equal(rowsA[0], rowsA[1]) {
-		t.Error("random: a repeated row got the same mask twice")
+		t.Error("random: a repeated text at another stream position got the same mask")
 	}
-	explicit := make([]bool, len(row))
-	a.(RowMasker).MaskRow(1, row, explicit)
-	if !slices.Equal(explicit, rowsA[1]) {
-		t.Error("random: MaskRow(1) differs from the second Mask call")
+	plain := make([]bool, len(row))
+	a.Mask(row, plain)
+	a.Mask(row, plain)
+	if !slices.Equal(plain, rowsA[0]) {
+		t.Error("random: Mask differs from MaskRow(0) (Mask must hold no call counter)")
 	}
 	other := make([]bool, len(row))
 	mustNew(t, Config{Strategy: StrategyRandom, K: 4, Seed: 43}).Mask(row, other)
@@ -273,14 +278,29 @@ func TestMaskBatch(t *testing.T) {
 	for i := range dropped {
 		dropped[i] = true
 	}
-	if err := MaskBatch(m, rows, dropped); err != nil {
+	if err := MaskBatch(m, 0, rows, dropped); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := positions(dropped), []int{0, 2, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("dropped %v, want %v", got, want)
 	}
-	if err := MaskBatch(m, rows, make([]bool, 14)); err == nil {
+	if err := MaskBatch(m, 0, rows, make([]bool, 14)); err == nil {
 		t.Error("MaskBatch accepted a wrongly sized buffer")
+	}
+
+	// A row-keyed masker masks rows[i] as row first+i.
+	r := mustNew(t, Config{Strategy: StrategyRandom, K: 2, Seed: 9}).(RowMasker)
+	long := randomTokens(5, 40, 0, 1000)
+	batch := make([]bool, 2*len(long))
+	if err := MaskBatch(r, 100, [][]int32{long, long}, batch); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		want := make([]bool, len(long))
+		r.MaskRow(100+uint64(i), long, want)
+		if !slices.Equal(batch[i*len(long):(i+1)*len(long)], want) {
+			t.Errorf("MaskBatch(first 100): row %d is not masked as stream row %d", i, 100+i)
+		}
 	}
 }
 

@@ -1,20 +1,18 @@
 package loss
 
-import (
-	"math"
-	"sync/atomic"
-)
+import "math"
 
 // randomMasker drops each target independently with probability 1/k.
-// Decisions come from a counter-based generator keyed by (seed, row, p), so
-// they are reproducible without shared generator state: the row number is
-// the count of Mask calls so far, or the caller's own via MaskRow. A
-// repeated document thus gets a fresh mask at each occurrence, which is what
-// a random baseline is for.
+// Decisions come from a counter-based generator keyed by (seed, row, p),
+// where row is the row's global position in the training stream (the
+// trainer passes it through MaskRow). The masker holds no state, so a run
+// resumed from a checkpoint, or a batch masked by several ranks, draws the
+// very masks an uninterrupted single process would. A repeated document
+// lands at a new stream position at each occurrence and so gets a fresh
+// mask, which is what a random baseline is for.
 type randomMasker struct {
 	seed uint64
 	thr  uint64
-	rows atomic.Uint64
 }
 
 func newRandomMasker(k int, seed int64) *randomMasker {
@@ -30,14 +28,13 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// Mask masks the next row in call order.
+// Mask masks a row that has no place in a training stream (memo mask shows
+// one text): it is row 0.
 func (m *randomMasker) Mask(targets []int32, dropped []bool) {
-	m.MaskRow(m.rows.Add(1)-1, targets, dropped)
+	m.MaskRow(0, targets, dropped)
 }
 
-// MaskRow masks the row numbered row (for example step*batch + i), which
-// makes the mask independent of call order: use it when rows are masked
-// concurrently or a run resumes mid-way.
+// MaskRow masks the row at global position row of the training stream.
 func (m *randomMasker) MaskRow(row uint64, targets []int32, dropped []bool) {
 	checkLen(targets, dropped)
 	base := splitmix64(m.seed ^ splitmix64(row))
@@ -47,7 +44,8 @@ func (m *randomMasker) MaskRow(row uint64, targets []int32, dropped []bool) {
 }
 
 // RowMasker is implemented by maskers whose decisions depend on which row
-// they mask (the random strategy); the hashed strategies need no row number.
+// of the training stream they mask (the random strategy); the hashed and
+// static strategies look at the tokens alone and need no row number.
 type RowMasker interface {
 	Masker
 	MaskRow(row uint64, targets []int32, dropped []bool)

@@ -363,6 +363,7 @@ func (l *loop) trainStep() (Metric, error) {
 	if err != nil {
 		return Metric{}, err
 	}
+	first := l.pos // stream position of rows[0]
 	l.pos += int64(cfg.BatchSize)
 	// Micro-batch a is the same rows for every world size (those one process
 	// would take); each rank takes its contiguous share of it.
@@ -376,7 +377,7 @@ func (l *loop) trainStep() (Metric, error) {
 	stats := make([]float64, 5)
 	t0 := time.Now()
 	for a := 0; a < cfg.GradAccum; a++ {
-		ms, err := l.microStep(rows[a*gm:(a+1)*gm], l.rank*micro, micro, cfg.GradAccum)
+		ms, err := l.microStep(rows[a*gm:(a+1)*gm], first+int64(a*gm), l.rank*micro, micro, cfg.GradAccum)
 		if err != nil {
 			return Metric{}, err
 		}
@@ -441,7 +442,10 @@ func ratio(a, b float64) float64 {
 // size the same loss), divided by accum so that accumulated gradients
 // average the micro-batches. It returns this rank's part of the kept loss,
 // and the CE sum and count over its targets and over its dropped ones.
-func (l *loop) microStep(global [][]int32, from, n, accum int) ([5]float64, error) {
+// pos is global[0]'s position in the training stream: row-keyed masks
+// (goldfish.strategy = "random") depend on it, so a resumed run masks
+// each row as an uninterrupted one did.
+func (l *loop) microStep(global [][]int32, pos int64, from, n, accum int) ([5]float64, error) {
 	var out [5]float64
 	targets := make([][]int32, len(global))
 	for i, r := range global {
@@ -450,7 +454,7 @@ func (l *loop) microStep(global [][]int32, from, n, accum int) ([5]float64, erro
 	// Every rank holds the whole global batch, so it can count the kept
 	// targets of all of it without a collective.
 	all := make([]bool, len(global)*l.block)
-	if err := loss.MaskBatch(l.masker, targets, all); err != nil {
+	if err := loss.MaskBatch(l.masker, uint64(pos), targets, all); err != nil {
 		return out, err
 	}
 	var nKept int64
@@ -496,7 +500,7 @@ func (l *loop) microStep(global [][]int32, from, n, accum int) ([5]float64, erro
 }
 
 type workerLoss struct {
-	loss.Losses
+	Losses
 	keptSum float64 // CE summed over this worker's kept targets
 	err     error
 }
@@ -515,7 +519,7 @@ func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nK
 	defer dt.MustDrop()
 	logits := g.Forward(inp)
 	defer logits.MustDrop()
-	ls, err := loss.MaskedCrossEntropy(logits, tgt, dt, PadID)
+	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
 	if err != nil {
 		out.err = err
 		return out
@@ -626,8 +630,8 @@ func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err erro
 		inp, tgt, _ := batchTensors(rows, block, g.Device())
 		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, g.Device())
 		logits := g.Forward(inp)
-		var ls loss.Losses
-		ls, err = loss.MaskedCrossEntropy(logits, tgt, none, PadID)
+		var ls Losses
+		ls, err = MaskedCrossEntropy(logits, tgt, none, PadID)
 		if err == nil {
 			if ls.NKept > 0 {
 				sum, n = ls.All*float64(ls.NKept), float64(ls.NKept)

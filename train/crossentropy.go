@@ -1,15 +1,17 @@
-package loss
+package train
 
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
 // Losses is the goldfish loss of one micro-batch and its logging companions.
+// It lives beside the trainer, not in package loss, so that loss (masks and
+// their config) stays pure Go and eval, plots and memo mask build without
+// libtorch.
 type Losses struct {
 	// Kept is the training loss: the sum of cross-entropy over kept targets
 	// divided by their number, a differentiable scalar. With no kept target
@@ -70,8 +72,8 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	defer keep.MustDrop()
 	drop := valid.MustLogicalAnd(dflat, false)
 	defer drop.MustDrop()
-	nKept := count(keep)
-	nDropped := count(drop)
+	nKept := countTrue(keep)
+	nDropped := countTrue(drop)
 
 	// masked_fill rather than a multiply, so an inf at a dropped target
 	// cannot turn the kept sum into NaN.
@@ -94,7 +96,7 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	}, nil
 }
 
-func count(mask *ts.Tensor) int64 {
+func countTrue(mask *ts.Tensor) int64 {
 	s := mask.MustSum(gotch.Int64, false)
 	defer s.MustDrop()
 	return s.Int64Values()[0]
@@ -112,28 +114,4 @@ func maskedMean(x, mask *ts.Tensor, n int64) float64 {
 	s := sel.MustSum(gotch.Double, false)
 	defer s.MustDrop()
 	return s.Float64Values()[0] / float64(n)
-}
-
-// DroppedTensor masks a batch of target rows and returns the [B,W] bool
-// tensor MaskedCrossEntropy takes (W = the longest row; entries past a
-// short row's end are false), on the CPU.
-func DroppedTensor(m Masker, rows [][]int32) (*ts.Tensor, error) {
-	width := 0
-	for _, r := range rows {
-		width = max(width, len(r))
-	}
-	dropped := make([]bool, len(rows)*width)
-	if err := MaskBatch(m, rows, dropped); err != nil {
-		return nil, err
-	}
-	if len(dropped) == 0 {
-		return ts.MustZeros([]int64{int64(len(rows)), int64(width)}, gotch.Bool, gotch.CPU), nil
-	}
-	// A Go bool is one byte holding 0 or 1, which is libtorch's bool layout.
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&dropped[0])), len(dropped))
-	t, err := ts.OfDataSize(raw, []int64{int64(len(rows)), int64(width)}, gotch.Bool)
-	if err != nil {
-		return nil, fmt.Errorf("dropped tensor [%d,%d]: %w", len(rows), width, err)
-	}
-	return t, nil
 }

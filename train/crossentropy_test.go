@@ -1,4 +1,4 @@
-package loss
+package train
 
 import (
 	"math"
@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
-const pad = -1
+const pad = PadID
 
 // ceBatch is a small batch with everything computed by hand in Go.
 type ceBatch struct {
@@ -139,24 +138,5 @@ func TestMaskedCrossEntropyBadInput(t *testing.T) {
 	outOfRange := ts.MustOfSlice([]int64{1, 4, 0, 7, 2, 3, 3, 0}).MustReshape([]int64{2, 4}, true)
 	if _, err := MaskedCrossEntropy(logits, outOfRange, dropped, pad); err == nil {
 		t.Errorf("target 7 with 5 classes: no error")
-	}
-}
-
-func TestDroppedTensor(t *testing.T) {
-	m := mustNew(t, Config{Strategy: StrategyStatic, K: 2, Start: 1})
-	rows := [][]int32{{5, 6, 7, 8}, {5, 6}}
-	d, err := DroppedTensor(m, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := d.MustSize(); got[0] != 2 || got[1] != 4 || d.DType() != gotch.Bool {
-		t.Fatalf("shape %v dtype %v", got, d.DType())
-	}
-	vals := d.MustTotype(gotch.Int64, false).Int64Values()
-	want := []int64{0, 1, 0, 1, 0, 1, 0, 0}
-	for i := range want {
-		if vals[i] != want[i] {
-			t.Fatalf("dropped %v, want %v", vals, want)
-		}
 	}
 }
