@@ -87,7 +87,8 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		if r.Prefix == nil {
 			r.Prefix, r.Suffix, r.Generated = []int32{}, []int32{}, []int32{}
 		}
-		r.PrefixText, r.SuffixText, r.GeneratedText = tok.Decode(r.Prefix), tok.Decode(r.Suffix), tok.Decode(r.Generated)
+		r.PrefixText = tok.Decode(r.Prefix)
+		r.SuffixText, r.GeneratedText = scoredTexts(tok, r.Suffix, r.Generated)
 		r.WindowText = tok.Decode(p.Window)
 		r.Loss, r.MinK = meanAndMinK(losses[i], cfg.MinKFraction)
 		if refLosses != nil {
@@ -135,4 +136,12 @@ func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts 
 	}
 	slog.Info("extract: reference losses", "checkpoint", ckpt)
 	return windowLosses(ctx, ref, ws, cfg.BatchSize)
+}
+
+// scoredTexts decodes the true suffix and the generation, the two texts
+// RougeL compares, without special tokens, as the goldfish reference
+// decodes them (skip_special_tokens=True): an EOS the model emits is not a
+// word of its answer.
+func scoredTexts(tok *data.Tokenizer, suffix, generated []int32) (suffixText, generatedText string) {
+	return tok.DecodeText(suffix), tok.DecodeText(generated)
 }

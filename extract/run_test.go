@@ -71,7 +71,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 		if r.Status != StatusOK || len(r.Suffix) != 16 || len(r.Generated) != 16 || len(r.Prefix)+16 != min(r.NTokens, 256) {
 			t.Errorf("doc %d: status %s, prefix %d, suffix %d, generated %d of %d tokens", r.DocID, r.Status, len(r.Prefix), len(r.Suffix), len(r.Generated), r.NTokens)
 		}
-		if r.GeneratedText != tok.Decode(r.Generated) || r.SuffixText != tok.Decode(r.Suffix) {
+		if r.GeneratedText != tok.DecodeText(r.Generated) || r.SuffixText != tok.DecodeText(r.Suffix) {
 			t.Errorf("doc %d: texts are not the decoded ids", r.DocID)
 		}
 		if r.WindowText != tok.Decode(append(append([]int32(nil), r.Prefix...), r.Suffix...)) || !strings.HasPrefix(r.Text, r.WindowText) {
