@@ -104,24 +104,7 @@ func TestSameSeedBitIdentical(t *testing.T) {
 func TestResumeIsExact(t *testing.T) {
 	cfg, mcfg, lcfg := smallRun()
 	cfg.Threads = 2
-	src := textSource{ids: opticks(t, 2000), rows: 24}
-	whole, broken := t.TempDir(), t.TempDir()
-	if err := Run(context.Background(), cfg, mcfg, lcfg, src, whole, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Run(context.Background(), cfg, mcfg, lcfg, src, broken, Options{StopAfter: 6}); err != nil {
-		t.Fatal(err)
-	}
-	if _, st, _ := latestGood(broken); st.Step != 4 {
-		t.Fatalf("after stopping at step 6 the latest checkpoint is step %d, want 4", st.Step)
-	}
-	if err := Run(context.Background(), cfg, mcfg, lcfg, src, broken, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if a, b := checkpointDigest(t, whole), checkpointDigest(t, broken); a != b {
-		t.Errorf("resumed run ends with different weights: %s vs %s", a[:12], b[:12])
-	}
-	sameMetrics(t, readMetrics(t, whole), readMetrics(t, broken))
+	checkResumeExact(t, cfg, mcfg, lcfg)
 }
 
 func TestCorruptCheckpointRefused(t *testing.T) {
