@@ -19,18 +19,20 @@ type addedToken struct {
 // automaton with MatchKind::LeftmostLongest does: the match that starts
 // first, and of those the longest; equal contents go to the first listed.
 type trie struct {
-	byFirst map[byte][]int // first byte -> indexes into toks, longest first
+	byFirst [256][]int // first byte -> indexes into toks, longest first
+	any     bool
 	toks    []*addedToken
 	pats    []string // what is searched for: content, or its normalized form
 }
 
 func newTrie(toks []*addedToken, pats []string) *trie {
-	t := &trie{byFirst: map[byte][]int{}, toks: toks, pats: pats}
+	t := &trie{toks: toks, pats: pats}
 	for i, p := range pats {
 		if p == "" {
 			continue
 		}
 		t.byFirst[p[0]] = append(t.byFirst[p[0]], i)
+		t.any = true
 	}
 	for _, l := range t.byFirst {
 		sort.SliceStable(l, func(a, b int) bool { return len(pats[l[a]]) > len(pats[l[b]]) })
@@ -40,7 +42,7 @@ func newTrie(toks []*addedToken, pats []string) *trie {
 
 // next returns the leftmost-longest match at or after from.
 func (t *trie) next(s string, from int) (tok *addedToken, start, end int, ok bool) {
-	if len(t.byFirst) == 0 {
+	if !t.any {
 		return nil, 0, 0, false
 	}
 	for i := from; i < len(s); i++ {
@@ -120,6 +122,7 @@ type addedVocab struct {
 	byID      map[int32]*addedToken
 	byContent map[string]int32
 	specials  map[string]bool
+	warnings  []string
 	raw       *trie // tokens with normalized=false, matched in the raw text
 	norm      *trie // normalized=true, matched in the normalized text
 }
@@ -186,7 +189,8 @@ func parseAdded(raw json.RawMessage, m model, n normalizer) (*addedVocab, error)
 			next++
 		}
 		if fileID >= 0 && int32(fileID) != id {
-			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d] %q has id %d, but the library would give it %d", i, a.content, fileID, id)
+			// The library warns and uses its own id; so do we.
+			av.warnings = append(av.warnings, fmt.Sprintf("tokenizer.json: added_tokens[%d] %q says id %d; the library gives it %d", i, a.content, fileID, id))
 		}
 		a.id = id
 		av.byContent[a.content] = id

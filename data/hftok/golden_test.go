@@ -121,11 +121,87 @@ func nonNil(ids []int32) []int32 {
 
 // TestGoldens: the Llama 3 and Llama 2-style tokenizers give the library's
 // ids, with and without special tokens, and its decoded text.
+//
+// long.json holds two long texts: past 256 bytes a Llama 2 document (one
+// piece, no pre-tokenizer) is merged in segments (bpe.tokenizeSegments),
+// which these cases check against the library.
 func TestGoldens(t *testing.T) {
-	for name, cases := range goldens(t, "tokenizers.json") {
+	all := goldens(t, "tokenizers.json")
+	for name, cases := range goldens(t, "long.json") {
+		all[name] = append(all[name], cases...)
+	}
+	for name, cases := range all {
 		t.Run(name, func(t *testing.T) {
 			tok := fetched(t, name)
 			for _, c := range cases {
+				checkCase(t, tok, c)
+			}
+		})
+	}
+}
+
+// variant is one entry of testdata/variants.json: a fetched tokenizer.json
+// with top-level keys replaced and added tokens appended.
+type variant struct {
+	Name       string                     `json:"name"`
+	Base       string                     `json:"base"`
+	Set        map[string]json.RawMessage `json:"set"`
+	ExtraAdded []json.RawMessage          `json:"added_tokens_extra"`
+	Cases      []goldenCase               `json:"cases"`
+}
+
+// buildVariant applies a variant's edits to its base file.
+func buildVariant(t *testing.T, v variant) *Tokenizer {
+	t.Helper()
+	f := fetchedFiles[v.Base]
+	fetched(t, v.Base) // skips or fails when the file is missing
+	raw, err := os.ReadFile(filepath.Join(cacheDir(), "corpora", f.corpus, "package", "models", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, val := range v.Set {
+		doc[k] = val
+	}
+	var added []json.RawMessage
+	if err := json.Unmarshal(doc["added_tokens"], &added); err != nil {
+		t.Fatal(err)
+	}
+	doc["added_tokens"], _ = json.Marshal(append(added, v.ExtraAdded...))
+	edited, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Parse(edited)
+	if err != nil {
+		t.Fatalf("variant %s: %v", v.Name, err)
+	}
+	return tok
+}
+
+// TestVariantGoldens: more configurations (GPT-NeoX-style ByteLevel
+// pre-tokenizer, add_prefix_space, every Split behavior and invert, Digits,
+// Metaspace schemes, normalizer chains, added tokens with lstrip, rstrip,
+// single_word and normalized, templates) against the library's output.
+func TestVariantGoldens(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "variants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct{ Variants []variant }
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("testdata/variants.json: %v", err)
+	}
+	if len(f.Variants) < 5 {
+		t.Fatalf("testdata/variants.json has %d variants", len(f.Variants))
+	}
+	for _, v := range f.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			tok := buildVariant(t, v)
+			for _, c := range v.Cases {
 				checkCase(t, tok, c)
 			}
 		})

@@ -87,6 +87,7 @@ type bpe struct {
 	prefix       string // continuing_subword_prefix
 	suffix       string // end_of_word_suffix
 	byteIDs      [256]int32
+	cutAtMeta    bool // see tokenizeSegments
 
 	cache     sync.Map // pre-token -> []int32
 	cacheSize atomic.Int64
@@ -97,6 +98,10 @@ type mergeTo struct{ rank, id int32 }
 // maxCached bounds the piece cache; the library keeps 10,000 pieces, we
 // keep more because long documents repeat their words.
 const maxCached = 1 << 20
+
+// maxCachedLen keeps whole documents (one piece when there is no
+// pre-tokenizer, as in Llama 2) out of the cache, as the library does.
+const maxCachedLen = 256
 
 func parseBPE(o *obj) (*bpe, error) {
 	v, err := parseVocab(o)
@@ -168,6 +173,7 @@ func parseBPE(o *obj) (*bpe, error) {
 		// A repeated pair keeps its last rank, as the library's map does.
 		b.merges[[2]int32{a, c}] = mergeTo{int32(r), id}
 	}
+	b.cutAtMeta = b.metaBoundarySafe(pairs)
 	return b, nil
 }
 
@@ -208,11 +214,62 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 	if v, ok := b.cache.Load(s); ok {
 		return append(out, v.([]int32)...)
 	}
+	if len(s) >= maxCachedLen && b.cutAtMeta {
+		return b.tokenizeSegments(s, out)
+	}
+	return append(out, b.cached(s)...)
+}
+
+// cached is mergeWord through the piece cache.
+func (b *bpe) cached(s string) []int32 {
+	if v, ok := b.cache.Load(s); ok {
+		return v.([]int32)
+	}
 	ids := b.mergeWord(s)
-	if b.cacheSize.Add(1) <= maxCached {
+	if len(s) < maxCachedLen && b.cacheSize.Add(1) <= maxCached {
 		b.cache.Store(s, ids)
 	}
-	return append(out, ids...)
+	return ids
+}
+
+// tokenizeSegments encodes a long piece (a whole document when there is no
+// pre-tokenizer, as in Llama 2) as the segments that start at a "▁" after
+// another character. No merge joins a symbol that ends in another
+// character to one that starts with "▁" (cutAtMeta checks the merge list),
+// so no merge crosses such a boundary, the segments merge independently,
+// and the result is the ids of the whole piece, from cached segments.
+func (b *bpe) tokenizeSegments(s string, out []int32) []int32 {
+	start := 0
+	prevMeta := true
+	for i, r := range s {
+		isMeta := r == metaspace
+		if isMeta && !prevMeta && i > start {
+			out = append(out, b.cached(s[start:i])...)
+			start = i
+		}
+		prevMeta = isMeta
+	}
+	return append(out, b.cached(s[start:])...)
+}
+
+// metaspace is SentencePiece's visible space, U+2581.
+const metaspace = '▁'
+
+// metaBoundarySafe reports whether no merge has a left side ending in a
+// character other than "▁" and a right side starting with "▁", and "▁" is a
+// token, so a piece can be cut before such a "▁" without changing its ids.
+func (b *bpe) metaBoundarySafe(pairs [][2]string) bool {
+	if _, ok := b.ids[string(metaspace)]; !ok || b.prefix != "" || b.suffix != "" {
+		return false
+	}
+	for _, p := range pairs {
+		last, _ := utf8.DecodeLastRuneInString(p[0])
+		first, _ := utf8.DecodeRuneInString(p[1])
+		if last != metaspace && first == metaspace {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeWord starts from one symbol per character (byte tokens or unk for

@@ -8,9 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// preTokenizer cuts each text piece further (added tokens pass through).
+// preTokenizer cuts a text piece further and emits the sub-pieces in
+// order. The library applies each pre-tokenizer of a Sequence to all
+// pieces before the next; since each maps one piece to its sub-pieces on
+// its own, running the chain depth-first per piece gives the same pieces,
+// without holding them all.
 type preTokenizer interface {
-	preTokenize(in []piece) []piece
+	apply(p piece, emit func(piece))
 }
 
 // behavior is a Split's SplitDelimiterBehavior.
@@ -115,11 +119,14 @@ func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) 
 
 type seqPre []preTokenizer
 
-func (s seqPre) preTokenize(in []piece) []piece {
-	for _, p := range s {
-		in = p.preTokenize(in)
+func (s seqPre) apply(p piece, emit func(piece)) { s.from(0, p, emit) }
+
+func (s seqPre) from(k int, p piece, emit func(piece)) {
+	if k == len(s) {
+		emit(p)
+		return
 	}
-	return in
+	s[k].apply(p, func(q piece) { s.from(k+1, q, emit) })
 }
 
 // span is a stretch of a piece's text and whether the pattern matched it.
@@ -173,9 +180,9 @@ func charSpans(s string, pred func(rune) bool, out []span) []span {
 	return out
 }
 
-// cut applies a behavior to spans and appends the resulting sub-pieces of p
+// cut applies a behavior to spans and emits the resulting sub-pieces of p
 // (empty ones dropped, as the library drops them).
-func cut(p piece, spans []span, b behavior, out []piece) []piece {
+func cut(p piece, spans []span, b behavior, emit func(piece)) {
 	type part struct {
 		start, end int
 		remove     bool
@@ -227,27 +234,31 @@ func cut(p piece, spans []span, b behavior, out []piece) []piece {
 		if q.remove || q.start == q.end {
 			continue
 		}
-		out = append(out, sub(p, q.start, q.end))
+		emit(sub(p, q.start, q.end))
 	}
-	return out
+}
+
+// isolate emits the matches of m in p and the gaps between them: Split's
+// Isolated behavior without invert, the common case, without a span list.
+func isolate(p piece, m matcher, emit func(piece)) {
+	prev := 0
+	m.find(p.text, func(start, end int) {
+		if prev < start {
+			emit(sub(p, prev, start))
+		}
+		if start < end {
+			emit(sub(p, start, end))
+		}
+		prev = end
+	})
+	if prev < len(p.text) {
+		emit(sub(p, prev, len(p.text)))
+	}
 }
 
 // sub is p's text from start to end, with its position in the input.
 func sub(p piece, start, end int) piece {
 	return piece{text: p.text[start:end], orig: p.orig + max(0, start-p.ins), ins: max(0, min(p.ins, end)-start)}
-}
-
-// eachText runs f on the text pieces and passes added tokens through.
-func eachText(in []piece, f func(p piece, out []piece) []piece) []piece {
-	out := make([]piece, 0, len(in)*2)
-	for _, p := range in {
-		if p.tok != nil {
-			out = append(out, p)
-			continue
-		}
-		out = f(p, out)
-	}
-	return out
 }
 
 type splitPre struct {
@@ -256,12 +267,12 @@ type splitPre struct {
 	invert bool
 }
 
-func (s splitPre) preTokenize(in []piece) []piece {
-	var spans []span
-	return eachText(in, func(p piece, out []piece) []piece {
-		spans = regexSpans(s.m, p.text, s.invert, spans[:0])
-		return cut(p, spans, s.b, out)
-	})
+func (s splitPre) apply(p piece, emit func(piece)) {
+	if s.b == isolated && !s.invert {
+		isolate(p, s.m, emit)
+		return
+	}
+	cut(p, regexSpans(s.m, p.text, s.invert, nil), s.b, emit)
 }
 
 // byteLevelPre is GPT-2's scheme: optionally a space in front of each piece,
@@ -271,25 +282,20 @@ type byteLevelPre struct {
 	re                       matcher
 }
 
-func (b byteLevelPre) preTokenize(in []piece) []piece {
-	var spans []span
-	out := eachText(in, func(p piece, out []piece) []piece {
-		if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
-			p.text = " " + p.text
-			p.ins++
-		}
-		if !b.useRegex {
-			return append(out, p)
-		}
-		spans = regexSpans(b.re, p.text, false, spans[:0])
-		return cut(p, spans, isolated, out)
-	})
-	for i := range out {
-		if out[i].tok == nil {
-			out[i].text = byteLevelString(out[i].text)
-		}
+func (b byteLevelPre) apply(p piece, emit func(piece)) {
+	if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
+		p.text = " " + p.text
+		p.ins++
 	}
-	return out
+	mapped := func(q piece) {
+		q.text = byteLevelString(q.text)
+		emit(q)
+	}
+	if !b.useRegex {
+		mapped(p)
+		return
+	}
+	isolate(p, b.re, mapped)
 }
 
 // metaspacePre is SentencePiece's convention: spaces become the
@@ -341,37 +347,29 @@ func parseMetaspace(o *obj) (metaspacePre, error) {
 	return m, nil
 }
 
-func (m metaspacePre) preTokenize(in []piece) []piece {
-	var spans []span
-	isRepl := func(r rune) bool { return r == m.repl }
-	return eachText(in, func(p piece, out []piece) []piece {
-		p.text = strings.ReplaceAll(p.text, " ", m.replStr)
-		if !strings.HasPrefix(p.text, m.replStr) &&
-			(m.scheme == "always" || (m.scheme == "first" && p.orig == 0)) {
-			p.text = m.replStr + p.text
-			p.ins += len(m.replStr)
-		}
-		if !m.split {
-			return append(out, p)
-		}
-		spans = charSpans(p.text, isRepl, spans[:0])
-		return cut(p, spans, mergedWithNext, out)
-	})
+func (m metaspacePre) apply(p piece, emit func(piece)) {
+	p.text = strings.ReplaceAll(p.text, " ", m.replStr)
+	if !strings.HasPrefix(p.text, m.replStr) &&
+		(m.scheme == "always" || (m.scheme == "first" && p.orig == 0)) {
+		p.text = m.replStr + p.text
+		p.ins += len(m.replStr)
+	}
+	if !m.split {
+		emit(p)
+		return
+	}
+	cut(p, charSpans(p.text, func(r rune) bool { return r == m.repl }, nil), mergedWithNext, emit)
 }
 
 // digitsPre isolates digits: each one, or each run.
 type digitsPre struct{ individual bool }
 
-func (d digitsPre) preTokenize(in []piece) []piece {
-	var spans []span
+func (d digitsPre) apply(p piece, emit func(piece)) {
 	b := contiguous
 	if d.individual {
 		b = isolated
 	}
-	return eachText(in, func(p piece, out []piece) []piece {
-		spans = charSpans(p.text, unicode.IsNumber, spans[:0])
-		return cut(p, spans, b, out)
-	})
+	cut(p, charSpans(p.text, unicode.IsNumber, nil), b, emit)
 }
 
 // whitespacePre keeps the runs of \w+ and of [^\w\s]+ (Rust's Unicode
@@ -401,21 +399,13 @@ func (wordOrPunct) find(s string, fn func(start, end int)) {
 	}
 }
 
-func (whitespacePre) preTokenize(in []piece) []piece {
-	var spans []span
-	return eachText(in, func(p piece, out []piece) []piece {
-		spans = regexSpans(wordOrPunct{}, p.text, true, spans[:0])
-		return cut(p, spans, removed, out)
-	})
+func (whitespacePre) apply(p piece, emit func(piece)) {
+	cut(p, regexSpans(wordOrPunct{}, p.text, true, nil), removed, emit)
 }
 
 // whitespaceSplitPre splits on white space, dropping it.
 type whitespaceSplitPre struct{}
 
-func (whitespaceSplitPre) preTokenize(in []piece) []piece {
-	var spans []span
-	return eachText(in, func(p piece, out []piece) []piece {
-		spans = charSpans(p.text, unicode.IsSpace, spans[:0])
-		return cut(p, spans, removed, out)
-	})
+func (whitespaceSplitPre) apply(p piece, emit func(piece)) {
+	cut(p, charSpans(p.text, unicode.IsSpace, nil), removed, emit)
 }

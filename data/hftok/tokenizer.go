@@ -29,6 +29,9 @@ type Tokenizer struct {
 	bos     int32
 	eos     int32
 	Version string
+	// Warnings are what the library would log while loading the file
+	// (added tokens whose "id" is not the one they get).
+	Warnings []string
 }
 
 // Load reads path, a tokenizer.json file or a directory holding one.
@@ -86,6 +89,7 @@ func Parse(raw []byte) (*Tokenizer, error) {
 	if err := o.done(); err != nil {
 		return nil, err
 	}
+	t.Warnings = t.added.warnings
 	t.maxID = -1
 	for _, id := range t.modelIDs() {
 		t.maxID = max(t.maxID, id)
@@ -125,17 +129,17 @@ func (t *Tokenizer) modelIDs() []int32 {
 // valid with U+FFFD, as a JavaScript or Python caller of the library would.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	text = validUTF8(text)
-	pieces := t.extract(text)
-	if t.pre != nil {
-		pieces = t.pre.preTokenize(pieces)
-	}
 	ids := make([]int32, 0, len(text)/3+1)
-	for _, p := range pieces {
-		if p.tok != nil {
+	model := func(p piece) { ids = t.model.tokenize(p.text, ids) }
+	for _, p := range t.extract(text) {
+		switch {
+		case p.tok != nil:
 			ids = append(ids, p.tok.id)
-			continue
+		case t.pre != nil:
+			t.pre.apply(p, model)
+		default:
+			model(p)
 		}
-		ids = t.model.tokenize(p.text, ids)
 	}
 	if t.post != nil {
 		ids = t.post.process(ids, addSpecial)

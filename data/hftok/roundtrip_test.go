@@ -1,0 +1,82 @@
+package hftok
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// opticks is Newton's Opticks from the Go installation: always present.
+func opticks(t testing.TB) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestRoundTrip: decode(encode(x)) == x, line by line over a few thousand
+// lines of the Opticks and for the golden texts, for both tokenizers.
+func TestRoundTrip(t *testing.T) {
+	lines := strings.Split(opticks(t), "\n")
+	if len(lines) < 3000 {
+		t.Fatalf("Opticks has %d lines", len(lines))
+	}
+	lines = lines[:3000]
+	for name, cases := range goldens(t, "tokenizers.json") {
+		t.Run(name, func(t *testing.T) {
+			tok := fetched(t, name)
+			texts := append([]string{}, lines...)
+			for _, c := range cases {
+				texts = append(texts, c.Text)
+			}
+			bad := 0
+			for _, s := range texts {
+				if got := tok.Decode(tok.Encode(s, false), true); got != s {
+					bad++
+					if bad <= 5 {
+						t.Errorf("round trip %q gave %q", s, got)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d texts did not round-trip", bad, len(texts))
+			}
+		})
+	}
+}
+
+func benchmarkEncode(b *testing.B, name string) {
+	tok := fetched(b, name)
+	text := opticks(b)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tok.Encode(text, false)
+	}
+}
+
+// BenchmarkEncodeLlama3 reports MB/s over the whole Opticks (about 570 KB).
+func BenchmarkEncodeLlama3(b *testing.B) { benchmarkEncode(b, "llama3.json") }
+
+// BenchmarkEncodeLlama2 reports MB/s over the whole Opticks.
+func BenchmarkEncodeLlama2(b *testing.B) { benchmarkEncode(b, "llama2.json") }
+
+func BenchmarkParseLlama3(b *testing.B) {
+	f := fetchedFiles["llama3.json"]
+	fetched(b, "llama3.json")
+	raw, err := os.ReadFile(filepath.Join(cacheDir(), "corpora", f.corpus, "package", "models", "tokenizer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
