@@ -58,7 +58,7 @@ func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt
 			n = max(n, len(prompts[i].Suffix))
 			rngs[k] = sampleRNG(cfg.Seed, prompts[i].Doc.ID)
 		}
-		lm := newStepper(g, useCache)
+		lm := model.NewStepper(g, useCache)
 		var gen [][]int32
 		var err error
 		if cfg.Decoding == DecodeBeam {
@@ -95,7 +95,7 @@ func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int
 		for k, i := range idx {
 			ws[k] = prompts[i].Window
 		}
-		ls, err := tokenLosses(g, ws)
+		ls, err := g.TokenNLL(ws)
 		if err != nil {
 			return nil, err
 		}

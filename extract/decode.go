@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/memo-research/memo/model"
 )
 
 // stepper is a language model decoding a batch of rows in lockstep.
@@ -23,17 +25,6 @@ type stepper interface {
 // decoder turns logits into tokens with one strategy.
 type decoder struct {
 	cfg Config
-}
-
-// greedyPick is the argmax; ties go to the lowest id (as torch.argmax).
-func greedyPick(logits []float32) int32 {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 // candidates are the tokens sampling may draw and their probabilities,
@@ -142,7 +133,7 @@ func (d decoder) generate(lm stepper, prompts [][]int32, n int, rngs []*rand.Ran
 			if d.cfg.Decoding == DecodeSample {
 				next[i] = d.samplePick(l, rngs[i])
 			} else {
-				next[i] = greedyPick(l)
+				next[i] = model.Argmax(l)
 			}
 			out[i] = append(out[i], next[i])
 		}

@@ -25,13 +25,13 @@ func TestRightPaddedLossesMatchOneAtATime(t *testing.T) {
 	}
 	alone := make([][]float32, len(windows))
 	for i, w := range windows {
-		ls, err := tokenLosses(g, [][]int32{w})
+		ls, err := g.TokenNLL([][]int32{w})
 		if err != nil {
 			t.Fatal(err)
 		}
 		alone[i] = ls[0]
 	}
-	batched, err := tokenLosses(g, windows)
+	batched, err := g.TokenNLL(windows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ type Cache struct {
 	maxLen int
 	n      int          // positions filled
 	starts []int        // first real position of each row
-	k, v   []*ts.Tensor // per layer [B,H,maxLen,hd]
+	k, v   []*ts.Tensor // per layer [B,KVHeads,maxLen,hd]
 }
 
 // NewCache makes an empty cache for batch rows of up to maxLen positions
@@ -29,7 +29,7 @@ func (g *GPT) NewCache(batch, maxLen int) (*Cache, error) {
 		return nil, fmt.Errorf("model: cache of %d rows × %d positions: want rows > 0 and 0 < positions <= context %d", batch, maxLen, c.Context)
 	}
 	kc := &Cache{g: g, batch: batch, maxLen: maxLen, starts: make([]int, batch)}
-	dims := []int64{int64(batch), int64(c.Heads), int64(maxLen), int64(c.HeadDim())}
+	dims := []int64{int64(batch), int64(c.KVHeads), int64(maxLen), int64(c.HeadDim)}
 	for range g.blocks {
 		kc.k = append(kc.k, ts.MustZeros(dims, gotch.Float, g.device))
 		kc.v = append(kc.v, ts.MustZeros(dims, gotch.Float, g.device))
@@ -101,7 +101,8 @@ func (kc *Cache) Drop() {
 }
 
 // append stores this call's keys and values [B,H,t,hd] of layer l after the
-// filled positions and returns all keys and values so far.
+// filled positions and returns all keys and values so far. It takes
+// ownership of k and v.
 func (kc *Cache) append(l int, k, v *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
 	t := k.MustSize()[2]
 	kn := kc.k[l].MustNarrow(2, int64(kc.n), t, false)
@@ -127,7 +128,7 @@ func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
 	}
 	b, t := int(size[0]), int(size[1])
 	s := cache.n + t
-	hd := g.cfg.HeadDim()
+	rot := g.cfg.RotaryDim()
 	pos := make([]int64, b*t)
 	mask := make([]float32, b*t*s)
 	ninf := float32(math.Inf(-1))
@@ -156,8 +157,8 @@ func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
 		if err != nil {
 			panic(fmt.Sprintf("model: mask: %v", err))
 		}
-		cos := g.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(hd)}, true)
-		sin := g.sinS.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(hd)}, true)
+		cos := g.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
+		sin := g.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
 		logits = g.run(ids, cos, sin, mt, cache)
 		for _, x := range []*ts.Tensor{pt, mt, cos, sin} {
 			x.MustDrop()

@@ -1,19 +1,26 @@
-// Package model is memo's decoder: a Llama-style transformer on libtorch
-// (through gotch), its parameter and FLOP counts, and KV-cache decoding.
+// Package model is memo's decoder: a transformer on libtorch (through
+// gotch), its parameter and FLOP counts, and KV-cache decoding.
 //
-// The network, per DESIGN.md: token embedding; Layers pre-norm blocks of
-// RMSNorm (eps 1e-5) → causal multi-head attention with rotary embeddings
-// (theta 10000, rotate-half) and no biases → residual → RMSNorm → SwiGLU MLP
-// down(silu(gate(x)) * up(x)) → residual; a final RMSNorm; an LM head tied to
-// the embedding unless Config.Untied. Weights are N(0, 0.02), norms 1.
+// Two block layouts share one forward pass, so that memo trains its own
+// models and imports the checkpoints researchers study (docs/DESIGN.md):
 //
-// Tensor names follow Hugging Face's Llama so checkpoints open in PyTorch
-// tools (see Names).
+//   - llama (memo's own, and Llama/TinyLlama/SmolLM/Mistral): RMSNorm →
+//     causal attention with rotary embeddings (rotate-half) over
+//     grouped-query heads → residual → RMSNorm → SwiGLU
+//     down(silu(gate(x)) * up(x)) → residual; optional attention biases;
+//   - gpt_neox (Pythia): LayerNorm with bias, one fused per-head q|k|v
+//     projection with bias, rotary on the first rotary_pct of each head,
+//     an exact-GELU MLP with biases, and optionally the parallel residual
+//     x + attn(ln1(x)) + mlp(ln2(x)).
+//
+// Then a final norm and an LM head, tied to the embedding unless
+// Config.Untied. Fresh weights are N(0, 0.02), norm gains 1, biases 0.
+// Tensor names are Hugging Face's for the layout (see Params).
 //
 // libtorch keeps its grad mode per OS thread: a caller that wraps Forward in
 // ts.NoGrad must hold runtime.LockOSThread around it, or the goroutine may
 // run the forward on another thread with gradients on. ForwardCached and
-// Generate do this themselves.
+// the Stepper do this themselves.
 package model
 
 import (
@@ -28,14 +35,10 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-const (
-	normEps    = 1e-5
-	ropeTheta  = 10000.0
-	initStdDev = 0.02
-)
+const initStdDev = 0.02
 
 // Param is one trainable tensor under its Hugging Face name. Decay is true
-// for matrices (weight decay applies) and false for norm gains.
+// for matrices (weight decay applies) and false for norm gains and biases.
 type Param struct {
 	Name   string
 	Tensor *ts.Tensor
@@ -48,94 +51,168 @@ type GPT struct {
 	device gotch.Device
 	embed  *ts.Tensor // [V, d]
 	blocks []block
-	norm   *ts.Tensor // [d]
+	norm   norm
 	head   *ts.Tensor // [V, d]; the embedding when tied
 	params []Param
-	// cos and sinS are the rotary tables [Context, headDim]; sinS carries
-	// rotate-half's sign (−sin on the first half) so that
-	// rope(x) = x·cos + swapHalves(x)·sinS.
-	cos, sinS *ts.Tensor
-	causal    map[int64]*ts.Tensor // additive causal masks by length
+	// cos and sinSigned are the rotary tables [Context, RotaryDim];
+	// sinSigned carries rotate-half's sign (−sin on the first half), so
+	// that rope(x) = x·cos + swapHalves(x)·sinSigned.
+	cos, sinSigned *ts.Tensor
+	causal         map[int64]*ts.Tensor // additive causal masks by length
 }
 
+// norm is RMSNorm's gain, or LayerNorm's gain and bias (gpt_neox).
+type norm struct{ weight, bias *ts.Tensor }
+
+// block holds one layer's weights. A nil bias is no bias.
 type block struct {
-	attnNorm, q, k, v, o *ts.Tensor
-	mlpNorm, gate, up    *ts.Tensor
-	down                 *ts.Tensor
+	norm1, norm2 norm
+	// llama: separate q, k, v projections [heads·hd, d] and [kv·hd, d],
+	// concatenated into one product per forward so that checkpoints keep
+	// Hugging Face's separate q/k/v_proj. gpt_neox: qkv [3·heads·hd, d]
+	// laid out per head as q|k|v.
+	q, k, v, qBias, kBias, vBias *ts.Tensor
+	qkv, qkvBias                 *ts.Tensor
+	out, outBias                 *ts.Tensor // [d, heads·hd]
+	// llama: gate, up [ffn, d], down [d, ffn]; gpt_neox: up and down with biases.
+	gate, up, down, upBias, downBias *ts.Tensor
+}
+
+// tensors lists a block's weight slots, so Replica can remap them all.
+func (b *block) tensors() []**ts.Tensor {
+	return []**ts.Tensor{&b.norm1.weight, &b.norm1.bias, &b.norm2.weight, &b.norm2.bias,
+		&b.q, &b.k, &b.v, &b.qBias, &b.kBias, &b.vBias, &b.qkv, &b.qkvBias, &b.out, &b.outBias,
+		&b.gate, &b.up, &b.down, &b.upBias, &b.downBias}
 }
 
 // New builds a GPT with fresh weights on p. cfg is resolved first; the
 // weights are drawn from cfg.Seed in Go, so they are the same on any device
 // and libtorch build.
-func New(p *nn.Path, cfg Config) (*GPT, error) {
+func New(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, true) }
+
+// NewUninitialized builds a GPT whose weights are allocated but not set,
+// for a caller that loads every one of them from a file next: drawing
+// a billion normal values only to overwrite them would take seconds.
+func NewUninitialized(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, false) }
+
+// weightKind says how a fresh weight starts.
+type weightKind int
+
+const (
+	matrixWeight weightKind = iota // N(0, 0.02), decayed
+	gainWeight                     // ones
+	biasWeight                     // zeros
+)
+
+func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 	c, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
 	}
 	g := &GPT{cfg: c, device: p.Device(), causal: map[int64]*ts.Tensor{}}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6d656d6f)) // "memo"
-	v, d, f := int64(c.Vocab), int64(c.Dim), int64(c.FFN)
 	// Every weight's path is built afresh from p: gotch's Path.Sub appends to
 	// a shared slice, so two live sibling paths could overwrite each other.
-	add := func(name string, dims []int64, matrix bool) (*ts.Tensor, error) {
-		n := dims[0]
-		if len(dims) == 2 {
-			n *= dims[1]
-		}
-		vals := make([]float32, n)
-		for i := range vals {
-			if matrix {
-				vals[i] = float32(rng.NormFloat64() * initStdDev)
-			} else {
-				vals[i] = 1
-			}
-		}
-		t, err := tensorOf(vals, dims, g.device)
+	add := func(name string, kind weightKind, dims ...int64) *ts.Tensor {
 		if err != nil {
-			return nil, err
+			return nil
+		}
+		var t *ts.Tensor
+		if initialise {
+			n := dims[0]
+			if len(dims) == 2 {
+				n *= dims[1]
+			}
+			vals := make([]float32, n)
+			for i := range vals {
+				switch kind {
+				case matrixWeight:
+					vals[i] = float32(rng.NormFloat64() * initStdDev)
+				case gainWeight:
+					vals[i] = 1
+				}
+			}
+			if t, err = tensorOf(vals, dims, g.device); err != nil {
+				return nil
+			}
+		} else {
+			t = ts.MustEmpty(dims, gotch.Float, g.device)
 		}
 		defer t.MustDrop()
 		leaf := p
-		for _, part := range strings.Split(name, ".") {
+		parts := strings.Split(name, ".")
+		for _, part := range parts[:len(parts)-1] {
 			leaf = leaf.Sub(part)
 		}
-		pt, err := leaf.Add("weight", t, true)
-		if err != nil {
-			return nil, fmt.Errorf("add %s: %w", name, err)
+		pt, e := leaf.Add(parts[len(parts)-1], t, true)
+		if e != nil {
+			err = fmt.Errorf("add %s: %w", name, e)
+			return nil
 		}
-		g.params = append(g.params, Param{Name: name + ".weight", Tensor: pt, Decay: matrix})
-		return pt, nil
+		g.params = append(g.params, Param{Name: name, Tensor: pt, Decay: kind == matrixWeight})
+		return pt
 	}
-	must := func(t *ts.Tensor, e error) *ts.Tensor {
-		if err == nil && e != nil {
-			err = e
+	v, d, f := int64(c.Vocab), int64(c.Dim), int64(c.FFN)
+	q, kv := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
+	optBias := func(name string, n int64) *ts.Tensor {
+		if !c.Bias {
+			return nil
 		}
-		return t
+		return add(name, biasWeight, n)
 	}
-	g.embed = must(add("model.embed_tokens", []int64{v, d}, true))
-	for i := 0; i < c.Layers; i++ {
-		lp := fmt.Sprintf("model.layers.%d.", i)
-		g.blocks = append(g.blocks, block{
-			attnNorm: must(add(lp+"input_layernorm", []int64{d}, false)),
-			q:        must(add(lp+"self_attn.q_proj", []int64{d, d}, true)),
-			k:        must(add(lp+"self_attn.k_proj", []int64{d, d}, true)),
-			v:        must(add(lp+"self_attn.v_proj", []int64{d, d}, true)),
-			o:        must(add(lp+"self_attn.o_proj", []int64{d, d}, true)),
-			mlpNorm:  must(add(lp+"post_attention_layernorm", []int64{d}, false)),
-			gate:     must(add(lp+"mlp.gate_proj", []int64{f, d}, true)),
-			up:       must(add(lp+"mlp.up_proj", []int64{f, d}, true)),
-			down:     must(add(lp+"mlp.down_proj", []int64{d, f}, true)),
-		})
-	}
-	g.norm = must(add("model.norm", []int64{d}, false))
-	g.head = g.embed
-	if c.Untied {
-		g.head = must(add("lm_head", []int64{v, d}, true))
+	switch c.Arch {
+	case ArchLlama:
+		g.embed = add("model.embed_tokens.weight", matrixWeight, v, d)
+		for i := 0; i < c.Layers; i++ {
+			lp := fmt.Sprintf("model.layers.%d.", i)
+			var b block
+			b.norm1.weight = add(lp+"input_layernorm.weight", gainWeight, d)
+			b.q = add(lp+"self_attn.q_proj.weight", matrixWeight, q, d)
+			b.qBias = optBias(lp+"self_attn.q_proj.bias", q)
+			b.k = add(lp+"self_attn.k_proj.weight", matrixWeight, kv, d)
+			b.kBias = optBias(lp+"self_attn.k_proj.bias", kv)
+			b.v = add(lp+"self_attn.v_proj.weight", matrixWeight, kv, d)
+			b.vBias = optBias(lp+"self_attn.v_proj.bias", kv)
+			b.out = add(lp+"self_attn.o_proj.weight", matrixWeight, d, q)
+			b.outBias = optBias(lp+"self_attn.o_proj.bias", d)
+			b.norm2.weight = add(lp+"post_attention_layernorm.weight", gainWeight, d)
+			b.gate = add(lp+"mlp.gate_proj.weight", matrixWeight, f, d)
+			b.up = add(lp+"mlp.up_proj.weight", matrixWeight, f, d)
+			b.down = add(lp+"mlp.down_proj.weight", matrixWeight, d, f)
+			g.blocks = append(g.blocks, b)
+		}
+		g.norm.weight = add("model.norm.weight", gainWeight, d)
+		g.head = g.embed
+		if c.Untied {
+			g.head = add("lm_head.weight", matrixWeight, v, d)
+		}
+	case ArchGPTNeoX:
+		g.embed = add("gpt_neox.embed_in.weight", matrixWeight, v, d)
+		for i := 0; i < c.Layers; i++ {
+			lp := fmt.Sprintf("gpt_neox.layers.%d.", i)
+			var b block
+			b.norm1 = norm{add(lp+"input_layernorm.weight", gainWeight, d), add(lp+"input_layernorm.bias", biasWeight, d)}
+			b.norm2 = norm{add(lp+"post_attention_layernorm.weight", gainWeight, d), add(lp+"post_attention_layernorm.bias", biasWeight, d)}
+			b.qkv = add(lp+"attention.query_key_value.weight", matrixWeight, 3*q, d)
+			b.qkvBias = add(lp+"attention.query_key_value.bias", biasWeight, 3*q)
+			b.out = add(lp+"attention.dense.weight", matrixWeight, d, q)
+			b.outBias = add(lp+"attention.dense.bias", biasWeight, d)
+			b.up = add(lp+"mlp.dense_h_to_4h.weight", matrixWeight, f, d)
+			b.upBias = add(lp+"mlp.dense_h_to_4h.bias", biasWeight, f)
+			b.down = add(lp+"mlp.dense_4h_to_h.weight", matrixWeight, d, f)
+			b.downBias = add(lp+"mlp.dense_4h_to_h.bias", biasWeight, d)
+			g.blocks = append(g.blocks, b)
+		}
+		g.norm = norm{add("gpt_neox.final_layer_norm.weight", gainWeight, d), add("gpt_neox.final_layer_norm.bias", biasWeight, d)}
+		g.head = g.embed
+		if c.Untied {
+			g.head = add("embed_out.weight", matrixWeight, v, d)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if g.cos, g.sinS, err = ropeTables(c.Context, c.HeadDim(), g.device); err != nil {
+	if g.cos, g.sinSigned, err = ropeTables(c, g.device); err != nil {
 		return nil, fmt.Errorf("model: rotary tables: %w", err)
 	}
 	return g, nil
@@ -147,10 +224,21 @@ func (g *GPT) Config() Config { return g.cfg }
 // Device is where the weights live.
 func (g *GPT) Device() gotch.Device { return g.device }
 
-// Params lists the trainable tensors in a fixed order: the embedding, each
-// layer's input_layernorm, q/k/v/o_proj, post_attention_layernorm,
-// gate/up/down_proj, then model.norm and (untied) lm_head.
+// Params lists the trainable tensors in a fixed order: for llama the
+// embedding, each layer's input_layernorm, q/k/v/o_proj (each followed by
+// its bias when Config.Bias), post_attention_layernorm, gate/up/down_proj,
+// then model.norm and (untied) lm_head; gpt_neox likewise in its names.
 func (g *GPT) Params() []Param { return g.params }
+
+// Param finds a parameter by its Hugging Face name.
+func (g *GPT) Param(name string) (Param, bool) {
+	for _, p := range g.params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
 
 // Names lists the Hugging Face tensor names of Params, in order.
 func (g *GPT) Names() []string {
@@ -170,7 +258,7 @@ func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 	}
 	t := size[1]
 	cos := g.cos.MustNarrow(0, 0, t, false)
-	sin := g.sinS.MustNarrow(0, 0, t, false)
+	sin := g.sinSigned.MustNarrow(0, 0, t, false)
 	defer cos.MustDrop()
 	defer sin.MustDrop()
 	return g.run(ids, cos, sin, g.causalMask(t), nil)
@@ -195,95 +283,176 @@ func (g *GPT) causalMask(t int64) *ts.Tensor {
 	return m
 }
 
-// run is the network. cos and sin are broadcastable to [B,1,T,hd] (rows of
-// the rotary tables for each token's position); mask is additive and
+// scope collects the intermediate tensors of one block so they are freed
+// together when it ends, instead of a MustDrop after every use.
+type scope []*ts.Tensor
+
+func (s *scope) keep(t *ts.Tensor) *ts.Tensor {
+	*s = append(*s, t)
+	return t
+}
+
+func (s *scope) drop() {
+	for _, t := range *s {
+		t.MustDrop()
+	}
+	*s = nil
+}
+
+// run is the network. cos and sin are broadcastable to [B,1,T,rot] (rows
+// of the rotary tables for each token's position); mask is additive and
 // broadcastable to [B,H,T,S] where S counts the keys attended; cache, when
 // not nil, receives this call's keys and values and supplies earlier ones.
 func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
-	c := g.cfg
-	size := ids.MustSize()
-	b, t := size[0], size[1]
-	d, h, hd := int64(c.Dim), int64(c.Heads), int64(c.HeadDim())
-	none := ts.NewTensor()
-	defer none.MustDrop()
-
 	x := ts.MustEmbedding(g.embed, ids, -1, false, false) // [B,T,d]
 	for li := range g.blocks {
-		blk := &g.blocks[li]
-
-		// Attention. One product for q, k and v; the weights are
-		// concatenated here rather than stored fused so that checkpoints
-		// keep Hugging Face's separate q/k/v_proj.
-		xn := rmsNorm(x, blk.attnNorm)
-		wqkv := ts.MustCat([]*ts.Tensor{blk.q, blk.k, blk.v}, 0)
-		qkv := ts.MustLinear(xn, wqkv, none) // [B,T,3d]
-		xn.MustDrop()
-		wqkv.MustDrop()
-		qkv5 := qkv.MustView([]int64{b, t, 3, h, hd}, true).MustPermute([]int64{2, 0, 3, 1, 4}, true) // [3,B,H,T,hd]
-		qk := qkv5.MustNarrow(0, 0, 2, false)
-		qkr := rope(qk, cos, sin, hd) // [2,B,H,T,hd]
-		qk.MustDrop()
-		q := qkr.MustSelect(0, 0, false)
-		k := qkr.MustSelect(0, 1, false)
-		v := qkv5.MustSelect(0, 2, false)
-		qkr.MustDrop()
-		qkv5.MustDrop()
-		if cache != nil {
-			k, v = cache.append(li, k, v)
-		}
-		att := attention(q, k, v, mask, 1/math.Sqrt(float64(hd))) // [B,H,T,hd]
-		q.MustDrop()
-		k.MustDrop()
-		v.MustDrop()
-		att2 := att.MustTranspose(1, 2, true).MustReshape([]int64{b, t, d}, true)
-		ao := ts.MustLinear(att2, blk.o, none)
-		att2.MustDrop()
-		x1 := x.MustAdd(ao, true)
-		ao.MustDrop()
-
-		// SwiGLU MLP, gate and up in one product.
-		xn = rmsNorm(x1, blk.mlpNorm)
-		wgu := ts.MustCat([]*ts.Tensor{blk.gate, blk.up}, 0)
-		gu := ts.MustLinear(xn, wgu, none) // [B,T,2f]
-		xn.MustDrop()
-		wgu.MustDrop()
-		f := int64(c.FFN)
-		gate := gu.MustNarrow(2, 0, f, false)
-		up := gu.MustNarrow(2, f, f, false)
-		gu.MustDrop()
-		act := gate.MustSilu(true).MustMul(up, true)
-		up.MustDrop()
-		mo := ts.MustLinear(act, blk.down, none)
-		act.MustDrop()
-		x = x1.MustAdd(mo, true)
-		mo.MustDrop()
+		next := g.block(li, x, cos, sin, mask, cache)
+		x.MustDrop()
+		x = next
 	}
-	xn := rmsNorm(x, g.norm)
-	x.MustDrop()
-	logits := ts.MustLinear(xn, g.head, none)
-	xn.MustDrop()
-	return logits
+	var s scope
+	defer s.drop()
+	return linear(s.keep(g.normalize(x, g.norm)), g.head, nil) // [B,T,V]
+}
+
+// block is one layer: x + attn(norm1(x)), then + mlp(norm2(·)), or both
+// branches from x with the parallel residual.
+func (g *GPT) block(li int, x, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
+	blk := &g.blocks[li]
+	var s scope
+	defer s.drop()
+	attn := s.keep(g.attend(&s, li, s.keep(g.normalize(x, blk.norm1)), cos, sin, mask, cache))
+	if g.cfg.ParallelResidual {
+		mlp := s.keep(g.mlp(&s, blk, s.keep(g.normalize(x, blk.norm2))))
+		// Hugging Face's order of the sum: (mlp + attn) + x.
+		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false)
+	}
+	x1 := s.keep(x.MustAdd(attn, false))
+	mlp := s.keep(g.mlp(&s, blk, s.keep(g.normalize(x1, blk.norm2))))
+	return x1.MustAdd(mlp, false)
+}
+
+// attend is causal self-attention of the normalized xn [B,T,d]: q, k and v
+// in one product, rotary positions, the cache, grouped-query heads shared
+// by repetition, and the output projection.
+func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
+	c, blk := g.cfg, &g.blocks[li]
+	size := xn.MustSize()
+	b, t := size[0], size[1]
+	h, kvh, hd := int64(c.Heads), int64(c.KVHeads), int64(c.HeadDim)
+	var q, k, v *ts.Tensor // [B,H,T,hd], [B,KV,T,hd], [B,KV,T,hd]
+	if c.Arch == ArchGPTNeoX {
+		qkv := s.keep(linear(xn, blk.qkv, blk.qkvBias)) // [B,T,H·3·hd]
+		perHead := s.keep(qkv.MustView([]int64{b, t, h, 3, hd}, false).MustPermute([]int64{3, 0, 2, 1, 4}, true)) // [3,B,H,T,hd]
+		q = s.keep(perHead.MustSelect(0, 0, false))
+		k = s.keep(perHead.MustSelect(0, 1, false))
+		v = s.keep(perHead.MustSelect(0, 2, false))
+	} else {
+		w := s.keep(ts.MustCat([]*ts.Tensor{blk.q, blk.k, blk.v}, 0))
+		var bias *ts.Tensor
+		if blk.qBias != nil {
+			bias = s.keep(ts.MustCat([]*ts.Tensor{blk.qBias, blk.kBias, blk.vBias}, 0))
+		}
+		qkv := s.keep(linear(xn, w, bias)) // [B,T,(H+2·KV)·hd]
+		heads := func(from, n int64) *ts.Tensor {
+			return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false).MustView([]int64{b, t, n, hd}, true).MustTranspose(1, 2, true))
+		}
+		q, k, v = heads(0, h), heads(h, kvh), heads(h+kvh, kvh)
+	}
+	q = s.keep(g.rope(q, cos, sin))
+	k = g.rope(k, cos, sin)
+	v = v.MustShallowClone() // cache.append takes ownership of k and v
+	if cache != nil {
+		k, v = cache.append(li, k, v)
+	}
+	s.keep(k)
+	s.keep(v)
+	if kvh < h { // each key/value head serves h/kvh query heads in a row
+		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
+	}
+	att := s.keep(attention(q, k, v, mask, 1/math.Sqrt(float64(hd)))) // [B,H,T,hd]
+	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
+	return linear(merged, blk.out, blk.outBias) // [B,T,d]
+}
+
+// mlp is SwiGLU (gate and up in one product) for llama, GELU for gpt_neox.
+func (g *GPT) mlp(s *scope, blk *block, xn *ts.Tensor) *ts.Tensor {
+	if g.cfg.Arch == ArchGPTNeoX {
+		hidden := s.keep(linear(xn, blk.up, blk.upBias).MustGelu("none", true))
+		return linear(hidden, blk.down, blk.downBias)
+	}
+	f := int64(g.cfg.FFN)
+	w := s.keep(ts.MustCat([]*ts.Tensor{blk.gate, blk.up}, 0))
+	gateUp := s.keep(linear(xn, w, nil)) // [B,T,2f]
+	gate := s.keep(gateUp.MustNarrow(2, 0, f, false))
+	up := s.keep(gateUp.MustNarrow(2, f, f, false))
+	act := s.keep(gate.MustSilu(false).MustMul(up, true))
+	return linear(act, blk.down, nil)
+}
+
+// normalize is RMSNorm (llama) or LayerNorm (gpt_neox) over the last dimension.
+func (g *GPT) normalize(x *ts.Tensor, n norm) *ts.Tensor {
+	if n.bias != nil {
+		return ts.MustLayerNorm(x, []int64{int64(g.cfg.Dim)}, n.weight, n.bias, g.cfg.NormEps, false)
+	}
+	return rmsNorm(x, n.weight, g.cfg.NormEps)
+}
+
+// noBias stands for an absent bias in libtorch's linear.
+var noBias = ts.NewTensor()
+
+// linear is x·wᵀ (+ bias when not nil).
+func linear(x, w, bias *ts.Tensor) *ts.Tensor {
+	if bias == nil {
+		bias = noBias
+	}
+	return ts.MustLinear(x, w, bias)
+}
+
+// repeatHeads maps [B,KV,S,hd] to [B,KV·n,S,hd], key/value head j serving
+// heads j·n … j·n+n−1 (Hugging Face's repeat_kv).
+func repeatHeads(x *ts.Tensor, n int64) *ts.Tensor {
+	sz := x.MustSize()
+	e := x.MustUnsqueeze(2, false).MustExpand([]int64{sz[0], sz[1], n, sz[2], sz[3]}, false, true)
+	return e.MustReshape([]int64{sz[0], sz[1] * n, sz[2], sz[3]}, true)
 }
 
 // rmsNorm is x / sqrt(mean(x²) + eps) · w over the last dimension.
-func rmsNorm(x, w *ts.Tensor) *ts.Tensor {
+func rmsNorm(x, w *ts.Tensor, eps float64) *ts.Tensor {
 	ms := x.MustSquare(false).MustMeanDim([]int64{-1}, true, gotch.Float, true)
-	inv := ms.MustAddScalar(ts.FloatScalar(normEps), true).MustRsqrt(true)
+	inv := ms.MustAddScalar(ts.FloatScalar(eps), true).MustRsqrt(true)
 	y := x.MustMul(inv, false)
 	inv.MustDrop()
 	return y.MustMul(w, true)
 }
 
-// rope rotates x [..., T, hd] by its positions' angles (rotate-half layout).
-func rope(x, cos, sinS *ts.Tensor, hd int64) *ts.Tensor {
-	half := hd / 2
+// rope rotates the first RotaryDim dimensions of x [..., T, hd] by their
+// positions' angles (rotate-half within them); the rest pass unchanged.
+func (g *GPT) rope(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
+	hd, rot := int64(g.cfg.HeadDim), int64(g.cfg.RotaryDim())
+	if rot == hd {
+		return rotateHalf(x, cos, sinSigned)
+	}
+	head := x.MustNarrow(-1, 0, rot, false)
+	pass := x.MustNarrow(-1, rot, hd-rot, false)
+	rotated := rotateHalf(head, cos, sinSigned)
+	out := ts.MustCat([]*ts.Tensor{rotated, pass}, -1)
+	for _, t := range []*ts.Tensor{head, pass, rotated} {
+		t.MustDrop()
+	}
+	return out
+}
+
+// rotateHalf is x·cos + swapHalves(x)·sinSigned over x's last dimension.
+func rotateHalf(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
+	half := x.MustSize()[x.Dim()-1] / 2
 	x1 := x.MustNarrow(-1, 0, half, false)
 	x2 := x.MustNarrow(-1, half, half, false)
-	sw := ts.MustCat([]*ts.Tensor{x2, x1}, -1)
+	swapped := ts.MustCat([]*ts.Tensor{x2, x1}, -1)
 	x1.MustDrop()
 	x2.MustDrop()
 	a := x.MustMul(cos, false)
-	bsin := sw.MustMul(sinS, true)
+	bsin := swapped.MustMul(sinSigned, true)
 	out := a.MustAdd(bsin, true)
 	bsin.MustDrop()
 	return out
@@ -294,7 +463,7 @@ func rope(x, cos, sinS *ts.Tensor, hd int64) *ts.Tensor {
 // scaled_dot_product_attention is not available here.
 func attention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	if mask.Dim() == 2 {
-		return attention3(q, k, v, mask, scale)
+		return sharedMaskAttention(q, k, v, mask, scale)
 	}
 	kt := k.MustTranspose(-2, -1, false)
 	s := q.MustMatmul(kt, false)
@@ -305,12 +474,12 @@ func attention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	return out
 }
 
-// attention3 is attention for a [T,S] mask shared by every row and head:
+// sharedMaskAttention is attention for a [T,S] mask shared by every row and head:
 // scaling, masking and the score product are one baddbmm on [B·H,T,hd].
 // For causal self-attention (T == S) the queries are cut into blocks that
 // attend only to the keys up to their block's end, which skips most of the
 // fully masked scores (a quarter of the work with two blocks, 3/8 with four).
-func attention3(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
+func sharedMaskAttention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	sz := q.MustSize()
 	b, h, t, hd := sz[0], sz[1], sz[2], sz[3]
 	s := k.MustSize()[2]
@@ -355,27 +524,57 @@ func attention3(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	return out.MustView([]int64{b, h, t, hd}, true)
 }
 
-// ropeTables builds cos and signed-sin tables [n, hd] for positions 0..n-1:
-// inverse frequency theta^(−2i/hd) for i < hd/2, each repeated in both halves.
-func ropeTables(n, hd int, dev gotch.Device) (cos, sinS *ts.Tensor, err error) {
-	half := hd / 2
-	cv := make([]float32, n*hd)
-	sv := make([]float32, n*hd)
+// ropeTables builds cos and signed-sin tables [Context, RotaryDim] for
+// positions 0..Context-1: inverse frequency theta^(−2i/rot) for i < rot/2
+// (rescaled for llama3 rope scaling), each repeated in both halves. The
+// angles are computed in float64 and rounded once.
+func ropeTables(c Config, dev gotch.Device) (cos, sinSigned *ts.Tensor, err error) {
+	n, rot := c.Context, c.RotaryDim()
+	half := rot / 2
+	invFreq := make([]float64, half)
+	for i := range invFreq {
+		invFreq[i] = math.Pow(c.RopeTheta, -2*float64(i)/float64(rot))
+	}
+	if c.RopeScaling == "llama3" {
+		llama3Scale(invFreq, c)
+	}
+	cv := make([]float32, n*rot)
+	sv := make([]float32, n*rot)
 	for p := 0; p < n; p++ {
-		for i := 0; i < half; i++ {
-			ang := float64(p) * math.Pow(ropeTheta, -2*float64(i)/float64(hd))
-			c, s := float32(math.Cos(ang)), float32(math.Sin(ang))
-			cv[p*hd+i], cv[p*hd+half+i] = c, c
-			sv[p*hd+i], sv[p*hd+half+i] = -s, s
+		for i, f := range invFreq {
+			ang := float64(p) * f
+			co, si := float32(math.Cos(ang)), float32(math.Sin(ang))
+			cv[p*rot+i], cv[p*rot+half+i] = co, co
+			sv[p*rot+i], sv[p*rot+half+i] = -si, si
 		}
 	}
-	if cos, err = tensorOf(cv, []int64{int64(n), int64(hd)}, dev); err != nil {
+	if cos, err = tensorOf(cv, []int64{int64(n), int64(rot)}, dev); err != nil {
 		return nil, nil, err
 	}
-	if sinS, err = tensorOf(sv, []int64{int64(n), int64(hd)}, dev); err != nil {
+	if sinSigned, err = tensorOf(sv, []int64{int64(n), int64(rot)}, dev); err != nil {
 		return nil, nil, err
 	}
-	return cos, sinS, nil
+	return cos, sinSigned, nil
+}
+
+// llama3Scale applies Llama 3.1's frequency rescaling (transformers'
+// modeling_rope_utils): wavelengths longer than original/low_freq_factor
+// are slowed by factor, those shorter than original/high_freq_factor kept,
+// and the band between interpolated smoothly.
+func llama3Scale(invFreq []float64, c Config) {
+	orig := float64(c.RopeOriginalContext)
+	lowWave, highWave := orig/c.RopeLowFreqFactor, orig/c.RopeHighFreqFactor
+	for i, f := range invFreq {
+		wave := 2 * math.Pi / f
+		switch {
+		case wave < highWave:
+		case wave > lowWave:
+			invFreq[i] = f / c.RopeFactor
+		default:
+			smooth := (orig/wave - c.RopeLowFreqFactor) / (c.RopeHighFreqFactor - c.RopeLowFreqFactor)
+			invFreq[i] = (1-smooth)*f/c.RopeFactor + smooth*f
+		}
+	}
 }
 
 // tensorOf copies a Go slice into a tensor of the given shape on dev. The
@@ -415,13 +614,14 @@ func (g *GPT) Replica() *GPT {
 		alias[p.Tensor] = t
 		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay}
 	}
-	r.embed, r.norm, r.head = alias[g.embed], alias[g.norm], alias[g.head]
+	r.embed, r.head = alias[g.embed], alias[g.head]
+	r.norm = norm{alias[g.norm.weight], alias[g.norm.bias]}
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {
-		r.blocks[i] = block{
-			attnNorm: alias[b.attnNorm], q: alias[b.q], k: alias[b.k], v: alias[b.v], o: alias[b.o],
-			mlpNorm: alias[b.mlpNorm], gate: alias[b.gate], up: alias[b.up], down: alias[b.down],
+		for _, slot := range b.tensors() {
+			*slot = alias[*slot] // nil (no such weight) maps to nil
 		}
+		r.blocks[i] = b
 	}
 	return &r
 }

@@ -132,7 +132,12 @@ func TestGeneratePaddedBatch(t *testing.T) {
 			}
 		}
 	}
-	if _, err := g.Generate([][]int32{{1, 2}}, 63, GenOptions{}); err == nil {
+	// 2 prompt tokens + 63 new fill the 64 positions: the last new token
+	// is never fed back. One more overflows.
+	if _, err := g.Generate([][]int32{{1, 2}}, 63, GenOptions{UseCache: true}); err != nil {
+		t.Errorf("filling the context exactly: %v", err)
+	}
+	if _, err := g.Generate([][]int32{{1, 2}}, 64, GenOptions{}); err == nil {
 		t.Error("generating past the context did not fail")
 	}
 	if _, err := g.Generate([][]int32{{61}}, 1, GenOptions{}); err == nil {

@@ -1,0 +1,286 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// Stepper decodes a batch of prompts in lockstep: Start feeds the prompts,
+// each Next appends one token to every row, and both return every row's
+// next-token logits. Prompts may differ in length: they are left-padded,
+// and the cache's starts keep the padding out of attention and positions,
+// so each row decodes as it would alone. This is memo's one decoding path:
+// greedy, sampling and beam search (extract) and Generate all drive it.
+type Stepper struct {
+	g        *GPT
+	useCache bool
+	cache    *Cache
+	seqs     [][]int64 // left-padded rows: prompt then generated tokens
+	starts   []int
+	maxLen   int
+	fed      int // positions of seqs already in the cache
+}
+
+// NewStepper decodes with g. With useCache each new token goes through the
+// KV cache; without, the whole sequence runs again for every token (the
+// check on the cache, and the baseline of the benchmark).
+func NewStepper(g *GPT, useCache bool) *Stepper {
+	return &Stepper{g: g, useCache: useCache}
+}
+
+// Start feeds the prompts (any lengths, none empty) and returns each row's
+// next-token logits; room is reserved for maxNew generated tokens.
+func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("decode: no prompts")
+	}
+	vocab := s.g.cfg.Vocab
+	longest := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("prompt %d is empty", i)
+		}
+		for _, id := range p {
+			if id < 0 || int(id) >= vocab {
+				return nil, fmt.Errorf("prompt %d: token %d outside the model's vocabulary [0, %d)", i, id, vocab)
+			}
+		}
+		longest = max(longest, len(p))
+	}
+	// The last generated token is never fed back.
+	s.maxLen = longest + max(maxNew, 1) - 1
+	if ctx := s.g.cfg.Context; s.maxLen > ctx {
+		return nil, fmt.Errorf("prompt of %d tokens + %d generated exceed the model context %d", longest, maxNew, ctx)
+	}
+	s.seqs = make([][]int64, len(prompts))
+	s.starts = make([]int, len(prompts))
+	for i, p := range prompts {
+		s.starts[i] = longest - len(p)
+		row := make([]int64, longest, s.maxLen+1)
+		for j, id := range p {
+			row[s.starts[i]+j] = int64(id)
+		}
+		s.seqs[i] = row
+	}
+	if err := s.newCache(); err != nil {
+		return nil, err
+	}
+	return s.feed()
+}
+
+func (s *Stepper) newCache() error {
+	if s.cache != nil {
+		s.cache.Drop()
+	}
+	c, err := s.g.NewCache(len(s.seqs), s.maxLen)
+	if err != nil {
+		return err
+	}
+	if err := c.SetStarts(s.starts); err != nil {
+		c.Drop()
+		return err
+	}
+	s.cache, s.fed = c, 0
+	return nil
+}
+
+// feed runs the positions not yet in the cache and returns the logits of
+// each row's last position.
+func (s *Stepper) feed() ([][]float32, error) {
+	b, width := len(s.seqs), len(s.seqs[0])-s.fed
+	flat := make([]int64, 0, b*width)
+	for _, row := range s.seqs {
+		flat = append(flat, row[s.fed:]...)
+	}
+	ids, err := tensorOf(flat, []int64{int64(b), int64(width)}, s.g.device)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	defer ids.MustDrop()
+	logits := s.g.ForwardCached(ids, s.cache)
+	last := logits.MustSelect(1, int64(width-1), true)
+	out := rowsOf(last, b)
+	last.MustDrop()
+	s.fed = len(s.seqs[0])
+	return out, nil
+}
+
+// Next appends tokens[i] to row i and returns the next logits.
+func (s *Stepper) Next(tokens []int32) ([][]float32, error) {
+	if len(tokens) != len(s.seqs) {
+		return nil, fmt.Errorf("decode: %d tokens for %d rows", len(tokens), len(s.seqs))
+	}
+	for i, t := range tokens {
+		s.seqs[i] = append(s.seqs[i], int64(t))
+	}
+	if !s.useCache {
+		if err := s.newCache(); err != nil {
+			return nil, err
+		}
+	}
+	return s.feed()
+}
+
+// Reorder makes row i continue the history of row rows[i] (beam search).
+func (s *Stepper) Reorder(rows []int) error {
+	seqs := make([][]int64, len(rows))
+	starts := make([]int, len(rows))
+	for i, r := range rows {
+		if r < 0 || r >= len(s.seqs) {
+			return fmt.Errorf("decode: reorder row %d = %d: want 0 <= row < %d", i, r, len(s.seqs))
+		}
+		seqs[i] = append(make([]int64, 0, s.maxLen+1), s.seqs[r]...)
+		starts[i] = s.starts[r]
+	}
+	s.seqs, s.starts = seqs, starts
+	if s.useCache {
+		return s.cache.Reorder(rows)
+	}
+	return nil
+}
+
+// Close frees what Start allocated.
+func (s *Stepper) Close() {
+	if s.cache != nil {
+		s.cache.Drop()
+		s.cache = nil
+	}
+}
+
+// GenOptions controls Generate.
+type GenOptions struct {
+	// UseCache decodes incrementally with a KV cache; false recomputes the
+	// whole sequence for every new token (slow; a check on the cache).
+	UseCache bool
+}
+
+// Generate greedily continues each prompt by n tokens (ties go to the
+// lowest id, as torch.argmax).
+func (g *GPT) Generate(prompts [][]int32, n int, opt GenOptions) ([][]int32, error) {
+	out := make([][]int32, len(prompts))
+	if len(prompts) == 0 || n <= 0 {
+		return out, nil
+	}
+	s := NewStepper(g, opt.UseCache)
+	defer s.Close()
+	logits, err := s.Start(prompts, n)
+	if err != nil {
+		return nil, fmt.Errorf("model: generate: %w", err)
+	}
+	next := make([]int32, len(prompts))
+	for step := 0; ; step++ {
+		for i, l := range logits {
+			next[i] = Argmax(l)
+			out[i] = append(out[i], next[i])
+		}
+		if step == n-1 {
+			return out, nil
+		}
+		if logits, err = s.Next(next); err != nil {
+			return nil, fmt.Errorf("model: generate: %w", err)
+		}
+	}
+}
+
+// Argmax is the index of the largest logit, the lowest among equals.
+func Argmax(logits []float32) int32 {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// TokenNLL returns, for each window, the model's negative log-likelihood
+// of every token after the first given those before it (len(w)−1 values).
+// Windows are right-padded into one batch: causal attention never lets a
+// position see the padding after it.
+func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
+	t := 0
+	for i, w := range windows {
+		t = max(t, len(w)-1)
+		for j, id := range w {
+			if id < 0 || int(id) >= g.cfg.Vocab {
+				return nil, fmt.Errorf("window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, g.cfg.Vocab)
+			}
+		}
+	}
+	out := make([][]float32, len(windows))
+	if t <= 0 {
+		return out, nil
+	}
+	if t > g.cfg.Context {
+		return nil, fmt.Errorf("window of %d tokens exceeds the model context %d", t+1, g.cfg.Context)
+	}
+	b := len(windows)
+	const ignore = -100
+	in := make([]int64, b*t)
+	tg := make([]int64, b*t)
+	for i, w := range windows {
+		for j := 0; j < t; j++ {
+			tg[i*t+j] = ignore
+			if j < len(w)-1 {
+				in[i*t+j] = int64(w[j])
+				tg[i*t+j] = int64(w[j+1])
+			}
+		}
+	}
+	ids, err := tensorOf(in, []int64{int64(b), int64(t)}, g.device)
+	if err != nil {
+		return nil, err
+	}
+	defer ids.MustDrop()
+	targets, err := tensorOf(tg, []int64{int64(b * t)}, g.device)
+	if err != nil {
+		return nil, err
+	}
+	defer targets.MustDrop()
+	var flat []float32
+	var ferr error
+	torchx.NoGrad(func() {
+		logits := g.Forward(ids)
+		v := logits.MustSize()[2]
+		lf := logits.MustView([]int64{-1, v}, true)
+		weight := ts.NewTensor()
+		nll, err := lf.CrossEntropyLoss(targets, weight, ts.ReductionNone, ignore, 0, false)
+		weight.MustDrop()
+		lf.MustDrop()
+		if err != nil {
+			ferr = err
+			return
+		}
+		flat = rowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
+	})
+	if ferr != nil {
+		return nil, fmt.Errorf("token losses: %w", ferr)
+	}
+	for i, w := range windows {
+		n := max(len(w)-1, 0)
+		out[i] = append([]float32(nil), flat[i*t:i*t+n]...)
+	}
+	return out, nil
+}
+
+// rowsOf copies a float [b, V] tensor into Go rows.
+func rowsOf(t *ts.Tensor, b int) [][]float32 {
+	c := t.MustTotype(gotch.Float, false)
+	c2 := c.MustContiguous(true)
+	if c2.MustDevice().IsCuda() {
+		c2 = c2.MustTo(gotch.CPU, true)
+	}
+	n := c2.Numel()
+	flat := make([]float32, n)
+	c2.MustCopyData(flat, n)
+	c2.MustDrop()
+	v := int(n) / b
+	out := make([][]float32, b)
+	for i := range out {
+		out[i] = flat[i*v : (i+1)*v : (i+1)*v]
+	}
+	return out
+}
