@@ -194,14 +194,7 @@ func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens
 		err   error
 	}
 	results := make([]result, len(raws))
-	var lib sync.Mutex // sugarme tokenizers are not known to be safe for concurrent use
-	encode := func(s string) ([]int32, error) {
-		if tok.bpe == nil {
-			lib.Lock()
-			defer lib.Unlock()
-		}
-		return tok.Encode(s)
-	}
+	encode := tok.Encode // both encoders are safe for concurrent use
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {

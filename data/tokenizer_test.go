@@ -173,8 +173,10 @@ func TestTrainBPEDeterministic(t *testing.T) {
 	}
 }
 
-// TestSaveLoadHF: a saved tokenizer.json loads back to the same ids through
-// our loader, and sugarme/tokenizer reads it as a Hugging Face file.
+// TestSaveLoadHF: a saved tokenizer.json loads back (by bare path, as a
+// run directory's) to our native encoder with the same ids; as "hf:PATH"
+// hftok reads it as a Hugging Face file and gives the same ids too; and
+// sugarme/tokenizer reads it.
 func TestSaveLoadHF(t *testing.T) {
 	texts := []string{opticksText(t)}
 	m, err := trainBPE(countPieces(texts), 800)
@@ -186,7 +188,7 @@ func TestSaveLoadHF(t *testing.T) {
 	if err := tok.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadTokenizer("hf:" + path)
+	back, err := LoadTokenizer(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +200,19 @@ func TestSaveLoadHF(t *testing.T) {
 	b, _ := back.Encode(sample)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("reloaded tokenizer encodes differently")
+	}
+	viaHF, err := LoadTokenizer("hf:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viaHF.lib == nil || viaHF.EOS() != tok.EOS() || viaHF.VocabSize() != 800 {
+		t.Fatalf("as hf: hftok %v eos %d vocab %d", viaHF.lib != nil, viaHF.EOS(), viaHF.VocabSize())
+	}
+	if c, _ := viaHF.Encode(sample); !reflect.DeepEqual(a, c) {
+		t.Fatal("hftok encodes our tokenizer.json differently from the native encoder")
+	}
+	if got := viaHF.Decode(a); got != sample {
+		t.Fatal("hftok does not decode our ids to the text")
 	}
 	lib, err := pretrained.FromFile(path)
 	if err != nil {
@@ -228,9 +243,9 @@ func TestSaveLoadHF(t *testing.T) {
 	}
 }
 
-// TestHFLibraryTokenizer: a tokenizer.json our encoder does not cover runs
-// through sugarme/tokenizer, and Build rejects by name the documents it
-// cannot reproduce.
+// TestHFLibraryTokenizer: a tokenizer.json that is not byte-level (a
+// WordLevel model) runs through hftok, and Build rejects by name the
+// documents it cannot reproduce.
 func TestHFLibraryTokenizer(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "wordlevel.json")

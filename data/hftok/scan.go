@@ -40,11 +40,11 @@ func (sc scanner) find(s string, fn func(start, end int)) {
 	}
 }
 
-func isL(r rune) bool     { return unicode.IsLetter(r) }
-func isN(r rune) bool     { return unicode.IsNumber(r) }
-func isS(r rune) bool     { return unicode.IsSpace(r) }
-func isCRLF(r rune) bool  { return r == '\r' || r == '\n' }
-func isSym(r rune) bool   { return !isS(r) && !isL(r) && !isN(r) } // [^\s\p{L}\p{N}]
+func isL(r rune) bool    { return unicode.IsLetter(r) }
+func isN(r rune) bool    { return unicode.IsNumber(r) }
+func isS(r rune) bool    { return unicode.IsSpace(r) }
+func isCRLF(r rune) bool { return r == '\r' || r == '\n' }
+func isSym(r rune) bool  { return !isS(r) && !isL(r) && !isN(r) } // [^\s\p{L}\p{N}]
 func runeAt(s string, i int) (rune, int) {
 	if i >= len(s) {
 		return -1, 0

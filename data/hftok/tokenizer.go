@@ -86,9 +86,8 @@ func Parse(raw []byte) (*Tokenizer, error) {
 	if t.added, err = parseAdded(o.raw("added_tokens"), t.model, t.norm); err != nil {
 		return nil, err
 	}
-	if err := o.done(); err != nil {
-		return nil, err
-	}
+	// Unknown top-level keys are not checked: the library skips them, so
+	// they cannot change what it does (memo marks its own files with one).
 	t.Warnings = t.added.warnings
 	t.maxID = -1
 	for _, id := range t.modelIDs() {
