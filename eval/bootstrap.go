@@ -69,3 +69,51 @@ func WilsonCI(k, n int) (lo, hi float64) {
 	half := z / den * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn))
 	return math.Max(0, center-half), math.Min(1, center+half)
 }
+
+// MIABootstrap is the stratified percentile bootstrap of one membership
+// statistic (higher means member): each of b resamples draws len(members)
+// members from the members and len(controls) controls from the controls,
+// with replacement, so every resample keeps both class sizes; a bootstrap
+// over the pooled documents could draw a resample without controls, whose
+// AUC is undefined. It returns the 95 % intervals of AUC and of TPRAtFPR at
+// each of fprs, from a PCG generator seeded by seed. NaN scores are left
+// out; the intervals are NaN when either class is empty or b = 0.
+func MIABootstrap(members, controls, fprs []float64, b int, seed uint64) (auc [2]float64, tpr [][2]float64) {
+	m, c := finite(members), finite(controls)
+	tpr = make([][2]float64, len(fprs))
+	auc = [2]float64{nan(), nan()}
+	for i := range tpr {
+		tpr[i] = [2]float64{nan(), nan()}
+	}
+	if len(m) == 0 || len(c) == 0 || b <= 0 {
+		return auc, tpr
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d69612d626f6f74))
+	aucs := make([]float64, b)
+	tprs := make([][]float64, len(fprs))
+	for i := range tprs {
+		tprs[i] = make([]float64, b)
+	}
+	rm, rc := make([]float64, len(m)), make([]float64, len(c))
+	for r := range b {
+		for i := range rm {
+			rm[i] = m[rng.IntN(len(m))]
+		}
+		for i := range rc {
+			rc[i] = c[rng.IntN(len(c))]
+		}
+		aucs[r] = AUC(rm, rc)
+		sort.Sort(sort.Reverse(sort.Float64Slice(rm)))
+		sort.Sort(sort.Reverse(sort.Float64Slice(rc)))
+		for i, f := range fprs {
+			tprs[i][r] = tprSorted(rm, rc, f)
+		}
+	}
+	sort.Float64s(aucs)
+	auc = [2]float64{quantile(aucs, 0.025), quantile(aucs, 0.975)}
+	for i := range fprs {
+		sort.Float64s(tprs[i])
+		tpr[i] = [2]float64{quantile(tprs[i], 0.025), quantile(tprs[i], 0.975)}
+	}
+	return auc, tpr
+}

@@ -13,7 +13,8 @@
 //   - rougeL, rouge1, rouge2: F1 scores on the decoded texts with the
 //     rouge_score conventions (lowercase, every character outside [a-z0-9]
 //     becomes a space, split on whitespace, no stemming); an empty side
-//     scores 0, as rouge_score does;
+//     scores 0, as rouge_score does. The texts are those extract decoded
+//     without special tokens, so an emitted EOS is not a word;
 //   - loss (mean token NLL over the document's window: its first context
 //     tokens, all the model sees at once), zlib_ratio (loss divided by the
 //     length in bytes of the zlib-compressed text of that same window, so
@@ -28,6 +29,9 @@
 //
 // Rates per split come with percentile-bootstrap 95 % confidence intervals
 // from a seeded generator, so the same inputs give the same summary.json.
+// These functions (Mean, BootstrapCI, WilsonCI, AUC, TPRAtFPR, ROC,
+// MIABootstrap) are the only place memo computes these numbers: report
+// tables and figures read summary.json or call them.
 //
 // summary.json's goldfish table and model identity come from the
 // completions' metadata, where extract recorded the attacked checkpoint's
@@ -39,12 +43,19 @@
 // Where the literature leaves a choice open, or our numbers can differ
 // from a Python pipeline's, this is what eval does:
 //
-//   - TPR at 1 % FPR counts FPR ≤ 1 % as within the limit: it is the
-//     highest true positive rate of any threshold (flagging scores ≥ t)
-//     whose false positive rate is at most Config.FPR, inclusive. With 100
-//     controls, one control above the threshold is allowed. Tied scores
-//     share a threshold and are never split to land exactly on the limit.
-//     With no threshold under the limit the TPR is 0.
+//   - TPR at a false positive rate counts only FPR strictly below the
+//     limit, as mimir and LiRA do (tpr[fpr < limit]): it is the highest
+//     true positive rate of any threshold (flagging scores >= t) whose
+//     false positive rate is < the limit. With 100 controls, TPR at 1 % FPR
+//     allows no control above the threshold; with fewer than 1,000
+//     controls, TPR at 0.1 % FPR allows none either. Tied scores share a
+//     threshold and are never split to get under the limit. With no
+//     threshold under the limit the TPR is 0. summary.json gives it at
+//     Config.FPR (mia.*_tpr) and at 0.1 % and 1 % (LowFPRs, mia.loss etc.).
+//   - MIA intervals are a stratified percentile bootstrap (MIABootstrap):
+//     members and controls are resampled separately, each to its own
+//     size, eval.bootstrap times, and the 2.5 and 97.5 percentiles of the
+//     resampled AUCs and TPRs are the 95 % interval.
 //   - Min-K% Prob rounds k up: over n token losses it averages the
 //     ceil(K·n) largest (the least likely tokens), at least one, so 20 %
 //     of 7 tokens is 2 tokens, not 1.

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,30 +143,108 @@ func repeatF(v float64, n int) []float64 {
 }
 
 func TestTPRAtFPRHandWorked(t *testing.T) {
-	// 100 controls: one false positive is exactly 1 % FPR.
+	// 100 controls: one false positive is exactly 1 % FPR, which is not
+	// strictly below 1 %.
 	controls := append([]float64{9.5, 5}, repeatF(0, 98)...)
 	members := []float64{10, 9, 8, 1}
 	// Thresholds 10 (TPR .25, FPR 0), 9.5 (.25, .01), 9 (.5, .01), 8 (.75, .01),
-	// then 5 pushes FPR to .02: the answer is .75.
-	if got := TPRAtFPR(members, controls, 0.01); !near(got, 0.75) {
-		t.Errorf("TPR@1%% = %v, want 0.75", got)
-	}
-	// A tie of two members with one control at 1 %: flagged together.
-	c1 := append([]float64{5}, repeatF(0, 99)...)
-	if got := TPRAtFPR([]float64{5, 5}, c1, 0.01); !near(got, 1) {
-		t.Errorf("tie within the budget: TPR = %v, want 1", got)
-	}
-	// A tie with two controls is 2 % FPR: the threshold cannot split it.
-	c2 := append([]float64{5, 5}, repeatF(0, 98)...)
-	if got := TPRAtFPR([]float64{5, 5}, c2, 0.01); !near(got, 0) {
-		t.Errorf("tie over the budget: TPR = %v, want 0", got)
-	}
-	// With 10 controls any false positive is 10 %: only members above every control count.
-	if got := TPRAtFPR([]float64{4, 3, 2}, []float64{2.5, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.01); !near(got, 2.0/3) {
-		t.Errorf("10 controls: TPR = %v, want 2/3", got)
+	// then 5 pushes FPR to .02.
+	for _, tc := range []struct {
+		name      string
+		m, c      []float64
+		fpr, want float64
+	}{
+		{"1 % allows no false positive of 100", members, controls, 0.01, 0.25},
+		{"2 % allows one", members, controls, 0.02, 0.75},
+		{"0.1 % of 100 controls", members, controls, 0.001, 0.25},
+		// A tie of two members with one control: flagged together, at 1 % FPR.
+		{"tie at the limit", []float64{5, 5}, append([]float64{5}, repeatF(0, 99)...), 0.01, 0},
+		{"tie under the limit", []float64{5, 5}, append([]float64{5}, repeatF(0, 99)...), 0.011, 1},
+		// A tie with two controls is 2 % FPR: the threshold cannot split it.
+		{"tie over the limit", []float64{5, 5}, append([]float64{5, 5}, repeatF(0, 98)...), 0.02, 0},
+		// With 10 controls any false positive is 10 %: only members above every control count.
+		{"10 controls", []float64{4, 3, 2}, []float64{2.5, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.01, 2.0 / 3},
+	} {
+		if got := TPRAtFPR(tc.m, tc.c, tc.fpr); !near(got, tc.want) {
+			t.Errorf("%s: TPR at %v FPR = %v, want %v", tc.name, tc.fpr, got, tc.want)
+		}
 	}
 	if got := TPRAtFPR(nil, controls, 0.01); !math.IsNaN(got) {
 		t.Errorf("no members: TPR = %v, want NaN", got)
+	}
+}
+
+// The ROC curve figures draw is the one AUC and TPRAtFPR summarize: its
+// trapezoid area is the AUC, and its highest TPR at FPR < limit is the TPR.
+func TestROCAgreesWithAUCAndTPR(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 50 {
+		m, c := make([]float64, 1+rng.IntN(40)), make([]float64, 1+rng.IntN(300))
+		for i := range m {
+			m[i] = math.Round(rng.NormFloat64()*4+1) / 2 // ties on purpose
+		}
+		for i := range c {
+			c[i] = math.Round(rng.NormFloat64()*4) / 2
+		}
+		pts := ROC(m, c)
+		if pts[0] != (ROCPoint{0, 0}) || pts[len(pts)-1] != (ROCPoint{1, 1}) {
+			t.Fatalf("trial %d: curve runs from %v to %v", trial, pts[0], pts[len(pts)-1])
+		}
+		area := 0.0
+		for i := 1; i < len(pts); i++ {
+			area += (pts[i].FPR - pts[i-1].FPR) * (pts[i].TPR + pts[i-1].TPR) / 2
+		}
+		if !near(area, AUC(m, c)) {
+			t.Errorf("trial %d: area under ROC %v, AUC %v", trial, area, AUC(m, c))
+		}
+		for _, f := range []float64{0.001, 0.01, 0.1} {
+			best := 0.0
+			for _, p := range pts {
+				if p.FPR < f {
+					best = math.Max(best, p.TPR)
+				}
+			}
+			if got := TPRAtFPR(m, c, f); got != best {
+				t.Errorf("trial %d: TPR at %v = %v, ROC says %v", trial, f, got, best)
+			}
+		}
+	}
+	if ROC(nil, []float64{1}) != nil {
+		t.Error("ROC without members is not nil")
+	}
+}
+
+func TestMIABootstrap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, c := make([]float64, 60), make([]float64, 200)
+	for i := range m {
+		m[i] = rng.NormFloat64() + 1
+	}
+	for i := range c {
+		c[i] = rng.NormFloat64()
+	}
+	auc, tpr := MIABootstrap(m, c, LowFPRs, 500, 9)
+	a := AUC(m, c)
+	if !(auc[0] < a && a < auc[1]) || auc[1]-auc[0] > 0.25 {
+		t.Errorf("AUC %v, interval %v: want a narrow interval around it", a, auc)
+	}
+	for i, f := range LowFPRs {
+		v := TPRAtFPR(m, c, f)
+		if !(tpr[i][0] <= v && v <= tpr[i][1]) {
+			t.Errorf("TPR at %v = %v outside its interval %v", f, v, tpr[i])
+		}
+	}
+	again, _ := MIABootstrap(m, c, LowFPRs, 500, 9)
+	if again != auc {
+		t.Errorf("same seed, intervals %v and %v", auc, again)
+	}
+	// Stratified: a single control still gives every resample a control,
+	// so the interval is defined.
+	if one, _ := MIABootstrap(m, c[:1], LowFPRs, 200, 9); math.IsNaN(one[0]) {
+		t.Error("one control: AUC interval NaN")
+	}
+	if none, tp := MIABootstrap(m, nil, LowFPRs, 200, 9); !math.IsNaN(none[0]) || !math.IsNaN(tp[1][1]) {
+		t.Error("no controls: intervals should be NaN")
 	}
 }
 
@@ -196,6 +275,26 @@ func TestZlibLen(t *testing.T) {
 	// (8 bytes from C zlib, 11 from Go's deflate).
 	if n := ZlibLen(""); n < 6 || n > 12 {
 		t.Errorf("ZlibLen(\"\") = %d, want a handful of bytes", n)
+	}
+}
+
+func TestWilsonCIPaperRates(t *testing.T) {
+	// The README's rates: 0 and 32 of 32, and the paper's 84 of 100.
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 32, 0, 0.1072},
+		{32, 32, 0.8928, 1},
+		{84, 100, 0.7552, 0.8991},
+	} {
+		lo, hi := WilsonCI(tc.k, tc.n)
+		if math.Abs(lo-tc.lo) > 1e-3 || math.Abs(hi-tc.hi) > 1e-3 {
+			t.Errorf("WilsonCI(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	if lo, _ := WilsonCI(0, 0); !math.IsNaN(lo) {
+		t.Errorf("WilsonCI(0, 0) = %v, want NaN", lo)
 	}
 }
 

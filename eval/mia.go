@@ -95,9 +95,12 @@ func AUC(members, controls []float64) float64 {
 }
 
 // TPRAtFPR is the highest true positive rate among thresholds t (flagging
-// scores >= t as members) whose false positive rate is at most fpr. Tied
-// scores share one threshold, so a tie straddling the limit is not split.
-// NaN when either side is empty.
+// scores >= t as members) whose false positive rate is strictly below fpr,
+// as mimir and LiRA read a ROC curve (tpr[fpr < limit]): with 100 controls,
+// TPR at 1 % FPR allows no false positive. Tied scores share one threshold,
+// so a tie straddling the limit is not split; with no threshold under the
+// limit but the one above every score, the TPR is 0. NaN when either side
+// is empty.
 func TPRAtFPR(members, controls []float64, fpr float64) float64 {
 	m, c := finite(members), finite(controls)
 	if len(m) == 0 || len(c) == 0 {
@@ -105,8 +108,29 @@ func TPRAtFPR(members, controls []float64, fpr float64) float64 {
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(m)))
 	sort.Sort(sort.Reverse(sort.Float64Slice(c)))
+	return tprSorted(m, c, fpr)
+}
+
+// tprSorted is TPRAtFPR on finite scores sorted in decreasing order.
+func tprSorted(m, c []float64, fpr float64) float64 {
 	best := 0.0
-	// Thresholds at each distinct score, highest first.
+	thresholds(m, c, func(tp, fp int) bool {
+		// fp/len(c) and fpr are both correctly rounded, so an FPR equal to
+		// the limit (1 of 100 at 0.01) compares equal and is excluded.
+		if float64(fp)/float64(len(c)) >= fpr {
+			return false
+		}
+		best = float64(tp) / float64(len(m))
+		return true
+	})
+	return best
+}
+
+// thresholds walks the distinct scores t of m and c (finite, sorted in
+// decreasing order) from the highest, calling visit with how many members
+// (tp) and controls (fp) score >= t, until visit returns false. Tied scores
+// are one threshold: they are never split.
+func thresholds(m, c []float64, visit func(tp, fp int) bool) {
 	i, j := 0, 0
 	for i < len(m) || j < len(c) {
 		t := math.Inf(-1)
@@ -122,12 +146,34 @@ func TPRAtFPR(members, controls []float64, fpr float64) float64 {
 		for j < len(c) && c[j] >= t {
 			j++
 		}
-		if float64(j)/float64(len(c)) > fpr+1e-12 {
-			break
+		if !visit(i, j) {
+			return
 		}
-		best = float64(i) / float64(len(m))
 	}
-	return best
+}
+
+// ROCPoint is one threshold of a ROC curve.
+type ROCPoint struct{ FPR, TPR float64 }
+
+// ROC is the curve of scores where higher means member, from (0, 0) to
+// (1, 1), one point per distinct score: tied scores move both rates
+// together, so the curve does not depend on input order, and its
+// trapezoid area is AUC's Mann-Whitney statistic. NaN scores are left out;
+// nil when either side is empty. Figures draw this curve so that it is the
+// one eval's AUC and TPRAtFPR summarize.
+func ROC(members, controls []float64) []ROCPoint {
+	m, c := finite(members), finite(controls)
+	if len(m) == 0 || len(c) == 0 {
+		return nil
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(m)))
+	sort.Sort(sort.Reverse(sort.Float64Slice(c)))
+	pts := []ROCPoint{{0, 0}}
+	thresholds(m, c, func(tp, fp int) bool {
+		pts = append(pts, ROCPoint{FPR: float64(fp) / float64(len(c)), TPR: float64(tp) / float64(len(m))})
+		return true
+	})
+	return pts
 }
 
 func finite(xs []float64) []float64 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,20 +82,43 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 			slog.Warn("eval: document not attacked, left out of the extraction rates", "doc", name)
 		}
 	}
-	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
-		return nil, err
-	}
-	err = atomicfile.Write(summaryPath, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
-	})
-	if err != nil {
+	if err := WriteResults(rows, sum, scoresPath, summaryPath); err != nil {
 		return nil, err
 	}
 	slog.Info("eval: scored", "documents", len(rows), "members", sum.Members.N, "exact_match", float64(sum.Members.ExactMatch),
 		"rougeL", float64(sum.Members.RougeL), "loss_auc", float64(sum.MIA.LossAUC), "summary", summaryPath)
 	return sum, nil
+}
+
+// WriteResults writes scores.parquet and summary.json of already scored
+// rows, each atomically; Run uses it, and so can a test that needs real
+// eval output without a model.
+func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) error {
+	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
+		return fmt.Errorf("write %s: %w", scoresPath, err)
+	}
+	err := atomicfile.Write(summaryPath, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", summaryPath, err)
+	}
+	return nil
+}
+
+// ReadSummary reads a summary.json that Run wrote.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &s, nil
 }
 
 // referenceLosses reads a reference model's completions (a file or a run

@@ -94,7 +94,10 @@ type RepetitionSummary struct {
 }
 
 // MIASummary scores the membership-inference statistics, members against
-// controls. Ref* are null without a reference model.
+// controls. Ref* are null without a reference model. The flat *_auc and
+// *_tpr fields are the same numbers as Loss.AUC, ... (kept for readers of
+// older summaries); Loss, Zlib, MinK and Ref add intervals and the TPR at
+// the fixed low FPRs that tables report.
 type MIASummary struct {
 	NMembers  int `json:"n_members"`
 	NControls int `json:"n_controls"`
@@ -102,12 +105,36 @@ type MIASummary struct {
 	ZlibAUC   Num `json:"zlib_auc"`
 	MinKAUC   Num `json:"mink_auc"`
 	RefAUC    Num `json:"ref_auc"`
-	// FPR is the false positive rate the *_tpr fields are read at.
+	// FPR is the false positive rate the *_tpr fields are read at
+	// (Config.FPR, strictly below).
 	FPR     float64 `json:"fpr"`
 	LossTPR Num     `json:"loss_tpr"`
 	ZlibTPR Num     `json:"zlib_tpr"`
 	MinKTPR Num     `json:"mink_tpr"`
 	RefTPR  Num     `json:"ref_tpr"`
+	// Per statistic: AUC and TPR at LowFPRs with stratified bootstrap
+	// intervals.
+	Loss MIAStat `json:"loss"`
+	Zlib MIAStat `json:"zlib"`
+	MinK MIAStat `json:"mink"`
+	Ref  MIAStat `json:"ref"`
+}
+
+// LowFPRs are the false positive rates, 0.1 % and 1 %, at which every MIA
+// statistic's TPR is reported with an interval (MIAStat.TPR0_1, TPR1).
+var LowFPRs = []float64{0.001, 0.01}
+
+// MIAStat is one membership statistic scored against the controls: its
+// AUC and its TPR at 0.1 % and 1 % FPR (strictly below, see TPRAtFPR), each
+// with a stratified percentile-bootstrap 95 % interval (MIABootstrap; null
+// with eval.bootstrap = 0).
+type MIAStat struct {
+	AUC      Num    `json:"auc"`
+	AUCCI    [2]Num `json:"auc_ci"`
+	TPR0_1   Num    `json:"tpr_at_0.1pct_fpr"`
+	TPR0_1CI [2]Num `json:"tpr_at_0.1pct_fpr_ci"`
+	TPR1     Num    `json:"tpr_at_1pct_fpr"`
+	TPR1CI   [2]Num `json:"tpr_at_1pct_fpr_ci"`
 }
 
 // GoldfishSummary records the loss the model was trained with.
@@ -183,7 +210,7 @@ func summarizeSplit(rows []Score, label string, cfg Config) SplitSummary {
 	return s
 }
 
-func summarizeMIA(members, controls []Score, fpr float64) MIASummary {
+func summarizeMIA(members, controls []Score, cfg Config) MIASummary {
 	stat := func(rows []Score, f func(Score) float64) []float64 {
 		out := make([]float64, len(rows))
 		for i, r := range rows {
@@ -192,19 +219,31 @@ func summarizeMIA(members, controls []Score, fpr float64) MIASummary {
 		}
 		return out
 	}
-	m := MIASummary{NMembers: len(members), NControls: len(controls), FPR: fpr}
+	m := MIASummary{NMembers: len(members), NControls: len(controls), FPR: cfg.FPR}
 	for _, x := range []struct {
+		name     string
 		f        func(Score) float64
 		auc, tpr *Num
+		st       *MIAStat
 	}{
-		{func(s Score) float64 { return s.Loss }, &m.LossAUC, &m.LossTPR},
-		{func(s Score) float64 { return s.ZlibRatio }, &m.ZlibAUC, &m.ZlibTPR},
-		{func(s Score) float64 { return s.MinK }, &m.MinKAUC, &m.MinKTPR},
-		{func(s Score) float64 { return s.RefDiff }, &m.RefAUC, &m.RefTPR},
+		{"loss", func(s Score) float64 { return s.Loss }, &m.LossAUC, &m.LossTPR, &m.Loss},
+		{"zlib", func(s Score) float64 { return s.ZlibRatio }, &m.ZlibAUC, &m.ZlibTPR, &m.Zlib},
+		{"mink", func(s Score) float64 { return s.MinK }, &m.MinKAUC, &m.MinKTPR, &m.MinK},
+		{"ref", func(s Score) float64 { return s.RefDiff }, &m.RefAUC, &m.RefTPR, &m.Ref},
 	} {
 		ms, cs := stat(members, x.f), stat(controls, x.f)
-		*x.auc = Num(AUC(ms, cs))
-		*x.tpr = Num(TPRAtFPR(ms, cs, fpr))
+		st := MIAStat{
+			AUC:    Num(AUC(ms, cs)),
+			TPR0_1: Num(TPRAtFPR(ms, cs, LowFPRs[0])),
+			TPR1:   Num(TPRAtFPR(ms, cs, LowFPRs[1])),
+		}
+		aucCI, tprCI := MIABootstrap(ms, cs, LowFPRs, cfg.Bootstrap, seedFor(cfg.Seed, "mia/"+x.name))
+		st.AUCCI = [2]Num{Num(aucCI[0]), Num(aucCI[1])}
+		st.TPR0_1CI = [2]Num{Num(tprCI[0][0]), Num(tprCI[0][1])}
+		st.TPR1CI = [2]Num{Num(tprCI[1][0]), Num(tprCI[1][1])}
+		*x.st = st
+		*x.auc = st.AUC
+		*x.tpr = Num(TPRAtFPR(ms, cs, cfg.FPR))
 	}
 	return m
 }
@@ -223,7 +262,7 @@ func Summarize(rows []Score, cfg Config, goldfish loss.Config) *Summary {
 		NDocuments:    len(rows),
 		Members:       summarizeSplit(bySplit[splitTarget], "members", cfg),
 		Controls:      summarizeSplit(bySplit[splitControl], "controls", cfg),
-		MIA:           summarizeMIA(bySplit[splitTarget], bySplit[splitControl], cfg.FPR),
+		MIA:           summarizeMIA(bySplit[splitTarget], bySplit[splitControl], cfg),
 		Goldfish:      goldfishSummary(goldfish),
 		Eval:          cfg,
 		ByRepetitions: []RepetitionSummary{},

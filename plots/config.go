@@ -4,7 +4,7 @@
 // curves, each saved as PNG, SVG and PDF through gonum/plot.
 //
 // It reads only the documented artifacts of a run directory (config.toml,
-// scores.parquet, metrics.arrow, data/docs.arrow, summary.json) and, for a
+// scores.parquet, summary.json, metrics.arrow) and, for a
 // sweep, the sweep.json index written by package experiments.
 package plots
 

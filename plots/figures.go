@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -142,11 +143,14 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 				if groupOf(r) != g {
 					continue
 				}
-				docs := r.docs(split)
-				if len(docs) == 0 {
+				sp := r.Summary.Members
+				if split == splitControl {
+					sp = r.Summary.Controls
+				}
+				if sp.N == 0 {
 					continue
 				}
-				pr, lo, hi, _ := exactRate(docs)
+				pr, lo, hi := float64(sp.ExactMatch), float64(sp.ExactMatchWilsonCI[0]), float64(sp.ExactMatchWilsonCI[1])
 				off := 0.0
 				if nSeries > 1 {
 					off = -width/2 + width*float64(series)/float64(nSeries-1)
@@ -296,20 +300,21 @@ type repsKey struct {
 	reps   int
 }
 
-// repsGroups holds the target documents of runs grouped by model (and
-// goldfish setting, when it varies) and by repetition count.
+// repsGroups holds each run's targets broken down by repetition count, as
+// eval summarized them (summary.json's by_repetitions): one series per run,
+// named by model (and goldfish setting, when it varies).
 type repsGroups struct {
 	series []string // in run order
 	reps   []int    // ascending
-	docs   map[repsKey][]docScore
+	points map[repsKey]eval.SplitSummary
 }
 
 func groupByReps(runs []*runData) repsGroups {
-	g := repsGroups{docs: map[repsKey][]docScore{}}
+	g := repsGroups{points: map[repsKey]eval.SplitSummary{}}
 	repsSeen := map[int]bool{}
-	seen := map[string]bool{}
 	kVaries := len(kOrder(runs)) > 1
-	for _, r := range runs {
+	names := map[string]int{}
+	label := func(r *runData) string {
 		s := r.Preset
 		if s == "" {
 			s = "model"
@@ -317,17 +322,26 @@ func groupByReps(runs []*runData) repsGroups {
 		if kVaries {
 			s += ", " + r.goldfishLabel()
 		}
-		if !seen[s] {
-			seen[s] = true
-			g.series = append(g.series, s)
+		return s
+	}
+	for _, r := range runs {
+		names[label(r)]++
+	}
+	for _, r := range runs {
+		// Runs that share a model and goldfish setting (other sweep axes)
+		// keep their own series: a point is one run's summary, never a
+		// pool recomputed here.
+		s := label(r)
+		if names[s] > 1 {
+			s += " (" + r.Name + ")"
 		}
-		for _, d := range r.docs(splitTarget) {
-			if d.Reps <= 0 {
+		g.series = append(g.series, s)
+		for _, b := range r.Summary.ByRepetitions {
+			if b.Repetitions <= 0 || b.N == 0 {
 				continue
 			}
-			k := repsKey{s, d.Reps}
-			g.docs[k] = append(g.docs[k], d)
-			repsSeen[d.Reps] = true
+			g.points[repsKey{s, b.Repetitions}] = b.SplitSummary
+			repsSeen[b.Repetitions] = true
 		}
 	}
 	for r := range repsSeen {
@@ -340,8 +354,8 @@ func groupByReps(runs []*runData) repsGroups {
 // repsCurves plots a memorization measure of targets against how often they
 // were repeated in training, one line per model (and goldfish setting):
 // metric "exact" is the exact-match rate with 95 % Wilson intervals, "rougeL"
-// the mean RougeL with 95 % normal intervals (which still moves when no
-// document is reproduced in full). It returns nil when the data hold a
+// the mean RougeL with its 95 % bootstrap interval (which still moves when
+// no document is reproduced in full), both from summary.json. It returns nil when the data hold a
 // single repetition count.
 func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) {
 	g := groupByReps(runs)
@@ -363,15 +377,16 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 	for i, s := range series {
 		pts := &errPoints{}
 		for _, r := range reps {
-			docs := g.docs[repsKey{s, r}]
-			if len(docs) == 0 {
+			sp, ok := g.points[repsKey{s, r}]
+			if !ok {
 				continue
 			}
-			var y, lo, hi float64
+			y, lo, hi := float64(sp.ExactMatch), float64(sp.ExactMatchWilsonCI[0]), float64(sp.ExactMatchWilsonCI[1])
 			if metric == "rougeL" {
-				y, lo, hi = meanCI(docs)
-			} else {
-				y, lo, hi, _ = exactRate(docs)
+				y, lo, hi = float64(sp.RougeL), float64(sp.RougeLCI[0]), float64(sp.RougeLCI[1])
+			}
+			if math.IsNaN(lo) || math.IsNaN(hi) {
+				lo, hi = y, y // eval.bootstrap = 0: no interval to draw
 			}
 			// Nudge series apart on the log axis so equal values stay visible.
 			x := float64(r) * math.Pow(2, 0.08*(float64(i)-float64(len(series)-1)/2))
@@ -548,20 +563,9 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			if len(runs) > 1 && s.label != score {
 				continue
 			}
-			var mem, non []float64
-			for _, d := range r.Docs {
-				v, ok := d.MIA[s.label]
-				if !ok {
-					continue
-				}
-				switch d.Split {
-				case splitTarget:
-					mem = append(mem, v)
-				case splitControl:
-					non = append(non, v)
-				}
-			}
-			pts := roc(mem, non)
+			// The curve eval's AUC and TPR summarize: the same documents
+			// (attacked or not), the same sign, the same thresholds.
+			pts := eval.ROC(r.miaValues(splitTarget, s.label), r.miaValues(splitControl, s.label))
 			if pts == nil {
 				continue
 			}
@@ -586,7 +590,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
-			p.Legend.Add(fmt.Sprintf("%s (AUC %.2f)", label, auc(pts)), ln)
+			p.Legend.Add(fmt.Sprintf("%s (AUC %.2f)", label, float64(s.stat(&r.Summary.MIA).AUC)), ln)
 			added++
 		}
 	}

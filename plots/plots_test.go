@@ -22,48 +22,19 @@ func outDir(t *testing.T, name string) string {
 	return t.TempDir()
 }
 
-func TestWilson(t *testing.T) {
-	for _, tc := range []struct {
-		k, n      int
-		p, lo, hi float64
-	}{
-		{0, 32, 0, 0, 0.1072},
-		{32, 32, 1, 0.8928, 1},
-		{84, 100, 0.84, 0.7552, 0.8991},
-	} {
-		p, lo, hi := wilson(tc.k, tc.n)
-		if math.Abs(p-tc.p) > 1e-9 || math.Abs(lo-tc.lo) > 1e-3 || math.Abs(hi-tc.hi) > 1e-3 {
-			t.Errorf("wilson(%d, %d) = %.4f [%.4f, %.4f], want %.4f [%.4f, %.4f]", tc.k, tc.n, p, lo, hi, tc.p, tc.lo, tc.hi)
-		}
+// readCSV reads every record of a CSV file.
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p, _, _ := wilson(0, 0); !math.IsNaN(p) {
-		t.Errorf("wilson(0, 0) = %v, want NaN", p)
+	defer fh.Close()
+	recs, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
 	}
-}
-
-func TestROC(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		mem, non  []float64
-		auc, tpr1 float64
-	}{
-		{"separated", []float64{1, 2, 3}, []float64{4, 5, 6}, 1, 1},
-		{"reversed", []float64{4, 5, 6}, []float64{1, 2, 3}, 0, 0},
-		{"all tied", []float64{2, 2}, []float64{2, 2}, 0.5, 0},
-		{"half", []float64{1, 4}, []float64{2, 3}, 0.5, 0.5},
-		{"nan ignored", []float64{1, math.NaN()}, []float64{2}, 1, 1},
-	} {
-		pts := roc(tc.mem, tc.non)
-		if got := auc(pts); math.Abs(got-tc.auc) > 1e-12 {
-			t.Errorf("%s: auc = %v, want %v", tc.name, got, tc.auc)
-		}
-		if got := tprAt(pts, 0.01); math.Abs(got-tc.tpr1) > 1e-12 {
-			t.Errorf("%s: tpr@1%% = %v, want %v", tc.name, got, tc.tpr1)
-		}
-	}
-	if roc(nil, []float64{1}) != nil {
-		t.Error("roc without members should be nil")
-	}
+	return recs
 }
 
 func TestMovingAverage(t *testing.T) {
@@ -158,15 +129,7 @@ func TestReportGoldfishSweep(t *testing.T) {
 		t.Errorf("table.tex not escaped booktabs:\n%s", tex)
 	}
 
-	fh, err := os.Open(filepath.Join(out, "table.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	recs, err := csv.NewReader(fh).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readCSV(t, filepath.Join(out, "table.csv"))
 	if len(recs) != 3 {
 		t.Fatalf("table.csv has %d records, want header + 2", len(recs))
 	}
@@ -205,15 +168,7 @@ func TestReportRepetitionsPerModel(t *testing.T) {
 
 	// The same points as numbers: 40 targets over 5 counts is 8 per point;
 	// preset i memorizes from 16>>i repetitions on.
-	f, err := os.Open(filepath.Join(dir, "report", "repetitions.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readCSV(t, filepath.Join(dir, "report", "repetitions.csv"))
 	if len(recs) != 1+3*5 {
 		t.Fatalf("repetitions.csv has %d rows, want a header and 15", len(recs))
 	}

@@ -12,7 +12,9 @@ import (
 )
 
 // repsRow is one point of the memorization-against-repetitions figures, as
-// numbers: the figure alone cannot be quoted in a paper's text.
+// numbers: the figure alone cannot be quoted in a paper's text. They are
+// summary.json's by_repetitions entries: Wilson interval of the exact-match
+// rate, bootstrap interval of the mean RougeL.
 type repsRow struct {
 	series            string
 	reps, n           int
@@ -28,14 +30,13 @@ func repsRows(runs []*runData) []repsRow {
 	var rows []repsRow
 	for _, s := range g.series {
 		for _, r := range g.reps {
-			docs := g.docs[repsKey{s, r}]
-			if len(docs) == 0 {
+			sp, ok := g.points[repsKey{s, r}]
+			if !ok {
 				continue
 			}
-			w := repsRow{series: s, reps: r, n: len(docs)}
-			w.exact, w.exLo, w.exHi, _ = exactRate(docs)
-			w.rouge, w.rgLo, w.rgHi = meanCI(docs)
-			rows = append(rows, w)
+			rows = append(rows, repsRow{series: s, reps: r, n: sp.N,
+				exact: float64(sp.ExactMatch), exLo: float64(sp.ExactMatchWilsonCI[0]), exHi: float64(sp.ExactMatchWilsonCI[1]),
+				rouge: float64(sp.RougeL), rgLo: float64(sp.RougeLCI[0]), rgHi: float64(sp.RougeLCI[1])})
 		}
 	}
 	return rows

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memo-research/memo/eval"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -21,39 +22,45 @@ const (
 	splitControl = "control"
 )
 
-// docScore is one document of scores.parquet, joined with its repetition count.
+// docScore is one document of scores.parquet: the per-document values
+// figures draw as distributions. Rates, intervals and AUCs are not
+// recomputed from these; they come from the run's summary.json (eval).
 type docScore struct {
 	ID     int64
 	Split  string
 	Exact  bool
 	RougeL float64
-	Reps   int
 	// Attacked is false when extraction skipped the document (status != "ok").
 	Attacked bool
 	MIA      map[string]float64 // score name -> value, lower meaning "more likely a member"
 }
 
-// miaScore names a membership-inference column of scores.parquet and how a
-// figure labels it. All are losses of some kind: lower means "member".
+// miaScore names a membership-inference column of scores.parquet, how a
+// figure labels it and where summary.json holds its statistics. All are
+// losses of some kind: lower means "member".
 type miaScore struct {
 	cols  []string
 	label string
+	stat  func(*eval.MIASummary) eval.MIAStat
 }
 
 var miaScores = []miaScore{
-	{[]string{"loss", "mia_loss"}, "loss"},
-	{[]string{"zlib", "zlib_ratio", "mia_zlib"}, "zlib ratio"},
-	{[]string{"min_k", "mink", "min_k_loss", "mia_min_k"}, "min-k% loss"},
-	{[]string{"ref_diff", "reference_diff", "ref_loss_diff", "mia_ref"}, "reference-model difference"},
+	{[]string{"loss", "mia_loss"}, "loss", func(m *eval.MIASummary) eval.MIAStat { return m.Loss }},
+	{[]string{"zlib", "zlib_ratio", "mia_zlib"}, "zlib ratio", func(m *eval.MIASummary) eval.MIAStat { return m.Zlib }},
+	{[]string{"min_k", "mink", "min_k_loss", "mia_min_k"}, "min-k% loss", func(m *eval.MIASummary) eval.MIAStat { return m.MinK }},
+	{[]string{"ref_diff", "reference_diff", "ref_loss_diff", "mia_ref"}, "reference-model difference", func(m *eval.MIASummary) eval.MIAStat { return m.Ref }},
 }
 
 // runData is what the figures need from one run directory.
 type runData struct {
-	Name     string
-	Dir      string
-	Values   map[string]any // sweep axis values; empty for a lone run
-	Config   map[string]any // resolved config.toml
-	Docs     []docScore
+	Name   string
+	Dir    string
+	Values map[string]any // sweep axis values; empty for a lone run
+	Config map[string]any // resolved config.toml
+	Docs   []docScore     // every document, attacked or not
+	// Summary is the run's summary.json: every rate, interval and AUC a
+	// table or figure shows comes from it, so they are eval's numbers.
+	Summary  *eval.Summary
 	Metrics  *frame // nil when metrics.arrow is missing
 	K, H     int
 	Strategy string
@@ -71,18 +78,33 @@ func (r *runData) goldfishLabel() string {
 	return fmt.Sprintf("goldfish k=%d (%s)", r.K, r.Strategy)
 }
 
+// docs returns the attacked documents of a split: those with an extraction
+// result, as eval counts them in the split's rates.
 func (r *runData) docs(split string) []docScore {
 	var out []docScore
 	for _, d := range r.Docs {
-		if d.Split == split {
+		if d.Split == split && d.Attacked {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// loadRun reads one run directory. scores.parquet is required: without it
-// there is nothing to report.
+// miaValues are a membership score of every document of split, attacked
+// or not, negated so that higher means member: exactly what eval scores
+// the MIA statistics on.
+func (r *runData) miaValues(split, label string) []float64 {
+	var out []float64
+	for _, d := range r.Docs {
+		if v, ok := d.MIA[label]; ok && d.Split == split {
+			out = append(out, -v)
+		}
+	}
+	return out
+}
+
+// loadRun reads one run directory. scores.parquet and summary.json are
+// required: without them there is nothing to report.
 func loadRun(dir, name string, values map[string]any) (*runData, error) {
 	r := &runData{Name: name, Dir: dir, Values: values, Config: map[string]any{}}
 	if r.Name == "" {
@@ -107,21 +129,10 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 	if err != nil {
 		return nil, err
 	}
-	if needReps(docs) {
-		reps, err := readRepetitions(filepath.Join(dir, "data", "docs.arrow"))
-		if err == nil {
-			for i := range docs {
-				docs[i].Reps = reps[docs[i].ID]
-			}
-		}
-		if reps == nil {
-			fallback := int(lookupFloat(r.Config, "data.repetitions"))
-			for i := range docs {
-				docs[i].Reps = fallback
-			}
-		}
-	}
 	r.Docs = docs
+	if r.Summary, err = eval.ReadSummary(filepath.Join(dir, "summary.json")); err != nil {
+		return nil, fmt.Errorf("the run's numbers come from eval: %w", err)
+	}
 
 	m, err := readArrow(filepath.Join(dir, "metrics.arrow"))
 	switch {
@@ -132,15 +143,6 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-func needReps(docs []docScore) bool {
-	for _, d := range docs {
-		if d.Reps == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func readScores(path string) ([]docScore, error) {
@@ -161,7 +163,6 @@ func readScores(path string) ([]docScore, error) {
 	if !ok {
 		return nil, fmt.Errorf("read %s: no column \"rougeL\"", path)
 	}
-	reps, _, _ := f.col("repetitions")
 	status, _ := f.str("status")
 	docs := make([]docScore, f.n)
 	for i := range docs {
@@ -170,9 +171,6 @@ func readScores(path string) ([]docScore, error) {
 		d.Split, d.Exact, d.RougeL = split[i], exact[i], rouge[i]
 		if ids != nil {
 			d.ID = int64(ids[i])
-		}
-		if reps != nil {
-			d.Reps = int(reps[i])
 		}
 		d.MIA = map[string]float64{}
 	}
@@ -184,37 +182,18 @@ func readScores(path string) ([]docScore, error) {
 		}
 	}
 	// Documents the attack could not run on (too short for prefix + suffix)
-	// have no extraction result: leave them out of the rates, and say so.
-	kept := docs[:0]
+	// have no extraction result: eval leaves them out of the rates (docs
+	// does here) but scores their membership (miaValues).
 	skipped := 0
 	for _, d := range docs {
-		if d.Attacked {
-			kept = append(kept, d)
-		} else {
+		if !d.Attacked {
 			skipped++
 		}
 	}
 	if skipped > 0 {
-		slog.Warn("documents not attacked are left out of the figures", "file", path, "count", skipped)
+		slog.Warn("documents not attacked are left out of the extraction figures", "file", path, "count", skipped)
 	}
-	return kept, nil
-}
-
-func readRepetitions(path string) (map[int64]int, error) {
-	f, err := readArrow(path)
-	if err != nil {
-		return nil, err
-	}
-	ids, _, ok1 := f.col("doc_id")
-	reps, _, ok2 := f.col("repetitions")
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("read %s: want columns doc_id and repetitions", path)
-	}
-	m := make(map[int64]int, len(ids))
-	for i := range ids {
-		m[int64(ids[i])] = int(reps[i])
-	}
-	return m, nil
+	return docs, nil
 }
 
 // lookup follows a dotted key through nested TOML tables.

@@ -13,8 +13,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/loss"
 )
 
 // synthRun describes a synthetic run directory: how many targets are
@@ -35,7 +36,7 @@ type synthRun struct {
 
 func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("name = %q\nseed = 1\n[model]\npreset = %q\n[goldfish]\nstrategy = \"hash-table\"\nk = %d\nh = 13\n", s.name, s.preset, s.k)
@@ -44,23 +45,9 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	mem := memory.NewGoAllocator()
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "split", Type: arrow.BinaryTypes.String},
-		{Name: "exact_match", Type: arrow.FixedWidthTypes.Boolean},
-		{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "zlib_ratio", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "status", Type: arrow.BinaryTypes.String},
-	}, nil)
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	docsB := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
-		{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "split", Type: arrow.BinaryTypes.String},
-		{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
-	}, nil))
-	defer docsB.Release()
+	// The scores and summary are eval's own output for these rows, so the
+	// report is tested against what eval really writes.
+	var rows []eval.Score
 	sep := 1.5 * float64(s.exact+1) / float64(s.targets+1)
 	for i := 0; i < 2*s.targets; i++ {
 		split, reps := "target", 1
@@ -79,34 +66,22 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 		if i >= s.targets {
 			split, exact, reps, rouge, loss = "control", false, 0, math.Max(0, 0.25+0.08*rng.NormFloat64()), 3+0.5*rng.NormFloat64()
 		}
-		b.Field(0).(*array.Int64Builder).Append(int64(i))
-		b.Field(1).(*array.StringBuilder).Append(split)
-		b.Field(2).(*array.BooleanBuilder).Append(exact)
-		b.Field(3).(*array.Float64Builder).Append(rouge)
-		b.Field(4).(*array.Float64Builder).Append(loss)
-		b.Field(5).(*array.Float64Builder).Append(loss / 400)
-		status := "ok"
+		status := eval.StatusOK
 		if i >= 2*s.targets-s.unattacked {
-			status = "too short"
+			status, exact, rouge = "too short", false, math.NaN()
 		}
-		b.Field(6).(*array.StringBuilder).Append(status)
-		docsB.Field(0).(*array.Int64Builder).Append(int64(i))
-		docsB.Field(1).(*array.StringBuilder).Append(split)
-		docsB.Field(2).(*array.Int32Builder).Append(int32(reps))
+		nan := math.NaN()
+		rows = append(rows, eval.Score{
+			DocID: int64(i), Split: split, Title: fmt.Sprintf("doc %d", i), Status: status, Repetitions: reps,
+			Match:  eval.Match{Exact: exact, TokenAccuracy: nan},
+			RougeL: rouge, RougeLPrecision: nan, RougeLRecall: nan, Rouge1: nan, Rouge2: nan,
+			Loss: loss, ZlibRatio: loss / 400, MinK: nan, RefLoss: nan, RefDiff: nan,
+		})
 	}
-	rec := b.NewRecord()
-	defer rec.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
-	defer tbl.Release()
-	fh, err := os.Create(filepath.Join(dir, "scores.parquet"))
-	if err != nil {
+	sum := eval.Summarize(rows, eval.DefaultConfig(), loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13})
+	if err := eval.WriteResults(rows, sum, filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json")); err != nil {
 		t.Fatal(err)
 	}
-	if err := pqarrow.WriteTable(tbl, fh, 1024, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
-		t.Fatal(err)
-	}
-	fh.Close()
-	writeIPC(t, filepath.Join(dir, "data", "docs.arrow"), docsB.NewRecord())
 
 	mb := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
 		{Name: "step", Type: arrow.PrimitiveTypes.Int64},

@@ -9,22 +9,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
-// row is one run of the comparison table.
+// row is one run of the comparison table. Every number but the final
+// training loss is the run's summary.json, as eval wrote it.
 type row struct {
 	Run                     string
 	Values                  []string // one per sweep axis
 	Loss                    string
 	Model                   string
 	Targets                 int
-	Exact, ExactLo, ExactHi float64
+	Exact, ExactLo, ExactHi float64 // Wilson interval
 	Rouge                   float64
 	Controls                int
 	CExact, CExactLo, CExHi float64
 	CRouge                  float64
-	AUC, TPR1               float64 // loss-score membership inference
+	MIA                     eval.MIAStat // loss-score membership inference
 	FinalLoss               float64
 }
 
@@ -35,23 +37,13 @@ func tableRows(runs []*runData, axes []string) []row {
 		for _, a := range axes {
 			w.Values = append(w.Values, fmt.Sprint(r.Values[a]))
 		}
-		t, c := r.docs(splitTarget), r.docs(splitControl)
-		w.Exact, w.ExactLo, w.ExactHi, w.Targets = exactRate(t)
-		w.CExact, w.CExactLo, w.CExHi, w.Controls = exactRate(c)
-		w.Rouge, w.CRouge = meanRouge(t), meanRouge(c)
-		var mem, non []float64
-		for _, d := range t {
-			if v, ok := d.MIA["loss"]; ok {
-				mem = append(mem, v)
-			}
-		}
-		for _, d := range c {
-			if v, ok := d.MIA["loss"]; ok {
-				non = append(non, v)
-			}
-		}
-		pts := roc(mem, non)
-		w.AUC, w.TPR1 = auc(pts), tprAt(pts, 0.01)
+		s := r.Summary
+		w.Targets, w.Exact, w.ExactLo, w.ExactHi = s.Members.N, float64(s.Members.ExactMatch),
+			float64(s.Members.ExactMatchWilsonCI[0]), float64(s.Members.ExactMatchWilsonCI[1])
+		w.Controls, w.CExact, w.CExactLo, w.CExHi = s.Controls.N, float64(s.Controls.ExactMatch),
+			float64(s.Controls.ExactMatchWilsonCI[0]), float64(s.Controls.ExactMatchWilsonCI[1])
+		w.Rouge, w.CRouge = float64(s.Members.RougeL), float64(s.Controls.RougeL)
+		w.MIA = s.MIA.Loss
 		w.FinalLoss = math.NaN()
 		if r.Metrics != nil {
 			if y, _, ok := r.Metrics.col("loss_all"); ok {
@@ -85,7 +77,13 @@ func num(v float64, prec int) string {
 func header(axes []string) []string {
 	h := []string{"run"}
 	h = append(h, axes...)
-	return append(h, "loss", "model", "targets", "exact match % [95% CI]", "RougeL", "controls", "controls exact %", "controls RougeL", "MIA AUC (loss)", "TPR@1%FPR", "final train loss")
+	return append(h, "loss", "model", "targets", "exact match % [95% CI]", "RougeL", "controls", "controls exact %", "controls RougeL",
+		"MIA AUC (loss)", "AUC 95% CI", "TPR@0.1%FPR % [95% CI]", "TPR@1%FPR % [95% CI]", "final train loss")
+}
+
+// interval formats a value and its interval with f ("–" for undefined).
+func interval(v float64, ci [2]eval.Num, f func(float64) string) string {
+	return fmt.Sprintf("%s [%s, %s]", f(v), f(float64(ci[0])), f(float64(ci[1])))
 }
 
 func (w row) cells() []string {
@@ -94,7 +92,9 @@ func (w row) cells() []string {
 	return append(c, w.Loss, w.Model, strconv.Itoa(w.Targets),
 		fmt.Sprintf("%s [%s, %s]", pct(w.Exact), pct(w.ExactLo), pct(w.ExactHi)),
 		num(w.Rouge, 3), strconv.Itoa(w.Controls), pct(w.CExact), num(w.CRouge, 3),
-		num(w.AUC, 3), pct(w.TPR1), num(w.FinalLoss, 3))
+		num(float64(w.MIA.AUC), 3), fmt.Sprintf("[%s, %s]", num(float64(w.MIA.AUCCI[0]), 3), num(float64(w.MIA.AUCCI[1]), 3)),
+		interval(float64(w.MIA.TPR0_1), w.MIA.TPR0_1CI, pct), interval(float64(w.MIA.TPR1), w.MIA.TPR1CI, pct),
+		num(w.FinalLoss, 3))
 }
 
 func writeMarkdown(out io.Writer, axes []string, rows []row) error {
@@ -116,29 +116,59 @@ func writeMarkdown(out io.Writer, axes []string, rows []row) error {
 	return err
 }
 
-// writeCSV keeps numbers as plain fractions, one column per quantity, so that
-// the file feeds straight into other tools.
+// csvColumns are table.csv's numeric columns after run, the axes, loss,
+// model: the name and the value of a row. Numbers are plain fractions
+// written with the fewest digits that read back as the same float64, so the
+// file agrees with summary.json to the last bit and feeds other tools.
+var csvColumns = []struct {
+	name string
+	val  func(row) float64
+}{
+	{"targets", func(w row) float64 { return float64(w.Targets) }},
+	{"exact_match", func(w row) float64 { return w.Exact }},
+	{"exact_match_ci_low", func(w row) float64 { return w.ExactLo }},
+	{"exact_match_ci_high", func(w row) float64 { return w.ExactHi }},
+	{"rouge_l", func(w row) float64 { return w.Rouge }},
+	{"controls", func(w row) float64 { return float64(w.Controls) }},
+	{"controls_exact_match", func(w row) float64 { return w.CExact }},
+	{"controls_exact_match_ci_low", func(w row) float64 { return w.CExactLo }},
+	{"controls_exact_match_ci_high", func(w row) float64 { return w.CExHi }},
+	{"controls_rouge_l", func(w row) float64 { return w.CRouge }},
+	{"mia_auc_loss", func(w row) float64 { return float64(w.MIA.AUC) }},
+	{"mia_auc_loss_ci_low", func(w row) float64 { return float64(w.MIA.AUCCI[0]) }},
+	{"mia_auc_loss_ci_high", func(w row) float64 { return float64(w.MIA.AUCCI[1]) }},
+	{"mia_tpr_at_0.1pct_fpr_loss", func(w row) float64 { return float64(w.MIA.TPR0_1) }},
+	{"mia_tpr_at_0.1pct_fpr_loss_ci_low", func(w row) float64 { return float64(w.MIA.TPR0_1CI[0]) }},
+	{"mia_tpr_at_0.1pct_fpr_loss_ci_high", func(w row) float64 { return float64(w.MIA.TPR0_1CI[1]) }},
+	{"mia_tpr_at_1pct_fpr_loss", func(w row) float64 { return float64(w.MIA.TPR1) }},
+	{"mia_tpr_at_1pct_fpr_loss_ci_low", func(w row) float64 { return float64(w.MIA.TPR1CI[0]) }},
+	{"mia_tpr_at_1pct_fpr_loss_ci_high", func(w row) float64 { return float64(w.MIA.TPR1CI[1]) }},
+	{"final_train_loss", func(w row) float64 { return w.FinalLoss }},
+}
+
 func writeCSV(out io.Writer, axes []string, rows []row) error {
 	cw := csv.NewWriter(out)
 	h := []string{"run"}
 	h = append(h, axes...)
-	h = append(h, "loss", "model", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "rouge_l",
-		"controls", "controls_exact_match", "controls_exact_match_ci_low", "controls_exact_match_ci_high", "controls_rouge_l",
-		"mia_auc_loss", "mia_tpr_at_1pct_fpr_loss", "final_train_loss")
+	h = append(h, "loss", "model")
+	for _, c := range csvColumns {
+		h = append(h, c.name)
+	}
 	if err := cw.Write(h); err != nil {
 		return err
-	}
-	f := func(v float64) string {
-		if math.IsNaN(v) {
-			return ""
-		}
-		return strconv.FormatFloat(v, 'g', 6, 64)
 	}
 	for _, w := range rows {
 		rec := []string{w.Run}
 		rec = append(rec, w.Values...)
-		rec = append(rec, w.Loss, w.Model, strconv.Itoa(w.Targets), f(w.Exact), f(w.ExactLo), f(w.ExactHi), f(w.Rouge),
-			strconv.Itoa(w.Controls), f(w.CExact), f(w.CExactLo), f(w.CExHi), f(w.CRouge), f(w.AUC), f(w.TPR1), f(w.FinalLoss))
+		rec = append(rec, w.Loss, w.Model)
+		for _, c := range csvColumns {
+			v := c.val(w)
+			if math.IsNaN(v) {
+				rec = append(rec, "")
+			} else {
+				rec = append(rec, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+		}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

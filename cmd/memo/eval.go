@@ -105,8 +105,8 @@ func evalAction(c *cli.Context) error {
 			fmt.Sprintf("%s [%s, %s]", f(s.s.ExactMatch), f(s.s.ExactMatchCI[0]), f(s.s.ExactMatchCI[1])), f(s.s.TokenAccuracy), f(s.s.RougeL))
 	}
 	m := sum.MIA
-	fmt.Fprintf(w, "MIA AUC: loss %s, zlib %s, min-k %s, reference %s (TPR at %.3g FPR: loss %s)\n",
-		f(m.LossAUC), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
+	fmt.Fprintf(w, "MIA AUC: loss %s [%s, %s], zlib %s, min-k %s, reference %s (TPR at FPR < %.3g: loss %s)\n",
+		f(m.LossAUC), f(m.Loss.AUCCI[0]), f(m.Loss.AUCCI[1]), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
 	fmt.Fprintf(w, "wrote %s and %s\n", scores, summary)
 	return nil
 }
