@@ -1,31 +1,36 @@
 package experiments
 
 import (
-	"os"
-	"strconv"
+	"fmt"
+
+	"github.com/memo-research/memo/internal/rankenv"
 )
 
-// envInt reads the first of the named environment variables that holds an integer.
-func envInt(names ...string) (int, bool) {
-	for _, n := range names {
-		if v, err := strconv.Atoi(os.Getenv(n)); err == nil {
-			return v, true
-		}
+// launchPlace is this process's rank and world size, read by the code dist
+// joins its group with (internal/rankenv: flags, then torchrun's variables,
+// then Slurm's), so experiments and dist cannot disagree about which
+// process is rank 0. A malformed environment reads as a single process
+// here; Run refuses it first (checkLaunchEnv).
+func launchPlace() rankenv.Config {
+	c, err := rankenv.Discover(rankenv.Unset())
+	if err != nil {
+		return rankenv.Config{Rank: 0, Size: 1}
 	}
-	return 0, false
+	return c
 }
 
-// processRank and worldSize follow torchrun's conventions, then Slurm's,
-// as package dist does: a run under srun or a launcher is one of several
-// processes, and only rank 0 keeps the run's books.
-func processRank() int {
-	r, _ := envInt("RANK", "SLURM_PROCID")
-	return r
-}
+// processRank and worldSize say whether this is one of several processes
+// and which: only rank 0 keeps the run's books.
+func processRank() int { return launchPlace().Rank }
 
-func worldSize() int {
-	if n, ok := envInt("WORLD_SIZE", "SLURM_NTASKS"); ok && n > 0 {
-		return n
+func worldSize() int { return launchPlace().Size }
+
+// checkLaunchEnv fails on a launcher environment that cannot be read (a
+// RANK that is not a number, a rank outside the world), which would
+// otherwise make every process believe it is rank 0 of 1.
+func checkLaunchEnv() error {
+	if _, err := rankenv.Discover(rankenv.Unset()); err != nil {
+		return fmt.Errorf("launcher environment: %w", err)
 	}
-	return 1
+	return nil
 }

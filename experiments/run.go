@@ -52,6 +52,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			return "", fmt.Errorf("stage %q: want one of %v", s, Stages)
 		}
 	}
+	if err := checkLaunchEnv(); err != nil {
+		return "", err
+	}
 	dir := RunDir(spec, runsRoot)
 	if processRank() > 0 {
 		// Other ranks of a multi-process stage do the work and leave

@@ -209,6 +209,7 @@ func TestRunOnOtherRankKeepsNoBooks(t *testing.T) {
 	none := ""
 	fakeStages(t, &calls, &none)
 	t.Setenv("RANK", "1")
+	t.Setenv("WORLD_SIZE", "2")
 	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
 	root := t.TempDir()
 	if _, err := Run(context.Background(), spec, root, Options{Stages: []string{"train"}}); err != nil {

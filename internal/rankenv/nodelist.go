@@ -1,4 +1,4 @@
-package dist
+package rankenv
 
 import (
 	"fmt"
