@@ -108,6 +108,38 @@ func (t *Tokenizer) Decode(ids []int32) string {
 	return t.lib.t.Decode(ids, false)
 }
 
+// Known reports whether id is in the vocabulary (special tokens included).
+func (t *Tokenizer) Known(id int32) bool {
+	if t.bpe != nil {
+		return id >= 0 && int(id) < len(t.bpe.tokens)
+	}
+	_, ok := t.lib.t.IDToToken(id)
+	return ok
+}
+
+// Token is the vocabulary entry of id as the tokenizer writes it (e.g.
+// "Ġworld" or "▁world"), or "" when id is not in the vocabulary.
+func (t *Tokenizer) Token(id int32) string {
+	if t.bpe != nil {
+		if id >= 0 && int(id) < len(t.bpe.tokens) {
+			return t.bpe.tokens[id]
+		}
+		return ""
+	}
+	s, _ := t.lib.t.IDToToken(id)
+	return s
+}
+
+// IsSpecial reports whether id is a special token (EOS, padding, a
+// Hugging Face added token marked special), which Hugging Face's
+// decode(skip_special_tokens=True) leaves out.
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	if t.bpe != nil {
+		return t.bpe.special[id]
+	}
+	return t.lib.t.IsSpecial(id)
+}
+
 // VocabSize is the number of ids, special tokens included (for a Hugging
 // Face tokenizer, the largest id plus one).
 func (t *Tokenizer) VocabSize() int {

@@ -11,6 +11,7 @@
 package hftok
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,10 +53,15 @@ func Load(path string) (*Tokenizer, error) {
 
 // Parse builds a Tokenizer from the contents of a tokenizer.json.
 func Parse(raw []byte) (*Tokenizer, error) {
-	o, err := parseObj(raw, "top level")
-	if err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		if err == nil {
+			err = fmt.Errorf("null")
+		}
 		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
 	}
+	o := &obj{where: "top level", m: top, used: map[string]bool{}}
+	var err error
 	t := &Tokenizer{}
 	if t.Version, err = o.str("version", "1.0"); err != nil {
 		return nil, err
