@@ -1,6 +1,12 @@
 package hftok
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+	"unsafe"
+)
+
+// unsafeString turns a buffer nobody else holds into a string without a copy.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // GPT-2's byte-level alphabet: the bytes that print as Latin-1 characters
 // ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand for themselves; the 68 others
@@ -26,11 +32,28 @@ func init() {
 
 // byteLevelString writes each byte of s as its alphabet character.
 func byteLevelString(s string) string {
-	buf := make([]byte, 0, 2*len(s))
+	n := 0
 	for i := 0; i < len(s); i++ {
-		buf = utf8.AppendRune(buf, byteRune[s[i]])
+		n += byteRuneLen[s[i]]
 	}
-	return string(buf)
+	buf := make([]byte, 0, n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '!' && c <= '~' {
+			buf = append(buf, c) // printable ASCII stands for itself
+		} else {
+			buf = utf8.AppendRune(buf, byteRune[c])
+		}
+	}
+	return unsafeString(buf)
+}
+
+// byteRuneLen is the UTF-8 length of each byte's alphabet character.
+var byteRuneLen [256]int
+
+func init() {
+	for b, r := range byteRune {
+		byteRuneLen[b] = utf8.RuneLen(r)
+	}
 }
 
 // lossyUTF8 turns bytes into a string as Rust's String::from_utf8_lossy

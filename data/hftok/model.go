@@ -206,13 +206,17 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 	if s == "" {
 		return out
 	}
-	if b.ignoreMerges {
-		if id, ok := b.ids[s]; ok {
-			return append(out, id)
-		}
-	}
 	if v, ok := b.cache.Load(s); ok {
 		return append(out, v.([]int32)...)
+	}
+	if b.ignoreMerges {
+		if id, ok := b.ids[s]; ok {
+			ids := []int32{id}
+			if len(s) < maxCachedLen && b.cacheSize.Add(1) <= maxCached {
+				b.cache.Store(s, ids)
+			}
+			return append(out, ids...)
+		}
 	}
 	if len(s) >= maxCachedLen && b.cutAtMeta {
 		return b.tokenizeSegments(s, out)
@@ -220,9 +224,12 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 	return append(out, b.cached(s)...)
 }
 
-// cached is mergeWord through the piece cache.
+// cached is mergeWord through the piece cache. (With ignore_merges the
+// cache also holds whole pieces found in the vocabulary; tokenizeSegments
+// never looks those up, because a segment of a piece is merged even when
+// the library's whole-piece check would not apply to it.)
 func (b *bpe) cached(s string) []int32 {
-	if v, ok := b.cache.Load(s); ok {
+	if v, ok := b.cache.Load(s); ok && !b.ignoreMerges {
 		return v.([]int32)
 	}
 	ids := b.mergeWord(s)

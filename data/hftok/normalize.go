@@ -22,6 +22,10 @@ type piece struct {
 	// stays 0 only for the piece at the start).
 	orig, ins int
 	tok       *addedToken // an added token found in the text: no further processing
+	// byteLevel marks a piece whose bytes the last pre-tokenizer (ByteLevel)
+	// left for the model step to map to the byte-level alphabet, so that the
+	// ids can be cached by the raw piece (see Tokenizer.Encode).
+	byteLevel bool
 }
 
 type normalizer interface {

@@ -81,7 +81,7 @@ func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) 
 		}
 		p = s
 	case "ByteLevel":
-		b := byteLevelPre{}
+		b := &byteLevelPre{}
 		if b.addPrefixSpace, err = o.boolean("add_prefix_space", true); err != nil {
 			return nil, err
 		}
@@ -258,7 +258,7 @@ func isolate(p piece, m matcher, emit func(piece)) {
 
 // sub is p's text from start to end, with its position in the input.
 func sub(p piece, start, end int) piece {
-	return piece{text: p.text[start:end], orig: p.orig + max(0, start-p.ins), ins: max(0, min(p.ins, end)-start)}
+	return piece{text: p.text[start:end], orig: p.orig + max(0, start-p.ins), ins: max(0, min(p.ins, end)-start), byteLevel: p.byteLevel}
 }
 
 type splitPre struct {
@@ -280,22 +280,42 @@ func (s splitPre) apply(p piece, emit func(piece)) {
 type byteLevelPre struct {
 	addPrefixSpace, useRegex bool
 	re                       matcher
+	// last: no pre-tokenizer follows, so the mapping to the alphabet is
+	// left to the model step (piece.byteLevel).
+	last bool
 }
 
-func (b byteLevelPre) apply(p piece, emit func(piece)) {
+func (b *byteLevelPre) apply(p piece, emit func(piece)) {
 	if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
 		p.text = " " + p.text
 		p.ins++
 	}
-	mapped := func(q piece) {
-		q.text = byteLevelString(q.text)
-		emit(q)
+	out := emit
+	if b.last {
+		p.byteLevel = true
+	} else {
+		out = func(q piece) {
+			q.text = byteLevelString(q.text)
+			emit(q)
+		}
 	}
 	if !b.useRegex {
-		mapped(p)
+		out(p)
 		return
 	}
-	isolate(p, b.re, mapped)
+	isolate(p, b.re, out)
+}
+
+// markLast tells a trailing ByteLevel pre-tokenizer that it is last.
+func markLast(p preTokenizer) {
+	switch v := p.(type) {
+	case *byteLevelPre:
+		v.last = true
+	case seqPre:
+		if len(v) > 0 {
+			markLast(v[len(v)-1])
+		}
+	}
 }
 
 // metaspacePre is SentencePiece's convention: spaces become the

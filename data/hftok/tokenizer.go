@@ -16,20 +16,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Tokenizer is a loaded tokenizer.json. It is safe for concurrent use.
 type Tokenizer struct {
-	norm    normalizer
-	pre     preTokenizer
-	model   model
-	post    postProcessor
-	dec     decoder
-	added   *addedVocab
-	maxID   int32
-	bos     int32
-	eos     int32
-	Version string
+	norm      normalizer
+	pre       preTokenizer
+	model     model
+	post      postProcessor
+	dec       decoder
+	added     *addedVocab
+	maxID     int32
+	bos       int32
+	eos       int32
+	Version   string
+	rawCache  sync.Map // raw piece -> ids, for byte-level pieces
+	rawCached atomic.Int64
+
 	// Warnings are what the library would log while loading the file
 	// (added tokens whose "id" is not the one they get).
 	Warnings []string
@@ -80,6 +85,7 @@ func Parse(raw []byte) (*Tokenizer, error) {
 	if t.pre, err = parsePreTokenizer(o.raw("pre_tokenizer"), "pre_tokenizer"); err != nil {
 		return nil, err
 	}
+	markLast(t.pre)
 	if t.model, err = parseModel(o.raw("model")); err != nil {
 		return nil, err
 	}
@@ -135,7 +141,13 @@ func (t *Tokenizer) modelIDs() []int32 {
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	text = validUTF8(text)
 	ids := make([]int32, 0, len(text)/3+1)
-	model := func(p piece) { ids = t.model.tokenize(p.text, ids) }
+	model := func(p piece) {
+		if p.byteLevel {
+			ids = append(ids, t.byteLevelIDs(p.text)...)
+			return
+		}
+		ids = t.model.tokenize(p.text, ids)
+	}
 	for _, p := range t.extract(text) {
 		switch {
 		case p.tok != nil:
@@ -148,6 +160,20 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	}
 	if t.post != nil {
 		ids = t.post.process(ids, addSpecial)
+	}
+	return ids
+}
+
+// byteLevelIDs encodes a piece that still has to be mapped to the
+// byte-level alphabet, through a cache keyed by the raw piece: most pieces
+// of a long text repeat, and this skips the mapping for them.
+func (t *Tokenizer) byteLevelIDs(raw string) []int32 {
+	if v, ok := t.rawCache.Load(raw); ok {
+		return v.([]int32)
+	}
+	ids := t.model.tokenize(byteLevelString(raw), nil)
+	if len(raw) < maxCachedLen && t.rawCached.Add(1) <= maxCached {
+		t.rawCache.Store(raw, ids)
 	}
 	return ids
 }
