@@ -104,6 +104,14 @@ func TestTiny(t *testing.T) {
 	if got := tok.Decode([]int32{2, 3, 1, 0, 42}, true); got != "ab b a" {
 		t.Errorf("decode without a decoder: %q, want tokens joined by spaces, <s> and the unknown id left out", got)
 	}
+	// Merges may also be spelled as pairs.
+	pairs, err := Parse([]byte(strings.Replace(tinyJSON(nil), `["a b"]`, ` [ ["a", "b"]]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pairs.Encode("abab", false); len(got) != 2 || got[0] != 2 || got[1] != 2 {
+		t.Errorf("pair-spelled merges: %v, want [2 2]", got)
+	}
 	wl := `{"version":"1.0","added_tokens":[],"normalizer":{"type":"Lowercase"},"pre_tokenizer":{"type":"Whitespace"},
 "post_processor":{"type":"BertProcessing","sep":["[SEP]",1],"cls":["[CLS]",2]},"decoder":{"type":"BPEDecoder","suffix":"</w>"},
 "model":{"type":"WordLevel","vocab":{"[UNK]":0,"[SEP]":1,"[CLS]":2,"hello</w>":3,"world":4,",":5},"unk_token":"[UNK]"}}`

@@ -1,6 +1,7 @@
 package hftok
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -184,7 +185,11 @@ func parseMerges(o *obj) ([][2]string, error) {
 		return nil, o.errorf("merges is missing")
 	}
 	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
+	// Decode once, in the spelling the first element has.
+	if first := bytes.TrimLeft(bytes.TrimLeft(raw, " \t\r\n")[1:], " \t\r\n"); len(first) > 0 && first[0] == '[' {
+		if err := json.Unmarshal(raw, &pairs); err != nil {
+			return nil, o.errorf("merges: want [[\"a\", \"b\"], ...]: %v", err)
+		}
 		return pairs, nil
 	}
 	var lines []string
