@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/model"
 )
 
@@ -36,6 +37,14 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if err != nil {
 		key, _, _ := strings.Cut(err.Error(), " ")
 		return fail(key, "%v", err)
+	}
+	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {
+		// The mask is computed per row. Packed rows cut documents at
+		// arbitrary points that move from one repetition to the next: each
+		// row's first targets (h-1 for hash-table) are always supervised and
+		// windows span the previous document, so every token of a repeated
+		// document ends up trained at some repetition.
+		return fail("data.layout", `data.layout = "packed" with the goldfish loss (goldfish.k = %d): documents straddle rows at shifting offsets, so the targets goldfish drops in one repetition are trained in another; use data.layout = "padded" (the reference's layout) or set goldfish.allow_packed = true to accept this`, s.Goldfish.K)
 	}
 	if err := s.Extract.CheckContext(m.Context); err != nil {
 		key := "extract.suffix"

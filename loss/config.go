@@ -32,6 +32,12 @@ type Config struct {
 	Seed int64 `toml:"seed"`
 	// ExemptIDs are token ids the rolling strategy never drops (EOS, padding).
 	ExemptIDs []int32 `toml:"exempt_ids"`
+	// AllowPacked accepts the goldfish loss with data.layout = "packed",
+	// which is refused otherwise: packed documents straddle rows at shifting
+	// offsets, the first targets of every row are never dropped, and hash
+	// windows reach into the neighbouring document, so across repetitions
+	// the tokens goldfish should hold out get trained anyway.
+	AllowPacked bool `toml:"allow_packed,omitempty"`
 }
 
 // DefaultConfig is the paper's main setting: hash-table, k = 4, h = 13.

@@ -1,0 +1,40 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+)
+
+// The goldfish loss with packed rows is refused unless the spec opts in:
+// packed documents straddle rows at shifting offsets, so tokens dropped in
+// one repetition are trained in another.
+func TestGoldfishWithPackedLayout(t *testing.T) {
+	_, err := ParseBytes("x.toml", []byte("[data]\nlayout = 'packed'\n[goldfish]\nk = 4\n"))
+	ce := wantConfigError(t, err, 2, `data.layout = "packed" with the goldfish loss`, "goldfish.allow_packed = true")
+	if ce.Key != "data.layout" {
+		t.Errorf("key = %q, want data.layout (%s)", ce.Key, err)
+	}
+	for _, ok := range []string{
+		"[data]\nlayout = 'packed'\n[goldfish]\nk = 4\nallow_packed = true\n",
+		"[data]\nlayout = 'packed'\n[goldfish]\nk = 0\n",
+		"[data]\nlayout = 'packed'\n[goldfish]\nstrategy = 'none'\n",
+		"[data]\nlayout = 'padded'\n[goldfish]\nk = 4\n",
+	} {
+		if _, err := ParseBytes("x.toml", []byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	// The opt-in key is written only when set, so the resolved config and
+	// hash of every existing spec stay what they were.
+	spec, err := ParseBytes("x.toml", []byte("[goldfish]\nk = 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := spec.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "allow_packed") {
+		t.Errorf("resolved spec mentions allow_packed though it is unset:\n%s", b)
+	}
+}
