@@ -1,4 +1,5 @@
-import json
+import json, sys
+# argv[1]: where to write variants.json
 vs=json.load(open('v/variants.json'))
 texts=json.load(open('v/texts.json'))
 nfixed=len(texts)-300  # the last 300 texts are random strings
@@ -10,4 +11,4 @@ for v in vs:
     v["cases"]=cases
     out["variants"].append(v)
 s=json.dumps(out, ensure_ascii=False, separators=(',',':')).replace('},{"text"','},\n{"text"')
-open('/work/main/data/hftok/testdata/variants.json','w').write(s)
+open(sys.argv[1],'w').write(s)

@@ -1,5 +1,6 @@
-import json, subprocess
-g=json.load(open('/work/shared/vectors/tokenizers.json'))
+import json, subprocess, sys
+# argv[1]: testdata/tokenizers.json, whose texts come first
+g=json.load(open(sys.argv[1]))
 texts=[c['text'] for c in g['tokenizers']['llama3.json']]
 texts += [
  "Hello <s> world</s> and <unk> too", "<s><s></s>", "a<s>b", " <s> ", "<|begin_of_text|>hi<|eot_id|>", "<|begin_of", "x<|end_of_text|>\n\n<|begin_of_text|>y",
