@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 )
@@ -296,11 +297,7 @@ func compareRuns(t *testing.T, a, b string, steps int, tol float64) (worst, maxD
 
 func weights(t *testing.T, runDir string) map[string][]float64 {
 	t.Helper()
-	dir, err := train.ResolveCheckpoint(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, vs, _, err := train.LoadModel(dir)
+	_, vs, _, err := checkpoint.Load(runDir, "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}

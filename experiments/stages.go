@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/eval"
@@ -37,7 +39,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		// train resolves checkpoints/ to its newest verified checkpoint.
-		return extract.Run(ctx, spec.Extract, filepath.Join(dir, "checkpoints"), ds, filepath.Join(dir, "completions.arrow"))
+		return extract.Run(ctx, spec.Extract, filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow"))
 	case "eval":
 		_, err := eval.Run(spec.Eval, filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
 		return err
@@ -55,25 +57,36 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	mcfg := spec.Model
-	if mcfg.Vocab == 0 {
-		// The vocabulary is the tokenizer's, known once data has run.
-		tok, err := ds.Tokenizer()
-		if err != nil {
+	mcfg, tcfg := spec.Model, spec.Train
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		return err
+	}
+	if mcfg.InitFrom != "" {
+		// An imported model: its architecture and starting weights.
+		if mcfg, err = spec.ResolvedModel(); err != nil {
 			return err
 		}
+		tcfg.InitFrom = strings.TrimPrefix(mcfg.InitFrom, "hf:")
+	}
+	if mcfg.Vocab == 0 {
+		// The vocabulary is the tokenizer's, known once data has run.
 		mcfg.Vocab = tok.VocabSize()
+	}
+	if tok.VocabSize() > mcfg.Vocab {
+		return fmt.Errorf("data.tokenizer = %q has %d tokens but the model's vocabulary is %d: ids past %d have no embedding (use the model's own tokenizer, data.tokenizer = \"hf:DIR\")",
+			spec.Data.Tokenizer, tok.VocabSize(), mcfg.Vocab, mcfg.Vocab-1)
 	}
 	opts := train.Options{Progress: processRank() == 0}
 	if worldSize() == 1 {
-		return train.Run(ctx, spec.Train, mcfg, spec.Goldfish, ds, dir, opts)
+		return train.Run(ctx, tcfg, mcfg, spec.Goldfish, ds, dir, opts)
 	}
 	g, err := dist.Init(ctx, dist.Unset())
 	if err != nil {
 		return err
 	}
 	opts.Group = g
-	if err := train.Run(ctx, spec.Train, mcfg, spec.Goldfish, ds, dir, opts); err != nil {
+	if err := train.Run(ctx, tcfg, mcfg, spec.Goldfish, ds, dir, opts); err != nil {
 		// A failed collective leaves the group broken: no closing barrier,
 		// the process's exit tears it down.
 		return fmt.Errorf("rank %d of %d: %w", g.Rank(), g.Size(), err)

@@ -6,21 +6,17 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/train"
 )
 
 // loadModel resolves a run, checkpoints/ or checkpoint directory to its
-// newest good checkpoint and loads the model.
+// newest good checkpoint and loads the model on the CPU.
 func loadModel(path string) (*model.GPT, string, error) {
-	ckpt, err := train.ResolveCheckpoint(path)
+	g, _, ckpt, err := checkpoint.Load(path, "cpu")
 	if err != nil {
-		return nil, "", err
-	}
-	g, _, _, err := train.LoadModel(ckpt)
-	if err != nil {
-		return nil, "", fmt.Errorf("load %s: %w", ckpt, err)
+		return nil, "", err // names the checkpoint and the file at fault
 	}
 	return g, ckpt, nil
 }

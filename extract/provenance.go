@@ -8,22 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/train"
 	"github.com/pelletier/go-toml/v2"
 )
-
-// checkpointRunDir is the run directory of a checkpoint laid out as
-// RUN/checkpoints/step-N, or "" for a checkpoint kept elsewhere.
-func checkpointRunDir(ckpt string) string {
-	parent := filepath.Dir(filepath.Clean(ckpt))
-	if filepath.Base(parent) != "checkpoints" {
-		return ""
-	}
-	return filepath.Dir(parent)
-}
 
 // RunGoldfish reads the goldfish settings of a run from the [goldfish]
 // table of runDir/config.toml (keys left out keep loss.DefaultConfig, as
@@ -58,17 +48,17 @@ func provenanceOf(ckpt string, mc model.Config) (map[string]string, error) {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 	}
 	meta := map[string]string{provenance.Checkpoint: abs, provenance.Model: string(mj)}
-	if raw, err := os.ReadFile(filepath.Join(ckpt, "state.json")); err == nil {
-		var st train.State
+	if raw, err := os.ReadFile(filepath.Join(ckpt, checkpoint.StateFile)); err == nil {
+		var st checkpoint.State
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return nil, fmt.Errorf("provenance of %s: state.json: %w", ckpt, err)
 		}
 		meta[provenance.Step] = fmt.Sprint(st.Step)
-		if h := st.SHA256["model.safetensors"]; h != "" {
+		if h := st.SHA256[checkpoint.ModelFile]; h != "" {
 			meta[provenance.ModelSHA256] = h
 		}
 	}
-	runDir := checkpointRunDir(abs)
+	runDir := checkpoint.RunDir(abs)
 	if runDir == "" {
 		return meta, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -114,10 +115,10 @@ func zeroGrads(params []model.Param) {
 
 // state lists the moments under "<param>.exp_avg" and "<param>.exp_avg_sq",
 // PyTorch's names for them.
-func (o *adamW) state() []namedTensor {
-	out := make([]namedTensor, 0, 2*len(o.params))
+func (o *adamW) state() []checkpoint.Named {
+	out := make([]checkpoint.Named, 0, 2*len(o.params))
 	for i, p := range o.params {
-		out = append(out, namedTensor{p.Name + ".exp_avg", o.m[i]}, namedTensor{p.Name + ".exp_avg_sq", o.v[i]})
+		out = append(out, checkpoint.Named{Name: p.Name + ".exp_avg", Tensor: o.m[i]}, checkpoint.Named{Name: p.Name + ".exp_avg_sq", Tensor: o.v[i]})
 	}
 	return out
 }

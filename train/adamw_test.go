@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -235,7 +236,7 @@ func TestGradAccumMatchesFullBatch(t *testing.T) {
 		return dir, readMetrics(t, dir)
 	}
 	refDir, ref := run(base(1, 1))
-	refModel, _, _, err := LoadModel(refDir)
+	refModel, _, _, err := checkpoint.Load(refDir, "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestGradAccumMatchesFullBatch(t *testing.T) {
 					t.Errorf("step %d: grad norm %.7f, accum=1 gave %.7f", i+1, got[i].GradNorm, ref[i].GradNorm)
 				}
 			}
-			g, _, _, err := LoadModel(dir)
+			g, _, _, err := checkpoint.Load(dir, "cpu")
 			if err != nil {
 				t.Fatal(err)
 			}

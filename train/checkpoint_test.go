@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/checkpoint"
 )
 
 // captureLog sends slog's default logger to a buffer for the test.
@@ -38,7 +40,7 @@ func TestCorruptNewestFallsBackAndResumesExactly(t *testing.T) {
 		corrupt func(dir string) error
 	}{
 		{"truncated weights", func(dir string) error {
-			f := filepath.Join(dir, modelFile)
+			f := filepath.Join(dir, checkpoint.ModelFile)
 			info, err := os.Stat(f)
 			if err != nil {
 				return err
@@ -46,7 +48,7 @@ func TestCorruptNewestFallsBackAndResumesExactly(t *testing.T) {
 			return os.Truncate(f, info.Size()/2)
 		}},
 		{"flipped byte in the moments", func(dir string) error {
-			f := filepath.Join(dir, optimizerFile)
+			f := filepath.Join(dir, checkpoint.OptimizerFile)
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return err
@@ -55,7 +57,7 @@ func TestCorruptNewestFallsBackAndResumesExactly(t *testing.T) {
 			return os.WriteFile(f, b, 0o644)
 		}},
 		{"garbled state.json", func(dir string) error {
-			return os.WriteFile(filepath.Join(dir, stateFile), []byte(`{"step": 6, "sha`), 0o644)
+			return os.WriteFile(filepath.Join(dir, checkpoint.StateFile), []byte(`{"step": 6, "sha`), 0o644)
 		}},
 	}
 	for _, c := range cases {
@@ -64,19 +66,19 @@ func TestCorruptNewestFallsBackAndResumesExactly(t *testing.T) {
 			if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{StopAfter: 6}); err != nil {
 				t.Fatal(err)
 			}
-			newest := filepath.Join(dir, checkpointsDir, stepName(6))
+			newest := filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(6))
 			if err := c.corrupt(newest); err != nil {
 				t.Fatal(err)
 			}
-			if got, st, err := latestGood(dir); err != nil || st.Step != 4 {
-				t.Fatalf("latestGood = %s step %d (%v), want the step-4 checkpoint", got, st.Step, err)
+			if got, st, err := checkpoint.LatestGood(dir); err != nil || st.Step != 4 {
+				t.Fatalf("LatestGood = %s step %d (%v), want the step-4 checkpoint", got, st.Step, err)
 			}
 			logs := captureLog(t)
 			if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(logs.String(), "checkpoint refused") || !strings.Contains(logs.String(), stepName(6)) {
-				t.Errorf("resume did not say it refused %s:\n%s", stepName(6), logs)
+			if !strings.Contains(logs.String(), "checkpoint refused") || !strings.Contains(logs.String(), checkpoint.StepName(6)) {
+				t.Errorf("resume did not say it refused %s:\n%s", checkpoint.StepName(6), logs)
 			}
 			if a, b := checkpointDigest(t, whole), checkpointDigest(t, dir); a != b {
 				t.Errorf("resumed from the previous good checkpoint, weights differ from an uninterrupted run: %s vs %s", b[:12], a[:12])
@@ -98,7 +100,7 @@ func TestAllCheckpointsCorruptRefusesToResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []int{2, 4} {
-		if err := os.Truncate(filepath.Join(dir, checkpointsDir, stepName(s), modelFile), 100); err != nil {
+		if err := os.Truncate(filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(s), checkpoint.ModelFile), 100); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,19 +109,19 @@ func TestAllCheckpointsCorruptRefusesToResume(t *testing.T) {
 		t.Fatal("resumed although every checkpoint is corrupt")
 	}
 	t.Logf("resume refused:\n%v", err)
-	for _, want := range []string{"cannot resume", stepName(2), stepName(4), modelFile, "truncated or corrupt", "train.no_resume"} {
+	for _, want := range []string{"cannot resume", checkpoint.StepName(2), checkpoint.StepName(4), checkpoint.ModelFile, "truncated or corrupt", "train.no_resume"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
 	}
-	if _, _, _, err := LoadModel(dir); err == nil || !strings.Contains(err.Error(), stepName(4)) {
-		t.Errorf("LoadModel of a run whose checkpoints are all corrupt: %v, want an error naming them", err)
+	if _, _, _, err := checkpoint.Load(dir, "cpu"); err == nil || !strings.Contains(err.Error(), checkpoint.StepName(4)) {
+		t.Errorf("checkpoint.Load of a run whose checkpoints are all corrupt: %v, want an error naming them", err)
 	}
 	cfg.NoResume = true
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 		t.Fatalf("no_resume = true over corrupt checkpoints: %v", err)
 	}
-	if _, st, err := latestGood(dir); err != nil || st.Step != 4 {
+	if _, st, err := checkpoint.LatestGood(dir); err != nil || st.Step != 4 {
 		t.Errorf("after a fresh start, latest good checkpoint is step %d (%v), want 4", st.Step, err)
 	}
 }
@@ -135,13 +137,13 @@ func TestStaleTempsRemovedOnStart(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join(dir, checkpointsDir)
+	root := filepath.Join(dir, checkpoint.DirName)
 	stale := []string{".tmp-step-000004-2718281828", ".tmp-step-000002-31415"}
 	for _, d := range stale {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, d, modelFile), []byte("half a file"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, d, checkpoint.ModelFile), []byte("half a file"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,12 +157,12 @@ func TestStaleTempsRemovedOnStart(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, ".tmp-step-000004-9", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, latestFile), []byte(".tmp-step-000004-9\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, checkpoint.LatestFile), []byte(".tmp-step-000004-9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kept = append(kept, ".tmp-step-000004-9", stepName(2)) // the latest-named one, and the real checkpoint
+	kept = append(kept, ".tmp-step-000004-9", checkpoint.StepName(2)) // the latest-named one, and the real checkpoint
 
-	if got := removeStaleTemps(dir); len(got) != len(stale)+1 {
+	if got := checkpoint.RemoveStaleTemps(dir); len(got) != len(stale)+1 {
 		t.Errorf("removed %v, want %d paths", got, len(stale)+1)
 	}
 	for _, f := range append(stale, staleFile) {
@@ -175,7 +177,7 @@ func TestStaleTempsRemovedOnStart(t *testing.T) {
 	}
 
 	// And Run does it on start.
-	if err := os.WriteFile(filepath.Join(root, latestFile), []byte(stepName(2)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, checkpoint.LatestFile), []byte(checkpoint.StepName(2)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, stale[0]), 0o755); err != nil {
@@ -200,7 +202,7 @@ func TestThreadCountRecordedAndChangeWarned(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{StopAfter: 2}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, checkpointsDir, stepName(2), stateFile))
+	raw, err := os.ReadFile(filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(2), checkpoint.StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"github.com/memo-research/memo/internal/torchx"
 )
 
 // Config is the [train] table of an experiment spec.
@@ -93,7 +95,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s = %d: must be >= 0", f.key, f.v)
 		}
 	}
-	if _, _, err := parseDevice(c.Device); err != nil {
+	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("train.device = %q: %w", c.Device, err)
 	}
 	switch {

@@ -1,54 +1,9 @@
 package train
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
-
-// parseDevice reads a train.device value: "cpu" (or empty), "cuda" (the
-// first GPU) or "cuda:N", in any case. It checks the spelling only.
-func parseDevice(name string) (cuda bool, index int, err error) {
-	s := strings.ToLower(strings.TrimSpace(name))
-	switch {
-	case s == "" || s == "cpu":
-		return false, 0, nil
-	case s == "cuda":
-		return true, 0, nil
-	case strings.HasPrefix(s, "cuda:"):
-		n, err := strconv.Atoi(s[len("cuda:"):])
-		if err != nil || n < 0 {
-			return false, 0, errors.New(`want "cpu", "cuda" or "cuda:N" with N a GPU index >= 0`)
-		}
-		return true, n, nil
-	}
-	return false, 0, errors.New(`want "cpu", "cuda" or "cuda:N"`)
-}
-
-// ResolveDevice turns a train.device value into the device to train on.
-// A CUDA device fails with a clear error unless this process's libtorch
-// was built with CUDA and sees a GPU of that index.
-func ResolveDevice(name string) (gotch.Device, error) {
-	cuda, index, err := parseDevice(name)
-	if err != nil {
-		return gotch.CPU, fmt.Errorf("train.device = %q: %w", name, err)
-	}
-	if !cuda {
-		return gotch.CPU, nil
-	}
-	if !gotch.CUDA.IsAvailable() {
-		return gotch.CPU, fmt.Errorf("train.device = %q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
-			"use train.device = \"cpu\", or prepare memo for a CUDA libtorch (LIBTORCH=/path/to/libtorch bash scripts/setup.sh; README, \"A CUDA libtorch on a cluster\")", name)
-	}
-	if n := gotch.CUDA.DeviceCount(); int64(index) >= n {
-		return gotch.CPU, fmt.Errorf("train.device = %q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", name, n, n-1)
-	}
-	return gotch.CudaBuilder(uint(index)), nil
-}
 
 // toDevice moves t to dev, dropping the original; a tensor bound for the
 // CPU (where every tensor here is made) is returned as it is.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 )
@@ -32,9 +34,9 @@ func TestParseDevice(t *testing.T) {
 		{"cuda0", false, false, 0},
 	}
 	for _, c := range cases {
-		cuda, index, err := parseDevice(c.name)
+		cuda, index, err := torchx.ParseDevice(c.name)
 		if (err == nil) != c.ok || cuda != c.cuda || index != c.index {
-			t.Errorf("parseDevice(%q) = %v, %d, %v; want cuda %v, index %d, ok %v", c.name, cuda, index, err, c.cuda, c.index, c.ok)
+			t.Errorf("torchx.ParseDevice(%q) = %v, %d, %v; want cuda %v, index %d, ok %v", c.name, cuda, index, err, c.cuda, c.index, c.ok)
 		}
 		cfg := DefaultConfig()
 		cfg.Device = c.name
@@ -48,18 +50,18 @@ func TestParseDevice(t *testing.T) {
 }
 
 // This machine's libtorch is a CPU build: asking for CUDA must fail
-// clearly, before any training, in Run, LoadModelOn and Bench alike.
+// clearly, before any training, in Run, checkpoint.Load and Bench alike.
 func TestCUDAUnavailableIsAClearError(t *testing.T) {
-	if dev, err := ResolveDevice("cpu"); err != nil || dev != gotch.CPU {
-		t.Fatalf(`ResolveDevice("cpu") = %v, %v`, dev, err)
+	if dev, err := torchx.ResolveDevice("cpu"); err != nil || dev != gotch.CPU {
+		t.Fatalf(`torchx.ResolveDevice("cpu") = %v, %v`, dev, err)
 	}
 	if gotch.CUDA.IsAvailable() {
 		t.Skip("CUDA is available here")
 	}
 	for _, name := range []string{"cuda", "cuda:1"} {
-		_, err := ResolveDevice(name)
+		_, err := torchx.ResolveDevice(name)
 		if err == nil || !strings.Contains(err.Error(), "CUDA is not available") || !strings.Contains(err.Error(), name) {
-			t.Errorf("ResolveDevice(%q) = %v, want a CUDA-unavailable error naming it", name, err)
+			t.Errorf("torchx.ResolveDevice(%q) = %v, want a CUDA-unavailable error naming it", name, err)
 		}
 	}
 	cfg, mcfg, lcfg := smallRun()
@@ -69,8 +71,8 @@ func TestCUDAUnavailableIsAClearError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CUDA is not available") {
 		t.Errorf("Run with train.device = cuda: %v, want a CUDA-unavailable error", err)
 	}
-	if _, _, _, err := LoadModelOn(dir, "cuda:0"); err == nil || !strings.Contains(err.Error(), "CUDA is not available") {
-		t.Errorf("LoadModelOn(cuda:0): %v, want a CUDA-unavailable error", err)
+	if _, _, _, err := checkpoint.Load(dir, "cuda:0"); err == nil || !strings.Contains(err.Error(), "CUDA is not available") {
+		t.Errorf("checkpoint.Load(cuda:0): %v, want a CUDA-unavailable error", err)
 	}
 	_, err = Bench(BenchConfig{Model: model.Config{Preset: "nano", Vocab: 64}, Seq: 8, Batch: 1, Steps: 1, Device: "cuda"})
 	if err == nil || !strings.Contains(err.Error(), "CUDA is not available") {

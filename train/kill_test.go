@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memo-research/memo/checkpoint"
 )
 
 const killChildEnv = "MEMO_TRAIN_KILL_CHILD"
@@ -51,7 +53,7 @@ func TestKillNineResume(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(killed, checkpointsDir, stepName(10))); err == nil {
+		if _, err := os.Stat(filepath.Join(killed, checkpoint.DirName, checkpoint.StepName(10))); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -65,7 +67,7 @@ func TestKillNineResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	_, st, _ := latestGood(killed)
+	_, st, _ := checkpoint.LatestGood(killed)
 	if st.Step >= cfg.Steps {
 		t.Skipf("child finished (step %d) before the kill; machine too fast for this timing", st.Step)
 	}
@@ -73,7 +75,7 @@ func TestKillNineResume(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, killed, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(killed, checkpointsDir, ".tmp-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(killed, checkpoint.DirName, ".tmp-*")); len(left) > 0 {
 		t.Errorf("temporary checkpoint directories left after the resumed run: %v", left)
 	}
 	whole := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
@@ -45,7 +46,7 @@ func checkResumeExact(t *testing.T, cfg Config, mcfg model.Config, lcfg loss.Con
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, broken, Options{StopAfter: 6}); err != nil {
 		t.Fatal(err)
 	}
-	if _, st, _ := latestGood(broken); st.Step != 4 {
+	if _, st, _ := checkpoint.LatestGood(broken); st.Step != 4 {
 		t.Fatalf("after stopping at step 6 the latest checkpoint is step %d, want 4", st.Step)
 	}
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, broken, Options{}); err != nil {

@@ -1,7 +1,7 @@
 // Package train is memo's training loop: AdamW with warm-up and cosine
 // decay, gradient clipping and accumulation, the goldfish loss, validation,
-// metrics, safetensors checkpoints, exact resume and data-parallel training
-// through a Group.
+// metrics, checkpoints (in package checkpoint's format), exact resume and
+// data-parallel training through a Group.
 package train
 
 import (
@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -112,7 +113,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 		total = int(math.Ceil(cfg.Epochs * float64(stream.perEpoch) / float64(cfg.BatchSize)))
 	}
 
-	dev, err := ResolveDevice(cfg.Device)
+	dev, err := torchx.ResolveDevice(cfg.Device)
 	if err != nil {
 		return err
 	}
@@ -208,15 +209,15 @@ type loop struct {
 // restore resumes from runDir's newest good checkpoint, or loads init_from.
 func (l *loop) restore() error {
 	if l.rank == 0 {
-		removeStaleTemps(l.runDir)
+		checkpoint.RemoveStaleTemps(l.runDir)
 	}
 	if !l.cfg.NoResume {
-		dir, st, err := resumePoint(l.runDir)
+		dir, st, err := checkpoint.ResumePoint(l.runDir)
 		if err != nil {
 			return err
 		}
 		if dir != "" {
-			saved, err := readModelJSON(dir)
+			saved, err := checkpoint.ReadConfig(dir)
 			if err != nil {
 				return err
 			}
@@ -227,7 +228,7 @@ func (l *loop) restore() error {
 				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
 			}
-			if err := loadWeights(l.g, dir); err != nil {
+			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
 				return err
 			}
 			if err := loadOptimizer(l.opt, dir, st.Step); err != nil {
@@ -253,20 +254,14 @@ func (l *loop) restore() error {
 	if l.cfg.InitFrom == "" {
 		return nil
 	}
-	dir, err := ResolveCheckpoint(l.cfg.InitFrom)
+	dir, saved, err := checkpoint.ReadSource(l.cfg.InitFrom)
 	if err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
-	saved, err := readModelJSON(dir)
-	if err != nil {
-		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
-	}
-	a, b := saved, l.g.Config()
-	a.Seed, b.Seed, a.Preset, b.Preset = 0, 0, "", ""
-	if a != b {
+	if !saved.SameNetwork(l.g.Config()) {
 		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
 	}
-	if err := loadWeights(l.g, dir); err != nil {
+	if err := checkpoint.LoadSourceWeights(l.g, dir); err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
 	if l.rank == 0 {
@@ -345,10 +340,10 @@ func (l *loop) checkpoint() error {
 	if err := WriteMetrics(filepath.Join(l.runDir, MetricsFile), l.metrics); err != nil {
 		return err
 	}
-	st := State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
+	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed}
 	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
-	dir, err := saveCheckpoint(l.runDir, l.g, l.opt, st, l.cfg.KeepCheckpoints)
+	dir, err := checkpoint.Save(l.runDir, l.g, l.opt.state(), st, l.cfg.KeepCheckpoints)
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
@@ -32,11 +33,11 @@ func smallRun() (Config, model.Config, loss.Config) {
 
 func checkpointDigest(t *testing.T, runDir string) string {
 	t.Helper()
-	dir, st, err := latestGood(runDir)
+	dir, st, err := checkpoint.LatestGood(runDir)
 	if err != nil || dir == "" {
 		t.Fatalf("no good checkpoint in %s: %v", runDir, err)
 	}
-	return st.SHA256[modelFile] + st.SHA256[optimizerFile]
+	return st.SHA256[checkpoint.ModelFile] + st.SHA256[checkpoint.OptimizerFile]
 }
 
 func readMetrics(t *testing.T, runDir string) []Metric {
@@ -115,28 +116,28 @@ func TestCorruptCheckpointRefused(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	newest := filepath.Join(dir, checkpointsDir, stepName(8))
-	f := filepath.Join(newest, modelFile)
+	newest := filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(8))
+	f := filepath.Join(newest, checkpoint.ModelFile)
 	info, _ := os.Stat(f)
 	if err := os.Truncate(f, info.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := LoadModel(newest); err == nil || !strings.Contains(err.Error(), "truncated or corrupt") {
-		t.Errorf("LoadModel of a truncated checkpoint: %v, want a truncated-or-corrupt error", err)
+	if _, _, _, err := checkpoint.Load(newest, "cpu"); err == nil || !strings.Contains(err.Error(), "truncated or corrupt") {
+		t.Errorf("checkpoint.Load of a truncated checkpoint: %v, want a truncated-or-corrupt error", err)
 	}
-	got, st, err := latestGood(dir)
+	got, st, err := checkpoint.LatestGood(dir)
 	if err != nil || st.Step != 4 {
-		t.Fatalf("latestGood = %s step %d (%v), want the step-4 checkpoint", got, st.Step, err)
+		t.Fatalf("LatestGood = %s step %d (%v), want the step-4 checkpoint", got, st.Step, err)
 	}
-	g, _, c, err := LoadModel(dir)
-	if err != nil || c.Vocab != 256 || len(g.Params()) == 0 {
-		t.Fatalf("LoadModel(run dir) with a corrupt newest checkpoint: %v", err)
+	g, _, loaded, err := checkpoint.Load(dir, "cpu")
+	if err != nil || g.Config().Vocab != 256 || len(g.Params()) == 0 || loaded != got {
+		t.Fatalf("checkpoint.Load(run dir) with a corrupt newest checkpoint: %v (loaded %s, want %s)", err, loaded, got)
 	}
 	// Resuming uses step 4 and finishes the run again.
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, st, _ := latestGood(dir); st.Step != 8 {
+	if _, st, _ := checkpoint.LatestGood(dir); st.Step != 8 {
 		t.Errorf("after resuming, latest good checkpoint is step %d, want 8", st.Step)
 	}
 }
@@ -156,8 +157,8 @@ func TestInitFrom(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, ft, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	a, _, _, _ := LoadModel(pre)
-	b, _, _, _ := LoadModel(ft)
+	a, _, _, _ := checkpoint.Load(pre, "cpu")
+	b, _, _, _ := checkpoint.Load(ft, "cpu")
 	diff := a.Params()[0].Tensor.MustSub(b.Params()[0].Tensor, false).MustAbs(true).MustMax(true).Float64Values()[0]
 	if diff > 1e-6 {
 		t.Errorf("fine-tuned weights moved %g from the init_from weights with lr 1e-9", diff)
@@ -201,7 +202,7 @@ func TestNanoMemorizes(t *testing.T) {
 		t.Errorf("nano took %.1f s to memorize, want < %v", wall.Seconds(), limit)
 	}
 	// The memorized text comes back by greedy decoding.
-	g, _, _, err := LoadModel(dir)
+	g, _, _, err := checkpoint.Load(dir, "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,12 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
-	"github.com/memo-research/memo/train"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
@@ -99,10 +99,10 @@ func loadStageConfigs(runDir string) (stageConfigs, bool, error) {
 
 // runDirOfCheckpoint finds the run directory of a run, checkpoints/ or checkpoint path.
 func runDirOfCheckpoint(path string) string {
-	if _, err := os.Stat(filepath.Join(path, "state.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(path, checkpoint.StateFile)); err == nil {
 		return filepath.Dir(filepath.Dir(path)) // RUN/checkpoints/step-N
 	}
-	if filepath.Base(filepath.Clean(path)) == "checkpoints" {
+	if filepath.Base(filepath.Clean(path)) == checkpoint.DirName {
 		return filepath.Dir(filepath.Clean(path))
 	}
 	return path
@@ -116,7 +116,7 @@ func extractAction(c *cli.Context) error {
 	if st, err := os.Stat(target); err != nil || !st.IsDir() {
 		return usageError("extract: %s: not a directory (want a run or checkpoint directory)", target)
 	}
-	ckpt, err := train.ResolveCheckpoint(target)
+	ckpt, err := checkpoint.Resolve(target)
 	if err != nil {
 		return usageError("extract: %v", err)
 	}
@@ -216,7 +216,7 @@ func extractAction(c *cli.Context) error {
 // never overwrites the run's completions or another attack's.
 func defaultCompletions(target, runDir, ckpt string, cfg, runCfg extract.Config, ownSettings bool, dataDir string) string {
 	t, r := filepath.Clean(target), filepath.Clean(runDir)
-	isRun := t == r || t == filepath.Join(r, "checkpoints")
+	isRun := t == r || t == filepath.Join(r, checkpoint.DirName)
 	// The batch size does not change the completions.
 	cfg.BatchSize, runCfg.BatchSize = 0, 0
 	if isRun && ownSettings && reflect.DeepEqual(cfg, runCfg) {

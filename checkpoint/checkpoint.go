@@ -1,0 +1,233 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/model"
+)
+
+// Names of the layout (see the package documentation).
+const (
+	DirName       = "checkpoints"
+	LatestFile    = "latest"
+	ModelFile     = "model.safetensors"
+	OptimizerFile = "optimizer.safetensors"
+	ModelJSONFile = "model.json"
+	StateFile     = "state.json"
+)
+
+// digested are the files whose sha256 state.json records and Verify checks.
+var digested = []string{ModelFile, OptimizerFile, ModelJSONFile}
+
+// StepName is the directory name of the checkpoint of step.
+func StepName(step int) string { return fmt.Sprintf("step-%06d", step) }
+
+// RunDir is the run directory of a checkpoint laid out as
+// RUN/checkpoints/step-N, or "" for a checkpoint kept elsewhere.
+func RunDir(ckpt string) string {
+	parent := filepath.Dir(filepath.Clean(ckpt))
+	if filepath.Base(parent) != DirName {
+		return ""
+	}
+	return filepath.Dir(parent)
+}
+
+// State is state.json: what, beside the weights and moments, a resumed run
+// needs to continue exactly.
+type State struct {
+	// Step is the number of optimizer steps taken.
+	Step int `json:"step"`
+	// TotalSteps is the run's planned length (the schedule depends on it).
+	TotalSteps int `json:"total_steps"`
+	// DataPosition counts the training rows consumed so far, over all
+	// processes; epoch e of the stream is TrainRows(block, StreamSeed+e).
+	DataPosition int64 `json:"data_position"`
+	// RowsPerEpoch is the length of one pass over the training stream.
+	RowsPerEpoch int `json:"rows_per_epoch"`
+	// Block is the row length the run trains on.
+	Block int `json:"block"`
+	// StreamSeed seeds the stream order. The loop draws no other random
+	// numbers: the stream and the goldfish masks are functions of their seeds
+	// and positions, so these seeds are the whole RNG state.
+	StreamSeed int64 `json:"stream_seed"`
+	// ModelSeed seeded the initial weights.
+	ModelSeed int64 `json:"model_seed"`
+	// WorldSize is the number of processes that trained.
+	WorldSize int `json:"world_size"`
+	// Workers is the number of model replicas each process trained with
+	// (train.threads when > 1, else 1), and Threads libtorch's intra-op
+	// thread count in each. Results are bit-identical only for the same
+	// layout: a resume with another one is warned about. 0: not recorded
+	// (a checkpoint older than these fields).
+	Workers int `json:"workers"`
+	Threads int `json:"threads"`
+	// ElapsedS is the training wall time so far.
+	ElapsedS float64 `json:"elapsed_s"`
+	// SHA256 maps each file of the checkpoint to its digest.
+	SHA256 map[string]string `json:"sha256"`
+}
+
+// ModelJSON is model.json: a Hugging Face LlamaConfig (config.json) plus
+// memo's own model config, so the directory loads in transformers once
+// model.json is copied to config.json.
+type ModelJSON struct {
+	Architectures     []string     `json:"architectures"`
+	ModelType         string       `json:"model_type"`
+	VocabSize         int          `json:"vocab_size"`
+	HiddenSize        int          `json:"hidden_size"`
+	IntermediateSize  int          `json:"intermediate_size"`
+	NumHiddenLayers   int          `json:"num_hidden_layers"`
+	NumAttentionHeads int          `json:"num_attention_heads"`
+	NumKeyValueHeads  int          `json:"num_key_value_heads"`
+	MaxPositionEmbed  int          `json:"max_position_embeddings"`
+	RMSNormEps        float64      `json:"rms_norm_eps"`
+	RopeTheta         float64      `json:"rope_theta"`
+	HiddenAct         string       `json:"hidden_act"`
+	TieWordEmbeddings bool         `json:"tie_word_embeddings"`
+	AttentionBias     bool         `json:"attention_bias"`
+	TorchDType        string       `json:"torch_dtype"`
+	Memo              model.Config `json:"memo"`
+}
+
+// NewModelJSON is the model.json of a model with config c.
+func NewModelJSON(c model.Config) ModelJSON {
+	return ModelJSON{
+		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
+		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FFN, NumHiddenLayers: c.Layers,
+		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.Heads, MaxPositionEmbed: c.Context,
+		RMSNormEps: 1e-5, RopeTheta: 10000, HiddenAct: "silu", TieWordEmbeddings: !c.Untied,
+		TorchDType: "float32", Memo: c,
+	}
+}
+
+// ReadConfig reads the model config recorded in dir's model.json, resolved
+// (presets filled in) and validated.
+func ReadConfig(dir string) (model.Config, error) {
+	path := filepath.Join(dir, ModelJSONFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return model.Config{}, err
+	}
+	var mj ModelJSON
+	if err := json.Unmarshal(raw, &mj); err != nil {
+		return model.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg, err := mj.Memo.Resolve()
+	if err != nil {
+		return model.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Save writes a complete checkpoint of st.Step under runDir/checkpoints:
+// g's weights, the optimizer tensors given (train's AdamW moments) as
+// optimizer.safetensors, model.json, and state.json with st and each
+// file's sha256; then it points latest at it and, when keep > 0, removes
+// all but the newest keep checkpoints. It returns the checkpoint directory.
+func Save(runDir string, g *model.GPT, optimizer []Named, st State, keep int) (string, error) {
+	root := filepath.Join(runDir, DirName)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	name := StepName(st.Step)
+	tmp, err := os.MkdirTemp(root, ".tmp-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp) // a no-op after the rename
+	meta := map[string]string{"format": "pt", "producer": "memo"}
+	if err := WriteTensors(filepath.Join(tmp, ModelFile), ModelTensors(g), meta); err != nil {
+		return "", err
+	}
+	if err := WriteTensors(filepath.Join(tmp, OptimizerFile), optimizer, meta); err != nil {
+		return "", err
+	}
+	if err := writeJSON(filepath.Join(tmp, ModelJSONFile), NewModelJSON(g.Config())); err != nil {
+		return "", err
+	}
+	st.SHA256 = map[string]string{}
+	for _, f := range digested {
+		sum, err := fileSHA256(filepath.Join(tmp, f))
+		if err != nil {
+			return "", err
+		}
+		st.SHA256[f] = sum
+	}
+	if err := writeJSON(filepath.Join(tmp, StateFile), st); err != nil {
+		return "", err
+	}
+	final := filepath.Join(root, name)
+	if err := os.RemoveAll(final); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", err
+	}
+	if err := atomicfile.WriteFileSync(filepath.Join(root, LatestFile), []byte(name+"\n")); err != nil {
+		return "", err
+	}
+	syncDir(root)
+	if keep > 0 {
+		prune(root, keep)
+	}
+	return final, nil
+}
+
+// prune removes all but the newest keep complete checkpoints.
+func prune(root string, keep int) {
+	names := stepDirs(root)
+	for i := 0; i < len(names)-keep; i++ {
+		os.RemoveAll(filepath.Join(root, names[i]))
+	}
+}
+
+// stepDirs lists step-NNNNNN directories, oldest first.
+func stepDirs(root string) []string {
+	ents, _ := os.ReadDir(root)
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return atomicfile.WriteFileSync(path, append(b, '\n'))
+}
+
+// syncDir makes renames in dir durable where the file system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

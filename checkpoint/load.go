@@ -1,0 +1,46 @@
+package checkpoint
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch/nn"
+)
+
+// Load builds the model saved in a checkpoint on device (a train.device
+// value: "cpu", "cuda", "cuda:N"), with its weights. path is a
+// step-NNNNNN directory, a checkpoints/ directory or a run directory; the
+// newest good checkpoint is used, and its directory is returned.
+func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
+	dev, err := torchx.ResolveDevice(device)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	dir, err := Resolve(path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	vs := nn.NewVarStore(dev)
+	// Every parameter is overwritten from the file (LoadWeights fails on a
+	// missing one), so drawing random initial weights would be wasted time.
+	g, err := model.NewUninitialized(vs.Root(), cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := LoadWeights(g, dir); err != nil {
+		return nil, nil, "", err
+	}
+	return g, vs, dir, nil
+}
+
+// LoadWeights copies dir's model.safetensors into g's parameters; every
+// parameter must be there with its shape.
+func LoadWeights(g *model.GPT, dir string) error {
+	return ReadInto(filepath.Join(dir, ModelFile), ModelTensors(g))
+}

@@ -1,0 +1,108 @@
+package checkpoint
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/memo-research/memo/internal/safetensors"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// Named is a tensor under the name it has in a safetensors file.
+type Named struct {
+	Name   string
+	Tensor *ts.Tensor
+}
+
+// ModelTensors names g's parameters with their Hugging Face tensor names,
+// in g's parameter order (the order they are written in).
+func ModelTensors(g *model.GPT) []Named {
+	out := make([]Named, len(g.Params()))
+	for i, p := range g.Params() {
+		out[i] = Named{p.Name, p.Tensor}
+	}
+	return out
+}
+
+// WriteTensors writes float32 tensors to path as F32 safetensors, in the
+// given order, copying one tensor at a time to Go memory.
+func WriteTensors(path string, tensors []Named, meta map[string]string) error {
+	desc := make([]safetensors.Tensor, len(tensors))
+	for i, nt := range tensors {
+		desc[i] = safetensors.Tensor{Name: nt.Name, DType: safetensors.F32, Shape: nt.Tensor.MustSize()}
+	}
+	return safetensors.Write(path, desc, meta, func(i int) ([]float32, error) {
+		return floatsOf(tensors[i].Tensor)
+	})
+}
+
+// floatsOf copies a float32 tensor's values to Go memory.
+func floatsOf(t *ts.Tensor) ([]float32, error) {
+	if t.DType() != gotch.Float {
+		return nil, fmt.Errorf("dtype %v: want float32", t.DType())
+	}
+	c := t.MustContiguous(false)
+	defer c.MustDrop()
+	if c.MustDevice().IsCuda() { // gotch reports the CPU as {CPU 1}, not gotch.CPU
+		cpu := c.MustTo(gotch.CPU, false)
+		defer cpu.MustDrop()
+		c = cpu
+	}
+	n := c.Numel()
+	out := make([]float32, n)
+	if n == 0 {
+		return out, nil
+	}
+	if err := c.CopyData(out, n); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadInto copies the tensors of the safetensors file at path into dst by
+// name, one tensor at a time (F32, BF16 or F16 in the file); every one must
+// be there with dst's shape. Tensors of the file that dst does not name are
+// left alone.
+func ReadInto(path string, dst []Named) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, nt := range dst {
+		info, ok := f.Info(nt.Name)
+		if !ok {
+			return fmt.Errorf("%s: tensor %s is missing", path, nt.Name)
+		}
+		if want := nt.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
+			return fmt.Errorf("%s: tensor %s: shape %v in the file, the model has %v", path, nt.Name, info.Shape, want)
+		}
+		vals, err := f.Float32(nt.Name)
+		if err != nil {
+			return err
+		}
+		if err := copyInto(nt.Tensor, vals, info.Shape); err != nil {
+			return fmt.Errorf("%s: tensor %s: %w", path, nt.Name, err)
+		}
+	}
+	return nil
+}
+
+// copyInto overwrites dst with vals, laid out as shape.
+func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
+	if len(vals) == 0 {
+		return nil // nothing to copy, and no first element to point libtorch at
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))
+	src, err := ts.OfDataSize(b, shape, gotch.Float)
+	if err != nil {
+		return err
+	}
+	defer src.MustDrop()
+	torchx.NoGrad(func() { dst.Copy_(src) })
+	return nil
+}

@@ -1,0 +1,168 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/memo-research/memo/internal/atomicfile"
+)
+
+// Verify checks that dir is a complete checkpoint: state.json parses and
+// every file's digest matches it.
+func Verify(dir string) (State, error) {
+	var st State
+	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		return st, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("checkpoint %s: %s is corrupt: %w", dir, StateFile, err)
+	}
+	for _, f := range digested {
+		want, ok := st.SHA256[f]
+		if !ok {
+			return st, fmt.Errorf("checkpoint %s: %s records no sha256 for %s", dir, StateFile, f)
+		}
+		got, err := fileSHA256(filepath.Join(dir, f))
+		if err != nil {
+			return st, fmt.Errorf("checkpoint %s: %w", dir, err)
+		}
+		if got != want {
+			return st, fmt.Errorf("checkpoint %s: %s has sha256 %s, %s recorded %s (truncated or corrupt)", dir, f, got[:12], StateFile, want[:12])
+		}
+	}
+	return st, nil
+}
+
+// LatestGood returns the newest checkpoint under runDir that verifies, the
+// one latest names first; refused ones are logged with the reason. It
+// returns "" when there is no checkpoint at all, and an error naming each
+// one when there are some but none verifies.
+func LatestGood(runDir string) (string, State, error) {
+	root := filepath.Join(runDir, DirName)
+	var order []string
+	if b, err := os.ReadFile(filepath.Join(root, LatestFile)); err == nil {
+		order = append(order, strings.TrimSpace(string(b)))
+	}
+	dirs := stepDirs(root)
+	for i := len(dirs) - 1; i >= 0; i-- {
+		order = append(order, dirs[i])
+	}
+	seen := map[string]bool{}
+	var refused []error
+	for _, name := range order {
+		if seen[name] || name == "" {
+			continue
+		}
+		seen[name] = true
+		dir := filepath.Join(root, name)
+		st, err := Verify(dir)
+		if err != nil {
+			slog.Warn("checkpoint refused; trying an older one", "checkpoint", dir, "reason", err)
+			refused = append(refused, err)
+			continue
+		}
+		return dir, st, nil
+	}
+	if len(refused) > 0 {
+		return "", State{}, &refusedError{root: root, reasons: refused}
+	}
+	return "", State{}, nil
+}
+
+// refusedError is LatestGood's answer when checkpoints exist but every one
+// is truncated, corrupt or incomplete.
+type refusedError struct {
+	root    string
+	reasons []error // one per checkpoint, each naming its directory and file
+}
+
+func (e *refusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: no usable checkpoint, all %d refused:", e.root, len(e.reasons))
+	for _, r := range e.reasons {
+		b.WriteString("\n  ")
+		b.WriteString(r.Error())
+	}
+	return b.String()
+}
+
+// ResumePoint is LatestGood for resuming a run in runDir: when every
+// checkpoint there is refused it fails rather than start afresh over them,
+// and says how to start afresh deliberately.
+func ResumePoint(runDir string) (string, State, error) {
+	dir, st, err := LatestGood(runDir)
+	if err != nil {
+		return "", State{}, fmt.Errorf("cannot resume: %w\nrepair or move the checkpoints away, or set train.no_resume = true to start this run afresh (overwriting them)", err)
+	}
+	return dir, st, nil
+}
+
+// Resolve turns a checkpoint directory, a checkpoints/ directory or a run
+// directory into the newest good checkpoint directory.
+func Resolve(path string) (string, error) {
+	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
+		if _, err := Verify(path); err != nil {
+			return "", err
+		}
+		return path, nil
+	}
+	runDir := path
+	if filepath.Base(path) == DirName {
+		runDir = filepath.Dir(path)
+	}
+	dir, _, err := LatestGood(runDir)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		return "", fmt.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
+	}
+	return dir, nil
+}
+
+// Names of what a kill mid-write leaves in checkpoints/: Save's temporary
+// directory (and atomicfile's temporary copy of latest, which
+// atomicfile.IsTemp recognizes).
+var staleTempDir = regexp.MustCompile(`^\.tmp-step-[0-9]{6,}-[0-9]+$`)
+
+// RemoveStaleTemps deletes, from runDir's checkpoints/, the temporary
+// directories and files an interrupted checkpoint write left: only names
+// Save creates, never a step-NNNNNN directory nor whatever latest names.
+// Call it when a run starts, before any checkpoint is written: a write in
+// flight would look stale too. Failures are logged, not fatal. It returns
+// the paths removed.
+func RemoveStaleTemps(runDir string) []string {
+	root := filepath.Join(runDir, DirName)
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	latest := ""
+	if b, err := os.ReadFile(filepath.Join(root, LatestFile)); err == nil {
+		latest = strings.TrimSpace(string(b))
+	}
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		ours := e.IsDir() && staleTempDir.MatchString(name) || e.Type().IsRegular() && atomicfile.IsTemp(name, LatestFile)
+		if !ours || name == latest {
+			continue
+		}
+		path := filepath.Join(root, name)
+		if err := os.RemoveAll(path); err != nil {
+			slog.Warn("cannot remove the leftover of an interrupted checkpoint write", "path", path, "err", err)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	if len(removed) > 0 {
+		slog.Info("removed the leftovers of an interrupted checkpoint write", "paths", removed)
+	}
+	return removed
+}
