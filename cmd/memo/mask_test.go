@@ -17,16 +17,22 @@ import (
 // error the action returned.
 func runMaskCmd(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return runCommand(maskCommand(), stdin, args...)
+}
+
+// runCommand runs one memo command in this process with stdin, returning
+// what it printed (stdout and stderr) and its error.
+func runCommand(cmd *cli.Command, stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
 	app := &cli.App{
 		Name:           "memo",
-		Commands:       []*cli.Command{maskCommand()},
+		Commands:       []*cli.Command{cmd},
 		Reader:         strings.NewReader(stdin),
 		Writer:         &out,
 		ErrWriter:      &out,
 		ExitErrHandler: func(*cli.Context, error) {}, // keep the test process alive
 	}
-	err := app.Run(append([]string{"memo", "mask"}, args...))
+	err := app.Run(append([]string{"memo", cmd.Name}, args...))
 	return out.String(), err
 }
 

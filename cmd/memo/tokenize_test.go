@@ -36,17 +36,7 @@ func tokenizerDir(t *testing.T, corpus string) string {
 // runTokenizeCmd runs `memo tokenize ARGS` in this process with stdin.
 func runTokenizeCmd(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	app := &cli.App{
-		Name:           "memo",
-		Commands:       []*cli.Command{tokenizeCommand()},
-		Reader:         strings.NewReader(stdin),
-		Writer:         &out,
-		ErrWriter:      &out,
-		ExitErrHandler: func(*cli.Context, error) {}, // keep the test process alive
-	}
-	err := app.Run(append([]string{"memo", "tokenize"}, args...))
-	return out.String(), err
+	return runCommand(tokenizeCommand(), stdin, args...)
 }
 
 type idsOut struct {

@@ -150,3 +150,24 @@ func (o *obj) pattern(key string) (matcher, string, error) {
 	}
 	return nil, "", o.errorf(`%s = %s: want {"String": ...} or {"Regex": ...}`, key, clip(o.m[key]))
 }
+
+// parseList reads the components a Sequence lists under key, leaving out
+// null ones.
+func parseList[T comparable](o *obj, key, where string, parse func(json.RawMessage, string) (T, error)) ([]T, error) {
+	var list []json.RawMessage
+	if _, err := o.get(key, &list); err != nil {
+		return nil, err
+	}
+	var zero T
+	out := make([]T, 0, len(list))
+	for i, r := range list {
+		c, err := parse(r, fmt.Sprintf("%s.%s[%d]", where, key, i))
+		if err != nil {
+			return nil, err
+		}
+		if c != zero {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package hftok
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,21 +23,11 @@ func parseDecoder(raw json.RawMessage, where string) (decoder, error) {
 	var d decoder
 	switch t := o.typ(); t {
 	case "Sequence":
-		var list []json.RawMessage
-		if _, err := o.get("decoders", &list); err != nil {
+		list, err := parseList(o, "decoders", where, parseDecoder)
+		if err != nil {
 			return nil, err
 		}
-		seq := seqDecoder{}
-		for i, r := range list {
-			c, err := parseDecoder(r, fmt.Sprintf("%s.decoders[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				seq = append(seq, c)
-			}
-		}
-		d = seq
+		d = seqDecoder(list)
 	case "ByteLevel":
 		o.ignore("add_prefix_space", "trim_offsets", "use_regex") // encoding options
 		d = byteLevelDecoder{}

@@ -2,7 +2,6 @@ package hftok
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode"
 
@@ -43,21 +42,11 @@ func parseNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	var n normalizer
 	switch t := o.typ(); t {
 	case "Sequence":
-		var list []json.RawMessage
-		if _, err := o.get("normalizers", &list); err != nil {
+		list, err := parseList(o, "normalizers", where, parseNormalizer)
+		if err != nil {
 			return nil, err
 		}
-		seq := seqNormalizer{}
-		for i, r := range list {
-			c, err := parseNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				seq = append(seq, c)
-			}
-		}
-		n = seq
+		n = seqNormalizer(list)
 	case "Prepend":
 		s, err := o.str("prepend", "")
 		if err != nil {

@@ -2,7 +2,6 @@ package hftok
 
 import (
 	"encoding/json"
-	"fmt"
 )
 
 // postProcessor adds special tokens around an encoded text. Only the
@@ -25,21 +24,11 @@ func parsePostProcessor(raw json.RawMessage, where string) (postProcessor, error
 	var p postProcessor
 	switch t := o.typ(); t {
 	case "Sequence":
-		var list []json.RawMessage
-		if _, err := o.get("processors", &list); err != nil {
+		list, err := parseList(o, "processors", where, parsePostProcessor)
+		if err != nil {
 			return nil, err
 		}
-		seq := seqPost{}
-		for i, r := range list {
-			c, err := parsePostProcessor(r, fmt.Sprintf("%s.processors[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				seq = append(seq, c)
-			}
-		}
-		p = seq
+		p = seqPost(list)
 	case "ByteLevel":
 		// Trims offsets; ids are left alone.
 		o.ignore("add_prefix_space", "trim_offsets", "use_regex")

@@ -2,7 +2,6 @@ package hftok
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -47,21 +46,11 @@ func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) 
 	var p preTokenizer
 	switch t := o.typ(); t {
 	case "Sequence":
-		var list []json.RawMessage
-		if _, err := o.get("pretokenizers", &list); err != nil {
+		list, err := parseList(o, "pretokenizers", where, parsePreTokenizer)
+		if err != nil {
 			return nil, err
 		}
-		seq := seqPre{}
-		for i, r := range list {
-			c, err := parsePreTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				seq = append(seq, c)
-			}
-		}
-		p = seq
+		p = seqPre(list)
 	case "Split":
 		s := splitPre{}
 		if s.m, _, err = o.pattern("pattern"); err != nil {
