@@ -15,8 +15,9 @@
 //     becomes a space, split on whitespace, no stemming); an empty side
 //     scores 0, as rouge_score does. The texts are those extract decoded
 //     without special tokens, so an emitted EOS is not a word;
-//   - loss (mean token NLL over the document's window: its first context
-//     tokens, all the model sees at once), zlib_ratio (loss divided by the
+//   - loss (mean token NLL over the document's window: its first tokens
+//     up to the attack window, one trained row at most the model context,
+//     see extract.AttackWindow), zlib_ratio (loss divided by the
 //     length in bytes of the zlib-compressed text of that same window, so
 //     numerator and denominator cover one span), mink (the mean NLL of the
 //     K % least likely tokens, Min-K% Prob, Shi et al. 2023) and ref_diff
@@ -67,5 +68,5 @@
 //     essentially unaffected, but its values are not bit-comparable with
 //     Python's.
 //   - The zlib ratio's text is the window the loss covers (the document's
-//     first context tokens, decoded), not the whole document.
+//     first attack-window tokens, decoded), not the whole document.
 package eval

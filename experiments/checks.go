@@ -1,10 +1,15 @@
 package experiments
 
 import (
+	"fmt"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/model"
 )
 
@@ -16,6 +21,9 @@ const gpt2Vocab = 50257
 // hf: tokenizer's size is only known once loaded; a placeholder stands in).
 func (s *Spec) ResolvedModel() (model.Config, error) {
 	m := s.Model
+	if m.InitFrom != "" {
+		return s.importedModel()
+	}
 	if m.Vocab == 0 {
 		m.Vocab = 1
 		switch tok := s.Data.Tokenizer; {
@@ -30,6 +38,51 @@ func (s *Spec) ResolvedModel() (model.Config, error) {
 	return m.Resolve()
 }
 
+// importedModel is the model of model.init_from = "hf:DIR": the
+// architecture of DIR/config.json, the spec's seed (used by nothing the
+// weights do not overwrite, but recorded). The [model] table may set no
+// other key: a preset or size beside an imported model would be ignored.
+func (s *Spec) importedModel() (model.Config, error) {
+	m := s.Model
+	dir, ok := strings.CutPrefix(m.InitFrom, "hf:")
+	if !ok || dir == "" {
+		return model.Config{}, fmt.Errorf("model.init_from = %q: want hf:DIR, a Hugging Face model directory (memo checkpoints go in train.init_from)", m.InitFrom)
+	}
+	if table, _ := s.raw["model"].(map[string]any); table["preset"] == nil {
+		m.Preset = "" // the default preset does not apply to an imported model
+	}
+	bare := model.Config{InitFrom: m.InitFrom, Seed: m.Seed}
+	if m != bare {
+		return model.Config{}, fmt.Errorf("model.init_from = %q: the architecture comes from %s; remove the other [model] keys (found %s)", m.InitFrom, filepath.Join(dir, "config.json"), setModelKeys(m))
+	}
+	if s.Train.InitFrom != "" {
+		return model.Config{}, fmt.Errorf("model.init_from = %q: the weights come from it too; train.init_from = %q must be empty", m.InitFrom, s.Train.InitFrom)
+	}
+	c, err := checkpoint.ReadHFConfig(dir)
+	if err != nil {
+		return model.Config{}, fmt.Errorf("model.init_from = %q: %w", m.InitFrom, err)
+	}
+	if !checkpoint.IsHFDir(dir) {
+		return model.Config{}, fmt.Errorf("model.init_from = %q: %s has a config.json but no model.safetensors or model.safetensors.index.json", m.InitFrom, dir)
+	}
+	c.InitFrom, c.Seed = m.InitFrom, m.Seed
+	return c, nil
+}
+
+// setModelKeys names the [model] keys m sets besides init_from and seed.
+func setModelKeys(m model.Config) string {
+	var keys []string
+	v := reflect.ValueOf(m)
+	for i := 0; i < v.NumField(); i++ {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+		if name == "init_from" || name == "seed" || v.Field(i).IsZero() {
+			continue
+		}
+		keys = append(keys, fmt.Sprintf("%s = %v", name, v.Field(i).Interface()))
+	}
+	return strings.Join(keys, ", ")
+}
+
 // checkStages holds the checks across stage tables that no single stage's
 // Validate can make.
 func (s *Spec) checkStages(fail func(key, format string, args ...any) error) error {
@@ -37,6 +90,17 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if err != nil {
 		key, _, _ := strings.Cut(err.Error(), " ")
 		return fail(key, "%v", err)
+	}
+	if m.InitFrom != "" && strings.HasPrefix(s.Data.Tokenizer, "hf:") {
+		// Found now rather than after the data stage has run.
+		tok, err := data.LoadTokenizer(s.Data.Tokenizer)
+		if err != nil {
+			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, err)
+		}
+		if tok.VocabSize() > m.Vocab {
+			return fail("data.tokenizer", "data.tokenizer = %q has %d tokens, the model of model.init_from = %q a vocabulary of %d: they do not belong together",
+				s.Data.Tokenizer, tok.VocabSize(), m.InitFrom, m.Vocab)
+		}
 	}
 	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {
 		// The mask is computed per row. Packed rows cut documents at
@@ -46,7 +110,8 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		// document ends up trained at some repetition.
 		return fail("data.layout", `data.layout = "packed" with the goldfish loss (goldfish.k = %d): documents straddle rows at shifting offsets, so the targets goldfish drops in one repetition are trained in another; use data.layout = "padded" (the reference's layout) or set goldfish.allow_packed = true to accept this`, s.Goldfish.K)
 	}
-	if err := s.Extract.CheckContext(m.Context); err != nil {
+	// Attacks stay within one trained row (extract.AttackWindow).
+	if err := s.Extract.CheckWindow(extract.AttackWindow(m.Context, s.Train.Block), m.Context); err != nil {
 		key := "extract.suffix"
 		if s.Extract.Mode == "fixed" {
 			key = "extract.prefix"

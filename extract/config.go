@@ -163,12 +163,39 @@ var ErrConfig = errors.New("bad extract configuration")
 // CheckContext checks that the prompt and the generated tokens fit a
 // model with the given context length.
 func (c Config) CheckContext(context int) error {
+	return c.checkLimit(context, fmt.Sprintf("the model context %d", context))
+}
+
+// AttackWindow is how many leading tokens of a document an attack and its
+// membership losses may use: one training row, block+1 tokens (block
+// inputs, block targets), capped at the model context; block 0 means the
+// model context. Past the trained row lie positions the model never
+// trained at (a longer document continues in a new row with a fresh
+// context), so a suffix there would understate what it memorized.
+func AttackWindow(context, block int) int {
+	if block <= 0 || block+1 >= context {
+		return context
+	}
+	return block + 1
+}
+
+// CheckWindow is CheckContext for an attack window (AttackWindow) that may
+// be shorter than the model context: its error names train.block when the
+// trained row is the limit.
+func (c Config) CheckWindow(window, context int) error {
+	if window >= context {
+		return c.CheckContext(context)
+	}
+	return c.checkLimit(window, fmt.Sprintf("the trained row of %d tokens (train.block + 1; model context %d)", window, context))
+}
+
+func (c Config) checkLimit(limit int, what string) error {
 	p, s := c.Lengths()
 	switch {
-	case c.Mode == ModeReference && s >= context:
-		return fmt.Errorf("%w: extract.suffix = %d: must be below the model context %d in mode %q (the prefix needs at least one token)", ErrConfig, s, context, c.Mode)
-	case c.Mode != ModeReference && p+s > context:
-		return fmt.Errorf("%w: prefix %d + suffix %d = %d tokens exceed the model context %d in mode %q", ErrConfig, p, s, p+s, context, c.Mode)
+	case c.Mode == ModeReference && s >= limit:
+		return fmt.Errorf("%w: extract.suffix = %d: must be below %s in mode %q (the prefix needs at least one token)", ErrConfig, s, what, c.Mode)
+	case c.Mode != ModeReference && p+s > limit:
+		return fmt.Errorf("%w: prefix %d + suffix %d = %d tokens exceed %s in mode %q", ErrConfig, p, s, p+s, what, c.Mode)
 	}
 	return nil
 }

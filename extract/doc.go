@@ -8,9 +8,10 @@
 //
 // Prompt modes (Config.Mode):
 //
-//   - reference: the document truncated to the model's context; its last
+//   - reference: the document truncated to the attack window; its last
 //     Suffix tokens are the suffix and everything before them the prefix,
-//     as the goldfish repository's evaluation does;
+//     as the goldfish repository's evaluation does (it truncates to the
+//     context it trained with);
 //   - fixed: the first Prefix tokens, then the next Suffix tokens (Carlini
 //     et al. 2022 use 50 + 50);
 //   - pythia: 32 + 32 tokens from the start of each document (Pythia's
@@ -22,6 +23,13 @@
 //     are not attacked. With the padded layout and documents no longer than
 //     a row the two coincide; otherwise the rate is over documents, not
 //     rows.
+//
+// The attack window (AttackWindow) is one training row, train.block + 1
+// tokens as the checkpoint's state.json records it, capped at the model
+// context: a model trained on 128-token rows never saw position 200, and a
+// document longer than a row continues in a new row with a fresh context,
+// so prompts and membership losses stay inside the first row. A prompt
+// that does not fit the window is a configuration error.
 //
 // A document too short for its prompt is written with status "too_short"
 // and no generation, and named in the log: never dropped silently.

@@ -17,20 +17,22 @@ type Prompt struct {
 	Doc    data.Doc
 	Prefix []int32 // fed to the model
 	Suffix []int32 // the true continuation
-	// Window is the part of the document the model can see at once (its
-	// first context tokens), over which the membership losses are taken.
+	// Window is the part of the document the attack uses (its first
+	// AttackWindow tokens: one trained row, at most the model context),
+	// over which the membership losses are taken.
 	Window []int32
 	Status string // StatusOK or StatusTooShort
 	Reason string // why it was not attacked
 }
 
 // BuildPrompts cuts each document into prefix and suffix as cfg.Mode says,
-// for a model with the given context length. Documents too short get
-// StatusTooShort and empty prefix and suffix; none is left out.
-func BuildPrompts(cfg Config, docs []data.Doc, context int) []Prompt {
+// within its first window tokens (AttackWindow: the trained row, or the
+// model context). Documents too short get StatusTooShort and empty prefix
+// and suffix; none is left out.
+func BuildPrompts(cfg Config, docs []data.Doc, window int) []Prompt {
 	out := make([]Prompt, len(docs))
 	for i, d := range docs {
-		ids := d.IDs[:min(len(d.IDs), context)]
+		ids := d.IDs[:min(len(d.IDs), window)]
 		p := Prompt{Doc: d, Window: ids, Status: StatusOK}
 		pre, suf := cfg.Lengths()
 		if cfg.Mode == ModeReference {

@@ -3,12 +3,17 @@ package extract
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/provenance"
 )
@@ -30,7 +35,11 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return fmt.Errorf("extract: %w", err)
 	}
 	mc := g.Config()
-	if err := cfg.CheckContext(mc.Context); err != nil {
+	window, err := attackWindow(ckpt, mc.Context)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	if err := cfg.CheckWindow(window, mc.Context); err != nil {
 		return err
 	}
 	tok, err := ds.Tokenizer()
@@ -51,7 +60,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		}
 		docs = append(docs, d...)
 	}
-	prompts := BuildPrompts(cfg, docs, mc.Context)
+	prompts := BuildPrompts(cfg, docs, window)
 	short := 0
 	for _, p := range prompts {
 		if p.Status != StatusOK {
@@ -61,7 +70,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		}
 	}
 	slog.Info("extract: attacking", "checkpoint", ckpt, "documents", len(prompts), "too_short", short,
-		"mode", cfg.Mode, "decoding", cfg.Decoding, "model", mc.String())
+		"mode", cfg.Mode, "decoding", cfg.Decoding, "window", window, "model", mc.String())
 
 	gen, err := generateAll(ctx, g, cfg, prompts, true)
 	if err != nil {
@@ -144,4 +153,19 @@ func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts 
 // word of its answer.
 func scoredTexts(tok *data.Tokenizer, suffix, generated []int32) (suffixText, generatedText string) {
 	return tok.DecodeText(suffix), tok.DecodeText(generated)
+}
+
+// attackWindow is the AttackWindow of the checkpoint at ckpt: its
+// state.json records the row length (train.block) it was trained on. A
+// checkpoint without one (imported weights) is attacked over the model
+// context.
+func attackWindow(ckpt string, context int) (int, error) {
+	if _, err := os.Stat(filepath.Join(ckpt, checkpoint.StateFile)); errors.Is(err, fs.ErrNotExist) {
+		return context, nil
+	}
+	st, err := checkpoint.Verify(ckpt)
+	if err != nil {
+		return 0, fmt.Errorf("trained row length of %s: %w", ckpt, err)
+	}
+	return AttackWindow(context, st.Block), nil
 }
