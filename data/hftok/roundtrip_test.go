@@ -1,6 +1,7 @@
 package hftok
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,4 +80,60 @@ func BenchmarkParseLlama3(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestConcurrentEncode: goroutines sharing a Tokenizer (and its caches)
+// get the ids one goroutine gets alone. Run with -race to check the caches.
+func TestConcurrentEncode(t *testing.T) {
+	lines := strings.Split(opticks(t), "\n")[:2000]
+	for _, name := range []string{"llama3.json", "llama2.json"} {
+		tok := fetched(t, name)
+		fresh, err := Parse(mustRead(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([][]int32, len(lines))
+		for i, l := range lines {
+			want[i] = fresh.Encode(l, true)
+		}
+		errs := make(chan string, 4)
+		for w := 0; w < 4; w++ {
+			go func(w int) {
+				for i := w; i < len(lines); i += 4 {
+					if got := tok.Encode(lines[i], true); !equalIDs(got, want[i]) {
+						errs <- fmt.Sprintf("%s line %d: %v, want %v", name, i, got, want[i])
+						return
+					}
+				}
+				errs <- ""
+			}(w)
+		}
+		for w := 0; w < 4; w++ {
+			if e := <-errs; e != "" {
+				t.Error(e)
+			}
+		}
+	}
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	f := fetchedFiles[name]
+	raw, err := os.ReadFile(filepath.Join(cacheDir(), "corpora", f.corpus, "package", "models", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
