@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -203,6 +204,72 @@ func TestVariantGoldens(t *testing.T) {
 			tok := buildVariant(t, v)
 			for _, c := range v.Cases {
 				checkCase(t, tok, c)
+			}
+		})
+	}
+}
+
+// TestOpticksWhole: the whole Opticks as one text (about 140,000 tokens)
+// gives the library's ids, compared by count and sha256 (testdata/opticks.json).
+func TestOpticksWhole(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "opticks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type digest struct {
+		Count  int    `json:"count"`
+		SHA256 string `json:"sha256"`
+	}
+	var f struct {
+		TextSHA256 string `json:"text_sha256"`
+		Tokenizers map[string]struct {
+			IDs            digest `json:"ids"`
+			IDsWithSpecial digest `json:"ids_with_special"`
+		} `json:"tokenizers"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("testdata/opticks.json: %v", err)
+	}
+	text := opticks(t)
+	if sum := sha256.Sum256([]byte(text)); hex.EncodeToString(sum[:]) != f.TextSHA256 {
+		t.Skipf("this Go installation's Opticks is not the text the digests were made from (sha256 %s)", f.TextSHA256)
+	}
+	variants := map[string]variant{}
+	vraw, err := os.ReadFile(filepath.Join("testdata", "variants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf struct{ Variants []variant }
+	if err := json.Unmarshal(vraw, &vf); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vf.Variants {
+		variants[v.Name] = v
+	}
+	digestOf := func(ids []int32) digest {
+		var b strings.Builder
+		for i, id := range ids {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(int(id)))
+		}
+		sum := sha256.Sum256([]byte(b.String()))
+		return digest{len(ids), hex.EncodeToString(sum[:])}
+	}
+	for name, want := range f.Tokenizers {
+		t.Run(name, func(t *testing.T) {
+			var tok *Tokenizer
+			if _, ok := fetchedFiles[name]; ok {
+				tok = fetched(t, name)
+			} else {
+				tok = buildVariant(t, variants[name])
+			}
+			if got := digestOf(tok.Encode(text, false)); got != want.IDs {
+				t.Errorf("ids: %d tokens, sha256 %s; want %d, %s", got.Count, got.SHA256, want.IDs.Count, want.IDs.SHA256)
+			}
+			if got := digestOf(tok.Encode(text, true)); got != want.IDsWithSpecial {
+				t.Errorf("ids with special tokens: %d tokens, sha256 %s; want %d, %s", got.Count, got.SHA256, want.IDsWithSpecial.Count, want.IDsWithSpecial.SHA256)
 			}
 		})
 	}
