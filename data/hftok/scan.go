@@ -5,19 +5,25 @@ import (
 	"unicode/utf8"
 )
 
-// Hand-written scanners for the two pre-tokenizer regexes nearly every
-// byte-level tokenizer uses. Each tries the pattern's alternatives in order
-// at a position, with the backtracking the regex engine would do, so the
-// matches are the same as Oniguruma's (TestScannersMatchRegexp2 checks them
-// against regexp2 on the golden texts, the Opticks and random strings);
-// they run several times faster than regexp2.
+// Hand-written scanners for the pre-tokenizer regexes of GPT-2 (and
+// GPT-NeoX, through ByteLevel), Llama 3 and Qwen2. Each tries the
+// pattern's alternatives in order at a position, with the backtracking the
+// regex engine would do, so the matches are Oniguruma's: the library
+// goldens check that, and TestScannersMatchRegexp2 compares them with
+// regexp2 on the golden texts, the Opticks and random strings. They run
+// several times faster than regexp2 and fold case as Oniguruma does (ſ is
+// s in (?i:'s), which regexp2 misses).
 
 // llama3Pattern is the Split regex of Llama 3's tokenizer.json.
 const llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
+// qwen2Pattern is Llama 3's with single digits (Qwen2's tokenizer.json).
+const qwen2Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
 func init() {
 	knownPatterns[gpt2Pattern] = scanner{gpt2Match}
-	knownPatterns[llama3Pattern] = scanner{llama3Match}
+	knownPatterns[llama3Pattern] = scanner{func(s string, i int) int { return llama3Match(s, i, 3) }}
+	knownPatterns[qwen2Pattern] = scanner{func(s string, i int) int { return llama3Match(s, i, 1) }}
 }
 
 // scanner applies a match function at successive positions; a position
@@ -151,9 +157,9 @@ func gpt2Match(s string, i int) int {
 	return spaceTail(s, i)
 }
 
-// llama3Match: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+// llama3Match: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
 // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func llama3Match(s string, i int) int {
+func llama3Match(s string, i, digits int) int {
 	if j := contraction(s, i, true); j >= 0 {
 		return j
 	}
@@ -167,9 +173,9 @@ func llama3Match(s string, i int) int {
 			return run(s, i+n, isL)
 		}
 	}
-	// \p{N}{1,3}
+	// \p{N}{1,digits}
 	if isN(r) {
-		return runMax(s, i, isN, 3)
+		return runMax(s, i, isN, digits)
 	}
 	// ?[^\s\p{L}\p{N}]+[\r\n]*
 	k := i

@@ -46,7 +46,7 @@ func scannerTexts(t *testing.T) []string {
 // llama3-split-pieces variant golden checks on "x'ſd".
 func TestScannersMatchRegexp2(t *testing.T) {
 	texts := scannerTexts(t)
-	for name, pat := range map[string]string{"gpt2": gpt2Pattern, "llama3": llama3Pattern} {
+	for name, pat := range map[string]string{"gpt2": gpt2Pattern, "llama3": llama3Pattern, "qwen2": qwen2Pattern} {
 		t.Run(name, func(t *testing.T) {
 			re, err := regexp2.Compile(pat, regexp2.None)
 			if err != nil {
