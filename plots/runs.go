@@ -119,6 +119,11 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 	r.H = int(lookupFloat(r.Config, "goldfish.h"))
 	r.Strategy, _ = lookup(r.Config, "goldfish.strategy").(string)
 	r.Preset, _ = lookup(r.Config, "model.preset").(string)
+	if from, _ := lookup(r.Config, "model.init_from").(string); from != "" {
+		// An imported model: its directory names it (the preset key is a
+		// default that does not apply).
+		r.Preset = filepath.Base(strings.TrimPrefix(from, "hf:"))
+	}
 	if r.Preset == "" {
 		if d := lookupFloat(r.Config, "model.dim"); d > 0 {
 			r.Preset = fmt.Sprintf("d=%d, %d layers", int(d), int(lookupFloat(r.Config, "model.layers")))

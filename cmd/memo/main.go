@@ -22,7 +22,7 @@ var commands []*cli.Command
 func register(c *cli.Command) { commands = append(commands, c) }
 
 // modelCommands are the commands that train or run models in this process.
-var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true}
+var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true}
 
 // runsModels reports whether the command line names a model command and does
 // not ask for help.

@@ -1,0 +1,248 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/memo-research/memo/internal/safetensors"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch/nn"
+)
+
+// Hugging Face model directories: config.json, model.safetensors (or
+// shards listed by model.safetensors.index.json), and usually
+// tokenizer.json and generation_config.json beside them.
+const (
+	HFConfigFile           = "config.json"
+	HFTokenizerFile        = "tokenizer.json"
+	HFGenerationConfigFile = "generation_config.json"
+	hfIndexFile            = "model.safetensors.index.json"
+)
+
+// IsHFDir reports whether dir is a Hugging Face model directory: a
+// config.json with weights in safetensors beside it.
+func IsHFDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, HFConfigFile)); err != nil {
+		return false
+	}
+	for _, f := range []string{ModelFile, hfIndexFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadHFConfig maps dir's config.json to a model config.
+func ReadHFConfig(dir string) (model.Config, error) {
+	path := filepath.Join(dir, HFConfigFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return model.Config{}, fmt.Errorf("%s: no config.json: not a Hugging Face model directory", dir)
+		}
+		return model.Config{}, err
+	}
+	c, err := model.FromHF(raw)
+	if err != nil {
+		return model.Config{}, fmt.Errorf("%s: %w", dir, err) // FromHF's errors name config.json and the key
+	}
+	return c, nil
+}
+
+// LoadHF builds the model of a Hugging Face directory on device, its
+// weights streamed tensor by tensor from safetensors (F32, BF16 or F16,
+// computed in float32): peak memory stays near the float32 weights.
+func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
+	dev, err := torchx.ResolveDevice(device)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := ReadHFConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	vs := nn.NewVarStore(dev)
+	g, err := model.NewUninitialized(vs.Root(), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := LoadHFWeights(g, dir); err != nil {
+		return nil, nil, err
+	}
+	return g, vs, nil
+}
+
+// hfBuffers are tensors some Hugging Face checkpoints carry that are not
+// weights: rotary frequencies and causal-mask buffers, which memo computes
+// itself (older Pythia and Llama conversions saved them).
+var hfBuffers = regexp.MustCompile(`(^|\.)(rotary_emb\.inv_freq|attention\.bias|attention\.masked_bias)$`)
+
+// LoadHFWeights copies the weights of a Hugging Face directory into g by
+// name. Every parameter of g must be there with its shape, and every tensor
+// of the files must be one of g's (or a known buffer): a tensor memo does
+// not understand is an error naming it, never skipped. A tied model's
+// files may also hold lm_head.weight, a copy of the embedding; it is not
+// read.
+func LoadHFWeights(g *model.GPT, dir string) error {
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	cfg := g.Config()
+	loaded := map[string]bool{}
+	for _, name := range set.Names() {
+		info, _ := set.Info(name)
+		p, ok := g.Param(name)
+		switch {
+		case !ok && hfBuffers.MatchString(name):
+			continue
+		case !ok && !cfg.Untied && (name == "lm_head.weight" || name == "embed_out.weight"):
+			continue
+		case !ok:
+			return fmt.Errorf("%s: tensor %s (%s %v) is not part of a %s model as memo builds it (config.json: arch %s, %d layers, bias %v); refusing to skip it",
+				set.FileOf(name), name, info.DType, info.Shape, cfg.Arch, cfg.Arch, cfg.Layers, cfg.Bias)
+		}
+		if want := p.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
+			return fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
+		}
+		vals, err := set.Float32(name)
+		if err != nil {
+			return err
+		}
+		if err := copyInto(p.Tensor, vals, info.Shape); err != nil {
+			return fmt.Errorf("%s: tensor %s: %w", set.FileOf(name), name, err)
+		}
+		loaded[name] = true
+		torchx.Collect() // one tensor's Go and C copies at a time, not the whole model's
+	}
+	for _, p := range g.Params() {
+		if !loaded[p.Name] {
+			return fmt.Errorf("%s: no tensor %s, which a %s model with this config.json needs", dir, p.Name, cfg.Arch)
+		}
+	}
+	return nil
+}
+
+// LoadModel loads any model memo reads: a Hugging Face directory, or a
+// memo run, checkpoints/ directory or step-NNNNNN checkpoint (its newest
+// good checkpoint). It returns the directory the weights came from.
+func LoadModel(path, device string) (*model.GPT, string, error) {
+	if IsHFDir(path) {
+		g, _, err := LoadHF(path, device)
+		return g, path, err
+	}
+	g, _, dir, err := Load(path, device)
+	return g, dir, err
+}
+
+// ExportOptions are what a Hugging Face directory needs beside the weights.
+type ExportOptions struct {
+	// Tokenizer is the tokenizer.json to copy ("" for none).
+	Tokenizer string
+	// BOS and EOS are the tokenizer's special ids (-1: none).
+	BOS, EOS int
+}
+
+// Export writes the memo checkpoint dir as a Hugging Face model directory
+// out: config.json (LlamaForCausalLM, or GPTNeoXForCausalLM for an imported
+// NeoX model), model.safetensors (already in Hugging Face's names and
+// layout: copied byte for byte), tokenizer.json and generation_config.json.
+// out must not exist; the directory is assembled under a temporary name
+// and renamed, so a partial export is never mistaken for a finished one.
+func Export(dir, out string, opt ExportOptions) error {
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("%s exists; export writes a new directory", out)
+	}
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // a no-op after the rename
+	hf := cfg.HFConfig()
+	gen := map[string]any{"do_sample": false}
+	for key, id := range map[string]int{"bos_token_id": opt.BOS, "eos_token_id": opt.EOS} {
+		if id >= 0 {
+			hf[key], gen[key] = id, id
+		}
+	}
+	if err := writeJSON(filepath.Join(tmp, HFConfigFile), hf); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(tmp, HFGenerationConfigFile), gen); err != nil {
+		return err
+	}
+	if err := copyFile(filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile)); err != nil {
+		return err
+	}
+	if opt.Tokenizer != "" {
+		if err := copyFile(opt.Tokenizer, filepath.Join(tmp, HFTokenizerFile)); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(filepath.Clean(out)))
+	return nil
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return fmt.Errorf("copy %s: %w", from, err)
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// ReadSource finds the weights a run starts from (train.init_from): a
+// Hugging Face directory, or a memo run, checkpoints/ directory or
+// checkpoint (its newest good one). It returns their directory and model.
+func ReadSource(path string) (string, model.Config, error) {
+	if IsHFDir(path) {
+		c, err := ReadHFConfig(path)
+		return path, c, err
+	}
+	dir, err := Resolve(path)
+	if err != nil {
+		return "", model.Config{}, err
+	}
+	c, err := ReadConfig(dir)
+	return dir, c, err
+}
+
+// LoadSourceWeights fills g from a directory ReadSource returned.
+func LoadSourceWeights(g *model.GPT, dir string) error {
+	if IsHFDir(dir) {
+		return LoadHFWeights(g, dir)
+	}
+	return LoadWeights(g, dir)
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+)
+
+// memo score, memo generate and memo export: small commands a person (and
+// a check) can drive by token ids, on any model memo can load.
+
+const modelArgHelp = "`DIR` is a Hugging Face model directory (config.json + safetensors), a memo run,\n" +
+	"its checkpoints/ directory or one step-NNNNNN checkpoint."
+
+func init() {
+	modelFlag := &cli.StringFlag{Name: "model", Required: true, Usage: "the model: a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
+	idsFlag := &cli.StringFlag{Name: "ids-json", Usage: "token ids as JSON, {\"ids\": [[...], ...]} or [[...], ...] (`FILE`, or - for stdin)"}
+	deviceFlag := &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N"}
+	register(&cli.Command{
+		Name:  "score",
+		Usage: "per-token negative log-likelihood of token-id rows under a model",
+		Description: "Prints {\"nll\": [[...], ...]}: for each row, the natural-log NLL of every id after\n" +
+			"the first given the ids before it (what transformers' loss computes per token).\n" +
+			modelArgHelp,
+		Flags:  []cli.Flag{modelFlag, idsFlag, deviceFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"}},
+		Action: scoreAction,
+	})
+	register(&cli.Command{
+		Name:  "generate",
+		Usage: "greedy continuation of token-id rows (or of a text prompt) under a model",
+		Description: "With --ids-json prints {\"ids\": [[...], ...]}, the new tokens of each row (greedy,\n" +
+			"ties to the lowest id, the KV cache on). With --prompt TEXT the text is encoded with\n" +
+			"the model's own tokenizer (special tokens added as the tokenizer does) and the\n" +
+			"continuation printed as text; --json prints ids and text.\n" + modelArgHelp,
+		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag,
+			&cli.StringFlag{Name: "prompt", Usage: "a text prompt instead of --ids-json"},
+			&cli.IntFlag{Name: "max-new", Value: 32, Usage: "tokens to generate per row"},
+			&cli.BoolFlag{Name: "no-cache", Usage: "recompute the whole sequence for every token (the check on the cache)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: generateAction,
+	})
+	register(&cli.Command{
+		Name:      "export",
+		Usage:     "write a memo checkpoint as a Hugging Face model directory",
+		ArgsUsage: "CHECKPOINT OUT",
+		Description: "CHECKPOINT is a run, its checkpoints/ directory or a step-NNNNNN directory (the newest\n" +
+			"good checkpoint is used). OUT receives config.json, model.safetensors (Hugging Face\n" +
+			"names, float32), tokenizer.json (the run's) and generation_config.json, so that\n" +
+			"transformers' from_pretrained(OUT) loads it and memo --model OUT reads it back with\n" +
+			"identical logits. OUT must not exist; it is written under a temporary name and renamed.",
+		Action: exportAction,
+	})
+}
+
+// loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors
+// are bad input (exit 2): the user named the model.
+func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
+	t0 := time.Now()
+	g, dir, err := checkpoint.LoadModel(path, device)
+	if err != nil {
+		return nil, "", usageError("%s: --model %s: %v", cmd, path, oneLine(err))
+	}
+	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
+	return g, dir, nil
+}
+
+// oneLine keeps the first line of a multi-line error for the one-line
+// contract of bad input.
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " (…)"
+	}
+	return s
+}
+
+// readIDRows reads {"ids": [[...]]} or [[...]] from a file or stdin.
+func readIDRows(cmd, src string) ([][]int32, error) {
+	if src == "" {
+		return nil, usageError("%s: give --ids-json FILE (or - for stdin)", cmd)
+	}
+	var raw []byte
+	var err error
+	if src == "-" {
+		raw, err = io.ReadAll(os.Stdin)
+	} else {
+		raw, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return nil, usageError("%s: --ids-json %s: %v", cmd, src, err)
+	}
+	var wrapped struct {
+		IDs [][]int32 `json:"ids"`
+	}
+	var rows [][]int32
+	if err := json.Unmarshal(raw, &wrapped); err == nil && wrapped.IDs != nil {
+		rows = wrapped.IDs
+	} else if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, usageError("%s: --ids-json %s: want {\"ids\": [[...], ...]} or [[...], ...] of token ids", cmd, src)
+	}
+	if len(rows) == 0 {
+		return nil, usageError("%s: --ids-json %s holds no rows", cmd, src)
+	}
+	return rows, nil
+}
+
+// checkIDs refuses ids the model has no embedding for.
+func checkIDs(cmd string, rows [][]int32, vocab int) error {
+	for i, r := range rows {
+		if len(r) == 0 {
+			return usageError("%s: row %d is empty", cmd, i)
+		}
+		for j, id := range r {
+			if id < 0 || int(id) >= vocab {
+				return usageError("%s: row %d, token %d: id %d is outside the model's vocabulary [0, %d)", cmd, i, j, id, vocab)
+			}
+		}
+	}
+	return nil
+}
+
+func printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(os.Stdout, string(b))
+	return err
+}
+
+func scoreAction(c *cli.Context) error {
+	rows, err := readIDRows("score", c.String("ids-json"))
+	if err != nil {
+		return err
+	}
+	if c.Int("batch") < 1 {
+		return usageError("score: --batch %d: must be >= 1", c.Int("batch"))
+	}
+	runtime.LockOSThread() // libtorch's no-grad mode is per OS thread
+	defer runtime.UnlockOSThread()
+	g, _, err := loadAnyModel("score", c.String("model"), c.String("device"))
+	if err != nil {
+		return err
+	}
+	if err := checkIDs("score", rows, g.Config().Vocab); err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if len(r) > g.Config().Context {
+			return usageError("score: row %d has %d tokens, more than the model's context %d", i, len(r), g.Config().Context)
+		}
+	}
+	t0 := time.Now()
+	nll := make([][]float32, 0, len(rows))
+	tokens := 0
+	for lo := 0; lo < len(rows); lo += c.Int("batch") {
+		part, err := g.TokenNLL(rows[lo:min(lo+c.Int("batch"), len(rows))])
+		if err != nil {
+			return fmt.Errorf("score: %w", err)
+		}
+		for _, p := range part {
+			tokens += len(p) + 1
+		}
+		nll = append(nll, part...)
+		torchx.Collect()
+	}
+	secs := time.Since(t0).Seconds()
+	slog.Info("scored", "rows", len(rows), "tokens", tokens, "seconds", fmt.Sprintf("%.3f", secs), "tokens_per_s", fmt.Sprintf("%.1f", float64(tokens)/secs))
+	return printJSON(map[string]any{"nll": nll})
+}
+
+// tokenizerOf finds the tokenizer that belongs to a model: tokenizer.json
+// of a Hugging Face directory, or the run's data/tokenizer.json.
+func tokenizerOf(modelArg, dir string) (*data.Tokenizer, error) {
+	candidates := []string{filepath.Join(modelArg, checkpoint.HFTokenizerFile)}
+	if run := checkpoint.RunDir(dir); run != "" {
+		candidates = append(candidates, filepath.Join(run, "data", "tokenizer.json"))
+	}
+	candidates = append(candidates, filepath.Join(modelArg, "data", "tokenizer.json"))
+	for _, p := range candidates {
+		if _, err := os.Stat(p); err == nil {
+			return data.LoadTokenizer("hf:" + p)
+		}
+	}
+	return nil, fmt.Errorf("no tokenizer.json found beside %s (looked for %s)", modelArg, strings.Join(candidates, ", "))
+}
+
+func generateAction(c *cli.Context) error {
+	prompt := c.String("prompt")
+	if (prompt == "") == (c.String("ids-json") == "") {
+		return usageError("generate: give exactly one of --ids-json FILE and --prompt TEXT")
+	}
+	if c.Int("max-new") < 1 {
+		return usageError("generate: --max-new %d: must be >= 1", c.Int("max-new"))
+	}
+	var rows [][]int32
+	var err error
+	if prompt == "" {
+		if rows, err = readIDRows("generate", c.String("ids-json")); err != nil {
+			return err
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g, dir, err := loadAnyModel("generate", c.String("model"), c.String("device"))
+	if err != nil {
+		return err
+	}
+	var tok *data.Tokenizer
+	if prompt != "" {
+		if tok, err = tokenizerOf(c.String("model"), dir); err != nil {
+			return usageError("generate: --prompt needs the model's tokenizer: %v", err)
+		}
+		if tok.VocabSize() > g.Config().Vocab {
+			return usageError("generate: the tokenizer has %d tokens, the model's vocabulary %d: they do not belong together", tok.VocabSize(), g.Config().Vocab)
+		}
+		ids, err := tok.EncodeSpecial(prompt)
+		if err != nil {
+			return usageError("generate: --prompt: %v", err)
+		}
+		rows = [][]int32{ids}
+	}
+	if err := checkIDs("generate", rows, g.Config().Vocab); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	out, err := g.Generate(rows, c.Int("max-new"), model.GenOptions{UseCache: !c.Bool("no-cache")})
+	if err != nil {
+		return usageError("generate: %v", err)
+	}
+	slog.Info("generated", "rows", len(rows), "tokens", len(rows)*c.Int("max-new"), "seconds", fmt.Sprintf("%.3f", time.Since(t0).Seconds()))
+	if tok == nil {
+		return printJSON(map[string]any{"ids": out})
+	}
+	text := tok.Decode(out[0])
+	if c.Bool("json") {
+		return printJSON(map[string]any{"ids": out, "text": []string{text}})
+	}
+	_, err = fmt.Println(prompt + text)
+	return err
+}
+
+func exportAction(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return usageError("export: want CHECKPOINT OUT, got %d arguments", c.NArg())
+	}
+	src, out := c.Args().Get(0), c.Args().Get(1)
+	dir, err := checkpoint.Resolve(src)
+	if err != nil {
+		return usageError("export: %s: %v", src, oneLine(err))
+	}
+	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
+	if run := checkpoint.RunDir(dir); run != "" {
+		if p := filepath.Join(run, "data", "tokenizer.json"); fileExists(p) {
+			tok, err := data.LoadTokenizer("hf:" + p)
+			if err != nil {
+				return usageError("export: %s: %v", p, err)
+			}
+			opt.Tokenizer, opt.BOS, opt.EOS = p, int(tok.BOS()), int(tok.EOS())
+		}
+	}
+	if err := checkpoint.Export(dir, out, opt); err != nil {
+		return usageError("export: %v", err)
+	}
+	fmt.Fprintf(os.Stderr, "memo: exported %s to %s\n", dir, out)
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// hfCase is what the CLI tests read of a reference checkpoint's
+// expected.json (see testdata/hf/README.md).
+type hfCase struct {
+	IDs                 [][]int32          `json:"ids"`
+	NLL                 [][]float64        `json:"nll"`
+	GreedyPrompts       [][]int32          `json:"greedy_prompts"`
+	GreedyContinuations [][]int32          `json:"greedy_continuations"`
+	Tolerance           map[string]float64 `json:"tolerance"`
+}
+
+func hfGolden(t *testing.T, name string) (string, hfCase) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "hf", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c hfCase
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	return dir, c
+}
+
+func writeJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, path, string(b))
+}
+
+// TestScoreGenerateGoldens drives `memo score` and `memo generate` by token
+// ids on each reference checkpoint and matches Hugging Face's values: NLL
+// to the golden tolerance, greedy continuations exactly.
+func TestScoreGenerateGoldens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary")
+	}
+	exe := buildMemo(t)
+	for _, name := range []string{"llama-gqa-tied", "llama3-mqa-scaled-bf16", "neox-pythia-style-fp16"} {
+		t.Run(name, func(t *testing.T) {
+			dir, want := hfGolden(t, name)
+			work := t.TempDir()
+			writeJSONFile(t, filepath.Join(work, "ids.json"), map[string]any{"ids": want.IDs})
+			r := execMemo(t, exe, work, "score", "--model", dir, "--ids-json", "ids.json", "--json")
+			if r.code != 0 {
+				t.Fatalf("score exited %d: %s", r.code, r.stderr)
+			}
+			var scored struct{ NLL [][]float64 }
+			if err := json.Unmarshal([]byte(r.stdout), &scored); err != nil {
+				t.Fatalf("score printed %q: %v", r.stdout, err)
+			}
+			if len(scored.NLL) != len(want.NLL) {
+				t.Fatalf("%d rows of NLL, want %d", len(scored.NLL), len(want.NLL))
+			}
+			for i := range want.NLL {
+				if len(scored.NLL[i]) != len(want.NLL[i]) {
+					t.Fatalf("row %d: %d values, want %d", i, len(scored.NLL[i]), len(want.NLL[i]))
+				}
+				for j := range want.NLL[i] {
+					if d := math.Abs(scored.NLL[i][j] - want.NLL[i][j]); !(d <= want.Tolerance["nll_abs"]) {
+						t.Errorf("row %d token %d: NLL %v, want %v", i, j+1, scored.NLL[i][j], want.NLL[i][j])
+					}
+				}
+			}
+			writeJSONFile(t, filepath.Join(work, "prompts.json"), want.GreedyPrompts)
+			n := len(want.GreedyContinuations[0])
+			r = execMemo(t, exe, work, "generate", "--model", dir, "--ids-json", "prompts.json", "--max-new", itoa(n), "--json")
+			if r.code != 0 {
+				t.Fatalf("generate exited %d: %s", r.code, r.stderr)
+			}
+			var gen struct{ IDs [][]int32 }
+			if err := json.Unmarshal([]byte(r.stdout), &gen); err != nil {
+				t.Fatalf("generate printed %q: %v", r.stdout, err)
+			}
+			for i := range want.GreedyContinuations {
+				if i >= len(gen.IDs) || !slices.Equal(gen.IDs[i], want.GreedyContinuations[i]) {
+					t.Errorf("row %d: generated %v, want %v", i, gen.IDs, want.GreedyContinuations[i])
+				}
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// copyDir copies a reference checkpoint so a test can damage it.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHFBadInput: damaged or unsupported Hugging Face directories and ids
+// the model cannot take are bad input: exit 2, one line naming the problem.
+func TestHFBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary")
+	}
+	exe := buildMemo(t)
+	src, _ := hfGolden(t, "llama-gqa-tied")
+	work := t.TempDir()
+	writeJSONFile(t, filepath.Join(work, "ids.json"), [][]int32{{1, 2, 3}})
+	writeJSONFile(t, filepath.Join(work, "big.json"), [][]int32{{1, 2, 320}})
+	damaged := func(name string, damage func(dir string)) string {
+		dir := filepath.Join(work, name)
+		copyDir(t, src, dir)
+		damage(dir)
+		return dir
+	}
+	editConfig := func(edit func(map[string]any)) func(string) {
+		return func(dir string) {
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c map[string]any
+			if err := json.Unmarshal(raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			edit(c)
+			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
+		}
+	}
+	cases := []struct {
+		name, model, ids, want string
+	}{
+		{"missing shard", damaged("sharded", func(dir string) {
+			os.Rename(filepath.Join(dir, "model.safetensors"), filepath.Join(dir, "model-00001-of-00002.safetensors"))
+			writeJSONFile(t, filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": map[string]string{
+				"model.embed_tokens.weight": "model-00001-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}})
+		}), "ids.json", "model-00002-of-00002.safetensors"},
+		{"truncated safetensors", damaged("truncated", func(dir string) {
+			p := filepath.Join(dir, "model.safetensors")
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-100)
+		}), "ids.json", "model.safetensors"},
+		{"unsupported architecture", damaged("gpt2", editConfig(func(c map[string]any) {
+			c["model_type"], c["architectures"] = "gpt2", []string{"GPT2LMHeadModel"}
+		})), "ids.json", "GPT2LMHeadModel"},
+		{"unknown config key", damaged("unknown-key", editConfig(func(c map[string]any) { c["attn_logit_softcapping"] = 50.0 })), "ids.json", "attn_logit_softcapping"},
+		{"shape disagrees with config", damaged("shape", editConfig(func(c map[string]any) { c["intermediate_size"] = 128 })), "ids.json", "mlp"},
+		{"no config.json", damaged("noconfig", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }), "ids.json", "noconfig"},
+		{"id outside the vocabulary", src, "big.json", "vocabulary"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, cmd := range []string{"score", "generate"} {
+				args := []string{cmd, "--model", c.model, "--ids-json", c.ids}
+				r := execMemo(t, exe, work, args...)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				last := lines[len(lines)-1]
+				if r.code != 2 || !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, c.want) {
+					t.Errorf("%s: exit %d, stderr %q; want exit 2 and one memo: line naming %q", cmd, r.code, r.stderr, c.want)
+				}
+				if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
+					t.Errorf("%s: stack trace on stderr: %s", cmd, r.stderr)
+				}
+			}
+		})
+	}
+}
