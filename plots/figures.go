@@ -590,7 +590,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
-			p.Legend.Add(fmt.Sprintf("%s (AUC %.2f)", label, float64(s.stat(&r.Summary.MIA).AUC)), ln)
+			p.Legend.Add(aucLegend(label, s.stat(&r.Summary.MIA)), ln)
 			added++
 		}
 	}
@@ -622,4 +622,14 @@ func hgrid() *plotter.Grid {
 	g.Vertical.Color = nil
 	g.Horizontal.Color = color.Gray{Y: 220}
 	return g
+}
+
+// aucLegend labels a ROC curve with summary.json's AUC and, when eval
+// bootstrapped one, its 95 % interval.
+func aucLegend(label string, st eval.MIAStat) string {
+	lo, hi := float64(st.AUCCI[0]), float64(st.AUCCI[1])
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return fmt.Sprintf("%s (AUC %.2f)", label, float64(st.AUC))
+	}
+	return fmt.Sprintf("%s (AUC %.2f [%.2f, %.2f])", label, float64(st.AUC), lo, hi)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/eval"
 )
 
 // outDir returns a temp dir, or $MEMO_PLOTS_OUT/name when set so that the
@@ -228,5 +230,16 @@ func TestCrowdedK(t *testing.T) {
 	want := []string{"standard", "k=3", "k=4", "k=8\nmodel.preset=tiny"}
 	if !ok || !slices.Equal(short, want) {
 		t.Errorf("crowdedK = %q, %v; want %q", short, ok, want)
+	}
+}
+
+func TestAUCLegend(t *testing.T) {
+	st := eval.MIAStat{AUC: 0.934, AUCCI: [2]eval.Num{0.88, 0.97}}
+	if got, want := aucLegend("loss", st), "loss (AUC 0.93 [0.88, 0.97])"; got != want {
+		t.Errorf("aucLegend = %q, want %q", got, want)
+	}
+	st.AUCCI = [2]eval.Num{eval.Num(math.NaN()), eval.Num(math.NaN())}
+	if got, want := aucLegend("loss", st), "loss (AUC 0.93)"; got != want {
+		t.Errorf("without an interval: %q, want %q", got, want)
 	}
 }
