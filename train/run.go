@@ -254,20 +254,14 @@ func (l *loop) restore() error {
 	if l.cfg.InitFrom == "" {
 		return nil
 	}
-	dir, err := checkpoint.Resolve(l.cfg.InitFrom)
+	dir, saved, err := checkpoint.ReadSource(l.cfg.InitFrom)
 	if err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
-	saved, err := checkpoint.ReadConfig(dir)
-	if err != nil {
-		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
-	}
-	a, b := saved, l.g.Config()
-	a.Seed, b.Seed, a.Preset, b.Preset = 0, 0, "", ""
-	if a != b {
+	if !saved.SameNetwork(l.g.Config()) {
 		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
 	}
-	if err := checkpoint.LoadWeights(l.g, dir); err != nil {
+	if err := checkpoint.LoadSourceWeights(l.g, dir); err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
 	if l.rank == 0 {
