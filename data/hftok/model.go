@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -90,8 +88,7 @@ type bpe struct {
 	byteIDs      [256]int32
 	cutAtMeta    bool // see tokenizeSegments
 
-	cache     sync.Map // pre-token -> []int32
-	cacheSize atomic.Int64
+	cache pieceCache
 }
 
 type mergeTo struct{ rank, id int32 }
@@ -211,15 +208,13 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 	if s == "" {
 		return out
 	}
-	if v, ok := b.cache.Load(s); ok {
-		return append(out, v.([]int32)...)
+	if ids, ok := b.cache.get(s); ok {
+		return append(out, ids...)
 	}
 	if b.ignoreMerges {
 		if id, ok := b.ids[s]; ok {
 			ids := []int32{id}
-			if len(s) < maxCachedLen && b.cacheSize.Add(1) <= maxCached {
-				b.cache.Store(s, ids)
-			}
+			b.cache.put(s, ids)
 			return append(out, ids...)
 		}
 	}
@@ -234,13 +229,11 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 // never looks those up, because a segment of a piece is merged even when
 // the library's whole-piece check would not apply to it.)
 func (b *bpe) cached(s string) []int32 {
-	if v, ok := b.cache.Load(s); ok && !b.ignoreMerges {
-		return v.([]int32)
+	if ids, ok := b.cache.get(s); ok && !b.ignoreMerges {
+		return ids
 	}
 	ids := b.mergeWord(s)
-	if len(s) < maxCachedLen && b.cacheSize.Add(1) <= maxCached {
-		b.cache.Store(s, ids)
-	}
+	b.cache.put(s, ids)
 	return ids
 }
 

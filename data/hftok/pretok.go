@@ -111,11 +111,14 @@ type seqPre []preTokenizer
 func (s seqPre) apply(p piece, emit func(piece)) { s.from(0, p, emit) }
 
 func (s seqPre) from(k int, p piece, emit func(piece)) {
-	if k == len(s) {
+	switch {
+	case k == len(s):
 		emit(p)
-		return
+	case k == len(s)-1:
+		s[k].apply(p, emit) // no wrapper for the last stage, which sees every piece
+	default:
+		s[k].apply(p, func(q piece) { s.from(k+1, q, emit) })
 	}
-	s[k].apply(p, func(q piece) { s.from(k+1, q, emit) })
 }
 
 // span is a stretch of a piece's text and whether the pattern matched it.

@@ -16,24 +16,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
 // Tokenizer is a loaded tokenizer.json. It is safe for concurrent use.
 type Tokenizer struct {
-	norm      normalizer
-	pre       preTokenizer
-	model     model
-	post      postProcessor
-	dec       decoder
-	added     *addedVocab
-	maxID     int32
-	bos       int32
-	eos       int32
-	Version   string
-	rawCache  sync.Map // raw piece -> ids, for byte-level pieces
-	rawCached atomic.Int64
+	norm     normalizer
+	pre      preTokenizer
+	model    model
+	post     postProcessor
+	dec      decoder
+	added    *addedVocab
+	maxID    int32
+	bos      int32
+	eos      int32
+	Version  string
+	rawCache pieceCache // raw piece -> ids, for byte-level pieces
 
 	// Warnings are what the library would log while loading the file
 	// (added tokens whose "id" is not the one they get).
@@ -168,13 +165,11 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 // byte-level alphabet, through a cache keyed by the raw piece: most pieces
 // of a long text repeat, and this skips the mapping for them.
 func (t *Tokenizer) byteLevelIDs(raw string) []int32 {
-	if v, ok := t.rawCache.Load(raw); ok {
-		return v.([]int32)
+	if ids, ok := t.rawCache.get(raw); ok {
+		return ids
 	}
 	ids := t.model.tokenize(byteLevelString(raw), nil)
-	if len(raw) < maxCachedLen && t.rawCached.Add(1) <= maxCached {
-		t.rawCache.Store(raw, ids)
-	}
+	t.rawCache.put(raw, ids)
 	return ids
 }
 
