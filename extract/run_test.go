@@ -25,28 +25,12 @@ func TestRunOnATrainedRun(t *testing.T) {
 	}
 	start := time.Now()
 	ctx := context.Background()
-	dir := t.TempDir()
-	dcfg := data.DefaultConfig()
-	dcfg.Tokenizer, dcfg.Targets, dcfg.Controls, dcfg.Validation, dcfg.Background = "bpe:300", 4, 4, 2, 8
-	dcfg.Repetitions, dcfg.ChunkTokens, dcfg.MinTokens, dcfg.DedupWords = 2, 64, 40, 0
-	dcfg.CacheDir = t.TempDir()
-	if err := data.Build(ctx, dcfg, dir); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := data.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := ds.Tokenizer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcfg := train.DefaultConfig()
-	tcfg.Steps, tcfg.Block, tcfg.BatchSize, tcfg.WarmupSteps, tcfg.EvalEvery, tcfg.CheckpointEvery = 10, 64, 8, 2, 0, 0
-	mcfg := model.Config{Preset: "nano", Vocab: tok.VocabSize(), Seed: 1}
-	if err := train.Run(ctx, tcfg, mcfg, loss.Config{Strategy: loss.StrategyNone}, ds, dir, train.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	dir, ds, tok := trainTiny(t, func(d *data.Config) {
+		d.Targets, d.Controls, d.Validation, d.Background = 4, 4, 2, 8
+		d.Repetitions, d.ChunkTokens, d.MinTokens = 2, 64, 40
+	}, func(c *train.Config) {
+		c.Steps, c.Block, c.BatchSize, c.WarmupSteps = 10, 64, 8, 2
+	})
 	t.Logf("data + training: %v", time.Since(start).Round(time.Millisecond))
 
 	// The run's config.toml says how it was trained; completions written
@@ -112,4 +96,36 @@ func TestRunOnATrainedRun(t *testing.T) {
 		t.Errorf("suffix 300 on a 256-token context: %v, want ErrConfig", err)
 	}
 	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// trainTiny builds a small real dataset (a 300-token BPE, no dedup) with
+// dmod applied into a new run directory and trains a nano model on it with
+// the standard loss and tmod applied (no validation, one final
+// checkpoint). It returns the run directory, its dataset and tokenizer.
+func trainTiny(t *testing.T, dmod func(*data.Config), tmod func(*train.Config)) (string, *data.Dataset, *data.Tokenizer) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dcfg := data.DefaultConfig()
+	dcfg.Tokenizer, dcfg.DedupWords, dcfg.CacheDir = "bpe:300", 0, t.TempDir()
+	dmod(&dcfg)
+	if err := data.Build(ctx, dcfg, dir); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := data.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg := train.DefaultConfig()
+	tcfg.EvalEvery, tcfg.CheckpointEvery = 0, 0
+	tmod(&tcfg)
+	mcfg := model.Config{Preset: "nano", Vocab: tok.VocabSize(), Seed: 1}
+	if err := train.Run(ctx, tcfg, mcfg, loss.Config{Strategy: loss.StrategyNone}, ds, dir, train.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, ds, tok
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/loss"
-	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 )
 
@@ -50,28 +48,12 @@ func TestRunAttacksWithinTheTrainedRow(t *testing.T) {
 		t.Skip("builds a dataset and trains a model")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	dcfg := data.DefaultConfig()
-	dcfg.Tokenizer, dcfg.Targets, dcfg.Controls, dcfg.Validation, dcfg.Background = "bpe:300", 3, 3, 2, 4
-	dcfg.Repetitions, dcfg.ChunkTokens, dcfg.MinTokens, dcfg.DedupWords = 1, 96, 60, 0
-	dcfg.CacheDir = t.TempDir()
-	if err := data.Build(ctx, dcfg, dir); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := data.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := ds.Tokenizer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcfg := train.DefaultConfig()
-	tcfg.Steps, tcfg.Block, tcfg.BatchSize, tcfg.WarmupSteps, tcfg.EvalEvery, tcfg.CheckpointEvery = 2, 32, 4, 1, 0, 0
-	mcfg := model.Config{Preset: "nano", Vocab: tok.VocabSize(), Seed: 1}
-	if err := train.Run(ctx, tcfg, mcfg, loss.Config{Strategy: loss.StrategyNone}, ds, dir, train.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	dir, ds, _ := trainTiny(t, func(d *data.Config) {
+		d.Targets, d.Controls, d.Validation, d.Background = 3, 3, 2, 4
+		d.Repetitions, d.ChunkTokens, d.MinTokens = 1, 96, 60
+	}, func(c *train.Config) {
+		c.Steps, c.Block, c.BatchSize, c.WarmupSteps = 2, 32, 4, 1
+	})
 	cfg := DefaultConfig()
 	cfg.Suffix = 8
 	out := filepath.Join(t.TempDir(), "completions.arrow")
