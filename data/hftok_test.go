@@ -55,3 +55,51 @@ func TestHFTokenizers(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildWithHFTokenizer: a dataset built on the Opticks with a Hugging
+// Face tokenizer keeps every chunk (each round-trips), stores the ids hftok
+// gives, and the run's saved tokenizer.json reloads to hftok again.
+func TestBuildWithHFTokenizer(t *testing.T) {
+	for _, corpus := range []string{"llama3-tokenizer", "llama2-tokenizer"} {
+		t.Run(corpus, func(t *testing.T) {
+			needFetched(t, corpus)
+			dir, err := packageDir(fetchedCache(), corpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.Tokenizer = "hf:" + filepath.Join(dir, "models")
+			cfg.CacheDir = t.TempDir()
+			ds := buildTest(t, cfg)
+			for _, r := range ds.Report().Rejected {
+				if strings.Contains(r.Reason, "round-trip") {
+					t.Errorf("rejected %s: %s", r.Title, r.Reason)
+				}
+			}
+			saved, err := ds.Tokenizer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := LoadTokenizer(cfg.Tokenizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if saved.lib == nil || saved.VocabSize() != want.VocabSize() || saved.EOS() != want.EOS() || saved.BOS() != want.BOS() {
+				t.Fatalf("saved tokenizer: hftok %v vocab %d eos %d bos %d", saved.lib != nil, saved.VocabSize(), saved.EOS(), saved.BOS())
+			}
+			docs, err := ds.Docs(SplitTarget)
+			if err != nil || len(docs) == 0 {
+				t.Fatalf("targets: %d, %v", len(docs), err)
+			}
+			for _, d := range docs[:5] {
+				ids, _ := want.Encode(d.Text)
+				if !reflect.DeepEqual(d.IDs, ids) {
+					t.Errorf("%s: stored ids differ from Encode", d.Title)
+				}
+				if saved.Decode(d.IDs) != d.Text {
+					t.Errorf("%s: saved tokenizer does not decode the stored ids to the text", d.Title)
+				}
+			}
+		})
+	}
+}
