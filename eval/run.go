@@ -108,17 +108,35 @@ func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) er
 	return nil
 }
 
-// ReadSummary reads a summary.json that Run wrote.
+// ReadSummary reads a summary.json that Run wrote. A summary written
+// before the per-statistic MIA fields existed reads them as undefined
+// (NaN), not 0, except the AUC, which it copies from the flat *_auc field
+// that has always held the same number.
 func ReadSummary(path string) (*Summary, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var s Summary
+	stats := []*MIAStat{&s.MIA.Loss, &s.MIA.Zlib, &s.MIA.MinK, &s.MIA.Ref}
+	for _, st := range stats {
+		*st = undefinedStat()
+	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	for i, flat := range []Num{s.MIA.LossAUC, s.MIA.ZlibAUC, s.MIA.MinKAUC, s.MIA.RefAUC} {
+		if math.IsNaN(float64(stats[i].AUC)) {
+			stats[i].AUC = flat
+		}
+	}
 	return &s, nil
+}
+
+func undefinedStat() MIAStat {
+	n := Num(math.NaN())
+	ci := [2]Num{n, n}
+	return MIAStat{AUC: n, AUCCI: ci, TPR0_1: n, TPR0_1CI: ci, TPR1: n, TPR1CI: ci}
 }
 
 // referenceLosses reads a reference model's completions (a file or a run

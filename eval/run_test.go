@@ -365,3 +365,23 @@ func TestOutputPaths(t *testing.T) {
 		}
 	}
 }
+
+// A summary.json from before the per-statistic MIA fields reads them as
+// undefined, not as 0, and keeps its AUC.
+func TestReadSummaryOfAnOlderSummary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary.json")
+	old := `{"n_documents": 4, "members": {"n": 2, "exact_match": 0.5}, "mia": {"n_members": 2, "n_controls": 2, "loss_auc": 0.75, "zlib_auc": null, "fpr": 0.01, "loss_tpr": 0.5}}`
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MIA.Loss.AUC != 0.75 || !math.IsNaN(float64(s.MIA.Loss.TPR1)) || !math.IsNaN(float64(s.MIA.Loss.AUCCI[0])) || !math.IsNaN(float64(s.MIA.Zlib.AUC)) {
+		t.Errorf("older summary read as %+v", s.MIA)
+	}
+	if s.Members.ExactMatch != 0.5 || s.Members.N != 2 {
+		t.Errorf("members %+v", s.Members)
+	}
+}

@@ -34,7 +34,7 @@ func Report(dir string, cfg Config) error {
 		return fmt.Errorf("report %s: %w", dir, err)
 	}
 	for _, m := range missing {
-		slog.Warn("report: run has no scores yet, left out", "run", m)
+		slog.Warn("report: run has no scores.parquet and summary.json yet, left out", "run", m)
 	}
 	out := filepath.Join(dir, "report")
 	if err := os.MkdirAll(out, 0o755); err != nil {

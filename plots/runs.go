@@ -273,7 +273,7 @@ func loadDir(dir string) (runs []*runData, axes []string, missing []string, err 
 		runs = append(runs, r)
 	}
 	if len(runs) == 0 {
-		return nil, nil, nil, fmt.Errorf("%s: none of the %d sweep runs has scores.parquet yet", dir, len(idx.Points))
+		return nil, nil, nil, fmt.Errorf("%s: none of the %d sweep runs has scores.parquet and summary.json yet", dir, len(idx.Points))
 	}
 	return runs, idx.Axes, missing, nil
 }
