@@ -20,8 +20,9 @@ type Config struct {
 	// loss-difference attack (documents matched by text). Empty uses the
 	// ref_loss column that extract wrote, when it holds numbers.
 	Reference string `toml:"reference" json:"reference"`
-	// FPR is the false positive rate at which the true positive rate is
-	// reported (0.01 = TPR at 1 % FPR).
+	// FPR is the false positive rate below which the true positive rate is
+	// reported, strictly, as mimir and LiRA do (0.01 = TPR at FPR < 1 %);
+	// the tables always give TPR at 0.1 % and 1 % as well.
 	FPR float64 `toml:"fpr" json:"fpr"`
 }
 

