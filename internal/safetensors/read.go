@@ -43,7 +43,8 @@ func (i Info) Numel() int64 {
 // methods may be called from several goroutines at once.
 type File struct {
 	path  string
-	f     *os.File
+	r     io.ReaderAt
+	close func() error
 	data  int64 // file offset of the data section
 	infos []Info
 	index map[string]int
@@ -64,22 +65,28 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf, err := parse(path, f)
+	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	sf, err := parse(path, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	sf.close = f.Close
 	return sf, nil
 }
 
-func parse(path string, f *os.File) (*File, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := st.Size()
+// parse reads and checks the header of the size-byte file r, named path in
+// errors. It reads nothing past the header.
+func parse(path string, r io.ReaderAt, size int64) (*File, error) {
 	var lenBuf [8]byte
-	if _, err := f.ReadAt(lenBuf[:], 0); err != nil {
+	if size < 8 {
+		return nil, fmt.Errorf("%s: %d bytes, too short for a safetensors header length (truncated or not safetensors)", path, size)
+	}
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
 		return nil, fmt.Errorf("%s: %d bytes, too short for a safetensors header length (truncated or not safetensors)", path, size)
 	}
 	hl := binary.LittleEndian.Uint64(lenBuf[:])
@@ -88,7 +95,7 @@ func parse(path string, f *os.File) (*File, error) {
 		return nil, fmt.Errorf("%s: header length %d does not fit a %d-byte file (truncated or not safetensors)", path, hl, size)
 	}
 	hj := make([]byte, hl)
-	if _, err := f.ReadAt(hj, 8); err != nil {
+	if _, err := r.ReadAt(hj, 8); err != nil {
 		return nil, fmt.Errorf("%s: read header: %w", path, err)
 	}
 	if t := bytes.TrimLeft(hj, " \t\r\n"); len(t) == 0 || t[0] != '{' {
@@ -99,7 +106,7 @@ func parse(path string, f *os.File) (*File, error) {
 		return nil, fmt.Errorf("%s: header is not valid JSON: %w", path, err)
 	}
 	dataLen := size - 8 - int64(hl)
-	sf := &File{path: path, f: f, data: 8 + int64(hl), index: make(map[string]int, len(raw))}
+	sf := &File{path: path, r: r, close: func() error { return nil }, data: 8 + int64(hl), index: make(map[string]int, len(raw))}
 	for name, msg := range raw {
 		if name == metadataKey {
 			if err := json.Unmarshal(msg, &sf.meta); err != nil {
@@ -272,7 +279,7 @@ func (f *File) Float32(name string) ([]float32, error) {
 // readAt fills b from offset off; the file shrinking after Open shows up
 // as an unexpected end of file.
 func (f *File) readAt(b []byte, off int64) error {
-	_, err := f.f.ReadAt(b, off)
+	_, err := f.r.ReadAt(b, off)
 	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("file ends before the tensor does (truncated after it was opened?): %w", io.ErrUnexpectedEOF)
 	}
@@ -280,4 +287,4 @@ func (f *File) readAt(b []byte, off int64) error {
 }
 
 // Close closes the file.
-func (f *File) Close() error { return f.f.Close() }
+func (f *File) Close() error { return f.close() }
