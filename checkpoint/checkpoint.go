@@ -76,37 +76,16 @@ type State struct {
 	SHA256 map[string]string `json:"sha256"`
 }
 
-// ModelJSON is model.json: a Hugging Face LlamaConfig (config.json) plus
-// memo's own model config, so the directory loads in transformers once
-// model.json is copied to config.json.
-type ModelJSON struct {
-	Architectures     []string     `json:"architectures"`
-	ModelType         string       `json:"model_type"`
-	VocabSize         int          `json:"vocab_size"`
-	HiddenSize        int          `json:"hidden_size"`
-	IntermediateSize  int          `json:"intermediate_size"`
-	NumHiddenLayers   int          `json:"num_hidden_layers"`
-	NumAttentionHeads int          `json:"num_attention_heads"`
-	NumKeyValueHeads  int          `json:"num_key_value_heads"`
-	MaxPositionEmbed  int          `json:"max_position_embeddings"`
-	RMSNormEps        float64      `json:"rms_norm_eps"`
-	RopeTheta         float64      `json:"rope_theta"`
-	HiddenAct         string       `json:"hidden_act"`
-	TieWordEmbeddings bool         `json:"tie_word_embeddings"`
-	AttentionBias     bool         `json:"attention_bias"`
-	TorchDType        string       `json:"torch_dtype"`
-	Memo              model.Config `json:"memo"`
-}
-
-// NewModelJSON is the model.json of a model with config c.
-func NewModelJSON(c model.Config) ModelJSON {
-	return ModelJSON{
-		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
-		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FFN, NumHiddenLayers: c.Layers,
-		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.Heads, MaxPositionEmbed: c.Context,
-		RMSNormEps: 1e-5, RopeTheta: 10000, HiddenAct: "silu", TieWordEmbeddings: !c.Untied,
-		TorchDType: "float32", Memo: c,
-	}
+// NewModelJSON is model.json of a model with config c: the Hugging Face
+// config.json of its architecture (model.Config.HFConfig: LlamaForCausalLM,
+// or GPTNeoXForCausalLM for an imported NeoX model) plus memo's own model
+// config under "memo", so the directory loads in transformers once
+// model.json is copied to config.json, and memo reads back exactly the
+// config it trained.
+func NewModelJSON(c model.Config) map[string]any {
+	mj := c.HFConfig()
+	mj["memo"] = c
+	return mj
 }
 
 // ReadConfig reads the model config recorded in dir's model.json, resolved
@@ -117,7 +96,9 @@ func ReadConfig(dir string) (model.Config, error) {
 	if err != nil {
 		return model.Config{}, err
 	}
-	var mj ModelJSON
+	var mj struct {
+		Memo model.Config `json:"memo"`
+	}
 	if err := json.Unmarshal(raw, &mj); err != nil {
 		return model.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
