@@ -14,6 +14,7 @@ type model interface {
 	tokenToID(s string) (int32, bool)
 	idToToken(id int32) (string, bool)
 	size() int // number of vocabulary entries
+	maxID() int32
 }
 
 // vocab is a model's token <-> id table.
@@ -47,6 +48,15 @@ func parseVocab(o *obj) (vocab, error) {
 func (v vocab) tokenToID(s string) (int32, bool)  { id, ok := v.ids[s]; return id, ok }
 func (v vocab) idToToken(id int32) (string, bool) { t, ok := v.tokens[id]; return t, ok }
 func (v vocab) size() int                         { return len(v.ids) }
+
+// maxID is the largest id, or -1 for an empty vocabulary.
+func (v vocab) maxID() int32 {
+	m := int32(-1)
+	for id := range v.tokens {
+		m = max(m, id)
+	}
+	return m
+}
 
 func parseModel(raw json.RawMessage) (model, error) {
 	if isNull(raw) {

@@ -3,11 +3,13 @@
 // added tokens found in the raw text, normalizers, pre-tokenizers, the BPE
 // (or WordLevel) model, the post-processor's special tokens, and decoders.
 //
-// Every component and option of the file is either implemented or refused
-// by name when the file is loaded; none is ignored. Split regexes run
-// through github.com/dlclark/regexp2 (Go's regexp has no look-ahead), and
-// the GPT-2 and Llama 3 patterns through hand-written scanners that the
-// tests prove equal to it.
+// Every component and option of the file is implemented or refused by
+// name when the file is loaded; only options that touch nothing but
+// offsets (trim_offsets), a pair template, and top-level keys the library
+// itself skips are passed over. Split regexes run
+// through github.com/dlclark/regexp2 (Go's regexp has no look-ahead),
+// except the GPT-2, Llama 3 and Qwen2 patterns, which run through faster
+// hand-written scanners (scan.go) that the tests check against it.
 package hftok
 
 import (
@@ -29,7 +31,6 @@ type Tokenizer struct {
 	maxID    int32
 	bos      int32
 	eos      int32
-	Version  string
 	rawCache pieceCache // raw piece -> ids, for byte-level pieces
 
 	// Warnings are what the library would log while loading the file
@@ -63,13 +64,13 @@ func Parse(raw []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
 	}
 	o := &obj{where: "top level", m: top, used: map[string]bool{}}
-	var err error
 	t := &Tokenizer{}
-	if t.Version, err = o.str("version", "1.0"); err != nil {
+	version, err := o.str("version", "1.0")
+	if err != nil {
 		return nil, err
 	}
-	if t.Version != "1.0" {
-		return nil, o.errorf("version %q: the library reads only \"1.0\"", t.Version)
+	if version != "1.0" {
+		return nil, o.errorf("version %q: the library reads only \"1.0\"", version)
 	}
 	for _, k := range []string{"truncation", "padding"} {
 		if o.has(k) {
@@ -98,10 +99,7 @@ func Parse(raw []byte) (*Tokenizer, error) {
 	// Unknown top-level keys are not checked: the library skips them, so
 	// they cannot change what it does (memo marks its own files with one).
 	t.Warnings = t.added.warnings
-	t.maxID = -1
-	for _, id := range t.modelIDs() {
-		t.maxID = max(t.maxID, id)
-	}
+	t.maxID = t.model.maxID()
 	for id := range t.added.byID {
 		t.maxID = max(t.maxID, id)
 	}
@@ -115,21 +113,6 @@ func Parse(raw []byte) (*Tokenizer, error) {
 		}
 	}
 	return t, nil
-}
-
-func (t *Tokenizer) modelIDs() []int32 {
-	var ids []int32
-	switch m := t.model.(type) {
-	case *bpe:
-		for id := range m.tokens {
-			ids = append(ids, id)
-		}
-	case *wordLevel:
-		for id := range m.tokens {
-			ids = append(ids, id)
-		}
-	}
-	return ids
 }
 
 // Encode tokenizes text; with addSpecial the post-processor's special
