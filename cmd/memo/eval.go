@@ -30,7 +30,7 @@ func init() {
 			&cli.IntFlag{Name: "bootstrap", Usage: "bootstrap resamples per confidence interval (0: none, else >= 100)", DefaultText: fromConfig(d.Bootstrap)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of the bootstrap", DefaultText: fromConfig(d.Seed)},
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of Min-K% Prob as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
-			&cli.Float64Flag{Name: "fpr", Usage: "false positive rate at which the TPR is reported (0.01 = 1 %)", DefaultText: fromConfig(d.FPR)},
+			&cli.Float64Flag{Name: "fpr", Usage: "false positive rate the TPR is reported below, strictly (0.01: TPR at FPR < 1 %)", DefaultText: fromConfig(d.FPR)},
 			&cli.StringFlag{Name: "reference", Usage: "a reference model's completions (`FILE` or run dir) for the loss-difference attack", DefaultText: fromConfig("none")},
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
 		},
