@@ -87,7 +87,7 @@ func parse(path string, r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("%s: %d bytes, too short for a safetensors header length (truncated or not safetensors)", path, size)
 	}
 	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
-		return nil, fmt.Errorf("%s: %d bytes, too short for a safetensors header length (truncated or not safetensors)", path, size)
+		return nil, fmt.Errorf("%s: read header length: %w", path, err)
 	}
 	hl := binary.LittleEndian.Uint64(lenBuf[:])
 	// Check the length against the file before allocating for it.
