@@ -302,6 +302,23 @@ func TestReadInto(t *testing.T) {
 		}
 	}
 
+	// A tensor that cannot be filled in place (a transposed view) is
+	// copied through libtorch and ends up with the same values.
+	const upName = "model.layers.0.mlp.up_proj.weight"
+	view := ts.MustZeros([]int64{16, 48}, gotch.Float, gotch.CPU).MustT(true)
+	if view.MustIsContiguous() {
+		t.Fatal("the transposed view is contiguous: the test no longer reaches the copy path")
+	}
+	if err := ReadInto(bf16, []Named{{upName, view}}); err != nil {
+		t.Fatal(err)
+	}
+	viewVals, _ := floatsOf(view)
+	for i, v := range values[upName] {
+		if want := safetensors.BF16ToFloat32(safetensors.Float32ToBF16(v)); viewVals[i] != want {
+			t.Fatalf("%s[%d] = %v loaded into a view, want %v", upName, i, viewVals[i], want)
+		}
+	}
+
 	cases := []struct {
 		name string
 		dst  []Named

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -96,6 +97,15 @@ func ReadInto(path string, dst []Named) error {
 func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
 	if len(vals) == 0 {
 		return nil // nothing to copy, and no first element to point libtorch at
+	}
+	// A contiguous float32 tensor on the CPU (every parameter memo builds
+	// there) is filled in place, so a load holds the model plus one tensor's
+	// values in Go, not also a libtorch copy of them. Writing the storage
+	// directly is what copy_ under no_grad would do: no graph exists yet.
+	if dst.DType() == gotch.Float && !dst.MustDevice().IsCuda() && dst.MustIsContiguous() && dst.Numel() == uint(len(vals)) {
+		copy(unsafe.Slice((*float32)(dst.MustDataPtr()), len(vals)), vals)
+		runtime.KeepAlive(dst)
+		return nil
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))
 	src, err := ts.OfDataSize(b, shape, gotch.Float)
