@@ -32,7 +32,7 @@ var keyDocs = map[string]string{
 	"extract.mink_fraction":       "MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).",
 	"extract.mode":                "Mode builds the prompts: reference, fixed or pythia (see the package\ndoc; pythia takes 32 + 32 tokens from the start of each document, not\nof each training row).",
 	"extract.prefix":              "Prefix is the prompt length in tokens of the fixed mode.",
-	"extract.reference":           "Reference is an optional reference model for the loss-difference\nattack: a run directory or checkpoint directory trained with the same\ntokenizer. Its per-document loss fills the ref_loss column.",
+	"extract.reference":           "Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or \"hf:DIR\" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.",
 	"extract.seed":                "Seed seeds sampling.",
 	"extract.splits":              "Splits are the document splits attacked: members (\"target\") and\nnon-members (\"control\") by default.",
 	"extract.suffix":              "Suffix is the number of true tokens to reproduce (and of tokens\ngenerated) in the reference and fixed modes.",

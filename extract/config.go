@@ -69,9 +69,7 @@ type Config struct {
 	MaxDocs int `toml:"max_docs" json:"max_docs"`
 	// MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
-	// Reference is an optional reference model for the loss-difference
-	// attack: a run directory or checkpoint directory trained with the same
-	// tokenizer. Its per-document loss fills the ref_loss column.
+	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
 }
 

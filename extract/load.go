@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
@@ -12,9 +13,11 @@ import (
 )
 
 // loadModel resolves a run, checkpoints/ or checkpoint directory to its
-// newest good checkpoint and loads the model on the CPU.
+// newest good checkpoint, or takes a Hugging Face model directory, and
+// loads the model on the CPU.
 func loadModel(path string) (*model.GPT, string, error) {
-	g, _, ckpt, err := checkpoint.Load(path, "cpu")
+	// "hf:DIR" (as in extract.reference) or a bare Hugging Face directory.
+	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), "cpu")
 	if err != nil {
 		return nil, "", err // names the checkpoint and the file at fault
 	}
@@ -26,7 +29,11 @@ func loadModel(path string) (*model.GPT, string, error) {
 // losses under different tokenizers are not comparable.
 func sameTokenizer(ds *data.Dataset, ckpt string) error {
 	runDir := filepath.Dir(filepath.Dir(ckpt)) // runDir/checkpoints/step-N
-	theirs, err := os.ReadFile(filepath.Join(runDir, "data", "tokenizer.json"))
+	theirsPath := filepath.Join(runDir, "data", "tokenizer.json")
+	if checkpoint.IsHFDir(ckpt) {
+		runDir, theirsPath = ckpt, filepath.Join(ckpt, checkpoint.HFTokenizerFile)
+	}
+	theirs, err := os.ReadFile(theirsPath)
 	if err != nil {
 		return nil // a bare checkpoint: the vocabulary check is all we can do
 	}
@@ -35,7 +42,7 @@ func sameTokenizer(ds *data.Dataset, ckpt string) error {
 		return fmt.Errorf("read tokenizer: %w", err)
 	}
 	if !bytes.Equal(ours, theirs) {
-		return fmt.Errorf("its run %s used a different tokenizer than %s; train the reference on the same dataset tokenizer", runDir, ds.Dir())
+		return fmt.Errorf("%s used a different tokenizer than %s; a reference model must share the dataset's tokenizer", runDir, ds.Dir())
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ func init() {
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
 			&cli.StringFlag{Name: "reference", Usage: "reference model (run or checkpoint `DIR`, same tokenizer) for the ref_loss column", DefaultText: fromConfig("none")},
 			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
+			&cli.StringFlag{Name: "model", Usage: "attack this model instead of a run's: a Hugging Face directory or any memo checkpoint (`DIR`; needs --data and no RUN-DIR), e.g. a Pythia-style audit of an off-the-shelf model"},
 			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 		},
@@ -109,8 +110,11 @@ func runDirOfCheckpoint(path string) string {
 }
 
 func extractAction(c *cli.Context) error {
+	if c.IsSet("model") {
+		return extractModel(c)
+	}
 	if c.NArg() != 1 {
-		return usageError("extract: want one RUN-DIR or CHECKPOINT-DIR, got %d arguments", c.NArg())
+		return usageError("extract: want one RUN-DIR or CHECKPOINT-DIR (or --model DIR --data RUN-DIR), got %d arguments", c.NArg())
 	}
 	target := c.Args().First()
 	if st, err := os.Stat(target); err != nil || !st.IsDir() {
@@ -120,7 +124,36 @@ func extractAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("extract: %v", err)
 	}
-	runDir := runDirOfCheckpoint(target)
+	return extractWith(c, target, ckpt, runDirOfCheckpoint(target), false)
+}
+
+// extractModel is `memo extract --model DIR --data RUN-DIR`: any model
+// (an imported one above all) attacked on another run's documents, with
+// that run's [extract] settings and the flags. Without --out the
+// completions go to RUN-DIR/<model>.<settings>.completions.arrow.
+func extractModel(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageError("extract: --model names the model; give no RUN-DIR beside it (got %q)", c.Args().First())
+	}
+	if !c.IsSet("data") {
+		return usageError("extract: --model needs --data RUN-DIR, the run whose data/ holds the documents to attack")
+	}
+	target := c.String("model")
+	ckpt := target
+	if !checkpoint.IsHFDir(target) {
+		dir, err := checkpoint.Resolve(target)
+		if err != nil {
+			return usageError("extract: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", target, oneLine(err))
+		}
+		ckpt = dir
+	}
+	return extractWith(c, target, ckpt, c.String("data"), true)
+}
+
+// extractWith attacks the model at ckpt with the [extract] settings of
+// runDir's config.toml and the flags. foreign says the model is not the
+// run's: its completions never take the run's own file name.
+func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) error {
 	rc, hasConfig, err := loadStageConfigs(runDir)
 	if err != nil {
 		return err
@@ -188,7 +221,15 @@ func extractAction(c *cli.Context) error {
 		return usageError("extract: %v", err)
 	}
 	out := c.String("out")
-	if out == "" {
+	switch {
+	case out != "":
+	case foreign:
+		abs, err := filepath.Abs(ckpt)
+		if err != nil {
+			abs = ckpt
+		}
+		out = filepath.Join(dataDir, filepath.Base(filepath.Clean(ckpt))+"."+cfg.Slug("model="+abs)+".completions.arrow")
+	default:
 		out = defaultCompletions(target, runDir, ckpt, cfg, rc.Extract, hasConfig && !c.IsSet("data"), dataDir)
 	}
 	threads := c.Int("threads")

@@ -288,4 +288,21 @@ h = 13
 	if r := execMemo(t, exe, work, "generate", "--model", out, "--prompt", "Light is", "--max-new", "5"); r.code != 0 || !strings.HasPrefix(r.stdout, "Light is") {
 		t.Errorf("generate --prompt on the export: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
+	// A Pythia-style audit: the imported model, untrained on these
+	// documents, attacked on the run's data with the imported model as the
+	// reference too (hf:DIR), then scored.
+	audit := filepath.Join(work, "audit.completions.arrow")
+	r = execMemo(t, exe, work, "extract", "--model", src, "--data", run, "--reference", "hf:"+src, "--out", audit)
+	if r.code != 0 {
+		t.Fatalf("extract --model exited %d: %s", r.code, r.stderr)
+	}
+	if r := execMemo(t, exe, work, "eval", audit); r.code != 0 {
+		t.Fatalf("eval of the audit exited %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(work, "audit.summary.json")); err != nil {
+		t.Errorf("eval wrote no summary beside the audit: %v", err)
+	}
+	if r := execMemo(t, exe, work, "extract", "--model", src, run); r.code != 2 {
+		t.Errorf("extract --model with a RUN-DIR too: exit %d, want 2", r.code)
+	}
 }
