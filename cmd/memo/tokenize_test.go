@@ -125,9 +125,9 @@ func TestTokenizeBadInput(t *testing.T) {
 	l2 := "hf:" + tokenizerDir(t, "llama2-tokenizer")
 	dir := t.TempDir()
 	notJSON := filepath.Join(dir, "not.json")
-	punct := filepath.Join(dir, "punct.json")
+	scripts := filepath.Join(dir, "scripts.json")
 	writeTestFile(t, notJSON, "vocab: no\n")
-	writeTestFile(t, punct, `{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"Punctuation","behavior":"Isolated"},
+	writeTestFile(t, scripts, `{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"UnicodeScripts"},
 "post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"<unk>":0},"unk_token":"<unk>"}}`)
 	for _, tc := range []struct {
 		name, stdin string
@@ -137,7 +137,7 @@ func TestTokenizeBadInput(t *testing.T) {
 		{"no tokenizer", "x", nil, "--tokenizer SPEC is required"},
 		{"missing file", "x", []string{"--tokenizer", "hf:" + filepath.Join(dir, "missing.json")}, "missing.json: no such file"},
 		{"tokenizer not JSON", "x", []string{"--tokenizer", "hf:" + notJSON}, "not a tokenizer.json"},
-		{"unsupported component", "x", []string{"--tokenizer", "hf:" + punct}, `pre_tokenizer type "Punctuation" is not supported`},
+		{"unsupported component", "x", []string{"--tokenizer", "hf:" + scripts}, `pre_tokenizer type "UnicodeScripts" is not supported`},
 		{"ids not JSON", "1 2 3", []string{"--tokenizer", l2, "--decode"}, `want {"ids": [...]}`},
 		{"no ids key", `{"id": [1]}`, []string{"--tokenizer", l2, "--decode"}, `no "ids" array`},
 		{"float id", `{"ids": [1.5]}`, []string{"--tokenizer", l2, "--decode"}, `want {"ids": [...]}`},

@@ -96,6 +96,26 @@ func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) 
 			return nil, err
 		}
 		p = digitsPre{individual: ind}
+	case "Punctuation":
+		name, err := o.str("behavior", "Isolated")
+		if err != nil {
+			return nil, err
+		}
+		b, ok := behaviors[name]
+		if !ok {
+			return nil, o.errorf("behavior %q is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous", name)
+		}
+		p = punctuationPre{b}
+	case "CharDelimiterSplit":
+		d, err := o.str("delimiter", "")
+		if err != nil {
+			return nil, err
+		}
+		if utf8.RuneCountInString(d) != 1 {
+			return nil, o.errorf("delimiter %q: want one character", d)
+		}
+		r, _ := utf8.DecodeRuneInString(d)
+		p = charDelimiterPre{r}
 	case "Whitespace":
 		p = whitespacePre{}
 	case "WhitespaceSplit":
@@ -420,4 +440,27 @@ type whitespaceSplitPre struct{}
 
 func (whitespaceSplitPre) apply(p piece, emit func(piece)) {
 	cut(p, charSpans(p.text, unicode.IsSpace, nil), removed, emit)
+}
+
+// punctuationPre splits at punctuation: ASCII punctuation (which includes
+// symbols such as $ + < = > ^ ` | ~) or any Unicode P* character.
+type punctuationPre struct{ b behavior }
+
+func isPunct(r rune) bool {
+	if r < utf8.RuneSelf {
+		lower := r | 0x20
+		return r > ' ' && r < 0x7f && !('0' <= r && r <= '9') && !('a' <= lower && lower <= 'z')
+	}
+	return unicode.IsPunct(r)
+}
+
+func (pp punctuationPre) apply(p piece, emit func(piece)) {
+	cut(p, charSpans(p.text, isPunct, nil), pp.b, emit)
+}
+
+// charDelimiterPre splits on one character, dropping it.
+type charDelimiterPre struct{ d rune }
+
+func (c charDelimiterPre) apply(p piece, emit func(piece)) {
+	cut(p, charSpans(p.text, func(r rune) bool { return r == c.d }, nil), removed, emit)
 }

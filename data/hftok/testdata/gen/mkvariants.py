@@ -31,6 +31,12 @@ variants = [
      [tok(32000,"<pad>",special=True,rstrip=True), tok(32001,"hello",single=True), tok(32002," World",norm=True)]),
  ("sentencepiece-normalizers", "llama2.json", {"normalizer":{"type":"Sequence","normalizers":[{"type":"NFKC"},{"type":"Strip","strip_left":True,"strip_right":False},{"type":"Lowercase"},{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"Regex":" +"},"content":"▁"}]}}, [tok(32000,"<x>", norm=True)]),
  ("llama2-as-is", "llama2.json", {}, []),
+ # Falcon's pre-tokenizer sequence (ByteLevel in the middle), and a char delimiter.
+ ("falcon-style-punctuation", "llama3.json", {"normalizer":None,"pre_tokenizer":{"type":"Sequence","pretokenizers":[
+     {"type":"Punctuation","behavior":"Contiguous"},BL(False,True),{"type":"Digits","individual_digits":False},
+     {"type":"Split","pattern":{"Regex":"[0-9][0-9][0-9]"},"behavior":"Isolated","invert":False}]},"post_processor":None,"decoder":BL(True,True)}, []),
+ ("char-delimiter-punctuation", "llama3.json", {"normalizer":None,"pre_tokenizer":{"type":"Sequence","pretokenizers":[
+     {"type":"CharDelimiterSplit","delimiter":" "},{"type":"Punctuation","behavior":"MergedWithNext"},{"type":"Punctuation"},BL(False,False)]},"post_processor":None,"decoder":BL(True,True)}, []),
  # One <unk> per pre-token: the ids count the pieces the regexes cut.
  ("llama3-split-pieces", "llama3.json", {"normalizer":None,"pre_tokenizer":json.load(open(L3))["pre_tokenizer"]["pretokenizers"][0],"post_processor":None,"decoder":None,
      "model":{"type":"WordLevel","vocab":{"<unk>":0},"unk_token":"<unk>"}}, []),
