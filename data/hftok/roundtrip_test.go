@@ -137,3 +137,17 @@ func mustRead(t *testing.T, name string) []byte {
 	}
 	return raw
 }
+
+// BenchmarkEncodeLlama3Cold is BenchmarkEncodeLlama3 with empty piece
+// caches at every iteration: the first document a process encodes.
+func BenchmarkEncodeLlama3Cold(b *testing.B) {
+	tok := fetched(b, "llama3.json")
+	text := opticks(b)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tok.rawCache = pieceCache{}
+		tok.model.(*bpe).cache = pieceCache{}
+		tok.Encode(text, false)
+	}
+}
