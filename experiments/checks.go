@@ -83,6 +83,21 @@ func setModelKeys(m model.Config) string {
 	return strings.Join(keys, ", ")
 }
 
+// tokenizerVocab is the vocabulary size data.tokenizer will have.
+func (s *Spec) tokenizerVocab() (int, error) {
+	switch tok := s.Data.Tokenizer; {
+	case tok == "gpt2":
+		return gpt2Vocab, nil
+	case strings.HasPrefix(tok, "bpe:"):
+		return strconv.Atoi(strings.TrimPrefix(tok, "bpe:"))
+	}
+	t, err := data.LoadTokenizer(s.Data.Tokenizer)
+	if err != nil {
+		return 0, err
+	}
+	return t.VocabSize(), nil
+}
+
 // checkStages holds the checks across stage tables that no single stage's
 // Validate can make.
 func (s *Spec) checkStages(fail func(key, format string, args ...any) error) error {
@@ -91,15 +106,15 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		key, _, _ := strings.Cut(err.Error(), " ")
 		return fail(key, "%v", err)
 	}
-	if m.InitFrom != "" && strings.HasPrefix(s.Data.Tokenizer, "hf:") {
+	if m.InitFrom != "" {
 		// Found now rather than after the data stage has run.
-		tok, err := data.LoadTokenizer(s.Data.Tokenizer)
+		n, err := s.tokenizerVocab()
 		if err != nil {
 			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, err)
 		}
-		if tok.VocabSize() > m.Vocab {
-			return fail("data.tokenizer", "data.tokenizer = %q has %d tokens, the model of model.init_from = %q a vocabulary of %d: they do not belong together",
-				s.Data.Tokenizer, tok.VocabSize(), m.InitFrom, m.Vocab)
+		if n > m.Vocab {
+			return fail("data.tokenizer", "data.tokenizer = %q has %d tokens, the model of model.init_from = %q a vocabulary of %d: they do not belong together (use the model's own, hf:DIR)",
+				s.Data.Tokenizer, n, m.InitFrom, m.Vocab)
 		}
 	}
 	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {

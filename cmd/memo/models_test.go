@@ -175,6 +175,18 @@ func TestHFBadInput(t *testing.T) {
 		{"unknown config key", damaged("unknown-key", editConfig(func(c map[string]any) { c["attn_logit_softcapping"] = 50.0 })), "ids.json", "attn_logit_softcapping"},
 		{"shape disagrees with config", damaged("shape", editConfig(func(c map[string]any) { c["intermediate_size"] = 128 })), "ids.json", "mlp"},
 		{"no config.json", damaged("noconfig", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }), "ids.json", "noconfig"},
+		{"unsupported dtype", damaged("int32", func(dir string) {
+			p := filepath.Join(dir, "model.safetensors")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Same width, so the file stays consistent: only the dtype is wrong.
+			b = []byte(strings.Replace(string(b), `"dtype":"F32"`, `"dtype":"I32"`, 1))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}), "ids.json", "I32"},
 		{"id outside the vocabulary", src, "big.json", "vocabulary"},
 	}
 	for _, c := range cases {
@@ -304,5 +316,39 @@ h = 13
 	}
 	if r := execMemo(t, exe, work, "extract", "--model", src, run); r.code != 2 {
 		t.Errorf("extract --model with a RUN-DIR too: exit %d, want 2", r.code)
+	}
+}
+
+// TestImportVocabularyMismatch: an experiment whose tokenizer has more ids
+// than the imported model's vocabulary is refused by `memo config`, before
+// any work, naming data.tokenizer.
+func TestImportVocabularyMismatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary")
+	}
+	exe := buildMemo(t)
+	src, _ := hfGolden(t, "llama-gqa-tied")
+	work := t.TempDir()
+	writeTestFile(t, filepath.Join(work, "x.toml"), `name = "x"
+[data]
+sources = ["opticks"]
+tokenizer = "bpe:400"
+[model]
+init_from = "hf:`+src+`"
+`)
+	r := execMemo(t, exe, work, "config", "x.toml")
+	if r.code != 2 || !strings.Contains(r.stderr, "data.tokenizer") || !strings.Contains(r.stderr, "400") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("memo config: exit %d, stderr %q; want exit 2 and one line naming data.tokenizer and its 400 tokens", r.code, r.stderr)
+	}
+	writeTestFile(t, filepath.Join(work, "y.toml"), `name = "y"
+[data]
+sources = ["opticks"]
+tokenizer = "bpe:300"
+[model]
+init_from = "hf:`+src+`"
+layers = 4
+`)
+	if r := execMemo(t, exe, work, "config", "y.toml"); r.code != 2 || !strings.Contains(r.stderr, "layers = 4") {
+		t.Errorf("memo config with init_from and layers: exit %d, stderr %q; want exit 2 naming layers = 4", r.code, r.stderr)
 	}
 }
