@@ -18,6 +18,7 @@ func init() {
 			"types, cross-table rules) and prints it with every default filled in.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "defaults", Usage: "print the default spec with every key documented"},
+			setFlag,
 		},
 		Action: func(c *cli.Context) error {
 			var out string
@@ -26,7 +27,7 @@ func init() {
 			case c.Bool("defaults") && c.NArg() == 0:
 				out, err = experiments.DefaultsTOML()
 			case !c.Bool("defaults") && c.NArg() == 1:
-				spec, perr := loadSpec(c.Args().First())
+				spec, perr := loadSpec(c.Args().First(), c.StringSlice("set"))
 				if perr != nil {
 					return perr
 				}
@@ -43,10 +44,13 @@ func init() {
 	})
 }
 
-// loadSpec parses a spec file; a problem with the file is a usage error
+// setFlag overrides spec keys from the command line.
+var setFlag = &cli.StringSliceFlag{Name: "set", Usage: "override a spec key, `KEY=VALUE` as in TOML (--set train.lr=1e-3 --set model.preset=small); repeatable"}
+
+// loadSpec parses a spec file with --set overrides; a problem with the file is a usage error
 // (one line, exit code 2) and nothing is written.
-func loadSpec(path string) (*experiments.Spec, error) {
-	spec, err := experiments.Parse(path)
+func loadSpec(path string, sets []string) (*experiments.Spec, error) {
+	spec, err := experiments.ParseWithOverrides(path, sets)
 	if err != nil {
 		return nil, configError(err)
 	}

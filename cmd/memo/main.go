@@ -78,6 +78,8 @@ func main() {
 		},
 		Commands:        commands,
 		HideHelpCommand: true,
+		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
+		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
 			return usageError("%v", err)
 		},

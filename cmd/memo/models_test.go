@@ -352,3 +352,23 @@ layers = 4
 		t.Errorf("memo config with init_from and layers: exit %d, stderr %q; want exit 2 naming layers = 4", r.code, r.stderr)
 	}
 }
+
+// TestConfigSet: `memo config --set` overrides keys (a TOML list with a
+// comma stays one value) and refuses an unknown key with exit 2.
+func TestConfigSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary")
+	}
+	exe := buildMemo(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := execMemo(t, exe, root, "config", "--set", "train.lr=1e-3", "--set", `sweep."goldfish.k"=[0, 8]`, "exp/goldfish-vs-standard.toml")
+	if r.code != 0 || !strings.Contains(r.stdout, "lr = 0.001") || !strings.Contains(r.stdout, `"goldfish.k" = [0, 8]`) {
+		t.Errorf("config --set: exit %d, stderr %s; the resolved spec lacks lr = 0.001 or the new sweep axis", r.code, r.stderr)
+	}
+	if r := execMemo(t, exe, root, "config", "--set", "train.lrr=1", "exp/goldfish-vs-standard.toml"); r.code != 2 || !strings.Contains(r.stderr, `"lrr"`) {
+		t.Errorf("config --set train.lrr: exit %d, stderr %q; want exit 2 naming lrr", r.code, r.stderr)
+	}
+}

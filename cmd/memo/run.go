@@ -43,6 +43,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "force", Usage: "if the run directory holds a different spec, move it aside (NAME.old-TIME) and start again"},
 		&cli.IntFlag{Name: "threads", Usage: "libtorch threads per run (0: all cores, divided among parallel sweep runs)"},
 		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "sweep runs at a time on this machine"},
+		setFlag,
 	}
 }
 
@@ -54,7 +55,7 @@ func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError("run: want one spec FILE, got %d arguments", c.NArg())
 	}
-	spec, err := loadSpec(c.Args().First())
+	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func runAction(c *cli.Context) error {
 	}
 	if n := c.Int("nproc"); n > 1 {
 		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
-			return launchTraining(ctx, n, c.Args().First(), c.String("runs"), threads)
+			return launchTraining(ctx, n, c.Args().First(), c.StringSlice("set"), c.String("runs"), threads)
 		}
 	}
 	torchx.Init(threads, uint64(spec.Seed))
@@ -121,7 +122,7 @@ func printTable(c *cli.Context, dir string) error {
 // place from RANK/WORLD_SIZE, and the libtorch threads are divided among the
 // ranks so that they do not oversubscribe the cores. This process goes on
 // with the later stages once every rank has finished.
-func launchTraining(ctx context.Context, n int, specFile, runs string, threads int) error {
+func launchTraining(ctx context.Context, n int, specFile string, sets []string, runs string, threads int) error {
 	if dist.Launched() {
 		return fmt.Errorf("--nproc %d: this process is already one of the ranks of a launch", n)
 	}
@@ -134,7 +135,11 @@ func launchTraining(ctx context.Context, n int, specFile, runs string, threads i
 		return fmt.Errorf("launch training: %w", err)
 	}
 	argv := []string{"run", "--runs", runsAbs, "--stages", "train",
-		"--threads", strconv.Itoa(max(1, threads/n)), spec}
+		"--threads", strconv.Itoa(max(1, threads/n))}
+	for _, s := range sets {
+		argv = append(argv, "--set", s) // the ranks must train the spec this process resolved
+	}
+	argv = append(argv, spec)
 	slog.Info("launching training ranks", "nproc", n, "threads_per_rank", max(1, threads/n))
 	if err := dist.Launch(ctx, n, argv); err != nil {
 		return fmt.Errorf("training on %d processes: %w", n, err)

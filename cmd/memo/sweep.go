@@ -49,7 +49,7 @@ func init() {
 				}
 				return usageError("sweep: want one spec FILE, got %d arguments", c.NArg())
 			}
-			spec, err := loadSpec(c.Args().First())
+			spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 			if err != nil {
 				return err
 			}

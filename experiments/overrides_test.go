@@ -1,0 +1,64 @@
+package experiments
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseWithOverrides(t *testing.T) {
+	file := filepath.Join("..", "exp", "goldfish-vs-standard.toml")
+	good := []struct {
+		name  string
+		sets  []string
+		check func(*Spec) bool
+	}{
+		{"float", []string{"train.lr=1e-3"}, func(s *Spec) bool { return s.Train.LR == 1e-3 }},
+		{"bare string", []string{"model.preset=small"}, func(s *Spec) bool { return s.Model.Preset == "small" }},
+		{"quoted string and int", []string{`model.preset="nano"`, "goldfish.h=7"}, func(s *Spec) bool { return s.Model.Preset == "nano" && s.Goldfish.H == 7 }},
+		{"later wins", []string{"train.lr=1e-3", "train.lr=2e-3"}, func(s *Spec) bool { return s.Train.LR == 2e-3 }},
+		{"sweep axis", []string{`sweep."goldfish.k"=[0, 3, 8]`}, func(s *Spec) bool {
+			pts, err := s.Expand()
+			return err == nil && len(pts) == 3
+		}},
+		{"top-level key", []string{"seed=7"}, func(s *Spec) bool { return s.Seed == 7 }},
+	}
+	for _, c := range good {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := ParseWithOverrides(file, c.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.check(s) {
+				t.Errorf("--set %v did not take effect", c.sets)
+			}
+		})
+	}
+	base, err := Parse(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := ParseWithOverrides(file, nil); s.Train.LR != base.Train.LR {
+		t.Error("no overrides changed the spec")
+	}
+	bad := []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"unknown key", []string{"train.learning_rate=1e-3"}, "learning_rate"},
+		{"out of range", []string{"goldfish.k=1"}, "goldfish.k"},
+		{"wrong type", []string{"train.lr=fast"}, "train.lr"},
+		{"no equals sign", []string{"train.lr"}, "KEY=VALUE"},
+		{"key into a value", []string{"seed.x=1"}, "seed"},
+		{"broken TOML value", []string{"data.sources=[\"opticks\""}, "not valid TOML"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseWithOverrides(file, c.sets)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("--set %v: error %v, want one line naming %q", c.sets, err, c.want)
+			}
+		})
+	}
+}
