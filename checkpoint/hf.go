@@ -23,7 +23,6 @@ const (
 	HFConfigFile           = "config.json"
 	HFTokenizerFile        = "tokenizer.json"
 	HFGenerationConfigFile = "generation_config.json"
-	hfIndexFile            = "model.safetensors.index.json"
 )
 
 // IsHFDir reports whether dir is a Hugging Face model directory: a
@@ -32,7 +31,7 @@ func IsHFDir(dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, HFConfigFile)); err != nil {
 		return false
 	}
-	for _, f := range []string{ModelFile, hfIndexFile} {
+	for _, f := range []string{ModelFile, safetensors.IndexFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}
