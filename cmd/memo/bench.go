@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 	"github.com/urfave/cli/v2"
@@ -16,7 +18,7 @@ func init() { register(benchCommand()) }
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure this machine: training throughput and model FLOPs utilisation",
+		Usage: "measure this machine: training throughput and model FLOPs utilisation, decoding throughput",
 		Subcommands: []*cli.Command{{
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
@@ -37,8 +39,68 @@ func benchCommand() *cli.Command {
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
 			Action: runBenchTrain,
+		}, {
+			Name:      "decode",
+			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
+			UsageText: "memo bench decode [--preset P --vocab V --prefix N --suffix M --batch B --threads K --decoding D --samples S] [--json]",
+			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
+				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
+				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
+				"--reps times, and reports generated tokens/s with the seconds per run spent on\n" +
+				"the prompt pass (prefill) and on the rest (decode). With --decoding sample each\n" +
+				"prompt is sampled --samples times in the same batch. Writes no files.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
+				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+				&cli.IntFlag{Name: "prefix", Value: 256, Usage: "prompt tokens `N` (>= 1)"},
+				&cli.IntFlag{Name: "suffix", Value: 50, Usage: "generated tokens `M` (>= 1)"},
+				&cli.IntFlag{Name: "batch", Value: 8, Usage: "prompts decoded together `B` (>= 1)"},
+				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
+				&cli.StringFlag{Name: "decoding", Value: extract.DecodeGreedy, Usage: "`D`: " + strings.Join(extract.Decodings, ", ")},
+				&cli.IntFlag{Name: "samples", Value: 1, Usage: "samples per prompt `S` with --decoding sample (>= 1)"},
+				&cli.IntFlag{Name: "beams", Value: 4, Usage: "beam width with --decoding beam (1 to 64)"},
+				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
+				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
+			},
+			Action: runBenchDecode,
 		}},
 	}
+}
+
+func runBenchDecode(c *cli.Context) error {
+	for _, f := range []string{"vocab", "prefix", "suffix", "batch", "samples", "reps"} {
+		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
+			return usageError("bench decode: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
+		}
+	}
+	if c.Int("threads") < 0 {
+		return usageError("bench decode: --threads %d: must be >= 0", c.Int("threads"))
+	}
+	if b := c.Int("beams"); b < 1 || b > 64 {
+		return usageError("bench decode: --beams %d: must be between 1 and 64", b)
+	}
+	dec := c.String("decoding")
+	if !slices.Contains(extract.Decodings, dec) {
+		return usageError("bench decode: --decoding %q: must be one of %s", dec, strings.Join(extract.Decodings, ", "))
+	}
+	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: c.Int("prefix") + c.Int("suffix"), Seed: c.Int64("seed")}
+	if _, err := mc.Resolve(); err != nil {
+		return usageError("bench decode: %v", err)
+	}
+	res, err := extract.Bench(extract.BenchConfig{Model: mc, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
+		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Beams: c.Int("beams"),
+		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("model        %s: %d params, vocab %d, %d threads\n", res.Preset, res.Params, res.Vocab, res.Threads)
+	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
+	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
+	return nil
 }
 
 func runBenchTrain(c *cli.Context) error {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchDecodeCLI runs `memo bench decode --json` on a tiny model in each
+// decoding mode and checks the JSON it prints describes what was asked.
+func TestBenchDecodeCLI(t *testing.T) {
+	exe := buildMemo(t)
+	tiny := []string{"bench", "decode", "--preset", "tiny", "--vocab", "64", "--prefix", "8", "--suffix", "3",
+		"--batch", "2", "--threads", "1", "--reps", "1", "--json"}
+	tests := []struct {
+		name     string
+		extra    []string
+		wantRows int
+	}{
+		{"greedy", nil, 2},
+		{"sample", []string{"--decoding", "sample", "--samples", "3"}, 6},
+		{"beam", []string{"--decoding", "beam", "--beams", "2"}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := execMemo(t, exe, t.TempDir(), append(append([]string(nil), tiny...), tt.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit code %d; stderr %s", r.code, r.stderr)
+			}
+			var got struct {
+				Decoding   string   `json:"decoding"`
+				Rows       int      `json:"rows"`
+				Suffix     int      `json:"suffix"`
+				Threads    int      `json:"threads"`
+				TokensPerS *float64 `json:"tokens_per_s"`
+				PrefillS   *float64 `json:"prefill_s"`
+				DecodeS    *float64 `json:"decode_s"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
+			}
+			if got.TokensPerS == nil || got.PrefillS == nil || got.DecodeS == nil {
+				t.Fatalf("missing tokens_per_s, prefill_s or decode_s in %s", r.stdout)
+			}
+			if *got.TokensPerS <= 0 || *got.PrefillS <= 0 || *got.DecodeS <= 0 {
+				t.Errorf("tokens_per_s %v, prefill_s %v, decode_s %v: want all > 0", *got.TokensPerS, *got.PrefillS, *got.DecodeS)
+			}
+			if want := tt.name; got.Decoding != want || got.Rows != tt.wantRows || got.Suffix != 3 || got.Threads != 1 {
+				t.Errorf("decoding %q, rows %d, suffix %d, threads %d; want %q, %d, 3, 1",
+					got.Decoding, got.Rows, got.Suffix, got.Threads, want, tt.wantRows)
+			}
+		})
+	}
+}
+
+// TestBenchDecodeBadInput checks that bad flags are usage errors.
+func TestBenchDecodeBadInput(t *testing.T) {
+	exe := buildMemo(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--decoding", "nucleus"}, `--decoding "nucleus": must be one of greedy, sample, beam`},
+		{[]string{"--suffix", "0"}, "--suffix 0: must be >= 1"},
+		{[]string{"--beams", "65"}, "--beams 65: must be between 1 and 64"},
+		{[]string{"--preset", "huge-ish"}, "bench decode:"},
+	}
+	for _, tt := range tests {
+		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--preset", "tiny"}, tt.args...)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit code %d, stderr %q; want 2 and one line containing %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}

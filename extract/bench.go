@@ -1,0 +1,146 @@
+package extract
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
+)
+
+// BenchConfig describes a decoding-throughput measurement: random prompts
+// through a randomly initialised model, decoded by the attack's own path
+// (model.Stepper with the KV cache, and the decoder of Config.Decoding).
+type BenchConfig struct {
+	Model    model.Config
+	Prefix   int    // prompt tokens per row
+	Suffix   int    // tokens generated per row
+	Batch    int    // prompts decoded together
+	Decoding string // greedy, sample or beam
+	// Samples is the number of samples drawn per prompt when sampling: the
+	// batch then decodes Batch·Samples rows, each with its own generator.
+	Samples int
+	Beams   int // beam width of beam search
+	Reps    int // measured runs
+	Warmup  int // unmeasured runs first
+	Threads int // libtorch threads; 0 keeps the default
+	Seed    int64
+}
+
+// BenchResult is what `memo bench decode --json` prints. Times are seconds
+// per run: PrefillS for the prompt pass (Stepper.Start), DecodeS for the
+// rest (every later step, the decoder's choices, and the collection after
+// the batch, as the attack does). TokensPerS counts the tokens an attack
+// gets back: Batch·Suffix, times Samples when sampling (every sample is a
+// guess); a beam search returns one continuation per prompt.
+type BenchResult struct {
+	Preset string `json:"preset"`
+	Params int64  `json:"params"`
+	Vocab  int    `json:"vocab"`
+	Prefix int    `json:"prefix"`
+	Suffix int    `json:"suffix"`
+	Batch  int    `json:"batch"`
+	Rows   int    `json:"rows"` // rows decoded: Batch, ·Samples, or ·Beams
+
+	Decoding   string  `json:"decoding"`
+	Threads    int     `json:"threads"`
+	Reps       int     `json:"reps"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	PrefillS   float64 `json:"prefill_s"`
+	DecodeS    float64 `json:"decode_s"`
+}
+
+// timedStepper records how long the prompt pass took.
+type timedStepper struct {
+	stepper
+	prefill time.Duration
+}
+
+func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
+	t0 := time.Now()
+	out, err := t.stepper.Start(prompts, maxNew)
+	t.prefill += time.Since(t0)
+	return out, err
+}
+
+// Bench decodes cfg.Warmup + cfg.Reps batches of random prompts and
+// reports the measured runs' throughput. It writes no files.
+func Bench(cfg BenchConfig) (BenchResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cfg.Prefix < 1 || cfg.Suffix < 1 || cfg.Batch < 1 || cfg.Reps < 1 || cfg.Warmup < 0 {
+		return BenchResult{}, fmt.Errorf("bench decode: prefix %d, suffix %d, batch %d, reps %d: each must be >= 1 (warm-up %d >= 0)",
+			cfg.Prefix, cfg.Suffix, cfg.Batch, cfg.Reps, cfg.Warmup)
+	}
+	dc := DefaultConfig()
+	dc.Decoding, dc.Seed, dc.Beams = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1)
+	samples := 1
+	switch cfg.Decoding {
+	case DecodeGreedy, DecodeBeam:
+	case DecodeSample:
+		samples = max(cfg.Samples, 1)
+	default:
+		return BenchResult{}, fmt.Errorf("bench decode: decoding %q: must be greedy, sample or beam", cfg.Decoding)
+	}
+	mc := cfg.Model
+	if n := cfg.Prefix + cfg.Suffix; mc.Context < n {
+		mc.Context = n
+	}
+	mc, err := mc.Resolve()
+	if err != nil {
+		return BenchResult{}, err
+	}
+	torchx.Init(cfg.Threads, uint64(cfg.Seed))
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x62656e6368)) // "bench"
+	rows := make([][]int32, 0, cfg.Batch*samples)
+	rngs := make([]*rand.Rand, 0, cfg.Batch*samples)
+	for p := 0; p < cfg.Batch; p++ {
+		prompt := make([]int32, cfg.Prefix)
+		for j := range prompt {
+			prompt[j] = int32(rng.IntN(mc.Vocab))
+		}
+		for s := 0; s < samples; s++ {
+			rows = append(rows, prompt)
+			rngs = append(rngs, sampleRNG(cfg.Seed, int64(p*samples+s)))
+		}
+	}
+	dec := decoder{cfg: dc}
+	var prefill, all time.Duration
+	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
+		lm := &timedStepper{stepper: model.NewStepper(g, true)}
+		t0 := time.Now()
+		if cfg.Decoding == DecodeBeam {
+			_, err = dec.beamSearch(lm, rows, cfg.Suffix, dc.Beams)
+		} else {
+			_, err = dec.generate(lm, rows, cfg.Suffix, rngs)
+		}
+		if err != nil {
+			return BenchResult{}, fmt.Errorf("bench decode: %w", err)
+		}
+		torchx.Collect()
+		if r >= cfg.Warmup {
+			all += time.Since(t0)
+			prefill += lm.prefill
+		}
+	}
+	n := float64(cfg.Reps)
+	decoded := len(rows)
+	if cfg.Decoding == DecodeBeam {
+		decoded *= dc.Beams
+	}
+	return BenchResult{
+		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
+		Batch: cfg.Batch, Rows: decoded, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
+		TokensPerS: float64(len(rows)*cfg.Suffix) * n / all.Seconds(),
+		PrefillS:   prefill.Seconds() / n,
+		DecodeS:    (all - prefill).Seconds() / n,
+	}, nil
+}
