@@ -3,7 +3,7 @@
 GO ?= go
 DEFAULT_EXPERIMENT ?= exp/goldfish-vs-standard.toml
 
-.PHONY: all build run test test-short vet bench soak clean
+.PHONY: all build run test test-short vet bench soak fuzz clean
 
 all: build
 
@@ -30,6 +30,19 @@ bench:
 # soak is the 3,000-step memory soak of the training loop (a few minutes).
 soak:
 	MEMO_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 30m ./train/
+
+# fuzz runs each fuzzer of the file readers for FUZZTIME (their seed corpora
+# and any input that once failed, in testdata/fuzz, also run in `make test`).
+# A failing input is written to the package's testdata/fuzz/<Fuzzer>/.
+FUZZTIME ?= 1m
+FUZZFLAGS ?=
+FUZZERS = ./data:FuzzDocsArrow ./data:FuzzTokensArrow ./eval:FuzzReadCompletions \
+	./train:FuzzReadMetrics ./plots:FuzzReadScores ./plots:FuzzReadMetricsArrow
+fuzz:
+	@set -e; for f in $(FUZZERS); do \
+		echo "== $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$${f%%:*}"; \
+	done
 
 clean:
 	rm -rf bin .build go.work go.work.sum internal/torchx/flags_generated.go

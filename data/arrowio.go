@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
@@ -60,22 +62,28 @@ func writeArrow(path string, schema *arrow.Schema, n int, fill func(b *array.Rec
 	})
 }
 
-// scanArrow reads path one record batch at a time, checking the schema.
+// scanArrow reads path one record batch at a time, checking the schema
+// and validating each batch (arrowsafe) before fn sees it.
 func scanArrow(path string, schema *arrow.Schema, fn func(rec arrow.Record) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithSchema(schema))
+	return scanArrowFrom(path, f, schema, fn)
+}
+
+// scanArrowFrom is scanArrow on an open source (path names it in errors).
+func scanArrowFrom(path string, src arrowsafe.Source, schema *arrow.Schema, fn func(rec arrow.Record) error) error {
+	r, err := arrowsafe.NewFileReader(path, src, schema, 1)
 	if err != nil {
-		return fmt.Errorf("read %s: not a valid Arrow IPC file with the expected schema (%v); rebuild it with `memo data build`", path, err)
+		return fmt.Errorf("%w; rebuild it with `memo data build`", badArrow(err))
 	}
 	defer r.Close()
 	for i := 0; i < r.NumRecords(); i++ {
 		rec, err := r.Record(i)
 		if err != nil {
-			return fmt.Errorf("read %s: record batch %d is corrupt: %w", path, i, err)
+			return fmt.Errorf("%w; rebuild it with `memo data build`", err)
 		}
 		if err := fn(rec); err != nil {
 			return fmt.Errorf("read %s: record batch %d: %w", path, i, err)
@@ -84,12 +92,20 @@ func scanArrow(path string, schema *arrow.Schema, fn func(rec arrow.Record) erro
 	return nil
 }
 
+// badArrow words an error of opening an IPC file.
+func badArrow(err error) error {
+	if errors.Is(err, arrowsafe.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w (not a valid Arrow IPC file with the expected schema)", err)
+}
+
 // scanArrowHeader opens the IPC footer and checks the schema without reading
 // the batches.
 func scanArrowHeader(f *os.File, path string, schema *arrow.Schema) error {
-	r, err := ipc.NewFileReader(f, ipc.WithSchema(schema))
+	r, err := arrowsafe.NewFileReader(path, f, schema, 1)
 	if err != nil {
-		return fmt.Errorf("read %s: not a valid Arrow IPC file with the expected schema (%v); rebuild it with `memo data build`", path, err)
+		return fmt.Errorf("%w; rebuild it with `memo data build`", badArrow(err))
 	}
 	return r.Close()
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
 // PadID marks padding in training rows: the loss ignores such targets and
@@ -88,25 +90,13 @@ func (d *Dataset) Docs(split string) ([]Doc, error) {
 	default:
 		return nil, fmt.Errorf("split %q: want target, control, background, validation or \"\" for all", split)
 	}
-	var docs []Doc
-	index := map[int64]int{}
-	err := scanArrow(filepath.Join(d.dir, "docs.arrow"), docsSchema, func(rec arrow.Record) error {
-		ids := rec.Column(0).(*array.Int64)
-		src := rec.Column(1).(*array.String)
-		title := rec.Column(2).(*array.String)
-		text := rec.Column(3).(*array.String)
-		sp := rec.Column(5).(*array.String)
-		reps := rec.Column(6).(*array.Int32)
-		for i := 0; i < int(rec.NumRows()); i++ {
-			if split != "" && sp.Value(i) != split {
-				continue
-			}
-			index[ids.Value(i)] = len(docs)
-			docs = append(docs, Doc{ID: ids.Value(i), Source: src.Value(i), Title: title.Value(i), Text: text.Value(i),
-				Split: sp.Value(i), Repetitions: int(reps.Value(i))})
-		}
-		return nil
-	})
+	path := filepath.Join(d.dir, "docs.arrow")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	docs, index, err := scanDocs(path, f, split)
 	if err != nil {
 		return nil, err
 	}
@@ -130,17 +120,66 @@ func (d *Dataset) Docs(split string) ([]Doc, error) {
 	return docs, nil
 }
 
+// scanDocs reads the documents of one split from a docs.arrow in src, and
+// their indices by doc_id.
+func scanDocs(path string, src arrowsafe.Source, split string) ([]Doc, map[int64]int, error) {
+	var docs []Doc
+	index := map[int64]int{}
+	err := scanArrowFrom(path, src, docsSchema, func(rec arrow.Record) error {
+		ids := rec.Column(0).(*array.Int64)
+		source := rec.Column(1).(*array.String)
+		title := rec.Column(2).(*array.String)
+		text := rec.Column(3).(*array.String)
+		sp := rec.Column(5).(*array.String)
+		reps := rec.Column(6).(*array.Int32)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if split != "" && sp.Value(i) != split {
+				continue
+			}
+			if _, dup := index[ids.Value(i)]; dup {
+				return fmt.Errorf("doc_id %d appears twice; the file is corrupt, rebuild it with `memo data build`", ids.Value(i))
+			}
+			index[ids.Value(i)] = len(docs)
+			index[ids.Value(i)] = len(docs)
+			docs = append(docs, Doc{ID: ids.Value(i), Source: source.Value(i), Title: title.Value(i), Text: text.Value(i),
+				Split: sp.Value(i), Repetitions: int(reps.Value(i))})
+		}
+		return nil
+	})
+	return docs, index, err
+}
+
 // ScanTokens streams tokens.arrow one record batch at a time; ids is only
 // valid during the call (copy it to keep it). Memory stays bounded by one
 // batch of batchRows documents.
+// Every id is checked against the vocabulary of report.json first: an id
+// outside it would reach libtorch's embedding as an index error (a C++
+// exception), so it is an error naming the file, document and id here.
 func (d *Dataset) ScanTokens(fn func(docID int64, ids []int32) error) error {
-	return scanArrow(filepath.Join(d.dir, "tokens.arrow"), tokensSchema, func(rec arrow.Record) error {
+	path := filepath.Join(d.dir, "tokens.arrow")
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	return scanTokens(path, f, d.report.VocabSize, fn)
+}
+
+// scanTokens reads a tokens.arrow from src; vocab > 0 bounds the ids.
+func scanTokens(path string, src arrowsafe.Source, vocab int, fn func(docID int64, ids []int32) error) error {
+	return scanArrowFrom(path, src, tokensSchema, func(rec arrow.Record) error {
 		docIDs := rec.Column(0).(*array.Int64)
 		lists := rec.Column(1).(*array.List)
-		values := lists.ListValues().(*array.Int32).Int32Values()
-		offs := lists.Offsets()
 		for i := 0; i < int(rec.NumRows()); i++ {
-			if err := fn(docIDs.Value(i), values[offs[i]:offs[i+1]]); err != nil {
+			start, end := lists.ValueOffsets(i)
+			ids := lists.ListValues().(*array.Int32).Int32Values()[start:end]
+			for k, id := range ids {
+				if id < 0 || (vocab > 0 && int(id) >= vocab) {
+					return fmt.Errorf("doc_id %d: token %d is id %d, outside the vocabulary of %d ids (report.json); the file is corrupt, rebuild it with `memo data build`",
+						docIDs.Value(i), k, id, vocab)
+				}
+			}
+			if err := fn(docIDs.Value(i), ids); err != nil {
 				return err
 			}
 		}

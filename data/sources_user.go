@@ -2,7 +2,6 @@ package data
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,10 +12,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
 // loadTxtDir reads every *.txt file under dir (recursively, sorted); the
@@ -111,31 +108,19 @@ func loadJSONL(path, field string, add func(string, string), bad func(string, st
 	return nil
 }
 
-// loadParquet reads a string column; titles are "row N".
+// loadParquet reads a string column; titles are "row N". A corrupt file is
+// an error naming it (arrowsafe), never a panic.
 func loadParquet(path, column string, add func(string, string), bad func(string, string)) error {
-	r, err := file.OpenParquetFile(path, false)
+	// Parquet pages are compressed: let a buffer be up to 64 times the file.
+	tbl, err := arrowsafe.ReadParquetFile(path, 64)
 	if err != nil {
-		return fmt.Errorf("open parquet %s: %w", path, err)
-	}
-	defer r.Close()
-	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("read parquet %s: %w", path, err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		return fmt.Errorf("read parquet %s: %w", path, err)
+		return fmt.Errorf("%w (is it a Parquet file?)", err)
 	}
 	defer tbl.Release()
-	rdr := array.NewTableReader(tbl, 1024)
-	defer rdr.Release()
 	row := 0
-	for rdr.Next() {
-		if err := textColumn(rdr.Record(), column, path, &row, add, bad); err != nil {
-			return err
-		}
-	}
-	return rdr.Err()
+	return arrowsafe.TableRecords(path, tbl, 1024, func(rec arrow.Record) error {
+		return textColumn(rec, column, path, &row, add, bad)
+	})
 }
 
 // loadArrowText reads a string column of an Arrow IPC file; titles are "row N".
@@ -145,16 +130,17 @@ func loadArrowText(path, column string, add func(string, string), bad func(strin
 		return err
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f)
+	// A user's file may be compressed: let a buffer be up to 64 times the file.
+	r, err := arrowsafe.NewFileReader(path, f, nil, 64)
 	if err != nil {
-		return fmt.Errorf("%s is not an Arrow IPC file: %w", path, err)
+		return fmt.Errorf("%w (is it an Arrow IPC file?)", err)
 	}
 	defer r.Close()
 	row := 0
 	for i := 0; i < r.NumRecords(); i++ {
 		rec, err := r.Record(i)
 		if err != nil {
-			return fmt.Errorf("%s: record batch %d: %w", path, i, err)
+			return err
 		}
 		if err := textColumn(rec, column, path, &row, add, bad); err != nil {
 			return err

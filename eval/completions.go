@@ -7,7 +7,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
+
+	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
 // Completion is one row of completions.arrow as extract writes it.
@@ -55,9 +56,16 @@ func readCompletions(path string) ([]Completion, map[string]string, error) {
 		return nil, nil, fmt.Errorf("read completions: %w (run `memo extract` first)", err)
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f)
+	return readCompletionsFrom(path, f)
+}
+
+// readCompletionsFrom reads a completions file from src; every batch is
+// validated (arrowsafe) before a value is read, so a corrupt file is an
+// error naming it, never a panic.
+func readCompletionsFrom(path string, src arrowsafe.Source) ([]Completion, map[string]string, error) {
+	r, err := arrowsafe.NewFileReader(path, src, nil, 1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: not an Arrow IPC file: %w", path, err)
+		return nil, nil, fmt.Errorf("%w (not an Arrow IPC file written by `memo extract`)", err)
 	}
 	defer r.Close()
 	schema := r.Schema()
@@ -75,7 +83,7 @@ func readCompletions(path string) ([]Completion, map[string]string, error) {
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: record batch %d: %w", path, b, err)
+			return nil, nil, err
 		}
 		rows, err := readBatch(rec)
 		if err != nil {

@@ -43,7 +43,7 @@ func writeTestCompletions(t *testing.T, path string, cs []Completion) {
 }
 
 // writeTestCompletionsMeta writes cs with meta as the schema's metadata.
-func writeTestCompletionsMeta(t *testing.T, path string, cs []Completion, meta map[string]string) {
+func writeTestCompletionsMeta(t testing.TB, path string, cs []Completion, meta map[string]string) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {

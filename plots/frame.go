@@ -1,7 +1,6 @@
 package plots
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,9 +8,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
 // frame is a small column store: the handful of columns a figure needs, copied
@@ -142,7 +140,8 @@ func nullNaN(null bool, v float64) float64 {
 }
 
 // readArrow reads an Arrow IPC file, falling back to the stream format so that
-// either writer convention works.
+// either writer convention works. Each batch is validated (arrowsafe) before
+// a value is read, so a corrupt file is an error naming it, never a panic.
 func readArrow(path string) (*frame, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -150,12 +149,12 @@ func readArrow(path string) (*frame, error) {
 	}
 	defer fh.Close()
 	f := newFrame()
-	if r, err := ipc.NewFileReader(fh); err == nil {
+	if r, err := arrowsafe.NewFileReader(path, fh, nil, 1); err == nil {
 		defer r.Close()
 		for i := 0; i < r.NumRecords(); i++ {
 			rec, err := r.Record(i)
 			if err != nil {
-				return nil, fmt.Errorf("read %s: record %d: %w", path, i, err)
+				return nil, err
 			}
 			if err := f.add(rec); err != nil {
 				return nil, fmt.Errorf("read %s: %w", path, err)
@@ -166,41 +165,40 @@ func readArrow(path string) (*frame, error) {
 	if _, err := fh.Seek(0, 0); err != nil {
 		return nil, err
 	}
-	r, err := ipc.NewReader(fh)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: neither an Arrow IPC file nor stream: %w", path, err)
-	}
-	defer r.Release()
-	for r.Next() {
-		if err := f.add(r.Record()); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+	err = arrowsafe.Guard(func() error {
+		if err := arrowsafe.CheckStream(fh); err != nil {
+			return fmt.Errorf("%w: schema message: %v", arrowsafe.ErrCorrupt, err)
 		}
-	}
-	if err := r.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+		r, err := ipc.NewReader(fh, ipc.WithAllocator(arrowsafe.Allocator(fh)))
+		if err != nil {
+			return fmt.Errorf("neither an Arrow IPC file nor stream: %w", err)
+		}
+		defer r.Release()
+		for r.Next() {
+			if err := arrowsafe.ValidateRecord(r.Record()); err != nil {
+				return err
+			}
+			if err := f.add(r.Record()); err != nil {
+				return err
+			}
+		}
+		if err := r.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return f, nil
 }
 
 func readParquet(path string) (*frame, error) {
-	fh, err := os.Open(path)
+	tbl, err := arrowsafe.ReadParquetFile(path, 64)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
-	mem := memory.NewGoAllocator()
-	tbl, err := pqarrow.ReadTable(context.Background(), fh, parquet.NewReaderProperties(mem), pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
 	defer tbl.Release()
-	tr := array.NewTableReader(tbl, 1<<16)
-	defer tr.Release()
 	f := newFrame()
-	for tr.Next() {
-		if err := f.add(tr.Record()); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-	return f, tr.Err()
+	return f, arrowsafe.TableRecords(path, tbl, 1<<16, f.add)
 }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -10,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
@@ -79,20 +79,14 @@ func ReadMetrics(path string) ([]Metric, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithSchema(MetricsSchema))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer r.Close()
+	return readMetricsFrom(path, f)
+}
+
+// readMetricsFrom reads a metrics file from src, each batch validated
+// (arrowsafe) first, so that a corrupt file is an error naming it.
+func readMetricsFrom(path string, src arrowsafe.Source) ([]Metric, error) {
 	var out []Metric
-	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.Record(i)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: record %d: %w", path, i, err)
-		}
-		if !rec.Schema().Equal(MetricsSchema) {
-			return nil, fmt.Errorf("read %s: schema %v, want %v", path, rec.Schema(), MetricsSchema)
-		}
+	err := arrowsafe.Read(path, src, MetricsSchema, func(rec arrow.Record) error {
 		steps := rec.Column(0).(*array.Int64)
 		col := func(j int) *array.Float64 { return rec.Column(j).(*array.Float64) }
 		for k := 0; k < int(rec.NumRows()); k++ {
@@ -102,6 +96,7 @@ func ReadMetrics(path string) ([]Metric, error) {
 				TokensPerS: col(6).Value(k), ValLoss: col(7).Value(k), ElapsedS: col(8).Value(k),
 			})
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
