@@ -69,6 +69,9 @@ func main() {
 	if err := writeLibGo(tmp, lt); err != nil {
 		fatal(err)
 	}
+	if err := applyPatches(tmp, patches); err != nil {
+		fatal(err)
+	}
 	stubbed, err := stubUntilCompiles(tmp, lt)
 	if err != nil {
 		fatal(err)
@@ -132,20 +135,27 @@ func findLibtorch(root string) (libtorch, error) {
 }
 
 // stampFor identifies the inputs of a prepared copy so a second setup run can
-// skip the (slow) compile-and-stub pass.
+// skip the (slow) compile-and-stub pass. gotchgen's own sources are inputs:
+// a change to them (a new patch, say) regenerates existing copies.
 func stampFor(src string, lt libtorch) string {
 	h := sha256.New()
-	self, _ := os.ReadFile(thisFile())
-	h.Write(self)
+	for _, f := range ownSources() {
+		b, _ := os.ReadFile(f)
+		fmt.Fprintf(h, "%s|%d|", f, len(b))
+		h.Write(b)
+	}
 	fmt.Fprintf(h, "%s|%v|%v|%v|%s|%v", src, lt.includeDirs, lt.libDirs, lt.libs, lt.version, lt.cuda)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func thisFile() string {
-	if _, err := os.Stat("scripts/gotchgen/main.go"); err == nil {
-		return "scripts/gotchgen/main.go"
+// ownSources lists gotchgen's Go files (run from the repository root, as
+// setup.sh does), or else the running binary.
+func ownSources() []string {
+	files, _ := filepath.Glob("scripts/gotchgen/*.go")
+	if len(files) == 0 {
+		return []string{os.Args[0]}
 	}
-	return os.Args[0]
+	return files
 }
 
 func copyTree(src, dst string) error {
