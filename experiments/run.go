@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/runlock"
 )
 
 // Stages are the stages of a run, in order.
@@ -74,6 +75,23 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err != nil {
 		return dir, err
 	}
+	// One process at a time works in a run directory. The ranks a
+	// multi-process launch starts (world size > 1) work in the directory
+	// their launcher holds.
+	if worldSize() == 1 {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return dir, err
+		}
+		lock, err := runlock.Acquire(dir)
+		if err != nil {
+			return dir, fmt.Errorf("run %s: %w", spec.Name, err)
+		}
+		defer func() {
+			if err := lock.Release(); err != nil {
+				slog.Warn("release the run directory's lock", "err", err)
+			}
+		}()
+	}
 	m, err := openRunDir(dir, spec.Name, conf, hash, opt.Force)
 	if err != nil {
 		return dir, err
@@ -127,6 +145,14 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))
 		if err := os.Rename(dir, aside); err != nil {
 			return nil, fmt.Errorf("move old run aside: %w", err)
+		}
+		// The lock this process holds moved with the old run: bring it back
+		// to the directory it locks.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(aside, runlock.FileName), filepath.Join(dir, runlock.FileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("move the run's lock back from %s: %w", aside, err)
 		}
 		slog.Warn("spec changed: old run moved aside", "old", aside)
 	case err == nil:

@@ -12,7 +12,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/malloctune"
+	"github.com/memo-research/memo/internal/runlock"
 )
 
 // commands is filled by the init functions of the files beside this one, one
@@ -92,7 +96,27 @@ func main() {
 			}
 			os.Exit(exit.ExitCode())
 		}
-		fmt.Fprintln(os.Stderr, "memo:", err)
-		os.Exit(1)
+		code := exitCode(err)
+		msg := err.Error()
+		if code == 2 {
+			// Bad input is one line, however many lines the error has.
+			msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
+		}
+		fmt.Fprintln(os.Stderr, "memo:", msg)
+		os.Exit(code)
 	}
+}
+
+// exitCode is the exit status for an error that is not a cli.ExitCoder: 2
+// for bad input (a spec, a data file, a run directory the user pointed at),
+// 1 for a failure of the machine or a library.
+func exitCode(err error) int {
+	var held *runlock.HeldError
+	var ce *experiments.ConfigError
+	switch {
+	case badinput.Is(err), errors.As(err, &held), errors.As(err, &ce),
+		errors.Is(err, experiments.ErrSpecChanged), errors.Is(err, arrowsafe.ErrCorrupt):
+		return 2
+	}
+	return 1
 }

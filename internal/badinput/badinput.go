@@ -1,0 +1,33 @@
+// Package badinput marks errors caused by what the user gave memo (a file,
+// a flag, a run directory) rather than by the machine or a library, so that
+// the command line can keep its exit-code contract (2 for bad input, 1 for
+// failures) without every stage knowing about exit codes.
+package badinput
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is an error marked as bad input; its message is the wrapped one.
+type Error struct{ err error }
+
+func (e *Error) Error() string { return e.err.Error() }
+func (e *Error) Unwrap() error { return e.err }
+
+// Wrap marks err as bad input (nil stays nil).
+func Wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{err}
+}
+
+// Errorf is fmt.Errorf marked as bad input.
+func Errorf(format string, args ...any) error { return &Error{fmt.Errorf(format, args...)} }
+
+// Is reports whether err, or an error it wraps, is marked as bad input.
+func Is(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

@@ -1,0 +1,161 @@
+// Package runlock is an advisory lock on a run directory, so that a second
+// `memo run` on the same directory refuses instead of doing all the work a
+// second time beside the first.
+//
+// The lock is a file, dir/memo.lock, holding the holder's PID, host and start
+// time as JSON. It is created with a hard link from a private temporary
+// file, which is atomic on local file systems and on NFS alike (flock is not
+// reliable on the network file systems clusters use, and would not say who
+// holds the lock). A lock whose holder ran on this host and no longer exists
+// is stale: the next Acquire takes it over and logs that it did. A lock held
+// from another host is never taken over, since its PID cannot be checked
+// from here.
+package runlock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// FileName is the lock file in a run directory.
+const FileName = "memo.lock"
+
+// Holder is what the lock file records.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+}
+
+// HeldError is returned by Acquire when another process holds the lock.
+type HeldError struct {
+	Path   string
+	Holder Holder
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%s is in use by memo process %d on %s since %s (remove %s if that process is gone)",
+		filepath.Dir(e.Path), e.Holder.PID, e.Holder.Host, e.Holder.Started.Format(time.RFC3339), e.Path)
+}
+
+// Lock is a held lock; Release gives it up.
+type Lock struct {
+	path string
+	raw  []byte
+}
+
+// hostname is the host recorded in and compared with lock files.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown-host"
+	}
+	return h
+}
+
+// alive reports whether process pid exists on this host. EPERM means it
+// exists under another user.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Acquire takes the lock of dir (which must exist) for this process.
+func Acquire(dir string) (*Lock, error) {
+	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)})
+}
+
+func acquire(dir string, me Holder) (*Lock, error) {
+	path := filepath.Join(dir, FileName)
+	raw, err := json.Marshal(me)
+	if err != nil {
+		return nil, err
+	}
+	raw = append(raw, '\n')
+	tmp, err := os.CreateTemp(dir, FileName+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(raw)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	// Two attempts: the second after taking over a stale lock.
+	for attempt := 0; attempt < 2; attempt++ {
+		if err := os.Link(tmp.Name(), path); err == nil {
+			return &Lock{path: path, raw: raw}, nil
+		} else if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		old, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		var h Holder
+		if err := json.Unmarshal(old, &h); err != nil {
+			// A lock file cut short (its writer died mid-write cannot
+			// happen with the link, but a user may have edited it): say so
+			// rather than take over a lock that may be live.
+			return nil, fmt.Errorf("lock %s: %s is not a memo lock file (%v); remove it if no memo process uses %s", dir, path, err, dir)
+		}
+		if h.Host != me.Host || alive(h.PID) || attempt > 0 {
+			return nil, &HeldError{Path: path, Holder: h}
+		}
+		// Stale: move it aside under a name of our own, and check that what
+		// moved is the lock we judged stale (another process may have taken
+		// it over between the read and the rename).
+		aside := fmt.Sprintf("%s.stale-%d", path, me.PID)
+		if err := os.Rename(path, aside); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("lock %s: take over a stale lock: %w", dir, err)
+		}
+		moved, _ := os.ReadFile(aside)
+		if !bytes.Equal(moved, old) {
+			_ = os.Link(aside, path) // put the live lock back
+			_ = os.Remove(aside)
+			var live Holder
+			_ = json.Unmarshal(moved, &live)
+			return nil, &HeldError{Path: path, Holder: live}
+		}
+		_ = os.Remove(aside)
+		slog.Warn("run directory lock: taking over a stale lock; its process is gone", "dir", dir, "pid", h.PID, "host", h.Host, "since", h.Started)
+	}
+	return nil, fmt.Errorf("lock %s: the lock changed hands while being taken; try again", dir)
+}
+
+// Release removes the lock file if it is still this lock's.
+func (l *Lock) Release() error {
+	if l == nil {
+		return nil
+	}
+	cur, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(cur, l.raw) {
+		return fmt.Errorf("release %s: the lock is no longer ours", l.path)
+	}
+	return os.Remove(l.path)
+}

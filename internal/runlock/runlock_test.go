@@ -1,0 +1,112 @@
+package runlock
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deadPID is the PID of a process that has exited (and been reaped).
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("cannot start a process: %v", err)
+	}
+	return cmd.Process.Pid
+}
+
+func writeHolder(t *testing.T, dir string, h Holder) {
+	t.Helper()
+	raw, _ := json.Marshal(h)
+	if err := os.WriteFile(filepath.Join(dir, FileName), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLock(t *testing.T) {
+	host := hostname()
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		existing func(t *testing.T) *Holder // nil: no lock file
+		wantHeld string                     // "" when Acquire must succeed
+	}{
+		{"free", func(*testing.T) *Holder { return nil }, ""},
+		{"live holder on this host", func(*testing.T) *Holder {
+			// The parent of this test process: alive, and not us.
+			return &Holder{PID: os.Getppid(), Host: host, Started: since}
+		}, "in use by memo process"},
+		{"stale holder on this host", func(t *testing.T) *Holder {
+			return &Holder{PID: deadPID(t), Host: host, Started: since}
+		}, ""},
+		{"holder on another host", func(t *testing.T) *Holder {
+			return &Holder{PID: deadPID(t), Host: "node-elsewhere", Started: since}
+		}, "on node-elsewhere"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if h := tc.existing(t); h != nil {
+				writeHolder(t, dir, *h)
+			}
+			l, err := Acquire(dir)
+			if tc.wantHeld != "" {
+				var held *HeldError
+				if !errors.As(err, &held) {
+					t.Fatalf("Acquire: %v, want a HeldError", err)
+				}
+				if !strings.Contains(err.Error(), tc.wantHeld) || !strings.Contains(err.Error(), dir) {
+					t.Fatalf("message %q does not say %q and name %s", err, tc.wantHeld, dir)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h Holder
+			if err := json.Unmarshal(raw, &h); err != nil || h.PID != os.Getpid() || h.Host != host {
+				t.Fatalf("lock file %s (%v): want PID %d on %s", raw, err, os.Getpid(), host)
+			}
+			// A second Acquire by this same (live) process is refused.
+			if _, err := Acquire(dir); err == nil {
+				t.Fatal("second Acquire of a held lock succeeded")
+			}
+			if err := l.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, FileName)); !os.IsNotExist(err) {
+				t.Fatalf("lock file after Release: %v", err)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, FileName+"*"))
+			if len(left) > 0 {
+				t.Fatalf("files left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestReleaseKeepsAnotherLock: a lock that changed hands is not removed by
+// the old holder's Release.
+func TestReleaseKeepsAnotherLock(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHolder(t, dir, Holder{PID: os.Getppid(), Host: hostname()})
+	if err := l.Release(); err == nil {
+		t.Fatal("Release removed a lock it no longer held")
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+		t.Fatalf("the other holder's lock is gone: %v", err)
+	}
+}
