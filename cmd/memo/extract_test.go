@@ -258,3 +258,59 @@ func TestDefaultCompletions(t *testing.T) {
 		t.Errorf("the batch size changed the name: %s, want %s", p, base)
 	}
 }
+
+// TestExtractFallbackKeepsRunOutputs: when the run's newest checkpoint is
+// corrupt, `memo extract RUN` attacks the older one it falls back to but
+// writes beside that checkpoint, under its name: the run's completions.arrow
+// (which its scores.parquet and summary.json describe) is left alone, and
+// --out naming it is refused.
+func TestExtractFallbackKeepsRunOutputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
+	run := filepath.Join(dir, "runs", "tiny")
+	own := filepath.Join(run, "completions.arrow")
+	ownBytes, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A newer checkpoint, named by latest, whose weights are corrupt.
+	older := filepath.Join(run, "checkpoints", "step-000006")
+	newer := filepath.Join(run, "checkpoints", "step-000007")
+	copyDir(t, older, newer)
+	weights := filepath.Join(newer, "model.safetensors")
+	raw, err := os.ReadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-3] ^= 0xff
+	if err := os.WriteFile(weights, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "checkpoints", "latest"), []byte("step-000007\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out := completionsOut(t, memoCmd(t, exe, dir, 0, "extract", "runs/tiny"))
+	if got := filepath.Join(dir, out); !strings.HasPrefix(got, older+".reference-s16.greedy.") {
+		t.Errorf("the fallback attack wrote %s, want beside %s under its name", got, older)
+	}
+	if now, err := os.ReadFile(own); err != nil || !bytes.Equal(now, ownBytes) {
+		t.Errorf("the fallback attack changed the run's completions.arrow (%v)", err)
+	}
+	msg := memoCmd(t, exe, dir, 2, "extract", "--out", "runs/tiny/completions.arrow", "runs/tiny")
+	// Log lines (the checkpoint refused) come first; the error is one line.
+	lines := strings.Split(strings.TrimSuffix(msg, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, "would replace the run's own completions") || strings.Count(msg, "memo: ") != 1 {
+		t.Errorf("--out onto the run's completions: stderr %q, want one memo: line refusing", msg)
+	}
+	if now, err := os.ReadFile(own); err != nil || !bytes.Equal(now, ownBytes) {
+		t.Errorf("the refused attack changed the run's completions.arrow (%v)", err)
+	}
+}
