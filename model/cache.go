@@ -19,6 +19,30 @@ type Cache struct {
 	n      int          // positions filled
 	starts []int        // first real position of each row
 	k, v   []*ts.Tensor // per layer [B,KVHeads,maxLen,hd]
+	// fused are the llama layers' concatenated weights (see fusedLayer).
+	fused []fusedWeights
+}
+
+// fusedWeights are one llama layer's weights concatenated for one product
+// each: q|k|v (and biases, nil without) and gate|up.
+type fusedWeights struct{ qkv, qkvBias, gateUp *ts.Tensor }
+
+// fusedLayer returns layer li's concatenated weights, made on first use.
+// Concatenating them at every decode step cost more than the step's own
+// products at small batches; a cache lives for one decode of one batch,
+// during which weights do not change, and holds the copies (about one
+// more copy of the blocks' weights) until Drop.
+func (kc *Cache) fusedLayer(li int) fusedWeights {
+	if kc.fused == nil {
+		kc.fused = make([]fusedWeights, len(kc.g.blocks))
+	}
+	f := &kc.fused[li]
+	if f.qkv == nil {
+		blk := &kc.g.blocks[li]
+		f.qkv, f.qkvBias = blk.catQKV()
+		f.gateUp = blk.catGateUp()
+	}
+	return *f
 }
 
 // NewCache makes an empty cache for batch rows of up to maxLen positions
@@ -97,7 +121,14 @@ func (kc *Cache) Drop() {
 		kc.k[l].MustDrop()
 		kc.v[l].MustDrop()
 	}
-	kc.k, kc.v = nil, nil
+	for _, f := range kc.fused {
+		for _, t := range []*ts.Tensor{f.qkv, f.qkvBias, f.gateUp} {
+			if t != nil {
+				t.MustDrop()
+			}
+		}
+	}
+	kc.k, kc.v, kc.fused = nil, nil, nil
 }
 
 // append stores this call's keys and values [B,H,t,hd] of layer l after the

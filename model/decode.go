@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
@@ -266,7 +267,10 @@ func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
 	return out, nil
 }
 
-// rowsOf copies a float [b, V] tensor into Go rows.
+// rowsOf copies a float [b, V] tensor into Go rows. It copies the memory
+// directly: gotch's CopyData checks the destination's type element by
+// element through reflection, which cost more than the decode step's
+// arithmetic.
 func rowsOf(t *ts.Tensor, b int) [][]float32 {
 	c := t.MustTotype(gotch.Float, false)
 	c2 := c.MustContiguous(true)
@@ -275,7 +279,9 @@ func rowsOf(t *ts.Tensor, b int) [][]float32 {
 	}
 	n := c2.Numel()
 	flat := make([]float32, n)
-	c2.MustCopyData(flat, n)
+	if n > 0 {
+		copy(flat, unsafe.Slice((*float32)(c2.MustDataPtr()), n))
+	}
 	c2.MustDrop()
 	v := int(n) / b
 	out := make([][]float32, b)

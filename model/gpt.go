@@ -323,12 +323,12 @@ func (g *GPT) block(li int, x, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tens
 	defer s.drop()
 	attn := s.keep(g.attend(&s, li, s.keep(g.normalize(x, blk.norm1)), cos, sin, mask, cache))
 	if g.cfg.ParallelResidual {
-		mlp := s.keep(g.mlp(&s, blk, s.keep(g.normalize(x, blk.norm2))))
+		mlp := s.keep(g.mlp(&s, li, s.keep(g.normalize(x, blk.norm2)), cache))
 		// Hugging Face's order of the sum: (mlp + attn) + x.
 		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false)
 	}
 	x1 := s.keep(x.MustAdd(attn, false))
-	mlp := s.keep(g.mlp(&s, blk, s.keep(g.normalize(x1, blk.norm2))))
+	mlp := s.keep(g.mlp(&s, li, s.keep(g.normalize(x1, blk.norm2)), cache))
 	return x1.MustAdd(mlp, false)
 }
 
@@ -342,17 +342,13 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 	h, kvh, hd := int64(c.Heads), int64(c.KVHeads), int64(c.HeadDim)
 	var q, k, v *ts.Tensor // [B,H,T,hd], [B,KV,T,hd], [B,KV,T,hd]
 	if c.Arch == ArchGPTNeoX {
-		qkv := s.keep(linear(xn, blk.qkv, blk.qkvBias)) // [B,T,H·3·hd]
+		qkv := s.keep(linear(xn, blk.qkv, blk.qkvBias))                                                           // [B,T,H·3·hd]
 		perHead := s.keep(qkv.MustView([]int64{b, t, h, 3, hd}, false).MustPermute([]int64{3, 0, 2, 1, 4}, true)) // [3,B,H,T,hd]
 		q = s.keep(perHead.MustSelect(0, 0, false))
 		k = s.keep(perHead.MustSelect(0, 1, false))
 		v = s.keep(perHead.MustSelect(0, 2, false))
 	} else {
-		w := s.keep(ts.MustCat([]*ts.Tensor{blk.q, blk.k, blk.v}, 0))
-		var bias *ts.Tensor
-		if blk.qBias != nil {
-			bias = s.keep(ts.MustCat([]*ts.Tensor{blk.qBias, blk.kBias, blk.vBias}, 0))
-		}
+		w, bias := g.fusedQKV(s, li, cache)
 		qkv := s.keep(linear(xn, w, bias)) // [B,T,(H+2·KV)·hd]
 		heads := func(from, n int64) *ts.Tensor {
 			return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false).MustView([]int64{b, t, n, hd}, true).MustTranspose(1, 2, true))
@@ -376,18 +372,58 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 }
 
 // mlp is SwiGLU (gate and up in one product) for llama, GELU for gpt_neox.
-func (g *GPT) mlp(s *scope, blk *block, xn *ts.Tensor) *ts.Tensor {
+func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, cache *Cache) *ts.Tensor {
+	blk := &g.blocks[li]
 	if g.cfg.Arch == ArchGPTNeoX {
 		hidden := s.keep(linear(xn, blk.up, blk.upBias).MustGelu("none", true))
 		return linear(hidden, blk.down, blk.downBias)
 	}
 	f := int64(g.cfg.FFN)
-	w := s.keep(ts.MustCat([]*ts.Tensor{blk.gate, blk.up}, 0))
+	w := g.fusedGateUp(s, li, cache)
 	gateUp := s.keep(linear(xn, w, nil)) // [B,T,2f]
 	gate := s.keep(gateUp.MustNarrow(2, 0, f, false))
 	up := s.keep(gateUp.MustNarrow(2, f, f, false))
 	act := s.keep(gate.MustSilu(false).MustMul(up, true))
 	return linear(act, blk.down, nil)
+}
+
+// catQKV concatenates a llama block's q, k and v weights (and biases, nil
+// without) for one product. In training's forward pass the concatenation is
+// part of the graph, so gradients reach the separate Hugging Face
+// parameters.
+func (b *block) catQKV() (w, bias *ts.Tensor) {
+	w = ts.MustCat([]*ts.Tensor{b.q, b.k, b.v}, 0)
+	if b.qBias != nil {
+		bias = ts.MustCat([]*ts.Tensor{b.qBias, b.kBias, b.vBias}, 0)
+	}
+	return w, bias
+}
+
+// catGateUp concatenates a llama block's gate and up weights, as catQKV.
+func (b *block) catGateUp() *ts.Tensor { return ts.MustCat([]*ts.Tensor{b.gate, b.up}, 0) }
+
+// fusedQKV is layer li's q|k|v weight and bias: the cache's copy when
+// decoding (made once per cache rather than at every step), else made now
+// and freed with s.
+func (g *GPT) fusedQKV(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
+	if cache != nil {
+		f := cache.fusedLayer(li)
+		return f.qkv, f.qkvBias
+	}
+	w, bias = g.blocks[li].catQKV()
+	s.keep(w)
+	if bias != nil {
+		s.keep(bias)
+	}
+	return w, bias
+}
+
+// fusedGateUp is layer li's gate|up weight, as fusedQKV.
+func (g *GPT) fusedGateUp(s *scope, li int, cache *Cache) *ts.Tensor {
+	if cache != nil {
+		return cache.fusedLayer(li).gateUp
+	}
+	return s.keep(g.blocks[li].catGateUp())
 }
 
 // normalize is RMSNorm (llama) or LayerNorm (gpt_neox) over the last dimension.
