@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // candidate is a tokenized document (or chunk) before splitting.
@@ -35,8 +36,10 @@ type candidate struct {
 // report.json is written last: its presence marks a complete build.
 func Build(ctx context.Context, cfg Config, runDir string) error {
 	start := time.Now()
+	// What the user's spec and files cause is bad input (exit 2 in the
+	// CLI), not a failure of the machine.
 	if err := cfg.Validate(); err != nil {
-		return err
+		return badinput.Wrap(err)
 	}
 	cache := cfg.cacheDir()
 	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, Sources: map[string]*SourceCount{},
@@ -54,7 +57,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 		src, _ := ParseSource(s)
 		docs, rej, err := loadSource(src, cache)
 		if err != nil {
-			return err
+			return badinput.Wrap(err)
 		}
 		rep.Sources[src.Name()] = &SourceCount{Documents: len(docs) + len(rej)}
 		for _, r := range rej {
@@ -64,7 +67,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 		slog.Info("data: source read", "source", src.Name(), "documents", len(docs), "rejected", len(rej))
 	}
 	if len(raws) == 0 {
-		return fmt.Errorf("data.sources %v: no usable documents (%d rejected)", cfg.Sources, len(rep.Rejected))
+		return badinput.Errorf("data.sources %v: no usable documents (%d rejected)", cfg.Sources, len(rep.Rejected))
 	}
 
 	tok, hit, err := buildTokenizer(cfg, cache, raws)
@@ -74,7 +77,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 	rep.TokenizerHit = hit
 	rep.VocabSize, rep.EOS = tok.VocabSize(), tok.EOS()
 	if cfg.Layout == LayoutPacked && tok.EOS() < 0 {
-		return fmt.Errorf("data.layout = \"packed\" needs an EOS token, and tokenizer %s has none: use layout \"padded\"", cfg.Tokenizer)
+		return badinput.Errorf("data.layout = \"packed\" needs an EOS token, and tokenizer %s has none: use layout \"padded\"", cfg.Tokenizer)
 	}
 
 	cands, rejs, err := tokenizeAll(ctx, tok, raws, cfg.ChunkTokens, cfg.MinTokens)
@@ -104,7 +107,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 		rep.Sources[c.source].Tokens += len(c.ids)
 	}
 	if err := assignSplits(cfg, kept, rep, reject); err != nil {
-		return err
+		return badinput.Wrap(err)
 	}
 	var out []*candidate
 	for _, c := range kept {

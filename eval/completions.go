@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // Completion is one row of completions.arrow as extract writes it.
@@ -53,10 +54,12 @@ func ReadCompletions(path string) ([]Completion, error) {
 func readCompletions(path string) ([]Completion, map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read completions: %w (run `memo extract` first)", err)
+		return nil, nil, badinput.Errorf("read completions: %w (run `memo extract` first)", err)
 	}
 	defer f.Close()
-	return readCompletionsFrom(path, f)
+	rows, meta, err := readCompletionsFrom(path, f)
+	// A completions file that cannot be read is bad input (exit 2 in the CLI).
+	return rows, meta, badinput.Wrap(err)
 }
 
 // readCompletionsFrom reads a completions file from src; every batch is

@@ -72,6 +72,7 @@ func Parse(path string) (*Spec, error) {
 
 // ParseBytes is Parse on a document already in memory; file names it in errors.
 func ParseBytes(file string, doc []byte) (*Spec, error) {
+	doc = stripBOM(doc) // a byte-order mark some editors write is not a key
 	s := Default()
 	s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	raw, err := loadInto(file, doc, s, "model")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -130,13 +131,14 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 		}
 	}
 
+	// A file eval wrote that cannot be read is bad input (exit 2 in the CLI).
 	docs, err := readScores(filepath.Join(dir, "scores.parquet"))
 	if err != nil {
-		return nil, err
+		return nil, badinput.Wrap(err)
 	}
 	r.Docs = docs
 	if r.Summary, err = eval.ReadSummary(filepath.Join(dir, "summary.json")); err != nil {
-		return nil, fmt.Errorf("the run's numbers come from eval: %w", err)
+		return nil, badinput.Errorf("the run's numbers come from eval: %w", err)
 	}
 
 	m, err := readArrow(filepath.Join(dir, "metrics.arrow"))
@@ -145,7 +147,7 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 		r.Metrics = m
 	case errors.Is(err, os.ErrNotExist):
 	default:
-		return nil, err
+		return nil, badinput.Wrap(err)
 	}
 	return r, nil
 }

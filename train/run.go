@@ -270,6 +270,19 @@ func (l *loop) restore() error {
 	return nil
 }
 
+// InterruptedError is Run's error when its context ends between steps:
+// the steps done are saved, and running again resumes after Step.
+type InterruptedError struct {
+	Step, Total int
+	Err         error // the context's error
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted at step %d of %d: %v", e.Step, e.Total, e.Err)
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
 func (l *loop) run(ctx context.Context, opts Options) error {
 	var bar *progress.Bar
 	if opts.Progress && l.rank == 0 {
@@ -288,7 +301,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 					return errors.Join(err, err2)
 				}
 			}
-			return err
+			return &InterruptedError{Step: l.step, Total: l.total, Err: err}
 		}
 		t0 := time.Now()
 		m, err := l.trainStep()

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/malloctune"
 	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/train"
 )
 
 // commands is filled by the init functions of the files beside this one, one
@@ -88,6 +90,11 @@ func main() {
 			return usageError("%v", err)
 		},
 	}
+	usageErrors(app.Commands, "")
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		fmt.Fprintf(os.Stderr, "memo: unknown command %q: see `memo --help` for the commands\n", name)
+		os.Exit(exitBadInput)
+	}
 	if err := app.Run(os.Args); err != nil {
 		var exit cli.ExitCoder
 		if errors.As(err, &exit) {
@@ -96,27 +103,49 @@ func main() {
 			}
 			os.Exit(exit.ExitCode())
 		}
-		code := exitCode(err)
-		msg := err.Error()
-		if code == 2 {
-			// Bad input is one line, however many lines the error has.
-			msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
-		}
-		fmt.Fprintln(os.Stderr, "memo:", msg)
+		msg, code := failure(err)
+		fmt.Fprintln(os.Stderr, "memo: "+msg)
 		os.Exit(code)
 	}
 }
 
-// exitCode is the exit status for an error that is not a cli.ExitCoder: 2
-// for bad input (a spec, a data file, a run directory the user pointed at),
-// 1 for a failure of the machine or a library.
-func exitCode(err error) int {
+// Exit codes of the contract the README documents.
+const (
+	exitFailure     = 1   // the machine or a library failed
+	exitBadInput    = 2   // a spec, flag, data file, run directory or checkpoint the user gave
+	exitInterrupted = 130 // SIGINT or SIGTERM; the same command resumes
+)
+
+// failure is the one line (without "memo: ") and the exit code for an
+// error that is not a cli.ExitCoder.
+func failure(err error) (string, int) {
+	var intr *train.InterruptedError
 	var held *runlock.HeldError
 	var ce *experiments.ConfigError
 	switch {
+	case errors.As(err, &intr):
+		return fmt.Sprintf("interrupted at step %d of %d (saved); the same command resumes", intr.Step, intr.Total), exitInterrupted
+	case errors.Is(err, context.Canceled):
+		return "interrupted; the same command resumes", exitInterrupted
 	case badinput.Is(err), errors.As(err, &held), errors.As(err, &ce),
 		errors.Is(err, experiments.ErrSpecChanged), errors.Is(err, arrowsafe.ErrCorrupt):
-		return 2
+		// Bad input is one line, however many lines the error has.
+		return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "), exitBadInput
 	}
-	return 1
+	return err.Error(), exitFailure
+}
+
+// usageErrors makes a bad flag of any command (an unknown one, a value
+// that does not parse) the one-line, exit-2 error the app's own flags give;
+// urfave/cli applies the app's OnUsageError to the app's flags only.
+func usageErrors(cmds []*cli.Command, parent string) {
+	for _, c := range cmds {
+		name := strings.TrimSpace(parent + " " + c.Name)
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return usageError("%s: %v", name, err)
+			}
+		}
+		usageErrors(c.Subcommands, name)
+	}
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/train"
+)
+
+// TestFailure: the exit code and line of each kind of error, without
+// running the binary.
+func TestFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		want string
+	}{
+		{"machine", errors.New("write x: no space left on device"), 1, "write x: no space left on device"},
+		{"bad input, two lines", fmt.Errorf("run x: %w", badinput.Errorf("first\nsecond")), 2, "run x: first; second"},
+		{"config", &experiments.ConfigError{File: "a.toml", Line: 3, Key: "goldfish.k", Msg: "must be >= 2"}, 2, "a.toml:3: goldfish.k: must be >= 2"},
+		{"corrupt arrow", fmt.Errorf("read d/tokens.arrow: %w: x", arrowsafe.ErrCorrupt), 2, "read d/tokens.arrow"},
+		{"spec changed", fmt.Errorf("%w: runs/x", experiments.ErrSpecChanged), 2, "runs/x"},
+		{"interrupted in training", fmt.Errorf("run x: stage train: %w", &train.InterruptedError{Step: 7, Total: 20, Err: context.Canceled}), 130,
+			"interrupted at step 7 of 20 (saved); the same command resumes"},
+		{"interrupted elsewhere", fmt.Errorf("extract: %w", context.Canceled), 130, "interrupted; the same command resumes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, code := failure(tc.err)
+			if code != tc.code || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("failure = %q, %d; want one line containing %q, %d", msg, code, tc.want, tc.code)
+			}
+		})
+	}
+}
+
+// TestExitCodes runs the binary on bad input of every kind the contract
+// names: each ends with one memo: line and exit code 2, and writes no run.
+func TestExitCodes(t *testing.T) {
+	exe := buildMemo(t)
+	spec := func(sources, extra string) string {
+		return "name = \"x\"\n[data]\nsources = [" + sources + "]\ntokenizer = \"bpe:300\"\nchunk_tokens = 64\nmin_tokens = 40\n" + extra
+	}
+	files := map[string]string{
+		"fake.parquet":    "this is text\n",
+		"empty.jsonl":     "",
+		"one.jsonl":       "{\"text\": \"hello world, a document long enough to keep\"}\n",
+		"text.arrow":      "not arrow either\n",
+		"emptydir/":       "",
+		"bom.toml":        "\ufeffname = \"bom\"\n[goldfish]\nk = 1\n",
+		"parquet.toml":    spec(`"parquet:fake.parquet"`, ""),
+		"emptytxt.toml":   spec(`"txt:emptydir"`, ""),
+		"emptyjsonl.toml": spec(`"jsonl:empty.jsonl"`, ""),
+		"field.toml":      spec(`"jsonl:one.jsonl#body"`, ""),
+		"targets.toml":    spec(`"opticks"`, "targets = 100000\n"),
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
+		{"unknown flag of run", []string{"run", "--bogus", "parquet.toml"}, "run: flag provided but not defined: -bogus"},
+		{"unknown flag of a subcommand", []string{"data", "build", "--bogus"}, "data build: flag provided but not defined"},
+		{"text file named .parquet", []string{"data", "build", "--out", "out", "parquet.toml"}, "source parquet:fake.parquet"},
+		{"empty txt directory", []string{"data", "build", "--out", "out", "emptytxt.toml"}, "no .txt files under emptydir"},
+		{"empty JSONL", []string{"data", "build", "--out", "out", "emptyjsonl.toml"}, "no usable documents"},
+		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, "no usable documents (1 rejected)"},
+		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
+		{"run: text file named .parquet", []string{"run", "parquet.toml"}, "stage data: source parquet:fake.parquet"},
+		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
+		{"report of a directory without scores", []string{"report", "emptydir"}, "emptydir"},
+		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range files {
+				if strings.HasSuffix(name, "/") {
+					if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				writeTestFile(t, filepath.Join(dir, name), content)
+			}
+			r := execMemo(t, exe, dir, tc.args...)
+			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+			last := lines[len(lines)-1]
+			if r.code != 2 || !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, tc.want) || strings.Count(r.stderr, "memo: ") != 1 {
+				t.Fatalf("exit %d, stderr %q; want 2 and one memo: line containing %q", r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "runs", "x", "data", "report.json")); err == nil {
+				t.Error("a refused run left a built dataset")
+			}
+		})
+	}
+}
+
+// TestInterruptedRun: SIGINT during training saves a checkpoint and ends
+// with exit code 130 and the step and resume hint on one line.
+func TestInterruptedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	path := tinySpec(t, dir)
+	b, _ := os.ReadFile(path)
+	// Long enough to be interrupted mid-training.
+	writeTestFile(t, path, strings.Replace(string(b), "\nsteps = 6\n", "\nsteps = 100000\n", 1))
+	cmd := exec.Command(exe, "run", path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MEMO_CACHE="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckpts := filepath.Join(dir, "runs", "tiny", "metrics.arrow")
+	deadline := time.Now().Add(3 * time.Minute)
+	// Wait for the training stage to be under way.
+	for !strings.Contains(stderr.String(), "stage=train") && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "memo: interrupted at step ") || !strings.HasSuffix(last, "; the same command resumes") {
+		t.Errorf("last line %q, want the step and the resume hint", last)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ckpts), "checkpoints", "latest")); err != nil {
+		t.Errorf("no checkpoint saved on interruption: %v", err)
+	}
+}
