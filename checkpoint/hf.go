@@ -113,15 +113,11 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 		if want := p.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
 		}
-		vals, err := set.Float32(name)
-		if err != nil {
-			return err
-		}
-		if err := copyInto(p.Tensor, vals, info.Shape); err != nil {
+		if err := fill(p.Tensor, info.Shape, func(dst []float32) error { return set.Float32Into(name, dst) }); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", set.FileOf(name), name, err)
 		}
 		loaded[name] = true
-		torchx.Collect() // one tensor's Go and C copies at a time, not the whole model's
+		torchx.Collect() // the read buffers of one tensor at a time, not the whole model's
 	}
 	for _, p := range g.Params() {
 		if !loaded[p.Name] {

@@ -82,30 +82,41 @@ func ReadInto(path string, dst []Named) error {
 		if want := nt.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
 			return fmt.Errorf("%s: tensor %s: shape %v in the file, the model has %v", path, nt.Name, info.Shape, want)
 		}
-		vals, err := f.Float32(nt.Name)
-		if err != nil {
-			return err
-		}
-		if err := copyInto(nt.Tensor, vals, info.Shape); err != nil {
+		name := nt.Name
+		if err := fill(nt.Tensor, info.Shape, func(dst []float32) error { return f.Float32Into(name, dst) }); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", path, nt.Name, err)
 		}
 	}
 	return nil
 }
 
+// fill overwrites dst with the values read writes into the slice it is
+// given: dst's own storage when dst is a contiguous float32 tensor on the
+// CPU (every parameter memo builds there), so a load reads and converts
+// straight into the model with no copy; otherwise a Go slice, then copy_.
+func fill(dst *ts.Tensor, shape []int64, read func([]float32) error) error {
+	n := int(dst.Numel())
+	if n == 0 {
+		return nil
+	}
+	if dst.DType() == gotch.Float && !dst.MustDevice().IsCuda() && dst.MustIsContiguous() {
+		// Writing the storage is what copy_ under no_grad would do: no
+		// graph exists yet.
+		err := read(unsafe.Slice((*float32)(dst.MustDataPtr()), n))
+		runtime.KeepAlive(dst)
+		return err
+	}
+	vals := make([]float32, n)
+	if err := read(vals); err != nil {
+		return err
+	}
+	return copyInto(dst, vals, shape)
+}
+
 // copyInto overwrites dst with vals, laid out as shape.
 func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
 	if len(vals) == 0 {
 		return nil // nothing to copy, and no first element to point libtorch at
-	}
-	// A contiguous float32 tensor on the CPU (every parameter memo builds
-	// there) is filled in place, so a load holds the model plus one tensor's
-	// values in Go, not also a libtorch copy of them. Writing the storage
-	// directly is what copy_ under no_grad would do: no graph exists yet.
-	if dst.DType() == gotch.Float && !dst.MustDevice().IsCuda() && dst.MustIsContiguous() && dst.Numel() == uint(len(vals)) {
-		copy(unsafe.Slice((*float32)(dst.MustDataPtr()), len(vals)), vals)
-		runtime.KeepAlive(dst)
-		return nil
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))
 	src, err := ts.OfDataSize(b, shape, gotch.Float)

@@ -229,51 +229,77 @@ const chunk = 1 << 18
 // BF16 and F16 exactly (every value of either is a float32). Only that
 // tensor's bytes are read, so a load holds one tensor at a time.
 func (f *File) Float32(name string) ([]float32, error) {
+	info, err := f.floatInfo(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, info.Numel())
+	if err := f.Float32Into(name, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// floatInfo is the Info of a tensor Float32 can read.
+func (f *File) floatInfo(name string) (Info, error) {
 	i, ok := f.index[name]
 	if !ok {
-		return nil, fmt.Errorf("%s: no tensor %s", f.path, name)
+		return Info{}, fmt.Errorf("%s: no tensor %s", f.path, name)
 	}
 	info := f.infos[i]
 	if !floatDType(info.DType) {
-		return nil, fmt.Errorf("%s: tensor %s has dtype %s: memo reads F32, BF16 and F16", f.path, name, info.DType)
+		return Info{}, fmt.Errorf("%s: tensor %s has dtype %s: memo reads F32, BF16 and F16", f.path, name, info.DType)
+	}
+	if info.Numel() > math.MaxInt/4 {
+		return Info{}, fmt.Errorf("%s: tensor %s: %d elements do not fit in memory", f.path, name, info.Numel())
+	}
+	return info, nil
+}
+
+// Float32Into is Float32 into dst, which must hold exactly the tensor's
+// elements: a caller can read straight into a model parameter's memory,
+// with no copy and no garbage.
+func (f *File) Float32Into(name string, dst []float32) error {
+	info, err := f.floatInfo(name)
+	if err != nil {
+		return err
 	}
 	n := info.Numel()
-	if n > math.MaxInt/4 {
-		return nil, fmt.Errorf("%s: tensor %s: %d elements do not fit in memory", f.path, name, n)
+	if int64(len(dst)) != n {
+		return fmt.Errorf("%s: tensor %s has %d elements, the destination %d", f.path, name, n, len(dst))
 	}
-	out := make([]float32, n)
 	if n == 0 {
-		return out, nil
+		return nil
 	}
 	off := f.data + info.Begin
 	if info.DType == F32 {
 		// The file's bytes are the slice's bytes on a little-endian host.
-		if err := f.readAt(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*n), off); err != nil {
-			return nil, fmt.Errorf("%s: tensor %s: %w", f.path, name, err)
+		if err := f.readAt(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n), off); err != nil {
+			return fmt.Errorf("%s: tensor %s: %w", f.path, name, err)
 		}
-		return out, nil
+		return nil
 	}
 	buf := make([]byte, 2*min(n, chunk))
 	for start := int64(0); start < n; start += chunk {
 		m := min(chunk, n-start)
 		b := buf[:2*m]
 		if err := f.readAt(b, off+2*start); err != nil {
-			return nil, fmt.Errorf("%s: tensor %s: %w", f.path, name, err)
+			return fmt.Errorf("%s: tensor %s: %w", f.path, name, err)
 		}
 		// On a little-endian host the bytes are the uint16s as they lie.
 		src := unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), m)
-		dst := out[start : start+m]
+		out := dst[start : start+m]
 		if info.DType == BF16 {
 			for j, h := range src {
-				dst[j] = math.Float32frombits(uint32(h) << 16)
+				out[j] = math.Float32frombits(uint32(h) << 16)
 			}
 		} else {
 			for j, h := range src {
-				dst[j] = f16Table[h]
+				out[j] = f16Table[h]
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // readAt fills b from offset off; the file shrinking after Open shows up

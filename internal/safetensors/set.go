@@ -155,6 +155,15 @@ func (s *Set) Float32(name string) ([]float32, error) {
 	return f.Float32(name)
 }
 
+// Float32Into reads tensor name into dst (see File.Float32Into).
+func (s *Set) Float32Into(name string, dst []float32) error {
+	f, ok := s.owner[name]
+	if !ok {
+		return fmt.Errorf("%s: no tensor %s", s.dir, name)
+	}
+	return f.Float32Into(name, dst)
+}
+
 // Close closes every file of the Set.
 func (s *Set) Close() error {
 	var errs []error
