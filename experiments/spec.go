@@ -129,6 +129,10 @@ func (s *Spec) check(doc []byte) error {
 			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, unwrapPath(err))
 		}
 	}
+	if s.Train.Steps > 0 && s.Train.WarmupSteps > s.Train.Steps {
+		// The learning rate would never reach train.lr: a typo, not a plan.
+		return fail("train.warmup_steps", "train.warmup_steps = %d: must be <= train.steps = %d (the warm-up would never reach train.lr)", s.Train.WarmupSteps, s.Train.Steps)
+	}
 	return s.checkStages(fail)
 }
 

@@ -174,6 +174,9 @@ func runDataInspect(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError("data inspect: want one argument, a run directory (got %d)", c.NArg())
 	}
+	if n := c.Int("examples"); n < 0 {
+		return usageError("data inspect: --examples %d: want >= 0", n)
+	}
 	dir := c.Args().First()
 	if filepath.Base(filepath.Clean(dir)) == "data" {
 		if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {

@@ -59,6 +59,7 @@ func TestExitCodes(t *testing.T) {
 		"text.arrow":      "not arrow either\n",
 		"emptydir/":       "",
 		"bom.toml":        "\ufeffname = \"bom\"\n[goldfish]\nk = 1\n",
+		"warmup.toml":     "name = \"w\"\n[train]\nsteps = 10\nwarmup_steps = 50\n",
 		"parquet.toml":    spec(`"parquet:fake.parquet"`, ""),
 		"emptytxt.toml":   spec(`"txt:emptydir"`, ""),
 		"emptyjsonl.toml": spec(`"jsonl:empty.jsonl"`, ""),
@@ -82,6 +83,11 @@ func TestExitCodes(t *testing.T) {
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"report of a directory without scores", []string{"report", "emptydir"}, "emptydir"},
 		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},
+		{"negative threads", []string{"run", "--threads", "-4", "parquet.toml"}, "--threads -4: want >= 0"},
+		{"-j 0 without a sweep", []string{"run", "-j", "0", "parquet.toml"}, "-j 0: want >= 1"},
+		{"negative examples", []string{"data", "inspect", "--examples", "-1", "emptydir"}, "--examples -1: want >= 0"},
+		{"extract --out into a missing tree", []string{"extract", "--out", "no/such/dir/c.arrow", "emptydir"}, "directory no/such/dir does not exist"},
+		{"warm-up longer than the run", []string{"config", "warmup.toml"}, "warmup.toml:4: train.warmup_steps = 50: must be <= train.steps = 10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

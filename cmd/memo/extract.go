@@ -111,6 +111,12 @@ func runDirOfCheckpoint(path string) string {
 }
 
 func extractAction(c *cli.Context) error {
+	if out := c.String("out"); out != "" {
+		// A typo in --out would otherwise grow a directory tree.
+		if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+			return usageError("extract: --out %s: directory %s does not exist", out, filepath.Dir(out))
+		}
+	}
 	if c.IsSet("model") {
 		return extractModel(c)
 	}

@@ -47,6 +47,18 @@ func runFlags() []cli.Flag {
 	}
 }
 
+// checkRunFlags refuses values of the shared flags that mean nothing,
+// whether or not the spec has a sweep that would use them.
+func checkRunFlags(c *cli.Context) error {
+	if t := c.Int("threads"); t < 0 {
+		return usageError("--threads %d: want >= 0 (0: all cores)", t)
+	}
+	if j := c.Int("jobs"); j < 1 {
+		return usageError("-j %d: want >= 1", j)
+	}
+	return nil
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -54,6 +66,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError("run: want one spec FILE, got %d arguments", c.NArg())
+	}
+	if err := checkRunFlags(c); err != nil {
+		return err
 	}
 	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 	if err != nil {

@@ -71,10 +71,10 @@ func init() {
 
 // localSweep runs a sweep's grid on this machine, then reports over it.
 func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
-	jobs := c.Int("jobs")
-	if jobs < 1 {
-		return usageError("-j %d: want >= 1", jobs)
+	if err := checkRunFlags(c); err != nil {
+		return err
 	}
+	jobs := c.Int("jobs")
 	threads := c.Int("threads")
 	if threads <= 0 {
 		threads = max(1, runtime.NumCPU()/jobs)
