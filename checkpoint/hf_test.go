@@ -1,54 +1,19 @@
 package checkpoint
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/memo-research/memo/internal/hfgolden"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
-
-// hfGolden is expected.json of a reference checkpoint in testdata/hf:
-// values computed by a PyTorch implementation of Hugging Face's modeling
-// code on the stored weights.
-type hfGolden struct {
-	IDs                 [][]int32                           `json:"ids"`
-	LogitsLast          [][]float64                         `json:"logits_last"`
-	LogitsPos5          [][]float64                         `json:"logits_pos5"`
-	NLL                 [][]float64                         `json:"nll"`
-	GreedyPrompts       [][]int32                           `json:"greedy_prompts"`
-	GreedyContinuations [][]int32                           `json:"greedy_continuations"`
-	Tolerance           struct{ LogitsAbs, NLLAbs float64 } `json:"-"`
-	RawTolerance        map[string]float64                  `json:"tolerance"`
-}
-
-// HFGoldenDirs are the reference checkpoints every Hugging Face test uses.
-var hfGoldenDirs = []string{"llama-gqa-tied", "llama3-mqa-scaled-bf16", "neox-pythia-style-fp16"}
-
-func readGolden(t *testing.T, dir string) hfGolden {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g hfGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	g.Tolerance.LogitsAbs, g.Tolerance.NLLAbs = g.RawTolerance["logits_abs"], g.RawTolerance["nll_abs"]
-	if g.Tolerance.LogitsAbs == 0 || g.Tolerance.NLLAbs == 0 || len(g.IDs) == 0 {
-		t.Fatalf("%s: expected.json lacks tolerances or ids", dir)
-	}
-	return g
-}
 
 // logitsAt runs the model on ids and returns the logits at position pos of
 // every row (pos < 0 counts from the end).
@@ -85,10 +50,16 @@ func logitsAt(t *testing.T, g *model.GPT, ids [][]int32, pos int) [][]float32 {
 func TestHFGoldens(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, name := range hfGoldenDirs {
+	for _, name := range hfgolden.Names {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("..", "testdata", "hf", name)
-			want := readGolden(t, dir)
+			dir, err := hfgolden.Dir("..", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := hfgolden.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
 			g, _, err := LoadHF(dir, "cpu")
 			if err != nil {
 				t.Fatal(err)
@@ -108,8 +79,8 @@ func TestHFGoldens(t *testing.T) {
 						worst = math.Max(worst, math.Abs(float64(got[r][j])-c.want[r][j]))
 					}
 				}
-				if !(worst <= want.Tolerance.LogitsAbs) {
-					t.Errorf("logits at %s differ by up to %.3g (tolerance %g)", c.what, worst, want.Tolerance.LogitsAbs)
+				if !(worst <= want.LogitsTol()) {
+					t.Errorf("logits at %s differ by up to %.3g (tolerance %g)", c.what, worst, want.LogitsTol())
 				}
 			}
 			nll, err := g.TokenNLL(want.IDs)
@@ -125,8 +96,8 @@ func TestHFGoldens(t *testing.T) {
 					worst = math.Max(worst, math.Abs(float64(nll[r][j])-want.NLL[r][j]))
 				}
 			}
-			if !(worst <= want.Tolerance.NLLAbs) {
-				t.Errorf("NLL differs by up to %.3g (tolerance %g)", worst, want.Tolerance.NLLAbs)
+			if !(worst <= want.NLLTol()) {
+				t.Errorf("NLL differs by up to %.3g (tolerance %g)", worst, want.NLLTol())
 			}
 			n := len(want.GreedyContinuations[0])
 			for _, cache := range []bool{true, false} {

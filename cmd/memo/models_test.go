@@ -8,30 +8,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/internal/hfgolden"
 )
 
-// hfCase is what the CLI tests read of a reference checkpoint's
-// expected.json (see testdata/hf/README.md).
-type hfCase struct {
-	IDs                 [][]int32          `json:"ids"`
-	NLL                 [][]float64        `json:"nll"`
-	GreedyPrompts       [][]int32          `json:"greedy_prompts"`
-	GreedyContinuations [][]int32          `json:"greedy_continuations"`
-	Tolerance           map[string]float64 `json:"tolerance"`
-}
-
-func hfGolden(t *testing.T, name string) (string, hfCase) {
+func hfGolden(t *testing.T, name string) (string, hfgolden.Case) {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "hf", name))
+	dir, err := hfgolden.Dir(filepath.Join("..", ".."), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	c, err := hfgolden.Read(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var c hfCase
-	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatal(err)
 	}
 	return dir, c
@@ -54,7 +42,7 @@ func TestScoreGenerateGoldens(t *testing.T) {
 		t.Skip("builds the memo binary")
 	}
 	exe := buildMemo(t)
-	for _, name := range []string{"llama-gqa-tied", "llama3-mqa-scaled-bf16", "neox-pythia-style-fp16"} {
+	for _, name := range hfgolden.Names {
 		t.Run(name, func(t *testing.T) {
 			dir, want := hfGolden(t, name)
 			work := t.TempDir()
@@ -75,7 +63,7 @@ func TestScoreGenerateGoldens(t *testing.T) {
 					t.Fatalf("row %d: %d values, want %d", i, len(scored.NLL[i]), len(want.NLL[i]))
 				}
 				for j := range want.NLL[i] {
-					if d := math.Abs(scored.NLL[i][j] - want.NLL[i][j]); !(d <= want.Tolerance["nll_abs"]) {
+					if d := math.Abs(scored.NLL[i][j] - want.NLL[i][j]); !(d <= want.NLLTol()) {
 						t.Errorf("row %d token %d: NLL %v, want %v", i, j+1, scored.NLL[i][j], want.NLL[i][j])
 					}
 				}
