@@ -1,11 +1,14 @@
 package plots
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/ipc"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/loss"
@@ -22,7 +25,7 @@ func mutants(f *testing.F, raw []byte) {
 }
 
 // fuzzFile writes raw to a file named name and returns its path.
-func fuzzFile(t *testing.T, name string, raw []byte) string {
+func fuzzFile(t testing.TB, name string, raw []byte) string {
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
@@ -69,12 +72,39 @@ func FuzzReadMetricsArrow(f *testing.F) {
 		f.Fatal(err)
 	}
 	mutants(f, raw)
-	// The stream format: the file's bytes after the 8-byte magic and padding,
-	// which is what readArrow falls back to.
-	mutants(f, raw[8:])
+	// The same rows in the stream format, which readArrow falls back to.
+	stream := streamOf(f, raw)
+	if fr, err := readArrow(fuzzFile(f, "metrics.arrow", stream)); err != nil || fr.n != s.steps {
+		f.Fatalf("the stream seed reads as %v, %v; want %d rows", fr, err, s.steps)
+	}
+	mutants(f, stream)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if _, err := readArrow(fuzzFile(t, "metrics.arrow", raw)); err != nil && !strings.Contains(err.Error(), "metrics.arrow") {
 			t.Fatalf("error does not name the file: %v", err)
 		}
 	})
+}
+
+// streamOf rewrites the IPC file in raw in the IPC stream format.
+func streamOf(f *testing.F, raw []byte) []byte {
+	r, err := ipc.NewFileReader(bytes.NewReader(raw))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(r.Schema()))
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.Record(i)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	return buf.Bytes()
 }

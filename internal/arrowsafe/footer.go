@@ -35,6 +35,7 @@ const (
 	blockSize           = 24 // struct Block { offset: long; metaDataLength: int; bodyLength: long }
 	maxTables           = 1 << 16
 	messageHeader       = 2 // Message.fbs: version, header_type, header, bodyLength, custom_metadata
+	messageBodyLength   = 3
 	messageMetadata     = 4
 )
 
@@ -233,45 +234,81 @@ func checkFooter(src Source, size int64) error {
 	return b.schema(schema)
 }
 
-// CheckStream checks the schema message at the start of an IPC stream in
-// src the way checkFooter checks a file's footer, and rewinds src. Call it
-// (under Guard) before ipc.NewReader.
+// CheckStream walks the messages of an IPC stream in src before the
+// library reads it, and rewinds src: the library allocates each message's
+// metadata by the length in its prefix (up to 2 GiB) and sizes slices by the
+// schema's vectors, so each length must fit in what is left of the stream,
+// and the schema message is checked the way checkFooter checks a file's
+// footer. Call it (under Guard) before ipc.NewReader.
 func CheckStream(src Source) error {
-	defer src.Seek(0, io.SeekStart)
-	head := make([]byte, 8)
-	if _, err := src.ReadAt(head, 0); err != nil {
-		return nil // too short: the library says what is wrong
-	}
-	n, at := int64(binary.LittleEndian.Uint32(head)), int64(4)
-	if n == 0xFFFFFFFF {
-		n, at = int64(binary.LittleEndian.Uint32(head[4:])), 8
-	}
 	size, err := src.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
 	}
-	if n <= 0 || at+n > size {
-		return nil
+	defer src.Seek(0, io.SeekStart)
+	head := make([]byte, 8)
+	for pos, first := int64(0), true; pos+4 <= size; first = false {
+		n := int64(4)
+		if pos+8 <= size {
+			n = 8
+		}
+		if _, err := src.ReadAt(head[:n], pos); err != nil {
+			return err
+		}
+		length, at := int64(binary.LittleEndian.Uint32(head)), pos+4
+		if length == 0xFFFFFFFF { // continuation marker, then the length
+			if n < 8 {
+				return fmt.Errorf("stream cut after byte %d", pos)
+			}
+			length, at = int64(binary.LittleEndian.Uint32(head[4:])), pos+8
+		}
+		if length == 0 {
+			return nil // end of stream
+		}
+		if length > size-at {
+			return fmt.Errorf("message at byte %d of %d bytes, past the end of the %d-byte stream", pos, length, size)
+		}
+		b := &fb{buf: make([]byte, length)}
+		if _, err := src.ReadAt(b.buf, at); err != nil {
+			return err
+		}
+		root, err := b.u32(0)
+		if err != nil {
+			return err
+		}
+		vt, vlen, err := b.table(root)
+		if err != nil {
+			return err
+		}
+		if err := b.keyValues(root, messageMetadata); err != nil {
+			return err
+		}
+		var body int64
+		if slot := 4 + 2*messageBodyLength; slot+2 <= vlen {
+			if off := int(binary.LittleEndian.Uint16(b.buf[vt+slot:])); off != 0 {
+				if root+off+8 > len(b.buf) {
+					return fmt.Errorf("message at byte %d: body length outside its metadata", pos)
+				}
+				body = int64(binary.LittleEndian.Uint64(b.buf[root+off:]))
+			}
+		}
+		if body < 0 || body > size-at-length {
+			return fmt.Errorf("message at byte %d: a body of %d bytes past the end of the %d-byte stream", pos, body, size)
+		}
+		if first {
+			header, err := b.ref(root, messageHeader)
+			if err != nil {
+				return err
+			}
+			if header >= 0 {
+				if err := b.schema(header); err != nil {
+					return err
+				}
+			}
+		}
+		pos = at + length + body
 	}
-	b := &fb{buf: make([]byte, n)}
-	if _, err := src.ReadAt(b.buf, at); err != nil {
-		return err
-	}
-	root, err := b.u32(0)
-	if err != nil {
-		return err
-	}
-	if _, _, err := b.table(root); err != nil {
-		return err
-	}
-	if err := b.keyValues(root, messageMetadata); err != nil {
-		return err
-	}
-	header, err := b.ref(root, messageHeader)
-	if err != nil || header < 0 {
-		return err
-	}
-	return b.schema(header)
+	return nil
 }
 
 // schema checks the Schema table at pos.
