@@ -15,12 +15,11 @@ import (
 // against.
 const fuzzVocab = 50
 
-// sampleArrow writes a small docs.arrow and tokens.arrow (two batches each:
-// batchRows+3 documents) and returns their bytes.
-func sampleArrow(t testing.TB) (docs, tokens []byte) {
+// sampleArrow writes a docs.arrow and tokens.arrow of n documents (two
+// batches from batchRows+1 on) and returns their bytes.
+func sampleArrow(t testing.TB, n int) (docs, tokens []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	n := batchRows + 3
 	splits := []string{SplitTarget, SplitControl, SplitBackground, SplitValidation}
 	err := writeArrow(filepath.Join(dir, "docs.arrow"), docsSchema, n, func(b *array.RecordBuilder, i int) {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
@@ -65,7 +64,9 @@ func flip(b []byte, i int, x byte) []byte {
 // error names the file. testdata/fuzz/FuzzDocsArrow holds the seeds and any
 // input that once failed.
 func FuzzDocsArrow(f *testing.F) {
-	docs, _ := sampleArrow(f)
+	// Few documents: the fuzzer minimizes each new input byte by byte, which
+	// takes minutes on a file of hundreds of documents.
+	docs, _ := sampleArrow(f, 12)
 	f.Add(docs)
 	for _, i := range []int{8, 64, 200, len(docs) / 2, len(docs) - 40, len(docs) - 12} {
 		f.Add(flip(docs, i, 0x40))
@@ -89,7 +90,7 @@ func FuzzDocsArrow(f *testing.F) {
 // FuzzTokensArrow: no tokens.arrow, however corrupt, makes the reader panic
 // or hands out an id outside the vocabulary.
 func FuzzTokensArrow(f *testing.F) {
-	_, tokens := sampleArrow(f)
+	_, tokens := sampleArrow(f, 12)
 	f.Add(tokens)
 	for _, i := range []int{8, 64, 200, len(tokens) / 2, len(tokens) - 40, len(tokens) - 12} {
 		f.Add(flip(tokens, i, 0x40))
@@ -112,7 +113,7 @@ func FuzzTokensArrow(f *testing.F) {
 // TestTokenOutsideVocabulary: a tokens.arrow whose ids are fine for a
 // larger vocabulary is refused with the file, document and id named.
 func TestTokenOutsideVocabulary(t *testing.T) {
-	_, tokens := sampleArrow(t)
+	_, tokens := sampleArrow(t, batchRows+3)
 	err := scanTokens("run/data/tokens.arrow", bytes.NewReader(tokens), 10, func(int64, []int32) error { return nil })
 	if err == nil {
 		t.Fatal("ids up to 49 accepted with a vocabulary of 10")
@@ -127,7 +128,7 @@ func TestTokenOutsideVocabulary(t *testing.T) {
 // TestCorruptArrowIsAnError: flipped bytes in the body of either file give
 // an error naming it, never a panic or a silent success on these offsets.
 func TestCorruptArrowIsAnError(t *testing.T) {
-	docs, tokens := sampleArrow(t)
+	docs, tokens := sampleArrow(t, batchRows+3)
 	// The first string offsets of docs.arrow's first batch sit just after its
 	// metadata; turning a high byte of one on makes it point past the data.
 	bad := 0
