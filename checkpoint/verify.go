@@ -46,15 +46,24 @@ func Verify(dir string) (State, error) {
 func LatestGood(runDir string) (string, State, error) {
 	root := filepath.Join(runDir, DirName)
 	var order []string
+	var refused []error
 	if b, err := os.ReadFile(filepath.Join(root, LatestFile)); err == nil {
-		order = append(order, strings.TrimSpace(string(b)))
+		// latest names a directory beside it; anything else (a path, "..")
+		// would load a checkpoint from outside the run.
+		name := strings.TrimSpace(string(b))
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			err := fmt.Errorf("%s names %q, not a checkpoint directory of %s", filepath.Join(root, LatestFile), name, root)
+			slog.Warn("checkpoint refused; trying an older one", "reason", err)
+			refused = append(refused, err)
+		} else {
+			order = append(order, name)
+		}
 	}
 	dirs := stepDirs(root)
 	for i := len(dirs) - 1; i >= 0; i-- {
 		order = append(order, dirs[i])
 	}
 	seen := map[string]bool{}
-	var refused []error
 	for _, name := range order {
 		if seen[name] || name == "" {
 			continue

@@ -156,7 +156,8 @@ func extractAction(c *cli.Context) error {
 func newestCheckpoint(runDir string) string {
 	root := filepath.Join(runDir, checkpoint.DirName)
 	if b, err := os.ReadFile(filepath.Join(root, checkpoint.LatestFile)); err == nil {
-		if name := strings.TrimSpace(string(b)); name != "" {
+		// As checkpoint.LatestGood: only a directory beside latest counts.
+		if name := strings.TrimSpace(string(b)); name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) {
 			return filepath.Join(root, name)
 		}
 	}
