@@ -41,10 +41,18 @@ FUZZFLAGS ?= -fuzzminimizetime=5s
 FUZZERS = ./data:FuzzDocsArrow ./data:FuzzTokensArrow ./eval:FuzzReadCompletions \
 	./train:FuzzReadMetrics ./plots:FuzzReadScores ./plots:FuzzReadMetricsArrow
 fuzz:
-	@set -e; for f in $(FUZZERS); do \
+	@failed=""; log=$$(mktemp); for f in $(FUZZERS); do \
 		echo "== $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$${f%%:*}"; \
-	done
+		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$${f%%:*}" > $$log 2>&1; rc=$$?; \
+		grep -v '^fuzz: elapsed' $$log; grep '^fuzz: elapsed' $$log | tail -1; \
+		if [ $$rc -ne 0 ]; then \
+			if grep -q "Failing input written" $$log || ! grep -q "context deadline exceeded" $$log; then \
+				failed="$$failed $${f#*:}"; \
+			else \
+				echo "($${f#*:}: the time ran out while an input was being minimized, which Go reports as a failure; no failing input)"; \
+			fi; \
+		fi; \
+	done; rm -f $$log; test -z "$$failed" || { echo "failed:$$failed"; exit 1; }
 
 clean:
 	rm -rf bin .build go.work go.work.sum internal/torchx/flags_generated.go
