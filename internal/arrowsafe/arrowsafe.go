@@ -15,7 +15,9 @@
 package arrowsafe
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -208,6 +210,20 @@ func ReadParquet(path string, src Source, expand int) (arrow.Table, error) {
 			return err
 		}
 		defer pf.Close()
+		// A Parquet writer that stores the Arrow schema (memo's does) puts it
+		// in the metadata as a base64 IPC stream, which pqarrow hands to the
+		// IPC reader: check it as any stream.
+		if v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema"); v != nil {
+			decoded, err := base64.StdEncoding.DecodeString(*v)
+			if len(decoded) == 0 || err != nil {
+				decoded, err = base64.RawStdEncoding.DecodeString(*v)
+			}
+			if err == nil {
+				if err := CheckStream(bytes.NewReader(decoded)); err != nil {
+					return fmt.Errorf("%w: the Arrow schema in the metadata: %v", ErrCorrupt, err)
+				}
+			}
+		}
 		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 		if err != nil {
 			return err
