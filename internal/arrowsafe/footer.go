@@ -83,8 +83,13 @@ func (b *fb) ref(pos, slot int) (int, error) {
 		return 0, err
 	}
 	b.tables-- // table was counted by the caller's visit
-	if 4+2*slot+2 > vlen {
+	// As flatbuffers reads it: a slot is present when its offset in the
+	// vtable is below the vtable's length, even if its two bytes overrun it.
+	if 4+2*slot >= vlen {
 		return -1, nil
+	}
+	if vt+4+2*slot+2 > len(b.buf) {
+		return 0, fmt.Errorf("vtable at %d overruns the footer", vt)
 	}
 	off := int(binary.LittleEndian.Uint16(b.buf[vt+4+2*slot:]))
 	if off == 0 {
@@ -159,7 +164,7 @@ func (b *fb) field(pos, depth int) error {
 			return err
 		}
 		kind := -1
-		if vt, vlen, _ := b.table(pos); 4+2*fieldTypeType+2 <= vlen {
+		if vt, vlen, _ := b.table(pos); 4+2*fieldTypeType < vlen && vt+4+2*fieldTypeType+2 <= len(b.buf) {
 			if off := int(binary.LittleEndian.Uint16(b.buf[vt+4+2*fieldTypeType:])); off != 0 && pos+off < len(b.buf) {
 				kind = int(b.buf[pos+off])
 			}
@@ -284,7 +289,10 @@ func CheckStream(src Source) error {
 			return err
 		}
 		var body int64
-		if slot := 4 + 2*messageBodyLength; slot+2 <= vlen {
+		if slot := 4 + 2*messageBodyLength; slot < vlen {
+			if vt+slot+2 > len(b.buf) {
+				return fmt.Errorf("message at byte %d: vtable overruns its metadata", pos)
+			}
 			if off := int(binary.LittleEndian.Uint16(b.buf[vt+slot:])); off != 0 {
 				if root+off+8 > len(b.buf) {
 					return fmt.Errorf("message at byte %d: body length outside its metadata", pos)
