@@ -117,6 +117,12 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 				s.Data.Tokenizer, n, m.InitFrom, m.Vocab)
 		}
 	}
+	if block := s.Train.Block; block > m.Context {
+		return fail("train.block", "train.block = %d: must be <= model.context = %d (the model has no positions beyond its context)", block, m.Context)
+	}
+	if err := s.checkModelPaths(m, fail); err != nil {
+		return err
+	}
 	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {
 		// The mask is computed per row. Packed rows cut documents at
 		// arbitrary points that move from one repetition to the next: each
@@ -132,6 +138,39 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 			key = "extract.prefix"
 		}
 		return fail(key, "%s", strings.TrimPrefix(err.Error(), "extract: "))
+	}
+	return nil
+}
+
+// checkModelPaths checks the models a spec points at besides its own —
+// train.init_from (weights to start from) and extract.reference (the
+// reference model of the loss-difference attack) — before any work, so that
+// a typo is not found after training: each must exist, be a model memo can
+// read, and share the spec's vocabulary.
+func (s *Spec) checkModelPaths(m model.Config, fail func(key, format string, args ...any) error) error {
+	for _, ref := range []struct{ key, path string }{
+		{"train.init_from", s.Train.InitFrom},
+		{"extract.reference", strings.TrimPrefix(s.Extract.Reference, "hf:")},
+	} {
+		if ref.path == "" {
+			continue
+		}
+		_, c, err := checkpoint.ReadSource(ref.path)
+		if err != nil {
+			return fail(ref.key, "%s = %q: %v", ref.key, ref.path, unwrapPath(err))
+		}
+		if ref.key == "train.init_from" {
+			want := m
+			if s.Model.Vocab == 0 {
+				want.Vocab = c.Vocab // the spec leaves the vocabulary to the tokenizer
+			}
+			if !c.SameNetwork(want) {
+				return fail(ref.key, "%s = %q holds %s, the spec's [model] is %s: the weights do not fit", ref.key, ref.path, c.String(), want.String())
+			}
+		}
+		if n, err := s.tokenizerVocab(); err == nil && n > c.Vocab {
+			return fail(ref.key, "%s = %q has a vocabulary of %d, data.tokenizer = %q %d tokens: they do not share a tokenizer", ref.key, ref.path, c.Vocab, s.Data.Tokenizer, n)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,8 +15,8 @@ import (
 // (3e-3, "tiny", [0, 4], true); a value that is not valid TOML is taken as
 // a string, so --set model.preset=tiny works unquoted. The overridden spec
 // goes through every check a file does, so an unknown key or a bad value
-// is refused by name. Errors name the file "FILE (with --set …)": their
-// line numbers refer to the file as rewritten.
+// is refused by name. Errors name the file "FILE (with --set …)" and the
+// key's line in FILE (none when --set gave the key).
 func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 	if len(sets) == 0 {
 		return Parse(path)
@@ -28,7 +29,19 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
-	return ParseBytes(path+" (with --set "+strings.Join(sets, " ")+")", out)
+	spec, err := ParseBytes(path+" (with --set "+strings.Join(sets, " ")+")", out)
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Key != "" {
+		// Line numbers of the rewritten document mean nothing to the
+		// user: point at the key's line in the file, unless --set gave it.
+		ce.Line = keyLine(doc, ce.Key)
+		for _, s := range sets {
+			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == ce.Key {
+				ce.Line = 0
+			}
+		}
+	}
+	return spec, err
 }
 
 // applyOverrides sets each key=value of sets in the TOML document doc.

@@ -34,3 +34,18 @@ func checkLaunchEnv() error {
 	}
 	return nil
 }
+
+// CheckRanks refuses a spec that cannot be trained on n processes — the
+// batch must split evenly into n ranks × train.grad_accum micro-batches —
+// before any stage runs, rather than when the ranks start training.
+func (s *Spec) CheckRanks(n int) error {
+	if n < 1 {
+		return fmt.Errorf("%d processes: want >= 1", n)
+	}
+	accum := max(1, s.Train.GradAccum)
+	if s.Train.BatchSize%(n*accum) != 0 {
+		return &ConfigError{File: s.file, Key: "train.batch_size",
+			Msg: fmt.Sprintf("train.batch_size = %d: must be a multiple of %d processes × train.grad_accum = %d to train on %d processes", s.Train.BatchSize, n, accum, n)}
+	}
+	return nil
+}

@@ -28,6 +28,9 @@ type Options struct {
 	// Train, when set, replaces the in-process training stage, e.g. with a
 	// launcher that starts one process per rank.
 	Train func(ctx context.Context, spec *Spec, runDir string) error
+	// Ranks is the number of training processes Train will start (memo
+	// run --nproc); 0 means this process's launcher world size.
+	Ranks int
 }
 
 // stageFunc runs one stage; tests replace it to exercise the bookkeeping
@@ -54,6 +57,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		}
 	}
 	if err := checkLaunchEnv(); err != nil {
+		return "", err
+	}
+	if err := spec.CheckRanks(max(opt.Ranks, worldSize())); err != nil {
 		return "", err
 	}
 	dir := RunDir(spec, runsRoot)

@@ -38,6 +38,19 @@ func TestParseErrorsOnSpec(t *testing.T) {
 			[]string{"x.toml:2: goldfish.k = 1: must be 0 (standard loss) or >= 2"}},
 		{"prefix+suffix over context", "[model]\npreset = 'tiny'\n[extract]\nmode = 'fixed'\nprefix = 200\nsuffix = 100\n", 5, "extract.prefix",
 			[]string{"prefix 200 + suffix 100 = 300 tokens exceed the model context 256"}},
+		// Found by memo config rather than minutes into memo run.
+		{"block over context", "[model]\npreset = 'nano'\n[train]\nblock = 4096\n", 4, "train.block",
+			[]string{"x.toml:4: train.block = 4096: must be <= model.context = 256"}},
+		{"missing reference model", "[extract]\nreference = 'no/such/run'\n", 2, "extract.reference",
+			[]string{`x.toml:2: extract.reference = "no/such/run": no/such/run: no complete checkpoint`}},
+		{"missing hf reference model", "[extract]\nreference = 'hf:no/such/dir'\n", 2, "extract.reference",
+			[]string{`x.toml:2: extract.reference = "no/such/dir"`}},
+		{"missing init_from", "[train]\ninit_from = 'no/such/run'\n", 2, "train.init_from",
+			[]string{`x.toml:2: train.init_from = "no/such/run": no/such/run: no complete checkpoint`}},
+		{"init_from of another shape", "[model]\npreset = 'tiny'\n[train]\ninit_from = '../testdata/hf/llama-gqa-tied'\n", 4, "train.init_from",
+			[]string{"the weights do not fit"}},
+		{"txt directory without text", "[data]\nsources = ['txt:internal']\n", 2, "data.sources",
+			[]string{`x.toml:2: data.sources: "txt:internal": no .txt files under internal`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseBytes("x.toml", []byte(tc.doc))
@@ -128,5 +141,31 @@ func TestUnfetchedCorpusIsConfigError(t *testing.T) {
 	}
 	if _, err := ParseBytes("x.toml", doc("sources = ['moby-dick', 'kjv']\ntokenizer = 'gpt2'\n")); err != nil {
 		t.Errorf("fetched corpora: %v", err)
+	}
+}
+
+// TestCheckRanks: a batch that does not split into the ranks is refused
+// before the run starts, naming the key.
+func TestCheckRanks(t *testing.T) {
+	spec, err := ParseBytes("x.toml", []byte("[train]\nbatch_size = 8\ngrad_accum = 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, ""}, {2, ""}, {4, ""},
+		{3, "x.toml: train.batch_size = 8: must be a multiple of 3 processes × train.grad_accum = 2"},
+		{8, "must be a multiple of 8 processes"},
+	} {
+		err := spec.CheckRanks(tc.n)
+		var ce *ConfigError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%d ranks: %v", tc.n, err)
+		case tc.want != "" && (!errors.As(err, &ce) || ce.Key != "train.batch_size" || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%d ranks: %v, want a ConfigError on train.batch_size containing %q", tc.n, err, tc.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ func init() {
 			"types, cross-table rules) and prints it with every default filled in.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "defaults", Usage: "print the default spec with every key documented"},
+			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "check the spec for training on this many processes, as `memo run --nproc` would"},
 			setFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -30,6 +31,9 @@ func init() {
 				spec, perr := loadSpec(c.Args().First(), c.StringSlice("set"))
 				if perr != nil {
 					return perr
+				}
+				if perr := spec.CheckRanks(c.Int("nproc")); perr != nil {
+					return configError(perr)
 				}
 				out, err = spec.Render()
 			default:

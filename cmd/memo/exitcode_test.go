@@ -34,6 +34,8 @@ func TestFailure(t *testing.T) {
 		{"spec changed", fmt.Errorf("%w: runs/x", experiments.ErrSpecChanged), 2, "runs/x"},
 		{"interrupted in training", fmt.Errorf("run x: stage train: %w", &train.InterruptedError{Step: 7, Total: 20, Err: context.Canceled}), 130,
 			"interrupted at step 7 of 20 (saved); the same command resumes"},
+		{"libtorch exception", fmt.Errorf("score: %w", errors.New("Libtorch API Error: index out of range in self\nException raised from operator() at ../aten/src/ATen/native/TensorAdvancedIndexing.cpp:1189\nframe #0: c10::Error::Error\n\ngoroutine 1 [running]:\nruntime/debug.Stack()")), 1,
+			"score: libtorch: index out of range in self"},
 		{"interrupted elsewhere", fmt.Errorf("extract: %w", context.Canceled), 130, "interrupted; the same command resumes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +89,9 @@ func TestExitCodes(t *testing.T) {
 		{"-j 0 without a sweep", []string{"run", "-j", "0", "parquet.toml"}, "-j 0: want >= 1"},
 		{"negative examples", []string{"data", "inspect", "--examples", "-1", "emptydir"}, "--examples -1: want >= 0"},
 		{"extract --out into a missing tree", []string{"extract", "--out", "no/such/dir/c.arrow", "emptydir"}, "directory no/such/dir does not exist"},
+		{"help on an unknown command", []string{"help", "bogus"}, `help: unknown command "bogus"`},
+		{"flags after the spec file are read as flags", []string{"run", "parquet.toml", "--threads", "-4"}, "--threads -4: want >= 0"},
+		{"a batch the ranks cannot split", []string{"config", "warmup.toml", "--nproc", "3", "--set", "train.steps=100"}, "train.batch_size = 16: must be a multiple of 3 processes"},
 		{"warm-up longer than the run", []string{"config", "warmup.toml"}, "warmup.toml:4: train.warmup_steps = 50: must be <= train.steps = 10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

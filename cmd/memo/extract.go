@@ -189,7 +189,7 @@ func extractModel(c *cli.Context) error {
 	if !checkpoint.IsHFDir(target) {
 		dir, err := checkpoint.Resolve(target)
 		if err != nil {
-			return usageError("extract: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", target, oneLine(err))
+			return usageError("extract: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", target, oneLine(err.Error()))
 		}
 		ckpt = dir
 	}

@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -95,7 +98,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "memo: unknown command %q: see `memo --help` for the commands\n", name)
 		os.Exit(exitBadInput)
 	}
-	if err := app.Run(os.Args); err != nil {
+	// libtorch's errors reach gotch's log.Fatal with a C++ backtrace and a
+	// Go stack in the message: print the one line that says what failed.
+	log.SetFlags(0)
+	log.SetOutput(oneLineLog{os.Stderr})
+	defer crashReport()
+	if err := app.Run(hoistFlags(app, os.Args)); err != nil {
 		var exit cli.ExitCoder
 		if errors.As(err, &exit) {
 			if msg := err.Error(); msg != "" {
@@ -130,9 +138,51 @@ func failure(err error) (string, int) {
 	case badinput.Is(err), errors.As(err, &held), errors.As(err, &ce),
 		errors.Is(err, experiments.ErrSpecChanged), errors.Is(err, arrowsafe.ErrCorrupt):
 		// Bad input is one line, however many lines the error has.
-		return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "), exitBadInput
+		return oneLine(err.Error()), exitBadInput
 	}
-	return err.Error(), exitFailure
+	return oneLine(err.Error()), exitFailure
+}
+
+// libtorchError marks the message gotch builds from a libtorch exception.
+const libtorchError = "Libtorch API Error:"
+
+// oneLine is the line of a failure message a user reads: for a libtorch
+// exception, what libtorch said without its C++ backtrace and the Go stack
+// gotch appends; otherwise the message with its lines joined.
+func oneLine(msg string) string {
+	if before, torch, ok := strings.Cut(msg, libtorchError); ok {
+		first, _, _ := strings.Cut(strings.TrimSpace(torch), "\n")
+		return strings.TrimSpace(before) + " libtorch: " + strings.TrimSpace(first)
+	}
+	return strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
+}
+
+// oneLineLog is the standard logger's output: gotch reports libtorch
+// failures with log.Fatal, which exits right after writing.
+type oneLineLog struct{ w io.Writer }
+
+func (l oneLineLog) Write(p []byte) (int, error) {
+	slog.Debug("libtorch failure in full", "message", string(p))
+	_, err := fmt.Fprintln(l.w, "memo: "+strings.TrimSpace(oneLine(string(p))))
+	return len(p), err
+}
+
+// crashReport turns a panic of the main goroutine (a bug in memo or a
+// library) into one line and exit code 1, with the stack trace kept in a
+// file for the bug report rather than on the terminal.
+func crashReport() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	where := "(no stack trace: could not write a file)"
+	if f, err := os.CreateTemp("", "memo-crash-*.txt"); err == nil {
+		fmt.Fprintf(f, "panic: %v\n\n%s", r, debug.Stack())
+		f.Close()
+		where = "stack trace in " + f.Name()
+	}
+	fmt.Fprintf(os.Stderr, "memo: internal error: %s (%s; please report it)\n", oneLine(fmt.Sprint(r)), where)
+	os.Exit(exitFailure)
 }
 
 // usageErrors makes a bad flag of any command (an unknown one, a value

@@ -71,20 +71,10 @@ func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
 	t0 := time.Now()
 	g, dir, err := checkpoint.LoadModel(path, device)
 	if err != nil {
-		return nil, "", usageError("%s: --model %s: %v", cmd, path, oneLine(err))
+		return nil, "", usageError("%s: --model %s: %v", cmd, path, oneLine(err.Error()))
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil
-}
-
-// oneLine keeps the first line of a multi-line error for the one-line
-// contract of bad input.
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " (…)"
-	}
-	return s
 }
 
 // readIDRows reads {"ids": [[...]]} or [[...]] from a file or stdin.
@@ -260,7 +250,7 @@ func exportAction(c *cli.Context) error {
 	src, out := c.Args().Get(0), c.Args().Get(1)
 	dir, err := checkpoint.Resolve(src)
 	if err != nil {
-		return usageError("export: %s: %v", src, oneLine(err))
+		return usageError("export: %s: %v", src, oneLine(err.Error()))
 	}
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
 	if run := checkpoint.RunDir(dir); run != "" {

@@ -93,6 +93,7 @@ func runAction(c *cli.Context) error {
 		threads = runtime.NumCPU()
 	}
 	if n := c.Int("nproc"); n > 1 {
+		opt.Ranks = n
 		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
 			return launchTraining(ctx, n, c.Args().First(), c.StringSlice("set"), c.String("runs"), threads)
 		}

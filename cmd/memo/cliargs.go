@@ -1,0 +1,93 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// hoistFlags moves the flags a user wrote after a command's positional
+// arguments (`memo run exp/x.toml --nproc 2`) in front of them, where
+// urfave/cli looks for flags: it stops at the first positional argument
+// and would report "want one spec FILE, got 3 arguments". A flag's value
+// moves with it; everything after "--" stays positional.
+func hoistFlags(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	i := 1
+	// The app's own flags, then the command path.
+	for i < len(args) && isFlag(args[i]) {
+		i += flagArgs(app.Flags, args[i:])
+	}
+	out = append(out, args[1:i]...)
+	cmds := app.Commands
+	var cmd *cli.Command
+	for i < len(args) && !isFlag(args[i]) {
+		next := findCommand(cmds, args[i])
+		if next == nil {
+			break
+		}
+		cmd, cmds = next, next.Subcommands
+		out = append(out, args[i])
+		i++
+	}
+	if cmd == nil || cmd.SkipFlagParsing {
+		return append(out, args[i:]...)
+	}
+	var flags, positional []string
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--":
+			positional = append(positional, args[i:]...)
+			i = len(args)
+		case isFlag(a):
+			n := flagArgs(cmd.Flags, args[i:])
+			flags = append(flags, args[i:i+n]...)
+			i += n
+		default:
+			positional = append(positional, a)
+			i++
+		}
+	}
+	out = append(out, flags...)
+	return append(out, positional...)
+}
+
+// isFlag reports whether an argument is a flag: a dash and a name ("-" alone
+// means standard input to some commands).
+func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
+
+// flagArgs is the number of arguments the flag at args[0] takes up: 2 for a
+// flag with a separate value (--nproc 2), else 1 (--force, --nproc=2, or an
+// unknown flag, which the command's parser will then refuse).
+func flagArgs(flags []cli.Flag, args []string) int {
+	name := strings.TrimLeft(args[0], "-")
+	if strings.Contains(name, "=") || len(args) < 2 {
+		return 1
+	}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if v, ok := f.(cli.DocGenerationFlag); ok && v.TakesValue() {
+				return 2
+			}
+			return 1
+		}
+	}
+	return 1
+}
+
+// findCommand is the command of cmds named (or aliased) name.
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// TestHoistFlags: flags written after positional arguments move in front of
+// them with their values; the command path, "--" and unknown flags stay.
+func TestHoistFlags(t *testing.T) {
+	app := &cli.App{
+		Flags: []cli.Flag{&cli.StringFlag{Name: "log-level"}},
+		Commands: []*cli.Command{
+			{Name: "run", Flags: []cli.Flag{&cli.IntFlag{Name: "nproc"}, &cli.BoolFlag{Name: "force"}, &cli.StringSliceFlag{Name: "set"}}},
+			{Name: "data", Subcommands: []*cli.Command{{Name: "build", Flags: []cli.Flag{&cli.StringFlag{Name: "out"}}}}},
+		},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"memo run x.toml", "memo run x.toml"},
+		{"memo run --nproc 2 x.toml", "memo run --nproc 2 x.toml"},
+		{"memo run x.toml --nproc 2", "memo run --nproc 2 x.toml"},
+		{"memo run x.toml --force --set a=1 --nproc=3", "memo run --force --set a=1 --nproc=3 x.toml"},
+		{"memo --log-level debug run x.toml --force", "memo --log-level debug run --force x.toml"},
+		{"memo data build x.toml --out d", "memo data build --out d x.toml"},
+		{"memo run x.toml --bogus 1", "memo run --bogus x.toml 1"},
+		{"memo run x.toml -- --nproc", "memo run x.toml -- --nproc"},
+		{"memo nosuch x --nproc 2", "memo nosuch x --nproc 2"},
+		{"memo run x.toml -", "memo run x.toml -"},
+	} {
+		got := hoistFlags(app, strings.Fields(tc.in))
+		if want := strings.Fields(tc.want); !reflect.DeepEqual(got, want) {
+			t.Errorf("hoistFlags(%q) = %q, want %q", tc.in, got, want)
+		}
+	}
+}
