@@ -173,6 +173,13 @@ func (s *Summary) setProvenance(meta map[string]string) error {
 			*dst = json.RawMessage(x)
 		}
 	}
+	if x := meta[provenance.Params]; x != "" {
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("metadata %s = %q: want a positive parameter count", provenance.Params, x)
+		}
+		s.ModelParams = n
+	}
 	if x := meta[provenance.Step]; x != "" {
 		step, err := strconv.Atoi(x)
 		if err != nil {

@@ -51,6 +51,9 @@ type Summary struct {
 	Step        *int            `json:"step,omitempty"`
 	ModelSHA256 string          `json:"model_sha256,omitempty"`
 	Model       json.RawMessage `json:"model,omitempty"`
+	// ModelParams is the attacked model's parameter count as extract
+	// recorded it (0 and left out when it did not).
+	ModelParams int64           `json:"model_params,omitempty"`
 	Extract     json.RawMessage `json:"extract,omitempty"`
 	NDocuments  int             `json:"n_documents"`
 	// Members are the targets (split "target"), Controls the documents of
@@ -61,9 +64,13 @@ type Summary struct {
 	Splits map[string]SplitSummary `json:"splits,omitempty"`
 	// ByRepetitions breaks the members down by how often each was trained on.
 	ByRepetitions []RepetitionSummary `json:"by_repetitions"`
-	MIA           MIASummary          `json:"mia"`
-	Goldfish      GoldfishSummary     `json:"goldfish"`
-	Eval          Config              `json:"eval"`
+	// RepetitionThreshold is, over ByRepetitions, the smallest repetition
+	// count at which half the members are extracted (see threshold.go);
+	// left out with fewer than two repetition counts.
+	RepetitionThreshold *RepetitionThreshold `json:"repetition_threshold,omitempty"`
+	MIA                 MIASummary           `json:"mia"`
+	Goldfish            GoldfishSummary      `json:"goldfish"`
+	Eval                Config               `json:"eval"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the
@@ -81,10 +88,14 @@ type SplitSummary struct {
 	TokenAccuracyCI    [2]Num `json:"token_accuracy_ci"`
 	RougeL             Num    `json:"rougeL"`
 	RougeLCI           [2]Num `json:"rougeL_ci"`
-	Rouge1             Num    `json:"rouge1"`
-	Rouge2             Num    `json:"rouge2"`
-	FirstDivergence    Num    `json:"first_divergence"`
-	Loss               Num    `json:"loss"`
+	// RougeLExtracted is the fraction of documents whose RougeL is at least
+	// ExtractedRougeL, with its Wilson score interval.
+	RougeLExtracted         Num    `json:"rougeL_extracted"`
+	RougeLExtractedWilsonCI [2]Num `json:"rougeL_extracted_wilson_ci"`
+	Rouge1                  Num    `json:"rouge1"`
+	Rouge2                  Num    `json:"rouge2"`
+	FirstDivergence         Num    `json:"first_divergence"`
+	Loss                    Num    `json:"loss"`
 }
 
 // RepetitionSummary is SplitSummary for the members seen a given number of times.
@@ -197,12 +208,9 @@ func summarizeSplit(rows []Score, label string, cfg Config) SplitSummary {
 		return [2]Num{Num(lo), Num(hi)}
 	}
 	s.ExactMatch, s.ExactMatchCI = Num(Mean(em)), ci(em, "exact_match")
-	hits := 0
-	for _, e := range em {
-		hits += int(e)
-	}
-	wlo, whi := WilsonCI(hits, len(em))
-	s.ExactMatchWilsonCI = [2]Num{Num(wlo), Num(whi)}
+	s.ExactMatchWilsonCI = wilson(hits(em, 1), len(em))
+	rlHits := hits(rl, ExtractedRougeL)
+	s.RougeLExtracted, s.RougeLExtractedWilsonCI = rate(rlHits, len(rl)), wilson(rlHits, len(rl))
 	s.TokenAccuracy, s.TokenAccuracyCI = Num(Mean(acc)), ci(acc, "token_accuracy")
 	s.RougeL, s.RougeLCI = Num(Mean(rl)), ci(rl, "rougeL")
 	s.Rouge1, s.Rouge2 = Num(Mean(r1)), Num(Mean(r2))
@@ -284,6 +292,7 @@ func Summarize(rows []Score, cfg Config, goldfish loss.Config) *Summary {
 		s.ByRepetitions = append(s.ByRepetitions, RepetitionSummary{
 			Repetitions: r, SplitSummary: summarizeSplit(byReps[r], fmt.Sprintf("members/%d", r), cfg)})
 	}
+	s.RepetitionThreshold = repetitionThreshold(s.ByRepetitions)
 	return s
 }
 

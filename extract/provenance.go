@@ -47,7 +47,7 @@ func provenanceOf(ckpt string, mc model.Config) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 	}
-	meta := map[string]string{provenance.Checkpoint: abs, provenance.Model: string(mj)}
+	meta := map[string]string{provenance.Checkpoint: abs, provenance.Model: string(mj), provenance.Params: fmt.Sprint(mc.Params())}
 	if raw, err := os.ReadFile(filepath.Join(ckpt, checkpoint.StateFile)); err == nil {
 		var st checkpoint.State
 		if err := json.Unmarshal(raw, &st); err != nil {

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -241,5 +242,54 @@ func TestAUCLegend(t *testing.T) {
 	st.AUCCI = [2]eval.Num{eval.Num(math.NaN()), eval.Num(math.NaN())}
 	if got, want := aucLegend("loss", st), "loss (AUC 0.93)"; got != want {
 		t.Errorf("without an interval: %q, want %q", got, want)
+	}
+}
+
+// The scale study: per size and loss, the repetition threshold eval
+// computed, as a table and a figure against parameter count.
+func TestReportThresholdVsParams(t *testing.T) {
+	dir := outDir(t, "threshold")
+	var pts []synthPoint
+	params := map[string]int64{"nano": 150_000, "tiny": 560_000, "small": 3_700_000}
+	for i, preset := range []string{"nano", "tiny", "small"} {
+		for _, k := range []int{0, 4} {
+			thresh := 16 >> i // standard: from 16, 8, 4 repetitions on
+			if k == 4 {
+				thresh = 1 << 30 // goldfish: never
+			}
+			name := fmt.Sprintf("k=%d_preset=%s", k, preset)
+			writeSynthRun(t, filepath.Join(dir, name), synthRun{name: name, k: k, preset: preset, targets: 40, reps: []int{1, 2, 4, 8, 16},
+				exactReps: func(r int) bool { return r >= thresh }, rouge: 0.1, steps: 50, params: params[preset]}, uint64(10*i+k))
+			pts = append(pts, synthPoint{name, name, map[string]any{"goldfish.k": k, "model.preset": preset}})
+		}
+	}
+	writeSweepIndex(t, dir, "catastrophic", []string{"goldfish.k", "model.preset"}, pts)
+	if err := Report(dir, DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	checkFigures(t, filepath.Join(dir, "report", "figures"), []string{"threshold-vs-params"})
+	// 8 targets per count, all or none extracted: 0/8 has Wilson upper
+	// bound 0.324, 8/8 lower bound 0.676, so the threshold and both ends
+	// of its interval are the first count memorized; goldfish never
+	// reaches half, so its cells are empty (above max_repetitions 16).
+	want := [][]string{
+		{"model", "params", "loss", "goldfish_k", "max_repetitions", "exact_threshold", "exact_ci_low", "exact_ci_high", "rougeL_threshold", "rougeL_ci_low", "rougeL_ci_high"},
+		{"nano", "150000", "standard", "0", "16", "16", "16", "16", "16", "16", "16"},
+		{"nano", "150000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+		{"tiny", "560000", "standard", "0", "16", "8", "8", "8", "8", "8", "8"},
+		{"tiny", "560000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+		{"small", "3700000", "standard", "0", "16", "4", "4", "4", "4", "4", "4"},
+		{"small", "3700000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+	}
+	got := readCSV(t, filepath.Join(dir, "report", "threshold.csv"))
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("threshold.csv:\n got %q\nwant %q", got, want)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report", "threshold.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| small | 3700000 | goldfish k=4, h=13 | > 16 [> 16, > 16] | > 16 [> 16, > 16] |") {
+		t.Errorf("threshold.md lacks the small goldfish row:\n%s", md)
 	}
 }

@@ -46,6 +46,9 @@ func Report(dir string, cfg Config) error {
 	if _, err := writeRepsTables(out, runs); err != nil {
 		return err
 	}
+	if _, err := writeThresholdTables(out, runs); err != nil {
+		return err
+	}
 	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
 	return err
 }
@@ -80,6 +83,10 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	}
 	p, err = repsCurves(cfg, runs, "rougeL")
 	if err := emit("rougel-vs-repetitions", p, err); err != nil {
+		return written, err
+	}
+	p, err = thresholdVsParams(cfg, runs)
+	if err := emit("threshold-vs-params", p, err); err != nil {
 		return written, err
 	}
 	p, _, err = lossCurves(cfg, runs)

@@ -30,6 +30,7 @@ type synthRun struct {
 	reps      []int          // repetition count per target, cycled
 	exactReps func(int) bool // overrides exact: memorized at this repetition count
 	steps     int
+	params    int64 // the model's parameter count, as extract records it
 	// unattacked marks the last controls as skipped by the attack.
 	unattacked int
 }
@@ -79,6 +80,7 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 		})
 	}
 	sum := eval.Summarize(rows, eval.DefaultConfig(), loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13})
+	sum.ModelParams = s.params
 	if err := eval.WriteResults(rows, sum, filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json")); err != nil {
 		t.Fatal(err)
 	}

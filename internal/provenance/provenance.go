@@ -21,6 +21,9 @@ const (
 	ModelSHA256 = "memo.model_sha256"
 	// Model is the model's resolved config (model.Config) as JSON.
 	Model = "memo.model"
+	// Params is the model's parameter count (model.Config.Params, decimal),
+	// so that pure-Go readers (eval, plots) never recompute it.
+	Params = "memo.params"
 	// Goldfish is the loss the checkpoint was trained with (a Goldfish
 	// record as JSON), from the [goldfish] table of its run's config.toml.
 	// Absent for a checkpoint outside a run directory: unknown, not "none".

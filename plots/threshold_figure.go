@@ -1,0 +1,118 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/eval"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// thresholdVsParams plots each run's repetition threshold (eval's) against
+// its parameter count: colour is the loss (standard, goldfish), solid
+// circles exact match and dashed squares RougeL >= 0.5, bars the threshold's
+// interval. A threshold above the largest count tested is drawn at twice
+// that count, on a row labelled "> max". nil without two model sizes.
+func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
+	rows := thresholdRows(runs)
+	sizes, maxReps, minReps := map[int64]bool{}, 0, math.MaxInt
+	for _, w := range rows {
+		if w.params > 0 {
+			sizes[w.params] = true
+		}
+		maxReps = max(maxReps, w.t.MaxRepetitions)
+	}
+	if len(sizes) < 2 {
+		return nil, nil
+	}
+	for _, r := range runs {
+		for _, b := range r.Summary.ByRepetitions {
+			if b.N > 0 && b.Repetitions > 0 {
+				minReps = min(minReps, b.Repetitions)
+			}
+		}
+	}
+	above := 2 * float64(maxReps)
+	y := func(v *int) float64 {
+		if v == nil {
+			return above
+		}
+		return float64(*v)
+	}
+	var losses []string
+	seen := map[string]bool{}
+	for _, w := range rows {
+		if !seen[w.loss] {
+			seen[w.loss] = true
+			losses = append(losses, w.loss)
+		}
+	}
+	p := newPlot(cfg, "Repetitions until half the targets are extracted", "parameters", "repetitions")
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for r := minReps; r <= maxReps; r *= 2 {
+		ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprint(r)})
+	}
+	ticks = append(ticks, plot.Tick{Value: above, Label: fmt.Sprintf("> %d", maxReps)})
+	p.Y.Tick.Marker = ticks
+	// One tick per model size, named by its preset.
+	var xt plot.ConstantTicks
+	named := map[int64]bool{}
+	minP, maxP := int64(math.MaxInt64), int64(0)
+	for _, w := range rows {
+		if w.params > 0 && !named[w.params] {
+			named[w.params] = true
+			minP, maxP = min(minP, w.params), max(maxP, w.params)
+			xt = append(xt, plot.Tick{Value: float64(w.params), Label: fmt.Sprintf("%s\n%.3gM", w.model, float64(w.params)/1e6)})
+		}
+	}
+	p.X.Tick.Marker = xt
+	p.X.Min, p.X.Max = float64(minP)/1.6, float64(maxP)*1.6
+	measures := []struct {
+		name  string
+		get   func(*eval.RepetitionThreshold) eval.Threshold
+		shape draw.GlyphDrawer
+		dash  []vg.Length
+		nudge float64
+	}{
+		{"exact match", func(t *eval.RepetitionThreshold) eval.Threshold { return t.ExactMatch }, draw.CircleGlyph{}, nil, -1},
+		{"RougeL ≥ 0.5", func(t *eval.RepetitionThreshold) eval.Threshold { return t.RougeL }, draw.SquareGlyph{}, dashes[1], 1},
+	}
+	for li, l := range losses {
+		for _, m := range measures {
+			pts := &errPoints{}
+			for _, w := range rows {
+				if w.loss != l || w.params <= 0 {
+					continue
+				}
+				t := m.get(w.t)
+				// Nudge the four series apart so equal values stay visible.
+				x := float64(w.params) * math.Pow(2, 0.06*(m.nudge+2*float64(li)-float64(len(losses)-1)))
+				pts.add(x, y(t.Repetitions), y(t.CI[0]), y(t.CI[1]))
+			}
+			if pts.Len() == 0 {
+				continue
+			}
+			ln, sc, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return nil, err
+			}
+			eb, err := plotter.NewYErrorBars(pts)
+			if err != nil {
+				return nil, err
+			}
+			c := colorAt(li)
+			ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), m.dash
+			sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: m.shape}
+			eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
+			p.Add(ln, eb, sc)
+			p.Legend.Add(l+", "+m.name, ln, sc)
+		}
+	}
+	p.Y.Min, p.Y.Max = float64(minReps)/1.5, above*float64(2+len(losses))
+	p.Add(hgrid())
+	return p, nil
+}
