@@ -266,6 +266,7 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 		provenance.ModelSHA256: "abc123",
 		provenance.Model:       `{"preset":"nano","vocab":300}`,
 		provenance.Extract:     `{"mode":"fixed","suffix":16}`,
+		provenance.Params:      "123456",
 	}
 	for _, tc := range []struct {
 		name    string
@@ -279,6 +280,7 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 		{"bare checkpoint", map[string]string{provenance.Checkpoint: "/ckpt"}, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
 		{"corrupt", map[string]string{provenance.Goldfish: "{k:"}, GoldfishSummary{}, -1, "memo.goldfish"},
 		{"bad step", map[string]string{provenance.Step: "x"}, GoldfishSummary{}, -1, "memo.step"},
+		{"bad params", map[string]string{provenance.Params: "-3"}, GoldfishSummary{}, -1, "memo.params"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -303,7 +305,7 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 				}
 				return
 			}
-			if sum.Step == nil || *sum.Step != tc.step || sum.Run != "/runs/k3" || sum.ModelSHA256 != "abc123" ||
+			if sum.Step == nil || *sum.Step != tc.step || sum.Run != "/runs/k3" || sum.ModelSHA256 != "abc123" || sum.ModelParams != 123456 ||
 				string(sum.Model) != recorded[provenance.Model] || string(sum.Extract) != recorded[provenance.Extract] {
 				t.Errorf("provenance: step %v run %q sha %q model %s extract %s", sum.Step, sum.Run, sum.ModelSHA256, sum.Model, sum.Extract)
 			}

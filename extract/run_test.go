@@ -86,8 +86,8 @@ func TestRunOnATrainedRun(t *testing.T) {
 	if sum.Goldfish != wantGF {
 		t.Errorf("summary goldfish %+v, want the run's %+v", sum.Goldfish, wantGF)
 	}
-	if sum.Step == nil || *sum.Step != 10 || len(sum.ModelSHA256) != 64 || !strings.Contains(string(sum.Model), `"preset":"nano"`) || sum.Run == "" {
-		t.Errorf("summary model identity: step %v sha256 %q model %s run %q", sum.Step, sum.ModelSHA256, sum.Model, sum.Run)
+	if sum.Step == nil || *sum.Step != 10 || len(sum.ModelSHA256) != 64 || !strings.Contains(string(sum.Model), `"preset":"nano"`) || sum.Run == "" || sum.ModelParams <= 0 {
+		t.Errorf("summary model identity: step %v sha256 %q model %s run %q params %d", sum.Step, sum.ModelSHA256, sum.Model, sum.Run, sum.ModelParams)
 	}
 
 	bad := cfg
