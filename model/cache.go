@@ -21,6 +21,9 @@ type Cache struct {
 	k, v   []*ts.Tensor // per layer [B,KVHeads,maxLen,hd]
 	// fused are the llama layers' concatenated weights (see fusedLayer).
 	fused []fusedWeights
+	// approx, when not nil, quantizes what enters the cache and replaces
+	// attention on decode steps (Approx).
+	approx *approxState
 }
 
 // fusedWeights are one llama layer's weights concatenated for one product
@@ -112,6 +115,9 @@ func (kc *Cache) Reorder(rows []int) error {
 		}
 	})
 	kc.starts = starts
+	if kc.approx != nil {
+		kc.approx.reorder(rows)
+	}
 	return nil
 }
 
@@ -129,6 +135,9 @@ func (kc *Cache) Drop() {
 		}
 	}
 	kc.k, kc.v, kc.fused = nil, nil, nil
+	if kc.approx != nil {
+		kc.approx.drop()
+	}
 }
 
 // append stores this call's keys and values [B,H,t,hd] of layer l after the
@@ -136,6 +145,7 @@ func (kc *Cache) Drop() {
 // ownership of k and v.
 func (kc *Cache) append(l int, k, v *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
 	t := k.MustSize()[2]
+	k, v = kc.quantizeKV(k), kc.quantizeKV(v)
 	kn := kc.k[l].MustNarrow(2, int64(kc.n), t, false)
 	vn := kc.v[l].MustNarrow(2, int64(kc.n), t, false)
 	kn.Copy_(k)
@@ -179,6 +189,10 @@ func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
 		}
 	}
 	var logits *ts.Tensor
+	if cache.approx != nil {
+		cache.approx.beginStep(cache.n > 0)
+		defer cache.approx.endStep(cache.n > 0)
+	}
 	torchx.NoGrad(func() {
 		pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
 		if err != nil {

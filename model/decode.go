@@ -23,6 +23,9 @@ type Stepper struct {
 	starts   []int
 	maxLen   int
 	fed      int // positions of seqs already in the cache
+	// approx and its state, when enabled (NewApproxStepper).
+	approx Approx
+	st     *approxState
 }
 
 // NewStepper decodes with g. With useCache each new token goes through the
@@ -83,6 +86,10 @@ func (s *Stepper) newCache() error {
 	if err := c.SetStarts(s.starts); err != nil {
 		c.Drop()
 		return err
+	}
+	if s.approx.Enabled() {
+		s.st = newApproxState(s.approx, s.g, len(s.seqs))
+		c.approx = s.st
 	}
 	s.cache, s.fed = c, 0
 	return nil

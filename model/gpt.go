@@ -366,7 +366,7 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 	if kvh < h { // each key/value head serves h/kvh query heads in a row
 		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
 	}
-	att := s.keep(attention(q, k, v, mask, 1/math.Sqrt(float64(hd)))) // [B,H,T,hd]
+	att := s.keep(attentionOf(li, q, k, v, mask, 1/math.Sqrt(float64(hd)), cache)) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
 	return linear(merged, blk.out, blk.outBias) // [B,T,d]
 }

@@ -1,0 +1,300 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+func randTensor(t *testing.T, seed uint64, scale float64, dims ...int64) *ts.Tensor {
+	t.Helper()
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(rng.NormFloat64() * scale)
+	}
+	x, err := tensorOf(vals, dims, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// floats copies a float tensor's values.
+func floats(x *ts.Tensor) []float32 {
+	return rowsOf(x.MustReshape([]int64{1, -1}, false), 1)[0]
+}
+
+// Hand-worked: one group of 16 values 0, 1, …, 15 with the third 2.5.
+// s = 1, so 2.5 rounds (half to even) to 2 in 4 bits; the residual
+// 0.5 + s/2 = 1 is 15 lower steps of 1/15, so 8 bits give back
+// 2 − 0.5 + 15/15 = 2.5. 7 is exact in 4 bits, but its residual 0 + 1/2
+// is 7.5 lower steps: 8 bits give 7 ± 1/30, the bound R/450 itself.
+func TestQuantizeHandWorked(t *testing.T) {
+	vals := make([]float32, 16)
+	for i := range vals {
+		vals[i] = float32(i)
+	}
+	vals[2] = 2.5
+	x, _ := tensorOf(vals, []int64{1, 16}, gotch.CPU)
+	q4 := floats(quantize(x, 4))
+	q8 := floats(quantize(x, 8))
+	if q4[2] != 2 || q4[15] != 15 || q4[0] != 0 {
+		t.Errorf("4-bit: got %v", q4)
+	}
+	if math.Abs(float64(q8[2])-2.5) > 1e-6 || math.Abs(math.Abs(float64(q8[7])-7)-1.0/30) > 1e-6 {
+		t.Errorf("8-bit: got %v", q8)
+	}
+	// A constant group comes back exact.
+	c, _ := tensorOf([]float32{3, 3, 3, 3}, []int64{1, 4}, gotch.CPU)
+	for _, bits := range []int{4, 8} {
+		if got := floats(quantize(c, bits)); got[0] != 3 || got[3] != 3 {
+			t.Errorf("%d bits of a constant group: %v", bits, got)
+		}
+	}
+}
+
+// |x − x₈| <= R/450 and |x − x₄| <= R/30 per group of 32 (quantize's doc).
+func TestQuantizeErrorBound(t *testing.T) {
+	x := randTensor(t, 7, 1, 4, 3, 64)
+	xs := floats(x)
+	for _, c := range []struct {
+		bits int
+		div  float64
+	}{{8, 450}, {4, 30}} {
+		q := floats(quantize(x, c.bits))
+		worst := 0.0
+		for g := 0; g < len(xs)/32; g++ {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, v := range xs[g*32 : g*32+32] {
+				lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+			}
+			bound := (hi-lo)/c.div + 1e-6*(hi-lo+1)
+			for i := g * 32; i < g*32+32; i++ {
+				e := math.Abs(float64(xs[i] - q[i]))
+				worst = math.Max(worst, e/((hi-lo)/c.div))
+				if e > bound {
+					t.Fatalf("%d bits: element %d error %g exceeds R/%g = %g", c.bits, i, e, c.div, bound)
+				}
+			}
+		}
+		// The bound is tight: some element comes near it.
+		if worst < 0.5 {
+			t.Errorf("%d bits: worst error only %.2f of the bound; the quantizer is not what the doc says", c.bits, worst)
+		}
+	}
+}
+
+// An 8-bit cache changes one attention output by at most
+//
+//	(e^{2δ} − 1)·max|v'| + ε_v,  δ = scale·‖q‖₁·ε_k,
+//
+// where ε_k, ε_v are the keys' and values' largest quantization errors
+// (<= R/450 per group): every score moves by at most δ, so every
+// probability by a factor within e^{±2δ} and ‖p' − p‖₁ <= e^{2δ} − 1;
+// o' − o = Σ(p'_j − p_j)v'_j + Σ p_j(v'_j − v_j).
+func TestKV8AttentionBound(t *testing.T) {
+	const hd, s = 32, 40
+	q := randTensor(t, 1, 1, 1, 1, 1, hd)
+	k := randTensor(t, 2, 1, 1, 1, s, hd)
+	v := randTensor(t, 3, 1, 1, 1, s, hd)
+	mask := ts.MustZeros([]int64{1, 1, 1, s}, gotch.Float, gotch.CPU)
+	scale := 1 / math.Sqrt(hd)
+	k8, v8 := quantize(k, 8), quantize(v, 8)
+	exact := floats(attention(q, k, v, mask, scale))
+	approx := floats(attention(q, k8, v8, mask, scale))
+	maxErr := func(a, b []float32) (m float64) {
+		for i := range a {
+			m = math.Max(m, math.Abs(float64(a[i]-b[i])))
+		}
+		return m
+	}
+	var q1, vmax float64
+	for _, x := range floats(q) {
+		q1 += math.Abs(float64(x))
+	}
+	for _, x := range floats(v8) {
+		vmax = math.Max(vmax, math.Abs(float64(x)))
+	}
+	epsK, epsV := maxErr(floats(k), floats(k8)), maxErr(floats(v), floats(v8))
+	delta := scale * q1 * epsK
+	bound := (math.Exp(2*delta)-1)*vmax + epsV
+	got := maxErr(exact, approx)
+	if got > bound {
+		t.Fatalf("8-bit cache moved the attention output by %g, bound %g", got, bound)
+	}
+	if got == 0 {
+		t.Fatal("8-bit cache changed nothing: the quantizer is not applied")
+	}
+	t.Logf("attention output error %.2e, bound %.2e (ε_k %.1e, ε_v %.1e)", got, bound, epsK, epsV)
+}
+
+func TestPowerLawFit(t *testing.T) {
+	// q = 2·step^−1 at steps 1..4: the fit at step 8 is 0.25.
+	var ys []float64
+	for s := 1; s <= 4; s++ {
+		ys = append(ys, math.Log(2/float64(s)))
+	}
+	if got := math.Exp(powerLaw(ys, math.Log(8))); math.Abs(got-0.25) > 1e-12 {
+		t.Errorf("power law at step 8 = %v, want 0.25", got)
+	}
+}
+
+func TestLokiCount(t *testing.T) {
+	for _, c := range []struct {
+		topk float64
+		n    int
+		want int
+	}{{0.25, 10, 3}, {1, 10, 10}, {0.01, 10, 1}, {4, 10, 4}, {40, 10, 10}} {
+		if got := lokiCount(c.topk, c.n); got != c.want {
+			t.Errorf("lokiCount(%v, %d) = %d, want %d", c.topk, c.n, got, c.want)
+		}
+	}
+}
+
+// decodeLogits greedily decodes n tokens of the prompts and returns the
+// logits of every step, row after row.
+func decodeLogits(t *testing.T, s *Stepper, prompts [][]int32, n int) [][]float32 {
+	t.Helper()
+	defer s.Close()
+	logits, err := s.Start(prompts, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all [][]float32
+	for step := 0; ; step++ {
+		all = append(all, logits...)
+		if step == n-1 {
+			return all
+		}
+		next := make([]int32, len(logits))
+		for i, l := range logits {
+			next[i] = Argmax(l)
+		}
+		if logits, err = s.Next(next); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func approxPrompts() [][]int32 {
+	return [][]int32{{5, 9, 2, 33, 7, 1, 8}, {3, 4, 60, 2}, {11, 12, 13, 14, 15, 16, 17, 18, 19}}
+}
+
+// Loki at full rank attending every token, and Sift with a −Inf
+// threshold, decode exactly: the same logits bit for bit.
+func TestSparseAttentionAtFullBudgetIsExact(t *testing.T) {
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	prompts := approxPrompts()
+	exact := decodeLogits(t, NewStepper(g, true), prompts, 6)
+	basis, err := CalibrateLoki(g, [][]int32{{1, 2, 3, 4, 5, 6, 7, 8}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ninf := math.Inf(-1)
+	for name, a := range map[string]Approx{
+		"loki": {Attention: AttnLoki, Loki: basis, LokiRank: g.cfg.HeadDim, LokiTopK: 1},
+		"sift": {Attention: AttnSift, SiftQuantile: 0.5, SiftThreshold: &ninf},
+	} {
+		s, err := NewApproxStepper(g, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decodeLogits(t, s, prompts, 6)
+		for i := range exact {
+			for j := range exact[i] {
+				if got[i][j] != exact[i][j] {
+					t.Fatalf("%s: logits row %d [%d] = %v, exact %v", name, i, j, got[i][j], exact[i][j])
+				}
+			}
+		}
+		for r, st := range s.ApproxStats() {
+			if st.Steps != 5 || math.Abs(st.MassKept-1) > 1e-6 {
+				t.Errorf("%s row %d: stats %+v, want 5 steps keeping all mass", name, r, st)
+			}
+		}
+	}
+	// A small budget changes the logits and keeps less mass.
+	s, err := NewApproxStepper(g, Approx{Attention: AttnLoki, Loki: basis, LokiRank: 2, LokiTopK: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeLogits(t, s, prompts, 6)
+	for r, st := range s.ApproxStats() {
+		if !(st.MassKept < 1) {
+			t.Errorf("loki rank 2 top-2 row %d kept mass %v, want < 1", r, st.MassKept)
+		}
+	}
+	// Sift at the median: exact for 2 warm-up steps, then about half the
+	// tokens dropped, and less read than exact attention reads.
+	s, err = NewApproxStepper(g, Approx{Attention: AttnSift, SiftQuantile: 0.5, SiftWarmup: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeLogits(t, s, prompts, 6)
+	for r, st := range s.ApproxStats() {
+		if !(st.MassKept < 1 && st.MassKept > 0.3) {
+			t.Errorf("sift tau 0.5 row %d kept mass %v, want in (0.3, 1)", r, st.MassKept)
+		}
+	}
+}
+
+// The basis is orthonormal and explains all the keys at full rank.
+func TestLokiBasisOrthonormal(t *testing.T) {
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	b, err := CalibrateLoki(g, [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.HeadDim
+	m := b.Vectors[1][2]
+	for a := 0; a < n; a++ {
+		for c := 0; c < n; c++ {
+			var dot float64
+			for i := 0; i < n; i++ {
+				dot += float64(m[i*n+a]) * float64(m[i*n+c])
+			}
+			want := 0.0
+			if a == c {
+				want = 1
+			}
+			if math.Abs(dot-want) > 1e-5 {
+				t.Fatalf("columns %d·%d = %v, want %v", a, c, dot, want)
+			}
+		}
+	}
+	e := b.Explained[1][2]
+	if math.Abs(e[n-1]-1) > 1e-9 || e[0] < 1/float64(n) {
+		t.Errorf("explained %v: want rising to 1, the first direction at least 1/%d", e, n)
+	}
+}
+
+// Exact-attention KV bytes per token, by hand: nano has 2 layers, 4 KV
+// heads of 16 dims; a row whose every step attends 8, 9, … tokens reads
+// 2·4·2·16·4 = 1024 bytes per cached token in fp32, and with 8 bits 1
+// byte per element plus 4 per group of 16: 2·4·2·(16+4) = 320.
+func TestKVBytesHandWorked(t *testing.T) {
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	for _, c := range []struct {
+		bits   int
+		perTok float64
+	}{{8, 320}, {4, 2 * 4 * 2 * (8 + 4)}} {
+		s, err := NewApproxStepper(g, Approx{KVBits: c.bits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One prompt of 7 tokens, 3 steps: 8, 9, 10 tokens attended.
+		decodeLogits(t, s, [][]int32{{1, 2, 3, 4, 5, 6, 7}}, 4)
+		st := s.ApproxStats()[0]
+		if want := 9 * c.perTok; st.Steps != 3 || math.Abs(st.KVBytes-want) > 1e-9 {
+			t.Errorf("%d bits: %+v, want 3 steps of %v bytes on average", c.bits, st, want)
+		}
+	}
+}
