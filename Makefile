@@ -31,7 +31,7 @@ bench:
 soak:
 	MEMO_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 30m ./train/
 
-# fuzz runs each fuzzer of the file readers for FUZZTIME (their seed corpora
+# fuzz runs each fuzzer of the file readers (and of the spec and tokenizer.json parsers) for FUZZTIME (their seed corpora
 # and any input that once failed, in testdata/fuzz, also run in `make test`).
 # A failing input is written to the package's testdata/fuzz/<Fuzzer>/.
 FUZZTIME ?= 1m
@@ -39,7 +39,8 @@ FUZZTIME ?= 1m
 # keeps the time for fuzzing.
 FUZZFLAGS ?= -fuzzminimizetime=5s
 FUZZERS = ./data:FuzzDocsArrow ./data:FuzzTokensArrow ./eval:FuzzReadCompletions \
-	./train:FuzzReadMetrics ./plots:FuzzReadScores ./plots:FuzzReadMetricsArrow
+	./train:FuzzReadMetrics ./plots:FuzzReadScores ./plots:FuzzReadMetricsArrow \
+	./internal/safetensors:FuzzOpen ./experiments:FuzzParseSpec ./data/hftok:FuzzParse
 fuzz:
 	@failed=""; log=$$(mktemp); for f in $(FUZZERS); do \
 		echo "== $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \

@@ -2,7 +2,9 @@ package experiments
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // ConfigError is a problem with a spec file. Its message is one line that
@@ -25,6 +27,25 @@ func (e *ConfigError) Error() string {
 		b.WriteString(e.Key + ": ")
 	}
 	b.WriteString(e.Msg)
+	return visible(b.String())
+}
+
+// visible escapes control characters, which a message may quote from the
+// file (the TOML parser's "invalid character at start of key: \n"), so that
+// an error stays one line of readable text.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
 	return b.String()
 }
 
