@@ -298,3 +298,46 @@ func TestKVBytesHandWorked(t *testing.T) {
 		}
 	}
 }
+
+// QuantSpec's output is plain greedy decoding whatever the draft; a draft
+// that is the target itself has every proposal accepted, another model's
+// are rejected.
+func TestSpeculativeEqualsGreedy(t *testing.T) {
+	// Untied: a random tied model mostly repeats its last token, which
+	// any draft guesses.
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
+	prompts := approxPrompts()
+	const n = 12
+	want, err := g.Generate(prompts, n, GenOptions{UseCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		draft *GPT
+		a     Approx
+		gamma int
+	}{{"self", g, Approx{}, 3}, {"4-bit", g.QuantizedCopy(4), Approx{KVBits: 4}, 4}, {"gamma 1", g.QuantizedCopy(4), Approx{KVBits: 4}, 1},
+		// Another model's proposals are mostly rejected.
+		{"other", newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 6, Untied: true}), Approx{}, 3}} {
+		got, stats, err := Speculative(g, c.draft, c.a, prompts, n, c.gamma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if len(got[i]) != n {
+				t.Fatalf("%s: row %d has %d tokens, want %d", c.name, i, len(got[i]), n)
+			}
+			for j := range want[i] {
+				if got[i][j] != want[i][j] {
+					t.Fatalf("%s: row %d = %v, greedy %v", c.name, i, got[i], want[i])
+				}
+			}
+			if stats[i].Proposed == 0 || (c.name == "self" && stats[i].Accepted != stats[i].Proposed) ||
+				(c.name == "other" && stats[i].Accepted == stats[i].Proposed) {
+				t.Errorf("%s row %d: %+v", c.name, i, stats[i])
+			}
+		}
+		t.Logf("%s: %+v %v", c.name, stats, got)
+	}
+}

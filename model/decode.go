@@ -23,6 +23,8 @@ type Stepper struct {
 	starts   []int
 	maxLen   int
 	fed      int // positions of seqs already in the cache
+	// promptLen is the length of the left-padded prompts in seqs.
+	promptLen int
 	// approx and its state, when enabled (NewApproxStepper).
 	approx Approx
 	st     *approxState
@@ -61,6 +63,7 @@ func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
 	}
 	s.seqs = make([][]int64, len(prompts))
 	s.starts = make([]int, len(prompts))
+	s.promptLen = longest
 	for i, p := range prompts {
 		s.starts[i] = longest - len(p)
 		row := make([]int64, longest, s.maxLen+1)

@@ -1,0 +1,158 @@
+package model
+
+import (
+	"fmt"
+)
+
+// SpecStats are one row's QuantSpec counts: draft tokens proposed, and
+// those the target's greedy choice agreed with (before the first
+// disagreement of each round).
+type SpecStats struct {
+	Proposed, Accepted int
+}
+
+// Speculative greedily continues each prompt by n tokens with
+// self-speculative decoding (QuantSpec, Tiwari et al. 2025): each round
+// the draft proposes up to gamma tokens greedily, the target runs them
+// all in one forward, and every row keeps the draft tokens up to the
+// first one the target would not have chosen, plus the target's own
+// token there. Rows advance in lockstep by the fewest any row kept, so
+// the batch stays rectangular; the target picks every token, so the
+// output is the target's greedy decoding (up to the rounding of running
+// several positions in one product). target's approximation is exact;
+// draft is typically QuantizedCopy(4) with a 4-bit cache.
+func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, gamma int) ([][]int32, []SpecStats, error) {
+	out := make([][]int32, len(prompts))
+	stats := make([]SpecStats, len(prompts))
+	if len(prompts) == 0 || n <= 0 {
+		return out, stats, nil
+	}
+	if gamma < 1 {
+		return nil, nil, fmt.Errorf("model: speculative gamma %d: want >= 1", gamma)
+	}
+	ts := NewStepper(target, true)
+	defer ts.Close()
+	ds, err := NewApproxStepper(draft, draftApprox)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ds.Close()
+	logits, err := ts.Start(prompts, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: speculative: %w", err)
+	}
+	if _, err := ds.Start(prompts, n); err != nil {
+		return nil, nil, fmt.Errorf("model: speculative draft: %w", err)
+	}
+	for i, l := range logits {
+		out[i] = append(out[i], Argmax(l))
+	}
+	for len(out[0]) < n {
+		g := min(gamma, n-len(out[0])-1)
+		drafts := make([][]int32, len(prompts)) // per row
+		ext := cloneRows(out)
+		for j := 0; j < g; j++ {
+			dl, err := ds.resync(ext)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i := range ext {
+				t := Argmax(dl[i][len(dl[i])-1])
+				drafts[i] = append(drafts[i], t)
+				ext[i] = append(ext[i], t)
+			}
+		}
+		// The target scores the last kept token and every draft token.
+		tl, err := ts.resync(ext)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(tl[0]) != g+1 {
+			return nil, nil, fmt.Errorf("model: speculative: target scored %d positions, want %d", len(tl[0]), g+1)
+		}
+		keep := g
+		choice := make([][]int32, len(prompts))
+		for i := range prompts {
+			a := 0
+			for a < g {
+				choice[i] = append(choice[i], Argmax(tl[i][a]))
+				if choice[i][a] != drafts[i][a] {
+					break
+				}
+				a++
+			}
+			if a == g {
+				choice[i] = append(choice[i], Argmax(tl[i][g]))
+			}
+			stats[i].Proposed += g
+			stats[i].Accepted += a
+			keep = min(keep, a)
+		}
+		for i := range out {
+			out[i] = append(out[i], drafts[i][:keep]...)
+			out[i] = append(out[i], choice[i][keep])
+		}
+	}
+	return out, stats, nil
+}
+
+func cloneRows(x [][]int32) [][]int32 {
+	out := make([][]int32, len(x))
+	for i, r := range x {
+		out[i] = append(make([]int32, 0, len(r)+8), r...)
+	}
+	return out
+}
+
+// resync makes row i's sequence its prompt followed by gen[i] (all rows
+// equally long), keeps in the cache the positions that did not change,
+// feeds the rest and returns each row's logits at every position fed.
+func (s *Stepper) resync(gen [][]int32) ([][][]float32, error) {
+	longest := s.promptLen
+	same := len(s.seqs[0])
+	for i, row := range s.seqs {
+		if len(gen[i]) != len(gen[0]) {
+			return nil, fmt.Errorf("decode: resync rows of %d and %d tokens", len(gen[0]), len(gen[i]))
+		}
+		p := longest
+		for p < len(row) && p-longest < len(gen[i]) && row[p] == int64(gen[i][p-longest]) {
+			p++
+		}
+		same = min(same, p)
+		row = row[:longest]
+		for _, t := range gen[i] {
+			row = append(row, int64(t))
+		}
+		s.seqs[i] = row
+	}
+	if len(s.seqs[0]) > s.maxLen {
+		return nil, fmt.Errorf("decode: %d positions exceed the %d reserved", len(s.seqs[0]), s.maxLen)
+	}
+	// The last position is never cached before it is fed.
+	s.fed = min(s.fed, same, len(s.seqs[0])-1)
+	s.cache.n = s.fed
+	return s.feedAll()
+}
+
+// feedAll runs the positions not yet in the cache and returns every row's
+// logits at each of them (feed returns the last only, copying less).
+func (s *Stepper) feedAll() ([][][]float32, error) {
+	b, width := len(s.seqs), len(s.seqs[0])-s.fed
+	flat := make([]int64, 0, b*width)
+	for _, row := range s.seqs {
+		flat = append(flat, row[s.fed:]...)
+	}
+	ids, err := tensorOf(flat, []int64{int64(b), int64(width)}, s.g.device)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	defer ids.MustDrop()
+	logits := s.g.ForwardCached(ids, s.cache)
+	rows := rowsOf(logits.MustReshape([]int64{int64(b * width), -1}, true), b*width)
+	out := make([][][]float32, b)
+	for i := range out {
+		out[i] = rows[i*width : (i+1)*width]
+	}
+	s.fed = len(s.seqs[0])
+	return out, nil
+}
