@@ -30,17 +30,28 @@ type candidate struct {
 	reps                int
 }
 
-// Build reads the sources, makes or loads the tokenizer, cuts and tokenizes
-// the documents, rejects unusable ones (reported by name), splits them and
-// writes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}.
-// report.json is written last: its presence marks a complete build.
+// Build makes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}:
+// with data.cache_datasets (the default) from the shared dataset cache,
+// building the cache entry first if no valid one exists (dscache.go);
+// otherwise built in place.
 func Build(ctx context.Context, cfg Config, runDir string) error {
-	start := time.Now()
 	// What the user's spec and files cause is bad input (exit 2 in the
 	// CLI), not a failure of the machine.
 	if err := cfg.Validate(); err != nil {
 		return badinput.Wrap(err)
 	}
+	if cfg.CacheDatasets {
+		return buildCached(ctx, cfg, runDir)
+	}
+	return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
+}
+
+// buildDir reads the sources, makes or loads the tokenizer, cuts and
+// tokenizes the documents, rejects unusable ones (reported by name), splits
+// them and writes the dataset's files into dir. report.json is written
+// last: its presence marks a complete build.
+func buildDir(ctx context.Context, cfg Config, dir string) error {
+	start := time.Now()
 	cache := cfg.cacheDir()
 	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, Sources: map[string]*SourceCount{},
 		Splits: map[string]int{}, SplitTokens: map[string]int{}, Repetitions: map[string]int{}, RejectedBy: map[string]int{}}
@@ -128,10 +139,10 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 		}
 		return a.Title < b.Title
 	})
-	if err := writeDataset(filepath.Join(runDir, "data"), out, tok, rep, start); err != nil {
+	if err := writeDataset(dir, out, tok, rep, start); err != nil {
 		return err
 	}
-	slog.Info("data: built", "dir", filepath.Join(runDir, "data"), "target", rep.Splits[SplitTarget], "control", rep.Splits[SplitControl],
+	slog.Info("data: built", "dir", dir, "target", rep.Splits[SplitTarget], "control", rep.Splits[SplitControl],
 		"background", rep.Splits[SplitBackground], "validation", rep.Splits[SplitValidation], "rejected", len(rep.Rejected),
 		"train_tokens", rep.TrainTokens, "seconds", rep.Seconds)
 	return nil

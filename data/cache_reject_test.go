@@ -15,6 +15,9 @@ import (
 // cache file; an unreadable cache file is retrained and replaced.
 func TestTokenizerCacheHit(t *testing.T) {
 	base := testConfig(t) // its own empty cache directory
+	// Every step builds: a reused dataset would carry the first build's
+	// tokenizer_cache_hit (the dataset cache is tested in dscache_test.go).
+	base.CacheDatasets = false
 	extra := t.TempDir()
 	writeFile(t, filepath.Join(extra, "note.txt"), strings.Repeat("A short note added to the corpus changes its hash. ", 20))
 	cacheFiles := func() []string {

@@ -66,6 +66,12 @@ type Config struct {
 
 	Seed     int64  `toml:"seed" json:"seed"`
 	CacheDir string `toml:"cache_dir" json:"cache_dir"` // default $MEMO_CACHE or ~/.cache/memo
+	// CacheDatasets builds each dataset once into CacheDir/datasets, keyed
+	// by a hash of this section, the tokenizer and the content of every
+	// source file, and hard-links it into the runs that use it (sweep points
+	// and reruns share one build; `memo data ls`, `memo data gc`). false
+	// builds into the run directory every time.
+	CacheDatasets bool `toml:"cache_datasets" json:"cache_datasets"`
 }
 
 // Layouts.
@@ -99,6 +105,7 @@ func DefaultConfig() Config {
 		DedupWords:       20,
 		Layout:           LayoutPadded,
 		Seed:             1234,
+		CacheDatasets:    true,
 	}
 }
 

@@ -47,7 +47,11 @@ func (d *Dataset) Report() Report { return d.report }
 
 // Open opens runDir/data and checks that both Arrow files are readable.
 func Open(runDir string) (*Dataset, error) {
-	dir := filepath.Join(runDir, "data")
+	return openDir(filepath.Join(runDir, "data"))
+}
+
+// openDir opens the dataset files in dir.
+func openDir(dir string) (*Dataset, error) {
 	rp := filepath.Join(dir, "report.json")
 	raw, err := os.ReadFile(rp)
 	if err != nil {

@@ -6,6 +6,7 @@ package experiments
 var keyDocs = map[string]string{
 	"data.background":             "filler documents; -1 = all that remain",
 	"data.background_passes":      "BackgroundPasses is how often each background document appears.",
+	"data.cache_datasets":         "CacheDatasets builds each dataset once into CacheDir/datasets, keyed\nby a hash of this section, the tokenizer and the content of every\nsource file, and hard-links it into the runs that use it (sweep points\nand reruns share one build; `memo data ls`, `memo data gc`). false\nbuilds into the run directory every time.",
 	"data.cache_dir":              "default $MEMO_CACHE or ~/.cache/memo",
 	"data.chunk_tokens":           "ChunkTokens > 0 cuts source documents into chunks of at most this many\ntokens at paragraph, then sentence, boundaries (CPU runs need short\ndocuments). 0 keeps documents whole.",
 	"data.controls":               "non-members from the same pool, never trained on",

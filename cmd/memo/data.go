@@ -57,6 +57,29 @@ func dataCommand() *cli.Command {
 				Action: runDataInspect,
 			},
 			{
+				Name:      "ls",
+				Usage:     "list the shared dataset cache (CACHE/datasets): key, size, runs linked, sources, tokenizer",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "cache", Usage: "cache `DIR` (default $MEMO_CACHE or ~/.cache/memo)"},
+				},
+				Action: runDataLs,
+			},
+			{
+				Name:  "gc",
+				Usage: "remove dead builders' leftovers and damaged entries from the dataset cache; --unused and --all remove more",
+				Description: "Runs keep their own hard links (or copies) of a dataset's files: removing a cache entry\n" +
+					"never breaks a run, it only makes the next build of that key build again.",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "cache", Usage: "cache `DIR` (default $MEMO_CACHE or ~/.cache/memo)"},
+					&cli.BoolFlag{Name: "unused", Usage: "also remove entries no run directory links to"},
+					&cli.BoolFlag{Name: "all", Usage: "remove every entry not in use, and the trained tokenizers"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "print what would be removed, remove nothing"},
+				},
+				Action: runDataGC,
+			},
+			{
 				Name:      "fetch",
 				Usage:     "download the pinned corpora and GPT-2 tokenizer files into the cache, checking sha256",
 				ArgsUsage: "[" + strings.Join(data.FetchNames(), " ") + "] (default: all)",

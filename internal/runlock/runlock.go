@@ -72,10 +72,34 @@ func alive(pid int) bool {
 
 // Acquire takes the lock of dir (which must exist) for this process.
 func Acquire(dir string) (*Lock, error) {
-	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)})
+	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)}, 0)
 }
 
-func acquire(dir string, me Holder) (*Lock, error) {
+// AcquireStaleAfter is Acquire for locks whose holder keeps the lock file's
+// modification time fresh with Touch: a lock untouched for longer than
+// staleAfter is also stale, whichever host holds it. This is what lets array
+// jobs on a shared file system take over from a node that died, whose PID
+// cannot be checked from here.
+func AcquireStaleAfter(dir string, staleAfter time.Duration) (*Lock, error) {
+	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)}, staleAfter)
+}
+
+// Touch marks the lock as alive now (see AcquireStaleAfter).
+func (l *Lock) Touch() error {
+	now := time.Now()
+	return os.Chtimes(l.path, now, now)
+}
+
+// untouchedFor is how long ago the lock file at path was last touched.
+func untouchedFor(path string) time.Duration {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return time.Since(fi.ModTime())
+}
+
+func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 	path := filepath.Join(dir, FileName)
 	raw, err := json.Marshal(me)
 	if err != nil {
@@ -115,7 +139,8 @@ func acquire(dir string, me Holder) (*Lock, error) {
 			// rather than take over a lock that may be live.
 			return nil, fmt.Errorf("lock %s: %s is not a memo lock file (%v); remove it if no memo process uses %s", dir, path, err, dir)
 		}
-		if h.Host != me.Host || alive(h.PID) || attempt > 0 {
+		expired := staleAfter > 0 && untouchedFor(path) > staleAfter
+		if attempt > 0 || (!expired && (h.Host != me.Host || alive(h.PID))) {
 			return nil, &HeldError{Path: path, Holder: h}
 		}
 		// Stale: move it aside under a name of our own, and check that what

@@ -110,3 +110,37 @@ func TestReleaseKeepsAnotherLock(t *testing.T) {
 		t.Fatalf("the other holder's lock is gone: %v", err)
 	}
 }
+
+// TestStaleAfter: with AcquireStaleAfter, a lock held from another host
+// (or by a live process) is taken over once its file has not been touched
+// for the given time, and refused while it is fresh; Touch keeps it fresh.
+func TestStaleAfter(t *testing.T) {
+	dir := t.TempDir()
+	other := Holder{PID: os.Getpid(), Host: "another-node", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	writeHolder(t, dir, other)
+	path := filepath.Join(dir, FileName)
+	old := time.Now().Add(-10 * time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if _, err := AcquireStaleAfter(dir, time.Hour); !errors.As(err, &held) || held.Holder.Host != "another-node" {
+		t.Fatalf("lock untouched for 10 min, stale after 1 h: %v, want held by another-node", err)
+	}
+	l, err := AcquireStaleAfter(dir, 5*time.Minute)
+	if err != nil {
+		t.Fatalf("lock untouched for 10 min, stale after 5 min: %v, want it taken over", err)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Touch(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireStaleAfter(dir, 5*time.Minute); !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
+		t.Errorf("touched lock: %v, want held by this process", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memo-research/memo/data"
+)
+
+func runDataLs(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageError("data ls: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
+	}
+	cache := data.ResolveCacheDir(c.String("cache"))
+	ents, err := data.ListCache(cache)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dataset cache %s: %d entries\n", cache, len(ents))
+	if len(ents) == 0 {
+		return nil
+	}
+	fmt.Printf("%-24s %10s %4s %9s  %-20s %-10s %s\n", "KEY", "SIZE", "RUNS", "DOCUMENTS", "CREATED", "TOKENIZER", "SOURCES")
+	var total int64
+	for _, e := range ents {
+		total += e.Bytes
+		created := e.Created.UTC().Format("2006-01-02 15:04:05")
+		switch {
+		case e.Temporary:
+			fmt.Printf("%-24s %10s %4s %9s  %-20s building, or left by a builder that died (%s)\n", e.Key, mib(e.Bytes), "-", "-", created, e.Dir)
+		case e.Problem != "":
+			fmt.Printf("%-24s %10s %4d %9s  %-20s damaged: %s\n", e.Key, mib(e.Bytes), e.Runs, "-", created, e.Problem)
+		default:
+			fmt.Printf("%-24s %10s %4d %9d  %-20s %-10s %s\n", e.Key, mib(e.Bytes), e.Runs, e.Documents, created, e.Tokenizer, strings.Join(e.Sources, ","))
+		}
+	}
+	fmt.Printf("total %s (RUNS counts hard links from run directories; copies are not counted)\n", mib(total))
+	return nil
+}
+
+func runDataGC(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageError("data gc: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
+	}
+	cache := data.ResolveCacheDir(c.String("cache"))
+	opt := data.GCOptions{Unused: c.Bool("unused"), All: c.Bool("all"), DryRun: c.Bool("dry-run")}
+	removed, err := data.GCCache(cache, opt)
+	if err != nil {
+		return err
+	}
+	verb := "removed"
+	if opt.DryRun {
+		verb = "would remove"
+	}
+	var total int64
+	for _, e := range removed {
+		total += e.Bytes
+		fmt.Printf("%s %s (%s)\n", verb, e.Dir, mib(e.Bytes))
+	}
+	fmt.Printf("%s %d entries, %s\n", verb, len(removed), mib(total))
+	return nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

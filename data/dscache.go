@@ -1,0 +1,312 @@
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runlock"
+)
+
+// The shared dataset cache: CacheDir/datasets/KEY holds one complete build
+// (the files of a run's data/ directory plus entry.json), KEY hashing
+// everything that determines it (cacheKey). A build goes to a temporary
+// directory renamed to KEY when complete, under the lock
+// CacheDir/datasets/.locks/KEY/memo.lock (internal/runlock), so concurrent
+// builders of one key (a -j N sweep, array jobs on a shared file system)
+// build once: the others wait for the lock and then reuse the entry. Runs
+// get hard links to the entry's files (copies across file systems), so a
+// run directory stays complete whatever happens to the cache, and the link
+// count tells `memo data gc` which entries no run uses.
+
+// datasetFiles are the files of a built dataset, report.json last: its
+// presence marks a complete dataset.
+var datasetFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json", "report.json"}
+
+// Cache layout names.
+const (
+	datasetsDir = "datasets"
+	locksDir    = ".locks"
+	tmpPrefix   = ".tmp-"
+	entryFile   = "entry.json"
+	// CacheLinkFile is written into a run's data/ directory: which cache
+	// entry its files came from and how.
+	CacheLinkFile = "cache.json"
+)
+
+// lockStaleAfter: a builder touches its lock every lockHeartbeat; a lock
+// untouched for lockStaleAfter belongs to a builder that died (on any host).
+const (
+	lockHeartbeat  = 30 * time.Second
+	lockStaleAfter = 5 * time.Minute
+)
+
+// Entry is entry.json of a cache entry: its key's inputs and each file's
+// size and modification time, which a reuse checks so that a file edited
+// in place (through a run's hard link) is never handed to another run.
+type Entry struct {
+	Key     string               `json:"key"`
+	Created time.Time            `json:"created"`
+	Inputs  []keyedFile          `json:"inputs"`
+	Files   map[string]entryStat `json:"files"`
+}
+
+type entryStat struct {
+	Size    int64 `json:"size"`
+	ModTime int64 `json:"mtime_ns"`
+}
+
+// CacheLink is a run's data/cache.json.
+type CacheLink struct {
+	Key    string `json:"key"`
+	Entry  string `json:"entry"`  // the cache entry's directory
+	Reused bool   `json:"reused"` // false: this build made the entry
+	Linked string `json:"linked"` // "hardlink" or "copy"
+}
+
+// buildHook, when set (tests), runs after the builder took the key's lock
+// and before it builds.
+var buildHook func()
+
+// buildCached makes runDir/data from the cache entry of cfg's key,
+// building the entry first when no valid one exists.
+func buildCached(ctx context.Context, cfg Config, runDir string) error {
+	cache := cfg.cacheDir()
+	in, key, err := cacheKeyInput(cfg, cache)
+	if err != nil {
+		return badinput.Wrap(err)
+	}
+	root := filepath.Join(cache, datasetsDir)
+	entry := filepath.Join(root, key)
+	lock, err := waitLock(ctx, filepath.Join(root, locksDir, key))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := lock.Release(); err != nil {
+			slog.Warn("data: release the dataset cache lock", "key", key, "err", err)
+		}
+	}()
+	reused := true
+	if err := checkEntry(entry); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("data: cached dataset unusable, rebuilding it", "entry", entry, "err", err)
+		}
+		if buildHook != nil {
+			buildHook()
+		}
+		if err := buildEntry(ctx, cfg, root, key, in, lock); err != nil {
+			return err
+		}
+		reused = false
+	} else {
+		slog.Info("data: dataset from cache", "entry", entry)
+	}
+	return linkRun(entry, filepath.Join(runDir, "data"), CacheLink{Key: key, Entry: entry, Reused: reused})
+}
+
+// cacheKeyInput is cacheKey with the inputs it hashed.
+func cacheKeyInput(cfg Config, cache string) ([]keyedFile, string, error) {
+	in, err := newKeyInput(cfg, cache)
+	if err != nil {
+		return nil, "", err
+	}
+	key, err := in.key()
+	return in.Files, key, err
+}
+
+// waitLock takes the lock in dir, waiting while another live process holds
+// it (it is building the same dataset, or linking it).
+func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset cache: %w", err)
+	}
+	var lastSaid time.Time
+	for {
+		lock, err := runlock.AcquireStaleAfter(dir, lockStaleAfter)
+		var held *runlock.HeldError
+		if !errors.As(err, &held) {
+			if err != nil {
+				return nil, fmt.Errorf("dataset cache: %w", err)
+			}
+			return lock, nil
+		}
+		if time.Since(lastSaid) > 30*time.Second {
+			slog.Info("data: waiting for another process building this dataset", "lock", held.Path,
+				"pid", held.Holder.PID, "host", held.Holder.Host, "since", held.Holder.Started)
+			lastSaid = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// buildEntry builds into a temporary directory and renames it to the
+// entry; the caller holds the key's lock, so temporary directories of this
+// key are leftovers of builders that died, and an existing entry is one
+// that failed checkEntry.
+func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keyedFile, lock *runlock.Lock) error {
+	entry := filepath.Join(root, key)
+	old, _ := filepath.Glob(filepath.Join(root, tmpPrefix+key+"-*"))
+	for _, o := range old {
+		slog.Info("data: removing a dead builder's temporary directory", "dir", o)
+		_ = os.RemoveAll(o)
+	}
+	tmp, err := os.MkdirTemp(root, tmpPrefix+key+"-")
+	if err != nil {
+		return fmt.Errorf("dataset cache: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(lockHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = lock.Touch()
+			}
+		}
+	}()
+	if err := buildDir(ctx, cfg, tmp); err != nil {
+		return err
+	}
+	e := Entry{Key: key, Created: time.Now().UTC().Truncate(time.Second), Inputs: inputs, Files: map[string]entryStat{}}
+	for _, name := range datasetFiles {
+		fi, err := os.Stat(filepath.Join(tmp, name))
+		if err != nil {
+			return fmt.Errorf("dataset cache: %w", err)
+		}
+		e.Files[name] = entryStat{fi.Size(), fi.ModTime().UnixNano()}
+	}
+	raw, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, entryFile), append(raw, '\n')); err != nil {
+		return fmt.Errorf("dataset cache: %w", err)
+	}
+	if _, err := os.Stat(entry); err == nil {
+		// A damaged entry: move it out of the way (gc removes it).
+		aside := filepath.Join(root, fmt.Sprintf("%s%s-damaged-%d", tmpPrefix, key, time.Now().UnixNano()))
+		if err := os.Rename(entry, aside); err != nil {
+			return fmt.Errorf("dataset cache: move aside %s: %w", entry, err)
+		}
+		_ = os.RemoveAll(aside)
+	}
+	if err := os.Rename(tmp, entry); err != nil {
+		return fmt.Errorf("dataset cache: %w", err)
+	}
+	slog.Info("data: dataset cached", "entry", entry)
+	return nil
+}
+
+// ReadEntry reads entry.json of the cache entry in dir.
+func ReadEntry(dir string) (Entry, error) {
+	var e Entry
+	raw, err := os.ReadFile(filepath.Join(dir, entryFile))
+	if err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return e, fmt.Errorf("%s: %w", filepath.Join(dir, entryFile), err)
+	}
+	return e, nil
+}
+
+// checkEntry reports whether dir is a complete entry whose files are as
+// built (size and modification time), and their Arrow headers readable.
+func checkEntry(dir string) error {
+	e, err := ReadEntry(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range datasetFiles {
+		want, ok := e.Files[name]
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if !ok || fi.Size() != want.Size || fi.ModTime().UnixNano() != want.ModTime {
+			return fmt.Errorf("%s changed after it was built (size %d, modified %s)", filepath.Join(dir, name), fi.Size(), fi.ModTime())
+		}
+	}
+	_, err = openDir(dir)
+	return err
+}
+
+// linkRun makes dst hold the entry's files: hard links, or copies when the
+// run is on another file system. The old report.json goes first and the
+// new one comes last, so an interrupted link leaves no complete-looking
+// dataset.
+func linkRun(entry, dst string, link CacheLink) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dst, "report.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rebuild %s: %w", dst, err)
+	}
+	link.Linked = "hardlink"
+	for _, name := range datasetFiles {
+		if name == "report.json" {
+			raw, err := json.MarshalIndent(link, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := atomicfile.WriteFile(filepath.Join(dst, CacheLinkFile), append(raw, '\n')); err != nil {
+				return fmt.Errorf("data: %w", err)
+			}
+		}
+		how, err := placeFile(filepath.Join(entry, name), filepath.Join(dst, name))
+		if err != nil {
+			return fmt.Errorf("data: %s into %s: %w", name, dst, err)
+		}
+		if how == "copy" {
+			link.Linked = how
+		}
+	}
+	return nil
+}
+
+// placeFile replaces dst by a hard link to src (through a temporary name,
+// so dst is never missing or partial), or by a copy when linking fails.
+func placeFile(src, dst string) (string, error) {
+	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.link-%d", filepath.Base(dst), os.Getpid()))
+	_ = os.Remove(tmp)
+	if err := os.Link(src, tmp); err == nil {
+		if err := os.Rename(tmp, dst); err != nil {
+			_ = os.Remove(tmp)
+			return "", err
+		}
+		return "hardlink", nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	return "copy", atomicfile.Create(dst, func(f *os.File) error {
+		_, err := io.Copy(f, in)
+		return err
+	})
+}
+
+// isTempName reports whether a name under datasets/ is a temporary
+// directory (a build in progress or a dead builder's leftover).
+func isTempName(name string) bool { return strings.HasPrefix(name, tmpPrefix) }

@@ -1,0 +1,167 @@
+package data
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// FormatVersion names what Build writes for given inputs. It is part of the
+// dataset cache key: bump it whenever Build's output for the same config and
+// source files changes (cleaning, chunking, splitting, file schemas), so
+// that no cached dataset of the old code is reused.
+const FormatVersion = 1
+
+// keyedFile is one input file of a build, by content.
+type keyedFile struct {
+	Role   string `json:"role"` // the source name, or "tokenizer"
+	Path   string `json:"path"` // relative to the source's root
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// keyInput is everything that determines a built dataset; its JSON's
+// sha256 is the cache key.
+type keyInput struct {
+	Format int         `json:"format"`
+	BPE    string      `json:"bpe"`
+	Config Config      `json:"config"`
+	Files  []keyedFile `json:"files"`
+}
+
+// newKeyInput collects the config (without the keys that only say where
+// and whether to cache), memo's data format and trainer versions, and the
+// content of every file the sources and the tokenizer read.
+func newKeyInput(cfg Config, cache string) (keyInput, error) {
+	in := keyInput{Format: FormatVersion, BPE: bpeVersion, Config: cfg}
+	in.Config.CacheDir, in.Config.CacheDatasets = "", false
+	for _, s := range cfg.Sources {
+		src, err := ParseSource(s)
+		if err != nil {
+			return in, err
+		}
+		root, files, err := sourceFiles(src, cache)
+		if err != nil {
+			return in, fmt.Errorf("source %s: %w", src.Name(), err)
+		}
+		for _, f := range files {
+			in.Files = append(in.Files, hashFile(src.Name(), root, f))
+		}
+	}
+	tf, err := tokenizerFiles(cfg.Tokenizer, cache)
+	if err != nil {
+		return in, err
+	}
+	for _, f := range tf {
+		in.Files = append(in.Files, hashFile("tokenizer", filepath.Dir(f), f))
+	}
+	return in, nil
+}
+
+// key is the cache key: the first 24 hex digits (96 bits) of the sha256
+// of the inputs' JSON.
+func (in keyInput) key() (string, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:24], nil
+}
+
+// sourceFiles lists the files a source reads, sorted, and the root their
+// names are relative to. Built-in corpora are keyed by every file of their
+// fetched package (a re-fetch of another pin changes the key).
+func sourceFiles(src Source, cache string) (string, []string, error) {
+	switch src.Kind {
+	case "opticks":
+		p, err := OpticksPath()
+		return filepath.Dir(p), []string{p}, err
+	case "jsonl", "parquet", "arrow":
+		return filepath.Dir(src.Path), []string{src.Path}, nil
+	case "txt":
+		files, err := walkFiles(src.Path, func(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".txt") })
+		return src.Path, files, err
+	}
+	dir, err := packageDir(cache, src.Kind)
+	if err != nil {
+		return "", nil, err
+	}
+	files, err := walkFiles(dir, func(string) bool { return true })
+	return dir, files, err
+}
+
+// tokenizerFiles lists the files a tokenizer spec reads (none for a BPE
+// trained on the corpus: the corpus is keyed already).
+func tokenizerFiles(spec, cache string) ([]string, error) {
+	ts, err := parseTokenizerSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch ts.Kind {
+	case "gpt2":
+		dir, err := packageDir(cache, "gpt2")
+		if err != nil {
+			return nil, fmt.Errorf("data.tokenizer = \"gpt2\": %w", err)
+		}
+		return []string{filepath.Join(dir, "encoder.json"), filepath.Join(dir, "vocab.bpe")}, nil
+	case "hf":
+		p := ts.Path
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			p = filepath.Join(p, "tokenizer.json")
+		}
+		return []string{p}, nil
+	}
+	return nil, nil
+}
+
+// walkFiles lists the regular files under dir whose names keep accepts,
+// sorted. Unreadable entries are left to the loader, which names them.
+func walkFiles(dir string, keep func(name string) bool) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && keep(d.Name()) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}
+
+// hashFile keys one file by content; an unreadable file is keyed as such
+// (the loader names it in report.json or fails).
+func hashFile(role, root, path string) keyedFile {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		rel = filepath.Base(path)
+	}
+	kf := keyedFile{Role: role, Path: filepath.ToSlash(rel)}
+	f, err := os.Open(path)
+	if err != nil {
+		kf.SHA256 = "unreadable: " + err.Error()
+		return kf
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		kf.SHA256 = "unreadable: " + err.Error()
+		return kf
+	}
+	kf.Size, kf.SHA256 = n, hex.EncodeToString(h.Sum(nil))
+	return kf
+}

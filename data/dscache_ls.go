@@ -1,0 +1,177 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memo-research/memo/internal/runlock"
+)
+
+// CacheEntry describes one directory under CacheDir/datasets.
+type CacheEntry struct {
+	Key       string    `json:"key"`
+	Dir       string    `json:"dir"`
+	Bytes     int64     `json:"bytes"`
+	Created   time.Time `json:"created"`
+	Runs      int       `json:"runs"` // run directories holding hard links to it (copies are not counted)
+	Sources   []string  `json:"sources"`
+	Tokenizer string    `json:"tokenizer"`
+	Documents int       `json:"documents"` // in every split
+	Temporary bool      `json:"temporary"` // a build in progress, or a dead builder's leftover
+	Problem   string    `json:"problem,omitempty"`
+}
+
+// ListCache lists the dataset cache of cache (a CacheDir), by creation time.
+func ListCache(cache string) ([]CacheEntry, error) {
+	root := filepath.Join(cache, datasetsDir)
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset cache: %w", err)
+	}
+	var out []CacheEntry
+	for _, d := range ents {
+		if !d.IsDir() || d.Name() == locksDir {
+			continue
+		}
+		dir := filepath.Join(root, d.Name())
+		ce := CacheEntry{Key: d.Name(), Dir: dir, Bytes: dirBytes(dir)}
+		if isTempName(d.Name()) {
+			ce.Temporary = true
+			ce.Key = keyOfTemp(d.Name())
+			if fi, err := d.Info(); err == nil {
+				ce.Created = fi.ModTime()
+			}
+			out = append(out, ce)
+			continue
+		}
+		if err := checkEntry(dir); err != nil {
+			ce.Problem = err.Error()
+		}
+		if e, err := ReadEntry(dir); err == nil {
+			ce.Created = e.Created
+		}
+		if raw, err := os.ReadFile(filepath.Join(dir, "report.json")); err == nil {
+			var rep Report
+			if json.Unmarshal(raw, &rep) == nil {
+				ce.Sources, ce.Tokenizer = rep.Config.Sources, rep.Tokenizer
+				for _, n := range rep.Splits {
+					ce.Documents += n
+				}
+			}
+		}
+		ce.Runs = linksOf(filepath.Join(dir, "tokens.arrow")) - 1
+		out = append(out, ce)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// keyOfTemp is the key a temporary directory's name carries
+// (".tmp-KEY-RANDOM").
+func keyOfTemp(name string) string {
+	k := strings.TrimPrefix(name, tmpPrefix)
+	if i := strings.Index(k, "-"); i >= 0 {
+		k = k[:i]
+	}
+	return k
+}
+
+// linksOf is the hard link count of path (0 when it cannot be read).
+func linksOf(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Nlink)
+	}
+	return 1
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// GCOptions says what GCCache removes besides temporary directories of
+// dead builders and damaged entries (always removed).
+type GCOptions struct {
+	Unused bool // entries no run directory links to
+	All    bool // every entry, and the trained tokenizers of CacheDir/tokenizers
+	DryRun bool // list, remove nothing
+}
+
+// GCCache removes cache entries as opt says and returns them. An entry
+// whose key's lock is held (a build or a link in progress) is left alone.
+// Runs keep their own hard links or copies: removing an entry never breaks
+// a run, only makes the next build of its key build again.
+func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
+	ents, err := ListCache(cache)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(cache, datasetsDir)
+	var removed []CacheEntry
+	for _, e := range ents {
+		if !(e.Temporary || e.Problem != "" || opt.All || (opt.Unused && e.Runs <= 0)) {
+			continue
+		}
+		lockDir := filepath.Join(root, locksDir, e.Key)
+		if err := os.MkdirAll(lockDir, 0o755); err != nil {
+			return removed, fmt.Errorf("dataset cache: %w", err)
+		}
+		lock, err := runlock.AcquireStaleAfter(lockDir, lockStaleAfter)
+		var held *runlock.HeldError
+		if errors.As(err, &held) {
+			slog.Info("data gc: in use, left alone", "entry", e.Dir, "pid", held.Holder.PID, "host", held.Holder.Host)
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		if !opt.DryRun {
+			// Renamed first, so that no reader ever sees a half-removed entry.
+			aside := filepath.Join(root, fmt.Sprintf("%s%s-gc-%d", tmpPrefix, e.Key, time.Now().UnixNano()))
+			err = os.Rename(e.Dir, aside)
+			if err == nil {
+				err = os.RemoveAll(aside)
+			}
+		}
+		if rerr := lock.Release(); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return removed, fmt.Errorf("dataset cache: remove %s: %w", e.Dir, err)
+		}
+		removed = append(removed, e)
+	}
+	if opt.All && !opt.DryRun {
+		toks, _ := filepath.Glob(filepath.Join(cache, "tokenizers", "bpe*.json"))
+		for _, f := range toks {
+			if err := os.Remove(f); err != nil {
+				return removed, fmt.Errorf("dataset cache: %w", err)
+			}
+		}
+	}
+	return removed, nil
+}

@@ -1,0 +1,322 @@
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readCacheLink(t *testing.T, runDir string) CacheLink {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(runDir, "data", CacheLinkFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l CacheLink
+	if err := json.Unmarshal(raw, &l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// cacheEntries lists the names under CacheDir/datasets other than the
+// locks directory: entries and temporary directories.
+func cacheEntries(t *testing.T, cache string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(cache, datasetsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Name() != locksDir {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// sameFiles fails unless the dataset files of two runs are one file each
+// (hard links to the cache entry).
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	for _, name := range datasetFiles {
+		fa, err := os.Stat(filepath.Join(a, "data", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := os.Stat(filepath.Join(b, "data", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(fa, fb) {
+			t.Errorf("%s of %s and %s are two files, want one cached build", name, a, b)
+		}
+	}
+}
+
+// TestDatasetCacheReuse: a second run of one config reuses the first's
+// build (the same files, reused = true in cache.json); another seed or
+// another source file content is another key; a cached file edited in
+// place through a run's hard link is never reused but rebuilt.
+func TestDatasetCacheReuse(t *testing.T) {
+	src := t.TempDir()
+	n := 0
+	for _, p := range strings.Split(opticksText(t), "\n\n") {
+		if n < 40 && len(p) > 600 {
+			writeFile(t, filepath.Join(src, fmt.Sprintf("p%02d.txt", n)), p)
+			n++
+		}
+	}
+	cfg := testConfig(t)
+	cfg.Sources, cfg.Tokenizer = []string{"txt:" + src}, "bpe:300"
+	cfg.Targets, cfg.Controls, cfg.Validation, cfg.MinTokens, cfg.DedupWords = 5, 5, 2, 20, 0
+	run := func(c Config) string {
+		dir := t.TempDir()
+		if err := Build(context.Background(), c, dir); err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		if _, err := Open(dir); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	a, b := run(cfg), run(cfg)
+	sameFiles(t, a, b)
+	la, lb := readCacheLink(t, a), readCacheLink(t, b)
+	if la.Reused || !lb.Reused || la.Key != lb.Key || la.Linked != "hardlink" {
+		t.Errorf("cache.json: first %+v, second %+v; want the first built, the second reused, one key, hard links", la, lb)
+	}
+	if got := cacheEntries(t, cfg.CacheDir); len(got) != 1 || got[0] != la.Key {
+		t.Errorf("cache holds %v, want only %s", got, la.Key)
+	}
+
+	// Keys: the cache location and switch are not part of it; the seed and
+	// the content of a source file are.
+	other := cfg
+	other.CacheDir = t.TempDir()
+	if _, k, _ := cacheKeyInput(other, other.CacheDir); k != la.Key {
+		t.Errorf("key with another cache_dir %s, want %s", k, la.Key)
+	}
+	seeded := cfg
+	seeded.Seed++
+	if l := readCacheLink(t, run(seeded)); l.Key == la.Key || l.Reused {
+		t.Errorf("another seed: %+v, want a new key built", l)
+	}
+	orig := filepath.Join(src, "p00.txt")
+	was, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, orig, strings.Repeat("The first file now says something else entirely. ", 30))
+	if l := readCacheLink(t, run(cfg)); l.Key == la.Key || l.Reused {
+		t.Errorf("edited source file: %+v, want a new key built", l)
+	}
+	writeFile(t, orig, string(was))
+
+	// An in-place edit through a run's link damages the entry: rebuilt.
+	f, err := os.OpenFile(filepath.Join(b, "data", "tokens.arrow"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("garbage")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := run(cfg)
+	if l := readCacheLink(t, c); l.Key != la.Key || l.Reused {
+		t.Errorf("after an in-place edit of the entry: %+v, want key %s rebuilt", l, la.Key)
+	}
+	fb, _ := os.Stat(filepath.Join(b, "data", "tokens.arrow"))
+	fc, _ := os.Stat(filepath.Join(c, "data", "tokens.arrow"))
+	if os.SameFile(fb, fc) {
+		t.Error("the rebuilt run shares the edited tokens.arrow")
+	}
+	if got := len(cacheEntries(t, cfg.CacheDir)); got != 3 {
+		t.Errorf("cache holds %d entries after three keys, want 3 (no temporary or damaged directory left)", got)
+	}
+}
+
+// concurrentConfig is the config both processes of
+// TestDatasetCacheTwoProcesses build.
+func concurrentConfig(cache string) Config {
+	cfg := DefaultConfig()
+	cfg.Targets, cfg.Controls, cfg.Validation = 10, 10, 5
+	cfg.Tokenizer, cfg.CacheDir = "bpe:300", cache
+	return cfg
+}
+
+// TestDatasetCacheHelperProcess is one builder of
+// TestDatasetCacheTwoProcesses (it does nothing in a normal test run). The
+// builder that takes the lock pauses so that the other arrives while it
+// builds.
+func TestDatasetCacheHelperProcess(t *testing.T) {
+	cache, runDir := os.Getenv("MEMO_TEST_DSCACHE"), os.Getenv("MEMO_TEST_DSCACHE_RUN")
+	if cache == "" {
+		t.Skip("helper process of TestDatasetCacheTwoProcesses")
+	}
+	buildHook = func() { time.Sleep(time.Second) }
+	if err := Build(context.Background(), concurrentConfig(cache), runDir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDatasetCacheTwoProcesses: two processes building one key at once
+// leave one valid cache entry, built once; both runs link it.
+func TestDatasetCacheTwoProcesses(t *testing.T) {
+	cache := t.TempDir()
+	runs := []string{t.TempDir(), t.TempDir()}
+	var cmds []*exec.Cmd
+	for _, r := range runs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDatasetCacheHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MEMO_TEST_DSCACHE="+cache, "MEMO_TEST_DSCACHE_RUN="+r)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("helper %s:\n%s", r, out.String())
+			}
+		})
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Errorf("helper: %v", err)
+		}
+	}
+	built := 0
+	for _, r := range runs {
+		if _, err := Open(r); err != nil {
+			t.Fatal(err)
+		}
+		if !readCacheLink(t, r).Reused {
+			built++
+		}
+	}
+	if built != 1 {
+		t.Errorf("%d of the two processes built the dataset, want 1", built)
+	}
+	sameFiles(t, runs[0], runs[1])
+	if got := cacheEntries(t, cache); len(got) != 1 {
+		t.Errorf("cache holds %v, want one entry (no temporary directory)", got)
+	}
+	if err := checkEntry(filepath.Join(cache, datasetsDir, readCacheLink(t, runs[0]).Key)); err != nil {
+		t.Errorf("entry: %v", err)
+	}
+}
+
+// TestDatasetCacheDeadBuilder: a lock left by a builder that died (its
+// PID gone) and its half-written temporary directory do not block the next
+// build, which takes the lock over and removes the leftovers.
+func TestDatasetCacheDeadBuilder(t *testing.T) {
+	cache := t.TempDir()
+	cfg := concurrentConfig(cache)
+	_, key, err := cacheKeyInput(cfg, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	host, _ := os.Hostname()
+	lockDir := filepath.Join(cache, datasetsDir, locksDir, key)
+	writeFile(t, filepath.Join(lockDir, "memo.lock"), fmt.Sprintf(`{"pid":%d,"host":%q,"started":"2026-01-02T03:04:05Z"}`, dead.Process.Pid, host))
+	writeFile(t, filepath.Join(cache, datasetsDir, tmpPrefix+key+"-123", "docs.arrow"), "half written")
+	run := t.TempDir()
+	done := make(chan error, 1)
+	go func() { done <- Build(context.Background(), cfg, run) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Build still waits for a dead builder's lock after 60 s")
+	}
+	if l := readCacheLink(t, run); l.Reused || l.Key != key {
+		t.Errorf("cache.json %+v, want key %s built", l, key)
+	}
+	if got := cacheEntries(t, cache); len(got) != 1 || got[0] != key {
+		t.Errorf("cache holds %v, want only %s", got, key)
+	}
+	if _, err := os.Stat(filepath.Join(lockDir, "memo.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock left behind: %v", err)
+	}
+}
+
+// TestDatasetCacheGC: gc removes dead builders' temporary directories
+// always, entries no run links to with Unused, everything with All, and a
+// run keeps its dataset when its entry is removed.
+func TestDatasetCacheGC(t *testing.T) {
+	cache := t.TempDir()
+	cfg := concurrentConfig(cache)
+	kept, gone := t.TempDir(), t.TempDir()
+	if err := Build(context.Background(), cfg, kept); err != nil {
+		t.Fatal(err)
+	}
+	other := cfg
+	other.Seed++
+	if err := Build(context.Background(), other, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cache, datasetsDir, tmpPrefix+"0123-456", "docs.arrow"), "a dead builder's")
+	ents, err := ListCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, e := range ents {
+		runs[e.Key] = e.Runs
+		if !e.Temporary && (e.Problem != "" || e.Documents < 25 || e.Tokenizer != "bpe:300") {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	keep, drop := readCacheLink(t, kept).Key, ""
+	for k := range runs {
+		if k != keep && k != "0123" {
+			drop = k
+		}
+	}
+	if len(ents) != 3 || runs[keep] != 1 || runs[drop] != 0 || runs["0123"] != 0 {
+		t.Fatalf("ls: %+v, want the kept run's entry (1 run), the removed run's (0) and a temporary one", ents)
+	}
+	removed, err := GCCache(cache, GCOptions{Unused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range removed {
+		got = append(got, e.Key)
+	}
+	if len(got) != 2 || got[0] == keep || got[1] == keep {
+		t.Errorf("gc --unused removed %v, want the temporary directory and %s", got, drop)
+	}
+	if names := cacheEntries(t, cache); len(names) != 1 || names[0] != keep {
+		t.Errorf("after gc --unused: %v, want only %s", names, keep)
+	}
+	if _, err := GCCache(cache, GCOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if names := cacheEntries(t, cache); len(names) != 0 {
+		t.Errorf("after gc --all: %v, want none", names)
+	}
+	if _, err := Open(kept); err != nil {
+		t.Errorf("the run lost its dataset with the cache entry: %v", err)
+	}
+}
