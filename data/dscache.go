@@ -210,6 +210,11 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 		}
 		_ = os.RemoveAll(aside)
 	}
+	// MkdirTemp makes the directory private; other users of a shared cache
+	// read entries too.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("dataset cache: %w", err)
+	}
 	if err := os.Rename(tmp, entry); err != nil {
 		return fmt.Errorf("dataset cache: %w", err)
 	}
