@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +103,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	for _, c := range cands {
 		rep.Sources[c.source].Chunks++
 		if len(c.ids) < cfg.MinTokens || len(c.ids) == 0 {
-			reject(Rejected{c.source, c.title, fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", len(c.ids), cfg.MinTokens)}, "too short")
+			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", len(c.ids), cfg.MinTokens)}, "too short")
 			continue
 		}
 		c.id = int64(len(kept))
@@ -110,7 +111,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	}
 	if cfg.DedupWords > 0 {
 		kept = dedupWords(kept, cfg.DedupWords, func(c *candidate, with *candidate) {
-			reject(Rejected{c.source, c.title, fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, with.source, with.title)}, "duplicate passage")
+			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, with.source, with.title)}, "duplicate passage")
 		})
 	}
 	for _, c := range kept {
@@ -148,10 +149,18 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	return nil
 }
 
+// reasonKey is the rejected_by_reason key of a source's rejection.
 func reasonKey(reason string) string {
-	for _, k := range []string{"invalid UTF-8", "empty"} {
-		if len(reason) >= len(k) && reason[:len(k)] == k {
-			return k
+	for _, k := range []struct{ prefix, key string }{
+		{"invalid UTF-8", "invalid UTF-8"},
+		{"empty", "empty"},
+		{"not a JSON object", "not JSON"},
+		{"no \"", "no text field"},
+		{"field \"", "text not a string"},
+		{"null text", "null text"},
+	} {
+		if strings.HasPrefix(reason, k.prefix) {
+			return k.key
 		}
 	}
 	return "unreadable"
@@ -279,7 +288,7 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 			return res
 		}
 		if tok.Decode(ids) != p {
-			res.rej = append(res.rej, Rejected{d.Source, title, "tokenizer does not round-trip the text"})
+			res.rej = append(res.rej, Rejected{Source: d.Source, Title: title, Reason: "tokenizer does not round-trip the text"})
 			continue
 		}
 		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids})

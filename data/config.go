@@ -15,7 +15,10 @@ type Config struct {
 	// installation, no download), "moby-dick", "brown", "sotu", "kjv" (fetched
 	// with `memo data fetch`). Users' own text:
 	//   "txt:DIR"                  every *.txt file under DIR, one document each
-	//   "jsonl:FILE[#field]"       one JSON object per line, text in field (default "text")
+	//   "jsonl:FILE[#field]"       one JSON object per line, text in field (default "text");
+	//                              FILE may be gzip (.gz) or zstd (.zst), or a directory
+	//                              of *.jsonl, *.jsonl.gz, *.jsonl.zst files. Bad lines
+	//                              and unreadable files are in report.json by file and line
 	//   "parquet:FILE[#column]"    a string column (default "text")
 	//   "arrow:FILE[#column]"      Arrow IPC file, a string column (default "text")
 	Sources []string `toml:"sources" json:"sources"`

@@ -85,6 +85,10 @@ func sourceFiles(src Source, cache string) (string, []string, error) {
 		p, err := OpticksPath()
 		return filepath.Dir(p), []string{p}, err
 	case "jsonl", "parquet", "arrow":
+		if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() && src.Kind == "jsonl" {
+			files, err := walkFiles(src.Path, isJSONLName)
+			return src.Path, files, err
+		}
 		return filepath.Dir(src.Path), []string{src.Path}, nil
 	case "txt":
 		files, err := walkFiles(src.Path, func(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".txt") })

@@ -320,3 +320,30 @@ func TestDatasetCacheGC(t *testing.T) {
 		t.Errorf("the run lost its dataset with the cache entry: %v", err)
 	}
 }
+
+// TestCacheKeyJSONLDir: the key of a jsonl:DIR source follows the content
+// of each JSONL file in it, and ignores other files.
+func TestCacheKeyJSONLDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.jsonl"), `{"text": "one"}`+"\n")
+	cfg := testConfig(t)
+	cfg.Sources = []string{"jsonl:" + dir}
+	key := func() string {
+		_, k, err := cacheKeyInput(cfg, cfg.CacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k0 := key()
+	writeFile(t, filepath.Join(dir, "notes.txt"), "not a JSONL file")
+	if k := key(); k != k0 {
+		t.Errorf("a non-JSONL file changed the key")
+	}
+	writeFile(t, filepath.Join(dir, "sub", "b.jsonl.gz"), "x")
+	k1 := key()
+	writeFile(t, filepath.Join(dir, "a.jsonl"), `{"text": "two"}`+"\n")
+	if k2 := key(); k1 == k0 || k2 == k1 {
+		t.Errorf("keys %s, %s, %s: want a new key for an added file and for an edited one", k0, k1, k2)
+	}
+}

@@ -18,11 +18,14 @@ type rawDoc struct {
 	Source, Title, Text string
 }
 
-// Rejected is a document left out of the dataset, with the reason.
+// Rejected is a document left out of the dataset, with the reason. File
+// and Line locate it in a JSONL source (Line 0: the whole file).
 type Rejected struct {
 	Source string `json:"source"`
 	Title  string `json:"title"`
 	Reason string `json:"reason"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
 }
 
 // loadSource reads every document of one source. Unreadable or invalid
@@ -37,14 +40,14 @@ func loadSource(src Source, cacheDir string) ([]rawDoc, []Rejected, error) {
 	add := func(title, text string) {
 		switch {
 		case !utf8.ValidString(text):
-			rej = append(rej, Rejected{name, title, fmt.Sprintf("invalid UTF-8 at byte %d", invalidAt(text))})
+			rej = append(rej, Rejected{Source: name, Title: title, Reason: fmt.Sprintf("invalid UTF-8 at byte %d", invalidAt(text))})
 		case strings.TrimSpace(text) == "":
-			rej = append(rej, Rejected{name, title, "empty"})
+			rej = append(rej, Rejected{Source: name, Title: title, Reason: "empty"})
 		default:
 			docs = append(docs, rawDoc{name, title, text})
 		}
 	}
-	bad := func(title, reason string) { rej = append(rej, Rejected{name, title, reason}) }
+	bad := func(title, reason string) { rej = append(rej, Rejected{Source: name, Title: title, Reason: reason}) }
 	switch src.Kind {
 	case "opticks":
 		err = loadOpticks(add)
@@ -59,7 +62,9 @@ func loadSource(src Source, cacheDir string) ([]rawDoc, []Rejected, error) {
 	case "txt":
 		err = loadTxtDir(src.Path, add, bad)
 	case "jsonl":
-		err = loadJSONL(src.Path, src.Field, add, bad)
+		err = loadJSONL(src.Path, src.Field, add, func(file string, line int, title, reason string) {
+			rej = append(rej, Rejected{name, title, reason, file, line})
+		})
 	case "parquet":
 		err = loadParquet(src.Path, src.Field, add, bad)
 	case "arrow":

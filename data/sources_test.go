@@ -1,6 +1,10 @@
 package data
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestBuiltinSources parses the real corpora (Opticks always, the others
@@ -198,5 +203,95 @@ func writeTextTable(t *testing.T, parquetPath, arrowPath string) {
 		rb.Field(1).(*array.StringBuilder).AppendValues([]string{"first row", "", "third row"}, []bool{true, false, true})
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJSONLBadInputNamed: a jsonl:DIR source reads plain, gzip and zstd
+// JSONL files; a line that is not JSON, one without the text field, a
+// gzip file cut short and a file that cannot be read are each counted by
+// reason in report.json and named with their file and line, and what could
+// be read is kept.
+func TestJSONLBadInputNamed(t *testing.T) {
+	dir := t.TempDir()
+	para := strings.Split(opticksText(t), "\n\n")
+	var good []string
+	for _, p := range para {
+		if len(p) > 700 && len(good) < 30 {
+			good = append(good, p)
+		}
+	}
+	line := func(title, text string) string {
+		raw, _ := json.Marshal(map[string]string{"title": title, "text": text})
+		return string(raw) + "\n"
+	}
+	var plain strings.Builder
+	for i := 0; i < 10; i++ {
+		plain.WriteString(line(fmt.Sprintf("plain %d", i), good[i]))
+	}
+	plain.WriteString("{not json\n")                  // line 11
+	plain.WriteString(`{"title": "untexted"}` + "\n") // line 12
+	writeFile(t, filepath.Join(dir, "a.jsonl"), plain.String())
+
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	for i := 10; i < 20; i++ {
+		if i == 15 {
+			zw.Flush() // the first five lines decompress whole
+		}
+		zw.Write([]byte(line(fmt.Sprintf("gz %d", i), good[i])))
+	}
+	flushed := gz.Len()
+	zw.Close()
+	cut := gz.Bytes()[:flushed+2] // a download cut short at the start of the last five lines
+	writeFile(t, filepath.Join(dir, "b.jsonl.gz"), string(cut))
+
+	var zs bytes.Buffer
+	enc, err := zstd.NewWriter(&zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 20; i < 30; i++ {
+		enc.Write([]byte(line(fmt.Sprintf("zst %d", i), good[i])))
+	}
+	enc.Close()
+	writeFile(t, filepath.Join(dir, "sub", "c.jsonl.zst"), zs.String())
+	writeFile(t, filepath.Join(dir, "d.jsonl.gz"), "not gzip at all")
+	writeFile(t, filepath.Join(dir, "notes.txt"), "not read: not a JSONL name")
+
+	cfg := testConfig(t)
+	cfg.Sources, cfg.Tokenizer = []string{"jsonl:" + dir}, "bpe:300"
+	cfg.ChunkTokens, cfg.MinTokens, cfg.DedupWords = 0, 20, 0
+	cfg.Targets, cfg.Controls, cfg.Validation = 3, 3, 0
+	ds := buildTest(t, cfg)
+	rep := ds.Report()
+	type where struct {
+		file string
+		line int
+	}
+	got := map[where]string{}
+	for _, r := range rep.Rejected {
+		got[where{r.File, r.Line}] = r.Reason
+	}
+	want := map[where]string{
+		{"a.jsonl", 11}:   "not a JSON object",
+		{"a.jsonl", 12}:   `no "text" field`,
+		{"d.jsonl.gz", 0}: "unreadable: gzip: invalid header",
+		{"b.jsonl.gz", 6}: "unreadable from line 6 on (unexpected EOF)",
+	}
+	for w, reason := range want {
+		if !strings.HasPrefix(got[w], reason) {
+			t.Errorf("%s line %d: rejected for %q, want %q", w.file, w.line, got[w], reason)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("rejected %v, want %d rejections", got, len(want))
+	}
+	by := rep.RejectedBy
+	if by["not JSON"] != 1 || by["no text field"] != 1 || by["unreadable"] != 2 {
+		t.Errorf("rejected_by_reason %v, want not JSON 1, no text field 1, unreadable 2", by)
+	}
+	sc := rep.Sources["jsonl:"+dir]
+	if sc.Documents != 29 || sc.Rejected != 4 || sc.Kept != 25 {
+		t.Errorf("source counts %+v: want 29 documents (25 lines kept: 10 plain, 5 gzip before the cut, 10 zstd; 4 rejected)", sc)
 	}
 }

@@ -1,8 +1,6 @@
 package data
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -52,58 +50,6 @@ func loadTxtDir(dir string, add func(string, string), bad func(string, string)) 
 			continue
 		}
 		add(rel, string(b))
-	}
-	return nil
-}
-
-// loadJSONL reads one JSON object per line with the text in field; the title
-// is the "title", "id" or "name" field when present, else "line N".
-func loadJSONL(path, field string, add func(string, string), bad func(string, string)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		title := fmt.Sprintf("line %d", n)
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(line), &obj); err != nil {
-			bad(title, "not a JSON object: "+err.Error())
-			continue
-		}
-		for _, k := range []string{"title", "id", "name"} {
-			if v, ok := obj[k]; ok {
-				var s string
-				if json.Unmarshal(v, &s) == nil && s != "" {
-					title = s
-				} else {
-					title = string(v)
-				}
-				break
-			}
-		}
-		raw, ok := obj[field]
-		if !ok {
-			bad(title, fmt.Sprintf("no %q field", field))
-			continue
-		}
-		var text string
-		if err := json.Unmarshal(raw, &text); err != nil {
-			bad(title, fmt.Sprintf("field %q is not a string", field))
-			continue
-		}
-		add(title, text)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s line %d: %w", path, n+1, err)
 	}
 	return nil
 }

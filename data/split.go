@@ -70,7 +70,7 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		c := pool[next]
 		if t := sharedWindow(c.ids, members); t != nil {
 			c.split = "rejected"
-			reject(Rejected{c.source, c.title, fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
+			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
 			continue
 		}
 		c.split = SplitControl
@@ -106,7 +106,7 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		if m := sharedWindow(c.ids, members); m != nil {
 			c.split = "rejected"
 			leaks++
-			reject(Rejected{c.source, c.title, fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
+			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
 				"background overlaps a "+m.split)
 			if cfg.Background >= 0 {
 				nb++ // draw a clean one in its place

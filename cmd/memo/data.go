@@ -30,7 +30,8 @@ func dataCommand() *cli.Command {
 				ArgsUsage: "<config.toml> [--out DIR]",
 				Description: "Reads only the [data] section (and the top-level name and seed) of the TOML:\n" +
 					"  sources = [\"opticks\"]         opticks, moby-dick, brown, sotu, kjv, txt:DIR, jsonl:FILE[#field],\n" +
-					"                                parquet:FILE[#column], arrow:FILE[#column]\n" +
+					"                                parquet:FILE[#column], arrow:FILE[#column]; jsonl FILE may be .gz, .zst\n" +
+					"                                or a directory of them\n" +
 					"  target_sources = []           draw targets and controls only from these sources\n" +
 					"  tokenizer = \"bpe:4096\"        bpe:N (trained on the corpus), gpt2, hf:PATH/tokenizer.json\n" +
 					"  targets = 50, controls = 50, validation = 50, background = -1 (all remaining)\n" +
