@@ -32,6 +32,9 @@ type StageRecord struct {
 	Finished time.Time `json:"finished,omitzero"`
 	Seconds  float64   `json:"seconds,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	// ReusedFrom is the run directory whose outputs this stage linked
+	// instead of running (data and train of an attack-only sweep point).
+	ReusedFrom string `json:"reused_from,omitempty"`
 }
 
 // Manifest is manifest.json: what ran, on what, from which code and config.

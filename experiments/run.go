@@ -31,6 +31,11 @@ type Options struct {
 	// Ranks is the number of training processes Train will start (memo
 	// run --nproc); 0 means this process's launcher world size.
 	Ranks int
+	// ReuseTrain, when set, is the directory of a finished run that trained
+	// exactly the model this spec asks for (same TrainingKey): the data and
+	// train stages link its data/, checkpoints/ and metrics.arrow instead of
+	// running, so an attack-only sweep point trains nothing.
+	ReuseTrain string
 }
 
 // stageFunc runs one stage; tests replace it to exercise the bookkeeping
@@ -119,8 +124,17 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			return dir, err
 		}
 		slog.Info("stage start", "run", spec.Name, "stage", st)
-		err := stageFunc(ctx, st, spec, dir, opt)
+		var err error
+		if opt.ReuseTrain != "" && reusedStages[st] != nil {
+			err = linkTrained(st, spec, dir, opt.ReuseTrain)
+		} else {
+			err = stageFunc(ctx, st, spec, dir, opt)
+		}
 		rec = m.Stage(st)
+		rec.ReusedFrom = ""
+		if opt.ReuseTrain != "" && reusedStages[st] != nil {
+			rec.ReusedFrom = opt.ReuseTrain
+		}
 		rec.Finished = time.Now().UTC()
 		rec.Seconds = rec.Finished.Sub(rec.Started).Seconds()
 		if err != nil {

@@ -18,6 +18,11 @@ type Point struct {
 	Values map[string]any // axis key -> value
 	Spec   *Spec          // the resolved spec of this run (no sweep, Name = point name)
 	Doc    []byte         // the spec file `memo run` gets for this point
+	// Reuses names the earlier point that trains this point's model when
+	// the two differ only in extract, eval and plots keys (same
+	// TrainingKey): this point links that run's data and checkpoints and
+	// only attacks. Empty for a point that trains.
+	Reuses string
 }
 
 // Expand turns a sweep spec into its grid of runs, checking that every
@@ -35,6 +40,7 @@ func (s *Spec) Expand() ([]Point, error) {
 	labels := axisLabels(axes)
 	var pts []Point
 	seen := map[string]bool{}
+	trainer := map[string]string{} // TrainingKey -> first point with it
 	for _, vals := range grid(axes) {
 		name := pointName(labels, vals)
 		if seen[name] {
@@ -59,7 +65,15 @@ func (s *Spec) Expand() ([]Point, error) {
 		if err != nil {
 			return nil, s.pointError(name, axes, err)
 		}
-		pts = append(pts, Point{Name: name, Values: values, Spec: ps, Doc: b})
+		key, err := ps.TrainingKey()
+		if err != nil {
+			return nil, err
+		}
+		reuses := trainer[key]
+		if reuses == "" {
+			trainer[key] = name
+		}
+		pts = append(pts, Point{Name: name, Values: values, Spec: ps, Doc: b, Reuses: reuses})
 	}
 	return pts, nil
 }
@@ -99,6 +113,8 @@ type indexPoint struct {
 	Dir    string         `json:"dir"`
 	Spec   string         `json:"spec"`
 	Values map[string]any `json:"values"`
+	// Reuses is the point whose trained model this one attacks (Point.Reuses).
+	Reuses string `json:"reuses_training_of,omitempty"`
 }
 
 // SweepDir is where a sweep's runs, specs, logs and report go.
@@ -126,7 +142,7 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 		if err := atomicfile.WriteFile(filepath.Join(dir, spec), p.Doc); err != nil {
 			return "", nil, err
 		}
-		idx.Points = append(idx.Points, indexPoint{Name: p.Name, Dir: p.Name, Spec: spec, Values: p.Values})
+		idx.Points = append(idx.Points, indexPoint{Name: p.Name, Dir: p.Name, Spec: spec, Values: p.Values, Reuses: p.Reuses})
 	}
 	b, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {

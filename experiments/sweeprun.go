@@ -72,6 +72,12 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 	}
 	results := make([]PointResult, len(pts))
 	sem := make(chan struct{}, opt.Jobs)
+	// trained[name] closes when point name has ended: the points that
+	// reuse its training wait for it, before taking a job slot.
+	trained := map[string]chan struct{}{}
+	for _, p := range pts {
+		trained[p.Name] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	for i, p := range pts {
 		res := &results[i]
@@ -79,12 +85,27 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 		res.Log = filepath.Join(dir, "logs", p.Name+".log")
 		if Finished(p.Spec, res.Dir) {
 			res.Status = PointSkipped
+			close(trained[p.Name])
 			say("[%d/%d] %s: already finished", i+1, len(pts), p.Name)
 			continue
 		}
 		wg.Add(1)
 		go func(i int, p Point) {
 			defer wg.Done()
+			defer close(trained[p.Name])
+			args := opt.Args
+			if p.Reuses != "" {
+				select {
+				case <-trained[p.Reuses]:
+				case <-ctx.Done():
+					res.Status, res.Err = PointFailed, ctx.Err()
+					return
+				}
+				// Whether that run got as far as a trained model (it may
+				// have failed later, in its own attack) is for the linking
+				// to check, against its manifest.
+				args = append(append([]string(nil), args...), "--reuse-train", filepath.Join(dir, p.Reuses))
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -93,8 +114,11 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 			}
 			defer func() { <-sem }()
 			say("[%d/%d] %s: started (log %s)", i+1, len(pts), p.Name, res.Log)
+			if p.Reuses != "" {
+				say("[%d/%d] %s: attacks the model %s trained (only extract, eval or plots settings differ)", i+1, len(pts), p.Name, p.Reuses)
+			}
 			start := time.Now()
-			res.Err = runPoint(ctx, opt, dir, filepath.Join(dir, "specs", p.Name+".toml"), res.Log)
+			res.Err = runPoint(ctx, opt, args, dir, filepath.Join(dir, "specs", p.Name+".toml"), res.Log)
 			res.Seconds = time.Since(start).Seconds()
 			if res.Err != nil {
 				res.Status = PointFailed
@@ -109,13 +133,13 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 	return dir, results, nil
 }
 
-func runPoint(ctx context.Context, opt SweepOptions, sweepDir, spec, logPath string) error {
+func runPoint(ctx context.Context, opt SweepOptions, extra []string, sweepDir, spec, logPath string) error {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	args := append([]string{"run", "--runs", sweepDir}, opt.Args...)
+	args := append([]string{"run", "--runs", sweepDir}, extra...)
 	if opt.Force {
 		args = append(args, "--force")
 	}

@@ -30,6 +30,7 @@ func init() {
 			"grid point (like `memo sweep`) and ends with the comparison table and figures.",
 		Flags: append(runFlags(),
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel"},
+			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval or plots keys)"},
 			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Used by Slurm scripts", Hidden: true},
 		),
 		Action: runAction,
@@ -82,7 +83,12 @@ func runAction(c *cli.Context) error {
 	if c.Int("nproc") < 1 {
 		return usageError("--nproc %d: want >= 1", c.Int("nproc"))
 	}
-	opt := experiments.Options{Force: c.Bool("force")}
+	opt := experiments.Options{Force: c.Bool("force"), ReuseTrain: c.String("reuse-train")}
+	if src := opt.ReuseTrain; src != "" {
+		if st, err := os.Stat(filepath.Join(src, "config.toml")); err != nil || st.IsDir() {
+			return usageError("run: --reuse-train %s: not a run directory (no config.toml)", src)
+		}
+	}
 	if s := c.String("stages"); s != "" {
 		for _, st := range strings.Split(s, ",") {
 			opt.Stages = append(opt.Stages, strings.TrimSpace(st))

@@ -1,0 +1,113 @@
+package experiments
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/plots"
+	"github.com/memo-research/memo/train"
+)
+
+// TrainingKey identifies what training a spec asks for: the sha256 of the
+// resolved spec without its name and its extract, eval and plots tables
+// (attack and reporting settings, which never change the trained model).
+// Two specs with the same key train the same model from the same data, so
+// a sweep whose points differ only in those tables trains once.
+func (s *Spec) TrainingKey() (string, error) {
+	c := *s
+	c.Name, c.Sweep = "", nil
+	c.Extract, c.Eval, c.Plots = extract.Config{}, eval.Config{}, plots.Config{}
+	b, err := c.TOML()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// reusedStages are the stages an attack-only run takes from the run that
+// trained its model, and what each links: data/ for data; checkpoints/ and
+// metrics.arrow (the training curve its figures draw) for train.
+var reusedStages = map[string][]string{
+	"data":  {"data"},
+	"train": {checkpoint.DirName, train.MetricsFile},
+}
+
+// linkTrained is the data or train stage of a run whose model another run
+// (src) trained: after checking that src trained exactly what spec asks
+// for and finished that stage, it links src's outputs into dir with
+// relative symlinks, so the run directory reads like any other (extract
+// finds dir/checkpoints, plots dir/metrics.arrow) while the trained files
+// exist once, in src.
+func linkTrained(stage string, spec *Spec, dir, src string) error {
+	srcSpec, err := Parse(filepath.Join(src, "config.toml"))
+	if err != nil {
+		return fmt.Errorf("reuse training of %s: %w", src, err)
+	}
+	want, err := spec.TrainingKey()
+	if err != nil {
+		return err
+	}
+	have, err := srcSpec.TrainingKey()
+	if err != nil {
+		return err
+	}
+	if want != have {
+		return badinput.Errorf("reuse training of %s: it was trained with other data, model, train, goldfish or seed settings than %s asks for; only extract, eval and plots may differ", src, spec.Name)
+	}
+	m, err := ReadManifest(src)
+	if err != nil {
+		return fmt.Errorf("reuse training of %s: %w", src, err)
+	}
+	if rec := m.Stage(stage); rec.Status != StatusDone {
+		return badinput.Errorf("reuse training of %s: its %s stage is %s, not done (run it first)", src, stage, rec.Status)
+	}
+	for _, name := range reusedStages[stage] {
+		target := filepath.Join(src, name)
+		if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) && name == train.MetricsFile {
+			continue // a run trained by an older memo may lack it; figures skip the curve
+		} else if err != nil {
+			return fmt.Errorf("reuse training of %s: %w", src, err)
+		}
+		if err := linkInto(dir, name, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkInto makes dir/name a relative symlink to target, keeping one that
+// already points there (a resumed run).
+func linkInto(dir, name, target string) error {
+	link := filepath.Join(dir, name)
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	absTarget, err := filepath.Abs(target)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(absDir, absTarget)
+	if err != nil {
+		return fmt.Errorf("link %s to %s: %w", link, target, err)
+	}
+	if old, err := os.Readlink(link); err == nil && old == rel {
+		return nil
+	}
+	if _, err := os.Lstat(link); err == nil {
+		return fmt.Errorf("link %s to %s: %s already exists and is not that link; move it away or give the run another name", link, target, link)
+	}
+	if err := os.Symlink(rel, link); err != nil {
+		return fmt.Errorf("link %s to %s: %w", link, target, err)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
+)
+
+// Points that differ only in extract, eval or plots keys share a training
+// key; any other key (here the goldfish k) makes a point train its own.
+func TestExpandMarksAttackOnlyPoints(t *testing.T) {
+	spec, err := ParseBytes("atk.toml", []byte("name = \"atk\"\n[extract]\nmode = \"fixed\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n\"extract.prefix\" = [16, 32, 48]\n\"plots.dpi\" = [100]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range pts {
+		got[p.Name] = p.Reuses
+	}
+	want := map[string]string{
+		"prefix=16_k=0_dpi=100": "", "prefix=32_k=0_dpi=100": "prefix=16_k=0_dpi=100", "prefix=48_k=0_dpi=100": "prefix=16_k=0_dpi=100",
+		"prefix=16_k=4_dpi=100": "", "prefix=32_k=4_dpi=100": "prefix=16_k=4_dpi=100", "prefix=48_k=4_dpi=100": "prefix=16_k=4_dpi=100",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("points %v, want %v", got, want)
+	}
+	for n, w := range want {
+		if g, ok := got[n]; !ok || g != w {
+			t.Errorf("point %s reuses %q, want %q (all: %v)", n, g, w, got)
+		}
+	}
+}
+
+// Run with ReuseTrain links the trained run's data, checkpoints and metrics
+// instead of running data and train, records where from, and refuses a
+// run trained with other settings or not trained yet, as bad input.
+func TestRunReusesTraining(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	base := "[goldfish]\nk = 4\n[extract]\nmode = \"fixed\"\n"
+	trainer, err := ParseBytes("a.toml", []byte("name = \"a\"\n"+base+"prefix = 16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDir, err := Run(context.Background(), trainer, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"data/docs.arrow", "checkpoints/latest", "metrics.arrow"} {
+		writeTestFile(t, filepath.Join(srcDir, f), "x")
+	}
+	attack, err := ParseBytes("b.toml", []byte("name = \"b\"\n"+base+"prefix = 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = nil
+	dir, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(calls, ",") != "extract,eval,plots" {
+		t.Errorf("stages run %v, want only extract, eval, plots", calls)
+	}
+	for _, f := range []string{"data", "checkpoints", "metrics.arrow"} {
+		link, err := os.Readlink(filepath.Join(dir, f))
+		if err != nil || link != filepath.Join("..", "a", f) {
+			t.Errorf("%s: link %q (%v), want ../a/%s", f, link, err, f)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "checkpoints", "latest")); err != nil || string(b) != "x" {
+		t.Errorf("checkpoints/latest through the link: %q %v", b, err)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Stage("train").ReusedFrom != srcDir || m.Stage("data").ReusedFrom != srcDir || m.Stage("extract").ReusedFrom != "" || !m.Done(Stages) {
+		t.Errorf("manifest stages %+v, want data and train reused from %s, all done", m.Stages, srcDir)
+	}
+
+	other, err := ParseBytes("c.toml", []byte("name = \"c\"\n[goldfish]\nk = 8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), other, root, Options{ReuseTrain: srcDir})
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "only extract, eval and plots may differ") {
+		t.Errorf("reusing a run trained with goldfish k=4 for k=8: err = %v, want bad input", err)
+	}
+}
+
+func writeTestFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
