@@ -34,6 +34,9 @@ type Completion struct {
 	MinK        float64
 	RefLoss     float64 // NaN when no reference model was given
 	TokenLosses []float32
+	// Approx holds the columns of an approximate attack (extract's
+	// ApproxFields); nil when the file has none.
+	Approx *ApproxColumns
 }
 
 // StatusOK marks a document that was attacked.
@@ -137,10 +140,15 @@ func readBatch(rec arrow.Record) ([]Completion, error) {
 			return nil, err
 		}
 	}
+	ap, err := approxColumnsOf(rec)
+	if err != nil {
+		return nil, err
+	}
 	n := int(rec.NumRows())
 	rows := make([]Completion, n)
 	for i := range rows {
 		c := &rows[i]
+		c.Approx = ap.at(i)
 		c.DocID, c.Split = docID.Value(i), split.Value(i)
 		c.SuffixText, c.GeneratedText, c.Text = suffixText.Value(i), genText.Value(i), text.Value(i)
 		c.Loss, c.MinK, c.RefLoss = floatOrNaN(lossCol, i), floatOrNaN(minkCol, i), floatOrNaN(refCol, i)

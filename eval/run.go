@@ -74,6 +74,7 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 	}
 	sum := Summarize(rows, cfg, goldfish)
 	sum.Completions = path
+	sum.Approx = summarizeApprox(comps, meta[provenance.Approx])
 	if err := sum.setProvenance(meta); err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", path, err)
 	}

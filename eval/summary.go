@@ -68,9 +68,12 @@ type Summary struct {
 	// count at which half the members are extracted (see threshold.go);
 	// left out with fewer than two repetition counts.
 	RepetitionThreshold *RepetitionThreshold `json:"repetition_threshold,omitempty"`
-	MIA                 MIASummary           `json:"mia"`
-	Goldfish            GoldfishSummary      `json:"goldfish"`
-	Eval                Config               `json:"eval"`
+	// Approx summarizes an approximate attack's columns (approx.go); left
+	// out for exact attacks.
+	Approx   *ApproxSummary  `json:"approx,omitempty"`
+	MIA      MIASummary      `json:"mia"`
+	Goldfish GoldfishSummary `json:"goldfish"`
+	Eval     Config          `json:"eval"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the

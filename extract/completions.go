@@ -52,6 +52,8 @@ type Row struct {
 	NTokens                                     int
 	Loss, MinK, RefLoss                         float64
 	TokenLosses                                 []float32
+	// Approx holds the ApproxFields of an approximate attack (nil: exact).
+	Approx *ApproxMetrics
 }
 
 const batchRows = 256
@@ -61,9 +63,15 @@ const batchRows = 256
 // checkpoint and its training loss under the keys of internal/provenance).
 func WriteCompletions(path string, rows []Row, meta map[string]string) error {
 	schema := Schema
+	withApprox := hasApprox(rows)
+	fields := Schema.Fields()
+	if withApprox {
+		fields = append(fields, ApproxFields...)
+		schema = arrow.NewSchema(fields, nil)
+	}
 	if len(meta) > 0 {
 		md := arrow.MetadataFrom(meta)
-		schema = arrow.NewSchema(Schema.Fields(), &md)
+		schema = arrow.NewSchema(fields, &md)
 	}
 	return atomicfile.Create(path, func(f *os.File) error {
 		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
@@ -75,6 +83,9 @@ func WriteCompletions(path string, rows []Row, meta map[string]string) error {
 		for start := 0; start == 0 || start < len(rows); start += batchRows {
 			for _, r := range rows[start:min(start+batchRows, len(rows))] {
 				appendRow(b, r)
+				if withApprox {
+					appendApprox(b, r)
+				}
 			}
 			rec := b.NewRecord()
 			err := w.Write(rec)

@@ -71,16 +71,36 @@ type Config struct {
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
 	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
+	// KVBits is 16 (the exact fp32 cache), 8 or 4: the keys and values are
+	// quantized group-wise (32 per group) in QuantSpec's hierarchical
+	// layout, the 4-bit code being the upper half of the 8-bit one.
+	KVBits int `toml:"kv_bits" json:"kv_bits,omitempty"`
+	// Attention is exact, loki (top-k tokens ranked in a PCA space of the
+	// keys; extract.loki) or sift (a per-prompt power-law threshold on the
+	// attention probabilities; extract.sift), applied at decode steps.
+	Attention string `toml:"attention" json:"attention,omitempty"`
+	// Speculative is none or quantspec: greedy decoding drafted by the
+	// same model with 4-bit weights and cache and verified by the exact
+	// model (extract.quantspec); the tokens are plain greedy's.
+	Speculative string `toml:"speculative" json:"speculative,omitempty"`
+	// Loki configures extract.attention = "loki".
+	Loki LokiConfig `toml:"loki" json:"loki,omitzero"`
+	// Sift configures extract.attention = "sift".
+	Sift SiftConfig `toml:"sift" json:"sift,omitzero"`
+	// QuantSpec configures extract.speculative = "quantspec".
+	QuantSpec QuantSpecConfig `toml:"quantspec" json:"quantspec,omitzero"`
 }
 
 // DefaultConfig is the goldfish repository's attack: the reference mode,
 // a 50-token suffix, greedy decoding, targets and controls.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Mode: ModeReference, Prefix: 50, Suffix: 50, Decoding: DecodeGreedy,
 		Temperature: 1, TopK: 0, TopP: 1, Beams: 4, Seed: 1234, BatchSize: 16,
 		Splits: []string{"target", "control"}, MinKFraction: 0.2,
 	}
+	defaultApprox(&c)
+	return c
 }
 
 func oneOf(v string, set []string) bool {
@@ -139,7 +159,7 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.MinKFraction) || c.MinKFraction <= 0 || c.MinKFraction > 1 {
 		return fmt.Errorf("extract.mink_fraction = %v: must be in (0, 1], e.g. 0.2", c.MinKFraction)
 	}
-	return nil
+	return c.validateApprox()
 }
 
 // Lengths are the prefix and suffix lengths of the fixed-geometry modes;
@@ -221,7 +241,10 @@ func (c Config) Slug(extra ...string) string {
 	case DecodeSample:
 		dec = fmt.Sprintf("sample-t%g-k%d-p%g-seed%d", c.Temperature, c.TopK, c.TopP, c.Seed)
 	}
-	k := c
+	if c.approximate() {
+		dec += "." + c.approxName()
+	}
+	k := c.canonical()
 	k.BatchSize = 0
 	h := sha256.New()
 	json.NewEncoder(h).Encode(k) // a hash.Hash does not fail; Config always encodes

@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	slog.Info("extract: attacking", "checkpoint", ckpt, "documents", len(prompts), "too_short", short,
 		"mode", cfg.Mode, "decoding", cfg.Decoding, "window", window, "model", mc.String())
 
-	gen, err := generateAll(ctx, g, cfg, prompts, true)
+	gen, approx, err := generateFor(ctx, g, cfg, ckpt, ds, prompts, window)
 	if err != nil {
 		return fmt.Errorf("extract: generate: %w", err)
 	}
@@ -93,6 +93,12 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 			Prefix: p.Prefix, Suffix: p.Suffix, Generated: gen[i], Text: p.Doc.Text, NTokens: len(p.Doc.IDs),
 			TokenLosses: losses[i], RefLoss: math.NaN(),
 		}
+		if approx != nil {
+			r.Approx = approx[i]
+			if r.Approx == nil {
+				r.Approx = &noApprox
+			}
+		}
 		if r.Prefix == nil {
 			r.Prefix, r.Suffix, r.Generated = []int32{}, []int32{}, []int32{}
 		}
@@ -112,11 +118,14 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if meta[provenance.Goldfish] == "" {
 		slog.Warn("extract: the checkpoint is not in a run directory with config.toml; its goldfish settings are unknown and not recorded", "checkpoint", ckpt)
 	}
-	cj, err := json.Marshal(cfg)
+	cj, err := json.Marshal(cfg.canonical())
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
 	meta[provenance.Extract] = string(cj)
+	if cfg.approximate() {
+		meta[provenance.Approx] = cfg.approxName()
+	}
 	if err := WriteCompletions(out, rows, meta); err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}

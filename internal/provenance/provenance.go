@@ -28,6 +28,9 @@ const (
 	// record as JSON), from the [goldfish] table of its run's config.toml.
 	// Absent for a checkpoint outside a run directory: unknown, not "none".
 	Goldfish = "memo.goldfish"
+	// Approx names the inference approximation of an approximate attack
+	// (extract's approxName, e.g. "loki-r8-k0.25"); absent for exact ones.
+	Approx = "memo.approx"
 )
 
 // GoldfishRecord is the record under the Goldfish key: loss.Config with

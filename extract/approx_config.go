@@ -1,0 +1,157 @@
+package extract
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/memo-research/memo/model"
+)
+
+// Speculative decoders.
+const (
+	SpecNone      = "none"
+	SpecQuantSpec = "quantspec"
+)
+
+// Attentions lists extract.attention's values.
+var Attentions = []string{model.AttnExact, model.AttnLoki, model.AttnSift}
+
+// LokiConfig is [extract.loki]: Loki's sparse attention (Singhania et al. 2024).
+type LokiConfig struct {
+	// Rank is the number of principal dimensions of the post-rotary keys
+	// that score the cached tokens (at most the head dimension).
+	Rank int `toml:"rank" json:"rank"`
+	// TopK is the fraction (<= 1) or the count (> 1) of each query's
+	// cached tokens attended at every decode step.
+	TopK float64 `toml:"top_k" json:"top_k"`
+	// CalibrationDocs is how many training (target) documents, the first by
+	// doc_id, calibrate the key basis; it is cached beside the checkpoint.
+	CalibrationDocs int `toml:"calibration_docs" json:"calibration_docs"`
+}
+
+// SiftConfig is [extract.sift]: SiftAttention's threshold.
+type SiftConfig struct {
+	// Quantile is tau: the quantile of each head's attention probabilities
+	// whose power law over decode steps predicts the threshold; tokens
+	// below the threshold are dropped (0.9 keeps about a tenth).
+	Quantile float64 `toml:"quantile" json:"quantile"`
+	// Warmup is the number of first decode steps attended exactly, whose
+	// tau-quantiles the power law is fitted to (>= 2).
+	Warmup int `toml:"warmup" json:"warmup"`
+}
+
+// QuantSpecConfig is [extract.quantspec]: self-speculative decoding.
+type QuantSpecConfig struct {
+	// Gamma is the number of tokens the draft proposes per round.
+	Gamma int `toml:"gamma" json:"gamma"`
+}
+
+func defaultApprox(c *Config) {
+	c.KVBits, c.Attention, c.Speculative = 16, model.AttnExact, SpecNone
+	c.Loki = LokiConfig{Rank: 8, TopK: 0.25, CalibrationDocs: 32}
+	c.Sift = SiftConfig{Quantile: 0.9, Warmup: 4}
+	c.QuantSpec = QuantSpecConfig{Gamma: 4}
+}
+
+// approximate reports whether any inference approximation is on.
+func (c Config) approximate() bool {
+	return c.KVBits != 16 || c.Attention != model.AttnExact || c.Speculative != SpecNone
+}
+
+// canonical is c with the settings of approximations that are off
+// cleared: their JSON (omitempty, omitzero) then vanishes, so an exact
+// attack's slug and recorded config are what they were before the keys
+// existed.
+func (c Config) canonical() Config {
+	if c.KVBits == 16 {
+		c.KVBits = 0
+	}
+	if c.Attention != model.AttnLoki {
+		c.Loki = LokiConfig{}
+	}
+	if c.Attention != model.AttnSift {
+		c.Sift = SiftConfig{}
+	}
+	if c.Attention == model.AttnExact {
+		c.Attention = ""
+	}
+	if c.Speculative == SpecNone {
+		c.Speculative, c.QuantSpec = "", QuantSpecConfig{}
+	}
+	return c
+}
+
+func (c Config) validateApprox() error {
+	switch c.KVBits {
+	case 16, 8, 4:
+	default:
+		return fmt.Errorf("extract.kv_bits = %d: must be 16 (exact), 8 or 4", c.KVBits)
+	}
+	if !oneOf(c.Attention, Attentions) {
+		return fmt.Errorf("extract.attention = %q: must be one of %s", c.Attention, strings.Join(Attentions, ", "))
+	}
+	if c.Loki.Rank < 1 {
+		return fmt.Errorf("extract.loki.rank = %d: must be >= 1 (and at most the head dimension)", c.Loki.Rank)
+	}
+	if !(c.Loki.TopK > 0) || math.IsInf(c.Loki.TopK, 1) {
+		return fmt.Errorf("extract.loki.top_k = %v: must be a fraction in (0, 1] or a count > 1", c.Loki.TopK)
+	}
+	if c.Loki.CalibrationDocs < 1 {
+		return fmt.Errorf("extract.loki.calibration_docs = %d: must be >= 1", c.Loki.CalibrationDocs)
+	}
+	if !(c.Sift.Quantile > 0 && c.Sift.Quantile < 1) {
+		return fmt.Errorf("extract.sift.quantile = %v: must be in (0, 1), e.g. 0.9", c.Sift.Quantile)
+	}
+	if c.Sift.Warmup < 2 {
+		return fmt.Errorf("extract.sift.warmup = %d: must be >= 2 (a power law needs two points)", c.Sift.Warmup)
+	}
+	switch c.Speculative {
+	case SpecNone:
+	case SpecQuantSpec:
+		if c.Decoding != DecodeGreedy {
+			return fmt.Errorf("extract.speculative = %q: needs extract.decoding = %q, not %q", c.Speculative, DecodeGreedy, c.Decoding)
+		}
+		if c.KVBits != 16 || c.Attention != model.AttnExact {
+			return fmt.Errorf("extract.speculative = %q: the verifying model decodes exactly; set extract.kv_bits = 16 and extract.attention = %q", c.Speculative, model.AttnExact)
+		}
+	default:
+		return fmt.Errorf("extract.speculative = %q: must be %q or %q", c.Speculative, SpecNone, SpecQuantSpec)
+	}
+	if c.QuantSpec.Gamma < 1 || c.QuantSpec.Gamma > 32 {
+		return fmt.Errorf("extract.quantspec.gamma = %d: must be between 1 and 32", c.QuantSpec.Gamma)
+	}
+	return nil
+}
+
+// modelApprox is the model's approximation for this attack (basis: the
+// Loki key basis, nil unless attention is loki).
+func (c Config) modelApprox(basis *model.LokiBasis) model.Approx {
+	return model.Approx{
+		KVBits: c.KVBits, Attention: c.Attention, Loki: basis, LokiRank: c.Loki.Rank, LokiTopK: c.Loki.TopK,
+		SiftQuantile: c.Sift.Quantile, SiftWarmup: c.Sift.Warmup,
+	}
+}
+
+// approxName names the approximation for slugs, logs and eval: "exact",
+// "kv8", "kv4", "loki-r8-k0.25", "sift-q0.9", "quantspec-g4", joined by
+// "+" when several apply.
+func (c Config) approxName() string {
+	var parts []string
+	if c.KVBits != 16 {
+		parts = append(parts, fmt.Sprintf("kv%d", c.KVBits))
+	}
+	switch c.Attention {
+	case model.AttnLoki:
+		parts = append(parts, fmt.Sprintf("loki-r%d-k%g", c.Loki.Rank, c.Loki.TopK))
+	case model.AttnSift:
+		parts = append(parts, fmt.Sprintf("sift-q%g", c.Sift.Quantile))
+	}
+	if c.Speculative == SpecQuantSpec {
+		parts = append(parts, fmt.Sprintf("quantspec-g%d", c.QuantSpec.Gamma))
+	}
+	if len(parts) == 0 {
+		return "exact"
+	}
+	return strings.Join(parts, "+")
+}

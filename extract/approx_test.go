@@ -1,0 +1,140 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/train"
+)
+
+// An exact attack's slug and recorded config do not mention the
+// approximation keys: they are what they were before the keys existed.
+func TestExactConfigCanonical(t *testing.T) {
+	cfg := DefaultConfig()
+	b, err := json.Marshal(cfg.canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"kv_bits", "attention", "speculative", "loki", "sift", "quantspec"} {
+		if strings.Contains(string(b), `"`+k+`"`) {
+			t.Errorf("exact config JSON mentions %q: %s", k, b)
+		}
+	}
+	if s := cfg.Slug(); !strings.HasPrefix(s, "reference-s50.greedy.") || strings.Count(s, ".") != 2 {
+		t.Errorf("exact slug %q", s)
+	}
+	cfg.Attention = "loki"
+	if s := cfg.Slug(); !strings.HasPrefix(s, "reference-s50.greedy.loki-r8-k0.25.") {
+		t.Errorf("loki slug %q", s)
+	}
+}
+
+func TestApproxConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.KVBits = 2 }, "extract.kv_bits = 2: must be 16 (exact), 8 or 4"},
+		{func(c *Config) { c.Attention = "flash" }, `extract.attention = "flash": must be one of exact, loki, sift`},
+		{func(c *Config) { c.Loki.TopK = 0 }, "extract.loki.top_k = 0"},
+		{func(c *Config) { c.Sift.Quantile = 1 }, "extract.sift.quantile = 1"},
+		{func(c *Config) { c.Speculative, c.Decoding = SpecQuantSpec, DecodeBeam }, `needs extract.decoding = "greedy"`},
+		{func(c *Config) { c.Speculative, c.KVBits = SpecQuantSpec, 8 }, "set extract.kv_bits = 16"},
+		{func(c *Config) { c.QuantSpec.Gamma = 0 }, "extract.quantspec.gamma = 0"},
+	} {
+		cfg := DefaultConfig()
+		c.mod(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// Every approximation through Run on a trained run: QuantSpec decodes
+// every document exactly as plain greedy does; the others record their
+// columns, Loki caches its key basis beside the checkpoint, and eval
+// summarizes them.
+func TestApproxRunOnATrainedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a dataset and trains a model")
+	}
+	ctx := context.Background()
+	dir, ds, _ := trainTiny(t, func(d *data.Config) {
+		d.Targets, d.Controls, d.Validation, d.Background = 6, 6, 2, 4
+		d.Repetitions, d.ChunkTokens, d.MinTokens = 4, 64, 40
+	}, func(c *train.Config) {
+		c.Steps, c.Block, c.BatchSize, c.WarmupSteps = 60, 64, 8, 2
+	})
+	base := DefaultConfig()
+	base.Suffix, base.BatchSize = 24, 5
+	outDir := t.TempDir()
+	run := func(name string, mod func(*Config)) []eval.Completion {
+		cfg := base
+		mod(&cfg)
+		out := filepath.Join(outDir, name+".arrow")
+		if err := Run(ctx, cfg, dir, ds, out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rows, err := eval.ReadCompletions(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	exact := run("exact", func(*Config) {})
+	if exact[0].Approx != nil {
+		t.Fatal("an exact attack wrote approximation columns")
+	}
+	spec := run("quantspec", func(c *Config) { c.Speculative, c.QuantSpec.Gamma = SpecQuantSpec, 3 })
+	var accept float64
+	for i, r := range spec {
+		if !reflect.DeepEqual(r.Generated, exact[i].Generated) {
+			t.Errorf("doc %d: quantspec %v, greedy %v", r.DocID, r.Generated, exact[i].Generated)
+		}
+		if r.Approx == nil || r.Approx.ExactAgree != len(r.Generated) || !(r.Approx.SpecAccept >= 0 && r.Approx.SpecAccept <= 1) {
+			t.Fatalf("doc %d: %+v", r.DocID, r.Approx)
+		}
+		accept += r.Approx.SpecAccept
+	}
+	t.Logf("quantspec acceptance %.3f over %d documents", accept/float64(len(spec)), len(spec))
+	for name, mod := range map[string]func(*Config){
+		"kv4":  func(c *Config) { c.KVBits = 4 },
+		"loki": func(c *Config) { c.Attention, c.Loki.Rank, c.Loki.TopK, c.Loki.CalibrationDocs = "loki", 4, 0.25, 3 },
+		"sift": func(c *Config) { c.Attention, c.Sift.Quantile = "sift", 0.9 },
+	} {
+		rows := run(name, mod)
+		var mass, agree float64
+		for _, r := range rows {
+			a := r.Approx
+			if a == nil || a.ExactAgree < 0 || a.ExactAgree > len(r.Generated) || !(a.KVBytesPerToken > 0) {
+				t.Fatalf("%s doc %d: %+v", name, r.DocID, a)
+			}
+			mass += a.AttnMassKept
+			agree += float64(a.ExactAgree)
+		}
+		mass /= float64(len(rows))
+		t.Logf("%s: mass kept %.3f, tokens agreeing %.1f of %d", name, mass, agree/float64(len(rows)), base.Suffix)
+		if name == "kv4" && mass != 1 || name != "kv4" && !(mass < 1) {
+			t.Errorf("%s: mean attention mass kept %v", name, mass)
+		}
+	}
+	ckpts, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "step-*", "loki-basis-*.json"))
+	if len(ckpts) != 1 {
+		t.Errorf("loki bases beside the checkpoint: %v", ckpts)
+	}
+	sum, err := eval.Run(eval.DefaultConfig(), filepath.Join(outDir, "sift.arrow"), loss.Config{Strategy: loss.StrategyNone}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Approx == nil || sum.Approx.Method != "sift-q0.9" || sum.Approx.N != len(exact) || !(float64(sum.Approx.AttnMassKept) < 1) || math.IsNaN(float64(sum.Approx.KVBytesPerToken)) {
+		t.Errorf("summary approx %+v", sum.Approx)
+	}
+}
