@@ -79,14 +79,14 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	}
 	opts := train.Options{Progress: processRank() == 0}
 	if worldSize() == 1 {
-		return train.Run(ctx, tcfg, mcfg, spec.Goldfish, ds, dir, opts)
+		return train.Run(ctx, tcfg, mcfg, spec.Goldfish, datasetSource{ds}, dir, opts)
 	}
 	g, err := dist.Init(ctx, dist.Unset())
 	if err != nil {
 		return err
 	}
 	opts.Group = g
-	if err := train.Run(ctx, tcfg, mcfg, spec.Goldfish, ds, dir, opts); err != nil {
+	if err := train.Run(ctx, tcfg, mcfg, spec.Goldfish, datasetSource{ds}, dir, opts); err != nil {
 		// A failed collective leaves the group broken: no closing barrier,
 		// the process's exit tears it down.
 		return fmt.Errorf("rank %d of %d: %w", g.Rank(), g.Size(), err)
