@@ -107,6 +107,7 @@ var keyDocs = map[string]string{
 	"train.keep_checkpoints":        "KeepCheckpoints keeps only the newest this many checkpoints; 0 keeps all.",
 	"train.log_every":               "LogEvery rewrites metrics.arrow every this many steps.",
 	"train.lr":                      "LR is the peak learning rate, reached after the warm-up.",
+	"train.match_supervised_tokens": "MatchSupervisedTokens = K (>= 2) makes a standard-loss run (goldfish.k = 0) the equal-supervised-tokens control of goldfish with k = K: it stops at the exact target where it has supervised as many targets as goldfish k = K, with the [goldfish] strategy, h, start and seed, supervises over the full run (same stream and order; the learning-rate schedule spans the shortened run). 0: off.",
 	"train.min_lr":                  "MinLR is the floor the cosine decay ends at.",
 	"train.no_resume":               "NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).",
 	"train.seed":                    "Seed seeds the order of the training stream (each epoch reshuffled).",

@@ -53,6 +53,8 @@ type Config struct {
 	Seed int64 `toml:"seed"`
 	// InitFrom starts from another run's weights: a checkpoint directory, a checkpoints/ directory or a run directory.
 	InitFrom string `toml:"init_from"`
+	// MatchSupervisedTokens = K (>= 2) makes a standard-loss run (goldfish.k = 0) the equal-supervised-tokens control of goldfish with k = K: it stops at the exact target where it has supervised as many targets as goldfish k = K, with the [goldfish] strategy, h, start and seed, supervises over the full run (same stream and order; the learning-rate schedule spans the shortened run). 0: off.
+	MatchSupervisedTokens int `toml:"match_supervised_tokens"`
 	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
 	NoResume bool `toml:"no_resume"`
 }
@@ -89,6 +91,9 @@ func (c Config) Validate() error {
 		{"train.eval_every", c.EvalEvery}, {"train.eval_rows", c.EvalRows},
 		{"train.checkpoint_every", c.CheckpointEvery}, {"train.keep_checkpoints", c.KeepCheckpoints},
 		{"train.threads", c.Threads},
+	}
+	if c.MatchSupervisedTokens < 0 || c.MatchSupervisedTokens == 1 {
+		return fmt.Errorf("train.match_supervised_tokens = %d: must be 0 (off) or the goldfish k >= 2 whose supervised-token count to match", c.MatchSupervisedTokens)
 	}
 	for _, f := range nonNeg {
 		if f.v < 0 {

@@ -112,6 +112,17 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if total == 0 {
 		total = int(math.Ceil(cfg.Epochs * float64(stream.perEpoch) / float64(cfg.BatchSize)))
 	}
+	if cfg.MatchSupervisedTokens > 0 {
+		full := total
+		var m matchedLength
+		if total, masker, m, err = matchedRun(cfg, lcfg, stream, masker, total, block); err != nil {
+			return err
+		}
+		if rank == 0 {
+			slog.Info("train: equal-supervised-tokens control", "goldfish_k", cfg.MatchSupervisedTokens,
+				"supervised_targets", m.budget, "steps", total, "of", full, "last_row", m.cut, "last_target", m.pos)
+		}
+	}
 
 	dev, err := torchx.ResolveDevice(cfg.Device)
 	if err != nil {
