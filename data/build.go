@@ -29,6 +29,8 @@ type candidate struct {
 	ids                 []int32
 	split               string
 	reps                int
+	parent              int // index of the source document it was cut from
+	chunk               int // its position among that document's chunks
 }
 
 // Build makes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}:
@@ -54,7 +56,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 func buildDir(ctx context.Context, cfg Config, dir string) error {
 	start := time.Now()
 	cache := cfg.cacheDir()
-	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, Sources: map[string]*SourceCount{},
+	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, MemberSeparation: cfg.MemberSeparation(), Sources: map[string]*SourceCount{},
 		Splits: map[string]int{}, SplitTokens: map[string]int{}, Repetitions: map[string]int{}, RejectedBy: map[string]int{}}
 	reject := func(r Rejected, key string) {
 		rep.Rejected = append(rep.Rejected, r)
@@ -243,9 +245,12 @@ func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens
 	}
 	var cands []*candidate
 	var rej []Rejected
-	for _, r := range results {
+	for i, r := range results {
 		if r.err != nil {
 			return nil, nil, r.err
+		}
+		for _, c := range r.cands {
+			c.parent = i
 		}
 		cands = append(cands, r.cands...)
 		rej = append(rej, r.rej...)
@@ -291,7 +296,7 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 			res.rej = append(res.rej, Rejected{Source: d.Source, Title: title, Reason: "tokenizer does not round-trip the text"})
 			continue
 		}
-		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids})
+		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids, chunk: k})
 	}
 	return res
 }

@@ -63,6 +63,15 @@ type Config struct {
 	// before any split. 0 disables it.
 	DedupWords int `toml:"dedup_words" json:"dedup_words"`
 
+	// ControlGap keeps controls away from targets cut from the same source
+	// document, whose neighbouring chunks share its topic, names and style
+	// (a control next to a target is not a clean non-member): N > 0 rejects
+	// a would-be control within N chunks of a target of its document, -1
+	// rejects any control from a document that holds a target (split by
+	// document, for sources of many documents), 0 only refuses shared
+	// 50-token windows. report.json's member_separation says which.
+	ControlGap int `toml:"control_gap" json:"control_gap"`
+
 	// Layout of training rows: "padded" (one document per row, padded to the
 	// block, as the reference) or "packed" (documents joined by EOS).
 	Layout string `toml:"layout" json:"layout"`
@@ -179,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.ChunkTokens > 0 && c.MinTokens > c.ChunkTokens {
 		bad("data.min_tokens = %d: must be <= data.chunk_tokens = %d", c.MinTokens, c.ChunkTokens)
+	}
+	if c.ControlGap < -1 {
+		bad("data.control_gap = %d: must be -1 (split by source document), 0 (off) or N > 0 chunks", c.ControlGap)
 	}
 	if c.DedupWords < 0 {
 		bad("data.dedup_words = %d: must be >= 0", c.DedupWords)

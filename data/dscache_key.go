@@ -17,7 +17,7 @@ import (
 // dataset cache key: bump it whenever Build's output for the same config and
 // source files changes (cleaning, chunking, splitting, file schemas), so
 // that no cached dataset of the old code is reused.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // keyedFile is one input file of a build, by content.
 type keyedFile struct {

@@ -2,21 +2,24 @@ package data
 
 // Report is report.json: what Build made and what it left out, and why.
 type Report struct {
-	Config       Config                  `json:"config"`
-	Tokenizer    string                  `json:"tokenizer"`
-	VocabSize    int                     `json:"vocab_size"`
-	EOS          int32                   `json:"eos"`
-	Layout       string                  `json:"layout"`
-	Sources      map[string]*SourceCount `json:"sources"`
-	Splits       map[string]int          `json:"splits"`
-	SplitTokens  map[string]int          `json:"split_tokens"`
-	Repetitions  map[string]int          `json:"repetition_counts"` // count -> number of targets
-	Unused       int                     `json:"unused"`            // eligible documents in no split (background limited)
-	TrainTokens  int                     `json:"train_tokens"`      // tokens in the stream, repetitions included
-	Rejected     []Rejected              `json:"rejected"`
-	RejectedBy   map[string]int          `json:"rejected_by_reason"`
-	TokenizerHit bool                    `json:"tokenizer_cache_hit"`
-	Seconds      float64                 `json:"seconds"`
+	Config    Config `json:"config"`
+	Tokenizer string `json:"tokenizer"`
+	VocabSize int    `json:"vocab_size"`
+	EOS       int32  `json:"eos"`
+	Layout    string `json:"layout"`
+	// MemberSeparation is Config.MemberSeparation: how targets and
+	// controls are kept apart beyond shared token windows.
+	MemberSeparation string                  `json:"member_separation"`
+	Sources          map[string]*SourceCount `json:"sources"`
+	Splits           map[string]int          `json:"splits"`
+	SplitTokens      map[string]int          `json:"split_tokens"`
+	Repetitions      map[string]int          `json:"repetition_counts"` // count -> number of targets
+	Unused           int                     `json:"unused"`            // eligible documents in no split (background limited)
+	TrainTokens      int                     `json:"train_tokens"`      // tokens in the stream, repetitions included
+	Rejected         []Rejected              `json:"rejected"`
+	RejectedBy       map[string]int          `json:"rejected_by_reason"`
+	TokenizerHit     bool                    `json:"tokenizer_cache_hit"`
+	Seconds          float64                 `json:"seconds"`
 }
 
 // SourceCount counts one source's documents through the pipeline.

@@ -61,13 +61,23 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		rep.Repetitions[strconv.Itoa(c.reps)]++
 		addWindows(c)
 	}
+	// The targets' chunks by source document, for data.control_gap.
+	targetChunks := map[int][]*candidate{}
+	for _, c := range pool[:cfg.Targets] {
+		targetChunks[c.parent] = append(targetChunks[c.parent], c)
+	}
 	next := cfg.Targets
 	for n := 0; n < cfg.Controls; next++ {
 		if next >= len(pool) {
-			return fmt.Errorf("data.controls = %d: only %d documents of the target sources share no %d-token window with a target",
-				cfg.Controls, n, OverlapTokens)
+			return fmt.Errorf("data.controls = %d: only %d documents of the target sources share no %d-token window with a target%s",
+				cfg.Controls, n, OverlapTokens, gapHint(cfg.ControlGap))
 		}
 		c := pool[next]
+		if t := nearTarget(c, targetChunks, cfg.ControlGap); t != nil {
+			c.split = "rejected"
+			reject(Rejected{Source: c.source, Title: c.title, Reason: nearReason(c, t, cfg.ControlGap)}, "control near a target")
+			continue
+		}
 		if t := sharedWindow(c.ids, members); t != nil {
 			c.split = "rejected"
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
@@ -126,6 +136,46 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		}
 	}
 	return nil
+}
+
+// nearTarget returns a target cut from the same source document as c and
+// at most gap chunks away from it (any distance when gap < 0), or nil.
+func nearTarget(c *candidate, targets map[int][]*candidate, gap int) *candidate {
+	if gap == 0 {
+		return nil
+	}
+	for _, t := range targets[c.parent] {
+		if d := t.chunk - c.chunk; gap < 0 || (d <= gap && -d <= gap) {
+			return t
+		}
+	}
+	return nil
+}
+
+func nearReason(c, t *candidate, gap int) string {
+	if gap < 0 {
+		return fmt.Sprintf("would-be control comes from the source document of target %q (data.control_gap = -1)", t.title)
+	}
+	return fmt.Sprintf("would-be control is %d chunks from target %q of the same source document (data.control_gap = %d)", max(t.chunk-c.chunk, c.chunk-t.chunk), t.title, gap)
+}
+
+func gapHint(gap int) string {
+	if gap == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and is not within data.control_gap = %d of one", gap)
+}
+
+// MemberSeparation says in words how targets and controls are kept apart
+// beyond the token-window check (report.json member_separation).
+func (c Config) MemberSeparation() string {
+	switch {
+	case c.ControlGap < 0:
+		return "by source document: no control is cut from a source document that holds a target"
+	case c.ControlGap > 0:
+		return fmt.Sprintf("gap: a control is more than %d chunks away from every target of its source document", c.ControlGap)
+	}
+	return "none: neighbouring chunks of one source document may be a target and a control (only shared 50-token windows are refused)"
 }
 
 // tokenWindows hashes every window of n consecutive ids: FNV-1a of the
