@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/progress"
 )
 
 // candidate is a tokenized document (or chunk) before splitting.
@@ -222,12 +224,23 @@ func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens
 	encode := tok.Encode // both encoders are safe for concurrent use
 	work := make(chan int)
 	var wg sync.WaitGroup
+	// Documents, tokens and MB/s of text, on a terminal or every 30 s.
+	bar := progress.New("data: tokenize documents", len(raws))
+	start := time.Now()
+	var done, tokens, bytes atomic.Int64
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
 				results[i] = tokenizeOne(encode, tok, raws[i], chunkTokens, minTokens)
+				n := 0
+				for _, c := range results[i].cands {
+					n += len(c.ids)
+				}
+				tokens.Add(int64(n))
+				mb := float64(bytes.Add(int64(len(raws[i].Text)))) / (1 << 20)
+				bar.Update(int(done.Add(1)), fmt.Sprintf("%d tokens, %.1f MB/s", tokens.Load(), mb/max(time.Since(start).Seconds(), 1e-9)))
 			}
 		}()
 	}
@@ -240,6 +253,7 @@ func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens
 	}
 	close(work)
 	wg.Wait()
+	bar.Done()
 	if err != nil {
 		return nil, nil, err
 	}
