@@ -21,7 +21,9 @@ import (
 // a temporary directory), builds it as the standard setting would (GPT-2
 // tokenizer, 2,000 targets x 50, 2,000 controls, all the rest background)
 // and streams one epoch of its training rows, each in a child process, and
-// logs MB/s and each child's peak RSS. Not part of the default suite.
+// logs MB/s and each child's peak RSS; MEMO_BENCH_TRAINROWS=1 adds the
+// epoch made whole by TrainRows, for comparison. Not part of the default
+// suite.
 
 // scaleConfig is the standard setting's data section on the corpus in dir.
 func scaleConfig(dir string) Config {
@@ -59,7 +61,11 @@ func TestScaleBench(t *testing.T) {
 		}
 	}
 	run := filepath.Join(dir, "run")
-	for _, phase := range []string{"build", "stream"} {
+	phases := []string{"build", "stream"}
+	if os.Getenv("MEMO_BENCH_TRAINROWS") != "" {
+		phases = append(phases, "trainrows") // the materialized epoch, for comparison
+	}
+	for _, phase := range phases {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestScaleBenchChild$", "-test.count=1", "-test.timeout=2h", "-test.v")
 		cmd.Env = append(os.Environ(), "MEMO_BENCH_DATA_CHILD="+phase, "MEMO_BENCH_DIR="+dir)
 		out, err := cmd.CombinedOutput()
@@ -104,6 +110,18 @@ func TestScaleBenchChild(t *testing.T) {
 		fmt.Printf("RESULT %.0f MB in %.0f s = %.1f MB/s; %d documents (target %d, control %d, background %d), %d rejected, %d training tokens\n",
 			float64(corpusBytes)/(1<<20), s, float64(corpusBytes)/(1<<20)/s, rep.Sources[cfg.Sources[0]].Documents,
 			rep.Splits[SplitTarget], rep.Splits[SplitControl], rep.Splits[SplitBackground], len(rep.Rejected), rep.TrainTokens)
+	case "trainrows":
+		// For comparison: the epoch made whole, as TrainRows makes it.
+		ds, err := Open(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := ds.TrainRows(scaleBlock, cfg.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := time.Since(start).Seconds()
+		fmt.Printf("RESULT TrainRows: %d rows in %.1f s\n", len(rows), s)
 	case "stream":
 		ds, err := Open(run)
 		if err != nil {
