@@ -27,6 +27,7 @@ var keyDocs = map[string]string{
 	"eval.mink_fraction":            "MinKFraction is the K of Min-K% Prob as a fraction of the document's\ntokens (0.2 = the 20 % least likely tokens).",
 	"eval.reference":                "Reference, when set, is another run directory or its completions.arrow\nwhose per-document losses serve as the reference model's for the\nloss-difference attack (documents matched by text). Empty uses the\nref_loss column that extract wrote, when it holds numbers.",
 	"eval.seed":                     "Seed seeds the bootstrap resampling.",
+	"extract.approximation":         "Approximation, when not empty, sets the keys above in one string,\nfor sweeps: \"exact\", \"kv8\", \"kv4\", \"loki-r<rank>-k<top_k>\",\n\"sift-q<quantile>\" or \"quantspec-g<gamma>\" (joined by \"+\" to\ncombine), e.g. \"loki-r8-k0.25\" sets attention, loki.rank, loki.top_k.",
 	"extract.attention":             "Attention is exact, loki (top-k tokens ranked in a PCA space of the\nkeys; extract.loki) or sift (a per-prompt power-law threshold on the\nattention probabilities; extract.sift), applied at decode steps.",
 	"extract.batch_size":            "BatchSize is the number of prompts decoded together.",
 	"extract.beams":                 "Beams is the beam width of beam search.",

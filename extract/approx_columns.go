@@ -9,8 +9,9 @@ import (
 
 // ApproxFields are the columns completions.arrow gains after Schema's when
 // the attack decoded under an approximation (extract.kv_bits,
-// extract.attention or extract.speculative not at their defaults); exact
-// attacks write Schema alone, as before these keys existed.
+// extract.attention or extract.speculative not at their defaults) or
+// named one in extract.approximation (even "exact"); other attacks write
+// Schema alone, as before these keys existed.
 //
 //   - exact_agree: generated tokens equal to exact decoding's (same
 //     decoding, same seed) before the first that differs; the suffix

@@ -64,6 +64,7 @@ func (c Config) approximate() bool {
 // attack's slug and recorded config are what they were before the keys
 // existed.
 func (c Config) canonical() Config {
+	c.Approximation = ""
 	if c.KVBits == 16 {
 		c.KVBits = 0
 	}
@@ -154,4 +155,51 @@ func (c Config) approxName() string {
 		return "exact"
 	}
 	return strings.Join(parts, "+")
+}
+
+// parseApproximation sets the keys extract.approximation names: "exact",
+// or approxName's parts joined by "+" ("kv8", "kv4", "loki-r<rank>-k<top_k>",
+// "sift-q<quantile>", "quantspec-g<gamma>").
+func (c *Config) parseApproximation(name string) error {
+	bad := func(part string) error {
+		return fmt.Errorf("extract.approximation = %q: part %q: want exact, kv8, kv4, loki-r<rank>-k<top_k>, sift-q<quantile> or quantspec-g<gamma>, joined by +", name, part)
+	}
+	c.KVBits, c.Attention, c.Speculative = 16, model.AttnExact, SpecNone
+	for _, part := range strings.Split(name, "+") {
+		var err error
+		switch {
+		case part == "exact":
+		case part == "kv8":
+			c.KVBits = 8
+		case part == "kv4":
+			c.KVBits = 4
+		case strings.HasPrefix(part, "loki-"):
+			c.Attention = model.AttnLoki
+			_, err = fmt.Sscanf(part, "loki-r%d-k%g", &c.Loki.Rank, &c.Loki.TopK)
+		case strings.HasPrefix(part, "sift-"):
+			c.Attention = model.AttnSift
+			_, err = fmt.Sscanf(part, "sift-q%g", &c.Sift.Quantile)
+		case strings.HasPrefix(part, "quantspec-"):
+			c.Speculative = SpecQuantSpec
+			_, err = fmt.Sscanf(part, "quantspec-g%d", &c.QuantSpec.Gamma)
+		default:
+			return bad(part)
+		}
+		if err != nil {
+			return bad(part)
+		}
+	}
+	if got := c.approxName(); got != name && name != "exact" {
+		return fmt.Errorf("extract.approximation = %q: reads as %q; write it that way", name, got)
+	}
+	return nil
+}
+
+// Resolved applies extract.approximation, when set, to the keys it names.
+func (c Config) Resolved() (Config, error) {
+	if c.Approximation == "" {
+		return c, nil
+	}
+	err := c.parseApproximation(c.Approximation)
+	return c, err
 }

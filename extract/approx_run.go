@@ -130,10 +130,12 @@ func agreeing(a, b []int32) int {
 	return n
 }
 
-// generateFor is generateAll, or approxAll when cfg approximates (ms is
-// then every row's metrics, nil for rows not attacked).
+// generateFor is generateAll, or approxAll when cfg approximates or
+// names extract.approximation, even "exact", so that a sweep's exact
+// point is measured like the others (ms is then every row's metrics, nil
+// for rows not attacked).
 func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds *data.Dataset, prompts []Prompt, window int) (gen [][]int32, ms []*ApproxMetrics, err error) {
-	if !cfg.approximate() {
+	if !cfg.approximate() && cfg.Approximation == "" {
 		gen, err = generateAll(ctx, g, cfg, prompts, true)
 		return gen, nil, err
 	}

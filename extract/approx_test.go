@@ -138,3 +138,30 @@ func TestApproxRunOnATrainedRun(t *testing.T) {
 		t.Errorf("summary approx %+v", sum.Approx)
 	}
 }
+
+// extract.approximation names what approxName prints, and sets its keys.
+func TestApproximationKey(t *testing.T) {
+	for _, name := range []string{"exact", "kv8", "kv4", "loki-r8-k0.25", "loki-r4-k16", "sift-q0.9", "quantspec-g4", "kv8+sift-q0.99"} {
+		cfg := DefaultConfig()
+		cfg.Approximation = name
+		r, err := cfg.Resolved()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := r.approxName(); got != name {
+			t.Errorf("%q resolves to %q", name, got)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Approximation = "loki-r8-k0.25"
+	r, _ := cfg.Resolved()
+	if r.Attention != "loki" || r.Loki.Rank != 8 || r.Loki.TopK != 0.25 || r.KVBits != 16 {
+		t.Errorf("loki-r8-k0.25 resolved to %+v", r)
+	}
+	for _, bad := range []string{"kv2", "loki-r8", "sift-q0.90", "exact+"} {
+		cfg.Approximation = bad
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "extract.approximation") {
+			t.Errorf("%q: got %v", bad, err)
+		}
+	}
+}

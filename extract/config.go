@@ -83,6 +83,11 @@ type Config struct {
 	// same model with 4-bit weights and cache and verified by the exact
 	// model (extract.quantspec); the tokens are plain greedy's.
 	Speculative string `toml:"speculative" json:"speculative,omitempty"`
+	// Approximation, when not empty, sets the keys above in one string,
+	// for sweeps: "exact", "kv8", "kv4", "loki-r<rank>-k<top_k>",
+	// "sift-q<quantile>" or "quantspec-g<gamma>" (joined by "+" to
+	// combine), e.g. "loki-r8-k0.25" sets attention, loki.rank, loki.top_k.
+	Approximation string `toml:"approximation" json:"approximation,omitempty"`
 	// Loki configures extract.attention = "loki".
 	Loki LokiConfig `toml:"loki" json:"loki,omitzero"`
 	// Sift configures extract.attention = "sift".
@@ -115,6 +120,10 @@ func oneOf(v string, set []string) bool {
 // Validate checks every key and names the offending one in its error.
 // CheckContext checks the prompt against a model's context.
 func (c Config) Validate() error {
+	c, err := c.Resolved()
+	if err != nil {
+		return err
+	}
 	if !oneOf(c.Mode, Modes) {
 		return fmt.Errorf("extract.mode = %q: must be one of %s", c.Mode, strings.Join(Modes, ", "))
 	}
@@ -240,6 +249,9 @@ func (c Config) Slug(extra ...string) string {
 		dec = fmt.Sprintf("beam%d", c.Beams)
 	case DecodeSample:
 		dec = fmt.Sprintf("sample-t%g-k%d-p%g-seed%d", c.Temperature, c.TopK, c.TopP, c.Seed)
+	}
+	if r, err := c.Resolved(); err == nil {
+		c = r
 	}
 	if c.approximate() {
 		dec += "." + c.approxName()

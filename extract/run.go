@@ -25,6 +25,8 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	cfg, _ = cfg.Resolved() // Validate checked it
+
 	// libtorch's grad mode (ts.NoGrad) is per OS thread: a goroutine that
 	// moved between threads would build autograd graphs while decoding.
 	runtime.LockOSThread()
@@ -123,7 +125,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return fmt.Errorf("extract: %w", err)
 	}
 	meta[provenance.Extract] = string(cj)
-	if cfg.approximate() {
+	if approx != nil {
 		meta[provenance.Approx] = cfg.approxName()
 	}
 	if err := WriteCompletions(out, rows, meta); err != nil {

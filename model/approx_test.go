@@ -285,7 +285,7 @@ func TestKVBytesHandWorked(t *testing.T) {
 	for _, c := range []struct {
 		bits   int
 		perTok float64
-	}{{8, 320}, {4, 2 * 4 * 2 * (8 + 4)}} {
+	}{{16, 1024}, {8, 320}, {4, 2 * 4 * 2 * (8 + 4)}} {
 		s, err := NewApproxStepper(g, Approx{KVBits: c.bits})
 		if err != nil {
 			t.Fatal(err)

@@ -25,9 +25,10 @@ type Stepper struct {
 	fed      int // positions of seqs already in the cache
 	// promptLen is the length of the left-padded prompts in seqs.
 	promptLen int
-	// approx and its state, when enabled (NewApproxStepper).
-	approx Approx
-	st     *approxState
+	// approx and its state, which measures (NewApproxStepper).
+	approx  Approx
+	measure bool
+	st      *approxState
 }
 
 // NewStepper decodes with g. With useCache each new token goes through the
@@ -90,7 +91,7 @@ func (s *Stepper) newCache() error {
 		c.Drop()
 		return err
 	}
-	if s.approx.Enabled() {
+	if s.measure {
 		s.st = newApproxState(s.approx, s.g, len(s.seqs))
 		c.approx = s.st
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
 )
 
@@ -49,6 +50,9 @@ func Report(dir string, cfg Config) error {
 	if _, err := writeThresholdTables(out, runs); err != nil {
 		return err
 	}
+	if _, err := writeApproxTables(out, runs); err != nil {
+		return err
+	}
 	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
 	return err
 }
@@ -87,6 +91,16 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	}
 	p, err = thresholdVsParams(cfg, runs)
 	if err := emit("threshold-vs-params", p, err); err != nil {
+		return written, err
+	}
+	p, err = approxFigure(cfg, runs, "Extraction under sparse attention", "exact attention mass kept",
+		func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) }, false)
+	if err := emit("extraction-vs-mass-kept", p, err); err != nil {
+		return written, err
+	}
+	p, err = approxFigure(cfg, runs, "Extraction against KV cache traffic", "KV bytes read per token",
+		func(a *eval.ApproxSummary) float64 { return float64(a.KVBytesPerToken) }, true)
+	if err := emit("extraction-vs-kv-bytes", p, err); err != nil {
 		return written, err
 	}
 	p, _, err = lossCurves(cfg, runs)

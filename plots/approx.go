@@ -1,0 +1,143 @@
+package plots
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/atomicfile"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// approxRow is one approximate attack of the approximate-inference study,
+// every number from the run's summary.json (eval).
+type approxRow struct {
+	run, loss string
+	k         int
+	a         *eval.ApproxSummary
+	members   eval.SplitSummary
+	controls  eval.SplitSummary
+}
+
+// approxRows are the runs whose summary has "approx", the standard loss
+// first, then in run order.
+func approxRows(runs []*runData) []approxRow {
+	var rows []approxRow
+	for _, r := range runs {
+		if a := r.Summary.Approx; a != nil {
+			rows = append(rows, approxRow{run: r.Name, loss: r.goldfishLabel(), k: r.K, a: a, members: r.Summary.Members, controls: r.Summary.Controls})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].k < rows[j].k })
+	return rows
+}
+
+var approxHeader = []string{"loss", "method", "targets", "exact match % [95% CI]", "RougeL", "controls exact %",
+	"tokens agreeing with exact", "fully exact %", "attention mass kept", "KV bytes / token", "QuantSpec acceptance %"}
+
+func (w approxRow) cells() []string {
+	a := w.a
+	return []string{w.loss, a.Method, fmt.Sprint(w.members.N),
+		interval(float64(w.members.ExactMatch), w.members.ExactMatchWilsonCI, pct), num(float64(w.members.RougeL), 3),
+		pct(float64(w.controls.ExactMatch)), num(float64(a.ExactAgree), 1), pct(float64(a.FullAgreement)),
+		num(float64(a.AttnMassKept), 3), num(float64(a.KVBytesPerToken), 0), pct(float64(a.SpecAccept))}
+}
+
+// writeApproxTables writes approx.md and approx.csv into dir when some
+// run is an approximate attack.
+func writeApproxTables(dir string, runs []*runData) ([]string, error) {
+	rows := approxRows(runs)
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	md := func(w io.Writer) error {
+		var b strings.Builder
+		b.WriteString("| " + strings.Join(approxHeader, " | ") + " |\n|" + strings.Repeat(" --- |", len(approxHeader)) + "\n")
+		for _, r := range rows {
+			b.WriteString("| " + strings.Join(r.cells(), " | ") + " |\n")
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	csvOut := func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write(approxHeader)
+		for _, r := range rows {
+			cw.Write(r.cells())
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	var written []string
+	for name, write := range map[string]func(io.Writer) error{"approx.md": md, "approx.csv": csvOut} {
+		path := filepath.Join(dir, name)
+		if err := atomicfile.Write(path, write); err != nil {
+			return written, fmt.Errorf("write %s: %w", path, err)
+		}
+		written = append(written, path)
+	}
+	sort.Strings(written)
+	return written, nil
+}
+
+// approxFigure plots the members' exact-match rate (eval's, with its
+// Wilson interval) against x of each approximate attack, one series per
+// loss; logX for byte counts. Points whose x is NaN (unmeasured) are left
+// out; nil without two measured points.
+func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eval.ApproxSummary) float64, logX bool) (*plot.Plot, error) {
+	rows := approxRows(runs)
+	var losses []string
+	byLoss := map[string]*errPoints{}
+	n := 0
+	for _, w := range rows {
+		xv := x(w.a)
+		if math.IsNaN(xv) || (logX && xv <= 0) {
+			continue
+		}
+		pts := byLoss[w.loss]
+		if pts == nil {
+			pts = &errPoints{}
+			byLoss[w.loss] = pts
+			losses = append(losses, w.loss)
+		}
+		m := w.members
+		pts.add(xv, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
+		n++
+	}
+	if n < 2 {
+		return nil, nil
+	}
+	p := newPlot(cfg, title, xlabel, "targets extracted (exact match %)")
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{}
+	}
+	for li, l := range losses {
+		pts := byLoss[l]
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		eb, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return nil, err
+		}
+		c := colorAt(li)
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[li%2]}
+		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
+		p.Add(eb, sc)
+		p.Legend.Add(l, sc)
+	}
+	p.Y.Min, p.Y.Max = 0, 130
+	p.Y.Tick.Marker = percentTicks
+	p.Add(hgrid())
+	return p, nil
+}

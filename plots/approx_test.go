@@ -1,0 +1,57 @@
+package plots
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/eval"
+)
+
+// The approx table and figures take their numbers from summary.json's
+// "approx" and members: two losses, three methods each.
+func TestApproxTableAndFigures(t *testing.T) {
+	var runs []*runData
+	for _, k := range []int{0, 4} {
+		for i, m := range []struct {
+			method string
+			mass   float64
+			bytes  float64
+		}{{"exact", 1, 4096}, {"kv4", 1, 768}, {"loki-r4-k0.25", 0.6, 1536}} {
+			s := &eval.Summary{Approx: &eval.ApproxSummary{Method: m.method, N: 8, ExactAgree: eval.Num(24 - 4*i), FullAgreement: eval.Num(1 - 0.25*float64(i)),
+				AttnMassKept: eval.Num(m.mass), KVBytesPerToken: eval.Num(m.bytes), SpecAccept: eval.Num(nanValue)}}
+			s.Members = eval.SplitSummary{N: 8, ExactMatch: eval.Num(0.5 / float64(1+i+k)), ExactMatchWilsonCI: [2]eval.Num{0.1, 0.8}}
+			runs = append(runs, &runData{Name: m.method, K: k, H: 13, Strategy: "hash-table", Summary: s})
+		}
+	}
+	dir := t.TempDir()
+	written, err := writeApproxTables(dir, runs)
+	if err != nil || len(written) != 2 {
+		t.Fatalf("%v %v", written, err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "approx.md"))
+	for _, want := range []string{"| standard | loki-r4-k0.25 | 8 | 16.7 [10.0, 80.0] |", "| 0.600 | 1536 | – |", "| goldfish k=4, h=13 | exact | 8 | 10.0 [10.0, 80.0] |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("approx.md lacks %q:\n%s", want, md)
+		}
+	}
+	cfg := DefaultConfig()
+	for name, x := range map[string]func(*eval.ApproxSummary) float64{
+		"mass":  func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) },
+		"bytes": func(a *eval.ApproxSummary) float64 { return float64(a.KVBytesPerToken) },
+	} {
+		p, err := approxFigure(cfg, runs, "t", "x", x, name == "bytes")
+		if err != nil || p == nil {
+			t.Fatalf("%s: %v %v", name, p, err)
+		}
+	}
+	// Without approximate attacks there is nothing to draw or tabulate.
+	exact := []*runData{{Name: "plain", Summary: &eval.Summary{}}}
+	if p, _ := approxFigure(cfg, exact, "t", "x", func(a *eval.ApproxSummary) float64 { return 1 }, false); p != nil {
+		t.Error("a figure without approximate attacks")
+	}
+	if w, _ := writeApproxTables(dir, exact); w != nil {
+		t.Error("tables without approximate attacks")
+	}
+}
