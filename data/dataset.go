@@ -37,6 +37,11 @@ type Dataset struct {
 	once sync.Once
 	tok  *Tokenizer
 	terr error
+
+	// The training documents' tokens for Stream, read once.
+	trainOnce sync.Once
+	train     *trainDocs
+	trainErr  error
 }
 
 // Dir is the dataset directory (runDir/data).

@@ -11,23 +11,37 @@ import (
 
 // Stream is one epoch of the training stream read a row at a time: Row(i)
 // is TrainRows(block, seed)[i], the same rows in the same order, but the
-// rows are never all made. It holds each training document's tokens once
-// (as uint16 when the vocabulary fits, half the memory) and one int32 per
-// stream unit (a document's repetition or pass), not repetitions × tokens
-// padded to rows; docs.arrow's texts are never read. Row is a pure
-// function of the index, so a run resumed at any row reads exactly the
-// rows the uninterrupted run would have, and a rank can read only its own.
+// rows are never all made. It holds one int32 per stream unit (a
+// document's repetition or pass) and reads tokens from the dataset's
+// training documents (trainDocs: in memory as uint16 when the vocabulary
+// fits, or in an unlinked temporary file when they exceed streamMemBytes),
+// never repetitions × tokens padded to rows nor docs.arrow's texts. Row is
+// a pure function of the index, so a run resumed at any row reads exactly
+// the rows the uninterrupted run would have, and a rank can read only its
+// own.
 type Stream struct {
 	block  int
 	eos    int32
 	packed bool
-	t16    []uint16 // tokens of the training documents, one after another
-	t32    []int32  // instead of t16 when the vocabulary exceeds 65,536 ids
-	off    []int64  // document k's tokens are [off[k], off[k+1])
-	units  []int32  // document index of each unit, in stream order
-	starts []int64  // padded: first row of each unit; packed: first stream token
+	docs   *trainDocs
+	units  []int32 // document index of each unit, in stream order
+	starts []int64 // padded: first row of each unit; packed: first stream token
 	rows   int
 }
+
+// trainDocs are the target and background documents by doc_id: their
+// repetitions and their tokens, one after another.
+type trainDocs struct {
+	background  []bool
+	repetitions []int32
+	off         []int64 // document k's tokens are [off[k], off[k+1])
+	store       tokenStore
+}
+
+// streamMemBytes is the most token bytes trainDocs keeps in memory; more
+// go to a temporary file read a row at a time (the page cache keeps what
+// fits), so that the stream's memory stays bounded by its index.
+var streamMemBytes int64 = 256 << 20
 
 // Stream returns the epoch of the training stream TrainRows(block, seed)
 // makes, read lazily.
@@ -39,6 +53,37 @@ func (d *Dataset) Stream(block int, seed int64) (*Stream, error) {
 	if s.packed && s.eos < 0 {
 		return nil, fmt.Errorf("layout packed needs an EOS token; tokenizer %s has none", d.report.Tokenizer)
 	}
+	d.trainOnce.Do(func() { d.train, d.trainErr = d.loadTrainDocs() })
+	if d.trainErr != nil {
+		return nil, d.trainErr
+	}
+	s.docs = d.train
+	var pretrain []int32
+	for k, reps := range s.docs.repetitions {
+		for r := int32(0); r < reps; r++ {
+			s.units = append(s.units, int32(k))
+		}
+		if s.docs.background[k] {
+			for r := 0; r < d.report.Config.PretrainPasses; r++ {
+				pretrain = append(pretrain, int32(k))
+			}
+		}
+	}
+	// The same generators and swaps as TrainRows, on document indices.
+	rng := newSplitMix(uint64(seed) ^ 0x7261696e726f7773)
+	shuffle(rng, len(s.units), func(i, j int) { s.units[i], s.units[j] = s.units[j], s.units[i] })
+	if len(pretrain) > 0 {
+		prng := newSplitMix(uint64(seed) ^ 0x7072657472616e21)
+		shuffle(prng, len(pretrain), func(i, j int) { pretrain[i], pretrain[j] = pretrain[j], pretrain[i] })
+		s.units = append(pretrain, s.units...)
+	}
+	s.index()
+	return s, nil
+}
+
+// loadTrainDocs reads which documents are trained on (docs.arrow without
+// its texts) and their tokens.
+func (d *Dataset) loadTrainDocs() (*trainDocs, error) {
 	type meta struct {
 		id          int64
 		background  bool
@@ -61,42 +106,25 @@ func (d *Dataset) Stream(block int, seed int64) (*Stream, error) {
 	}
 	// TrainRows walks documents by doc_id.
 	sort.Slice(train, func(i, j int) bool { return train[i].id < train[j].id })
+	td := &trainDocs{background: make([]bool, len(train)), repetitions: make([]int32, len(train))}
 	index := make(map[int64]int, len(train))
 	for k, m := range train {
 		if _, dup := index[m.id]; dup {
 			return nil, fmt.Errorf("read %s: doc_id %d appears twice; the file is corrupt, rebuild it with `memo data build`", d.dir, m.id)
 		}
 		index[m.id] = k
+		td.background[k], td.repetitions[k] = m.background, m.repetitions
 	}
-	if err := s.loadTokens(d, index, len(train)); err != nil {
+	if err := td.loadTokens(d, index); err != nil {
 		return nil, err
 	}
-	var pretrain []int32
-	for k, m := range train {
-		for r := int32(0); r < m.repetitions; r++ {
-			s.units = append(s.units, int32(k))
-		}
-		if m.background {
-			for r := 0; r < d.report.Config.PretrainPasses; r++ {
-				pretrain = append(pretrain, int32(k))
-			}
-		}
-	}
-	// The same generators and swaps as TrainRows, on document indices.
-	rng := newSplitMix(uint64(seed) ^ 0x7261696e726f7773)
-	shuffle(rng, len(s.units), func(i, j int) { s.units[i], s.units[j] = s.units[j], s.units[i] })
-	if len(pretrain) > 0 {
-		prng := newSplitMix(uint64(seed) ^ 0x7072657472616e21)
-		shuffle(prng, len(pretrain), func(i, j int) { pretrain[i], pretrain[j] = pretrain[j], pretrain[i] })
-		s.units = append(pretrain, s.units...)
-	}
-	s.index()
-	return s, nil
+	return td, nil
 }
 
 // loadTokens reads the training documents' tokens (index maps doc_id to
-// position) into one flat array.
-func (s *Stream) loadTokens(d *Dataset, index map[int64]int, n int) error {
+// position) into the token store.
+func (td *trainDocs) loadTokens(d *Dataset, index map[int64]int) error {
+	n := len(td.repetitions)
 	lens := make([]int64, n)
 	found := make([]bool, n)
 	var total int64
@@ -115,28 +143,20 @@ func (s *Stream) loadTokens(d *Dataset, index map[int64]int, n int) error {
 			return fmt.Errorf("read %s: a training document (position %d by doc_id) has no row in tokens.arrow", d.dir, k)
 		}
 	}
-	s.off = make([]int64, n+1)
+	td.off = make([]int64, n+1)
 	for k, l := range lens {
-		s.off[k+1] = s.off[k] + l
+		td.off[k+1] = td.off[k] + l
 	}
-	if d.report.VocabSize > 0 && d.report.VocabSize <= 1<<16 {
-		s.t16 = make([]uint16, total)
-	} else {
-		s.t32 = make([]int32, total)
+	wide := d.report.VocabSize <= 0 || d.report.VocabSize > 1<<16
+	st, err := newTokenStore(total, wide)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", d.dir, err)
 	}
+	td.store = st
 	return d.ScanTokens(func(id int64, ids []int32) error {
-		k, ok := index[id]
-		if !ok {
-			return nil
+		if k, ok := index[id]; ok {
+			return st.put(td.off[k], ids)
 		}
-		if s.t16 != nil {
-			dst := s.t16[s.off[k]:s.off[k+1]]
-			for i, v := range ids {
-				dst[i] = uint16(v) // ScanTokens checked 0 <= v < vocab
-			}
-			return nil
-		}
-		copy(s.t32[s.off[k]:s.off[k+1]], ids)
 		return nil
 	})
 }
@@ -145,8 +165,9 @@ func (s *Stream) loadTokens(d *Dataset, index map[int64]int, n int) error {
 // (packed), and the row count.
 func (s *Stream) index() {
 	s.starts = make([]int64, len(s.units)+1)
+	off := s.docs.off
 	for u, k := range s.units {
-		l := s.off[k+1] - s.off[k]
+		l := off[k+1] - off[k]
 		if s.packed {
 			s.starts[u+1] = s.starts[u] + l + 1 // the EOS after it
 		} else {
@@ -193,20 +214,21 @@ func (s *Stream) Row(i int, dst []int32) error {
 		u := sort.Search(len(s.units), func(u int) bool { return s.starts[u+1] > int64(i) })
 		from := (int64(i) - s.starts[u]) * int64(s.block)
 		k := s.units[u]
-		l := s.off[k+1] - s.off[k]
-		s.copyTokens(dst, k, from, min(from+int64(s.block)+1, l))
-		return nil
+		l := s.docs.off[k+1] - s.docs.off[k]
+		return s.copyTokens(dst, k, from, min(from+int64(s.block)+1, l))
 	}
 	pos := int64(i) * int64(s.block)
 	end := min(pos+int64(s.block)+1, s.starts[len(s.units)])
 	u := sort.Search(len(s.units), func(u int) bool { return s.starts[u+1] > pos })
 	for out := 0; pos < end; u++ {
 		k := s.units[u]
-		l := s.off[k+1] - s.off[k]
+		l := s.docs.off[k+1] - s.docs.off[k]
 		q := pos - s.starts[u]
 		n := min(l-q, end-pos) // tokens of this unit in the row
 		if n > 0 {
-			s.copyTokens(dst[out:], k, q, q+n)
+			if err := s.copyTokens(dst[out:], k, q, q+n); err != nil {
+				return err
+			}
 			out += int(n)
 			pos += n
 		}
@@ -220,13 +242,7 @@ func (s *Stream) Row(i int, dst []int32) error {
 }
 
 // copyTokens copies tokens [from, to) of document k to dst.
-func (s *Stream) copyTokens(dst []int32, k int32, from, to int64) {
-	a, b := s.off[k]+from, s.off[k]+to
-	if s.t16 != nil {
-		for j, v := range s.t16[a:b] {
-			dst[j] = int32(v)
-		}
-		return
-	}
-	copy(dst, s.t32[a:b])
+func (s *Stream) copyTokens(dst []int32, k int32, from, to int64) error {
+	a := s.docs.off[k]
+	return s.docs.store.get(dst[:to-from], a+from)
 }

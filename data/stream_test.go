@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -27,33 +28,58 @@ func TestStreamMatchesTrainRows(t *testing.T) {
 	} {
 		cfg := base
 		cfg.Layout, cfg.PretrainPasses = c.layout, c.pretrain
-		ds := buildTest(t, cfg)
-		for _, block := range c.blocks {
-			for _, seed := range []int64{1, 99} {
-				name := fmt.Sprintf("%s pretrain=%d block=%d seed=%d", c.layout, c.pretrain, block, seed)
-				want, err := ds.TrainRows(block, seed)
-				if err != nil {
+		built := buildTest(t, cfg)
+		for _, store := range []string{"memory", "file"} {
+			// A fresh Dataset: the token store is made once per Dataset.
+			ds, err := Open(filepath.Dir(built.Dir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if store == "file" {
+				old := streamMemBytes
+				streamMemBytes = 0
+				if _, err := ds.Stream(c.blocks[0], 1); err != nil {
 					t.Fatal(err)
 				}
-				s, err := ds.Stream(block, seed)
-				if err != nil {
+				streamMemBytes = old
+				if _, ok := ds.train.store.(*fileStore); !ok {
+					t.Fatalf("store %T, want a file", ds.train.store)
+				}
+			}
+			checkStream(t, ds, fmt.Sprintf("%s pretrain=%d store=%s", c.layout, c.pretrain, store), c.blocks)
+		}
+	}
+}
+
+// checkStream compares every row of Stream with TrainRows' at each block
+// and two seeds.
+func checkStream(t *testing.T, ds *Dataset, label string, blocks []int) {
+	t.Helper()
+	for _, block := range blocks {
+		for _, seed := range []int64{1, 99} {
+			name := fmt.Sprintf("%s block=%d seed=%d", label, block, seed)
+			want, err := ds.TrainRows(block, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := ds.Stream(block, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Len() != len(want) {
+				t.Fatalf("%s: %d rows, TrainRows has %d", name, s.Len(), len(want))
+			}
+			row := make([]int32, block+1)
+			for i, w := range want {
+				if err := s.Row(i, row); err != nil {
 					t.Fatal(err)
 				}
-				if s.Len() != len(want) {
-					t.Fatalf("%s: %d rows, TrainRows has %d", name, s.Len(), len(want))
+				if !slices.Equal(row, w) {
+					t.Fatalf("%s: row %d is\n%v\nTrainRows has\n%v", name, i, row, w)
 				}
-				row := make([]int32, block+1)
-				for i, w := range want {
-					if err := s.Row(i, row); err != nil {
-						t.Fatal(err)
-					}
-					if !slices.Equal(row, w) {
-						t.Fatalf("%s: row %d is\n%v\nTrainRows has\n%v", name, i, row, w)
-					}
-				}
-				if err := s.Row(len(want), row); err == nil {
-					t.Errorf("%s: row %d past the end read without error", name, len(want))
-				}
+			}
+			if err := s.Row(len(want), row); err == nil {
+				t.Errorf("%s: row %d past the end read without error", name, len(want))
 			}
 		}
 	}
