@@ -171,9 +171,12 @@ func reasonKey(reason string) string {
 }
 
 func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, start time.Time) error {
-	// An old report.json would mark a half-rewritten directory as complete.
-	if err := os.Remove(filepath.Join(dir, "report.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("rebuild %s: %w", dir, err)
+	// An old report.json would mark a half-rewritten directory as complete,
+	// and an old cache.json would name a cache entry these files are not.
+	for _, name := range []string{"report.json", CacheLinkFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rebuild %s: %w", dir, err)
+		}
 	}
 	err := writeArrow(filepath.Join(dir, "docs.arrow"), docsSchema, len(docs), func(b *array.RecordBuilder, i int) {
 		c := docs[i]

@@ -88,6 +88,13 @@ func buildCached(ctx context.Context, cfg Config, runDir string) error {
 	}
 	root := filepath.Join(cache, datasetsDir)
 	entry := filepath.Join(root, key)
+	if err := os.MkdirAll(filepath.Join(root, locksDir, key), 0o755); err != nil {
+		// A cache this user cannot write (another user's, a read-only file
+		// system, a file in the way): the run still gets its dataset,
+		// built in place.
+		slog.Warn("data: dataset cache not writable, building in the run directory", "cache", root, "err", err)
+		return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
+	}
 	lock, err := waitLock(ctx, filepath.Join(root, locksDir, key))
 	if err != nil {
 		return err

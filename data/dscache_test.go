@@ -347,3 +347,22 @@ func TestCacheKeyJSONLDir(t *testing.T) {
 		t.Errorf("keys %s, %s, %s: want a new key for an added file and for an edited one", k0, k1, k2)
 	}
 }
+
+// TestDatasetCacheUnwritable: a cache where no entry can be made (here a
+// file where CACHE/datasets should be, which stops root too) does not stop
+// a build: the dataset is built in the run directory, without cache.json.
+func TestDatasetCacheUnwritable(t *testing.T) {
+	cache := t.TempDir()
+	writeFile(t, filepath.Join(cache, datasetsDir), "not a directory")
+	cfg := concurrentConfig(cache)
+	run := t.TempDir()
+	if err := Build(context.Background(), cfg, run); err != nil {
+		t.Fatalf("Build with an unwritable cache: %v", err)
+	}
+	if _, err := Open(run); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "data", CacheLinkFile)); !os.IsNotExist(err) {
+		t.Errorf("cache.json written for a dataset built in place: %v", err)
+	}
+}
