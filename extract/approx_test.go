@@ -12,6 +12,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 )
 
@@ -163,5 +164,33 @@ func TestApproximationKey(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "extract.approximation") {
 			t.Errorf("%q: got %v", bad, err)
 		}
+	}
+}
+
+// The decode benchmark measures every approximation: fp32 bytes by hand
+// for exact (nano: 2 layers · 4 KV heads · 2 · 16 dims · 4 bytes per
+// cached token, 20 tokens on average over the 7 steps attending 17…23 of
+// a 16-token prompt + 8 generated), fewer for a 4-bit cache, Loki and
+// Sift (past its 4 warm-up steps).
+func TestBenchApproximations(t *testing.T) {
+	mc := model.Config{Preset: "nano", Vocab: 64, Seed: 2}
+	run := func(a string) BenchResult {
+		res, err := Bench(BenchConfig{Model: mc, Prefix: 16, Suffix: 8, Batch: 2, Decoding: DecodeGreedy, Reps: 1, Seed: 1, Approximation: a})
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		return res
+	}
+	exact := run("exact")
+	if want := 1024 * 20.0; exact.KVBytesPerToken != want {
+		t.Errorf("exact: %v KV bytes per token, want %v", exact.KVBytesPerToken, want)
+	}
+	for _, a := range []string{"kv4", "loki-r4-k0.25", "sift-q0.9"} {
+		if r := run(a); !(r.KVBytesPerToken > 0 && r.KVBytesPerToken < exact.KVBytesPerToken) {
+			t.Errorf("%s: %v KV bytes per token, exact %v", a, r.KVBytesPerToken, exact.KVBytesPerToken)
+		}
+	}
+	if r := run("quantspec-g2"); !(r.SpecAccept > 0 && r.SpecAccept <= 1) {
+		t.Errorf("quantspec: acceptance %v", r.SpecAccept)
 	}
 }

@@ -29,6 +29,9 @@ type BenchConfig struct {
 	Warmup  int // unmeasured runs first
 	Threads int // libtorch threads; 0 keeps the default
 	Seed    int64
+	// Approximation decodes under extract.approximation's method ("" is
+	// exact decoding, unmeasured).
+	Approximation string
 }
 
 // BenchResult is what `memo bench decode --json` prints. Times are seconds
@@ -52,6 +55,13 @@ type BenchResult struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	PrefillS   float64 `json:"prefill_s"`
 	DecodeS    float64 `json:"decode_s"`
+	// Approximation is the method; KVBytesPerToken its mean key/value bytes
+	// read per decode step (model.ApproxStats; 0 unmeasured: exact without
+	// --approximation, and quantspec), SpecAccept QuantSpec's acceptance.
+	// QuantSpec's prefill is inside DecodeS.
+	Approximation   string  `json:"approximation,omitempty"`
+	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
+	SpecAccept      float64 `json:"spec_accept,omitempty"`
 }
 
 // timedStepper records how long the prompt pass took.
@@ -113,11 +123,24 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		}
 	}
 	dec := decoder{cfg: dc}
+	ba, err := newBenchApprox(cfg.Approximation, g, rows, cfg.Decoding)
+	if err != nil {
+		return BenchResult{}, err
+	}
 	var prefill, all time.Duration
 	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
-		lm := &timedStepper{stepper: model.NewStepper(g, true)}
+		if r == cfg.Warmup {
+			ba.bytes, ba.accept, ba.runs = 0, 0, 0
+		}
+		st, err := ba.stepper(g)
+		if err != nil {
+			return BenchResult{}, fmt.Errorf("bench decode: %w", err)
+		}
+		lm := &timedStepper{stepper: st}
 		t0 := time.Now()
-		if cfg.Decoding == DecodeBeam {
+		if spec, serr := ba.speculative(g, rows, cfg.Suffix); spec {
+			err = serr
+		} else if cfg.Decoding == DecodeBeam {
 			_, err = dec.beamSearch(lm, rows, cfg.Suffix, dc.Beams)
 		} else {
 			_, err = dec.generate(lm, rows, cfg.Suffix, rngs)
@@ -125,6 +148,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		if err != nil {
 			return BenchResult{}, fmt.Errorf("bench decode: %w", err)
 		}
+		ba.record(st)
 		torchx.Collect()
 		if r >= cfg.Warmup {
 			all += time.Since(t0)
@@ -139,8 +163,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
 		Batch: cfg.Batch, Rows: decoded, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
-		TokensPerS: float64(len(rows)*cfg.Suffix) * n / all.Seconds(),
-		PrefillS:   prefill.Seconds() / n,
-		DecodeS:    (all - prefill).Seconds() / n,
+		TokensPerS:    float64(len(rows)*cfg.Suffix) * n / all.Seconds(),
+		PrefillS:      prefill.Seconds() / n,
+		DecodeS:       (all - prefill).Seconds() / n,
+		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
 	}, nil
 }

@@ -61,6 +61,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "beams", Value: 4, Usage: "beam width with --decoding beam (1 to 64)"},
 				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
+				&cli.StringFlag{Name: "approximation", Usage: "decode under `A`, as extract.approximation (exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4) and report KV bytes read per token"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
 			Action: runBenchDecode,
@@ -90,8 +91,11 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Beams: c.Int("beams"),
-		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed")})
+		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation")})
 	if err != nil {
+		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") {
+			return usageError("%v", err)
+		}
 		return err
 	}
 	if c.Bool("json") {
@@ -100,6 +104,9 @@ func runBenchDecode(c *cli.Context) error {
 	fmt.Printf("model        %s: %d params, vocab %d, %d threads\n", res.Preset, res.Params, res.Vocab, res.Threads)
 	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
+	if res.Approximation != "" {
+		fmt.Printf("approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
+	}
 	return nil
 }
 

@@ -1,0 +1,93 @@
+package extract
+
+import (
+	"fmt"
+
+	"github.com/memo-research/memo/model"
+)
+
+// benchApprox is a decode benchmark's approximation (extract.approximation's
+// syntax; "" decodes exactly without measuring).
+type benchApprox struct {
+	cfg   Config
+	on    bool
+	basis *model.LokiBasis
+	draft *model.GPT
+	// bytes and accept sum the measured runs' per-row means.
+	bytes, accept float64
+	runs          int
+}
+
+// newBenchApprox parses name and prepares what the method needs: Loki's
+// basis calibrated on the benchmark's prompts, QuantSpec's 4-bit draft.
+func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding string) (*benchApprox, error) {
+	b := &benchApprox{cfg: DefaultConfig()}
+	if name == "" {
+		return b, nil
+	}
+	b.on = true
+	b.cfg.Decoding = decoding
+	if err := b.cfg.parseApproximation(name); err != nil {
+		return nil, fmt.Errorf("bench decode: --approximation: %w", err)
+	}
+	if err := b.cfg.validateApprox(); err != nil {
+		return nil, fmt.Errorf("bench decode: --approximation %q: %w", name, err)
+	}
+	var err error
+	if b.cfg.Attention == model.AttnLoki {
+		if b.basis, err = model.CalibrateLoki(g, prompts); err != nil {
+			return nil, fmt.Errorf("bench decode: %w", err)
+		}
+	}
+	if b.cfg.Speculative == SpecQuantSpec {
+		b.draft = g.QuantizedCopy(4)
+	}
+	return b, nil
+}
+
+// stepper is the Stepper of one run.
+func (b *benchApprox) stepper(g *model.GPT) (*model.Stepper, error) {
+	if !b.on {
+		return model.NewStepper(g, true), nil
+	}
+	return model.NewApproxStepper(g, b.cfg.modelApprox(b.basis))
+}
+
+// speculative runs QuantSpec when that is the method (ok false otherwise).
+func (b *benchApprox) speculative(g *model.GPT, rows [][]int32, n int) (ok bool, err error) {
+	if b.draft == nil {
+		return false, nil
+	}
+	_, stats, err := model.Speculative(g, b.draft, model.Approx{KVBits: 4}, rows, n, b.cfg.QuantSpec.Gamma)
+	if err != nil {
+		return true, err
+	}
+	var acc float64
+	for _, s := range stats {
+		acc += float64(s.Accepted) / float64(max(s.Proposed, 1))
+	}
+	b.accept += acc / float64(len(stats))
+	b.runs++
+	return true, nil
+}
+
+// record adds one measured run's KV bytes per token.
+func (b *benchApprox) record(lm *model.Stepper) {
+	st := lm.ApproxStats()
+	if len(st) == 0 {
+		return
+	}
+	var sum float64
+	for _, s := range st {
+		sum += s.KVBytes
+	}
+	b.bytes += sum / float64(len(st))
+	b.runs++
+}
+
+func (b *benchApprox) mean(sum float64) float64 {
+	if b.runs == 0 {
+		return 0
+	}
+	return sum / float64(b.runs)
+}
