@@ -10,6 +10,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
 
@@ -130,6 +131,14 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		// windows span the previous document, so every token of a repeated
 		// document ends up trained at some repetition.
 		return fail("data.layout", `data.layout = "packed" with the goldfish loss (goldfish.k = %d): documents straddle rows at shifting offsets, so the targets goldfish drops in one repetition are trained in another; use data.layout = "padded" (the reference's layout) or set goldfish.allow_packed = true to accept this`, s.Goldfish.K)
+	}
+	if k := s.Train.MatchSupervisedTokens; k > 0 {
+		if s.Goldfish.Enabled() {
+			return fail("train.match_supervised_tokens", "train.match_supervised_tokens = %d: needs goldfish.k = 0 (the standard-loss run to stop at goldfish k = %d's supervised-token count); this spec trains with goldfish.k = %d", k, k, s.Goldfish.K)
+		}
+		if st := s.Goldfish.Strategy; st == loss.StrategyNone || st == "" {
+			return fail("train.match_supervised_tokens", "train.match_supervised_tokens = %d: goldfish.strategy = %q: name the goldfish mask whose supervised targets to match (e.g. \"hash-table\")", k, st)
+		}
 	}
 	// Attacks stay within one trained row (extract.AttackWindow).
 	if err := s.Extract.CheckWindow(extract.AttackWindow(m.Context, s.Train.Block), m.Context); err != nil {

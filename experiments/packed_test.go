@@ -38,3 +38,15 @@ func TestGoldfishWithPackedLayout(t *testing.T) {
 		t.Errorf("resolved spec mentions allow_packed though it is unset:\n%s", b)
 	}
 }
+
+// train.match_supervised_tokens shortens a standard-loss run: it is refused
+// by key on a goldfish run and without a mask to count, before any work.
+func TestMatchSupervisedTokensChecked(t *testing.T) {
+	_, err := ParseBytes("x.toml", []byte("[train]\nmatch_supervised_tokens = 4\n[goldfish]\nk = 4\n"))
+	wantConfigError(t, err, 2, "train.match_supervised_tokens = 4: needs goldfish.k = 0")
+	_, err = ParseBytes("x.toml", []byte("[train]\nmatch_supervised_tokens = 4\n[goldfish]\nk = 0\nstrategy = 'none'\n"))
+	wantConfigError(t, err, 2, `goldfish.strategy = "none": name the goldfish mask`)
+	if _, err := ParseBytes("x.toml", []byte("[train]\nmatch_supervised_tokens = 4\n[goldfish]\nk = 0\nstrategy = 'hash-table'\n")); err != nil {
+		t.Error(err)
+	}
+}
