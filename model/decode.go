@@ -213,21 +213,38 @@ func Argmax(logits []float32) int32 {
 // Windows are right-padded into one batch: causal attention never lets a
 // position see the padding after it.
 func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
+	out := make([][]float32, len(windows))
+	err := g.teacherForced(windows, func(i int, nll []float32, _ *ts.Tensor) error {
+		out[i] = nll
+		return nil
+	})
+	return out, err
+}
+
+// teacherForced runs one forward pass over the right-padded windows and
+// calls visit for each window with its per-token NLL (TokenNLL's values)
+// and its logits [len(w)−1, V] (nil for a window of one token), inside the
+// pass's no-grad scope. visit must not keep the logits tensor.
+func (g *GPT) teacherForced(windows [][]int32, visit func(i int, nll []float32, logits *ts.Tensor) error) error {
 	t := 0
 	for i, w := range windows {
 		t = max(t, len(w)-1)
 		for j, id := range w {
 			if id < 0 || int(id) >= g.cfg.Vocab {
-				return nil, fmt.Errorf("window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, g.cfg.Vocab)
+				return fmt.Errorf("window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, g.cfg.Vocab)
 			}
 		}
 	}
-	out := make([][]float32, len(windows))
 	if t <= 0 {
-		return out, nil
+		for i := range windows {
+			if err := visit(i, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if t > g.cfg.Context {
-		return nil, fmt.Errorf("window of %d tokens exceeds the model context %d", t+1, g.cfg.Context)
+		return fmt.Errorf("window of %d tokens exceeds the model context %d", t+1, g.cfg.Context)
 	}
 	b := len(windows)
 	const ignore = -100
@@ -244,38 +261,45 @@ func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
 	}
 	ids, err := tensorOf(in, []int64{int64(b), int64(t)}, g.device)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer ids.MustDrop()
 	targets, err := tensorOf(tg, []int64{int64(b * t)}, g.device)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer targets.MustDrop()
-	var flat []float32
 	var ferr error
 	torchx.NoGrad(func() {
 		logits := g.Forward(ids)
 		v := logits.MustSize()[2]
 		lf := logits.MustView([]int64{-1, v}, true)
+		defer lf.MustDrop()
 		weight := ts.NewTensor()
 		nll, err := lf.CrossEntropyLoss(targets, weight, ts.ReductionNone, ignore, 0, false)
 		weight.MustDrop()
-		lf.MustDrop()
 		if err != nil {
-			ferr = err
+			ferr = fmt.Errorf("token losses: %w", err)
 			return
 		}
-		flat = rowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
+		flat := rowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
+		for i, w := range windows {
+			n := max(len(w)-1, 0)
+			var rows *ts.Tensor
+			if n > 0 {
+				rows = lf.MustNarrow(0, int64(i*t), int64(n), false)
+			}
+			err := visit(i, append([]float32(nil), flat[i*t:i*t+n]...), rows)
+			if rows != nil {
+				rows.MustDrop()
+			}
+			if err != nil {
+				ferr = err
+				return
+			}
+		}
 	})
-	if ferr != nil {
-		return nil, fmt.Errorf("token losses: %w", ferr)
-	}
-	for i, w := range windows {
-		n := max(len(w)-1, 0)
-		out[i] = append([]float32(nil), flat[i*t:i*t+n]...)
-	}
-	return out, nil
+	return ferr
 }
 
 // rowsOf copies a float [b, V] tensor into Go rows. It copies the memory

@@ -1,0 +1,156 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// WindowScore is what one teacher-forced pass tells about a window, per
+// position j = 0 … len(w)−2 (the position that predicts token j+1).
+type WindowScore struct {
+	// NLL is TokenNLL's value, bit for bit.
+	NLL []float32
+	// Mean and Var are the mean and the variance of log p(v) under the
+	// model's own next-token distribution p (Min-K%++'s μ and σ², Zhang et
+	// al. 2024): Mean = Σ_v p(v) log p(v), Var = Σ_v p(v) (log p(v) − Mean)².
+	Mean, Var []float64
+	// Logits are the raw next-token logits of the positions in the span
+	// asked for (ScoreWindows), in order.
+	Logits [][]float32
+}
+
+// ScoreWindows is TokenNLL plus, from the same forward pass, each
+// position's Min-K%++ statistics and the logits of the positions
+// [spans[i][0], spans[i][1]) of window i (an empty span for none), the
+// distributions a decoding scheme would draw the window's tokens from.
+func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, error) {
+	if len(spans) != len(windows) {
+		return nil, fmt.Errorf("score windows: %d spans for %d windows", len(spans), len(windows))
+	}
+	for i, sp := range spans {
+		if sp[0] < 0 || sp[1] < sp[0] || sp[1] > max(len(windows[i])-1, 0) {
+			return nil, fmt.Errorf("score windows: window %d of %d tokens: span %v outside its %d positions", i, len(windows[i]), sp, max(len(windows[i])-1, 0))
+		}
+	}
+	out := make([]WindowScore, len(windows))
+	err := g.teacherForced(windows, func(i int, nll []float32, logits *ts.Tensor) error {
+		s := WindowScore{NLL: nll}
+		if logits != nil {
+			s.Mean, s.Var = logProbMoments(logits)
+			if sp := spans[i]; sp[1] > sp[0] {
+				rows := logits.MustNarrow(0, int64(sp[0]), int64(sp[1]-sp[0]), false)
+				s.Logits = rowsOf(rows, sp[1]-sp[0])
+				rows.MustDrop()
+			}
+		}
+		out[i] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// logProbMoments computes, for each row of logits [n, V], the mean and
+// variance of log p under p = softmax(row), in float64 on the device.
+func logProbMoments(logits *ts.Tensor) (mean, variance []float64) {
+	lp := logits.MustLogSoftmax(-1, gotch.Double, false)
+	p := lp.MustExp(false)
+	mu := p.MustMul(lp, false).MustSumDimIntlist([]int64{-1}, true, gotch.Double, true) // [n,1]
+	d := lp.MustSub(mu, true)
+	v := d.MustSquare(true).MustMul(p, true).MustSumDimIntlist([]int64{-1}, false, gotch.Double, true)
+	p.MustDrop()
+	mean = mu.MustView([]int64{-1}, true).Float64Values()
+	variance = v.Float64Values()
+	v.MustDrop()
+	return mean, variance
+}
+
+// GradNorm is ‖∇_θ L(w)‖₂ for each window: the Euclidean norm, over every
+// parameter, of the gradient of the window's mean token loss (the
+// membership statistic of the goldfish reference's mia.py; members, fitted
+// already, have smaller gradients). One backward pass per window; each
+// parameter's .grad is zero afterwards. The caller must be on one OS
+// thread (libtorch's grad mode is per thread).
+func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
+	out := make([]float64, len(windows))
+	params := make([]*ts.Tensor, len(g.params))
+	for i, p := range g.params {
+		params[i] = p.Tensor
+	}
+	for wi, w := range windows {
+		if len(w) < 2 {
+			out[wi] = math.NaN()
+			continue
+		}
+		if len(w)-1 > g.cfg.Context {
+			return nil, fmt.Errorf("window %d of %d tokens exceeds the model context %d", wi, len(w), g.cfg.Context)
+		}
+		in := make([]int64, len(w)-1)
+		tg := make([]int64, len(w)-1)
+		for j := range in {
+			if w[j+1] < 0 || int(w[j+1]) >= g.cfg.Vocab || w[j] < 0 || int(w[j]) >= g.cfg.Vocab {
+				return nil, fmt.Errorf("window %d token %d: outside the model's vocabulary [0, %d)", wi, j, g.cfg.Vocab)
+			}
+			in[j], tg[j] = int64(w[j]), int64(w[j+1])
+		}
+		n, err := g.gradNormOne(in, tg, params)
+		if err != nil {
+			return nil, fmt.Errorf("gradient norm of window %d: %w", wi, err)
+		}
+		out[wi] = n
+		torchx.Collect()
+	}
+	return out, nil
+}
+
+func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) {
+	ids, err := tensorOf(in, []int64{1, int64(len(in))}, g.device)
+	if err != nil {
+		return 0, err
+	}
+	defer ids.MustDrop()
+	targets, err := tensorOf(tg, []int64{int64(len(tg))}, g.device)
+	if err != nil {
+		return 0, err
+	}
+	defer targets.MustDrop()
+	logits := g.Forward(ids)
+	lf := logits.MustView([]int64{int64(len(in)), -1}, true)
+	defer lf.MustDrop()
+	weight := ts.NewTensor()
+	defer weight.MustDrop()
+	loss, err := lf.CrossEntropyLoss(targets, weight, ts.ReductionMean, -100, 0, false)
+	if err != nil {
+		return 0, err
+	}
+	defer loss.MustDrop()
+	// Backward into each parameter's .grad, read, then clear: gotch's
+	// RunBackward passes only its first input's pointer to libtorch.
+	for _, p := range params {
+		if !p.MustRequiresGrad() {
+			return 0, fmt.Errorf("parameter does not require grad: the weights were loaded frozen")
+		}
+		p.ZeroGrad()
+	}
+	if err := loss.Backward(); err != nil {
+		return 0, fmt.Errorf("backward: %w", err)
+	}
+	var sq float64
+	for _, p := range params {
+		gr := p.MustGrad(false)
+		if gr.MustDefined() {
+			s := gr.MustSquare(false).MustSum(gotch.Double, true)
+			sq += s.Float64Values()[0]
+			s.MustDrop()
+		}
+		gr.MustDrop()
+		p.ZeroGrad()
+	}
+	return math.Sqrt(sq), nil
+}
