@@ -18,7 +18,11 @@ import (
 // Config.MinKFraction); window_text is the decoded window, the text whose
 // zlib length divides the loss in eval's zlib ratio (text is the whole
 // document). ref_loss is NaN without a reference model. Rows with status
-// other than "ok" have empty prefix, suffix and generation. The schema's
+// other than "ok" have empty prefix, suffix and generation. mink_pp
+// (MinKPlusPlus), recall (ReCaLL) and grad_norm (model.GradNorm) are
+// membership statistics over the window; p_extract is the natural log of
+// the probability that the attack's decoding reproduces the suffix
+// (decoder.suffixLogProb). Each is NaN where undefined or turned off. The schema's
 // metadata names the model and the attack (see the keys of internal/provenance).
 var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
@@ -39,6 +43,10 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
 	{Name: "window_text", Type: arrow.BinaryTypes.String},
+	{Name: "mink_pp", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "p_extract", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "recall", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "grad_norm", Type: arrow.PrimitiveTypes.Float64},
 }, nil)
 
 // Row is one row of completions.arrow.
@@ -52,6 +60,7 @@ type Row struct {
 	NTokens                                     int
 	Loss, MinK, RefLoss                         float64
 	TokenLosses                                 []float32
+	MinKPP, PExtract, ReCaLL, GradNorm          float64
 	// Approx holds the ApproxFields of an approximate attack (nil: exact).
 	Approx *ApproxMetrics
 }
@@ -125,6 +134,9 @@ func appendRow(b *array.RecordBuilder, r Row) {
 	lb.Append(true)
 	lb.ValueBuilder().(*array.Float32Builder).AppendValues(r.TokenLosses, nil)
 	str(17, r.WindowText)
+	for k, v := range []float64{r.MinKPP, r.PExtract, r.ReCaLL, r.GradNorm} {
+		b.Field(18 + k).(*array.Float64Builder).Append(v)
+	}
 }
 
 // meanAndMinK summarizes per-token losses: their mean and the mean of the

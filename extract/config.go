@@ -71,6 +71,16 @@ type Config struct {
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
 	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
+	// RecallPrefix is the length in tokens of ReCaLL's non-member prefix
+	// (Xie et al. 2024), the opening of the first control document (lowest
+	// doc_id with that many tokens), recorded in completions.arrow's
+	// metadata; the recall column is LL(x|prefix)/LL(x). 0 turns ReCaLL off
+	// (recall is NaN).
+	RecallPrefix int `toml:"recall_prefix" json:"recall_prefix"`
+	// GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean
+	// loss, a membership statistic; it costs one backward pass per
+	// document, so false skips it (grad_norm is NaN).
+	GradNorm bool `toml:"grad_norm" json:"grad_norm"`
 	// KVBits is 16 (the exact fp32 cache), 8 or 4: the keys and values are
 	// quantized group-wise (32 per group) in QuantSpec's hierarchical
 	// layout, the 4-bit code being the upper half of the 8-bit one.
@@ -103,6 +113,7 @@ func DefaultConfig() Config {
 		Mode: ModeReference, Prefix: 50, Suffix: 50, Decoding: DecodeGreedy,
 		Temperature: 1, TopK: 0, TopP: 1, Beams: 4, Seed: 1234, BatchSize: 16,
 		Splits: []string{"target", "control"}, MinKFraction: 0.2,
+		RecallPrefix: 32, GradNorm: true,
 	}
 	defaultApprox(&c)
 	return c
@@ -168,6 +179,9 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.MinKFraction) || c.MinKFraction <= 0 || c.MinKFraction > 1 {
 		return fmt.Errorf("extract.mink_fraction = %v: must be in (0, 1], e.g. 0.2", c.MinKFraction)
 	}
+	if c.RecallPrefix < 0 {
+		return fmt.Errorf("extract.recall_prefix = %d: must be >= 0 (0 = no ReCaLL)", c.RecallPrefix)
+	}
 	return c.validateApprox()
 }
 
@@ -210,6 +224,9 @@ func AttackWindow(context, block int) int {
 // be shorter than the model context: its error names train.block when the
 // trained row is the limit.
 func (c Config) CheckWindow(window, context int) error {
+	if c.RecallPrefix > 0 && c.RecallPrefix+2 > window {
+		return fmt.Errorf("%w: extract.recall_prefix = %d: must leave at least 2 tokens of the %d-token attack window for the document (0 = no ReCaLL)", ErrConfig, c.RecallPrefix, window)
+	}
 	if window >= context {
 		return c.CheckContext(context)
 	}

@@ -78,9 +78,21 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if err != nil {
 		return fmt.Errorf("extract: generate: %w", err)
 	}
-	losses, err := windowLosses(ctx, g, prompts, cfg.BatchSize)
+	scores, err := scoreAll(ctx, g, cfg, prompts)
 	if err != nil {
-		return fmt.Errorf("extract: losses: %w", err)
+		return fmt.Errorf("extract: scoring pass: %w", err)
+	}
+	losses := make([][]float32, len(scores))
+	for i, s := range scores {
+		losses[i] = s.losses
+	}
+	recall, prefix, err := recallFor(ctx, g, cfg, ds, prompts, losses, window)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
+	}
+	gradNorms, err := gradNorms(ctx, g, cfg, prompts)
+	if err != nil {
+		return fmt.Errorf("extract: %w", err)
 	}
 	var refLosses [][]float32
 	if cfg.Reference != "" {
@@ -94,6 +106,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 			DocID: p.Doc.ID, Split: p.Doc.Split, Title: p.Doc.Title, Status: p.Status, Repetitions: p.Doc.Repetitions,
 			Prefix: p.Prefix, Suffix: p.Suffix, Generated: gen[i], Text: p.Doc.Text, NTokens: len(p.Doc.IDs),
 			TokenLosses: losses[i], RefLoss: math.NaN(),
+			MinKPP: scores[i].minKPP, PExtract: scores[i].pExtract, ReCaLL: recall[i], GradNorm: gradNorms[i],
 		}
 		if approx != nil {
 			r.Approx = approx[i]
@@ -125,6 +138,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return fmt.Errorf("extract: %w", err)
 	}
 	meta[provenance.Extract] = string(cj)
+	if prefix != nil {
+		meta[MetaRecallPrefix] = prefix.json()
+	}
 	if approx != nil {
 		meta[provenance.Approx] = cfg.approxName()
 	}

@@ -1,0 +1,132 @@
+package extract
+
+import (
+	"context"
+	"math"
+	"sort"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+)
+
+// docScore is what the scoring pass computes for one document.
+type docScore struct {
+	losses   []float32 // per-token NLL over the window (TokenNLL's values)
+	minKPP   float64   // Min-K%++ (NaN for a window of one token)
+	pExtract float64   // log probability the decoding scheme reproduces the suffix (NaN when undefined)
+}
+
+// suffixSpan is the positions of the window whose next-token
+// distributions draw the suffix: position j predicts token j+1, so the
+// suffix tokens Prefix..Prefix+Suffix−1 come from positions
+// len(Prefix)−1 … len(Prefix)+len(Suffix)−2. ok is false when the prompt
+// was not attacked or its prefix and suffix are not the window's start.
+func suffixSpan(p Prompt) (span [2]int, ok bool) {
+	n, s := len(p.Prefix), len(p.Suffix)
+	if p.Status != StatusOK || n < 1 || s < 1 || n+s > len(p.Window) {
+		return [2]int{}, false
+	}
+	return [2]int{n - 1, n + s - 1}, true
+}
+
+// scoreAll runs one teacher-forced pass over every prompt's window and
+// derives its token losses, its Min-K%++ score (fraction cfg.MinKFraction)
+// and its probabilistic-extraction log probability under cfg's decoding.
+func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]docScore, error) {
+	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
+	out := make([]docScore, len(prompts))
+	dec := decoder{cfg: cfg}
+	for lo := 0; lo < len(order); lo += cfg.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		idx := order[lo:min(lo+cfg.BatchSize, len(order))]
+		ws := make([][]int32, len(idx))
+		spans := make([][2]int, len(idx))
+		for k, i := range idx {
+			ws[k] = prompts[i].Window
+			if sp, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
+				spans[k] = sp
+			}
+		}
+		scores, err := g.ScoreWindows(ws, spans)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range idx {
+			s := scores[k]
+			d := docScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
+			if _, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
+				d.pExtract = dec.suffixLogProb(s.Logits, prompts[i].Suffix)
+			}
+			out[i] = d
+		}
+		torchx.Collect()
+	}
+	return out, nil
+}
+
+// suffixLogProb is the natural log of the probability that the decoding
+// scheme produces suffix given the next-token logits that precede each of
+// its tokens (teacher forcing: logits[t] is the distribution after the
+// prefix and suffix[:t]). Sampling draws from candidates' truncated,
+// renormalized distribution, so the probability is the product over t of
+// suffix[t]'s probability there (0 when truncation drops it): Hayes et al.
+// 2024's p of (n, p)-discoverable extraction. Greedy decoding is
+// deterministic: log 1 = 0 when every true token is the argmax under
+// model.Argmax's tie rule (lowest id), else −Inf. Beam search has no such
+// per-token product: NaN.
+func (d decoder) suffixLogProb(logits [][]float32, suffix []int32) float64 {
+	switch d.cfg.Decoding {
+	case DecodeGreedy:
+		for t, l := range logits {
+			if model.Argmax(l) != suffix[t] {
+				return math.Inf(-1)
+			}
+		}
+		return 0
+	case DecodeSample:
+		var lp float64
+		for t, l := range logits {
+			ids, probs := d.candidates(l)
+			p := 0.0
+			for j, id := range ids {
+				if int32(id) == suffix[t] {
+					p = probs[j]
+					break
+				}
+			}
+			lp += math.Log(p)
+		}
+		return lp
+	}
+	return math.NaN()
+}
+
+// MinKPlusPlus is the Min-K%++ score of a window (Zhang et al. 2024): at
+// each position t, z_t = (log p(x_t) − μ_t) / σ_t, where log p(x_t) =
+// −nll[t] and μ_t, σ_t² are the mean and variance of log p under the
+// model's next-token distribution there; the score is the mean of the
+// ceil(frac·n) smallest z_t (at least one). Higher means member. A
+// position whose distribution has σ_t = 0 (all its mass on one token, or
+// spread evenly) gives no evidence either way: z_t = 0. NaN for no
+// positions.
+func MinKPlusPlus(nll []float32, mean, variance []float64, frac float64) float64 {
+	n := len(nll)
+	if n == 0 || len(mean) != n || len(variance) != n {
+		return math.NaN()
+	}
+	z := make([]float64, n)
+	for t := range z {
+		if sd := math.Sqrt(variance[t]); sd > 0 {
+			z[t] = (-float64(nll[t]) - mean[t]) / sd
+		}
+	}
+	sort.Float64s(z)
+	k := max(1, min(n, int(math.Ceil(frac*float64(n)-1e-9))))
+	var s float64
+	for _, v := range z[:k] {
+		s += v
+	}
+	return s / float64(k)
+}
