@@ -37,6 +37,10 @@ type Completion struct {
 	// Approx holds the columns of an approximate attack (extract's
 	// ApproxFields); nil when the file has none.
 	Approx *ApproxColumns
+	// MinKPP, PExtract, ReCaLL and GradNorm are extract's mink_pp,
+	// p_extract (natural log), recall and grad_norm columns; NaN when
+	// undefined, turned off, or absent from an older file.
+	MinKPP, PExtract, ReCaLL, GradNorm float64
 }
 
 // StatusOK marks a document that was attacked.
@@ -44,7 +48,7 @@ const StatusOK = "ok"
 
 // requiredColumns are the columns eval cannot work without; the others
 // (title, status, repetitions, prefix_ids, n_tokens, token_losses,
-// window_text) are read when present.
+// window_text, mink_pp, p_extract, recall, grad_norm) are read when present.
 var requiredColumns = []string{"doc_id", "split", "suffix_ids", "generated_ids", "suffix_text", "generated_text", "text", "loss", "mink", "ref_loss"}
 
 // ReadCompletions reads every row of a completions.arrow file.
@@ -140,6 +144,13 @@ func readBatch(rec arrow.Record) ([]Completion, error) {
 			return nil, err
 		}
 	}
+	var optional [4]*array.Float64
+	for k, name := range []string{"mink_pp", "p_extract", "recall", "grad_norm"} {
+		var err error
+		if optional[k], err = column[*array.Float64](rec, name, false); err != nil {
+			return nil, err
+		}
+	}
 	ap, err := approxColumnsOf(rec)
 	if err != nil {
 		return nil, err
@@ -152,6 +163,12 @@ func readBatch(rec arrow.Record) ([]Completion, error) {
 		c.DocID, c.Split = docID.Value(i), split.Value(i)
 		c.SuffixText, c.GeneratedText, c.Text = suffixText.Value(i), genText.Value(i), text.Value(i)
 		c.Loss, c.MinK, c.RefLoss = floatOrNaN(lossCol, i), floatOrNaN(minkCol, i), floatOrNaN(refCol, i)
+		for k, dst := range []*float64{&c.MinKPP, &c.PExtract, &c.ReCaLL, &c.GradNorm} {
+			*dst = nan()
+			if optional[k] != nil {
+				*dst = floatOrNaN(optional[k], i)
+			}
+		}
 		var err error
 		if c.Suffix, err = int32List(suffix, i); err != nil {
 			return nil, fmt.Errorf("suffix_ids: %w", err)

@@ -24,11 +24,17 @@ type Config struct {
 	// reported, strictly, as mimir and LiRA do (0.01 = TPR at FPR < 1 %);
 	// the tables always give TPR at 0.1 % and 1 % as well.
 	FPR float64 `toml:"fpr" json:"fpr"`
+	// ExtractableQ is the q of probabilistic extraction (Hayes et al.
+	// 2024): a document counts as (n, q)-extractable when n samples of the
+	// attack's decoding reproduce its suffix with probability >= q. 0.5:
+	// more likely than not.
+	ExtractableQ float64 `toml:"extractable_q" json:"extractable_q"`
 }
 
-// DefaultConfig: 1,000 bootstrap resamples, Min-K% with K = 20 %, TPR at 1 % FPR.
+// DefaultConfig: 1,000 bootstrap resamples, Min-K% with K = 20 %, TPR at
+// 1 % FPR, (n, 0.5)-extractability.
 func DefaultConfig() Config {
-	return Config{Bootstrap: 1000, Seed: 1234, MinKFraction: 0.2, FPR: 0.01}
+	return Config{Bootstrap: 1000, Seed: 1234, MinKFraction: 0.2, FPR: 0.01, ExtractableQ: 0.5}
 }
 
 // Validate checks every key and names the offending one in its error.
@@ -44,6 +50,9 @@ func (c Config) Validate() error {
 	}
 	if math.IsNaN(c.FPR) || c.FPR <= 0 || c.FPR >= 1 {
 		return fmt.Errorf("eval.fpr = %v: must be in (0, 1), e.g. 0.01", c.FPR)
+	}
+	if math.IsNaN(c.ExtractableQ) || c.ExtractableQ <= 0 || c.ExtractableQ > 1 {
+		return fmt.Errorf("eval.extractable_q = %v: must be in (0, 1], e.g. 0.5", c.ExtractableQ)
 	}
 	return nil
 }

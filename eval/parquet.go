@@ -13,7 +13,9 @@ import (
 
 // ScoresSchema is the schema of scores.parquet, one row per document.
 // Undefined values (no reference model, a document too short to attack)
-// are NaN, first_divergence is -1 for a document not attacked.
+// are NaN, first_divergence is -1 for a document not attacked. mink_pp,
+// p_extract (natural log; −Inf when the decoding cannot produce the
+// suffix), recall and grad_norm are extract's columns, copied.
 var ScoresSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "split", Type: arrow.BinaryTypes.String},
@@ -37,6 +39,10 @@ var ScoresSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "ref_diff", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "mink_pp", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "p_extract", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "recall", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "grad_norm", Type: arrow.PrimitiveTypes.Float64},
 }, nil)
 
 // writeScores writes the rows as one Parquet file (Snappy, row groups of
@@ -60,7 +66,7 @@ func writeScores(w io.Writer, rows []Score) error {
 			b.Field(11 + k).(*array.Float64Builder).Append(v)
 		}
 		b.Field(17).(*array.Int32Builder).Append(int32(s.ZlibLen))
-		for k, v := range []float64{s.ZlibRatio, s.MinK, s.RefLoss, s.RefDiff} {
+		for k, v := range []float64{s.ZlibRatio, s.MinK, s.RefLoss, s.RefDiff, s.MinKPP, s.PExtract, s.ReCaLL, s.GradNorm} {
 			b.Field(18 + k).(*array.Float64Builder).Append(v)
 		}
 	}

@@ -120,8 +120,8 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	var s Summary
 	stats := []*MIAStat{&s.MIA.Loss, &s.MIA.Zlib, &s.MIA.MinK, &s.MIA.Ref}
-	for _, st := range stats {
-		*st = undefinedStat()
+	for _, x := range MIAStatistics {
+		*x.Stat(&s.MIA) = undefinedStat()
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

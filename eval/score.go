@@ -24,6 +24,10 @@ type Score struct {
 	MinK            float64
 	RefLoss         float64
 	RefDiff         float64
+	MinKPP          float64 // Min-K%++ (higher means member)
+	PExtract        float64 // log probability the attack's decoding reproduces the suffix
+	ReCaLL          float64 // LL(x|P)/LL(x) (higher means member)
+	GradNorm        float64 // ‖∇θ L‖₂ (lower means member)
 }
 
 // ScoreCompletion computes every per-document measure of one completion.
@@ -35,6 +39,7 @@ func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
 		DocID: c.DocID, Split: c.Split, Title: c.Title, Status: c.Status, Repetitions: c.Repetitions,
 		NTokens: c.NTokens, PrefixLen: len(c.Prefix), SuffixLen: len(c.Suffix),
 		Loss: c.Loss, MinK: c.MinK, RefLoss: c.RefLoss,
+		MinKPP: c.MinKPP, PExtract: c.PExtract, ReCaLL: c.ReCaLL, GradNorm: c.GradNorm,
 	}
 	if len(c.TokenLosses) > 0 {
 		s.Loss = MeanLoss(c.TokenLosses)

@@ -70,10 +70,13 @@ type Summary struct {
 	RepetitionThreshold *RepetitionThreshold `json:"repetition_threshold,omitempty"`
 	// Approx summarizes an approximate attack's columns (approx.go); left
 	// out for exact attacks.
-	Approx   *ApproxSummary  `json:"approx,omitempty"`
-	MIA      MIASummary      `json:"mia"`
-	Goldfish GoldfishSummary `json:"goldfish"`
-	Eval     Config          `json:"eval"`
+	Approx *ApproxSummary `json:"approx,omitempty"`
+	MIA    MIASummary     `json:"mia"`
+	// Extractable is probabilistic extraction at eval.extractable_q;
+	// absent when no document has a p_extract (beam search, older files).
+	Extractable *ExtractableSummary `json:"extractable,omitempty"`
+	Goldfish    GoldfishSummary     `json:"goldfish"`
+	Eval        Config              `json:"eval"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the
@@ -132,6 +135,40 @@ type MIASummary struct {
 	Zlib MIAStat `json:"zlib"`
 	MinK MIAStat `json:"mink"`
 	Ref  MIAStat `json:"ref"`
+	// MinKPP (Min-K%++), ReCaLL and GradNorm (gradient norm) are scored
+	// the same way; null when extract left their columns NaN.
+	MinKPP   MIAStat `json:"mink_pp"`
+	ReCaLL   MIAStat `json:"recall"`
+	GradNorm MIAStat `json:"grad_norm"`
+}
+
+// MIAStatistics lists every membership statistic eval scores: its name in
+// summary.json's mia table and in scores.parquet, whether a higher value
+// means member (the others are losses: lower means member), and where
+// MIASummary holds its result. Figures read this list, so that a curve
+// is drawn with eval's direction.
+var MIAStatistics = []struct {
+	Name, Column string
+	HigherMember bool
+	Stat         func(*MIASummary) *MIAStat
+	value        func(Score) float64
+}{
+	{"loss", "loss", false, func(m *MIASummary) *MIAStat { return &m.Loss }, func(s Score) float64 { return s.Loss }},
+	{"zlib", "zlib_ratio", false, func(m *MIASummary) *MIAStat { return &m.Zlib }, func(s Score) float64 { return s.ZlibRatio }},
+	{"mink", "mink", false, func(m *MIASummary) *MIAStat { return &m.MinK }, func(s Score) float64 { return s.MinK }},
+	{"ref", "ref_diff", false, func(m *MIASummary) *MIAStat { return &m.Ref }, func(s Score) float64 { return s.RefDiff }},
+	{"mink_pp", "mink_pp", true, func(m *MIASummary) *MIAStat { return &m.MinKPP }, func(s Score) float64 { return s.MinKPP }},
+	{"recall", "recall", true, func(m *MIASummary) *MIAStat { return &m.ReCaLL }, func(s Score) float64 { return s.ReCaLL }},
+	{"grad_norm", "grad_norm", false, func(m *MIASummary) *MIAStat { return &m.GradNorm }, func(s Score) float64 { return s.GradNorm }},
+}
+
+// MemberScore orients a statistic's value so that higher means member,
+// the orientation AUC, TPRAtFPR and ROC take.
+func MemberScore(v float64, higherMember bool) float64 {
+	if higherMember {
+		return v
+	}
+	return -v
 }
 
 // LowFPRs are the false positive rates, 0.1 % and 1 %, at which every MIA
@@ -222,39 +259,35 @@ func summarizeSplit(rows []Score, label string, cfg Config) SplitSummary {
 }
 
 func summarizeMIA(members, controls []Score, cfg Config) MIASummary {
-	stat := func(rows []Score, f func(Score) float64) []float64 {
-		out := make([]float64, len(rows))
-		for i, r := range rows {
-			// Every statistic is lower for members; negate so higher means member.
-			out[i] = -f(r)
-		}
-		return out
-	}
 	m := MIASummary{NMembers: len(members), NControls: len(controls), FPR: cfg.FPR}
-	for _, x := range []struct {
-		name     string
-		f        func(Score) float64
-		auc, tpr *Num
-		st       *MIAStat
-	}{
-		{"loss", func(s Score) float64 { return s.Loss }, &m.LossAUC, &m.LossTPR, &m.Loss},
-		{"zlib", func(s Score) float64 { return s.ZlibRatio }, &m.ZlibAUC, &m.ZlibTPR, &m.Zlib},
-		{"mink", func(s Score) float64 { return s.MinK }, &m.MinKAUC, &m.MinKTPR, &m.MinK},
-		{"ref", func(s Score) float64 { return s.RefDiff }, &m.RefAUC, &m.RefTPR, &m.Ref},
-	} {
-		ms, cs := stat(members, x.f), stat(controls, x.f)
+	// The flat fields of the first four statistics (older readers).
+	flat := map[string][2]*Num{
+		"loss": {&m.LossAUC, &m.LossTPR}, "zlib": {&m.ZlibAUC, &m.ZlibTPR},
+		"mink": {&m.MinKAUC, &m.MinKTPR}, "ref": {&m.RefAUC, &m.RefTPR},
+	}
+	for _, x := range MIAStatistics {
+		stat := func(rows []Score) []float64 {
+			out := make([]float64, len(rows))
+			for i, r := range rows {
+				out[i] = MemberScore(x.value(r), x.HigherMember)
+			}
+			return out
+		}
+		ms, cs := stat(members), stat(controls)
 		st := MIAStat{
 			AUC:    Num(AUC(ms, cs)),
 			TPR0_1: Num(TPRAtFPR(ms, cs, LowFPRs[0])),
 			TPR1:   Num(TPRAtFPR(ms, cs, LowFPRs[1])),
 		}
-		aucCI, tprCI := MIABootstrap(ms, cs, LowFPRs, cfg.Bootstrap, seedFor(cfg.Seed, "mia/"+x.name))
+		aucCI, tprCI := MIABootstrap(ms, cs, LowFPRs, cfg.Bootstrap, seedFor(cfg.Seed, "mia/"+x.Name))
 		st.AUCCI = [2]Num{Num(aucCI[0]), Num(aucCI[1])}
 		st.TPR0_1CI = [2]Num{Num(tprCI[0][0]), Num(tprCI[0][1])}
 		st.TPR1CI = [2]Num{Num(tprCI[1][0]), Num(tprCI[1][1])}
-		*x.st = st
-		*x.auc = st.AUC
-		*x.tpr = Num(TPRAtFPR(ms, cs, cfg.FPR))
+		*x.Stat(&m) = st
+		if f, ok := flat[x.Name]; ok {
+			*f[0] = st.AUC
+			*f[1] = Num(TPRAtFPR(ms, cs, cfg.FPR))
+		}
 	}
 	return m
 }
@@ -274,6 +307,7 @@ func Summarize(rows []Score, cfg Config, goldfish loss.Config) *Summary {
 		Members:       summarizeSplit(bySplit[splitTarget], "members", cfg),
 		Controls:      summarizeSplit(bySplit[splitControl], "controls", cfg),
 		MIA:           summarizeMIA(bySplit[splitTarget], bySplit[splitControl], cfg),
+		Extractable:   extractableSummary(bySplit[splitTarget], bySplit[splitControl], cfg.ExtractableQ),
 		Goldfish:      goldfishSummary(goldfish),
 		Eval:          cfg,
 		ByRepetitions: []RepetitionSummary{},

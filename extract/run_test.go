@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,11 @@ func TestRunOnATrainedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	controls, err := ds.Docs("control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recallDoc := controls[0].ID
 	splits := map[string]int{}
 	for _, r := range rows {
 		splits[r.Split]++
@@ -63,6 +69,17 @@ func TestRunOnATrainedRun(t *testing.T) {
 		}
 		if len(r.TokenLosses) != min(r.NTokens, 256)-1 || math.IsNaN(r.Loss) || r.MinK < r.Loss {
 			t.Errorf("doc %d: %d token losses, loss %v, mink %v", r.DocID, len(r.TokenLosses), r.Loss, r.MinK)
+		}
+		// Greedy decoding: the suffix is certain (log 1) exactly when the
+		// greedy generation is it.
+		if same := reflectEqual(r.Generated, r.Suffix); same && r.PExtract != 0 || !same && !math.IsInf(r.PExtract, -1) {
+			t.Errorf("doc %d: p_extract %v with generation == suffix %v", r.DocID, r.PExtract, same)
+		}
+		if math.IsNaN(r.MinKPP) || math.IsInf(r.MinKPP, 0) || !(r.GradNorm > 0) {
+			t.Errorf("doc %d: mink_pp %v, grad_norm %v: want numbers (grad_norm > 0)", r.DocID, r.MinKPP, r.GradNorm)
+		}
+		if prefixDoc := r.Split == "control" && r.DocID == recallDoc; prefixDoc != math.IsNaN(r.ReCaLL) || !prefixDoc && !(r.ReCaLL > 0) {
+			t.Errorf("doc %d: recall %v (prefix from doc %d)", r.DocID, r.ReCaLL, recallDoc)
 		}
 		// The reference is the model itself: the same losses.
 		if math.Abs(r.RefLoss-r.Loss) > 1e-5 {
@@ -81,6 +98,10 @@ func TestRunOnATrainedRun(t *testing.T) {
 	}
 	if sum.Members.N != 4 || sum.Controls.N != 4 || filepath.Base(sum.Checkpoint) != "step-000010" || !strings.Contains(string(sum.Extract), `"suffix":16`) {
 		t.Errorf("summary: members %d controls %d checkpoint %q extract %s", sum.Members.N, sum.Controls.N, sum.Checkpoint, sum.Extract)
+	}
+	if sum.Extractable == nil || sum.Extractable.Members[0].Total != 4 || math.IsNaN(float64(sum.MIA.MinKPP.AUC)) ||
+		math.IsNaN(float64(sum.MIA.ReCaLL.AUC)) || math.IsNaN(float64(sum.MIA.GradNorm.AUC)) {
+		t.Errorf("summary: extractable %+v, AUC of mink_pp %v, recall %v, grad_norm %v", sum.Extractable, sum.MIA.MinKPP.AUC, sum.MIA.ReCaLL.AUC, sum.MIA.GradNorm.AUC)
 	}
 	wantGF := eval.GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Source: eval.GoldfishFromCheckpoint}
 	if sum.Goldfish != wantGF {
@@ -102,6 +123,8 @@ func TestRunOnATrainedRun(t *testing.T) {
 // dmod applied into a new run directory and trains a nano model on it with
 // the standard loss and tmod applied (no validation, one final
 // checkpoint). It returns the run directory, its dataset and tokenizer.
+func reflectEqual(a, b []int32) bool { return slices.Equal(a, b) }
+
 func trainTiny(t *testing.T, dmod func(*data.Config), tmod func(*train.Config)) (string, *data.Dataset, *data.Tokenizer) {
 	t.Helper()
 	ctx := context.Background()

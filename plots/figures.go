@@ -565,7 +565,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			// The curve eval's AUC and TPR summarize: the same documents
 			// (attacked or not), the same sign, the same thresholds.
-			pts := eval.ROC(r.miaValues(splitTarget, s.label), r.miaValues(splitControl, s.label))
+			pts := eval.ROC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
 			if pts == nil {
 				continue
 			}

@@ -73,7 +73,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-var figureNames = []string{"exact-match-vs-k", "rougel", "loss", "mia-roc"}
+var figureNames = []string{"exact-match-vs-k", "rougel", "loss", "mia-roc", "extractable-vs-n"}
 
 func checkFigures(t *testing.T, dir string, names []string) {
 	t.Helper()
@@ -291,5 +291,28 @@ func TestReportThresholdVsParams(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "| small | 3700000 | goldfish k=4, h=13 | > 16 [> 16, > 16] | > 16 [> 16, > 16] |") {
 		t.Errorf("threshold.md lacks the small goldfish row:\n%s", md)
+	}
+}
+
+// TestEveryMIAStatisticPointsEvalsWay: the ROC figure draws each statistic
+// oriented as eval scores it, so the AUC of the drawn values is the AUC
+// summary.json holds, for the statistics higher for members (Min-K%++,
+// ReCaLL) as for the losses.
+func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
+	dir := outDir(t, "mia-directions")
+	writeSynthRun(t, dir, synthRun{name: "standard", preset: "tiny", targets: 30, exact: 3, rouge: 0.5, steps: 10}, 5)
+	r, err := loadRun(dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range miaScores {
+		want := float64(s.stat(&r.Summary.MIA).AUC)
+		if s.label == "reference-model difference" || s.label == "min-k% loss" {
+			continue // NaN in the synthetic run
+		}
+		got := eval.AUC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
+		if math.Abs(got-want) > 1e-12 || !(want > 0.6) {
+			t.Errorf("%s: AUC of the drawn values %v, summary.json %v (want equal, and > 0.6 on separated data)", s.label, got, want)
+		}
 	}
 }

@@ -121,5 +121,9 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	if err := emit("mia-roc", p, err); err != nil {
 		return written, err
 	}
+	p, err = extractableCurves(cfg, runs)
+	if err := emit("extractable-vs-n", p, err); err != nil {
+		return written, err
+	}
 	return written, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
@@ -33,16 +34,27 @@ type docScore struct {
 	RougeL float64
 	// Attacked is false when extraction skipped the document (status != "ok").
 	Attacked bool
-	MIA      map[string]float64 // score name -> value, lower meaning "more likely a member"
+	MIA      map[string]float64 // score label -> value as scores.parquet holds it
 }
 
 // miaScore names a membership-inference column of scores.parquet, how a
-// figure labels it and where summary.json holds its statistics. All are
-// losses of some kind: lower means "member".
+// figure labels it and where summary.json holds its statistics; which way
+// it points is eval's (higherMember).
 type miaScore struct {
 	cols  []string
 	label string
 	stat  func(*eval.MIASummary) eval.MIAStat
+}
+
+// higherMember is eval.MIAStatistics' direction of the column: true for
+// Min-K%++ and ReCaLL, false for the losses.
+func (s miaScore) higherMember() bool {
+	for _, x := range eval.MIAStatistics {
+		if slices.Contains(s.cols, x.Column) {
+			return x.HigherMember
+		}
+	}
+	return false
 }
 
 var miaScores = []miaScore{
@@ -50,6 +62,9 @@ var miaScores = []miaScore{
 	{[]string{"zlib", "zlib_ratio", "mia_zlib"}, "zlib ratio", func(m *eval.MIASummary) eval.MIAStat { return m.Zlib }},
 	{[]string{"min_k", "mink", "min_k_loss", "mia_min_k"}, "min-k% loss", func(m *eval.MIASummary) eval.MIAStat { return m.MinK }},
 	{[]string{"ref_diff", "reference_diff", "ref_loss_diff", "mia_ref"}, "reference-model difference", func(m *eval.MIASummary) eval.MIAStat { return m.Ref }},
+	{[]string{"mink_pp"}, "min-k%++", func(m *eval.MIASummary) eval.MIAStat { return m.MinKPP }},
+	{[]string{"recall"}, "ReCaLL", func(m *eval.MIASummary) eval.MIAStat { return m.ReCaLL }},
+	{[]string{"grad_norm"}, "gradient norm", func(m *eval.MIASummary) eval.MIAStat { return m.GradNorm }},
 }
 
 // runData is what the figures need from one run directory.
@@ -92,13 +107,13 @@ func (r *runData) docs(split string) []docScore {
 }
 
 // miaValues are a membership score of every document of split, attacked
-// or not, negated so that higher means member: exactly what eval scores
-// the MIA statistics on.
-func (r *runData) miaValues(split, label string) []float64 {
+// or not, oriented so that higher means member (eval.MemberScore):
+// exactly what eval scores the MIA statistics on.
+func (r *runData) miaValues(split string, s miaScore) []float64 {
 	var out []float64
 	for _, d := range r.Docs {
-		if v, ok := d.MIA[label]; ok && d.Split == split {
-			out = append(out, -v)
+		if v, ok := d.MIA[s.label]; ok && d.Split == split {
+			out = append(out, eval.MemberScore(v, s.higherMember()))
 		}
 	}
 	return out

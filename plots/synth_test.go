@@ -77,7 +77,14 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 			Match:  eval.Match{Exact: exact, TokenAccuracy: nan},
 			RougeL: rouge, RougeLPrecision: nan, RougeLRecall: nan, Rouge1: nan, Rouge2: nan,
 			Loss: loss, ZlibRatio: loss / 400, MinK: nan, RefLoss: nan, RefDiff: nan,
+			// The newer statistics, each pointing its own way: Min-K%++ and
+			// ReCaLL higher for members, the gradient norm lower.
+			MinKPP: 3 - loss + 0.3*rng.NormFloat64(), ReCaLL: 1 + (3-loss)/10 + 0.03*rng.NormFloat64(),
+			GradNorm: loss + 0.3*rng.NormFloat64(), PExtract: -2 * loss,
 		})
+		if exact {
+			rows[len(rows)-1].PExtract = 0
+		}
 	}
 	sum := eval.Summarize(rows, eval.DefaultConfig(), loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13})
 	sum.ModelParams = s.params

@@ -1,0 +1,81 @@
+package eval
+
+import (
+	"math"
+	"testing"
+
+	"github.com/memo-research/memo/loss"
+)
+
+// TestExtractableByHand: members with p = 1 (greedy), 0.6, 0.01, 0.001 and
+// 0 (−Inf), and one not defined (NaN, left out); controls with p = 1e-5
+// and 0. At q = 0.5, 1 − (1 − p)^n >= 0.5 holds for
+//
+//	p = 1, 0.6 at every n;
+//	p = 0.01 from n = 100 (1 − 0.99^10 = 0.096, 1 − 0.99^100 = 0.634);
+//	p = 0.001 at n = 1000 only (1 − 0.999^100 = 0.095, 1 − 0.999^1000 = 0.632);
+//	p = 1e-5 never up to 1000 (1 − (1 − 1e-5)^1000 = 0.00995); p = 0 never.
+//
+// Members: 2/5, 2/5, 3/5, 4/5 at n = 1, 10, 100, 1000; controls 0/2.
+func TestExtractableByHand(t *testing.T) {
+	var rows []Score
+	for _, lp := range []float64{0, math.Log(0.6), math.Log(0.01), math.Log(0.001), math.Inf(-1), math.NaN()} {
+		rows = append(rows, Score{Split: "target", Status: StatusOK, PExtract: lp})
+	}
+	for _, lp := range []float64{math.Log(1e-5), math.Inf(-1)} {
+		rows = append(rows, Score{Split: "control", Status: StatusOK, PExtract: lp})
+	}
+	// A document not attacked has no p_extract to count.
+	rows = append(rows, Score{Split: "target", Status: "too_short", PExtract: 0})
+	cfg := DefaultConfig()
+	cfg.Bootstrap = 0
+	s := Summarize(rows, cfg, loss.Config{Strategy: loss.StrategyNone})
+	if s.Extractable == nil || s.Extractable.Q != 0.5 {
+		t.Fatalf("extractable %+v, want q = 0.5", s.Extractable)
+	}
+	for i, want := range []int{2, 2, 3, 4} {
+		m := s.Extractable.Members[i]
+		lo, hi := WilsonCI(want, 5)
+		if m.N != ExtractableNs[i] || m.Count != want || m.Total != 5 || !near(float64(m.Fraction), float64(want)/5) ||
+			!near(float64(m.WilsonCI[0]), lo) || !near(float64(m.WilsonCI[1]), hi) {
+			t.Errorf("members at n = %d: %+v, want %d of 5, Wilson [%v, %v]", ExtractableNs[i], m, want, lo, hi)
+		}
+		if c := s.Extractable.Controls[i]; c.Count != 0 || c.Total != 2 {
+			t.Errorf("controls at n = %d: %+v, want 0 of 2", ExtractableNs[i], c)
+		}
+	}
+	if got := ExtractProb(math.Log(1e-12), 1000); math.Abs(got-1e-9)/1e-9 > 1e-6 {
+		t.Errorf("1 − (1 − 1e-12)^1000 = %v, want 1e-9 (no rounding to 0)", got)
+	}
+	// Without any p_extract (beam search) there is no extractable table.
+	for i := range rows {
+		rows[i].PExtract = math.NaN()
+	}
+	if s := Summarize(rows, cfg, loss.Config{Strategy: loss.StrategyNone}); s.Extractable != nil {
+		t.Errorf("no p_extract: extractable %+v, want none", s.Extractable)
+	}
+}
+
+// TestNewMIAStatisticsDirection: Min-K%++ and ReCaLL are higher for
+// members, the gradient norm lower; members separated perfectly in each
+// statistic's own direction give AUC 1, whatever the sign.
+func TestNewMIAStatisticsDirection(t *testing.T) {
+	var rows []Score
+	for i := 0; i < 3; i++ {
+		f := float64(i)
+		rows = append(rows,
+			Score{Split: "target", Status: StatusOK, MinKPP: 1 + f, ReCaLL: 1.5 + f, GradNorm: 0.1 + f/10, RefDiff: math.NaN()},
+			Score{Split: "control", Status: StatusOK, MinKPP: -1 - f, ReCaLL: 1.1 - f/100, GradNorm: 2 + f, RefDiff: math.NaN()})
+	}
+	cfg := DefaultConfig()
+	cfg.Bootstrap = 0
+	m := Summarize(rows, cfg, loss.Config{Strategy: loss.StrategyNone}).MIA
+	for name, st := range map[string]MIAStat{"mink_pp": m.MinKPP, "recall": m.ReCaLL, "grad_norm": m.GradNorm} {
+		if st.AUC != 1 || st.TPR1 != 1 {
+			t.Errorf("%s: AUC %v, TPR at 1 %% FPR %v; want 1 and 1", name, st.AUC, st.TPR1)
+		}
+	}
+	if !math.IsNaN(float64(m.Ref.AUC)) {
+		t.Errorf("ref without numbers: AUC %v, want NaN", m.Ref.AUC)
+	}
+}

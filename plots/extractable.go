@@ -1,0 +1,86 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/eval"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// extractableCurves plots probabilistic extraction: the percentage of
+// members and of controls that are (n, q)-extractable against the sample
+// budget n, with eval's Wilson intervals, from each run's summary.json
+// (nil when no run has the table). Colour tells runs apart; members are
+// solid, controls dashed.
+func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+	var have []*runData
+	for _, r := range runs {
+		if r.Summary.Extractable != nil {
+			have = append(have, r)
+		}
+	}
+	if len(have) == 0 {
+		return nil, nil
+	}
+	q := have[0].Summary.Extractable.Q
+	p := newPlot(cfg, fmt.Sprintf("Probabilistic extraction (q = %g)", q), "samples drawn per prefix, n",
+		"documents extracted with probability ≥ q (%)")
+	p.X.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for _, n := range eval.ExtractableNs {
+		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+	}
+	p.X.Tick.Marker = ticks
+	series := 0
+	for ri, r := range have {
+		ex := r.Summary.Extractable
+		for si, side := range []struct {
+			name string
+			at   []eval.ExtractableAt
+		}{{"members", ex.Members}, {"controls", ex.Controls}} {
+			pts := &errPoints{}
+			for _, a := range side.at {
+				y, lo, hi := float64(a.Fraction), float64(a.WilsonCI[0]), float64(a.WilsonCI[1])
+				if math.IsNaN(y) {
+					continue
+				}
+				// Nudge series apart on the log axis so equal values stay visible.
+				x := float64(a.N) * math.Pow(2, 0.1*(float64(series)-float64(2*len(have)-1)/2))
+				pts.add(x, 100*y, 100*lo, 100*hi)
+			}
+			series++
+			if pts.Len() == 0 {
+				continue
+			}
+			ln, sc, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return nil, err
+			}
+			eb, err := plotter.NewYErrorBars(pts)
+			if err != nil {
+				return nil, err
+			}
+			c := colorAt(ri)
+			ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), dashes[si%len(dashes)]
+			sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+			eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
+			p.Add(ln, eb, sc)
+			label := side.name
+			if len(have) > 1 {
+				label = r.Name + ", " + side.name
+			}
+			p.Legend.Add(label, ln, sc)
+		}
+	}
+	ns := eval.ExtractableNs
+	p.X.Min, p.X.Max = float64(ns[0])/1.5, float64(ns[len(ns)-1])*1.5
+	p.Y.Min, p.Y.Max = -3, 100*(1+0.1*float64(series))
+	p.Y.Tick.Marker = percentTicks
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(hgrid())
+	return p, nil
+}
