@@ -45,7 +45,7 @@ var keyDocs = map[string]string{
 	"extract.prefix":                "Prefix is the prompt length in tokens of the fixed mode.",
 	"extract.quantspec":             "QuantSpec configures extract.speculative = \"quantspec\".",
 	"extract.quantspec.gamma":       "Gamma is the number of tokens the draft proposes per round.",
-	"extract.recall_prefix":         "RecallPrefix is the length in tokens of ReCaLL's non-member prefix\n(Xie et al. 2024), the opening of the first control document (lowest\ndoc_id with that many tokens), recorded in completions.arrow's\nmetadata; the recall column is LL(x|prefix)/LL(x). 0 turns ReCaLL off\n(recall is NaN).",
+	"extract.recall_prefix":         "RecallPrefix is the length in tokens of ReCaLL's non-member prefix\n(Xie et al. 2024), the opening of the first control document (lowest\ndoc_id with that many tokens), recorded in completions.arrow's\nmetadata; the recall column is LL(x|prefix)/LL(x). At most half the\nattack window is used, so that the document keeps the other half. 0\nturns ReCaLL off (recall is NaN).",
 	"extract.reference":             "Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or \"hf:DIR\" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.",
 	"extract.seed":                  "Seed seeds sampling.",
 	"extract.sift":                  "Sift configures extract.attention = \"sift\".",

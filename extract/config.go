@@ -74,8 +74,9 @@ type Config struct {
 	// RecallPrefix is the length in tokens of ReCaLL's non-member prefix
 	// (Xie et al. 2024), the opening of the first control document (lowest
 	// doc_id with that many tokens), recorded in completions.arrow's
-	// metadata; the recall column is LL(x|prefix)/LL(x). 0 turns ReCaLL off
-	// (recall is NaN).
+	// metadata; the recall column is LL(x|prefix)/LL(x). At most half the
+	// attack window is used, so that the document keeps the other half. 0
+	// turns ReCaLL off (recall is NaN).
 	RecallPrefix int `toml:"recall_prefix" json:"recall_prefix"`
 	// GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean
 	// loss, a membership statistic; it costs one backward pass per
@@ -224,9 +225,6 @@ func AttackWindow(context, block int) int {
 // be shorter than the model context: its error names train.block when the
 // trained row is the limit.
 func (c Config) CheckWindow(window, context int) error {
-	if c.RecallPrefix > 0 && c.RecallPrefix+2 > window {
-		return fmt.Errorf("%w: extract.recall_prefix = %d: must leave at least 2 tokens of the %d-token attack window for the document (0 = no ReCaLL)", ErrConfig, c.RecallPrefix, window)
-	}
 	if window >= context {
 		return c.CheckContext(context)
 	}

@@ -110,15 +110,19 @@ func recallFor(ctx context.Context, g *model.GPT, cfg Config, ds *data.Dataset, 
 		}
 		return out
 	}
-	if cfg.RecallPrefix == 0 {
+	n := min(cfg.RecallPrefix, window/2)
+	if n < 1 {
 		return nan(), nil, nil
 	}
-	prefix, ok, err := recallPrefix(ds, cfg.RecallPrefix)
+	if n < cfg.RecallPrefix {
+		slog.Info("extract: ReCaLL prefix cut to half the attack window", "recall_prefix", cfg.RecallPrefix, "used", n, "window", window)
+	}
+	prefix, ok, err := recallPrefix(ds, n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("recall prefix: %w", err)
 	}
 	if !ok {
-		slog.Warn("extract: no control document has extract.recall_prefix tokens; recall is NaN", "recall_prefix", cfg.RecallPrefix)
+		slog.Warn("extract: no control document has extract.recall_prefix tokens; recall is NaN", "recall_prefix", n)
 		return nan(), nil, nil
 	}
 	r, err := recallScores(ctx, g, prompts, losses, prefix, window, cfg.BatchSize)

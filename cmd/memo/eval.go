@@ -30,6 +30,7 @@ func init() {
 			&cli.IntFlag{Name: "bootstrap", Usage: "bootstrap resamples per confidence interval (0: none, else >= 100)", DefaultText: fromConfig(d.Bootstrap)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of the bootstrap", DefaultText: fromConfig(d.Seed)},
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of Min-K% Prob as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
+			&cli.Float64Flag{Name: "extractable-q", Usage: "q of (n, q)-extractability: n samples reproduce the suffix with probability >= `Q`", DefaultText: fromConfig(d.ExtractableQ)},
 			&cli.Float64Flag{Name: "fpr", Usage: "false positive rate the TPR is reported below, strictly (0.01: TPR at FPR < 1 %)", DefaultText: fromConfig(d.FPR)},
 			&cli.StringFlag{Name: "reference", Usage: "a reference model's completions (`FILE` or run dir) for the loss-difference attack", DefaultText: fromConfig("none")},
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
@@ -71,6 +72,9 @@ func evalAction(c *cli.Context) error {
 	}
 	if c.IsSet("mink-fraction") {
 		cfg.MinKFraction = c.Float64("mink-fraction")
+	}
+	if c.IsSet("extractable-q") {
+		cfg.ExtractableQ = c.Float64("extractable-q")
 	}
 	if c.IsSet("fpr") {
 		cfg.FPR = c.Float64("fpr")
