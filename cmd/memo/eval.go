@@ -111,6 +111,19 @@ func evalAction(c *cli.Context) error {
 	m := sum.MIA
 	fmt.Fprintf(w, "MIA AUC: loss %s [%s, %s], zlib %s, min-k %s, reference %s (TPR at FPR < %.3g: loss %s)\n",
 		f(m.LossAUC), f(m.Loss.AUCCI[0]), f(m.Loss.AUCCI[1]), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
+	fmt.Fprintf(w, "MIA AUC: min-k%%++ %s, ReCaLL %s, gradient norm %s\n", f(m.MinKPP.AUC), f(m.ReCaLL.AUC), f(m.GradNorm.AUC))
+	if ex := sum.Extractable; ex != nil {
+		for _, side := range []struct {
+			name string
+			at   []eval.ExtractableAt
+		}{{"members", ex.Members}, {"controls", ex.Controls}} {
+			fmt.Fprintf(w, "(n, %g)-extractable %s:", ex.Q, side.name)
+			for _, a := range side.at {
+				fmt.Fprintf(w, " n=%d %s [%s, %s]", a.N, f(a.Fraction), f(a.WilsonCI[0]), f(a.WilsonCI[1]))
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	fmt.Fprintf(w, "wrote %s and %s\n", scores, summary)
 	return nil
 }
