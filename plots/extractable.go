@@ -6,8 +6,6 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
@@ -56,24 +54,13 @@ func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 			if pts.Len() == 0 {
 				continue
 			}
-			ln, sc, err := plotter.NewLinePoints(pts)
-			if err != nil {
-				return nil, err
-			}
-			eb, err := plotter.NewYErrorBars(pts)
-			if err != nil {
-				return nil, err
-			}
-			c := colorAt(ri)
-			ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), dashes[si%len(dashes)]
-			sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
-			eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
-			p.Add(ln, eb, sc)
 			label := side.name
 			if len(have) > 1 {
 				label = r.Name + ", " + side.name
 			}
-			p.Legend.Add(label, ln, sc)
+			if err := addErrSeries(p, pts, colorAt(ri), dashes[si%len(dashes)], draw.CircleGlyph{}, label); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ns := eval.ExtractableNs

@@ -24,6 +24,25 @@ func (e *errPoints) add(x, y, lo, hi float64) {
 	e.xs, e.ys, e.lo, e.hi = append(e.xs, x), append(e.ys, y), append(e.lo, lo), append(e.hi, hi)
 }
 
+// addErrSeries draws pts as a line with point markers and error bars in
+// colour c, dash pattern dash and marker shape, under label in the legend.
+func addErrSeries(p *plot.Plot, pts *errPoints, c color.Color, dash []vg.Length, shape draw.GlyphDrawer, label string) error {
+	ln, sc, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	eb, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return err
+	}
+	ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), dash
+	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: shape}
+	eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
+	p.Add(ln, eb, sc)
+	p.Legend.Add(label, ln, sc)
+	return nil
+}
+
 // percentTicks labels a 0–100 axis every 20 %, leaving headroom above 100 for the legend.
 var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
 
@@ -395,20 +414,9 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 		if pts.Len() == 0 {
 			continue
 		}
-		ln, sc, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addErrSeries(p, pts, colorAt(i), dashes[(i/len(palette))%len(dashes)], draw.CircleGlyph{}, s); err != nil {
 			return nil, err
 		}
-		eb, err := plotter.NewYErrorBars(pts)
-		if err != nil {
-			return nil, err
-		}
-		c := colorAt(i)
-		ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), dashes[(i/len(palette))%len(dashes)]
-		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
-		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
-		p.Add(ln, eb, sc)
-		p.Legend.Add(s, ln, sc)
 	}
 	p.X.Min, p.X.Max = float64(reps[0])/1.3, float64(reps[len(reps)-1])*1.3
 	p.Y.Min, p.Y.Max = -0.03*scale, scale*(1+0.1*float64(len(series)))

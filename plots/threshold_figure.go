@@ -6,7 +6,6 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -96,20 +95,9 @@ func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
 			if pts.Len() == 0 {
 				continue
 			}
-			ln, sc, err := plotter.NewLinePoints(pts)
-			if err != nil {
+			if err := addErrSeries(p, pts, colorAt(li), m.dash, m.shape, l+", "+m.name); err != nil {
 				return nil, err
 			}
-			eb, err := plotter.NewYErrorBars(pts)
-			if err != nil {
-				return nil, err
-			}
-			c := colorAt(li)
-			ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1.5), m.dash
-			sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: m.shape}
-			eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
-			p.Add(ln, eb, sc)
-			p.Legend.Add(l+", "+m.name, ln, sc)
 		}
 	}
 	p.Y.Min, p.Y.Max = float64(minReps)/1.5, above*float64(2+len(losses))
