@@ -56,18 +56,27 @@ func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, er
 	return out, nil
 }
 
+// momentRows is how many positions logProbMoments takes at a time: its
+// float64 temporaries are a few [rows, V] tensors, 25 MB each at 64 rows
+// of a 50k vocabulary, where a whole 2,048-token window would need GBs.
+var momentRows = 64
+
 // logProbMoments computes, for each row of logits [n, V], the mean and
 // variance of log p under p = softmax(row), in float64 on the device.
 func logProbMoments(logits *ts.Tensor) (mean, variance []float64) {
-	lp := logits.MustLogSoftmax(-1, gotch.Double, false)
-	p := lp.MustExp(false)
-	mu := p.MustMul(lp, false).MustSumDimIntlist([]int64{-1}, true, gotch.Double, true) // [n,1]
-	d := lp.MustSub(mu, true)
-	v := d.MustSquare(true).MustMul(p, true).MustSumDimIntlist([]int64{-1}, false, gotch.Double, true)
-	p.MustDrop()
-	mean = mu.MustView([]int64{-1}, true).Float64Values()
-	variance = v.Float64Values()
-	v.MustDrop()
+	n := int(logits.MustSize()[0])
+	for lo := 0; lo < n; lo += momentRows {
+		rows := logits.MustNarrow(0, int64(lo), int64(min(momentRows, n-lo)), false)
+		lp := rows.MustLogSoftmax(-1, gotch.Double, true)
+		p := lp.MustExp(false)
+		mu := p.MustMul(lp, false).MustSumDimIntlist([]int64{-1}, true, gotch.Double, true) // [rows,1]
+		d := lp.MustSub(mu, true)
+		v := d.MustSquare(true).MustMul(p, true).MustSumDimIntlist([]int64{-1}, false, gotch.Double, true)
+		p.MustDrop()
+		mean = append(mean, mu.MustView([]int64{-1}, true).Float64Values()...)
+		variance = append(variance, v.Float64Values()...)
+		v.MustDrop()
+	}
 	return mean, variance
 }
 
