@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -19,6 +21,7 @@ func runDataLs(c *cli.Context) error {
 		return err
 	}
 	fmt.Printf("dataset cache %s: %d entries\n", cache, len(ents))
+	defer printTokenizers(cache)
 	if len(ents) == 0 {
 		return nil
 	}
@@ -38,6 +41,19 @@ func runDataLs(c *cli.Context) error {
 	}
 	fmt.Printf("total %s (RUNS counts hard links from run directories; copies are not counted)\n", mib(total))
 	return nil
+}
+
+// printTokenizers ends data ls with the trained BPE tokenizers cached
+// beside the datasets (gc --all removes them).
+func printTokenizers(cache string) {
+	files, _ := filepath.Glob(filepath.Join(cache, "tokenizers", "bpe*.json"))
+	var total int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			total += fi.Size()
+		}
+	}
+	fmt.Printf("trained tokenizers: %d files, %s in %s\n", len(files), mib(total), filepath.Join(cache, "tokenizers"))
 }
 
 func runDataGC(c *cli.Context) error {

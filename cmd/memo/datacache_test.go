@@ -28,8 +28,9 @@ func TestDataCacheCLI(t *testing.T) {
 		t.Fatalf("data ls: exit %d\n%s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 4 || !strings.HasSuffix(lines[0], ": 1 entries") || !strings.Contains(lines[2], " 2 ") || !strings.HasSuffix(lines[2], "bpe:300    opticks") {
-		t.Errorf("data ls:\n%s\nwant one entry linked by 2 runs, tokenizer bpe:300, source opticks", stdout)
+	if len(lines) != 5 || !strings.HasSuffix(lines[0], ": 1 entries") || !strings.Contains(lines[2], " 2 ") || !strings.HasSuffix(lines[2], "bpe:300    opticks") ||
+		!strings.HasPrefix(lines[4], "trained tokenizers: 1 files, ") {
+		t.Errorf("data ls:\n%s\nwant one entry linked by 2 runs, tokenizer bpe:300, source opticks, and one trained tokenizer", stdout)
 	}
 	stdout, _, code = runMemo(t, exe, work, cache, "data", "gc", "--unused")
 	if code != 0 || !strings.Contains(stdout, "removed 0 entries") {
