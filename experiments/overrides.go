@@ -97,3 +97,23 @@ func overrideValue(text string) (any, error) {
 // stripBOM drops a UTF-8 byte-order mark, which editors on some systems
 // put at the start of a file.
 func stripBOM(doc []byte) []byte { return []byte(strings.TrimPrefix(string(doc), "\ufeff")) }
+
+// OverrideTables applies `--set table.key=value` overrides to v, a pointer
+// to a struct of stage tables (as memo extract holds the run's [extract]),
+// with the checks a spec file gets: an unknown key is refused by name with a
+// suggestion, a wrong type or a value out of range by its table's Validate.
+func OverrideTables(v any, sets []string) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	doc, err := toml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("--set: %w", err)
+	}
+	out, err := applyOverrides(doc, sets)
+	if err != nil {
+		return &ConfigError{File: "--set", Msg: err.Error()}
+	}
+	_, err = loadInto("--set "+strings.Join(sets, " "), out, v)
+	return err
+}

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/extract"
 )
 
 func TestParseWithOverrides(t *testing.T) {
@@ -58,6 +60,42 @@ func TestParseWithOverrides(t *testing.T) {
 			_, err := ParseWithOverrides(file, c.sets)
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("--set %v: error %v, want one line naming %q", c.sets, err, c.want)
+			}
+		})
+	}
+}
+
+// TestOverrideTables: --set on stage tables outside a spec (memo extract's)
+// reaches every key and refuses what a spec file would.
+func TestOverrideTables(t *testing.T) {
+	type holder struct {
+		Extract extract.Config `toml:"extract"`
+	}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // substring of the error; "" = accepted
+		ok   func(extract.Config) bool
+	}{
+		{"none", nil, "", func(c extract.Config) bool { return c.TopK == 0 }},
+		{"a key no flag copies", []string{"extract.top_k=40", "extract.mink_fraction=0.1"}, "", func(c extract.Config) bool { return c.TopK == 40 && c.MinKFraction == 0.1 }},
+		{"later wins", []string{"extract.suffix=20", "extract.suffix=30"}, "", func(c extract.Config) bool { return c.Suffix == 30 }},
+		{"typo suggests", []string{"extract.topk=4"}, `unknown key "topk" in [extract]; did you mean "top_k"?`, nil},
+		{"another table", []string{"train.lr=1e-3"}, `unknown key "train"`, nil},
+		{"out of range", []string{"extract.top_p=2"}, "extract.top_p", nil},
+		{"wrong type", []string{"extract.suffix=many"}, "extract.suffix: wrong type", nil},
+		{"not key=value", []string{"extract.suffix"}, "want KEY=VALUE", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := holder{extract.DefaultConfig()}
+			err := OverrideTables(&h, tc.sets)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "" && !tc.ok(h.Extract):
+				t.Errorf("config after --set %v: %+v", tc.sets, h.Extract)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+				t.Errorf("error %v, want one line containing %q", err, tc.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,5 +161,72 @@ func TestInterruptedRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(ckpts), "checkpoints", "latest")); err != nil {
 		t.Errorf("no checkpoint saved on interruption: %v", err)
+	}
+}
+
+// TestInterruptThenResumeIsExact: a run interrupted mid-training (exit 130)
+// and resumed by the same command ends with the same weights, bit for bit,
+// as the same run left alone — the promise of the resume hint.
+func TestInterruptThenResumeIsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model three times")
+	}
+	exe := buildMemo(t)
+	spec := func(dir string) string {
+		path := tinySpec(t, dir)
+		b, _ := os.ReadFile(path)
+		s := strings.Replace(string(b), "\nsteps = 6\n", "\nsteps = 150\n", 1)
+		s = strings.Replace(s, "\nlog_every = 5\n", "\nlog_every = 1\n", 1)
+		if !strings.Contains(s, "\nlog_every = 1\n") {
+			t.Fatal("exp/smoke.toml changed shape: cannot set log_every")
+		}
+		writeTestFile(t, path, s)
+		return path
+	}
+	weights := func(dir string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, "runs", "tiny", "checkpoints", "step-000150", "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cache := t.TempDir()
+	run := func(path string) *exec.Cmd {
+		cmd := exec.Command(exe, "run", path)
+		cmd.Dir = filepath.Dir(path)
+		cmd.Env = append(os.Environ(), "MEMO_CACHE="+cache)
+		return cmd
+	}
+
+	interrupted := t.TempDir()
+	path := spec(interrupted)
+	cmd := run(path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// metrics.arrow appears after the first step (log_every = 1).
+	metrics := filepath.Join(interrupted, "runs", "tiny", "metrics.arrow")
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(metrics); err == nil {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130 (interrupted before the 150 steps ended); stderr %s", err, stderr.String())
+	}
+	t.Logf("interrupted: %s", strings.TrimSpace(stderr.String()[strings.LastIndex(strings.TrimSpace(stderr.String()), "\n")+1:]))
+	combined(t, run(path))
+
+	alone := t.TempDir()
+	combined(t, run(spec(alone)))
+	if !bytes.Equal(weights(interrupted), weights(alone)) {
+		t.Error("the resumed run's final weights differ from the uninterrupted run's")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -69,6 +70,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Usage: "attack this model instead of a run's: a Hugging Face directory or any memo checkpoint (`DIR`; needs --data and no RUN-DIR), e.g. a Pythia-style audit of an off-the-shelf model"},
 			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
+			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40), after config.toml and the flags; repeatable"},
 		},
 		Action: extractAction,
 	})
@@ -263,6 +265,14 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if err := cfg.Validate(); err != nil {
 		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
 	}
+	// --set reaches every key, including those no flag copies.
+	holder := struct {
+		Extract extract.Config `toml:"extract"`
+	}{cfg}
+	if err := experiments.OverrideTables(&holder, c.StringSlice("set")); err != nil {
+		return usageError("extract: %v", err)
+	}
+	cfg = holder.Extract
 	if c.Int("threads") < 0 {
 		return usageError("extract: --threads %d: must be >= 0", c.Int("threads"))
 	}
