@@ -6,9 +6,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
 // ScoresSchema is the schema of scores.parquet, one row per document.
@@ -43,10 +40,15 @@ var ScoresSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "p_extract", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "recall", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "grad_norm", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "any_exact_match", Type: arrow.FixedWidthTypes.Boolean},
+	{Name: "best_rougeL", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "n_guesses", Type: arrow.PrimitiveTypes.Int32},
 }, nil)
 
 // writeScores writes the rows as one Parquet file (Snappy, row groups of
-// 64k rows).
+// 64k rows). any_exact_match and best_rougeL are over the document's
+// guesses (extract.samples; with one guess, exact_match and rougeL), and
+// n_guesses counts them (0 for a document not attacked).
 func writeScores(w io.Writer, rows []Score) error {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, ScoresSchema)
 	defer b.Release()
@@ -69,18 +71,11 @@ func writeScores(w io.Writer, rows []Score) error {
 		for k, v := range []float64{s.ZlibRatio, s.MinK, s.RefLoss, s.RefDiff, s.MinKPP, s.PExtract, s.ReCaLL, s.GradNorm} {
 			b.Field(18 + k).(*array.Float64Builder).Append(v)
 		}
+		b.Field(26).(*array.BooleanBuilder).Append(s.AnyExact)
+		b.Field(27).(*array.Float64Builder).Append(s.BestRougeL)
+		b.Field(28).(*array.Int32Builder).Append(int32(s.NGuesses))
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(1<<16))
-	// The parquet writer closes a sink that is an io.Closer; the caller owns w.
-	fw, err := pqarrow.NewFileWriter(ScoresSchema, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return err
-	}
-	if err := fw.Write(rec); err != nil {
-		fw.Close()
-		return err
-	}
-	return fw.Close()
+	return writeParquet(w, ScoresSchema, rec)
 }

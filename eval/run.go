@@ -72,7 +72,15 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 		slog.Warn("eval: documents missing from the reference completions; their ref_diff is NaN",
 			"reference", cfg.Reference, "missing", unmatched, "of", len(comps))
 	}
+	gs, err := readGuessScores(path, comps)
+	if err != nil {
+		return nil, err
+	}
+	samples := applyGuesses(rows, gs)
 	sum := Summarize(rows, cfg, goldfish)
+	if gs != nil {
+		sum.Guesses = summarizeGuesses(rows, gs, samples, cfg)
+	}
 	sum.Completions = path
 	sum.Approx = summarizeApprox(comps, meta[provenance.Approx])
 	if err := sum.setProvenance(meta); err != nil {
@@ -82,6 +90,10 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 		for _, name := range sp.NotAttacked {
 			slog.Warn("eval: document not attacked, left out of the extraction rates", "doc", name)
 		}
+	}
+	// The guess scores first: summary.json existing means eval is done.
+	if err := writeGuessResults(GuessScoresPath(scoresPath), gs); err != nil {
+		return nil, err
 	}
 	if err := WriteResults(rows, sum, scoresPath, summaryPath); err != nil {
 		return nil, err

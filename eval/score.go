@@ -28,6 +28,11 @@ type Score struct {
 	PExtract        float64 // log probability the attack's decoding reproduces the suffix
 	ReCaLL          float64 // LL(x|P)/LL(x) (higher means member)
 	GradNorm        float64 // ‖∇θ L‖₂ (lower means member)
+	// AnyExact and BestRougeL are over the document's NGuesses guesses
+	// (applyGuesses): exact match by any, the best RougeL F1.
+	AnyExact   bool
+	BestRougeL float64
+	NGuesses   int
 }
 
 // ScoreCompletion computes every per-document measure of one completion.
@@ -60,6 +65,7 @@ func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
 	if c.Status != StatusOK {
 		s.Match = Match{TokenAccuracy: nan(), FirstDivergence: -1}
 		s.RougeL, s.RougeLPrecision, s.RougeLRecall, s.Rouge1, s.Rouge2 = nan(), nan(), nan(), nan(), nan()
+		s.BestRougeL = nan()
 		return s
 	}
 	s.Match = CompareTokens(c.Suffix, c.Generated)
@@ -68,5 +74,7 @@ func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
 	s.RougeL, s.RougeLPrecision, s.RougeLRecall = rl.F1, rl.Precision, rl.Recall
 	s.Rouge1 = RougeN(target, pred, 1).F1
 	s.Rouge2 = RougeN(target, pred, 2).F1
+	// One guess until applyGuesses counts the document's guesses.
+	s.AnyExact, s.BestRougeL, s.NGuesses = s.Exact, s.RougeL, 1
 	return s
 }

@@ -75,8 +75,11 @@ type Summary struct {
 	// Extractable is probabilistic extraction at eval.extractable_q;
 	// absent when no document has a p_extract (beam search, older files).
 	Extractable *ExtractableSummary `json:"extractable,omitempty"`
-	Goldfish    GoldfishSummary     `json:"goldfish"`
-	Eval        Config              `json:"eval"`
+	// Guesses scores the many guesses per document of extract.samples > 1
+	// (guesses.arrow); absent with one guess.
+	Guesses  *GuessSummary   `json:"guesses,omitempty"`
+	Goldfish GoldfishSummary `json:"goldfish"`
+	Eval     Config          `json:"eval"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the

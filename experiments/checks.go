@@ -148,7 +148,7 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		}
 		return fail(key, "%s", strings.TrimPrefix(err.Error(), "extract: "))
 	}
-	return nil
+	return s.checkCheckpointAttacks(fail)
 }
 
 // checkModelPaths checks the models a spec points at besides its own —

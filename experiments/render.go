@@ -41,6 +41,14 @@ func renderTable(b *strings.Builder, v reflect.Value, prefix string, docs map[st
 			}
 			tables = append(tables, i)
 			continue
+		case reflect.Interface:
+			if f.IsNil() {
+				// A key of several TOML types (extract.checkpoints) left
+				// unset has the default its comment names; TOML has no null.
+				writeComment(b, docs[key])
+				fmt.Fprintf(b, "# %s: unset (its default)\n", name)
+				continue
+			}
 		}
 		writeComment(b, docs[key])
 		val, err := tomlValue(f.Interface())

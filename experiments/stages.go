@@ -39,10 +39,16 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		// train resolves checkpoints/ to its newest verified checkpoint.
-		return extract.Run(ctx, spec.Extract, filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow"))
+		if err := extract.Run(ctx, spec.Extract, filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow")); err != nil {
+			return err
+		}
+		return extractCheckpoints(ctx, spec, dir, ds)
 	case "eval":
-		_, err := eval.Run(spec.Eval, filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
-		return err
+		own, err := eval.Run(spec.Eval, filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
+		if err != nil {
+			return err
+		}
+		return evalCheckpoints(spec, dir, own)
 	case "plots":
 		return plots.Run(dir, spec.Plots)
 	}

@@ -2,11 +2,10 @@ package extract
 
 import (
 	"context"
-	"log/slog"
 	"math/rand/v2"
 	"sort"
-	"time"
 
+	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -24,9 +23,20 @@ func byLength(n int, length func(i int) int) []int {
 
 // generateAll decodes a continuation as long as its suffix for every
 // attacked prompt; the result is indexed like prompts (nil when not
-// attacked). The collector runs between batches, when no libtorch call is
-// in flight.
+// attacked). With several guesses per prompt it is the best ranked.
 func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool) ([][]int32, error) {
+	gs, err := generateGuesses(ctx, g, cfg, prompts, useCache)
+	if err != nil {
+		return nil, err
+	}
+	return topIDs(gs), nil
+}
+
+// generateGuesses decodes cfg.Samples continuations of every attacked
+// prompt, each as long as its suffix, ranked (rankGuesses); the result is
+// indexed like prompts (nil when not attacked). The collector runs between
+// batches, when no libtorch call is in flight.
+func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool) ([][]Guess, error) {
 	var todo []int
 	for i, p := range prompts {
 		if p.Status == StatusOK {
@@ -34,13 +44,20 @@ func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt
 		}
 	}
 	order := byLength(len(todo), func(i int) int { return len(prompts[todo[i]].Prefix) })
+	samples := max(cfg.Samples, 1)
+	// batch_size counts the rows decoded together: beams or samples of
+	// fewer prompts.
 	batch := cfg.BatchSize
-	if cfg.Decoding == DecodeBeam {
+	switch {
+	case cfg.Decoding == DecodeBeam:
 		batch = max(1, cfg.BatchSize/cfg.Beams)
+	case samples > 1:
+		batch = max(1, cfg.BatchSize/samples)
 	}
-	out := make([][]int32, len(prompts))
+	out := make([][]Guess, len(prompts))
 	dec := decoder{cfg: cfg}
-	start, done, last := time.Now(), 0, time.Now()
+	bar := progress.New("extract: generating", len(order))
+	done := 0
 	for lo := 0; lo < len(order); lo += batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -52,33 +69,38 @@ func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt
 		// Equal-length suffixes in every mode; the batch decodes the longest.
 		n := 0
 		pre := make([][]int32, len(idx))
-		rngs := make([]*rand.Rand, len(idx))
+		var rngs []*rand.Rand
 		for k, i := range idx {
 			pre[k] = prompts[i].Prefix
 			n = max(n, len(prompts[i].Suffix))
-			rngs[k] = sampleRNG(cfg.Seed, prompts[i].Doc.ID)
+			for j := 0; j < samples; j++ {
+				rngs = append(rngs, guessRNG(cfg.Seed, prompts[i].Doc.ID, j))
+			}
 		}
 		lm := model.NewStepper(g, useCache)
-		var gen [][]int32
+		var gen [][]Guess
 		var err error
 		if cfg.Decoding == DecodeBeam {
-			gen, err = dec.beamSearch(lm, pre, n, cfg.Beams)
+			gen, err = dec.beamGuesses(lm, pre, n, cfg.Beams)
 		} else {
-			gen, err = dec.generate(lm, pre, n, rngs)
+			gen, err = dec.guesses(lm, pre, n, samples, rngs)
 		}
 		if err != nil {
 			return nil, err
 		}
 		for k, i := range idx {
-			out[i] = gen[k][:len(prompts[i].Suffix)]
+			gs := gen[k][:samples] // beam search: its best samples beams, already ranked
+			for j := range gs {
+				gs[j].IDs = gs[j].IDs[:len(prompts[i].Suffix)]
+			}
+			rankGuesses(gs)
+			out[i] = gs
 		}
 		torchx.Collect()
 		done += len(idx)
-		if time.Since(last) > 10*time.Second {
-			slog.Info("extract: generating", "done", done, "of", len(order), "elapsed", time.Since(start).Round(time.Second).String())
-			last = time.Now()
-		}
+		bar.Update(done, "")
 	}
+	bar.Done()
 	return out, nil
 }
 

@@ -24,11 +24,15 @@ type BenchConfig struct {
 	// Samples is the number of samples drawn per prompt when sampling: the
 	// batch then decodes Batch·Samples rows, each with its own generator.
 	Samples int
-	Beams   int // beam width of beam search
-	Reps    int // measured runs
-	Warmup  int // unmeasured runs first
-	Threads int // libtorch threads; 0 keeps the default
-	Seed    int64
+	// Replicate runs each of a prompt's samples through the prompt pass as
+	// a row of its own, as the attack did before it ran a prompt once and
+	// expanded its KV cache to the samples (the baseline of that saving).
+	Replicate bool
+	Beams     int // beam width of beam search
+	Reps      int // measured runs
+	Warmup    int // unmeasured runs first
+	Threads   int // libtorch threads; 0 keeps the default
+	Seed      int64
 	// Approximation decodes under extract.approximation's method ("" is
 	// exact decoding, unmeasured).
 	Approximation string
@@ -48,6 +52,9 @@ type BenchResult struct {
 	Suffix int    `json:"suffix"`
 	Batch  int    `json:"batch"`
 	Rows   int    `json:"rows"` // rows decoded: Batch, ·Samples, or ·Beams
+	// SharedPrompt: each prompt ran once and its cache was expanded to its
+	// samples (false with Replicate or one sample).
+	SharedPrompt bool `json:"shared_prompt"`
 
 	Decoding   string  `json:"decoding"`
 	Threads    int     `json:"threads"`
@@ -110,6 +117,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x62656e6368)) // "bench"
+	shared := samples > 1 && !cfg.Replicate
 	rows := make([][]int32, 0, cfg.Batch*samples)
 	rngs := make([]*rand.Rand, 0, cfg.Batch*samples)
 	for p := 0; p < cfg.Batch; p++ {
@@ -118,9 +126,15 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			prompt[j] = int32(rng.IntN(mc.Vocab))
 		}
 		for s := 0; s < samples; s++ {
-			rows = append(rows, prompt)
-			rngs = append(rngs, sampleRNG(cfg.Seed, int64(p*samples+s)))
+			if s == 0 || !shared {
+				rows = append(rows, prompt)
+			}
+			rngs = append(rngs, guessRNG(cfg.Seed, int64(p), s))
 		}
+	}
+	per := 1
+	if shared {
+		per = samples
 	}
 	dec := decoder{cfg: dc}
 	ba, err := newBenchApprox(cfg.Approximation, g, rows, cfg.Decoding)
@@ -143,7 +157,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		} else if cfg.Decoding == DecodeBeam {
 			_, err = dec.beamSearch(lm, rows, cfg.Suffix, dc.Beams)
 		} else {
-			_, err = dec.generate(lm, rows, cfg.Suffix, rngs)
+			_, err = dec.guesses(lm, rows, cfg.Suffix, per, rngs)
 		}
 		if err != nil {
 			return BenchResult{}, fmt.Errorf("bench decode: %w", err)
@@ -156,14 +170,14 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		}
 	}
 	n := float64(cfg.Reps)
-	decoded := len(rows)
+	decoded := len(rows) * per
 	if cfg.Decoding == DecodeBeam {
 		decoded *= dc.Beams
 	}
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
-		TokensPerS:    float64(len(rows)*cfg.Suffix) * n / all.Seconds(),
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
+		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),

@@ -69,6 +69,20 @@ type Config struct {
 	MaxDocs int `toml:"max_docs" json:"max_docs"`
 	// MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
+	// Samples is the number of guesses per prompt (the extraction
+	// benchmark's many guesses, Carlini et al. 2021 and 2023): with
+	// decoding = "sample", that many draws, the prompt run once and its KV
+	// cache shared by its draws; with "beam", the best that many beams
+	// (samples <= beams); greedy has one guess. Above 1 the guesses go to
+	// guesses.arrow beside completions.arrow, whose generated_ids is then
+	// the guess the model finds most likely (highest seq_logprob).
+	Samples int `toml:"samples" json:"samples,omitempty"`
+	// Checkpoints are the checkpoints `memo run` attacks: "last" (the
+	// default, also when unset: the newest, into completions.arrow), "all" (every one in checkpoints/,
+	// which needs train.keep_checkpoints = 0) or a list of steps, e.g.
+	// [100, 200] (likewise). Each checkpoint but the newest is attacked
+	// beside itself and scored; memorization.parquet gathers them all.
+	Checkpoints any `toml:"checkpoints" json:"checkpoints,omitempty"`
 	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
 	// RecallPrefix is the length in tokens of ReCaLL's non-member prefix
@@ -115,6 +129,9 @@ func DefaultConfig() Config {
 		Temperature: 1, TopK: 0, TopP: 1, Beams: 4, Seed: 1234, BatchSize: 16,
 		Splits: []string{"target", "control"}, MinKFraction: 0.2,
 		RecallPrefix: 32, GradNorm: true,
+		// Checkpoints unset is "last": a TOML array cannot be decoded over
+		// a string default (go-toml keeps the string's type).
+		Samples: 1,
 	}
 	defaultApprox(&c)
 	return c
@@ -173,6 +190,12 @@ func (c Config) Validate() error {
 		if oneOf(s, c.Splits[:i]) {
 			return fmt.Errorf("extract.splits: %q listed twice", s)
 		}
+	}
+	if err := c.validateGuesses(); err != nil {
+		return err
+	}
+	if _, _, err := c.CheckpointSteps(); err != nil {
+		return err
 	}
 	if c.MaxDocs < 0 {
 		return fmt.Errorf("extract.max_docs = %d: must be >= 0 (0 = all)", c.MaxDocs)
@@ -271,7 +294,7 @@ func (c Config) Slug(extra ...string) string {
 	if c.approximate() {
 		dec += "." + c.approxName()
 	}
-	k := c.canonical()
+	k := c.recorded()
 	k.BatchSize = 0
 	h := sha256.New()
 	json.NewEncoder(h).Encode(k) // a hash.Hash does not fail; Config always encodes

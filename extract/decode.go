@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-
-	"github.com/memo-research/memo/model"
 )
 
 // stepper is a language model decoding a batch of rows in lockstep.
@@ -128,32 +126,11 @@ func sampleRNG(seed, docID int64) *rand.Rand {
 // generate continues each prompt by n tokens with greedy decoding or
 // sampling (one rng per row, used only when sampling).
 func (d decoder) generate(lm stepper, prompts [][]int32, n int, rngs []*rand.Rand) ([][]int32, error) {
-	out := make([][]int32, len(prompts))
-	if n <= 0 || len(prompts) == 0 {
-		return out, nil
-	}
-	logits, err := lm.Start(prompts, n)
+	gs, err := d.guesses(lm, prompts, n, 1, rngs)
 	if err != nil {
 		return nil, err
 	}
-	defer lm.Close()
-	next := make([]int32, len(prompts))
-	for step := 0; ; step++ {
-		for i, l := range logits {
-			if d.cfg.Decoding == DecodeSample {
-				next[i] = d.samplePick(l, rngs[i])
-			} else {
-				next[i] = model.Argmax(l)
-			}
-			out[i] = append(out[i], next[i])
-		}
-		if step == n-1 {
-			return out, nil
-		}
-		if logits, err = lm.Next(next); err != nil {
-			return nil, err
-		}
-	}
+	return topIDs(gs), nil
 }
 
 // beamSearch keeps the width most likely continuations (by summed log
@@ -161,8 +138,19 @@ func (d decoder) generate(lm stepper, prompts [][]int32, n int, rngs []*rand.Ran
 // and returns the best. lm decodes len(prompts)·width rows, prompt p's
 // beams at rows p·width … p·width+width−1.
 func (d decoder) beamSearch(lm stepper, prompts [][]int32, n, width int) ([][]int32, error) {
+	gs, err := d.beamGuesses(lm, prompts, n, width)
+	if err != nil {
+		return nil, err
+	}
+	return topIDs(gs), nil
+}
+
+// beamGuesses is beamSearch returning every prompt's width beams, best
+// first, each with its summed log probability (Guess.LogProb; Sample is
+// the beam's place).
+func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]Guess, error) {
 	b := len(prompts)
-	out := make([][]int32, b)
+	out := make([][]Guess, b)
 	if n <= 0 || b == 0 {
 		return out, nil
 	}
@@ -232,9 +220,11 @@ func (d decoder) beamSearch(lm stepper, prompts [][]int32, n, width int) ([][]in
 			return nil, err
 		}
 	}
-	// Candidates were sorted, so each prompt's first beam is its best.
+	// Candidates were sorted, so each prompt's beams are best first.
 	for p := range out {
-		out[p] = seqs[p*width]
+		for j := 0; j < width; j++ {
+			out[p] = append(out[p], Guess{Sample: j, IDs: seqs[p*width+j], LogProb: score[p*width+j]})
+		}
 	}
 	return out, nil
 }

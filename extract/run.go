@@ -74,7 +74,15 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	slog.Info("extract: attacking", "checkpoint", ckpt, "documents", len(prompts), "too_short", short,
 		"mode", cfg.Mode, "decoding", cfg.Decoding, "window", window, "model", mc.String())
 
-	gen, approx, err := generateFor(ctx, g, cfg, ckpt, ds, prompts, window)
+	var gen [][]int32
+	var guessed [][]Guess
+	var approx []*ApproxMetrics
+	if cfg.Samples > 1 {
+		guessed, err = generateGuesses(ctx, g, cfg, prompts, true)
+		gen = topIDs(guessed)
+	} else {
+		gen, approx, err = generateFor(ctx, g, cfg, ckpt, ds, prompts, window)
+	}
 	if err != nil {
 		return fmt.Errorf("extract: generate: %w", err)
 	}
@@ -133,7 +141,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if meta[provenance.Goldfish] == "" {
 		slog.Warn("extract: the checkpoint is not in a run directory with config.toml; its goldfish settings are unknown and not recorded", "checkpoint", ckpt)
 	}
-	cj, err := json.Marshal(cfg.canonical())
+	cj, err := json.Marshal(cfg.recorded())
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
@@ -143,6 +151,10 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	}
 	if approx != nil {
 		meta[provenance.Approx] = cfg.approxName()
+	}
+	// The guesses first: completions.arrow existing means the attack is done.
+	if err := writeGuesses(out, cfg, tok, prompts, guessed); err != nil {
+		return fmt.Errorf("extract: %w", err)
 	}
 	if err := WriteCompletions(out, rows, meta); err != nil {
 		return fmt.Errorf("extract: %w", err)

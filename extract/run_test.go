@@ -13,6 +13,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/guesses"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -109,6 +110,57 @@ func TestRunOnATrainedRun(t *testing.T) {
 	}
 	if sum.Step == nil || *sum.Step != 10 || len(sum.ModelSHA256) != 64 || !strings.Contains(string(sum.Model), `"preset":"nano"`) || sum.Run == "" || sum.ModelParams <= 0 {
 		t.Errorf("summary model identity: step %v sha256 %q model %s run %q params %d", sum.Step, sum.ModelSHA256, sum.Model, sum.Run, sum.ModelParams)
+	}
+
+	// Three guesses per prompt: guesses.arrow beside the completions, each
+	// document's best ranked guess as its generated_ids, and eval's
+	// any-of-N columns and curve from it.
+	sampled := cfg
+	sampled.Reference, sampled.Decoding, sampled.Samples = "", DecodeSample, 3
+	gout := filepath.Join(t.TempDir(), "completions.arrow")
+	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := guesses.Read(guesses.Path(gout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps, err := eval.ReadCompletions(gout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := map[int64][]int32{}
+	for _, c := range comps {
+		best[c.DocID] = c.Generated
+	}
+	if len(gs) != 3*len(comps) {
+		t.Fatalf("%d guesses for %d documents, want 3 each", len(gs), len(comps))
+	}
+	for i, g := range gs {
+		if g.Rank != i%3 || len(g.Generated) != 16 || g.SeqLogProb >= 0 || g.GeneratedText != tok.DecodeText(g.Generated) {
+			t.Errorf("guess %d: rank %d, %d tokens, log p %v", i, g.Rank, len(g.Generated), g.SeqLogProb)
+		}
+		if g.Rank == 0 && !slices.Equal(g.Generated, best[g.DocID]) {
+			t.Errorf("doc %d: best guess %v, completions hold %v", g.DocID, g.Generated, best[g.DocID])
+		}
+		if g.Rank > 0 && g.SeqLogProb > gs[i-1].SeqLogProb {
+			t.Errorf("doc %d: guesses not ranked by log p", g.DocID)
+		}
+	}
+	gsum, err := eval.Run(eval.DefaultConfig(), gout, loss.Config{}, filepath.Dir(gout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gsum.Guesses == nil || gsum.Guesses.Samples != 3 || gsum.Guesses.NGuesses != 12 {
+		t.Errorf("summary guesses %+v, want 3 per document, 12 of members", gsum.Guesses)
+	}
+	// One guess again: the stale guesses go.
+	sampled.Samples = 1
+	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(guesses.Path(gout)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("samples = 1 left %s: %v", guesses.Path(gout), err)
 	}
 
 	bad := cfg

@@ -90,10 +90,12 @@ func (kc *Cache) SetStarts(starts []int) error {
 func (kc *Cache) Starts() []int { return append([]int(nil), kc.starts...) }
 
 // Reorder makes row i of the cache a copy of row rows[i] (beam search
-// keeps the survivors' histories this way). len(rows) must equal Batch.
+// keeps the survivors' histories this way). rows may be longer than the
+// batch: the cache then holds len(rows) rows, so that a prompt run once
+// continues as several samples without running it again.
 func (kc *Cache) Reorder(rows []int) error {
-	if len(rows) != kc.batch {
-		return fmt.Errorf("model: reorder with %d rows, cache has %d", len(rows), kc.batch)
+	if len(rows) == 0 {
+		return fmt.Errorf("model: reorder to no rows")
 	}
 	idx := make([]int64, len(rows))
 	starts := make([]int, len(rows))
@@ -114,7 +116,7 @@ func (kc *Cache) Reorder(rows []int) error {
 			kc.v[l] = kc.v[l].MustIndexSelect(0, it, true)
 		}
 	})
-	kc.starts = starts
+	kc.starts, kc.batch = starts, len(rows)
 	if kc.approx != nil {
 		kc.approx.reorder(rows)
 	}

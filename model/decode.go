@@ -136,7 +136,9 @@ func (s *Stepper) Next(tokens []int32) ([][]float32, error) {
 	return s.feed()
 }
 
-// Reorder makes row i continue the history of row rows[i] (beam search).
+// Reorder makes row i continue the history of row rows[i]: beam search
+// keeps its survivors, and sampling expands each prompt into its samples
+// (rows longer than the batch) after running the prompt once.
 func (s *Stepper) Reorder(rows []int) error {
 	seqs := make([][]int64, len(rows))
 	starts := make([]int, len(rows))

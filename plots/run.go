@@ -125,5 +125,13 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	if err := emit("extractable-vs-n", p, err); err != nil {
 		return written, err
 	}
+	p, err = prCurves(cfg, runs)
+	if err := emit("extraction-pr", p, err); err != nil {
+		return written, err
+	}
+	p, err = memorizationCurves(cfg, runs)
+	if err := emit("memorization-over-training", p, err); err != nil {
+		return written, err
+	}
 	return written, nil
 }

@@ -76,11 +76,14 @@ type runData struct {
 	Docs   []docScore     // every document, attacked or not
 	// Summary is the run's summary.json: every rate, interval and AUC a
 	// table or figure shows comes from it, so they are eval's numbers.
-	Summary  *eval.Summary
-	Metrics  *frame // nil when metrics.arrow is missing
-	K, H     int
-	Strategy string
-	Preset   string
+	Summary *eval.Summary
+	Metrics *frame // nil when metrics.arrow is missing
+	// GuessScores and Memorization are guess_scores.parquet and
+	// memorization.parquet, nil when eval wrote none (loadDynamics).
+	GuessScores, Memorization *frame
+	K, H                      int
+	Strategy                  string
+	Preset                    string
 }
 
 // goldfishLabel says which loss a run trained with, as a table or legend shows it.
@@ -156,6 +159,9 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 		return nil, badinput.Errorf("the run's numbers come from eval: %w", err)
 	}
 
+	if err := r.loadDynamics(); err != nil {
+		return nil, err
+	}
 	m, err := readArrow(filepath.Join(dir, "metrics.arrow"))
 	switch {
 	case err == nil:

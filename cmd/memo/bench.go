@@ -48,7 +48,9 @@ func benchCommand() *cli.Command {
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
 				"--reps times, and reports generated tokens/s with the seconds per run spent on\n" +
 				"the prompt pass (prefill) and on the rest (decode). With --decoding sample each\n" +
-				"prompt is sampled --samples times in the same batch. Writes no files.",
+				"prompt is sampled --samples times in the same batch: the prompt runs once and\n" +
+				"its KV cache is copied to its samples, as extract.samples does (--replicate runs\n" +
+				"every sample's prompt instead, the baseline). Writes no files.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
 				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
@@ -58,6 +60,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
 				&cli.StringFlag{Name: "decoding", Value: extract.DecodeGreedy, Usage: "`D`: " + strings.Join(extract.Decodings, ", ")},
 				&cli.IntFlag{Name: "samples", Value: 1, Usage: "samples per prompt `S` with --decoding sample (>= 1)"},
+				&cli.BoolFlag{Name: "replicate", Usage: "with --samples > 1, run the prompt once per sample instead of once per prompt"},
 				&cli.IntFlag{Name: "beams", Value: 4, Usage: "beam width with --decoding beam (1 to 64)"},
 				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
@@ -90,7 +93,7 @@ func runBenchDecode(c *cli.Context) error {
 		return usageError("bench decode: %v", err)
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
-		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Beams: c.Int("beams"),
+		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation")})
 	if err != nil {
 		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") {

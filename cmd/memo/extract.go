@@ -58,6 +58,7 @@ func init() {
 			&cli.IntFlag{Name: "top-k", Usage: "sample among the `K` most likely tokens and any tied with the K-th (0: all)", DefaultText: fromConfig(d.TopK)},
 			&cli.Float64Flag{Name: "top-p", Usage: "then sample from the smallest set of tokens with probability `P`, renormalized after top-k as Hugging Face does (1: all)", DefaultText: fromConfig(d.TopP)},
 			&cli.IntFlag{Name: "beams", Usage: "beam width `N` of --decoding beam", DefaultText: fromConfig(d.Beams)},
+			&cli.IntFlag{Name: "samples", Usage: "guesses per prompt `N` (sample: N draws sharing the prompt's cache; beam: the N best beams); above 1 they go to guesses.arrow beside the completions", DefaultText: fromConfig(d.Samples)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of sampling", DefaultText: fromConfig(d.Seed)},
 			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together", DefaultText: fromConfig(d.BatchSize)},
 			&cli.StringFlag{Name: "splits", Usage: "comma-separated splits to attack (target, control, background, validation)", DefaultText: fromConfig(strings.Join(d.Splits, ","))},
@@ -233,6 +234,9 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if c.IsSet("beams") {
 		cfg.Beams = c.Int("beams")
 	}
+	if c.IsSet("samples") {
+		cfg.Samples = c.Int("samples")
+	}
 	if c.IsSet("seed") {
 		cfg.Seed = c.Int64("seed")
 	}
@@ -327,10 +331,5 @@ func defaultCompletions(target, runDir, ckpt string, cfg, runCfg extract.Config,
 	if isRun && ownSettings && reflect.DeepEqual(cfg, runCfg) {
 		return filepath.Join(runDir, "completions.arrow")
 	}
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	ckpt = filepath.Clean(ckpt)
-	return filepath.Join(filepath.Dir(ckpt), filepath.Base(ckpt)+"."+cfg.Slug("data="+abs)+".completions.arrow")
+	return extract.BesidePath(ckpt, cfg, dataDir)
 }

@@ -1,0 +1,160 @@
+package extract
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/guesses"
+	"github.com/memo-research/memo/model"
+)
+
+// Guess is one continuation of a prompt.
+type Guess struct {
+	// Sample is the draw it came from (its random stream), or the beam's
+	// place in beam search.
+	Sample int
+	IDs    []int32
+	// LogProb is the sum over the generated tokens of the model's own log
+	// probability of each given the prompt and the tokens before it, under
+	// its untruncated distribution at temperature 1 (natural log): the
+	// confidence the extraction benchmark ranks guesses by. It is not the
+	// probability of drawing the guess under temperature, top-k and top-p.
+	LogProb float64
+}
+
+// guessRNG is the generator of draw j of a document. Draw 0 is
+// sampleRNG's stream, so one sample per prompt draws what it always drew;
+// draw j > 0 moves the stream selector by j times an odd constant (the
+// golden ratio's bits), which keeps the streams of nearby documents and
+// draws apart.
+func guessRNG(seed, docID int64, j int) *rand.Rand {
+	if j == 0 {
+		return sampleRNG(seed, docID)
+	}
+	return rand.New(rand.NewPCG(uint64(seed), (uint64(docID)^0x73616d706c65)+uint64(j)*0x9e3779b97f4a7c15))
+}
+
+// guesses continues each prompt by n tokens per guesses times: greedy
+// (per must be 1) or sampling, where row p·per+j draws with rngs[p·per+j].
+// The prompts run once; with per > 1 the cache is then expanded to the
+// per rows of each prompt (Reorder with more rows than prompts), so the
+// prompt's keys and values are computed once and copied, not recomputed.
+func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand.Rand) ([][]Guess, error) {
+	out := make([][]Guess, len(prompts))
+	if n <= 0 || len(prompts) == 0 {
+		return out, nil
+	}
+	logits, err := lm.Start(prompts, n)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	rows := len(prompts) * per
+	if per > 1 {
+		src := make([]int, rows)
+		wide := make([][]float32, rows)
+		for r := range src {
+			src[r], wide[r] = r/per, logits[r/per]
+		}
+		if err := lm.Reorder(src); err != nil {
+			return nil, err
+		}
+		logits = wide
+	}
+	seqs := make([][]int32, rows)
+	lps := make([]float64, rows)
+	next := make([]int32, rows)
+	for step := 0; ; step++ {
+		for r, l := range logits {
+			if d.cfg.Decoding == DecodeSample {
+				next[r] = d.samplePick(l, rngs[r])
+			} else {
+				next[r] = model.Argmax(l)
+			}
+			seqs[r] = append(seqs[r], next[r])
+			lps[r] += logProbAt(l, next[r])
+		}
+		if step == n-1 {
+			break
+		}
+		if logits, err = lm.Next(next); err != nil {
+			return nil, err
+		}
+	}
+	for p := range out {
+		for j := 0; j < per; j++ {
+			out[p] = append(out[p], Guess{Sample: j, IDs: seqs[p*per+j], LogProb: lps[p*per+j]})
+		}
+	}
+	return out, nil
+}
+
+// logProbAt is log softmax(logits)[tok] in float64.
+func logProbAt(logits []float32, tok int32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v) - mx)
+	}
+	return float64(logits[tok]) - mx - math.Log(z)
+}
+
+// rankGuesses orders guesses by LogProb, highest first; equal ones keep the
+// lower Sample first, so the order is deterministic.
+func rankGuesses(gs []Guess) {
+	slices.SortStableFunc(gs, func(a, b Guess) int {
+		if c := cmp.Compare(b.LogProb, a.LogProb); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Sample, b.Sample)
+	})
+}
+
+// topIDs is each prompt's first guess.
+func topIDs(gs [][]Guess) [][]int32 {
+	out := make([][]int32, len(gs))
+	for i, g := range gs {
+		if len(g) > 0 {
+			out[i] = g[0].IDs
+		}
+	}
+	return out
+}
+
+// writeGuesses writes the guesses of an attack with extract.samples > 1
+// beside its completions (guesses.Path). With one guess per prompt it
+// writes none and removes one an earlier attack left there, so that eval
+// never scores another attack's guesses.
+func writeGuesses(completions string, cfg Config, tok *data.Tokenizer, prompts []Prompt, gs [][]Guess) error {
+	path := guesses.Path(completions)
+	if cfg.Samples <= 1 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", path, err)
+		}
+		return nil
+	}
+	var rows []guesses.Row
+	for i, p := range prompts {
+		for rank, g := range gs[i] {
+			_, text := scoredTexts(tok, nil, g.IDs)
+			rows = append(rows, guesses.Row{DocID: p.Doc.ID, Split: p.Doc.Split, Rank: rank, Sample: g.Sample,
+				Generated: g.IDs, GeneratedText: text, SeqLogProb: g.LogProb})
+		}
+	}
+	if err := guesses.Write(path, rows); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	slog.Info("extract: guesses", "out", path, "rows", len(rows), "per_prompt", cfg.Samples)
+	return nil
+}

@@ -1,0 +1,237 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/model"
+)
+
+// TestGuessLogProbByHand works the sequence log-probabilities of the toy
+// Markov chain out by hand: greedy from 0 takes 1 (0.6) then 0 (1/3);
+// beam width 2 keeps 2 → 0 (0.4 · 0.9 = 0.36) first and 1 → 0 (0.2) second.
+func TestGuessLogProbByHand(t *testing.T) {
+	d := decoder{cfg: DefaultConfig()}
+	g, err := d.guesses(&markov{table: toy}, [][]int32{{0}}, 2, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := math.Log(0.6) + math.Log(1.0/3); !reflect.DeepEqual(g[0][0].IDs, []int32{1, 0}) || math.Abs(g[0][0].LogProb-want) > 1e-6 {
+		t.Errorf("greedy guess %+v, want [1 0] with log p %.6f", g[0][0], want)
+	}
+	b, err := d.beamGuesses(&markov{table: toy}, [][]int32{{0}}, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		ids []int32
+		lp  float64
+	}{{[]int32{2, 0}, math.Log(0.3999 * 0.9)}, {[]int32{1, 0}, math.Log(0.6 / 3)}}
+	for j, w := range want {
+		if !reflect.DeepEqual(b[0][j].IDs, w.ids) || math.Abs(b[0][j].LogProb-w.lp) > 1e-6 || b[0][j].Sample != j {
+			t.Errorf("beam %d = %+v, want %v with log p %.6f", j, b[0][j], w.ids, w.lp)
+		}
+	}
+}
+
+// TestGuessRNGKeepsOneSample: draw 0 is the stream one sample per prompt
+// has always used, and draws differ from each other.
+func TestGuessRNGKeepsOneSample(t *testing.T) {
+	a, b, c := guessRNG(5, 17, 0), sampleRNG(5, 17), guessRNG(5, 17, 1)
+	for range 10 {
+		x, y, z := a.Uint64(), b.Uint64(), c.Uint64()
+		if x != y {
+			t.Fatal("draw 0 is not sampleRNG's stream")
+		}
+		if x == z {
+			t.Fatal("draws 0 and 1 share a stream")
+		}
+	}
+}
+
+func TestRankGuesses(t *testing.T) {
+	gs := []Guess{{Sample: 0, LogProb: -3}, {Sample: 1, LogProb: -1}, {Sample: 2, LogProb: -3}, {Sample: 3, LogProb: -2}}
+	rankGuesses(gs)
+	var order []int
+	for _, g := range gs {
+		order = append(order, g.Sample)
+	}
+	if !reflect.DeepEqual(order, []int{1, 3, 0, 2}) {
+		t.Errorf("ranked samples %v, want [1 3 0 2]", order)
+	}
+}
+
+// TestSharedPromptMatchesSeparatePrompts: N samples of a prompt run once
+// and expanded in the KV cache draw exactly what N copies of the prompt,
+// each run in full, draw with the same generators — on a real model.
+func TestSharedPromptMatchesSeparatePrompts(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3})
+	cfg := DefaultConfig()
+	cfg.Decoding, cfg.Temperature, cfg.TopK = DecodeSample, 1.3, 40
+	d := decoder{cfg: cfg}
+	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is")}
+	const per, n = 4, 12
+	rngs := func() []*rand.Rand {
+		var out []*rand.Rand
+		for p := range prompts {
+			for j := 0; j < per; j++ {
+				out = append(out, guessRNG(7, int64(p), j))
+			}
+		}
+		return out
+	}
+	shared, err := d.guesses(model.NewStepper(g, true), prompts, n, per, rngs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copies [][]int32
+	for _, p := range prompts {
+		for range per {
+			copies = append(copies, p)
+		}
+	}
+	separate, err := d.guesses(model.NewStepper(g, true), copies, n, 1, rngs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]bool{}
+	for p := range prompts {
+		for j := 0; j < per; j++ {
+			a, b := shared[p][j], separate[p*per+j][0]
+			if !reflect.DeepEqual(a.IDs, b.IDs) || math.Abs(a.LogProb-b.LogProb) > 1e-4 {
+				t.Errorf("prompt %d sample %d: shared %v (%.5f), separate %v (%.5f)", p, j, a.IDs, a.LogProb, b.IDs, b.LogProb)
+			}
+			if a.LogProb >= 0 || math.IsNaN(a.LogProb) {
+				t.Errorf("prompt %d sample %d: log p %v, want < 0", p, j, a.LogProb)
+			}
+			distinct[fmt.Sprint(p, a.IDs)] = true
+		}
+	}
+	if len(distinct) < len(prompts)*2 {
+		t.Errorf("only %d distinct guesses of %d: the draws do not differ", len(distinct), len(prompts)*per)
+	}
+}
+
+// TestGenerateGuessesRanksAndTrims: generateGuesses returns samples
+// guesses per attacked prompt, ranked, as long as the suffix, and its best
+// is what generateAll returns.
+func TestGenerateGuessesRanksAndTrims(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3})
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Prefix, cfg.Suffix, cfg.Decoding, cfg.Samples, cfg.BatchSize = ModeFixed, 8, 6, DecodeSample, 3, 4
+	prompts := BuildPrompts(cfg, opticksDocs(t, 3, 40), 64)
+	gs, err := generateGuesses(context.Background(), g, cfg, prompts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := generateAll(context.Background(), g, cfg, prompts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range prompts {
+		if len(gs[i]) != 3 {
+			t.Fatalf("prompt %d: %d guesses, want 3", i, len(gs[i]))
+		}
+		for j, x := range gs[i] {
+			if len(x.IDs) != 6 || j > 0 && x.LogProb > gs[i][j-1].LogProb {
+				t.Errorf("prompt %d guess %d: %d tokens, log p %v after %v: want 6 tokens, ranked", i, j, len(x.IDs), x.LogProb, gs[i][max(j-1, 0)].LogProb)
+			}
+		}
+		if !reflect.DeepEqual(top[i], gs[i][0].IDs) {
+			t.Errorf("prompt %d: generateAll %v, best guess %v", i, top[i], gs[i][0].IDs)
+		}
+	}
+}
+
+func TestSamplesValidate(t *testing.T) {
+	for _, c := range []struct {
+		dec           string
+		samples, beam int
+		want          string
+	}{
+		{DecodeGreedy, 2, 4, `extract.samples = 2: greedy decoding has one guess per prompt`},
+		{DecodeBeam, 5, 4, `extract.samples = 5: beam search returns at most its 4 beams`},
+		{DecodeSample, 0, 4, `extract.samples = 0: must be between 1 and 10000`},
+	} {
+		cfg := DefaultConfig()
+		cfg.Decoding, cfg.Samples, cfg.Beams = c.dec, c.samples, c.beam
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s samples=%d: %v, want %q", c.dec, c.samples, err, c.want)
+		}
+	}
+	approx := DefaultConfig()
+	approx.Decoding, approx.Samples, approx.KVBits = DecodeSample, 2, 8
+	if err := approx.Validate(); err == nil || !strings.HasPrefix(err.Error(), "extract.samples = 2: approximate decoding") {
+		t.Errorf("samples with an approximate cache: %v", err)
+	}
+	ok := DefaultConfig()
+	ok.Decoding, ok.Samples = DecodeBeam, 4
+	if err := ok.Validate(); err != nil {
+		t.Errorf("beam with samples = beams: %v", err)
+	}
+}
+
+func TestCheckpointSteps(t *testing.T) {
+	for _, c := range []struct {
+		v     any
+		all   bool
+		steps []int
+		err   string
+	}{
+		{nil, false, nil, ""}, {"last", false, nil, ""}, {"all", true, nil, ""},
+		{[]any{int64(20), int64(10)}, false, []int{10, 20}, ""},
+		{[]any{float64(5)}, false, []int{5}, ""},
+		{"every", false, nil, `extract.checkpoints = every: unknown value`},
+		{[]any{}, false, nil, "the list is empty"},
+		{[]any{int64(3), int64(3)}, false, nil, "step 3 is listed twice"},
+		{[]any{int64(0)}, false, nil, "step 0 is below 1"},
+		{[]any{"x"}, false, nil, "step x is not an integer"},
+		{int64(4), false, nil, "not a string or a list"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Checkpoints = c.v
+		all, steps, err := cfg.CheckpointSteps()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: error %v, want %q", c.v, err, c.err)
+			}
+			continue
+		}
+		if err != nil || all != c.all || !reflect.DeepEqual(steps, c.steps) {
+			t.Errorf("%v: %v %v %v, want %v %v", c.v, all, steps, err, c.all, c.steps)
+		}
+	}
+}
+
+// TestSlugIgnoresDefaults: a config without the samples and checkpoints
+// keys keeps its file name; samples > 1 changes it.
+func TestSlugIgnoresDefaults(t *testing.T) {
+	a := DefaultConfig()
+	b := a
+	b.Samples, b.Checkpoints = 0, nil
+	if a.Slug() != b.Slug() {
+		t.Errorf("default samples/checkpoints change the slug: %s vs %s", a.Slug(), b.Slug())
+	}
+	c := a
+	c.Checkpoints = "all"
+	if a.Slug() != c.Slug() {
+		t.Error("extract.checkpoints changes the slug of one checkpoint's attack")
+	}
+	d := a
+	d.Decoding, d.Samples = DecodeSample, 10
+	e := d
+	e.Samples = 1
+	if d.Slug() == e.Slug() {
+		t.Error("samples = 10 and samples = 1 share a slug")
+	}
+}

@@ -1,0 +1,176 @@
+package plots
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/badinput"
+)
+
+// readOptional reads a Parquet file eval writes only for some attacks;
+// nil when it is absent.
+func readOptional(path string) (*frame, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	f, err := readParquet(path)
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	return f, nil
+}
+
+// loadDynamics reads a run's guess_scores.parquet (extract.samples > 1)
+// and memorization.parquet (extract.checkpoints), when eval wrote them.
+func (r *runData) loadDynamics() error {
+	var err error
+	if r.GuessScores, err = readOptional(eval.GuessScoresPath(filepath.Join(r.Dir, "scores.parquet"))); err != nil {
+		return err
+	}
+	r.Memorization, err = readOptional(filepath.Join(r.Dir, "memorization.parquet"))
+	return err
+}
+
+// memberGuesses are the member rows of guess_scores.parquet as eval's type.
+func (r *runData) memberGuesses() []eval.GuessScore {
+	f := r.GuessScores
+	if f == nil {
+		return nil
+	}
+	ids, _, _ := f.col("doc_id")
+	lp, _, _ := f.col("seq_logprob")
+	rank, _, _ := f.col("rank")
+	split, _ := f.str("split")
+	exact, _ := f.boolean("exact_match")
+	var out []eval.GuessScore
+	for i := 0; i < f.n && i < len(ids) && i < len(lp) && i < len(split) && i < len(exact) && i < len(rank); i++ {
+		if split[i] == splitTarget {
+			out = append(out, eval.GuessScore{DocID: int64(ids[i]), Split: split[i], Rank: int(rank[i]), SeqLogProb: lp[i], Exact: exact[i]})
+		}
+	}
+	return out
+}
+
+// prCurves draws the extraction benchmark's precision–recall curve of each
+// run with many guesses per document: eval.PRCurve over the members'
+// guesses (the curve whose recall at <= 100 wrong guesses summary.json
+// holds, quoted in the legend).
+func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+	p := newPlot(cfg, "Extraction with many guesses: precision–recall", "recall (members extracted)", "precision (guesses exact)")
+	p.Legend.Top, p.Legend.Left = true, false
+	added := 0
+	for ri, r := range runs {
+		g := r.Summary.Guesses
+		if g == nil || r.GuessScores == nil {
+			continue
+		}
+		curve := eval.PRCurve(r.memberGuesses(), g.Members.N)
+		if len(curve) == 0 {
+			continue
+		}
+		xy := make(plotter.XYs, len(curve))
+		for i, q := range curve {
+			xy[i] = plotter.XY{X: q.Recall, Y: q.Precision}
+		}
+		ln, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = colorAt(ri), vg.Points(1.5), dashes[ri%len(dashes)]
+		p.Add(ln)
+		label := fmt.Sprintf("%d guesses/doc: recall %.2f at <= %d wrong", g.Samples, float64(g.RecallAtMaxWrong), g.MaxWrong)
+		if len(runs) > 1 {
+			label = r.Name + ", " + label
+		}
+		p.Legend.Add(label, ln)
+		added++
+	}
+	if added == 0 {
+		return nil, nil
+	}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1.05
+	p.Add(hgrid())
+	return p, nil
+}
+
+// memoMetrics are the curves of the memorization-over-training figure:
+// columns of memorization.parquet (members' rows), drawn with error bars
+// from their _lo and _hi columns.
+var memoMetrics = []struct{ col, label string }{
+	{"exact_match", "exact match"},
+	{"rougeL", "RougeL"},
+	{"loss_auc", "membership AUC (loss attack)"},
+}
+
+// memorizationCurves draws exact match, RougeL and the loss attack's AUC
+// of the members against the training step, from memorization.parquet
+// (eval's summaries of each checkpoint): one colour per metric for one
+// run; for several (a sweep: standard vs goldfish), one colour per run and
+// one dash pattern per metric.
+func memorizationCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+	p := newPlot(cfg, "Memorization over training", "optimizer step", "rate / AUC (members)")
+	p.Legend.Top, p.Legend.Left = true, true
+	added := 0
+	for ri, r := range runs {
+		f := r.Memorization
+		if f == nil {
+			continue
+		}
+		steps, _, _ := f.col("step")
+		split, _ := f.str("split")
+		for mi, m := range memoMetrics {
+			y, _, ok := f.col(m.col)
+			if !ok {
+				continue
+			}
+			lo, _, _ := f.col(m.col + "_lo")
+			hi, _, _ := f.col(m.col + "_hi")
+			e := &errPoints{}
+			for i := 0; i < len(steps) && i < len(split) && i < len(y); i++ {
+				if split[i] != splitTarget || math.IsNaN(y[i]) {
+					continue
+				}
+				l, h := y[i], y[i]
+				if i < len(lo) && i < len(hi) && !math.IsNaN(lo[i]) && !math.IsNaN(hi[i]) {
+					l, h = lo[i], hi[i]
+				}
+				e.add(steps[i], y[i], l, h)
+			}
+			if e.Len() == 0 {
+				continue
+			}
+			ln, pts, err := plotter.NewLinePoints(e)
+			if err != nil {
+				return nil, err
+			}
+			bars, err := plotter.NewYErrorBars(e)
+			if err != nil {
+				return nil, err
+			}
+			c, label := colorAt(mi), m.label
+			if len(runs) > 1 {
+				c, label = colorAt(ri), r.goldfishLabel()+": "+m.label
+				ln.LineStyle.Dashes = dashes[mi%len(dashes)]
+			}
+			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)
+			pts.Color, bars.LineStyle.Color = c, c
+			p.Add(ln, pts, bars)
+			p.Legend.Add(label, ln, pts)
+			added++
+		}
+	}
+	if added == 0 {
+		return nil, nil
+	}
+	p.Y.Min, p.Y.Max = 0, 1.05+0.08*float64(added)
+	p.Add(hgrid())
+	return p, nil
+}
