@@ -7,11 +7,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
-	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 var docsSchema = arrow.NewSchema([]arrow.Field{
@@ -36,30 +33,7 @@ const batchRows = 256
 // writeArrow writes rows to path atomically, batchRows per record batch;
 // fill appends row i to the builder.
 func writeArrow(path string, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, i int)) error {
-	return atomicfile.Create(path, func(f *os.File) error {
-		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-		if err != nil {
-			return err
-		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		defer b.Release()
-		for start := 0; start < n || (n == 0 && start == 0); start += batchRows {
-			end := min(start+batchRows, n)
-			for i := start; i < end; i++ {
-				fill(b, i)
-			}
-			rec := b.NewRecord()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
-		}
-		return w.Close()
-	})
+	return arrowsafe.WriteFile(path, schema, n, batchRows, fill)
 }
 
 // scanArrow reads path one record batch at a time, checking the schema

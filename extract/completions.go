@@ -2,15 +2,12 @@ package extract
 
 import (
 	"math"
-	"os"
 	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
 // Schema of completions.arrow. loss, mink and token_losses are over the
@@ -82,28 +79,11 @@ func WriteCompletions(path string, rows []Row, meta map[string]string) error {
 		md := arrow.MetadataFrom(meta)
 		schema = arrow.NewSchema(fields, &md)
 	}
-	return atomicfile.Create(path, func(f *os.File) error {
-		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-		if err != nil {
-			return err
+	return arrowsafe.WriteFile(path, schema, len(rows), batchRows, func(b *array.RecordBuilder, i int) {
+		appendRow(b, rows[i])
+		if withApprox {
+			appendApprox(b, rows[i])
 		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		defer b.Release()
-		for start := 0; start == 0 || start < len(rows); start += batchRows {
-			for _, r := range rows[start:min(start+batchRows, len(rows))] {
-				appendRow(b, r)
-				if withApprox {
-					appendApprox(b, r)
-				}
-			}
-			rec := b.NewRecord()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return w.Close()
 	})
 }
 

@@ -6,17 +6,13 @@ package guesses
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
-	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Schema of guesses.arrow: one row per guess. rank orders a document's
@@ -62,33 +58,17 @@ const batchRows = 4096
 
 // Write writes rows to path atomically (temporary name, rename).
 func Write(path string, rows []Row) error {
-	return atomicfile.Create(path, func(f *os.File) error {
-		w, err := ipc.NewFileWriter(f, ipc.WithSchema(Schema), ipc.WithAllocator(memory.DefaultAllocator))
-		if err != nil {
-			return err
-		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, Schema)
-		defer b.Release()
-		for start := 0; start == 0 || start < len(rows); start += batchRows {
-			for _, r := range rows[start:min(start+batchRows, len(rows))] {
-				b.Field(0).(*array.Int64Builder).Append(r.DocID)
-				b.Field(1).(*array.StringBuilder).Append(r.Split)
-				b.Field(2).(*array.Int32Builder).Append(int32(r.Rank))
-				b.Field(3).(*array.Int32Builder).Append(int32(r.Sample))
-				lb := b.Field(4).(*array.ListBuilder)
-				lb.Append(true)
-				lb.ValueBuilder().(*array.Int32Builder).AppendValues(r.Generated, nil)
-				b.Field(5).(*array.StringBuilder).Append(r.GeneratedText)
-				b.Field(6).(*array.Float64Builder).Append(r.SeqLogProb)
-			}
-			rec := b.NewRecord()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return w.Close()
+	return arrowsafe.WriteFile(path, Schema, len(rows), batchRows, func(b *array.RecordBuilder, i int) {
+		r := rows[i]
+		b.Field(0).(*array.Int64Builder).Append(r.DocID)
+		b.Field(1).(*array.StringBuilder).Append(r.Split)
+		b.Field(2).(*array.Int32Builder).Append(int32(r.Rank))
+		b.Field(3).(*array.Int32Builder).Append(int32(r.Sample))
+		lb := b.Field(4).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(r.Generated, nil)
+		b.Field(5).(*array.StringBuilder).Append(r.GeneratedText)
+		b.Field(6).(*array.Float64Builder).Append(r.SeqLogProb)
 	})
 }
 

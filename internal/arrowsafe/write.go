@@ -1,0 +1,40 @@
+package arrowsafe
+
+import (
+	"os"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/memo-research/memo/internal/atomicfile"
+)
+
+// WriteFile writes n rows to the Arrow IPC file path atomically (a
+// temporary name, renamed when complete), batch rows per record batch so
+// that readers hold one batch at a time; fill appends row i to the
+// builder. No rows still gives a file with the schema and one empty batch.
+// The read side is ReadFile.
+func WriteFile(path string, schema *arrow.Schema, n, batch int, fill func(b *array.RecordBuilder, i int)) error {
+	return atomicfile.Create(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+		if err != nil {
+			return err
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		for start := 0; start == 0 || start < n; start += batch {
+			for i := start; i < min(start+batch, n); i++ {
+				fill(b, i)
+			}
+			rec := b.NewRecord()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	})
+}
