@@ -197,6 +197,9 @@ func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, st
 	if err := tok.Save(filepath.Join(dir, "tokenizer.json")); err != nil {
 		return err
 	}
+	if rep.Files, err = sumFiles(dir); err != nil {
+		return err
+	}
 	rep.Seconds = time.Since(start).Seconds()
 	raw, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

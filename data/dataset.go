@@ -50,7 +50,8 @@ func (d *Dataset) Dir() string { return d.dir }
 // Report is the content of report.json.
 func (d *Dataset) Report() Report { return d.report }
 
-// Open opens runDir/data and checks that both Arrow files are readable.
+// Open opens runDir/data, checks that both Arrow files are readable and
+// that every file is the one report.json's checksums describe.
 func Open(runDir string) (*Dataset, error) {
 	return openDir(filepath.Join(runDir, "data"))
 }
@@ -73,6 +74,9 @@ func openDir(dir string) (*Dataset, error) {
 		if err := checkArrow(filepath.Join(dir, f.name), f.schema); err != nil {
 			return nil, fmt.Errorf("open dataset: %w", err)
 		}
+	}
+	if err := verifyFiles(dir, d.report.Files); err != nil {
+		return nil, fmt.Errorf("open dataset: %w", err)
 	}
 	return d, nil
 }

@@ -20,6 +20,9 @@ type Report struct {
 	RejectedBy       map[string]int          `json:"rejected_by_reason"`
 	TokenizerHit     bool                    `json:"tokenizer_cache_hit"`
 	Seconds          float64                 `json:"seconds"`
+	// Files are the sizes and sha256 of the dataset's files, verified
+	// whenever the dataset is opened.
+	Files map[string]FileSum `json:"files,omitempty"`
 }
 
 // SourceCount counts one source's documents through the pipeline.
