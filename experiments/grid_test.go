@@ -95,10 +95,27 @@ func TestSlurmScript(t *testing.T) {
 			t.Errorf("multi-node script lacks %q:\n%s", want, ms)
 		}
 	}
+	// Attack-only points: one process each, however the training points run.
+	attack := multi
+	attack.Specs, attack.ReuseTrain = []string{"k=4_top_k=8.toml"}, []string{"k=4"}
+	as, err := SlurmScript(attack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#SBATCH --nodes=1\n", "#SBATCH --ntasks-per-node=1\n", "#SBATCH --array=0-0\n", "TRAINED=(\n  'k=4'\n)",
+		`"$MEMO" run --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`} {
+		if !strings.Contains(as, want) {
+			t.Errorf("attack-only script lacks %q:\n%s", want, as)
+		}
+	}
+	if strings.Contains(as, "srun") || strings.Contains(as, "--stages") {
+		t.Errorf("an attack-only point trains:\n%s", as)
+	}
 	for _, tc := range []struct {
 		mut  func(*SlurmOptions)
 		want string
 	}{
+		{func(o *SlurmOptions) { o.ReuseTrain = []string{"k=0"} }, "points to reuse"},
 		{func(o *SlurmOptions) { o.Time = "two hours" }, "--time"},
 		{func(o *SlurmOptions) { o.Account = "a b" }, "no spaces"},
 		{func(o *SlurmOptions) { o.Specs = nil }, "no grid points"},

@@ -18,7 +18,12 @@ type SlurmOptions struct {
 	Exe       string // absolute path of the memo binary the tasks run
 	SweepDir  string // the sweep's directory (absolute)
 	Specs     []string
-	JobName   string
+	// ReuseTrain, when set, has one entry per spec: the grid point (a
+	// directory of the sweep) whose trained model the task only attacks
+	// (`memo run --reuse-train`). Such tasks run on one process: they do
+	// not train.
+	ReuseTrain []string
+	JobName    string
 }
 
 var slurmTime = regexp.MustCompile(`^(\d+-)?\d+(:\d{1,2}){0,2}$`)
@@ -32,6 +37,9 @@ func (o SlurmOptions) validate() error {
 	}
 	if len(o.Specs) == 0 {
 		return fmt.Errorf("the sweep has no grid points")
+	}
+	if o.ReuseTrain != nil && len(o.ReuseTrain) != len(o.Specs) {
+		return fmt.Errorf("%d specs but %d points to reuse the training of", len(o.Specs), len(o.ReuseTrain))
 	}
 	for _, s := range []string{o.Account, o.Partition, o.JobName} {
 		if strings.ContainsAny(s, " \n'\"$`") {
@@ -55,6 +63,9 @@ func SlurmScript(o SlurmOptions) (string, error) {
 		return "", err
 	}
 	nodes, nproc := max(o.Nodes, 1), max(o.Nproc, 1)
+	if o.ReuseTrain != nil {
+		nodes, nproc = 1, 1
+	}
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
 	w("#!/bin/bash")
@@ -89,6 +100,17 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	w(")")
 	w(`SPEC="$SWEEP/specs/${SPECS[$SLURM_ARRAY_TASK_ID]}"`)
 	w(`echo "memo: task $SLURM_ARRAY_TASK_ID of job $SLURM_ARRAY_JOB_ID on $(hostname): $SPEC"`)
+	if o.ReuseTrain != nil {
+		w("# Attack-only points: each takes data and checkpoints from the point that")
+		w("# trained its model (only extract, eval or plots settings differ).")
+		w("TRAINED=(")
+		for _, r := range o.ReuseTrain {
+			w("  %s", shq(r))
+		}
+		w(")")
+		w(`"$MEMO" run --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`)
+		return b.String(), nil
+	}
 	if nodes*nproc == 1 {
 		w(`"$MEMO" run --runs "$SWEEP" "$SPEC"`)
 		return b.String(), nil

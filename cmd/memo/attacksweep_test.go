@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,5 +165,61 @@ func TestAttackOnlySweepTrainsOnce(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(filepath.Join(sweep, "logs", "prefix=24.log")); strings.Contains(string(log), "msg=train ") {
 		t.Error("the rerun of prefix=24 trained")
+	}
+}
+
+// TestSlurmAttackOnlySweepTrainsOnce: `memo sweep --slurm` puts the point
+// that trains into slurm.sh and the two that only attack its model into
+// slurm-attack.sh; running both arrays (the second after the first, as
+// --submit chains them) trains once and attacks three times.
+func TestSlurmAttackOnlySweepTrainsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a nano model and attacks it three times; skipped with -short")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "prefixes.toml")
+	if err := os.WriteFile(spec, []byte(attackSweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	r := execMemo(t, exe, dir, "sweep", "--slurm", "--runs", runs, "--threads", "1", spec)
+	if r.code != 0 || !strings.Contains(r.stdout, "slurm-attack.sh (2 attack-only tasks") {
+		t.Fatalf("sweep --slurm: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	sweep := filepath.Join(runs, "prefixes")
+	for _, job := range []struct {
+		script string
+		tasks  int
+	}{{"slurm.sh", 1}, {"slurm-attack.sh", 2}} {
+		b, err := os.ReadFile(filepath.Join(sweep, job.script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("#SBATCH --array=0-%d\n", job.tasks-1); !strings.Contains(string(b), want) {
+			t.Fatalf("%s lacks %q:\n%s", job.script, want, b)
+		}
+		for task := 0; task < job.tasks; task++ {
+			cmd := exec.Command("bash", filepath.Join(sweep, job.script))
+			cmd.Env = append(os.Environ(), "PATH="+fakeSlurm(t)+":"+os.Getenv("PATH"),
+				fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", task), "SLURM_ARRAY_JOB_ID=7", "SLURM_JOB_NODELIST=localhost",
+				"SLURM_NTASKS=1", "SLURM_PROCID=0", "SLURM_LOCALID=0")
+			out := combined(t, cmd)
+			if trained := strings.Contains(out, "msg=train "); trained != (job.script == "slurm.sh") {
+				t.Errorf("%s task %d: trained = %v:\n%s", job.script, task, trained, out)
+			}
+		}
+	}
+	for _, p := range []string{"prefix=8", "prefix=16", "prefix=24"} {
+		m, err := experiments.ReadManifest(filepath.Join(sweep, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reused := m.Stage("train").ReusedFrom; (p == "prefix=8") != (reused == "") {
+			t.Errorf("%s: train reused_from %q", p, reused)
+		}
+		if _, err := os.Stat(filepath.Join(sweep, p, "summary.json")); err != nil {
+			t.Errorf("%s was not attacked: %v", p, err)
+		}
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
 )
@@ -27,7 +30,9 @@ func init() {
 			"with the comparison table and figures in RUNS/<name>/report/.\n" +
 			"With --slurm, writes RUNS/<name>/slurm.sh, a job array with one task per grid point\n" +
 			"(--dry-run prints it instead; --submit also submits it with sbatch, plus a report job\n" +
-			"that runs when the array ends).",
+			"that runs when the array ends). Points that differ from an earlier one only in extract,\n" +
+			"eval or plots keys do not train: they go into RUNS/<name>/slurm-attack.sh, a second array\n" +
+			"that attacks the trained points' models once the first has ended (--submit chains it).",
 		Flags: append(runFlags(),
 			&cli.BoolFlag{Name: "slurm", Usage: "write a Slurm job-array script instead of running locally"},
 			&cli.BoolFlag{Name: "submit", Usage: "with --slurm: submit the script with sbatch"},
@@ -144,35 +149,76 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if err != nil {
 		return configError(err)
 	}
+	// Points that only attack another point's model go into a second array
+	// that starts when the training array has ended: on a cluster, as in a
+	// local sweep, a model is trained once per training key.
+	attack := opt
+	attack.JobName, attack.Specs, attack.ReuseTrain = spec.Name+"-attack", nil, []string{}
 	for _, p := range pts {
-		opt.Specs = append(opt.Specs, p.Name+".toml")
+		if p.Reuses != "" {
+			attack.Specs = append(attack.Specs, p.Name+".toml")
+			attack.ReuseTrain = append(attack.ReuseTrain, p.Reuses)
+		} else {
+			opt.Specs = append(opt.Specs, p.Name+".toml")
+		}
 	}
 	script, err := experiments.SlurmScript(opt)
 	if err != nil {
 		return usageError("sweep --slurm: %v", err)
 	}
+	attackScript := ""
+	if len(attack.Specs) > 0 {
+		if attackScript, err = experiments.SlurmScript(attack); err != nil {
+			return usageError("sweep --slurm: %v", err)
+		}
+	}
 	if c.Bool("dry-run") {
 		fmt.Fprint(c.App.Writer, script)
+		if attackScript != "" {
+			fmt.Fprintf(c.App.Writer, "\n# ---- slurm-attack.sh: submit with --dependency=afterany:<the array above> ----\n%s", attackScript)
+		}
 		return nil
 	}
 	path := filepath.Join(opt.SweepDir, "slurm.sh")
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+	if err := writeScript(path, []byte(script)); err != nil {
+		return err
+	}
+	attackPath := filepath.Join(opt.SweepDir, "slurm-attack.sh")
+	if attackScript == "" {
+		if err := os.Remove(attackPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	} else if err := writeScript(attackPath, []byte(attackScript)); err != nil {
 		return err
 	}
 	if !c.Bool("submit") {
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tasks); submit with: sbatch %s\nthen: memo report %s\n", path, len(pts), path, opt.SweepDir)
+		fmt.Fprintf(c.App.Writer, "wrote %s (%d tasks); submit with: sbatch %s\n", path, len(opt.Specs), path)
+		if attackScript != "" {
+			fmt.Fprintf(c.App.Writer, "wrote %s (%d attack-only tasks, no training); submit it after the first: sbatch --dependency=afterany:JOBID %s\n", attackPath, len(attack.Specs), attackPath)
+		}
+		fmt.Fprintf(c.App.Writer, "then: memo report %s\n", opt.SweepDir)
 		return nil
 	}
-	out, err := exec.CommandContext(ctx, "sbatch", path).CombinedOutput()
+	jobs, err := sbatch(ctx, c, path)
 	if err != nil {
-		return fmt.Errorf("sbatch %s: %w: %s", path, err, out)
+		return err
 	}
-	fmt.Fprint(c.App.Writer, string(out))
-	m := submittedRE.FindSubmatch(out)
-	if m == nil {
+	if attackScript != "" {
+		if jobs == "" {
+			return fmt.Errorf("sbatch %s printed no job id to make %s wait for: submit it by hand with sbatch --dependency=afterany:JOBID %s", path, attackPath, attackPath)
+		}
+		id, err := sbatch(ctx, c, "--dependency=afterany:"+jobs, attackPath)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			jobs += ":" + id
+		}
+	}
+	if jobs == "" {
 		return nil
 	}
-	rep := exec.CommandContext(ctx, "sbatch", "--dependency=afterany:"+string(m[1]), "--job-name=memo-report-"+spec.Name,
+	rep := exec.CommandContext(ctx, "sbatch", "--dependency=afterany:"+jobs, "--job-name=memo-report-"+spec.Name,
 		"--output="+filepath.Join(opt.SweepDir, "logs", "report_%j.out"), "--time=00:30:00",
 		"--wrap", fmt.Sprintf("%q report %q", exe, opt.SweepDir))
 	if opt.Account != "" {
@@ -187,4 +233,26 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		fmt.Fprintf(c.App.Writer, "report job: %s", out)
 	}
 	return nil
+}
+
+// sbatch submits a script (args end with its path) and returns the job id
+// it printed ("" when sbatch said something else).
+func sbatch(ctx context.Context, c *cli.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "sbatch", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	fmt.Fprint(c.App.Writer, string(out))
+	if m := submittedRE.FindSubmatch(out); m != nil {
+		return string(m[1]), nil
+	}
+	return "", nil
+}
+
+// writeScript writes an executable script whole or not at all.
+func writeScript(path string, body []byte) error {
+	if err := atomicfile.WriteFile(path, body); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755)
 }
