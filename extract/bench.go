@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -16,7 +17,11 @@ import (
 // through a randomly initialised model, decoded by the attack's own path
 // (model.Stepper with the KV cache, and the decoder of Config.Decoding).
 type BenchConfig struct {
-	Model    model.Config
+	Model model.Config
+	// ModelDir, when set, decodes with that model's weights instead of a
+	// random one (a Hugging Face directory or a memo run or checkpoint,
+	// checkpoint.LoadModel); Model is then ignored.
+	ModelDir string
 	Prefix   int    // prompt tokens per row
 	Suffix   int    // tokens generated per row
 	Batch    int    // prompts decoded together
@@ -46,12 +51,14 @@ type BenchConfig struct {
 // guess); a beam search returns one continuation per prompt.
 type BenchResult struct {
 	Preset string `json:"preset"`
-	Params int64  `json:"params"`
-	Vocab  int    `json:"vocab"`
-	Prefix int    `json:"prefix"`
-	Suffix int    `json:"suffix"`
-	Batch  int    `json:"batch"`
-	Rows   int    `json:"rows"` // rows decoded: Batch, ·Samples, or ·Beams
+	// ModelDir is BenchConfig.ModelDir: trained weights, not random ones.
+	ModelDir string `json:"model_dir,omitempty"`
+	Params   int64  `json:"params"`
+	Vocab    int    `json:"vocab"`
+	Prefix   int    `json:"prefix"`
+	Suffix   int    `json:"suffix"`
+	Batch    int    `json:"batch"`
+	Rows     int    `json:"rows"` // rows decoded: Batch, ·Samples, or ·Beams
 	// SharedPrompt: each prompt ran once and its cache was expanded to its
 	// samples (false with Replicate or one sample).
 	SharedPrompt bool `json:"shared_prompt"`
@@ -84,6 +91,32 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 	return out, err
 }
 
+// benchModel is the model Bench decodes with: cfg.ModelDir's, whose
+// context must hold prefix + suffix tokens, or a random one of cfg.Model
+// with its context stretched to them.
+func benchModel(cfg BenchConfig) (*model.GPT, error) {
+	n := cfg.Prefix + cfg.Suffix
+	if cfg.ModelDir != "" {
+		g, _, err := checkpoint.LoadModel(cfg.ModelDir, "cpu")
+		if err != nil {
+			return nil, fmt.Errorf("bench decode: --model %s: %w", cfg.ModelDir, err)
+		}
+		if c := g.Config().Context; c < n {
+			return nil, fmt.Errorf("bench decode: --model %s holds %d positions; --prefix %d + --suffix %d need %d", cfg.ModelDir, c, cfg.Prefix, cfg.Suffix, n)
+		}
+		return g, nil
+	}
+	mc := cfg.Model
+	if mc.Context < n {
+		mc.Context = n
+	}
+	mc, err := mc.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
+}
+
 // Bench decodes cfg.Warmup + cfg.Reps batches of random prompts and
 // reports the measured runs' throughput. It writes no files.
 func Bench(cfg BenchConfig) (BenchResult, error) {
@@ -103,19 +136,12 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	default:
 		return BenchResult{}, fmt.Errorf("bench decode: decoding %q: must be greedy, sample or beam", cfg.Decoding)
 	}
-	mc := cfg.Model
-	if n := cfg.Prefix + cfg.Suffix; mc.Context < n {
-		mc.Context = n
-	}
-	mc, err := mc.Resolve()
-	if err != nil {
-		return BenchResult{}, err
-	}
 	torchx.Init(cfg.Threads, uint64(cfg.Seed))
-	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
+	g, err := benchModel(cfg)
 	if err != nil {
 		return BenchResult{}, err
 	}
+	mc := g.Config()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x62656e6368)) // "bench"
 	shared := samples > 1 && !cfg.Replicate
 	rows := make([][]int32, 0, cfg.Batch*samples)
@@ -175,7 +201,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		decoded *= dc.Beams
 	}
 	return BenchResult{
-		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
+		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
 		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -42,7 +43,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
-			UsageText: "memo bench decode [--preset P --vocab V --prefix N --suffix M --batch B --threads K --decoding D --samples S] [--json]",
+			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
@@ -50,10 +51,13 @@ func benchCommand() *cli.Command {
 				"the prompt pass (prefill) and on the rest (decode). With --decoding sample each\n" +
 				"prompt is sampled --samples times in the same batch: the prompt runs once and\n" +
 				"its KV cache is copied to its samples, as extract.samples does (--replicate runs\n" +
-				"every sample's prompt instead, the baseline). Writes no files.",
+				"every sample's prompt instead, the baseline). --model DIR decodes with that\n" +
+				"model's weights (a Hugging Face directory, a memo run or checkpoint) instead of\n" +
+				"a random model's. Writes no files.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
 				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+				&cli.StringFlag{Name: "model", Usage: "decode with the weights of `DIR` (a Hugging Face directory, a memo run or checkpoint) instead of a random --preset model"},
 				&cli.IntFlag{Name: "prefix", Value: 256, Usage: "prompt tokens `N` (>= 1)"},
 				&cli.IntFlag{Name: "suffix", Value: 50, Usage: "generated tokens `M` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 8, Usage: "prompts decoded together `B` (>= 1)"},
@@ -89,14 +93,24 @@ func runBenchDecode(c *cli.Context) error {
 		return usageError("bench decode: --decoding %q: must be one of %s", dec, strings.Join(extract.Decodings, ", "))
 	}
 	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: c.Int("prefix") + c.Int("suffix"), Seed: c.Int64("seed")}
-	if _, err := mc.Resolve(); err != nil {
+	dir := c.String("model")
+	if dir != "" && (c.IsSet("preset") || c.IsSet("vocab")) {
+		return usageError("bench decode: --model %s sets the model; leave --preset and --vocab unset", dir)
+	}
+	if _, err := mc.Resolve(); err != nil && dir == "" {
 		return usageError("bench decode: %v", err)
 	}
-	res, err := extract.Bench(extract.BenchConfig{Model: mc, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
+	if dir != "" && !checkpoint.IsHFDir(dir) {
+		if _, err := checkpoint.Resolve(dir); err != nil {
+			return usageError("bench decode: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", dir, oneLine(err.Error()))
+		}
+	}
+	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation")})
 	if err != nil {
-		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") {
+		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") ||
+			dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
 			return usageError("%v", err)
 		}
 		return err
@@ -104,7 +118,11 @@ func runBenchDecode(c *cli.Context) error {
 	if c.Bool("json") {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, %d threads\n", res.Preset, res.Params, res.Vocab, res.Threads)
+	name := res.Preset
+	if res.ModelDir != "" {
+		name = res.ModelDir
+	}
+	fmt.Printf("model        %s: %d params, vocab %d, %d threads\n", name, res.Params, res.Vocab, res.Threads)
 	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
 	if res.Approximation != "" {

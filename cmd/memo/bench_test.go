@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,48 @@ func TestBenchDecodeBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--preset", "tiny"}, tt.args...)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit code %d, stderr %q; want 2 and one line containing %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}
+
+// --model decodes with trained weights: the Hugging Face golden's
+// parameter count (112,960, as its safetensors hold) and its directory come
+// back; a model too short for the prompt, a --preset beside --model and a
+// directory that holds no model are one line and exit 2.
+func TestBenchDecodeModelDir(t *testing.T) {
+	exe := buildMemo(t)
+	dir, err := filepath.Abs("../../testdata/hf/llama-gqa-tied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := execMemo(t, exe, t.TempDir(), "bench", "decode", "--model", dir, "--prefix", "8", "--suffix", "3",
+		"--batch", "2", "--threads", "1", "--reps", "1", "--approximation", "kv8", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit code %d; stderr %s", r.code, r.stderr)
+	}
+	var got struct {
+		ModelDir string  `json:"model_dir"`
+		Params   int64   `json:"params"`
+		Vocab    int     `json:"vocab"`
+		KVBytes  float64 `json:"kv_bytes_per_token"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if got.ModelDir != dir || got.Params != 112960 || got.Vocab != 320 || got.KVBytes <= 0 {
+		t.Errorf("got %+v; want model_dir %s, 112960 params, vocab 320, KV bytes measured", got, dir)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", dir, "--prefix", "250", "--suffix", "50"}, "holds 256 positions; --prefix 250 + --suffix 50 need 300"},
+		{[]string{"--model", dir, "--preset", "tiny"}, "leave --preset and --vocab unset"},
+		{[]string{"--model", t.TempDir()}, "not a Hugging Face directory"},
+	} {
+		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--reps", "1"}, tt.args...)...)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: exit code %d, stderr %q; want 2 and one line containing %q", tt.args, r.code, r.stderr, tt.want)
 		}
