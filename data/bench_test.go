@@ -82,7 +82,7 @@ func BenchmarkArrowWrite(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "tokens.arrow")
 	b.SetBytes(size)
 	for i := 0; i < b.N; i++ {
-		if err := writeTokens(path, docs); err != nil {
+		if err := writeTokens(path, docs, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func BenchmarkArrowWrite(b *testing.B) {
 func BenchmarkArrowRead(b *testing.B) {
 	docs, size := tokensFixture()
 	dir := b.TempDir()
-	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs); err != nil {
+	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs, nil); err != nil {
 		b.Fatal(err)
 	}
 	ds := &Dataset{dir: dir}

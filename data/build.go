@@ -9,19 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
-	"github.com/memo-research/memo/internal/progress"
 )
 
 // candidate is a tokenized document (or chunk) before splitting.
@@ -33,6 +29,10 @@ type candidate struct {
 	reps                int
 	parent              int // index of the source document it was cut from
 	chunk               int // its position among that document's chunks
+	// Where the text and ids are in the build's spool once moved there
+	// (text and ids are then empty: see spool.text, spool.tokens).
+	off              int64
+	textLen, nTokens int
 }
 
 // Build makes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}:
@@ -68,25 +68,49 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		}
 	}
 
-	var raws []rawDoc
-	for _, s := range cfg.Sources {
-		src, _ := ParseSource(s)
-		docs, rej, err := loadSource(src, cache)
-		if err != nil {
-			return badinput.Wrap(err)
-		}
-		rep.Sources[src.Name()] = &SourceCount{Documents: len(docs) + len(rej)}
-		for _, r := range rej {
-			reject(r, reasonKey(r.Reason))
-		}
-		raws = append(raws, docs...)
-		slog.Info("data: source read", "source", src.Name(), "documents", len(docs), "rejected", len(rej))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data: %w", err)
 	}
-	if len(raws) == 0 {
+	sp, err := newSpool(dir)
+	if err != nil {
+		return err
+	}
+	defer sp.close()
+	// Every pass reads the sources again, document by document: none is
+	// held beyond its tokenization. Only the pass that tokenizes records
+	// the counts and rejections.
+	read := func(record bool) func(emit func(rawDoc)) error {
+		return func(emit func(rawDoc)) error {
+			for _, s := range cfg.Sources {
+				src, _ := ParseSource(s)
+				n := 0
+				var rej []Rejected
+				err := streamSource(src, cache, func(d rawDoc) { n++; emit(d) }, func(r Rejected) { rej = append(rej, r) })
+				if err != nil {
+					return badinput.Wrap(err)
+				}
+				if record {
+					rep.Sources[src.Name()] = &SourceCount{Documents: n + len(rej)}
+					for _, r := range rej {
+						reject(r, reasonKey(r.Reason))
+					}
+					slog.Info("data: source read", "source", src.Name(), "documents", n, "rejected", len(rej))
+				}
+			}
+			return nil
+		}
+	}
+	noDocs := func() error {
 		return badinput.Errorf("data.sources %v: no usable documents (%d rejected)", cfg.Sources, len(rep.Rejected))
 	}
 
-	tok, hit, err := buildTokenizer(cfg, cache, raws)
+	tok, hit, nDocs, err := buildTokenizer(cfg, cache, read(false))
+	if errors.Is(err, errNoDocuments) {
+		if err := read(true)(func(rawDoc) {}); err != nil {
+			return err
+		}
+		return noDocs()
+	}
 	if err != nil {
 		return err
 	}
@@ -96,9 +120,12 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		return badinput.Errorf("data.layout = \"packed\" needs an EOS token, and tokenizer %s has none: use layout \"padded\"", cfg.Tokenizer)
 	}
 
-	cands, rejs, err := tokenizeAll(ctx, tok, raws, cfg.ChunkTokens, cfg.MinTokens)
+	cands, rejs, nDocs, err := tokenizeStream(ctx, tok, sp, read(true), nDocs, cfg.ChunkTokens, cfg.MinTokens)
 	if err != nil {
 		return err
+	}
+	if nDocs == 0 {
+		return noDocs()
 	}
 	for _, r := range rejs {
 		reject(r, "tokenizer does not round-trip")
@@ -106,34 +133,37 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	var kept []*candidate
 	for _, c := range cands {
 		rep.Sources[c.source].Chunks++
-		if len(c.ids) < cfg.MinTokens || len(c.ids) == 0 {
-			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", len(c.ids), cfg.MinTokens)}, "too short")
+		if c.nTokens < cfg.MinTokens || c.nTokens == 0 {
+			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", c.nTokens, cfg.MinTokens)}, "too short")
 			continue
 		}
 		c.id = int64(len(kept))
 		kept = append(kept, c)
 	}
 	if cfg.DedupWords > 0 {
-		kept = dedupWords(kept, cfg.DedupWords, func(c *candidate, with *candidate) {
+		kept = dedupWords(kept, cfg.DedupWords, sp.text, func(c *candidate, with *candidate) {
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, with.source, with.title)}, "duplicate passage")
 		})
 	}
 	for _, c := range kept {
 		rep.Sources[c.source].Kept++
-		rep.Sources[c.source].Tokens += len(c.ids)
+		rep.Sources[c.source].Tokens += c.nTokens
 	}
-	if err := assignSplits(cfg, kept, rep, reject); err != nil {
+	if err := assignSplits(cfg, kept, rep, reject, sp.tokens); err != nil {
 		return badinput.Wrap(err)
+	}
+	if err := sp.err(); err != nil {
+		return err
 	}
 	var out []*candidate
 	for _, c := range kept {
 		if c.split != "" {
 			out = append(out, c)
 			rep.Splits[c.split]++
-			rep.SplitTokens[c.split] += len(c.ids)
-			rep.TrainTokens += c.reps * len(c.ids)
+			rep.SplitTokens[c.split] += c.nTokens
+			rep.TrainTokens += c.reps * c.nTokens
 			if c.split == SplitBackground {
-				rep.TrainTokens += cfg.PretrainPasses * len(c.ids)
+				rep.TrainTokens += cfg.PretrainPasses * c.nTokens
 			}
 		}
 	}
@@ -144,7 +174,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		}
 		return a.Title < b.Title
 	})
-	if err := writeDataset(dir, out, tok, rep, start); err != nil {
+	if err := writeDataset(dir, out, sp, tok, rep, start); err != nil {
 		return err
 	}
 	slog.Info("data: built", "dir", dir, "target", rep.Splits[SplitTarget], "control", rep.Splits[SplitControl],
@@ -170,7 +200,7 @@ func reasonKey(reason string) string {
 	return "unreadable"
 }
 
-func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, start time.Time) error {
+func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep *Report, start time.Time) error {
 	// An old report.json would mark a half-rewritten directory as complete,
 	// and an old cache.json would name a cache entry these files are not.
 	for _, name := range []string{"report.json", CacheLinkFile} {
@@ -183,15 +213,18 @@ func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, st
 		b.Field(0).(*array.Int64Builder).Append(c.id)
 		b.Field(1).(*array.StringBuilder).Append(c.source)
 		b.Field(2).(*array.StringBuilder).Append(c.title)
-		b.Field(3).(*array.StringBuilder).Append(c.text)
-		b.Field(4).(*array.Int32Builder).Append(int32(len(c.ids)))
+		b.Field(3).(*array.StringBuilder).Append(sp.text(c))
+		b.Field(4).(*array.Int32Builder).Append(int32(c.nTokens))
 		b.Field(5).(*array.StringBuilder).Append(c.split)
 		b.Field(6).(*array.Int32Builder).Append(int32(c.reps))
 	})
 	if err != nil {
 		return err
 	}
-	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs); err != nil {
+	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs, sp); err != nil {
+		return err
+	}
+	if err := sp.err(); err != nil {
 		return err
 	}
 	if err := tok.Save(filepath.Join(dir, "tokenizer.json")); err != nil {
@@ -208,74 +241,13 @@ func writeDataset(dir string, docs []*candidate, tok *Tokenizer, rep *Report, st
 	return atomicfile.WriteFile(filepath.Join(dir, "report.json"), append(raw, '\n'))
 }
 
-func writeTokens(path string, docs []*candidate) error {
+func writeTokens(path string, docs []*candidate, sp *spool) error {
 	return writeArrow(path, tokensSchema, len(docs), func(b *array.RecordBuilder, i int) {
 		b.Field(0).(*array.Int64Builder).Append(docs[i].id)
 		lb := b.Field(1).(*array.ListBuilder)
 		lb.Append(true)
-		lb.ValueBuilder().(*array.Int32Builder).AppendValues(docs[i].ids, nil)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(sp.tokens(docs[i]), nil)
 	})
-}
-
-// tokenizeAll chunks and encodes every document in parallel, keeping the
-// input order. A chunk whose ids do not decode to its exact text is
-// rejected.
-func tokenizeAll(ctx context.Context, tok *Tokenizer, raws []rawDoc, chunkTokens, minTokens int) ([]*candidate, []Rejected, error) {
-	type result struct {
-		cands []*candidate
-		rej   []Rejected
-		err   error
-	}
-	results := make([]result, len(raws))
-	encode := tok.Encode // both encoders are safe for concurrent use
-	work := make(chan int)
-	var wg sync.WaitGroup
-	// Documents, tokens and MB/s of text, on a terminal or every 30 s.
-	bar := progress.New("data: tokenize documents", len(raws))
-	start := time.Now()
-	var done, tokens, bytes atomic.Int64
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				results[i] = tokenizeOne(encode, tok, raws[i], chunkTokens, minTokens)
-				n := 0
-				for _, c := range results[i].cands {
-					n += len(c.ids)
-				}
-				tokens.Add(int64(n))
-				mb := float64(bytes.Add(int64(len(raws[i].Text)))) / (1 << 20)
-				bar.Update(int(done.Add(1)), fmt.Sprintf("%d tokens, %.1f MB/s", tokens.Load(), mb/max(time.Since(start).Seconds(), 1e-9)))
-			}
-		}()
-	}
-	var err error
-	for i := range raws {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	bar.Done()
-	if err != nil {
-		return nil, nil, err
-	}
-	var cands []*candidate
-	var rej []Rejected
-	for i, r := range results {
-		if r.err != nil {
-			return nil, nil, r.err
-		}
-		for _, c := range r.cands {
-			c.parent = i
-		}
-		cands = append(cands, r.cands...)
-		rej = append(rej, r.rej...)
-	}
-	return cands, rej, nil
 }
 
 func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int) (res struct {

@@ -365,7 +365,7 @@ func TestScanTokensBoundedMemory(t *testing.T) {
 	for i := range cands {
 		cands[i] = &candidate{id: int64(i), ids: shared}
 	}
-	if err := writeTokens(filepath.Join(dir, "data", "tokens.arrow"), cands); err != nil {
+	if err := writeTokens(filepath.Join(dir, "data", "tokens.arrow"), cands, nil); err != nil {
 		t.Fatal(err)
 	}
 	cands = nil

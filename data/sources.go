@@ -34,20 +34,31 @@ func loadSource(src Source, cacheDir string) ([]rawDoc, []Rejected, error) {
 	var (
 		docs []rawDoc
 		rej  []Rejected
-		err  error
 	)
+	err := streamSource(src, cacheDir, func(d rawDoc) { docs = append(docs, d) }, func(r Rejected) { rej = append(rej, r) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return docs, rej, nil
+}
+
+// streamSource gives each usable document of one source to emit as it is
+// read (the build holds none of them) and each unusable one to reject; a
+// missing source is an error.
+func streamSource(src Source, cacheDir string, emit func(rawDoc), reject func(Rejected)) error {
+	var err error
 	name := src.Name()
 	add := func(title, text string) {
 		switch {
 		case !utf8.ValidString(text):
-			rej = append(rej, Rejected{Source: name, Title: title, Reason: fmt.Sprintf("invalid UTF-8 at byte %d", invalidAt(text))})
+			reject(Rejected{Source: name, Title: title, Reason: fmt.Sprintf("invalid UTF-8 at byte %d", invalidAt(text))})
 		case strings.TrimSpace(text) == "":
-			rej = append(rej, Rejected{Source: name, Title: title, Reason: "empty"})
+			reject(Rejected{Source: name, Title: title, Reason: "empty"})
 		default:
-			docs = append(docs, rawDoc{name, title, text})
+			emit(rawDoc{name, title, text})
 		}
 	}
-	bad := func(title, reason string) { rej = append(rej, Rejected{Source: name, Title: title, Reason: reason}) }
+	bad := func(title, reason string) { reject(Rejected{Source: name, Title: title, Reason: reason}) }
 	switch src.Kind {
 	case "opticks":
 		err = loadOpticks(add)
@@ -63,7 +74,7 @@ func loadSource(src Source, cacheDir string) ([]rawDoc, []Rejected, error) {
 		err = loadTxtDir(src.Path, add, bad)
 	case "jsonl":
 		err = loadJSONL(src.Path, src.Field, add, func(file string, line int, title, reason string) {
-			rej = append(rej, Rejected{name, title, reason, file, line})
+			reject(Rejected{name, title, reason, file, line})
 		})
 	case "parquet":
 		err = loadParquet(src.Path, src.Field, add, bad)
@@ -73,9 +84,9 @@ func loadSource(src Source, cacheDir string) ([]rawDoc, []Rejected, error) {
 		err = fmt.Errorf("unknown source kind %q", src.Kind)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("source %s: %w", name, err)
+		return fmt.Errorf("source %s: %w", name, err)
 	}
-	return docs, rej, nil
+	return nil
 }
 
 func invalidAt(s string) int {

@@ -18,8 +18,10 @@ const OverlapTokens = 50
 // that shares one with a target or a control: trained on, it would teach
 // the model a control's text (no longer a non-member) or a target's (seen
 // more often than its repetition count says). Every such rejection is
-// reported by name.
-func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Rejected, string)) error {
+// reported by name. tokens gives a document's ids (from the build's spool):
+// targets and controls keep theirs in memory for the window checks, the
+// others are read one at a time.
+func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Rejected, string), tokens func(*candidate) []int32) error {
 	perm := make([]int, len(docs))
 	for i := range perm {
 		perm[i] = i
@@ -58,6 +60,7 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 	}
 	for i, c := range pool[:cfg.Targets] {
 		c.split, c.reps = SplitTarget, cfg.repetitionsFor(i, cfg.Targets)
+		c.ids = tokens(c)
 		rep.Repetitions[strconv.Itoa(c.reps)]++
 		addWindows(c)
 	}
@@ -78,12 +81,13 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 			reject(Rejected{Source: c.source, Title: c.title, Reason: nearReason(c, t, cfg.ControlGap)}, "control near a target")
 			continue
 		}
-		if t := sharedWindow(c.ids, members); t != nil {
+		ids := tokens(c)
+		if t := sharedWindow(ids, members); t != nil {
 			c.split = "rejected"
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
 			continue
 		}
-		c.split = SplitControl
+		c.split, c.ids = SplitControl, ids
 		n++
 	}
 	// Only now: a control overlapping an earlier control is no leak.
@@ -113,7 +117,7 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 			break
 		}
 		used++
-		if m := sharedWindow(c.ids, members); m != nil {
+		if m := sharedWindow(tokens(c), members); m != nil {
 			c.split = "rejected"
 			leaks++
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
@@ -229,11 +233,11 @@ outer:
 // dedupWords keeps, in id order, each document that shares no passage of n
 // words with an earlier kept one; the others go to dup. Ids are renumbered
 // densely.
-func dedupWords(docs []*candidate, n int, dup func(c, with *candidate)) []*candidate {
+func dedupWords(docs []*candidate, n int, text func(*candidate) string, dup func(c, with *candidate)) []*candidate {
 	seen := map[uint64]*candidate{}
 	var kept []*candidate
 	for _, c := range docs {
-		hs := wordWindows(c.text, n)
+		hs := wordWindows(text(c), n)
 		var with *candidate
 		for _, h := range hs {
 			if w, ok := seen[h]; ok {

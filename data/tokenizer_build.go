@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,75 +18,98 @@ import (
 // trainBPE changes what it learns.
 const bpeVersion = "memo-bpe-v1"
 
+// errNoDocuments: the sources gave no usable document to train on.
+var errNoDocuments = errors.New("no usable documents")
+
 // buildTokenizer returns the tokenizer cfg.Tokenizer names; a trained BPE is
-// cached in CacheDir/tokenizers by a hash of the corpus and the spec.
-func buildTokenizer(cfg Config, cache string, docs []rawDoc) (*Tokenizer, bool, error) {
+// cached in CacheDir/tokenizers by a hash of the corpus and the spec. read
+// streams the corpus (it is called once for the hash, and once more to
+// count pieces when the cache misses); for a BPE the number of documents is
+// returned too (0 when not counted).
+func buildTokenizer(cfg Config, cache string, read func(emit func(rawDoc)) error) (*Tokenizer, bool, int, error) {
 	spec, err := parseTokenizerSpec(cfg.Tokenizer)
 	if err != nil {
-		return nil, false, fmt.Errorf("data.tokenizer: %w", err)
+		return nil, false, 0, fmt.Errorf("data.tokenizer: %w", err)
 	}
 	switch spec.Kind {
 	case "gpt2":
 		t, err := loadGPT2(cache)
-		return t, false, err
+		return t, false, 0, err
 	case "hf":
 		t, err := LoadTokenizer("hf:" + spec.Path)
-		return t, false, err
-	}
-	texts := make([]string, len(docs))
-	for i, d := range docs {
-		texts[i] = d.Text
+		return t, false, 0, err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00", bpeVersion, spec.Vocab)
-	for _, t := range texts {
+	docs := 0
+	err = read(func(d rawDoc) {
 		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(t)))
+		binary.LittleEndian.PutUint64(n[:], uint64(len(d.Text)))
 		h.Write(n[:])
-		h.Write([]byte(t))
+		h.Write([]byte(d.Text))
+		docs++
+	})
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if docs == 0 {
+		return nil, false, 0, errNoDocuments
 	}
 	path := filepath.Join(cache, "tokenizers", fmt.Sprintf("bpe%d-%s.json", spec.Vocab, hex.EncodeToString(h.Sum(nil))[:20]))
 	if raw, err := os.ReadFile(path); err == nil {
 		if t, err := parseTokenizerJSON(raw); err == nil && t.bpe != nil {
 			slog.Info("data: tokenizer from cache", "path", path)
-			return t, true, nil
+			return t, true, docs, nil
 		}
 		slog.Warn("data: cached tokenizer unreadable, retraining", "path", path)
 	}
 	start := time.Now()
-	m, err := trainBPE(countPiecesParallel(texts), spec.Vocab)
+	counts, err := countPiecesStream(read)
 	if err != nil {
-		return nil, false, fmt.Errorf("data.tokenizer = %q: %w", cfg.Tokenizer, err)
+		return nil, false, 0, err
+	}
+	m, err := trainBPE(counts, spec.Vocab)
+	if err != nil {
+		return nil, false, 0, fmt.Errorf("data.tokenizer = %q: %w", cfg.Tokenizer, err)
 	}
 	t := &Tokenizer{bpe: m, eos: m.eos}
 	slog.Info("data: tokenizer trained", "spec", cfg.Tokenizer, "vocab", t.VocabSize(), "seconds", time.Since(start).Seconds())
 	if err := t.Save(path); err != nil {
 		slog.Warn("data: could not cache tokenizer", "err", err)
 	}
-	return t, false, nil
+	return t, false, docs, nil
 }
 
-func countPiecesParallel(texts []string) map[string]int {
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)))
+// countPiecesStream counts the pre-tokenized pieces of every text read
+// gives, in parallel workers with a map each, summed at the end (counts are
+// sums: the order of the texts does not matter).
+func countPiecesStream(read func(emit func(rawDoc)) error) (map[string]int, error) {
+	workers := runtime.GOMAXPROCS(0)
+	texts := make(chan string, 2*workers)
 	parts := make([]map[string]int, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var mine []string
-			for i := w; i < len(texts); i += workers {
-				mine = append(mine, texts[i])
+			counts := map[string]int{}
+			for t := range texts {
+				splitWords(t, func(p string) { counts[p]++ })
 			}
-			parts[w] = countPieces(mine)
+			parts[w] = counts
 		}(w)
 	}
+	err := read(func(d rawDoc) { texts <- d.Text })
+	close(texts)
 	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
 	total := parts[0]
 	for _, p := range parts[1:] {
 		for k, v := range p {
 			total[k] += v
 		}
 	}
-	return total
+	return total, nil
 }

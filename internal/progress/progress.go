@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Bar tracks done out of total units of work.
+// Bar tracks done out of total units of work; a total <= 0 is unknown
+// (a streamed input): the bar counts, throttled, and shows no ETA.
 type Bar struct {
 	mu       sync.Mutex
 	label    string
@@ -55,7 +56,7 @@ func (b *Bar) Update(done int, status string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	if done < b.total && now.Sub(b.last) < b.every {
+	if (b.total <= 0 || done < b.total) && now.Sub(b.last) < b.every {
 		return
 	}
 	b.last = now

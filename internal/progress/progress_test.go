@@ -57,3 +57,18 @@ func TestPlainModeThrottles(t *testing.T) {
 		t.Errorf("first update was not reported")
 	}
 }
+
+// An unknown total (a stream) is throttled like work in progress, not
+// reported on every update as finished work would be.
+func TestUnknownTotalThrottles(t *testing.T) {
+	var buf bytes.Buffer
+	b := NewTo(&buf, true, "read", 0, time.Minute)
+	clock := b.start.Add(time.Second)
+	b.now = func() time.Time { return clock }
+	b.Update(1, "")
+	first := buf.Len()
+	b.Update(2, "") // same instant: throttled
+	if first == 0 || buf.Len() != first {
+		t.Errorf("unknown total: first update wrote %d bytes, second %d more (want >0, 0)", first, buf.Len()-first)
+	}
+}

@@ -1,0 +1,90 @@
+package data
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBuildGolden: the streaming build (spooled texts and tokens, bounded
+// memory) writes byte for byte the files the in-memory build wrote. The
+// hashes were recorded from the in-memory build (commit 49ea6ea) on the
+// same configurations: BPE training, chunking, word dedup, control_gap,
+// a fixed background count with leak replacement, GPT-2 and "all the rest"
+// background, target_sources.
+func TestBuildGolden(t *testing.T) {
+	cases := []struct {
+		name   string
+		fetch  []string
+		cfg    func(Config) Config
+		golden string
+	}{
+		{"opticks-bpe", nil, func(c Config) Config { return c }, "63832cec6364b877"},
+		{"mixed-bpe-dedup-gap", []string{"sotu"}, func(c Config) Config {
+			c.Sources = []string{"opticks", "sotu"}
+			c.TargetSources = []string{"sotu"}
+			c.ChunkTokens, c.MinTokens, c.DedupWords, c.ControlGap = 128, 100, 20, 1
+			c.Targets, c.Controls, c.Validation, c.Background = 60, 60, 10, 150
+			return c
+		}, "d680ceedf45ec9f9"},
+		{"opticks-gpt2-all", []string{"gpt2"}, func(c Config) Config {
+			c.Sources = []string{"opticks"}
+			c.Tokenizer = "gpt2"
+			c.ChunkTokens, c.MinTokens = 64, 32
+			c.Targets, c.Controls, c.Validation, c.Background = 40, 40, 10, -1
+			return c
+		}, "939c3a35fb24f4c4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, f := range tc.fetch {
+				needFetched(t, f)
+			}
+			cfg := testConfig(t)
+			if tc.fetch != nil {
+				cfg.CacheDir = fetchedCache()
+			}
+			cfg = tc.cfg(cfg)
+			cfg.CacheDatasets = false
+			dir := t.TempDir()
+			if err := Build(context.Background(), cfg, dir); err != nil {
+				t.Fatal(err)
+			}
+			got := buildHash(t, filepath.Join(dir, "data"))
+			if got != tc.golden {
+				t.Errorf("build hash %s, want %s (the in-memory build's)", got, tc.golden)
+			}
+		})
+	}
+}
+
+// buildHash hashes docs.arrow, tokens.arrow, tokenizer.json and report.json
+// without its timing.
+func buildHash(t *testing.T, dir string) string {
+	h := sha256.New()
+	for _, name := range []string{"docs.arrow", "tokens.arrow", "tokenizer.json"} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(raw)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	delete(rep, "seconds")
+	delete(rep, "tokenizer_cache_hit")
+	delete(rep["config"].(map[string]any), "cache_dir")
+	b, _ := json.Marshal(rep)
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

@@ -1,0 +1,99 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memo-research/memo/internal/progress"
+)
+
+// tokenizeStream chunks and encodes the documents read gives, in parallel
+// workers fed through a short queue, and moves each chunk's text and ids
+// to the spool as soon as it is encoded: memory holds the documents in
+// flight and the chunks' metadata, not the corpus. The candidates come back
+// in input order (parent = the document's position), as do the chunks that
+// do not round-trip (rejected). total, when known (> 0), sizes the progress
+// bar. It returns the number of documents read.
+func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(emit func(rawDoc)) error, total, chunkTokens, minTokens int) ([]*candidate, []Rejected, int, error) {
+	type result struct {
+		cands []*candidate
+		rej   []Rejected
+		err   error
+	}
+	type job struct {
+		i int
+		d rawDoc
+	}
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan job, 2*workers)
+	var (
+		mu      sync.Mutex
+		results []result
+		wg      sync.WaitGroup
+	)
+	encode := tok.Encode // both encoders are safe for concurrent use
+	// Documents, tokens and MB/s of text, on a terminal or every 30 s.
+	bar := progress.New("data: tokenize documents", total)
+	start := time.Now()
+	var done, tokens, bytes atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				r := tokenizeOne(encode, tok, j.d, chunkTokens, minTokens)
+				n := 0
+				for _, c := range r.cands {
+					c.parent = j.i
+					n += len(c.ids)
+					if err := sp.put(c); err != nil && r.err == nil {
+						r.err = err
+					}
+				}
+				mu.Lock()
+				for len(results) <= j.i {
+					results = append(results, result{})
+				}
+				results[j.i] = r
+				mu.Unlock()
+				tokens.Add(int64(n))
+				mb := float64(bytes.Add(int64(len(j.d.Text)))) / (1 << 20)
+				bar.Update(int(done.Add(1)), fmt.Sprintf("%d tokens, %.1f MB/s", tokens.Load(), mb/max(time.Since(start).Seconds(), 1e-9)))
+			}
+		}()
+	}
+	n := 0
+	readErr := read(func(d rawDoc) {
+		if ctx.Err() != nil {
+			return // cancelled: the rest is skipped, the error returned below
+		}
+		work <- job{n, d}
+		n++
+	})
+	close(work)
+	wg.Wait()
+	bar.Done()
+	if readErr != nil {
+		return nil, nil, 0, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := sp.flush(); err != nil {
+		return nil, nil, 0, err
+	}
+	var cands []*candidate
+	var rej []Rejected
+	for _, r := range results {
+		if r.err != nil {
+			return nil, nil, 0, r.err
+		}
+		cands = append(cands, r.cands...)
+		rej = append(rej, r.rej...)
+	}
+	return cands, rej, n, nil
+}
