@@ -165,6 +165,17 @@ func (kc *Cache) append(l int, k, v *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
 // Positions continue from the cache's length. It runs without gradients.
 // It panics when B differs from the cache's or the cache would overflow.
 func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
+	return g.forwardCached(ids, cache, false)
+}
+
+// ForwardCachedLast is ForwardCached returning only the last position's
+// logits [B,1,V]: what a decoder needs after a prompt pass, without the
+// LM head over every prompt position.
+func (g *GPT) ForwardCachedLast(ids *ts.Tensor, cache *Cache) *ts.Tensor {
+	return g.forwardCached(ids, cache, true)
+}
+
+func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
 	size := ids.MustSize()
 	if len(size) != 2 || size[0] != int64(cache.batch) || cache.n+int(size[1]) > cache.maxLen {
 		panic(fmt.Sprintf("model: ForwardCached on ids %v with a cache of %d rows, %d/%d positions filled", size, cache.batch, cache.n, cache.maxLen))
@@ -206,7 +217,7 @@ func (g *GPT) ForwardCached(ids *ts.Tensor, cache *Cache) *ts.Tensor {
 		}
 		cos := g.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
 		sin := g.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
-		logits = g.run(ids, cos, sin, mt, cache)
+		logits = g.run(ids, cos, sin, mt, cache, lastOnly)
 		for _, x := range []*ts.Tensor{pt, mt, cos, sin} {
 			x.MustDrop()
 		}

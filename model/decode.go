@@ -112,8 +112,8 @@ func (s *Stepper) feed() ([][]float32, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	defer ids.MustDrop()
-	logits := s.g.ForwardCached(ids, s.cache)
-	last := logits.MustSelect(1, int64(width-1), true)
+	logits := s.g.ForwardCachedLast(ids, s.cache)
+	last := logits.MustSelect(1, 0, true)
 	out := rowsOf(last, b)
 	last.MustDrop()
 	s.fed = len(s.seqs[0])

@@ -261,7 +261,7 @@ func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 	sin := g.sinSigned.MustNarrow(0, 0, t, false)
 	defer cos.MustDrop()
 	defer sin.MustDrop()
-	return g.run(ids, cos, sin, g.causalMask(t), nil)
+	return g.run(ids, cos, sin, g.causalMask(t), nil, false)
 }
 
 // causalMask is the additive [T,T] mask: 0 on and below the diagonal, −inf above.
@@ -303,7 +303,12 @@ func (s *scope) drop() {
 // of the rotary tables for each token's position); mask is additive and
 // broadcastable to [B,H,T,S] where S counts the keys attended; cache, when
 // not nil, receives this call's keys and values and supplies earlier ones.
-func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
+//
+// With lastOnly the final norm and the LM head run on the last position
+// only and the logits are [B,1,V]: a decoder needs no other position's,
+// and at a prompt of T tokens the head over every position (V×d per
+// token) is the prompt pass's largest product.
+func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
 	x := ts.MustEmbedding(g.embed, ids, -1, false, false) // [B,T,d]
 	for li := range g.blocks {
 		next := g.block(li, x, cos, sin, mask, cache)
@@ -312,6 +317,10 @@ func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
 	}
 	var s scope
 	defer s.drop()
+	s.keep(x)
+	if t := x.MustSize()[1]; lastOnly && t > 1 {
+		x = s.keep(x.MustNarrow(1, t-1, 1, false))
+	}
 	return linear(s.keep(g.normalize(x, g.norm)), g.head, nil) // [B,T,V]
 }
 

@@ -6,7 +6,9 @@ tests or CI. It builds memo's llama layout (RMSNorm, rotary rotate-half,
 SwiGLU, tied LM head, N(0, 0.02) weights) at a preset's size, feeds --batch
 random prompts of --prefix tokens, then greedily generates --suffix tokens
 per row with a cache grown by torch.cat, as a straightforward loop would,
-and prints the same JSON fields as `memo bench decode --json`.
+and prints the same JSON fields as `memo bench decode --json`. Like memo,
+the prompt pass runs the LM head on each row's last position only (the one
+whose logits choose the first token); --full-head runs it on every position.
 
 Compare like with like: same machine, same OPENBLAS_* environment, same
 --threads, and the allocator settings memo restarts itself with:
@@ -31,7 +33,8 @@ def ffn_size(dim):
 
 
 class Model:
-    def __init__(self, vocab, dim, layers, heads, context, gen):
+    def __init__(self, vocab, dim, layers, heads, context, gen, full_head=False):
+        self.full_head = full_head
         normal = lambda *shape: torch.randn(*shape, generator=gen) * 0.02
         self.heads, self.hd = heads, dim // heads
         f = ffn_size(dim)
@@ -75,7 +78,9 @@ class Model:
             h = self.rms(x, blk["n2"])
             m = torch.nn.functional.silu(torch.nn.functional.linear(h, blk["gate"])) * torch.nn.functional.linear(h, blk["up"])
             x = x + torch.nn.functional.linear(m, blk["down"])
-        return torch.nn.functional.linear(self.rms(x[:, -1], self.norm), self.embed)
+        if not self.full_head:
+            x = x[:, -1:]
+        return torch.nn.functional.linear(self.rms(x, self.norm), self.embed)[:, -1]
 
 
 def main():
@@ -88,11 +93,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--full-head", action="store_true",
+                    help="run the LM head on every prompt position (memo before its last-position head), not the last only")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(a.seed)
     dim, layers, heads = PRESETS[a.preset]
-    m = Model(a.vocab, dim, layers, heads, a.prefix + a.suffix, gen)
+    m = Model(a.vocab, dim, layers, heads, a.prefix + a.suffix, gen, a.full_head)
     prompts = torch.randint(a.vocab, (a.batch, a.prefix), generator=gen)
     prefill = total = 0.0
     with torch.inference_mode():
@@ -108,7 +115,7 @@ def main():
                 prefill += t1 - t0
                 total += t2 - t0
     print(json.dumps({"preset": a.preset, "vocab": a.vocab, "prefix": a.prefix, "suffix": a.suffix, "batch": a.batch,
-                      "threads": torch.get_num_threads(), "reps": a.reps,
+                      "threads": torch.get_num_threads(), "reps": a.reps, "full_head": a.full_head,
                       "tokens_per_s": a.batch * a.suffix * a.reps / total,
                       "prefill_s": prefill / a.reps, "decode_s": (total - prefill) / a.reps}))
 
