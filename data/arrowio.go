@@ -11,21 +11,6 @@ import (
 	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
-var docsSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "source", Type: arrow.BinaryTypes.String},
-	{Name: "title", Type: arrow.BinaryTypes.String},
-	{Name: "text", Type: arrow.BinaryTypes.String},
-	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
-}, nil)
-
-var tokensSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-}, nil)
-
 // batchRows is the number of documents per record batch: readers hold one
 // batch at a time.
 const batchRows = 256

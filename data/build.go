@@ -18,6 +18,7 @@ import (
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // candidate is a tokenized document (or chunk) before splitting.
@@ -208,7 +209,7 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 			return fmt.Errorf("rebuild %s: %w", dir, err)
 		}
 	}
-	err := writeArrow(filepath.Join(dir, "docs.arrow"), docsSchema, len(docs), func(b *array.RecordBuilder, i int) {
+	err := writeArrow(filepath.Join(dir, "docs.arrow"), runfiles.DocsSchema, len(docs), func(b *array.RecordBuilder, i int) {
 		c := docs[i]
 		b.Field(0).(*array.Int64Builder).Append(c.id)
 		b.Field(1).(*array.StringBuilder).Append(c.source)
@@ -242,7 +243,7 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 }
 
 func writeTokens(path string, docs []*candidate, sp *spool) error {
-	return writeArrow(path, tokensSchema, len(docs), func(b *array.RecordBuilder, i int) {
+	return writeArrow(path, runfiles.TokensSchema, len(docs), func(b *array.RecordBuilder, i int) {
 		b.Field(0).(*array.Int64Builder).Append(docs[i].id)
 		lb := b.Field(1).(*array.ListBuilder)
 		lb.Append(true)

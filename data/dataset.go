@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // PadID marks padding in training rows: the loss ignores such targets and
@@ -70,7 +71,7 @@ func openDir(dir string) (*Dataset, error) {
 	for _, f := range []struct {
 		name   string
 		schema *arrow.Schema
-	}{{"docs.arrow", docsSchema}, {"tokens.arrow", tokensSchema}} {
+	}{{"docs.arrow", runfiles.DocsSchema}, {"tokens.arrow", runfiles.TokensSchema}} {
 		if err := checkArrow(filepath.Join(dir, f.name), f.schema); err != nil {
 			return nil, fmt.Errorf("open dataset: %w", err)
 		}
@@ -138,7 +139,7 @@ func (d *Dataset) Docs(split string) ([]Doc, error) {
 func scanDocs(path string, src arrowsafe.Source, split string) ([]Doc, map[int64]int, error) {
 	var docs []Doc
 	index := map[int64]int{}
-	err := scanArrowFrom(path, src, docsSchema, func(rec arrow.Record) error {
+	err := scanArrowFrom(path, src, runfiles.DocsSchema, func(rec arrow.Record) error {
 		ids := rec.Column(0).(*array.Int64)
 		source := rec.Column(1).(*array.String)
 		title := rec.Column(2).(*array.String)
@@ -180,7 +181,7 @@ func (d *Dataset) ScanTokens(fn func(docID int64, ids []int32) error) error {
 
 // scanTokens reads a tokens.arrow from src; vocab > 0 bounds the ids.
 func scanTokens(path string, src arrowsafe.Source, vocab int, fn func(docID int64, ids []int32) error) error {
-	return scanArrowFrom(path, src, tokensSchema, func(rec arrow.Record) error {
+	return scanArrowFrom(path, src, runfiles.TokensSchema, func(rec arrow.Record) error {
 		docIDs := rec.Column(0).(*array.Int64)
 		lists := rec.Column(1).(*array.List)
 		for i := 0; i < int(rec.NumRows()); i++ {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // fuzzVocab is the vocabulary the fuzzed tokens.arrow files are checked
@@ -21,7 +23,7 @@ func sampleArrow(t testing.TB, n int) (docs, tokens []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	splits := []string{SplitTarget, SplitControl, SplitBackground, SplitValidation}
-	err := writeArrow(filepath.Join(dir, "docs.arrow"), docsSchema, n, func(b *array.RecordBuilder, i int) {
+	err := writeArrow(filepath.Join(dir, "docs.arrow"), runfiles.DocsSchema, n, func(b *array.RecordBuilder, i int) {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
 		b.Field(1).(*array.StringBuilder).Append("opticks")
 		b.Field(2).(*array.StringBuilder).Append("doc " + strings.Repeat("x", i%5))
@@ -33,7 +35,7 @@ func sampleArrow(t testing.TB, n int) (docs, tokens []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = writeArrow(filepath.Join(dir, "tokens.arrow"), tokensSchema, n, func(b *array.RecordBuilder, i int) {
+	err = writeArrow(filepath.Join(dir, "tokens.arrow"), runfiles.TokensSchema, n, func(b *array.RecordBuilder, i int) {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
 		lb := b.Field(1).(*array.ListBuilder)
 		lb.Append(true)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // Stream is one epoch of the training stream read a row at a time: Row(i)
@@ -90,7 +92,7 @@ func (d *Dataset) loadTrainDocs() (*trainDocs, error) {
 		repetitions int32
 	}
 	var train []meta
-	err := scanArrow(filepath.Join(d.dir, "docs.arrow"), docsSchema, func(rec arrow.Record) error {
+	err := scanArrow(filepath.Join(d.dir, "docs.arrow"), runfiles.DocsSchema, func(rec arrow.Record) error {
 		ids := rec.Column(0).(*array.Int64)
 		split := rec.Column(5).(*array.String)
 		reps := rec.Column(6).(*array.Int32)

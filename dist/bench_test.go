@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 	"github.com/sugarme/gotch"
@@ -75,7 +76,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 		b.Skip(err)
 	}
 	stepTime := func(dir string) float64 {
-		m, err := train.ReadMetrics(filepath.Join(dir, train.MetricsFile))
+		m, err := runfiles.ReadMetrics(filepath.Join(dir, runfiles.MetricsFile))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 )
@@ -261,11 +262,11 @@ func TestResumeOtherWorldSize(t *testing.T) {
 // weights (absolute tolerance tol); it returns the worst differences.
 func compareRuns(t *testing.T, a, b string, steps int, tol float64) (worst, maxDiff float64) {
 	t.Helper()
-	ma, err := train.ReadMetrics(filepath.Join(a, train.MetricsFile))
+	ma, err := runfiles.ReadMetrics(filepath.Join(a, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, err := train.ReadMetrics(filepath.Join(b, train.MetricsFile))
+	mb, err := runfiles.ReadMetrics(filepath.Join(b, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

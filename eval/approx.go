@@ -8,7 +8,7 @@ import (
 )
 
 // ApproxColumns are one row's columns of an approximate attack, as
-// extract documents them (extract.ApproxFields).
+// extract documents them (runfiles.CompletionsApproxFields).
 type ApproxColumns struct {
 	ExactAgree      int     // generated tokens equal to exact decoding's before the first difference
 	AttnMassKept    float64 // mean exact attention probability on the tokens attended

@@ -35,7 +35,7 @@ type Completion struct {
 	RefLoss     float64 // NaN when no reference model was given
 	TokenLosses []float32
 	// Approx holds the columns of an approximate attack (extract's
-	// ApproxFields); nil when the file has none.
+	// CompletionsApproxFields, in internal/runfiles); nil when the file has none.
 	Approx *ApproxColumns
 	// MinKPP, PExtract, ReCaLL and GradNorm are extract's mink_pp,
 	// p_extract (natural log), recall and grad_norm columns; NaN when

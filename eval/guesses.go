@@ -11,16 +11,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
-	"github.com/memo-research/memo/internal/guesses"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // MaxWrong is the extraction benchmark's budget of wrong guesses: recall
@@ -34,21 +30,10 @@ type GuessScore struct {
 	Split      string
 	Rank       int // within the document, by SeqLogProb (0 = best)
 	Sample     int
-	SeqLogProb float64 // the model's log-probability of the guess (see guesses.Schema)
+	SeqLogProb float64 // the model's log-probability of the guess (see runfiles.GuessesSchema)
 	Exact      bool
 	RougeL     float64 // F1
 }
-
-// GuessScoresSchema is the schema of guess_scores.parquet.
-var GuessScoresSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "sample", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "seq_logprob", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "exact_match", Type: arrow.FixedWidthTypes.Boolean},
-	{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
-}, nil)
 
 // GuessScoresPath names the guess scores beside a scores file:
 // scores.parquet gives guess_scores.parquet, NAME.scores.parquet gives
@@ -159,11 +144,11 @@ type GuessSplit struct {
 // readGuessScores reads and scores the guesses beside a completions file;
 // nil when there are none (one guess per document).
 func readGuessScores(completions string, comps []Completion) ([]GuessScore, error) {
-	path := guesses.Path(completions)
+	path := runfiles.GuessesPath(completions)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	rows, err := guesses.Read(path)
+	rows, err := runfiles.ReadGuesses(path)
 	if err != nil {
 		return nil, badinput.Errorf("%w (not written by `memo extract`? run it again)", err)
 	}
@@ -250,7 +235,7 @@ func summarizeGuesses(rows []Score, gs []GuessScore, samples int, cfg Config) *G
 // writeGuessScores writes guess_scores.parquet (Snappy, one row group per
 // 64k rows), as scores.parquet.
 func writeGuessScores(w io.Writer, gs []GuessScore) error {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, GuessScoresSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, runfiles.GuessScoresSchema)
 	defer b.Release()
 	for _, g := range gs {
 		b.Field(0).(*array.Int64Builder).Append(g.DocID)
@@ -263,7 +248,7 @@ func writeGuessScores(w io.Writer, gs []GuessScore) error {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	return writeParquet(w, GuessScoresSchema, rec)
+	return runfiles.WriteParquet(w, runfiles.GuessScoresSchema, rec)
 }
 
 // writeGuessResults writes guess_scores.parquet when there are guesses and
@@ -279,27 +264,4 @@ func writeGuessResults(path string, gs []GuessScore) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// parquetProps are the writer settings of every Parquet file eval writes.
-func parquetProps() *parquet.WriterProperties {
-	return parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(1<<16))
-}
-
-// writeParquet writes records as one Parquet file, one row group per
-// record (each split at 64k rows), with the Arrow schema stored so that
-// pandas and pyarrow read the types back.
-func writeParquet(w io.Writer, schema *arrow.Schema, recs ...arrow.Record) error {
-	// The parquet writer closes a sink that is an io.Closer; the caller owns w.
-	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{w}, parquetProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return err
-	}
-	for _, rec := range recs {
-		if err := fw.Write(rec); err != nil {
-			fw.Close()
-			return err
-		}
-	}
-	return fw.Close()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
-	"github.com/memo-research/memo/internal/guesses"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -82,7 +82,7 @@ func TestRunScoresGuesses(t *testing.T) {
 	writeTestCompletions(t, filepath.Join(dir, "completions.arrow"), comps)
 	// Doc 2 (generated wrong) gets a second, exact guess; doc 3 two wrong
 	// ones, the second with RougeL 1 ("hello world" vs "Hello, world").
-	rows := []guesses.Row{
+	rows := []runfiles.Guess{
 		{DocID: 1, Split: "target", Rank: 0, Generated: []int32{1, 2, 3, 4}, GeneratedText: "the cat sat down", SeqLogProb: -0.5},
 		{DocID: 1, Split: "target", Rank: 1, Sample: 1, Generated: []int32{1, 2, 3, 9}, GeneratedText: "the cat sat up", SeqLogProb: -4},
 		{DocID: 2, Split: "target", Rank: 0, Generated: []int32{1, 2, 9, 9}, GeneratedText: "the cat ran away", SeqLogProb: -1},
@@ -93,7 +93,7 @@ func TestRunScoresGuesses(t *testing.T) {
 		{DocID: 5, Split: "control", Rank: 1, Sample: 1, Generated: []int32{1, 2}, GeneratedText: "x y", SeqLogProb: -9},
 		{DocID: 6, Split: "control", Rank: 0, Generated: []int32{1, 4}, GeneratedText: "x w", SeqLogProb: -1},
 	}
-	if err := guesses.Write(guesses.Path(filepath.Join(dir, "completions.arrow")), rows); err != nil {
+	if err := runfiles.WriteGuesses(runfiles.GuessesPath(filepath.Join(dir, "completions.arrow")), rows); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := Run(DefaultConfig(), dir, loss.Config{}, dir)
@@ -135,10 +135,10 @@ func TestRunScoresGuesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != int64(len(rows)) || tbl.NumCols() != int64(GuessScoresSchema.NumFields()) {
-		t.Errorf("guess_scores.parquet: %d rows × %d columns, want %d × %d", tbl.NumRows(), tbl.NumCols(), len(rows), GuessScoresSchema.NumFields())
+	if tbl.NumRows() != int64(len(rows)) || tbl.NumCols() != int64(runfiles.GuessScoresSchema.NumFields()) {
+		t.Errorf("guess_scores.parquet: %d rows × %d columns, want %d × %d", tbl.NumRows(), tbl.NumCols(), len(rows), runfiles.GuessScoresSchema.NumFields())
 	}
-	for i, f := range GuessScoresSchema.Fields() {
+	for i, f := range runfiles.GuessScoresSchema.Fields() {
 		if got := tbl.Schema().Field(i); got.Name != f.Name || !arrow.TypeEqual(got.Type, f.Type) {
 			t.Errorf("guess_scores.parquet column %d: %s %s, want %s %s", i, got.Name, got.Type, f.Name, f.Type)
 		}
@@ -155,8 +155,8 @@ func TestRunScoresGuesses(t *testing.T) {
 		t.Errorf("one guess per document: guess_scores.parquet left (%v) or summary guesses %v", err, sum.Guesses)
 	}
 	// A guess of a document the completions lack is refused.
-	bad := append(rows, guesses.Row{DocID: 99, Split: "target"})
-	if err := guesses.Write(filepath.Join(dir, "guesses.arrow"), bad); err != nil {
+	bad := append(rows, runfiles.Guess{DocID: 99, Split: "target"})
+	if err := runfiles.WriteGuesses(filepath.Join(dir, "guesses.arrow"), bad); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(DefaultConfig(), dir, loss.Config{}, dir); err == nil {

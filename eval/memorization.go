@@ -10,40 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/runfiles"
 )
-
-// MemorizationSchema is the schema of memorization.parquet, memorization
-// over training (extract.checkpoints): one row group per checkpoint step,
-// one row per split (members, controls) in it. Every value is copied from
-// that checkpoint's summary.json, none recomputed: n, the extraction rates
-// and their bootstrap 95 % intervals (_lo, _hi), the mean loss; the
-// any-of-N exact match of extract.samples > 1 (NaN with one guess); and
-// the step's membership inference, members against controls (the same on
-// both rows of a step).
-var MemorizationSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "step", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "checkpoint", Type: arrow.BinaryTypes.String},
-	{Name: "n", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "exact_match", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "exact_match_lo", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "exact_match_hi", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "token_accuracy", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "token_accuracy_lo", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "token_accuracy_hi", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rougeL_lo", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rougeL_hi", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "any_exact_match", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "any_exact_match_lo", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "any_exact_match_hi", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "loss_auc", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "loss_auc_lo", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "loss_auc_hi", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "zlib_auc", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "mink_auc", Type: arrow.PrimitiveTypes.Float64},
-}, nil)
 
 // WriteMemorization writes memorization.parquet at path (atomically) from
 // the summaries of one run's checkpoints, in step order. Each summary must
@@ -67,7 +35,7 @@ func WriteMemorization(path string, sums []*Summary) error {
 			recs[i] = memorizationRecord(s)
 			defer recs[i].Release()
 		}
-		return writeParquet(w, MemorizationSchema, recs...)
+		return runfiles.WriteParquet(w, runfiles.MemorizationSchema, recs...)
 	})
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -77,7 +45,7 @@ func WriteMemorization(path string, sums []*Summary) error {
 
 // memorizationRecord is one step's rows: members, then controls.
 func memorizationRecord(s *Summary) arrow.Record {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, MemorizationSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, runfiles.MemorizationSchema)
 	defer b.Release()
 	for _, sp := range []struct {
 		name string

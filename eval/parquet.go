@@ -3,54 +3,18 @@ package eval
 import (
 	"io"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-)
 
-// ScoresSchema is the schema of scores.parquet, one row per document.
-// Undefined values (no reference model, a document too short to attack)
-// are NaN, first_divergence is -1 for a document not attacked. mink_pp,
-// p_extract (natural log; −Inf when the decoding cannot produce the
-// suffix), recall and grad_norm are extract's columns, copied.
-var ScoresSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "title", Type: arrow.BinaryTypes.String},
-	{Name: "status", Type: arrow.BinaryTypes.String},
-	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "prefix_len", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "suffix_len", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "exact_match", Type: arrow.FixedWidthTypes.Boolean},
-	{Name: "token_accuracy", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "first_divergence", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "rougeL", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rougeL_precision", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rougeL_recall", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rouge1", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "rouge2", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "zlib_len", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "zlib_ratio", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ref_diff", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "mink_pp", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "p_extract", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "recall", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "grad_norm", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "any_exact_match", Type: arrow.FixedWidthTypes.Boolean},
-	{Name: "best_rougeL", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "n_guesses", Type: arrow.PrimitiveTypes.Int32},
-}, nil)
+	"github.com/memo-research/memo/internal/runfiles"
+)
 
 // writeScores writes the rows as one Parquet file (Snappy, row groups of
 // 64k rows). any_exact_match and best_rougeL are over the document's
 // guesses (extract.samples; with one guess, exact_match and rougeL), and
 // n_guesses counts them (0 for a document not attacked).
 func writeScores(w io.Writer, rows []Score) error {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, ScoresSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, runfiles.ScoresSchema)
 	defer b.Release()
 	for _, s := range rows {
 		b.Field(0).(*array.Int64Builder).Append(s.DocID)
@@ -77,5 +41,5 @@ func writeScores(w io.Writer, rows []Score) error {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	return writeParquet(w, ScoresSchema, rec)
+	return runfiles.WriteParquet(w, runfiles.ScoresSchema, rec)
 }

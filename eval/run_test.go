@@ -16,26 +16,29 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
 
-// testSchema is the part of extract's completions.arrow schema eval reads.
-var testSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "title", Type: arrow.BinaryTypes.String},
-	{Name: "status", Type: arrow.BinaryTypes.String},
-	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "suffix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "generated_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "suffix_text", Type: arrow.BinaryTypes.String},
-	{Name: "generated_text", Type: arrow.BinaryTypes.String},
-	{Name: "text", Type: arrow.BinaryTypes.String},
-	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
-}, nil)
+// testSchema is the part of completions.arrow (runfiles.CompletionsSchema)
+// that eval cannot do without, plus title, status, repetitions and
+// token_losses: a file without the other columns (written before they
+// existed) still reads.
+var testSchema = columnsOf(runfiles.CompletionsSchema, "doc_id", "split", "title", "status", "repetitions",
+	"suffix_ids", "generated_ids", "suffix_text", "generated_text", "text", "loss", "mink", "ref_loss", "token_losses")
+
+// columnsOf is the schema of the named columns of s, in that order.
+func columnsOf(s *arrow.Schema, names ...string) *arrow.Schema {
+	fields := make([]arrow.Field, len(names))
+	for i, n := range names {
+		idx := s.FieldIndices(n)
+		if len(idx) != 1 {
+			panic("no column " + n)
+		}
+		fields[i] = s.Field(idx[0])
+	}
+	return arrow.NewSchema(fields, nil)
+}
 
 func writeTestCompletions(t *testing.T, path string, cs []Completion) {
 	t.Helper()
@@ -198,10 +201,10 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != 6 || tbl.NumCols() != int64(ScoresSchema.NumFields()) {
-		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), ScoresSchema.NumFields())
+	if tbl.NumRows() != 6 || tbl.NumCols() != int64(runfiles.ScoresSchema.NumFields()) {
+		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), runfiles.ScoresSchema.NumFields())
 	}
-	fd := tbl.Column(ScoresSchema.FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
+	fd := tbl.Column(runfiles.ScoresSchema.FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
 	if got := fd.Int32Values(); got[0] != 4 || got[1] != 2 || got[2] != 0 || got[3] != -1 {
 		t.Errorf("first_divergence %v, want 4 2 0 -1 ...", got)
 	}

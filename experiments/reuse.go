@@ -12,8 +12,8 @@ import (
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/plots"
-	"github.com/memo-research/memo/train"
 )
 
 // TrainingKey identifies what training a spec asks for: the sha256 of the
@@ -38,7 +38,7 @@ func (s *Spec) TrainingKey() (string, error) {
 // metrics.arrow (the training curve its figures draw) for train.
 var reusedStages = map[string][]string{
 	"data":  {"data"},
-	"train": {checkpoint.DirName, train.MetricsFile},
+	"train": {checkpoint.DirName, runfiles.MetricsFile},
 }
 
 // linkTrained is the data or train stage of a run whose model another run
@@ -72,7 +72,7 @@ func linkTrained(stage string, spec *Spec, dir, src string) error {
 	}
 	for _, name := range reusedStages[stage] {
 		target := filepath.Join(src, name)
-		if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) && name == train.MetricsFile {
+		if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) && name == runfiles.MetricsFile {
 			continue // a run trained by an older memo may lack it; figures skip the curve
 		} else if err != nil {
 			return fmt.Errorf("reuse training of %s: %w", src, err)

@@ -8,43 +8,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/runfiles"
 )
-
-// Schema of completions.arrow. loss, mink and token_losses are over the
-// document's first context tokens, its window (mink with
-// Config.MinKFraction); window_text is the decoded window, the text whose
-// zlib length divides the loss in eval's zlib ratio (text is the whole
-// document). ref_loss is NaN without a reference model. Rows with status
-// other than "ok" have empty prefix, suffix and generation. mink_pp
-// (MinKPlusPlus), recall (ReCaLL) and grad_norm (model.GradNorm) are
-// membership statistics over the window; p_extract is the natural log of
-// the probability that the attack's decoding reproduces the suffix
-// (decoder.suffixLogProb). Each is NaN where undefined or turned off. The schema's
-// metadata names the model and the attack (see the keys of internal/provenance).
-var Schema = arrow.NewSchema([]arrow.Field{
-	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "split", Type: arrow.BinaryTypes.String},
-	{Name: "title", Type: arrow.BinaryTypes.String},
-	{Name: "status", Type: arrow.BinaryTypes.String},
-	{Name: "repetitions", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "prefix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "suffix_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "generated_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "prefix_text", Type: arrow.BinaryTypes.String},
-	{Name: "suffix_text", Type: arrow.BinaryTypes.String},
-	{Name: "generated_text", Type: arrow.BinaryTypes.String},
-	{Name: "text", Type: arrow.BinaryTypes.String},
-	{Name: "n_tokens", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "mink", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ref_loss", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "token_losses", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
-	{Name: "window_text", Type: arrow.BinaryTypes.String},
-	{Name: "mink_pp", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "p_extract", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "recall", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "grad_norm", Type: arrow.PrimitiveTypes.Float64},
-}, nil)
 
 // Row is one row of completions.arrow.
 type Row struct {
@@ -58,7 +23,7 @@ type Row struct {
 	Loss, MinK, RefLoss                         float64
 	TokenLosses                                 []float32
 	MinKPP, PExtract, ReCaLL, GradNorm          float64
-	// Approx holds the ApproxFields of an approximate attack (nil: exact).
+	// Approx holds the runfiles.CompletionsApproxFields of an approximate attack (nil: exact).
 	Approx *ApproxMetrics
 }
 
@@ -68,11 +33,11 @@ const batchRows = 256
 // meta goes into the schema's metadata (Run records the attack, the
 // checkpoint and its training loss under the keys of internal/provenance).
 func WriteCompletions(path string, rows []Row, meta map[string]string) error {
-	schema := Schema
+	schema := runfiles.CompletionsSchema
 	withApprox := hasApprox(rows)
-	fields := Schema.Fields()
+	fields := runfiles.CompletionsSchema.Fields()
 	if withApprox {
-		fields = append(fields, ApproxFields...)
+		fields = append(fields, runfiles.CompletionsApproxFields...)
 		schema = arrow.NewSchema(fields, nil)
 	}
 	if len(meta) > 0 {

@@ -12,7 +12,7 @@ import (
 	"slices"
 
 	"github.com/memo-research/memo/data"
-	"github.com/memo-research/memo/internal/guesses"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/model"
 )
 
@@ -133,26 +133,26 @@ func topIDs(gs [][]Guess) [][]int32 {
 }
 
 // writeGuesses writes the guesses of an attack with extract.samples > 1
-// beside its completions (guesses.Path). With one guess per prompt it
+// beside its completions (runfiles.GuessesPath). With one guess per prompt it
 // writes none and removes one an earlier attack left there, so that eval
 // never scores another attack's guesses.
 func writeGuesses(completions string, cfg Config, tok *data.Tokenizer, prompts []Prompt, gs [][]Guess) error {
-	path := guesses.Path(completions)
+	path := runfiles.GuessesPath(completions)
 	if cfg.Samples <= 1 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", path, err)
 		}
 		return nil
 	}
-	var rows []guesses.Row
+	var rows []runfiles.Guess
 	for i, p := range prompts {
 		for rank, g := range gs[i] {
 			_, text := scoredTexts(tok, nil, g.IDs)
-			rows = append(rows, guesses.Row{DocID: p.Doc.ID, Split: p.Doc.Split, Rank: rank, Sample: g.Sample,
+			rows = append(rows, runfiles.Guess{DocID: p.Doc.ID, Split: p.Doc.Split, Rank: rank, Sample: g.Sample,
 				Generated: g.IDs, GeneratedText: text, SeqLogProb: g.LogProb})
 		}
 	}
-	if err := guesses.Write(path, rows); err != nil {
+	if err := runfiles.WriteGuesses(path, rows); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	slog.Info("extract: guesses", "out", path, "rows", len(rows), "per_prompt", cfg.Samples)

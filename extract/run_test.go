@@ -13,7 +13,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/internal/guesses"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -121,7 +121,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := guesses.Read(guesses.Path(gout))
+	gs, err := runfiles.ReadGuesses(runfiles.GuessesPath(gout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +159,8 @@ func TestRunOnATrainedRun(t *testing.T) {
 	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(guesses.Path(gout)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("samples = 1 left %s: %v", guesses.Path(gout), err)
+	if _, err := os.Stat(runfiles.GuessesPath(gout)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("samples = 1 left %s: %v", runfiles.GuessesPath(gout), err)
 	}
 
 	bad := cfg

@@ -9,12 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -45,7 +41,6 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
-	mem := memory.NewGoAllocator()
 	// The scores and summary are eval's own output for these rows, so the
 	// report is tested against what eval really writes.
 	var rows []eval.Score
@@ -92,15 +87,9 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 		t.Fatal(err)
 	}
 
-	mb := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
-		{Name: "step", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "loss_kept", Type: arrow.PrimitiveTypes.Float32},
-		{Name: "loss_all", Type: arrow.PrimitiveTypes.Float32},
-		{Name: "loss_dropped", Type: arrow.PrimitiveTypes.Float32},
-		{Name: "lr", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "val_loss", Type: arrow.PrimitiveTypes.Float64},
-	}, nil))
-	defer mb.Release()
+	// metrics.arrow through train's own writer; losses rounded to float32
+	// as the synthetic curves always were.
+	var metrics []runfiles.Metric
 	for st := 1; st <= s.steps; st++ {
 		base := 0.2 + 8*math.Exp(-float64(st)/60) + 0.15*rng.NormFloat64()
 		kept, dropped := base, float32(math.NaN())
@@ -112,36 +101,14 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 		if s.k > 0 {
 			all = kept*(1-1/float64(s.k)) + float64(dropped)/float64(s.k)
 		}
-		mb.Field(0).(*array.Int64Builder).Append(int64(st))
-		mb.Field(1).(*array.Float32Builder).Append(float32(kept))
-		mb.Field(2).(*array.Float32Builder).Append(float32(all))
-		mb.Field(3).(*array.Float32Builder).Append(dropped)
-		mb.Field(4).(*array.Float64Builder).Append(1e-3)
 		val := math.NaN()
 		if st%100 == 0 {
 			val = base + 1.5
 		}
-		mb.Field(5).(*array.Float64Builder).Append(val)
+		metrics = append(metrics, runfiles.Metric{Step: int64(st), LossKept: float64(float32(kept)), LossAll: float64(float32(all)),
+			LossDropped: float64(dropped), LR: 1e-3, GradNorm: math.NaN(), TokensPerS: math.NaN(), ValLoss: val, ElapsedS: math.NaN()})
 	}
-	writeIPC(t, filepath.Join(dir, "metrics.arrow"), mb.NewRecord())
-}
-
-func writeIPC(t *testing.T, path string, rec arrow.Record) {
-	t.Helper()
-	defer rec.Release()
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	w, err := ipc.NewFileWriter(fh, ipc.WithSchema(rec.Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := runfiles.WriteMetrics(filepath.Join(dir, runfiles.MetricsFile), metrics); err != nil {
 		t.Fatal(err)
 	}
 }

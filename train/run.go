@@ -18,6 +18,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/progress"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -247,7 +248,7 @@ func (l *loop) restore() error {
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
 			warnThreadChange(dir, st, l.cfg.Threads)
-			old, err := ReadMetrics(filepath.Join(l.runDir, MetricsFile))
+			old, err := runfiles.ReadMetrics(filepath.Join(l.runDir, runfiles.MetricsFile))
 			if err != nil {
 				slog.Warn("metrics of the interrupted run unreadable; starting the table afresh", "err", err)
 			}
@@ -339,7 +340,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				return err
 			}
 		} else if l.step%l.cfg.LogEvery == 0 && l.rank == 0 {
-			if err := WriteMetrics(filepath.Join(l.runDir, MetricsFile), l.metrics); err != nil {
+			if err := runfiles.WriteMetrics(filepath.Join(l.runDir, runfiles.MetricsFile), l.metrics); err != nil {
 				return err
 			}
 		}
@@ -361,7 +362,7 @@ func (l *loop) checkpoint() error {
 	if l.rank != 0 {
 		return nil
 	}
-	if err := WriteMetrics(filepath.Join(l.runDir, MetricsFile), l.metrics); err != nil {
+	if err := runfiles.WriteMetrics(filepath.Join(l.runDir, runfiles.MetricsFile), l.metrics); err != nil {
 		return err
 	}
 	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,

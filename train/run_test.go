@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
@@ -42,7 +43,7 @@ func checkpointDigest(t *testing.T, runDir string) string {
 
 func readMetrics(t *testing.T, runDir string) []Metric {
 	t.Helper()
-	m, err := ReadMetrics(filepath.Join(runDir, MetricsFile))
+	m, err := runfiles.ReadMetrics(filepath.Join(runDir, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

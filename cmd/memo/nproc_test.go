@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memo-research/memo/train"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // tinySpec is exp/smoke.toml cut to 6 steps: every stage runs in seconds.
@@ -93,11 +93,11 @@ func TestRunNproc2(t *testing.T) {
 	if strings.Join(f1, "\n") != strings.Join(f2, "\n") {
 		t.Errorf("run directories differ:\none process: %v\ntwo ranks:   %v", f1, f2)
 	}
-	m1, err := train.ReadMetrics(filepath.Join(one, train.MetricsFile))
+	m1, err := runfiles.ReadMetrics(filepath.Join(one, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := train.ReadMetrics(filepath.Join(two, train.MetricsFile))
+	m2, err := runfiles.ReadMetrics(filepath.Join(two, runfiles.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +171,11 @@ func TestSlurmScriptTrainsOnRanks(t *testing.T) {
 	if !strings.Contains(out, "processes=2") {
 		t.Errorf("training did not run on two ranks:\n%s", out)
 	}
-	ents, err := filepath.Glob(filepath.Join(runs, "tiny", "*", train.MetricsFile))
+	ents, err := filepath.Glob(filepath.Join(runs, "tiny", "*", runfiles.MetricsFile))
 	if err != nil || len(ents) != 1 {
 		t.Fatalf("metrics files: %v, %v\n%s", ents, err, out)
 	}
-	m, err := train.ReadMetrics(ents[0])
+	m, err := runfiles.ReadMetrics(ents[0])
 	if err != nil || len(m) != 6 {
 		t.Fatalf("metrics: %d rows, %v; want 6", len(m), err)
 	}

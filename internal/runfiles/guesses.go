@@ -1,8 +1,4 @@
-// Package guesses is the file of an attack's many guesses per prompt
-// (extract.samples > 1): extract writes it beside completions.arrow, eval
-// reads it. Its schema is defined here only, in pure Go, so that eval
-// reads it without libtorch.
-package guesses
+package runfiles
 
 import (
 	"fmt"
@@ -15,14 +11,18 @@ import (
 	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
-// Schema of guesses.arrow: one row per guess. rank orders a document's
+// guesses.arrow holds an attack's many guesses per prompt
+// (extract.samples > 1): extract writes it beside completions.arrow, eval
+// reads it.
+
+// GuessesSchema is the schema of guesses.arrow: one row per guess. rank orders a document's
 // guesses by seq_logprob, highest first (0 is the guess completions.arrow
 // holds as generated_ids); sample is the draw (or beam) it came from, the
 // index of its random stream. seq_logprob is the sum over the generated
 // tokens of the model's own log-probability of each, under its
 // untruncated distribution at temperature 1 (not the temperature, top-k
 // and top-p distribution it was drawn from), natural log.
-var Schema = arrow.NewSchema([]arrow.Field{
+var GuessesSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "doc_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "split", Type: arrow.BinaryTypes.String},
 	{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
@@ -32,8 +32,8 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "seq_logprob", Type: arrow.PrimitiveTypes.Float64},
 }, nil)
 
-// Row is one row of guesses.arrow.
-type Row struct {
+// Guess is one row of guesses.arrow.
+type Guess struct {
 	DocID         int64
 	Split         string
 	Rank, Sample  int
@@ -42,9 +42,9 @@ type Row struct {
 	SeqLogProb    float64
 }
 
-// Path names the guesses of a completions file: completions.arrow gives
+// GuessesPath names the guesses of a completions file: completions.arrow gives
 // guesses.arrow, NAME.completions.arrow gives NAME.guesses.arrow.
-func Path(completions string) string {
+func GuessesPath(completions string) string {
 	dir, base := filepath.Split(completions)
 	stem := strings.TrimSuffix(base, ".arrow")
 	stem = strings.TrimSuffix(strings.TrimSuffix(stem, "completions"), ".")
@@ -54,11 +54,12 @@ func Path(completions string) string {
 	return filepath.Join(dir, stem+"guesses.arrow")
 }
 
-const batchRows = 4096
+// guessBatchRows is the number of guesses per record batch.
+const guessBatchRows = 4096
 
-// Write writes rows to path atomically (temporary name, rename).
-func Write(path string, rows []Row) error {
-	return arrowsafe.WriteFile(path, Schema, len(rows), batchRows, func(b *array.RecordBuilder, i int) {
+// WriteGuesses writes rows to path atomically (temporary name, rename).
+func WriteGuesses(path string, rows []Guess) error {
+	return arrowsafe.WriteFile(path, GuessesSchema, len(rows), guessBatchRows, func(b *array.RecordBuilder, i int) {
 		r := rows[i]
 		b.Field(0).(*array.Int64Builder).Append(r.DocID)
 		b.Field(1).(*array.StringBuilder).Append(r.Split)
@@ -72,11 +73,11 @@ func Write(path string, rows []Row) error {
 	})
 }
 
-// Read reads every row of a guesses file; every batch is validated before
+// ReadGuesses reads every row of a guesses file; every batch is validated before
 // a value is read, so a corrupt file is an error naming it.
-func Read(path string) ([]Row, error) {
-	var out []Row
-	err := arrowsafe.ReadFile(path, Schema, func(rec arrow.Record) error {
+func ReadGuesses(path string) ([]Guess, error) {
+	var out []Guess
+	err := arrowsafe.ReadFile(path, GuessesSchema, func(rec arrow.Record) error {
 		ids, ok := rec.Column(4).(*array.List).ListValues().(*array.Int32)
 		if !ok {
 			return fmt.Errorf("generated_ids: not a list of int32")
@@ -89,7 +90,7 @@ func Read(path string) ([]Row, error) {
 		lp := rec.Column(6).(*array.Float64)
 		for i := 0; i < int(rec.NumRows()); i++ {
 			lo, hi := gen.ValueOffsets(i)
-			out = append(out, Row{
+			out = append(out, Guess{
 				DocID: docID.Value(i), Split: split.Value(i), Rank: int(rank.Value(i)), Sample: int(sample.Value(i)),
 				Generated: append([]int32{}, ids.Int32Values()[lo:hi]...), GeneratedText: text.Value(i), SeqLogProb: lp.Value(i),
 			})
