@@ -14,8 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() { register(benchCommand()) }
-
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",

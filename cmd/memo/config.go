@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+func configCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "config",
 		Usage:     "print the default experiment spec, or the resolved spec of a file",
 		ArgsUsage: "[FILE.toml]",
@@ -45,7 +45,7 @@ func init() {
 			fmt.Fprint(c.App.Writer, out)
 			return nil
 		},
-	})
+	}
 }
 
 // setFlag overrides spec keys from the command line.

@@ -17,8 +17,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() { register(dataCommand()) }
-
 func dataCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "data",

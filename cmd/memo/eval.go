@@ -11,9 +11,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+func evalCommand() *cli.Command {
 	d := eval.DefaultConfig()
-	register(&cli.Command{
+	return &cli.Command{
 		Name:      "eval",
 		Usage:     "score completions: exact match, RougeL, token accuracy, membership inference",
 		ArgsUsage: "RUN-DIR|COMPLETIONS.arrow",
@@ -36,7 +36,7 @@ func init() {
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
 		},
 		Action: evalAction,
-	})
+	}
 }
 
 func evalAction(c *cli.Context) error {

@@ -25,9 +25,9 @@ import (
 // key of the run's config.toml.
 func fromConfig(v any) string { return fmt.Sprintf("config.toml, else %v", v) }
 
-func init() {
+func extractCommand() *cli.Command {
 	d := extract.DefaultConfig()
-	register(&cli.Command{
+	return &cli.Command{
 		Name:      "extract",
 		Usage:     "attack a trained model with prefix completion (writes completions.arrow)",
 		ArgsUsage: "RUN-DIR|CHECKPOINT-DIR",
@@ -74,7 +74,7 @@ func init() {
 			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40), after config.toml and the flags; repeatable"},
 		},
 		Action: extractAction,
-	})
+	}
 }
 
 // stageConfigs is the part of a run's config.toml that extract and eval read;

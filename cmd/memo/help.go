@@ -6,8 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+func helpCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "help",
 		Usage:     "show the commands, or one command's flags and description",
 		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
@@ -28,5 +28,5 @@ func init() {
 			args := append([]string{c.App.Name}, c.Args().Slice()...)
 			return c.App.Run(append(args, "--help"))
 		},
-	})
+	}
 }

@@ -24,11 +24,16 @@ import (
 	"github.com/memo-research/memo/train"
 )
 
-// commands is filled by the init functions of the files beside this one, one
-// file per command, so that each command is owned by the file that builds it.
-var commands []*cli.Command
-
-func register(c *cli.Command) { commands = append(commands, c) }
+// commands are memo's commands, listed here; `memo --help` shows them by
+// name. Each is built in the file of its name (score, generate and export
+// in models.go).
+func commands() []*cli.Command {
+	cmds := []*cli.Command{benchCommand(), configCommand(), dataCommand(), evalCommand(), extractCommand(), helpCommand(), maskCommand()}
+	cmds = append(cmds, scoreGenerateExportCommands()...)
+	cmds = append(cmds, reportCommand(), runSpecCommand(), sweepCommand(), tokenizeCommand())
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
+}
 
 // modelCommands are the commands that train or run models in this process.
 var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true}
@@ -67,7 +72,6 @@ func main() {
 			fmt.Fprintln(os.Stderr, "memo: warning:", err)
 		}
 	}
-	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
 	app := &cli.App{
 		Name:  "memo",
 		Usage: "train language models with the standard or goldfish loss and measure how much they memorize",
@@ -85,7 +89,7 @@ func main() {
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 			return nil
 		},
-		Commands:        commands,
+		Commands:        commands(),
 		HideHelpCommand: true,
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
 		DisableSliceFlagSeparator: true,

@@ -20,7 +20,6 @@ func init() {
 	// check reads any flag named h as a bool, so "--h 1" would print help.
 	// Help stays on --help, for every command.
 	cli.HelpFlag = &cli.BoolFlag{Name: "help", Usage: "show help"}
-	register(maskCommand())
 }
 
 // maskFlagRanges is what each flag accepts, for one-line usage errors.

@@ -25,11 +25,11 @@ import (
 const modelArgHelp = "`DIR` is a Hugging Face model directory (config.json + safetensors), a memo run,\n" +
 	"its checkpoints/ directory or one step-NNNNNN checkpoint."
 
-func init() {
+func scoreGenerateExportCommands() (cmds []*cli.Command) {
 	modelFlag := &cli.StringFlag{Name: "model", Required: true, Usage: "the model: a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
 	idsFlag := &cli.StringFlag{Name: "ids-json", Usage: "token ids as JSON, {\"ids\": [[...], ...]} or [[...], ...] (`FILE`, or - for stdin)"}
 	deviceFlag := &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N"}
-	register(&cli.Command{
+	cmds = append(cmds, &cli.Command{
 		Name:  "score",
 		Usage: "per-token negative log-likelihood of token-id rows under a model",
 		Description: "Prints {\"nll\": [[...], ...]}: for each row, the natural-log NLL of every id after\n" +
@@ -38,7 +38,7 @@ func init() {
 		Flags:  []cli.Flag{modelFlag, idsFlag, deviceFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"}},
 		Action: scoreAction,
 	})
-	register(&cli.Command{
+	cmds = append(cmds, &cli.Command{
 		Name:  "generate",
 		Usage: "greedy continuation of token-id rows (or of a text prompt) under a model",
 		Description: "With --ids-json prints {\"ids\": [[...], ...]}, the new tokens of each row (greedy,\n" +
@@ -52,7 +52,7 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 		Action: generateAction,
 	})
-	register(&cli.Command{
+	cmds = append(cmds, &cli.Command{
 		Name:      "export",
 		Usage:     "write a memo checkpoint as a Hugging Face model directory",
 		ArgsUsage: "CHECKPOINT OUT",
@@ -63,6 +63,7 @@ func init() {
 			"identical logits. OUT must not exist; it is written under a temporary name and renamed.",
 		Action: exportAction,
 	})
+	return cmds
 }
 
 // loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors

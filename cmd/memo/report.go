@@ -11,8 +11,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+func reportCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "report",
 		Usage:     "write the comparison table and figures of a sweep or run directory",
 		ArgsUsage: "DIR",
@@ -47,7 +47,7 @@ func init() {
 			}
 			return printTable(c, dir)
 		},
-	})
+	}
 }
 
 // reportConfig takes the [plots] table of the run's config.toml, or of the

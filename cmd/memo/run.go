@@ -19,8 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+func runSpecCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "run",
 		Usage:     "run an experiment: data, training, extraction, scoring and figures",
 		ArgsUsage: "FILE.toml",
@@ -34,7 +34,7 @@ func init() {
 			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Used by Slurm scripts", Hidden: true},
 		),
 		Action: runAction,
-	})
+	}
 }
 
 // runFlags are shared by `run` and `sweep`.

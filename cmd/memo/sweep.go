@@ -19,8 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+func sweepCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "sweep",
 		Usage:     "run the grid of a spec's [sweep] table locally, or write a Slurm job array for it",
 		ArgsUsage: "FILE.toml",
@@ -71,7 +71,7 @@ func init() {
 			}
 			return localSweep(ctx, c, spec)
 		},
-	})
+	}
 }
 
 // localSweep runs a sweep's grid on this machine, then reports over it.

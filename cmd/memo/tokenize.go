@@ -11,8 +11,6 @@ import (
 	"github.com/memo-research/memo/data"
 )
 
-func init() { register(tokenizeCommand()) }
-
 func tokenizeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tokenize",
