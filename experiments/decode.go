@@ -153,14 +153,17 @@ func keyLine(doc []byte, key string) int {
 }
 
 func tableHeader(s string) (string, bool) {
-	if !strings.HasPrefix(s, "[") || strings.HasPrefix(s, "[[") {
+	if !strings.HasPrefix(s, "[") {
 		return "", false
 	}
+	// An array of tables ([[sweep_points]]) is located by its name: a key
+	// of the first such table that sets it.
+	s = strings.TrimPrefix(s, "[")
 	end := strings.Index(s, "]")
 	if end < 0 {
 		return "", false
 	}
-	return unquoteKey(strings.TrimSpace(s[1:end])), true
+	return unquoteKey(strings.TrimSpace(strings.TrimPrefix(s[:end], "["))), true
 }
 
 func unquoteKey(k string) string {

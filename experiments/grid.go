@@ -134,3 +134,14 @@ func setPath(m map[string]any, key string, v any) error {
 	m[parts[len(parts)-1]] = v
 	return nil
 }
+
+// sortedKeys are m's keys in order, so that an extra sweep point's name
+// does not depend on map iteration.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

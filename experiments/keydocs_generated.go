@@ -98,6 +98,7 @@ var keyDocs = map[string]string{
 	"plots.width_in":                "WidthIn and HeightIn are the figure size in inches (a single paper column is about 3.3).",
 	"seed":                          "Seed seeds every stage table that sets no seed of its own.",
 	"sweep":                         "Sweep maps dotted keys (\"goldfish.k\") to the values to try; a spec with\na sweep is a grid of runs, one per combination, under runs/<name>/.",
+	"sweep_points":                  "SweepPoints are runs added to the grid, each a [[sweep_points]] table\nof dotted keys with one value each: a control that is no combination\nof the axes (a standard-loss run stopped at goldfish k=4's supervised\ntokens beside a sweep over k). Its keys need not be axes; the report\nshows each as a column, filled from every run's config.",
 	"train.batch_size":              "BatchSize is the number of rows per optimizer step, over all processes.",
 	"train.beta1":                   "Beta1 is AdamW's first-moment decay.",
 	"train.beta2":                   "Beta2 is AdamW's second-moment decay.",

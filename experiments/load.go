@@ -79,17 +79,32 @@ func propagateSeed(spec any, raw map[string]any) {
 	}
 }
 
-// checkSweepAxes rejects axes that name no key of the spec and empty axes.
-// Whether each value fits its key is checked when the grid is expanded.
+// checkSweepAxes rejects axes (and keys of extra sweep points) that name no
+// key of the spec, empty axes and empty points. Whether each value fits its
+// key is checked when the grid is expanded.
 func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error {
-	sw, ok := raw["sweep"].(map[string]any)
-	if !ok {
-		return nil
-	}
 	valid := leafKeys(reflect.TypeOf(spec), "")
 	isValid := map[string]bool{}
 	for _, k := range valid {
 		isValid[k] = true
+	}
+	pts, _ := raw["sweep_points"].([]any)
+	for i, p := range pts {
+		m, _ := p.(map[string]any)
+		if len(m) == 0 {
+			return &ConfigError{File: file, Line: keyLine(doc, "sweep_points"), Key: "sweep_points",
+				Msg: fmt.Sprintf("[[sweep_points]] number %d sets no key; give it dotted keys with one value each, e.g. \"goldfish.k\" = 0", i+1)}
+		}
+		for key := range m {
+			if !isValid[key] || key == "name" {
+				return &ConfigError{File: file, Line: keyLine(doc, "sweep_points."+key), Key: "sweep_points." + key,
+					Msg: fmt.Sprintf("[[sweep_points]] number %d: %q is not a key of the spec; %swrite keys as \"table.key\", e.g. \"goldfish.k\"", i+1, key, suggestion(key, valid))}
+			}
+		}
+	}
+	sw, ok := raw["sweep"].(map[string]any)
+	if !ok {
+		return nil
 	}
 	for axis, vals := range sw {
 		line := keyLine(doc, "sweep."+axis)

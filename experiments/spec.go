@@ -37,6 +37,12 @@ type Spec struct {
 	// Sweep maps dotted keys ("goldfish.k") to the values to try; a spec with
 	// a sweep is a grid of runs, one per combination, under runs/<name>/.
 	Sweep map[string][]any `toml:"sweep,omitempty"`
+	// SweepPoints are runs added to the grid, each a [[sweep_points]] table
+	// of dotted keys with one value each: a control that is no combination
+	// of the axes (a standard-loss run stopped at goldfish k=4's supervised
+	// tokens beside a sweep over k). Its keys need not be axes; the report
+	// shows each as a column, filled from every run's config.
+	SweepPoints []map[string]any `toml:"sweep_points,omitempty"`
 
 	file string
 	doc  []byte // the file as read, to locate errors found later (sweep points)
@@ -216,7 +222,7 @@ func (s *Spec) Hash() (string, error) {
 }
 
 // IsSweep reports whether the spec is a grid of runs.
-func (s *Spec) IsSweep() bool { return len(s.Sweep) > 0 }
+func (s *Spec) IsSweep() bool { return len(s.Sweep) > 0 || len(s.SweepPoints) > 0 }
 
 // validName accepts names that are safe as a directory, in a shell and in a
 // Slurm job name.

@@ -169,3 +169,71 @@ func TestCheckRanks(t *testing.T) {
 		}
 	}
 }
+
+// [[sweep_points]] add runs to the grid: the matched-tokens control beside
+// a sweep over k is one more point, named after its own keys, training its
+// own model, and sweep.json's columns gain the key only it sets. Its bad
+// values and unknown keys are reported at their line.
+func TestSweepPoints(t *testing.T) {
+	doc := "[goldfish]\nh = 13\n[sweep]\n\"goldfish.k\" = [0, 4]\n" +
+		"[[sweep_points]]\n\"goldfish.k\" = 0\n\"train.match_supervised_tokens\" = 4\n"
+	spec, err := ParseBytes("sw.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pts {
+		names = append(names, p.Name)
+	}
+	if want := "k=0 k=4 k=0_match_supervised_tokens=4"; strings.Join(names, " ") != want {
+		t.Fatalf("points %v, want %s", names, want)
+	}
+	x := pts[2]
+	if x.Spec.Train.MatchSupervisedTokens != 4 || x.Spec.Goldfish.K != 0 || x.Spec.Goldfish.H != 13 || x.Reuses != "" {
+		t.Errorf("extra point: match %d, k %d, h %d, reuses %q; want 4, 0, 13 and its own training",
+			x.Spec.Train.MatchSupervisedTokens, x.Spec.Goldfish.K, x.Spec.Goldfish.H, x.Reuses)
+	}
+	if pts[0].Spec.Train.MatchSupervisedTokens != 0 {
+		t.Error("the extra point's key leaked into the grid")
+	}
+	if cols := spec.sweepColumns(); strings.Join(cols, " ") != "goldfish.k train.match_supervised_tokens" {
+		t.Errorf("sweep.json columns %v", cols)
+	}
+	// Extra points without a grid are the whole sweep.
+	only, err := ParseBytes("sw.toml", []byte("[[sweep_points]]\n\"goldfish.k\" = 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pts, err := only.Expand(); err != nil || len(pts) != 1 || pts[0].Name != "k=4" {
+		t.Errorf("only [[sweep_points]]: %v, %v; want the one point k=4", pts, err)
+	}
+	for _, tc := range []struct {
+		doc  string
+		line int
+		want string
+	}{
+		{"[sweep]\n\"goldfish.k\" = [0]\n[[sweep_points]]\n\"goldfish.k\" = 1\n", 4,
+			"sweep_points.goldfish.k: [[sweep_points]] point k=1: goldfish.k = 1: must be 0"},
+		{"[sweep]\n\"goldfish.k\" = [0]\n[[sweep_points]]\n\"goldfish.kk\" = 1\n", 4,
+			`[[sweep_points]] number 1: "goldfish.kk" is not a key of the spec`},
+		{"[sweep]\n\"goldfish.k\" = [0]\n[[sweep_points]]\n\"goldfish.k\" = 0\n", 0,
+			`two sweep points are both named "k=0"`},
+	} {
+		spec, err := ParseBytes("sw.toml", []byte(tc.doc))
+		if err == nil {
+			_, err = spec.Expand()
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one line containing %q", tc.doc, err, tc.want)
+			continue
+		}
+		if tc.line != 0 && ce.Line != tc.line {
+			t.Errorf("%q: line %d, want %d", tc.doc, ce.Line, tc.line)
+		}
+	}
+}

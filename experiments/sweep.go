@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
@@ -25,8 +26,9 @@ type Point struct {
 	Reuses string
 }
 
-// Expand turns a sweep spec into its grid of runs, checking that every
-// value fits its key: a bad value fails before anything runs.
+// Expand turns a sweep spec into its grid of runs, then its extra points
+// ([[sweep_points]]), checking that every value fits its key: a bad value
+// fails before anything runs.
 func (s *Spec) Expand() ([]Point, error) {
 	if !s.IsSweep() {
 		return nil, fmt.Errorf("%s: the spec has no [sweep] table", s.file)
@@ -41,58 +43,105 @@ func (s *Spec) Expand() ([]Point, error) {
 	var pts []Point
 	seen := map[string]bool{}
 	trainer := map[string]string{} // TrainingKey -> first point with it
-	for _, vals := range grid(axes) {
-		name := pointName(labels, vals)
+	add := func(table string, axes []Axis, vals []any, name string) error {
 		if seen[name] {
-			return nil, &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep"), Key: "sweep", Msg: fmt.Sprintf("two grid points are both named %q: an axis repeats a value", name)}
+			return &ConfigError{File: s.file, Line: keyLine(s.doc, table), Key: table, Msg: fmt.Sprintf("two sweep points are both named %q: an axis or a [[sweep_points]] table repeats a point", name)}
 		}
 		seen[name] = true
 		doc := deepCopy(s.raw).(map[string]any)
 		delete(doc, "sweep")
+		delete(doc, "sweep_points")
 		doc["name"] = name
 		values := map[string]any{}
 		for i, a := range axes {
 			if err := setPath(doc, a.Key, vals[i]); err != nil {
-				return nil, &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep."+a.Key), Key: "sweep." + a.Key, Msg: err.Error()}
+				return &ConfigError{File: s.file, Line: keyLine(s.doc, table+"."+a.Key), Key: table + "." + a.Key, Msg: err.Error()}
 			}
 			values[a.Key] = vals[i]
 		}
 		b, err := toml.Marshal(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: encode sweep point %s: %w", s.file, name, err)
+			return fmt.Errorf("%s: encode sweep point %s: %w", s.file, name, err)
 		}
 		ps, err := ParseBytes(s.file+" [sweep point "+name+"]", b)
 		if err != nil {
-			return nil, s.pointError(name, axes, err)
+			return s.pointError(table, name, axes, err)
 		}
 		key, err := ps.TrainingKey()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		reuses := trainer[key]
 		if reuses == "" {
 			trainer[key] = name
 		}
 		pts = append(pts, Point{Name: name, Values: values, Spec: ps, Doc: b, Reuses: reuses})
+		return nil
+	}
+	for _, vals := range grid(axes) {
+		if len(axes) == 0 {
+			break // only [[sweep_points]]: no grid point named ""
+		}
+		if err := add("sweep", axes, vals, pointName(labels, vals)); err != nil {
+			return nil, err
+		}
+	}
+	rawPts, _ := s.raw["sweep_points"].([]any)
+	for _, rp := range rawPts {
+		m, _ := rp.(map[string]any)
+		var pAxes []Axis
+		var vals []any
+		for _, k := range sortedKeys(m) {
+			pAxes = append(pAxes, Axis{Key: k, Values: []any{m[k]}})
+			vals = append(vals, m[k])
+		}
+		if err := add("sweep_points", pAxes, vals, pointName(axisLabels(pAxes), vals)); err != nil {
+			return nil, err
+		}
 	}
 	return pts, nil
 }
 
-// pointError places the error of one grid point's spec in the sweep file:
-// the line of the axis whose value is at fault when the error names an axis
+// sweepColumns are the keys sweep.json lists as axes, the report's columns:
+// the grid's axes, then keys only extra points set, each sorted.
+func (s *Spec) sweepColumns() []string {
+	var cols []string
+	have := map[string]bool{}
+	for _, a := range sortedAxes(s.Sweep) {
+		cols, have[a.Key] = append(cols, a.Key), true
+	}
+	var extra []string
+	for _, p := range s.SweepPoints {
+		for k := range p {
+			if !have[k] {
+				extra, have[k] = append(extra, k), true
+			}
+		}
+	}
+	sort.Strings(extra)
+	return append(cols, extra...)
+}
+
+// pointError places the error of one sweep point's spec in the sweep file
+// (table "sweep" for grid points, "sweep_points" for extra ones): the line
+// of the axis or key whose value is at fault when the error names an axis
 // key, else the file with the point named, since the point's generated
 // document is nowhere a user can see it.
-func (s *Spec) pointError(name string, axes []Axis, err error) error {
+func (s *Spec) pointError(table, name string, axes []Axis, err error) error {
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		return fmt.Errorf("%s: sweep point %s: %w", s.file, name, err)
 	}
-	out := &ConfigError{File: s.file, Key: ce.Key, Msg: "grid point " + name + ": " + ce.Msg}
+	what := "grid point "
+	if table != "sweep" {
+		what = "[[sweep_points]] point "
+	}
+	out := &ConfigError{File: s.file, Key: ce.Key, Msg: what + name + ": " + ce.Msg}
 	for _, a := range axes {
 		if ce.Key == a.Key || strings.HasPrefix(ce.Key, a.Key+".") {
-			out.Key, out.Line = "sweep."+a.Key, keyLine(s.doc, "sweep."+a.Key)
+			out.Key, out.Line = table+"."+a.Key, keyLine(s.doc, table+"."+a.Key)
 			if !strings.HasPrefix(ce.Msg, ce.Key) {
-				out.Msg = "grid point " + name + ": " + ce.Key + ": " + ce.Msg
+				out.Msg = what + name + ": " + ce.Key + ": " + ce.Msg
 			}
 			break
 		}
@@ -134,9 +183,7 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 		}
 	}
 	idx := sweepIndex{Name: s.Name, Spec: s.file}
-	for _, a := range sortedAxes(s.Sweep) {
-		idx.Axes = append(idx.Axes, a.Key)
-	}
+	idx.Axes = s.sweepColumns()
 	for _, p := range pts {
 		spec := filepath.Join("specs", p.Name+".toml")
 		if err := atomicfile.WriteFile(filepath.Join(dir, spec), p.Doc); err != nil {

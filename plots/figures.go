@@ -51,7 +51,7 @@ func kOrder(runs []*runData) []string {
 	seen := map[string]int{}
 	for _, r := range runs {
 		k := r.K
-		if r.goldfishLabel() == "standard" {
+		if r.standard() {
 			k = -1
 		}
 		seen[shortK(r)] = k
@@ -71,8 +71,8 @@ func kOrder(runs []*runData) []string {
 
 // shortK is the x-axis category of a run in the k figures.
 func shortK(r *runData) string {
-	if r.goldfishLabel() == "standard" {
-		return "standard"
+	if r.standard() {
+		return r.goldfishLabel()
 	}
 	return fmt.Sprintf("goldfish k=%d", r.K)
 }
@@ -96,7 +96,7 @@ func crowdedK(ticks []string) (label string, short []string, ok bool) {
 func otherLabel(r *runData, axes []string) string {
 	var parts []string
 	for _, a := range axes {
-		if strings.HasPrefix(a, "goldfish.") {
+		if lossKey(a) {
 			continue
 		}
 		if v, ok := r.Values[a]; ok {
@@ -216,10 +216,17 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 	return p, nil
 }
 
+// lossKey says a sweep column is part of the training objective the k
+// figures already name on their axis (goldfishLabel): the goldfish keys
+// and the equal-supervised-tokens control.
+func lossKey(a string) bool {
+	return strings.HasPrefix(a, "goldfish.") || a == "train.match_supervised_tokens"
+}
+
 func nonGoldfish(axes []string) []string {
 	var out []string
 	for _, a := range axes {
-		if !strings.HasPrefix(a, "goldfish.") {
+		if !lossKey(a) {
 			out = append(out, a)
 		}
 	}
@@ -462,7 +469,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 		all, _, _ := r.Metrics.col("loss_all")
 		for ki, kind := range lossKinds {
 			y, _, ok := r.Metrics.col(kind.col)
-			standard := r.goldfishLabel() == "standard" && kind.col != "loss_all"
+			standard := r.standard() && kind.col != "loss_all"
 			if !ok || allNaN(y) || standard || (kind.col == "loss_kept" && sameSeries(y, all)) {
 				continue
 			}

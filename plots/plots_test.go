@@ -316,3 +316,22 @@ func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
 		}
 	}
 }
+
+// The equal-supervised-tokens control is a standard-loss run of its own on
+// the k figures' axis and in the table, and its column is no series of
+// its own (it is part of the objective the axis names).
+func TestMatchedTokensLabel(t *testing.T) {
+	std := &runData{K: 0, Strategy: "hash-table", Config: map[string]any{"train": map[string]any{"match_supervised_tokens": int64(0)}}}
+	matched := &runData{K: 0, Strategy: "hash-table", Config: map[string]any{"train": map[string]any{"match_supervised_tokens": int64(4)}},
+		Values: map[string]any{"goldfish.k": int64(0), "train.match_supervised_tokens": int64(4)}}
+	gf := &runData{K: 4, H: 13, Strategy: "hash-table", Config: map[string]any{}}
+	if got := matched.goldfishLabel(); got != "standard, tokens of k=4" {
+		t.Errorf("matched label %q", got)
+	}
+	if got := strings.Join(kOrder([]*runData{gf, matched, std}), " | "); got != "standard | standard, tokens of k=4 | goldfish k=4" {
+		t.Errorf("k order %q", got)
+	}
+	if got := otherLabel(matched, []string{"goldfish.k", "train.match_supervised_tokens"}); got != "" {
+		t.Errorf("other label %q, want empty", got)
+	}
+}

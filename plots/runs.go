@@ -86,9 +86,16 @@ type runData struct {
 	Preset                    string
 }
 
+// standard says the run trained with the standard loss (perhaps shortened
+// to a goldfish run's supervised tokens).
+func (r *runData) standard() bool { return r.K == 0 || r.Strategy == "none" }
+
 // goldfishLabel says which loss a run trained with, as a table or legend shows it.
 func (r *runData) goldfishLabel() string {
-	if r.K == 0 || r.Strategy == "none" {
+	if r.standard() {
+		if m := int(lookupFloat(r.Config, "train.match_supervised_tokens")); m > 0 {
+			return fmt.Sprintf("standard, tokens of k=%d", m)
+		}
 		return "standard"
 	}
 	if r.Strategy == "hash-table" || r.Strategy == "hash-avalanche" || r.Strategy == "rolling" {
@@ -292,6 +299,16 @@ func loadDir(dir string) (runs []*runData, axes []string, missing []string, err 
 		}
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		// A column only extra points ([[sweep_points]]) set takes every
+		// other run's value from its config.
+		if r.Values == nil {
+			r.Values = map[string]any{}
+		}
+		for _, a := range idx.Axes {
+			if _, ok := r.Values[a]; !ok {
+				r.Values[a] = lookup(r.Config, a)
+			}
 		}
 		runs = append(runs, r)
 	}
