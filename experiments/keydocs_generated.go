@@ -30,7 +30,7 @@ var keyDocs = map[string]string{
 	"eval.seed":                     "Seed seeds the bootstrap resampling.",
 	"extract.approximation":         "Approximation, when not empty, sets the keys above in one string,\nfor sweeps: \"exact\", \"kv8\", \"kv4\", \"loki-r<rank>-k<top_k>\",\n\"sift-q<quantile>\" or \"quantspec-g<gamma>\" (joined by \"+\" to\ncombine), e.g. \"loki-r8-k0.25\" sets attention, loki.rank, loki.top_k.",
 	"extract.attention":             "Attention is exact, loki (top-k tokens ranked in a PCA space of the\nkeys; extract.loki) or sift (a per-prompt power-law threshold on the\nattention probabilities; extract.sift), applied at decode steps.",
-	"extract.batch_size":            "BatchSize is the number of prompts decoded together.",
+	"extract.batch_size":            "BatchSize is the number of prompts decoded together; 0 = automatic:\na quarter of MemAvailable (after 4 bytes per model parameter) divided\nby 4·window·(2·layers·dim + vocab) bytes per row (key/value cache plus\none row of scoring logits), clamped to [1, 64] (see AutoBatch).",
 	"extract.beams":                 "Beams is the beam width of beam search.",
 	"extract.checkpoints":           "Checkpoints are the checkpoints `memo run` attacks: \"last\" (the\ndefault, also when unset: the newest, into completions.arrow), \"all\" (every one in checkpoints/,\nwhich needs train.keep_checkpoints = 0) or a list of steps, e.g.\n[100, 200] (likewise). Each checkpoint but the newest is attacked\nbeside itself and scored; memorization.parquet gathers them all.",
 	"extract.decoding":              "Decoding is greedy, sample or beam.",

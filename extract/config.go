@@ -60,7 +60,10 @@ type Config struct {
 	Beams int `toml:"beams" json:"beams"`
 	// Seed seeds sampling.
 	Seed int64 `toml:"seed" json:"seed"`
-	// BatchSize is the number of prompts decoded together.
+	// BatchSize is the number of prompts decoded together; 0 = automatic:
+	// a quarter of MemAvailable (after 4 bytes per model parameter) divided
+	// by 4·window·(2·layers·dim + vocab) bytes per row (key/value cache plus
+	// one row of scoring logits), clamped to [1, 64] (see AutoBatch).
 	BatchSize int `toml:"batch_size" json:"batch_size"`
 	// Splits are the document splits attacked: members ("target") and
 	// non-members ("control") by default.
@@ -177,8 +180,8 @@ func (c Config) Validate() error {
 	if c.Beams < 1 || c.Beams > 64 {
 		return fmt.Errorf("extract.beams = %d: must be between 1 and 64", c.Beams)
 	}
-	if c.BatchSize < 1 {
-		return fmt.Errorf("extract.batch_size = %d: must be >= 1", c.BatchSize)
+	if c.BatchSize < 0 {
+		return fmt.Errorf("extract.batch_size = %d: must be >= 1, or 0 for automatic", c.BatchSize)
 	}
 	if len(c.Splits) == 0 {
 		return fmt.Errorf("extract.splits is empty: list at least one of %s", strings.Join(knownSplits, ", "))

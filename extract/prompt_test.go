@@ -79,7 +79,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.TopK = -1 }, "extract.top_k"},
 		{func(c *Config) { c.TopP = 1.5 }, "extract.top_p"},
 		{func(c *Config) { c.Beams = 0 }, "extract.beams"},
-		{func(c *Config) { c.BatchSize = 0 }, "extract.batch_size"},
+		{func(c *Config) { c.BatchSize = -1 }, "extract.batch_size"},
 		{func(c *Config) { c.Splits = []string{"members"} }, "extract.splits"},
 		{func(c *Config) { c.Splits = nil }, "extract.splits"},
 		{func(c *Config) { c.Splits = []string{"target", "target"} }, "extract.splits"},

@@ -44,6 +44,10 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if err := cfg.CheckWindow(window, mc.Context); err != nil {
 		return err
 	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = AutoBatch(mc, window, availableMemory())
+		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
+	}
 	tok, err := ds.Tokenizer()
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)

@@ -1,0 +1,53 @@
+package extract
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/memo-research/memo/model"
+)
+
+// maxAutoBatch caps the automatic batch: past it decoding is no faster on
+// CPU, and a bigger batch only pads more.
+const maxAutoBatch = 64
+
+// AutoBatch is the batch size used when extract.batch_size = 0. A row of a
+// batch holds, in float32, the key/value cache of every layer over the
+// window (2·layers·dim per token) and the logits of a scoring pass (vocab
+// per token): rowBytes = 4·window·(2·layers·dim + vocab). A quarter of the
+// memory left after the model's weights (4·params bytes) goes to the batch,
+// so activations and libtorch's allocator have room; the result is clamped
+// to [1, 64].
+func AutoBatch(mc model.Config, window int, availBytes int64) int {
+	row := 4 * int64(window) * (2*int64(mc.Layers)*int64(mc.Dim) + int64(mc.Vocab))
+	budget := (availBytes - 4*mc.Params()) / 4
+	if row <= 0 || budget <= row {
+		return 1
+	}
+	return int(min(budget/row, maxAutoBatch))
+}
+
+// availableMemory is MemAvailable of /proc/meminfo in bytes; 1 GiB when it
+// cannot be read (not Linux), a conservative guess.
+func availableMemory() int64 {
+	const fallback = 1 << 30
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return fallback
+			}
+			return kb << 10
+		}
+	}
+	return fallback
+}
