@@ -63,7 +63,7 @@ func clipGrads(gs []*ts.Tensor, clip float64) float64 {
 		}
 		if clip > 0 && norm > clip {
 			for _, g := range gs {
-				mulScalar_(g, clip/(norm+1e-6))
+				torchx.MulScalar_(g, clip/(norm+1e-6))
 			}
 		}
 	})
@@ -81,20 +81,20 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 		for i, p := range o.params {
 			g, m, v, w := gs[i], o.m[i], o.v[i], p.Tensor
 			if p.Decay && o.decay > 0 {
-				mulScalar_(w, 1-lr*o.decay)
+				torchx.MulScalar_(w, 1-lr*o.decay)
 			}
-			lerp_(m, g, 1-o.b1)
+			torchx.Lerp_(m, g, 1-o.b1)
 			g2 := g.MustMulScalar(ts.FloatScalar(1-o.b2), false)
-			mulScalar_(v, o.b2)
-			addcmul_(v, g, g2)
+			torchx.MulScalar_(v, o.b2)
+			torchx.Addcmul_(v, g, g2)
 			g2.MustDrop()
 			denom := v.MustSqrt(false)
-			mulScalar_(denom, invSqrtBC2)
-			addScalar_(denom, o.eps)
+			torchx.MulScalar_(denom, invSqrtBC2)
+			torchx.AddScalar_(denom, o.eps)
 			upd := m.MustDiv(denom, false)
 			denom.MustDrop()
-			mulScalar_(upd, -stepSize)
-			add_(w, upd)
+			torchx.MulScalar_(upd, -stepSize)
+			torchx.Add_(w, upd)
 			upd.MustDrop()
 		}
 	})
@@ -106,7 +106,7 @@ func zeroGrads(params []model.Param) {
 		for _, p := range params {
 			g := p.Tensor.MustGrad(false)
 			if g.MustDefined() {
-				zero_(g)
+				torchx.Zero_(g)
 			}
 			g.MustDrop()
 		}

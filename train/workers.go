@@ -84,7 +84,7 @@ func (w *workers) reduceGrads() {
 				if g.MustDefined() {
 					mg := master[i].Tensor.MustGrad(false)
 					if mg.MustDefined() {
-						add_(mg, g)
+						torchx.Add_(mg, g)
 					}
 					mg.MustDrop()
 				}

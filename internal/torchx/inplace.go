@@ -1,4 +1,4 @@
-package train
+package torchx
 
 import (
 	"fmt"
@@ -16,12 +16,14 @@ import (
 // orphaned handle keeps it alive): the optimizer leaked two parameter-sized
 // buffers a step this way. These helpers run the op and free the returned
 // handle instead, leaving the original handle, and its ownership, alone.
+// (They live here, with memo's other gotch glue and unsafe code; the
+// optimizer in train uses them.)
 
 func inplace(name string, t *ts.Tensor, op func(out *lib.Ctensor, self lib.Ctensor)) {
 	var out lib.Ctensor
 	op(&out, lib.Ctensor(t.Ctensor()))
 	if err := ts.TorchErr(); err != nil {
-		panic(fmt.Sprintf("train: in-place %s: %v", name, err))
+		panic(fmt.Sprintf("in-place %s: %v", name, err))
 	}
 	lib.AtFree(out)
 	runtime.KeepAlive(t)
@@ -33,31 +35,37 @@ func cscalar(s *ts.Scalar) lib.Cscalar {
 	return *(*lib.Cscalar)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
-func mulScalar_(t *ts.Tensor, v float64) {
+// MulScalar_ is t *= v in place (see above).
+func MulScalar_(t *ts.Tensor, v float64) {
 	s := ts.FloatScalar(v)
 	inplace("mul", t, func(o *lib.Ctensor, x lib.Ctensor) { lib.AtgMulScalar_(o, x, cscalar(s)) })
 }
 
-func addScalar_(t *ts.Tensor, v float64) {
+// AddScalar_ is t += v in place (see above).
+func AddScalar_(t *ts.Tensor, v float64) {
 	s := ts.FloatScalar(v)
 	inplace("add", t, func(o *lib.Ctensor, x lib.Ctensor) { lib.AtgAddScalar_(o, x, cscalar(s)) })
 }
 
-func add_(t, other *ts.Tensor) {
+// Add_ is t += other in place (see above).
+func Add_(t, other *ts.Tensor) {
 	inplace("add", t, func(o *lib.Ctensor, x lib.Ctensor) { lib.AtgAdd_(o, x, lib.Ctensor(other.Ctensor())) })
 }
 
-func lerp_(t, end *ts.Tensor, w float64) {
+// Lerp_ is t += w·(end − t) in place (see above).
+func Lerp_(t, end *ts.Tensor, w float64) {
 	s := ts.FloatScalar(w)
 	inplace("lerp", t, func(o *lib.Ctensor, x lib.Ctensor) { lib.AtgLerp_(o, x, lib.Ctensor(end.Ctensor()), cscalar(s)) })
 }
 
-func addcmul_(t, a, b *ts.Tensor) {
+// Addcmul_ is t += a·b in place (see above).
+func Addcmul_(t, a, b *ts.Tensor) {
 	inplace("addcmul", t, func(o *lib.Ctensor, x lib.Ctensor) {
 		lib.AtgAddcmul_(o, x, lib.Ctensor(a.Ctensor()), lib.Ctensor(b.Ctensor()))
 	})
 }
 
-func zero_(t *ts.Tensor) {
+// Zero_ sets t to zeros in place (see above).
+func Zero_(t *ts.Tensor) {
 	inplace("zero", t, func(o *lib.Ctensor, x lib.Ctensor) { lib.AtgZero_(o, x) })
 }
