@@ -60,7 +60,7 @@ func extractCommand() *cli.Command {
 			&cli.IntFlag{Name: "beams", Usage: "beam width `N` of --decoding beam", DefaultText: fromConfig(d.Beams)},
 			&cli.IntFlag{Name: "samples", Usage: "guesses per prompt `N` (sample: N draws sharing the prompt's cache; beam: the N best beams); above 1 they go to guesses.arrow beside the completions", DefaultText: fromConfig(d.Samples)},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of sampling", DefaultText: fromConfig(d.Seed)},
-			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together", DefaultText: fromConfig(d.BatchSize)},
+			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together (0: automatic, from available memory)", DefaultText: fromConfig(d.BatchSize)},
 			&cli.StringFlag{Name: "splits", Usage: "comma-separated splits to attack (target, control, background, validation)", DefaultText: fromConfig(strings.Join(d.Splits, ","))},
 			&cli.IntFlag{Name: "max-docs", Usage: "attack at most `N` documents per split (0: all)", DefaultText: fromConfig(d.MaxDocs)},
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
