@@ -6,19 +6,32 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 )
 
-// The checkpoint format (layout, state.json, atomic writes, verification)
-// is package checkpoint's; what stays here is what only training knows:
-// the optimizer's tensors and the thread layout a resume must match.
+// Writing a checkpoint. The checkpoint format (layout, state.json, atomic
+// writes, verification) is package checkpoint's; what is here is what only
+// training knows: the state it records and the thread layout a resume must
+// match. Reading one back is resume.go's.
 
-// loadOptimizer restores the AdamW moments from dir and sets the step count.
-func loadOptimizer(opt *adamW, dir string, step int) error {
-	if err := checkpoint.ReadInto(filepath.Join(dir, checkpoint.OptimizerFile), opt.state()); err != nil {
+// checkpoint writes metrics.arrow and a checkpoint of the current step (rank 0).
+func (l *loop) checkpoint() error {
+	l.lastSaved = l.step
+	if l.rank != 0 {
+		return nil
+	}
+	if err := runfiles.WriteMetrics(filepath.Join(l.runDir, runfiles.MetricsFile), l.metrics); err != nil {
 		return err
 	}
-	opt.step = step
+	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
+		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed}
+	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
+	dir, err := checkpoint.Save(l.runDir, l.g, l.opt.state(), st, l.cfg.KeepCheckpoints)
+	if err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
+	}
+	slog.Debug("checkpoint", "dir", dir)
 	return nil
 }
 
@@ -32,21 +45,4 @@ func threadLayout(threads int) (workers, perWorker int) {
 		return 1, 1
 	}
 	return 1, torchx.Threads()
-}
-
-// warnThreadChange warns when a run resumes from dir with another thread
-// layout than the checkpoint was written with: the run goes on, but its
-// result is no longer bit-identical to an uninterrupted run's.
-func warnThreadChange(dir string, st checkpoint.State, threads int) {
-	workers, perWorker := threadLayout(threads)
-	switch {
-	case st.Workers == 0:
-		slog.Warn("checkpoint records no thread count: cannot check that this resume keeps the run bit-identical (it does only with the same count)",
-			"checkpoint", dir)
-	case st.Workers != workers || st.Threads != perWorker:
-		slog.Warn(fmt.Sprintf("RESUMING WITH A DIFFERENT THREAD COUNT: the checkpoint was written by %d worker(s) × %d libtorch thread(s), this run uses %d × %d (train.threads = %d). "+
-			"Training continues, but the result will not be bit-identical to an uninterrupted run: determinism holds only for the same thread count.",
-			st.Workers, st.Threads, workers, perWorker, threads),
-			"checkpoint", dir)
-	}
 }

@@ -1,0 +1,134 @@
+package train
+
+// Resuming: finding the checkpoint to resume from (or init_from) on rank 0,
+// loading it, and handing the starting state to the other ranks.
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/sugarme/gotch/ts"
+)
+
+// restore resumes from runDir's newest good checkpoint, or loads init_from.
+func (l *loop) restore() error {
+	if l.rank == 0 {
+		checkpoint.RemoveStaleTemps(l.runDir)
+	}
+	if !l.cfg.NoResume {
+		dir, st, err := checkpoint.ResumePoint(l.runDir)
+		if err != nil {
+			return err
+		}
+		if dir != "" {
+			saved, err := checkpoint.ReadConfig(dir)
+			if err != nil {
+				return err
+			}
+			if saved != l.g.Config() {
+				return fmt.Errorf("%s holds a checkpoint of another model (%v, this run: %v): use a new run directory or train.no_resume = true", l.runDir, saved, l.g.Config())
+			}
+			if st.Block != l.block || st.TotalSteps != l.total || st.StreamSeed != l.cfg.Seed {
+				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
+					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
+			}
+			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
+				return err
+			}
+			if err := loadOptimizer(l.opt, dir, st.Step); err != nil {
+				return err
+			}
+			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
+			warnThreadChange(dir, st, l.cfg.Threads)
+			old, err := runfiles.ReadMetrics(filepath.Join(l.runDir, runfiles.MetricsFile))
+			if err != nil {
+				slog.Warn("metrics of the interrupted run unreadable; starting the table afresh", "err", err)
+			}
+			for _, m := range old {
+				if m.Step <= int64(l.step) {
+					l.metrics = append(l.metrics, m)
+				}
+			}
+			if l.rank == 0 {
+				slog.Info("resuming", "checkpoint", dir, "step", l.step)
+			}
+			return nil
+		}
+	}
+	if l.cfg.InitFrom == "" {
+		return nil
+	}
+	dir, saved, err := checkpoint.ReadSource(l.cfg.InitFrom)
+	if err != nil {
+		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
+	}
+	if !saved.SameNetwork(l.g.Config()) {
+		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
+	}
+	if err := checkpoint.LoadSourceWeights(l.g, dir); err != nil {
+		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
+	}
+	if l.rank == 0 {
+		slog.Info("initialised from", "checkpoint", dir)
+	}
+	return nil
+}
+
+// syncStart makes every rank start where rank 0 does. Rank 0 alone read the
+// checkpoint (or init_from); its step, data position and Adam step count,
+// weights and moments are broadcast, so a run resumes with any world size
+// and needs no file system shared between machines. The run's length and
+// epoch size travel along as a check that all ranks see the same data.
+func (l *loop) syncStart() error {
+	ints := ts.MustOfSlice([]int64{int64(l.step), l.pos, int64(l.opt.step), int64(l.total), int64(l.stream.perEpoch)})
+	defer ints.MustDrop()
+	elapsed := ts.MustOfSlice([]float64{l.elapsed})
+	defer elapsed.MustDrop()
+	all := []*ts.Tensor{ints, elapsed}
+	for _, p := range l.g.Params() {
+		all = append(all, p.Tensor)
+	}
+	all = append(all, l.opt.m...)
+	all = append(all, l.opt.v...)
+	if err := l.group.Broadcast(all, 0); err != nil {
+		return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
+	}
+	v := ints.Int64Values()
+	if int(v[3]) != l.total || int(v[4]) != l.stream.perEpoch {
+		return fmt.Errorf("rank %d: rank 0 trains %d steps over %d rows per epoch, this rank %d steps over %d rows: the ranks read different data or configs",
+			l.rank, v[3], v[4], l.total, l.stream.perEpoch)
+	}
+	l.step, l.pos, l.opt.step = int(v[0]), v[1], int(v[2])
+	l.lastSaved = l.step
+	l.elapsed = elapsed.Float64Values()[0]
+	return nil
+}
+
+// loadOptimizer restores the AdamW moments from dir and sets the step count.
+func loadOptimizer(opt *adamW, dir string, step int) error {
+	if err := checkpoint.ReadInto(filepath.Join(dir, checkpoint.OptimizerFile), opt.state()); err != nil {
+		return err
+	}
+	opt.step = step
+	return nil
+}
+
+// warnThreadChange warns when a run resumes from dir with another thread
+// layout than the checkpoint was written with: the run goes on, but its
+// result is no longer bit-identical to an uninterrupted run's.
+func warnThreadChange(dir string, st checkpoint.State, threads int) {
+	workers, perWorker := threadLayout(threads)
+	switch {
+	case st.Workers == 0:
+		slog.Warn("checkpoint records no thread count: cannot check that this resume keeps the run bit-identical (it does only with the same count)",
+			"checkpoint", dir)
+	case st.Workers != workers || st.Threads != perWorker:
+		slog.Warn(fmt.Sprintf("RESUMING WITH A DIFFERENT THREAD COUNT: the checkpoint was written by %d worker(s) × %d libtorch thread(s), this run uses %d × %d (train.threads = %d). "+
+			"Training continues, but the result will not be bit-identical to an uninterrupted run: determinism holds only for the same thread count.",
+			st.Workers, st.Threads, workers, perWorker, threads),
+			"checkpoint", dir)
+	}
+}

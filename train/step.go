@@ -1,0 +1,231 @@
+package train
+
+// One optimizer step: the global batch split into micro-batches, each
+// micro-batch's forward and backward over the workers (microStep), the
+// gradients all-reduced, clipped and applied.
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch/ts"
+)
+
+// trainStep runs one optimizer step over the next global batch.
+func (l *loop) trainStep() (Metric, error) {
+	cfg := l.cfg
+	rows, err := l.stream.take(l.pos, cfg.BatchSize)
+	if err != nil {
+		return Metric{}, err
+	}
+	first := l.pos // stream position of rows[0]
+	l.pos += int64(cfg.BatchSize)
+	// Micro-batch a is the same rows for every world size (those one process
+	// would take); each rank takes its contiguous share of it.
+	gm := cfg.BatchSize / cfg.GradAccum
+	micro := gm / l.size
+	params := l.g.Params()
+	l.work.zeroGrads()
+
+	var sums lossSums
+	t0 := time.Now()
+	for a := 0; a < cfg.GradAccum; a++ {
+		ms, err := l.microStep(rows[a*gm:(a+1)*gm], first+int64(a*gm), l.rank*micro, micro, cfg.GradAccum)
+		if err != nil {
+			return Metric{}, err
+		}
+		sums.add(ms)
+		if a+1 < cfg.GradAccum {
+			torchx.Collect() // between micro-batches: no libtorch call in flight
+		}
+	}
+	l.work.reduceGrads()
+	t1 := time.Now()
+	l.tModel += t1.Sub(t0)
+	defer func() { l.tOpt += time.Since(t1) }()
+	gs, err := grads(params)
+	if err != nil {
+		return Metric{}, err
+	}
+	defer func() {
+		for _, g := range gs {
+			g.MustDrop()
+		}
+	}()
+	if l.group != nil && l.size > 1 {
+		// Each rank's share is already normalised by the global kept count:
+		// the sums are the global batch's gradient and statistics.
+		if err := l.group.AllReduceSum(gs); err != nil {
+			return Metric{}, fmt.Errorf("all-reduce gradients: %w", err)
+		}
+		st := ts.MustOfSlice(sums.vector())
+		if err := l.group.AllReduceSum([]*ts.Tensor{st}); err != nil {
+			return Metric{}, fmt.Errorf("all-reduce losses: %w", err)
+		}
+		sums = lossSumsOf(st.Float64Values())
+		st.MustDrop()
+	}
+	lr := cfg.lrAt(l.step+1, l.total)
+	gn := clipGrads(gs, cfg.Clip)
+	l.opt.update(gs, lr)
+	return Metric{
+		Step:        int64(l.step + 1),
+		LossKept:    sums.kept / float64(cfg.GradAccum),
+		LossAll:     ratio(sums.allCE, sums.allN),
+		LossDropped: ratio(sums.droppedCE, sums.droppedN),
+		LR:          lr,
+		GradNorm:    gn,
+	}, nil
+}
+
+// lossSums are a step's loss statistics as sums, so that micro-batches
+// (add) and ranks (AllReduceSum of vector) combine by adding; the step's
+// metrics are ratios of them.
+type lossSums struct {
+	// kept is the goldfish loss: each micro-batch's CE over its kept
+	// targets / the global micro-batch's kept count (this rank's part of
+	// it), summed over micro-batches. LossKept is kept / grad_accum.
+	kept float64
+	// allCE and allN are the CE summed over every non-padding target,
+	// kept or dropped, and their count: LossAll = allCE / allN.
+	allCE, allN float64
+	// droppedCE and droppedN are the CE summed over the targets the
+	// goldfish mask dropped, and their count: LossDropped.
+	droppedCE, droppedN float64
+}
+
+// add accumulates o into s, field by field.
+func (s *lossSums) add(o lossSums) {
+	s.kept += o.kept
+	s.allCE += o.allCE
+	s.allN += o.allN
+	s.droppedCE += o.droppedCE
+	s.droppedN += o.droppedN
+}
+
+// vector is s as the five float64s ranks all-reduce (lossSumsOf reads them back).
+func (s lossSums) vector() []float64 {
+	return []float64{s.kept, s.allCE, s.allN, s.droppedCE, s.droppedN}
+}
+
+// lossSumsOf is the inverse of vector.
+func lossSumsOf(v []float64) lossSums {
+	return lossSums{kept: v[0], allCE: v[1], allN: v[2], droppedCE: v[3], droppedN: v[4]}
+}
+
+// ratio is a / b, NaN when b is 0 (no targets of that kind).
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// microStep runs forward and backward on this rank's share, rows
+// [from, from+n), of a global micro-batch, split over the workers. The loss is
+// the goldfish loss of the whole global micro-batch (CE summed over its
+// kept targets / their number, counted over all ranks' rows, so that hash
+// masks, which keep different numbers of targets per row, give every world
+// size the same loss), divided by accum so that accumulated gradients
+// average the micro-batches. It returns this rank's part of the kept loss,
+// and the CE sum and count over its targets and over its dropped ones
+// (lossSums).
+// pos is global[0]'s position in the training stream: row-keyed masks
+// (goldfish.strategy = "random") depend on it, so a resumed run masks
+// each row as an uninterrupted one did.
+func (l *loop) microStep(global [][]int32, pos int64, from, n, accum int) (lossSums, error) {
+	var out lossSums
+	targets := make([][]int32, len(global))
+	for i, r := range global {
+		targets[i] = r[1 : l.block+1]
+	}
+	// Every rank holds the whole global batch, so it can count the kept
+	// targets of all of it without a collective.
+	all := make([]bool, len(global)*l.block)
+	if err := loss.MaskBatch(l.masker, uint64(pos), targets, all); err != nil {
+		return out, err
+	}
+	var nKept int64
+	for i, t := range targets {
+		for j, id := range t {
+			if id != PadID && !all[i*l.block+j] {
+				nKept++
+			}
+		}
+	}
+	rows, dropped := global[from:from+n], all[from*l.block:(from+n)*l.block]
+	k := min(l.work.n(), len(rows))
+	res := make([]workerLoss, k)
+	l.work.run(func(w int, g *model.GPT) {
+		if w >= k {
+			return
+		}
+		lo, hi := split(len(rows), k, w)
+		res[w] = forwardBackward(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, nKept, accum)
+	})
+	for _, r := range res {
+		if r.err != nil {
+			return out, r.err
+		}
+		out.kept += r.keptSum
+		nAll := float64(r.NKept + r.NDropped)
+		if nAll > 0 {
+			out.allCE += r.All * nAll
+			out.allN += nAll
+		}
+		if r.NDropped > 0 {
+			out.droppedCE += r.Dropped * float64(r.NDropped)
+			out.droppedN += float64(r.NDropped)
+		}
+	}
+	out.kept /= float64(max(nKept, 1))
+	// Non-finite here means this rank's share blew up (the sum over ranks
+	// would be non-finite too).
+	if math.IsNaN(out.kept) || math.IsInf(out.kept, 0) {
+		return out, fmt.Errorf("loss is %v", out.kept)
+	}
+	return out, nil
+}
+
+type workerLoss struct {
+	Losses
+	keptSum float64 // CE summed over this worker's kept targets
+	err     error
+}
+
+// forwardBackward runs one worker's share of a micro-batch: its part of the
+// loss is its kept-CE sum / nKept (the whole micro-batch's kept count) / accum.
+func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nKept int64, accum int) (out workerLoss) {
+	inp, tgt, _ := batchTensors(rows, block, g.Device())
+	defer inp.MustDrop()
+	defer tgt.MustDrop()
+	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)}, g.Device())
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer dt.MustDrop()
+	logits := g.Forward(inp)
+	defer logits.MustDrop()
+	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer ls.Kept.MustDrop()
+	out.Losses = ls
+	kept := ls.Kept.MustDetach(false)
+	out.keptSum = kept.Float64Values()[0] * float64(ls.NKept)
+	kept.MustDrop()
+	scale := float64(ls.NKept) / float64(max(nKept, 1)) / float64(accum)
+	scaled := ls.Kept.MustMulScalar(ts.FloatScalar(scale), false)
+	defer scaled.MustDrop()
+	if err := scaled.Backward(); err != nil {
+		out.err = fmt.Errorf("backward: %w", err)
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package train
+
+// Validation: the mean cross-entropy over the validation rows.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// validate is the mean cross-entropy over every non-padding target of the
+// validation rows, with no goldfish mask; NaN when there are none. With
+// several ranks each scores its share of the rows and the sums are
+// all-reduced.
+func (l *loop) validate() (float64, error) {
+	if len(l.val) == 0 {
+		return math.NaN(), nil
+	}
+	val := l.val
+	if l.group != nil && l.size > 1 {
+		lo, hi := split(len(val), l.size, l.rank)
+		val = val[lo:hi]
+	}
+	micro := max(1, l.cfg.BatchSize/l.size/l.cfg.GradAccum)
+	var sum, n float64
+	for i := 0; i < len(val); i += micro {
+		rows := val[i:min(i+micro, len(val))]
+		k := min(l.work.n(), len(rows))
+		sums := make([]float64, k)
+		counts := make([]float64, k)
+		errs := make([]error, k)
+		l.work.run(func(w int, g *model.GPT) {
+			if w >= k {
+				return
+			}
+			lo, hi := split(len(rows), k, w)
+			sums[w], counts[w], errs[w] = evalRows(g, rows[lo:hi], l.block)
+		})
+		for w := 0; w < k; w++ {
+			if errs[w] != nil {
+				return 0, fmt.Errorf("validation: %w", errs[w])
+			}
+			sum += sums[w]
+			n += counts[w]
+		}
+		torchx.Collect() // between batches: no libtorch call in flight
+	}
+	if l.group != nil && l.size > 1 {
+		t := ts.MustOfSlice([]float64{sum, n})
+		defer t.MustDrop()
+		if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+			return 0, fmt.Errorf("validation: all-reduce: %w", err)
+		}
+		v := t.Float64Values()
+		sum, n = v[0], v[1]
+	}
+	return ratio(sum, n), nil
+}
+
+// evalRows is the CE sum and target count of rows, without gradients.
+func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err error) {
+	torchx.NoGrad(func() {
+		inp, tgt, _ := batchTensors(rows, block, g.Device())
+		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, g.Device())
+		logits := g.Forward(inp)
+		var ls Losses
+		ls, err = MaskedCrossEntropy(logits, tgt, none, PadID)
+		if err == nil {
+			if ls.NKept > 0 {
+				sum, n = ls.All*float64(ls.NKept), float64(ls.NKept)
+			}
+			ls.Kept.MustDrop()
+		}
+		for _, t := range []*ts.Tensor{inp, tgt, none, logits} {
+			t.MustDrop()
+		}
+	})
+	return sum, n, err
+}
