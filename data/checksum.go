@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
@@ -27,20 +29,31 @@ type FileSum struct {
 // tells it from what was built.
 var checksummedFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json"}
 
-// sumFiles computes the FileSum of each checksummed file in dir.
+// sumFiles computes the FileSum of each checksummed file in dir. The files
+// count as verified in this process: the build that hashed them need not
+// hash them again when a later stage opens the dataset.
 func sumFiles(dir string) (map[string]FileSum, error) {
 	sums := make(map[string]FileSum, len(checksummedFiles))
 	for _, name := range checksummedFiles {
-		s, err := sumFile(filepath.Join(dir, name))
+		path := filepath.Join(dir, name)
+		s, err := sumFile(path)
 		if err != nil {
 			return nil, err
 		}
 		sums[name] = s
+		if fi, err := os.Stat(path); err == nil && fi.Size() == s.Bytes {
+			verified.Store(keyOf(path, fi, s.SHA256), struct{}{})
+		}
 	}
 	return sums, nil
 }
 
+// sumFileCalls counts sumFile's hashes (tests check that a build and the
+// stages after it hash each file once).
+var sumFileCalls atomic.Int64
+
 func sumFile(path string) (FileSum, error) {
+	sumFileCalls.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return FileSum{}, fmt.Errorf("checksum %s: %w", path, err)
@@ -54,16 +67,30 @@ func sumFile(path string) (FileSum, error) {
 	return FileSum{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-// verified remembers files already checked in this process by path, size
-// and modification time, so a run that opens its dataset once per stage
-// hashes each file once.
+// verified remembers files already hashed in this process by file identity
+// (device and inode), size and modification time, so a run that builds its
+// dataset and opens it once per stage hashes each file once. The identity
+// is the inode rather than the path because the dataset cache moves a
+// finished build from its temporary directory to its entry and hard-links it
+// into runs: other paths, the same file.
 var verified sync.Map // verifiedKey -> struct{}
 
 type verifiedKey struct {
-	path  string
-	size  int64
-	mtime time.Time
-	sum   string
+	dev, ino uint64
+	path     string // only where the system gives no inode
+	size     int64
+	mtime    time.Time
+	sum      string
+}
+
+func keyOf(path string, fi os.FileInfo, sum string) verifiedKey {
+	k := verifiedKey{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.dev, k.ino = uint64(st.Dev), uint64(st.Ino)
+	} else {
+		k.path = path
+	}
+	return k
 }
 
 // verifyFiles checks dir's files against the sums report.json recorded. A
@@ -86,7 +113,7 @@ func verifyFiles(dir string, want map[string]FileSum) error {
 		if fi.Size() != w.Bytes {
 			return fmt.Errorf("%s: %w: %d bytes, report.json says %d: the file changed after the build; rebuild it with `memo data build`", path, arrowsafe.ErrCorrupt, fi.Size(), w.Bytes)
 		}
-		key := verifiedKey{path, fi.Size(), fi.ModTime(), w.SHA256}
+		key := keyOf(path, fi, w.SHA256)
 		if _, ok := verified.Load(key); ok {
 			continue
 		}

@@ -101,3 +101,47 @@ func TestDatasetWithoutChecksumsOpens(t *testing.T) {
 		t.Fatalf("dataset without checksums: %v", err)
 	}
 }
+
+// TestBuildThenOpenHashesOnce: a run builds its dataset (through the cache:
+// a temporary directory renamed to the entry, hard-linked into the run) and
+// opens it; each file is hashed by the build and not again by the open,
+// because the files are the same inodes under other paths. A second build
+// of the same key into another run reuses the entry and hashes nothing new
+// when opened either.
+func TestBuildThenOpenHashesOnce(t *testing.T) {
+	cfg := testConfig(t)
+	if !cfg.CacheDatasets {
+		t.Fatal("the default config no longer caches datasets; this test wants the cache's moves")
+	}
+	before := sumFileCalls.Load()
+	ds := buildTest(t, cfg)
+	if got := sumFileCalls.Load() - before; got != int64(len(checksummedFiles)) {
+		t.Errorf("build + open hashed %d files, want %d (once each)", got, len(checksummedFiles))
+	}
+	before = sumFileCalls.Load()
+	if _, err := Open(filepath.Dir(ds.Dir())); err != nil {
+		t.Fatal(err)
+	}
+	buildTest(t, cfg)
+	if got := sumFileCalls.Load() - before; got != 0 {
+		t.Errorf("reopening and reusing the cached build hashed %d files, want 0", got)
+	}
+	// A file replaced by a new one (new inode) with the same bytes is hashed
+	// again: identity, not path, is what was verified.
+	path := filepath.Join(ds.Dir(), "tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(raw))
+	before = sumFileCalls.Load()
+	if _, err := Open(filepath.Dir(ds.Dir())); err != nil {
+		t.Fatal(err)
+	}
+	if got := sumFileCalls.Load() - before; got != 1 {
+		t.Errorf("a replaced tokenizer.json: %d files hashed on open, want 1", got)
+	}
+}
