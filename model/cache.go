@@ -184,21 +184,9 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 	s := cache.n + t
 	rot := g.cfg.RotaryDim()
 	pos := make([]int64, b*t)
-	mask := make([]float32, b*t*s)
-	ninf := float32(math.Inf(-1))
 	for r := 0; r < b; r++ {
-		st := cache.starts[r]
 		for i := 0; i < t; i++ {
-			qi := cache.n + i
-			pos[r*t+i] = int64(max(0, qi-st))
-			row := mask[(r*t+i)*s : (r*t+i+1)*s]
-			for j := range row {
-				// A padding query attends to itself only, so its softmax
-				// stays finite; its output is never used.
-				if j > qi || (j < st && j != qi) {
-					row[j] = ninf
-				}
-			}
+			pos[r*t+i] = int64(max(0, cache.n+i-cache.starts[r]))
 		}
 	}
 	var logits *ts.Tensor
@@ -211,7 +199,7 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 		if err != nil {
 			panic(fmt.Sprintf("model: positions: %v", err))
 		}
-		mt, err := tensorOf(mask, []int64{int64(b), 1, int64(t), int64(s)}, g.device)
+		mt, err := cache.mask(t)
 		if err != nil {
 			panic(fmt.Sprintf("model: mask: %v", err))
 		}
@@ -219,9 +207,54 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 		sin := g.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
 		logits = g.run(ids, cos, sin, mt, cache, lastOnly)
 		for _, x := range []*ts.Tensor{pt, mt, cos, sin} {
-			x.MustDrop()
+			if x != nil {
+				x.MustDrop()
+			}
 		}
 	})
 	cache.n = s
 	return logits
+}
+
+// mask is the additive attention mask of the next t positions over the
+// cache's filled ones and theirs: 0 where attended, −Inf where not. Without
+// padding every row has the same causal mask, so it is [t,S], which lets
+// attention skip the fully masked blocks; a single position then attends
+// every key and gets no mask at all (nil). With padding it is per row,
+// [B,1,t,S]. Approximate attention always gets the per-row mask it reads.
+func (kc *Cache) mask(t int) (*ts.Tensor, error) {
+	s := kc.n + t
+	ninf := float32(math.Inf(-1))
+	padded := kc.approx != nil
+	for _, st := range kc.starts {
+		padded = padded || st > 0
+	}
+	if !padded {
+		if t == 1 {
+			return nil, nil
+		}
+		m := make([]float32, t*s)
+		for i := 0; i < t; i++ {
+			for j := kc.n + i + 1; j < s; j++ {
+				m[i*s+j] = ninf
+			}
+		}
+		return tensorOf(m, []int64{int64(t), int64(s)}, kc.g.device)
+	}
+	b := len(kc.starts)
+	m := make([]float32, b*t*s)
+	for r, st := range kc.starts {
+		for i := 0; i < t; i++ {
+			qi := kc.n + i
+			row := m[(r*t+i)*s : (r*t+i+1)*s]
+			for j := range row {
+				// A padding query attends to itself only, so its softmax
+				// stays finite; its output is never used.
+				if j > qi || (j < st && j != qi) {
+					row[j] = ninf
+				}
+			}
+		}
+	}
+	return tensorOf(m, []int64{int64(b), 1, int64(t), int64(s)}, kc.g.device)
 }

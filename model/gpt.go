@@ -30,6 +30,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -505,26 +506,36 @@ func rotateHalf(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
 
 // attention is softmax(q·kᵀ·scale + mask)·v with q [B,H,T,hd], k and v
 // [B,H,S,hd]. Written with matmul and softmax: libtorch 1.13's fused
-// scaled_dot_product_attention is not available here.
+// scaled_dot_product_attention is not available here. A nil mask attends
+// every key (a decode step without padding). Masked self-attention (T == S)
+// and shared [T,S] masks take the blocked path of maskedAttention.
 func attention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
-	if mask.Dim() == 2 {
-		return sharedMaskAttention(q, k, v, mask, scale)
+	if mask != nil && (mask.Dim() == 2 || q.MustSize()[2] == k.MustSize()[2]) {
+		return maskedAttention(q, k, v, mask, scale)
 	}
 	kt := k.MustTranspose(-2, -1, false)
 	s := q.MustMatmul(kt, false)
 	kt.MustDrop()
-	s = s.MustMulScalar(ts.FloatScalar(scale), true).MustAdd(mask, true)
+	// In place: the scores are this call's own tensor, and a new one for
+	// each op cost an allocation of B·H·T·S floats apiece.
+	torchx.MulScalar_(s, scale)
+	if mask != nil {
+		torchx.Add_(s, mask)
+	}
 	p := s.MustSoftmax(-1, gotch.Float, true)
 	out := p.MustMatmul(v, true)
 	return out
 }
 
-// sharedMaskAttention is attention for a [T,S] mask shared by every row and head:
-// scaling, masking and the score product are one baddbmm on [B·H,T,hd].
-// For causal self-attention (T == S) the queries are cut into blocks that
-// attend only to the keys up to their block's end, which skips most of the
-// fully masked scores (a quarter of the work with two blocks, 3/8 with four).
-func sharedMaskAttention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
+// maskedAttention is attention under a [T,S] mask shared by every row and
+// head, or a per-row [B,1,T,S] one: scaling, masking and the score product
+// are one baddbmm on [B·H,T,hd]. For causal self-attention (T == S) the
+// queries are cut into blocks that attend only to the keys up to their
+// block's end, which skips most of the fully masked scores (a quarter of
+// the work with two blocks, 3/8 with four): every mask here is causal, a
+// padded row's too, so the keys after a block's end are masked for all
+// rows.
+func maskedAttention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	sz := q.MustSize()
 	b, h, t, hd := sz[0], sz[1], sz[2], sz[3]
 	s := k.MustSize()[2]
@@ -550,7 +561,13 @@ func sharedMaskAttention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 		qi := q.MustNarrow(2, lo, n, false).MustReshape([]int64{b * h, n, hd}, true)
 		ki := k3.MustNarrow(1, 0, keys, false).MustTranspose(1, 2, true)
 		vi := v3.MustNarrow(1, 0, keys, false)
-		mi := mask.MustNarrow(0, lo, n, false).MustNarrow(1, 0, keys, true).MustExpand([]int64{b * h, n, keys}, false, true)
+		var mi *ts.Tensor
+		if mask.Dim() == 2 {
+			mi = mask.MustNarrow(0, lo, n, false).MustNarrow(1, 0, keys, true).MustExpand([]int64{b * h, n, keys}, false, true)
+		} else { // [B,1,T,S]: each row's mask for its h heads
+			mi = mask.MustNarrow(2, lo, n, false).MustNarrow(3, 0, keys, true).
+				MustExpand([]int64{b, h, n, keys}, false, true).MustReshape([]int64{b * h, n, keys}, true)
+		}
 		scores := mi.MustBaddbmm(qi, ki, ts.FloatScalar(1), ts.FloatScalar(scale), false)
 		qi.MustDrop()
 		ki.MustDrop()

@@ -1,0 +1,71 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// causalRowMask is the per-row [B,1,T,T] mask of a prompt pass whose row r
+// starts (after left padding) at starts[r], as Cache.mask makes it.
+func causalRowMask(t *testing.T, starts []int, n int) *ts.Tensor {
+	t.Helper()
+	ninf := float32(math.Inf(-1))
+	m := make([]float32, len(starts)*n*n)
+	for r, st := range starts {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if j > i || (j < st && j != i) {
+					m[(r*n+i)*n+j] = ninf
+				}
+			}
+		}
+	}
+	x, err := tensorOf(m, []int64{int64(len(starts)), 1, int64(n), int64(n)}, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// plainAttention is softmax(q·kᵀ·scale + mask)·v over every key, the
+// cache's prompt pass before it took the blocked path.
+func plainAttention(q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
+	s := q.MustMatmul(k.MustTranspose(-2, -1, false), false).MustMulScalar(ts.FloatScalar(scale), true).MustAdd(mask, true)
+	return s.MustSoftmax(-1, gotch.Float, true).MustMatmul(v, true)
+}
+
+// The prompt pass's blocked attention under a per-row (padded) mask must
+// agree with plain masked attention, and without padding the shared [T,T]
+// mask must give exactly what the per-row one gives. A decode step without
+// a mask must give exactly what a mask of zeros gives.
+func TestMaskedAttentionMatchesPlain(t *testing.T) {
+	torchx.NoGrad(func() {
+		scale := 1 / math.Sqrt(16)
+		for _, n := range []int{40, 64, 256} {
+			q := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			k := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			v := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			padded := causalRowMask(t, []int{0, 13}, n)
+			// Float rounding only: the blocked products differ in shape.
+			d := maxAbsDiff(attention(q, k, v, padded, scale), plainAttention(q, k, v, padded, scale))
+			if d > 1e-6 {
+				t.Errorf("T=%d, padded: blocked attention differs from plain by %g", n, d)
+			}
+			t.Logf("T=%d, padded: blocked attention differs from plain by %g", n, d)
+			shared := (&GPT{device: gotch.CPU, causal: map[int64]*ts.Tensor{}}).causalMask(int64(n))
+			perRow := causalRowMask(t, []int{0, 0}, n)
+			if d := maxAbsDiff(attention(q, k, v, shared, scale), attention(q, k, v, perRow, scale)); d != 0 {
+				t.Errorf("T=%d: the shared causal mask differs from per-row masks without padding by %g", n, d)
+			}
+			q1 := q.MustNarrow(2, int64(n-1), 1, false)
+			zeros := ts.MustZeros([]int64{2, 1, 1, int64(n)}, gotch.Float, gotch.CPU)
+			if d := maxAbsDiff(attention(q1, k, v, nil, scale), attention(q1, k, v, zeros, scale)); d != 0 {
+				t.Errorf("T=%d: a step without a mask differs from one with a mask of zeros by %g", n, d)
+			}
+		}
+	})
+}
