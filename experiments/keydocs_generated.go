@@ -34,7 +34,7 @@ var keyDocs = map[string]string{
 	"extract.beams":                 "Beams is the beam width of beam search.",
 	"extract.checkpoints":           "Checkpoints are the checkpoints `memo run` attacks: \"last\" (the\ndefault, also when unset: the newest, into completions.arrow), \"all\" (every one in checkpoints/,\nwhich needs train.keep_checkpoints = 0) or a list of steps, e.g.\n[100, 200] (likewise). Each checkpoint but the newest is attacked\nbeside itself and scored; memorization.parquet gathers them all.",
 	"extract.decoding":              "Decoding is greedy, sample or beam.",
-	"extract.grad_norm":             "GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean\nloss, a membership statistic; it costs one backward pass per\ndocument, so false skips it (grad_norm is NaN).",
+	"extract.grad_norm":             "GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean\nloss, a membership statistic. Off by default (grad_norm is NaN): it\ncosts a forward and a backward pass per document, about three\nforward passes, several times what greedy decoding the same\ndocument costs, so it would dominate a large attack.",
 	"extract.kv_bits":               "KVBits is 16 (the exact fp32 cache), 8 or 4: the keys and values are\nquantized group-wise (32 per group) in QuantSpec's hierarchical\nlayout, the 4-bit code being the upper half of the 8-bit one.",
 	"extract.loki":                  "Loki configures extract.attention = \"loki\".",
 	"extract.loki.calibration_docs": "CalibrationDocs is how many training (target) documents, the first by\ndoc_id, calibrate the key basis; it is cached beside the checkpoint.",

@@ -96,8 +96,10 @@ type Config struct {
 	// turns ReCaLL off (recall is NaN).
 	RecallPrefix int `toml:"recall_prefix" json:"recall_prefix"`
 	// GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean
-	// loss, a membership statistic; it costs one backward pass per
-	// document, so false skips it (grad_norm is NaN).
+	// loss, a membership statistic. Off by default (grad_norm is NaN): it
+	// costs a forward and a backward pass per document, about three
+	// forward passes, several times what greedy decoding the same
+	// document costs, so it would dominate a large attack.
 	GradNorm bool `toml:"grad_norm" json:"grad_norm"`
 	// KVBits is 16 (the exact fp32 cache), 8 or 4: the keys and values are
 	// quantized group-wise (32 per group) in QuantSpec's hierarchical
@@ -131,7 +133,7 @@ func DefaultConfig() Config {
 		Mode: ModeReference, Prefix: 50, Suffix: 50, Decoding: DecodeGreedy,
 		Temperature: 1, TopK: 0, TopP: 1, Beams: 4, Seed: 1234, BatchSize: 16,
 		Splits: []string{"target", "control"}, MinKFraction: 0.2,
-		RecallPrefix: 32, GradNorm: true,
+		RecallPrefix: 32, GradNorm: false,
 		// Checkpoints unset is "last": a TOML array cannot be decoded over
 		// a string default (go-toml keeps the string's type).
 		Samples: 1,

@@ -42,7 +42,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Suffix, cfg.BatchSize, cfg.Reference = 16, 3, dir
+	cfg.Suffix, cfg.BatchSize, cfg.Reference, cfg.GradNorm = 16, 3, dir, true
 	out := filepath.Join(t.TempDir(), "elsewhere.arrow")
 	if err := Run(ctx, cfg, dir, ds, out); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -172,4 +173,29 @@ func TestGradNormIsTheGradientsNorm(t *testing.T) {
 		t.Errorf("central difference along the gradient %.5g, GradNorm %.5g (relative gap %.3g > 2 %%)", fd, norm, d)
 	}
 	t.Logf("GradNorm %.6g, finite difference %.6g", norm, fd)
+}
+
+// BenchmarkGradNormSmall times GradNorm of 8 windows of 256 tokens on the
+// small preset (vocab 4096), the per-document cost of extract.grad_norm.
+func BenchmarkGradNormSmall(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	vs := nn.NewVarStore(gotch.CPU)
+	g, err := New(vs.Root(), Config{Preset: "small", Vocab: 4096})
+	if err != nil {
+		b.Fatal(err)
+	}
+	windows := make([][]int32, 8)
+	for i := range windows {
+		for j := 0; j < 256; j++ {
+			windows[i] = append(windows[i], int32((i*31+j*7)%4096))
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := g.GradNorm(windows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N*len(windows)), "s/window")
 }

@@ -65,7 +65,7 @@ func extractCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-docs", Usage: "attack at most `N` documents per split (0: all)", DefaultText: fromConfig(d.MaxDocs)},
 			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
 			&cli.IntFlag{Name: "recall-prefix", Usage: "ReCaLL's non-member prefix: the first `N` tokens of the first control document (0: no ReCaLL)", DefaultText: fromConfig(d.RecallPrefix)},
-			&cli.BoolFlag{Name: "grad-norm", Usage: "fill the grad_norm column (one backward pass per document; --grad-norm=false skips it)", DefaultText: fromConfig(d.GradNorm)},
+			&cli.BoolFlag{Name: "grad-norm", Usage: "fill the grad_norm column: a forward and a backward pass per document, several times the cost of decoding it, so off by default", DefaultText: fromConfig(d.GradNorm)},
 			&cli.StringFlag{Name: "reference", Usage: "reference model (run or checkpoint `DIR`, same tokenizer) for the ref_loss column", DefaultText: fromConfig("none")},
 			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
 			&cli.StringFlag{Name: "model", Usage: "attack this model instead of a run's: a Hugging Face directory or any memo checkpoint (`DIR`; needs --data and no RUN-DIR), e.g. a Pythia-style audit of an off-the-shelf model"},
