@@ -3,47 +3,8 @@ package eval
 import (
 	"math"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/memo-research/memo/internal/runfiles"
 )
-
-// ApproxColumns are one row's columns of an approximate attack, as
-// extract documents them (runfiles.CompletionsApproxFields).
-type ApproxColumns struct {
-	ExactAgree      int     // generated tokens equal to exact decoding's before the first difference
-	AttnMassKept    float64 // mean exact attention probability on the tokens attended
-	KVBytesPerToken float64 // mean key/value bytes read per decode step (NaN: not measured)
-	SpecAccept      float64 // QuantSpec's accepted / proposed draft tokens (NaN: no speculation)
-}
-
-// approxCols are a batch's approximate-attack columns (all nil when absent).
-type approxCols struct {
-	agree               *array.Int32
-	mass, bytes, accept *array.Float64
-}
-
-func approxColumnsOf(rec arrow.Record) (approxCols, error) {
-	var c approxCols
-	var errs [4]error
-	c.agree, errs[0] = column[*array.Int32](rec, "exact_agree", false)
-	c.mass, errs[1] = column[*array.Float64](rec, "attn_mass_kept", false)
-	c.bytes, errs[2] = column[*array.Float64](rec, "kv_bytes_per_token", false)
-	c.accept, errs[3] = column[*array.Float64](rec, "spec_accept", false)
-	for _, err := range errs {
-		if err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
-func (c approxCols) at(i int) *ApproxColumns {
-	if c.agree == nil || c.mass == nil || c.bytes == nil || c.accept == nil {
-		return nil
-	}
-	return &ApproxColumns{ExactAgree: int(c.agree.Value(i)), AttnMassKept: floatOrNaN(c.mass, i),
-		KVBytesPerToken: floatOrNaN(c.bytes, i), SpecAccept: floatOrNaN(c.accept, i)}
-}
 
 // ApproxSummary is summary.json's "approx": the attacked documents' means
 // of the approximate-attack columns (NaN means unmeasured: null in JSON).
@@ -62,7 +23,7 @@ type ApproxSummary struct {
 }
 
 // summarizeApprox is nil for completions without the columns.
-func summarizeApprox(comps []Completion, method string) *ApproxSummary {
+func summarizeApprox(comps []runfiles.Completion, method string) *ApproxSummary {
 	var s ApproxSummary
 	var agree, full, mass, bytes, accept, nb, na float64
 	for _, c := range comps {

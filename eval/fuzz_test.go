@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // FuzzReadCompletions: no completions.arrow, however corrupt, makes the
@@ -25,7 +27,7 @@ func FuzzReadCompletions(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		rows, _, err := readCompletionsFrom("completions.arrow", bytes.NewReader(raw))
+		rows, _, err := runfiles.ReadCompletionsFrom("completions.arrow", bytes.NewReader(raw))
 		if err != nil {
 			if !strings.Contains(err.Error(), "completions.arrow") {
 				t.Fatalf("error does not name the file: %v", err)

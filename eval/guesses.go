@@ -143,7 +143,7 @@ type GuessSplit struct {
 
 // readGuessScores reads and scores the guesses beside a completions file;
 // nil when there are none (one guess per document).
-func readGuessScores(completions string, comps []Completion) ([]GuessScore, error) {
+func readGuessScores(completions string, comps []runfiles.Completion) ([]GuessScore, error) {
 	path := runfiles.GuessesPath(completions)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -152,7 +152,7 @@ func readGuessScores(completions string, comps []Completion) ([]GuessScore, erro
 	if err != nil {
 		return nil, badinput.Errorf("%w (not written by `memo extract`? run it again)", err)
 	}
-	byDoc := make(map[int64]*Completion, len(comps))
+	byDoc := make(map[int64]*runfiles.Completion, len(comps))
 	for i := range comps {
 		byDoc[comps[i].DocID] = &comps[i]
 	}

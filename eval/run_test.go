@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
@@ -40,65 +39,31 @@ func columnsOf(s *arrow.Schema, names ...string) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-func writeTestCompletions(t *testing.T, path string, cs []Completion) {
+func writeTestCompletions(t *testing.T, path string, cs []runfiles.Completion) {
 	t.Helper()
 	writeTestCompletionsMeta(t, path, cs, nil)
 }
 
-// writeTestCompletionsMeta writes cs with meta as the schema's metadata.
-func writeTestCompletionsMeta(t testing.TB, path string, cs []Completion, meta map[string]string) {
+// writeTestCompletionsMeta writes cs with meta as the schema's metadata,
+// in testSchema's columns only.
+func writeTestCompletionsMeta(t testing.TB, path string, cs []runfiles.Completion, meta map[string]string) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	schema := testSchema
 	if meta != nil {
 		md := arrow.MetadataFrom(meta)
 		schema = arrow.NewSchema(testSchema.Fields(), &md)
 	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema))
-	if err != nil {
+	if err := runfiles.WriteCompletionsAs(path, schema, cs); err != nil {
 		t.Fatal(err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	for _, c := range cs {
-		b.Field(0).(*array.Int64Builder).Append(c.DocID)
-		for i, s := range []string{c.Split, c.Title, c.Status} {
-			b.Field(1 + i).(*array.StringBuilder).Append(s)
-		}
-		b.Field(4).(*array.Int32Builder).Append(int32(c.Repetitions))
-		for i, ids := range [][]int32{c.Suffix, c.Generated} {
-			lb := b.Field(5 + i).(*array.ListBuilder)
-			lb.Append(true)
-			lb.ValueBuilder().(*array.Int32Builder).AppendValues(ids, nil)
-		}
-		for i, s := range []string{c.SuffixText, c.GeneratedText, c.Text} {
-			b.Field(7 + i).(*array.StringBuilder).Append(s)
-		}
-		for i, v := range []float64{c.Loss, c.MinK, c.RefLoss} {
-			b.Field(10 + i).(*array.Float64Builder).Append(v)
-		}
-		lb := b.Field(13).(*array.ListBuilder)
-		lb.Append(true)
-		lb.ValueBuilder().(*array.Float32Builder).AppendValues(c.TokenLosses, nil)
-	}
-	rec := b.NewRecord()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 }
 
 // crafted: three attacked members (one exact, one half right, one with a
 // different ending), one member too short, and two controls; losses chosen
 // so that members rank below controls except one tie.
-func crafted() []Completion {
+func crafted() []runfiles.Completion {
 	nan := math.NaN()
-	return []Completion{
+	return []runfiles.Completion{
 		{DocID: 1, Split: "target", Status: "ok", Repetitions: 4, Suffix: []int32{1, 2, 3, 4}, Generated: []int32{1, 2, 3, 4},
 			SuffixText: "the cat sat down", GeneratedText: "the cat sat down", Text: "aaaa the cat sat down", TokenLosses: []float32{0.1, 0.1, 0.1, 0.1, 0.1}, Loss: 0.1, RefLoss: nan},
 		{DocID: 2, Split: "target", Status: "ok", Repetitions: 4, Suffix: []int32{1, 2, 3, 4}, Generated: []int32{1, 2, 9, 9},
@@ -344,7 +309,7 @@ func TestZlibOverTheScoredWindow(t *testing.T) {
 		{"older file without window_text", "", doc},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Completion{Split: "target", Status: StatusOK, Text: doc, WindowText: tc.windowText, TokenLosses: []float32{2, 4}, RefLoss: math.NaN()}
+			c := runfiles.Completion{Split: "target", Status: StatusOK, Text: doc, WindowText: tc.windowText, TokenLosses: []float32{2, 4}, RefLoss: math.NaN()}
 			s := ScoreCompletion(c, 0.2, math.NaN())
 			if s.ZlibLen != ZlibLen(tc.want) || !near(s.ZlibRatio, 3/float64(ZlibLen(tc.want))) {
 				t.Errorf("zlib length %d ratio %v, want %d and %v", s.ZlibLen, s.ZlibRatio, ZlibLen(tc.want), 3/float64(ZlibLen(tc.want)))

@@ -1,6 +1,10 @@
 package eval
 
-import "math"
+import (
+	"math"
+
+	"github.com/memo-research/memo/internal/runfiles"
+)
 
 // Score is one row of scores.parquet.
 type Score struct {
@@ -39,7 +43,7 @@ type Score struct {
 // minK is Min-K%'s fraction; refLoss (NaN for none) overrides c.RefLoss
 // when it is a number. Documents that were not attacked (status other than
 // "ok") get NaN extraction scores but keep their membership statistics.
-func ScoreCompletion(c Completion, minK float64, refLoss float64) Score {
+func ScoreCompletion(c runfiles.Completion, minK float64, refLoss float64) Score {
 	s := Score{
 		DocID: c.DocID, Split: c.Split, Title: c.Title, Status: c.Status, Repetitions: c.Repetitions,
 		NTokens: c.NTokens, PrefixLen: len(c.Prefix), SuffixLen: len(c.Suffix),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -16,9 +17,9 @@ import (
 // approxAll is generateAll under cfg's approximation: it decodes every
 // attacked prompt approximately, then exactly (the same decoding and
 // seeds), and returns the approximate generations with each row's
-// ApproxMetrics (nil for prompts not attacked). basis is Loki's key basis
+// runfiles.CompletionApprox (nil for prompts not attacked). basis is Loki's key basis
 // (nil unless extract.attention = "loki").
-func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, basis *model.LokiBasis) ([][]int32, []*ApproxMetrics, error) {
+func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, basis *model.LokiBasis) ([][]int32, []*runfiles.CompletionApprox, error) {
 	exactCfg := cfg
 	exactCfg.KVBits, exactCfg.Attention, exactCfg.Speculative = 16, model.AttnExact, SpecNone
 	exact, err := generateAll(ctx, g, exactCfg, prompts, true)
@@ -42,7 +43,7 @@ func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 		draft = g.QuantizedCopy(4)
 	}
 	gen := make([][]int32, len(prompts))
-	metrics := make([]*ApproxMetrics, len(prompts))
+	metrics := make([]*runfiles.CompletionApprox, len(prompts))
 	dec := decoder{cfg: cfg}
 	start, last := time.Now(), time.Now()
 	for lo := 0; lo < len(order); lo += batch {
@@ -80,15 +81,15 @@ func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 }
 
 // decodeApprox decodes one batch under cfg's approximation.
-func decodeApprox(g, draft *model.GPT, cfg Config, dec decoder, basis *model.LokiBasis, pre [][]int32, n int, rngs []*rand.Rand) ([][]int32, []ApproxMetrics, error) {
-	ms := make([]ApproxMetrics, len(pre))
+func decodeApprox(g, draft *model.GPT, cfg Config, dec decoder, basis *model.LokiBasis, pre [][]int32, n int, rngs []*rand.Rand) ([][]int32, []runfiles.CompletionApprox, error) {
+	ms := make([]runfiles.CompletionApprox, len(pre))
 	if cfg.Speculative == SpecQuantSpec {
 		out, stats, err := model.Speculative(g, draft, model.Approx{KVBits: 4}, pre, n, cfg.QuantSpec.Gamma)
 		if err != nil {
 			return nil, nil, err
 		}
 		for k, s := range stats {
-			ms[k] = ApproxMetrics{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
+			ms[k] = runfiles.CompletionApprox{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
 			if s.Proposed > 0 {
 				ms[k].SpecAccept = float64(s.Accepted) / float64(s.Proposed)
 			}
@@ -112,7 +113,7 @@ func decodeApprox(g, draft *model.GPT, cfg Config, dec decoder, basis *model.Lok
 	}
 	stats := lm.ApproxStats()
 	for k := range ms {
-		ms[k] = ApproxMetrics{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
+		ms[k] = runfiles.CompletionApprox{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
 		// A beam search's first beam of each prompt is its best (beamSearch).
 		if s := stats[k*width]; s.Steps > 0 {
 			ms[k].AttnMassKept, ms[k].KVBytesPerToken = s.MassKept, s.KVBytes
@@ -134,7 +135,7 @@ func agreeing(a, b []int32) int {
 // names extract.approximation, even "exact", so that a sweep's exact
 // point is measured like the others (ms is then every row's metrics, nil
 // for rows not attacked).
-func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds *data.Dataset, prompts []Prompt, window int) (gen [][]int32, ms []*ApproxMetrics, err error) {
+func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds *data.Dataset, prompts []Prompt, window int) (gen [][]int32, ms []*runfiles.CompletionApprox, err error) {
 	if !cfg.approximate() && cfg.Approximation == "" {
 		gen, err = generateAll(ctx, g, cfg, prompts, true)
 		return gen, nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -77,7 +78,7 @@ func TestApproxRunOnATrainedRun(t *testing.T) {
 	base := DefaultConfig()
 	base.Suffix, base.BatchSize = 24, 5
 	outDir := t.TempDir()
-	run := func(name string, mod func(*Config)) []eval.Completion {
+	run := func(name string, mod func(*Config)) []runfiles.Completion {
 		cfg := base
 		mod(&cfg)
 		out := filepath.Join(outDir, name+".arrow")

@@ -4,11 +4,12 @@ import (
 	"fmt"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // Statuses of a completion row.
 const (
-	StatusOK       = "ok"
+	StatusOK       = runfiles.StatusOK
 	StatusTooShort = "too_short"
 )
 

@@ -3,13 +3,11 @@ package extract
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/data"
-	"github.com/memo-research/memo/eval"
 )
 
 func seq(from, n int) []int32 {
@@ -105,34 +103,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// What extract writes, eval reads back unchanged.
-func TestCompletionsRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "completions.arrow")
-	rows := make([]Row, 300) // more than one record batch
-	for i := range rows {
-		rows[i] = Row{DocID: int64(i), Split: "target", Title: "t", Status: StatusOK, Repetitions: 4,
-			Prefix: seq(i, 3), Suffix: seq(i+3, 2), Generated: seq(i+3, 2), PrefixText: "a", SuffixText: "b c",
-			GeneratedText: "b c", Text: "a b c", NTokens: 5, Loss: 1.5, MinK: 2.5, RefLoss: math.NaN(), TokenLosses: []float32{1, 2}}
-	}
-	rows[7].Status, rows[7].Prefix, rows[7].Suffix, rows[7].Generated = StatusTooShort, []int32{}, []int32{}, []int32{}
-	if err := WriteCompletions(path, rows, map[string]string{"memo.checkpoint": "ck"}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := eval.ReadCompletions(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(rows) {
-		t.Fatalf("read %d rows, wrote %d", len(got), len(rows))
-	}
-	g := got[299]
-	if g.DocID != 299 || !reflect.DeepEqual(g.Prefix, seq(299, 3)) || !reflect.DeepEqual(g.Generated, seq(302, 2)) ||
-		g.Repetitions != 4 || g.Loss != 1.5 || !math.IsNaN(g.RefLoss) || !reflect.DeepEqual(g.TokenLosses, []float32{1, 2}) {
-		t.Errorf("row 299 read back as %+v", g)
-	}
-	if got[7].Status != StatusTooShort || len(got[7].Suffix) != 0 {
-		t.Errorf("row 7 read back as %+v", got[7])
-	}
+// No prompts generate nothing, without a model. (The completions file's
+// round trip is internal/runfiles' TestCompletionsRoundTrip.)
+func TestGenerateAllNoPrompts(t *testing.T) {
 	if _, err := generateAll(context.Background(), nil, DefaultConfig(), nil, true); err != nil {
 		t.Errorf("no prompts: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // Run attacks the model of checkpointDir (a checkpoint, or a run directory
@@ -80,7 +81,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 
 	var gen [][]int32
 	var guessed [][]Guess
-	var approx []*ApproxMetrics
+	var approx []*runfiles.CompletionApprox
 	if cfg.Samples > 1 {
 		guessed, err = generateGuesses(ctx, g, cfg, prompts, true)
 		gen = topIDs(guessed)
@@ -112,9 +113,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 			return err
 		}
 	}
-	rows := make([]Row, len(prompts))
+	rows := make([]runfiles.Completion, len(prompts))
 	for i, p := range prompts {
-		r := Row{
+		r := runfiles.Completion{
 			DocID: p.Doc.ID, Split: p.Doc.Split, Title: p.Doc.Title, Status: p.Status, Repetitions: p.Doc.Repetitions,
 			Prefix: p.Prefix, Suffix: p.Suffix, Generated: gen[i], Text: p.Doc.Text, NTokens: len(p.Doc.IDs),
 			TokenLosses: losses[i], RefLoss: math.NaN(),
@@ -123,7 +124,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		if approx != nil {
 			r.Approx = approx[i]
 			if r.Approx == nil {
-				r.Approx = &noApprox
+				r.Approx = &runfiles.NoApprox
 			}
 		}
 		if r.Prefix == nil {
@@ -160,7 +161,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if err := writeGuesses(out, cfg, tok, prompts, guessed); err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
-	if err := WriteCompletions(out, rows, meta); err != nil {
+	if err := runfiles.WriteCompletions(out, rows, meta); err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
 	slog.Info("extract: done", "out", out, "rows", len(rows), "too_short", short, "elapsed", time.Since(start).Round(time.Millisecond).String())
