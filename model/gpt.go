@@ -308,11 +308,16 @@ func (s *scope) drop() {
 // With lastOnly the final norm and the LM head run on the last position
 // only and the logits are [B,1,V]: a decoder needs no other position's,
 // and at a prompt of T tokens the head over every position (V×d per
-// token) is the prompt pass's largest product.
+// token) is the prompt pass's largest product. So does the last block
+// after its keys and values (which the cache needs for every position):
+// its attention, output projection and MLP, most of a block's work.
 func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
 	x := ts.MustEmbedding(g.embed, ids, -1, false, false) // [B,T,d]
+	// Approximate attention after the prompt pass reads every query's
+	// scores: there the last block runs whole.
+	trimLast := lastOnly && (cache == nil || cache.approx == nil || cache.n == 0)
 	for li := range g.blocks {
-		next := g.block(li, x, cos, sin, mask, cache)
+		next := g.block(li, x, cos, sin, mask, cache, trimLast && li == len(g.blocks)-1)
 		x.MustDrop()
 		x = next
 	}
@@ -326,12 +331,16 @@ func (g *GPT) run(ids, cos, sin, mask *ts.Tensor, cache *Cache, lastOnly bool) *
 }
 
 // block is one layer: x + attn(norm1(x)), then + mlp(norm2(·)), or both
-// branches from x with the parallel residual.
-func (g *GPT) block(li int, x, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
+// branches from x with the parallel residual. With lastOnly it returns the
+// last position only, [B,1,d] (see run).
+func (g *GPT) block(li int, x, cos, sin, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
 	blk := &g.blocks[li]
 	var s scope
 	defer s.drop()
-	attn := s.keep(g.attend(&s, li, s.keep(g.normalize(x, blk.norm1)), cos, sin, mask, cache))
+	attn := s.keep(g.attend(&s, li, s.keep(g.normalize(x, blk.norm1)), cos, sin, mask, cache, lastOnly))
+	if t := x.MustSize()[1]; lastOnly && t > 1 {
+		x = s.keep(x.MustNarrow(1, t-1, 1, false))
+	}
 	if g.cfg.ParallelResidual {
 		mlp := s.keep(g.mlp(&s, li, s.keep(g.normalize(x, blk.norm2)), cache))
 		// Hugging Face's order of the sum: (mlp + attn) + x.
@@ -344,8 +353,9 @@ func (g *GPT) block(li int, x, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tens
 
 // attend is causal self-attention of the normalized xn [B,T,d]: q, k and v
 // in one product, rotary positions, the cache, grouped-query heads shared
-// by repetition, and the output projection.
-func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cache) *ts.Tensor {
+// by repetition, and the output projection. With lastOnly only the last
+// position queries, and the result is [B,1,d].
+func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
 	c, blk := g.cfg, &g.blocks[li]
 	size := xn.MustSize()
 	b, t := size[0], size[1]
@@ -375,6 +385,17 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 	s.keep(v)
 	if kvh < h { // each key/value head serves h/kvh query heads in a row
 		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
+	}
+	if lastOnly && t > 1 {
+		q = s.keep(q.MustNarrow(2, t-1, 1, false))
+		switch {
+		case mask == nil:
+		case mask.Dim() == 2: // shared causal: the last query attends every key
+			mask = nil
+		default:
+			mask = s.keep(mask.MustNarrow(2, t-1, 1, false))
+		}
+		t = 1
 	}
 	att := s.keep(attentionOf(li, q, k, v, mask, 1/math.Sqrt(float64(hd)), cache)) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
