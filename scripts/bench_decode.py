@@ -6,7 +6,12 @@ tests or CI. It builds memo's llama layout (RMSNorm, rotary rotate-half,
 SwiGLU, tied LM head, N(0, 0.02) weights) at a preset's size, feeds --batch
 random prompts of --prefix tokens, then greedily generates --suffix tokens
 per row with a cache grown by torch.cat, as a straightforward loop would,
-and prints the same JSON fields as `memo bench decode --json`. Like memo,
+and prints the same JSON fields as `memo bench decode --json`. With
+--decoding sample --samples S it draws S samples per prompt at temperature 1
+over the whole vocabulary (top-k 0) as memo's attack does: each prompt runs
+once, its cache is copied to its S rows (memo's Reorder), and every row
+sums the log-probability of its draws; tokens/s then counts
+batch x samples x suffix tokens. Like memo,
 the prompt pass runs the LM head on each row's last position only (the one
 whose logits choose the first token); --full-head runs it on every position.
 
@@ -93,6 +98,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--decoding", default="greedy", choices=["greedy", "sample"])
+    ap.add_argument("--samples", type=int, default=1, help="samples per prompt of --decoding sample (their prompt's cache shared)")
     ap.add_argument("--full-head", action="store_true",
                     help="run the LM head on every prompt position (memo before its last-position head), not the last only")
     a = ap.parse_args()
@@ -101,23 +108,52 @@ def main():
     dim, layers, heads = PRESETS[a.preset]
     m = Model(a.vocab, dim, layers, heads, a.prefix + a.suffix, gen, a.full_head)
     prompts = torch.randint(a.vocab, (a.batch, a.prefix), generator=gen)
+    samples = a.samples if a.decoding == "sample" else 1
     prefill = total = 0.0
     with torch.inference_mode():
         for r in range(1 + a.reps):  # one warm-up run
             cache = [None] * layers
             t0 = time.perf_counter()
-            tok = m.forward(prompts, cache, 0).argmax(-1)
-            t1 = time.perf_counter()
-            for step in range(a.suffix - 1):
-                tok = m.forward(tok[:, None], cache, a.prefix + step).argmax(-1)
+            logits = m.forward(prompts, cache, 0)
+            if a.decoding == "sample":
+                t1 = time.perf_counter()
+                sample(m, logits, cache, a.prefix, a.suffix, samples, a.seed + r)
+            else:
+                tok = logits.argmax(-1)
+                t1 = time.perf_counter()
+                for step in range(a.suffix - 1):
+                    tok = m.forward(tok[:, None], cache, a.prefix + step).argmax(-1)
             t2 = time.perf_counter()
             if r > 0:
                 prefill += t1 - t0
                 total += t2 - t0
     print(json.dumps({"preset": a.preset, "vocab": a.vocab, "prefix": a.prefix, "suffix": a.suffix, "batch": a.batch,
+                      "decoding": a.decoding, "samples": samples, "rows": a.batch * samples,
                       "threads": torch.get_num_threads(), "reps": a.reps, "full_head": a.full_head,
-                      "tokens_per_s": a.batch * a.suffix * a.reps / total,
+                      "tokens_per_s": a.batch * samples * a.suffix * a.reps / total,
                       "prefill_s": prefill / a.reps, "decode_s": (total - prefill) / a.reps}))
+
+
+def sample(m, logits, cache, prefix, suffix, samples, seed):
+    """Draws samples continuations of suffix tokens per prompt from the prompt
+    pass's logits [B, V] and cache: the cache is copied to B x samples rows
+    (row p*samples + j is draw j of prompt p) and the log-probability of every
+    draw is summed, as memo's decoder does; one generator draws every row's
+    token at once (memo draws each row's in Go from its own generator)."""
+    rows = logits.shape[0] * samples
+    for i, (k, v) in enumerate(cache):
+        cache[i] = (k.repeat_interleave(samples, 0), v.repeat_interleave(samples, 0))
+    logits = logits.repeat_interleave(samples, 0)
+    gen = torch.Generator().manual_seed(seed)
+    logp = torch.zeros(rows, dtype=torch.float64)
+    for step in range(suffix):
+        lp = logits.double().log_softmax(-1)
+        tok = torch.multinomial(lp.exp(), 1, generator=gen)[:, 0]
+        logp += lp.gather(1, tok[:, None])[:, 0]
+        if step == suffix - 1:
+            break
+        logits = m.forward(tok[:, None], cache, prefix + step)
+    return logp
 
 
 if __name__ == "__main__":
