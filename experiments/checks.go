@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
@@ -92,7 +93,12 @@ func (s *Spec) tokenizerVocab() (int, error) {
 	case strings.HasPrefix(tok, "bpe:"):
 		return strconv.Atoi(strings.TrimPrefix(tok, "bpe:"))
 	}
-	t, err := data.LoadTokenizer(s.Data.Tokenizer)
+	return loadTokenizerVocab(s.Data.Tokenizer)
+}
+
+// loadTokenizerVocab reads a tokenizer file (a test counts the reads).
+var loadTokenizerVocab = func(spec string) (int, error) {
+	t, err := data.LoadTokenizer(spec)
 	if err != nil {
 		return 0, err
 	}
@@ -107,9 +113,12 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		key, _, _ := strings.Cut(err.Error(), " ")
 		return fail(key, "%v", err)
 	}
+	// An hf: or file tokenizer is parsed once for the checks below, not
+	// once per model they compare it with.
+	tokenizerVocab := sync.OnceValues(s.tokenizerVocab)
 	if m.InitFrom != "" {
 		// Found now rather than after the data stage has run.
-		n, err := s.tokenizerVocab()
+		n, err := tokenizerVocab()
 		if err != nil {
 			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, err)
 		}
@@ -121,7 +130,7 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if block := s.Train.Block; block > m.Context {
 		return fail("train.block", "train.block = %d: must be <= model.context = %d (the model has no positions beyond its context)", block, m.Context)
 	}
-	if err := s.checkModelPaths(m, fail); err != nil {
+	if err := s.checkModelPaths(m, tokenizerVocab, fail); err != nil {
 		return err
 	}
 	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {
@@ -155,8 +164,9 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 // train.init_from (weights to start from) and extract.reference (the
 // reference model of the loss-difference attack) — before any work, so that
 // a typo is not found after training: each must exist, be a model memo can
-// read, and share the spec's vocabulary.
-func (s *Spec) checkModelPaths(m model.Config, fail func(key, format string, args ...any) error) error {
+// read, and share the spec's vocabulary (tokenizerVocab, the size of
+// data.tokenizer's).
+func (s *Spec) checkModelPaths(m model.Config, tokenizerVocab func() (int, error), fail func(key, format string, args ...any) error) error {
 	for _, ref := range []struct{ key, path string }{
 		{"train.init_from", s.Train.InitFrom},
 		{"extract.reference", strings.TrimPrefix(s.Extract.Reference, "hf:")},
@@ -177,7 +187,7 @@ func (s *Spec) checkModelPaths(m model.Config, fail func(key, format string, arg
 				return fail(ref.key, "%s = %q holds %s, the spec's [model] is %s: the weights do not fit", ref.key, ref.path, c.String(), want.String())
 			}
 		}
-		if n, err := s.tokenizerVocab(); err == nil && n > c.Vocab {
+		if n, err := tokenizerVocab(); err == nil && n > c.Vocab {
 			return fail(ref.key, "%s = %q has a vocabulary of %d, data.tokenizer = %q %d tokens: they do not share a tokenizer", ref.key, ref.path, c.Vocab, s.Data.Tokenizer, n)
 		}
 	}
