@@ -5,6 +5,7 @@ go 1.24
 require (
 	github.com/apache/arrow/go/v17 v17.0.0
 	github.com/dlclark/regexp2 v1.11.4
+	github.com/klauspost/compress v1.17.9
 	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/sugarme/gotch v0.9.1
 	github.com/sugarme/tokenizer v0.3.0
@@ -31,7 +32,6 @@ require (
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/flatbuffers v24.3.25+incompatible // indirect
 	github.com/klauspost/asmfmt v1.3.2 // indirect
-	github.com/klauspost/compress v1.17.9 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.8 // indirect
 	github.com/minio/asm2plan9s v0.0.0-20200509001527-cdd76441f9d8 // indirect
 	github.com/minio/c2goasm v0.0.0-20190812172519-36a3d3bbc4f3 // indirect
