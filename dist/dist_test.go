@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,6 +176,9 @@ func deadRank(t *testing.T, victim int, sig syscall.Signal) {
 // seed: losses to 1e-5 relative over 20 steps, final weights to 1e-5. The
 // hash-table mask keeps different numbers of targets per row, and with
 // accumulation the micro-batches must be the same rows in both worlds.
+// "lazy": the ranks read their rows one at a time (an EpochSource) and each
+// reads only its share: rank r the rows [a*4 + 2r, a*4 + 2r + 2) of each
+// micro-batch a of 4 (80 of the 160 rows), every row read once between them.
 func TestTrainParity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains nano models on one and two processes (-short)")
@@ -183,9 +187,11 @@ func TestTrainParity(t *testing.T) {
 		name     string
 		strategy string
 		accum    int
+		lazy     bool
 	}{
-		{"static", loss.StrategyStatic, 1},
-		{"hash-table accum 2", loss.StrategyHashTable, 2},
+		{"static", loss.StrategyStatic, 1, false},
+		{"hash-table accum 2", loss.StrategyHashTable, 2, false},
+		{"hash-table accum 2 lazy", loss.StrategyHashTable, 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const steps = 20
@@ -198,13 +204,21 @@ func TestTrainParity(t *testing.T) {
 			if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			out, err := launchWorkers(t, 2, "train", "MEMO_DIST_DIR="+multi, "MEMO_DIST_STEPS="+strconv.Itoa(steps),
-				"MEMO_DIST_MASK="+tc.strategy, "MEMO_DIST_ACCUM="+strconv.Itoa(tc.accum))
+			env := []string{"MEMO_DIST_DIR=" + multi, "MEMO_DIST_STEPS=" + strconv.Itoa(steps),
+				"MEMO_DIST_MASK=" + tc.strategy, "MEMO_DIST_ACCUM=" + strconv.Itoa(tc.accum)}
+			reads := t.TempDir()
+			if tc.lazy {
+				env = append(env, "MEMO_DIST_READS="+reads)
+			}
+			out, err := launchWorkers(t, 2, "train", env...)
 			if err != nil {
 				t.Fatalf("two ranks: %v\n%s", err, out)
 			}
 			worst, maxDiff := compareRuns(t, single, multi, steps, 1e-5)
 			t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
+			if tc.lazy {
+				checkShares(t, reads, 2, steps*cfg.BatchSize, cfg.BatchSize/cfg.GradAccum)
+			}
 		})
 	}
 }
@@ -254,6 +268,31 @@ func TestResumeOtherWorldSize(t *testing.T) {
 			worst, maxDiff := compareRuns(t, whole, dir, steps, 1e-5)
 			t.Logf("losses agree to %.2g relative; weights to %.2g absolute", worst, maxDiff)
 		})
+	}
+}
+
+// checkShares checks the rows each of size ranks read (readsFile in dir)
+// over a run of rows stream rows in micro-batches of gm: rank r reads,
+// in order, the r-th contiguous gm/size rows of each micro-batch, and
+// nothing else.
+func checkShares(t *testing.T, dir string, size, rows, gm int) {
+	t.Helper()
+	micro := gm / size
+	for r := 0; r < size; r++ {
+		got, err := readReads(readsFile(dir, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		for p := 0; p < rows; p++ {
+			if in := p % gm; in >= r*micro && in < (r+1)*micro {
+				want = append(want, int64(p))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("rank %d read %d rows %v, want its %d: %v", r, len(got), got, len(want), want)
+		}
+		t.Logf("rank %d read %d of the %d rows", r, len(got), rows)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -54,6 +56,65 @@ func (s opticksSource) ValRows(block int) ([][]int32, error) {
 	return rows[:2], err
 }
 
+// lazyOpticks serves opticksSource's epochs a row at a time (a
+// train.EpochSource, as experiments serves a dataset), making each row
+// when it is read, and records the global stream position of every row
+// read.
+type lazyOpticks struct {
+	opticksSource
+	seed  int64 // train.seed: epoch e is read with seed+e
+	reads []int64
+}
+
+func (s *lazyOpticks) Epoch(block int, seed int64) (train.Epoch, error) {
+	shift := int(seed%int64(s.rows)+int64(s.rows)) % s.rows
+	return &lazyEpoch{src: s, block: block, shift: shift, first: (seed - s.seed) * int64(s.rows)}, nil
+}
+
+// lazyEpoch is TrainRows(block, seed) row by row: row i is the
+// consecutive row (i+shift) mod rows of the text.
+type lazyEpoch struct {
+	src          *lazyOpticks
+	block, shift int
+	first        int64 // global position of row 0
+}
+
+func (e *lazyEpoch) Len() int { return e.src.rows }
+
+func (e *lazyEpoch) Row(i int, dst []int32) error {
+	if i < 0 || i >= e.src.rows || len(dst) != e.block+1 {
+		return fmt.Errorf("row %d of %d into %d ids (block %d)", i, e.src.rows, len(dst), e.block)
+	}
+	e.src.reads = append(e.src.reads, e.first+int64(i))
+	k := (i + e.shift) % e.src.rows
+	for j := range dst {
+		dst[j] = e.src.ids[(k*e.block+j)%len(e.src.ids)]
+	}
+	return nil
+}
+
+// readsFile is where rank writes the positions it read (MEMO_DIST_READS).
+func readsFile(dir string, rank int) string {
+	return filepath.Join(dir, fmt.Sprintf("reads-rank-%d.txt", rank))
+}
+
+// readReads parses a readsFile.
+func readReads(path string) ([]int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, f := range strings.Fields(string(b)) {
+		p, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // parityRun is the training run shared by the single-process and the
 // two-rank side of TestTrainParity (steps, mask strategy and accumulation
 // from MEMO_DIST_STEPS, MEMO_DIST_MASK and MEMO_DIST_ACCUM in workers).
@@ -92,8 +153,25 @@ func workerTrain(g *Group) error {
 	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20), mask, envInt("MEMO_DIST_ACCUM", 1))
 	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
-	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
+	// With MEMO_DIST_READS the rows are read lazily and the positions this
+	// rank read are written there.
+	readsDir := os.Getenv("MEMO_DIST_READS")
+	var from train.Source = src
+	lazy := &lazyOpticks{opticksSource: src, seed: cfg.Seed}
+	if readsDir != "" {
+		from = lazy
+	}
+	if err := train.Run(context.Background(), cfg, mcfg, lcfg, from, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
 		return err
+	}
+	if readsDir != "" {
+		var b strings.Builder
+		for _, p := range lazy.reads {
+			fmt.Fprintln(&b, p)
+		}
+		if err := os.WriteFile(readsFile(readsDir, g.Rank()), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
 	}
 	return g.Close()
 }

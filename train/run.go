@@ -41,8 +41,9 @@ type Source interface {
 }
 
 // Group is a data-parallel process group (package dist implements it).
-// Every rank takes its share of each global micro-batch, scales its loss by
-// the global batch's kept-target count and the gradients are summed with
+// Every rank reads only its share of each global micro-batch, scales its
+// loss by the global micro-batch's kept-target count (the ranks' counts
+// summed with AllReduceSum) and the gradients are summed with
 // AllReduceSum, so N ranks compute what one process would; only rank 0
 // reads checkpoints and writes files.
 type Group interface {

@@ -1,8 +1,9 @@
 package train
 
-// One optimizer step: the global batch split into micro-batches, each
-// micro-batch's forward and backward over the workers (microStep), the
-// gradients all-reduced, clipped and applied.
+// One optimizer step: this rank's share of each micro-batch of the global
+// batch read and masked (readShares), each share's forward and backward
+// over the workers (microStep), the gradients all-reduced, clipped and
+// applied.
 
 import (
 	"fmt"
@@ -18,23 +19,18 @@ import (
 // trainStep runs one optimizer step over the next global batch.
 func (l *loop) trainStep() (Metric, error) {
 	cfg := l.cfg
-	rows, err := l.stream.take(l.pos, cfg.BatchSize)
+	shares, nKept, err := l.readShares()
 	if err != nil {
 		return Metric{}, err
 	}
-	first := l.pos // stream position of rows[0]
 	l.pos += int64(cfg.BatchSize)
-	// Micro-batch a is the same rows for every world size (those one process
-	// would take); each rank takes its contiguous share of it.
-	gm := cfg.BatchSize / cfg.GradAccum
-	micro := gm / l.size
 	params := l.g.Params()
 	l.work.zeroGrads()
 
 	var sums lossSums
 	t0 := time.Now()
-	for a := 0; a < cfg.GradAccum; a++ {
-		ms, err := l.microStep(rows[a*gm:(a+1)*gm], first+int64(a*gm), l.rank*micro, micro, cfg.GradAccum)
+	for a, sh := range shares {
+		ms, err := l.microStep(sh, nKept[a], cfg.GradAccum)
 		if err != nil {
 			return Metric{}, err
 		}
@@ -125,39 +121,76 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// microStep runs forward and backward on this rank's share, rows
-// [from, from+n), of a global micro-batch, split over the workers. The loss is
-// the goldfish loss of the whole global micro-batch (CE summed over its
-// kept targets / their number, counted over all ranks' rows, so that hash
-// masks, which keep different numbers of targets per row, give every world
-// size the same loss), divided by accum so that accumulated gradients
-// average the micro-batches. It returns this rank's part of the kept loss,
-// and the CE sum and count over its targets and over its dropped ones
-// (lossSums).
-// pos is global[0]'s position in the training stream: row-keyed masks
-// (goldfish.strategy = "random") depend on it, so a resumed run masks
-// each row as an uninterrupted one did.
-func (l *loop) microStep(global [][]int32, pos int64, from, n, accum int) (lossSums, error) {
-	var out lossSums
-	targets := make([][]int32, len(global))
-	for i, r := range global {
-		targets[i] = r[1 : l.block+1]
-	}
-	// Every rank holds the whole global batch, so it can count the kept
-	// targets of all of it without a collective.
-	all := make([]bool, len(global)*l.block)
-	if err := loss.MaskBatch(l.masker, uint64(pos), targets, all); err != nil {
-		return out, err
-	}
-	var nKept int64
-	for i, t := range targets {
-		for j, id := range t {
-			if id != PadID && !all[i*l.block+j] {
-				nKept++
+// share is this rank's rows of one global micro-batch with their goldfish
+// mask (block decisions a row) and how many targets the mask keeps.
+type share struct {
+	rows    [][]int32
+	dropped []bool
+	kept    int64
+}
+
+// readShares reads this rank's share of each micro-batch of the global batch
+// at l.pos and masks it, and returns with it each global micro-batch's
+// kept-target count. Micro-batch a is the same rows for every world size
+// (those one process would take: stream rows [a*gm, (a+1)*gm) of the
+// batch); rank r reads only its contiguous micro rows of it, from r*micro,
+// and never the other ranks'. Masks are keyed by stream position, so a
+// share is masked as the whole micro-batch would be. The global counts are
+// the sum of the ranks' local ones (one all-reduce of grad_accum integers
+// before any backward, exact), so every rank scales its loss as one process
+// would.
+func (l *loop) readShares() ([]share, []int64, error) {
+	accum := l.cfg.GradAccum
+	gm := l.cfg.BatchSize / accum
+	micro := gm / l.size
+	shares := make([]share, accum)
+	nKept := make([]int64, accum)
+	for a := range shares {
+		pos := l.pos + int64(a*gm+l.rank*micro)
+		rows, err := l.stream.take(pos, micro)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets := make([][]int32, len(rows))
+		for i, r := range rows {
+			targets[i] = r[1 : l.block+1]
+		}
+		dropped := make([]bool, len(rows)*l.block)
+		if err := loss.MaskBatch(l.masker, uint64(pos), targets, dropped); err != nil {
+			return nil, nil, err
+		}
+		sh := share{rows: rows, dropped: dropped}
+		for i, t := range targets {
+			for j, id := range t {
+				if id != PadID && !dropped[i*l.block+j] {
+					sh.kept++
+				}
 			}
 		}
+		shares[a], nKept[a] = sh, sh.kept
 	}
-	rows, dropped := global[from:from+n], all[from*l.block:(from+n)*l.block]
+	if l.group != nil && l.size > 1 {
+		t := ts.MustOfSlice(nKept)
+		defer t.MustDrop()
+		if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+			return nil, nil, fmt.Errorf("all-reduce kept-target counts: %w", err)
+		}
+		copy(nKept, t.Int64Values())
+	}
+	return shares, nKept, nil
+}
+
+// microStep runs forward and backward on this rank's share of a global
+// micro-batch, split over the workers. The loss is the goldfish loss of
+// the whole global micro-batch (CE summed over its kept targets / nKept,
+// their number over all ranks' rows, so that hash masks, which keep
+// different numbers of targets per row, give every world size the same
+// loss), divided by accum so that accumulated gradients average the
+// micro-batches. It returns this rank's part of the kept loss, and the CE
+// sum and count over its targets and over its dropped ones (lossSums).
+func (l *loop) microStep(sh share, nKept int64, accum int) (lossSums, error) {
+	var out lossSums
+	rows, dropped := sh.rows, sh.dropped
 	k := min(l.work.n(), len(rows))
 	res := make([]workerLoss, k)
 	l.work.run(func(w int, g *model.GPT) {
