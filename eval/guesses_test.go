@@ -1,17 +1,14 @@
 package eval
 
 import (
-	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
+	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
@@ -121,16 +118,7 @@ func TestRunScoresGuesses(t *testing.T) {
 	if !near(float64(sum.Members.ExactMatch), 1.0/3) {
 		t.Errorf("members exact %v, want 1/3", sum.Members.ExactMatch)
 	}
-	pf, err := file.OpenParquetFile(filepath.Join(dir, "guess_scores.parquet"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	rd, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := rd.ReadTable(context.Background())
+	tbl, err := arrowsafe.ReadParquetFile(filepath.Join(dir, "guess_scores.parquet"), 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
@@ -152,16 +149,7 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 	}
 
 	// scores.parquet: one row per document, readable by a Parquet reader.
-	pf, err := file.OpenParquetFile(filepath.Join(dir, "scores.parquet"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	rd, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := rd.ReadTable(context.Background())
+	tbl, err := arrowsafe.ReadParquetFile(filepath.Join(dir, "scores.parquet"), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
