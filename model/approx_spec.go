@@ -131,28 +131,5 @@ func (s *Stepper) resync(gen [][]int32) ([][][]float32, error) {
 	// The last position is never cached before it is fed.
 	s.fed = min(s.fed, same, len(s.seqs[0])-1)
 	s.cache.n = s.fed
-	return s.feedAll()
-}
-
-// feedAll runs the positions not yet in the cache and returns every row's
-// logits at each of them (feed returns the last only, copying less).
-func (s *Stepper) feedAll() ([][][]float32, error) {
-	b, width := len(s.seqs), len(s.seqs[0])-s.fed
-	flat := make([]int64, 0, b*width)
-	for _, row := range s.seqs {
-		flat = append(flat, row[s.fed:]...)
-	}
-	ids, err := tensorOf(flat, []int64{int64(b), int64(width)}, s.g.device)
-	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	defer ids.MustDrop()
-	logits := s.g.ForwardCached(ids, s.cache)
-	rows := rowsOf(logits.MustReshape([]int64{int64(b * width), -1}, true), b*width)
-	out := make([][][]float32, b)
-	for i := range out {
-		out[i] = rows[i*width : (i+1)*width]
-	}
-	s.fed = len(s.seqs[0])
-	return out, nil
+	return s.run(false)
 }

@@ -102,6 +102,23 @@ func (s *Stepper) newCache() error {
 // feed runs the positions not yet in the cache and returns the logits of
 // each row's last position.
 func (s *Stepper) feed() ([][]float32, error) {
+	all, err := s.run(true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(all))
+	for i, r := range all {
+		out[i] = r[0]
+	}
+	return out, nil
+}
+
+// run feeds the positions of seqs not yet in the cache, in one forward
+// pass, and returns row i's logits at each position fed, out[i][j]; with
+// lastOnly, at the last position only (out[i][0]), and the model's head
+// runs on that position alone: feed for the next token, run(false) for
+// speculative decoding's verification of every drafted position (resync).
+func (s *Stepper) run(lastOnly bool) ([][][]float32, error) {
 	b, width := len(s.seqs), len(s.seqs[0])-s.fed
 	flat := make([]int64, 0, b*width)
 	for _, row := range s.seqs {
@@ -112,10 +129,19 @@ func (s *Stepper) feed() ([][]float32, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	defer ids.MustDrop()
-	logits := s.g.ForwardCachedLast(ids, s.cache)
-	last := logits.MustSelect(1, 0, true)
-	out := rowsOf(last, b)
-	last.MustDrop()
+	var logits *ts.Tensor // [b·width, vocab], width 1 with lastOnly
+	if lastOnly {
+		logits = s.g.ForwardCachedLast(ids, s.cache).MustSelect(1, 0, true)
+		width = 1
+	} else {
+		logits = s.g.ForwardCached(ids, s.cache).MustReshape([]int64{int64(b * width), -1}, true)
+	}
+	rows := rowsOf(logits, b*width)
+	logits.MustDrop()
+	out := make([][][]float32, b)
+	for i := range out {
+		out[i] = rows[i*width : (i+1)*width]
+	}
 	s.fed = len(s.seqs[0])
 	return out, nil
 }
