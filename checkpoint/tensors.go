@@ -2,9 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
-	"unsafe"
 
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
@@ -99,12 +97,10 @@ func fill(dst *ts.Tensor, shape []int64, read func([]float32) error) error {
 	if n == 0 {
 		return nil
 	}
-	if dst.DType() == gotch.Float && !dst.MustDevice().IsCuda() && dst.MustIsContiguous() {
+	if torchx.HasFloat32Storage(dst) {
 		// Writing the storage is what copy_ under no_grad would do: no
 		// graph exists yet.
-		err := read(unsafe.Slice((*float32)(dst.MustDataPtr()), n))
-		runtime.KeepAlive(dst)
-		return err
+		return torchx.WithFloat32Storage(dst, read)
 	}
 	vals := make([]float32, n)
 	if err := read(vals); err != nil {
@@ -118,8 +114,7 @@ func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
 	if len(vals) == 0 {
 		return nil // nothing to copy, and no first element to point libtorch at
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))
-	src, err := ts.OfDataSize(b, shape, gotch.Float)
+	src, err := torchx.TensorOf(vals, shape)
 	if err != nil {
 		return err
 	}

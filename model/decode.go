@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
@@ -342,8 +341,8 @@ func rowsOf(t *ts.Tensor, b int) [][]float32 {
 	}
 	n := c2.Numel()
 	flat := make([]float32, n)
-	if n > 0 {
-		copy(flat, unsafe.Slice((*float32)(c2.MustDataPtr()), n))
+	if err := torchx.CopyFloat32(flat, c2); err != nil {
+		panic(fmt.Sprintf("rowsOf: %v", err)) // c2 was made float32, contiguous and on the CPU above
 	}
 	c2.MustDrop()
 	v := int(n) / b

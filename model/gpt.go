@@ -28,7 +28,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"unsafe"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
@@ -664,16 +663,7 @@ func llama3Scale(invFreq []float64, c Config) {
 // tensor owns its storage (it is not a view), so it can become a parameter
 // that the optimizer updates in place.
 func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
-	dtype := gotch.Float
-	var zero T
-	if _, ok := any(zero).(int64); ok {
-		dtype = gotch.Int64
-	}
-	var raw []byte
-	if len(vals) > 0 {
-		raw = unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), len(vals)*int(unsafe.Sizeof(zero)))
-	}
-	t, err := ts.OfDataSize(raw, dims, dtype)
+	t, err := torchx.TensorOf(vals, dims)
 	if err != nil {
 		return nil, err
 	}

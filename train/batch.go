@@ -3,8 +3,7 @@ package train
 // Rows of token ids and masks as tensors.
 
 import (
-	"unsafe"
-
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -12,11 +11,7 @@ import (
 // boolTensor makes a [dims] bool tensor of a Go slice on dev (a Go bool is
 // one byte holding 0 or 1, libtorch's bool layout).
 func boolTensor(b []bool, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
-	var raw []byte
-	if len(b) > 0 {
-		raw = unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
-	}
-	t, err := ts.OfDataSize(raw, dims, gotch.Bool)
+	t, err := torchx.TensorOf(b, dims)
 	if err != nil {
 		return nil, err
 	}
