@@ -205,8 +205,10 @@ func (s *Summary) setProvenance(meta map[string]string) error {
 		if err := json.Unmarshal([]byte(x), &g); err != nil {
 			return fmt.Errorf("metadata %s = %q: %w", provenance.Goldfish, x, err)
 		}
-		s.Goldfish = GoldfishSummary{Enabled: g.Enabled, Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start, Seed: g.Seed,
-			Source: GoldfishFromCheckpoint}
+		if g.ExemptIDs == nil {
+			g.ExemptIDs = []int32{} // as GoldfishOf writes it: never null in summary.json
+		}
+		s.Goldfish = GoldfishSummary{GoldfishRecord: g, Source: GoldfishFromCheckpoint}
 	}
 	return nil
 }

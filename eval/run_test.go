@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -215,7 +216,7 @@ func TestRunReferenceAndErrors(t *testing.T) {
 func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 	given := loss.Config{Strategy: "none"}
 	recorded := map[string]string{
-		provenance.Goldfish:    `{"enabled":true,"strategy":"hash-table","k":3,"h":7,"start":0,"seed":5,"exempt_ids":[]}`,
+		provenance.Goldfish:    `{"enabled":true,"strategy":"hash-table","k":3,"h":7,"start":0,"seed":5,"exempt_ids":[2,5]}`,
 		provenance.Checkpoint:  "/runs/k3/checkpoints/step-000040",
 		provenance.Run:         "/runs/k3",
 		provenance.Step:        "40",
@@ -231,9 +232,9 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 		step    int // -1: none recorded
 		wantErr string
 	}{
-		{"recorded", recorded, GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Seed: 5, Source: GoldfishFromCheckpoint}, 40, ""},
-		{"older file", nil, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
-		{"bare checkpoint", map[string]string{provenance.Checkpoint: "/ckpt"}, GoldfishSummary{Strategy: "none", Source: GoldfishGiven}, -1, ""},
+		{"recorded", recorded, GoldfishSummary{provenance.GoldfishRecord{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Seed: 5, ExemptIDs: []int32{2, 5}}, GoldfishFromCheckpoint}, 40, ""},
+		{"older file", nil, GoldfishSummary{provenance.GoldfishRecord{Strategy: "none", ExemptIDs: []int32{}}, GoldfishGiven}, -1, ""},
+		{"bare checkpoint", map[string]string{provenance.Checkpoint: "/ckpt"}, GoldfishSummary{provenance.GoldfishRecord{Strategy: "none", ExemptIDs: []int32{}}, GoldfishGiven}, -1, ""},
 		{"corrupt", map[string]string{provenance.Goldfish: "{k:"}, GoldfishSummary{}, -1, "memo.goldfish"},
 		{"bad step", map[string]string{provenance.Step: "x"}, GoldfishSummary{}, -1, "memo.step"},
 		{"bad params", map[string]string{provenance.Params: "-3"}, GoldfishSummary{}, -1, "memo.params"},
@@ -252,7 +253,7 @@ func TestGoldfishFromCompletionsMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum.Goldfish != tc.want {
+			if !reflect.DeepEqual(sum.Goldfish, tc.want) {
 				t.Errorf("goldfish %+v, want %+v", sum.Goldfish, tc.want)
 			}
 			if tc.step < 0 {

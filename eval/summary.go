@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -191,14 +192,11 @@ type MIAStat struct {
 	TPR1CI   [2]Num `json:"tpr_at_1pct_fpr_ci"`
 }
 
-// GoldfishSummary records the loss the model was trained with.
+// GoldfishSummary records the loss the model was trained with: the record
+// extract writes into completions.arrow (one definition of those fields, in
+// internal/provenance), and where it came from.
 type GoldfishSummary struct {
-	Enabled  bool   `json:"enabled"`
-	Strategy string `json:"strategy"`
-	K        int    `json:"k"`
-	H        int    `json:"h"`
-	Start    int    `json:"start"`
-	Seed     int64  `json:"seed"`
+	provenance.GoldfishRecord
 	// Source says where the settings come from: "checkpoint" when extract
 	// recorded the attacked checkpoint's own (from its run's config.toml)
 	// in completions.arrow, "given" when they are the ones passed to Run
@@ -213,7 +211,7 @@ const (
 )
 
 func goldfishSummary(g loss.Config) GoldfishSummary {
-	return GoldfishSummary{Enabled: g.Enabled(), Strategy: g.Strategy, K: g.K, H: g.H, Start: g.Start, Seed: g.Seed, Source: GoldfishGiven}
+	return GoldfishSummary{GoldfishRecord: provenance.GoldfishOf(g), Source: GoldfishGiven}
 }
 
 // seedFor derives one bootstrap stream per (split, metric) from the

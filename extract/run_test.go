@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -104,8 +106,8 @@ func TestRunOnATrainedRun(t *testing.T) {
 		math.IsNaN(float64(sum.MIA.ReCaLL.AUC)) || math.IsNaN(float64(sum.MIA.GradNorm.AUC)) {
 		t.Errorf("summary: extractable %+v, AUC of mink_pp %v, recall %v, grad_norm %v", sum.Extractable, sum.MIA.MinKPP.AUC, sum.MIA.ReCaLL.AUC, sum.MIA.GradNorm.AUC)
 	}
-	wantGF := eval.GoldfishSummary{Enabled: true, Strategy: "hash-table", K: 3, H: 7, Source: eval.GoldfishFromCheckpoint}
-	if sum.Goldfish != wantGF {
+	wantGF := eval.GoldfishSummary{GoldfishRecord: provenance.GoldfishRecord{Enabled: true, Strategy: "hash-table", K: 3, H: 7, ExemptIDs: []int32{}}, Source: eval.GoldfishFromCheckpoint}
+	if !reflect.DeepEqual(sum.Goldfish, wantGF) {
 		t.Errorf("summary goldfish %+v, want the run's %+v", sum.Goldfish, wantGF)
 	}
 	if sum.Step == nil || *sum.Step != 10 || len(sum.ModelSHA256) != 64 || !strings.Contains(string(sum.Model), `"preset":"nano"`) || sum.Run == "" || sum.ModelParams <= 0 {
