@@ -27,6 +27,8 @@ type Guess struct {
 	// its untruncated distribution at temperature 1 (natural log): the
 	// confidence the extraction benchmark ranks guesses by. It is not the
 	// probability of drawing the guess under temperature, top-k and top-p.
+	// Greedy decoding's guess has none (0): nothing ranks or records it,
+	// and its log-softmax over the vocabulary cost a tenth of a decode step.
 	LogProb float64
 }
 
@@ -80,7 +82,9 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 				next[r] = model.Argmax(l)
 			}
 			seqs[r] = append(seqs[r], next[r])
-			lps[r] += logProbAt(l, next[r])
+			if d.cfg.Decoding == DecodeSample { // greedy's one guess is not ranked or recorded
+				lps[r] += logProbAt(l, next[r])
+			}
 		}
 		if step == n-1 {
 			break

@@ -14,16 +14,31 @@ import (
 )
 
 // TestGuessLogProbByHand works the sequence log-probabilities of the toy
-// Markov chain out by hand: greedy from 0 takes 1 (0.6) then 0 (1/3);
-// beam width 2 keeps 2 → 0 (0.4 · 0.9 = 0.36) first and 1 → 0 (0.2) second.
+// Markov chain out by hand: top-1 sampling from 0 takes 1 (0.6) then one
+// of the three tied at 1/3, and scores the guess under the untruncated
+// distribution; beam
+// width 2 keeps 2 → 0 (0.4 · 0.9 = 0.36) first and 1 → 0 (0.2) second. A
+// greedy decoder's only guess carries no log-probability.
 func TestGuessLogProbByHand(t *testing.T) {
 	d := decoder{cfg: DefaultConfig()}
 	g, err := d.guesses(&markov{table: toy}, [][]int32{{0}}, 2, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := math.Log(0.6) + math.Log(1.0/3); !reflect.DeepEqual(g[0][0].IDs, []int32{1, 0}) || math.Abs(g[0][0].LogProb-want) > 1e-6 {
-		t.Errorf("greedy guess %+v, want [1 0] with log p %.6f", g[0][0], want)
+	if !reflect.DeepEqual(g[0][0].IDs, []int32{1, 0}) || g[0][0].LogProb != 0 {
+		t.Errorf("greedy guess %+v, want [1 0] with no log p", g[0][0])
+	}
+	top1 := decoder{cfg: DefaultConfig()}
+	top1.cfg.Decoding, top1.cfg.TopK = DecodeSample, 1
+	g, err = top1.guesses(&markov{table: toy}, [][]int32{{0}}, 2, 2, []*rand.Rand{sampleRNG(1, 0), sampleRNG(2, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLP := math.Log(0.6) + math.Log(1.0/3)
+	for j, x := range g[0] {
+		if len(x.IDs) != 2 || x.IDs[0] != 1 || math.Abs(x.LogProb-wantLP) > 1e-6 {
+			t.Errorf("top-1 sample %d: %+v, want [1 _] with log p %.6f", j, x, wantLP)
+		}
 	}
 	b, err := d.beamGuesses(&markov{table: toy}, [][]int32{{0}}, 2, 2)
 	if err != nil {

@@ -382,6 +382,13 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 	}
 	s.keep(k)
 	s.keep(v)
+	scale := 1 / math.Sqrt(float64(hd))
+	if t == 1 && (cache == nil || cache.approx == nil) { // a decode step
+		if att, ok := torchx.AttendOne(q, k, v, mask, scale); ok {
+			merged := s.keep(att.MustView([]int64{b, 1, h * hd}, true))
+			return linear(merged, blk.out, blk.outBias)
+		}
+	}
 	if kvh < h { // each key/value head serves h/kvh query heads in a row
 		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
 	}
@@ -396,7 +403,7 @@ func (g *GPT) attend(s *scope, li int, xn, cos, sin, mask *ts.Tensor, cache *Cac
 		}
 		t = 1
 	}
-	att := s.keep(attentionOf(li, q, k, v, mask, 1/math.Sqrt(float64(hd)), cache)) // [B,H,T,hd]
+	att := s.keep(attentionOf(li, q, k, v, mask, scale, cache)) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
 	return linear(merged, blk.out, blk.outBias) // [B,T,d]
 }
@@ -467,8 +474,15 @@ func (g *GPT) normalize(x *ts.Tensor, n norm) *ts.Tensor {
 // noBias stands for an absent bias in libtorch's linear.
 var noBias = ts.NewTensor()
 
-// linear is x·wᵀ (+ bias when not nil).
+// linear is x·wᵀ (+ bias when not nil). A decode step's few rows take
+// torchx.LinearRows when it applies (no gradients, AVX2): OpenBLAS would
+// repack the whole weight for them.
 func linear(x, w, bias *ts.Tensor) *ts.Tensor {
+	if rows := x.Numel() / uint(x.MustSize()[x.Dim()-1]); rows <= torchx.MaxKernelRows {
+		if y, ok := torchx.LinearRows(x, w, bias); ok {
+			return y
+		}
+	}
 	if bias == nil {
 		bias = noBias
 	}
