@@ -1,7 +1,10 @@
 package extract
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -26,6 +29,100 @@ func TestCandidatesOrder(t *testing.T) {
 			if logits[a] < logits[b] || (logits[a] == logits[b] && a > b) {
 				t.Fatalf("case %d: id %d (logit %v) before id %d (logit %v)", it, a, logits[a], b, logits[b])
 			}
+		}
+	}
+}
+
+// descendingOrder's radix sort must give the comparison sort's order:
+// ties (lower index first), −0 beside +0, infinities, subnormals, and
+// temperature-scaled values; with a NaN, NaNs last.
+func TestDescendingOrderMatchesComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 5e-324, -5e-324, math.MaxFloat64, -1, 1}
+	for it := 0; it < 2000; it++ {
+		x := make([]float64, 1+rng.IntN(400))
+		for i := range x {
+			switch rng.IntN(4) {
+			case 0:
+				x[i] = special[rng.IntN(len(special))]
+			case 1:
+				x[i] = float64(rng.IntN(6)) - 3 // ties
+			default:
+				x[i] = float64(float32(rng.NormFloat64()*8)) / 0.7
+			}
+		}
+		if it%50 == 0 {
+			x[rng.IntN(len(x))] = math.NaN()
+		}
+		got, want := descendingOrder(x), descendingOrderCompared(x)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d (%d values): radix order %v, comparison order %v", it, len(x), got[:min(10, len(got))], want[:min(10, len(want))])
+		}
+	}
+}
+
+// referenceSample is sampling as first written: a stable comparison sort
+// of the candidates, their exponentials, the inverse-CDF draw, and the
+// guess's log-probability from logProbAt's separate pass.
+func referenceSample(d decoder, logits []float32, rng *rand.Rand) (int32, float64) {
+	type tok struct {
+		id    int
+		logit float64
+	}
+	toks := make([]tok, len(logits))
+	for i, v := range logits {
+		toks[i] = tok{i, float64(v) / d.cfg.Temperature}
+	}
+	slices.SortStableFunc(toks, func(a, b tok) int { return cmp.Compare(b.logit, a.logit) })
+	n := len(toks)
+	if k := d.cfg.TopK; k > 0 && k < n {
+		n = k
+		for n < len(toks) && toks[n].logit >= toks[k-1].logit {
+			n++
+		}
+	}
+	probs := make([]float64, n)
+	var z float64
+	for i := range probs {
+		probs[i] = math.Exp(toks[i].logit - toks[0].logit)
+		z += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= z
+	}
+	u := rng.Float64()
+	pick := int32(toks[n-1].id)
+	for i, p := range probs {
+		if u -= p; u < 0 {
+			pick = int32(toks[i].id)
+			break
+		}
+	}
+	return pick, logProbAt(logits, pick)
+}
+
+// sampleScored must draw the same tokens and sum the same log-probability
+// bits as the reference, at temperature 1 (shared exponentials) and not.
+func TestSampleScoredMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for it := 0; it < 300; it++ {
+		logits := make([]float32, 1+rng.IntN(500))
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64() * 3)
+			if rng.IntN(5) == 0 {
+				logits[i] = float32(rng.IntN(4))
+			}
+		}
+		cfg := DefaultConfig()
+		cfg.Decoding = DecodeSample
+		cfg.Temperature = []float64{1, 0.7, 1.3}[it%3]
+		cfg.TopK = []int{0, 0, 5, 40}[it%4]
+		d := decoder{cfg: cfg}
+		seed := uint64(it)
+		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 9)))
+		wantTok, wantLP := referenceSample(d, logits, rand.New(rand.NewPCG(seed, 9)))
+		if tok != wantTok || math.Float64bits(lp) != math.Float64bits(wantLP) {
+			t.Fatalf("case %d (T %v, top-k %d): drew %d (log p %v), reference %d (%v)", it, cfg.Temperature, cfg.TopK, tok, lp, wantTok, wantLP)
 		}
 	}
 }

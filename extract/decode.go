@@ -41,36 +41,37 @@ type decoder struct {
 //
 // The probabilities returned sum to 1.
 func (d decoder) candidates(logits []float32) (ids []int, probs []float64) {
-	type tok struct {
-		id    int
-		logit float64
-	}
-	toks := make([]tok, len(logits))
+	return d.candidatesOf(logits, nil)
+}
+
+// candidatesOf is candidates; shifted, when not nil, holds
+// exp(logit − max logit) by token id, which at temperature 1 are the
+// exponentials candidates needs (the caller computed them for the
+// sequence log-probability), so they are not computed twice.
+func (d decoder) candidatesOf(logits []float32, shifted []float64) (ids []int, probs []float64) {
+	scaled := make([]float64, len(logits))
 	for i, v := range logits {
-		toks[i] = tok{i, float64(v) / d.cfg.Temperature}
+		scaled[i] = float64(v) / d.cfg.Temperature
 	}
-	// Most likely first, lower id first among equals (the order a stable
-	// sort by logit gives). A typed sort: sort.SliceStable's reflection
-	// cost more than the model's step when sampling many rows.
-	slices.SortFunc(toks, func(a, b tok) int {
-		if c := cmp.Compare(b.logit, a.logit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	n := len(toks)
+	order := descendingOrder(scaled)
+	n := len(order)
 	if k := d.cfg.TopK; k > 0 && k < n {
-		kth := toks[k-1].logit
+		kth := scaled[order[k-1]]
 		n = k
-		for n < len(toks) && toks[n].logit >= kth {
+		for n < len(order) && scaled[order[n]] >= kth {
 			n++
 		}
 	}
-	toks = toks[:n]
+	ids = order[:n]
 	probs = make([]float64, n)
+	top := scaled[ids[0]]
 	var z float64
-	for i, t := range toks {
-		probs[i] = math.Exp(t.logit - toks[0].logit)
+	for i, id := range ids {
+		if shifted != nil {
+			probs[i] = shifted[id]
+		} else {
+			probs[i] = math.Exp(scaled[id] - top)
+		}
 		z += probs[i]
 	}
 	for i := range probs {
@@ -97,16 +98,103 @@ func (d decoder) candidates(logits []float32) (ids []int, probs []float64) {
 			probs[i] /= kept
 		}
 	}
-	ids = make([]int, n)
-	for i, t := range toks[:n] {
-		ids[i] = t.id
+	return ids[:n], probs
+}
+
+// descendingOrder is the indices of x, largest value first, lower index
+// first among equals: the order a stable sort by descending value gives,
+// found by a least-significant-digit radix sort on the values' bits (a
+// comparison sort of the vocabulary, per row and step, cost more than the
+// model's step when sampling many rows). −0 and +0 are equal; with a NaN
+// it falls back to the comparison sort, which puts NaNs last.
+func descendingOrder(x []float64) []int {
+	n := len(x)
+	keys, order := make([]uint64, n), make([]int, n)
+	for i, v := range x {
+		if v != v {
+			return descendingOrderCompared(x)
+		}
+		if v == 0 {
+			v = 0 // −0 sorts with +0
+		}
+		b := math.Float64bits(v)
+		if b>>63 == 1 { // the map to unsigned integers that keeps the order
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		keys[i], order[i] = ^b, i // descending
 	}
-	return ids, probs
+	keys2, order2 := make([]uint64, n), make([]int, n)
+	var count [256]int
+	for shift := uint(0); shift < 64; shift += 8 {
+		count = [256]int{}
+		for _, k := range keys {
+			count[byte(k>>shift)]++
+		}
+		if count[byte(keys[0]>>shift)] == n {
+			continue // every key has this byte: the pass would not move anything
+		}
+		sum := 0
+		for b, c := range count {
+			count[b] = sum
+			sum += c
+		}
+		for i, k := range keys {
+			j := count[byte(k>>shift)]
+			count[byte(k>>shift)]++
+			keys2[j], order2[j] = k, order[i]
+		}
+		keys, keys2 = keys2, keys
+		order, order2 = order2, order
+	}
+	return order
+}
+
+// descendingOrderCompared is descendingOrder by a comparison sort.
+func descendingOrderCompared(x []float64) []int {
+	order := make([]int, len(x))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(x[b], x[a]) })
+	return order
 }
 
 // samplePick draws one token from the candidates (see candidates).
 func (d decoder) samplePick(logits []float32, rng *rand.Rand) int32 {
-	ids, probs := d.candidates(logits)
+	tok, _ := d.sampleScored(logits, rng)
+	return tok
+}
+
+// sampleScored draws one token from the candidates and returns it with
+// its log-probability under the untruncated distribution at temperature 1
+// (logProbAt's, bit for bit); at temperature 1 the two share their
+// exponentials.
+func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logProb float64) {
+	if d.cfg.Temperature != 1 {
+		ids, probs := d.candidates(logits)
+		tok = draw(ids, probs, rng)
+		return tok, logProbAt(logits, tok)
+	}
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	shifted := make([]float64, len(logits))
+	var z float64
+	for i, v := range logits {
+		shifted[i] = math.Exp(float64(v) - mx)
+		z += shifted[i]
+	}
+	ids, probs := d.candidatesOf(logits, shifted)
+	tok = draw(ids, probs, rng)
+	return tok, float64(logits[tok]) - mx - math.Log(z)
+}
+
+// draw draws one of ids with probabilities probs by inverting the
+// cumulative distribution in their order.
+func draw(ids []int, probs []float64, rng *rand.Rand) int32 {
 	u := rng.Float64()
 	for i, p := range probs {
 		u -= p

@@ -77,14 +77,13 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	for step := 0; ; step++ {
 		for r, l := range logits {
 			if d.cfg.Decoding == DecodeSample {
-				next[r] = d.samplePick(l, rngs[r])
-			} else {
+				var lp float64
+				next[r], lp = d.sampleScored(l, rngs[r])
+				lps[r] += lp
+			} else { // greedy's one guess has no log-probability: nothing ranks or records it
 				next[r] = model.Argmax(l)
 			}
 			seqs[r] = append(seqs[r], next[r])
-			if d.cfg.Decoding == DecodeSample { // greedy's one guess is not ranked or recorded
-				lps[r] += logProbAt(l, next[r])
-			}
 		}
 		if step == n-1 {
 			break
