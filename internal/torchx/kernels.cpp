@@ -135,6 +135,11 @@ __attribute__((target("avx2,fma"))) void scoresOfOneQuery(const float *q, const 
   int64_t j = 0;
   for (; j + 8 <= S; j += 8) {
     const float *kj = k + j * hd;
+    // Keys are read once a step: fetch them 16 keys ahead without keeping
+    // them in the outer caches, where the weights should stay (a prefetch
+    // past the last key cannot fault).
+    for (int64_t off = 16 * hd; off < 24 * hd; off += 16)
+      _mm_prefetch(reinterpret_cast<const char *>(kj + off), _MM_HINT_NTA);
     __m256 a[8];
     for (int r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
     for (int64_t d = 0; d < hd; d += 8) {
@@ -165,6 +170,9 @@ __attribute__((target("avx2,fma"))) void weightedValues(const float *p, const fl
     for (int64_t j = 0; j < S; j++) {
       __m256 pj = _mm256_set1_ps(p[j]);
       const float *vj = v + j * hd + d;
+      if (d == 0)  // as the keys (scoresOfOneQuery)
+        for (int64_t off = 16 * hd; off < 17 * hd; off += 16)
+          _mm_prefetch(reinterpret_cast<const char *>(vj + off), _MM_HINT_NTA);
       for (int r = 0; r < 4; r++)
         if (r * 8 < w) a[r] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + r * 8), a[r]);
     }
