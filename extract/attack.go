@@ -104,10 +104,13 @@ func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Pr
 	return out, nil
 }
 
-// windowLosses computes every prompt's per-token losses over its window.
-func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int) ([][]float32, error) {
+// windowLosses computes every prompt's per-token losses over its window,
+// reporting progress under label.
+func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int, label string) ([][]float32, error) {
 	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
 	out := make([][]float32, len(prompts))
+	bar := progress.New(label, len(prompts))
+	defer bar.Done()
 	for lo := 0; lo < len(order); lo += batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -125,6 +128,7 @@ func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int
 			out[i] = ls[k]
 		}
 		torchx.Collect()
+		bar.Update(lo+len(idx), "")
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ func TestMemorizedDocumentsExtractExactly(t *testing.T) {
 			}
 		}
 	}
-	ls, err := windowLosses(context.Background(), g, BuildPrompts(DefaultConfig(), docs, 128), 2)
+	ls, err := windowLosses(context.Background(), g, BuildPrompts(DefaultConfig(), docs, 128), 2, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

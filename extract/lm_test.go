@@ -40,7 +40,7 @@ func TestRightPaddedLossesMatchOneAtATime(t *testing.T) {
 	for i, w := range windows {
 		prompts[i] = Prompt{Window: w}
 	}
-	viaBatches, err := windowLosses(context.Background(), g, prompts, 3)
+	viaBatches, err := windowLosses(context.Background(), g, prompts, 3, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func recallScores(ctx context.Context, g *model.GPT, prompts []Prompt, losses []
 		w := append(append(make([]int32, 0, len(prefix.IDs)+keep[i]), prefix.IDs...), p.Window[:keep[i]]...)
 		cond[i] = Prompt{Window: w}
 	}
-	cl, err := windowLosses(ctx, g, cond, batch)
+	cl, err := windowLosses(ctx, g, cond, batch, "extract: ReCaLL")
 	if err != nil {
 		return nil, fmt.Errorf("recall: %w", err)
 	}

@@ -188,7 +188,7 @@ func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts 
 		}
 	}
 	slog.Info("extract: reference losses", "checkpoint", ckpt)
-	return windowLosses(ctx, ref, ws, cfg.BatchSize)
+	return windowLosses(ctx, ref, ws, cfg.BatchSize, "extract: reference model")
 }
 
 // scoredTexts decodes the true suffix and the generation, the two texts

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -36,6 +37,8 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
 	out := make([]docScore, len(prompts))
 	dec := decoder{cfg: cfg}
+	bar := progress.New("extract: scoring", len(prompts))
+	defer bar.Done()
 	for lo := 0; lo < len(order); lo += cfg.BatchSize {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -62,6 +65,7 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 			out[i] = d
 		}
 		torchx.Collect()
+		bar.Update(lo+len(idx), "")
 	}
 	return out, nil
 }

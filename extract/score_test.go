@@ -129,7 +129,7 @@ func TestRecallScoresAlignTokens(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Suffix = 10
 	prompts := BuildPrompts(cfg, docs, 64)
-	losses, err := windowLosses(context.Background(), g, prompts, 2)
+	losses, err := windowLosses(context.Background(), g, prompts, 2, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
