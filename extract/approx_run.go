@@ -72,6 +72,7 @@ func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 			metrics[i] = &ms[k]
 		}
 		torchx.Collect()
+		torchx.ReleaseFreeMemory()
 		if time.Since(last) > 10*time.Second {
 			slog.Info("extract: approximate decoding", "done", lo+len(idx), "of", len(order), "elapsed", time.Since(start).Round(time.Second).String())
 			last = time.Now()

@@ -97,6 +97,7 @@ func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Pr
 			out[i] = gs
 		}
 		torchx.Collect()
+		torchx.ReleaseFreeMemory()
 		done += len(idx)
 		bar.Update(done, "")
 	}
@@ -128,6 +129,7 @@ func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int
 			out[i] = ls[k]
 		}
 		torchx.Collect()
+		torchx.ReleaseFreeMemory()
 		bar.Update(lo+len(idx), "")
 	}
 	return out, nil

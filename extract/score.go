@@ -65,6 +65,7 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 			out[i] = d
 		}
 		torchx.Collect()
+		torchx.ReleaseFreeMemory()
 		bar.Update(lo+len(idx), "")
 	}
 	return out, nil

@@ -7,6 +7,7 @@ extern "C" {
 void memo_manual_seed(uint64_t seed);
 void memo_set_num_threads(int n);
 int memo_get_num_threads(void);
+void memo_release_free_memory(void);
 #ifdef __cplusplus
 }
 #endif

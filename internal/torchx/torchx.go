@@ -46,6 +46,15 @@ func Threads() int { return int(C.memo_get_num_threads()) }
 // libtorch memory). Call it only where no libtorch call is in flight.
 func Collect() { runtime.GC() }
 
+// ReleaseFreeMemory hands the C heap's free pages back to the system
+// (glibc's malloc_trim). memo's allocator settings (malloctune) never trim
+// on their own, so that a training step's buffers stay mapped; but an
+// attack's batches differ in size as its prompts lengthen, and the free
+// holes they leave would grow the resident set with the number of
+// documents. Call it between batches, after Collect, not per step: the
+// pages it releases fault in again when reused.
+func ReleaseFreeMemory() { C.memo_release_free_memory() }
+
 // NoGrad runs fn with libtorch's gradient recording off. libtorch keeps that
 // switch per OS thread, and a goroutine may move between threads between
 // cgo calls, so the goroutine is pinned to its thread for the duration.
