@@ -82,7 +82,7 @@ func quantize(x *ts.Tensor, bits int) *ts.Tensor {
 // full precision too. It is for decoding only.
 func (g *GPT) QuantizedCopy(bits int) *GPT {
 	r := *g
-	r.causal = map[int64]*ts.Tensor{}
+	r.causal = nil
 	r.params = nil
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {

@@ -58,7 +58,7 @@ type GPT struct {
 	// sinSigned carries rotate-half's sign (−sin on the first half), so
 	// that rope(x) = x·cos + swapHalves(x)·sinSigned.
 	cos, sinSigned *ts.Tensor
-	causal         map[int64]*ts.Tensor // additive causal masks by length
+	causal         *ts.Tensor // the additive causal mask of the longest length asked for (causalMask)
 }
 
 // norm is RMSNorm's gain, or LayerNorm's gain and bias (gpt_neox).
@@ -109,7 +109,7 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPT{cfg: c, device: p.Device(), causal: map[int64]*ts.Tensor{}}
+	g := &GPT{cfg: c, device: p.Device()}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6d656d6f)) // "memo"
 	// Every weight's path is built afresh from p: gotch's Path.Sub appends to
 	// a shared slice, so two live sibling paths could overwrite each other.
@@ -261,14 +261,28 @@ func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 	sin := g.sinSigned.MustNarrow(0, 0, t, false)
 	defer cos.MustDrop()
 	defer sin.MustDrop()
-	return g.run(ids, cos, sin, g.causalMask(t), nil, false)
+	mask := g.causalMask(t)
+	defer mask.MustDrop()
+	return g.run(ids, cos, sin, mask, nil, false)
 }
 
-// causalMask is the additive [T,T] mask: 0 on and below the diagonal, −inf above.
+// causalMask is the additive [T,T] mask, 0 on and below the diagonal, −inf
+// above: a view (the caller drops it) of one cached mask of the longest
+// length asked for so far. A mask cached per length grew with every
+// window length a scoring pass met, T² floats each: 30 MB over a 2,000 +
+// 2,000 attack at context 256, gigabytes at 2,048.
 func (g *GPT) causalMask(t int64) *ts.Tensor {
-	if m, ok := g.causal[t]; ok {
-		return m
+	if g.causal == nil || g.causal.MustSize()[0] < t {
+		if g.causal != nil {
+			g.causal.MustDrop() // views of it keep its storage alive
+		}
+		g.causal = g.newCausalMask(t)
 	}
+	return g.causal.MustNarrow(0, 0, t, false).MustNarrow(1, 0, t, true)
+}
+
+// newCausalMask builds the [T,T] causal mask (see causalMask).
+func (g *GPT) newCausalMask(t int64) *ts.Tensor {
 	vals := make([]float32, t*t)
 	for i := int64(0); i < t; i++ {
 		for j := i + 1; j < t; j++ {
@@ -279,7 +293,6 @@ func (g *GPT) causalMask(t int64) *ts.Tensor {
 	if err != nil {
 		panic(fmt.Sprintf("model: causal mask: %v", err))
 	}
-	g.causal[t] = m
 	return m
 }
 
@@ -693,7 +706,7 @@ func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.
 // Updates to g's weights are seen by the replica.
 func (g *GPT) Replica() *GPT {
 	r := *g
-	r.causal = map[int64]*ts.Tensor{}
+	r.causal = nil
 	r.params = make([]Param, len(g.params))
 	alias := map[*ts.Tensor]*ts.Tensor{}
 	for i, p := range g.params {
