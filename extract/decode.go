@@ -242,13 +242,10 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 	if n <= 0 || b == 0 {
 		return out, nil
 	}
-	rows := make([][]int32, 0, b*width)
-	for _, p := range prompts {
-		for range width {
-			rows = append(rows, p)
-		}
-	}
-	logits, err := lm.Start(rows, n)
+	// Each prompt runs once; its first step's candidates come from that
+	// row, and Reorder then copies its cache to the prompt's beams (as
+	// samples share their prompt's), instead of a prompt pass per beam.
+	logits, err := lm.Start(prompts, n)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +271,11 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 			}
 			for j := 0; j < nb; j++ {
 				r := p*width + j
-				lp := logSoftmax(logits[r])
+				row := logits[p] // the first step: the prompt's own row
+				if step > 0 {
+					row = logits[r]
+				}
+				lp := logSoftmax(row)
 				for _, t := range topIndices(lp, width) {
 					cands = append(cands, cand{score[r] + lp[t], r, int32(t)})
 				}
@@ -300,6 +301,11 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 		seqs, score = newSeqs, newScore
 		if step == n-1 {
 			break
+		}
+		if step == 0 { // the cache holds one row per prompt so far
+			for r := range parents {
+				parents[r] /= width
+			}
 		}
 		if err := lm.Reorder(parents); err != nil {
 			return nil, err
