@@ -20,17 +20,7 @@ func BenchmarkLinearRows(b *testing.B) {
 		w := ts.MustRandn([]int64{n, k}, gotch.Float, gotch.CPU)
 		for _, kernel := range []bool{true, false} {
 			b.Run(fmt.Sprintf("%dx%dx%d/kernel=%v", m, n, k, kernel), func(b *testing.B) {
-				torchx.NoGrad(func() {
-					for i := 0; i < b.N; i++ {
-						var y *ts.Tensor
-						if kernel {
-							y, _ = torchx.LinearRows(x, w, nil)
-						} else {
-							y = ts.MustLinear(x, w, ts.NewTensor())
-						}
-						y.MustDrop()
-					}
-				})
+				timeLinear(b, kernel, x, func(int) *ts.Tensor { return w })
 				b.ReportMetric(float64(2*m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
@@ -49,19 +39,24 @@ func BenchmarkLinearRowsCold(b *testing.B) {
 	}
 	for _, kernel := range []bool{true, false} {
 		b.Run(fmt.Sprintf("kernel=%v", kernel), func(b *testing.B) {
-			torchx.NoGrad(func() {
-				for i := 0; i < b.N; i++ {
-					w := ws[i%len(ws)]
-					var y *ts.Tensor
-					if kernel {
-						y, _ = torchx.LinearRows(x, w, nil)
-					} else {
-						y = ts.MustLinear(x, w, ts.NewTensor())
-					}
-					y.MustDrop()
-				}
-			})
+			timeLinear(b, kernel, x, func(i int) *ts.Tensor { return ws[i%len(ws)] })
 			b.ReportMetric(float64(n*k*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
+}
+
+// timeLinear runs b.N products of x by weight(i), by the kernel or by
+// libtorch's linear.
+func timeLinear(b *testing.B, kernel bool, x *ts.Tensor, weight func(i int) *ts.Tensor) {
+	torchx.NoGrad(func() {
+		for i := 0; i < b.N; i++ {
+			var y *ts.Tensor
+			if kernel {
+				y, _ = torchx.LinearRows(x, weight(i), nil)
+			} else {
+				y = ts.MustLinear(x, weight(i), ts.NewTensor())
+			}
+			y.MustDrop()
+		}
+	})
 }
