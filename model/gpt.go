@@ -491,10 +491,8 @@ var noBias = ts.NewTensor()
 // torchx.LinearRows when it applies (no gradients, AVX2): OpenBLAS would
 // repack the whole weight for them.
 func linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	if rows := x.Numel() / uint(x.MustSize()[x.Dim()-1]); rows <= torchx.MaxKernelRows {
-		if y, ok := torchx.LinearRows(x, w, bias); ok {
-			return y
-		}
+	if y, ok := torchx.LinearRows(x, w, bias); ok {
+		return y
 	}
 	if bias == nil {
 		bias = noBias
