@@ -161,12 +161,6 @@ func descendingOrderCompared(x []float64) []int {
 	return order
 }
 
-// samplePick draws one token from the candidates (see candidates).
-func (d decoder) samplePick(logits []float32, rng *rand.Rand) int32 {
-	tok, _ := d.sampleScored(logits, rng)
-	return tok
-}
-
 // sampleScored draws one token from the candidates and returns it with
 // its log-probability under the untruncated distribution at temperature 1
 // (logProbAt's, bit for bit); at temperature 1 the two share their
@@ -177,16 +171,8 @@ func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logP
 		tok = draw(ids, probs, rng)
 		return tok, logProbAt(logits, tok)
 	}
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
 	shifted := make([]float64, len(logits))
-	var z float64
-	for i, v := range logits {
-		shifted[i] = math.Exp(float64(v) - mx)
-		z += shifted[i]
-	}
+	mx, z := shiftedExps(logits, shifted)
 	ids, probs := d.candidatesOf(logits, shifted)
 	tok = draw(ids, probs, rng)
 	return tok, float64(logits[tok]) - mx - math.Log(z)
@@ -324,14 +310,7 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 }
 
 func logSoftmax(l []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range l {
-		mx = math.Max(mx, float64(v))
-	}
-	var z float64
-	for _, v := range l {
-		z += math.Exp(float64(v) - mx)
-	}
+	mx, z := shiftedExps(l, nil)
 	lz := mx + math.Log(z)
 	out := make([]float64, len(l))
 	for i, v := range l {

@@ -81,7 +81,8 @@ func TestSampling(t *testing.T) {
 		rng := sampleRNG(9, 1)
 		hits := make([]int, len(logits))
 		for range n {
-			hits[d.samplePick(logits, rng)]++
+			tok, _ := d.sampleScored(logits, rng)
+			hits[tok]++
 		}
 		return hits
 	}

@@ -102,15 +102,26 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 
 // logProbAt is log softmax(logits)[tok] in float64.
 func logProbAt(logits []float32, tok int32) float64 {
-	mx := math.Inf(-1)
+	mx, z := shiftedExps(logits, nil)
+	return float64(logits[tok]) - mx - math.Log(z)
+}
+
+// shiftedExps returns the largest logit and the sum, in token order, of
+// exp(logit − largest) in float64: a log-softmax's normalizer. With dst
+// not nil it also stores each exponential there, by token.
+func shiftedExps(logits []float32, dst []float64) (mx, z float64) {
+	mx = math.Inf(-1)
 	for _, v := range logits {
 		mx = math.Max(mx, float64(v))
 	}
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v) - mx)
+	for i, v := range logits {
+		e := math.Exp(float64(v) - mx)
+		if dst != nil {
+			dst[i] = e
+		}
+		z += e
 	}
-	return float64(logits[tok]) - mx - math.Log(z)
+	return mx, z
 }
 
 // rankGuesses orders guesses by LogProb, highest first; equal ones keep the
