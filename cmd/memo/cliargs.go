@@ -91,3 +91,46 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	}
 	return nil
 }
+
+// helpRequest reports whether a command line asks for help anywhere on it
+// (`memo -h`, `memo run x.toml --help`, `memo data build -h`) and for which
+// command path (empty: the app). urfave/cli sees a help flag only where it
+// parses flags, and memo's own help command hides the app's help flag, so
+// such lines read "flag: help requested" or "unknown command" there.
+// A flag's value is not a request ("--out --help" names a file), nor is
+// anything after "--". -h is help unless the command has a flag named h
+// (mask's goldfish width) and a value follows it.
+func helpRequest(app *cli.App, args []string) ([]string, bool) {
+	var path []string
+	cmds, flags := app.Commands, app.Flags
+	commandDone := false
+	for i := 1; i < len(args); {
+		a := args[i]
+		if a == "--" {
+			return nil, false
+		}
+		if !isFlag(a) {
+			if !commandDone {
+				if next := findCommand(cmds, a); next != nil {
+					path = append(path, next.Name)
+					cmds, flags = next.Subcommands, next.Flags
+					i++
+					continue
+				}
+			}
+			commandDone = true // a positional argument ends the command path
+			i++
+			continue
+		}
+		switch strings.TrimLeft(a, "-") {
+		case "help":
+			return path, true
+		case "h":
+			if flagArgs(flags, args[i:]) == 1 {
+				return path, true
+			}
+		}
+		i += flagArgs(flags, args[i:])
+	}
+	return nil, false
+}

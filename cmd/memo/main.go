@@ -72,6 +72,28 @@ func main() {
 			fmt.Fprintln(os.Stderr, "memo: warning:", err)
 		}
 	}
+	app := newApp()
+	// libtorch's errors reach gotch's log.Fatal with a C++ backtrace and a
+	// Go stack in the message: print the one line that says what failed.
+	log.SetFlags(0)
+	log.SetOutput(oneLineLog{os.Stderr})
+	defer crashReport()
+	if err := app.Run(commandLine(app, os.Args)); err != nil {
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, msg)
+			}
+			os.Exit(exit.ExitCode())
+		}
+		msg, code := failure(err)
+		fmt.Fprintln(os.Stderr, "memo: "+msg)
+		os.Exit(code)
+	}
+}
+
+// newApp is memo's command-line application.
+func newApp() *cli.App {
 	app := &cli.App{
 		Name:  "memo",
 		Usage: "train language models with the standard or goldfish loss and measure how much they memorize",
@@ -102,23 +124,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "memo: unknown command %q: see `memo --help` for the commands\n", name)
 		os.Exit(exitBadInput)
 	}
-	// libtorch's errors reach gotch's log.Fatal with a C++ backtrace and a
-	// Go stack in the message: print the one line that says what failed.
-	log.SetFlags(0)
-	log.SetOutput(oneLineLog{os.Stderr})
-	defer crashReport()
-	if err := app.Run(hoistFlags(app, os.Args)); err != nil {
-		var exit cli.ExitCoder
-		if errors.As(err, &exit) {
-			if msg := err.Error(); msg != "" {
-				fmt.Fprintln(os.Stderr, msg)
-			}
-			os.Exit(exit.ExitCode())
-		}
-		msg, code := failure(err)
-		fmt.Fprintln(os.Stderr, "memo: "+msg)
-		os.Exit(code)
+	return app
+}
+
+// commandLine is the argument list app.Run gets: a request for help
+// anywhere on the line becomes `memo help COMMAND...` (help, exit 0), else
+// the flags move in front of the positional arguments.
+func commandLine(app *cli.App, args []string) []string {
+	if path, ok := helpRequest(app, args); ok {
+		return append([]string{args[0], "help"}, path...)
 	}
+	return hoistFlags(app, args)
 }
 
 // Exit codes of the contract the README documents.
