@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +13,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/outguard"
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
@@ -166,6 +169,9 @@ func runDataBuild(c *cli.Context) error {
 	if out == "" {
 		out = filepath.Join("runs", name)
 	}
+	if err := checkDataOut(out, cfg); err != nil {
+		return err
+	}
 	if err := data.Build(c.Context, cfg, out); err != nil {
 		return err
 	}
@@ -304,4 +310,47 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkDataOut refuses to replace a dataset another spec built: out/data
+// of a run (its config.toml or checkpoints/ trained on it) or any complete
+// build (report.json) is rebuilt only from the same [data] settings, which
+// make the same files. Anything else would leave a run whose model never
+// saw the documents later commands attack as its members.
+func checkDataOut(out string, cfg data.Config) error {
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return usageError("data build: --out %s is a file: want a run DIR (data goes into DIR/data)", out)
+	}
+	if err := outguard.Place("data build: --out", out); err != nil {
+		return err
+	}
+	report := filepath.Join(out, "data", "report.json")
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		if outguard.IsRunDir(out) || outguard.Exists(filepath.Join(out, checkpoint.DirName)) {
+			if outguard.Exists(filepath.Join(out, "data")) {
+				return usageError("data build: --out %s is a run directory whose data/ is incomplete or damaged (no %s): rerun `memo run` on its spec, or choose another DIR", out, report)
+			}
+		}
+		return nil
+	}
+	var rep struct {
+		Config json.RawMessage `json:"config"`
+	}
+	want, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var had data.Config
+	if json.Unmarshal(raw, &rep) != nil || json.Unmarshal(rep.Config, &had) != nil {
+		return usageError("data build: %s is not a report memo data build wrote: choose another --out DIR", report)
+	}
+	got, err := json.Marshal(had)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return usageError("data build: %s holds a dataset built from other [data] settings (see %s): choose another --out DIR, or delete it first", filepath.Join(out, "data"), report)
+	}
+	return nil
 }

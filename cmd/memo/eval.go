@@ -63,7 +63,7 @@ func evalAction(c *cli.Context) error {
 		// Used only if the completions do not record the checkpoint's own.
 		rc.Goldfish = loss.Config{Strategy: "unknown"}
 	}
-	cfg := rc.Eval
+	cfg := rc.Eval // rc.Eval stays the run's own settings
 	if c.IsSet("bootstrap") {
 		cfg.Bootstrap = c.Int("bootstrap")
 	}
@@ -87,7 +87,13 @@ func evalAction(c *cli.Context) error {
 	}
 	scores, summary := eval.OutputPaths(comps)
 	if out := c.String("out"); out != "" {
+		if st, err := os.Stat(out); err == nil && !st.IsDir() {
+			return usageError("eval: --out %s is a file: want a DIR for scores.parquet and summary.json", out)
+		}
 		scores, summary = filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json")
+	}
+	if err := eval.CheckOut(scores, summary, comps, cfg, rc.Eval); err != nil {
+		return err
 	}
 	sum, err := eval.RunFiles(cfg, comps, rc.Goldfish, scores, summary)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/pelletier/go-toml/v2"
@@ -291,6 +292,13 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	out := c.String("out")
 	switch {
 	case out != "":
+		// The run's own completions only for the run's own attack; any
+		// other file only if it is this attack's (or new).
+		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, "completions.arrow")) &&
+			outguard.Same(out, defaultCompletions(target, runDir, ckpt, cfg, rc.Extract, hasConfig && !c.IsSet("data"), dataDir))
+		if err := extract.CheckOut(out, ckpt, cfg, runOwn); err != nil {
+			return err
+		}
 	case foreign:
 		abs, err := filepath.Abs(ckpt)
 		if err != nil {

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	tinyOnce sync.Once
+	tinyDir  string // a finished run of evalRunSpec, under memoDir
+	tinyErr  error
+)
+
+// trainedRun is a directory holding tiny.toml, its finished run
+// runs/tiny and the corpus cache: a fresh copy for each test, of a run
+// trained once per test binary.
+func trainedRun(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	exe := buildMemo(t)
+	tinyOnce.Do(func() {
+		tinyDir = filepath.Join(memoDir, "tiny")
+		if tinyErr = os.MkdirAll(tinyDir, 0o755); tinyErr != nil {
+			return
+		}
+		if tinyErr = os.WriteFile(filepath.Join(tinyDir, "tiny.toml"), []byte(evalRunSpec), 0o644); tinyErr != nil {
+			return
+		}
+		cmd := exec.Command(exe, "--log-level", "warn", "run", "tiny.toml")
+		cmd.Dir = tinyDir
+		cmd.Env = append(os.Environ(), "MEMO_CACHE="+filepath.Join(tinyDir, "cache"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tinyErr = err
+			t.Logf("memo run tiny.toml: %s", out)
+		}
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	dir := filepath.Join(t.TempDir(), "w")
+	if out, err := exec.Command("cp", "-a", tinyDir, dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return dir
+}
+
+// treeSums is the sha256 of every regular file under dir, by relative path.
+func treeSums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	sums := map[string]string{}
+	for _, f := range treeFiles(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		sums[f] = hex.EncodeToString(h[:])
+	}
+	return sums
+}
+
+// sameTree fails the test where a file under dir changed, appeared or went.
+func sameTree(t *testing.T, dir string, before map[string]string) {
+	t.Helper()
+	after := treeSums(t, dir)
+	for f, h := range before {
+		if after[f] != h {
+			t.Errorf("%s changed or went", f)
+		}
+	}
+	for f := range after {
+		if _, ok := before[f]; !ok {
+			t.Errorf("%s appeared", f)
+		}
+	}
+}
+
+// wantOneLine checks the bad-input contract: exit 2 and one memo: line
+// on stderr containing want (and so no attack, training or scoring logs).
+func wantOneLine(t *testing.T, r memoResult, want string) {
+	t.Helper()
+	if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "memo: ") || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and one memo: line containing %q", r.code, r.stderr, want)
+	}
+}
+
+// TestOutputNeverReplacesOthers (issue 25): --out of extract, eval and
+// data build never replaces a file memo wrote for another purpose (the
+// run's config, summary, checkpoints, dataset) nor another attack's or
+// scoring's results; each refusal is one line, exit 2, before any work.
+// A stage's own outputs are still replaced by the same stage, settings and
+// checkpoint.
+func TestOutputNeverReplacesOthers(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	other := strings.Replace(evalRunSpec, "targets = 4", "targets = 5", 1)
+	if err := os.WriteFile(filepath.Join(dir, "other.toml"), []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "runs", "tiny")
+	before := treeSums(t, run)
+	memo := func(args ...string) memoResult { return execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), args...) }
+
+	// An attack elsewhere, to score into the run below; written twice.
+	for range 2 {
+		if r := memo("extract", "--suffix", "8", "runs/tiny", "--out", "elsewhere.arrow"); r.code != 0 {
+			t.Fatalf("extract --out elsewhere.arrow: exit %d, %s", r.code, r.stderr)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"extract over config.toml", []string{"extract", "runs/tiny", "--out", "runs/tiny/config.toml"}, "want a FILE ending in .completions.arrow"},
+		{"extract over summary.json", []string{"extract", "runs/tiny", "--out", "runs/tiny/summary.json"}, "want a FILE"},
+		{"extract over the weights", []string{"extract", "runs/tiny", "--out", "runs/tiny/checkpoints/step-000006/model.safetensors"}, "want a FILE"},
+		{"extract into the run directory", []string{"extract", "runs/tiny", "--out", "runs/tiny"}, "is a directory"},
+		{"extract into a checkpoint", []string{"extract", "runs/tiny", "--out", "runs/tiny/checkpoints/step-000006/c.arrow"}, "is a checkpoint directory"},
+		{"extract into data/", []string{"extract", "runs/tiny", "--out", "runs/tiny/data/tokens.arrow"}, "run's data directory"},
+		{"extract other settings over the run's completions", []string{"extract", "--suffix", "8", "runs/tiny", "--out", "runs/tiny/completions.arrow"}, "the run's own completions"},
+		{"extract other settings over another attack", []string{"extract", "--suffix", "4", "runs/tiny", "--out", "elsewhere.arrow"}, "with other settings"},
+		{"eval another attack into the run", []string{"eval", "elsewhere.arrow", "--out", "runs/tiny"}, "the run's own summary"},
+		{"eval the run with other settings", []string{"eval", "runs/tiny", "--bootstrap", "200"}, "[eval] settings"},
+		{"eval into a checkpoint", []string{"eval", "elsewhere.arrow", "--out", "runs/tiny/checkpoints/step-000006"}, "is a checkpoint directory"},
+		{"data build of another spec into the run", []string{"data", "build", "other.toml", "--out", "runs/tiny"}, "other [data] settings"},
+		{"data build into a file", []string{"data", "build", "other.toml", "--out", "runs/tiny/config.toml"}, "is a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantOneLine(t, memo(tc.args...), tc.want)
+			sameTree(t, run, before)
+		})
+	}
+	// The same stage, settings and checkpoint replace their own outputs
+	// (with the copied run's own paths recorded in them).
+	for _, args := range [][]string{
+		{"extract", "runs/tiny", "--out", "runs/tiny/completions.arrow"},
+		{"eval", "runs/tiny"},
+	} {
+		if r := memo(args...); r.code != 0 {
+			t.Errorf("memo %s: exit %d, %s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
