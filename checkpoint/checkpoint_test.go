@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -200,7 +201,8 @@ func TestResolve(t *testing.T) {
 	run := copyRun(t)
 	good := filepath.Join(run, DirName, StepName(2))
 	// An older, damaged copy and a newer damaged one: latest names the
-	// damaged newest, LatestGood falls back to step 2.
+	// damaged newest, which Resolve refuses by name (issue 25: it quietly
+	// used step 2), pointing at step 2; named, step 2 is used.
 	for _, n := range []int{1, 3} {
 		d := filepath.Join(run, DirName, StepName(n))
 		if out, err := exec.Command("cp", "-r", good, d).CombinedOutput(); err != nil {
@@ -216,8 +218,9 @@ func TestResolve(t *testing.T) {
 	cases := []struct {
 		path, want, err string
 	}{
-		{run, good, ""},
-		{filepath.Join(run, DirName), good, ""},
+		{run, "", StepName(3) + ": " + ModelFile},
+		{run, "", good + " verifies"},
+		{filepath.Join(run, DirName), "", "it is the newest checkpoint"},
 		{good, good, ""},
 		{filepath.Join(run, DirName, StepName(3)), "", "truncated or corrupt"},
 		{t.TempDir(), "", "no complete checkpoint"},
@@ -225,7 +228,7 @@ func TestResolve(t *testing.T) {
 	for _, c := range cases {
 		got, err := Resolve(c.path)
 		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !badinput.Is(err) {
 				t.Errorf("Resolve(%s) = %s, %v; want an error saying %q", c.path, got, err, c.err)
 			}
 			continue

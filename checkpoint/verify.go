@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // Verify checks that dir is a complete checkpoint: state.json parses and
@@ -47,17 +49,11 @@ func LatestGood(runDir string) (string, State, error) {
 	root := filepath.Join(runDir, DirName)
 	var order []string
 	var refused []error
-	if b, err := os.ReadFile(filepath.Join(root, LatestFile)); err == nil {
-		// latest names a directory beside it; anything else (a path, "..")
-		// would load a checkpoint from outside the run.
-		name := strings.TrimSpace(string(b))
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-			err := fmt.Errorf("%s names %q, not a checkpoint directory of %s", filepath.Join(root, LatestFile), name, root)
-			slog.Warn("checkpoint refused; trying an older one", "reason", err)
-			refused = append(refused, err)
-		} else {
-			order = append(order, name)
-		}
+	if name, err := latestName(root); err != nil {
+		slog.Warn("checkpoint refused; trying an older one", "reason", err)
+		refused = append(refused, err)
+	} else if name != "" {
+		order = append(order, name)
 	}
 	dirs := stepDirs(root)
 	for i := len(dirs) - 1; i >= 0; i-- {
@@ -113,26 +109,95 @@ func ResumePoint(runDir string) (string, State, error) {
 }
 
 // Resolve turns a checkpoint directory, a checkpoints/ directory or a run
-// directory into the newest good checkpoint directory.
+// directory into a checkpoint directory: the one named, else the run's
+// newest (the one checkpoints/latest names, else the highest step). A
+// damaged checkpoint is an error naming it, never a quiet fall-back to an
+// older step: the run's outputs describe its newest, and a user who wants
+// an older one names its step directory (the error says which verifies).
+// Errors are bad input.
 func Resolve(path string) (string, error) {
 	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
 		if _, err := Verify(path); err != nil {
-			return "", err
+			return "", badinput.Wrap(err)
 		}
 		return path, nil
 	}
 	runDir := path
-	if filepath.Base(path) == DirName {
-		runDir = filepath.Dir(path)
+	if filepath.Base(filepath.Clean(path)) == DirName {
+		runDir = filepath.Dir(filepath.Clean(path))
 	}
-	dir, _, err := LatestGood(runDir)
+	newest, err := Newest(runDir)
 	if err != nil {
-		return "", err
+		return "", badinput.Wrap(err)
 	}
-	if dir == "" {
-		return "", fmt.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
+	if newest == "" {
+		return "", badinput.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
 	}
-	return dir, nil
+	if _, err := Verify(newest); err != nil {
+		return "", badinput.Errorf("%w; it is the newest checkpoint: repair it, or name an older step directory to use that one%s", err, olderGood(runDir, newest))
+	}
+	return newest, nil
+}
+
+// Newest is the checkpoint a run's outputs describe, verified or not: the
+// directory checkpoints/latest names, else the highest step directory; ""
+// when the run has none. latest naming anything but a directory beside it
+// (a path, "..") is an error.
+func Newest(runDir string) (string, error) {
+	root := filepath.Join(runDir, DirName)
+	if name, err := latestName(root); err != nil || name != "" {
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(root, name), nil
+	}
+	dirs := stepDirs(root)
+	if len(dirs) == 0 {
+		return "", nil
+	}
+	// Zero-padded to six digits and longer past them: by length, then
+	// name, they are in step order.
+	best := dirs[0]
+	for _, d := range dirs[1:] {
+		if len(d) > len(best) || len(d) == len(best) && d > best {
+			best = d
+		}
+	}
+	return filepath.Join(root, best), nil
+}
+
+// latestName is the directory name root/latest holds ("" without the
+// file). latest names a directory beside it; anything else (a path, "..")
+// would load a checkpoint from outside the run, and is an error.
+func latestName(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, LatestFile))
+	if err != nil {
+		return "", nil
+	}
+	name := strings.TrimSpace(string(b))
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("%s names %q, not a checkpoint directory of %s", filepath.Join(root, LatestFile), name, root)
+	}
+	return name, nil
+}
+
+// olderGood names, for Resolve's refusal, the newest step directory other
+// than newest that verifies ("" when none does).
+func olderGood(runDir, newest string) string {
+	dirs := stepDirs(filepath.Join(runDir, DirName))
+	sort.Slice(dirs, func(i, j int) bool {
+		return len(dirs[i]) > len(dirs[j]) || len(dirs[i]) == len(dirs[j]) && dirs[i] > dirs[j]
+	})
+	for _, d := range dirs {
+		dir := filepath.Join(runDir, DirName, d)
+		if filepath.Clean(dir) == filepath.Clean(newest) {
+			continue
+		}
+		if _, err := Verify(dir); err == nil {
+			return " (" + dir + " verifies)"
+		}
+	}
+	return ""
 }
 
 // Names of what a kill mid-write leaves in checkpoints/: Save's temporary

@@ -67,7 +67,9 @@ func checkpointAttacks(spec *Spec, dir string) ([]checkpointAttack, error) {
 	if err != nil || !all && steps == nil {
 		return nil, err
 	}
-	newest, _, err := checkpoint.LatestGood(dir)
+	// The run's own completions are its newest checkpoint's; a damaged
+	// newest is an error, not a reason to call an older one the run's.
+	newest, err := checkpoint.Resolve(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -130,9 +130,14 @@ func TestCorruptCheckpointRefused(t *testing.T) {
 	if err != nil || st.Step != 4 {
 		t.Fatalf("LatestGood = %s step %d (%v), want the step-4 checkpoint", got, st.Step, err)
 	}
-	g, _, loaded, err := checkpoint.Load(dir, "cpu")
+	// Loading the run refuses its damaged newest checkpoint by name rather
+	// than quietly using step 4; step 4, named, loads.
+	if _, _, _, err := checkpoint.Load(dir, "cpu"); err == nil || !strings.Contains(err.Error(), checkpoint.StepName(8)) {
+		t.Errorf("checkpoint.Load(run dir) with a corrupt newest checkpoint: %v, want an error naming it", err)
+	}
+	g, _, loaded, err := checkpoint.Load(got, "cpu")
 	if err != nil || g.Config().Vocab != 256 || len(g.Params()) == 0 || loaded != got {
-		t.Fatalf("checkpoint.Load(run dir) with a corrupt newest checkpoint: %v (loaded %s, want %s)", err, loaded, got)
+		t.Fatalf("checkpoint.Load(%s): %v (loaded %s)", got, err, loaded)
 	}
 	// Resuming uses step 4 and finishes the run again.
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {

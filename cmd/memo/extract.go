@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -137,46 +136,10 @@ func extractAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("extract: %v", err)
 	}
+	// A damaged newest checkpoint is refused by name (Resolve), never
+	// replaced by an older one: that takes naming its step directory.
 	runDir := runDirOfCheckpoint(target)
-	if newest := newestCheckpoint(runDir); ckpt != target && newest != "" && filepath.Clean(ckpt) != filepath.Clean(newest) {
-		// The run's completions.arrow, scores.parquet and summary.json describe
-		// its newest checkpoint; that one is refused (corrupt or incomplete)
-		// and resolution fell back to an older one. Attack the older one as
-		// if it had been named, so that its results go beside it under its
-		// own name and never replace the run's.
-		own := filepath.Join(runDir, "completions.arrow")
-		if out := c.String("out"); out != "" && filepath.Clean(out) == filepath.Clean(own) {
-			return usageError("extract: %s: the newest checkpoint %s is refused and %s would be attacked instead; --out %s would replace the run's own completions with another checkpoint's: name another file, or repair the checkpoint",
-				target, newest, ckpt, out)
-		}
-		slog.Warn("extract: the newest checkpoint is refused; attacking an older one, whose completions go beside it, not to the run's completions.arrow",
-			"newest", newest, "attacked", ckpt)
-		target = ckpt
-	}
 	return extractWith(c, target, ckpt, runDir, false)
-}
-
-// newestCheckpoint is the checkpoint a run's own outputs describe: the one
-// checkpoints/latest names, else the highest step directory; "" when the run
-// has none.
-func newestCheckpoint(runDir string) string {
-	root := filepath.Join(runDir, checkpoint.DirName)
-	if b, err := os.ReadFile(filepath.Join(root, checkpoint.LatestFile)); err == nil {
-		// As checkpoint.LatestGood: only a directory beside latest counts.
-		if name := strings.TrimSpace(string(b)); name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) {
-			return filepath.Join(root, name)
-		}
-	}
-	steps, _ := filepath.Glob(filepath.Join(root, "step-[0-9]*"))
-	newest := ""
-	for _, s := range steps {
-		// Zero-padded to six digits and longer past them: ordered by length,
-		// then name, they are in step order.
-		if st, err := os.Stat(s); err == nil && st.IsDir() && (len(s) > len(newest) || len(s) == len(newest) && s > newest) {
-			newest = s
-		}
-	}
-	return newest
 }
 
 // extractModel is `memo extract --model DIR --data RUN-DIR`: any model

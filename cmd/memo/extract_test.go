@@ -259,27 +259,16 @@ func TestDefaultCompletions(t *testing.T) {
 	}
 }
 
-// TestExtractFallbackKeepsRunOutputs: when the run's newest checkpoint is
-// corrupt, `memo extract RUN` attacks the older one it falls back to but
-// writes beside that checkpoint, under its name: the run's completions.arrow
-// (which its scores.parquet and summary.json describe) is left alone, and
-// --out naming it is refused.
-func TestExtractFallbackKeepsRunOutputs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a tiny model")
-	}
+// TestDamagedNewestCheckpointRefused (issue 25): when a run's newest
+// checkpoint (the one latest names) is damaged, extract, score, generate,
+// export and run --reuse-train refuse it by name, exit 2, instead of
+// quietly using the previous step; naming the older step directory uses
+// it and says so.
+func TestDamagedNewestCheckpointRefused(t *testing.T) {
 	exe := buildMemo(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
+	dir := trainedRun(t)
 	run := filepath.Join(dir, "runs", "tiny")
-	own := filepath.Join(run, "completions.arrow")
-	ownBytes, err := os.ReadFile(own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := treeSums(t, run)
 	// A newer checkpoint, named by latest, whose weights are corrupt.
 	older := filepath.Join(run, "checkpoints", "step-000006")
 	newer := filepath.Join(run, "checkpoints", "step-000007")
@@ -296,21 +285,63 @@ func TestExtractFallbackKeepsRunOutputs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(run, "checkpoints", "latest"), []byte("step-000007\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	before["checkpoints/latest"] = ""
+	ids := filepath.Join(dir, "ids.json")
+	if err := os.WriteFile(ids, []byte("[[1, 2, 3]]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reuse := strings.Replace(evalRunSpec, `name = "tiny"`, `name = "again"`, 1)
+	reuse = strings.Replace(reuse, "suffix = 16", "suffix = 8", 1)
+	if err := os.WriteFile(filepath.Join(dir, "again.toml"), []byte(reuse), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memo := func(args ...string) memoResult { return execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), args...) }
+	for _, args := range [][]string{
+		{"extract", "runs/tiny"},
+		{"extract", "runs/tiny/checkpoints/"},
+		{"score", "--model", "runs/tiny", "--ids-json", ids},
+		{"generate", "--model", "runs/tiny", "--ids-json", ids},
+		{"export", "runs/tiny", filepath.Join(dir, "exported")},
+		{"run", "--reuse-train", "runs/tiny", "again.toml"},
+	} {
+		t.Run(strings.Join(args[:1], " "), func(t *testing.T) {
+			r := memo(args...)
+			last := r.stderr
+			if lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); len(lines) > 0 {
+				last = lines[len(lines)-1] // run logs its start first
+			}
+			if r.code != 2 || !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, "step-000007: model.safetensors") ||
+				!strings.Contains(last, "/checkpoints/step-000006 verifies") || strings.Count(r.stderr, "memo: ") != 1 {
+				t.Errorf("memo %s: exit %d, stderr %q; want exit 2 and one memo: line naming the damaged step-000007 and the good step-000006",
+					strings.Join(args, " "), r.code, r.stderr)
+			}
+		})
+	}
+	if fileExistsTest(filepath.Join(dir, "exported")) {
+		t.Error("export wrote the older checkpoint")
+	}
+	// Asked for by name, the older step is used, and the output says so.
+	r := memo("export", older, filepath.Join(dir, "exported"))
+	if r.code != 0 || !strings.Contains(r.stderr, "exported "+older) {
+		t.Errorf("export of the named older step: exit %d, stderr %q", r.code, r.stderr)
+	}
+	out := completionsOut(t, memo("extract", older).stdout)
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(dir, out)
+	}
+	if !strings.HasPrefix(out, older+".") {
+		t.Errorf("the named older step's attack wrote %s, want beside %s", out, older)
+	}
+	delete(before, "checkpoints/latest")
+	after := treeSums(t, run)
+	for f, h := range before {
+		if after[f] != h {
+			t.Errorf("%s changed", f)
+		}
+	}
+}
 
-	out := completionsOut(t, memoCmd(t, exe, dir, 0, "extract", "runs/tiny"))
-	if got := filepath.Join(dir, out); !strings.HasPrefix(got, older+".reference-s16.greedy.") {
-		t.Errorf("the fallback attack wrote %s, want beside %s under its name", got, older)
-	}
-	if now, err := os.ReadFile(own); err != nil || !bytes.Equal(now, ownBytes) {
-		t.Errorf("the fallback attack changed the run's completions.arrow (%v)", err)
-	}
-	msg := memoCmd(t, exe, dir, 2, "extract", "--out", "runs/tiny/completions.arrow", "runs/tiny")
-	// Log lines (the checkpoint refused) come first; the error is one line.
-	lines := strings.Split(strings.TrimSuffix(msg, "\n"), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, "would replace the run's own completions") || strings.Count(msg, "memo: ") != 1 {
-		t.Errorf("--out onto the run's completions: stderr %q, want one memo: line refusing", msg)
-	}
-	if now, err := os.ReadFile(own); err != nil || !bytes.Equal(now, ownBytes) {
-		t.Errorf("the refused attack changed the run's completions.arrow (%v)", err)
-	}
+func fileExistsTest(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
