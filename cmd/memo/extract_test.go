@@ -295,7 +295,7 @@ func TestDamagedNewestCheckpointRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "again.toml"), []byte(reuse), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	memo := func(args ...string) memoResult { return execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), args...) }
+	memo := memoIn(t, exe, dir)
 	for _, args := range [][]string{
 		{"extract", "runs/tiny"},
 		{"extract", "runs/tiny/checkpoints/"},

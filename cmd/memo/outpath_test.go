@@ -52,6 +52,13 @@ func trainedRun(t *testing.T) string {
 	return dir
 }
 
+// memoIn runs memo in dir with the corpus cache dir/cache.
+func memoIn(t *testing.T, exe, dir string) func(args ...string) memoResult {
+	return func(args ...string) memoResult {
+		return execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), args...)
+	}
+}
+
 // treeSums is the sha256 of every regular file under dir, by relative path.
 func treeSums(t *testing.T, dir string) map[string]string {
 	t.Helper()
@@ -107,7 +114,7 @@ func TestOutputNeverReplacesOthers(t *testing.T) {
 	}
 	run := filepath.Join(dir, "runs", "tiny")
 	before := treeSums(t, run)
-	memo := func(args ...string) memoResult { return execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), args...) }
+	memo := memoIn(t, exe, dir)
 
 	// An attack elsewhere, to score into the run below; written twice.
 	for range 2 {
