@@ -35,6 +35,11 @@ type StageRecord struct {
 	// ReusedFrom is the run directory whose outputs this stage linked
 	// instead of running (data and train of an attack-only sweep point).
 	ReusedFrom string `json:"reused_from,omitempty"`
+	// Outputs are the files the stage wrote (relative to the run
+	// directory), checked when `memo run` finds the stage done: a missing
+	// or changed one runs the stage again. Manifests of older memo
+	// versions have none and are taken as they are.
+	Outputs map[string]Output `json:"outputs,omitempty"`
 }
 
 // Manifest is manifest.json: what ran, on what, from which code and config.

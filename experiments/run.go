@@ -107,16 +107,32 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err != nil {
 		return dir, err
 	}
+	// upstreamChanged: a stage run again wrote other outputs than before,
+	// so the done stages after it, which read them, run again too.
+	upstreamChanged := false
 	for _, st := range Stages {
 		if len(opt.Stages) > 0 && !contains(opt.Stages, st) {
 			continue
 		}
 		rec := m.Stage(st)
+		prevOutputs := rec.Outputs
 		if rec.Status == StatusDone {
-			slog.Debug("stage already done", "run", spec.Name, "stage", st)
-			continue
+			broken := brokenOutput(dir, rec.Outputs)
+			if broken == "" && !upstreamChanged {
+				slog.Debug("stage already done", "run", spec.Name, "stage", st)
+				continue
+			}
+			if broken != "" {
+				slog.Warn("a finished stage's output is missing or changed: running the stage again", "run", spec.Name, "stage", st, "output", broken)
+			} else {
+				slog.Warn("an earlier stage wrote other outputs: running this one again", "run", spec.Name, "stage", st)
+			}
 		}
 		if err := ctx.Err(); err != nil {
+			return dir, err
+		}
+		before, err := runFiles(dir)
+		if err != nil {
 			return dir, err
 		}
 		rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
@@ -124,7 +140,6 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			return dir, err
 		}
 		slog.Info("stage start", "run", spec.Name, "stage", st)
-		var err error
 		if opt.ReuseTrain != "" && reusedStages[st] != nil {
 			err = linkTrained(st, spec, dir, opt.ReuseTrain)
 		} else {
@@ -144,6 +159,29 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			}
 			return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, err)
 		}
+		after, err := runFiles(dir)
+		if err != nil {
+			return dir, err
+		}
+		wrote, err := stageOutputs(dir, before, after)
+		if err != nil {
+			return dir, err
+		}
+		// A stage run again may rewrite only some of its outputs (extract
+		// keeps an intact attack of extract.checkpoints): the rest stand.
+		outs := map[string]Output{}
+		for rel, o := range prevOutputs {
+			if _, ok := after[rel]; ok {
+				outs[rel] = o
+			}
+		}
+		for rel, o := range wrote {
+			outs[rel] = o
+		}
+		if prevOutputs != nil && !sameOutputs(prevOutputs, outs) {
+			upstreamChanged = true
+		}
+		rec.Outputs = outs
 		rec.Status = StatusDone
 		if err := m.write(dir); err != nil {
 			return dir, err

@@ -157,3 +157,52 @@ func TestOutputNeverReplacesOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRegeneratesMissingOutputs (issue 25): `memo run` on a finished
+// run whose completions.arrow and summary.json were deleted, or whose
+// summary was edited, runs the stages that wrote them again (exit 0, a
+// warning naming the file) instead of printing the stale table.
+func TestRunRegeneratesMissingOutputs(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	run := filepath.Join(dir, "runs", "tiny")
+	memo := memoIn(t, exe, dir)
+	for _, f := range []string{"completions.arrow", "summary.json"} {
+		if err := os.Remove(filepath.Join(run, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := memo("run", "tiny.toml")
+	if r.code != 0 || !strings.Contains(r.stderr, "completions.arrow is missing") {
+		t.Fatalf("memo run after deleting outputs: exit %d, stderr %q", r.code, r.stderr)
+	}
+	s := readSummary(t, filepath.Join(run, "summary.json"))
+	if s.Members.N != 4 || !strings.HasPrefix(s.Checkpoint, run) {
+		t.Errorf("regenerated summary: %+v, want 4 members attacked at %s", s, run)
+	}
+	good, err := os.ReadFile(filepath.Join(run, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Edited: scored again, back to what eval writes.
+	if err := os.WriteFile(filepath.Join(run, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = memo("run", "tiny.toml")
+	if now, err := os.ReadFile(filepath.Join(run, "summary.json")); r.code != 0 || err != nil || string(now) != string(good) || !strings.Contains(r.stderr, "summary.json") {
+		t.Errorf("memo run after editing summary.json: exit %d, stderr %q; summary restored: %v", r.code, r.stderr, string(now) == string(good))
+	}
+	// Intact: nothing runs.
+	before := treeSums(t, run)
+	delete(before, "manifest.json")
+	if r := memo("run", "tiny.toml"); r.code != 0 || strings.Contains(r.stderr, "stage start") {
+		t.Errorf("memo run on an intact finished run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	after := treeSums(t, run)
+	delete(after, "manifest.json")
+	for f, h := range before {
+		if after[f] != h {
+			t.Errorf("%s changed on an intact finished run", f)
+		}
+	}
+}
