@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -92,10 +93,16 @@ func ReadInto(path string, dst []Named) error {
 // given: dst's own storage when dst is a contiguous float32 tensor on the
 // CPU (every parameter memo builds there), so a load reads and converts
 // straight into the model with no copy; otherwise a Go slice, then copy_.
-func fill(dst *ts.Tensor, shape []int64, read func([]float32) error) error {
+func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 	n := int(dst.Numel())
 	if n == 0 {
 		return nil
+	}
+	read := func(vals []float32) error {
+		if err := readRaw(vals); err != nil {
+			return err
+		}
+		return finite(vals)
 	}
 	if torchx.HasFloat32Storage(dst) {
 		// Writing the storage is what copy_ under no_grad would do: no
@@ -120,5 +127,18 @@ func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
 	}
 	defer src.MustDrop()
 	torchx.NoGrad(func() { dst.Copy_(src) })
+	return nil
+}
+
+// finite refuses weights holding a NaN or an infinity: a model loaded with
+// one generates token 0 forever or scores everything NaN, and an attack on
+// it reports chance; no training memo runs writes one (it stops on a
+// non-finite loss), so the file is damaged or not a trained model.
+func finite(vals []float32) error {
+	for i, v := range vals {
+		if v-v != 0 { // NaN and ±Inf, and nothing else, give NaN
+			return badinput.Errorf("value %d is %v: the weights are damaged (memo refuses non-finite weights)", i, v)
+		}
+	}
 	return nil
 }

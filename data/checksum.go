@@ -105,26 +105,34 @@ func verifyFiles(dir string, want map[string]FileSum) error {
 		if !ok {
 			return fmt.Errorf("%s: %w: report.json records no checksum for %s; rebuild it with `memo data build`", dir, arrowsafe.ErrCorrupt, name)
 		}
-		path := filepath.Join(dir, name)
-		fi, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if fi.Size() != w.Bytes {
-			return fmt.Errorf("%s: %w: %d bytes, report.json says %d: the file changed after the build; rebuild it with `memo data build`", path, arrowsafe.ErrCorrupt, fi.Size(), w.Bytes)
-		}
-		key := keyOf(path, fi, w.SHA256)
-		if _, ok := verified.Load(key); ok {
-			continue
-		}
-		got, err := sumFile(path)
-		if err != nil {
+		if err := verifyFile(filepath.Join(dir, name), w); err != nil {
 			return err
 		}
-		if got.SHA256 != w.SHA256 {
-			return fmt.Errorf("%s: %w: sha256 %.12s..., report.json says %.12s...: the file changed after the build; rebuild it with `memo data build`", path, arrowsafe.ErrCorrupt, got.SHA256, w.SHA256)
-		}
-		verified.Store(key, struct{}{})
 	}
+	return nil
+}
+
+// verifyFile checks one dataset file against the size and sha256
+// report.json recorded for it (hashing it once per process).
+func verifyFile(path string, w FileSum) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if fi.Size() != w.Bytes {
+		return fmt.Errorf("%s: %w: %d bytes, report.json says %d: the file changed after the build; rebuild it with `memo data build`", path, arrowsafe.ErrCorrupt, fi.Size(), w.Bytes)
+	}
+	key := keyOf(path, fi, w.SHA256)
+	if _, ok := verified.Load(key); ok {
+		return nil
+	}
+	got, err := sumFile(path)
+	if err != nil {
+		return err
+	}
+	if got.SHA256 != w.SHA256 {
+		return fmt.Errorf("%s: %w: sha256 %.12s..., report.json says %.12s...: the file changed after the build; rebuild it with `memo data build`", path, arrowsafe.ErrCorrupt, got.SHA256, w.SHA256)
+	}
+	verified.Store(key, struct{}{})
 	return nil
 }

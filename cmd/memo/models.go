@@ -181,9 +181,13 @@ func tokenizerOf(modelArg, dir string) (*data.Tokenizer, error) {
 		candidates = append(candidates, filepath.Join(run, "data", "tokenizer.json"))
 	}
 	candidates = append(candidates, filepath.Join(modelArg, "data", "tokenizer.json"))
-	for _, p := range candidates {
+	for i, p := range candidates {
 		if _, err := os.Stat(p); err == nil {
-			return data.LoadTokenizer("hf:" + p)
+			if i == 0 {
+				return data.LoadTokenizer("hf:" + p) // a Hugging Face directory's own
+			}
+			// A run's: verified against its data/report.json, as extract does.
+			return data.OpenTokenizer(filepath.Dir(p))
 		}
 	}
 	return nil, fmt.Errorf("no tokenizer.json found beside %s (looked for %s)", modelArg, strings.Join(candidates, ", "))
@@ -213,7 +217,7 @@ func generateAction(c *cli.Context) error {
 	var tok *data.Tokenizer
 	if prompt != "" {
 		if tok, err = tokenizerOf(c.String("model"), dir); err != nil {
-			return usageError("generate: --prompt needs the model's tokenizer: %v", err)
+			return usageError("generate: --prompt needs the model's tokenizer: %v", oneLine(err.Error()))
 		}
 		if tok.VocabSize() > g.Config().Vocab {
 			return usageError("generate: the tokenizer has %d tokens, the model's vocabulary %d: they do not belong together", tok.VocabSize(), g.Config().Vocab)
@@ -256,9 +260,9 @@ func exportAction(c *cli.Context) error {
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
 	if run := checkpoint.RunDir(dir); run != "" {
 		if p := filepath.Join(run, "data", "tokenizer.json"); fileExists(p) {
-			tok, err := data.LoadTokenizer("hf:" + p)
+			tok, err := data.OpenTokenizer(filepath.Dir(p))
 			if err != nil {
-				return usageError("export: %s: %v", p, err)
+				return usageError("export: %v", err)
 			}
 			opt.Tokenizer, opt.BOS, opt.EOS = p, int(tok.BOS()), int(tok.EOS())
 		}

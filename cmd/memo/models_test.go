@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -175,6 +176,8 @@ func TestHFBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}), "ids.json", "I32"},
+		{"NaN weight", damaged("nan", poisonWeight(t, "model.norm.weight", float32(math.NaN()))), "ids.json", "NaN"},
+		{"Inf in the embedding", damaged("inf", poisonWeight(t, "model.embed_tokens.weight", float32(math.Inf(1)))), "ids.json", "+Inf"},
 		{"id outside the vocabulary", src, "big.json", "vocabulary"},
 	}
 	for _, c := range cases {
@@ -358,5 +361,34 @@ func TestConfigSet(t *testing.T) {
 	}
 	if r := execMemo(t, exe, root, "config", "--set", "train.lrr=1", "exp/goldfish-vs-standard.toml"); r.code != 2 || !strings.Contains(r.stderr, `"lrr"`) {
 		t.Errorf("config --set train.lrr: exit %d, stderr %q; want exit 2 naming lrr", r.code, r.stderr)
+	}
+}
+
+// poisonWeight writes v over the first value of tensor name (F32) in a
+// directory's model.safetensors: a file that stays well-formed, with one
+// non-finite weight.
+func poisonWeight(t *testing.T, name string, v float32) func(dir string) {
+	return func(dir string) {
+		p := filepath.Join(dir, "model.safetensors")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := binary.LittleEndian.Uint64(b[:8])
+		var header map[string]json.RawMessage
+		if err := json.Unmarshal(b[8:8+n], &header); err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Dtype   string   `json:"dtype"`
+			Offsets [2]int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(header[name], &info); err != nil || info.Dtype != "F32" {
+			t.Fatalf("tensor %s: %v, dtype %q", name, err, info.Dtype)
+		}
+		binary.LittleEndian.PutUint32(b[8+int64(n)+info.Offsets[0]:], math.Float32bits(v))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

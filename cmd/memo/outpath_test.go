@@ -206,3 +206,33 @@ func TestRunRegeneratesMissingOutputs(t *testing.T) {
 		}
 	}
 }
+
+// TestEditedTokenizerRefused (issue 25): a run's data/tokenizer.json
+// edited after the build is refused by its sha256 in generate --prompt and
+// export, as extract refuses it, instead of encoding with it.
+func TestEditedTokenizerRefused(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	memo := memoIn(t, exe, dir)
+	p := filepath.Join(dir, "runs", "tiny", "data", "tokenizer.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same length, another byte: only the checksum can tell.
+	i := strings.Index(string(b), `"type"`)
+	b[i+1] = 'T'
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--log-level", "warn", "generate", "--model", "runs/tiny", "--prompt", "The light", "--max-new", "2"},
+		{"export", "runs/tiny", "exported"},
+		{"extract", "runs/tiny", "--out", "x.completions.arrow"},
+	} {
+		wantOneLine(t, memo(args...), "tokenizer.json: corrupt data: sha256")
+	}
+	if fileExistsTest(filepath.Join(dir, "exported")) {
+		t.Error("export wrote a directory with the edited tokenizer")
+	}
+}
