@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -97,7 +98,9 @@ func (m *bpeModel) piece(p string) []int32 {
 	}
 	ids := m.encodePiece(p)
 	if m.cacheSize.Add(1) < maxCachedPieces {
-		m.cache.Store(p, ids)
+		// A copy of the key: p points into the document's text, which the
+		// cache would otherwise keep alive for the life of the process.
+		m.cache.Store(strings.Clone(p), ids)
 	}
 	return ids
 }

@@ -121,10 +121,14 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		return badinput.Errorf("data.layout = \"packed\" needs an EOS token, and tokenizer %s has none: use layout \"padded\"", cfg.Tokenizer)
 	}
 
-	cands, rejs, nDocs, err := tokenizeStream(ctx, tok, sp, read(true), nDocs, cfg.ChunkTokens, cfg.MinTokens)
+	times := &buildTimes{}
+	t0 := time.Now()
+	cands, rejs, nDocs, err := tokenizeStream(ctx, tok, sp, read(true), nDocs, cfg.ChunkTokens, cfg.MinTokens, times)
 	if err != nil {
 		return err
 	}
+	times.tokenize = time.Since(t0)
+	t0 = time.Now()
 	if nDocs == 0 {
 		return noDocs()
 	}
@@ -175,9 +179,11 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		}
 		return a.Title < b.Title
 	})
-	if err := writeDataset(dir, out, sp, tok, rep, start); err != nil {
+	times.split = time.Since(t0)
+	if err := writeDataset(dir, out, sp, tok, rep, start, times); err != nil {
 		return err
 	}
+	times.log(time.Since(start))
 	slog.Info("data: built", "dir", dir, "target", rep.Splits[SplitTarget], "control", rep.Splits[SplitControl],
 		"background", rep.Splits[SplitBackground], "validation", rep.Splits[SplitValidation], "rejected", len(rep.Rejected),
 		"train_tokens", rep.TrainTokens, "seconds", rep.Seconds)
@@ -201,7 +207,7 @@ func reasonKey(reason string) string {
 	return "unreadable"
 }
 
-func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep *Report, start time.Time) error {
+func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep *Report, start time.Time, times *buildTimes) error {
 	// An old report.json would mark a half-rewritten directory as complete,
 	// and an old cache.json would name a cache entry these files are not.
 	for _, name := range []string{"report.json", CacheLinkFile} {
@@ -209,6 +215,7 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 			return fmt.Errorf("rebuild %s: %w", dir, err)
 		}
 	}
+	t0 := time.Now()
 	err := writeArrow(filepath.Join(dir, "docs.arrow"), runfiles.DocsSchema, len(docs), func(b *array.RecordBuilder, i int) {
 		c := docs[i]
 		b.Field(0).(*array.Int64Builder).Append(c.id)
@@ -222,9 +229,14 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 	if err != nil {
 		return err
 	}
+	times.docs = time.Since(t0)
+	t0 = time.Now()
 	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs, sp); err != nil {
 		return err
 	}
+	times.tokens = time.Since(t0)
+	t0 = time.Now()
+	defer func() { times.sums = time.Since(t0) }()
 	if err := sp.err(); err != nil {
 		return err
 	}
@@ -251,12 +263,13 @@ func writeTokens(path string, docs []*candidate, sp *spool) error {
 	})
 }
 
-func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int) (res struct {
+func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int, times *buildTimes) (res struct {
 	cands []*candidate
 	rej   []Rejected
 	err   error
 }) {
 	pieces := []string{d.Text}
+	t0 := time.Now()
 	if chunkTokens > 0 {
 		var encErr error
 		c := &counter{whole: func(s string) int {
@@ -285,7 +298,12 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 			res.err = fmt.Errorf("tokenize %s %q: %w", d.Source, title, err)
 			return res
 		}
-		if tok.Decode(ids) != p {
+		since(&times.encode, t0)
+		t0 = time.Now()
+		ok := tok.Decode(ids) == p
+		since(&times.check, t0)
+		t0 = time.Now()
+		if !ok {
 			res.rej = append(res.rej, Rejected{Source: d.Source, Title: title, Reason: "tokenizer does not round-trip the text"})
 			continue
 		}

@@ -20,24 +20,36 @@ func TestBuildGolden(t *testing.T) {
 	cases := []struct {
 		name   string
 		fetch  []string
-		cfg    func(Config) Config
+		cfg    func(*testing.T, Config) Config
 		golden string
 	}{
-		{"opticks-bpe", nil, func(c Config) Config { return c }, "63832cec6364b877"},
-		{"mixed-bpe-dedup-gap", []string{"sotu"}, func(c Config) Config {
+		{"opticks-bpe", nil, func(_ *testing.T, c Config) Config { return c }, "63832cec6364b877"},
+		{"mixed-bpe-dedup-gap", []string{"sotu"}, func(_ *testing.T, c Config) Config {
 			c.Sources = []string{"opticks", "sotu"}
 			c.TargetSources = []string{"sotu"}
 			c.ChunkTokens, c.MinTokens, c.DedupWords, c.ControlGap = 128, 100, 20, 1
 			c.Targets, c.Controls, c.Validation, c.Background = 60, 60, 10, 150
 			return c
 		}, "d680ceedf45ec9f9"},
-		{"opticks-gpt2-all", []string{"gpt2"}, func(c Config) Config {
+		{"opticks-gpt2-all", []string{"gpt2"}, func(_ *testing.T, c Config) Config {
 			c.Sources = []string{"opticks"}
 			c.Tokenizer = "gpt2"
 			c.ChunkTokens, c.MinTokens = 64, 32
 			c.Targets, c.Controls, c.Validation, c.Background = 40, 40, 10, -1
 			return c
 		}, "939c3a35fb24f4c4"},
+		// Issue 27's corpus (paragraphs with [n.j.i] markers): whole
+		// documents, every remaining one a would-be background, some of
+		// them sharing a window with a target or a control. Hash recorded
+		// before the build's window index and parallel checks (commit
+		// caaae4c's build, on this corpus).
+		{"bench-corpus-gpt2", []string{"gpt2", "moby-dick", "brown", "sotu", "kjv"}, func(t *testing.T, c Config) Config {
+			c.Sources = []string{"jsonl:" + benchCorpusFile(t, 3_000_000, 6000)}
+			c.Tokenizer = "gpt2"
+			c.ChunkTokens, c.MinTokens, c.DedupWords = 0, 100, 0
+			c.Targets, c.Controls, c.Validation, c.Background, c.Repetitions = 60, 60, 10, -1, 50
+			return c
+		}, "c659f0c064f7ae7b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,7 +60,7 @@ func TestBuildGolden(t *testing.T) {
 			if tc.fetch != nil {
 				cfg.CacheDir = fetchedCache()
 			}
-			cfg = tc.cfg(cfg)
+			cfg = tc.cfg(t, cfg)
 			cfg.CacheDatasets = false
 			dir := t.TempDir()
 			if err := Build(context.Background(), cfg, dir); err != nil {
@@ -88,4 +100,21 @@ func buildHash(t *testing.T, dir string) string {
 	b, _ := json.Marshal(rep)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// benchCorpusFile writes a WriteBenchCorpus corpus (seed 1) into a
+// temporary directory it makes the working directory, and returns the
+// file's name there: the report names sources, so the name must not vary.
+func benchCorpusFile(t *testing.T, bytes int64, docBytes int) string {
+	t.Chdir(t.TempDir())
+	path := "corpus.jsonl"
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, _, err := WriteBenchCorpus(f, BenchCorpusConfig{CacheDir: fetchedCache(), Bytes: bytes, DocBytes: docBytes, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

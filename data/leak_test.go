@@ -2,9 +2,7 @@ package data
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,26 +121,54 @@ func TestBackgroundLeakRejected(t *testing.T) {
 	}
 }
 
-// TestTokenWindowsFNV: the inline hash is FNV-1a of the little-endian ids,
-// one value per window.
-func TestTokenWindowsFNV(t *testing.T) {
-	ids := []int32{0, 1, -1, 255, 256, 65535, 1 << 20, -(1 << 30), 50256, 7}
-	for _, n := range []int{1, 3, len(ids)} {
-		got := tokenWindows(ids, n)
+// TestWindowHashes: the rolled hash of each window is the polynomial
+// computed from scratch, equal windows hash equal, fn can stop the walk,
+// and ids shorter than a window give none.
+func TestWindowHashes(t *testing.T) {
+	ids := []int32{0, 1, -1, 255, 256, 65535, 1 << 20, -(1 << 30), 50256, 7, 0, 1, -1, 255}
+	direct := func(w []int32) uint64 {
+		var h uint64
+		for _, id := range w {
+			h = h*0x9e3779b97f4a7c15 + mixID(id)
+		}
+		return h
+	}
+	for _, n := range []int{1, 3, 4, len(ids)} {
+		var got []uint64
+		windowHashes(ids, n, func(i int, h uint64) bool {
+			if i != len(got) {
+				t.Fatalf("n=%d: window %d given as %d", n, len(got), i)
+			}
+			got = append(got, h)
+			return true
+		})
 		if len(got) != len(ids)-n+1 {
 			t.Fatalf("n=%d: %d windows, want %d", n, len(got), len(ids)-n+1)
 		}
-		for i := range got {
-			h := fnv.New64a()
-			for _, id := range ids[i : i+n] {
-				binary.Write(h, binary.LittleEndian, id)
-			}
-			if got[i] != h.Sum64() {
-				t.Errorf("n=%d window %d: %x, want FNV-1a %x", n, i, got[i], h.Sum64())
+		for i, h := range got {
+			if want := direct(ids[i : i+n]); h != want {
+				t.Errorf("n=%d window %d: %x, want %x", n, i, h, want)
 			}
 		}
 	}
-	if tokenWindows(ids, len(ids)+1) != nil {
-		t.Error("windows longer than the ids")
+	// ids[10:14] repeats ids[0:4].
+	var first, again uint64
+	windowHashes(ids, 4, func(i int, h uint64) bool {
+		switch i {
+		case 0:
+			first = h
+		case 10:
+			again = h
+		}
+		return true
+	})
+	if first != again {
+		t.Errorf("equal windows hash %x and %x", first, again)
 	}
+	calls := 0
+	windowHashes(ids, 2, func(int, uint64) bool { calls++; return calls < 3 })
+	if calls != 3 {
+		t.Errorf("fn returned false at the 3rd window, called %d times", calls)
+	}
+	windowHashes(ids, len(ids)+1, func(int, uint64) bool { t.Error("a window longer than the ids"); return true })
 }

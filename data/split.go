@@ -3,8 +3,12 @@ package data
 import (
 	"fmt"
 	"hash/fnv"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // OverlapTokens is the window length of the member/non-member check: no
@@ -51,19 +55,13 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		return fmt.Errorf("data.targets + data.controls = %d, but only %d eligible documents in the target sources (%d rejected, see report): lower them, add sources or change data.chunk_tokens / data.min_tokens",
 			cfg.Targets+cfg.Controls, len(pool), len(rep.Rejected))
 	}
-	// members: the windows of targets, then of controls too
-	members := map[uint64]*candidate{}
-	addWindows := func(c *candidate) {
-		for _, h := range tokenWindows(c.ids, OverlapTokens) {
-			members[h] = c
-		}
-	}
+	// members: the windows of targets, then of controls too. Their ids
+	// stay in the spool: a window is read back only to confirm a hash hit.
 	for i, c := range pool[:cfg.Targets] {
 		c.split, c.reps = SplitTarget, cfg.repetitionsFor(i, cfg.Targets)
-		c.ids = tokens(c)
 		rep.Repetitions[strconv.Itoa(c.reps)]++
-		addWindows(c)
 	}
+	members := newWindowIndex(pool[:cfg.Targets], tokens)
 	// The targets' chunks by source document, for data.control_gap.
 	targetChunks := map[int][]*candidate{}
 	for _, c := range pool[:cfg.Targets] {
@@ -81,21 +79,23 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 			reject(Rejected{Source: c.source, Title: c.title, Reason: nearReason(c, t, cfg.ControlGap)}, "control near a target")
 			continue
 		}
-		ids := tokens(c)
-		if t := sharedWindow(ids, members); t != nil {
+		if t := members.shared(tokens(c), tokens); t != nil {
 			c.split = "rejected"
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
 			continue
 		}
-		c.split, c.ids = SplitControl, ids
+		c.split = SplitControl
 		n++
 	}
 	// Only now: a control overlapping an earlier control is no leak.
+	all := slices.Clone(pool[:cfg.Targets])
 	for _, c := range pool[cfg.Targets:next] {
 		if c.split == SplitControl {
-			addWindows(c)
+			all = append(all, c)
 		}
 	}
+	members = nil // the targets' index, before the larger one is made
+	members = newWindowIndex(all, tokens)
 	rest = append(pool[next:], rest...)
 	if len(rest) < cfg.Validation {
 		return fmt.Errorf("data.validation = %d, but only %d documents remain after targets and controls", cfg.Validation, len(rest))
@@ -112,12 +112,19 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 		nb = len(rest)
 	}
 	used, leaks := 0, 0
-	for _, c := range rest {
+	// The window checks, every token of the corpus, run in parallel a batch
+	// ahead of this loop, which takes their answers in order: the outcome
+	// is the one-at-a-time loop's.
+	var hits []*candidate
+	for k, c := range rest {
 		if used == nb {
 			break
 		}
 		used++
-		if m := sharedWindow(tokens(c), members); m != nil {
+		if k%sharedBatch == 0 {
+			hits = members.sharedAll(rest[k:min(k+sharedBatch, len(rest))], tokens)
+		}
+		if m := hits[k%sharedBatch]; m != nil {
 			c.split = "rejected"
 			leaks++
 			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
@@ -182,39 +189,137 @@ func (c Config) MemberSeparation() string {
 	return "none: neighbouring chunks of one source document may be a target and a control (only shared 50-token windows are refused)"
 }
 
-// tokenWindows hashes every window of n consecutive ids: FNV-1a of the
-// ids' little-endian bytes, computed inline rather than through hash/fnv
-// (no buffer copy or interface call per window; Build hashes every window
-// of every target, control and background document).
-func tokenWindows(ids []int32, n int) []uint64 {
-	if len(ids) < n {
-		return nil
-	}
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	out := make([]uint64, 0, len(ids)-n+1)
-	for i := 0; i+n <= len(ids); i++ {
-		h := uint64(offset64)
-		for _, id := range ids[i : i+n] {
-			u := uint32(id)
-			h = (h ^ uint64(u&0xff)) * prime64
-			h = (h ^ uint64(u>>8&0xff)) * prime64
-			h = (h ^ uint64(u>>16&0xff)) * prime64
-			h = (h ^ uint64(u>>24)) * prime64
-		}
-		out = append(out, h)
-	}
-	return out
+// windowIndex maps the hash of every OverlapTokens-token window of the
+// members (targets, then controls too) to the member that added it last,
+// as a Go map assigned in member order would. It is one array of hashes
+// and one of members, stably sorted by the hash's top bits with an offset
+// per bucket: 12 bytes a window and at most 4 a bucket, where a
+// map[uint64]*candidate took about 40 (4,000 members of 23 KB have 24
+// million windows). A build hashes every window of every target, control
+// and background document, so the hash is a rolling one (windowHashes).
+type windowIndex struct {
+	shift   uint     // a hash's bucket is hash >> shift
+	start   []uint32 // bucket b holds entries [start[b], start[b+1])
+	hashes  []uint64 // by bucket, in member order within one
+	who     []int32  // index into members of each entry
+	members []*candidate
 }
 
-// sharedWindow returns the target sharing a window with ids, if any; hash
-// hits are confirmed by comparing the tokens.
-func sharedWindow(ids []int32, targets map[uint64]*candidate) *candidate {
-	for i, h := range tokenWindows(ids, OverlapTokens) {
-		if t, ok := targets[h]; ok && containsRun(t.ids, ids[i:i+OverlapTokens]) {
-			return t
+// newWindowIndex hashes the members' windows twice (a count, then a
+// placement) rather than holding them all in a second array.
+func newWindowIndex(members []*candidate, tokens func(*candidate) []int32) *windowIndex {
+	n := 0
+	for _, c := range members {
+		n += max(c.nTokens-OverlapTokens+1, 0)
+	}
+	bits := 0
+	for 2<<bits < n { // about two entries a bucket
+		bits++
+	}
+	x := &windowIndex{shift: uint(64 - bits), start: make([]uint32, 1<<bits+1),
+		hashes: make([]uint64, n), who: make([]int32, n), members: members}
+	for _, c := range members {
+		windowHashes(tokens(c), OverlapTokens, func(_ int, h uint64) bool { x.start[h>>x.shift+1]++; return true })
+	}
+	for b := 1; b < len(x.start); b++ {
+		x.start[b] += x.start[b-1]
+	}
+	// start[b] serves as bucket b's cursor, which leaves it at bucket b+1's
+	// start; shifted back below.
+	for k, c := range members {
+		windowHashes(tokens(c), OverlapTokens, func(_ int, h uint64) bool {
+			at := &x.start[h>>x.shift]
+			x.hashes[*at], x.who[*at] = h, int32(k)
+			*at++
+			return true
+		})
+	}
+	copy(x.start[1:], x.start[:len(x.start)-1])
+	x.start[0] = 0
+	return x
+}
+
+// lookup returns the member that added hash h last, or nil.
+func (x *windowIndex) lookup(h uint64) *candidate {
+	b := h >> x.shift
+	for i := int(x.start[b+1]) - 1; i >= int(x.start[b]); i-- {
+		if x.hashes[i] == h {
+			return x.members[x.who[i]]
 		}
 	}
 	return nil
+}
+
+// shared returns the member sharing a window with ids, if any; a hash hit
+// is confirmed by comparing the tokens (the member's read through tokens).
+func (x *windowIndex) shared(ids []int32, tokens func(*candidate) []int32) *candidate {
+	var found *candidate
+	windowHashes(ids, OverlapTokens, func(i int, h uint64) bool {
+		if t := x.lookup(h); t != nil && containsRun(tokens(t), ids[i:i+OverlapTokens]) {
+			found = t
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// sharedBatch is how many documents sharedAll checks at a time.
+const sharedBatch = 256
+
+// sharedAll is shared for each of docs (their ids read through tokens),
+// on GOMAXPROCS goroutines.
+func (x *windowIndex) sharedAll(docs []*candidate, tokens func(*candidate) []int32) []*candidate {
+	out := make([]*candidate, len(docs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(docs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1)) - 1; k < len(docs); k = int(next.Add(1)) - 1 {
+				out[k] = x.shared(tokens(docs[k]), tokens)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// windowHashes calls fn with the start and hash of every window of n
+// consecutive ids, in order, until fn returns false. The hash is a
+// polynomial in a mixed value of each id, rolled one id at a time: equal
+// windows hash equal, and unequal ones collide with probability about
+// 2^-64 (a hit is confirmed anyway, so a collision costs a comparison,
+// never a wrong answer).
+func windowHashes(ids []int32, n int, fn func(i int, h uint64) bool) {
+	if n < 1 || len(ids) < n {
+		return
+	}
+	const base = 0x9e3779b97f4a7c15 // odd
+	top := uint64(1)                // base^(n-1): the weight of the id leaving the window
+	var h uint64
+	for k := 0; k < n; k++ {
+		if k > 0 {
+			top *= base
+		}
+		h = h*base + mixID(ids[k])
+	}
+	for i := 0; ; i++ {
+		if !fn(i, h) || i+n >= len(ids) {
+			return
+		}
+		h = (h-mixID(ids[i])*top)*base + mixID(ids[i+n])
+	}
+}
+
+// mixID spreads an id over 64 bits (SplitMix64's finalizer), so that the
+// polynomial of nearby ids does not cluster.
+func mixID(id int32) uint64 {
+	z := uint64(uint32(id)) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func containsRun(hay, needle []int32) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
 	"github.com/memo-research/memo/train"
 )
@@ -20,7 +21,10 @@ import (
 func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Options) error {
 	switch stage {
 	case "data":
-		return data.Build(ctx, spec.Data, dir)
+		// The only stage that makes no libtorch call: it runs with the
+		// collector that torchx.Init paused, so that its memory is bounded
+		// by its buffers rather than by everything it ever allocated.
+		return torchx.WithCollector(func() error { return data.Build(ctx, spec.Data, dir) })
 	case "train":
 		if opt.Train != nil {
 			return opt.Train(ctx, spec, dir)

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -19,6 +22,23 @@ func benchCommand() *cli.Command {
 		Name:  "bench",
 		Usage: "measure this machine: training throughput and model FLOPs utilisation, decoding throughput",
 		Subcommands: []*cli.Command{{
+			Name:      "corpus",
+			Usage:     "write a JSONL corpus for measuring `memo data build` (scripts/bench-data.sh)",
+			UsageText: "memo bench corpus --bytes SIZE --doc-bytes SIZE [--seed S] --out FILE",
+			Description: "Documents of about --doc-bytes of text (half to one and a half times it) made of\n" +
+				"paragraphs over 200 characters drawn from the fetched Moby-Dick, Brown, King James\n" +
+				"Bible and State of the Union corpora (`memo data fetch` first), with a marker\n" +
+				"[n.j.i] every 20 words so that no two documents share a 50-token window, until\n" +
+				"--bytes of JSONL are written. SIZE: bytes, or with a K, M or G suffix (powers of 1000).",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "bytes", Value: "1G", Usage: "corpus size `SIZE` in JSONL bytes"},
+				&cli.StringFlag{Name: "doc-bytes", Value: "23K", Usage: "mean document text `SIZE`"},
+				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the paragraph draws"},
+				&cli.StringFlag{Name: "out", Required: true, Usage: "JSONL `FILE` to write (written under a temporary name, then renamed)"},
+				&cli.StringFlag{Name: "cache", Usage: "cache `DIR` holding the fetched corpora (default $MEMO_CACHE or ~/.cache/memo)"},
+			},
+			Action: runBenchCorpus,
+		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
 			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K] [--json]",
@@ -156,4 +176,46 @@ func runBenchTrain(c *cli.Context) error {
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	return nil
+}
+
+func runBenchCorpus(c *cli.Context) error {
+	size := map[string]int64{}
+	for _, f := range []string{"bytes", "doc-bytes"} {
+		n, err := parseSize(c.String(f))
+		if err != nil || n < 1 {
+			return usageError("bench corpus: --%s %q: want a size >= 1 such as 1G, 23K or 1000", f, c.String(f))
+		}
+		size[f] = n
+	}
+	out := c.String("out")
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return usageError("bench corpus: --out %s: %v", out, err)
+	}
+	defer os.Remove(tmp.Name())
+	docs, n, err := data.WriteBenchCorpus(tmp, data.BenchCorpusConfig{CacheDir: data.ResolveCacheDir(c.String("cache")),
+		Bytes: size["bytes"], DocBytes: int(size["doc-bytes"]), Seed: c.Int64("seed")})
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("bench corpus: write %s: %w", out, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("bench corpus: %w", err)
+	}
+	fmt.Printf("%s: %d documents, %d bytes\n", out, docs, n)
+	return nil
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix (powers
+// of 1000, as corpus sizes are quoted).
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	if k := strings.IndexAny(s, "KMGkmg"); k >= 0 && k == len(s)-1 {
+		mult = map[byte]int64{'k': 1e3, 'm': 1e6, 'g': 1e9}[s[k]|0x20]
+		s = s[:k]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n * mult, err
 }

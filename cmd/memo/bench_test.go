@@ -115,3 +115,30 @@ func TestBenchDecodeModelDir(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1000", 1000, true}, {"23K", 23_000, true}, {"1m", 1_000_000, true}, {"10G", 10_000_000_000, true},
+		{"", 0, false}, {"G", 0, false}, {"1.5G", 0, false}, {"1T", 0, false}, {"K1", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestBenchCorpusBadSize: a size that is not one is one line, exit 2.
+func TestBenchCorpusBadSize(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	r := execMemo(t, exe, dir, "bench", "corpus", "--bytes", "lots", "--out", filepath.Join(dir, "c.jsonl"))
+	if r.code != 2 || !strings.Contains(r.stderr, `--bytes "lots"`) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q; want 2 and one line naming --bytes", r.code, r.stderr)
+	}
+}

@@ -19,21 +19,47 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sugarme/gotch/ts"
 )
 
-var initOnce sync.Once
+var (
+	initOnce sync.Once
+	// gcPercent is the collector's setting before Init paused it (GOGC,
+	// 100 by default), which WithCollector restores for a while.
+	gcPercent atomic.Int64
+	paused    atomic.Bool
+)
 
 // Init pauses the garbage collector for the life of the process, sets
 // libtorch's thread count (threads <= 0 keeps libtorch's default) and seeds
 // its default generator.
 func Init(threads int, seed uint64) {
-	initOnce.Do(func() { debug.SetGCPercent(-1) })
+	initOnce.Do(func() {
+		gcPercent.Store(int64(debug.SetGCPercent(-1)))
+		paused.Store(true)
+	})
 	if threads > 0 {
 		C.memo_set_num_threads(C.int(threads))
 	}
 	C.memo_manual_seed(C.uint64_t(seed))
+}
+
+// WithCollector runs f with the garbage collector at its setting from
+// before Init, then pauses it again. It is for work that makes no libtorch
+// call and allocates in proportion to its input, such as `memo run`'s data
+// stage: with the collector paused, every buffer it ever allocated would
+// stay in memory (22 GB for a 1 GB corpus, issue 27). The caller must
+// ensure no libtorch call runs on another goroutine meanwhile. Without
+// Init it just runs f.
+func WithCollector(f func() error) error {
+	if !paused.Load() {
+		return f()
+	}
+	debug.SetGCPercent(int(gcPercent.Load()))
+	defer debug.SetGCPercent(-1)
+	return f()
 }
 
 // Seed reseeds libtorch's default CPU generator.

@@ -1,6 +1,8 @@
 package torchx
 
 import (
+	"errors"
+	"runtime/debug"
 	"testing"
 
 	"github.com/sugarme/gotch"
@@ -20,5 +22,29 @@ func TestSeedRepeatsDraws(t *testing.T) {
 	}
 	if got := Threads(); got != 1 {
 		t.Fatalf("Threads() = %d after Init(1, ...), want 1", got)
+	}
+}
+
+// WithCollector runs its function with the collector Init paused back at
+// its earlier setting, and pauses it again afterwards, error or not.
+func TestWithCollector(t *testing.T) {
+	Init(1, 1)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("after Init the collector setting is %d, want -1 (paused)", got)
+	}
+	want := int(gcPercent.Load())
+	if want < 0 {
+		t.Fatalf("setting before Init recorded as %d", want)
+	}
+	inside := 0
+	err := WithCollector(func() error {
+		inside = debug.SetGCPercent(want) // reads the setting, leaves it as it was
+		return errors.New("stage failed")
+	})
+	if inside != want || err == nil || err.Error() != "stage failed" {
+		t.Errorf("inside WithCollector the setting was %d (want %d), error %v (want the function's)", inside, want, err)
+	}
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("after WithCollector the setting is %d, want -1 (paused again)", got)
 	}
 }
