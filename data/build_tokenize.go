@@ -31,10 +31,17 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 	}
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan job, 2*workers)
+	// Results are put back in input order as they come in: pending holds
+	// only those that finished ahead of an earlier one (a few, with the
+	// queue this short), not one entry per document of the corpus.
 	var (
-		mu      sync.Mutex
-		results []result
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		pending  = map[int]result{}
+		next     int
+		cands    []*candidate
+		rej      []Rejected
+		firstErr error
+		wg       sync.WaitGroup
 	)
 	// Documents, tokens and MB/s of text, on a terminal or every 30 s.
 	bar := progress.New("data: tokenize documents", total)
@@ -58,10 +65,16 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 				}
 				since(&times.spool, t0)
 				mu.Lock()
-				for len(results) <= j.i {
-					results = append(results, result{})
+				pending[j.i] = r
+				for r, ok := pending[next]; ok; r, ok = pending[next] {
+					delete(pending, next)
+					if r.err != nil && firstErr == nil {
+						firstErr = r.err
+					}
+					cands = append(cands, r.cands...)
+					rej = append(rej, r.rej...)
+					next++
 				}
-				results[j.i] = r
 				mu.Unlock()
 				tokens.Add(int64(n))
 				times.bytes.Add(int64(len(j.d.Text)))
@@ -94,14 +107,8 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 	if err := sp.flush(); err != nil {
 		return nil, nil, 0, err
 	}
-	var cands []*candidate
-	var rej []Rejected
-	for _, r := range results {
-		if r.err != nil {
-			return nil, nil, 0, r.err
-		}
-		cands = append(cands, r.cands...)
-		rej = append(rej, r.rej...)
+	if firstErr != nil {
+		return nil, nil, 0, firstErr
 	}
 	return cands, rej, n, nil
 }

@@ -172,3 +172,45 @@ func TestWindowHashes(t *testing.T) {
 	}
 	windowHashes(ids, len(ids)+1, func(int, uint64) bool { t.Error("a window longer than the ids"); return true })
 }
+
+// TestWindowIndexShared: the member found is the last one added that holds
+// the window (as the map it replaced answered), a document sharing none
+// finds none, and windows split across members do not count.
+func TestWindowIndexShared(t *testing.T) {
+	seq := func(from, n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(from + i)
+		}
+		return ids
+	}
+	a := &candidate{title: "a", ids: seq(0, 120)}
+	b := &candidate{title: "b", ids: seq(1000, 80)}
+	c := &candidate{title: "c", ids: append(seq(1000, 60), seq(0, 60)...)} // b's start, then a's
+	for _, m := range []*candidate{a, b, c} {
+		m.nTokens = len(m.ids)
+	}
+	tokens := func(m *candidate) []int32 { return m.ids }
+	x := newWindowIndex([]*candidate{a, b, c}, tokens)
+	tests := []struct {
+		name string
+		ids  []int32
+		want *candidate
+	}{
+		{"a's middle", seq(30, 60), a},
+		{"b's and c's start: c, added last", seq(1000, OverlapTokens), c},
+		{"a's start, also in c: c", seq(0, OverlapTokens+5), c},
+		{"b's end only", seq(1020, 60), b},
+		{"one token short of a window of a", seq(70, OverlapTokens-1), nil},
+		{"across c's seam, which no member holds whole in order", append(seq(1030, 30), seq(500, 30)...), nil},
+		{"nothing shared", seq(5000, 200), nil},
+	}
+	for _, tt := range tests {
+		if got := x.shared(tt.ids, tokens); got != tt.want {
+			t.Errorf("%s: found %v, want %v", tt.name, got, tt.want)
+		}
+		if got := x.sharedAll([]*candidate{{ids: tt.ids, nTokens: len(tt.ids)}}, tokens)[0]; got != tt.want {
+			t.Errorf("%s: sharedAll found %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -189,19 +189,19 @@ func (c Config) MemberSeparation() string {
 	return "none: neighbouring chunks of one source document may be a target and a control (only shared 50-token windows are refused)"
 }
 
-// windowIndex maps the hash of every OverlapTokens-token window of the
-// members (targets, then controls too) to the member that added it last,
-// as a Go map assigned in member order would. It is one array of hashes
-// and one of members, stably sorted by the hash's top bits with an offset
-// per bucket: 12 bytes a window and at most 4 a bucket, where a
-// map[uint64]*candidate took about 40 (4,000 members of 23 KB have 24
-// million windows). A build hashes every window of every target, control
-// and background document, so the hash is a rolling one (windowHashes).
+// windowIndex holds the hash of every OverlapTokens-token window of the
+// members (targets, then controls too) and which member it came from, in
+// 8 bytes a window where a map[uint64]*candidate took about 40 (4,000
+// members of 23 KB have 24 million windows). Entries are stably sorted by
+// the hash's top bits (the bucket), so within a bucket they are in member
+// order; an entry keeps the hash's remaining bits above the member's index.
+// A build hashes every window of every target, control and background
+// document, so the hash is a rolling one (windowHashes).
 type windowIndex struct {
-	shift   uint     // a hash's bucket is hash >> shift
+	bits    uint     // a hash's bucket is its top bits bits
+	idBits  uint     // an entry's low idBits bits are the member's index
 	start   []uint32 // bucket b holds entries [start[b], start[b+1])
-	hashes  []uint64 // by bucket, in member order within one
-	who     []int32  // index into members of each entry
+	entries []uint64
 	members []*candidate
 }
 
@@ -212,14 +212,16 @@ func newWindowIndex(members []*candidate, tokens func(*candidate) []int32) *wind
 	for _, c := range members {
 		n += max(c.nTokens-OverlapTokens+1, 0)
 	}
-	bits := 0
-	for 2<<bits < n { // about two entries a bucket
-		bits++
+	x := &windowIndex{members: members}
+	for 2<<x.bits < n { // about two entries a bucket
+		x.bits++
 	}
-	x := &windowIndex{shift: uint(64 - bits), start: make([]uint32, 1<<bits+1),
-		hashes: make([]uint64, n), who: make([]int32, n), members: members}
+	for 1<<x.idBits < len(members) {
+		x.idBits++
+	}
+	x.start, x.entries = make([]uint32, 1<<x.bits+1), make([]uint64, n)
 	for _, c := range members {
-		windowHashes(tokens(c), OverlapTokens, func(_ int, h uint64) bool { x.start[h>>x.shift+1]++; return true })
+		windowHashes(tokens(c), OverlapTokens, func(_ int, h uint64) bool { x.start[x.bucket(h)+1]++; return true })
 	}
 	for b := 1; b < len(x.start); b++ {
 		x.start[b] += x.start[b-1]
@@ -228,8 +230,8 @@ func newWindowIndex(members []*candidate, tokens func(*candidate) []int32) *wind
 	// start; shifted back below.
 	for k, c := range members {
 		windowHashes(tokens(c), OverlapTokens, func(_ int, h uint64) bool {
-			at := &x.start[h>>x.shift]
-			x.hashes[*at], x.who[*at] = h, int32(k)
+			at := &x.start[x.bucket(h)]
+			x.entries[*at] = x.tag(h) | uint64(k)
 			*at++
 			return true
 		})
@@ -239,25 +241,29 @@ func newWindowIndex(members []*candidate, tokens func(*candidate) []int32) *wind
 	return x
 }
 
-// lookup returns the member that added hash h last, or nil.
-func (x *windowIndex) lookup(h uint64) *candidate {
-	b := h >> x.shift
-	for i := int(x.start[b+1]) - 1; i >= int(x.start[b]); i-- {
-		if x.hashes[i] == h {
-			return x.members[x.who[i]]
-		}
-	}
-	return nil
-}
+func (x *windowIndex) bucket(h uint64) uint64 { return h >> (64 - x.bits) }
 
-// shared returns the member sharing a window with ids, if any; a hash hit
-// is confirmed by comparing the tokens (the member's read through tokens).
+// tag is what an entry keeps of hash h: the bits below the bucket's,
+// less the low idBits.
+func (x *windowIndex) tag(h uint64) uint64 { return h << x.bits >> x.idBits << x.idBits }
+
+// shared returns the member sharing a window with ids, if any: for each
+// window, the last member (in the order added) whose entry matches its
+// hash and whose tokens (read through tokens) hold it. Since a hit is
+// confirmed, the answer is exact: the hash only decides what is compared.
 func (x *windowIndex) shared(ids []int32, tokens func(*candidate) []int32) *candidate {
 	var found *candidate
+	mask := uint64(1)<<x.idBits - 1
 	windowHashes(ids, OverlapTokens, func(i int, h uint64) bool {
-		if t := x.lookup(h); t != nil && containsRun(tokens(t), ids[i:i+OverlapTokens]) {
-			found = t
-			return false
+		b, tag := x.bucket(h), x.tag(h)
+		for e := int(x.start[b+1]) - 1; e >= int(x.start[b]); e-- {
+			if x.entries[e]&^mask != tag {
+				continue
+			}
+			if t := x.members[x.entries[e]&mask]; containsRun(tokens(t), ids[i:i+OverlapTokens]) {
+				found = t
+				return false
+			}
 		}
 		return true
 	})
