@@ -104,7 +104,7 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 		switch {
 		case !ok && hfBuffers.MatchString(name):
 			continue
-		case !ok && !cfg.Untied && (name == "lm_head.weight" || name == "embed_out.weight"):
+		case !ok && !cfg.Untied && name == g.UntiedHeadName():
 			continue
 		case !ok:
 			return fmt.Errorf("%s: tensor %s (%s %v) is not part of a %s model as memo builds it (config.json: arch %s, %d layers, bias %v); refusing to skip it",

@@ -44,18 +44,41 @@ func logitsAt(t *testing.T, g *model.GPT, ids [][]int32, pos int) [][]float32 {
 	return out
 }
 
+// goldenDirs lists every reference checkpoint: testdata/hf's, and each
+// transformers-written one in its own (transformers 5) config form and in
+// transformers 4's.
+func goldenDirs(t *testing.T) map[string]string {
+	t.Helper()
+	dirs := map[string]string{}
+	for _, name := range hfgolden.Names {
+		dir, err := hfgolden.Dir("..", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[name] = dir
+	}
+	tmp := t.TempDir()
+	for _, name := range hfgolden.TransformersNames {
+		dir, err := hfgolden.TransformersDir("..", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs["transformers5/"+name] = dir
+		if dirs["transformers4/"+name], err = hfgolden.AsForm4(dir, tmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dirs
+}
+
 // TestHFGoldens loads each reference checkpoint through the public API and
 // matches every expected value: logits at two positions to 1e-3, per-token
 // NLL to 1e-4, greedy continuations exactly, with and without the cache.
 func TestHFGoldens(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, name := range hfgolden.Names {
+	for name, dir := range goldenDirs(t) {
 		t.Run(name, func(t *testing.T) {
-			dir, err := hfgolden.Dir("..", name)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want, err := hfgolden.Read(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -64,54 +87,60 @@ func TestHFGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range []struct {
-				what string
-				pos  int
-				want [][]float64
-			}{{"last position", -1, want.LogitsLast}, {"position 5", 5, want.LogitsPos5}} {
-				got := logitsAt(t, g, want.IDs, c.pos)
-				worst := 0.0
-				for r := range got {
-					if len(got[r]) != len(c.want[r]) {
-						t.Fatalf("%s row %d: %d logits, want %d", c.what, r, len(got[r]), len(c.want[r]))
-					}
-					for j := range got[r] {
-						worst = math.Max(worst, math.Abs(float64(got[r][j])-c.want[r][j]))
-					}
-				}
-				if !(worst <= want.LogitsTol()) {
-					t.Errorf("logits at %s differ by up to %.3g (tolerance %g)", c.what, worst, want.LogitsTol())
-				}
-			}
-			nll, err := g.TokenNLL(want.IDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for r := range nll {
-				if len(nll[r]) != len(want.NLL[r]) {
-					t.Fatalf("row %d: %d NLL values, want %d", r, len(nll[r]), len(want.NLL[r]))
-				}
-				for j := range nll[r] {
-					worst = math.Max(worst, math.Abs(float64(nll[r][j])-want.NLL[r][j]))
-				}
-			}
-			if !(worst <= want.NLLTol()) {
-				t.Errorf("NLL differs by up to %.3g (tolerance %g)", worst, want.NLLTol())
-			}
-			n := len(want.GreedyContinuations[0])
-			for _, cache := range []bool{true, false} {
-				got, err := g.Generate(want.GreedyPrompts, n, model.GenOptions{UseCache: cache})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r := range got {
-					if !slices.Equal(got[r], want.GreedyContinuations[r]) {
-						t.Errorf("cache=%v row %d: greedy %v, want %v", cache, r, got[r], want.GreedyContinuations[r])
-					}
-				}
-			}
+			checkGolden(t, g, want)
 		})
+	}
+}
+
+// checkGolden compares g with a reference checkpoint's expected values.
+func checkGolden(t *testing.T, g *model.GPT, want hfgolden.Case) {
+	t.Helper()
+	for _, c := range []struct {
+		what string
+		pos  int
+		want [][]float64
+	}{{"last position", -1, want.LogitsLast}, {"position 5", 5, want.LogitsPos5}} {
+		got := logitsAt(t, g, want.IDs, c.pos)
+		worst := 0.0
+		for r := range got {
+			if len(got[r]) != len(c.want[r]) {
+				t.Fatalf("%s row %d: %d logits, want %d", c.what, r, len(got[r]), len(c.want[r]))
+			}
+			for j := range got[r] {
+				worst = math.Max(worst, math.Abs(float64(got[r][j])-c.want[r][j]))
+			}
+		}
+		if !(worst <= want.LogitsTol()) {
+			t.Errorf("logits at %s differ by up to %.3g (tolerance %g)", c.what, worst, want.LogitsTol())
+		}
+	}
+	nll, err := g.TokenNLL(want.IDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for r := range nll {
+		if len(nll[r]) != len(want.NLL[r]) {
+			t.Fatalf("row %d: %d NLL values, want %d", r, len(nll[r]), len(want.NLL[r]))
+		}
+		for j := range nll[r] {
+			worst = math.Max(worst, math.Abs(float64(nll[r][j])-want.NLL[r][j]))
+		}
+	}
+	if !(worst <= want.NLLTol()) {
+		t.Errorf("NLL differs by up to %.3g (tolerance %g)", worst, want.NLLTol())
+	}
+	n := len(want.GreedyContinuations[0])
+	for _, cache := range []bool{true, false} {
+		got, err := g.Generate(want.GreedyPrompts, n, model.GenOptions{UseCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			if !slices.Equal(got[r], want.GreedyContinuations[r]) {
+				t.Errorf("cache=%v row %d: greedy %v, want %v", cache, r, got[r], want.GreedyContinuations[r])
+			}
+		}
 	}
 }
 

@@ -60,6 +60,9 @@ func (a Approx) Check(c Config) error {
 	default:
 		return fmt.Errorf("kv bits %d: want 16, 8 or 4", a.KVBits)
 	}
+	if a.Attention != "" && a.Attention != AttnExact && (c.AttnSoftcap > 0 || c.SlidingWindow > 0) {
+		return fmt.Errorf("attention %q: the sparse methods are written for plain causal attention; this %s model has soft-capped or sliding-window attention", a.Attention, c.Arch)
+	}
 	switch a.Attention {
 	case "", AttnExact:
 	case AttnLoki:

@@ -9,9 +9,9 @@ import (
 )
 
 // attentionOf is attention, or the cache's approximation of it.
-func attentionOf(li int, q, k, v, mask *ts.Tensor, scale float64, cache *Cache) *ts.Tensor {
+func attentionOf(li int, q, k, v, mask *ts.Tensor, scale, cap float64, cache *Cache) *ts.Tensor {
 	if cache == nil || cache.approx == nil {
-		return attention(q, k, v, mask, scale)
+		return attention(q, k, v, mask, scale, cap)
 	}
 	return cache.approx.attend(cache, li, q, k, v, mask, scale)
 }
@@ -26,7 +26,7 @@ func attentionOf(li int, q, k, v, mask *ts.Tensor, scale float64, cache *Cache) 
 // is attention's bit for bit.
 func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
 	if kc.n == 0 { // the prompt pass
-		return attention(q, k, v, mask, scale)
+		return attention(q, k, v, mask, scale, 0)
 	}
 	size := q.MustSize()
 	b, t := int(size[0]), int(size[2])
@@ -45,7 +45,7 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 			}
 			st.addLayer(r, 1, bytes/float64(t))
 		}
-		return attention(q, k, v, mask, scale)
+		return attention(q, k, v, mask, scale, 0)
 	}
 	var sc scope
 	defer sc.drop()

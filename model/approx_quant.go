@@ -86,13 +86,21 @@ func (g *GPT) QuantizedCopy(bits int) *GPT {
 	r.params = nil
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {
-		for _, w := range []**ts.Tensor{&b.q, &b.k, &b.v, &b.qkv, &b.out, &b.gate, &b.up, &b.down} {
-			if *w != nil {
-				d := (*w).MustDetach(false)
-				*w = quantize(d, bits)
-				d.MustDrop()
+		b.each(func(m module, w **ts.Tensor, bias bool) {
+			if *w == nil || bias || m.isNorm() {
+				return
 			}
-		}
+			d := (*w).MustDetach(false)
+			if g.arch.Conv1D { // [in, out]: quantize along the input all the same
+				t := d.MustT(true).MustContiguous(true)
+				q := quantize(t, bits)
+				t.MustDrop()
+				*w = q.MustT(true).MustContiguous(true)
+			} else {
+				*w = quantize(d, bits)
+			}
+			d.MustDrop()
+		})
 		r.blocks[i] = b
 	}
 	return &r

@@ -110,8 +110,8 @@ func TestKV8AttentionBound(t *testing.T) {
 	mask := ts.MustZeros([]int64{1, 1, 1, s}, gotch.Float, gotch.CPU)
 	scale := 1 / math.Sqrt(hd)
 	k8, v8 := quantize(k, 8), quantize(v, 8)
-	exact := floats(attention(q, k, v, mask, scale))
-	approx := floats(attention(q, k8, v8, mask, scale))
+	exact := floats(attention(q, k, v, mask, scale, 0))
+	approx := floats(attention(q, k8, v8, mask, scale, 0))
 	maxErr := func(a, b []float32) (m float64) {
 		for i := range a {
 			m = math.Max(m, math.Abs(float64(a[i]-b[i])))

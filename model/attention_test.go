@@ -51,7 +51,7 @@ func TestMaskedAttentionMatchesPlain(t *testing.T) {
 			v := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
 			padded := causalRowMask(t, []int{0, 13}, n)
 			// Float rounding only: the blocked products differ in shape.
-			d := maxAbsDiff(attention(q, k, v, padded, scale), plainAttention(q, k, v, padded, scale))
+			d := maxAbsDiff(attention(q, k, v, padded, scale, 0), plainAttention(q, k, v, padded, scale))
 			if d > 1e-6 {
 				t.Errorf("T=%d, padded: blocked attention differs from plain by %g", n, d)
 			}
@@ -61,12 +61,12 @@ func TestMaskedAttentionMatchesPlain(t *testing.T) {
 			g.causalMask(int64(n) + 9).MustDrop()
 			shared := g.causalMask(int64(n))
 			perRow := causalRowMask(t, []int{0, 0}, n)
-			if d := maxAbsDiff(attention(q, k, v, shared, scale), attention(q, k, v, perRow, scale)); d != 0 {
+			if d := maxAbsDiff(attention(q, k, v, shared, scale, 0), attention(q, k, v, perRow, scale, 0)); d != 0 {
 				t.Errorf("T=%d: the shared causal mask differs from per-row masks without padding by %g", n, d)
 			}
 			q1 := q.MustNarrow(2, int64(n-1), 1, false)
 			zeros := ts.MustZeros([]int64{2, 1, 1, int64(n)}, gotch.Float, gotch.CPU)
-			if d := maxAbsDiff(attention(q1, k, v, nil, scale), attention(q1, k, v, zeros, scale)); d != 0 {
+			if d := maxAbsDiff(attention(q1, k, v, nil, scale, 0), attention(q1, k, v, zeros, scale, 0)); d != 0 {
 				t.Errorf("T=%d: a step without a mask differs from one with a mask of zeros by %g", n, d)
 			}
 		}

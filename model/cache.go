@@ -26,9 +26,9 @@ type Cache struct {
 	approx *approxState
 }
 
-// fusedWeights are one llama layer's weights concatenated for one product
-// each: q|k|v (and biases, nil without) and gate|up.
-type fusedWeights struct{ qkv, qkvBias, gateUp *ts.Tensor }
+// fusedWeights are one layer's separately stored weights concatenated for
+// one product each: q|k|v and gate|up (and their biases, nil without).
+type fusedWeights struct{ qkv, qkvBias, gateUp, gateUpBias *ts.Tensor }
 
 // fusedLayer returns layer li's concatenated weights, made on first use.
 // Concatenating them at every decode step cost more than the step's own
@@ -40,10 +40,14 @@ func (kc *Cache) fusedLayer(li int) fusedWeights {
 		kc.fused = make([]fusedWeights, len(kc.g.blocks))
 	}
 	f := &kc.fused[li]
-	if f.qkv == nil {
-		blk := &kc.g.blocks[li]
-		f.qkv, f.qkvBias = blk.catQKV()
-		f.gateUp = blk.catGateUp()
+	if f.qkv == nil && f.gateUp == nil {
+		g, blk := kc.g, &kc.g.blocks[li]
+		if g.arch.QKV == QKVSeparate {
+			f.qkv, f.qkvBias = g.catQKV(blk)
+		}
+		if g.arch.MLP == MLPGated {
+			f.gateUp, f.gateUpBias = g.catGateUp(blk)
+		}
 	}
 	return *f
 }
@@ -130,7 +134,7 @@ func (kc *Cache) Drop() {
 		kc.v[l].MustDrop()
 	}
 	for _, f := range kc.fused {
-		for _, t := range []*ts.Tensor{f.qkv, f.qkvBias, f.gateUp} {
+		for _, t := range []*ts.Tensor{f.qkv, f.qkvBias, f.gateUp, f.gateUpBias} {
 			if t != nil {
 				t.MustDrop()
 			}
@@ -182,7 +186,6 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 	}
 	b, t := int(size[0]), int(size[1])
 	s := cache.n + t
-	rot := g.cfg.RotaryDim()
 	pos := make([]int64, b*t)
 	for r := 0; r < b; r++ {
 		for i := 0; i < t; i++ {
@@ -195,22 +198,12 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 		defer cache.approx.endStep(cache.n > 0)
 	}
 	torchx.NoGrad(func() {
-		pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
+		in, err := g.cachedInputs(cache, pos, b, t)
 		if err != nil {
-			panic(fmt.Sprintf("model: positions: %v", err))
+			panic(fmt.Sprintf("model: %v", err))
 		}
-		mt, err := cache.mask(t)
-		if err != nil {
-			panic(fmt.Sprintf("model: mask: %v", err))
-		}
-		cos := g.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
-		sin := g.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), int64(rot)}, true)
-		logits = g.run(ids, cos, sin, mt, cache, lastOnly)
-		for _, x := range []*ts.Tensor{pt, mt, cos, sin} {
-			if x != nil {
-				x.MustDrop()
-			}
-		}
+		logits = g.run(ids, in, cache, lastOnly)
+		in.drop()
 	})
 	cache.n = s
 	return logits
@@ -222,10 +215,13 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 // attention skip the fully masked blocks; a single position then attends
 // every key and gets no mask at all (nil). With padding it is per row,
 // [B,1,t,S]. Approximate attention always gets the per-row mask it reads.
-func (kc *Cache) mask(t int) (*ts.Tensor, error) {
+// With a window w > 0 a query also ignores keys w or more positions back.
+func (kc *Cache) mask(t, window int) (*ts.Tensor, error) {
 	s := kc.n + t
 	ninf := float32(math.Inf(-1))
-	padded := kc.approx != nil
+	// A sliding window that leaves keys out is a per-row mask too, so that
+	// a decode step's attention kernel applies it.
+	padded := kc.approx != nil || window > 0 && s > window
 	for _, st := range kc.starts {
 		padded = padded || st > 0
 	}
@@ -250,11 +246,42 @@ func (kc *Cache) mask(t int) (*ts.Tensor, error) {
 			for j := range row {
 				// A padding query attends to itself only, so its softmax
 				// stays finite; its output is never used.
-				if j > qi || (j < st && j != qi) {
+				if j > qi || (j < st && j != qi) || window > 0 && j <= qi-window && j != qi {
 					row[j] = ninf
 				}
 			}
 		}
 	}
 	return tensorOf(m, []int64{int64(b), 1, int64(t), int64(s)}, kc.g.device)
+}
+
+// cachedInputs are the inputs of a cached pass of t positions per row at
+// the given positions (b·t of them, row by row): rotary rows and learned
+// position embeddings gathered per row, and the cache's masks.
+func (g *GPT) cachedInputs(cache *Cache, pos []int64, b, t int) (*inputs, error) {
+	in := &inputs{masks: map[int]*ts.Tensor{}}
+	pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
+	if err != nil {
+		return nil, fmt.Errorf("positions: %w", err)
+	}
+	defer pt.MustDrop()
+	rot := int64(g.cfg.RotaryDim())
+	for _, r := range g.ropes {
+		in.cos = append(in.cos, r.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+		in.sin = append(in.sin, r.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+	}
+	if pe := g.top[modPositions].w; pe != nil {
+		in.positions = pe.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), int64(t), -1}, true)
+	}
+	for _, blk := range g.blocks {
+		if _, ok := in.masks[blk.window]; !ok {
+			m, err := cache.mask(t, blk.window)
+			if err != nil {
+				in.drop()
+				return nil, fmt.Errorf("mask: %w", err)
+			}
+			in.masks[blk.window] = m
+		}
+	}
+	return in, nil
 }

@@ -32,7 +32,7 @@ type Config struct {
 	// Seed seeds the weight initialisation.
 	Seed int64 `toml:"seed" json:"seed"`
 
-	// Arch is the block layout: "llama" (RMSNorm, SwiGLU, sequential residual) or "gpt_neox" (LayerNorm with bias, GELU MLP, fused per-head qkv, partial rotary).
+	// Arch is the decoder family: "llama" (memo's own: RMSNorm, SwiGLU, rotary), or one memo imports from Hugging Face: gemma2, gemma3_text, gpt2, gpt_neo, gpt_neox, mistral, olmo, olmo2, phi3, qwen2, qwen3.
 	Arch string `toml:"arch" json:"arch,omitempty"`
 	// KVHeads is the number of key/value heads (grouped-query attention); 0 means Heads.
 	KVHeads int `toml:"kv_heads" json:"kv_heads,omitempty"`
@@ -58,15 +58,26 @@ type Config struct {
 	Bias bool `toml:"bias" json:"bias,omitempty"`
 	// ParallelResidual computes x + attn(norm1(x)) + mlp(norm2(x)) (gpt_neox's use_parallel_residual).
 	ParallelResidual bool `toml:"parallel_residual" json:"parallel_residual,omitempty"`
+	// SlidingWindow is how many recent positions a sliding-window layer attends (Mistral, Gemma, GPT-Neo's local layers); 0 means every layer attends the whole context.
+	SlidingWindow int `toml:"sliding_window" json:"sliding_window,omitempty"`
+	// LayerTypes lists each layer's attention, comma-separated: "full" or "sliding"; empty means every layer is sliding when sliding_window is set, else full.
+	LayerTypes string `toml:"layer_types" json:"layer_types,omitempty"`
+	// LocalRopeTheta is the rotary base of the sliding layers when it differs from rope_theta (Gemma 3); 0 means rope_theta.
+	LocalRopeTheta float64 `toml:"local_rope_theta" json:"local_rope_theta,omitempty"`
+	// AttnSoftcap caps attention scores at ±cap through tanh (Gemma 2); 0 means none.
+	AttnSoftcap float64 `toml:"attn_softcap" json:"attn_softcap,omitempty"`
+	// FinalSoftcap caps the logits at ±cap through tanh (Gemma 2); 0 means none.
+	FinalSoftcap float64 `toml:"final_softcap" json:"final_softcap,omitempty"`
+	// QueryScalar scales attention scores by 1/sqrt(query_scalar) instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar); 0 means head_dim.
+	QueryScalar float64 `toml:"query_scalar" json:"query_scalar,omitempty"`
+	// QKVClip clamps queries, keys and values to ±clip after their projection (OLMo's clip_qkv); 0 means none.
+	QKVClip float64 `toml:"qkv_clip" json:"qkv_clip,omitempty"`
 	// DType is how imported weights were stored: "float32", "bfloat16" or "float16"; memo computes in float32 on the CPU either way.
 	DType string `toml:"dtype" json:"dtype,omitempty"`
 }
 
-// Architectures memo builds.
-const (
-	ArchLlama   = "llama"
-	ArchGPTNeoX = "gpt_neox"
-)
+// ArchLlama is memo's own decoder, the default architecture.
+const ArchLlama = "llama"
 
 type preset struct{ dim, layers, heads, context int }
 
@@ -121,9 +132,16 @@ func (c Config) Resolve() (Config, error) {
 	if r.Arch == "" {
 		r.Arch = ArchLlama
 	}
+	a, err := archOf(r.Arch)
+	if err != nil {
+		return Config{}, err
+	}
+	if a.Defaults != nil {
+		a.Defaults(&r)
+	}
 	if r.FFN == 0 && r.Dim > 0 {
 		r.FFN = DefaultFFN(r.Dim)
-		if r.Arch == ArchGPTNeoX {
+		if a.MLP == MLPPlain {
 			r.FFN = 4 * r.Dim
 		}
 	}
@@ -144,9 +162,6 @@ func (c Config) Resolve() (Config, error) {
 	}
 	if r.DType == "" {
 		r.DType = "float32"
-	}
-	if r.Arch == ArchGPTNeoX {
-		r.Bias = true // GPT-NeoX's projections always carry biases
 	}
 	return r, r.Validate()
 }
@@ -175,31 +190,41 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model.ffn = %d: must be > 0", c.FFN)
 	case c.Context <= 0:
 		return fmt.Errorf("model.context = %d: must be > 0 (or set model.preset)", c.Context)
-	case c.Arch != ArchLlama && c.Arch != ArchGPTNeoX:
-		return fmt.Errorf("model.arch = %q: must be %q or %q", c.Arch, ArchLlama, ArchGPTNeoX)
 	case !(c.NormEps > 0):
 		return fmt.Errorf("model.norm_eps = %g: must be > 0", c.NormEps)
 	case !(c.RopeTheta > 0):
 		return fmt.Errorf("model.rope_theta = %g: must be > 0", c.RopeTheta)
 	case !(c.RotaryPct > 0 && c.RotaryPct <= 1) || c.RotaryDim() < 2 || c.RotaryDim()%2 != 0:
 		return fmt.Errorf("model.rotary_pct = %g: must be in (0, 1] and rotate an even number of each head's %d dimensions (it rotates %d)", c.RotaryPct, c.HeadDim, c.RotaryDim())
-	case c.Arch == ArchLlama && c.RotaryPct != 1:
-		return fmt.Errorf("model.rotary_pct = %g: partial rotary is gpt_neox's; llama rotates whole heads (1)", c.RotaryPct)
-	case c.Arch == ArchLlama && c.ParallelResidual:
-		return fmt.Errorf("model.parallel_residual = true: only arch %q has a parallel residual", ArchGPTNeoX)
-	case c.Arch == ArchGPTNeoX && c.KVHeads != c.Heads:
-		return fmt.Errorf("model.kv_heads = %d: gpt_neox has one key/value head per query head (%d)", c.KVHeads, c.Heads)
+	case c.SlidingWindow < 0:
+		return fmt.Errorf("model.sliding_window = %d: must be >= 0", c.SlidingWindow)
+	case c.AttnSoftcap < 0 || c.FinalSoftcap < 0 || c.QueryScalar < 0 || c.QKVClip < 0 || c.LocalRopeTheta < 0:
+		return fmt.Errorf("model: attn_softcap, final_softcap, query_scalar, qkv_clip and local_rope_theta must be >= 0 (0: off)")
 	case c.DType != "float32" && c.DType != "bfloat16" && c.DType != "float16":
 		return fmt.Errorf("model.dtype = %q: must be float32, bfloat16 or float16", c.DType)
 	case c.InitFrom != "" && !strings.HasPrefix(c.InitFrom, "hf:"):
 		return fmt.Errorf("model.init_from = %q: want hf:DIR, a Hugging Face model directory (memo checkpoints go in train.init_from)", c.InitFrom)
 	}
+	if err := c.validateLayers(); err != nil {
+		return err
+	}
+	a, err := archOf(c.Arch)
+	if err != nil {
+		return err
+	}
+	if a.Validate != nil {
+		if err := a.Validate(c); err != nil {
+			return err
+		}
+	}
 	switch c.RopeScaling {
 	case "":
+	case "linear":
+		if !(c.RopeFactor > 0) {
+			return fmt.Errorf("model.rope_factor = %g: must be > 0 with rope_scaling = linear", c.RopeFactor)
+		}
 	case "llama3":
 		switch {
-		case c.Arch != ArchLlama:
-			return fmt.Errorf("model.rope_scaling = %q: only for arch %q", c.RopeScaling, ArchLlama)
 		case !(c.RopeFactor > 0):
 			return fmt.Errorf("model.rope_factor = %g: must be > 0 with rope_scaling = llama3", c.RopeFactor)
 		case !(c.RopeLowFreqFactor > 0 && c.RopeHighFreqFactor > c.RopeLowFreqFactor):
@@ -208,7 +233,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("model.rope_original_context = %d: must be > 0 with rope_scaling = llama3", c.RopeOriginalContext)
 		}
 	default:
-		return fmt.Errorf("model.rope_scaling = %q: must be empty or \"llama3\"", c.RopeScaling)
+		return fmt.Errorf("model.rope_scaling = %q: must be empty, \"linear\" or \"llama3\"", c.RopeScaling)
 	}
 	return nil
 }
@@ -227,25 +252,71 @@ func (c Config) SameNetwork(o Config) bool {
 	return c == o
 }
 
-// Params is the parameter count of a resolved config. For memo's own
-// decoder (llama, no biases, kv_heads = heads) that is
-// V·d + layers·(4d² + 3d·ffn + 2d) + d, plus V·d when the head is untied.
+// Params is the parameter count of a resolved config: the sizes of its
+// family's tensors. For memo's own decoder (llama, no biases, kv_heads =
+// heads) that is V·d + layers·(4d² + 3d·ffn + 2d) + d, plus V·d when the
+// head is untied.
 func (c Config) Params() int64 {
-	v, d, f, l := int64(c.Vocab), int64(c.Dim), int64(c.FFN), int64(c.Layers)
-	q, kv := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	attn := d*(q+2*kv) + q*d
-	if c.Bias {
-		attn += q + 2*kv + d
+	a, err := archOf(c.Arch)
+	if err != nil {
+		return 0
 	}
-	mlp, norms, final := 3*d*f, 2*d, d
-	if c.Arch == ArchGPTNeoX {
-		mlp, norms, final = 2*d*f+f+d, 4*d, 2*d
-	}
-	n := v*d + l*(attn+mlp+norms) + final
-	if c.Untied {
-		n += v * d
+	var n int64
+	for _, t := range a.layout(c) {
+		size := int64(1)
+		for _, d := range t.Shape {
+			size *= d
+		}
+		n += size
 	}
 	return n
+}
+
+// gathered is how many parameters are looked up rather than multiplied:
+// an untied model's embedding and learned position embeddings.
+func (c Config) gathered() int64 {
+	var n int64
+	if c.Untied {
+		n += int64(c.Vocab) * int64(c.Dim)
+	}
+	if a, err := archOf(c.Arch); err == nil && a.Positions == PosLearned {
+		n += int64(c.Context) * int64(c.Dim)
+	}
+	return n
+}
+
+// window is layer i's sliding-window length, 0 for full attention.
+func (c Config) window(i int) int {
+	if c.SlidingWindow == 0 {
+		return 0
+	}
+	if c.LayerTypes == "" {
+		return c.SlidingWindow
+	}
+	if types := strings.Split(c.LayerTypes, ","); i < len(types) && types[i] == "sliding" {
+		return c.SlidingWindow
+	}
+	return 0
+}
+
+// validateLayers checks layer_types against the layer count.
+func (c Config) validateLayers() error {
+	if c.LayerTypes == "" {
+		return nil
+	}
+	types := strings.Split(c.LayerTypes, ",")
+	if len(types) != c.Layers {
+		return fmt.Errorf("model.layer_types = %q: %d entries for %d layers", c.LayerTypes, len(types), c.Layers)
+	}
+	for i, t := range types {
+		if t != "full" && t != "sliding" {
+			return fmt.Errorf("model.layer_types = %q: entry %d is %q; want full or sliding", c.LayerTypes, i, t)
+		}
+	}
+	if c.SlidingWindow == 0 && strings.Contains(c.LayerTypes, "sliding") {
+		return fmt.Errorf("model.layer_types = %q has sliding layers but model.sliding_window = 0", c.LayerTypes)
+	}
+	return nil
 }
 
 // FLOPsPerToken is the training cost of one token at full context:
@@ -257,18 +328,16 @@ func (c Config) FLOPsPerToken() float64 { return c.FLOPsPerTokenAt(c.Context) }
 // untied model is a gather, not a product) plus attention's
 // 12·layers·seq·(heads·head_dim) (scores and weighted sum, forward and
 // backward, counted without the causal half as PaLM's appendix B does).
+// Sliding windows are not subtracted.
 func (c Config) FLOPsPerTokenAt(seq int) float64 {
-	n := c.Params()
-	if c.Untied {
-		n -= int64(c.Vocab) * int64(c.Dim)
-	}
+	n := c.Params() - c.gathered()
 	return 6*float64(n) + 12*float64(c.Layers)*float64(seq)*float64(c.Heads*c.HeadDim)
 }
 
 // String is a one-line summary for logs.
 func (c Config) String() string {
 	arch := ""
-	if c.Arch == ArchGPTNeoX || c.KVHeads != c.Heads || c.Bias || c.RopeScaling != "" {
+	if c.Arch != ArchLlama || c.KVHeads != c.Heads || c.Bias || c.RopeScaling != "" {
 		arch = fmt.Sprintf(" arch=%s kv_heads=%d head_dim=%d rotary=%d rope_theta=%g rope_scaling=%q", c.Arch, c.KVHeads, c.HeadDim, c.RotaryDim(), c.RopeTheta, c.RopeScaling)
 	}
 	return fmt.Sprintf("preset=%s vocab=%d dim=%d layers=%d heads=%d ffn=%d context=%d untied=%v%s params=%d flops/token=%.3g",

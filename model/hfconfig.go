@@ -7,163 +7,337 @@ import (
 	"strings"
 )
 
-// Hugging Face's config.json, both ways. FromHF reads LlamaForCausalLM
-// (Llama 2/3/3.1/3.2, TinyLlama, SmolLM, Mistral without a sliding window)
-// and GPTNeoXForCausalLM (Pythia); HFConfig writes one for a Config. Every
-// key of the file must be understood: either it changes the computation
-// and is mapped (or refused with its value), or it is known not to matter
-// for a float32 forward pass (hfInert). Anything else is an error naming
-// the key, so a model memo would compute differently never loads silently.
+// Hugging Face's config.json, both ways. FromHF reads the families that
+// registered an Arch, in transformers 5's form (rope_parameters, dtype) or
+// 4's (rope_theta, rope_scaling, torch_dtype); Config.HFConfig writes one.
+// Every key of the file must be understood: either it changes the
+// computation and the family maps it (or refuses its value), or it is
+// known not to change a causal LM's forward pass (hfInert). Anything else
+// is an error naming the key, so a model memo would compute differently
+// never loads silently.
 
-// hfInert are config.json keys that do not change what the network
-// computes in memo: bookkeeping, token ids (the tokenizer's business),
-// and settings of other runtimes.
+// hfInert are config.json keys that do not change what a causal LM
+// computes: bookkeeping, token ids (the tokenizer's business), settings of
+// other runtimes and heads memo never builds, and dropout, which is off at
+// inference (memo fine-tunes without dropout whatever these say).
 var hfInert = map[string]bool{
 	"_name_or_path": true, "architectures": true, "model_type": true, "transformers_version": true,
 	"torch_dtype": true, "dtype": true, "bos_token_id": true, "eos_token_id": true, "pad_token_id": true,
-	"initializer_range": true, "use_cache": true, "pretraining_tp": true, "tie_word_embeddings": true,
-	"max_position_embeddings": true, "hidden_act": true, "vocab_size": true, "hidden_size": true,
-	"intermediate_size": true, "num_hidden_layers": true, "num_attention_heads": true,
+	"initializer_range": true, "use_cache": true, "pretraining_tp": true,
 	"gradient_checkpointing": true, "output_attentions": true, "output_hidden_states": true,
-	"return_dict": true, "is_decoder": true, "sep_token_id": true, "cls_token_id": true,
+	"return_dict": true, "sep_token_id": true, "cls_token_id": true,
 	"unk_token_id": true, "decoder_start_token_id": true, "torchscript": true, "task_specific_params": true,
 	"auto_map": true, "keys_to_ignore_at_inference": true, "tokenizer_class": true, "chunk_size_feed_forward": true,
 	"problem_type": true, "id2label": true, "label2id": true, "finetuning_task": true, "prefix": true,
-	"layer_types": true,
+	"is_decoder": true,
+	"attention_dropout": true, "hidden_dropout": true, "attention_probs_dropout_prob": true,
+	"hidden_dropout_prob": true, "classifier_dropout": true, "attn_pdrop": true, "embd_pdrop": true,
+	"resid_pdrop": true, "embed_dropout": true, "resid_dropout": true,
+	"summary_activation": true, "summary_first_dropout": true, "summary_proj_to_labels": true,
+	"summary_type": true, "summary_use_proj": true, "initializer_factor": true,
 }
 
-// hfNumber reads an optional JSON number (a missing key or null gives def).
-func hfNumber(raw map[string]json.RawMessage, key string, def float64) (float64, error) {
-	msg, ok := raw[key]
-	if !ok || string(msg) == "null" {
+// hfReader reads config.json's keys, remembering which it used.
+type hfReader struct {
+	raw  map[string]json.RawMessage
+	used map[string]bool
+}
+
+// set reports whether key is present and not null, and marks it used.
+func (h *hfReader) set(key string) bool {
+	h.used[key] = true
+	msg, ok := h.raw[key]
+	return ok && string(msg) != "null"
+}
+
+// num reads an optional JSON number (a missing key or null gives def).
+func (h *hfReader) num(key string, def float64) (float64, error) {
+	if !h.set(key) {
 		return def, nil
 	}
 	var v float64
-	if err := json.Unmarshal(msg, &v); err != nil {
-		return 0, fmt.Errorf("config.json %s = %s: want a number", key, msg)
+	if err := json.Unmarshal(h.raw[key], &v); err != nil {
+		return 0, fmt.Errorf("config.json %s = %s: want a number", key, h.raw[key])
 	}
 	return v, nil
 }
 
-// hfInt reads an optional non-negative integer.
-func hfInt(raw map[string]json.RawMessage, key string, def int) (int, error) {
-	v, err := hfNumber(raw, key, float64(def))
+// integer reads an optional non-negative integer.
+func (h *hfReader) integer(key string, def int) (int, error) {
+	v, err := h.num(key, float64(def))
 	if err != nil {
 		return 0, err
 	}
-	if v < 0 || v != float64(int(v)) {
+	if v < 0 || v != float64(int(v)) || v > 1<<40 {
 		return 0, fmt.Errorf("config.json %s = %v: want a non-negative integer", key, v)
 	}
 	return int(v), nil
 }
 
-func hfBool(raw map[string]json.RawMessage, key string, def bool) (bool, error) {
-	msg, ok := raw[key]
-	if !ok || string(msg) == "null" {
+func (h *hfReader) boolean(key string, def bool) (bool, error) {
+	if !h.set(key) {
 		return def, nil
 	}
 	var v bool
-	if err := json.Unmarshal(msg, &v); err != nil {
-		return false, fmt.Errorf("config.json %s = %s: want true or false", key, msg)
+	if err := json.Unmarshal(h.raw[key], &v); err != nil {
+		return false, fmt.Errorf("config.json %s = %s: want true or false", key, h.raw[key])
 	}
 	return v, nil
 }
 
-func hfString(raw map[string]json.RawMessage, key, def string) (string, error) {
-	msg, ok := raw[key]
-	if !ok || string(msg) == "null" {
+func (h *hfReader) str(key, def string) (string, error) {
+	if !h.set(key) {
 		return def, nil
 	}
 	var v string
-	if err := json.Unmarshal(msg, &v); err != nil {
-		return "", fmt.Errorf("config.json %s = %s: want a string", key, msg)
+	if err := json.Unmarshal(h.raw[key], &v); err != nil {
+		return "", fmt.Errorf("config.json %s = %s: want a string", key, h.raw[key])
 	}
 	return v, nil
 }
 
+// ints reads several integer keys; a required one (def < 0) must be > 0.
+func (h *hfReader) ints(keys map[string]*int, defs map[string]int) error {
+	for key, dst := range keys {
+		def, optional := defs[key]
+		v, err := h.integer(key, max(def, 0))
+		if err != nil {
+			return err
+		}
+		if v == 0 && !optional {
+			return fmt.Errorf("config.json has no %s", key)
+		}
+		*dst = v
+	}
+	return nil
+}
+
+// activation reads the activation key, which must name one of want.
+func (h *hfReader) activation(key, def string, want ...string) error {
+	v, err := h.str(key, def)
+	if err != nil {
+		return err
+	}
+	for _, w := range want {
+		if v == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("config.json %s = %q: this family computes %s", key, v, strings.Join(want, " or "))
+}
+
+// refuse fails when key is set to anything but one of the values a plain
+// causal LM has (compared as JSON text).
+func (h *hfReader) refuse(key, why string, ok ...string) error {
+	if !h.set(key) {
+		return nil
+	}
+	got := string(h.raw[key])
+	for _, o := range ok {
+		if got == o {
+			return nil
+		}
+	}
+	return fmt.Errorf("config.json %s = %s: %s", key, got, why)
+}
+
+// tied reads tie_word_embeddings into c.Untied.
+func (h *hfReader) tied(c *Config, def bool) error {
+	tied, err := h.boolean("tie_word_embeddings", def)
+	c.Untied = !tied
+	return err
+}
+
+// layerTypes reads a per-layer list of attention kinds (key, e.g.
+// layer_types) into c.LayerTypes; local and global are GPT-Neo's names.
+func (h *hfReader) layerTypes(c *Config, key string) error {
+	if !h.set(key) {
+		return nil
+	}
+	var kinds []string
+	if err := json.Unmarshal(h.raw[key], &kinds); err != nil {
+		return fmt.Errorf("config.json %s = %s: want a list of strings", key, h.raw[key])
+	}
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		switch k {
+		case "full_attention", "global":
+			out[i] = "full"
+		case "sliding_attention", "local":
+			out[i] = "sliding"
+		default:
+			return fmt.Errorf("config.json %s[%d] = %q: memo knows full_attention and sliding_attention (global and local)", key, i, k)
+		}
+	}
+	c.LayerTypes = strings.Join(out, ",")
+	return nil
+}
+
+// ropeOptions say what a family's rotary embedding accepts.
+type ropeOptions struct {
+	theta   float64  // the default base
+	partial bool     // partial_rotary_factor is meaningful
+	scaling []string // rope types other than default it implements
+}
+
+// rope reads the rotary settings in either form: transformers 5's
+// rope_parameters {rope_type, rope_theta, partial_rotary_factor, scaling
+// keys}, or 4's rope_theta, rope_scaling and partial_rotary_factor.
+func (h *hfReader) rope(c *Config, o ropeOptions) error {
+	var err error
+	if c.RopeTheta, err = h.num("rope_theta", o.theta); err != nil {
+		return err
+	}
+	if o.partial {
+		if c.RotaryPct, err = h.num("partial_rotary_factor", 1); err != nil {
+			return err
+		}
+	}
+	if h.set("rope_scaling") {
+		var rs map[string]any
+		if err := json.Unmarshal(h.raw["rope_scaling"], &rs); err != nil {
+			return fmt.Errorf("config.json rope_scaling = %s: want an object", h.raw["rope_scaling"])
+		}
+		if err := ropeParams(c, "rope_scaling", rs, o); err != nil {
+			return err
+		}
+	}
+	if h.set("rope_parameters") {
+		var rp map[string]any
+		if err := json.Unmarshal(h.raw["rope_parameters"], &rp); err != nil {
+			return fmt.Errorf("config.json rope_parameters = %s: want an object", h.raw["rope_parameters"])
+		}
+		if err := ropeParams(c, "rope_parameters", rp, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ropeParams maps one rope_parameters (or rope_scaling) object.
+func ropeParams(c *Config, key string, p map[string]any, o ropeOptions) error {
+	kind, _ := p["rope_type"].(string)
+	if kind == "" {
+		kind, _ = p["type"].(string)
+	}
+	if kind == "" {
+		kind = "default"
+	}
+	num := func(k string) (float64, error) {
+		v, ok := p[k].(float64)
+		if !ok {
+			return 0, fmt.Errorf("config.json %s.%s = %v: want a number", key, k, p[k])
+		}
+		return v, nil
+	}
+	var err error
+	known := map[string]bool{"rope_type": true, "type": true, "rope_theta": true}
+	if _, ok := p["rope_theta"]; ok {
+		if c.RopeTheta, err = num("rope_theta"); err != nil {
+			return err
+		}
+	}
+	if _, ok := p["partial_rotary_factor"]; ok {
+		if !o.partial {
+			return fmt.Errorf("config.json %s.partial_rotary_factor: this family rotates whole heads", key)
+		}
+		known["partial_rotary_factor"] = true
+		if c.RotaryPct, err = num("partial_rotary_factor"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case kind == "default":
+	case kind == "linear" && has(o.scaling, kind):
+		c.RopeScaling = kind
+		known["factor"] = true
+		if c.RopeFactor, err = num("factor"); err != nil {
+			return err
+		}
+	case kind == "llama3" && has(o.scaling, kind):
+		c.RopeScaling = kind
+		for k, dst := range map[string]*float64{"factor": &c.RopeFactor, "low_freq_factor": &c.RopeLowFreqFactor, "high_freq_factor": &c.RopeHighFreqFactor} {
+			known[k] = true
+			if *dst, err = num(k); err != nil {
+				return err
+			}
+		}
+		known["original_max_position_embeddings"] = true
+		orig, err := num("original_max_position_embeddings")
+		if err != nil {
+			return err
+		}
+		c.RopeOriginalContext = int(orig)
+	default:
+		implemented := append([]string{"default"}, o.scaling...)
+		return fmt.Errorf("config.json %s rope_type %q: memo implements %s for this family", key, kind, strings.Join(implemented, ", "))
+	}
+	for k := range p {
+		if !known[k] {
+			return fmt.Errorf("config.json %s.%s: memo does not know this %s rope key", key, k, kind)
+		}
+	}
+	return nil
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 // FromHF maps a Hugging Face config.json to a resolved Config. The result
-// has no preset; Context is max_position_embeddings and DType the stored
-// torch_dtype (float32 when absent).
+// has no preset; Context is max_position_embeddings (or the family's name
+// for it) and DType the stored dtype (float32 when absent).
 func FromHF(configJSON []byte) (Config, error) {
-	raw := map[string]json.RawMessage{}
-	if err := json.Unmarshal(configJSON, &raw); err != nil {
+	h := &hfReader{raw: map[string]json.RawMessage{}, used: map[string]bool{}}
+	if err := json.Unmarshal(configJSON, &h.raw); err != nil {
 		return Config{}, fmt.Errorf("config.json is not a JSON object: %w", err)
 	}
-	modelType, err := hfString(raw, "model_type", "")
+	modelType, err := h.str("model_type", "")
 	if err != nil {
 		return Config{}, err
 	}
-	var archs []string
-	if msg, ok := raw["architectures"]; ok && string(msg) != "null" {
-		if err := json.Unmarshal(msg, &archs); err != nil {
-			return Config{}, fmt.Errorf("config.json architectures = %s: want a list of names", msg)
+	a, ok := archForModelType(modelType)
+	if !ok {
+		return Config{}, fmt.Errorf("config.json model_type = %q: memo imports %s", modelType, modelTypes())
+	}
+	if h.set("architectures") {
+		var classes []string
+		if err := json.Unmarshal(h.raw["architectures"], &classes); err != nil {
+			return Config{}, fmt.Errorf("config.json architectures = %s: want a list of names", h.raw["architectures"])
+		}
+		for _, cl := range classes {
+			if cl != a.Class {
+				return Config{}, fmt.Errorf("config.json architectures = %v: memo builds %s for model_type %q (a causal LM head only)", classes, a.Class, modelType)
+			}
 		}
 	}
-	for _, a := range archs {
-		if a != "LlamaForCausalLM" && a != "MistralForCausalLM" && a != "GPTNeoXForCausalLM" {
-			return Config{}, fmt.Errorf("config.json architectures = %v: memo imports LlamaForCausalLM, MistralForCausalLM (no sliding window) and GPTNeoXForCausalLM", archs)
-		}
-	}
-	var c Config
-	used := map[string]bool{}
-	switch modelType {
-	case "llama", "mistral":
-		c, err = fromHFLlama(raw, used)
-	case "gpt_neox":
-		c, err = fromHFNeoX(raw, used)
-	default:
-		return Config{}, fmt.Errorf("config.json model_type = %q: memo imports llama, mistral and gpt_neox", modelType)
-	}
+	c, err := a.FromHF(h)
 	if err != nil {
 		return Config{}, err
 	}
-	if c.Vocab, err = hfInt(raw, "vocab_size", 0); err != nil {
+	c.Arch = a.Name
+	if c.DType, err = h.str("torch_dtype", ""); err != nil {
 		return Config{}, err
 	}
-	for key, dst := range map[string]*int{"hidden_size": &c.Dim, "intermediate_size": &c.FFN,
-		"num_hidden_layers": &c.Layers, "num_attention_heads": &c.Heads} {
-		if *dst, err = hfInt(raw, key, 0); err != nil {
+	if c.DType == "" {
+		if c.DType, err = h.str("dtype", "float32"); err != nil {
 			return Config{}, err
-		}
-		if *dst == 0 {
-			return Config{}, fmt.Errorf("config.json has no %s", key)
-		}
-	}
-	if c.Context, err = hfInt(raw, "max_position_embeddings", 2048); err != nil {
-		return Config{}, err
-	}
-	tied, err := hfBool(raw, "tie_word_embeddings", false) // both classes default to untied
-	if err != nil {
-		return Config{}, err
-	}
-	c.Untied = !tied
-	dtype, err := hfString(raw, "torch_dtype", "")
-	if err != nil {
-		return Config{}, err
-	}
-	if dtype == "" {
-		if dtype, err = hfString(raw, "dtype", "float32"); err != nil {
-			return Config{}, err
-		}
-	}
-	c.DType = dtype
-	for _, key := range []string{"attention_dropout", "hidden_dropout", "attention_probs_dropout_prob", "hidden_dropout_prob", "classifier_dropout"} {
-		used[key] = true
-		if v, err := hfNumber(raw, key, 0); err != nil {
-			return Config{}, err
-		} else if v != 0 {
-			return Config{}, fmt.Errorf("config.json %s = %v: memo trains without dropout; set it to 0 to import", key, v)
 		}
 	}
 	var unknown []string
-	for key := range raw {
-		if !used[key] && !hfInert[key] {
+	for key := range h.raw {
+		if !h.used[key] && !hfInert[key] {
 			unknown = append(unknown, key)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return Config{}, fmt.Errorf("config.json: memo does not know the key(s) %s; it refuses to import a model it might compute differently", strings.Join(unknown, ", "))
+		return Config{}, fmt.Errorf("config.json: memo does not know the key(s) %s of model_type %q; it refuses to import a model it might compute differently", strings.Join(unknown, ", "), modelType)
 	}
 	r, err := c.Resolve()
 	if err != nil {
@@ -172,196 +346,91 @@ func FromHF(configJSON []byte) (Config, error) {
 	return r, nil
 }
 
-func fromHFLlama(raw map[string]json.RawMessage, used map[string]bool) (Config, error) {
-	c := Config{Arch: ArchLlama}
-	var err error
-	for _, k := range []string{"num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "attention_bias", "mlp_bias", "rope_scaling", "sliding_window", "use_sliding_window", "max_window_layers"} {
-		used[k] = true
-	}
-	if act, err := hfString(raw, "hidden_act", "silu"); err != nil {
-		return c, err
-	} else if act != "silu" {
-		return c, fmt.Errorf("config.json hidden_act = %q: memo's llama MLP is SwiGLU (silu)", act)
-	}
-	if c.KVHeads, err = hfInt(raw, "num_key_value_heads", 0); err != nil {
-		return c, err
-	}
-	if c.HeadDim, err = hfInt(raw, "head_dim", 0); err != nil {
-		return c, err
-	}
-	if c.NormEps, err = hfNumber(raw, "rms_norm_eps", 1e-6); err != nil { // LlamaConfig's default
-		return c, err
-	}
-	if c.RopeTheta, err = hfNumber(raw, "rope_theta", 10000); err != nil {
-		return c, err
-	}
-	if c.Bias, err = hfBool(raw, "attention_bias", false); err != nil {
-		return c, err
-	}
-	if mlpBias, err := hfBool(raw, "mlp_bias", false); err != nil {
-		return c, err
-	} else if mlpBias {
-		return c, fmt.Errorf("config.json mlp_bias = true: memo's llama MLP has no biases")
-	}
-	if msg, ok := raw["sliding_window"]; ok && string(msg) != "null" {
-		on, err := hfBool(raw, "use_sliding_window", true)
-		if err != nil {
-			return c, err
-		}
-		if on {
-			return c, fmt.Errorf("config.json sliding_window = %s: memo attends to the whole context (set it to null for a model trained without a window)", msg)
-		}
-	}
-	if msg, ok := raw["rope_scaling"]; ok && string(msg) != "null" {
-		var rs map[string]any
-		if err := json.Unmarshal(msg, &rs); err != nil {
-			return c, fmt.Errorf("config.json rope_scaling = %s: want an object", msg)
-		}
-		kind, _ := rs["rope_type"].(string)
-		if kind == "" {
-			kind, _ = rs["type"].(string)
-		}
-		if kind != "llama3" {
-			return c, fmt.Errorf("config.json rope_scaling type %q: memo implements llama3 only", kind)
-		}
-		num := func(k string) (float64, error) {
-			v, ok := rs[k].(float64)
-			if !ok {
-				return 0, fmt.Errorf("config.json rope_scaling.%s = %v: want a number", k, rs[k])
-			}
-			return v, nil
-		}
-		c.RopeScaling = "llama3"
-		if c.RopeFactor, err = num("factor"); err != nil {
-			return c, err
-		}
-		if c.RopeLowFreqFactor, err = num("low_freq_factor"); err != nil {
-			return c, err
-		}
-		if c.RopeHighFreqFactor, err = num("high_freq_factor"); err != nil {
-			return c, err
-		}
-		orig, err := num("original_max_position_embeddings")
-		if err != nil {
-			return c, err
-		}
-		c.RopeOriginalContext = int(orig)
-		for k := range rs {
-			switch k {
-			case "rope_type", "type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings":
-			default:
-				return c, fmt.Errorf("config.json rope_scaling.%s: memo does not know this llama3 rope key", k)
-			}
-		}
-	}
-	return c, nil
-}
+// HFConfig is the Hugging Face config.json of c in transformers 5's form.
+func (c Config) HFConfig() map[string]any { return c.HFConfigForm(HFForm5) }
 
-func fromHFNeoX(raw map[string]json.RawMessage, used map[string]bool) (Config, error) {
-	c := Config{Arch: ArchGPTNeoX}
-	var err error
-	for _, k := range []string{"rotary_pct", "partial_rotary_factor", "rotary_emb_base", "rope_theta", "rope_parameters", "rope_scaling",
-		"layer_norm_eps", "use_parallel_residual", "attention_bias"} {
-		used[k] = true
-	}
-	if act, err := hfString(raw, "hidden_act", "gelu"); err != nil {
-		return c, err
-	} else if act != "gelu" {
-		return c, fmt.Errorf("config.json hidden_act = %q: memo's gpt_neox MLP uses exact GELU (gelu)", act)
-	}
-	// Key names drift between transformers versions: accept each spelling.
-	if c.RotaryPct, err = hfNumber(raw, "rotary_pct", 0); err != nil {
-		return c, err
-	}
-	if c.RotaryPct == 0 {
-		if c.RotaryPct, err = hfNumber(raw, "partial_rotary_factor", 0.25); err != nil { // GPTNeoXConfig's default
-			return c, err
-		}
-	}
-	if c.RopeTheta, err = hfNumber(raw, "rotary_emb_base", 0); err != nil {
-		return c, err
-	}
-	if c.RopeTheta == 0 {
-		if c.RopeTheta, err = hfNumber(raw, "rope_theta", 10000); err != nil {
-			return c, err
-		}
-	}
-	if msg, ok := raw["rope_parameters"]; ok && string(msg) != "null" {
-		var rp map[string]any
-		if err := json.Unmarshal(msg, &rp); err != nil {
-			return c, fmt.Errorf("config.json rope_parameters = %s: want an object", msg)
-		}
-		for k, v := range rp {
-			switch k {
-			case "rope_theta":
-				if f, ok := v.(float64); ok {
-					c.RopeTheta = f
-				}
-			case "partial_rotary_factor":
-				if f, ok := v.(float64); ok {
-					c.RotaryPct = f
-				}
-			case "rope_type", "type":
-				if v != "default" {
-					return c, fmt.Errorf("config.json rope_parameters.%s = %v: memo implements default rotary for gpt_neox", k, v)
-				}
-			default:
-				return c, fmt.Errorf("config.json rope_parameters.%s: memo does not know this key", k)
-			}
-		}
-	}
-	if msg, ok := raw["rope_scaling"]; ok && string(msg) != "null" {
-		return c, fmt.Errorf("config.json rope_scaling = %s: memo implements no rope scaling for gpt_neox", msg)
-	}
-	if c.NormEps, err = hfNumber(raw, "layer_norm_eps", 1e-5); err != nil {
-		return c, err
-	}
-	if c.ParallelResidual, err = hfBool(raw, "use_parallel_residual", true); err != nil {
-		return c, err
-	}
-	if bias, err := hfBool(raw, "attention_bias", true); err != nil {
-		return c, err
-	} else if !bias {
-		return c, fmt.Errorf("config.json attention_bias = false: memo's gpt_neox attention always has biases")
-	}
-	return c, nil
-}
-
-// HFConfig is the Hugging Face config.json of c: LlamaForCausalLM or
-// GPTNeoXForCausalLM with every field that determines the computation, so
-// that transformers' from_pretrained builds the same network.
-func (c Config) HFConfig() map[string]any {
+// HFConfigForm is the config.json of c in the given form, with every field
+// that determines the computation, so that transformers' from_pretrained
+// builds the same network.
+func (c Config) HFConfigForm(form HFForm) map[string]any {
+	a := archs[c.Arch]
 	out := map[string]any{
-		"vocab_size": c.Vocab, "hidden_size": c.Dim, "intermediate_size": c.FFN,
-		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads,
-		"max_position_embeddings": c.Context, "tie_word_embeddings": !c.Untied,
-		"torch_dtype": "float32", "initializer_range": initStdDev,
+		"architectures": []string{a.Class}, "model_type": a.ModelTypes[0],
+		"tie_word_embeddings": !c.Untied, "initializer_range": initStdDev,
 	}
-	if c.Arch == ArchGPTNeoX {
-		out["architectures"] = []string{"GPTNeoXForCausalLM"}
-		out["model_type"] = "gpt_neox"
-		out["rotary_pct"] = c.RotaryPct
-		out["rotary_emb_base"] = c.RopeTheta
-		out["layer_norm_eps"] = c.NormEps
-		out["use_parallel_residual"] = c.ParallelResidual
-		out["hidden_act"] = "gelu"
-		out["attention_bias"] = true
-		return out
+	if form == HFForm4 {
+		out["torch_dtype"] = "float32"
+	} else {
+		out["dtype"] = "float32"
 	}
-	out["architectures"] = []string{"LlamaForCausalLM"}
-	out["model_type"] = "llama"
-	out["num_key_value_heads"] = c.KVHeads
-	out["head_dim"] = c.HeadDim
-	out["rms_norm_eps"] = c.NormEps
-	out["rope_theta"] = c.RopeTheta
-	out["hidden_act"] = "silu"
-	out["attention_bias"] = c.Bias
-	out["mlp_bias"] = false
-	out["rope_scaling"] = nil
-	if c.RopeScaling == "llama3" {
-		out["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": c.RopeFactor,
+	a.ToHF(c, out, form)
+	return out
+}
+
+// llamaSizes are the size keys most families share.
+func llamaSizes(h *hfReader, c *Config) error {
+	return h.ints(map[string]*int{"vocab_size": &c.Vocab, "hidden_size": &c.Dim, "intermediate_size": &c.FFN,
+		"num_hidden_layers": &c.Layers, "num_attention_heads": &c.Heads, "num_key_value_heads": &c.KVHeads,
+		"head_dim": &c.HeadDim, "max_position_embeddings": &c.Context},
+		map[string]int{"num_key_value_heads": 0, "head_dim": 0, "max_position_embeddings": 2048})
+}
+
+// writeLlamaSizes writes llamaSizes' keys.
+func writeLlamaSizes(c Config, out map[string]any) {
+	for k, v := range map[string]int{"vocab_size": c.Vocab, "hidden_size": c.Dim, "intermediate_size": c.FFN,
+		"num_hidden_layers": c.Layers, "num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads,
+		"head_dim": c.HeadDim, "max_position_embeddings": c.Context} {
+		out[k] = v
+	}
+}
+
+// writeRope writes the rotary settings in the form asked; partial adds
+// partial_rotary_factor (inside rope_parameters in form 5, at the top in 4).
+func writeRope(c Config, out map[string]any, form HFForm, partial bool) {
+	params := map[string]any{}
+	switch c.RopeScaling {
+	case "linear":
+		params = map[string]any{"rope_type": "linear", "factor": c.RopeFactor}
+	case "llama3":
+		params = map[string]any{"rope_type": "llama3", "factor": c.RopeFactor,
 			"low_freq_factor": c.RopeLowFreqFactor, "high_freq_factor": c.RopeHighFreqFactor,
 			"original_max_position_embeddings": c.RopeOriginalContext}
 	}
-	return out
+	if form == HFForm4 {
+		out["rope_theta"] = c.RopeTheta
+		out["rope_scaling"] = nil
+		if len(params) > 0 {
+			out["rope_scaling"] = params
+		}
+		if partial {
+			out["partial_rotary_factor"] = c.RotaryPct
+		}
+		return
+	}
+	if len(params) == 0 {
+		params["rope_type"] = "default"
+	}
+	params["rope_theta"] = c.RopeTheta
+	if partial {
+		params["partial_rotary_factor"] = c.RotaryPct
+	}
+	out["rope_parameters"] = params
+}
+
+// writeLayerTypes writes c's layer types under key, in transformers'
+// words (full_attention, sliding_attention), or nothing when uniform full.
+func writeLayerTypes(c Config, out map[string]any, key string, full, sliding string) {
+	types := make([]string, c.Layers)
+	for i := range types {
+		types[i] = full
+		if c.window(i) > 0 {
+			types[i] = sliding
+		}
+	}
+	out[key] = types
+}
+
+// jsonObject decodes msg into v and reports whether it was an object.
+func jsonObject(msg json.RawMessage, v *map[string]any) bool {
+	return json.Unmarshal(msg, v) == nil && *v != nil
 }

@@ -1,7 +1,8 @@
 // Package hfgolden reads the Hugging Face reference checkpoints of
-// testdata/hf (see its README): for each, expected.json holds values a
-// PyTorch implementation of Hugging Face's modeling code computed on the
-// stored weights. The checkpoint and CLI tests both read them through here.
+// testdata/hf and testdata/hf-transformers (see their READMEs): for each,
+// expected.json holds values Hugging Face's modeling code (or, for
+// testdata/hf, a PyTorch implementation of it) computed on the stored
+// weights. The checkpoint and CLI tests read them through here.
 package hfgolden
 
 import (
@@ -9,10 +10,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Names are the reference checkpoints, one directory each under testdata/hf.
 var Names = []string{"llama-gqa-tied", "llama3-mqa-scaled-bf16", "neox-pythia-style-fp16"}
+
+// TransformersNames are the checkpoints transformers 5.17 wrote itself
+// (save_pretrained), one directory each under testdata/hf-transformers.
+var TransformersNames = []string{
+	"llama-gqa-tied-f32", "llama31-headdim-bf16-sharded", "mistral-nosliding-bf16", "mistral-sliding8-f32",
+	"neox-parallel-f16", "neox-sequential-f32", "qwen2-tied-bf16", "qwen3-headdim-bf16",
+	"olmo1-f32", "olmo2-f32", "gpt2-f32", "gptneo-local-f32", "gemma2-softcap-f32", "gemma3-text-bf16", "phi3-f32",
+}
 
 // Case is one expected.json.
 type Case struct {
@@ -27,18 +37,90 @@ type Case struct {
 	// GreedyContinuations are the greedy tokens after each GreedyPrompts row.
 	GreedyPrompts       [][]int32 `json:"greedy_prompts"`
 	GreedyContinuations [][]int32 `json:"greedy_continuations"`
-	// Tolerance holds logits_abs and nll_abs, the allowed absolute errors.
+	// Tolerance holds the allowed absolute errors: logits_abs and nll_abs
+	// (testdata/hf), or logits and nll (testdata/hf-transformers).
 	Tolerance map[string]float64 `json:"tolerance"`
 }
 
 // LogitsTol and NLLTol are the case's tolerances.
-func (c Case) LogitsTol() float64 { return c.Tolerance["logits_abs"] }
-func (c Case) NLLTol() float64    { return c.Tolerance["nll_abs"] }
+func (c Case) LogitsTol() float64 { return c.Tolerance["logits_abs"] + c.Tolerance["logits"] }
+func (c Case) NLLTol() float64    { return c.Tolerance["nll_abs"] + c.Tolerance["nll"] }
 
 // Dir is the absolute directory of reference checkpoint name, given the
 // repository root as a path from the calling test's package directory.
 func Dir(root, name string) (string, error) {
 	return filepath.Abs(filepath.Join(root, "testdata", "hf", name))
+}
+
+// TransformersDir is the absolute directory of a TransformersNames checkpoint.
+func TransformersDir(root, name string) (string, error) {
+	return filepath.Abs(filepath.Join(root, "testdata", "hf-transformers", name))
+}
+
+// AsForm4 makes dir's checkpoint, whose config.json is in transformers 5's
+// form, into transformers 4's form in a new directory under tmp: the same
+// weights (linked) with the config keys renamed as the checkpoints'
+// README says (dtype → torch_dtype; rope_parameters → rope_theta, plus
+// rope_scaling when its type is not default, partial_rotary_factor at the
+// top; GPT-NeoX: rotary_pct and rotary_emb_base; Gemma 3's per-layer-type
+// parameters → rope_theta and rope_local_base_freq).
+func AsForm4(dir, tmp string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return "", err
+	}
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return "", err
+	}
+	if d, ok := c["dtype"]; ok {
+		delete(c, "dtype")
+		c["torch_dtype"] = d
+	}
+	if rp, ok := c["rope_parameters"].(map[string]any); ok {
+		delete(c, "rope_parameters")
+		if full, ok := rp["full_attention"].(map[string]any); ok { // Gemma 3
+			if local, ok := rp["sliding_attention"].(map[string]any); ok {
+				c["rope_local_base_freq"] = local["rope_theta"]
+			}
+			rp = full
+		}
+		c["rope_theta"] = rp["rope_theta"]
+		delete(rp, "rope_theta")
+		if p, ok := rp["partial_rotary_factor"]; ok {
+			c["partial_rotary_factor"] = p
+			delete(rp, "partial_rotary_factor")
+		}
+		if c["model_type"] == "gpt_neox" {
+			c["rotary_emb_base"], c["rotary_pct"] = c["rope_theta"], c["partial_rotary_factor"]
+			delete(c, "rope_theta")
+			delete(c, "partial_rotary_factor")
+		}
+		if t, _ := rp["rope_type"].(string); t != "" && t != "default" {
+			c["rope_scaling"] = rp
+		}
+	}
+	out := filepath.Join(tmp, filepath.Base(dir)+"-form4")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.Name() == "config.json" || !strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".safetensors") {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(out, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(filepath.Join(out, "config.json"), b, 0o644)
 }
 
 // Read reads expected.json of the reference checkpoint in dir and checks
