@@ -145,11 +145,14 @@ type ExportOptions struct {
 	Tokenizer string
 	// BOS and EOS are the tokenizer's special ids (-1: none).
 	BOS, EOS int
+	// Form is the transformers version whose config.json form to write
+	// (model.HFForm5, the default when 0, or model.HFForm4).
+	Form model.HFForm
 }
 
 // Export writes the memo checkpoint dir as a Hugging Face model directory
-// out: config.json (LlamaForCausalLM, or GPTNeoXForCausalLM for an imported
-// NeoX model), model.safetensors (already in Hugging Face's names and
+// out: config.json (its family's class, in the form opt.Form names),
+// model.safetensors (already in Hugging Face's names and
 // layout: copied byte for byte), tokenizer.json and generation_config.json.
 // out must not exist; the directory is assembled under a temporary name
 // and renamed, so a partial export is never mistaken for a finished one.
@@ -169,7 +172,11 @@ func Export(dir, out string, opt ExportOptions) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
-	hf := cfg.HFConfig()
+	form := opt.Form
+	if form == 0 {
+		form = model.HFForm5
+	}
+	hf := cfg.HFConfigForm(form)
 	gen := map[string]any{"do_sample": false}
 	for key, id := range map[string]int{"bos_token_id": opt.BOS, "eos_token_id": opt.EOS} {
 		if id >= 0 {

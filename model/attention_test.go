@@ -72,3 +72,44 @@ func TestMaskedAttentionMatchesPlain(t *testing.T) {
 		}
 	})
 }
+
+// Soft-capped attention (Gemma 2) is softmax(cap·tanh(q·kᵀ·scale/cap) +
+// mask)·v on the blocked path, the plain path and a decode step, and the
+// cap changes the result when scores are large; sliding-window masks keep
+// a query's w most recent keys.
+func TestGemma2AttentionSoftcap(t *testing.T) {
+	torchx.NoGrad(func() {
+		const cap, scale = 2.0, 0.5
+		for _, n := range []int{8, 64} {
+			q := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			k := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			v := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
+			g := &GPT{device: gotch.CPU}
+			mask := g.newCausalMask(int64(n), 3)
+			scores := q.MustMatmul(k.MustTranspose(-2, -1, false), false).MustMulScalar(ts.FloatScalar(scale), true)
+			capped := scores.MustDivScalar(ts.FloatScalar(cap), false).MustTanh(true).MustMulScalar(ts.FloatScalar(cap), true)
+			want := capped.MustAdd(mask, true).MustSoftmax(-1, gotch.Float, true).MustMatmul(v, true)
+			if d := maxAbsDiff(attention(q, k, v, mask, scale, cap), want); d > 1e-6 {
+				t.Errorf("T=%d: soft-capped attention differs from the formula by %g", n, d)
+			}
+			if d := maxAbsDiff(attention(q, k, v, mask, scale, 0), want); d < 1e-3 {
+				t.Errorf("T=%d: the cap changed nothing (%g)", n, d)
+			}
+			q1 := q.MustNarrow(2, int64(n-1), 1, false)
+			last := mask.MustNarrow(0, int64(n-1), 1, false)
+			w1 := want.MustNarrow(2, int64(n-1), 1, false)
+			if d := maxAbsDiff(attention(q1, k, v, last, scale, cap), w1); d > 1e-6 {
+				t.Errorf("T=%d: a soft-capped decode step differs from the formula by %g", n, d)
+			}
+			vals := make([]float32, n*n)
+			mask.MustContiguous(false).MustCopyData(vals, uint(len(vals)))
+			for i := 0; i < n; i++ {
+				for j := 0; j < n; j++ {
+					if open := !math.IsInf(float64(vals[i*n+j]), -1); open != (j <= i && j > i-3) {
+						t.Fatalf("T=%d: window-3 mask at (%d,%d) open=%v", n, i, j, open)
+					}
+				}
+			}
+		}
+	})
+}

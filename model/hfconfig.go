@@ -29,7 +29,7 @@ var hfInert = map[string]bool{
 	"unk_token_id": true, "decoder_start_token_id": true, "torchscript": true, "task_specific_params": true,
 	"auto_map": true, "keys_to_ignore_at_inference": true, "tokenizer_class": true, "chunk_size_feed_forward": true,
 	"problem_type": true, "id2label": true, "label2id": true, "finetuning_task": true, "prefix": true,
-	"is_decoder": true,
+	"is_decoder":        true,
 	"attention_dropout": true, "hidden_dropout": true, "attention_probs_dropout_prob": true,
 	"hidden_dropout_prob": true, "classifier_dropout": true, "attn_pdrop": true, "embd_pdrop": true,
 	"resid_pdrop": true, "embed_dropout": true, "resid_dropout": true,
@@ -60,6 +60,16 @@ func (h *hfReader) num(key string, def float64) (float64, error) {
 		return 0, fmt.Errorf("config.json %s = %s: want a number", key, h.raw[key])
 	}
 	return v, nil
+}
+
+// optional reads a number whose null means "off" (0) and whose absence
+// means the family's default def (Gemma's soft-capping keys).
+func (h *hfReader) optional(key string, def float64) (float64, error) {
+	if msg, ok := h.raw[key]; ok && string(msg) == "null" {
+		h.used[key] = true
+		return 0, nil
+	}
+	return h.num(key, def)
 }
 
 // integer reads an optional non-negative integer.

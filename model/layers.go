@@ -1,7 +1,6 @@
 package model
 
 import (
-
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -22,7 +21,6 @@ func (s *scope) drop() {
 	}
 	*s = nil
 }
-
 
 // noBias stands for an absent bias in libtorch's linear.
 var noBias = ts.NewTensor()
@@ -56,7 +54,6 @@ func rmsNorm(x, w *ts.Tensor, eps float64) *ts.Tensor {
 	inv.MustDrop()
 	return y.MustMul(w, true)
 }
-
 
 // rotateHalf is x·cos + swapHalves(x)·sinSigned over x's last dimension.
 func rotateHalf(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
@@ -164,7 +161,6 @@ func maskedAttention(q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
 	return out.MustView([]int64{b, h, t, hd}, true)
 }
 
-
 // tensorOf copies a Go slice into a tensor of the given shape on dev. The
 // tensor owns its storage (it is not a view), so it can become a parameter
 // that the optimizer updates in place.
@@ -178,7 +174,6 @@ func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.
 	}
 	return t.To(dev, true)
 }
-
 
 // softcap is tanh(x/cap)·cap (Gemma 2's soft-capping of attention scores
 // and logits), taking ownership of x.

@@ -74,4 +74,3 @@ func llama3Scale(invFreq []float64, c Config) {
 		}
 	}
 }
-

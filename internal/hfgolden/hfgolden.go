@@ -65,19 +65,15 @@ func TransformersDir(root, name string) (string, error) {
 // top; GPT-NeoX: rotary_pct and rotary_emb_base; Gemma 3's per-layer-type
 // parameters → rope_theta and rope_local_base_freq).
 func AsForm4(dir, tmp string) (string, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return "", err
-	}
-	var c map[string]any
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return "", err
-	}
-	if d, ok := c["dtype"]; ok {
-		delete(c, "dtype")
-		c["torch_dtype"] = d
-	}
-	if rp, ok := c["rope_parameters"].(map[string]any); ok {
+	return rewrite(dir, tmp, "-form4", func(c map[string]any) {
+		if d, ok := c["dtype"]; ok {
+			delete(c, "dtype")
+			c["torch_dtype"] = d
+		}
+		rp, ok := c["rope_parameters"].(map[string]any)
+		if !ok {
+			return
+		}
 		delete(c, "rope_parameters")
 		if full, ok := rp["full_attention"].(map[string]any); ok { // Gemma 3
 			if local, ok := rp["sliding_attention"].(map[string]any); ok {
@@ -99,8 +95,28 @@ func AsForm4(dir, tmp string) (string, error) {
 		if t, _ := rp["rope_type"].(string); t != "" && t != "default" {
 			c["rope_scaling"] = rp
 		}
+	})
+}
+
+// WithConfig copies dir's checkpoint to a new directory under tmp (the
+// weights linked) with config.json's key set to value.
+func WithConfig(dir, tmp, key string, value any) (string, error) {
+	return rewrite(dir, tmp, "-"+key, func(c map[string]any) { c[key] = value })
+}
+
+// rewrite links dir's files into a new directory under tmp, with
+// config.json changed by edit.
+func rewrite(dir, tmp, suffix string, edit func(map[string]any)) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return "", err
 	}
-	out := filepath.Join(tmp, filepath.Base(dir)+"-form4")
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return "", err
+	}
+	edit(c)
+	out := filepath.Join(tmp, filepath.Base(dir)+suffix)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
