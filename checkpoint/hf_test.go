@@ -45,40 +45,12 @@ func logitsAt(t *testing.T, g *model.GPT, ids [][]int32, pos int) [][]float32 {
 	return out
 }
 
-// goldenDirs lists every reference checkpoint: testdata/hf's, and each
-// transformers-written one in its own (transformers 5) config form and in
-// transformers 4's.
+// goldenDirs lists every reference checkpoint (hfgolden.All).
 func goldenDirs(t *testing.T) map[string]string {
 	t.Helper()
-	dirs := map[string]string{}
-	for _, name := range hfgolden.Names {
-		dir, err := hfgolden.Dir("..", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs[name] = dir
-	}
-	tmp := t.TempDir()
-	for _, name := range hfgolden.TransformersNames {
-		dir, err := hfgolden.TransformersDir("..", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == "gemma2-softcap-f32" {
-			// Its expected values come from transformers' default (SDPA)
-			// attention, which drops Gemma 2's attention soft-capping
-			// (eager and Google's reference apply it; memo does). Compare
-			// with the cap off, as config.json's null turns it off; the
-			// final-logit cap stays. TestGemma2AttentionSoftcap checks
-			// the cap itself.
-			if dir, err = hfgolden.WithConfig(dir, tmp, "attn_logit_softcapping", nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		dirs["transformers5/"+name] = dir
-		if dirs["transformers4/"+name], err = hfgolden.AsForm4(dir, tmp); err != nil {
-			t.Fatal(err)
-		}
+	dirs, err := hfgolden.All("..", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dirs
 }

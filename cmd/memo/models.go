@@ -60,7 +60,10 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 			"good checkpoint is used). OUT receives config.json, model.safetensors (Hugging Face\n" +
 			"names, float32), tokenizer.json (the run's) and generation_config.json, so that\n" +
 			"transformers' from_pretrained(OUT) loads it and memo --model OUT reads it back with\n" +
-			"identical logits. OUT must not exist; it is written under a temporary name and renamed.",
+			"identical logits. OUT must not exist; it is written under a temporary name and renamed.\n" +
+			"--transformers 4 writes config.json in transformers 4's form (rope_theta, rope_scaling,\n" +
+			"torch_dtype) for code that predates transformers 5's rope_parameters and dtype.",
+		Flags:  []cli.Flag{&cli.IntFlag{Name: "transformers", Value: 5, Usage: "the transformers major version whose config.json form to write: 5 or 4"}},
 		Action: exportAction,
 	})
 	return cmds
@@ -258,6 +261,14 @@ func exportAction(c *cli.Context) error {
 		return usageError("export: %s: %v", src, oneLine(err.Error()))
 	}
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
+	switch v := c.Int("transformers"); v {
+	case 5:
+		opt.Form = model.HFForm5
+	case 4:
+		opt.Form = model.HFForm4
+	default:
+		return usageError("export: --transformers %d: want 5 (rope_parameters, dtype) or 4 (rope_theta, rope_scaling, torch_dtype)", v)
+	}
 	if run := checkpoint.RunDir(dir); run != "" {
 		if p := filepath.Join(run, "data", "tokenizer.json"); fileExists(p) {
 			tok, err := data.OpenTokenizer(filepath.Dir(p))

@@ -43,9 +43,16 @@ func TestScoreGenerateGoldens(t *testing.T) {
 		t.Skip("builds the memo binary")
 	}
 	exe := buildMemo(t)
-	for _, name := range hfgolden.Names {
+	dirs, err := hfgolden.All(filepath.Join("..", ".."), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range dirs {
 		t.Run(name, func(t *testing.T) {
-			dir, want := hfGolden(t, name)
+			want, err := hfgolden.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
 			work := t.TempDir()
 			writeJSONFile(t, filepath.Join(work, "ids.json"), map[string]any{"ids": want.IDs})
 			r := execMemo(t, exe, work, "score", "--model", dir, "--ids-json", "ids.json", "--json")
@@ -158,9 +165,18 @@ func TestHFBadInput(t *testing.T) {
 			st, _ := os.Stat(p)
 			os.Truncate(p, st.Size()-100)
 		}), "ids.json", "model.safetensors"},
-		{"unsupported architecture", damaged("gpt2", editConfig(func(c map[string]any) {
-			c["model_type"], c["architectures"] = "gpt2", []string{"GPT2LMHeadModel"}
+		{"unsupported architecture", damaged("mamba", editConfig(func(c map[string]any) {
+			c["model_type"], c["architectures"] = "mamba", []string{"MambaForCausalLM"}
+		})), "ids.json", `model_type = "mamba"`},
+		{"class of another family", damaged("class", editConfig(func(c map[string]any) {
+			c["architectures"] = []string{"GPT2LMHeadModel"}
 		})), "ids.json", "GPT2LMHeadModel"},
+		{"unimplemented rope scaling", damaged("yarn", editConfig(func(c map[string]any) {
+			c["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0}
+		})), "ids.json", `rope_type "yarn"`},
+		{"weight missing for the layout", damaged("qknorm", editConfig(func(c map[string]any) {
+			c["model_type"], c["architectures"] = "qwen3", []string{"Qwen3ForCausalLM"}
+		})), "ids.json", "self_attn.q_norm.weight"},
 		{"unknown config key", damaged("unknown-key", editConfig(func(c map[string]any) { c["attn_logit_softcapping"] = 50.0 })), "ids.json", "attn_logit_softcapping"},
 		{"shape disagrees with config", damaged("shape", editConfig(func(c map[string]any) { c["intermediate_size"] = 128 })), "ids.json", "mlp"},
 		{"no config.json", damaged("noconfig", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }), "ids.json", "noconfig"},

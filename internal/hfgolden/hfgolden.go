@@ -57,6 +57,41 @@ func TransformersDir(root, name string) (string, error) {
 	return filepath.Abs(filepath.Join(root, "testdata", "hf-transformers", name))
 }
 
+// All lists every reference checkpoint by a test name: testdata/hf's
+// (root is the repository root), and each transformers-written one in its
+// own (transformers 5) config form and in transformers 4's, made under tmp.
+// The Gemma 2 checkpoint's expected values come from transformers' default
+// (SDPA) attention, which drops Gemma 2's attention soft-capping (its
+// eager path and Google's reference apply it; memo does): it is listed
+// with the cap off, as config.json's null turns it off, and the final
+// logit cap kept.
+func All(root, tmp string) (map[string]string, error) {
+	dirs := map[string]string{}
+	for _, name := range Names {
+		dir, err := Dir(root, name)
+		if err != nil {
+			return nil, err
+		}
+		dirs[name] = dir
+	}
+	for _, name := range TransformersNames {
+		dir, err := TransformersDir(root, name)
+		if err != nil {
+			return nil, err
+		}
+		if name == "gemma2-softcap-f32" {
+			if dir, err = WithConfig(dir, tmp, "attn_logit_softcapping", nil); err != nil {
+				return nil, err
+			}
+		}
+		dirs["transformers5/"+name] = dir
+		if dirs["transformers4/"+name], err = AsForm4(dir, tmp); err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
+}
+
 // AsForm4 makes dir's checkpoint, whose config.json is in transformers 5's
 // form, into transformers 4's form in a new directory under tmp: the same
 // weights (linked) with the config keys renamed as the checkpoints'
