@@ -56,6 +56,8 @@ type GPT struct {
 	// layers' LocalRopeTheta when it is set (Gemma 3).
 	ropes  []ropeTable
 	causal *ts.Tensor // the additive causal mask of the longest length asked for (causalMask)
+	// compute is the dtype of the linear layers' products (SetPrecision).
+	compute gotch.DType
 }
 
 // weights are one module's weight and bias (nil when it has none).
@@ -94,7 +96,7 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 		return nil, err
 	}
 	a := archs[c.Arch] // Resolve checked it
-	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}}
+	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}, compute: gotch.Float}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6d656d6f)) // "memo"
 	g.blocks = make([]block, c.Layers)
 	for i := range g.blocks {
@@ -338,7 +340,7 @@ func (g *GPT) run(ids *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.T
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	logits := linear(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil) // [B,T,V]
+	logits := g.product(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false) // [B,T,V]
 	if c := g.cfg.FinalSoftcap; c > 0 {
 		logits = softcap(logits, c)
 	}
@@ -572,18 +574,10 @@ func catModules(b *block, conv1D bool, mods ...module) (w, bias *ts.Tensor) {
 	return w, bias
 }
 
-// linear is the family's linear map: x·wᵀ + bias, or x·w + bias for
-// Conv1D's [in, out] weights.
+// linear is a block's linear map: x·wᵀ + bias, or x·w + bias for
+// Conv1D's [in, out] weights, in g's precision.
 func (g *GPT) linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	if !g.arch.Conv1D {
-		return linear(x, w, bias)
-	}
-	wt := w.MustT(false)
-	defer wt.MustDrop()
-	if bias == nil {
-		bias = noBias
-	}
-	return ts.MustLinear(x, wt, bias)
+	return g.product(x, w, bias, g.arch.Conv1D)
 }
 
 // normalize applies the family's norm with weights n over the last

@@ -1,0 +1,178 @@
+package model
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// Precisions of a model's matrix products. Training takes fp32 or
+// bf16-mixed; inference (attacks, scoring) fp32, bf16 or fp16.
+const (
+	// PrecisionFP32 computes everything in float32: memo's default, whose
+	// results on the CPU are bit-identical to memo before precisions.
+	PrecisionFP32 = "fp32"
+	// PrecisionBF16Mixed is mixed-precision training: the linear layers'
+	// products (the LM head's too) run in bfloat16 on bfloat16 copies of
+	// float32 master weights, which the optimizer updates; norms,
+	// attention, softmax, the loss and the optimizer state stay float32,
+	// as torch.autocast's bf16 policy leaves them.
+	PrecisionBF16Mixed = "bf16-mixed"
+	// PrecisionBF16 and PrecisionFP16 are inference precisions: the linear
+	// layers' weights are held in that dtype and their products computed
+	// in it; everything else stays float32.
+	PrecisionBF16 = "bf16"
+	PrecisionFP16 = "fp16"
+)
+
+// ParsePrecision checks a precision name for training (fp32, bf16-mixed)
+// or inference (fp32, bf16, fp16) and returns the products' dtype.
+func ParsePrecision(p string, training bool) (gotch.DType, error) {
+	switch {
+	case p == "" || p == PrecisionFP32:
+		return gotch.Float, nil
+	case training && p == PrecisionBF16Mixed:
+		return gotch.BFloat16, nil
+	case !training && p == PrecisionBF16:
+		return gotch.BFloat16, nil
+	case !training && p == PrecisionFP16:
+		return gotch.Half, nil
+	case training:
+		return gotch.Float, fmt.Errorf("precision %q: training takes fp32 or bf16-mixed", p)
+	}
+	return gotch.Float, fmt.Errorf("precision %q: inference takes fp32, bf16 or fp16", p)
+}
+
+// SetPrecision sets how g's products compute. For training (bf16-mixed)
+// the weights stay float32 and each product casts them, so gradients reach
+// the master weights; for inference (bf16, fp16) the linear layers'
+// weights are replaced by copies in that dtype once (g must not be trained
+// afterwards: Params still lists the float32 originals). fp32 is a no-op
+// on a float32 model.
+func (g *GPT) SetPrecision(p string, training bool) error {
+	dt, err := ParsePrecision(p, training)
+	if err != nil {
+		return err
+	}
+	if err := productsWork(dt, g.device); err != nil {
+		return fmt.Errorf("precision %s on %s: %w", p, torchxDeviceName(g.device), err)
+	}
+	g.compute = dt
+	if training || dt == gotch.Float {
+		return nil
+	}
+	for i := range g.blocks {
+		g.blocks[i].each(func(m module, w **ts.Tensor, bias bool) {
+			if *w != nil && !bias && !m.isNorm() {
+				*w = (*w).MustTotype(dt, false)
+			}
+		})
+	}
+	head := g.top[modHead]
+	head.w = head.w.MustTotype(dt, false)
+	g.top[modHead] = head
+	return nil
+}
+
+// Precision is the dtype g's products compute in (gotch.Float unless
+// SetPrecision chose another).
+func (g *GPT) Precision() gotch.DType {
+	if g.compute == gotch.Uint8 { // the zero value: not set
+		return gotch.Float
+	}
+	return g.compute
+}
+
+// product is x·wᵀ + bias (x·w + bias for Conv1D's [in, out] weights) in
+// g's precision, returned in float32.
+func (g *GPT) product(x, w, bias *ts.Tensor, conv1D bool) *ts.Tensor {
+	dt := g.Precision()
+	if dt == gotch.Float && !conv1D {
+		return linear(x, w, bias)
+	}
+	var s scope
+	defer s.drop()
+	if conv1D {
+		w = s.keep(w.MustT(false))
+	}
+	if dt != gotch.Float {
+		x = s.keep(x.MustTotype(dt, false))
+		if w.DType() != dt {
+			w = s.keep(w.MustTotype(dt, false))
+		}
+		if bias != nil {
+			bias = s.keep(bias.MustTotype(dt, false))
+		}
+	}
+	if bias == nil {
+		bias = noBias
+	}
+	y := ts.MustLinear(x, w, bias)
+	if dt == gotch.Float {
+		return y
+	}
+	return y.MustTotype(gotch.Float, true)
+}
+
+// probed caches productsWork's answers by dtype and device.
+var probed sync.Map
+
+// productsWork reports whether libtorch multiplies matrices of dtype dt on
+// dev, by trying one small product: Debian's libtorch 1.13 has no float16
+// products on the CPU, and a GPU may lack bfloat16.
+func productsWork(dt gotch.DType, dev gotch.Device) error {
+	if dt == gotch.Float {
+		return nil
+	}
+	key := fmt.Sprint(dt, dev)
+	if v, ok := probed.Load(key); ok {
+		err, _ := v.(error)
+		return err
+	}
+	x := ts.MustOnes([]int64{2, 8}, dt, dev)
+	defer x.MustDrop()
+	y, err := ts.Linear(x, x, noBias)
+	if err == nil {
+		y.MustDrop()
+		probed.Store(key, nil)
+		return nil
+	}
+	err = fmt.Errorf("libtorch computes no %s matrix products there (%s); use fp32%s", dtypeName(dt), firstLine(err.Error()), otherHint(dt))
+	probed.Store(key, err)
+	return err
+}
+
+func otherHint(dt gotch.DType) string {
+	if dt == gotch.Half {
+		return ", bf16, or a CUDA device"
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func torchxDeviceName(d gotch.Device) string {
+	if d.IsCuda() {
+		return fmt.Sprintf("cuda:%d", d.Value)
+	}
+	return "cpu"
+}
+
+func dtypeName(dt gotch.DType) string {
+	switch dt {
+	case gotch.Half:
+		return "float16"
+	case gotch.BFloat16:
+		return "bfloat16"
+	}
+	return fmt.Sprint(dt)
+}
