@@ -125,6 +125,7 @@ var keyDocs = map[string]string{
 	"train.match_supervised_tokens": "MatchSupervisedTokens = K (>= 2) makes a standard-loss run (goldfish.k = 0) the equal-supervised-tokens control of goldfish with k = K: it stops at the exact target where it has supervised as many targets as goldfish k = K, with the [goldfish] strategy, h, start and seed, supervises over the full run (same stream and order; the learning-rate schedule spans the shortened run). 0: off.",
 	"train.min_lr":                  "MinLR is the floor the cosine decay ends at.",
 	"train.no_resume":               "NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).",
+	"train.precision":               "Precision is \"fp32\" (the default; bit-identical to memo before the key existed) or \"bf16-mixed\": the linear layers' products in bfloat16 on bfloat16 copies of float32 master weights, with norms, attention, the loss and AdamW's state in float32.",
 	"train.seed":                    "Seed seeds the order of the training stream (each epoch reshuffled).",
 	"train.steps":                   "Steps is the number of optimizer steps; 0 means Epochs passes over the training stream.",
 	"train.threads":                 "Threads is libtorch's intra-op thread count; 0 keeps libtorch's default.",

@@ -27,6 +27,8 @@ type BenchConfig struct {
 	// Device is a train.device value: "cpu" (also when empty), "cuda",
 	// "cuda:N". On a GPU the peak is that of one fp32 product on it.
 	Device string
+	// Precision is a train.precision value: fp32 (also when empty) or bf16-mixed.
+	Precision string
 }
 
 // BenchResult is what `memo bench train --json` prints.
@@ -39,6 +41,7 @@ type BenchResult struct {
 	Steps         int     `json:"steps"`
 	Threads       int     `json:"threads"`
 	Device        string  `json:"device"`
+	Precision     string  `json:"precision"`
 	FLOPsPerToken float64 `json:"flops_per_token"`
 	TokensPerS    float64 `json:"tokens_per_s"`
 	GFLOPs        float64 `json:"gflops"`
@@ -133,6 +136,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
+	if err := g.SetPrecision(cfg.Precision, true); err != nil {
+		return BenchResult{}, err
+	}
 	tc := DefaultConfig()
 	tc.BatchSize, tc.GradAccum, tc.Threads = cfg.Batch, 1, cfg.Threads
 	masker, err := loss.New(loss.Config{Strategy: loss.StrategyNone})
@@ -172,7 +178,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	gflops := tokPerS * fpt / 1e9
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
-		Threads: workers, Device: deviceName(dev), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		Threads: workers, Device: deviceName(dev), Precision: precisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 	}, nil
@@ -227,3 +233,11 @@ func (r randomSource) TrainRows(block int, seed int64) ([][]int32, error) {
 }
 
 func (r randomSource) ValRows(int) ([][]int32, error) { return nil, nil }
+
+// precisionName is a precision as reported: fp32 when left empty.
+func precisionName(p string) string {
+	if p == "" {
+		return model.PrecisionFP32
+	}
+	return p
+}

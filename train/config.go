@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/memo-research/memo/model"
 	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -49,6 +50,8 @@ type Config struct {
 	Threads int `toml:"threads"`
 	// Device is where the model trains: "cpu", "cuda" (the first GPU) or "cuda:N"; CUDA needs a CUDA build of libtorch.
 	Device string `toml:"device"`
+	// Precision is "fp32" (the default; bit-identical to memo before the key existed) or "bf16-mixed": the linear layers' products in bfloat16 on bfloat16 copies of float32 master weights, with norms, attention, the loss and AdamW's state in float32.
+	Precision string `toml:"precision"`
 	// Seed seeds the order of the training stream (each epoch reshuffled).
 	Seed int64 `toml:"seed"`
 	// InitFrom starts from another run's weights: a checkpoint directory, a checkpoints/ directory or a run directory.
@@ -99,6 +102,9 @@ func (c Config) Validate() error {
 		if f.v < 0 {
 			return fmt.Errorf("%s = %d: must be >= 0", f.key, f.v)
 		}
+	}
+	if _, err := model.ParsePrecision(c.Precision, true); err != nil {
+		return fmt.Errorf("train.precision = %q: must be fp32 or bf16-mixed", c.Precision)
 	}
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("train.device = %q: %w", c.Device, err)

@@ -140,6 +140,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if err != nil {
 		return err
 	}
+	if err := g.SetPrecision(cfg.Precision, true); err != nil {
+		return fmt.Errorf("train.precision: %w", err)
+	}
 	opt := newAdamW(g.Params(), cfg)
 	l := &loop{cfg: cfg, g: g, opt: opt, masker: masker, stream: stream, block: block, total: total,
 		rank: rank, size: size, group: opts.Group, runDir: runDir}

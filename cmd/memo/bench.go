@@ -41,7 +41,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -53,6 +53,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "seq", Value: 256, Usage: "tokens per row `T` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 16, Usage: "rows per step `B` (>= 1)"},
 				&cli.IntFlag{Name: "steps", Value: 20, Usage: "measured optimizer steps `N` (>= 1), after 2 unmeasured warm-up steps"},
+				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "train.precision `P`: fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
 				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the random tokens"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
@@ -162,8 +163,11 @@ func runBenchTrain(c *cli.Context) error {
 	if _, err := mc.Resolve(); err != nil {
 		return usageError("bench train: %v", err)
 	}
+	if _, err := model.ParsePrecision(c.String("precision"), true); err != nil {
+		return usageError("bench train: --precision: %v", err)
+	}
 	res, err := train.Bench(train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
-		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed")})
+		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision")})
 	if err != nil {
 		return err
 	}
@@ -171,7 +175,7 @@ func runBenchTrain(c *cli.Context) error {
 		enc := json.NewEncoder(os.Stdout)
 		return enc.Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %d threads\n", res.Preset, res.Params, res.Vocab, res.Seq, res.Batch, res.Threads)
+	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %d threads, %s\n", res.Preset, res.Params, res.Vocab, res.Seq, res.Batch, res.Threads, res.Precision)
 	fmt.Printf("throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
