@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 // last: its presence marks a complete build.
 func buildDir(ctx context.Context, cfg Config, dir string) error {
 	start := time.Now()
+	defer limitHeap()()
 	cache := cfg.cacheDir()
 	rep := &Report{Config: cfg, Tokenizer: cfg.Tokenizer, Layout: cfg.Layout, MemberSeparation: cfg.MemberSeparation(), Sources: map[string]*SourceCount{},
 		Splits: map[string]int{}, SplitTokens: map[string]int{}, Repetitions: map[string]int{}, RejectedBy: map[string]int{}}
@@ -188,6 +190,24 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		"background", rep.Splits[SplitBackground], "validation", rep.Splits[SplitValidation], "rejected", len(rep.Rejected),
 		"train_tokens", rep.TrainTokens, "seconds", rep.Seconds)
 	return nil
+}
+
+// buildHeapLimit is the soft limit on the Go heap a build sets unless
+// GOMEMLIMIT does: what the build keeps is bounded by its buffers (a few
+// hundred MB: the members' window index, per-document metadata), and the
+// limit keeps the garbage collector from letting the heap grow to twice
+// that, so that with the binary's own ~200 MB (libtorch's libraries) a
+// build stays under 1 GB. A build whose live heap passes the limit only
+// collects more often (the runtime caps that at half the CPU).
+const buildHeapLimit = 640 << 20
+
+// limitHeap sets buildHeapLimit and returns what restores the limit.
+func limitHeap() func() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(buildHeapLimit)
+	return func() { debug.SetMemoryLimit(old) }
 }
 
 // reasonKey is the rejected_by_reason key of a source's rejection.
