@@ -251,9 +251,9 @@ func TestMIABootstrap(t *testing.T) {
 func TestMinK(t *testing.T) {
 	l := []float32{1, 5, 2, 4, 3}
 	for _, tc := range []struct{ frac, want float64 }{
-		{0.2, 5},   // ceil(1) = 1 token
+		{0.2, 5},   // int(1) = 1 token
 		{0.4, 4.5}, // 5, 4
-		{0.5, 4},   // ceil(2.5) = 3: 5, 4, 3
+		{0.5, 4.5}, // int(2.5) = 2, as Shi et al.'s code: 5, 4
 		{0.01, 5},  // at least one
 		{1, 3},     // all: the mean loss
 	} {

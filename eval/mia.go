@@ -1,25 +1,32 @@
 package eval
 
 import (
-	"bytes"
-	"compress/zlib"
+	"fmt"
 	"math"
 	"sort"
+
+	"github.com/memo-research/memo/internal/czlib"
 )
 
 func nan() float64 { return math.NaN() }
 
-// ZlibLen is the length in bytes of text compressed by zlib at the default
-// level (6), the denominator of the zlib ratio.
-//
-// Go's deflate is not zlib's C code, so a length can differ from Python's
-// zlib.compress by a few bytes; the ratio's ranking power does not depend on it.
+// ZlibLen is len(zlib.compress(text)) as Python computes it (C zlib at the
+// default level 6), the denominator of the zlib ratio of the goldfish
+// reference's eval/mia.py and Carlini et al. 2021. Go's compress/zlib is
+// another deflate, with lengths up to 8 bytes apart on these texts.
 func ZlibLen(text string) int {
-	var buf bytes.Buffer
-	w := zlib.NewWriter(&buf)
-	w.Write([]byte(text)) // a bytes.Buffer does not fail
-	w.Close()
-	return buf.Len()
+	n, err := czlib.Len([]byte(text))
+	if err != nil { // compress2 fails only without memory
+		panic(fmt.Sprintf("eval: %v", err))
+	}
+	return n
+}
+
+// MinKCount is how many of n tokens Min-K% and Min-K%++ average:
+// int(frac·n), as Shi et al.'s and Zhang et al.'s code take it, and at
+// least one (their code averages none, NaN, below 1/frac tokens).
+func MinKCount(n int, frac float64) int {
+	return max(1, min(n, int(frac*float64(n)+1e-9)))
 }
 
 // MeanLoss is the mean of the per-token losses; NaN when there are none.
@@ -35,15 +42,14 @@ func MeanLoss(tokenLosses []float32) float64 {
 }
 
 // MinK is Min-K% Prob as a loss: the mean negative log-probability of the
-// ceil(frac·n) least likely tokens (at least one). Lower means the model
+// MinKCount(n, frac) least likely tokens. Lower means the model
 // finds even its hardest tokens easy, the sign of a member.
 func MinK(tokenLosses []float32, frac float64) float64 {
 	n := len(tokenLosses)
 	if n == 0 {
 		return nan()
 	}
-	k := int(math.Ceil(frac*float64(n) - 1e-9))
-	k = max(1, min(k, n))
+	k := MinKCount(n, frac)
 	s := append([]float32(nil), tokenLosses...)
 	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
 	var sum float64

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"github.com/memo-research/memo/eval"
 	"math"
 	"sort"
 )
@@ -17,7 +18,7 @@ func meanAndMinK(l []float32, frac float64) (mean, mink float64) {
 		sum += float64(x)
 	}
 	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
-	k := max(1, min(len(s), int(math.Ceil(frac*float64(len(s))-1e-9))))
+	k := eval.MinKCount(len(s), frac)
 	var top float64
 	for _, x := range s[:k] {
 		top += float64(x)

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"github.com/memo-research/memo/eval"
 	"math"
 	"sort"
 
@@ -128,7 +129,7 @@ func MinKPlusPlus(nll []float32, mean, variance []float64, frac float64) float64
 		}
 	}
 	sort.Float64s(z)
-	k := max(1, min(n, int(math.Ceil(frac*float64(n)-1e-9))))
+	k := eval.MinKCount(n, frac)
 	var s float64
 	for _, v := range z[:k] {
 		s += v
