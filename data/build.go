@@ -320,7 +320,7 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 		}
 		since(&times.encode, t0)
 		t0 = time.Now()
-		ok := tok.Decode(ids) == p
+		ok := roundTrips(tok, ids, p)
 		since(&times.check, t0)
 		t0 = time.Now()
 		if !ok {
@@ -330,4 +330,26 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids, chunk: k})
 	}
 	return res
+}
+
+// roundTrips reports whether tok.Decode(ids) == text; for memo's own BPE it
+// compares each token's bytes in place instead of building the decoded
+// copy of every document.
+func roundTrips(tok *Tokenizer, ids []int32, text string) bool {
+	m := tok.bpe
+	if m == nil {
+		return tok.Decode(ids) == text
+	}
+	at := 0
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(m.bytes) {
+			continue // Decode skips it
+		}
+		b := m.bytes[id]
+		if len(text)-at < len(b) || text[at:at+len(b)] != string(b) {
+			return false
+		}
+		at += len(b)
+	}
+	return at == len(text)
 }

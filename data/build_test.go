@@ -552,3 +552,37 @@ func TestKJVDeduplicated(t *testing.T) {
 	}
 	t.Logf("KJV: %d documents kept, %d duplicate chunks rejected", len(docs), rep.RejectedBy["duplicate passage"])
 }
+
+// TestRoundTrips: the in-place comparison answers as Decode(ids) == text
+// does, for ids that decode to the text, to more or less of it, to other
+// bytes, and with ids Decode skips.
+func TestRoundTrips(t *testing.T) {
+	m, err := trainBPE(countPieces([]string{"the cat sat on the mat, the end"}), 260)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &Tokenizer{bpe: m, eos: m.eos}
+	text := "the cat sat on the mat"
+	ids, _ := tok.Encode(text)
+	other, _ := tok.Encode("the cat sat on the hat")
+	cases := map[string]struct {
+		ids  []int32
+		text string
+	}{
+		"exact":          {ids, text},
+		"ids short":      {ids[:len(ids)-1], text},
+		"text short":     {ids, text[:len(text)-1]},
+		"other bytes":    {other, text},
+		"skipped ids":    {append(append([]int32{-1}, ids...), int32(len(m.bytes)), PadID), text},
+		"empty":          {nil, ""},
+		"empty ids":      {nil, text},
+		"text longer":    {ids, text + " "},
+		"ids, no text":   {ids, ""},
+		"prefix matches": {append(append([]int32(nil), ids...), ids...), text},
+	}
+	for name, c := range cases {
+		if got, want := roundTrips(tok, c.ids, c.text), tok.Decode(c.ids) == c.text; got != want {
+			t.Errorf("%s: roundTrips %v, Decode(ids) == text %v", name, got, want)
+		}
+	}
+}

@@ -252,22 +252,43 @@ func (x *windowIndex) tag(h uint64) uint64 { return h << x.bits >> x.idBits << x
 // hash and whose tokens (read through tokens) hold it. Since a hit is
 // confirmed, the answer is exact: the hash only decides what is compared.
 func (x *windowIndex) shared(ids []int32, tokens func(*candidate) []int32) *candidate {
-	var found *candidate
+	return x.sharedWith(ids, tokens, &scratch{})
+}
+
+// scratch is the buffers of one goroutine's sharedWith calls.
+type scratch struct {
+	hashes []uint64
+	bounds []uint32
+}
+
+// sharedWith is shared with buffers that outlive the call. It looks the
+// windows up in passes (all hashes, then all buckets' bounds, then the
+// entries) rather than one window at a time: the index is far larger than
+// the CPU's caches, and loads that do not wait on each other overlap.
+func (x *windowIndex) sharedWith(ids []int32, tokens func(*candidate) []int32, s *scratch) *candidate {
+	s.hashes = s.hashes[:0]
+	windowHashes(ids, OverlapTokens, func(_ int, h uint64) bool { s.hashes = append(s.hashes, h); return true })
+	if cap(s.bounds) < 2*len(s.hashes) {
+		s.bounds = make([]uint32, 2*len(s.hashes))
+	}
+	bounds := s.bounds[:2*len(s.hashes)]
+	for i, h := range s.hashes {
+		b := x.bucket(h)
+		bounds[2*i], bounds[2*i+1] = x.start[b], x.start[b+1]
+	}
 	mask := uint64(1)<<x.idBits - 1
-	windowHashes(ids, OverlapTokens, func(i int, h uint64) bool {
-		b, tag := x.bucket(h), x.tag(h)
-		for e := int(x.start[b+1]) - 1; e >= int(x.start[b]); e-- {
+	for i, h := range s.hashes {
+		tag := x.tag(h)
+		for e := int(bounds[2*i+1]) - 1; e >= int(bounds[2*i]); e-- {
 			if x.entries[e]&^mask != tag {
 				continue
 			}
 			if t := x.members[x.entries[e]&mask]; containsRun(tokens(t), ids[i:i+OverlapTokens]) {
-				found = t
-				return false
+				return t
 			}
 		}
-		return true
-	})
-	return found
+	}
+	return nil
 }
 
 // sharedBatch is how many documents sharedAll checks at a time.
@@ -283,8 +304,9 @@ func (x *windowIndex) sharedAll(docs []*candidate, tokens func(*candidate) []int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var s scratch
 			for k := int(next.Add(1)) - 1; k < len(docs); k = int(next.Add(1)) - 1 {
-				out[k] = x.shared(tokens(docs[k]), tokens)
+				out[k] = x.sharedWith(tokens(docs[k]), tokens, &s)
 			}
 		}()
 	}

@@ -22,6 +22,7 @@ type spool struct {
 	w    *bufio.Writer
 	size int64
 	fail error
+	buf  []byte // put's encoding of the ids, reused
 }
 
 func newSpool(dir string) (*spool, error) {
@@ -46,7 +47,11 @@ func (s *spool) put(c *candidate) error {
 	if _, err := s.w.WriteString(c.text); err != nil {
 		return fmt.Errorf("data: write build spool %s: %w", s.path, err)
 	}
-	if err := binary.Write(s.w, binary.LittleEndian, c.ids); err != nil {
+	s.buf = s.buf[:0]
+	for _, id := range c.ids {
+		s.buf = binary.LittleEndian.AppendUint32(s.buf, uint32(id))
+	}
+	if _, err := s.w.Write(s.buf); err != nil {
 		return fmt.Errorf("data: write build spool %s: %w", s.path, err)
 	}
 	s.size += int64(len(c.text)) + 4*int64(len(c.ids))
