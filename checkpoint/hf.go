@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/memo-research/memo/internal/memlimit"
 	"io"
 	"io/fs"
 	"os"
@@ -66,6 +68,9 @@ func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
 	}
 	cfg, err := ReadHFConfig(dir)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := memlimit.Check(filepath.Join(dir, "config.json"), cfg, 4); err != nil {
 		return nil, nil, err
 	}
 	vs := nn.NewVarStore(dev)
@@ -156,7 +161,10 @@ type ExportOptions struct {
 // layout: copied byte for byte), tokenizer.json and generation_config.json.
 // out must not exist; the directory is assembled under a temporary name
 // and renamed, so a partial export is never mistaken for a finished one.
-func Export(dir, out string, opt ExportOptions) error {
+//
+// ctx stops it between files and within the copy of the weights; the
+// temporary directory is removed then, as on any failure.
+func Export(ctx context.Context, dir, out string, opt ExportOptions) error {
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("%s exists; export writes a new directory", out)
 	}
@@ -189,13 +197,16 @@ func Export(dir, out string, opt ExportOptions) error {
 	if err := writeJSON(filepath.Join(tmp, HFGenerationConfigFile), gen); err != nil {
 		return err
 	}
-	if err := copyFile(filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile)); err != nil {
+	if err := copyFile(ctx, filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile)); err != nil {
 		return err
 	}
 	if opt.Tokenizer != "" {
-		if err := copyFile(opt.Tokenizer, filepath.Join(tmp, HFTokenizerFile)); err != nil {
+		if err := copyFile(ctx, opt.Tokenizer, filepath.Join(tmp, HFTokenizerFile)); err != nil {
 			return err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return err
@@ -204,7 +215,7 @@ func Export(dir, out string, opt ExportOptions) error {
 	return nil
 }
 
-func copyFile(from, to string) error {
+func copyFile(ctx context.Context, from, to string) error {
 	src, err := os.Open(from)
 	if err != nil {
 		return err
@@ -214,7 +225,7 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(dst, src); err != nil {
+	if _, err := io.Copy(dst, ctxReader{ctx, src}); err != nil {
 		dst.Close()
 		return fmt.Errorf("copy %s: %w", from, err)
 	}
@@ -247,4 +258,17 @@ func LoadSourceWeights(g *model.GPT, dir string) error {
 		return LoadHFWeights(g, dir)
 	}
 	return LoadWeights(g, dir)
+}
+
+// ctxReader is a reader that fails with ctx's error once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

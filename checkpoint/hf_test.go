@@ -1,8 +1,11 @@
 package checkpoint
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -170,11 +173,22 @@ func exportRoundTrip(t *testing.T, g *model.GPT, form model.HFForm) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := filepath.Join(t.TempDir(), "hf")
-			if err := Export(dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err != nil {
+			parent := t.TempDir()
+			out := filepath.Join(parent, "hf")
+			// Interrupted (SIGINT, SIGTERM): no OUT, and no temporary
+			// directory left beside it.
+			stopped, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := Export(stopped, dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); !errors.Is(err, context.Canceled) {
+				t.Errorf("Export with a cancelled context: %v, want context.Canceled", err)
+			}
+			if left, _ := os.ReadDir(parent); len(left) != 0 {
+				t.Errorf("an interrupted export left %v", left)
+			}
+			if err := Export(context.Background(), dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err != nil {
 				t.Fatal(err)
 			}
-			if err := Export(dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err == nil {
+			if err := Export(context.Background(), dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err == nil {
 				t.Error("exporting over an existing directory did not fail")
 			}
 			back, _, err := LoadHF(out, "cpu")

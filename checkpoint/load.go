@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"github.com/memo-research/memo/internal/memlimit"
 	"path/filepath"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -24,6 +25,9 @@ func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
 	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := memlimit.Check(filepath.Join(dir, ModelJSONFile), cfg, 4); err != nil {
 		return nil, nil, "", err
 	}
 	vs := nn.NewVarStore(dev)

@@ -3,8 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/memlimit"
+	"github.com/memo-research/memo/internal/safetensors"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/urfave/cli/v2"
 )
 
@@ -32,8 +36,14 @@ func configCommand() *cli.Command {
 				if perr != nil {
 					return perr
 				}
+				if c.Int("nproc") < 1 {
+					return usageError("config: --nproc %d: want >= 1", c.Int("nproc"))
+				}
 				if perr := spec.CheckRanks(c.Int("nproc")); perr != nil {
 					return configError(perr)
+				}
+				if perr := preflight(c.Args().First(), spec); perr != nil {
+					return perr
 				}
 				out, err = spec.Render()
 			default:
@@ -70,4 +80,53 @@ func configError(err error) error {
 		return usageError("%v", ce)
 	}
 	return err
+}
+
+// preflight checks what `memo run` would otherwise refuse only once it has
+// made the run directory and taken its lock, or find by crashing: every
+// point of a sweep, the training device, and the size of the model against
+// the machine's memory. `memo config` and `memo run` both call it, so the
+// file that passes one passes the other.
+func preflight(file string, spec *experiments.Spec) error {
+	if spec.IsSweep() {
+		pts, err := spec.Expand()
+		if err != nil {
+			if cerr := configError(err); cerr != err {
+				return cerr
+			}
+			return usageError("%s: %v", file, err)
+		}
+		for _, p := range pts {
+			if err := preflightRun(file, p.Spec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return preflightRun(file, spec)
+}
+
+// preflightRun is preflight for one run's resolved spec.
+func preflightRun(file string, spec *experiments.Spec) error {
+	if _, err := torchx.ResolveDevice(spec.Train.Device); err != nil {
+		return usageError("%s: %v", file, err)
+	}
+	m, err := spec.ResolvedModel()
+	if err != nil {
+		return usageError("%s: %v", file, err)
+	}
+	if dir, ok := strings.CutPrefix(m.InitFrom, "hf:"); ok {
+		// The headers say where every tensor ends: a truncated file shows
+		// now, not after the data stage.
+		set, err := safetensors.OpenDir(dir)
+		if err != nil {
+			return usageError("%s: model.init_from = %q: %v", file, m.InitFrom, err)
+		}
+		set.Close()
+	}
+	// Training holds the weights, their gradients and AdamW's two moments.
+	if err := memlimit.Check(file+": [model]", m, 16); err != nil {
+		return usageError("%v", err)
+	}
+	return nil
 }

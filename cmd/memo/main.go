@@ -10,9 +10,11 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,23 +40,54 @@ func commands() []*cli.Command {
 // modelCommands are the commands that train or run models in this process.
 var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true}
 
-// runsModels reports whether the command line names a model command and does
-// not ask for help.
-func runsModels(args []string) bool {
-	command := ""
+// gracefulCommands stop on SIGINT and SIGTERM by themselves: they save
+// what they have (training's checkpoint) or remove what they half wrote
+// (export's temporary directory) and exit 130 with the contract's line.
+var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true}
+
+// exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
+// one line and exit code 130, where SIGTERM used to kill score or eval
+// silently with 143. Those commands write their files under temporary
+// names, so stopping them at once loses only the work in flight.
+func exitOnInterrupt(args []string) {
+	if gracefulCommands[commandName(args)] {
+		return
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		msg, code := failure(context.Canceled)
+		fmt.Fprintln(os.Stderr, "memo: "+msg)
+		os.Exit(code)
+	}()
+}
+
+// commandName is the command a command line names ("" for none), skipping
+// the app's flags.
+func commandName(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "-h" || a == "--help" || a == "help":
-			return false
 		case a == "--log-level" || a == "-log-level":
 			i++
 		case strings.HasPrefix(a, "-"):
-		case command == "":
-			command = a
+		default:
+			return a
 		}
 	}
-	return modelCommands[command]
+	return ""
+}
+
+// runsModels reports whether the command line names a model command and does
+// not ask for help.
+func runsModels(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "help" {
+			return false
+		}
+	}
+	return modelCommands[commandName(args)]
 }
 
 // usageError is a bad-input error: it prints one line and exits with code 2.
@@ -78,7 +111,16 @@ func main() {
 	log.SetFlags(0)
 	log.SetOutput(oneLineLog{os.Stderr})
 	defer crashReport()
-	if err := app.Run(commandLine(app, os.Args)); err != nil {
+	exitOnInterrupt(os.Args[1:])
+	stdout := &checkedWriter{w: os.Stdout}
+	app.Writer = stdout
+	err := app.Run(commandLine(app, os.Args))
+	if err == nil && stdout.err != nil {
+		// A command's output that did not arrive (a full disk, a closed
+		// pipe) is a failure, not a success with nothing printed.
+		err = fmt.Errorf("write standard output: %w", stdout.err)
+	}
+	if err != nil {
 		var exit cli.ExitCoder
 		if errors.As(err, &exit) {
 			if msg := err.Error(); msg != "" {
@@ -135,6 +177,21 @@ func commandLine(app *cli.App, args []string) []string {
 		return append([]string{args[0], "help"}, path...)
 	}
 	return hoistFlags(app, args)
+}
+
+// checkedWriter is standard output remembering its first write error:
+// commands print through it and need not each check every Fprintf.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // Exit codes of the contract the README documents.

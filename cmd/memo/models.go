@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +27,9 @@ const modelArgHelp = "`DIR` is a Hugging Face model directory (config.json + saf
 	"its checkpoints/ directory or one step-NNNNNN checkpoint."
 
 func scoreGenerateExportCommands() (cmds []*cli.Command) {
-	modelFlag := &cli.StringFlag{Name: "model", Required: true, Usage: "the model: a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
+	// --model is checked by the actions (modelArgs): urfave/cli's own
+	// check of a required flag prints the help on stdout and exits 1.
+	modelFlag := &cli.StringFlag{Name: "model", Usage: "the model (required): a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
 	idsFlag := &cli.StringFlag{Name: "ids-json", Usage: "token ids as JSON, {\"ids\": [[...], ...]} or [[...], ...] (`FILE`, or - for stdin)"}
 	deviceFlag := &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N"}
 	cmds = append(cmds, &cli.Command{
@@ -135,7 +138,22 @@ func printJSON(v any) error {
 	return err
 }
 
+// modelArgs checks what score and generate take: --model, and no
+// positional argument (a second model or file would be ignored).
+func modelArgs(cmd string, c *cli.Context) error {
+	if c.String("model") == "" {
+		return usageError("%s: give --model DIR (a Hugging Face directory, a memo run or a memo checkpoint)", cmd)
+	}
+	if c.NArg() > 0 {
+		return usageError("%s: unexpected argument %q: the model is --model DIR and the input --ids-json FILE%s", cmd, c.Args().First(), map[bool]string{true: " or --prompt TEXT"}[cmd == "generate"])
+	}
+	return nil
+}
+
 func scoreAction(c *cli.Context) error {
+	if err := modelArgs("score", c); err != nil {
+		return err
+	}
 	rows, err := readIDRows("score", c.String("ids-json"))
 	if err != nil {
 		return err
@@ -197,6 +215,9 @@ func tokenizerOf(modelArg, dir string) (*data.Tokenizer, error) {
 }
 
 func generateAction(c *cli.Context) error {
+	if err := modelArgs("generate", c); err != nil {
+		return err
+	}
 	prompt := c.String("prompt")
 	if (prompt == "") == (c.String("ids-json") == "") {
 		return usageError("generate: give exactly one of --ids-json FILE and --prompt TEXT")
@@ -278,7 +299,12 @@ func exportAction(c *cli.Context) error {
 			opt.Tokenizer, opt.BOS, opt.EOS = p, int(tok.BOS()), int(tok.EOS())
 		}
 	}
-	if err := checkpoint.Export(dir, out, opt); err != nil {
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := checkpoint.Export(ctx, dir, out, opt); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("export: %w", context.Canceled) // its temporary directory is gone
+		}
 		return usageError("export: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "memo: exported %s to %s\n", dir, out)

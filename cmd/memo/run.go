@@ -75,6 +75,9 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := preflight(c.Args().First(), spec); err != nil {
+		return err
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	if spec.IsSweep() {

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/internal/torchx"
+)
+
+// TestInputErrorContract (issue 25): each input error the second probe
+// found answered with exit 1, a Go "out of memory" dump, help text on
+// stdout or a pass from `memo config` ends with one memo: line, exit 2,
+// nothing on stdout, no run directory and no memo.lock left behind.
+func TestInputErrorContract(t *testing.T) {
+	exe := buildMemo(t)
+	src, _ := hfGolden(t, "llama-gqa-tied")
+	hfWith := func(key string, value float64) func(string) {
+		return func(dir string) {
+			copyDir(t, src, dir)
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c map[string]any
+			if err := json.Unmarshal(raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			c[key] = value
+			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
+		}
+	}
+	truncated := func(dir string) {
+		copyDir(t, src, dir)
+		p := filepath.Join(dir, "model.safetensors")
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, st.Size()-100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"plain.toml":  "name = \"x\"\n",
+		"axis.toml":   "name = \"x\"\n[sweep]\n\"goldfish.k\" = [0, \"four\"]\n",
+		"repeat.toml": "name = \"x\"\n[sweep]\n\"goldfish.k\" = [4, 4]\n",
+		"cuda.toml":   "name = \"x\"\n[train]\ndevice = \"cuda\"\n",
+		"import.toml": "name = \"x\"\n[data]\ntokenizer = \"bpe:300\"\n[model]\ninit_from = \"hf:cut\"\n",
+		"ids.json":    "[[1, 2, 3]]",
+	}
+	dirs := map[string]func(string){
+		"context": hfWith("max_position_embeddings", 1e12),
+		"vocab":   hfWith("vocab_size", 1e11),
+		"ffn":     hfWith("intermediate_size", 1e12),
+		"cut":     truncated,
+		"hf":      func(dir string) { copyDir(t, src, dir) },
+	}
+	_, cudaErr := torchx.ResolveDevice("cuda")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+		skip bool
+	}{
+		{"config: a sweep value of the wrong type", []string{"config", "axis.toml"}, "grid point k=four", false},
+		{"config: a repeated sweep point", []string{"config", "repeat.toml"}, `both named "k=4"`, false},
+		{"config: CUDA without CUDA", []string{"config", "cuda.toml"}, `train.device = "cuda": CUDA is not available`, cudaErr == nil},
+		{"run: CUDA without CUDA", []string{"run", "cuda.toml"}, `train.device = "cuda": CUDA is not available`, cudaErr == nil},
+		{"config: a model past the machine", []string{"config", "--set", "model.dim=1048576", "plain.toml"}, "dim 1048576", false},
+		{"run: a model past the machine", []string{"run", "--set", "model.dim=1048576", "plain.toml"}, "needs at least", false},
+		{"config: model.init_from at a truncated file", []string{"config", "import.toml"}, "truncated", false},
+		{"config --nproc 0", []string{"config", "--nproc", "0", "plain.toml"}, "--nproc 0: want >= 1", false},
+		{"score: max_position_embeddings 1e12", []string{"score", "--model", "context", "--ids-json", "ids.json"}, "context 1000000000000", false},
+		{"generate: vocab_size 1e11", []string{"generate", "--model", "vocab", "--ids-json", "ids.json"}, "vocab 100000000000", false},
+		{"score: intermediate_size 1e12", []string{"score", "--model", "ffn", "--ids-json", "ids.json"}, "ffn 1000000000000", false},
+		{"score without --model", []string{"score", "--ids-json", "ids.json"}, "score: give --model DIR", false},
+		{"generate without --model", []string{"generate", "--ids-json", "ids.json"}, "generate: give --model DIR", false},
+		{"score: an extra argument", []string{"score", "--model", "hf", "--ids-json", "ids.json", "other"}, `unexpected argument "other"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip {
+				t.Skip("CUDA is available here")
+			}
+			dir := t.TempDir()
+			for name, content := range files {
+				writeTestFile(t, filepath.Join(dir, name), content)
+			}
+			for name, make := range dirs {
+				make(filepath.Join(dir, name))
+			}
+			r := execMemo(t, exe, dir, append([]string{"--log-level", "warn"}, tc.args...)...)
+			wantOneLine(t, r, tc.want)
+			if r.stdout != "" {
+				t.Errorf("stdout %.200q, want nothing", r.stdout)
+			}
+			if strings.Contains(r.stderr, "goroutine") {
+				t.Errorf("a stack trace: %s", r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+				filepath.WalkDir(filepath.Join(dir, "runs"), func(p string, d fs.DirEntry, err error) error {
+					if err == nil && d.Name() == runlock.FileName {
+						t.Errorf("%s left behind", p)
+					}
+					return nil
+				})
+				t.Errorf("a refused command made %s", filepath.Join(dir, "runs"))
+			}
+		})
+	}
+}
+
+// TestStdoutWriteErrors: output that cannot be written (a full disk)
+// fails the command (exit 1, one line) instead of exiting 0.
+func TestStdoutWriteErrors(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full here")
+	}
+	defer full.Close()
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "plain.toml"), "name = \"x\"\n")
+	for _, args := range [][]string{{"config", "plain.toml"}, {"--help"}} {
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = dir
+		cmd.Stdout = full
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "memo: write standard output") {
+			t.Errorf("memo %s > /dev/full: %v, stderr %q; want exit 1 and one line", strings.Join(args, " "), err, stderr.String())
+		}
+	}
+}
+
+// TestSIGTERMLikeSIGINT: a command without a save of its own to make
+// (score, waiting here for its input) ends on SIGTERM as on SIGINT: one
+// memo: line and exit code 130, where SIGTERM killed it silently (143).
+func TestSIGTERMLikeSIGINT(t *testing.T) {
+	exe := buildMemo(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(exe, "score", "--model", "unused", "--ids-json", "-")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // reading its input, which never comes (libtorch loads first)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		stdin.Close()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != exitInterrupted || strings.TrimSpace(stderr.String()) != "memo: interrupted; the same command resumes" {
+			t.Errorf("%v: %v, stderr %q; want exit %d and the interrupted line", sig, err, stderr.String(), exitInterrupted)
+		}
+	}
+}
