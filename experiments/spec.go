@@ -110,7 +110,7 @@ func (s *Spec) check(doc []byte) error {
 		return &ConfigError{File: s.file, Line: keyLine(doc, key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if !validName(s.Name) {
-		return fail("name", "name = %q: use letters, digits and . - + = _ only, not starting with '.' (it names the run directory)", s.Name)
+		return fail("name", "name = %q: use ASCII letters (a-z, A-Z), digits and . - + = _ only, not starting with '.' (it names the run directory)", s.Name)
 	}
 	for _, src := range s.Data.Sources {
 		p, err := data.ParseSource(src)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memo-research/memo/internal/badinput"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -54,7 +55,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return fmt.Errorf("extract: %w", err)
 	}
 	if tok.VocabSize() > mc.Vocab {
-		return fmt.Errorf("extract: tokenizer of %s has %d tokens, model %s only %d: not the model of this dataset", ds.Dir(), tok.VocabSize(), ckpt, mc.Vocab)
+		return badinput.Errorf("extract: tokenizer of %s has %d tokens, model %s only %d: not the model of this dataset", ds.Dir(), tok.VocabSize(), ckpt, mc.Vocab)
 	}
 	var docs []data.Doc
 	for _, split := range cfg.Splits {

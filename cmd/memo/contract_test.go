@@ -55,6 +55,10 @@ func TestInputErrorContract(t *testing.T) {
 		"cuda.toml":   "name = \"x\"\n[train]\ndevice = \"cuda\"\n",
 		"import.toml": "name = \"x\"\n[data]\ntokenizer = \"bpe:300\"\n[model]\ninit_from = \"hf:cut\"\n",
 		"ids.json":    "[[1, 2, 3]]",
+		"bad.json":    `[[1, 2], [3, "a"]]`,
+		"one.json":    "[[1, 2], [5]]",
+		"jp.toml":     "name = \"実験\"\n",
+		"grid.toml":   "name = \"g\"\n[sweep]\n\"goldfish.k\" = [2, 4]\n",
 	}
 	dirs := map[string]func(string){
 		"context": hfWith("max_position_embeddings", 1e12),
@@ -84,6 +88,12 @@ func TestInputErrorContract(t *testing.T) {
 		{"score without --model", []string{"score", "--ids-json", "ids.json"}, "score: give --model DIR", false},
 		{"generate without --model", []string{"generate", "--ids-json", "ids.json"}, "generate: give --model DIR", false},
 		{"score: an extra argument", []string{"score", "--model", "hf", "--ids-json", "ids.json", "other"}, `unexpected argument "other"`, false},
+		{"score: a value that is no id", []string{"score", "--model", "hf", "--ids-json", "bad.json"}, `row 1, position 1: "a" is not a token id`, false},
+		{"score: a one-token row", []string{"score", "--model", "hf", "--ids-json", "one.json"}, "row 1 has one token", false},
+		{"score: --device, not train.device", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--device", "cuda"}, `--device "cuda": CUDA is not available`, cudaErr == nil},
+		{"extract --set of a training key", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "train.lr=1"}, "extract takes only extract.KEY=VALUE; train.lr is not an attack setting", false},
+		{"a run name in another script", []string{"config", "jp.toml"}, "use ASCII letters", false},
+		{"sweep --slurm: --runs with a space", []string{"sweep", "--slurm", "--dry-run", "--runs", "dir with space", "grid.toml"}, "holds a space", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.skip {

@@ -233,6 +233,12 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if err := cfg.Validate(); err != nil {
 		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
 	}
+	for _, set := range c.StringSlice("set") {
+		if !strings.HasPrefix(strings.TrimSpace(set), "extract.") {
+			key, _, _ := strings.Cut(set, "=")
+			return usageError("extract: --set %s: extract takes only extract.KEY=VALUE; %s is not an attack setting (data, model and train keys belong to `memo run`)", set, strings.TrimSpace(key))
+		}
+	}
 	// --set reaches every key, including those no flag copies.
 	holder := struct {
 		Extract extract.Config `toml:"extract"`

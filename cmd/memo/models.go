@@ -78,7 +78,9 @@ func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
 	t0 := time.Now()
 	g, dir, err := checkpoint.LoadModel(path, device)
 	if err != nil {
-		return nil, "", usageError("%s: --model %s: %v", cmd, path, oneLine(err.Error()))
+		// The device is this command's --device, not a spec key.
+		msg := strings.ReplaceAll(oneLine(err.Error()), "train.device = ", "--device ")
+		return nil, "", usageError("%s: --model %s: %s", cmd, path, msg)
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil
@@ -99,17 +101,27 @@ func readIDRows(cmd, src string) ([][]int32, error) {
 	if err != nil {
 		return nil, usageError("%s: --ids-json %s: %v", cmd, src, err)
 	}
+	// Read loosely first, so that a bad value is named by row and position.
 	var wrapped struct {
-		IDs [][]int32 `json:"ids"`
+		IDs [][]json.RawMessage `json:"ids"`
 	}
-	var rows [][]int32
+	var loose [][]json.RawMessage
 	if err := json.Unmarshal(raw, &wrapped); err == nil && wrapped.IDs != nil {
-		rows = wrapped.IDs
-	} else if err := json.Unmarshal(raw, &rows); err != nil {
-		return nil, usageError("%s: --ids-json %s: want {\"ids\": [[...], ...]} or [[...], ...] of token ids", cmd, src)
+		loose = wrapped.IDs
+	} else if err := json.Unmarshal(raw, &loose); err != nil {
+		return nil, usageError("%s: --ids-json %s: want {\"ids\": [[...], ...]} or [[...], ...] of token ids (%v)", cmd, src, err)
 	}
-	if len(rows) == 0 {
+	if len(loose) == 0 {
 		return nil, usageError("%s: --ids-json %s holds no rows", cmd, src)
+	}
+	rows := make([][]int32, len(loose))
+	for i, r := range loose {
+		rows[i] = make([]int32, len(r))
+		for j, v := range r {
+			if err := json.Unmarshal(v, &rows[i][j]); err != nil {
+				return nil, usageError("%s: --ids-json %s: row %d, position %d: %s is not a token id (an integer from 0 to 2147483647)", cmd, src, i, j, v)
+			}
+		}
 	}
 	return rows, nil
 }
@@ -169,6 +181,11 @@ func scoreAction(c *cli.Context) error {
 	}
 	if err := checkIDs("score", rows, g.Config().Vocab); err != nil {
 		return err
+	}
+	for i, r := range rows {
+		if len(r) < 2 {
+			return usageError("score: row %d has one token: the NLL is of each token after the first, so a row needs at least 2", i)
+		}
 	}
 	for i, r := range rows {
 		if len(r) > g.Config().Context {

@@ -135,6 +135,10 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if err != nil {
 		return err
 	}
+	if strings.ContainsAny(runs, " \t\n\"'") {
+		// #SBATCH --output takes the path as one unquoted word.
+		return usageError("sweep --slurm: --runs %q: the path %q holds a space or quote, which Slurm's #SBATCH --output cannot take; use a directory without one", c.String("runs"), runs)
+	}
 	opt := experiments.SlurmOptions{
 		Account: c.String("account"), Partition: c.String("partition"), Time: c.String("time"),
 		GPUs: c.Int("gpus"), Nodes: c.Int("nodes"), Nproc: c.Int("nproc"), CPUs: c.Int("cpus"),
