@@ -18,6 +18,8 @@ const (
 	PointDone    = "done"
 	PointSkipped = "skipped" // finished before this sweep started
 	PointFailed  = "failed"
+	// PointInterrupted is a run stopped by SIGINT or SIGTERM: it resumes.
+	PointInterrupted = "interrupted"
 )
 
 // PointResult is how one grid point of a local sweep ended.
@@ -98,7 +100,7 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 				select {
 				case <-trained[p.Reuses]:
 				case <-ctx.Done():
-					res.Status, res.Err = PointFailed, ctx.Err()
+					res.Status, res.Err = PointInterrupted, ctx.Err()
 					return
 				}
 				// Whether that run got as far as a trained model (it may
@@ -109,7 +111,7 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				res.Status, res.Err = PointFailed, ctx.Err()
+				res.Status, res.Err = PointInterrupted, ctx.Err()
 				return
 			}
 			defer func() { <-sem }()
@@ -120,6 +122,11 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 			start := time.Now()
 			res.Err = runPoint(ctx, opt, args, dir, filepath.Join(dir, "specs", p.Name+".toml"), res.Log)
 			res.Seconds = time.Since(start).Seconds()
+			if res.Err != nil && ctx.Err() != nil {
+				res.Status = PointInterrupted
+				say("[%d/%d] %s: interrupted after %.0f s: %v (see %s)", i+1, len(pts), p.Name, res.Seconds, res.Err, res.Log)
+				return
+			}
 			if res.Err != nil {
 				res.Status = PointFailed
 				say("[%d/%d] %s: FAILED after %.0f s: %v (see %s)", i+1, len(pts), p.Name, res.Seconds, res.Err, res.Log)
@@ -178,7 +185,7 @@ func lastErrorLine(path string) string {
 
 // Summary is a one-line-per-point account of a sweep for the terminal.
 func Summary(results []PointResult) string {
-	var done, skipped, failed int
+	var done, skipped, failed, interrupted int
 	out := ""
 	for _, r := range results {
 		switch r.Status {
@@ -186,6 +193,8 @@ func Summary(results []PointResult) string {
 			done++
 		case PointSkipped:
 			skipped++
+		case PointInterrupted:
+			interrupted++
 		default:
 			failed++
 		}
@@ -198,5 +207,9 @@ func Summary(results []PointResult) string {
 		}
 		out += line + "\n"
 	}
-	return fmt.Sprintf("sweep: %d done, %d already finished, %d failed\n", done, skipped, failed) + out
+	head := fmt.Sprintf("sweep: %d done, %d already finished, %d failed", done, skipped, failed)
+	if interrupted > 0 {
+		head += fmt.Sprintf(", %d interrupted (the same command resumes them)", interrupted)
+	}
+	return head + "\n" + out
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,4 +180,58 @@ func TestSIGTERMLikeSIGINT(t *testing.T) {
 			t.Errorf("%v: %v, stderr %q; want exit %d and the interrupted line", sig, err, stderr.String(), exitInterrupted)
 		}
 	}
+}
+
+// TestSweepSIGTERMInterrupted: SIGTERM to `memo run -j 2` on a sweep
+// stops its runs as interrupted, not failed, and ends with the
+// interrupted line and exit 130 (it said "2 of 2 sweep runs failed").
+func TestSweepSIGTERMInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two models")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := strings.Replace(evalRunSpec, "\nsteps = 6\n", "\nsteps = 100000\n", 1) + "\n[sweep]\n\"goldfish.k\" = [0, 4]\n"
+	writeTestFile(t, filepath.Join(dir, "sw.toml"), spec)
+	cmd := exec.Command(exe, "--log-level", "warn", "run", "-j", "2", "sw.toml")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MEMO_CACHE="+filepath.Join(dir, "cache"))
+	var stdout strings.Builder
+	stderr := &syncBuilder{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); strings.Count(stderr.String(), ": started") < 2 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // into their first stages
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if !ok || ee.ExitCode() != exitInterrupted || lines[len(lines)-1] != "memo: interrupted; the same command resumes" ||
+		strings.Contains(stderr.String(), "FAILED") || !strings.Contains(stdout.String(), "0 failed, 2 interrupted") {
+		t.Errorf("SIGTERM to a sweep: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+}
+
+// syncBuilder is a strings.Builder a process writes while a test reads it.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -59,9 +59,10 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 		Name:      "export",
 		Usage:     "write a memo checkpoint as a Hugging Face model directory",
 		ArgsUsage: "CHECKPOINT OUT",
-		Description: "CHECKPOINT is a run, its checkpoints/ directory or a step-NNNNNN directory (the newest\n" +
-			"good checkpoint is used). OUT receives config.json, model.safetensors (Hugging Face\n" +
-			"names, float32), tokenizer.json (the run's) and generation_config.json, so that\n" +
+		Description: "CHECKPOINT is a run, its checkpoints/ directory or a step-NNNNNN directory (a run's\n" +
+			"newest checkpoint, refused by name if damaged; name an older step to export it).\n" +
+			"OUT receives config.json, model.safetensors (Hugging Face names, float32),\n" +
+			"tokenizer.json (the run's) and generation_config.json, so that\n" +
 			"transformers' from_pretrained(OUT) loads it and memo --model OUT reads it back with\n" +
 			"identical logits. OUT must not exist; it is written under a temporary name and renamed.\n" +
 			"--transformers 4 writes config.json in transformers 4's form (rope_theta, rope_scaling,\n" +

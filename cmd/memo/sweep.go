@@ -97,6 +97,10 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		return configError(err)
 	}
 	fmt.Fprint(c.App.Writer, experiments.Summary(results))
+	if err := ctx.Err(); err != nil {
+		// Runs stopped by SIGINT or SIGTERM did not fail: they resume.
+		return fmt.Errorf("sweep: %w", err)
+	}
 	failed, skipped := 0, 0
 	for _, r := range results {
 		switch r.Status {
@@ -120,7 +124,7 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("memo: %d of %d sweep runs failed (logs in %s)", failed, len(results), filepath.Join(dir, "logs")), 1)
 	}
-	return ctx.Err()
+	return nil
 }
 
 var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
