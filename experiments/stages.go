@@ -89,7 +89,7 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	}
 	opts := train.Options{Progress: processRank() == 0}
 	if worldSize() == 1 {
-		return train.Run(ctx, tcfg, mcfg, spec.Goldfish, datasetSource{ds}, dir, opts)
+		return importLabel(train.Run(ctx, tcfg, mcfg, spec.Goldfish, datasetSource{ds}, dir, opts), spec.Model.InitFrom, tcfg.InitFrom)
 	}
 	g, err := dist.Init(ctx, dist.Unset())
 	if err != nil {
@@ -106,3 +106,27 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	}
 	return nil
 }
+
+// importLabel names model.init_from in a training error about an imported
+// model's weights: train reads them as its train.init_from, a key the
+// user's spec does not set.
+func importLabel(err error, modelInit, trainInit string) error {
+	if err == nil || modelInit == "" {
+		return err
+	}
+	from := fmt.Sprintf("train.init_from = %q", trainInit)
+	if !strings.Contains(err.Error(), from) {
+		return err
+	}
+	return &relabeled{msg: strings.ReplaceAll(err.Error(), from, fmt.Sprintf("model.init_from = %q", modelInit)), err: err}
+}
+
+// relabeled is an error with another message and the same chain (a
+// bad-input mark, an interruption stay visible to errors.As).
+type relabeled struct {
+	msg string
+	err error
+}
+
+func (r *relabeled) Error() string { return r.msg }
+func (r *relabeled) Unwrap() error { return r.err }
