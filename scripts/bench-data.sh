@@ -64,7 +64,7 @@ min_tokens = 100
 dedup_words = 0
 cache_dir = "$dir/cache"
 EOF
-	bytes=$(stat -c %s "$corpus")
+	bytes=$(stat -L -c %s "$corpus")
 	for cmd in $cmds; do
 		log="$dir/logs/$name-$cmd.log"
 		rm -rf "$dir/cache/datasets" "$dir/runs/$name-$cmd" "$dir/runs/$name"
