@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh prepares this checkout to build memo on Debian 12 (or any machine
-# with a libtorch directory named by LIBTORCH=/path). It is idempotent and
+# with a libtorch directory named by LIBTORCH=/path, or a pip/conda PyTorch:
+# LIBTORCH=python, chosen by itself when Debian's libtorch-dev is absent and
+# python3 imports torch; 1.13 and 2.1 to 2.11, CPU or CUDA). It is idempotent and
 # quiet when there is nothing to do:
 #   1. installs the system packages it needs through apt when they are missing;
 #   2. prepares a copy of gotch fitted to the libtorch it finds (.build/gotch,
@@ -22,12 +24,21 @@ missing=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)
+# A machine with a pip or conda PyTorch and no Debian libtorch builds against
+# the former (LIBTORCH=python says so explicitly; LIBTORCH=DIR names one).
+if [[ -z "${LIBTORCH:-}" ]] && ! have_pkg libtorch-dev &&
+	"${PYTHON:-python3}" -c 'import torch' >/dev/null 2>&1; then
+	export LIBTORCH=python
+	say "no Debian libtorch-dev; building against the torch that ${PYTHON:-python3} imports"
+fi
 if [[ -z "${LIBTORCH:-}" ]]; then
 	have_pkg libtorch-dev || missing+=(libtorch-dev)
 	# Without OpenBLAS, Debian's libtorch falls back to the reference BLAS, ~13x slower.
 	have_pkg libopenblas0-openmp || missing+=(libopenblas0-openmp)
+	# Gloo's headers for Debian's libtorch; another libtorch brings its own
+	# or builds memo without Gloo (scripts/gotchgen).
+	have_pkg libgloo-dev || missing+=(libgloo-dev)
 fi
-have_pkg libgloo-dev || missing+=(libgloo-dev)
 # C zlib: eval's zlib ratio compresses as Python's zlib.compress does (internal/czlib).
 have_pkg zlib1g-dev || missing+=(zlib1g-dev)
 # Corpora (step 4): the King James Bible comes from bible-kjv's `bible`

@@ -6,7 +6,13 @@
 #include <map>
 #include <vector>
 
+// Gloo is compiled in when the libtorch memo builds against comes with Gloo's
+// headers (scripts/gotchgen sets USE_C10D_GLOO); pip's torch ships without
+// them, and headers of another Gloo release need not match the Gloo inside
+// that libtorch.
+#ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/torch.h>
 
 #include "c10d.h"
@@ -82,6 +88,13 @@ extern "C" {
 memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
                           int64_t timeout_ms, int64_t dead_ms,
                           const char *iface, char **err) {
+#ifndef USE_C10D_GLOO
+  *err = memo_err("this memo was built without Gloo: the libtorch it was built "
+                  "against has no Gloo headers (include/gloo); CPU data "
+                  "parallelism needs a libtorch that ships them, such as "
+                  "Debian's libtorch-dev with libgloo-dev");
+  return nullptr;
+#else
   auto p = std::make_unique<memo_pg>();
   try {
     p->rank = rank;
@@ -110,6 +123,7 @@ memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
     *err = memo_err("unknown C++ exception");
   }
   return nullptr;
+#endif
 }
 
 namespace {

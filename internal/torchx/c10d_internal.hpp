@@ -10,10 +10,22 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+
+// Since libtorch 2.0 the Gloo and NCCL classes derive from c10d::Backend (a
+// ProcessGroup wraps one backend per device type); in 1.x (Debian's 1.13)
+// they are ProcessGroups themselves. memo drives one backend directly, and
+// both bases have the collectives it calls (allreduce, broadcast, barrier).
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+using memo_backend = c10d::Backend;
+#else
+using memo_backend = c10d::ProcessGroup;
+#endif
 
 struct memo_pg {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<memo_backend> pg;
   // A second store client for the heartbeat thread, so that it never
   // shares a socket with the collectives' rendezvous traffic.
   c10::intrusive_ptr<c10d::TCPStore> hbStore;

@@ -1,7 +1,8 @@
 //go:build cuda
 
-// UNTESTED (no CUDA libtorch on the development machine): NCCL process group
-// creation for CUDA builds. Collectives reuse memo_pg_allreduce & co.
+// NCCL process group creation for CUDA builds (compiled against libtorch
+// 2.11's headers; never run on GPUs). Collectives reuse memo_pg_allreduce &
+// co.
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include "c10d.h"

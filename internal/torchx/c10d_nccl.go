@@ -1,12 +1,13 @@
 //go:build cuda
 
-// UNTESTED: this machine's libtorch has no CUDA, so this file has never been
-// compiled. It needs a CUDA libtorch built with NCCL, and -DUSE_C10D_NCCL.
+// Compiled and linked against PyTorch 2.11.0+cu130's headers and exported
+// symbols (../shared/gpu/build-for-gpu.sh); not yet run on GPUs. It needs a
+// CUDA libtorch built with NCCL.
 
 package torchx
 
 // #cgo CPPFLAGS: -DUSE_C10D_NCCL
-// #cgo LDFLAGS: -ltorch_cuda -lc10_cuda
+// #cgo LDFLAGS: -Wl,--push-state,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--pop-state
 // #include <stdlib.h>
 // #include "c10d.h"
 import "C"

@@ -13,7 +13,9 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -35,6 +37,8 @@ type libtorch struct {
 	libs        []string
 	version     string
 	cuda        bool
+	gloo        bool   // Gloo headers come with this libtorch (USE_C10D_GLOO)
+	cxxABI      string // "0": built with the pre-C++11 std::string ABI (pip torch before 2.7)
 }
 
 func main() {
@@ -85,8 +89,8 @@ func main() {
 	if err := os.Rename(tmp, *out); err != nil {
 		fatal(err)
 	}
-	fmt.Printf("gotch: prepared %s for libtorch %s (cuda=%v): %d wrappers stubbed, %s\n",
-		*out, lt.version, lt.cuda, stubbed, time.Since(start).Round(time.Second))
+	fmt.Printf("gotch: prepared %s for libtorch %s (cuda=%v, gloo=%v%s): %d wrappers stubbed, %s\n",
+		*out, lt.version, lt.cuda, lt.gloo, abiNote(lt.cxxABI), stubbed, time.Since(start).Round(time.Second))
 }
 
 func fatal(err error) {
@@ -94,6 +98,10 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
+// findLibtorch describes the libtorch to build against: Debian's
+// libtorch-dev when root is empty, the torch package that python3 imports
+// when root is "python" (pip or conda, CPU or CUDA), or else a libtorch
+// directory (include/ and lib/; a pip torch's package directory is one).
 func findLibtorch(root string) (libtorch, error) {
 	if root == "" {
 		lt := libtorch{
@@ -101,14 +109,23 @@ func findLibtorch(root string) (libtorch, error) {
 			libs:        []string{"-ltorch", "-ltorch_cpu", "-lc10"},
 		}
 		if _, err := os.Stat("/usr/include/torch/csrc/api/include/torch/torch.h"); err != nil {
-			return lt, fmt.Errorf("libtorch headers not found (apt-get install libtorch-dev, or set LIBTORCH=/path/to/libtorch): %w", err)
+			return lt, fmt.Errorf("libtorch headers not found (apt-get install libtorch-dev, LIBTORCH=python for the torch python3 imports, or LIBTORCH=/path/to/libtorch): %w", err)
 		}
 		v, _ := exec.Command("dpkg-query", "-W", "-f=${Version}", "libtorch-dev").Output()
 		lt.version = strings.TrimSpace(string(v))
 		if lt.version == "" {
 			lt.version = "system"
 		}
+		// Debian's libtorch is built against Debian's Gloo (libgloo-dev).
+		lt.gloo = exists("/usr/include/gloo/config.h")
 		return lt, nil
+	}
+	if root == "python" {
+		dir, err := pythonTorch()
+		if err != nil {
+			return libtorch{}, err
+		}
+		root = dir
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -119,19 +136,130 @@ func findLibtorch(root string) (libtorch, error) {
 		libDirs:     []string{filepath.Join(abs, "lib")},
 		libs:        []string{"-ltorch", "-ltorch_cpu", "-lc10"},
 	}
-	if _, err := os.Stat(filepath.Join(abs, "include/torch/csrc/api/include/torch/torch.h")); err != nil {
-		return lt, fmt.Errorf("LIBTORCH=%s does not look like a libtorch directory (no include/torch/csrc/api/include/torch/torch.h)", root)
+	if !exists(filepath.Join(abs, "include/torch/csrc/api/include/torch/torch.h")) {
+		return lt, fmt.Errorf("LIBTORCH=%s does not look like a libtorch directory (no include/torch/csrc/api/include/torch/torch.h); LIBTORCH=python uses the torch that python3 imports", root)
 	}
-	if _, err := os.Stat(filepath.Join(abs, "lib/libtorch_cuda.so")); err == nil {
+	if exists(filepath.Join(abs, "lib/libtorch_cuda.so")) {
 		lt.cuda = true
-		lt.libs = append(lt.libs, "-ltorch_cuda", "-lc10_cuda")
+		// memo calls nothing in these two directly, but loading them is
+		// what registers the CUDA backend; a linker that defaults to
+		// --as-needed (Ubuntu's) would drop them from NEEDED.
+		lt.libs = append(lt.libs, "-Wl,--push-state,--no-as-needed", "-ltorch_cuda", "-lc10_cuda", "-Wl,--pop-state")
 	}
-	if b, err := os.ReadFile(filepath.Join(abs, "build-version")); err == nil {
-		lt.version = strings.TrimSpace(string(b))
-	} else {
-		lt.version = abs
+	// Only this libtorch's own Gloo headers: another Gloo release's need
+	// not match the Gloo compiled into it (pip's torch ships none).
+	lt.gloo = exists(filepath.Join(abs, "include/gloo/config.h"))
+	lt.version = torchVersion(abs)
+	lt.cxxABI, err = cxxABI(abs)
+	if err != nil {
+		return lt, err
+	}
+	if !supportedVersion(lt.version) {
+		slog.Warn("gotchgen: untested libtorch version; memo is built against 1.13 and 2.1 to 2.11", "version", lt.version, "dir", abs)
 	}
 	return lt, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// pythonTorch is the package directory of the torch that python3 (or
+// $PYTHON) imports.
+func pythonTorch() (string, error) {
+	py := os.Getenv("PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	out, err := exec.Command(py, "-c", "import os, torch; print(os.path.dirname(torch.__file__))").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, firstLines(string(ee.Stderr), 3))
+		}
+		return "", fmt.Errorf("LIBTORCH=python: %s cannot import torch: %w", py, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// torchVersion reads the version from a libtorch zip's build-version, a
+// python package's version.py, or else the C++ headers.
+func torchVersion(dir string) string {
+	if b, err := os.ReadFile(filepath.Join(dir, "build-version")); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "version.py")); err == nil {
+		if m := regexp.MustCompile(`(?m)^__version__\s*=\s*['"]([^'"]+)['"]`).FindSubmatch(b); m != nil {
+			return string(m[1])
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "include/torch/csrc/api/include/torch/version.h")); err == nil {
+		var v []string
+		for _, k := range []string{"MAJOR", "MINOR", "PATCH"} {
+			if m := regexp.MustCompile(`#define TORCH_VERSION_` + k + ` (\d+)`).FindSubmatch(b); m != nil {
+				v = append(v, string(m[1]))
+			}
+		}
+		if len(v) == 3 {
+			return strings.Join(v, ".")
+		}
+	}
+	return dir
+}
+
+// supportedVersion says whether v (e.g. "2.11.0+cu130") is 1.13 or 2.1-2.11.
+func supportedVersion(v string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return (major == 1 && minor == 13) || (major == 2 && minor >= 1 && minor <= 11)
+}
+
+var abiFlag = regexp.MustCompile(`_GLIBCXX_USE_CXX11_ABI=([01])`)
+
+// cxxABI says which libstdc++ string ABI the libtorch was built with ("0"
+// for the pre-C++11 one of pip's torch before 2.7, "" for the default):
+// memo's C++ must match it or std::string arguments do not link. The cmake
+// config states it; without one (a headers-and-stubs tree), the exported
+// symbols of libc10.so tell, since only the C++11 ABI mangles std::string as
+// std::__cxx11::basic_string.
+func cxxABI(dir string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, "share/cmake/Torch/TorchConfig.cmake")); err == nil {
+		if m := abiFlag.FindSubmatch(b); m != nil {
+			return abiValue(string(m[1])), nil
+		}
+	}
+	f, err := elf.Open(filepath.Join(dir, "lib/libc10.so"))
+	if err != nil {
+		return "", fmt.Errorf("libtorch at %s: cannot tell its C++ ABI: %w", dir, err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return "", fmt.Errorf("libtorch at %s: cannot tell its C++ ABI: read lib/libc10.so symbols: %w", dir, err)
+	}
+	for _, s := range syms {
+		if strings.Contains(s.Name, "__cxx11") {
+			return "", nil
+		}
+	}
+	return "0", nil
+}
+
+func abiNote(abi string) string {
+	if abi == "0" {
+		return ", pre-C++11 ABI"
+	}
+	return ""
+}
+
+func abiValue(v string) string {
+	if v == "0" {
+		return "0"
+	}
+	return ""
 }
 
 // stampFor identifies the inputs of a prepared copy so a second setup run can
@@ -144,7 +272,7 @@ func stampFor(src string, lt libtorch) string {
 		fmt.Fprintf(h, "%s|%d|", f, len(b))
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "%s|%v|%v|%v|%s|%v", src, lt.includeDirs, lt.libDirs, lt.libs, lt.version, lt.cuda)
+	fmt.Fprintf(h, "%s|%v|%v|%v|%s|%v|%s", src, lt.includeDirs, lt.libDirs, lt.libs, lt.version, lt.cuda, lt.cxxABI)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -180,6 +308,9 @@ func (lt libtorch) cppflags() []string {
 	var f []string
 	for _, d := range lt.includeDirs {
 		f = append(f, "-I"+d)
+	}
+	if lt.cxxABI != "" {
+		f = append(f, "-D_GLIBCXX_USE_CXX11_ABI="+lt.cxxABI)
 	}
 	return f
 }
@@ -314,7 +445,7 @@ func stubFunctions(path string, errLines map[int]bool) (int, error) {
 // c10d's Gloo backend is compiled in when its headers are present.
 func writeShimFlags(path string, lt libtorch) error {
 	cpp := lt.cppflags()
-	if _, err := os.Stat("/usr/include/gloo/config.h"); err == nil {
+	if lt.gloo {
 		cpp = append(cpp, "-DUSE_C10D_GLOO")
 	}
 	var b strings.Builder
