@@ -51,6 +51,9 @@ func newKeyInput(cfg Config, cache string) (keyInput, error) {
 		if err != nil {
 			return in, fmt.Errorf("source %s: %w", src.Name(), err)
 		}
+		if src.Kind == "opticks" {
+			in.Files = append(in.Files, opticksKey(src.Name()))
+		}
 		for _, f := range files {
 			in.Files = append(in.Files, hashFile(src.Name(), root, f))
 		}
@@ -82,8 +85,8 @@ func (in keyInput) key() (string, error) {
 func sourceFiles(src Source, cache string) (string, []string, error) {
 	switch src.Kind {
 	case "opticks":
-		p, err := OpticksPath()
-		return filepath.Dir(p), []string{p}, err
+		// Embedded: newKeyInput keys its bytes (opticksKey).
+		return "", nil, nil
 	case "jsonl", "parquet", "arrow":
 		if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() && src.Kind == "jsonl" {
 			files, err := walkFiles(src.Path, isJSONLName)
@@ -148,6 +151,13 @@ func walkFiles(dir string, keep func(name string) bool) ([]string, error) {
 
 // hashFile keys one file by content; an unreadable file is keyed as such
 // (the loader names it in report.json or fails).
+// opticksKey keys the embedded Opticks as hashFile keyed the same bytes
+// read from $GOROOT/src/testdata, so dataset caches built then still match.
+func opticksKey(role string) keyedFile {
+	sum := sha256.Sum256(opticks)
+	return keyedFile{Role: role, Path: OpticksName, Size: int64(len(opticks)), SHA256: hex.EncodeToString(sum[:])}
+}
+
 func hashFile(role, root, path string) keyedFile {
 	rel, err := filepath.Rel(root, path)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -364,5 +365,22 @@ func TestDatasetCacheUnwritable(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, "data", CacheLinkFile)); !os.IsNotExist(err) {
 		t.Errorf("cache.json written for a dataset built in place: %v", err)
+	}
+}
+
+// TestOpticksKeyMatchesGoroot: the embedded Opticks keys datasets exactly as
+// the copy in Go's source tree did, so caches and manifests of earlier runs
+// still match.
+func TestOpticksKeyMatchesGoroot(t *testing.T) {
+	const want = "d4a9ac22462b35e7821a4f2706c211093da678620a8f9997989ee7cf8d507bbd"
+	if got := opticksKey("opticks"); got.SHA256 != want || got.Size != 567198 || got.Path != OpticksName {
+		t.Errorf("embedded Opticks keyed as %+v, want sha256 %s, 567198 bytes, path %s", got, want, OpticksName)
+	}
+	p := filepath.Join(runtime.GOROOT(), "src", "testdata", OpticksName)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no Go source tree to compare with: %v", err)
+	}
+	if got, old := opticksKey("opticks"), hashFile("opticks", filepath.Dir(p), p); got != old {
+		t.Errorf("embedded Opticks keyed as %+v, Go's copy as %+v", got, old)
 	}
 }

@@ -2,11 +2,10 @@ package data
 
 import (
 	"bufio"
+	_ "embed"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,45 +99,27 @@ func invalidAt(s string) int {
 	return -1
 }
 
-// OpticksPath finds Newton's Opticks, shipped with every Go installation as
-// $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt: under $GOROOT, the
-// GOROOT this binary was built with, or what `go env GOROOT` says.
-func OpticksPath() (string, error) {
-	rel := filepath.Join("src", "testdata", "Isaac.Newton-Opticks.txt")
-	roots := []string{os.Getenv("GOROOT"), runtime.GOROOT(), "go env"}
-	var tried []string
-	for _, r := range roots {
-		if r == "go env" {
-			out, err := exec.Command("go", "env", "GOROOT").Output()
-			if err != nil {
-				continue
-			}
-			r = strings.TrimSpace(string(out))
-		}
-		if r == "" {
-			continue
-		}
-		p := filepath.Join(r, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	return "", fmt.Errorf("Newton's Opticks not found (tried %s): is Go installed?", strings.Join(tried, ", "))
-}
+// OpticksName is the embedded Opticks's file name, as Go's source tree
+// ($GOROOT/src/testdata) ships the same bytes.
+const OpticksName = "Isaac.Newton-Opticks.txt"
+
+// opticks is Newton's Opticks (Project Gutenberg, public domain), copied
+// byte for byte from Go's $GOROOT/src/testdata, where memo used to read it.
+// Embedding it lets the binary run its default experiment on a machine
+// without Go (a GPU machine, say); the bytes, and so the dataset cache key
+// and every table built from it, are the same.
+//
+//go:embed opticks/Isaac.Newton-Opticks.txt
+var opticks []byte
+
+// Opticks returns the embedded text of Newton's Opticks (shared: callers
+// must not modify it).
+func Opticks() []byte { return opticks }
 
 // loadOpticks yields the Project Gutenberg text without its licence header
 // and footer, as one document (chunking cuts it up).
 func loadOpticks(add func(title, text string)) error {
-	path, err := OpticksPath()
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	text := strings.ReplaceAll(string(b), "\r\n", "\n")
+	text := strings.ReplaceAll(string(opticks), "\r\n", "\n")
 	if i := strings.Index(text, "*** START OF"); i >= 0 {
 		if j := strings.Index(text[i:], "\n"); j >= 0 {
 			text = text[i+j+1:]

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -22,10 +22,7 @@ type opticksSource struct {
 }
 
 func newOpticks(n, rows int) (opticksSource, error) {
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
-	if err != nil {
-		return opticksSource{}, err
-	}
+	b := data.Opticks()
 	if len(b) < 2000+n {
 		return opticksSource{}, fmt.Errorf("Opticks text has %d bytes, need %d", len(b), 2000+n)
 	}

@@ -2,7 +2,6 @@ package extract
 
 import (
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,14 +18,7 @@ import (
 // tokenized as bytes (vocabulary 256): real text without a tokenizer build.
 func opticksDocs(t testing.TB, n, length int) []data.Doc {
 	t.Helper()
-	path, err := data.OpticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := data.Opticks()
 	text := strings.Join(strings.Fields(string(raw[20000:])), " ")
 	var docs []data.Doc
 	for i := 0; i < n; i++ {

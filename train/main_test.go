@@ -2,10 +2,9 @@ package train
 
 import (
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/torchx"
 )
 
@@ -15,7 +14,7 @@ func TestMain(m *testing.M) {
 }
 
 // textSource serves byte-level rows (vocabulary 256) of real text: the
-// Opticks file that ships with Go, so the tests need no tokenizer.
+// Opticks (embedded in package data), so the tests need no tokenizer.
 type textSource struct {
 	ids  []int32
 	rows int // rows per epoch
@@ -23,11 +22,7 @@ type textSource struct {
 
 func opticks(t testing.TB, n int) []int32 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
-	if err != nil {
-		t.Skipf("Opticks text not available: %v", err)
-	}
-	b = b[2000:] // skip the Gutenberg header
+	b := data.Opticks()[2000:] // skip the Gutenberg header
 	out := make([]int32, n)
 	for i := range out {
 		out[i] = int32(b[i])

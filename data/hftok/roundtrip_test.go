@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
 
-// opticks is Newton's Opticks from the Go installation: always present.
+// opticks is Newton's Opticks, the copy package data embeds (hftok cannot
+// import data, which imports it).
 func opticks(t testing.TB) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	raw, err := os.ReadFile(filepath.Join("..", "opticks", "Isaac.Newton-Opticks.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
