@@ -126,17 +126,25 @@ func Save(runDir string, g *model.GPT, optimizer []Named, st State, keep int) (s
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
 	meta := map[string]string{"format": "pt", "producer": "memo"}
-	if err := WriteTensors(filepath.Join(tmp, ModelFile), ModelTensors(g), meta); err != nil {
-		return "", err
-	}
-	if err := WriteTensors(filepath.Join(tmp, OptimizerFile), optimizer, meta); err != nil {
-		return "", err
+	st.SHA256 = map[string]string{}
+	// The two large files are digested as they are written.
+	for _, f := range []struct {
+		name    string
+		tensors []Named
+	}{{ModelFile, ModelTensors(g)}, {OptimizerFile, optimizer}} {
+		sum, err := writeTensors(filepath.Join(tmp, f.name), f.tensors, meta, "checkpoint "+name+" "+f.name)
+		if err != nil {
+			return "", err
+		}
+		st.SHA256[f.name] = sum
 	}
 	if err := writeJSON(filepath.Join(tmp, ModelJSONFile), NewModelJSON(g.Config())); err != nil {
 		return "", err
 	}
-	st.SHA256 = map[string]string{}
 	for _, f := range digested {
+		if st.SHA256[f] != "" {
+			continue
+		}
 		sum, err := fileSHA256(filepath.Join(tmp, f))
 		if err != nil {
 			return "", err

@@ -357,3 +357,46 @@ func TestRunDir(t *testing.T) {
 		}
 	}
 }
+
+// floatsOf copies a float32 tensor's values to Go memory.
+func floatsOf(t *ts.Tensor) ([]float32, error) {
+	var out []float32
+	err := lendFloats(t, func(v []float32) error {
+		out = slices.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// TestWriteTensorsFromStorage: tensors are written from their own memory
+// (and a view through a libtorch copy) with the file's digest computed on
+// the way, and a Save records those digests.
+func TestWriteTensorsFromStorage(t *testing.T) {
+	dense := ts.MustArange(ts.IntScalar(12), gotch.Float, gotch.CPU).MustView([]int64{3, 4}, true)
+	view := ts.MustArange(ts.IntScalar(6), gotch.Float, gotch.CPU).MustView([]int64{2, 3}, true).MustT(true)
+	if view.MustIsContiguous() {
+		t.Fatal("the transposed view is contiguous: the test no longer reaches the copy path")
+	}
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	sum, err := writeTensors(path, []Named{{"dense", dense}, {"view", view}}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := fileSHA256(path); sum != want {
+		t.Errorf("digest while writing %s, file's %s", sum, want)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for name, want := range map[string][]float32{"dense": {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, "view": {0, 3, 1, 4, 2, 5}} {
+		got, err := f.Float32(name)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v (%v), want %v", name, got, err, want)
+		}
+	}
+	if _, err := writeTensors(path, []Named{{"ints", ts.MustArange(ts.IntScalar(3), gotch.Int64, gotch.CPU)}}, nil, ""); err == nil || !strings.Contains(err.Error(), "want float32") {
+		t.Errorf("an int64 tensor: err %v", err)
+	}
+}

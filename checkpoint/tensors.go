@@ -1,7 +1,10 @@
 package checkpoint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/memo-research/memo/internal/badinput"
@@ -29,21 +32,53 @@ func ModelTensors(g *model.GPT) []Named {
 }
 
 // WriteTensors writes float32 tensors to path as F32 safetensors, in the
-// given order, copying one tensor at a time to Go memory.
+// given order, one tensor at a time and straight from its memory (see
+// writeTensors).
 func WriteTensors(path string, tensors []Named, meta map[string]string) error {
-	desc := make([]safetensors.Tensor, len(tensors))
-	for i, nt := range tensors {
-		desc[i] = safetensors.Tensor{Name: nt.Name, DType: safetensors.F32, Shape: nt.Tensor.MustSize()}
-	}
-	return safetensors.Write(path, desc, meta, func(i int) ([]float32, error) {
-		return floatsOf(tensors[i].Tensor)
-	})
+	_, err := writeTensors(path, tensors, meta, "")
+	return err
 }
 
-// floatsOf copies a float32 tensor's values to Go memory.
-func floatsOf(t *ts.Tensor) ([]float32, error) {
+// writeTensors is WriteTensors returning the file's sha256, computed as
+// the bytes go out rather than by reading a multi-gigabyte file back. Each
+// tensor is written from its own storage (a CPU copy made by libtorch for
+// one on a GPU or not contiguous, freed before the next), never from a
+// copy on the Go heap: memo pauses Go's collector (internal/torchx), so
+// such copies would all stay until the next collection, doubling a large
+// checkpoint's memory. A label turns on a progress line for files of at
+// least progressBytes.
+func writeTensors(path string, tensors []Named, meta map[string]string, label string) (string, error) {
+	desc := make([]safetensors.Tensor, len(tensors))
+	var total int64
+	for i, nt := range tensors {
+		desc[i] = safetensors.Tensor{Name: nt.Name, DType: safetensors.F32, Shape: nt.Tensor.MustSize()}
+		total += 4 * int64(nt.Tensor.Numel())
+	}
+	sum := sha256.New()
+	opt := safetensors.WriteOptions{Sum: sum}
+	if label != "" && total >= progressBytes {
+		p := newByteProgress(label, total)
+		defer p.done()
+		opt.Progress = p.update
+	}
+	err := safetensors.WriteLent(path, desc, meta, func(i int, use func([]float32) error) error {
+		return lendFloats(tensors[i].Tensor, use)
+	}, opt)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+// lendFloats calls use with a float32 tensor's values in CPU memory: its
+// own storage when it has one, else a contiguous CPU copy in libtorch's
+// memory, dropped afterwards.
+func lendFloats(t *ts.Tensor, use func([]float32) error) error {
 	if t.DType() != gotch.Float {
-		return nil, fmt.Errorf("dtype %v: want float32", t.DType())
+		return fmt.Errorf("dtype %v: want float32", t.DType())
+	}
+	if torchx.HasFloat32Storage(t) {
+		return torchx.WithFloat32Storage(t, use)
 	}
 	c := t.MustContiguous(false)
 	defer c.MustDrop()
@@ -52,15 +87,7 @@ func floatsOf(t *ts.Tensor) ([]float32, error) {
 		defer cpu.MustDrop()
 		c = cpu
 	}
-	n := c.Numel()
-	out := make([]float32, n)
-	if n == 0 {
-		return out, nil
-	}
-	if err := c.CopyData(out, n); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return torchx.WithFloat32Storage(c, use)
 }
 
 // ReadInto copies the tensors of the safetensors file at path into dst by
@@ -73,6 +100,15 @@ func ReadInto(path string, dst []Named) error {
 		return err
 	}
 	defer f.Close()
+	var total, done int64
+	for _, nt := range dst {
+		total += 4 * int64(nt.Tensor.Numel())
+	}
+	var p *byteProgress
+	if total >= progressBytes {
+		p = newByteProgress("checkpoint load "+filepath.Base(filepath.Dir(path))+" "+filepath.Base(path), total)
+		defer p.done()
+	}
 	for _, nt := range dst {
 		info, ok := f.Info(nt.Name)
 		if !ok {
@@ -85,6 +121,10 @@ func ReadInto(path string, dst []Named) error {
 		if err := fill(nt.Tensor, info.Shape, func(dst []float32) error { return f.Float32Into(name, dst) }); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", path, nt.Name, err)
 		}
+		if p != nil {
+			done += 4 * int64(nt.Tensor.Numel())
+			p.update(done, total)
+		}
 	}
 	return nil
 }
@@ -92,7 +132,7 @@ func ReadInto(path string, dst []Named) error {
 // fill overwrites dst with the values read writes into the slice it is
 // given: dst's own storage when dst is a contiguous float32 tensor on the
 // CPU (every parameter memo builds there), so a load reads and converts
-// straight into the model with no copy; otherwise a Go slice, then copy_.
+// straight into the model with no copy; otherwise a CPU tensor, then copy_.
 func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 	n := int(dst.Numel())
 	if n == 0 {
@@ -109,23 +149,16 @@ func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 		// graph exists yet.
 		return torchx.WithFloat32Storage(dst, read)
 	}
-	vals := make([]float32, n)
-	if err := read(vals); err != nil {
-		return err
-	}
-	return copyInto(dst, vals, shape)
-}
-
-// copyInto overwrites dst with vals, laid out as shape.
-func copyInto(dst *ts.Tensor, vals []float32, shape []int64) error {
-	if len(vals) == 0 {
-		return nil // nothing to copy, and no first element to point libtorch at
-	}
-	src, err := torchx.TensorOf(vals, shape)
+	// A GPU parameter: read into a CPU tensor of libtorch's (not a Go
+	// slice, which would stay on the paused collector's heap), then copy.
+	src, err := ts.Empty(shape, gotch.Float, gotch.CPU)
 	if err != nil {
 		return err
 	}
 	defer src.MustDrop()
+	if err := torchx.WithFloat32Storage(src, read); err != nil {
+		return err
+	}
 	torchx.NoGrad(func() { dst.Copy_(src) })
 	return nil
 }

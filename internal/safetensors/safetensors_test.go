@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -503,4 +504,49 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("accepted a file of %d bytes whose header (%d) and tensors (%d) do not add up", len(b), hl, total)
 		}
 	})
+}
+
+// TestWriteLentSumAndProgress: the digest fed while writing is the
+// file's, progress ends at the file's size, and lent values are written
+// like returned ones.
+func TestWriteLentSumAndProgress(t *testing.T) {
+	dir := t.TempDir()
+	tensors := []Tensor{{"a", F32, []int64{3, 5}}, {"b", BF16, []int64{700000}}, {"c", F32, []int64{0}}}
+	vals := func(i int) []float32 {
+		v := make([]float32, Info{Shape: tensors[i].Shape}.Numel())
+		for j := range v {
+			v[j] = float32(i) + float32(j)/7
+		}
+		return v
+	}
+	lent, given := filepath.Join(dir, "lent.safetensors"), filepath.Join(dir, "given.safetensors")
+	sum := sha256.New()
+	var done []int64
+	var size int64
+	err := WriteLent(lent, tensors, map[string]string{"k": "v"}, func(i int, use func([]float32) error) error {
+		return use(vals(i))
+	}, WriteOptions{Sum: sum, Progress: func(d, total int64) { done = append(done, d); size = total }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(given, tensors, map[string]string{"k": "v"}, func(i int) ([]float32, error) { return vals(i), nil }); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(lent)
+	b, _ := os.ReadFile(given)
+	if !bytes.Equal(a, b) {
+		t.Fatal("WriteLent and Write wrote different files")
+	}
+	if want := sha256.Sum256(a); !bytes.Equal(sum.Sum(nil), want[:]) {
+		t.Errorf("digest while writing %x, file's %x", sum.Sum(nil), want)
+	}
+	if len(done) != len(tensors) || !slices.IsSorted(done) || done[len(done)-1] != int64(len(a)) || size != int64(len(a)) {
+		t.Errorf("progress %v of %d, want %d calls ending at the file's %d bytes", done, size, len(tensors), len(a))
+	}
+	err = WriteLent(filepath.Join(dir, "short.safetensors"), tensors[:1], nil, func(i int, use func([]float32) error) error {
+		return use(make([]float32, 14))
+	}, WriteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "14 values, shape [3 5] holds 15") {
+		t.Errorf("a short tensor: err %v", err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"io"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -31,6 +33,30 @@ type Tensor struct {
 // and renamed, so a file at path is always a finished one; on error
 // nothing is left behind.
 func Write(path string, tensors []Tensor, meta map[string]string, data func(i int) ([]float32, error)) error {
+	return WriteLent(path, tensors, meta, func(i int, use func([]float32) error) error {
+		vals, err := data(i)
+		if err != nil {
+			return err
+		}
+		return use(vals)
+	}, WriteOptions{})
+}
+
+// WriteOptions are WriteLent's optional extras.
+type WriteOptions struct {
+	// Sum, when set, is fed every byte of the file as it is written, so a
+	// caller gets the file's digest without reading it back.
+	Sum hash.Hash
+	// Progress, when set, is called after each tensor with the bytes
+	// written so far and the file's size.
+	Progress func(done, total int64)
+}
+
+// WriteLent is Write for values the caller lends rather than gives: lend(i,
+// use) calls use once with tensor i's values, which need stay valid only
+// during that call (a tensor's own memory, say), so writing a checkpoint
+// makes no copy of it on the Go heap.
+func WriteLent(path string, tensors []Tensor, meta map[string]string, lend func(i int, use func([]float32) error) error, opt WriteOptions) error {
 	header := make(map[string]any, len(tensors)+1)
 	if len(meta) > 0 {
 		header[metadataKey] = meta
@@ -64,33 +90,47 @@ func Write(path string, tensors []Tensor, meta map[string]string, data func(i in
 	for len(hj)%8 != 0 {
 		hj = append(hj, ' ')
 	}
+	total := 8 + int64(len(hj)) + off
 
 	err = atomicfile.CreateSync(path, func(f *os.File) error {
-		w := bufio.NewWriterSize(f, 1<<20)
+		var dst io.Writer = f
+		if opt.Sum != nil {
+			dst = io.MultiWriter(f, opt.Sum)
+		}
+		// A large tensor's bytes bypass the buffer (bufio writes a slice
+		// longer than its buffer straight through): one write call each.
+		w := bufio.NewWriterSize(dst, 1<<20)
 		var lenBuf [8]byte
 		binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hj)))
 		w.Write(lenBuf[:]) // bufio keeps the first error; Flush reports it
 		w.Write(hj)
+		done := 8 + int64(len(hj))
 		var half []byte
 		for i, t := range tensors {
-			vals, err := data(i)
+			want := Info{Shape: t.Shape}.Numel()
+			err := lend(i, func(vals []float32) error {
+				if int64(len(vals)) != want {
+					return fmt.Errorf("%d values, shape %v holds %d", len(vals), t.Shape, want)
+				}
+				if t.DType == F32 {
+					if len(vals) > 0 {
+						w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals)))
+					}
+					return nil
+				}
+				// Convert in chunks so a large tensor needs no second full copy.
+				for start := 0; start < len(vals); start += chunk {
+					half = encode16(half[:0], vals[start:min(start+chunk, len(vals))], t.DType)
+					w.Write(half)
+				}
+				return nil
+			})
 			if err != nil {
 				return fmt.Errorf("tensor %s: %w", t.Name, err)
 			}
-			want := Info{Shape: t.Shape}.Numel()
-			if int64(len(vals)) != want {
-				return fmt.Errorf("tensor %s: %d values, shape %v holds %d", t.Name, len(vals), t.Shape, want)
-			}
-			if t.DType == F32 {
-				if len(vals) > 0 {
-					w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals)))
-				}
-				continue
-			}
-			// Convert in chunks so a large tensor needs no second full copy.
-			for start := 0; start < len(vals); start += chunk {
-				half = encode16(half[:0], vals[start:min(start+chunk, len(vals))], t.DType)
-				w.Write(half)
+			done += want * dtypeSize[t.DType]
+			if opt.Progress != nil {
+				opt.Progress(done, total)
 			}
 		}
 		return w.Flush()
