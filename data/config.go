@@ -11,8 +11,8 @@ import (
 
 // Config is the [data] section of an experiment spec.
 type Config struct {
-	// Sources lists where documents come from. Built-ins: "opticks" (from the Go
-	// installation, no download), "moby-dick", "brown", "sotu", "kjv" (fetched
+	// Sources lists where documents come from. Built-ins: "opticks" (embedded in memo,
+	// no download), "moby-dick", "brown", "sotu", "kjv" (fetched
 	// with `memo data fetch`). Users' own text:
 	//   "txt:DIR"                  every *.txt file under DIR, one document each
 	//   "jsonl:FILE[#field]"       one JSON object per line, text in field (default "text");

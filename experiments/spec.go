@@ -13,6 +13,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/plots"
@@ -26,7 +27,12 @@ type Spec struct {
 	// Name names the run directory, runs/<name>; default: the file name without .toml.
 	Name string `toml:"name"`
 	// Seed seeds every stage table that sets no seed of its own.
-	Seed     int64          `toml:"seed"`
+	Seed int64 `toml:"seed"`
+	// Device is where every stage runs, "cpu", "cuda" (the first GPU) or
+	// "cuda:N", unless the stage sets its own (train.device,
+	// extract.device). Empty: train.device, whose default is "cpu", and
+	// extraction and scoring follow training.
+	Device   string         `toml:"device,omitempty"`
 	Data     data.Config    `toml:"data"`
 	Model    model.Config   `toml:"model"`
 	Train    train.Config   `toml:"train"`
@@ -88,6 +94,7 @@ func ParseBytes(file string, doc []byte) (*Spec, error) {
 		return nil, err
 	}
 	s.file, s.doc, s.raw = file, doc, raw
+	s.inheritDevice()
 	if err := s.check(doc); err != nil {
 		return nil, err
 	}
@@ -101,6 +108,35 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// inheritDevice gives the stages that set no device the spec's: the
+// top-level device when set, else train.device for extraction.
+func (s *Spec) inheritDevice() {
+	trainTable, _ := s.raw["train"].(map[string]any)
+	_, trainSet := trainTable["device"]
+	if s.Device != "" && !trainSet {
+		s.Train.Device = s.Device
+	}
+	if s.Extract.Device == "" {
+		s.Extract.Device = s.Device
+		if s.Device == "" && trainSet {
+			s.Extract.Device = s.Train.Device
+		}
+	}
+}
+
+// CheckDevices refuses a device this process cannot use (CUDA without a
+// CUDA libtorch or a visible GPU, an index past the GPUs it sees), naming
+// the key. memo config and memo run call it before any work; a spec
+// prepared here to run elsewhere (a Slurm script) does not.
+func (s *Spec) CheckDevices() error {
+	for _, d := range []struct{ key, name string }{{"device", s.Device}, {"train.device", s.Train.Device}, {"extract.device", s.Extract.Device}} {
+		if _, err := torchx.ResolveDeviceFor(d.key, d.name); err != nil {
+			return &ConfigError{File: s.file, Line: keyLine(s.doc, d.key), Key: d.key, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
 // File is the path the spec was read from.
 func (s *Spec) File() string { return s.file }
 
@@ -111,6 +147,9 @@ func (s *Spec) check(doc []byte) error {
 	}
 	if !validName(s.Name) {
 		return fail("name", "name = %q: use ASCII letters (a-z, A-Z), digits and . - + = _ only, not starting with '.' (it names the run directory)", s.Name)
+	}
+	if _, _, err := torchx.ParseDevice(s.Device); err != nil {
+		return fail("device", "device = %q: %v", s.Device, err)
 	}
 	for _, src := range s.Data.Sources {
 		p, err := data.ParseSource(src)

@@ -9,7 +9,6 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -38,6 +37,9 @@ type BenchConfig struct {
 	Warmup    int // unmeasured runs first
 	Threads   int // libtorch threads; 0 keeps the default
 	Seed      int64
+	// Device is where the model decodes: "cpu" (also when empty), "cuda"
+	// or "cuda:N".
+	Device string
 	// Approximation decodes under extract.approximation's method ("" is
 	// exact decoding, unmeasured).
 	Approximation string
@@ -64,6 +66,7 @@ type BenchResult struct {
 	SharedPrompt bool `json:"shared_prompt"`
 
 	Decoding   string  `json:"decoding"`
+	Device     string  `json:"device"`
 	Threads    int     `json:"threads"`
 	Reps       int     `json:"reps"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -97,7 +100,7 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 func benchModel(cfg BenchConfig) (*model.GPT, error) {
 	n := cfg.Prefix + cfg.Suffix
 	if cfg.ModelDir != "" {
-		g, _, err := checkpoint.LoadModel(cfg.ModelDir, "cpu")
+		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device)
 		if err != nil {
 			return nil, fmt.Errorf("bench decode: --model %s: %w", cfg.ModelDir, err)
 		}
@@ -114,7 +117,11 @@ func benchModel(cfg BenchConfig) (*model.GPT, error) {
 	if err != nil {
 		return nil, err
 	}
-	return model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
+	dev, err := torchx.ResolveDeviceFor("--device", cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	return model.New(nn.NewVarStore(dev).Root(), mc)
 }
 
 // Bench decodes cfg.Warmup + cfg.Reps batches of random prompts and
@@ -202,10 +209,19 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
 	}, nil
+}
+
+// deviceName spells a device as results record it: "cpu" for the empty
+// default.
+func deviceName(d string) string {
+	if d == "" {
+		return "cpu"
+	}
+	return d
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/memo-research/memo/internal/torchx"
 )
 
 // Prompt modes.
@@ -60,6 +62,10 @@ type Config struct {
 	Beams int `toml:"beams" json:"beams"`
 	// Seed seeds sampling.
 	Seed int64 `toml:"seed" json:"seed"`
+	// Device is where the attacked model (and the reference model) run,
+	// for decoding and every scoring pass: "cpu", "cuda" or "cuda:N".
+	// Empty: the spec's top-level device, else train.device.
+	Device string `toml:"device" json:"device,omitempty"`
 	// BatchSize is the number of prompts decoded together; 0 = automatic:
 	// a quarter of MemAvailable (after 4 bytes per model parameter) divided
 	// by 4·window·(2·layers·dim + vocab) bytes per row (key/value cache plus
@@ -157,6 +163,9 @@ func (c Config) Validate() error {
 	c, err := c.Resolved()
 	if err != nil {
 		return err
+	}
+	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
+		return fmt.Errorf("extract.device = %q: %w", c.Device, err)
 	}
 	if !oneOf(c.Mode, Modes) {
 		return fmt.Errorf("extract.mode = %q: must be one of %s", c.Mode, strings.Join(Modes, ", "))
@@ -301,6 +310,9 @@ func (c Config) Slug(extra ...string) string {
 	}
 	k := c.recorded()
 	k.BatchSize = 0
+	if cuda, _, _ := torchx.ParseDevice(k.Device); !cuda {
+		k.Device = "" // "cpu" is the default: the same completions
+	}
 	h := sha256.New()
 	json.NewEncoder(h).Encode(k) // a hash.Hash does not fail; Config always encodes
 	for _, e := range extra {

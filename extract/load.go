@@ -9,15 +9,19 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
 
 // loadModel resolves a run, checkpoints/ or checkpoint directory to its
 // newest good checkpoint, or takes a Hugging Face model directory, and
-// loads the model on the CPU.
-func loadModel(path string) (*model.GPT, string, error) {
+// loads the model on device (extract.device; empty is the CPU).
+func loadModel(path, device string) (*model.GPT, string, error) {
+	if _, err := torchx.ResolveDeviceFor("extract.device", device); err != nil {
+		return nil, "", err
+	}
 	// "hf:DIR" (as in extract.reference) or a bare Hugging Face directory.
-	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), "cpu")
+	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device)
 	if err != nil {
 		return nil, "", err // names the checkpoint and the file at fault
 	}

@@ -34,7 +34,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	g, ckpt, err := loadModel(checkpointDir)
+	g, ckpt, err := loadModel(checkpointDir, cfg.Device)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 // referenceLosses loads the reference model and computes its losses over
 // the same windows.
 func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts []Prompt) ([][]float32, error) {
-	ref, ckpt, err := loadModel(cfg.Reference)
+	ref, ckpt, err := loadModel(cfg.Reference, cfg.Device)
 	if err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 	"github.com/urfave/cli/v2"
@@ -41,7 +42,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -56,13 +57,14 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "train.precision `P`: fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
 				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the random tokens"},
+				benchDeviceFlag(),
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
 			Action: runBenchTrain,
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
-			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A] [--json]",
+			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A --device D] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
@@ -87,15 +89,90 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "beams", Value: 4, Usage: "beam width with --decoding beam (1 to 64)"},
 				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
+				benchDeviceFlag(),
 				&cli.StringFlag{Name: "approximation", Usage: "decode under `A`, as extract.approximation (exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4) and report KV bytes read per token"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
 			Action: runBenchDecode,
+		}, {
+			Name:      "checkpoint",
+			Usage:     "save and load a generated model (and AdamW state) as training does and report MB/s and memory",
+			UsageText: "memo bench checkpoint [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--optimizer] [--dir DIR] [--json]",
+			Description: "Builds a model of the given shape on the CPU with generated values, saves it\n" +
+				"(with --optimizer also AdamW's two moments per parameter, as a training checkpoint\n" +
+				"holds them) under --dir with the checkpoint code training uses, loads it back as a\n" +
+				"resume does, checks values, and reports the sizes, seconds and MB/s of the save,\n" +
+				"of the sha256 verification a load starts with and of the load, the largest Go\n" +
+				"heap seen and the process's peak resident memory. The checkpoint is removed\n" +
+				"afterwards. TinyLlama-1.1B's shape: --dim 2048 --layers 22 --heads 32 --kv-heads 4\n" +
+				"--ffn 5632 --vocab 32000 --untied.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ") + " (ignored when --dim is set)"},
+				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+				&cli.IntFlag{Name: "dim", Usage: "model width `D` (with --layers and --heads instead of --preset)"},
+				&cli.IntFlag{Name: "layers", Usage: "decoder blocks `L`"},
+				&cli.IntFlag{Name: "heads", Usage: "attention heads `H`"},
+				&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads `K` (0: --heads)"},
+				&cli.IntFlag{Name: "ffn", Usage: "MLP hidden size `F` (0: the architecture's default)"},
+				&cli.BoolFlag{Name: "untied", Usage: "give the LM head its own matrix"},
+				&cli.BoolFlag{Name: "optimizer", Usage: "save and load AdamW's moments too (three times the bytes)"},
+				&cli.StringFlag{Name: "dir", Usage: "write the checkpoint under `DIR` (default: the system's temporary directory)"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
+			},
+			Action: runBenchCheckpoint,
 		}},
 	}
 }
 
+func runBenchCheckpoint(c *cli.Context) error {
+	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: 2048}
+	if c.IsSet("dim") {
+		mc = model.Config{Vocab: c.Int("vocab"), Dim: c.Int("dim"), Layers: c.Int("layers"), Heads: c.Int("heads"),
+			KVHeads: c.Int("kv-heads"), FFN: c.Int("ffn"), Untied: c.Bool("untied"), Context: 2048}
+	} else if c.IsSet("layers") || c.IsSet("heads") || c.IsSet("kv-heads") || c.IsSet("ffn") {
+		return usageError("bench checkpoint: --layers, --heads, --kv-heads and --ffn need --dim")
+	}
+	if c.Bool("untied") && !c.IsSet("dim") {
+		mc.Untied = true
+	}
+	if _, err := mc.Resolve(); err != nil {
+		return usageError("bench checkpoint: %v", err)
+	}
+	if d := c.String("dir"); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return usageError("bench checkpoint: --dir %s: not a directory", d)
+		}
+	}
+	res, err := checkpoint.Bench(checkpoint.BenchConfig{Model: mc, Optimizer: c.Bool("optimizer"), Dir: c.String("dir")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("checkpoint   %d params, %.0f MB on disk (optimizer: %v), %.0f MB of tensors in memory\n", res.Params, float64(res.Bytes)/1e6, c.Bool("optimizer"), res.TensorMB)
+	fmt.Printf("save         %.1f s, %.0f MB/s\n", res.SaveS, res.SaveMBs)
+	fmt.Printf("load         %.1f s, %.0f MB/s (sha256 verification %.1f s; reading %.0f MB/s)\n", res.LoadS, res.LoadMBs, res.VerifyS, res.ReadMBs)
+	fmt.Printf("memory       Go heap at most %.0f MB, peak RSS %.0f MB; %d values checked\n", res.GoHeapMaxMB, res.PeakRSSMB, res.CheckedValue)
+	return nil
+}
+
+func benchDeviceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "device", Value: "cpu", Usage: "where the model runs: `D` = cpu, cuda or cuda:N"}
+}
+
+// checkDevice refuses, as bad input, a --device this process cannot use.
+func checkDevice(cmd string, c *cli.Context) error {
+	if _, err := torchx.ResolveDeviceFor("--device", c.String("device")); err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	return nil
+}
+
 func runBenchDecode(c *cli.Context) error {
+	if err := checkDevice("bench decode", c); err != nil {
+		return err
+	}
 	for _, f := range []string{"vocab", "prefix", "suffix", "batch", "samples", "reps"} {
 		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
 			return usageError("bench decode: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
@@ -126,7 +203,8 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
-		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation")})
+		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
+		Device: c.String("device")})
 	if err != nil {
 		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") ||
 			dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
@@ -141,7 +219,7 @@ func runBenchDecode(c *cli.Context) error {
 	if res.ModelDir != "" {
 		name = res.ModelDir
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, %d threads\n", name, res.Params, res.Vocab, res.Threads)
+	fmt.Printf("model        %s: %d params, vocab %d, %s, %d threads\n", name, res.Params, res.Vocab, res.Device, res.Threads)
 	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
 	if res.Approximation != "" {
@@ -151,6 +229,9 @@ func runBenchDecode(c *cli.Context) error {
 }
 
 func runBenchTrain(c *cli.Context) error {
+	if err := checkDevice("bench train", c); err != nil {
+		return err
+	}
 	for _, f := range []string{"vocab", "seq", "batch", "steps"} {
 		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
 			return usageError("bench train: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
@@ -167,7 +248,7 @@ func runBenchTrain(c *cli.Context) error {
 		return usageError("bench train: --precision: %v", err)
 	}
 	res, err := train.Bench(train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
-		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision")})
+		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device")})
 	if err != nil {
 		return err
 	}
@@ -175,7 +256,7 @@ func runBenchTrain(c *cli.Context) error {
 		enc := json.NewEncoder(os.Stdout)
 		return enc.Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %d threads, %s\n", res.Preset, res.Params, res.Vocab, res.Seq, res.Batch, res.Threads, res.Precision)
+	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", res.Preset, res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
 	fmt.Printf("throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)

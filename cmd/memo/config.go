@@ -45,6 +45,9 @@ func configCommand() *cli.Command {
 				if perr := preflight(c.Args().First(), spec); perr != nil {
 					return perr
 				}
+				if perr := spec.CheckDevices(); perr != nil {
+					return configError(perr)
+				}
 				out, err = spec.Render()
 			default:
 				return usageError("config: want either --defaults or one spec FILE")

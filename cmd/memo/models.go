@@ -76,6 +76,9 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 // loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors
 // are bad input (exit 2): the user named the model.
 func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
+	if _, err := torchx.ResolveDeviceFor("--device", device); err != nil {
+		return nil, "", usageError("%s: %v", cmd, err)
+	}
 	t0 := time.Now()
 	g, dir, err := checkpoint.LoadModel(path, device)
 	if err != nil {

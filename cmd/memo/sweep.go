@@ -64,6 +64,12 @@ func sweepCommand() *cli.Command {
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
 			}
+			if !c.Bool("slurm") {
+				// A Slurm script runs elsewhere: its nodes' GPUs are not ours.
+				if err := spec.CheckDevices(); err != nil {
+					return configError(err)
+				}
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			if c.Bool("slurm") {

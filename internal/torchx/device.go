@@ -34,21 +34,27 @@ func ParseDevice(name string) (cuda bool, index int, err error) {
 
 // ResolveDevice turns a device name into the device to compute on. A CUDA
 // device fails with a clear error unless this process's libtorch was built
-// with CUDA and sees a GPU of that index.
+// with CUDA and sees a GPU of that index. Errors name train.device.
 func ResolveDevice(name string) (gotch.Device, error) {
+	return ResolveDeviceFor("train.device", name)
+}
+
+// ResolveDeviceFor is ResolveDevice with errors naming key, the spec key
+// or flag the name came from ("extract.device", "--device").
+func ResolveDeviceFor(key, name string) (gotch.Device, error) {
 	cuda, index, err := ParseDevice(name)
 	if err != nil {
-		return gotch.CPU, fmt.Errorf("train.device = %q: %w", name, err)
+		return gotch.CPU, fmt.Errorf("%s = %q: %w", key, name, err)
 	}
 	if !cuda {
 		return gotch.CPU, nil
 	}
 	if !gotch.CUDA.IsAvailable() {
-		return gotch.CPU, fmt.Errorf("train.device = %q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
-			"use train.device = \"cpu\", or prepare memo for a CUDA libtorch (LIBTORCH=/path/to/libtorch bash scripts/setup.sh; README, \"A CUDA libtorch on a cluster\")", name)
+		return gotch.CPU, fmt.Errorf("%s = %q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
+			"use \"cpu\", or build memo against a CUDA libtorch (LIBTORCH=python or LIBTORCH=/path/to/libtorch bash scripts/setup.sh; README, \"A CUDA libtorch on a cluster\")", key, name)
 	}
 	if n := gotch.CUDA.DeviceCount(); int64(index) >= n {
-		return gotch.CPU, fmt.Errorf("train.device = %q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", name, n, n-1)
+		return gotch.CPU, fmt.Errorf("%s = %q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", key, name, n, n-1)
 	}
 	return gotch.CudaBuilder(uint(index)), nil
 }

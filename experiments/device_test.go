@@ -1,0 +1,71 @@
+package experiments
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sugarme/gotch"
+)
+
+// TestDeviceInheritance: one device set at the top or in train reaches
+// every stage that sets none; a stage's own wins.
+func TestDeviceInheritance(t *testing.T) {
+	tests := []struct {
+		name, doc            string
+		train, extract, what string
+	}{
+		{"unset", "", "cpu", "", "the CPU everywhere"},
+		{"top level", `device = "cuda:1"`, "cuda:1", "cuda:1", "every stage"},
+		{"train only", "[train]\ndevice = \"cuda\"", "cuda", "cuda", "extraction follows training"},
+		{"stage override", "device = \"cuda\"\n[extract]\ndevice = \"cpu\"", "cuda", "cpu", "extract keeps its own"},
+		{"train overrides top", "device = \"cuda:1\"\n[train]\ndevice = \"cpu\"", "cpu", "cuda:1", "train keeps its own"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseBytes("x.toml", []byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Train.Device != tt.train || s.Extract.Device != tt.extract {
+				t.Errorf("train.device %q, extract.device %q; want %q, %q (%s)", s.Train.Device, s.Extract.Device, tt.train, tt.extract, tt.what)
+			}
+		})
+	}
+}
+
+// TestCheckDevices: a device the process cannot use is a config error
+// naming the key, and a misspelt one is refused at parse time.
+func TestCheckDevices(t *testing.T) {
+	if _, err := ParseBytes("x.toml", []byte(`device = "gpu"`)); err == nil || !strings.Contains(err.Error(), `device = "gpu"`) {
+		t.Errorf("device = \"gpu\": err %v", err)
+	}
+	if _, err := ParseBytes("x.toml", []byte("[extract]\ndevice = \"cuda:-1\"")); err == nil || !strings.Contains(err.Error(), "extract.device") {
+		t.Errorf("extract.device = \"cuda:-1\": err %v", err)
+	}
+	s, err := ParseBytes("x.toml", []byte(`device = "cpu"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDevices(); err != nil {
+		t.Errorf("cpu: %v", err)
+	}
+	n := 0
+	if gotch.CUDA.IsAvailable() {
+		n = int(gotch.CUDA.DeviceCount())
+	}
+	for _, doc := range []string{"device = \"cuda:" + strconv.Itoa(n) + "\"", "[extract]\ndevice = \"cuda:" + strconv.Itoa(n) + "\""} {
+		s, err := ParseBytes("x.toml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.CheckDevices()
+		key := strings.SplitN(strings.TrimPrefix(doc, "[extract]\n"), " ", 2)[0]
+		if strings.HasPrefix(doc, "[extract]") {
+			key = "extract.device"
+		}
+		if err == nil || !strings.Contains(err.Error(), key+" = ") {
+			t.Errorf("%s with %d GPUs: err %v, want one naming %s", doc, n, err, key)
+		}
+	}
+}
