@@ -99,7 +99,7 @@ func checkpointAttacks(spec *Spec, dir string) ([]checkpointAttack, error) {
 		a := checkpointAttack{Step: st.Step, Dir: d, Own: filepath.Clean(d) == filepath.Clean(newest)}
 		a.Completions = filepath.Join(dir, "completions.arrow")
 		if !a.Own {
-			a.Completions = extract.BesidePath(d, spec.Extract, dir)
+			a.Completions = extract.BesidePath(d, spec.ExtractStage(), dir)
 		}
 		out = append(out, a)
 	}
@@ -125,7 +125,7 @@ func extractCheckpoints(ctx context.Context, spec *Spec, dir string, ds *data.Da
 			continue
 		}
 		slog.Info("extract: attacking an earlier checkpoint", "step", a.Step, "of", len(attacks))
-		if err := extract.Run(ctx, spec.Extract, a.Dir, ds, a.Completions); err != nil {
+		if err := extract.Run(ctx, spec.ExtractStage(), a.Dir, ds, a.Completions); err != nil {
 			return fmt.Errorf("checkpoint step %d: %w", a.Step, err)
 		}
 	}

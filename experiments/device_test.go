@@ -27,8 +27,20 @@ func TestDeviceInheritance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Train.Device != tt.train || s.Extract.Device != tt.extract {
-				t.Errorf("train.device %q, extract.device %q; want %q, %q (%s)", s.Train.Device, s.Extract.Device, tt.train, tt.extract, tt.what)
+			if got := s.ExtractStage().Device; s.Train.Device != tt.train || got != tt.extract {
+				t.Errorf("train.device %q, extract stage on %q; want %q, %q (%s)", s.Train.Device, got, tt.train, tt.extract, tt.what)
+			}
+			// The rendered spec parses back to the same devices.
+			out, err := s.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ParseBytes("x.toml", []byte(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Train.Device != s.Train.Device || back.Extract.Device != s.Extract.Device || back.Device != s.Device {
+				t.Errorf("rendered and parsed back: devices %q/%q/%q, were %q/%q/%q", back.Device, back.Train.Device, back.Extract.Device, s.Device, s.Train.Device, s.Extract.Device)
 			}
 		})
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
 )
 
 // Stage status values in manifest.json.
@@ -70,6 +72,26 @@ type Machine struct {
 	Cores    int    `json:"cores"`
 	RAMBytes uint64 `json:"ram_bytes"`
 	CPUModel string `json:"cpu_model"`
+	// CPUFeatures are the instruction-set extensions of /proc/cpuinfo that
+	// decide which kernels run (and so the last bits of results): the
+	// AVX2/FMA, AVX-512 and AMX families (Arm: asimd, sve, bf16).
+	CPUFeatures []string `json:"cpu_features,omitempty"`
+	// Kernels are libtorch's choices on this CPU: ATen's dispatch level,
+	// the BLAS and OpenBLAS's kernel.
+	Kernels torchx.Kernels `json:"kernels"`
+	// GPUs is the number of CUDA devices libtorch sees.
+	GPUs int `json:"gpus"`
+	// Devices are where the stages ran (train.device, extract.device).
+	Devices map[string]string `json:"devices,omitempty"`
+}
+
+// numericFeature marks the /proc/cpuinfo flags worth recording.
+func numericFeature(f string) bool {
+	switch f {
+	case "avx", "avx2", "fma", "f16c", "asimd", "sve", "sve2", "bf16", "i8mm":
+		return true
+	}
+	return strings.HasPrefix(f, "avx512") || strings.HasPrefix(f, "amx")
 }
 
 // Stage returns the record of a stage, adding it as pending when new.
@@ -172,12 +194,30 @@ func currentMachine() Machine {
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			switch strings.TrimSpace(k) {
+			case "model name":
 				m.CPUModel = strings.TrimSpace(v)
-				break
+			case "flags", "Features":
+				for _, f := range strings.Fields(v) {
+					if numericFeature(f) {
+						m.CPUFeatures = append(m.CPUFeatures, f)
+					}
+				}
+			}
+			if m.CPUModel != "" && m.CPUFeatures != nil {
+				break // the first processor's lines describe them all
 			}
 		}
 		f.Close()
+	}
+	sort.Strings(m.CPUFeatures)
+	m.Kernels = torchx.CPUKernels()
+	if gotch.CUDA.IsAvailable() {
+		m.GPUs = int(gotch.CUDA.DeviceCount())
 	}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)

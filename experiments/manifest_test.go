@@ -3,6 +3,8 @@ package experiments
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -32,5 +34,28 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadManifest(filepath.Join(dir, "nope")); !os.IsNotExist(err) {
 		t.Errorf("missing manifest: err = %v", err)
+	}
+}
+
+// TestMachineRecordsKernels: the manifest names what decides the last bits
+// of results on this machine: CPU features, ATen's dispatch and the BLAS.
+func TestMachineRecordsKernels(t *testing.T) {
+	m := currentMachine()
+	if m.Kernels.CPUCapability == "" || m.Kernels.BLAS == "" {
+		t.Errorf("kernels %+v: want libtorch's CPU capability and BLAS", m.Kernels)
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" && !slices.Contains(m.CPUFeatures, "avx2") && !slices.Contains(m.CPUFeatures, "avx") {
+		t.Errorf("cpu_features %v on linux/amd64: want the AVX family read from /proc/cpuinfo", m.CPUFeatures)
+	}
+	for _, f := range m.CPUFeatures {
+		if !numericFeature(f) {
+			t.Errorf("cpu_features records %q", f)
+		}
+	}
+	if got := deviceName(""); got != "cpu" {
+		t.Errorf("deviceName(\"\") = %q", got)
+	}
+	if got := deviceName("CUDA"); got != "cuda:0" {
+		t.Errorf("deviceName(\"CUDA\") = %q", got)
 	}
 }

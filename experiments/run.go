@@ -12,6 +12,7 @@ import (
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/internal/torchx"
 )
 
 // Stages are the stages of a run, in order.
@@ -106,6 +107,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	m, err := openRunDir(dir, spec.Name, conf, hash, opt.Force)
 	if err != nil {
 		return dir, err
+	}
+	if m.Machine.Devices == nil {
+		m.Machine.Devices = map[string]string{"train": deviceName(spec.Train.Device), "extract": deviceName(spec.ExtractStage().Device)}
 	}
 	// upstreamChanged: a stage run again wrote other outputs than before,
 	// so the done stages after it, which read them, run again too.
@@ -249,4 +253,15 @@ func Finished(spec *Spec, runDir string) bool {
 	}
 	m, err := ReadManifest(runDir)
 	return err == nil && m.Done(Stages)
+}
+
+// deviceName is a stage's device as the manifest records it.
+func deviceName(d string) string {
+	if cuda, i, err := torchx.ParseDevice(d); err == nil {
+		if !cuda {
+			return "cpu"
+		}
+		return fmt.Sprintf("cuda:%d", i)
+	}
+	return d
 }

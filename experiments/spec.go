@@ -108,20 +108,33 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// inheritDevice gives the stages that set no device the spec's: the
-// top-level device when set, else train.device for extraction.
+// inheritDevice gives the stages that set no device of their own the
+// top-level device. (Extraction's fallback to train.device is ExtractStage's:
+// set here, it would render as a key of its own and the rendered spec would
+// no longer parse back to itself.)
 func (s *Spec) inheritDevice() {
+	if s.Device == "" {
+		return
+	}
 	trainTable, _ := s.raw["train"].(map[string]any)
-	_, trainSet := trainTable["device"]
-	if s.Device != "" && !trainSet {
+	if _, set := trainTable["device"]; !set {
 		s.Train.Device = s.Device
 	}
 	if s.Extract.Device == "" {
 		s.Extract.Device = s.Device
-		if s.Device == "" && trainSet {
-			s.Extract.Device = s.Train.Device
-		}
 	}
+}
+
+// ExtractStage is the extract configuration the stage runs with: on
+// extract.device, or where training ran when that is unset.
+func (s *Spec) ExtractStage() extract.Config {
+	c := s.Extract
+	// The CPU stays "": a CPU run's recorded extract config (and the
+	// completions' provenance) is what it was before devices existed.
+	if cuda, _, _ := torchx.ParseDevice(s.Train.Device); c.Device == "" && cuda {
+		c.Device = s.Train.Device
+	}
+	return c
 }
 
 // CheckDevices refuses a device this process cannot use (CUDA without a
@@ -129,7 +142,7 @@ func (s *Spec) inheritDevice() {
 // the key. memo config and memo run call it before any work; a spec
 // prepared here to run elsewhere (a Slurm script) does not.
 func (s *Spec) CheckDevices() error {
-	for _, d := range []struct{ key, name string }{{"device", s.Device}, {"train.device", s.Train.Device}, {"extract.device", s.Extract.Device}} {
+	for _, d := range []struct{ key, name string }{{"device", s.Device}, {"train.device", s.Train.Device}, {"extract.device", s.ExtractStage().Device}} {
 		if _, err := torchx.ResolveDeviceFor(d.key, d.name); err != nil {
 			return &ConfigError{File: s.file, Line: keyLine(s.doc, d.key), Key: d.key, Msg: err.Error()}
 		}

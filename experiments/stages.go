@@ -43,7 +43,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		// train resolves checkpoints/ to its newest verified checkpoint.
-		if err := extract.Run(ctx, spec.Extract, filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow")); err != nil {
+		if err := extract.Run(ctx, spec.ExtractStage(), filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow")); err != nil {
 			return err
 		}
 		return extractCheckpoints(ctx, spec, dir, ds)

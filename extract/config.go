@@ -65,7 +65,7 @@ type Config struct {
 	// Device is where the attacked model (and the reference model) run,
 	// for decoding and every scoring pass: "cpu", "cuda" or "cuda:N".
 	// Empty: the spec's top-level device, else train.device.
-	Device string `toml:"device" json:"device,omitempty"`
+	Device string `toml:"device,omitempty" json:"device,omitempty"`
 	// BatchSize is the number of prompts decoded together; 0 = automatic:
 	// a quarter of MemAvailable (after 4 bytes per model parameter) divided
 	// by 4·window·(2·layers·dim + vocab) bytes per row (key/value cache plus

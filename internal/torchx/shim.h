@@ -8,6 +8,8 @@ void memo_manual_seed(uint64_t seed);
 void memo_set_num_threads(int n);
 int memo_get_num_threads(void);
 void memo_release_free_memory(void);
+char *memo_show_config(void);
+const char *memo_openblas_core(void);
 #ifdef __cplusplus
 }
 #endif

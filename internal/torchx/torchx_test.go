@@ -48,3 +48,15 @@ func TestWithCollector(t *testing.T) {
 		t.Errorf("after WithCollector the setting is %d, want -1 (paused again)", got)
 	}
 }
+
+func TestCPUKernels(t *testing.T) {
+	k := CPUKernels()
+	t.Logf("%+v", k)
+	if k.CPUCapability == "" || k.BLAS == "" {
+		t.Errorf("CPUKernels() = %+v: libtorch's show_config gave no CPU capability or BLAS", k)
+	}
+	got := parseShowConfig("PyTorch built with:\n  - CPU capability usage: AVX512\n  - Build settings: BLAS_INFO=mkl, BUILD_TYPE=Release, CXX_COMPILER=/opt/rh/gcc, \n")
+	if got != (Kernels{CPUCapability: "AVX512", BLAS: "mkl"}) {
+		t.Errorf("parseShowConfig: %+v", got)
+	}
+}
