@@ -54,6 +54,14 @@ type BenchResult struct {
 	ModelS     float64 `json:"model_s"`
 	OptimizerS float64 `json:"optimizer_s"`
 	CollectS   float64 `json:"collect_s"`
+	// FirstLoss is the first step's loss (a forward pass of the initial
+	// weights), LastLoss the last step's, after every earlier backward
+	// pass and AdamW update: with the same seed, two devices agree on both
+	// within float rounding (scripts/gpu-check.sh compares them), and
+	// GradNorm is the last step's gradient norm before clipping.
+	FirstLoss    float64 `json:"first_loss"`
+	LastLoss     float64 `json:"last_loss"`
+	LastGradNorm float64 `json:"last_grad_norm"`
 }
 
 // MatmulPeak measures this process's fp32 matrix-multiply rate in GFLOP/s
@@ -156,14 +164,20 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
 	defer l.work.stop()
 	var col, all time.Duration
+	var first, last, lastGrad float64
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
 			l.tModel, l.tOpt = 0, 0
 		}
 		t0 := time.Now()
-		if _, err := l.trainStep(); err != nil {
+		m, err := l.trainStep()
+		if err != nil {
 			return BenchResult{}, err
 		}
+		if s == 0 {
+			first = m.LossAll
+		}
+		last, lastGrad = m.LossAll, m.GradNorm
 		l.step++
 		t1 := time.Now()
 		torchx.Collect()
@@ -181,6 +195,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		Threads: workers, Device: deviceName(dev), Precision: precisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
+		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
 	}, nil
 }
 
