@@ -45,6 +45,7 @@ var keyDocs = map[string]string{
 	"extract.max_docs":              "MaxDocs caps the documents attacked per split (the first by doc_id); 0 means all.",
 	"extract.mink_fraction":         "MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).",
 	"extract.mode":                  "Mode builds the prompts: reference, fixed or pythia (see the package\ndoc; pythia takes 32 + 32 tokens from the start of each document, not\nof each training row).",
+	"extract.precision":             "Precision is \"fp32\" (the default), \"bf16\" or \"fp16\": the attacked and reference models' linear layers hold their weights and compute their products in that dtype; norms, attention, softmax and the scores stay float32. fp16 needs a device whose libtorch multiplies float16 (not Debian's CPU libtorch).",
 	"extract.prefix":                "Prefix is the prompt length in tokens of the fixed mode.",
 	"extract.quantspec":             "QuantSpec configures extract.speculative = \"quantspec\".",
 	"extract.quantspec.gamma":       "Gamma is the number of tokens the draft proposes per round.",

@@ -65,6 +65,9 @@ func (c Config) approximate() bool {
 // existed.
 func (c Config) canonical() Config {
 	c.Approximation = ""
+	if c.Precision == model.PrecisionFP32 {
+		c.Precision = ""
+	}
 	if c.KVBits == 16 {
 		c.KVBits = 0
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memo-research/memo/model"
 	"math"
 	"strings"
 
@@ -94,6 +95,8 @@ type Config struct {
 	Checkpoints any `toml:"checkpoints" json:"checkpoints,omitempty"`
 	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
+	// Precision is "fp32" (the default), "bf16" or "fp16": the attacked and reference models' linear layers hold their weights and compute their products in that dtype; norms, attention, softmax and the scores stay float32. fp16 needs a device whose libtorch multiplies float16 (not Debian's CPU libtorch).
+	Precision string `toml:"precision" json:"precision,omitempty"`
 	// RecallPrefix is the length in tokens of ReCaLL's non-member prefix
 	// (Xie et al. 2024), the opening of the first control document (lowest
 	// doc_id with that many tokens), recorded in completions.arrow's
@@ -166,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("extract.device = %q: %w", c.Device, err)
+	}
+	if _, err := model.ParsePrecision(c.Precision, false); err != nil {
+		return fmt.Errorf("extract.precision = %q: must be fp32, bf16 or fp16", c.Precision)
 	}
 	if !oneOf(c.Mode, Modes) {
 		return fmt.Errorf("extract.mode = %q: must be one of %s", c.Mode, strings.Join(Modes, ", "))
@@ -307,6 +313,9 @@ func (c Config) Slug(extra ...string) string {
 	}
 	if c.approximate() {
 		dec += "." + c.approxName()
+	}
+	if c.Precision != "" && c.Precision != model.PrecisionFP32 {
+		dec += "." + c.Precision
 	}
 	k := c.recorded()
 	k.BatchSize = 0

@@ -38,6 +38,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
+	if err := g.SetPrecision(cfg.Precision, false); err != nil {
+		return fmt.Errorf("extract.precision: %w", err)
+	}
 	mc := g.Config()
 	window, err := attackWindow(ckpt, mc.Context)
 	if err != nil {
@@ -175,6 +178,9 @@ func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts 
 	ref, ckpt, err := loadModel(cfg.Reference, cfg.Device)
 	if err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
+	}
+	if err := ref.SetPrecision(cfg.Precision, false); err != nil {
+		return nil, fmt.Errorf("extract.precision: %w", err)
 	}
 	if err := sameTokenizer(ds, ckpt); err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)

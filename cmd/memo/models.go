@@ -32,13 +32,14 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 	modelFlag := &cli.StringFlag{Name: "model", Usage: "the model (required): a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
 	idsFlag := &cli.StringFlag{Name: "ids-json", Usage: "token ids as JSON, {\"ids\": [[...], ...]} or [[...], ...] (`FILE`, or - for stdin)"}
 	deviceFlag := &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N"}
+	precisionFlag := &cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, bf16 or fp16: the dtype of the linear layers' weights and products (norms, attention and softmax stay float32)"}
 	cmds = append(cmds, &cli.Command{
 		Name:  "score",
 		Usage: "per-token negative log-likelihood of token-id rows under a model",
 		Description: "Prints {\"nll\": [[...], ...]}: for each row, the natural-log NLL of every id after\n" +
 			"the first given the ids before it (what transformers' loss computes per token).\n" +
 			modelArgHelp,
-		Flags:  []cli.Flag{modelFlag, idsFlag, deviceFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"}},
+		Flags:  []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"}},
 		Action: scoreAction,
 	})
 	cmds = append(cmds, &cli.Command{
@@ -48,7 +49,7 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 			"ties to the lowest id, the KV cache on). With --prompt TEXT the text is encoded with\n" +
 			"the model's own tokenizer (special tokens added as the tokenizer does) and the\n" +
 			"continuation printed as text; --json prints ids and text.\n" + modelArgHelp,
-		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag,
+		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag,
 			&cli.StringFlag{Name: "prompt", Usage: "a text prompt instead of --ids-json"},
 			&cli.IntFlag{Name: "max-new", Value: 32, Usage: "tokens to generate per row"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "recompute the whole sequence for every token (the check on the cache)"},
@@ -75,7 +76,8 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 
 // loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors
 // are bad input (exit 2): the user named the model.
-func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
+func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
+	path, device := c.String("model"), c.String("device")
 	if _, err := torchx.ResolveDeviceFor("--device", device); err != nil {
 		return nil, "", usageError("%s: %v", cmd, err)
 	}
@@ -85,6 +87,9 @@ func loadAnyModel(cmd, path, device string) (*model.GPT, string, error) {
 		// The device is this command's --device, not a spec key.
 		msg := strings.ReplaceAll(oneLine(err.Error()), "train.device = ", "--device ")
 		return nil, "", usageError("%s: --model %s: %s", cmd, path, msg)
+	}
+	if err := g.SetPrecision(c.String("precision"), false); err != nil {
+		return nil, "", usageError("%s: --precision: %v", cmd, err)
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil
@@ -179,7 +184,7 @@ func scoreAction(c *cli.Context) error {
 	}
 	runtime.LockOSThread() // libtorch's no-grad mode is per OS thread
 	defer runtime.UnlockOSThread()
-	g, _, err := loadAnyModel("score", c.String("model"), c.String("device"))
+	g, _, err := loadAnyModel(c, "score")
 	if err != nil {
 		return err
 	}
@@ -255,7 +260,7 @@ func generateAction(c *cli.Context) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g, dir, err := loadAnyModel("generate", c.String("model"), c.String("device"))
+	g, dir, err := loadAnyModel(c, "generate")
 	if err != nil {
 		return err
 	}
