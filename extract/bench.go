@@ -40,6 +40,9 @@ type BenchConfig struct {
 	// Device is where the model decodes: "cpu" (also when empty), "cuda"
 	// or "cuda:N".
 	Device string
+	// Precision is an extract.precision (fp32, bf16, fp16) or bf16-mixed:
+	// bfloat16 products of float32 weights, as training computes them.
+	Precision string
 	// Approximation decodes under extract.approximation's method ("" is
 	// exact decoding, unmeasured).
 	Approximation string
@@ -67,6 +70,7 @@ type BenchResult struct {
 
 	Decoding   string  `json:"decoding"`
 	Device     string  `json:"device"`
+	Precision  string  `json:"precision"`
 	Threads    int     `json:"threads"`
 	Reps       int     `json:"reps"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -98,6 +102,18 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 // context must hold prefix + suffix tokens, or a random one of cfg.Model
 // with its context stretched to them.
 func benchModel(cfg BenchConfig) (*model.GPT, error) {
+	g, err := benchWeights(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.SetPrecision(cfg.Precision, cfg.Precision == model.PrecisionBF16Mixed); err != nil {
+		return nil, fmt.Errorf("bench decode: %w", err)
+	}
+	return g, nil
+}
+
+// benchWeights loads or draws benchModel's weights.
+func benchWeights(cfg BenchConfig) (*model.GPT, error) {
 	n := cfg.Prefix + cfg.Suffix
 	if cfg.ModelDir != "" {
 		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device)
@@ -209,7 +225,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: precisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
@@ -224,4 +240,12 @@ func deviceName(d string) string {
 		return "cpu"
 	}
 	return d
+}
+
+// precisionName is a precision as reported: fp32 when left empty.
+func precisionName(p string) string {
+	if p == "" {
+		return model.PrecisionFP32
+	}
+	return p
 }

@@ -90,6 +90,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
 				benchDeviceFlag(),
+				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision), or bf16-mixed (bfloat16 products of float32 weights, as train.precision)"},
 				&cli.StringFlag{Name: "approximation", Usage: "decode under `A`, as extract.approximation (exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4) and report KV bytes read per token"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
@@ -204,8 +205,11 @@ func runBenchDecode(c *cli.Context) error {
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
-		Device: c.String("device")})
+		Device: c.String("device"), Precision: c.String("precision")})
 	if err != nil {
+		if strings.Contains(err.Error(), "precision") {
+			return usageError("bench decode: --precision: %v", err)
+		}
 		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") ||
 			dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
 			return usageError("%v", err)
