@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -146,8 +147,9 @@ func LoadModel(path, device string) (*model.GPT, string, error) {
 
 // ExportOptions are what a Hugging Face directory needs beside the weights.
 type ExportOptions struct {
-	// Tokenizer is the tokenizer.json to copy ("" for none).
-	Tokenizer string
+	// Tokenizer is the tokenizer.json to write (nil for none): a file
+	// Hugging Face's tokenizers library reads, as data.Tokenizer.JSON gives.
+	Tokenizer []byte
 	// BOS and EOS are the tokenizer's special ids (-1: none).
 	BOS, EOS int
 	// Form is the transformers version whose config.json form to write
@@ -200,8 +202,8 @@ func Export(ctx context.Context, dir, out string, opt ExportOptions) error {
 	if err := copyFile(ctx, filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile)); err != nil {
 		return err
 	}
-	if opt.Tokenizer != "" {
-		if err := copyFile(ctx, opt.Tokenizer, filepath.Join(tmp, HFTokenizerFile)); err != nil {
+	if opt.Tokenizer != nil {
+		if err := atomicfile.WriteFileSync(filepath.Join(tmp, HFTokenizerFile), opt.Tokenizer); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -185,8 +186,12 @@ func exportRoundTrip(t *testing.T, g *model.GPT, form model.HFForm) {
 			if left, _ := os.ReadDir(parent); len(left) != 0 {
 				t.Errorf("an interrupted export left %v", left)
 			}
-			if err := Export(context.Background(), dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err != nil {
+			tokJSON := []byte(`{"version":"1.0","model":{"type":"WordLevel"}}` + "\n")
+			if err := Export(context.Background(), dir, out, ExportOptions{Tokenizer: tokJSON, BOS: -1, EOS: 3, Form: form}); err != nil {
 				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(out, HFTokenizerFile)); err != nil || !bytes.Equal(got, tokJSON) {
+				t.Errorf("exported tokenizer.json %q (%v), want the bytes given", got, err)
 			}
 			if err := Export(context.Background(), dir, out, ExportOptions{BOS: -1, EOS: 3, Form: form}); err == nil {
 				t.Error("exporting over an existing directory did not fail")

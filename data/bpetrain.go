@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"fmt"
 	"sort"
+
+	"github.com/memo-research/memo/data/hftok"
 )
 
 // EOSToken is the end-of-text token of trained and GPT-2 tokenizers.
@@ -13,7 +15,7 @@ const EOSToken = "<|endoftext|>"
 // merges, and EOS as the last id) from piece counts. It breaks ties between
 // equally frequent pairs by the smaller id pair, so the same counts always
 // give the same vocabulary.
-func trainBPE(counts map[string]int, vocabSize int) (*bpeModel, error) {
+func trainBPE(counts map[string]int, vocabSize int) (*Tokenizer, error) {
 	if vocabSize < 257 {
 		return nil, fmt.Errorf("bpe vocabulary %d: need at least 257 (256 bytes + EOS)", vocabSize)
 	}
@@ -25,7 +27,7 @@ func trainBPE(counts map[string]int, vocabSize int) (*bpeModel, error) {
 
 	tokens := make([]string, 256, vocabSize)
 	for b := 0; b < 256; b++ {
-		tokens[b] = string(byteToRune[b])
+		tokens[b] = hftok.ByteLevelString(string([]byte{byte(b)}))
 	}
 	words := make([][]int32, len(pieces))
 	freq := make([]int, len(pieces))
@@ -125,7 +127,7 @@ func trainBPE(counts map[string]int, vocabSize int) (*bpeModel, error) {
 		return nil, fmt.Errorf("the corpus supports only %d tokens, fewer than the %d asked: lower N or add text", len(tokens)+1, vocabSize)
 	}
 	tokens = append(tokens, EOSToken)
-	return newBPEModel(tokens, merges, []string{EOSToken}, EOSToken)
+	return byteLevelTokenizer(tokens, merges)
 }
 
 type pairCount struct {
@@ -159,11 +161,11 @@ func (h *pairHeap) Pop() any {
 	return x
 }
 
-// countPieces counts splitWords pieces over texts.
+// countPieces counts the pre-tokens (hftok.SplitGPT2's pieces) of texts.
 func countPieces(texts []string) map[string]int {
 	counts := map[string]int{}
 	for _, t := range texts {
-		splitWords(t, func(p string) { counts[p]++ })
+		hftok.SplitGPT2(t, func(p string) { counts[p]++ })
 	}
 	return counts
 }

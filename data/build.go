@@ -299,9 +299,7 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 			}
 			return len(ids)
 		}}
-		if tok.bpe != nil {
-			c.piece = tok.bpe.pieceTokens
-		}
+		c.piece = tok.pieceCounter(d.Text)
 		pieces = chunkText(d.Text, chunkTokens, minTokens, c)
 		if encErr != nil {
 			res.err = fmt.Errorf("tokenize %s %q: %w", d.Source, d.Title, encErr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,9 +50,9 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			encode := workerEncoder(tok)
+			w := tok.forWorker()
 			for j := range work {
-				r := tokenizeOne(encode, tok, j.d, chunkTokens, minTokens, times)
+				r := tokenizeOne(w.Encode, w, j.d, chunkTokens, minTokens, times)
 				n := 0
 				t0 := time.Now()
 				for _, c := range r.cands {
@@ -111,37 +110,4 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 		return nil, nil, 0, firstErr
 	}
 	return cands, rej, n, nil
-}
-
-// workerCachedPieces bounds one worker's cache of encoded pieces (about
-// 100 bytes each): enough for a corpus's vocabulary of words, while the
-// one-off pieces (numbers, markers) beyond it are encoded every time.
-const workerCachedPieces = 1 << 18
-
-// workerEncoder returns an encoder for one goroutine. For memo's own BPE it
-// keeps its own cache of encoded pieces in a plain map, which a profile of
-// the build showed to be about three times faster than the tokenizer's
-// shared sync.Map (no interface hashing, no atomics); the ids are the same
-// (encodePiece is a pure function of the piece).
-func workerEncoder(tok *Tokenizer) func(string) ([]int32, error) {
-	m := tok.bpe
-	if m == nil {
-		return tok.Encode
-	}
-	cache := make(map[string][]int32, 1<<14)
-	return func(s string) ([]int32, error) {
-		out := make([]int32, 0, len(s)/3+1)
-		splitWords(s, func(p string) {
-			ids, ok := cache[p]
-			if !ok {
-				ids = m.encodePiece(p)
-				if len(cache) < workerCachedPieces {
-					// A copy of the key: p points into the document's text.
-					cache[strings.Clone(p)] = ids
-				}
-			}
-			out = append(out, ids...)
-		})
-		return out, nil
-	}
 }

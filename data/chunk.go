@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memo-research/memo/data/hftok"
 )
 
 // chunkText cuts text into pieces of at most max tokens whose concatenation
@@ -81,7 +83,7 @@ func (c *counter) extend(st countState, cur, seg string) (int, countState) {
 		return c.whole(cur + seg), countState{}
 	}
 	var pieces []string
-	splitWords(st.tail+seg, func(p string) { pieces = append(pieces, p) })
+	hftok.SplitGPT2(st.tail+seg, func(p string) { pieces = append(pieces, p) })
 	next := countState{prefix: st.prefix}
 	if len(pieces) == 0 {
 		return next.prefix, next
@@ -148,7 +150,7 @@ func splitLevel(s string, level int) []string {
 			out = append(out, s[start:])
 		}
 	case 2:
-		splitWords(s, func(p string) { out = append(out, p) })
+		hftok.SplitGPT2(s, func(p string) { out = append(out, p) })
 	default:
 		for _, r := range s {
 			out = append(out, string(r))

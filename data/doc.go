@@ -38,22 +38,26 @@
 // of 600 ids differ between runs on 100 KB of Opticks), and it prints its
 // progress to stdout even with ShowProgress(false); both are shown by
 // TestSugarmeTrainerNondeterministic. Ours breaks ties by token ids and is
-// cached in CacheDir by a hash of the corpus. Encoding memo's own
-// byte-level BPEs (trained ones and "gpt2"; the tokenizer.json files memo
-// writes for them carry a "memo_native" key) is ours too: sugarme loads GPT-2's files (bpe.NewBpeFromFiles + ByteLevel) and
-// decodes them back exactly, but its ByteLevel pre-tokenizer drops GPT-2's
-// whitespace rules (\s+(?!\S)|\s+), so a whitespace run ending in a
-// newline before a word stays one piece: every paragraph break "\n\n"
-// before text becomes id 628 where GPT-2 has 198 198
-// (TestSugarmeGPT2Whitespace; our encoder matches ids from the reference
-// JavaScript port, TestGPT2Golden). docs/DESIGN.md measured sugarme's encoder
-// at about 150 KB/s. Hugging Face tokenizer.json files ("hf:PATH") run on
-// data/hftok, which encodes and decodes them as Hugging Face's tokenizers
-// library does (its goldens are the library's output) and refuses by name
-// what it does not implement. sugarme cross-checks ours in the tests: it
-// reads the tokenizer.json files we write and gives the same ids
-// (TestSaveLoadHF, where hftok gives them too), and on single-spaced corpus
-// text its GPT-2 ids equal ours (TestGPT2MatchesSugarme).
+// cached in CacheDir by a hash of the corpus.
+//
+// Every tokenizer runs on one engine, data/hftok, which encodes and
+// decodes a tokenizer.json as Hugging Face's tokenizers library does (its
+// goldens are the library's output) and refuses by name what it does not
+// implement. memo's own byte-level BPEs (trained ones and "gpt2") are
+// written as plain tokenizer.json files in the layout of Hugging Face's
+// GPT-2 file (hftok.WriteByteLevelBPE), so the library loads what memo
+// saves and exports and gives the same ids (TestHFLibraryAgrees, with the
+// library's Node binding when it is installed). Files memo wrote before
+// carry a "memo_native" key the library refuses; it is dropped on
+// reading, and their ids are the ones the native encoder memo had then
+// gave (TestLegacyTokenizerFile). sugarme is not used for GPT-2: its
+// ByteLevel pre-tokenizer drops GPT-2's whitespace rules (\s+(?!\S)|\s+),
+// so a whitespace run ending in a newline before a word stays one piece:
+// every paragraph break "\n\n" before text becomes id 628 where GPT-2 has
+// 198 198 (TestSugarmeGPT2Whitespace; hftok matches ids from the reference
+// JavaScript port, TestGPT2Golden). sugarme still reads the files memo
+// writes and gives the same ids on single-spaced text (TestSaveLoad,
+// TestGPT2MatchesSugarme).
 //
 // Decoding reproduces the text byte for byte: every tokenizer we write has
 // add_prefix_space off (ByteLevel's default of on would put a space in

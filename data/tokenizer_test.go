@@ -1,48 +1,29 @@
 package data
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sugarme/tokenizer/pretrained"
+
+	"github.com/memo-research/memo/data/hftok"
 )
 
-func TestSplitWordsGPT2Pattern(t *testing.T) {
-	cases := []struct {
-		in   string
-		want []string
-	}{
-		{"Hello world", []string{"Hello", " world"}},
-		{"a  b", []string{"a", " ", " b"}},
-		{"a\n\nb", []string{"a", "\n", "\n", "b"}},
-		{"end.  ", []string{"end", ".", "  "}},
-		{"I'm he's they'll", []string{"I", "'m", " he", "'s", " they", "'ll"}},
-		{"x 's", []string{"x", " '", "s"}},
-		{"1999 cats!!", []string{"1999", " cats", "!!"}},
-		{"\t\tx", []string{"\t", "\t", "x"}},
-		{"naïve—café", []string{"naïve", "—", "café"}},
-		{"a\xffb", []string{"a", "\xff", "b"}},
-	}
-	for _, c := range cases {
-		var got []string
-		splitWords(c.in, func(p string) { got = append(got, p) })
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("splitWords(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-// TestSplitWordsCoversInput: the pieces of every source concatenate back to
-// the text, so no byte is lost before BPE.
-func TestSplitWordsCoversInput(t *testing.T) {
+// TestSplitGPT2CoversInput: the pre-tokens of every source concatenate back
+// to the text, so no byte is lost before BPE.
+func TestSplitGPT2CoversInput(t *testing.T) {
 	for name, texts := range sourceTexts(t, 50) {
 		for i, s := range texts {
 			var b strings.Builder
-			splitWords(s, func(p string) {
+			hftok.SplitGPT2(s, func(p string) {
 				if p == "" {
 					t.Fatalf("%s doc %d: empty piece", name, i)
 				}
@@ -121,7 +102,7 @@ func TestRoundTripProperty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks := map[string]*Tokenizer{"bpe:1024": {bpe: bpeTok, eos: bpeTok.eos}}
+	toks := map[string]*Tokenizer{"bpe:1024": bpeTok}
 	if fetched(t, "gpt2") {
 		g, err := LoadTokenizer("gpt2")
 		if err != nil {
@@ -160,59 +141,56 @@ func TestTrainBPEDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := trainBPE(counts, 700)
-	ja, _ := a.marshalHF()
-	jb, _ := b.marshalHF()
-	if string(ja) != string(jb) {
+	if !bytes.Equal(a.JSON(), b.JSON()) {
 		t.Fatal("two trainings on the same counts learned different tokenizers")
 	}
-	if len(a.tokens) != 700 || a.tokens[699] != EOSToken || a.eos != 699 {
-		t.Fatalf("vocab %d, last %q, eos %d", len(a.tokens), a.tokens[len(a.tokens)-1], a.eos)
+	if a.VocabSize() != 700 || a.Token(699) != EOSToken || a.EOS() != 699 || a.BOS() != -1 || !a.IsSpecial(699) {
+		t.Fatalf("vocab %d, last %q, eos %d, bos %d", a.VocabSize(), a.Token(699), a.EOS(), a.BOS())
 	}
 	if _, err := trainBPE(counts, 100); err == nil {
 		t.Error("vocab 100 accepted")
 	}
 }
 
-// TestSaveLoadHF: a saved tokenizer.json loads back (by bare path, as a
-// run directory's) to our native encoder with the same ids; as "hf:PATH"
-// hftok reads it as a Hugging Face file and gives the same ids too; and
-// sugarme/tokenizer reads it.
-func TestSaveLoadHF(t *testing.T) {
+// TestSaveLoad: a saved tokenizer.json is a plain Hugging Face file (no
+// key of memo's own), loads back by bare path (as a run directory's) and as
+// "hf:PATH" with the same ids, and sugarme/tokenizer reads it and gives
+// them too on single-spaced text.
+func TestSaveLoad(t *testing.T) {
 	texts := []string{opticksText(t)}
-	m, err := trainBPE(countPieces(texts), 800)
+	tok, err := trainBPE(countPieces(texts), 800)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := &Tokenizer{bpe: m, eos: m.eos}
 	path := filepath.Join(t.TempDir(), "tokenizer.json")
 	if err := tok.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadTokenizer(path)
-	if err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(tok.JSON(), &top); err != nil {
 		t.Fatal(err)
 	}
-	if back.bpe == nil || back.EOS() != tok.EOS() || back.VocabSize() != 800 {
-		t.Fatalf("reloaded: native %v eos %d vocab %d", back.bpe != nil, back.EOS(), back.VocabSize())
+	for k := range top {
+		if !slices.Contains([]string{"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"}, k) {
+			t.Errorf("top-level key %q is not one of Hugging Face's", k)
+		}
 	}
 	sample := texts[0][:5000]
 	a, _ := tok.Encode(sample)
-	b, _ := back.Encode(sample)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("reloaded tokenizer encodes differently")
-	}
-	viaHF, err := LoadTokenizer("hf:" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if viaHF.lib == nil || viaHF.EOS() != tok.EOS() || viaHF.VocabSize() != 800 {
-		t.Fatalf("as hf: hftok %v eos %d vocab %d", viaHF.lib != nil, viaHF.EOS(), viaHF.VocabSize())
-	}
-	if c, _ := viaHF.Encode(sample); !reflect.DeepEqual(a, c) {
-		t.Fatal("hftok encodes our tokenizer.json differently from the native encoder")
-	}
-	if got := viaHF.Decode(a); got != sample {
-		t.Fatal("hftok does not decode our ids to the text")
+	for _, spec := range []string{path, "hf:" + path, "hf:" + filepath.Dir(path)} {
+		back, err := LoadTokenizer(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.EOS() != tok.EOS() || back.BOS() != -1 || back.VocabSize() != 800 || !back.lib.ByteLevel() {
+			t.Fatalf("%s: eos %d bos %d vocab %d byte-level %v", spec, back.EOS(), back.BOS(), back.VocabSize(), back.lib.ByteLevel())
+		}
+		if b, _ := back.Encode(sample); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: reloaded tokenizer encodes differently", spec)
+		}
+		if got := back.Decode(a); got != sample {
+			t.Fatalf("%s: does not decode our ids to the text", spec)
+		}
 	}
 	lib, err := pretrained.FromFile(path)
 	if err != nil {
@@ -243,6 +221,69 @@ func TestSaveLoadHF(t *testing.T) {
 	}
 }
 
+// TestLegacyTokenizerFile: a tokenizer.json memo wrote with its own
+// "memo_native" key (exp/goldfish-vs-standard.toml's, built by the native
+// encoder this package had before) still loads, by bare path and as
+// "hf:PATH", gives the ids that encoder gave, and is saved and exported
+// without the key, which Hugging Face's library refuses.
+func TestLegacyTokenizerFile(t *testing.T) {
+	path := filepath.Join("testdata", "legacy-bpe2048.tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"memo_native"`)) {
+		t.Fatal("the fixture lost its memo_native key")
+	}
+	if _, err := hftok.Parse(raw); err == nil || !strings.Contains(err.Error(), "memo_native") {
+		t.Errorf("hftok, like the library, should refuse the key by name: %v", err)
+	}
+	var g struct{ Cases []gpt2Case }
+	readTestdataJSON(t, "legacy-bpe2048.golden.json", &g)
+	for _, spec := range []string{path, "hf:" + path} {
+		tok, err := LoadTokenizer(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.VocabSize() != 2048 || tok.EOS() != 2047 || tok.BOS() != -1 || bytes.Contains(tok.JSON(), []byte(legacyMarker)) {
+			t.Fatalf("%s: vocab %d eos %d bos %d, marker kept %v", spec, tok.VocabSize(), tok.EOS(), tok.BOS(), bytes.Contains(tok.JSON(), []byte(legacyMarker)))
+		}
+		for _, c := range g.Cases {
+			ids, _ := tok.Encode(c.Text)
+			if !reflect.DeepEqual(ids, c.IDs) && !(len(ids) == 0 && len(c.IDs) == 0) {
+				t.Errorf("%s: Encode(%q) = %v, the native encoder gave %v", spec, c.Text[:min(len(c.Text), 40)], ids, c.IDs)
+			}
+			if got := tok.Decode(c.IDs); got != c.Text {
+				t.Errorf("%s: Decode(%v) = %q, want %q", spec, c.IDs, got, c.Text)
+			}
+		}
+		if _, err := hftok.Parse(tok.JSON()); err != nil {
+			t.Errorf("%s: the saved form does not parse strictly: %v", spec, err)
+		}
+	}
+}
+
+// TestLiteralEndOfText: "<|endoftext|>" written in a text is the EOS id, as
+// Hugging Face's library encodes it (memo's native encoder used to spell it
+// out byte by byte), and decodes back to the same text.
+func TestLiteralEndOfText(t *testing.T) {
+	tok, err := trainBPE(countPieces([]string{opticksText(t)}), 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Light<|endoftext|> is refracted"
+	ids, _ := tok.Encode(text)
+	if !slices.Contains(ids, tok.EOS()) {
+		t.Errorf("Encode(%q) = %v: no EOS %d", text, ids, tok.EOS())
+	}
+	if got := tok.Decode(ids); got != text {
+		t.Errorf("Decode = %q, want %q", got, text)
+	}
+	if tok.pieceCounter(text) != nil || tok.pieceCounter("Light is refracted") == nil {
+		t.Error("the piece-by-piece count must be off exactly for texts holding an added token")
+	}
+}
+
 // TestHFLibraryTokenizer: a tokenizer.json that is not byte-level (a
 // WordLevel model) runs through hftok, and Build rejects by name the
 // documents it cannot reproduce.
@@ -257,7 +298,7 @@ func TestHFLibraryTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids, _ := tok.Encode("hello world.")
-	if tok.bpe != nil || !reflect.DeepEqual(ids, []int32{1, 2, 3}) || tok.EOS() != -1 || tok.VocabSize() != 4 {
+	if tok.lib.ByteLevel() || !reflect.DeepEqual(ids, []int32{1, 2, 3}) || tok.EOS() != -1 || tok.VocabSize() != 4 {
 		t.Fatalf("ids %v eos %d vocab %d", ids, tok.EOS(), tok.VocabSize())
 	}
 	writeFile(t, filepath.Join(dir, "txt", "a.txt"), "hello world")
@@ -271,31 +312,13 @@ func TestHFLibraryTokenizer(t *testing.T) {
 		t.Errorf("rejected %+v, want b.txt for not round-tripping", rep.Rejected)
 	}
 	back, err := ds.Tokenizer()
-	if err != nil || back.lib == nil {
+	if err != nil || !bytes.Equal(back.JSON(), tok.JSON()) {
 		t.Fatalf("saved tokenizer: %v", err)
 	}
 	cfg.Layout = LayoutPacked
 	if err := Build(context.Background(), cfg, t.TempDir()); err == nil || !strings.Contains(err.Error(), "EOS") {
 		t.Errorf("packed layout without EOS: %v", err)
 	}
-}
-
-// TestAddPrefixSpaceQuirk: a ByteLevel tokenizer.json with add_prefix_space
-// on is used with it off, so that decoding gives back the text.
-func TestAddPrefixSpaceQuirk(t *testing.T) {
-	m, err := trainBPE(countPieces([]string{opticksText(t)}), 600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := m.marshalHF()
-	raw = []byte(strings.Replace(string(raw), `"add_prefix_space":false`, `"add_prefix_space":true`, 1))
-	path := filepath.Join(t.TempDir(), "tokenizer.json")
-	writeFile(t, path, string(raw))
-	tok, err := LoadTokenizer(path)
-	if err != nil || tok.bpe == nil {
-		t.Fatalf("load: %v (native %v)", err, tok != nil && tok.bpe != nil)
-	}
-	roundTrip(t, "prefix-space", tok, "Light is refracted.")
 }
 
 func TestTrainBPETooSmallCorpus(t *testing.T) {

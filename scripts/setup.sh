@@ -13,6 +13,9 @@
 #      Debian's bible-kjv; about 6 MB once, silent afterwards). The data
 #      tests read them, and fail under CI=true when they are missing.
 #      MEMO_SKIP_CORPORA=1 skips this step (the tests then skip locally).
+#      It also installs Hugging Face's tokenizers library (the npm Node
+#      binding, pinned; scripts/fetch-hf-tokenizers.sh, about 2 MB once),
+#      which the tests compare memo's tokenizer ids with.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 t0=$(date +%s)
@@ -82,6 +85,10 @@ fi
 if [[ "${MEMO_SKIP_CORPORA:-}" != 1 ]]; then
 	bash scripts/fetch-corpora.sh || {
 		echo "setup: fetching the corpora failed (MEMO_SKIP_CORPORA=1 skips this step)" >&2
+		exit 1
+	}
+	bash scripts/fetch-hf-tokenizers.sh || {
+		echo "setup: installing Hugging Face's tokenizers library for the tests failed (MEMO_SKIP_CORPORA=1 skips this step)" >&2
 		exit 1
 	}
 fi

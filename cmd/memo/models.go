@@ -318,11 +318,13 @@ func exportAction(c *cli.Context) error {
 	}
 	if run := checkpoint.RunDir(dir); run != "" {
 		if p := filepath.Join(run, "data", "tokenizer.json"); fileExists(p) {
+			// Written from the loaded tokenizer, not copied: a file memo
+			// wrote before carries a key the library refuses.
 			tok, err := data.OpenTokenizer(filepath.Dir(p))
 			if err != nil {
 				return usageError("export: %v", err)
 			}
-			opt.Tokenizer, opt.BOS, opt.EOS = p, int(tok.BOS()), int(tok.EOS())
+			opt.Tokenizer, opt.BOS, opt.EOS = tok.JSON(), int(tok.BOS()), int(tok.EOS())
 		}
 	}
 	ctx, cancel := signalContext()

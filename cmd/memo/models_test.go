@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/hfgolden"
+	"github.com/memo-research/memo/internal/hflib"
 )
 
 func hfGolden(t *testing.T, name string) (string, hfgolden.Case) {
@@ -290,6 +292,10 @@ h = 13
 			t.Errorf("export lacks %s", f)
 		}
 	}
+	t.Run("tokenizer in Hugging Face's library", func(t *testing.T) {
+		hflib.Need(t)
+		checkExportedTokenizer(t, filepath.Join(run, "data", "tokenizer.json"), filepath.Join(out, "tokenizer.json"))
+	})
 	writeJSONFile(t, filepath.Join(work, "ids.json"), [][]int32{{5, 17, 99, 250, 3, 41, 8, 77, 120, 299}})
 	score := func(model string) string {
 		r := execMemo(t, exe, work, "score", "--model", model, "--ids-json", "ids.json")
@@ -405,6 +411,26 @@ func poisonWeight(t *testing.T, name string, v float32) func(dir string) {
 		binary.LittleEndian.PutUint32(b[8+int64(n)+info.Offsets[0]:], math.Float32bits(v))
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// checkExportedTokenizer: the tokenizer.json `memo export` wrote loads in
+// Hugging Face's tokenizers library, which gives the README's sample text
+// (and two more) the ids memo gives them with the run's tokenizer.
+func checkExportedTokenizer(t *testing.T, runTokenizer, exported string) {
+	texts := []string{"Hello world!", "Light is refracted.\n\nQuery 31.  Have not the small Particles?", "Hello<|endoftext|>world"}
+	lib, err := hflib.Encode(exported, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := data.LoadTokenizer(runTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		if ids, _ := tok.Encode(text); !slices.Equal(ids, lib[i].IDs) {
+			t.Errorf("%q: memo %v, the library on the export %v", text, ids, lib[i].IDs)
 		}
 	}
 }

@@ -30,6 +30,10 @@ func init() {
 	}
 }
 
+// ByteLevelString spells the bytes of s in GPT-2's byte-level alphabet,
+// as byte-level vocabularies spell their tokens ("Ġworld" for " world").
+func ByteLevelString(s string) string { return byteLevelString(s) }
+
 // byteLevelString writes each byte of s as its alphabet character.
 func byteLevelString(s string) string {
 	n := 0

@@ -1,6 +1,7 @@
 package hftok
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -47,7 +48,9 @@ func (c *pieceCache) put(s string, ids []int32) {
 		sh.m = map[string][]int32{}
 	}
 	if _, ok := sh.m[s]; !ok {
-		sh.m[s] = ids
+		// A copy of the key: s points into the text being encoded, which
+		// the cache would otherwise keep alive for the life of the process.
+		sh.m[strings.Clone(s)] = ids
 		c.n.Add(1)
 	}
 	sh.Unlock()

@@ -95,6 +95,12 @@ func (s seqDecoder) decodeChain(toks []string) []string {
 type byteLevelDecoder struct{}
 
 func (byteLevelDecoder) decodeChain(toks []string) []string {
+	return []string{lossyUTF8(byteLevelBytes(toks))}
+}
+
+// byteLevelBytes is the byte-level decoder before the library's last step,
+// which makes the bytes a (valid UTF-8) string.
+func byteLevelBytes(toks []string) []byte {
 	n := 0
 	for _, t := range toks {
 		n += len(t)
@@ -115,7 +121,7 @@ func (byteLevelDecoder) decodeChain(toks []string) []string {
 			buf = append(buf[:mark], t...)
 		}
 	}
-	return []string{lossyUTF8(buf)}
+	return buf
 }
 
 type replaceDecoder struct {

@@ -138,6 +138,13 @@ func spaceTail(s string, i int) int {
 	return j
 }
 
+// SplitGPT2 calls emit with the pieces GPT-2's regex (the ByteLevel
+// pre-tokenizer's) cuts s into, in order; together they are s. A byte
+// that is not part of a UTF-8 character counts as a symbol.
+func SplitGPT2(s string, emit func(piece string)) {
+	scanner{gpt2Match}.find(s, func(start, end int) { emit(s[start:end]) })
+}
+
 // gpt2Match: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 func gpt2Match(s string, i int) int {
 	if j := contraction(s, i, false); j >= 0 {

@@ -5,8 +5,8 @@
 //
 // Every component and option of the file is implemented or refused by
 // name when the file is loaded; only options that touch nothing but
-// offsets (trim_offsets), a pair template, and top-level keys the library
-// itself skips are passed over. Split regexes run
+// offsets (trim_offsets) and a pair template are passed over. A top-level
+// key the library does not know is refused, as the library refuses it. Split regexes run
 // through github.com/dlclark/regexp2 (Go's regexp has no look-ahead),
 // except the GPT-2, Llama 3 and Qwen2 patterns, which run through faster
 // hand-written scanners (scan.go) that the tests check against it.
@@ -32,6 +32,8 @@ type Tokenizer struct {
 	bos      int32
 	eos      int32
 	rawCache pieceCache // raw piece -> ids, for byte-level pieces
+	// byteLevel: GPT-2's byte-level scheme throughout (see ByteLevel).
+	byteLevel bool
 
 	// Warnings are what the library would log while loading the file
 	// (added tokens whose "id" is not the one they get).
@@ -96,8 +98,11 @@ func Parse(raw []byte) (*Tokenizer, error) {
 	if t.added, err = parseAdded(o.raw("added_tokens"), t.model, t.norm); err != nil {
 		return nil, err
 	}
-	// Unknown top-level keys are not checked: the library skips them, so
-	// they cannot change what it does (memo marks its own files with one).
+	// The library's reader fails on a key it does not know ("expected `,`
+	// or `}`"), so a file with one is no tokenizer.json to it.
+	if err := o.done(); err != nil {
+		return nil, err
+	}
 	t.Warnings = t.added.warnings
 	t.maxID = t.model.maxID()
 	for id := range t.added.byID {
@@ -112,18 +117,60 @@ func Parse(raw []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer.json: post_processor adds id %d, which is not in the vocabulary", id)
 		}
 	}
+	t.byteLevel = t.isByteLevel()
 	return t, nil
 }
 
+// isByteLevel reports whether the file is GPT-2's byte-level BPE as a
+// whole: no normalizer, the ByteLevel pre-tokenizer alone (GPT-2's regex,
+// no prefix space), the ByteLevel decoder alone, and a BPE model that has
+// a token for each of the 256 bytes and no affixes.
+func (t *Tokenizer) isByteLevel() bool {
+	pre, ok := t.pre.(*byteLevelPre)
+	if !ok || t.norm != nil || pre.addPrefixSpace || !pre.useRegex {
+		return false
+	}
+	if _, ok := t.dec.(byteLevelDecoder); !ok {
+		return false
+	}
+	m, ok := t.model.(*bpe)
+	if !ok || m.prefix != "" || m.suffix != "" {
+		return false
+	}
+	for _, r := range byteRune {
+		if _, ok := m.ids[string(r)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ByteLevel reports whether t is GPT-2's byte-level BPE scheme throughout
+// (memo writes its own tokenizers so): then ids stand for bytes. Encode
+// takes text that is not valid UTF-8 as the bytes it is, DecodeBytes
+// returns the bytes that ids spell, and a text without added tokens
+// round-trips through the two byte for byte.
+func (t *Tokenizer) ByteLevel() bool { return t.byteLevel }
+
 // Encode tokenizes text; with addSpecial the post-processor's special
 // tokens (BOS, EOS) are added. Text that is not valid UTF-8 is first made
-// valid with U+FFFD, as a JavaScript or Python caller of the library would.
+// valid with U+FFFD, as a JavaScript or Python caller of the library would,
+// unless t is ByteLevel: then a byte that is not part of a character is a
+// symbol to GPT-2's regex (as U+FFFD would be) and is encoded as itself.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
-	text = validUTF8(text)
+	return t.encode(text, addSpecial, t.byteLevelIDs)
+}
+
+// encode is Encode with the ids of a piece still to be mapped to the
+// byte-level alphabet looked up by byteLevelIDs.
+func (t *Tokenizer) encode(text string, addSpecial bool, byteLevelIDs func(raw string) []int32) []int32 {
+	if !t.byteLevel {
+		text = validUTF8(text)
+	}
 	ids := make([]int32, 0, len(text)/3+1)
 	model := func(p piece) {
 		if p.byteLevel {
-			ids = append(ids, t.byteLevelIDs(p.text)...)
+			ids = append(ids, byteLevelIDs(p.text)...)
 			return
 		}
 		ids = t.model.tokenize(p.text, ids)
@@ -140,6 +187,41 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	}
 	if t.post != nil {
 		ids = t.post.process(ids, addSpecial)
+	}
+	return ids
+}
+
+// Encoder is Encode for one goroutine: it keeps its own cache of the
+// byte-level pieces it has encoded in a plain map, without the locks of
+// the tokenizer's shared cache (which a profile of memo's data build put
+// at about a third of the CPU). The ids are Encode's. Not safe for
+// concurrent use; make one per goroutine.
+type Encoder struct {
+	t     *Tokenizer
+	cache map[string][]int32
+	max   int
+}
+
+// NewEncoder returns an Encoder that caches up to maxCached pieces.
+func (t *Tokenizer) NewEncoder(maxCached int) *Encoder {
+	return &Encoder{t: t, cache: make(map[string][]int32, min(maxCached, 1<<14)), max: maxCached}
+}
+
+// Encode is Tokenizer.Encode.
+func (e *Encoder) Encode(text string, addSpecial bool) []int32 {
+	return e.t.encode(text, addSpecial, e.pieceIDs)
+}
+
+// PieceLen is Tokenizer.PieceLen.
+func (e *Encoder) PieceLen(piece string) int { return len(e.pieceIDs(piece)) }
+
+func (e *Encoder) pieceIDs(raw string) []int32 {
+	if ids, ok := e.cache[raw]; ok {
+		return ids
+	}
+	ids := e.t.byteLevelIDs(raw)
+	if len(e.cache) < e.max && len(raw) < maxCachedLen {
+		e.cache[strings.Clone(raw)] = ids // raw points into the caller's text
 	}
 	return ids
 }
@@ -182,6 +264,26 @@ func (t *Tokenizer) extract(text string) []piece {
 // dropped, special tokens too when skipSpecial, and the rest go through
 // the decoder (joined with spaces when there is none).
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	toks := t.tokens(ids, skipSpecial)
+	if t.dec == nil {
+		return strings.Join(toks, " ")
+	}
+	return strings.Join(t.dec.decodeChain(toks), "")
+}
+
+// DecodeBytes is Decode without the library's last step for a ByteLevel
+// tokenizer: the bytes the ids spell, also where they do not form UTF-8
+// (ids cut from the middle of a character), which Decode writes as U+FFFD.
+// For any other tokenizer it is Decode.
+func (t *Tokenizer) DecodeBytes(ids []int32, skipSpecial bool) string {
+	if !t.byteLevel {
+		return t.Decode(ids, skipSpecial)
+	}
+	return string(byteLevelBytes(t.tokens(ids, skipSpecial)))
+}
+
+// tokens are the strings of the ids Decode keeps.
+func (t *Tokenizer) tokens(ids []int32, skipSpecial bool) []string {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
 		s, ok := t.IDToToken(id)
@@ -190,11 +292,24 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
 		}
 		toks = append(toks, s)
 	}
-	if t.dec == nil {
-		return strings.Join(toks, " ")
-	}
-	return strings.Join(t.dec.decodeChain(toks), "")
+	return toks
 }
+
+// HasAddedToken reports whether Encode finds an added token in text.
+func (t *Tokenizer) HasAddedToken(text string) bool {
+	for _, p := range t.extract(text) {
+		if p.tok != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// PieceLen is the number of ids of one piece SplitGPT2 cut, for a
+// ByteLevel tokenizer: Encode of a text without added tokens gives the ids
+// of its pieces one after the other, so a count can be kept piece by
+// piece. (For other tokenizers the number means nothing.)
+func (t *Tokenizer) PieceLen(piece string) int { return len(t.byteLevelIDs(piece)) }
 
 // IDToToken is the token an id stands for: an added token, else the model's.
 func (t *Tokenizer) IDToToken(id int32) (string, bool) {
