@@ -52,7 +52,7 @@ func TestBuildGolden(t *testing.T) {
 			c.ChunkTokens, c.MinTokens, c.DedupWords = 0, 100, 0
 			c.Targets, c.Controls, c.Validation, c.Background, c.Repetitions = 60, 60, 10, -1, 50
 			return c
-		}, "c659f0c064f7ae7b"},
+		}, "916daa683c00155f"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -234,6 +234,16 @@ func (b *bpe) tokenize(s string, out []int32) []int32 {
 	return append(out, b.cached(s)...)
 }
 
+// merged is what tokenize gives for s, without the piece cache.
+func (b *bpe) merged(s string) []int32 {
+	if b.ignoreMerges {
+		if id, ok := b.ids[s]; ok {
+			return []int32{id}
+		}
+	}
+	return b.mergeWord(s)
+}
+
 // cached is mergeWord through the piece cache. (With ignore_merges the
 // cache also holds whole pieces found in the vocabulary; tokenizeSegments
 // never looks those up, because a segment of a piece is merged even when

@@ -34,6 +34,12 @@ type Tokenizer struct {
 	rawCache pieceCache // raw piece -> ids, for byte-level pieces
 	// byteLevel: GPT-2's byte-level scheme throughout (see ByteLevel).
 	byteLevel bool
+	// idBytes are, for a byteLevel tokenizer, the bytes each id decodes
+	// to (nil: no such id), and special whether it is a special token:
+	// DecodeBytes reads them instead of looking tokens up by id and their
+	// characters up in the alphabet.
+	idBytes [][]byte
+	special []bool
 
 	// Warnings are what the library would log while loading the file
 	// (added tokens whose "id" is not the one they get).
@@ -117,7 +123,16 @@ func Parse(raw []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer.json: post_processor adds id %d, which is not in the vocabulary", id)
 		}
 	}
-	t.byteLevel = t.isByteLevel()
+	if t.byteLevel = t.isByteLevel(); t.byteLevel {
+		t.idBytes = make([][]byte, t.maxID+1)
+		t.special = make([]bool, t.maxID+1)
+		for id := range t.idBytes {
+			if tok, ok := t.IDToToken(int32(id)); ok {
+				t.idBytes[id] = byteLevelBytes([]string{tok}) // each token decodes on its own
+				t.special[id] = t.added.isSpecial(tok)
+			}
+		}
+	}
 	return t, nil
 }
 
@@ -168,6 +183,22 @@ func (t *Tokenizer) encode(text string, addSpecial bool, byteLevelIDs func(raw s
 		text = validUTF8(text)
 	}
 	ids := make([]int32, 0, len(text)/3+1)
+	if t.byteLevel {
+		// The pipeline reduced to what a ByteLevel file has: added tokens,
+		// then GPT-2's pieces (the ByteLevel pre-tokenizer alone, without
+		// a prefix space, is SplitGPT2), each mapped and merged.
+		for _, p := range t.extract(text) {
+			if p.tok != nil {
+				ids = append(ids, p.tok.id)
+				continue
+			}
+			SplitGPT2(p.text, func(piece string) { ids = append(ids, byteLevelIDs(piece)...) })
+		}
+		if t.post != nil {
+			ids = t.post.process(ids, addSpecial)
+		}
+		return ids
+	}
 	model := func(p piece) {
 		if p.byteLevel {
 			ids = append(ids, byteLevelIDs(p.text)...)
@@ -191,7 +222,8 @@ func (t *Tokenizer) encode(text string, addSpecial bool, byteLevelIDs func(raw s
 	return ids
 }
 
-// Encoder is Encode for one goroutine: it keeps its own cache of the
+// Encoder is Encode for one goroutine of a ByteLevel tokenizer (for
+// others it is Encode): it keeps its own cache of the
 // byte-level pieces it has encoded in a plain map, without the locks of
 // the tokenizer's shared cache (which a profile of memo's data build put
 // at about a third of the CPU). The ids are Encode's. Not safe for
@@ -209,17 +241,27 @@ func (t *Tokenizer) NewEncoder(maxCached int) *Encoder {
 
 // Encode is Tokenizer.Encode.
 func (e *Encoder) Encode(text string, addSpecial bool) []int32 {
+	if !e.t.byteLevel {
+		return e.t.Encode(text, addSpecial)
+	}
 	return e.t.encode(text, addSpecial, e.pieceIDs)
 }
 
 // PieceLen is Tokenizer.PieceLen.
-func (e *Encoder) PieceLen(piece string) int { return len(e.pieceIDs(piece)) }
+func (e *Encoder) PieceLen(piece string) int {
+	if !e.t.byteLevel {
+		return e.t.PieceLen(piece)
+	}
+	return len(e.pieceIDs(piece))
+}
 
 func (e *Encoder) pieceIDs(raw string) []int32 {
 	if ids, ok := e.cache[raw]; ok {
 		return ids
 	}
-	ids := e.t.byteLevelIDs(raw)
+	// Merged here rather than through the shared caches, which would hold a
+	// second copy of every piece the workers hold.
+	ids := e.t.model.(*bpe).merged(byteLevelString(raw))
 	if len(e.cache) < e.max && len(raw) < maxCachedLen {
 		e.cache[strings.Clone(raw)] = ids // raw points into the caller's text
 	}
@@ -279,7 +321,22 @@ func (t *Tokenizer) DecodeBytes(ids []int32, skipSpecial bool) string {
 	if !t.byteLevel {
 		return t.Decode(ids, skipSpecial)
 	}
-	return string(byteLevelBytes(t.tokens(ids, skipSpecial)))
+	keep := func(id int32) bool {
+		return id >= 0 && int(id) < len(t.idBytes) && t.idBytes[id] != nil && !(skipSpecial && t.special[id])
+	}
+	n := 0
+	for _, id := range ids {
+		if keep(id) {
+			n += len(t.idBytes[id])
+		}
+	}
+	buf := make([]byte, 0, n)
+	for _, id := range ids {
+		if keep(id) {
+			buf = append(buf, t.idBytes[id]...)
+		}
+	}
+	return unsafeString(buf)
 }
 
 // tokens are the strings of the ids Decode keeps.
