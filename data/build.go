@@ -330,24 +330,8 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 	return res
 }
 
-// roundTrips reports whether tok.Decode(ids) == text; for memo's own BPE it
-// compares each token's bytes in place instead of building the decoded
-// copy of every document.
+// roundTrips reports whether tok.Decode(ids) == text, without building the
+// decoded copy of every document for a byte-level tokenizer.
 func roundTrips(tok *Tokenizer, ids []int32, text string) bool {
-	m := tok.bpe
-	if m == nil {
-		return tok.Decode(ids) == text
-	}
-	at := 0
-	for _, id := range ids {
-		if id < 0 || int(id) >= len(m.bytes) {
-			continue // Decode skips it
-		}
-		b := m.bytes[id]
-		if len(text)-at < len(b) || text[at:at+len(b)] != string(b) {
-			return false
-		}
-		at += len(b)
-	}
-	return at == len(text)
+	return tok.lib.DecodesTo(ids, text)
 }

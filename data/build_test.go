@@ -561,11 +561,10 @@ func TestKJVDeduplicated(t *testing.T) {
 // does, for ids that decode to the text, to more or less of it, to other
 // bytes, and with ids Decode skips.
 func TestRoundTrips(t *testing.T) {
-	m, err := trainBPE(countPieces([]string{"the cat sat on the mat, the end"}), 260)
+	tok, err := trainBPE(countPieces([]string{"the cat sat on the mat, the end"}), 260)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := &Tokenizer{bpe: m, eos: m.eos}
 	text := "the cat sat on the mat"
 	ids, _ := tok.Encode(text)
 	other, _ := tok.Encode("the cat sat on the hat")
@@ -577,7 +576,7 @@ func TestRoundTrips(t *testing.T) {
 		"ids short":      {ids[:len(ids)-1], text},
 		"text short":     {ids, text[:len(text)-1]},
 		"other bytes":    {other, text},
-		"skipped ids":    {append(append([]int32{-1}, ids...), int32(len(m.bytes)), PadID), text},
+		"skipped ids":    {append(append([]int32{-1}, ids...), int32(tok.VocabSize()), PadID), text},
 		"empty":          {nil, ""},
 		"empty ids":      {nil, text},
 		"text longer":    {ids, text + " "},

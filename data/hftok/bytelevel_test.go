@@ -88,6 +88,9 @@ func TestByteLevel(t *testing.T) {
 		if got := tok.DecodeBytes(ids, false); got != s {
 			t.Fatalf("DecodeBytes(Encode(%q)) = %q", s, got)
 		}
+		if !tok.DecodesTo(ids, s) || len(s) > 0 && tok.DecodesTo(ids, s[1:]) || tok.DecodesTo(ids, s+"x") {
+			t.Fatalf("DecodesTo(Encode(%q)) disagrees with DecodeBytes", s)
+		}
 		if got := enc.Encode(s, false); !slices.Equal(got, ids) {
 			t.Fatalf("Encoder.Encode(%q) = %v, Encode %v", s, got, ids)
 		}

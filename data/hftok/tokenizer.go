@@ -339,6 +339,27 @@ func (t *Tokenizer) DecodeBytes(ids []int32, skipSpecial bool) string {
 	return unsafeString(buf)
 }
 
+// DecodesTo reports whether DecodeBytes(ids, false) == text; for a
+// ByteLevel tokenizer it compares each id's bytes in place instead of
+// building the decoded copy.
+func (t *Tokenizer) DecodesTo(ids []int32, text string) bool {
+	if !t.byteLevel {
+		return t.DecodeBytes(ids, false) == text
+	}
+	at := 0
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.idBytes) || t.idBytes[id] == nil {
+			continue // DecodeBytes drops it
+		}
+		b := t.idBytes[id]
+		if len(text)-at < len(b) || text[at:at+len(b)] != string(b) {
+			return false
+		}
+		at += len(b)
+	}
+	return at == len(text)
+}
+
 // tokens are the strings of the ids Decode keeps.
 func (t *Tokenizer) tokens(ids []int32, skipSpecial bool) []string {
 	toks := make([]string, 0, len(ids))
