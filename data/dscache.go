@@ -299,11 +299,19 @@ func linkRun(entry, dst string, link CacheLink) error {
 // placeFile replaces dst by a hard link to src (through a temporary name,
 // so dst is never missing or partial), or by a copy when linking fails.
 func placeFile(src, dst string) (string, error) {
+	// Already that file (a rebuild from the same cache entry): rename onto
+	// a hard link of the same file does nothing and would leave tmp behind.
+	if a, err := os.Stat(src); err == nil {
+		if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+			return "hardlink", nil
+		}
+	}
 	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.link-%d", filepath.Base(dst), os.Getpid()))
 	_ = os.Remove(tmp)
 	if err := os.Link(src, tmp); err == nil {
-		if err := os.Rename(tmp, dst); err != nil {
-			_ = os.Remove(tmp)
+		err := os.Rename(tmp, dst)
+		_ = os.Remove(tmp) // gone after a rename, unless tmp and dst were one file
+		if err != nil {
 			return "", err
 		}
 		return "hardlink", nil

@@ -384,3 +384,34 @@ func TestOpticksKeyMatchesGoroot(t *testing.T) {
 		t.Errorf("embedded Opticks keyed as %+v, Go's copy as %+v", got, old)
 	}
 }
+
+// Placing a cache file where a hard link to it already is leaves no
+// temporary name behind (rename between two links of one file does
+// nothing), and placing it anew links it.
+func TestPlaceFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "entry.arrow")
+	if err := os.WriteFile(src, []byte("docs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "run", "docs.arrow")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if how, err := placeFile(src, dst); err != nil || how != "hardlink" {
+			t.Fatalf("placeFile #%d: %q, %v", i+1, how, err)
+		}
+	}
+	ents, err := os.ReadDir(filepath.Dir(dst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "docs.arrow" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after placing twice the run's data holds %v, want only docs.arrow", names)
+	}
+}
