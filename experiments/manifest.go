@@ -232,3 +232,7 @@ func currentMachine() Machine {
 	}
 	return m
 }
+
+// CurrentMachine is the machine record manifest.json would get here (memo
+// devices prints it).
+func CurrentMachine() Machine { return currentMachine() }
