@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/train"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -20,6 +21,8 @@ const BucketBytes = 25 << 20
 type Group struct {
 	cfg Config
 	pg  *torchx.ProcessGroup
+	// traffic tallies the bytes each collective moved (see Traffic).
+	traffic map[string]*train.Traffic
 }
 
 // Init discovers this rank (see Discover) and joins the group. A world of
@@ -91,6 +94,7 @@ func (g *Group) AllReduceMean(t []*ts.Tensor) error {
 	if g.pg == nil {
 		return nil
 	}
+	g.count("all-reduce", t, -1)
 	return g.fault("all-reduce", g.pg.AllReduce(t, true, BucketBytes))
 }
 
@@ -99,6 +103,7 @@ func (g *Group) AllReduceSum(t []*ts.Tensor) error {
 	if g.pg == nil {
 		return nil
 	}
+	g.count("all-reduce", t, -1)
 	return g.fault("all-reduce", g.pg.AllReduce(t, false, BucketBytes))
 }
 

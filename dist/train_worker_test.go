@@ -113,8 +113,9 @@ func readReads(path string) ([]int64, error) {
 }
 
 // parityRun is the training run shared by the single-process and the
-// two-rank side of TestTrainParity (steps, mask strategy and accumulation
-// from MEMO_DIST_STEPS, MEMO_DIST_MASK and MEMO_DIST_ACCUM in workers).
+// multi-rank side of TestTrainParity (steps, mask strategy, accumulation
+// and train.shard from MEMO_DIST_STEPS, MEMO_DIST_MASK, MEMO_DIST_ACCUM and
+// MEMO_DIST_SHARD in workers).
 func parityRun(steps int, strategy string, accum int) (train.Config, model.Config, loss.Config) {
 	cfg := train.DefaultConfig()
 	cfg.Steps = steps
@@ -149,6 +150,7 @@ func workerTrain(g *Group) error {
 	}
 	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20), mask, envInt("MEMO_DIST_ACCUM", 1))
 	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
+	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
 	// With MEMO_DIST_READS the rows are read lazily and the positions this
 	// rank read are written there.

@@ -36,11 +36,15 @@ func checkLaunchEnv() error {
 }
 
 // CheckRanks refuses a spec that cannot be trained on n processes — the
-// batch must split evenly into n ranks × train.grad_accum micro-batches —
+// batch must split evenly into n ranks × train.grad_accum micro-batches,
+// and train.shard needs two or more —
 // before any stage runs, rather than when the ranks start training.
 func (s *Spec) CheckRanks(n int) error {
 	if n < 1 {
 		return fmt.Errorf("%d processes: want >= 1", n)
+	}
+	if err := s.Train.CheckShardRanks(n); err != nil {
+		return &ConfigError{File: s.file, Key: "train.shard", Msg: err.Error()}
 	}
 	accum := max(1, s.Train.GradAccum)
 	if s.Train.BatchSize%(n*accum) != 0 {

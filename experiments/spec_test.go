@@ -170,6 +170,23 @@ func TestCheckRanks(t *testing.T) {
 	}
 }
 
+// TestCheckRanksShard: train.shard needs two or more ranks.
+func TestCheckRanksShard(t *testing.T) {
+	spec, err := ParseBytes("x.toml", []byte("[train]\nbatch_size = 8\nshard = \"optimizer\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *ConfigError
+	if err := spec.CheckRanks(1); !errors.As(err, &ce) || ce.Key != "train.shard" || !strings.Contains(err.Error(), "needs 2 or more processes") {
+		t.Errorf("1 rank: %v, want a ConfigError on train.shard", err)
+	}
+	for _, n := range []int{2, 4} {
+		if err := spec.CheckRanks(n); err != nil {
+			t.Errorf("%d ranks: %v", n, err)
+		}
+	}
+}
+
 // [[sweep_points]] add runs to the grid: the matched-tokens control beside
 // a sweep over k is one more point, named after its own keys, training its
 // own model, and sweep.json's columns gain the key only it sets. Its bad

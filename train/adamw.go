@@ -15,19 +15,27 @@ import (
 // computes it, written on tensors so that its moments can be checkpointed:
 // gotch's wrapper of libtorch's optimizer cannot save its state.
 type adamW struct {
-	params      []model.Param
-	m, v        []*ts.Tensor // first and second moments, one per param
-	step        int          // updates taken
+	params []model.Param
+	// m and v are the first and second moments: one per param, or, with a
+	// shard plan, one vector each of the plan's S elements (this rank's range).
+	m, v        []*ts.Tensor
+	plan        *shardPlan // nil: unsharded
+	step        int        // updates taken
 	b1, b2, eps float64
 	decay       float64
 }
 
-func newAdamW(params []model.Param, cfg Config) *adamW {
-	o := &adamW{params: params, b1: cfg.Beta1, b2: cfg.Beta2, eps: cfg.Eps, decay: cfg.WeightDecay}
-	for _, p := range params {
-		o.m = append(o.m, p.Tensor.MustZerosLike(false))
-		o.v = append(o.v, p.Tensor.MustZerosLike(false))
+// newAdamW makes the optimizer of params; with a plan it keeps and updates
+// only the plan's range of them.
+func newAdamW(params []model.Param, cfg Config, plan *shardPlan) *adamW {
+	o := &adamW{params: params, plan: plan, b1: cfg.Beta1, b2: cfg.Beta2, eps: cfg.Eps, decay: cfg.WeightDecay}
+	if plan != nil {
+		dev := params[0].Tensor.MustDevice()
+		o.m = []*ts.Tensor{ts.MustZeros([]int64{plan.per}, plan.dtype, dev)}
+		o.v = []*ts.Tensor{ts.MustZeros([]int64{plan.per}, plan.dtype, dev)}
+		return o
 	}
+	o.m, o.v = fullMoments(params)
 	return o
 }
 
@@ -70,32 +78,44 @@ func clipGrads(gs []*ts.Tensor, clip float64) float64 {
 	return norm
 }
 
-// update takes one AdamW step with learning rate lr on the gradients gs.
+// update takes one AdamW step with learning rate lr on the gradients gs;
+// with a shard plan only on this rank's range of the weights (whose
+// gradients must be the global ones there).
 func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 	o.step++
 	bc1 := 1 - math.Pow(o.b1, float64(o.step))
 	bc2 := 1 - math.Pow(o.b2, float64(o.step))
 	stepSize := lr / bc1
 	invSqrtBC2 := 1 / math.Sqrt(bc2)
+	apply := func(decay bool, w, g, m, v *ts.Tensor) {
+		if decay && o.decay > 0 {
+			torchx.MulScalar_(w, 1-lr*o.decay)
+		}
+		torchx.Lerp_(m, g, 1-o.b1)
+		g2 := g.MustMulScalar(ts.FloatScalar(1-o.b2), false)
+		torchx.MulScalar_(v, o.b2)
+		torchx.Addcmul_(v, g, g2)
+		g2.MustDrop()
+		denom := v.MustSqrt(false)
+		torchx.MulScalar_(denom, invSqrtBC2)
+		torchx.AddScalar_(denom, o.eps)
+		upd := m.MustDiv(denom, false)
+		denom.MustDrop()
+		torchx.MulScalar_(upd, -stepSize)
+		torchx.Add_(w, upd)
+		upd.MustDrop()
+	}
 	torchx.NoGrad(func() {
+		if o.plan != nil {
+			// Elementwise, so a range of a parameter gets the bits the
+			// whole parameter's update would give it.
+			o.plan.eachSeg(o.params, gs, o.m[0], o.v[0], func(s segment, w, g, m, v *ts.Tensor) {
+				apply(o.params[s.param].Decay, w, g, m, v)
+			})
+			return
+		}
 		for i, p := range o.params {
-			g, m, v, w := gs[i], o.m[i], o.v[i], p.Tensor
-			if p.Decay && o.decay > 0 {
-				torchx.MulScalar_(w, 1-lr*o.decay)
-			}
-			torchx.Lerp_(m, g, 1-o.b1)
-			g2 := g.MustMulScalar(ts.FloatScalar(1-o.b2), false)
-			torchx.MulScalar_(v, o.b2)
-			torchx.Addcmul_(v, g, g2)
-			g2.MustDrop()
-			denom := v.MustSqrt(false)
-			torchx.MulScalar_(denom, invSqrtBC2)
-			torchx.AddScalar_(denom, o.eps)
-			upd := m.MustDiv(denom, false)
-			denom.MustDrop()
-			torchx.MulScalar_(upd, -stepSize)
-			torchx.Add_(w, upd)
-			upd.MustDrop()
+			apply(p.Decay, p.Tensor, gs[i], o.m[i], o.v[i])
 		}
 	})
 }
@@ -113,12 +133,9 @@ func zeroGrads(params []model.Param) {
 	})
 }
 
-// state lists the moments under "<param>.exp_avg" and "<param>.exp_avg_sq",
-// PyTorch's names for them.
+// state lists the moments of an unsharded optimizer (a sharded one is
+// gathered by loop.checkpoint) under
+// "<param>.exp_avg" and "<param>.exp_avg_sq", PyTorch's names for them.
 func (o *adamW) state() []checkpoint.Named {
-	out := make([]checkpoint.Named, 0, 2*len(o.params))
-	for i, p := range o.params {
-		out = append(out, checkpoint.Named{Name: p.Name + ".exp_avg", Tensor: o.m[i]}, checkpoint.Named{Name: p.Name + ".exp_avg_sq", Tensor: o.v[i]})
-	}
-	return out
+	return namedMoments(o.params, o.m, o.v)
 }

@@ -58,7 +58,7 @@ func TestAdamWUpdate(t *testing.T) {
 		{Name: "w", Tensor: tensor32(w0, 2, 2), Decay: true},
 		{Name: "n", Tensor: tensor32(n0, 2), Decay: false},
 	}
-	opt := newAdamW(params, cfg)
+	opt := newAdamW(params, cfg, nil)
 	// Element 0 sees a constant gradient, element 3 none at all.
 	wGrads := [][]float64{{0.1, -0.2, 0.3, 0}, {0.1, 0.4, -0.3, 0}, {0.1, -0.05, 0.01, 0}}
 	nGrads := [][]float64{{0.5, -0.5}, {0.5, 2}, {0.5, -1e-3}}
@@ -155,7 +155,7 @@ func TestAdamWDecaysMatricesOnly(t *testing.T) {
 		zeros[i] = p.Tensor.MustZerosLike(false)
 	}
 	// With zero gradients Adam's step is 0/(0+ε) = 0: only the decay moves weights.
-	newAdamW(params, cfg).update(zeros, lr)
+	newAdamW(params, cfg, nil).update(zeros, lr)
 	for i, p := range params {
 		after := values(p.Tensor)
 		scale := 1.0

@@ -158,7 +158,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc), masker: masker, stream: st, block: cfg.Seq,
+	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc, nil), masker: masker, stream: st, block: cfg.Seq,
 		total: cfg.Steps + cfg.Warmup, size: 1}
 	workers := max(1, cfg.Threads)
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)

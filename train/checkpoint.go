@@ -8,6 +8,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch/ts"
 )
 
 // Writing a checkpoint. The checkpoint format (layout, state.json, atomic
@@ -18,6 +19,11 @@ import (
 // checkpoint writes metrics.arrow and a checkpoint of the current step (rank 0).
 func (l *loop) checkpoint() error {
 	l.lastSaved = l.step
+	state, done, err := l.optimizerState()
+	if err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
+	}
+	defer done()
 	if l.rank != 0 {
 		return nil
 	}
@@ -27,12 +33,43 @@ func (l *loop) checkpoint() error {
 	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed}
 	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
-	dir, err := checkpoint.Save(l.runDir, l.g, l.opt.state(), st, l.cfg.KeepCheckpoints)
+	dir, err := checkpoint.Save(l.runDir, l.g, state, st, l.cfg.KeepCheckpoints)
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
 	}
 	slog.Debug("checkpoint", "dir", dir)
 	return nil
+}
+
+// optimizerState is the AdamW moments to save, on rank 0, and what frees
+// them. A sharded optimizer is gathered into full-size moments on rank 0
+// (every rank takes part), so the checkpoint is the one an unsharded run
+// writes and reloads on any number of ranks and any train.shard.
+func (l *loop) optimizerState() ([]checkpoint.Named, func(), error) {
+	o := l.opt
+	if o.plan == nil {
+		if l.rank != 0 {
+			return nil, func() {}, nil
+		}
+		return o.state(), func() {}, nil
+	}
+	var m, v []*ts.Tensor
+	if l.rank == 0 {
+		m, v = fullMoments(o.params)
+	}
+	done := func() { dropAll(m); dropAll(v) }
+	if err := l.sharder.ShardGather(m, o.m[0], o.plan.per, 0); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("gather the optimizer shards: %w", err)
+	}
+	if err := l.sharder.ShardGather(v, o.v[0], o.plan.per, 0); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("gather the optimizer shards: %w", err)
+	}
+	if l.rank != 0 {
+		return nil, done, nil
+	}
+	return namedMoments(o.params, m, v), done, nil
 }
 
 // threadLayout is the workers × libtorch threads a run with train.threads

@@ -58,6 +58,10 @@ type Config struct {
 	InitFrom string `toml:"init_from"`
 	// MatchSupervisedTokens = K (>= 2) makes a standard-loss run (goldfish.k = 0) the equal-supervised-tokens control of goldfish with k = K: it stops at the exact target where it has supervised as many targets as goldfish k = K, with the [goldfish] strategy, h, start and seed, supervises over the full run (same stream and order; the learning-rate schedule spans the shortened run). 0: off.
 	MatchSupervisedTokens int `toml:"match_supervised_tokens"`
+	// Shard is how data-parallel ranks split the training state: "none" (the default: each rank holds all of it), "optimizer" (ZeRO-1: each rank keeps and updates 1/N of the AdamW state, the updated weights all-gathered) or "gradients" (ZeRO-2: as "optimizer", with the gradients reduce-scattered instead of all-reduced). Needs 2 or more processes. "full" (ZeRO-3) is not implemented.
+	Shard string `toml:"shard"`
+	// ShardGroup (hierarchical partitioning within groups of K ranks) is not implemented: 0 only.
+	ShardGroup int `toml:"shard_group"`
 	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
 	NoResume bool `toml:"no_resume"`
 }
@@ -106,6 +110,16 @@ func (c Config) Validate() error {
 	if _, err := model.ParsePrecision(c.Precision, true); err != nil {
 		return fmt.Errorf("train.precision = %q: must be fp32 or bf16-mixed", c.Precision)
 	}
+	switch c.Shard {
+	case "", ShardNone, ShardOptimizer, ShardGradients:
+	case ShardFull:
+		return fmt.Errorf("train.shard = %q: ZeRO-3 (parameters sharded and gathered per layer) is not implemented; implemented: none, optimizer (ZeRO-1), gradients (ZeRO-2)", c.Shard)
+	default:
+		return fmt.Errorf("train.shard = %q: must be none, optimizer (ZeRO-1) or gradients (ZeRO-2)", c.Shard)
+	}
+	if c.ShardGroup != 0 {
+		return fmt.Errorf("train.shard_group = %d: hierarchical partitioning is not implemented (only 0: one partition over all ranks; see docs/SHARDING.md)", c.ShardGroup)
+	}
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("train.device = %q: %w", c.Device, err)
 	}
@@ -134,6 +148,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.clip = %v: must be >= 0 (0 disables clipping)", c.Clip)
 	case c.LogEvery < 1:
 		return fmt.Errorf("train.log_every = %d: must be >= 1", c.LogEvery)
+	}
+	return nil
+}
+
+// sharded reports whether train.shard splits the state over the ranks.
+func (c Config) sharded() bool { return c.Shard != "" && c.Shard != ShardNone }
+
+// CheckShardRanks refuses a train.shard setting that cannot run on n
+// processes: sharding needs at least two.
+func (c Config) CheckShardRanks(n int) error {
+	if c.sharded() && n < 2 {
+		return fmt.Errorf("train.shard = %q: shards the training state over the ranks and needs 2 or more processes (--nproc, torchrun or Slurm), got %d; use \"none\" on one", c.Shard, n)
 	}
 	return nil
 }

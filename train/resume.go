@@ -38,7 +38,7 @@ func (l *loop) restore() error {
 			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
 				return err
 			}
-			if err := loadOptimizer(l.opt, dir, st.Step); err != nil {
+			if err := l.loadOptimizer(dir, st.Step); err != nil {
 				return err
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
@@ -91,12 +91,26 @@ func (l *loop) syncStart() error {
 	for _, p := range l.g.Params() {
 		all = append(all, p.Tensor)
 	}
-	all = append(all, l.opt.m...)
-	all = append(all, l.opt.v...)
+	if l.opt.plan == nil {
+		all = append(all, l.opt.m...)
+		all = append(all, l.opt.v...)
+	}
 	if err := l.group.Broadcast(all, 0); err != nil {
 		return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
 	}
 	v := ints.Int64Values()
+	if p := l.opt.plan; p != nil && v[2] > 0 {
+		// Rank 0 read full moments from the checkpoint (written by any
+		// number of ranks): each rank receives its range of them.
+		m, vv := l.loaded[0], l.loaded[1]
+		defer func() { dropAll(m); dropAll(vv); l.loaded = [2][]*ts.Tensor{} }()
+		if err := l.sharder.ShardScatter(m, l.opt.m[0], p.per, 0); err != nil {
+			return fmt.Errorf("scatter the optimizer state from rank 0: %w", err)
+		}
+		if err := l.sharder.ShardScatter(vv, l.opt.v[0], p.per, 0); err != nil {
+			return fmt.Errorf("scatter the optimizer state from rank 0: %w", err)
+		}
+	}
 	if int(v[3]) != l.total || int(v[4]) != l.stream.perEpoch {
 		return fmt.Errorf("rank %d: rank 0 trains %d steps over %d rows per epoch, this rank %d steps over %d rows: the ranks read different data or configs",
 			l.rank, v[3], v[4], l.total, l.stream.perEpoch)
@@ -107,12 +121,20 @@ func (l *loop) syncStart() error {
 	return nil
 }
 
-// loadOptimizer restores the AdamW moments from dir and sets the step count.
-func loadOptimizer(opt *adamW, dir string, step int) error {
-	if err := checkpoint.ReadInto(filepath.Join(dir, checkpoint.OptimizerFile), opt.state()); err != nil {
+// loadOptimizer restores the AdamW moments from dir and sets the step
+// count. A sharded optimizer's full moments are held in l.loaded until
+// syncStart scatters them to the ranks.
+func (l *loop) loadOptimizer(dir string, step int) error {
+	state := l.opt.state
+	if l.opt.plan != nil {
+		m, v := fullMoments(l.opt.params)
+		l.loaded = [2][]*ts.Tensor{m, v}
+		state = func() []checkpoint.Named { return namedMoments(l.opt.params, m, v) }
+	}
+	if err := checkpoint.ReadInto(filepath.Join(dir, checkpoint.OptimizerFile), state()); err != nil {
 		return err
 	}
-	opt.step = step
+	l.opt.step = step
 	return nil
 }
 

@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if opts.Group != nil {
 		rank, size = opts.Group.Rank(), opts.Group.Size()
 	}
+	if err := cfg.CheckShardRanks(size); err != nil {
+		return err
+	}
 	if cfg.BatchSize%(size*cfg.GradAccum) != 0 {
 		return fmt.Errorf("train.batch_size = %d: must be a multiple of %d processes × train.grad_accum = %d", cfg.BatchSize, size, cfg.GradAccum)
 	}
@@ -143,9 +146,13 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if err := g.SetPrecision(cfg.Precision, true); err != nil {
 		return fmt.Errorf("train.precision: %w", err)
 	}
-	opt := newAdamW(g.Params(), cfg)
+	sharder, plan, err := shardFor(cfg, g, opts.Group, rank, size)
+	if err != nil {
+		return err
+	}
+	opt := newAdamW(g.Params(), cfg, plan)
 	l := &loop{cfg: cfg, g: g, opt: opt, masker: masker, stream: stream, block: block, total: total,
-		rank: rank, size: size, group: opts.Group, runDir: runDir}
+		rank: rank, size: size, group: opts.Group, sharder: sharder, runDir: runDir}
 	// With several ranks only rank 0 reads the run directory; syncStart
 	// hands its state to the others.
 	if rank == 0 {
@@ -173,6 +180,23 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	return l.run(ctx, opts)
 }
 
+// shardFor checks that group can shard the state as cfg asks and cuts the
+// parameters over the ranks; both are nil for train.shard = none.
+func shardFor(cfg Config, g *model.GPT, group Group, rank, size int) (Sharder, *shardPlan, error) {
+	if !cfg.sharded() {
+		return nil, nil, nil
+	}
+	sh, ok := group.(Sharder)
+	if !ok {
+		return nil, nil, fmt.Errorf("train.shard = %q: this process group has no sharded collectives", cfg.Shard)
+	}
+	plan, err := newShardPlan(cfg.Shard, g.Params(), rank, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sh, plan, nil
+}
+
 // loop is one training run's state.
 type loop struct {
 	cfg       Config
@@ -189,7 +213,11 @@ type loop struct {
 	rank      int
 	size      int
 	group     Group
+	sharder   Sharder // the group's sharded collectives (train.shard other than none)
 	runDir    string
+	// loaded holds, on rank 0 of a sharded run that resumes, the
+	// checkpoint's full AdamW moments until syncStart scatters them.
+	loaded [2][]*ts.Tensor
 	metrics   []Metric
 	lastSaved int
 	work      *workers
@@ -221,8 +249,12 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	done := 0
 	for l.step < l.total {
 		if err := ctx.Err(); err != nil {
-			// Interrupted between steps: keep what was done.
-			if l.step > l.lastSaved {
+			// Interrupted between steps: keep what was done. A sharded
+			// run cannot: its checkpoint gathers the optimizer from every
+			// rank, and the others may not have stopped at this step.
+			if l.step > l.lastSaved && l.sharder != nil {
+				slog.Warn("interrupted: a sharded run keeps only its last periodic checkpoint", "step", l.step, "checkpoint", l.lastSaved)
+			} else if l.step > l.lastSaved {
 				l.elapsed = base + time.Since(start).Seconds()
 				if err2 := l.checkpoint(); err2 != nil {
 					return errors.Join(err, err2)

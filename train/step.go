@@ -52,10 +52,17 @@ func (l *loop) trainStep() (Metric, error) {
 			g.MustDrop()
 		}
 	}()
+	reduceScatter := l.opt.plan != nil && l.opt.plan.mode == ShardGradients
 	if l.group != nil && l.size > 1 {
 		// Each rank's share is already normalised by the global kept count:
 		// the sums are the global batch's gradient and statistics.
-		if err := l.group.AllReduceSum(gs); err != nil {
+		if reduceScatter {
+			// Only this rank's range of the gradients is summed: it
+			// updates only that range.
+			if err := l.sharder.ShardReduceScatter(gs, l.opt.plan.per); err != nil {
+				return Metric{}, fmt.Errorf("reduce-scatter gradients: %w", err)
+			}
+		} else if err := l.group.AllReduceSum(gs); err != nil {
 			return Metric{}, fmt.Errorf("all-reduce gradients: %w", err)
 		}
 		st := ts.MustOfSlice(sums.vector())
@@ -66,8 +73,21 @@ func (l *loop) trainStep() (Metric, error) {
 		st.MustDrop()
 	}
 	lr := cfg.lrAt(l.step+1, l.total)
-	gn := clipGrads(gs, cfg.Clip)
+	var gn float64
+	if reduceScatter {
+		if gn, err = clipShard(l.opt.plan, gs, cfg.Clip, l.group); err != nil {
+			return Metric{}, err
+		}
+	} else {
+		gn = clipGrads(gs, cfg.Clip)
+	}
 	l.opt.update(gs, lr)
+	if l.opt.plan != nil {
+		// Each rank updated its range of the weights: give every rank all.
+		if err := l.sharder.ShardAllGather(paramTensors(params), l.opt.plan.per); err != nil {
+			return Metric{}, fmt.Errorf("all-gather updated weights: %w", err)
+		}
+	}
 	return Metric{
 		Step:        int64(l.step + 1),
 		LossKept:    sums.kept / float64(cfg.GradAccum),
@@ -259,6 +279,15 @@ func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nK
 	defer scaled.MustDrop()
 	if err := scaled.Backward(); err != nil {
 		out.err = fmt.Errorf("backward: %w", err)
+	}
+	return out
+}
+
+// paramTensors lists the parameters' tensors.
+func paramTensors(params []model.Param) []*ts.Tensor {
+	out := make([]*ts.Tensor, len(params))
+	for i, p := range params {
+		out[i] = p.Tensor
 	}
 	return out
 }

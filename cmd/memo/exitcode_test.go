@@ -94,6 +94,9 @@ func TestExitCodes(t *testing.T) {
 		{"flags after the spec file are read as flags", []string{"run", "parquet.toml", "--threads", "-4"}, "--threads -4: want >= 0"},
 		{"a batch the ranks cannot split", []string{"config", "warmup.toml", "--nproc", "3", "--set", "train.steps=100"}, "train.batch_size = 16: must be a multiple of 3 processes"},
 		{"warm-up longer than the run", []string{"config", "warmup.toml"}, "warmup.toml:4: train.warmup_steps = 50: must be <= train.steps = 10"},
+		{"a shard setting on one process", []string{"config", "warmup.toml", "--set", "train.steps=100", "--set", "train.shard=optimizer"}, `train.shard = "optimizer": shards the training state over the ranks and needs 2 or more processes`},
+		{"ZeRO-3", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.steps=100", "--set", "train.shard=full"}, `train.shard = "full": ZeRO-3 (parameters sharded and gathered per layer) is not implemented; implemented: none, optimizer (ZeRO-1), gradients (ZeRO-2)`},
+		{"hierarchical partitioning", []string{"config", "warmup.toml", "--nproc", "4", "--set", "train.steps=100", "--set", "train.shard=gradients", "--set", "train.shard_group=2"}, "train.shard_group = 2: hierarchical partitioning is not implemented"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -239,6 +239,8 @@ int fail(char **err, const char *what, const std::exception &e) {
 
 } // namespace
 
+extern "C++" void memo_wait(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w) { waitAlive(p, w); }
+
 int memo_pg_allreduce(memo_pg *p, void **tensors, int n, int64_t bucket_bytes,
                       int divide, char **err) {
   try {

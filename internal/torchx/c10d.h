@@ -36,6 +36,24 @@ int memo_pg_barrier(memo_pg *pg, char **err);
 // when the store itself (served by rank 0) cannot be reached.
 int memo_pg_silent_ranks(memo_pg *pg, int *out, int max, int64_t wait_ms);
 void memo_pg_free(memo_pg *pg);
+
+// Sharded collectives (c10d_shard.cpp): the n tensors, of one dtype, read
+// as one flat vector in list order, of which rank r owns the elements
+// [r*shard, (r+1)*shard). chunk bounds the elements moved per round.
+// memo_pg_shard_allgather copies every rank's owned range into every
+// rank's tensors.
+int memo_pg_shard_allgather(memo_pg *pg, void **tensors, int n, int64_t shard,
+                            int64_t chunk, char **err);
+// memo_pg_shard_reduce_scatter sums the ranks' tensors into each rank's
+// owned range (a ring of send/recv); the rest of the tensors is left
+// holding partial sums.
+int memo_pg_shard_reduce_scatter(memo_pg *pg, void **tensors, int n,
+                                 int64_t shard, int64_t chunk, char **err);
+// memo_pg_shard_root moves each rank's local vector of shard elements to
+// (to_root set) or from root's n tensors, at that rank's owned range;
+// the other ranks pass n = 0.
+int memo_pg_shard_root(memo_pg *pg, void **tensors, int n, void *local,
+                       int64_t shard, int root, int to_root, char **err);
 #ifdef __cplusplus
 }
 #endif

@@ -59,3 +59,6 @@ c10::intrusive_ptr<c10d::TCPStore> memo_open_store(const std::string &addr,
                                                    std::chrono::milliseconds t);
 // memo_start_heartbeat starts the thread that bumps hb/<rank> every second.
 void memo_start_heartbeat(memo_pg *p);
+// memo_wait waits for a collective as c10d.cpp's own do: up to the
+// group's timeout, ended sooner by a peer's missing heartbeat.
+void memo_wait(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w);
