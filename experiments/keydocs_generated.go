@@ -130,6 +130,8 @@ var keyDocs = map[string]string{
 	"train.no_resume":               "NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).",
 	"train.precision":               "Precision is \"fp32\" (the default; bit-identical to memo before the key existed) or \"bf16-mixed\": the linear layers' products in bfloat16 on bfloat16 copies of float32 master weights, with norms, attention, the loss and AdamW's state in float32.",
 	"train.seed":                    "Seed seeds the order of the training stream (each epoch reshuffled).",
+	"train.shard":                   "Shard is how data-parallel ranks split the training state: \"none\" (the default: each rank holds all of it), \"optimizer\" (ZeRO-1: each rank keeps and updates 1/N of the AdamW state, the updated weights all-gathered) or \"gradients\" (ZeRO-2: as \"optimizer\", with the gradients reduce-scattered instead of all-reduced). Needs 2 or more processes. \"full\" (ZeRO-3) is not implemented.",
+	"train.shard_group":             "ShardGroup (hierarchical partitioning within groups of K ranks) is not implemented: 0 only.",
 	"train.steps":                   "Steps is the number of optimizer steps; 0 means Epochs passes over the training stream.",
 	"train.threads":                 "Threads is libtorch's intra-op thread count; 0 keeps libtorch's default.",
 	"train.warmup_steps":            "WarmupSteps is the length of the linear warm-up from 0 to LR.",

@@ -29,6 +29,11 @@ type BenchConfig struct {
 	Device string
 	// Precision is a train.precision value: fp32 (also when empty) or bf16-mixed.
 	Precision string
+	// Group, when set, trains data-parallel on its ranks: Batch is the
+	// global batch, split over them. Every rank runs Bench.
+	Group Group
+	// Shard is a train.shard value (none when empty; others need Group).
+	Shard string
 }
 
 // BenchResult is what `memo bench train --json` prints.
@@ -62,6 +67,35 @@ type BenchResult struct {
 	FirstLoss    float64 `json:"first_loss"`
 	LastLoss     float64 `json:"last_loss"`
 	LastGradNorm float64 `json:"last_grad_norm"`
+	// Nproc is the number of ranks and Shard the train.shard they trained with.
+	Nproc int    `json:"nproc"`
+	Shard string `json:"shard"`
+	// State is rank 0's bytes of parameters, gradients and AdamW state;
+	// Unsharded is what one rank holds with train.shard = none.
+	State     StateBytes `json:"state_bytes"`
+	Unsharded StateBytes `json:"unsharded_state_bytes"`
+	// Collectives are rank 0's collectives per measured step: calls, the
+	// bytes handed to each, and the bytes it sends under the collective's
+	// schedule (Traffic).
+	Collectives []Traffic `json:"collectives_per_step"`
+}
+
+// trafficCounter is a Group that tallies its collectives (dist.Group).
+type trafficCounter interface{ Traffic() []Traffic }
+
+// trafficPerStep is after - before, per step, for the collectives in after.
+func trafficPerStep(before, after []Traffic, steps int) []Traffic {
+	prev := map[string]Traffic{}
+	for _, t := range before {
+		prev[t.Op] = t
+	}
+	out := make([]Traffic, 0, len(after))
+	for _, t := range after {
+		p := prev[t.Op]
+		out = append(out, Traffic{Op: t.Op, Calls: (t.Calls - p.Calls) / int64(steps),
+			PayloadBytes: (t.PayloadBytes - p.PayloadBytes) / int64(steps), SentBytes: (t.SentBytes - p.SentBytes) / float64(steps)})
+	}
+	return out
 }
 
 // MatmulPeak measures this process's fp32 matrix-multiply rate in GFLOP/s
@@ -148,7 +182,21 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	tc := DefaultConfig()
-	tc.BatchSize, tc.GradAccum, tc.Threads = cfg.Batch, 1, cfg.Threads
+	tc.BatchSize, tc.GradAccum, tc.Threads, tc.Shard = cfg.Batch, 1, cfg.Threads, cfg.Shard
+	rank, size := 0, 1
+	if cfg.Group != nil {
+		rank, size = cfg.Group.Rank(), cfg.Group.Size()
+	}
+	if err := tc.CheckShardRanks(size); err != nil {
+		return BenchResult{}, err
+	}
+	if cfg.Batch%size != 0 {
+		return BenchResult{}, fmt.Errorf("bench: batch %d: must be a multiple of the %d processes", cfg.Batch, size)
+	}
+	sharder, plan, err := shardFor(tc, g, cfg.Group, rank, size)
+	if err != nil {
+		return BenchResult{}, err
+	}
 	masker, err := loss.New(loss.Config{Strategy: loss.StrategyNone})
 	if err != nil {
 		return BenchResult{}, err
@@ -158,8 +206,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc, nil), masker: masker, stream: st, block: cfg.Seq,
-		total: cfg.Steps + cfg.Warmup, size: 1}
+	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc, plan), masker: masker, stream: st, block: cfg.Seq,
+		total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group, sharder: sharder}
+	counter, _ := cfg.Group.(trafficCounter)
+	var before []Traffic
 	workers := max(1, cfg.Threads)
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
 	defer l.work.stop()
@@ -168,6 +218,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
 			l.tModel, l.tOpt = 0, 0
+			if counter != nil {
+				before = counter.Traffic()
+			}
 		}
 		t0 := time.Now()
 		m, err := l.trainStep()
@@ -186,6 +239,13 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			all += time.Since(t0)
 		}
 	}
+	var traffic []Traffic
+	if counter != nil {
+		traffic = trafficPerStep(before, counter.Traffic(), cfg.Steps)
+	}
+	state := l.opt.stateBytes()
+	// Unsharded, every rank holds both moments of every parameter.
+	full := StateBytes{Params: state.Params, Grads: state.Grads, Optimizer: 2 * state.Params}
 	n := float64(cfg.Steps)
 	tokPerS := float64(cfg.Batch*cfg.Seq) * n / all.Seconds()
 	fpt := mc.FLOPsPerTokenAt(cfg.Seq)
@@ -196,6 +256,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
+		Nproc: size, Shard: shardName(cfg.Shard), State: state, Unsharded: full, Collectives: traffic,
 	}, nil
 }
 
@@ -255,4 +316,12 @@ func precisionName(p string) string {
 		return model.PrecisionFP32
 	}
 	return p
+}
+
+// shardName is a train.shard value as reported: none when left empty.
+func shardName(s string) string {
+	if s == "" {
+		return ShardNone
+	}
+	return s
 }

@@ -199,25 +199,25 @@ func shardFor(cfg Config, g *model.GPT, group Group, rank, size int) (Sharder, *
 
 // loop is one training run's state.
 type loop struct {
-	cfg       Config
-	g         *model.GPT
-	opt       *adamW
-	masker    loss.Masker
-	stream    *stream
-	val       [][]int32
-	block     int
-	total     int
-	step      int
-	pos       int64 // global rows consumed
-	elapsed   float64
-	rank      int
-	size      int
-	group     Group
-	sharder   Sharder // the group's sharded collectives (train.shard other than none)
-	runDir    string
+	cfg     Config
+	g       *model.GPT
+	opt     *adamW
+	masker  loss.Masker
+	stream  *stream
+	val     [][]int32
+	block   int
+	total   int
+	step    int
+	pos     int64 // global rows consumed
+	elapsed float64
+	rank    int
+	size    int
+	group   Group
+	sharder Sharder // the group's sharded collectives (train.shard other than none)
+	runDir  string
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.
-	loaded [2][]*ts.Tensor
+	loaded    [2][]*ts.Tensor
 	metrics   []Metric
 	lastSaved int
 	work      *workers

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -42,12 +44,15 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
 				"and reports achieved GFLOP/s (6·params + 12·layers·seq·d per token) over that\n" +
-				"peak as MFU, with the time per step in each phase. Writes no files.",
+				"peak as MFU, with the time per step in each phase. With --nproc N the step runs\n" +
+				"on N ranks (train.shard = --shard), and rank 0 also reports its bytes of\n" +
+				"parameters, gradients and AdamW state, and each collective's calls, payload and\n" +
+				"bytes sent per step. Writes no files.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
 				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
@@ -55,9 +60,11 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "batch", Value: 16, Usage: "rows per step `B` (>= 1)"},
 				&cli.IntFlag{Name: "steps", Value: 20, Usage: "measured optimizer steps `N` (>= 1), after 2 unmeasured warm-up steps"},
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "train.precision `P`: fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
-				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
+				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` per rank (0: libtorch's default; with --nproc, the cores divided among the ranks)"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the random tokens"},
 				benchDeviceFlag(),
+				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
+				&cli.StringFlag{Name: "shard", Value: train.ShardNone, Usage: "train.shard `S`: " + strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			},
 			Action: runBenchTrain,
@@ -251,10 +258,45 @@ func runBenchTrain(c *cli.Context) error {
 	if _, err := model.ParsePrecision(c.String("precision"), true); err != nil {
 		return usageError("bench train: --precision: %v", err)
 	}
-	res, err := train.Bench(train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
-		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device")})
+	n, shard := c.Int("nproc"), c.String("shard")
+	tc := train.DefaultConfig()
+	tc.Shard = shard
+	if err := tc.Validate(); err != nil {
+		return usageError("bench train: --shard: %v", err)
+	}
+	if n < 1 {
+		return usageError("bench train: --nproc %d: must be >= 1", n)
+	}
+	if err := tc.CheckShardRanks(n); err != nil {
+		return usageError("bench train: --shard %s: needs --nproc >= 2", shard)
+	}
+	if c.Int("batch")%n != 0 {
+		return usageError("bench train: --batch %d: must be a multiple of --nproc %d", c.Int("batch"), n)
+	}
+	if n > 1 && !dist.Launched() {
+		return launchBenchTrain(c, n)
+	}
+	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
+		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard}
+	var group *dist.Group
+	if n > 1 {
+		g, err := dist.Init(c.Context, dist.Unset())
+		if err != nil {
+			return err
+		}
+		group, bc.Group = g, g
+	}
+	res, err := train.Bench(bc)
 	if err != nil {
 		return err
+	}
+	if group != nil {
+		if err := group.Close(); err != nil {
+			return err
+		}
+		if group.Rank() != 0 {
+			return nil
+		}
 	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
@@ -264,6 +306,46 @@ func runBenchTrain(c *cli.Context) error {
 	fmt.Printf("throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	if res.Nproc > 1 {
+		st, un := res.State, res.Unsharded
+		fmt.Printf("rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B; padding %d elements)\n",
+			res.Nproc, res.Shard, st.Params, st.Grads, st.Optimizer, un.Optimizer, st.Padding)
+		for _, t := range res.Collectives {
+			fmt.Printf("per step     %-15s %d calls, %d B handed, %.0f B sent\n", t.Op, t.Calls, t.PayloadBytes, t.SentBytes)
+		}
+	}
+	return nil
+}
+
+// launchBenchTrain runs this bench train command as n ranks on loopback
+// and prints rank 0's output (the others print nothing), without the
+// launcher's "[rank 0] " prefix, so --json stays one JSON object.
+func launchBenchTrain(c *cli.Context, n int) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	argv := []string{"bench", "train"}
+	for _, f := range []string{"preset", "vocab", "seq", "batch", "steps", "precision", "device", "seed", "nproc", "shard"} {
+		argv = append(argv, "--"+f, c.String(f))
+	}
+	threads := c.Int("threads")
+	if threads == 0 {
+		threads = max(1, runtime.NumCPU()/n)
+	}
+	argv = append(argv, "--threads", strconv.Itoa(threads))
+	if c.Bool("json") {
+		argv = append(argv, "--json")
+	}
+	var out strings.Builder
+	if err := dist.LaunchExe(c.Context, n, exe, argv, dist.LaunchOptions{Stdout: &out}); err != nil {
+		return fmt.Errorf("bench train on %d processes: %w", n, err)
+	}
+	for _, line := range strings.SplitAfter(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "[rank 0] "); ok {
+			fmt.Print(rest)
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/train"
 )
 
 // TestBenchDecodeCLI runs `memo bench decode --json` on a tiny model in each
@@ -140,5 +142,52 @@ func TestBenchCorpusBadSize(t *testing.T) {
 	r := execMemo(t, exe, dir, "bench", "corpus", "--bytes", "lots", "--out", filepath.Join(dir, "c.jsonl"))
 	if r.code != 2 || !strings.Contains(r.stderr, `--bytes "lots"`) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("exit %d, stderr %q; want 2 and one line naming --bytes", r.code, r.stderr)
+	}
+}
+
+// TestBenchTrainShard runs `memo bench train --nproc 2 --shard S --json`:
+// rank 0's AdamW state is its S = ceil(P/2) elements of each moment (P
+// the parameters' elements, padding 2S - P), the weights are all-gathered
+// once a step ((N-1)·S elements sent), and under "gradients" the
+// gradients are reduce-scattered, leaving the all-reduce only the step's
+// loss and count statistics.
+func TestBenchTrainShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on two processes (-short)")
+	}
+	exe := buildMemo(t)
+	for _, shard := range []string{"optimizer", "gradients"} {
+		t.Run(shard, func(t *testing.T) {
+			r := execMemo(t, exe, t.TempDir(), "bench", "train", "--preset", "tiny", "--vocab", "64", "--seq", "8",
+				"--batch", "4", "--steps", "2", "--threads", "1", "--nproc", "2", "--shard", shard, "--json")
+			if r.code != 0 {
+				t.Fatalf("exit code %d; stderr %s", r.code, r.stderr)
+			}
+			var got train.BenchResult
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
+			}
+			p := got.State.Params / 4 // float32 elements
+			per := (p + 1) / 2
+			if got.Nproc != 2 || got.Shard != shard || got.State.Optimizer != 2*per*4 || got.Unsharded.Optimizer != 2*p*4 || got.State.Padding != 2*per-p {
+				t.Errorf("nproc %d shard %q, state %+v, unsharded %+v; want 2, %q, optimizer %d B of %d, padding %d",
+					got.Nproc, got.Shard, got.State, got.Unsharded, shard, 2*per*4, 2*p*4, 2*per-p)
+			}
+			ops := map[string]train.Traffic{}
+			for _, c := range got.Collectives {
+				ops[c.Op] = c
+			}
+			if ag := ops["all-gather"]; ag.Calls != 1 || ag.SentBytes != float64(per*4) {
+				t.Errorf("all-gather per step %+v; want 1 call sending %d B", ag, per*4)
+			}
+			rs, ar := ops["reduce-scatter"], ops["all-reduce"]
+			switch {
+			case shard == "gradients" && (rs.Calls != 1 || rs.SentBytes != float64(per*4) || ar.PayloadBytes >= 1000):
+				t.Errorf("reduce-scatter %+v, all-reduce %+v; want the gradients reduce-scattered (%d B sent), not all-reduced", rs, ar, per*4)
+			case shard == "optimizer" && (rs.Calls != 0 || ar.PayloadBytes < p*4):
+				t.Errorf("reduce-scatter %+v, all-reduce %+v; want the gradients all-reduced", rs, ar)
+			}
+			t.Logf("%s: state %+v of %+v; collectives %+v", shard, got.State, got.Unsharded, got.Collectives)
+		})
 	}
 }
