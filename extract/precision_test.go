@@ -7,9 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
 )
 
 // An attack in bf16 scores the same documents within bf16's rounding of
@@ -67,5 +72,33 @@ func TestAttackPrecision(t *testing.T) {
 	err = Run(ctx, fp16, dir, ds, filepath.Join(t.TempDir(), "fp16.arrow"))
 	if err != nil && !strings.Contains(err.Error(), "float16") {
 		t.Errorf("fp16 on the CPU: %v, want an error naming float16", err)
+	}
+}
+
+// extract --model with a model whose vocabulary is smaller than the
+// dataset's tokenizer is bad input (exit 2 through the CLI), refused
+// before any document is attacked.
+func TestSmallerVocabularyIsBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a dataset")
+	}
+	_, ds, tok := trainTiny(t, func(d *data.Config) {
+		d.Targets, d.Controls, d.Validation, d.Background = 3, 3, 2, 6
+		d.Repetitions, d.ChunkTokens, d.MinTokens = 2, 64, 40
+	}, func(c *train.Config) {
+		c.Steps, c.Block, c.BatchSize, c.WarmupSteps = 2, 64, 8, 1
+	})
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), model.Config{Preset: "nano", Vocab: tok.VocabSize() / 2, Context: 128, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := checkpoint.Save(t.TempDir(), g, nil, checkpoint.State{Step: 1, TotalSteps: 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "c.arrow")
+	err = Run(context.Background(), DefaultConfig(), small, ds, out)
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "not the model of this dataset") {
+		t.Fatalf("attack with a %d-token model on a %d-token dataset: %v; want bad input naming the mismatch", tok.VocabSize()/2, tok.VocabSize(), err)
 	}
 }
