@@ -1,11 +1,9 @@
 package checkpoint
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/memo-research/memo/internal/filehash"
 	"os"
 	"path/filepath"
 	"sort"
@@ -145,7 +143,7 @@ func Save(runDir string, g *model.GPT, optimizer []Named, st State, keep int) (s
 		if st.SHA256[f] != "" {
 			continue
 		}
-		sum, err := fileSHA256(filepath.Join(tmp, f))
+		sum, err := filehash.SHA256(filepath.Join(tmp, f))
 		if err != nil {
 			return "", err
 		}
@@ -190,19 +188,6 @@ func stepDirs(root string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func writeJSON(path string, v any) error {

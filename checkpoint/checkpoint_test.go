@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"github.com/memo-research/memo/internal/filehash"
 	"math"
 	"os"
 	"os/exec"
@@ -382,7 +383,7 @@ func TestWriteTensorsFromStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := fileSHA256(path); sum != want {
+	if want, _ := filehash.SHA256(path); sum != want {
 		t.Errorf("digest while writing %s, file's %s", sum, want)
 	}
 	f, err := safetensors.Open(path)

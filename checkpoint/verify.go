@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/memo-research/memo/internal/filehash"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ func Verify(dir string) (State, error) {
 		if !ok {
 			return st, fmt.Errorf("checkpoint %s: %s records no sha256 for %s", dir, StateFile, f)
 		}
-		got, err := fileSHA256(filepath.Join(dir, f))
+		got, err := filehash.SHA256(filepath.Join(dir, f))
 		if err != nil {
 			return st, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/memo-research/memo/internal/filehash"
 	"io"
 	"log/slog"
 	"os"
@@ -168,16 +169,11 @@ func sha256Hex(b []byte) string {
 }
 
 func checkSHA(path, want string) error {
-	f, err := os.Open(path)
+	got, err := filehash.SHA256(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+	if got != want {
 		return fmt.Errorf("%s has sha256 %s, pinned %s", path, got, want)
 	}
 	return nil

@@ -1,10 +1,8 @@
 package experiments
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
+	"github.com/memo-research/memo/internal/filehash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,7 +86,7 @@ func stageOutputs(dir string, before, after map[string]Output) (map[string]Outpu
 			continue
 		}
 		if a.SHA256 == "" && a.Size <= hashLimit {
-			sum, err := fileDigest(filepath.Join(dir, filepath.FromSlash(rel)))
+			sum, err := filehash.SHA256(filepath.Join(dir, filepath.FromSlash(rel)))
 			if err != nil {
 				return nil, err
 			}
@@ -123,7 +121,7 @@ func brokenOutput(dir string, outs map[string]Output) string {
 		case info.Size() != want.Size:
 			return fmt.Sprintf("%s has %d bytes, the stage wrote %d", rel, info.Size(), want.Size)
 		case want.SHA256 != "":
-			if got, err := fileDigest(p); err != nil || got != want.SHA256 {
+			if got, err := filehash.SHA256(p); err != nil || got != want.SHA256 {
 				return rel + " changed since the stage wrote it"
 			}
 		}
@@ -144,17 +142,4 @@ func sameOutputs(a, b map[string]Output) bool {
 		}
 	}
 	return true
-}
-
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
