@@ -225,7 +225,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: precisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
@@ -240,12 +240,4 @@ func deviceName(d string) string {
 		return "cpu"
 	}
 	return d
-}
-
-// precisionName is a precision as reported: fp32 when left empty.
-func precisionName(p string) string {
-	if p == "" {
-		return model.PrecisionFP32
-	}
-	return p
 }

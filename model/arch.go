@@ -402,10 +402,6 @@ func (a *Arch) layout(c Config) []tensorSpec {
 	return out
 }
 
-// headNames are the names an untied head may have in any family, which a
+// headName is the untied head's tensor name in this family, which a
 // tied model's files may still carry as a copy of the embedding.
 func (a *Arch) headName() string { return a.Names.Head + ".weight" }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
-
-func joinComma(s []string) string { return strings.Join(s, ",") }

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Gemma 2: embeddings scaled by sqrt(dim), RMSNorm with gain 1+w both
 // before and after each branch, a tanh-GELU gated MLP, attention scores
@@ -101,7 +104,7 @@ func fromHFGemma(h *hfReader, pattern int) (Config, error) {
 				types[i] = "full"
 			}
 		}
-		c.LayerTypes = joinComma(types)
+		c.LayerTypes = strings.Join(types, ",")
 	}
 	return c, nil
 }

@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // GPT-2 (GPT2LMHeadModel): learned position embeddings, LayerNorm with
 // bias before each branch, q|k|v in one Conv1D projection (weights stored
 // [in, out]), a tanh-GELU MLP, biases everywhere, the head tied to the
@@ -63,10 +65,10 @@ func init() {
 // learnedPositions refuses what only rotary families have.
 func learnedPositions(c Config) error {
 	if c.RopeScaling != "" || c.LocalRopeTheta != 0 || c.RotaryPct != 1 {
-		return errorf("model.rope_scaling, local_rope_theta, rotary_pct: arch %s has learned positions, no rotary embedding", c.Arch)
+		return fmt.Errorf("model.rope_scaling, local_rope_theta, rotary_pct: arch %s has learned positions, no rotary embedding", c.Arch)
 	}
 	if c.KVHeads != c.Heads {
-		return errorf("model.kv_heads = %d: arch %s has one key/value head per query head (%d)", c.KVHeads, c.Arch, c.Heads)
+		return fmt.Errorf("model.kv_heads = %d: arch %s has one key/value head per query head (%d)", c.KVHeads, c.Arch, c.Heads)
 	}
 	return wholeRotary(c)
 }

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // GPT-NeoX (Pythia): LayerNorm with bias, one fused q|k|v projection laid
 // out head by head, rotary on the first rotary_pct of each head, an
@@ -91,8 +94,8 @@ func hasRopeKey(h *hfReader, key string) bool {
 	if !ok {
 		return false
 	}
-	var rp map[string]any
-	if json_ := jsonObject(msg, &rp); !json_ {
+	var rp map[string]json.RawMessage
+	if json.Unmarshal(msg, &rp) != nil {
 		return false
 	}
 	_, ok = rp[key]

@@ -439,8 +439,3 @@ func writeLayerTypes(c Config, out map[string]any, key string, full, sliding str
 	}
 	out[key] = types
 }
-
-// jsonObject decodes msg into v and reports whether it was an object.
-func jsonObject(msg json.RawMessage, v *map[string]any) bool {
-	return json.Unmarshal(msg, v) == nil && *v != nil
-}

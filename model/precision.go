@@ -76,6 +76,14 @@ func (g *GPT) SetPrecision(p string, training bool) error {
 	return nil
 }
 
+// PrecisionName is a precision as reported: fp32 when left empty.
+func PrecisionName(p string) string {
+	if p == "" {
+		return PrecisionFP32
+	}
+	return p
+}
+
 // Precision is the dtype g's products compute in (gotch.Float unless
 // SetPrecision chose another).
 func (g *GPT) Precision() gotch.DType {

@@ -252,7 +252,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	gflops := tokPerS * fpt / 1e9
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
-		Threads: workers, Device: deviceName(dev), Precision: precisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		Threads: workers, Device: deviceName(dev), Precision: model.PrecisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
@@ -309,14 +309,6 @@ func (r randomSource) TrainRows(block int, seed int64) ([][]int32, error) {
 }
 
 func (r randomSource) ValRows(int) ([][]int32, error) { return nil, nil }
-
-// precisionName is a precision as reported: fp32 when left empty.
-func precisionName(p string) string {
-	if p == "" {
-		return model.PrecisionFP32
-	}
-	return p
-}
 
 // shardName is a train.shard value as reported: none when left empty.
 func shardName(s string) string {
