@@ -241,3 +241,80 @@ func deviceName(d string) string {
 	}
 	return d
 }
+
+// ScoreBenchResult is what `memo bench score --json` prints: the rate of
+// teacher-forced scoring, the pass behind every loss-based membership
+// score, in tokens scored per second (Batch·Seq per run).
+type ScoreBenchResult struct {
+	Preset     string  `json:"preset"`
+	ModelDir   string  `json:"model_dir,omitempty"`
+	Params     int64   `json:"params"`
+	Vocab      int     `json:"vocab"`
+	Seq        int     `json:"seq"`
+	Batch      int     `json:"batch"`
+	Device     string  `json:"device"`
+	Precision  string  `json:"precision"`
+	Threads    int     `json:"threads"`
+	Reps       int     `json:"reps"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	RunS       float64 `json:"run_s"`
+	// MeanNLL is the measured runs' mean token NLL, to compare precisions
+	// and devices on the same weights and rows.
+	MeanNLL float64 `json:"mean_nll"`
+}
+
+// BenchScore scores cfg.Batch random rows of cfg.Prefix + 1 tokens (the
+// NLL of cfg.Prefix tokens each) with model.GPT.TokenNLL, which eval's
+// scores use: one forward pass, the log-softmax over the vocabulary in
+// float32, every token's NLL copied back. cfg.Warmup runs, then cfg.Reps
+// measured ones. It writes no files.
+func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cfg.Prefix < 1 || cfg.Batch < 1 || cfg.Reps < 1 || cfg.Warmup < 0 {
+		return ScoreBenchResult{}, fmt.Errorf("bench score: seq %d, batch %d, reps %d: each must be >= 1 (warm-up %d >= 0)",
+			cfg.Prefix, cfg.Batch, cfg.Reps, cfg.Warmup)
+	}
+	torchx.Init(cfg.Threads, uint64(cfg.Seed))
+	cfg.Suffix = 1 // rows of Prefix + 1 tokens
+	g, err := benchModel(cfg)
+	if err != nil {
+		return ScoreBenchResult{}, err
+	}
+	mc := g.Config()
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x73636f7265)) // "score"
+	rows := make([][]int32, cfg.Batch)
+	for i := range rows {
+		rows[i] = make([]int32, cfg.Prefix+1)
+		for j := range rows[i] {
+			rows[i][j] = int32(rng.IntN(mc.Vocab))
+		}
+	}
+	var all time.Duration
+	var sum float64
+	var count int
+	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
+		t0 := time.Now()
+		nll, err := g.TokenNLL(rows)
+		if err != nil {
+			return ScoreBenchResult{}, fmt.Errorf("bench score: %w", err)
+		}
+		torchx.Collect()
+		if r < cfg.Warmup {
+			continue
+		}
+		all += time.Since(t0)
+		for _, row := range nll {
+			for _, v := range row {
+				sum += float64(v)
+				count++
+			}
+		}
+	}
+	n := float64(cfg.Reps)
+	return ScoreBenchResult{
+		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Prefix, Batch: cfg.Batch,
+		Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		TokensPerS: float64(cfg.Batch*cfg.Prefix) * n / all.Seconds(), RunS: all.Seconds() / n, MeanNLL: sum / float64(count),
+	}, nil
+}

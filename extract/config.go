@@ -95,7 +95,7 @@ type Config struct {
 	Checkpoints any `toml:"checkpoints" json:"checkpoints,omitempty"`
 	// Reference is an optional reference model for the loss-difference attack: a run or checkpoint directory, or "hf:DIR" (a Hugging Face model), with the same tokenizer. Its per-document loss fills the ref_loss column.
 	Reference string `toml:"reference" json:"reference"`
-	// Precision is "fp32" (the default), "bf16" or "fp16": the attacked and reference models' linear layers hold their weights and compute their products in that dtype; norms, attention, softmax and the scores stay float32. fp16 needs a device whose libtorch multiplies float16 (not Debian's CPU libtorch).
+	// Precision is "fp32" (the default), "bf16" or "fp16": the attacked and reference models' linear layers hold their weights and compute their products in that dtype, and so does attention where libtorch has its fused kernel (2.1 and later: on a GPU, or a CPU built against a pip PyTorch); norms, the softmax over the vocabulary and the scores stay float32. fp16 needs a device whose libtorch multiplies float16 (not Debian's CPU libtorch).
 	Precision string `toml:"precision" json:"precision,omitempty"`
 	// RecallPrefix is the length in tokens of ReCaLL's non-member prefix
 	// (Xie et al. 2024), the opening of the first control document (lowest

@@ -113,3 +113,61 @@ func TestGemma2AttentionSoftcap(t *testing.T) {
 		}
 	})
 }
+
+// Attention in bf16 through libtorch's fused kernel (2.1 and later: what
+// bf16-mixed training and bf16 inference take on a GPU) must agree with
+// float32 attention to bfloat16's precision, with the kernel's own causal
+// mask, with a padded per-row mask and with a sliding-window [T,T] mask;
+// and fp32 or a soft-capped model must not take it. Skipped where libtorch
+// lacks the kernel (Debian's 1.13).
+func TestReducedAttentionMatchesFloat(t *testing.T) {
+	if !torchx.FusedAttentionAvailable() {
+		t.Skip("this libtorch has no scaled_dot_product_attention (1.13): attention stays float32")
+	}
+	dev := gotch.CPU
+	if gotch.CUDA.IsAvailable() {
+		dev = gotch.CudaBuilder(0)
+	}
+	torchx.NoGrad(func() {
+		const n = 96
+		scale := 1 / math.Sqrt(32)
+		rnd := func() *ts.Tensor {
+			return ts.MustRandn([]int64{2, 4, n, 32}, gotch.Float, gotch.CPU).MustTo(dev, true)
+		}
+		q, k, v := rnd(), rnd(), rnd()
+		g := &GPT{device: dev, compute: gotch.BFloat16}
+		causal := g.newCausalMask(n, 0).MustTo(dev, true)
+		window := g.newCausalMask(n, 16).MustTo(dev, true)
+		padded := causalRowMask(t, []int{0, 13}, n).MustTo(dev, true)
+		for _, tc := range []struct {
+			name       string
+			mask       *ts.Tensor
+			fullCausal bool
+		}{{"causal", causal, true}, {"padded", padded, true}, {"window", window, false}} {
+			got, ok := g.reducedAttention(q, k, v, tc.mask, scale, tc.fullCausal, false)
+			if !ok {
+				t.Fatalf("%s: the fused kernel did not run", tc.name)
+			}
+			if got.DType() != gotch.BFloat16 {
+				t.Errorf("%s: result dtype %v, want bfloat16", tc.name, got.DType())
+			}
+			want := attention(q, k, v, tc.mask, scale, 0)
+			gotF := got.MustTotype(gotch.Float, true)
+			// Random unit vectors: outputs of size ~0.3; bf16 keeps 8 bits.
+			if d := maxAbsDiff(gotF, want); d > 3e-2 {
+				t.Errorf("%s: bf16 fused attention differs from float32 by %g", tc.name, d)
+			}
+		}
+		if _, ok := g.reducedAttention(q, k, v, causal, scale, true, true); ok {
+			t.Error("an approximate-inference cache took the fused kernel")
+		}
+		g32 := &GPT{device: dev, compute: gotch.Float}
+		if _, ok := g32.reducedAttention(q, k, v, causal, scale, true, false); ok {
+			t.Error("fp32 took the bf16 kernel")
+		}
+		capped := &GPT{device: dev, compute: gotch.BFloat16, cfg: Config{AttnSoftcap: 50}}
+		if _, ok := capped.reducedAttention(q, k, v, causal, scale, true, false); ok {
+			t.Error("a soft-capped model took the fused kernel, which has no cap")
+		}
+	})
+}

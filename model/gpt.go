@@ -453,7 +453,12 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		}
 		t = 1
 	}
-	att := s.keep(attentionOf(li, q, k, v, mask, scale, c.AttnSoftcap, cache)) // [B,H,T,hd]
+	approx := cache != nil && cache.approx != nil
+	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, approx)
+	if !fused {
+		att = attentionOf(li, q, k, v, mask, scale, c.AttnSoftcap, cache)
+	}
+	s.keep(att) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
 	return g.linear(merged, out.w, out.b) // [B,T,d]
 }

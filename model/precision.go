@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -16,13 +17,15 @@ const (
 	PrecisionFP32 = "fp32"
 	// PrecisionBF16Mixed is mixed-precision training: the linear layers'
 	// products (the LM head's too) run in bfloat16 on bfloat16 copies of
-	// float32 master weights, which the optimizer updates; norms,
-	// attention, softmax, the loss and the optimizer state stay float32,
-	// as torch.autocast's bf16 policy leaves them.
+	// float32 master weights, which the optimizer updates; attention runs
+	// in bfloat16 too where libtorch has its fused kernel (2.1 and later,
+	// see reducedAttention); norms, the loss and the optimizer state stay
+	// float32, as torch.autocast's bf16 policy leaves them.
 	PrecisionBF16Mixed = "bf16-mixed"
 	// PrecisionBF16 and PrecisionFP16 are inference precisions: the linear
 	// layers' weights are held in that dtype and their products computed
-	// in it; everything else stays float32.
+	// in it, as is attention where libtorch has its fused kernel;
+	// everything else stays float32.
 	PrecisionBF16 = "bf16"
 	PrecisionFP16 = "fp16"
 )
@@ -122,6 +125,38 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D bool) *ts.Tensor {
 		return y
 	}
 	return y.MustTotype(gotch.Float, true)
+}
+
+// reducedAttention is attention in g's reduced precision (bf16-mixed,
+// bf16, fp16) through libtorch's fused scaled_dot_product_attention, as
+// torch.autocast runs it: q, k, v and the mask cast to that dtype, the
+// [T,S] scores never stored on a GPU. fullCausal says the mask, when it is
+// the shared 2-D one, is the plain causal mask (no sliding window), which
+// the kernel then applies itself. ok is false, nothing computed, in fp32,
+// with Gemma 2's soft-capping (the kernel has no cap), under an
+// approximate-inference method (which reads the scores), or when this
+// libtorch lacks the kernel (Debian's 1.13): the caller's attention runs
+// in float32 then.
+func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCausal, approx bool) (*ts.Tensor, bool) {
+	dt := g.Precision()
+	if dt == gotch.Float || g.cfg.AttnSoftcap > 0 || approx || !torchx.FusedAttentionAvailable() {
+		return nil, false
+	}
+	var s scope
+	defer s.drop()
+	cast := func(x *ts.Tensor) *ts.Tensor {
+		if x.DType() == dt {
+			return x
+		}
+		return s.keep(x.MustTotype(dt, false))
+	}
+	causal := false
+	if mask != nil && mask.Dim() == 2 && fullCausal && q.MustSize()[2] == k.MustSize()[2] {
+		causal, mask = true, nil
+	} else if mask != nil {
+		mask = cast(mask)
+	}
+	return torchx.FusedAttention(cast(q), cast(k), cast(v), mask, scale, causal)
 }
 
 // probed caches productsWork's answers by dtype and device.

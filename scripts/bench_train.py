@@ -3,8 +3,10 @@
 
 Optional: needs PyTorch. Never run by tests or CI (scripts/gpu-check.sh runs it
 when python3 imports torch). It builds memo's llama layout (RMSNorm, rotary
-rotate-half, SwiGLU, tied LM head, N(0, 0.02) weights) at a preset's size as a
-torch.nn.Module and trains it on random tokens as `memo bench train` does:
+rotate-half, SwiGLU, tied LM head, N(0, 0.02) weights) at a preset's size, or
+the shape --dim/--layers/--heads/--kv-heads/--ffn/--untied give (as `memo bench
+train` takes them; TinyLlama-1.1B: --dim 2048 --layers 22 --heads 32 --kv-heads 4
+--ffn 5632 --vocab 32000 --untied), as a torch.nn.Module and trains it on random tokens as `memo bench train` does:
 --batch rows of --seq tokens per step, forward, cross-entropy, backward,
 gradient clipping at 1.0 and AdamW (lr 3e-4, weight decay 0.1), 2 unmeasured
 warm-up steps, then --steps measured ones. It prints the JSON fields of
@@ -39,19 +41,22 @@ class RMSNorm(torch.nn.Module):
 
 
 class Block(torch.nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, kv_heads, ffn):
         super().__init__()
-        self.heads, self.hd = heads, dim // heads
+        self.heads, self.kv, self.hd = heads, kv_heads, dim // heads
         self.n1, self.n2 = RMSNorm(dim), RMSNorm(dim)
         lin = lambda i, o: torch.nn.Linear(i, o, bias=False)
-        self.q, self.k, self.v, self.o = lin(dim, dim), lin(dim, dim), lin(dim, dim), lin(dim, dim)
-        f = ffn_size(dim)
-        self.gate, self.up, self.down = lin(dim, f), lin(dim, f), lin(f, dim)
+        kvd = kv_heads * self.hd
+        self.q, self.k, self.v, self.o = lin(dim, dim), lin(dim, kvd), lin(dim, kvd), lin(dim, dim)
+        self.gate, self.up, self.down = lin(dim, ffn), lin(dim, ffn), lin(ffn, dim)
 
     def forward(self, x, cos, sin):
         b, t, _ = x.shape
         h = self.n1(x)
-        q, k, v = (m(h).view(b, t, self.heads, self.hd).transpose(1, 2) for m in (self.q, self.k, self.v))
+        q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k, v = (m(h).view(b, t, self.kv, self.hd).transpose(1, 2) for m in (self.k, self.v))
+        if self.kv < self.heads:  # grouped-query attention, as transformers' repeat_kv
+            k, v = (z.repeat_interleave(self.heads // self.kv, dim=1) for z in (k, v))
         rot = lambda z: z * cos + torch.cat([-z[..., self.hd // 2:], z[..., :self.hd // 2]], -1) * sin
         a = F.scaled_dot_product_attention(rot(q), rot(k), v, is_causal=True)
         x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
@@ -60,11 +65,12 @@ class Block(torch.nn.Module):
 
 
 class Model(torch.nn.Module):
-    def __init__(self, vocab, dim, layers, heads, seq):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, ffn, untied, seq):
         super().__init__()
         self.embed = torch.nn.Embedding(vocab, dim)
-        self.blocks = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.blocks = torch.nn.ModuleList(Block(dim, heads, kv_heads, ffn) for _ in range(layers))
         self.norm = RMSNorm(dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False) if untied else None
         for p in self.parameters():
             if p.dim() == 2:
                 torch.nn.init.normal_(p, std=0.02)
@@ -78,13 +84,19 @@ class Model(torch.nn.Module):
         x = self.embed(ids)
         for blk in self.blocks:
             x = blk(x, self.cos, self.sin)
-        return F.linear(self.norm(x), self.embed.weight)
+        return F.linear(self.norm(x), self.head.weight if self.head is not None else self.embed.weight)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="small", choices=sorted(PRESETS))
     ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--dim", type=int, default=0, help="model width (with --layers, --heads) instead of --preset")
+    ap.add_argument("--layers", type=int, default=0)
+    ap.add_argument("--heads", type=int, default=0)
+    ap.add_argument("--kv-heads", type=int, default=0, help="0: --heads")
+    ap.add_argument("--ffn", type=int, default=0, help="0: 8d/3 rounded up to a multiple of 8")
+    ap.add_argument("--untied", action="store_true")
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=20)
@@ -98,8 +110,8 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     dev = torch.device(a.device)
-    dim, layers, heads = PRESETS[a.preset]
-    m = Model(a.vocab, dim, layers, heads, a.seq).to(dev)
+    dim, layers, heads = (a.dim, a.layers, a.heads) if a.dim else PRESETS[a.preset]
+    m = Model(a.vocab, dim, layers, heads, a.kv_heads or heads, a.ffn or ffn_size(dim), a.untied, a.seq).to(dev)
     opt = torch.optim.AdamW(m.parameters(), lr=3e-4, weight_decay=0.1, fused=a.fused or None)
     gen = torch.Generator().manual_seed(a.seed)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)

@@ -3,7 +3,7 @@
 # per check (PASS, FAIL or SKIP, the check, what it saw) and exits 1 if any
 # check failed, 2 on bad usage.
 #
-#   scripts/gpu-check.sh [--device cuda|cuda:N|cpu] [--memo PATH] [--quick] [--keep]
+#   scripts/gpu-check.sh [--device cuda|cuda:N|cpu] [--memo PATH] [--quick] [--large] [--keep]
 #
 # Checks, on --device (default cuda):
 #   devices        memo devices sees the GPU named by --device
@@ -20,6 +20,20 @@
 #                  scripts/bench_train.py (plain PyTorch; fp32, and bf16 autocast
 #                  with fused AdamW on a GPU) when python3 imports torch. Figures
 #                  only: it fails when a command fails, not on a ratio.
+# With --large, also the issue's 1.1B checks (a GPU with 40 GB or more, python3
+# with torch and transformers, the kjv corpus and the Llama 2 tokenizer in
+# memo's cache: `memo data fetch kjv llama2-tokenizer`):
+#   large-train    memo bench train on TinyLlama-1.1B's shape (batch 8 x 256,
+#                  bf16-mixed) beside scripts/bench_train.py (bf16 autocast, fused
+#                  AdamW): PASS at 0.9x or more; figures of fp32 and of memo
+#                  without its fused optimizer step beside them
+#   large-score    a random TinyLlama-shaped transformers checkpoint
+#                  (scripts/gpu/make_tinyllama.py), memo bench score --precision
+#                  bf16 (4 x 1,024 tokens) beside scripts/bench_score.py's bf16
+#                  autocast forward: PASS at 0.9x or more
+#   large-attack   memo run scripts/gpu/attack-1b.toml on that checkpoint: a bf16
+#                  fine-tune on 2,000 targets, then the attack on 2,000 + 2,000
+#                  documents; its wall time (PASS when it finishes)
 # --device cpu runs everything on the CPU (both sides of each comparison): a dry
 # run of the script itself on a machine without a GPU. Run it from a checkout
 # (it reads testdata/hf, exp/ and scripts/); it needs python3 for JSON.
@@ -31,12 +45,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 dev=cuda
 memo=""
 quick=0
+large=0
 keep=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--device) dev=${2:-}; shift 2 ;;
 	--memo) memo=${2:-}; shift 2 ;;
 	--quick) quick=1; shift ;;
+	--large) large=1; shift ;;
 	--keep) keep=1; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -184,6 +200,54 @@ if run bt "$memo" bench train "${tb[@]}" --device "$dev" --json && run bd "$memo
 	line PASS bench "$fig"
 else
 	line FAIL bench "memo bench: $(lasterr bt) $(lasterr bd 2>/dev/null)"
+fi
+
+# 6. the 1.1B checks
+# ratio A B: A/B to two decimals, and whether it is at least 0.9.
+ratio() { python3 -c 'import sys; r = float(sys.argv[1]) / float(sys.argv[2]); print(f"{r:.2f}", "ok" if r >= 0.9 else "low")' "$1" "$2"; }
+if ((large)); then
+	cache=${MEMO_CACHE:-$HOME/.cache/memo}
+	tok=$cache/corpora/llama2-tokenizer/package/models
+	shape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --seq 256 --batch 8 --steps 10)
+	if run lt "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
+		run ltpt python3 scripts/bench_train.py "${shape[@]}" --device "$dev" --autocast bf16 --fused; then
+		m=$(jf "$work/lt.out" tokens_per_s .0f) p=$(jf "$work/ltpt.out" tokens_per_s .0f)
+		read -r r v < <(ratio "$m" "$p")
+		extra=""
+		MEMO_FUSED_OPTIM=off run ltnf "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
+			extra+="; memo without its fused AdamW $(jf "$work/ltnf.out" tokens_per_s .0f)"
+		run lt32 "$memo" bench train "${shape[@]}" --device "$dev" --json && run lt32pt python3 scripts/bench_train.py "${shape[@]}" --device "$dev" &&
+			extra+="; fp32: memo $(jf "$work/lt32.out" tokens_per_s .0f), PyTorch $(jf "$work/lt32pt.out" tokens_per_s .0f)"
+		line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-train \
+			"1.1B bf16: memo $m tokens/s (step $(jf "$work/lt.out" step_s .3f) s: model $(jf "$work/lt.out" model_s .3f), optimizer $(jf "$work/lt.out" optimizer_s .3f), collect $(jf "$work/lt.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p: ${r}x (>= 0.9)$extra"
+	else
+		line FAIL large-train "$(lasterr lt) $(lasterr ltpt 2>/dev/null)"
+	fi
+	model=$work/tinyllama
+	if run mk python3 scripts/gpu/make_tinyllama.py "$model" "$tok/tokenizer.json"; then
+		if run ls "$memo" bench score --model "$model" --precision bf16 --seq 1024 --batch 4 --device "$dev" --json &&
+			run lspt python3 scripts/bench_score.py --model "$model" --seq 1024 --batch 4 --device "$dev" --autocast bf16 &&
+			run lspb python3 scripts/bench_score.py --model "$model" --seq 1024 --batch 4 --device "$dev" --dtype bf16; then
+			m=$(jf "$work/ls.out" tokens_per_s .0f) p=$(jf "$work/lspt.out" tokens_per_s .0f)
+			read -r r v < <(ratio "$m" "$p")
+			extra=""
+			run ls32 "$memo" bench score --model "$model" --seq 1024 --batch 4 --device "$dev" --json &&
+				extra="; memo fp32 $(jf "$work/ls32.out" tokens_per_s .0f) (mean NLL $(jf "$work/ls32.out" mean_nll .5f))"
+			line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-score \
+				"1.1B, 4 x 1,024 tokens: memo bf16 $m tokens/s (mean NLL $(jf "$work/ls.out" mean_nll .5f)), PyTorch bf16 autocast $p (mean NLL $(jf "$work/lspt.out" mean_nll .5f)): ${r}x (>= 0.9); PyTorch bf16 weights $(jf "$work/lspb.out" tokens_per_s .0f)$extra"
+		else
+			line FAIL large-score "$(lasterr ls) $(lasterr lspt 2>/dev/null) $(lasterr lspb 2>/dev/null)"
+		fi
+		t0=$(date +%s)
+		if run la "$memo" run --runs "$work/runs-1b" --set "device=$dev" --set "model.init_from=hf:$model" --set "data.tokenizer=hf:$tok" scripts/gpu/attack-1b.toml; then
+			t1=$(date +%s)
+			line PASS large-attack "1.1B fine-tune + attack on 2,000 + 2,000 documents: $((t1 - t0)) s wall; $(grep -m1 -i 'exact' "$work/runs-1b/attack-1b/report/"*.md 2>/dev/null | cut -c1-160)"
+		else
+			line FAIL large-attack "memo run scripts/gpu/attack-1b.toml: $(lasterr la)"
+		fi
+	else
+		line FAIL large-score "scripts/gpu/make_tinyllama.py: $(lasterr mk)"
+	fi
 fi
 
 exit "$failed"

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
@@ -56,6 +57,14 @@ func grads(params []model.Param) ([]*ts.Tensor, error) {
 // clipGrads scales the gradients so their global L2 norm is at most clip
 // (0: no clipping) and returns the norm before clipping.
 func clipGrads(gs []*ts.Tensor, clip float64) float64 {
+	if fusedOptimizer(gs) {
+		if norm, ok, err := torchx.ForeachGradNorm(gs, clip); ok || err != nil {
+			if err != nil {
+				panic(err) // libtorch failed on valid gradients, as a Must call would
+			}
+			return norm
+		}
+	}
 	var norm float64
 	torchx.NoGrad(func() {
 		sq := make([]*ts.Tensor, len(gs))
@@ -105,6 +114,9 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 		torchx.Add_(w, upd)
 		upd.MustDrop()
 	}
+	if o.plan == nil && fusedOptimizer(gs) && o.fusedUpdate(gs, lr) {
+		return
+	}
 	torchx.NoGrad(func() {
 		if o.plan != nil {
 			// Elementwise, so a range of a parameter gets the bits the
@@ -118,6 +130,51 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 			apply(p.Decay, p.Tensor, gs[i], o.m[i], o.v[i])
 		}
 	})
+}
+
+// fusedOptimizer reports whether the optimizer step on gradients gs takes
+// libtorch's multi-tensor kernels: on a GPU, unless MEMO_FUSED_OPTIM=off
+// (to compare). On the CPU it never does, so CPU runs stay bit-identical
+// to the per-tensor path: the fused kernel's arithmetic differs from it
+// in the last bits.
+func fusedOptimizer(gs []*ts.Tensor) bool {
+	return len(gs) > 0 && os.Getenv("MEMO_FUSED_OPTIM") != "off" && gs[0].MustDevice().IsCuda()
+}
+
+// fusedUpdate is update's step in libtorch's fused AdamW kernel, one call
+// for the decayed parameters and one for the others; false (nothing done)
+// when this libtorch lacks the kernel.
+func (o *adamW) fusedUpdate(gs []*ts.Tensor, lr float64) bool {
+	if !torchx.FusedAdamWAvailable() {
+		return false
+	}
+	var groups [2]struct{ p, g, m, v []*ts.Tensor }
+	for i, p := range o.params {
+		k := 0
+		if p.Decay && o.decay > 0 {
+			k = 1
+		}
+		gr := &groups[k]
+		gr.p, gr.g = append(gr.p, p.Tensor), append(gr.g, gs[i])
+		gr.m, gr.v = append(gr.m, o.m[i]), append(gr.v, o.v[i])
+	}
+	for k, gr := range groups {
+		h := torchx.AdamWHyper{Step: o.step, LR: lr, Beta1: o.b1, Beta2: o.b2, Eps: o.eps}
+		if k == 1 {
+			h.Decay = o.decay
+		}
+		ok, err := torchx.FusedAdamW(gr.p, gr.g, gr.m, gr.v, h)
+		if err != nil {
+			panic(err) // libtorch failed on valid tensors, as a Must call would
+		}
+		if !ok {
+			if k == 1 {
+				panic("fused AdamW ran on one group and not the other")
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // zeroGrads clears the accumulated gradients before a step's micro-batches.

@@ -50,7 +50,7 @@ type Config struct {
 	Threads int `toml:"threads"`
 	// Device is where the model trains: "cpu", "cuda" (the first GPU) or "cuda:N"; CUDA needs a CUDA build of libtorch.
 	Device string `toml:"device"`
-	// Precision is "fp32" (the default; bit-identical to memo before the key existed) or "bf16-mixed": the linear layers' products in bfloat16 on bfloat16 copies of float32 master weights, with norms, attention, the loss and AdamW's state in float32.
+	// Precision is "fp32" (the default; bit-identical to memo before the key existed) or "bf16-mixed": the linear layers' products in bfloat16 on bfloat16 copies of float32 master weights, and attention in bfloat16 where libtorch has its fused kernel (2.1 and later), with norms, the loss and AdamW's state in float32. On a GPU AdamW and gradient clipping run in libtorch's fused multi-tensor kernels (set MEMO_FUSED_OPTIM=off to compare).
 	Precision string `toml:"precision"`
 	// Seed seeds the order of the training stream (each epoch reshuffled).
 	Seed int64 `toml:"seed"`

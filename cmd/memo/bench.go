@@ -44,7 +44,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V --seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -52,10 +52,9 @@ func benchCommand() *cli.Command {
 				"peak as MFU, with the time per step in each phase. With --nproc N the step runs\n" +
 				"on N ranks (train.shard = --shard), and rank 0 also reports its bytes of\n" +
 				"parameters, gradients and AdamW state, and each collective's calls, payload and\n" +
-				"bytes sent per step. Writes no files.",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
-				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+				"bytes sent per step. Writes no files. TinyLlama-1.1B's shape: --dim 2048\n" +
+				"--layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied.",
+			Flags: append(shapeFlags(),
 				&cli.IntFlag{Name: "seq", Value: 256, Usage: "tokens per row `T` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 16, Usage: "rows per step `B` (>= 1)"},
 				&cli.IntFlag{Name: "steps", Value: 20, Usage: "measured optimizer steps `N` (>= 1), after 2 unmeasured warm-up steps"},
@@ -66,7 +65,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
 				&cli.StringFlag{Name: "shard", Value: train.ShardNone, Usage: "train.shard `S`: " + strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
-			},
+			),
 			Action: runBenchTrain,
 		}, {
 			Name:      "decode",
@@ -103,6 +102,29 @@ func benchCommand() *cli.Command {
 			},
 			Action: runBenchDecode,
 		}, {
+			Name:      "score",
+			Usage:     "score random rows as the membership scores do and report tokens/s",
+			UsageText: "memo bench score [--preset P --vocab V | --dim D ... | --model DIR] [--seq T --batch B --reps N --precision P --device D] [--json]",
+			Description: "Scores --batch random rows of --seq tokens (the NLL of every token given the\n" +
+				"ones before it) with the pass eval's loss-based scores use: one forward pass, the\n" +
+				"log-softmax over the vocabulary in float32, the NLLs copied back. One warm-up run,\n" +
+				"then --reps measured ones; reports scored tokens/s and the mean NLL. --model DIR\n" +
+				"scores with that model's weights (a Hugging Face directory, a memo run or\n" +
+				"checkpoint) instead of a random model's. scripts/bench_score.py runs the same\n" +
+				"work in PyTorch and transformers. Writes no files.",
+			Flags: append(shapeFlags(),
+				&cli.StringFlag{Name: "model", Usage: "score with the weights of `DIR` (a Hugging Face directory, a memo run or checkpoint) instead of a random model"},
+				&cli.IntFlag{Name: "seq", Value: 1024, Usage: "tokens scored per row `T` (>= 1)"},
+				&cli.IntFlag{Name: "batch", Value: 4, Usage: "rows per forward pass `B` (>= 1)"},
+				&cli.IntFlag{Name: "reps", Value: 5, Usage: "measured runs `N` (>= 1), after one warm-up run"},
+				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
+				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the rows"},
+				benchDeviceFlag(),
+				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision)"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
+			),
+			Action: runBenchScore,
+		}, {
 			Name:      "checkpoint",
 			Usage:     "save and load a generated model (and AdamW state) as training does and report MB/s and memory",
 			UsageText: "memo bench checkpoint [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--optimizer] [--dir DIR] [--json]",
@@ -114,37 +136,20 @@ func benchCommand() *cli.Command {
 				"heap seen and the process's peak resident memory. The checkpoint is removed\n" +
 				"afterwards. TinyLlama-1.1B's shape: --dim 2048 --layers 22 --heads 32 --kv-heads 4\n" +
 				"--ffn 5632 --vocab 32000 --untied.",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ") + " (ignored when --dim is set)"},
-				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
-				&cli.IntFlag{Name: "dim", Usage: "model width `D` (with --layers and --heads instead of --preset)"},
-				&cli.IntFlag{Name: "layers", Usage: "decoder blocks `L`"},
-				&cli.IntFlag{Name: "heads", Usage: "attention heads `H`"},
-				&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads `K` (0: --heads)"},
-				&cli.IntFlag{Name: "ffn", Usage: "MLP hidden size `F` (0: the architecture's default)"},
-				&cli.BoolFlag{Name: "untied", Usage: "give the LM head its own matrix"},
+			Flags: append(shapeFlags(),
 				&cli.BoolFlag{Name: "optimizer", Usage: "save and load AdamW's moments too (three times the bytes)"},
 				&cli.StringFlag{Name: "dir", Usage: "write the checkpoint under `DIR` (default: the system's temporary directory)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
-			},
+			),
 			Action: runBenchCheckpoint,
 		}},
 	}
 }
 
 func runBenchCheckpoint(c *cli.Context) error {
-	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: 2048}
-	if c.IsSet("dim") {
-		mc = model.Config{Vocab: c.Int("vocab"), Dim: c.Int("dim"), Layers: c.Int("layers"), Heads: c.Int("heads"),
-			KVHeads: c.Int("kv-heads"), FFN: c.Int("ffn"), Untied: c.Bool("untied"), Context: 2048}
-	} else if c.IsSet("layers") || c.IsSet("heads") || c.IsSet("kv-heads") || c.IsSet("ffn") {
-		return usageError("bench checkpoint: --layers, --heads, --kv-heads and --ffn need --dim")
-	}
-	if c.Bool("untied") && !c.IsSet("dim") {
-		mc.Untied = true
-	}
-	if _, err := mc.Resolve(); err != nil {
-		return usageError("bench checkpoint: %v", err)
+	mc, err := benchModel(c, "bench checkpoint", 2048)
+	if err != nil {
+		return err
 	}
 	if d := c.String("dir"); d != "" {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -204,10 +209,8 @@ func runBenchDecode(c *cli.Context) error {
 	if _, err := mc.Resolve(); err != nil && dir == "" {
 		return usageError("bench decode: %v", err)
 	}
-	if dir != "" && !checkpoint.IsHFDir(dir) {
-		if _, err := checkpoint.Resolve(dir); err != nil {
-			return usageError("bench decode: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", dir, oneLine(err.Error()))
-		}
+	if err := checkBenchModelDir("bench decode", dir); err != nil {
+		return err
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
@@ -226,16 +229,63 @@ func runBenchDecode(c *cli.Context) error {
 	if c.Bool("json") {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	name := res.Preset
-	if res.ModelDir != "" {
-		name = res.ModelDir
-	}
-	fmt.Printf("model        %s: %d params, vocab %d, %s, %d threads\n", name, res.Params, res.Vocab, res.Device, res.Threads)
+	fmt.Printf("model        %s: %d params, vocab %d, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads)
 	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
 	if res.Approximation != "" {
 		fmt.Printf("approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
 	}
+	return nil
+}
+
+func runBenchScore(c *cli.Context) error {
+	if err := checkDevice("bench score", c); err != nil {
+		return err
+	}
+	for _, f := range []string{"seq", "batch", "reps"} {
+		if c.Int(f) < 1 {
+			return usageError("bench score: --%s %d: must be >= 1", f, c.Int(f))
+		}
+	}
+	if c.Int("threads") < 0 {
+		return usageError("bench score: --threads %d: must be >= 0", c.Int("threads"))
+	}
+	if _, err := model.ParsePrecision(c.String("precision"), false); err != nil {
+		return usageError("bench score: --precision: %v", err)
+	}
+	dir := c.String("model")
+	var mc model.Config
+	if dir != "" {
+		for _, f := range []string{"preset", "vocab", "dim", "layers", "heads", "kv-heads", "ffn", "untied"} {
+			if c.IsSet(f) {
+				return usageError("bench score: --model %s sets the model; leave --%s unset", dir, f)
+			}
+		}
+		if err := checkBenchModelDir("bench score", dir); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if mc, err = benchModel(c, "bench score", c.Int("seq")+1); err != nil {
+			return err
+		}
+		mc.Seed = c.Int64("seed")
+	}
+	res, err := extract.BenchScore(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("seq"), Batch: c.Int("batch"),
+		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Device: c.String("device"),
+		Precision: c.String("precision")})
+	if err != nil {
+		if strings.Contains(err.Error(), "precision") || dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
+			return usageError("%v", err)
+		}
+		return err
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("model        %s: %d params, vocab %d, %s, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Precision, res.Threads)
+	fmt.Printf("rows         %d of %d tokens, %d runs\n", res.Batch, res.Seq, res.Reps)
+	fmt.Printf("throughput   %.0f tokens/s (%.3f s a run), mean NLL %.4f\n", res.TokensPerS, res.RunS, res.MeanNLL)
 	return nil
 }
 
@@ -251,10 +301,11 @@ func runBenchTrain(c *cli.Context) error {
 	if c.Int("threads") < 0 {
 		return usageError("bench train: --threads %d: must be >= 0", c.Int("threads"))
 	}
-	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: c.Int("seq"), Seed: c.Int64("seed")}
-	if _, err := mc.Resolve(); err != nil {
-		return usageError("bench train: %v", err)
+	mc, err := benchModel(c, "bench train", c.Int("seq"))
+	if err != nil {
+		return err
 	}
+	mc.Seed = c.Int64("seed")
 	if _, err := model.ParsePrecision(c.String("precision"), true); err != nil {
 		return usageError("bench train: --precision: %v", err)
 	}
@@ -302,7 +353,7 @@ func runBenchTrain(c *cli.Context) error {
 		enc := json.NewEncoder(os.Stdout)
 		return enc.Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", res.Preset, res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
+	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
 	fmt.Printf("throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
@@ -326,8 +377,14 @@ func launchBenchTrain(c *cli.Context, n int) error {
 		return err
 	}
 	argv := []string{"bench", "train"}
-	for _, f := range []string{"preset", "vocab", "seq", "batch", "steps", "precision", "device", "seed", "nproc", "shard"} {
-		argv = append(argv, "--"+f, c.String(f))
+	for _, f := range []string{"preset", "vocab", "seq", "batch", "steps", "precision", "device", "seed", "nproc", "shard",
+		"dim", "layers", "heads", "kv-heads", "ffn"} {
+		if c.IsSet(f) || (f != "dim" && f != "layers" && f != "heads" && f != "kv-heads" && f != "ffn") {
+			argv = append(argv, "--"+f, c.String(f))
+		}
+	}
+	if c.Bool("untied") {
+		argv = append(argv, "--untied")
 	}
 	threads := c.Int("threads")
 	if threads == 0 {
@@ -389,4 +446,60 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n * mult, err
+}
+
+// shapeFlags choose a model for bench train and bench checkpoint: a
+// --preset, or an explicit shape from --dim (a Hugging Face model's, such as
+// TinyLlama-1.1B's), with --vocab either way.
+func shapeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ") + " (ignored when --dim is set)"},
+		&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+		&cli.IntFlag{Name: "dim", Usage: "model width `D` (with --layers and --heads instead of --preset)"},
+		&cli.IntFlag{Name: "layers", Usage: "decoder blocks `L`"},
+		&cli.IntFlag{Name: "heads", Usage: "attention heads `H`"},
+		&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads `K` (0: --heads)"},
+		&cli.IntFlag{Name: "ffn", Usage: "MLP hidden size `F` (0: the architecture's default)"},
+		&cli.BoolFlag{Name: "untied", Usage: "give the LM head its own matrix"},
+	}
+}
+
+// benchModel is the model shapeFlags name, covering context positions, or a
+// usage error naming cmd.
+func benchModel(c *cli.Context, cmd string, context int) (model.Config, error) {
+	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: context, Untied: c.Bool("untied")}
+	if c.IsSet("dim") {
+		mc = model.Config{Vocab: c.Int("vocab"), Dim: c.Int("dim"), Layers: c.Int("layers"), Heads: c.Int("heads"),
+			KVHeads: c.Int("kv-heads"), FFN: c.Int("ffn"), Untied: c.Bool("untied"), Context: context}
+	} else if c.IsSet("layers") || c.IsSet("heads") || c.IsSet("kv-heads") || c.IsSet("ffn") {
+		return model.Config{}, usageError("%s: --layers, --heads, --kv-heads and --ffn need --dim", cmd)
+	}
+	if _, err := mc.Resolve(); err != nil {
+		return model.Config{}, usageError("%s: %v", cmd, err)
+	}
+	return mc, nil
+}
+
+// checkBenchModelDir checks a --model DIR: a Hugging Face directory, or a
+// memo run or checkpoint.
+func checkBenchModelDir(cmd, dir string) error {
+	if dir == "" || checkpoint.IsHFDir(dir) {
+		return nil
+	}
+	if _, err := checkpoint.Resolve(dir); err != nil {
+		return usageError("%s: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", cmd, dir, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// modelLabel names a bench's model: its directory, else its preset, else
+// "custom" (a shape from --dim).
+func modelLabel(preset, dir string) string {
+	switch {
+	case dir != "":
+		return dir
+	case preset != "":
+		return preset
+	}
+	return "custom"
 }

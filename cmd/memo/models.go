@@ -32,7 +32,7 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 	modelFlag := &cli.StringFlag{Name: "model", Usage: "the model (required): a Hugging Face directory, a memo run or a memo checkpoint (`DIR`)"}
 	idsFlag := &cli.StringFlag{Name: "ids-json", Usage: "token ids as JSON, {\"ids\": [[...], ...]} or [[...], ...] (`FILE`, or - for stdin)"}
 	deviceFlag := &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N"}
-	precisionFlag := &cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, bf16 or fp16: the dtype of the linear layers' weights and products (norms, attention and softmax stay float32)"}
+	precisionFlag := &cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, bf16 or fp16: the dtype of the linear layers' weights and products (attention too where libtorch has its fused kernel; norms and the scores stay float32)"}
 	cmds = append(cmds, &cli.Command{
 		Name:  "score",
 		Usage: "per-token negative log-likelihood of token-id rows under a model",

@@ -1,0 +1,11 @@
+#ifndef MEMO_TORCHX_ATTENTION_H
+#define MEMO_TORCHX_ATTENTION_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+int memo_sdpa_available(void);
+void *memo_sdpa(void *q, void *k, void *v, void *mask, double scale, int causal, char **err);
+#ifdef __cplusplus
+}
+#endif
+#endif
