@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,5 +190,66 @@ func TestBenchTrainShard(t *testing.T) {
 			}
 			t.Logf("%s: state %+v of %+v; collectives %+v", shard, got.State, got.Unsharded, got.Collectives)
 		})
+	}
+}
+
+// bench score scores with the Hugging Face golden's weights (its parameter
+// count and vocabulary come back, and a mean NLL near ln 320 for random
+// rows under a random model), and bench train takes an explicit shape
+// (grouped-query heads, untied head) whose parameter count is the
+// formula's; bad flags are one line and exit 2.
+func TestBenchScoreAndShape(t *testing.T) {
+	exe := buildMemo(t)
+	dir, err := filepath.Abs("../../testdata/hf/llama-gqa-tied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := execMemo(t, exe, t.TempDir(), "bench", "score", "--model", dir, "--seq", "32", "--batch", "2", "--reps", "1",
+		"--threads", "1", "--json")
+	if r.code != 0 {
+		t.Fatalf("bench score: exit code %d; stderr %s", r.code, r.stderr)
+	}
+	var sc struct {
+		Params     int64   `json:"params"`
+		Vocab      int     `json:"vocab"`
+		Seq        int     `json:"seq"`
+		TokensPerS float64 `json:"tokens_per_s"`
+		MeanNLL    float64 `json:"mean_nll"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sc); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if sc.Params != 112960 || sc.Vocab != 320 || sc.Seq != 32 || sc.TokensPerS <= 0 || math.Abs(sc.MeanNLL-math.Log(320)) > 1 {
+		t.Errorf("bench score: %+v; want 112960 params, vocab 320, seq 32, a rate, mean NLL near ln 320 = 5.77", sc)
+	}
+	r = execMemo(t, exe, t.TempDir(), "bench", "train", "--dim", "64", "--layers", "1", "--heads", "4", "--kv-heads", "2",
+		"--ffn", "96", "--untied", "--vocab", "50", "--seq", "8", "--batch", "2", "--steps", "1", "--threads", "1", "--json")
+	if r.code != 0 {
+		t.Fatalf("bench train --dim: exit code %d; stderr %s", r.code, r.stderr)
+	}
+	var tr struct {
+		Params int64 `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	// embedding and head 2·50·64; q, o 2·64·64; k, v 2·64·32; gate, up,
+	// down 3·64·96; two norms in the block and the final one, 3·64.
+	if want := int64(2*50*64 + 2*64*64 + 2*64*32 + 3*64*96 + 3*64); tr.Params != want {
+		t.Errorf("bench train --dim 64 ...: %d params, want %d", tr.Params, want)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"score", "--model", dir, "--preset", "tiny"}, "leave --preset unset"},
+		{[]string{"score", "--seq", "0"}, "--seq 0: must be >= 1"},
+		{[]string{"score", "--precision", "bf16-mixed"}, "bench score: --precision"},
+		{[]string{"train", "--layers", "2"}, "need --dim"},
+	} {
+		r := execMemo(t, exe, t.TempDir(), append([]string{"bench"}, tt.args...)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit code %d, stderr %q; want 2 and one line containing %q", tt.args, r.code, r.stderr, tt.want)
+		}
 	}
 }
