@@ -131,7 +131,7 @@ def main():
         if step >= 2:
             total += time.perf_counter() - t0
     params = sum(p.numel() for p in m.parameters())
-    print(json.dumps({"preset": a.preset, "params": params, "vocab": a.vocab, "seq": a.seq, "batch": a.batch,
+    print(json.dumps({"preset": "custom" if a.dim else a.preset, "params": params, "vocab": a.vocab, "seq": a.seq, "batch": a.batch,
                       "steps": a.steps, "device": str(dev), "autocast": a.autocast, "fused": a.fused,
                       "threads": torch.get_num_threads(), "tokens_per_s": a.batch * a.seq * a.steps / total,
                       "step_s": total / a.steps, "first_loss": losses[0], "last_loss": losses[-1]}))

@@ -25,8 +25,8 @@
 # memo's cache: `memo data fetch kjv llama2-tokenizer`):
 #   large-train    memo bench train on TinyLlama-1.1B's shape (batch 8 x 256,
 #                  bf16-mixed) beside scripts/bench_train.py (bf16 autocast, fused
-#                  AdamW): PASS at 0.9x or more; figures of fp32 and of memo
-#                  without its fused optimizer step beside them
+#                  AdamW): PASS at 0.9x or more; memo without its fused optimizer
+#                  step (MEMO_FUSED_OPTIM=off) beside them
 #   large-score    a random TinyLlama-shaped transformers checkpoint
 #                  (scripts/gpu/make_tinyllama.py), memo bench score --precision
 #                  bf16 (4 x 1,024 tokens) beside scripts/bench_score.py's bf16
@@ -216,8 +216,6 @@ if ((large)); then
 		extra=""
 		MEMO_FUSED_OPTIM=off run ltnf "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
 			extra+="; memo without its fused AdamW $(jf "$work/ltnf.out" tokens_per_s .0f)"
-		run lt32 "$memo" bench train "${shape[@]}" --device "$dev" --json && run lt32pt python3 scripts/bench_train.py "${shape[@]}" --device "$dev" &&
-			extra+="; fp32: memo $(jf "$work/lt32.out" tokens_per_s .0f), PyTorch $(jf "$work/lt32pt.out" tokens_per_s .0f)"
 		line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-train \
 			"1.1B bf16: memo $m tokens/s (step $(jf "$work/lt.out" step_s .3f) s: model $(jf "$work/lt.out" model_s .3f), optimizer $(jf "$work/lt.out" optimizer_s .3f), collect $(jf "$work/lt.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p: ${r}x (>= 0.9)$extra"
 	else
