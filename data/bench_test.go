@@ -62,34 +62,32 @@ func BenchmarkTrainBPE(b *testing.B) {
 	}
 }
 
-// tokensFixture is 4,000 documents of 250 ids (4 MB of int32).
-func tokensFixture() ([]*candidate, int64) {
+// tokensFixture is 4,000 documents of 250 ids (4 MB of int32), as
+// writeTokens takes them.
+func tokensFixture() (int, func(int) (int64, []int32), int64) {
 	ids := make([]int32, 250)
 	for i := range ids {
 		ids[i] = int32(i * 7 % 4096)
 	}
-	docs := make([]*candidate, 4000)
-	for i := range docs {
-		docs[i] = &candidate{id: int64(i), ids: ids}
-	}
-	return docs, int64(len(docs) * len(ids) * 4)
+	const n = 4000
+	return n, func(k int) (int64, []int32) { return int64(k), ids }, int64(n * len(ids) * 4)
 }
 
 func BenchmarkArrowWrite(b *testing.B) {
-	docs, size := tokensFixture()
+	n, row, size := tokensFixture()
 	path := filepath.Join(b.TempDir(), "tokens.arrow")
 	b.SetBytes(size)
 	for i := 0; i < b.N; i++ {
-		if err := writeTokens(path, docs, nil); err != nil {
+		if err := writeTokens(path, n, row); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkArrowRead(b *testing.B) {
-	docs, size := tokensFixture()
+	n, row, size := tokensFixture()
 	dir := b.TempDir()
-	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs, nil); err != nil {
+	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), n, row); err != nil {
 		b.Fatal(err)
 	}
 	ds := &Dataset{dir: dir}

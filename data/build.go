@@ -22,19 +22,19 @@ import (
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
-// candidate is a tokenized document (or chunk) before splitting.
+// candidate is a tokenized chunk of a document on its way from a worker
+// to the build's docTable.
 type candidate struct {
-	id                  int64
 	source, title, text string
 	ids                 []int32
-	split               string
-	reps                int
-	parent              int // index of the source document it was cut from
-	chunk               int // its position among that document's chunks
-	// Where the text and ids are in the build's spool once moved there
-	// (text and ids are then empty: see spool.text, spool.tokens).
-	off              int64
-	textLen, nTokens int
+	failed              bool // it does not round-trip (rejected, a row only to number the chunks)
+}
+
+// tokenized is what tokenizeOne makes of one document.
+type tokenized struct {
+	cands []*candidate
+	rej   []Rejected
+	err   error
 }
 
 // Build makes runDir/data/{docs.arrow,tokens.arrow,tokenizer.json,report.json}:
@@ -125,7 +125,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 
 	times := &buildTimes{}
 	t0 := time.Now()
-	cands, rejs, nDocs, err := tokenizeStream(ctx, tok, sp, read(true), nDocs, cfg.ChunkTokens, cfg.MinTokens, times)
+	tab, rejs, nDocs, err := tokenizeStream(ctx, tok, sp, read(true), nDocs, cfg.ChunkTokens, cfg.MinTokens, times)
 	if err != nil {
 		return err
 	}
@@ -137,40 +137,55 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	for _, r := range rejs {
 		reject(r, "tokenizer does not round-trip")
 	}
-	var kept []*candidate
-	for _, c := range cands {
-		rep.Sources[c.source].Chunks++
-		if c.nTokens < cfg.MinTokens || c.nTokens == 0 {
-			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", c.nTokens, cfg.MinTokens)}, "too short")
+	// kept: the rows that go on to the split, in input order; a document's
+	// id is its position here.
+	var kept []int32
+	for i := int32(0); int(i) < tab.len(); i++ {
+		if tab.failed(i) {
 			continue
 		}
-		c.id = int64(len(kept))
-		kept = append(kept, c)
+		src := tab.source(i)
+		rep.Sources[src].Chunks++
+		if n := int(tab.nTokens[i]); n < cfg.MinTokens || n == 0 {
+			reject(Rejected{Source: src, Title: tab.title(i), Reason: fmt.Sprintf("too short: %d tokens < data.min_tokens = %d", n, cfg.MinTokens)}, "too short")
+			continue
+		}
+		kept = append(kept, i)
 	}
 	if cfg.DedupWords > 0 {
-		kept = dedupWords(kept, cfg.DedupWords, sp.text, func(c *candidate, with *candidate) {
-			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, with.source, with.title)}, "duplicate passage")
+		var sample int
+		kept, sample = dedupWords(kept, cfg.DedupWords, dedupSlots, tab.text, func(c, with int32) {
+			reject(Rejected{Source: tab.source(c), Title: tab.title(c), Reason: fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, tab.source(with), tab.title(with))}, "duplicate passage")
 		})
+		if sample > 0 {
+			rep.DedupSample = 1 << sample
+			slog.Warn("data: data.dedup_words: the kept documents' passages outgrew the passage set; the later documents were checked on a sample",
+				"one_in", rep.DedupSample, "set_mib", dedupSlots*8>>20)
+		}
 	}
-	for _, c := range kept {
-		rep.Sources[c.source].Kept++
-		rep.Sources[c.source].Tokens += c.nTokens
+	for _, i := range kept {
+		sc := rep.Sources[tab.source(i)]
+		sc.Kept++
+		sc.Tokens += int(tab.nTokens[i])
 	}
-	if err := assignSplits(cfg, kept, rep, reject, sp.tokens); err != nil {
+	reps, err := assignSplits(cfg, tab, kept, rep, reject)
+	if err != nil {
 		return badinput.Wrap(err)
 	}
 	if err := sp.err(); err != nil {
 		return err
 	}
-	var out []*candidate
-	for _, c := range kept {
-		if c.split != "" {
-			out = append(out, c)
-			rep.Splits[c.split]++
-			rep.SplitTokens[c.split] += c.nTokens
-			rep.TrainTokens += c.reps * c.nTokens
-			if c.split == SplitBackground {
-				rep.TrainTokens += cfg.PretrainPasses * c.nTokens
+	// out: the positions in kept (ids) of the documents with a split.
+	var out []int32
+	for p, i := range kept {
+		if sp := tab.split(i); sp != "" {
+			out = append(out, int32(p))
+			n := int(tab.nTokens[i])
+			rep.Splits[sp]++
+			rep.SplitTokens[sp] += n
+			rep.TrainTokens += reps.of(tab, i) * n
+			if sp == SplitBackground {
+				rep.TrainTokens += cfg.PretrainPasses * n
 			}
 		}
 	}
@@ -182,7 +197,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		return a.Title < b.Title
 	})
 	times.split = time.Since(t0)
-	if err := writeDataset(dir, out, sp, tok, rep, start, times); err != nil {
+	if err := writeDataset(dir, tab, kept, out, reps, tok, rep, start, times); err != nil {
 		return err
 	}
 	times.log(time.Since(start))
@@ -227,7 +242,9 @@ func reasonKey(reason string) string {
 	return "unreadable"
 }
 
-func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep *Report, start time.Time, times *buildTimes) error {
+// writeDataset writes the documents out (positions in kept, which are
+// their ids) and the report.
+func writeDataset(dir string, tab *docTable, kept, out []int32, reps splitReps, tok *Tokenizer, rep *Report, start time.Time, times *buildTimes) error {
 	// An old report.json would mark a half-rewritten directory as complete,
 	// and an old cache.json would name a cache entry these files are not.
 	for _, name := range []string{"report.json", CacheLinkFile} {
@@ -236,28 +253,32 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 		}
 	}
 	t0 := time.Now()
-	err := writeArrow(filepath.Join(dir, "docs.arrow"), runfiles.DocsSchema, len(docs), func(b *array.RecordBuilder, i int) {
-		c := docs[i]
-		b.Field(0).(*array.Int64Builder).Append(c.id)
-		b.Field(1).(*array.StringBuilder).Append(c.source)
-		b.Field(2).(*array.StringBuilder).Append(c.title)
-		b.Field(3).(*array.StringBuilder).Append(sp.text(c))
-		b.Field(4).(*array.Int32Builder).Append(int32(c.nTokens))
-		b.Field(5).(*array.StringBuilder).Append(c.split)
-		b.Field(6).(*array.Int32Builder).Append(int32(c.reps))
+	err := writeArrow(filepath.Join(dir, "docs.arrow"), runfiles.DocsSchema, len(out), func(b *array.RecordBuilder, k int) {
+		i := kept[out[k]]
+		title, text := tab.titleText(i)
+		b.Field(0).(*array.Int64Builder).Append(int64(out[k]))
+		b.Field(1).(*array.StringBuilder).Append(tab.source(i))
+		b.Field(2).(*array.StringBuilder).Append(title)
+		b.Field(3).(*array.StringBuilder).Append(text)
+		b.Field(4).(*array.Int32Builder).Append(int32(tab.nTokens[i]))
+		b.Field(5).(*array.StringBuilder).Append(tab.split(i))
+		b.Field(6).(*array.Int32Builder).Append(int32(reps.of(tab, i)))
 	})
 	if err != nil {
 		return err
 	}
 	times.docs = time.Since(t0)
 	t0 = time.Now()
-	if err := writeTokens(filepath.Join(dir, "tokens.arrow"), docs, sp); err != nil {
+	err = writeTokens(filepath.Join(dir, "tokens.arrow"), len(out), func(k int) (int64, []int32) {
+		return int64(out[k]), tab.tokens(kept[out[k]])
+	})
+	if err != nil {
 		return err
 	}
 	times.tokens = time.Since(t0)
 	t0 = time.Now()
 	defer func() { times.sums = time.Since(t0) }()
-	if err := sp.err(); err != nil {
+	if err := tab.sp.err(); err != nil {
 		return err
 	}
 	if err := tok.Save(filepath.Join(dir, "tokenizer.json")); err != nil {
@@ -274,20 +295,18 @@ func writeDataset(dir string, docs []*candidate, sp *spool, tok *Tokenizer, rep 
 	return atomicfile.WriteFile(filepath.Join(dir, "report.json"), append(raw, '\n'))
 }
 
-func writeTokens(path string, docs []*candidate, sp *spool) error {
-	return writeArrow(path, runfiles.TokensSchema, len(docs), func(b *array.RecordBuilder, i int) {
-		b.Field(0).(*array.Int64Builder).Append(docs[i].id)
+// writeTokens writes tokens.arrow's n rows: row k's doc id and ids.
+func writeTokens(path string, n int, row func(k int) (int64, []int32)) error {
+	return writeArrow(path, runfiles.TokensSchema, n, func(b *array.RecordBuilder, k int) {
+		id, ids := row(k)
+		b.Field(0).(*array.Int64Builder).Append(id)
 		lb := b.Field(1).(*array.ListBuilder)
 		lb.Append(true)
-		lb.ValueBuilder().(*array.Int32Builder).AppendValues(sp.tokens(docs[i]), nil)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(ids, nil)
 	})
 }
 
-func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int, times *buildTimes) (res struct {
-	cands []*candidate
-	rej   []Rejected
-	err   error
-}) {
+func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc, chunkTokens, minTokens int, times *buildTimes) (res tokenized) {
 	pieces := []string{d.Text}
 	t0 := time.Now()
 	if chunkTokens > 0 {
@@ -323,9 +342,8 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 		t0 = time.Now()
 		if !ok {
 			res.rej = append(res.rej, Rejected{Source: d.Source, Title: title, Reason: "tokenizer does not round-trip the text"})
-			continue
 		}
-		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids, chunk: k})
+		res.cands = append(res.cands, &candidate{source: d.Source, title: title, text: p, ids: ids, failed: !ok})
 	}
 	return res
 }

@@ -357,18 +357,13 @@ func TestScanTokensBoundedMemory(t *testing.T) {
 	}
 	dir := t.TempDir()
 	const docs, n = 10000, 1000
-	cands := make([]*candidate, docs)
 	shared := make([]int32, n)
 	for i := range shared {
 		shared[i] = int32(i)
 	}
-	for i := range cands {
-		cands[i] = &candidate{id: int64(i), ids: shared}
-	}
-	if err := writeTokens(filepath.Join(dir, "data", "tokens.arrow"), cands, nil); err != nil {
+	if err := writeTokens(filepath.Join(dir, "data", "tokens.arrow"), docs, func(k int) (int64, []int32) { return int64(k), shared }); err != nil {
 		t.Fatal(err)
 	}
-	cands = nil
 	ds := &Dataset{dir: filepath.Join(dir, "data")}
 	runtime.GC()
 	var ms runtime.MemStats

@@ -12,18 +12,14 @@ import (
 )
 
 // tokenizeStream chunks and encodes the documents read gives, in parallel
-// workers fed through a short queue, and moves each chunk's text and ids
-// to the spool as soon as it is encoded: memory holds the documents in
-// flight and the chunks' metadata, not the corpus. The candidates come back
-// in input order (parent = the document's position), as do the chunks that
-// do not round-trip (rejected). total, when known (> 0), sizes the progress
+// workers fed through a short queue, and moves each chunk's title, text and
+// ids to the spool in input order as the results come in: memory holds the
+// documents in flight and the table's fixed-size rows, not the corpus. The
+// chunks that do not round-trip come back as rejections (in input order)
+// and as rows marked failed. total, when known (> 0), sizes the progress
 // bar. It returns the number of documents read.
-func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(emit func(rawDoc)) error, total, chunkTokens, minTokens int, times *buildTimes) ([]*candidate, []Rejected, int, error) {
-	type result struct {
-		cands []*candidate
-		rej   []Rejected
-		err   error
-	}
+func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(emit func(rawDoc)) error, total, chunkTokens, minTokens int, times *buildTimes) (*docTable, []Rejected, int, error) {
+	type result = tokenized
 	type job struct {
 		i int
 		d rawDoc
@@ -37,7 +33,7 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 		mu       sync.Mutex
 		pending  = map[int]result{}
 		next     int
-		cands    []*candidate
+		tab      = newDocTable(sp)
 		rej      []Rejected
 		firstErr error
 		wg       sync.WaitGroup
@@ -54,26 +50,28 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 			for j := range work {
 				r := tokenizeOne(w.Encode, w, j.d, chunkTokens, minTokens, times)
 				n := 0
-				t0 := time.Now()
 				for _, c := range r.cands {
-					c.parent = j.i
-					n += len(c.ids)
-					if err := sp.put(c); err != nil && r.err == nil {
-						r.err = err
+					if !c.failed {
+						n += len(c.ids)
 					}
 				}
-				since(&times.spool, t0)
 				mu.Lock()
 				pending[j.i] = r
+				t0 := time.Now()
 				for r, ok := pending[next]; ok; r, ok = pending[next] {
 					delete(pending, next)
 					if r.err != nil && firstErr == nil {
 						firstErr = r.err
 					}
-					cands = append(cands, r.cands...)
+					for k, c := range r.cands {
+						if err := tab.add(c, k == 0, c.failed); err != nil && firstErr == nil {
+							firstErr = err
+						}
+					}
 					rej = append(rej, r.rej...)
 					next++
 				}
+				since(&times.spool, t0)
 				mu.Unlock()
 				tokens.Add(int64(n))
 				times.bytes.Add(int64(len(j.d.Text)))
@@ -109,5 +107,5 @@ func tokenizeStream(ctx context.Context, tok *Tokenizer, sp *spool, read func(em
 	if firstErr != nil {
 		return nil, nil, 0, firstErr
 	}
-	return cands, rej, n, nil
+	return tab, rej, n, nil
 }

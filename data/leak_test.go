@@ -184,32 +184,34 @@ func TestWindowIndexShared(t *testing.T) {
 		}
 		return ids
 	}
-	a := &candidate{title: "a", ids: seq(0, 120)}
-	b := &candidate{title: "b", ids: seq(1000, 80)}
-	c := &candidate{title: "c", ids: append(seq(1000, 60), seq(0, 60)...)} // b's start, then a's
-	for _, m := range []*candidate{a, b, c} {
-		m.nTokens = len(m.ids)
+	const a, b, c = 0, 1, 2
+	members := [][]int32{
+		a: seq(0, 120),
+		b: seq(1000, 80),
+		c: append(seq(1000, 60), seq(0, 60)...), // b's start, then a's
 	}
-	tokens := func(m *candidate) []int32 { return m.ids }
-	x := newWindowIndex([]*candidate{a, b, c}, tokens)
+	tokens := func(m int32) []int32 { return members[m] }
+	size := func(m int32) int { return len(members[m]) }
+	x := newWindowIndex([]int32{a, b, c}, size, tokens)
 	tests := []struct {
 		name string
 		ids  []int32
-		want *candidate
+		want int32
 	}{
 		{"a's middle", seq(30, 60), a},
 		{"b's and c's start: c, added last", seq(1000, OverlapTokens), c},
 		{"a's start, also in c: c", seq(0, OverlapTokens+5), c},
 		{"b's end only", seq(1020, 60), b},
-		{"one token short of a window of a", seq(70, OverlapTokens-1), nil},
-		{"across c's seam, which no member holds whole in order", append(seq(1030, 30), seq(500, 30)...), nil},
-		{"nothing shared", seq(5000, 200), nil},
+		{"one token short of a window of a", seq(70, OverlapTokens-1), -1},
+		{"across c's seam, which no member holds whole in order", append(seq(1030, 30), seq(500, 30)...), -1},
+		{"nothing shared", seq(5000, 200), -1},
 	}
 	for _, tt := range tests {
 		if got := x.shared(tt.ids, tokens); got != tt.want {
 			t.Errorf("%s: found %v, want %v", tt.name, got, tt.want)
 		}
-		if got := x.sharedAll([]*candidate{{ids: tt.ids, nTokens: len(tt.ids)}}, tokens)[0]; got != tt.want {
+		members = append(members[:3], tt.ids) // a document to check, key 3
+		if got := x.sharedAll([]int32{3}, tokens)[0]; got != tt.want {
 			t.Errorf("%s: sharedAll found %v, want %v", tt.name, got, tt.want)
 		}
 	}

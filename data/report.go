@@ -16,10 +16,13 @@ type Report struct {
 	Repetitions      map[string]int          `json:"repetition_counts"` // count -> number of targets
 	Unused           int                     `json:"unused"`            // eligible documents in no split (background limited)
 	TrainTokens      int                     `json:"train_tokens"`      // tokens in the stream, repetitions included
-	Rejected         []Rejected              `json:"rejected"`
-	RejectedBy       map[string]int          `json:"rejected_by_reason"`
-	TokenizerHit     bool                    `json:"tokenizer_cache_hit"`
-	Seconds          float64                 `json:"seconds"`
+	// DedupSample, when not 0, says data.dedup_words's passage set filled
+	// up: from then on it checked 1 passage in DedupSample (dedupWords).
+	DedupSample  int            `json:"dedup_sample,omitempty"`
+	Rejected     []Rejected     `json:"rejected"`
+	RejectedBy   map[string]int `json:"rejected_by_reason"`
+	TokenizerHit bool           `json:"tokenizer_cache_hit"`
+	Seconds      float64        `json:"seconds"`
 	// Files are the sizes and sha256 of the dataset's files, verified
 	// whenever the dataset is opened.
 	Files map[string]FileSum `json:"files,omitempty"`

@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,96 +18,108 @@ const OverlapTokens = 50
 
 // assignSplits draws targets and controls from the target sources, then
 // validation and background from what is left, all in one seeded
-// permutation of doc ids. A would-be control that shares an OverlapTokens
-// window with a target is rejected. So is a would-be background document
-// that shares one with a target or a control: trained on, it would teach
-// the model a control's text (no longer a non-member) or a target's (seen
-// more often than its repetition count says). Every such rejection is
-// reported by name. tokens gives a document's ids (from the build's spool):
-// targets and controls keep theirs in memory for the window checks, the
-// others are read one at a time.
-func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Rejected, string), tokens func(*candidate) []int32) error {
-	perm := make([]int, len(docs))
+// permutation of the kept rows (a document's id is its position in kept).
+// A would-be control that shares an OverlapTokens window with a target is
+// rejected. So is a would-be background document that shares one with a
+// target or a control: trained on, it would teach the model a control's
+// text (no longer a non-member) or a target's (seen more often than its
+// repetition count says). Every such rejection is reported by name. Splits
+// are set in tab; ids are read from the spool when needed, targets' and
+// controls' too (a window is read back only to confirm a hash hit).
+func assignSplits(cfg Config, tab *docTable, kept []int32, rep *Report, reject func(Rejected, string)) (splitReps, error) {
+	reps := splitReps{target: map[int32]int{}, background: cfg.BackgroundPasses}
+	perm := make([]int32, len(kept))
 	for i := range perm {
-		perm[i] = i
+		perm[i] = int32(i)
 	}
 	shuffle(newSplitMix(uint64(cfg.Seed)^0x73706c697473), len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-
-	inPool := func(c *candidate) bool {
-		if len(cfg.TargetSources) == 0 {
-			return true
-		}
+	for k, p := range perm {
+		perm[k] = kept[p] // from here on, rows
+	}
+	// order: the rows of the target sources (the pool), then the others,
+	// each in permutation order.
+	order, nPool := perm, len(perm)
+	if len(cfg.TargetSources) > 0 {
+		inPool := map[string]bool{}
 		for _, s := range cfg.TargetSources {
-			if src, err := ParseSource(s); err == nil && src.Name() == c.source {
-				return true
+			if src, err := ParseSource(s); err == nil {
+				inPool[src.Name()] = true
 			}
 		}
-		return false
-	}
-	var pool, rest []*candidate
-	for _, i := range perm {
-		if inPool(docs[i]) {
-			pool = append(pool, docs[i])
-		} else {
-			rest = append(rest, docs[i])
+		order, nPool = make([]int32, 0, len(perm)), 0
+		for pass := 0; pass < 2; pass++ {
+			for _, i := range perm {
+				if inPool[tab.source(i)] == (pass == 0) {
+					order = append(order, i)
+				}
+			}
+			if pass == 0 {
+				nPool = len(order)
+			}
 		}
+		perm = nil
 	}
+	pool := order[:nPool]
+	title := func(i int32) string { return tab.title(i) }
 	if len(pool) < cfg.Targets+cfg.Controls {
-		return fmt.Errorf("data.targets + data.controls = %d, but only %d eligible documents in the target sources (%d rejected, see report): lower them, add sources or change data.chunk_tokens / data.min_tokens",
+		return reps, fmt.Errorf("data.targets + data.controls = %d, but only %d eligible documents in the target sources (%d rejected, see report): lower them, add sources or change data.chunk_tokens / data.min_tokens",
 			cfg.Targets+cfg.Controls, len(pool), len(rep.Rejected))
 	}
-	// members: the windows of targets, then of controls too. Their ids
-	// stay in the spool: a window is read back only to confirm a hash hit.
-	for i, c := range pool[:cfg.Targets] {
-		c.split, c.reps = SplitTarget, cfg.repetitionsFor(i, cfg.Targets)
-		rep.Repetitions[strconv.Itoa(c.reps)]++
+	// members: the windows of targets, then of controls too.
+	for k, i := range pool[:cfg.Targets] {
+		tab.setCode(i, codeTarget)
+		reps.target[i] = cfg.repetitionsFor(k, cfg.Targets)
+		rep.Repetitions[strconv.Itoa(reps.target[i])]++
 	}
-	members := newWindowIndex(pool[:cfg.Targets], tokens)
+	members := newWindowIndex(pool[:cfg.Targets], tab.size, tab.tokens)
 	// The targets' chunks by source document, for data.control_gap.
-	targetChunks := map[int][]*candidate{}
-	for _, c := range pool[:cfg.Targets] {
-		targetChunks[c.parent] = append(targetChunks[c.parent], c)
+	targetChunks := map[int32][]int32{}
+	if cfg.ControlGap != 0 {
+		for _, i := range pool[:cfg.Targets] {
+			p, _ := tab.parentChunk(i)
+			targetChunks[p] = append(targetChunks[p], i)
+		}
 	}
 	next := cfg.Targets
 	for n := 0; n < cfg.Controls; next++ {
 		if next >= len(pool) {
-			return fmt.Errorf("data.controls = %d: only %d documents of the target sources share no %d-token window with a target%s",
+			return reps, fmt.Errorf("data.controls = %d: only %d documents of the target sources share no %d-token window with a target%s",
 				cfg.Controls, n, OverlapTokens, gapHint(cfg.ControlGap))
 		}
 		c := pool[next]
-		if t := nearTarget(c, targetChunks, cfg.ControlGap); t != nil {
-			c.split = "rejected"
-			reject(Rejected{Source: c.source, Title: c.title, Reason: nearReason(c, t, cfg.ControlGap)}, "control near a target")
+		if t, d := nearTarget(tab, c, targetChunks, cfg.ControlGap); t >= 0 {
+			tab.setCode(c, codeRejected)
+			reject(Rejected{Source: tab.source(c), Title: title(c), Reason: nearReason(d, title(t), cfg.ControlGap)}, "control near a target")
 			continue
 		}
-		if t := members.shared(tokens(c), tokens); t != nil {
-			c.split = "rejected"
-			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, t.title)}, "control overlaps a target")
+		if t := members.shared(tab.tokens(c), tab.tokens); t >= 0 {
+			tab.setCode(c, codeRejected)
+			reject(Rejected{Source: tab.source(c), Title: title(c), Reason: fmt.Sprintf("would-be control shares a %d-token window with target %q", OverlapTokens, title(t))}, "control overlaps a target")
 			continue
 		}
-		c.split = SplitControl
+		tab.setCode(c, codeControl)
 		n++
 	}
 	// Only now: a control overlapping an earlier control is no leak.
 	all := slices.Clone(pool[:cfg.Targets])
 	for _, c := range pool[cfg.Targets:next] {
-		if c.split == SplitControl {
+		if tab.code(c) == codeControl {
 			all = append(all, c)
 		}
 	}
 	members = nil // the targets' index, before the larger one is made
-	members = newWindowIndex(all, tokens)
-	rest = append(pool[next:], rest...)
+	members = newWindowIndex(all, tab.size, tab.tokens)
+	rest := order[next:]
 	if len(rest) < cfg.Validation {
-		return fmt.Errorf("data.validation = %d, but only %d documents remain after targets and controls", cfg.Validation, len(rest))
+		return reps, fmt.Errorf("data.validation = %d, but only %d documents remain after targets and controls", cfg.Validation, len(rest))
 	}
 	for _, c := range rest[:cfg.Validation] {
-		c.split = SplitValidation
+		tab.setCode(c, codeValidation)
 	}
 	rest = rest[cfg.Validation:]
 	nb := cfg.Background
 	if nb > len(rest) {
-		return fmt.Errorf("data.background = %d, but only %d documents remain; use -1 for all of them", nb, len(rest))
+		return reps, fmt.Errorf("data.background = %d, but only %d documents remain; use -1 for all of them", nb, len(rest))
 	}
 	if nb < 0 {
 		nb = len(rest)
@@ -115,59 +128,75 @@ func assignSplits(cfg Config, docs []*candidate, rep *Report, reject func(Reject
 	// The window checks, every token of the corpus, run in parallel a batch
 	// ahead of this loop, which takes their answers in order: the outcome
 	// is the one-at-a-time loop's.
-	var hits []*candidate
+	var hits []int32
 	for k, c := range rest {
 		if used == nb {
 			break
 		}
 		used++
 		if k%sharedBatch == 0 {
-			hits = members.sharedAll(rest[k:min(k+sharedBatch, len(rest))], tokens)
+			hits = members.sharedAll(rest[k:min(k+sharedBatch, len(rest))], tab.tokens)
 		}
-		if m := hits[k%sharedBatch]; m != nil {
-			c.split = "rejected"
+		if m := hits[k%sharedBatch]; m >= 0 {
+			tab.setCode(c, codeRejected)
 			leaks++
-			reject(Rejected{Source: c.source, Title: c.title, Reason: fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, m.split, m.title)},
-				"background overlaps a "+m.split)
+			ms := tab.split(m)
+			reject(Rejected{Source: tab.source(c), Title: title(c), Reason: fmt.Sprintf("would-be background shares a %d-token window with %s %q", OverlapTokens, ms, title(m))},
+				"background overlaps a "+ms)
 			if cfg.Background >= 0 {
 				nb++ // draw a clean one in its place
 			}
 			continue
 		}
-		c.split, c.reps = SplitBackground, cfg.BackgroundPasses
+		tab.setCode(c, codeBackground)
 	}
 	if cfg.Background >= 0 && used < nb {
-		return fmt.Errorf("data.background = %d: only %d of the %d remaining documents share no %d-token window with a target or control; lower it or use -1",
+		return reps, fmt.Errorf("data.background = %d: only %d of the %d remaining documents share no %d-token window with a target or control; lower it or use -1",
 			cfg.Background, used-leaks, len(rest), OverlapTokens)
 	}
 	rep.Unused = len(rest) - used
-	for _, c := range docs {
-		if c.split == "rejected" {
-			c.split = ""
-		}
-	}
-	return nil
+	return reps, nil
 }
 
-// nearTarget returns a target cut from the same source document as c and
-// at most gap chunks away from it (any distance when gap < 0), or nil.
-func nearTarget(c *candidate, targets map[int][]*candidate, gap int) *candidate {
+// splitReps is each document's repetitions: a target's from its draw, a
+// background document's data.background_passes, none for the others.
+type splitReps struct {
+	target     map[int32]int // by row
+	background int
+}
+
+func (r splitReps) of(tab *docTable, i int32) int {
+	switch tab.code(i) {
+	case codeTarget:
+		return r.target[i]
+	case codeBackground:
+		return r.background
+	}
+	return 0
+}
+
+// nearTarget returns a target cut from the same source document as row c
+// and at most gap chunks away from it (any distance when gap < 0) and
+// their distance in chunks, or -1.
+func nearTarget(tab *docTable, c int32, targets map[int32][]int32, gap int) (int32, int) {
 	if gap == 0 {
-		return nil
+		return -1, 0
 	}
-	for _, t := range targets[c.parent] {
-		if d := t.chunk - c.chunk; gap < 0 || (d <= gap && -d <= gap) {
-			return t
+	p, cc := tab.parentChunk(c)
+	for _, t := range targets[p] {
+		_, tc := tab.parentChunk(t)
+		if d := tc - cc; gap < 0 || (d <= gap && -d <= gap) {
+			return t, max(d, -d)
 		}
 	}
-	return nil
+	return -1, 0
 }
 
-func nearReason(c, t *candidate, gap int) string {
+func nearReason(dist int, target string, gap int) string {
 	if gap < 0 {
-		return fmt.Sprintf("would-be control comes from the source document of target %q (data.control_gap = -1)", t.title)
+		return fmt.Sprintf("would-be control comes from the source document of target %q (data.control_gap = -1)", target)
 	}
-	return fmt.Sprintf("would-be control is %d chunks from target %q of the same source document (data.control_gap = %d)", max(t.chunk-c.chunk, c.chunk-t.chunk), t.title, gap)
+	return fmt.Sprintf("would-be control is %d chunks from target %q of the same source document (data.control_gap = %d)", dist, target, gap)
 }
 
 func gapHint(gap int) string {
@@ -202,15 +231,16 @@ type windowIndex struct {
 	idBits  uint     // an entry's low idBits bits are the member's index
 	start   []uint32 // bucket b holds entries [start[b], start[b+1])
 	entries []uint64
-	members []*candidate
+	members []int32 // the members' keys (a build's rows)
 }
 
 // newWindowIndex hashes the members' windows twice (a count, then a
-// placement) rather than holding them all in a second array.
-func newWindowIndex(members []*candidate, tokens func(*candidate) []int32) *windowIndex {
+// placement) rather than holding them all in a second array. size gives a
+// member's number of ids, tokens its ids.
+func newWindowIndex(members []int32, size func(int32) int, tokens func(int32) []int32) *windowIndex {
 	n := 0
 	for _, c := range members {
-		n += max(c.nTokens-OverlapTokens+1, 0)
+		n += max(size(c)-OverlapTokens+1, 0)
 	}
 	x := &windowIndex{members: members}
 	for 2<<x.bits < n { // about two entries a bucket
@@ -247,11 +277,12 @@ func (x *windowIndex) bucket(h uint64) uint64 { return h >> (64 - x.bits) }
 // less the low idBits.
 func (x *windowIndex) tag(h uint64) uint64 { return h << x.bits >> x.idBits << x.idBits }
 
-// shared returns the member sharing a window with ids, if any: for each
-// window, the last member (in the order added) whose entry matches its
-// hash and whose tokens (read through tokens) hold it. Since a hit is
-// confirmed, the answer is exact: the hash only decides what is compared.
-func (x *windowIndex) shared(ids []int32, tokens func(*candidate) []int32) *candidate {
+// shared returns the member sharing a window with ids, or -1: for the
+// first such window, the last member (in the order added) whose entry
+// matches its hash and whose tokens (read through tokens) hold it. Since a
+// hit is confirmed, the answer is exact: the hash only decides what is
+// compared.
+func (x *windowIndex) shared(ids []int32, tokens func(int32) []int32) int32 {
 	return x.sharedWith(ids, tokens, &scratch{})
 }
 
@@ -265,7 +296,7 @@ type scratch struct {
 // windows up in passes (all hashes, then all buckets' bounds, then the
 // entries) rather than one window at a time: the index is far larger than
 // the CPU's caches, and loads that do not wait on each other overlap.
-func (x *windowIndex) sharedWith(ids []int32, tokens func(*candidate) []int32, s *scratch) *candidate {
+func (x *windowIndex) sharedWith(ids []int32, tokens func(int32) []int32, s *scratch) int32 {
 	s.hashes = s.hashes[:0]
 	windowHashes(ids, OverlapTokens, func(_ int, h uint64) bool { s.hashes = append(s.hashes, h); return true })
 	if cap(s.bounds) < 2*len(s.hashes) {
@@ -288,7 +319,7 @@ func (x *windowIndex) sharedWith(ids []int32, tokens func(*candidate) []int32, s
 			}
 		}
 	}
-	return nil
+	return -1
 }
 
 // sharedBatch is how many documents sharedAll checks at a time.
@@ -296,8 +327,8 @@ const sharedBatch = 256
 
 // sharedAll is shared for each of docs (their ids read through tokens),
 // on GOMAXPROCS goroutines.
-func (x *windowIndex) sharedAll(docs []*candidate, tokens func(*candidate) []int32) []*candidate {
-	out := make([]*candidate, len(docs))
+func (x *windowIndex) sharedAll(docs []int32, tokens func(int32) []int32) []int32 {
+	out := make([]int32, len(docs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(runtime.GOMAXPROCS(0), len(docs)); w++ {
@@ -344,10 +375,7 @@ func windowHashes(ids []int32, n int, fn func(i int, h uint64) bool) {
 // mixID spreads an id over 64 bits (SplitMix64's finalizer), so that the
 // polynomial of nearby ids does not cluster.
 func mixID(id int32) uint64 {
-	z := uint64(uint32(id)) + 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
+	return mix64(uint64(uint32(id)) + 0x9e3779b97f4a7c15)
 }
 
 func containsRun(hay, needle []int32) bool {
@@ -363,32 +391,174 @@ outer:
 	return false
 }
 
-// dedupWords keeps, in id order, each document that shares no passage of n
-// words with an earlier kept one; the others go to dup. Ids are renumbered
-// densely.
-func dedupWords(docs []*candidate, n int, text func(*candidate) string, dup func(c, with *candidate)) []*candidate {
-	seen := map[uint64]*candidate{}
-	var kept []*candidate
-	for _, c := range docs {
+// dedupWords keeps, in order, each row that shares no passage of n words
+// with an earlier kept one; the others go to dup with the kept row they
+// share one with. It filters rows in place. The passages of the kept rows
+// are held in a passageSet of at most maxSlots entries (a power of two):
+// exact (every shared passage found) until the kept rows hold maxSlots/2
+// distinct passages, a deterministic sample of them after that. It
+// returns the set's final sampling, 1 in 2^k passages (k = 0: exact).
+func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, dup func(c, with int32)) ([]int32, int) {
+	maxRow := int32(0)
+	for _, c := range rows {
+		maxRow = max(maxRow, c)
+	}
+	seen := newPassageSet(maxSlots, maxRow)
+	// is tells whether row w holds passage h, for the set's confirmations;
+	// the last row asked about is remembered (a duplicate usually repeats
+	// several passages of one document).
+	var lastRow int32 = -1
+	var lastHashes []uint64
+	holds := func(w int32, h uint64) bool {
+		if w != lastRow {
+			lastRow, lastHashes = w, wordWindows(text(w), n)
+		}
+		return slices.Contains(lastHashes, h)
+	}
+	kept := rows[:0]
+	for _, c := range rows {
 		hs := wordWindows(text(c), n)
-		var with *candidate
+		with := int32(-1)
 		for _, h := range hs {
-			if w, ok := seen[h]; ok {
-				with = w
+			if with = seen.find(h, holds); with >= 0 {
 				break
 			}
 		}
-		if with != nil {
+		if with >= 0 {
 			dup(c, with)
 			continue
 		}
 		for _, h := range hs {
-			seen[h] = c
+			seen.add(h, c)
 		}
-		c.id = int64(len(kept))
 		kept = append(kept, c)
 	}
-	return kept
+	return kept, seen.sample
+}
+
+// dedupSlots is the size of data.dedup_words's passage set: 2^24 slots of
+// 8 bytes, 128 MiB at most, holding up to 8.4 million passages exactly
+// (the shipped experiments' corpora have about 4 million).
+const dedupSlots = 1 << 24
+
+// passageSet is a fixed-capacity set of passage hashes, each with the row
+// it came from, in one open-addressing table of uint64 entries: a
+// fingerprint of the (remixed) hash above the row + 1 (0 is an empty slot).
+// It doubles from a small size up to its capacity; when it is full at
+// that capacity it keeps from then on only the passages whose fingerprint
+// has its low sample+1 bits zero (half of those kept so far, dropping the
+// others), so its memory is bounded whatever the corpus. A passage shared
+// over m+1 consecutive windows is then still found with probability
+// 1-(1-2^-sample)^(m+1). A fingerprint match is confirmed against the
+// row's own passages (find's holds), so a duplicate it reports is one the
+// exact set would report too.
+type passageSet struct {
+	slots    []uint64
+	n        int  // entries
+	maxSlots int  // capacity
+	idBits   uint // an entry's low idBits bits are its row + 1
+	sample   int  // only fingerprints with their low sample bits zero are kept
+}
+
+func newPassageSet(maxSlots int, maxRow int32) *passageSet {
+	s := &passageSet{slots: make([]uint64, min(1<<16, maxSlots)), maxSlots: maxSlots}
+	for 1<<s.idBits <= int(maxRow)+1 {
+		s.idBits++
+	}
+	return s
+}
+
+// fp is h's fingerprint: the top bits of a bijective mix of h (FNV's low
+// bits are weakly mixed), so that equal fingerprints of unequal hashes
+// are as rare as the fingerprint is long.
+func (s *passageSet) fp(h uint64) uint64 { return mix64(h) >> s.idBits }
+
+// home is a fingerprint's first slot: its top bits.
+func (s *passageSet) home(fp uint64) int {
+	return int(fp >> (64 - s.idBits - uint(bits.Len(uint(len(s.slots)-1)))))
+}
+
+func (s *passageSet) sampled(fp uint64) bool { return fp&(1<<s.sample-1) == 0 }
+
+// find returns the row of a kept passage equal to h (holds(row, h) says
+// whether the row has it), or -1.
+func (s *passageSet) find(h uint64, holds func(row int32, h uint64) bool) int32 {
+	fp := s.fp(h)
+	if !s.sampled(fp) {
+		return -1
+	}
+	mask := len(s.slots) - 1
+	for i := s.home(fp); s.slots[i] != 0; i = (i + 1) & mask {
+		if e := s.slots[i]; e>>s.idBits == fp {
+			if row := int32(e&(1<<s.idBits-1)) - 1; holds(row, h) {
+				return row
+			}
+		}
+	}
+	return -1
+}
+
+// add records passage h of row.
+func (s *passageSet) add(h uint64, row int32) {
+	fp := s.fp(h)
+	if !s.sampled(fp) {
+		return
+	}
+	e := fp<<s.idBits | uint64(row+1)
+	mask := len(s.slots) - 1
+	i := s.home(fp)
+	for ; s.slots[i] != 0; i = (i + 1) & mask {
+		if s.slots[i] == e {
+			return // the row repeats its own passage
+		}
+	}
+	s.slots[i] = e
+	s.n++
+	if 2*s.n <= len(s.slots) {
+		return
+	}
+	// Over half full: twice the slots, or at capacity half the passages
+	// (sampled on the fingerprint's bits below the home slot's).
+	grow := len(s.slots) < s.maxSlots
+	if !grow && 64-int(s.idBits)-bits.Len(uint(len(s.slots)-1)) <= s.sample {
+		// No bits left to sample on: a full set takes no more passages.
+		s.n--
+		s.slots[i] = 0
+		return
+	}
+	keep := make([]uint64, 0, s.n)
+	for _, e := range s.slots {
+		if e != 0 {
+			keep = append(keep, e)
+		}
+	}
+	if grow {
+		s.slots = make([]uint64, 2*len(s.slots))
+	} else {
+		s.sample++
+		clear(s.slots)
+	}
+	s.n = 0
+	mask = len(s.slots) - 1
+	for _, e := range keep {
+		fp := e >> s.idBits
+		if !s.sampled(fp) {
+			continue
+		}
+		i := s.home(fp)
+		for s.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		s.slots[i] = e
+		s.n++
+	}
+}
+
+// mix64 is SplitMix64's finalizer, a bijection of the 64-bit values.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // wordWindows hashes every window of n whitespace-separated words,
