@@ -11,9 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -26,14 +23,17 @@ const MaxWrong = 100
 // GuessScore is one row of guess_scores.parquet: one guess of an attack
 // with extract.samples > 1, scored against its document's suffix.
 type GuessScore struct {
-	DocID      int64
-	Split      string
-	Rank       int // within the document, by SeqLogProb (0 = best)
-	Sample     int
-	SeqLogProb float64 // the model's log-probability of the guess (see runfiles.GuessesSchema)
-	Exact      bool
-	RougeL     float64 // F1
+	DocID      int64   `arrow:"doc_id"`
+	Split      string  `arrow:"split"`
+	Rank       int     `arrow:"rank"` // within the document, by SeqLogProb (0 = best)
+	Sample     int     `arrow:"sample"`
+	SeqLogProb float64 `arrow:"seq_logprob"` // the model's log-probability of the guess (see runfiles.Guess)
+	Exact      bool    `arrow:"exact_match"`
+	RougeL     float64 `arrow:"rougeL"` // F1
 }
+
+// GuessScores is guess_scores.parquet's codec.
+var GuessScores = runfiles.NewTable[GuessScore]("guess_scores.parquet")
 
 // GuessScoresPath names the guess scores beside a scores file:
 // scores.parquet gives guess_scores.parquet, NAME.scores.parquet gives
@@ -232,25 +232,6 @@ func summarizeGuesses(rows []Score, gs []GuessScore, samples int, cfg Config) *G
 	return s
 }
 
-// writeGuessScores writes guess_scores.parquet (Snappy, one row group per
-// 64k rows), as scores.parquet.
-func writeGuessScores(w io.Writer, gs []GuessScore) error {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, runfiles.GuessScoresSchema)
-	defer b.Release()
-	for _, g := range gs {
-		b.Field(0).(*array.Int64Builder).Append(g.DocID)
-		b.Field(1).(*array.StringBuilder).Append(g.Split)
-		b.Field(2).(*array.Int32Builder).Append(int32(g.Rank))
-		b.Field(3).(*array.Int32Builder).Append(int32(g.Sample))
-		b.Field(4).(*array.Float64Builder).Append(g.SeqLogProb)
-		b.Field(5).(*array.BooleanBuilder).Append(g.Exact)
-		b.Field(6).(*array.Float64Builder).Append(g.RougeL)
-	}
-	rec := b.NewRecord()
-	defer rec.Release()
-	return runfiles.WriteParquet(w, runfiles.GuessScoresSchema, rec)
-}
-
 // writeGuessResults writes guess_scores.parquet when there are guesses and
 // removes a stale one (an earlier attack's) when there are none.
 func writeGuessResults(path string, gs []GuessScore) error {
@@ -260,7 +241,7 @@ func writeGuessResults(path string, gs []GuessScore) error {
 		}
 		return nil
 	}
-	if err := atomicfile.Write(path, func(w io.Writer) error { return writeGuessScores(w, gs) }); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return GuessScores.WriteParquet(w, gs) }); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

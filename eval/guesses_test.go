@@ -123,10 +123,10 @@ func TestRunScoresGuesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != int64(len(rows)) || tbl.NumCols() != int64(runfiles.GuessScoresSchema.NumFields()) {
-		t.Errorf("guess_scores.parquet: %d rows × %d columns, want %d × %d", tbl.NumRows(), tbl.NumCols(), len(rows), runfiles.GuessScoresSchema.NumFields())
+	if tbl.NumRows() != int64(len(rows)) || tbl.NumCols() != int64(GuessScores.Schema().NumFields()) {
+		t.Errorf("guess_scores.parquet: %d rows × %d columns, want %d × %d", tbl.NumRows(), tbl.NumCols(), len(rows), GuessScores.Schema().NumFields())
 	}
-	for i, f := range runfiles.GuessScoresSchema.Fields() {
+	for i, f := range GuessScores.Schema().Fields() {
 		if got := tbl.Schema().Field(i); got.Name != f.Name || !arrow.TypeEqual(got.Type, f.Type) {
 			t.Errorf("guess_scores.parquet column %d: %s %s, want %s %s", i, got.Name, got.Type, f.Name, f.Type)
 		}

@@ -3,9 +3,9 @@ package eval
 // Match compares a generated continuation with the true suffix, token by
 // token.
 type Match struct {
-	Exact           bool    // generated == suffix, same length
-	TokenAccuracy   float64 // matching positions / len(suffix); NaN for an empty suffix
-	FirstDivergence int     // first differing position; len(suffix) when none
+	Exact           bool    `arrow:"exact_match,required"` // generated == suffix, same length
+	TokenAccuracy   float64 `arrow:"token_accuracy"`       // matching positions / len(suffix); NaN for an empty suffix
+	FirstDivergence int     `arrow:"first_divergence"`     // first differing position; len(suffix) when none
 }
 
 // CompareTokens scores generated against suffix. Positions the generation

@@ -5,13 +5,50 @@ import (
 	"io"
 	"sort"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runfiles"
 )
+
+// Memorization is one row of memorization.parquet, memorization over
+// training (extract.checkpoints): one row group per checkpoint step, one
+// row per split (members, controls) in it. Every value is copied from
+// that checkpoint's summary.json, none recomputed: n, the extraction rates
+// and their bootstrap 95 % intervals (_lo, _hi), the mean loss; the
+// any-of-N exact match of extract.samples > 1 (NaN with one guess); and
+// the step's membership inference, members against controls (the same on
+// both rows of a step).
+type Memorization struct {
+	Step            int64   `arrow:"step"`
+	Split           string  `arrow:"split"`
+	Checkpoint      string  `arrow:"checkpoint"`
+	N               int     `arrow:"n"`
+	ExactMatch      float64 `arrow:"exact_match"`
+	ExactMatchLo    float64 `arrow:"exact_match_lo"`
+	ExactMatchHi    float64 `arrow:"exact_match_hi"`
+	TokenAccuracy   float64 `arrow:"token_accuracy"`
+	TokenAccuracyLo float64 `arrow:"token_accuracy_lo"`
+	TokenAccuracyHi float64 `arrow:"token_accuracy_hi"`
+	RougeL          float64 `arrow:"rougeL"`
+	RougeLLo        float64 `arrow:"rougeL_lo"`
+	RougeLHi        float64 `arrow:"rougeL_hi"`
+	Loss            float64 `arrow:"loss"`
+	AnyExactMatch   float64 `arrow:"any_exact_match"`
+	AnyExactMatchLo float64 `arrow:"any_exact_match_lo"`
+	AnyExactMatchHi float64 `arrow:"any_exact_match_hi"`
+	LossAUC         float64 `arrow:"loss_auc"`
+	LossAUCLo       float64 `arrow:"loss_auc_lo"`
+	LossAUCHi       float64 `arrow:"loss_auc_hi"`
+	ZlibAUC         float64 `arrow:"zlib_auc"`
+	MinKAUC         float64 `arrow:"mink_auc"`
+}
+
+// Memorizations is memorization.parquet's codec.
+var Memorizations = runfiles.NewTable[Memorization]("memorization.parquet")
+
+// ReadMemorization reads a memorization.parquet that WriteMemorization wrote.
+func ReadMemorization(path string) ([]Memorization, error) {
+	return Memorizations.ReadParquet(path)
+}
 
 // WriteMemorization writes memorization.parquet at path (atomically) from
 // the summaries of one run's checkpoints, in step order. Each summary must
@@ -24,46 +61,32 @@ func WriteMemorization(path string, sums []*Summary) error {
 		}
 	}
 	sort.SliceStable(sorted, func(i, j int) bool { return *sorted[i].Step < *sorted[j].Step })
-	for i := 1; i < len(sorted); i++ {
-		if *sorted[i].Step == *sorted[i-1].Step {
-			return fmt.Errorf("memorization: step %d twice (%s and %s)", *sorted[i].Step, sorted[i-1].Completions, sorted[i].Completions)
+	steps := make([][]Memorization, len(sorted))
+	for i, s := range sorted {
+		if i > 0 && *s.Step == *sorted[i-1].Step {
+			return fmt.Errorf("memorization: step %d twice (%s and %s)", *s.Step, sorted[i-1].Completions, s.Completions)
 		}
+		steps[i] = memorizationRows(s)
 	}
-	err := atomicfile.Write(path, func(w io.Writer) error {
-		recs := make([]arrow.Record, len(sorted))
-		for i, s := range sorted {
-			recs[i] = memorizationRecord(s)
-			defer recs[i].Release()
-		}
-		return runfiles.WriteParquet(w, runfiles.MemorizationSchema, recs...)
-	})
+	err := atomicfile.Write(path, func(w io.Writer) error { return Memorizations.WriteParquet(w, steps...) })
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// memorizationRecord is one step's rows: members, then controls.
-func memorizationRecord(s *Summary) arrow.Record {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, runfiles.MemorizationSchema)
-	defer b.Release()
-	for _, sp := range []struct {
-		name string
-		sum  SplitSummary
-		any  GuessSplit
-	}{{splitTarget, s.Members, guessSplit(s, true)}, {splitControl, s.Controls, guessSplit(s, false)}} {
-		b.Field(0).(*array.Int64Builder).Append(int64(*s.Step))
-		b.Field(1).(*array.StringBuilder).Append(sp.name)
-		b.Field(2).(*array.StringBuilder).Append(s.Checkpoint)
-		b.Field(3).(*array.Int32Builder).Append(int32(sp.sum.N))
-		m := sp.sum
-		for k, v := range []Num{m.ExactMatch, m.ExactMatchCI[0], m.ExactMatchCI[1], m.TokenAccuracy, m.TokenAccuracyCI[0], m.TokenAccuracyCI[1],
-			m.RougeL, m.RougeLCI[0], m.RougeLCI[1], m.Loss, sp.any.AnyExact, sp.any.AnyExactCI[0], sp.any.AnyExactCI[1],
-			s.MIA.Loss.AUC, s.MIA.Loss.AUCCI[0], s.MIA.Loss.AUCCI[1], s.MIA.Zlib.AUC, s.MIA.MinK.AUC} {
-			b.Field(4 + k).(*array.Float64Builder).Append(float64(v))
-		}
+// memorizationRows are one step's rows: members, then controls.
+func memorizationRows(s *Summary) []Memorization {
+	row := func(split string, m SplitSummary, any GuessSplit) Memorization {
+		return Memorization{Step: int64(*s.Step), Split: split, Checkpoint: s.Checkpoint, N: m.N,
+			ExactMatch: float64(m.ExactMatch), ExactMatchLo: float64(m.ExactMatchCI[0]), ExactMatchHi: float64(m.ExactMatchCI[1]),
+			TokenAccuracy: float64(m.TokenAccuracy), TokenAccuracyLo: float64(m.TokenAccuracyCI[0]), TokenAccuracyHi: float64(m.TokenAccuracyCI[1]),
+			RougeL: float64(m.RougeL), RougeLLo: float64(m.RougeLCI[0]), RougeLHi: float64(m.RougeLCI[1]), Loss: float64(m.Loss),
+			AnyExactMatch: float64(any.AnyExact), AnyExactMatchLo: float64(any.AnyExactCI[0]), AnyExactMatchHi: float64(any.AnyExactCI[1]),
+			LossAUC: float64(s.MIA.Loss.AUC), LossAUCLo: float64(s.MIA.Loss.AUCCI[0]), LossAUCHi: float64(s.MIA.Loss.AUCCI[1]),
+			ZlibAUC: float64(s.MIA.Zlib.AUC), MinKAUC: float64(s.MIA.MinK.AUC)}
 	}
-	return b.NewRecord()
+	return []Memorization{row(splitTarget, s.Members, guessSplit(s, true)), row(splitControl, s.Controls, guessSplit(s, false))}
 }
 
 // guessSplit is the summary's any-of-N rates of members or controls, NaN

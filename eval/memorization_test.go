@@ -9,8 +9,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
-
-	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // TestWriteMemorization: one row group per step, in step order, members
@@ -49,7 +47,7 @@ func TestWriteMemorization(t *testing.T) {
 	defer tbl.Release()
 	col := func(name string) []float64 {
 		var out []float64
-		for _, ch := range tbl.Column(runfiles.MemorizationSchema.FieldIndices(name)[0]).Data().Chunks() {
+		for _, ch := range tbl.Column(Memorizations.Schema().FieldIndices(name)[0]).Data().Chunks() {
 			switch a := ch.(type) {
 			case *array.Float64:
 				out = append(out, a.Float64Values()...)

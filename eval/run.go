@@ -107,7 +107,7 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 // rows, each atomically; Run uses it, and so can a test that needs real
 // eval output without a model.
 func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) error {
-	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return writeScores(w, rows) }); err != nil {
+	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return Scores.WriteParquet(w, rows) }); err != nil {
 		return fmt.Errorf("write %s: %w", scoresPath, err)
 	}
 	err := atomicfile.Write(summaryPath, func(w io.Writer) error {

@@ -155,10 +155,10 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != 6 || tbl.NumCols() != int64(runfiles.ScoresSchema.NumFields()) {
-		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), runfiles.ScoresSchema.NumFields())
+	if tbl.NumRows() != 6 || tbl.NumCols() != int64(Scores.Schema().NumFields()) {
+		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), Scores.Schema().NumFields())
 	}
-	fd := tbl.Column(runfiles.ScoresSchema.FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
+	fd := tbl.Column(Scores.Schema().FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
 	if got := fd.Int32Values(); got[0] != 4 || got[1] != 2 || got[2] != 0 || got[3] != -1 {
 		t.Errorf("first_divergence %v, want 4 2 0 -1 ...", got)
 	}

@@ -6,37 +6,52 @@ import (
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
-// Score is one row of scores.parquet.
+// Score is one row of scores.parquet, one per document; its fields are
+// the file's columns, in order (runfiles.Table). Undefined values (no
+// reference model, a document too short to attack) are NaN;
+// FirstDivergence is -1 for a document not attacked. To add a score, add
+// its field here and compute it in ScoreCompletion.
 type Score struct {
-	DocID           int64
-	Split           string
-	Title           string
-	Status          string
-	Repetitions     int
-	NTokens         int
-	PrefixLen       int
-	SuffixLen       int
+	DocID           int64   `arrow:"doc_id"`
+	Split           string  `arrow:"split,required"`
+	Title           string  `arrow:"title"`
+	Status          string  `arrow:"status,absent=ok"`
+	Repetitions     int     `arrow:"repetitions"`
+	NTokens         int     `arrow:"n_tokens"`
+	PrefixLen       int     `arrow:"prefix_len"`
+	SuffixLen       int     `arrow:"suffix_len"`
 	Match                   // exact match, token accuracy, first divergence
-	RougeL          float64 // F1
-	RougeLPrecision float64
-	RougeLRecall    float64
-	Rouge1          float64 // F1
-	Rouge2          float64 // F1
-	Loss            float64
-	ZlibLen         int
-	ZlibRatio       float64
-	MinK            float64
-	RefLoss         float64
-	RefDiff         float64
-	MinKPP          float64 // Min-K%++ (higher means member)
-	PExtract        float64 // log probability the attack's decoding reproduces the suffix
-	ReCaLL          float64 // LL(x|P)/LL(x) (higher means member)
-	GradNorm        float64 // ‖∇θ L‖₂ (lower means member)
+	RougeL          float64 `arrow:"rougeL,required"` // F1
+	RougeLPrecision float64 `arrow:"rougeL_precision"`
+	RougeLRecall    float64 `arrow:"rougeL_recall"`
+	Rouge1          float64 `arrow:"rouge1"` // F1
+	Rouge2          float64 `arrow:"rouge2"` // F1
+	Loss            float64 `arrow:"loss"`
+	ZlibLen         int     `arrow:"zlib_len"`
+	ZlibRatio       float64 `arrow:"zlib_ratio"`
+	MinK            float64 `arrow:"mink"`
+	RefLoss         float64 `arrow:"ref_loss"`
+	RefDiff         float64 `arrow:"ref_diff"`
+	// Copied from completions.arrow (runfiles.Completion).
+	MinKPP   float64 `arrow:"mink_pp"`   // Min-K%++ (higher means member)
+	PExtract float64 `arrow:"p_extract"` // log probability the attack's decoding reproduces the suffix (−Inf: it cannot)
+	ReCaLL   float64 `arrow:"recall"`    // LL(x|P)/LL(x) (higher means member)
+	GradNorm float64 `arrow:"grad_norm"` // ‖∇θ L‖₂ (lower means member)
 	// AnyExact and BestRougeL are over the document's NGuesses guesses
-	// (applyGuesses): exact match by any, the best RougeL F1.
-	AnyExact   bool
-	BestRougeL float64
-	NGuesses   int
+	// (applyGuesses; with one guess, Exact and RougeL); NGuesses is 0 for
+	// a document not attacked.
+	AnyExact   bool    `arrow:"any_exact_match"`
+	BestRougeL float64 `arrow:"best_rougeL"`
+	NGuesses   int     `arrow:"n_guesses"`
+}
+
+// Scores is scores.parquet's codec.
+var Scores = runfiles.NewTable[Score]("scores.parquet")
+
+// ReadScores reads a scores.parquet that Run wrote; a file written before
+// some columns existed reads them as missing (runfiles.Table).
+func ReadScores(path string) ([]Score, error) {
+	return Scores.ReadParquet(path)
 }
 
 // ScoreCompletion computes every per-document measure of one completion.

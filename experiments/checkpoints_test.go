@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // smokeWith is exp/smoke.toml with its [train] and [extract] tables
@@ -75,12 +74,12 @@ func TestCheckpointsAllWritesMemorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != 4 || tbl.NumCols() != int64(runfiles.MemorizationSchema.NumFields()) {
-		t.Fatalf("%d rows × %d columns, want 4 × %d", tbl.NumRows(), tbl.NumCols(), runfiles.MemorizationSchema.NumFields())
+	if tbl.NumRows() != 4 || tbl.NumCols() != int64(eval.Memorizations.Schema().NumFields()) {
+		t.Fatalf("%d rows × %d columns, want 4 × %d", tbl.NumRows(), tbl.NumCols(), eval.Memorizations.Schema().NumFields())
 	}
 	steps := tbl.Column(0).Data().Chunk(0).(*array.Int64).Int64Values()
-	rouge := tbl.Column(runfiles.MemorizationSchema.FieldIndices("rougeL")[0]).Data().Chunk(0).(*array.Float64).Float64Values()
-	anyExact := tbl.Column(runfiles.MemorizationSchema.FieldIndices("any_exact_match")[0]).Data().Chunk(0).(*array.Float64).Float64Values()
+	rouge := tbl.Column(eval.Memorizations.Schema().FieldIndices("rougeL")[0]).Data().Chunk(0).(*array.Float64).Float64Values()
+	anyExact := tbl.Column(eval.Memorizations.Schema().FieldIndices("any_exact_match")[0]).Data().Chunk(0).(*array.Float64).Float64Values()
 	if steps[0] != 10 || steps[1] != 10 || rouge[0] != float64(early.Members.RougeL) || math.IsNaN(anyExact[0]) {
 		t.Errorf("first step rows: step %v, rougeL %v (summary %v), any_exact %v", steps[:2], rouge[0], early.Members.RougeL, anyExact[0])
 	}

@@ -15,45 +15,36 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 )
 
-// readOptional reads a Parquet file eval writes only for some attacks;
-// nil when it is absent.
-func readOptional(path string) (*frame, error) {
+// readOptional reads a Parquet file eval writes only for some attacks
+// with read; nil when it is absent.
+func readOptional[T any](path string, read func(string) ([]T, error)) ([]T, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	f, err := readParquet(path)
+	rows, err := read(path)
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
-	return f, nil
+	return rows, nil
 }
 
 // loadDynamics reads a run's guess_scores.parquet (extract.samples > 1)
 // and memorization.parquet (extract.checkpoints), when eval wrote them.
 func (r *runData) loadDynamics() error {
 	var err error
-	if r.GuessScores, err = readOptional(eval.GuessScoresPath(filepath.Join(r.Dir, "scores.parquet"))); err != nil {
+	if r.GuessScores, err = readOptional(eval.GuessScoresPath(filepath.Join(r.Dir, "scores.parquet")), eval.GuessScores.ReadParquet); err != nil {
 		return err
 	}
-	r.Memorization, err = readOptional(filepath.Join(r.Dir, "memorization.parquet"))
+	r.Memorization, err = readOptional(filepath.Join(r.Dir, "memorization.parquet"), eval.ReadMemorization)
 	return err
 }
 
-// memberGuesses are the member rows of guess_scores.parquet as eval's type.
+// memberGuesses are the member rows of guess_scores.parquet.
 func (r *runData) memberGuesses() []eval.GuessScore {
-	f := r.GuessScores
-	if f == nil {
-		return nil
-	}
-	ids, _, _ := f.col("doc_id")
-	lp, _, _ := f.col("seq_logprob")
-	rank, _, _ := f.col("rank")
-	split, _ := f.str("split")
-	exact, _ := f.boolean("exact_match")
 	var out []eval.GuessScore
-	for i := 0; i < f.n && i < len(ids) && i < len(lp) && i < len(split) && i < len(exact) && i < len(rank); i++ {
-		if split[i] == splitTarget {
-			out = append(out, eval.GuessScore{DocID: int64(ids[i]), Split: split[i], Rank: int(rank[i]), SeqLogProb: lp[i], Exact: exact[i]})
+	for _, g := range r.GuessScores {
+		if g.Split == splitTarget {
+			out = append(out, g)
 		}
 	}
 	return out
@@ -104,10 +95,15 @@ func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 // memoMetrics are the curves of the memorization-over-training figure:
 // columns of memorization.parquet (members' rows), drawn with error bars
 // from their _lo and _hi columns.
-var memoMetrics = []struct{ col, label string }{
-	{"exact_match", "exact match"},
-	{"rougeL", "RougeL"},
-	{"loss_auc", "membership AUC (loss attack)"},
+var memoMetrics = []struct {
+	label string
+	value func(m *eval.Memorization) (y, lo, hi float64)
+}{
+	{"exact match", func(m *eval.Memorization) (float64, float64, float64) {
+		return m.ExactMatch, m.ExactMatchLo, m.ExactMatchHi
+	}},
+	{"RougeL", func(m *eval.Memorization) (float64, float64, float64) { return m.RougeL, m.RougeLLo, m.RougeLHi }},
+	{"membership AUC (loss attack)", func(m *eval.Memorization) (float64, float64, float64) { return m.LossAUC, m.LossAUCLo, m.LossAUCHi }},
 }
 
 // memorizationCurves draws exact match, RougeL and the loss attack's AUC
@@ -120,29 +116,18 @@ func memorizationCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 	p.Legend.Top, p.Legend.Left = true, true
 	added := 0
 	for ri, r := range runs {
-		f := r.Memorization
-		if f == nil {
-			continue
-		}
-		steps, _, _ := f.col("step")
-		split, _ := f.str("split")
 		for mi, m := range memoMetrics {
-			y, _, ok := f.col(m.col)
-			if !ok {
-				continue
-			}
-			lo, _, _ := f.col(m.col + "_lo")
-			hi, _, _ := f.col(m.col + "_hi")
 			e := &errPoints{}
-			for i := 0; i < len(steps) && i < len(split) && i < len(y); i++ {
-				if split[i] != splitTarget || math.IsNaN(y[i]) {
+			for i := range r.Memorization {
+				row := &r.Memorization[i]
+				y, l, h := m.value(row)
+				if row.Split != splitTarget || math.IsNaN(y) {
 					continue
 				}
-				l, h := y[i], y[i]
-				if i < len(lo) && i < len(hi) && !math.IsNaN(lo[i]) && !math.IsNaN(hi[i]) {
-					l, h = lo[i], hi[i]
+				if math.IsNaN(l) || math.IsNaN(h) {
+					l, h = y, y
 				}
-				e.add(steps[i], y[i], l, h)
+				e.add(float64(row.Step), y, l, h)
 			}
 			if e.Len() == 0 {
 				continue

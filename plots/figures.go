@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -437,10 +438,22 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 }
 
 // lossKinds are the metrics.arrow columns of a loss figure.
-var lossKinds = []struct{ col, label string }{
-	{"loss_all", "all targets"},
-	{"loss_kept", "kept targets"},
-	{"loss_dropped", "dropped targets"},
+var lossKinds = []struct {
+	label string
+	value func(m runfiles.Metric) float64
+}{
+	{"all targets", func(m runfiles.Metric) float64 { return m.LossAll }},
+	{"kept targets", func(m runfiles.Metric) float64 { return m.LossKept }},
+	{"dropped targets", func(m runfiles.Metric) float64 { return m.LossDropped }},
+}
+
+// metricSeries is one column of metrics.arrow's rows.
+func metricSeries(ms []runfiles.Metric, value func(m runfiles.Metric) float64) []float64 {
+	out := make([]float64, len(ms))
+	for i, m := range ms {
+		out[i] = value(m)
+	}
+	return out
 }
 
 // lossCurves plots training loss against step for each run: colour tells
@@ -455,10 +468,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 		if r.Metrics == nil {
 			continue
 		}
-		steps, _, ok := r.Metrics.col("step")
-		if !ok {
-			continue
-		}
+		steps := metricSeries(r.Metrics, func(m runfiles.Metric) float64 { return float64(m.Step) })
 		w := cfg.Smooth
 		if w == 0 {
 			w = len(steps) / 100
@@ -466,11 +476,11 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 		if w > window {
 			window = w
 		}
-		all, _, _ := r.Metrics.col("loss_all")
+		all := metricSeries(r.Metrics, lossKinds[0].value)
 		for ki, kind := range lossKinds {
-			y, _, ok := r.Metrics.col(kind.col)
-			standard := r.standard() && kind.col != "loss_all"
-			if !ok || allNaN(y) || standard || (kind.col == "loss_kept" && sameSeries(y, all)) {
+			y := metricSeries(r.Metrics, kind.value)
+			standard := r.standard() && ki > 0
+			if allNaN(y) || standard || (ki == 1 && sameSeries(y, all)) {
 				continue
 			}
 			ys := movingAverage(y, w)
@@ -502,7 +512,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 		}
 		// Validation loss (no goldfish mask) exists only at evaluation steps:
 		// points joined by a line, not smoothed.
-		if val, _, ok := r.Metrics.col("val_loss"); ok {
+		if val := metricSeries(r.Metrics, func(m runfiles.Metric) float64 { return m.ValLoss }); len(val) > 0 {
 			var xy plotter.XYs
 			for i := range steps {
 				if !math.IsNaN(val[i]) && !math.IsInf(val[i], 0) {
@@ -575,7 +585,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 	added := 0
 	for ri, r := range runs {
 		for si, s := range miaScores {
-			if len(runs) > 1 && s.label != score {
+			if len(runs) > 1 && s.Label != score {
 				continue
 			}
 			// The curve eval's AUC and TPR summarize: the same documents
@@ -592,7 +602,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			if err != nil {
 				return nil, err
 			}
-			label := s.label
+			label := s.Label
 			c := colorAt(si)
 			ln.LineStyle.Width = vg.Points(1.5)
 			if len(runs) > 1 {
@@ -605,7 +615,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
-			p.Legend.Add(aucLegend(label, s.stat(&r.Summary.MIA)), ln)
+			p.Legend.Add(aucLegend(label, *s.Stat(&r.Summary.MIA)), ln)
 			added++
 		}
 	}

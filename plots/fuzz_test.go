@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -72,14 +73,14 @@ func FuzzReadMetricsArrow(f *testing.F) {
 		f.Fatal(err)
 	}
 	mutants(f, raw)
-	// The same rows in the stream format, which readArrow falls back to.
+	// The same rows in the stream format, which runfiles.ReadMetrics falls back to.
 	stream := streamOf(f, raw)
-	if fr, err := readArrow(fuzzFile(f, "metrics.arrow", stream)); err != nil || fr.n != s.steps {
-		f.Fatalf("the stream seed reads as %v, %v; want %d rows", fr, err, s.steps)
+	if ms, err := runfiles.ReadMetrics(fuzzFile(f, "metrics.arrow", stream)); err != nil || len(ms) != s.steps {
+		f.Fatalf("the stream seed reads as %d rows, %v; want %d rows", len(ms), err, s.steps)
 	}
 	mutants(f, stream)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if _, err := readArrow(fuzzFile(t, "metrics.arrow", raw)); err != nil && !strings.Contains(err.Error(), "metrics.arrow") {
+		if _, err := runfiles.ReadMetrics(fuzzFile(t, "metrics.arrow", raw)); err != nil && !strings.Contains(err.Error(), "metrics.arrow") {
 			t.Fatalf("error does not name the file: %v", err)
 		}
 	})

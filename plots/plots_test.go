@@ -306,13 +306,13 @@ func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range miaScores {
-		want := float64(s.stat(&r.Summary.MIA).AUC)
-		if s.label == "reference-model difference" || s.label == "min-k% loss" {
+		want := float64(s.Stat(&r.Summary.MIA).AUC)
+		if s.Name == "ref" || s.Name == "mink" {
 			continue // NaN in the synthetic run
 		}
 		got := eval.AUC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
 		if math.Abs(got-want) > 1e-12 || !(want > 0.6) {
-			t.Errorf("%s: AUC of the drawn values %v, summary.json %v (want equal, and > 0.6 on separated data)", s.label, got, want)
+			t.Errorf("%s: AUC of the drawn values %v, summary.json %v (want equal, and > 0.6 on separated data)", s.Label, got, want)
 		}
 	}
 }

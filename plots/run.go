@@ -107,17 +107,7 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	if err := emit("loss", p, err); err != nil {
 		return written, err
 	}
-	score := ""
-	for _, s := range miaScores {
-		for _, r := range runs {
-			for _, d := range r.Docs {
-				if _, ok := d.MIA[s.label]; ok && score == "" {
-					score = s.label
-				}
-			}
-		}
-	}
-	p, err = rocCurves(cfg, runs, score)
+	p, err = rocCurves(cfg, runs, miaScores[0].Label)
 	if err := emit("mia-roc", p, err); err != nil {
 		return written, err
 	}

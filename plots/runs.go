@@ -8,11 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -24,48 +24,9 @@ const (
 	splitControl = "control"
 )
 
-// docScore is one document of scores.parquet: the per-document values
-// figures draw as distributions. Rates, intervals and AUCs are not
-// recomputed from these; they come from the run's summary.json (eval).
-type docScore struct {
-	ID     int64
-	Split  string
-	Exact  bool
-	RougeL float64
-	// Attacked is false when extraction skipped the document (status != "ok").
-	Attacked bool
-	MIA      map[string]float64 // score label -> value as scores.parquet holds it
-}
-
-// miaScore names a membership-inference column of scores.parquet, how a
-// figure labels it and where summary.json holds its statistics; which way
-// it points is eval's (higherMember).
-type miaScore struct {
-	cols  []string
-	label string
-	stat  func(*eval.MIASummary) eval.MIAStat
-}
-
-// higherMember is eval.MIAStatistics' direction of the column: true for
-// Min-K%++ and ReCaLL, false for the losses.
-func (s miaScore) higherMember() bool {
-	for _, x := range eval.MIAStatistics {
-		if slices.Contains(s.cols, x.Column) {
-			return x.HigherMember
-		}
-	}
-	return false
-}
-
-var miaScores = []miaScore{
-	{[]string{"loss", "mia_loss"}, "loss", func(m *eval.MIASummary) eval.MIAStat { return m.Loss }},
-	{[]string{"zlib", "zlib_ratio", "mia_zlib"}, "zlib ratio", func(m *eval.MIASummary) eval.MIAStat { return m.Zlib }},
-	{[]string{"min_k", "mink", "min_k_loss", "mia_min_k"}, "min-k% loss", func(m *eval.MIASummary) eval.MIAStat { return m.MinK }},
-	{[]string{"ref_diff", "reference_diff", "ref_loss_diff", "mia_ref"}, "reference-model difference", func(m *eval.MIASummary) eval.MIAStat { return m.Ref }},
-	{[]string{"mink_pp"}, "min-k%++", func(m *eval.MIASummary) eval.MIAStat { return m.MinKPP }},
-	{[]string{"recall"}, "ReCaLL", func(m *eval.MIASummary) eval.MIAStat { return m.ReCaLL }},
-	{[]string{"grad_norm"}, "gradient norm", func(m *eval.MIASummary) eval.MIAStat { return m.GradNorm }},
-}
+// miaScores are eval's membership statistics, each a column of
+// scores.parquet that figures draw with eval's direction and label.
+var miaScores = eval.MIAStatistics
 
 // runData is what the figures need from one run directory.
 type runData struct {
@@ -73,17 +34,21 @@ type runData struct {
 	Dir    string
 	Values map[string]any // sweep axis values; empty for a lone run
 	Config map[string]any // resolved config.toml
-	Docs   []docScore     // every document, attacked or not
+	// Docs are scores.parquet's rows, every document, attacked or not:
+	// the per-document values figures draw as distributions. Rates,
+	// intervals and AUCs are not recomputed from these.
+	Docs []eval.Score
 	// Summary is the run's summary.json: every rate, interval and AUC a
 	// table or figure shows comes from it, so they are eval's numbers.
 	Summary *eval.Summary
-	Metrics *frame // nil when metrics.arrow is missing
+	Metrics []runfiles.Metric // none when metrics.arrow is missing
 	// GuessScores and Memorization are guess_scores.parquet and
 	// memorization.parquet, nil when eval wrote none (loadDynamics).
-	GuessScores, Memorization *frame
-	K, H                      int
-	Strategy                  string
-	Preset                    string
+	GuessScores  []eval.GuessScore
+	Memorization []eval.Memorization
+	K, H         int
+	Strategy     string
+	Preset       string
 }
 
 // standard says the run trained with the standard loss (perhaps shortened
@@ -106,10 +71,10 @@ func (r *runData) goldfishLabel() string {
 
 // docs returns the attacked documents of a split: those with an extraction
 // result, as eval counts them in the split's rates.
-func (r *runData) docs(split string) []docScore {
-	var out []docScore
+func (r *runData) docs(split string) []eval.Score {
+	var out []eval.Score
 	for _, d := range r.Docs {
-		if d.Split == split && d.Attacked {
+		if d.Split == split && d.Status == eval.StatusOK {
 			out = append(out, d)
 		}
 	}
@@ -119,11 +84,11 @@ func (r *runData) docs(split string) []docScore {
 // miaValues are a membership score of every document of split, attacked
 // or not, oriented so that higher means member (eval.MemberScore):
 // exactly what eval scores the MIA statistics on.
-func (r *runData) miaValues(split string, s miaScore) []float64 {
+func (r *runData) miaValues(split string, s eval.MIAStatistic) []float64 {
 	var out []float64
-	for _, d := range r.Docs {
-		if v, ok := d.MIA[s.label]; ok && d.Split == split {
-			out = append(out, eval.MemberScore(v, s.higherMember()))
+	for i := range r.Docs {
+		if d := &r.Docs[i]; d.Split == split {
+			out = append(out, eval.MemberScore(s.Value(d), s.HigherMember))
 		}
 	}
 	return out
@@ -169,59 +134,24 @@ func loadRun(dir, name string, values map[string]any) (*runData, error) {
 	if err := r.loadDynamics(); err != nil {
 		return nil, err
 	}
-	m, err := readArrow(filepath.Join(dir, "metrics.arrow"))
-	switch {
-	case err == nil:
-		r.Metrics = m
-	case errors.Is(err, os.ErrNotExist):
-	default:
+	if r.Metrics, err = runfiles.ReadMetrics(filepath.Join(dir, runfiles.MetricsFile)); err != nil {
 		return nil, badinput.Wrap(err)
 	}
 	return r, nil
 }
 
-func readScores(path string) ([]docScore, error) {
-	f, err := readParquet(path)
+// readScores reads scores.parquet. Documents the attack could not run on
+// (too short for prefix + suffix) have no extraction result: eval leaves
+// them out of the rates (docs does here) but scores their membership
+// (miaValues).
+func readScores(path string) ([]eval.Score, error) {
+	docs, err := eval.ReadScores(path)
 	if err != nil {
 		return nil, err
 	}
-	ids, _, _ := f.col("doc_id")
-	split, ok := f.str("split")
-	if !ok {
-		return nil, fmt.Errorf("read %s: no string column \"split\"", path)
-	}
-	exact, ok := f.boolean("exact_match", "exact")
-	if !ok {
-		return nil, fmt.Errorf("read %s: no column \"exact_match\"", path)
-	}
-	rouge, _, ok := f.col("rougeL", "rouge_l", "rougel")
-	if !ok {
-		return nil, fmt.Errorf("read %s: no column \"rougeL\"", path)
-	}
-	status, _ := f.str("status")
-	docs := make([]docScore, f.n)
-	for i := range docs {
-		d := &docs[i]
-		d.Attacked = status == nil || status[i] == "ok"
-		d.Split, d.Exact, d.RougeL = split[i], exact[i], rouge[i]
-		if ids != nil {
-			d.ID = int64(ids[i])
-		}
-		d.MIA = map[string]float64{}
-	}
-	for _, s := range miaScores {
-		if v, _, ok := f.col(s.cols...); ok {
-			for i := range docs {
-				docs[i].MIA[s.label] = v[i]
-			}
-		}
-	}
-	// Documents the attack could not run on (too short for prefix + suffix)
-	// have no extraction result: eval leaves them out of the rates (docs
-	// does here) but scores their membership (miaValues).
 	skipped := 0
 	for _, d := range docs {
-		if !d.Attacked {
+		if d.Status != eval.StatusOK {
 			skipped++
 		}
 	}

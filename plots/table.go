@@ -45,14 +45,10 @@ func tableRows(runs []*runData, axes []string) []row {
 		w.Rouge, w.CRouge = float64(s.Members.RougeL), float64(s.Controls.RougeL)
 		w.MIA = s.MIA.Loss
 		w.FinalLoss = math.NaN()
-		if r.Metrics != nil {
-			if y, _, ok := r.Metrics.col("loss_all"); ok {
-				for i := len(y) - 1; i >= 0; i-- {
-					if !math.IsNaN(y[i]) {
-						w.FinalLoss = y[i]
-						break
-					}
-				}
+		for i := len(r.Metrics) - 1; i >= 0; i-- {
+			if y := r.Metrics[i].LossAll; !math.IsNaN(y) {
+				w.FinalLoss = y
+				break
 			}
 		}
 		rows = append(rows, w)

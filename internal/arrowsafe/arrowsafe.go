@@ -192,6 +192,37 @@ func Read(path string, src Source, schema *arrow.Schema, fn func(rec arrow.Recor
 	return nil
 }
 
+// ReadStream reads every record batch of the Arrow IPC stream in src
+// through fn, each validated first; errors name path.
+func ReadStream(path string, src Source, fn func(rec arrow.Record) error) error {
+	err := Guard(func() error {
+		if err := CheckStream(src); err != nil {
+			return fmt.Errorf("%w: schema message: %v", ErrCorrupt, err)
+		}
+		r, err := ipc.NewReader(src, ipc.WithAllocator(Allocator(src)))
+		if err != nil {
+			return fmt.Errorf("not an Arrow IPC stream: %w", err)
+		}
+		defer r.Release()
+		for r.Next() {
+			if err := ValidateRecord(r.Record()); err != nil {
+				return err
+			}
+			if err := fn(r.Record()); err != nil {
+				return err
+			}
+		}
+		if err := r.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
 // ReadParquet reads the whole Parquet file in src into a table whose chunks
 // are validated. expand bounds how much larger than the file one buffer may
 // be (Parquet pages are compressed, so larger than 1).

@@ -109,8 +109,10 @@ func sameCompletion(a, b Completion) bool {
 // defaults: status ok, NaN statistics, no approximate-attack columns.
 func TestReadCompletionsOlderFile(t *testing.T) {
 	var fields []arrow.Field
-	for _, name := range requiredCompletionColumns {
-		fields = append(fields, CompletionsSchema.Field(CompletionsSchema.FieldIndices(name)[0]))
+	for _, c := range Completions.cols {
+		if c.required {
+			fields = append(fields, c.field)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "completions.arrow")
 	rows := goldenRows(true)
