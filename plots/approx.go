@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -76,16 +74,7 @@ func writeApproxTables(dir string, runs []*runData) ([]string, error) {
 		cw.Flush()
 		return cw.Error()
 	}
-	var written []string
-	for name, write := range map[string]func(io.Writer) error{"approx.md": md, "approx.csv": csvOut} {
-		path := filepath.Join(dir, name)
-		if err := atomicfile.Write(path, write); err != nil {
-			return written, fmt.Errorf("write %s: %w", path, err)
-		}
-		written = append(written, path)
-	}
-	sort.Strings(written)
-	return written, nil
+	return writeFiles(dir, namedWriter{"approx.csv", csvOut}, namedWriter{"approx.md", md})
 }
 
 // approxFigure plots the members' exact-match rate (eval's, with its

@@ -4,11 +4,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // repsRow is one point of the memorization-against-repetitions figures, as
@@ -49,18 +46,9 @@ func writeRepsTables(dir string, runs []*runData) ([]string, error) {
 	if rows == nil {
 		return nil, nil
 	}
-	var written []string
-	for _, t := range []struct {
-		name  string
-		write func(io.Writer, []repsRow) error
-	}{{"repetitions.md", writeRepsMarkdown}, {"repetitions.csv", writeRepsCSV}} {
-		path := filepath.Join(dir, t.name)
-		if err := atomicfile.Write(path, func(w io.Writer) error { return t.write(w, rows) }); err != nil {
-			return written, fmt.Errorf("write %s: %w", path, err)
-		}
-		written = append(written, path)
-	}
-	return written, nil
+	return writeFiles(dir,
+		namedWriter{"repetitions.md", func(w io.Writer) error { return writeRepsMarkdown(w, rows) }},
+		namedWriter{"repetitions.csv", func(w io.Writer) error { return writeRepsCSV(w, rows) }})
 }
 
 func writeRepsMarkdown(out io.Writer, rows []repsRow) error {

@@ -56,6 +56,26 @@ func newPlot(cfg Config, title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
+// namedWriter is one file of a table: its name and what writes it.
+type namedWriter struct {
+	name  string
+	write func(io.Writer) error
+}
+
+// writeFiles writes each file into dir atomically (internal/atomicfile),
+// in order, and returns the paths written.
+func writeFiles(dir string, files ...namedWriter) ([]string, error) {
+	var written []string
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		if err := atomicfile.Write(path, f.write); err != nil {
+			return written, err
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}
+
 // save writes p as name.<format> into dir for every configured format.
 func save(p *plot.Plot, cfg Config, dir, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

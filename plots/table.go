@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // row is one run of the comparison table. Every number but the final
@@ -199,16 +197,8 @@ func writeLaTeX(out io.Writer, axes []string, rows []row) error {
 
 // writeTables writes table.md, table.csv and table.tex into dir.
 func writeTables(dir string, axes []string, rows []row) ([]string, error) {
-	var written []string
-	for _, t := range []struct {
-		name  string
-		write func(io.Writer, []string, []row) error
-	}{{"table.md", writeMarkdown}, {"table.csv", writeCSV}, {"table.tex", writeLaTeX}} {
-		path := filepath.Join(dir, t.name)
-		if err := atomicfile.Write(path, func(w io.Writer) error { return t.write(w, axes, rows) }); err != nil {
-			return written, err
-		}
-		written = append(written, path)
-	}
-	return written, nil
+	return writeFiles(dir,
+		namedWriter{"table.md", func(w io.Writer) error { return writeMarkdown(w, axes, rows) }},
+		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
+		namedWriter{"table.tex", func(w io.Writer) error { return writeLaTeX(w, axes, rows) }})
 }

@@ -4,13 +4,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
-	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // thresholdRow is one run of the scale study's table: the smallest
@@ -50,18 +48,9 @@ func writeThresholdTables(dir string, runs []*runData) ([]string, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	var written []string
-	for _, t := range []struct {
-		name  string
-		write func(io.Writer, []thresholdRow) error
-	}{{"threshold.md", writeThresholdMarkdown}, {"threshold.csv", writeThresholdCSV}} {
-		path := filepath.Join(dir, t.name)
-		if err := atomicfile.Write(path, func(w io.Writer) error { return t.write(w, rows) }); err != nil {
-			return written, fmt.Errorf("write %s: %w", path, err)
-		}
-		written = append(written, path)
-	}
-	return written, nil
+	return writeFiles(dir,
+		namedWriter{"threshold.md", func(w io.Writer) error { return writeThresholdMarkdown(w, rows) }},
+		namedWriter{"threshold.csv", func(w io.Writer) error { return writeThresholdCSV(w, rows) }})
 }
 
 // repsText shows a count of a threshold, or "> max" when eval found none

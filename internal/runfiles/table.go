@@ -73,12 +73,13 @@ func (t *Table[T]) addFields(typ reflect.Type, path []int, group int) {
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		tag, tagged := f.Tag.Lookup("arrow")
-		if tag == "-" || !f.IsExported() {
+		embedded := !tagged && f.Anonymous && f.Type.Kind() == reflect.Struct
+		if tag == "-" || (!f.IsExported() && !embedded) {
 			continue
 		}
 		p := append(append([]int(nil), path...), i)
 		switch {
-		case !tagged && f.Anonymous && f.Type.Kind() == reflect.Struct:
+		case embedded:
 			t.addFields(f.Type, p, group)
 			continue
 		case !tagged && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && group < 0:
