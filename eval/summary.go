@@ -147,27 +147,26 @@ type MIASummary struct {
 }
 
 // MIAStatistic is a membership statistic eval scores: its name in
-// summary.json's mia table, its column in scores.parquet, how figures
-// label it, whether a higher value means member (the others are losses:
-// lower means member), where MIASummary holds its result, and its value
-// in a row of scores.
+// summary.json's mia table, how figures label it, whether a higher value
+// means member (the others are losses: lower means member), where
+// MIASummary holds its result, and its value in a row of scores.parquet.
 type MIAStatistic struct {
-	Name, Column, Label string
-	HigherMember        bool
-	Stat                func(*MIASummary) *MIAStat
-	Value               func(*Score) float64
+	Name, Label  string
+	HigherMember bool
+	Stat         func(*MIASummary) *MIAStat
+	Value        func(*Score) float64
 }
 
 // MIAStatistics lists every membership statistic eval scores. Figures
 // read this list, so that a curve is drawn with eval's direction.
 var MIAStatistics = []MIAStatistic{
-	{"loss", "loss", "loss", false, func(m *MIASummary) *MIAStat { return &m.Loss }, func(s *Score) float64 { return s.Loss }},
-	{"zlib", "zlib_ratio", "zlib ratio", false, func(m *MIASummary) *MIAStat { return &m.Zlib }, func(s *Score) float64 { return s.ZlibRatio }},
-	{"mink", "mink", "min-k% loss", false, func(m *MIASummary) *MIAStat { return &m.MinK }, func(s *Score) float64 { return s.MinK }},
-	{"ref", "ref_diff", "reference-model difference", false, func(m *MIASummary) *MIAStat { return &m.Ref }, func(s *Score) float64 { return s.RefDiff }},
-	{"mink_pp", "mink_pp", "min-k%++", true, func(m *MIASummary) *MIAStat { return &m.MinKPP }, func(s *Score) float64 { return s.MinKPP }},
-	{"recall", "recall", "ReCaLL", true, func(m *MIASummary) *MIAStat { return &m.ReCaLL }, func(s *Score) float64 { return s.ReCaLL }},
-	{"grad_norm", "grad_norm", "gradient norm", false, func(m *MIASummary) *MIAStat { return &m.GradNorm }, func(s *Score) float64 { return s.GradNorm }},
+	{"loss", "loss", false, func(m *MIASummary) *MIAStat { return &m.Loss }, func(s *Score) float64 { return s.Loss }},
+	{"zlib", "zlib ratio", false, func(m *MIASummary) *MIAStat { return &m.Zlib }, func(s *Score) float64 { return s.ZlibRatio }},
+	{"mink", "min-k% loss", false, func(m *MIASummary) *MIAStat { return &m.MinK }, func(s *Score) float64 { return s.MinK }},
+	{"ref", "reference-model difference", false, func(m *MIASummary) *MIAStat { return &m.Ref }, func(s *Score) float64 { return s.RefDiff }},
+	{"mink_pp", "min-k%++", true, func(m *MIASummary) *MIAStat { return &m.MinKPP }, func(s *Score) float64 { return s.MinKPP }},
+	{"recall", "ReCaLL", true, func(m *MIASummary) *MIAStat { return &m.ReCaLL }, func(s *Score) float64 { return s.ReCaLL }},
+	{"grad_norm", "gradient norm", false, func(m *MIASummary) *MIAStat { return &m.GradNorm }, func(s *Score) float64 { return s.GradNorm }},
 }
 
 // MemberScore orients a statistic's value so that higher means member,
