@@ -340,7 +340,7 @@ func (g *GPT) run(ids *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.T
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	logits := g.product(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false) // [B,T,V]
+	logits := g.product(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false, false) // [B,T,V]
 	if c := g.cfg.FinalSoftcap; c > 0 {
 		logits = softcap(logits, c)
 	}
@@ -395,10 +395,16 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		k = s.keep(perHead.MustSelect(0, 1, false))
 		v = s.keep(perHead.MustSelect(0, 2, false))
 	} else {
-		w, bias := g.fusedQKV(s, li, cache)
-		qkv := s.keep(g.linear(xn, w, bias)) // [B,T,(H+2·KV)·hd]
-		part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
-		qf, kf, vf := part(0, h), part(h, kvh), part(h+kvh, kvh)
+		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
+		if a.QKV == QKVSeparate && g.separateProducts(cache) {
+			one := func(m module) *ts.Tensor { return s.keep(g.linear(xn, blk.mods[m].w, blk.mods[m].b)) }
+			qf, kf, vf = one(modQ), one(modK), one(modV)
+		} else {
+			w, bias := g.fusedQKV(s, li, cache)
+			qkv := s.keep(g.linear(xn, w, bias)) // [B,T,(H+2·KV)·hd]
+			part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
+			qf, kf, vf = part(0, h), part(h, kvh), part(h+kvh, kvh)
+		}
 		if a.QKNorm == QKNormFull {
 			qf = s.keep(g.normalize(qf, blk.mods[modQNorm], c.Heads*c.HeadDim))
 			kf = s.keep(g.normalize(kf, blk.mods[modKNorm], c.KVHeads*c.HeadDim))
@@ -436,7 +442,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	if t == 1 && (cache == nil || cache.approx == nil) && c.AttnSoftcap == 0 { // a decode step
 		if att, ok := torchx.AttendOne(q, k, v, mask, scale); ok {
 			merged := s.keep(att.MustView([]int64{b, 1, h * hd}, true))
-			return g.linear(merged, out.w, out.b)
+			return g.innerLinear(merged, out.w, out.b)
 		}
 	}
 	if kvh < h { // each key/value head serves h/kvh query heads in a row
@@ -460,7 +466,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	}
 	s.keep(att) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
-	return g.linear(merged, out.w, out.b) // [B,T,d]
+	return g.innerLinear(merged, out.w, out.b) // [B,T,d]
 }
 
 // attnScale multiplies the attention scores: 1/sqrt(head_dim), or
@@ -483,16 +489,22 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, cache *Cache) *ts.Tensor {
 	down := blk.mods[modDown]
 	if g.arch.MLP == MLPPlain {
 		up := blk.mods[modUp]
-		hidden := s.keep(g.activate(s.keep(g.linear(xn, up.w, up.b))))
-		return g.linear(hidden, down.w, down.b)
+		hidden := s.keep(g.activate(s.keep(g.innerLinear(xn, up.w, up.b))))
+		return g.innerLinear(hidden, down.w, down.b)
 	}
-	f := int64(g.cfg.FFN)
-	w, bias := g.fusedGateUp(s, li, cache)
-	gateUp := s.keep(g.linear(xn, w, bias)) // [B,T,2f]
-	gate := s.keep(gateUp.MustNarrow(2, 0, f, false))
-	up := s.keep(gateUp.MustNarrow(2, f, f, false))
+	var gate, up *ts.Tensor // [B,T,f] each
+	if g.arch.MLP == MLPGated && g.separateProducts(cache) {
+		gm, um := blk.mods[modGate], blk.mods[modUp]
+		gate, up = s.keep(g.innerLinear(xn, gm.w, gm.b)), s.keep(g.innerLinear(xn, um.w, um.b))
+	} else {
+		f := int64(g.cfg.FFN)
+		w, bias := g.fusedGateUp(s, li, cache)
+		gateUp := s.keep(g.innerLinear(xn, w, bias)) // [B,T,2f]
+		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
+		up = s.keep(gateUp.MustNarrow(2, f, f, false))
+	}
 	act := s.keep(g.activate(gate).MustMul(up, true))
-	return g.linear(act, down.w, down.b)
+	return g.innerLinear(act, down.w, down.b)
 }
 
 // activate is the family's activation of x, a new tensor.
@@ -580,9 +592,31 @@ func catModules(b *block, conv1D bool, mods ...module) (w, bias *ts.Tensor) {
 }
 
 // linear is a block's linear map: x·wᵀ + bias, or x·w + bias for
-// Conv1D's [in, out] weights, in g's precision.
+// Conv1D's [in, out] weights, in g's precision, returned in float32.
 func (g *GPT) linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	return g.product(x, w, bias, g.arch.Conv1D)
+	return g.product(x, w, bias, g.arch.Conv1D, false)
+}
+
+// innerLinear is linear for the products whose result feeds only the MLP's
+// activation, the next product or a residual sum (the output projection,
+// the MLP's): on a GPU in a reduced precision it stays in that dtype, as
+// torch.autocast leaves a product, which halves the memory-bound work
+// between products there (a residual sum with float32 x is float32). On
+// the CPU it returns float32, as linear does, which keeps CPU results as
+// they were.
+func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
+	return g.product(x, w, bias, g.arch.Conv1D, g.device.IsCuda())
+}
+
+// separateProducts reports whether a block multiplies by its separate
+// q, k, v (gate, up) weights one at a time rather than by their
+// concatenation: when training or scoring on a GPU (no cache), where
+// concatenating the weights at every forward pass (and splitting their
+// gradients) costs more memory traffic than the one larger product saves.
+// On the CPU, and when decoding (the cache keeps a concatenated copy), the
+// one product is faster.
+func (g *GPT) separateProducts(cache *Cache) bool {
+	return cache == nil && g.device.IsCuda()
 }
 
 // normalize applies the family's norm with weights n over the last

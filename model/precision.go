@@ -97,8 +97,8 @@ func (g *GPT) Precision() gotch.DType {
 }
 
 // product is x·wᵀ + bias (x·w + bias for Conv1D's [in, out] weights) in
-// g's precision, returned in float32.
-func (g *GPT) product(x, w, bias *ts.Tensor, conv1D bool) *ts.Tensor {
+// g's precision, returned in float32, or with keep in that precision.
+func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 	dt := g.Precision()
 	if dt == gotch.Float && !conv1D {
 		return linear(x, w, bias)
@@ -121,7 +121,7 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D bool) *ts.Tensor {
 		bias = noBias
 	}
 	y := ts.MustLinear(x, w, bias)
-	if dt == gotch.Float {
+	if dt == gotch.Float || keep {
 		return y
 	}
 	return y.MustTotype(gotch.Float, true)

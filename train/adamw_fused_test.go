@@ -80,12 +80,15 @@ func TestFusedAdamWMatchesPerTensor(t *testing.T) {
 	for i := range p1 {
 		for _, pair := range [][2]*ts.Tensor{{p1[i].Tensor, p2[i].Tensor}, {o1.m[i], o2.m[i]}, {o1.v[i], o2.v[i]}} {
 			a, b := pair[0].Float64Values(), pair[1].Float64Values()
-			worst := 0.0
+			// Relative to the tensor's scale, not each element's: an element
+			// near zero has a large relative rounding difference (1.3e-3 on
+			// an H200) though its absolute one is float32's.
+			worst, scale := 0.0, 0.0
 			for j := range a {
-				worst = max(worst, math.Abs(a[j]-b[j])/(math.Abs(a[j])+1e-6))
+				worst, scale = max(worst, math.Abs(a[j]-b[j])), max(scale, math.Abs(a[j]))
 			}
-			if worst > 1e-5 {
-				t.Errorf("%s: fused and per-tensor AdamW differ by %g relative", p1[i].Name, worst)
+			if worst > 1e-5*scale {
+				t.Errorf("%s: fused and per-tensor AdamW differ by %g, %g of the largest element", p1[i].Name, worst, worst/scale)
 			}
 		}
 	}
