@@ -17,6 +17,16 @@ import (
 // builder. No rows still gives a file with the schema and one empty batch.
 // The read side is ReadFile.
 func WriteFile(path string, schema *arrow.Schema, n, batch int, fill func(b *array.RecordBuilder, i int)) error {
+	return WriteBatches(path, schema, n, batch, func(b *array.RecordBuilder, start, end int) {
+		for i := start; i < end; i++ {
+			fill(b, i)
+		}
+	})
+}
+
+// WriteBatches is WriteFile for a fill that appends rows [start, end) at
+// once, a column at a time.
+func WriteBatches(path string, schema *arrow.Schema, n, batch int, fill func(b *array.RecordBuilder, start, end int)) error {
 	return atomicfile.Create(path, func(f *os.File) error {
 		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 		if err != nil {
@@ -25,9 +35,7 @@ func WriteFile(path string, schema *arrow.Schema, n, batch int, fill func(b *arr
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		defer b.Release()
 		for start := 0; start == 0 || start < n; start += batch {
-			for i := start; i < min(start+batch, n); i++ {
-				fill(b, i)
-			}
+			fill(b, start, min(start+batch, n))
 			rec := b.NewRecord()
 			err := w.Write(rec)
 			rec.Release()

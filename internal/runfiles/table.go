@@ -147,7 +147,7 @@ func (t *Table[T]) schemaOf(rows []T, meta map[string]string) *arrow.Schema {
 	var fields []arrow.Field
 	has := map[int]bool{}
 	for _, c := range t.cols {
-		if c.group >= 0 && !has[c.group] {
+		if _, seen := has[c.group]; c.group >= 0 && !seen {
 			has[c.group] = false
 			for i := range rows {
 				if !reflect.ValueOf(&rows[i]).Elem().FieldByIndex(c.path[:c.group+1]).IsNil() {
@@ -191,33 +191,58 @@ func (t *Table[T]) column(name string) *column {
 	return nil
 }
 
-// appendRow appends row's value of each column of cols to b.
-func appendRow(b *array.RecordBuilder, cols []*column, row reflect.Value) {
+// appendRows appends rows (a slice of T) to b, a column at a time: each
+// column of cols fills its builder, b's field of the same index.
+func appendRows(b *array.RecordBuilder, cols []*column, rows reflect.Value) {
+	n := rows.Len()
 	for j, c := range cols {
-		v := c.missing
-		if c.group < 0 || !row.FieldByIndex(c.path[:c.group+1]).IsNil() {
-			v = row.FieldByIndex(c.path)
+		value := func(i int) reflect.Value {
+			row := rows.Index(i)
+			if len(c.path) == 1 {
+				return row.Field(c.path[0])
+			}
+			if c.group >= 0 && row.FieldByIndex(c.path[:c.group+1]).IsNil() {
+				return c.missing
+			}
+			return row.FieldByIndex(c.path)
 		}
 		switch fb := b.Field(j).(type) {
 		case *array.Int64Builder:
-			fb.Append(v.Int())
+			for i := 0; i < n; i++ {
+				fb.Append(value(i).Int())
+			}
 		case *array.Int32Builder:
-			fb.Append(int32(v.Int()))
+			for i := 0; i < n; i++ {
+				fb.Append(int32(value(i).Int()))
+			}
 		case *array.Float64Builder:
-			fb.Append(v.Float())
+			for i := 0; i < n; i++ {
+				fb.Append(value(i).Float())
+			}
 		case *array.Float32Builder:
-			fb.Append(float32(v.Float()))
+			for i := 0; i < n; i++ {
+				fb.Append(float32(value(i).Float()))
+			}
 		case *array.BooleanBuilder:
-			fb.Append(v.Bool())
+			for i := 0; i < n; i++ {
+				fb.Append(value(i).Bool())
+			}
 		case *array.StringBuilder:
-			fb.Append(v.String())
+			for i := 0; i < n; i++ {
+				fb.Append(value(i).String())
+			}
 		case *array.ListBuilder:
-			fb.Append(true)
 			switch vb := fb.ValueBuilder().(type) {
 			case *array.Int32Builder:
-				vb.AppendValues(v.Interface().([]int32), nil)
+				for i := 0; i < n; i++ {
+					fb.Append(true)
+					vb.AppendValues(value(i).Interface().([]int32), nil)
+				}
 			case *array.Float32Builder:
-				vb.AppendValues(v.Interface().([]float32), nil)
+				for i := 0; i < n; i++ {
+					fb.Append(true)
+					vb.AppendValues(value(i).Interface().([]float32), nil)
+				}
 			}
 		}
 	}
@@ -237,8 +262,8 @@ func (t *Table[T]) WriteIPCAs(path string, schema *arrow.Schema, rows []T, batch
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return arrowsafe.WriteFile(path, schema, len(rows), batch, func(b *array.RecordBuilder, i int) {
-		appendRow(b, cols, reflect.ValueOf(&rows[i]).Elem())
+	return arrowsafe.WriteBatches(path, schema, len(rows), batch, func(b *array.RecordBuilder, start, end int) {
+		appendRows(b, cols, reflect.ValueOf(rows[start:end]))
 	})
 }
 
@@ -252,9 +277,7 @@ func (t *Table[T]) WriteParquet(w io.Writer, groups ...[]T) error {
 	recs := make([]arrow.Record, len(groups))
 	for g, rows := range groups {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, t.schema)
-		for i := range rows {
-			appendRow(b, cols, reflect.ValueOf(&rows[i]).Elem())
-		}
+		appendRows(b, cols, reflect.ValueOf(rows))
 		recs[g] = b.NewRecord()
 		b.Release()
 		defer recs[g].Release()
