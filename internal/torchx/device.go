@@ -51,7 +51,7 @@ func ResolveDeviceFor(key, name string) (gotch.Device, error) {
 	}
 	if !gotch.CUDA.IsAvailable() {
 		return gotch.CPU, fmt.Errorf("%s = %q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
-			"use \"cpu\", or build memo against a CUDA libtorch (LIBTORCH=python or LIBTORCH=/path/to/libtorch bash scripts/setup.sh; README, \"PyTorch, CUDA and devices\")", key, name)
+			"use \"cpu\", or build memo against a CUDA libtorch (LIBTORCH=python or LIBTORCH=/path/to/libtorch bash scripts/setup.sh; docs/GPU.md, \"PyTorch, CUDA and devices\")", key, name)
 	}
 	if n := gotch.CUDA.DeviceCount(); int64(index) >= n {
 		return gotch.CPU, fmt.Errorf("%s = %q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", key, name, n, n-1)
