@@ -50,7 +50,7 @@ for spec in "$@"; do
 	doc=${spec##*:}
 	corpus="$dir/c$size-$doc.jsonl"
 	if [ ! -f "$corpus" ]; then
-		"$memo" bench corpus --bytes "$size" --doc-bytes "$doc" --out "$corpus" --cache "$cache" >/dev/null
+		GODEBUG= "$memo" bench corpus --bytes "$size" --doc-bytes "$doc" --out "$corpus" --cache "$cache" >/dev/null
 	fi
 	targets=2000 validation=100
 	if [ "$doc" = 1M ]; then targets=50 validation=10; fi
