@@ -154,7 +154,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	}
 	if cfg.DedupWords > 0 {
 		var sample int
-		kept, sample = dedupWords(kept, cfg.DedupWords, dedupSlots, tab.text, func(c, with int32) {
+		kept, sample = dedupWords(kept, cfg.DedupWords, dedupSlots, tab.text, tab.textSize, func(c, with int32) {
 			reject(Rejected{Source: tab.source(c), Title: tab.title(c), Reason: fmt.Sprintf("shares a %d-word passage with %s %q", cfg.DedupWords, tab.source(with), tab.title(with))}, "duplicate passage")
 		})
 		if sample > 0 {

@@ -71,6 +71,7 @@ func dedupMap(rows []int32, n int, text func(int32) string) (kept []int32, dups 
 func TestDedupWords(t *testing.T) {
 	texts, long := dedupCorpus(4000) // 524k passages of 20 words
 	text := func(i int32) string { return texts[i] }
+	textLen := func(i int32) int { return len(texts[i]) }
 	rows := func() []int32 {
 		r := make([]int32, len(texts))
 		for i := range r {
@@ -80,17 +81,23 @@ func TestDedupWords(t *testing.T) {
 	}
 	wantKept, wantDups := dedupMap(rows(), 20, text)
 	var dups [][2]int32
-	kept, sample := dedupWords(rows(), 20, 1<<24, text, func(c, with int32) { dups = append(dups, [2]int32{c, with}) })
+	kept, sample := dedupWords(rows(), 20, 1<<24, text, textLen, func(c, with int32) { dups = append(dups, [2]int32{c, with}) })
 	if sample != 0 || !slices.Equal(kept, wantKept) || !slices.Equal(dups, wantDups) {
 		t.Errorf("exact set: sample %d, %d kept and %d duplicates, want the map's %d and %d (equal: %v %v)",
 			sample, len(kept), len(dups), len(wantKept), len(wantDups), slices.Equal(kept, wantKept), slices.Equal(dups, wantDups))
+	}
+	// Batches of one document each (every text "over" the batch size).
+	dups = nil
+	kept, _ = dedupWords(rows(), 20, 1<<24, text, func(int32) int { return 1 << 30 }, func(c, with int32) { dups = append(dups, [2]int32{c, with}) })
+	if !slices.Equal(kept, wantKept) || !slices.Equal(dups, wantDups) {
+		t.Errorf("one document a batch: %d kept and %d duplicates, want %d and %d", len(kept), len(dups), len(wantKept), len(wantDups))
 	}
 	if len(wantDups) < 800 {
 		t.Fatalf("the corpus has only %d duplicates", len(wantDups))
 	}
 
 	dups = nil
-	kept, sample = dedupWords(rows(), 20, 1<<16, text, func(c, with int32) { dups = append(dups, [2]int32{c, with}) })
+	kept, sample = dedupWords(rows(), 20, 1<<16, text, textLen, func(c, with int32) { dups = append(dups, [2]int32{c, with}) })
 	if sample == 0 {
 		t.Fatalf("a 2^16-slot set took all %d passages without sampling", 524_000)
 	}

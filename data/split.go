@@ -2,7 +2,6 @@ package data
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -329,19 +328,10 @@ const sharedBatch = 256
 // on GOMAXPROCS goroutines.
 func (x *windowIndex) sharedAll(docs []int32, tokens func(int32) []int32) []int32 {
 	out := make([]int32, len(docs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(docs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var s scratch
-			for k := int(next.Add(1)) - 1; k < len(docs); k = int(next.Add(1)) - 1 {
-				out[k] = x.sharedWith(tokens(docs[k]), tokens, &s)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(len(docs), func() func(int) {
+		var s scratch
+		return func(k int) { out[k] = x.sharedWith(tokens(docs[k]), tokens, &s) }
+	})
 	return out
 }
 
@@ -398,15 +388,15 @@ outer:
 // exact (every shared passage found) until the kept rows hold maxSlots/2
 // distinct passages, a deterministic sample of them after that. It
 // returns the set's final sampling, 1 in 2^k passages (k = 0: exact).
-func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, dup func(c, with int32)) ([]int32, int) {
+func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, textLen func(int32) int, dup func(c, with int32)) ([]int32, int) {
 	maxRow := int32(0)
 	for _, c := range rows {
 		maxRow = max(maxRow, c)
 	}
 	seen := newPassageSet(maxSlots, maxRow)
-	// is tells whether row w holds passage h, for the set's confirmations;
-	// the last row asked about is remembered (a duplicate usually repeats
-	// several passages of one document).
+	// holds tells whether row w has passage h, for the set's
+	// confirmations; the last row asked about is remembered (a duplicate
+	// usually repeats several passages of one document).
 	var lastRow int32 = -1
 	var lastHashes []uint64
 	holds := func(w int32, h uint64) bool {
@@ -415,25 +405,65 @@ func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, dup func
 		}
 		return slices.Contains(lastHashes, h)
 	}
-	kept := rows[:0]
-	for _, c := range rows {
-		hs := wordWindows(text(c), n)
-		with := int32(-1)
-		for _, h := range hs {
-			if with = seen.find(h, holds); with >= 0 {
-				break
+	kept := rows[:0] // (written behind the reads: len(kept) <= k)
+	// The documents' passages are read and hashed on every core a batch
+	// ahead of the loop, which takes them in order: the outcome is the
+	// one-at-a-time loop's. A batch holds at most dedupBatchBytes of text.
+	var hashes [][]uint64
+	for from := 0; from < len(rows); {
+		end, bytes := from, 0
+		for end < len(rows) && (end == from || bytes+textLen(rows[end]) <= dedupBatchBytes) {
+			bytes += textLen(rows[end])
+			end++
+		}
+		hashes = slices.Grow(hashes[:0], end-from)[:end-from]
+		parallel(end-from, func() func(int) {
+			return func(k int) { hashes[k] = wordWindows(text(rows[from+k]), n) }
+		})
+		for k := from; k < end; k++ {
+			c, hs := rows[k], hashes[k-from]
+			hashes[k-from] = nil
+			with := int32(-1)
+			for _, h := range hs {
+				if with = seen.find(h, holds); with >= 0 {
+					break
+				}
 			}
+			if with >= 0 {
+				dup(c, with)
+				continue
+			}
+			for _, h := range hs {
+				seen.add(h, c)
+			}
+			kept = append(kept, c)
 		}
-		if with >= 0 {
-			dup(c, with)
-			continue
-		}
-		for _, h := range hs {
-			seen.add(h, c)
-		}
-		kept = append(kept, c)
+		from = end
 	}
 	return kept, seen.sample
+}
+
+// dedupBatchBytes bounds the text whose passages dedupWords hashes at a
+// time (the hashes take about 1.3 times the text).
+const dedupBatchBytes = 16 << 20
+
+// parallel calls a function for each k in [0, n) on GOMAXPROCS
+// goroutines; each goroutine gets its function from worker (for buffers of
+// its own).
+func parallel(n int, worker func() func(k int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f := worker()
+			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+				f(k)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // dedupSlots is the size of data.dedup_words's passage set: 2^24 slots of
@@ -563,26 +593,45 @@ func mix64(z uint64) uint64 {
 
 // wordWindows hashes every window of n whitespace-separated words,
 // lowercased and stripped of surrounding punctuation so that the same
-// passage matches across line breaks and capitalisation.
+// passage matches across line breaks and capitalisation. Each word is
+// hashed once (FNV-1a, remixed) and the windows are a polynomial rolled
+// over the words' hashes, as windowHashes rolls over token ids: equal
+// passages hash equal, in time proportional to the words rather than n
+// times them.
 func wordWindows(text string, n int) []uint64 {
-	var words []string
+	var words []uint64
 	for _, w := range strings.Fields(text) {
 		w = strings.ToLower(strings.Trim(w, ".,;:!?\"'()[]-"))
 		if w != "" {
-			words = append(words, w)
+			words = append(words, mix64(fnv1a(w)))
 		}
 	}
-	if len(words) < n {
+	if n < 1 || len(words) < n {
 		return nil
 	}
-	out := make([]uint64, 0, len(words)-n+1)
-	for i := 0; i+n <= len(words); i++ {
-		h := fnv.New64a()
-		for _, w := range words[i : i+n] {
-			h.Write([]byte(w))
-			h.Write([]byte{0})
+	const base = 0x9e3779b97f4a7c15 // odd
+	top := uint64(1)                // base^(n-1)
+	var h uint64
+	for k, w := range words[:n] {
+		if k > 0 {
+			top *= base
 		}
-		out = append(out, h.Sum64())
+		h = h*base + w
+	}
+	out := make([]uint64, 1, len(words)-n+1)
+	out[0] = h
+	for i := n; i < len(words); i++ {
+		h = (h-words[i-n]*top)*base + words[i]
+		out = append(out, h)
 	}
 	return out
+}
+
+// fnv1a is the 64-bit FNV-1a hash of s.
+func fnv1a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
 }

@@ -167,6 +167,9 @@ func (t *docTable) titleText(i int32) (title, text string) {
 	return b[:n], b[n:]
 }
 
+// textSize is row i's text length in bytes.
+func (t *docTable) textSize(i int32) int { return int(t.textLen[i]) }
+
 // size is row i's number of token ids.
 func (t *docTable) size(i int32) int { return int(t.nTokens[i]) }
 
