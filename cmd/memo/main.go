@@ -194,7 +194,7 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Exit codes of the contract the README documents.
+// Exit codes of the contract docs/COMMANDS.md documents.
 const (
 	exitFailure     = 1   // the machine or a library failed
 	exitBadInput    = 2   // a spec, flag, data file, run directory or checkpoint the user gave

@@ -416,7 +416,7 @@ func poisonWeight(t *testing.T, name string, v float32) func(dir string) {
 }
 
 // checkExportedTokenizer: the tokenizer.json `memo export` wrote loads in
-// Hugging Face's tokenizers library, which gives the README's sample text
+// Hugging Face's tokenizers library, which gives docs/HUGGING-FACE.md's sample text
 // (and two more) the ids memo gives them with the run's tokenizer.
 func checkExportedTokenizer(t *testing.T, runTokenizer, exported string) {
 	texts := []string{"Hello world!", "Light is refracted.\n\nQuery 31.  Have not the small Particles?", "Hello<|endoftext|>world"}
