@@ -218,6 +218,9 @@ func (st *approxState) reorder(rows []int) {
 		steps[i] = st.steps[r]
 	}
 	st.steps, st.mass, st.bytes = steps, pick(st.mass), pick(st.bytes)
+	// The step's sums follow the rows too: beam search and samples make
+	// more rows than the prompt pass had.
+	st.stepMass, st.stepBytes = pick(st.stepMass), pick(st.stepBytes)
 	if st.logQ != nil {
 		q := make([][][][]float64, len(rows))
 		for i, r := range rows {

@@ -488,3 +488,39 @@ func TestKV8LogitBound(t *testing.T) {
 		}
 	}
 }
+
+// Approximate decoding of more rows than the prompt pass ran (beam
+// search's beams, a prompt's samples): the step's measurements follow
+// Reorder, and each row's stats count the steps after it. Reorder used
+// to leave the per-step sums at the prompt count, and the first step of
+// a wider batch indexed past them.
+func TestApproxStatsFollowReorder(t *testing.T) {
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	for _, a := range []Approx{{KVBits: 4}, {Attention: AttnSift, SiftQuantile: 0.5, SiftWarmup: 2}} {
+		s, err := NewApproxStepper(g, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Start([][]int32{{1, 2, 3}, {4, 5, 6, 7}}, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Reorder([]int{0, 0, 1, 1, 1}); err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 4; step++ {
+			if _, err := s.Next([]int32{8, 9, 10, 11, 12}); err != nil {
+				t.Fatalf("%+v step %d: %v", a, step, err)
+			}
+		}
+		st := s.ApproxStats()
+		if len(st) != 5 {
+			t.Fatalf("%+v: stats of %d rows, want 5", a, len(st))
+		}
+		for r, x := range st {
+			if x.Steps != 4 || !(x.KVBytes > 0) {
+				t.Errorf("%+v row %d: %+v, want 4 steps and bytes read", a, r, x)
+			}
+		}
+		s.Close()
+	}
+}
