@@ -71,26 +71,18 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 		}
 		logits = wide
 	}
-	seqs := make([][]int32, rows)
 	lps := make([]float64, rows)
-	next := make([]int32, rows)
-	for step := 0; ; step++ {
-		for r, l := range logits {
-			if d.cfg.Decoding == DecodeSample {
-				var lp float64
-				next[r], lp = d.sampleScored(l, rngs[r])
-				lps[r] += lp
-			} else { // greedy's one guess has no log-probability: nothing ranks or records it
-				next[r] = model.Argmax(l)
-			}
-			seqs[r] = append(seqs[r], next[r])
+	pick := model.Greedy // greedy's one guess has no log-probability: nothing ranks or records it
+	if d.cfg.Decoding == DecodeSample {
+		pick = func(r int, l []float32) int32 {
+			t, lp := d.sampleScored(l, rngs[r])
+			lps[r] += lp
+			return t
 		}
-		if step == n-1 {
-			break
-		}
-		if logits, err = lm.Next(next); err != nil {
-			return nil, err
-		}
+	}
+	seqs, err := model.Continue(lm.Next, logits, n, pick)
+	if err != nil {
+		return nil, err
 	}
 	for p := range out {
 		for j := 0; j < per; j++ {

@@ -49,18 +49,13 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 	}
 	for len(out[0]) < n {
 		g := min(gamma, n-len(out[0])-1)
-		drafts := make([][]int32, len(prompts)) // per row
+		drafts, err := propose(ds, out, g)
+		if err != nil {
+			return nil, nil, err
+		}
 		ext := cloneRows(out)
-		for j := 0; j < g; j++ {
-			dl, err := ds.resync(ext)
-			if err != nil {
-				return nil, nil, err
-			}
-			for i := range ext {
-				t := Argmax(dl[i][len(dl[i])-1])
-				drafts[i] = append(drafts[i], t)
-				ext[i] = append(ext[i], t)
-			}
+		for i := range ext {
+			ext[i] = append(ext[i], drafts[i]...)
 		}
 		// The target scores the last kept token and every draft token.
 		tl, err := ts.resync(ext)
@@ -94,6 +89,23 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 		}
 	}
 	return out, stats, nil
+}
+
+// propose brings the draft's rows to the tokens kept so far (resync) and
+// proposes g more greedily (nothing when g is 0).
+func propose(ds *Stepper, kept [][]int32, g int) ([][]int32, error) {
+	if g == 0 {
+		return make([][]int32, len(kept)), nil
+	}
+	dl, err := ds.resync(kept)
+	if err != nil {
+		return nil, err
+	}
+	last := make([][]float32, len(dl))
+	for i, l := range dl {
+		last[i] = l[len(l)-1]
+	}
+	return Continue(ds.Next, last, g, Greedy)
 }
 
 func cloneRows(x [][]int32) [][]int32 {

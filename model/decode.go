@@ -199,9 +199,8 @@ type GenOptions struct {
 // Generate greedily continues each prompt by n tokens (ties go to the
 // lowest id, as torch.argmax).
 func (g *GPT) Generate(prompts [][]int32, n int, opt GenOptions) ([][]int32, error) {
-	out := make([][]int32, len(prompts))
 	if len(prompts) == 0 || n <= 0 {
-		return out, nil
+		return make([][]int32, len(prompts)), nil
 	}
 	s := NewStepper(g, opt.UseCache)
 	defer s.Close()
@@ -209,20 +208,46 @@ func (g *GPT) Generate(prompts [][]int32, n int, opt GenOptions) ([][]int32, err
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)
 	}
-	next := make([]int32, len(prompts))
+	out, err := Continue(s.Next, logits, n, Greedy)
+	if err != nil {
+		return nil, fmt.Errorf("model: generate: %w", err)
+	}
+	return out, nil
+}
+
+// Continue is memo's one token loop: it extends every row of a decoding
+// by n tokens in lockstep, pick choosing row r's token from its logits.
+// The first token comes from logits (the rows' next-token logits after
+// Start, Reorder or a speculative resync); each later one from next
+// (Stepper.Next) fed the tokens just chosen. Generate, the speculative
+// draft, and extract's greedy, sampling and many-guess attacks all
+// decode through it. pick is called row by row, in row order.
+func Continue(next func(tokens []int32) ([][]float32, error), logits [][]float32, n int, pick func(r int, logits []float32) int32) ([][]int32, error) {
+	out := make([][]int32, len(logits))
+	if n <= 0 || len(logits) == 0 {
+		return out, nil
+	}
+	toks := make([]int32, len(logits))
 	for step := 0; ; step++ {
-		for i, l := range logits {
-			next[i] = Argmax(l)
-			out[i] = append(out[i], next[i])
+		for r, l := range logits {
+			toks[r] = pick(r, l)
+			out[r] = append(out[r], toks[r])
 		}
 		if step == n-1 {
 			return out, nil
 		}
-		if logits, err = s.Next(next); err != nil {
-			return nil, fmt.Errorf("model: generate: %w", err)
+		var err error
+		if logits, err = next(toks); err != nil {
+			return nil, err
+		}
+		if len(logits) != len(toks) {
+			return nil, fmt.Errorf("decode: %d rows of logits for %d rows", len(logits), len(toks))
 		}
 	}
 }
+
+// Greedy is Continue's greedy choice: Argmax.
+func Greedy(_ int, logits []float32) int32 { return Argmax(logits) }
 
 // Argmax is the index of the largest logit, the lowest among equals.
 func Argmax(logits []float32) int32 {
