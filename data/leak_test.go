@@ -3,7 +3,9 @@ package data
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -214,5 +216,26 @@ func TestWindowIndexShared(t *testing.T) {
 		if got := x.sharedAll([]int32{3}, tokens)[0]; got != tt.want {
 			t.Errorf("%s: sharedAll found %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	// Many documents at once, more than a batch, given out of order and
+	// with some rows left out: the hits by row, as sharedAll found them.
+	members = members[:3]
+	var docs []int32
+	want := map[int32]int32{}
+	for r := 0; r < 2*sharedBatch+10; r++ {
+		tt := tests[r%len(tests)]
+		members = append(members, tt.ids)
+		row := int32(len(members) - 1)
+		if r%5 == 4 {
+			continue // a row that is not a document to check
+		}
+		docs = append(docs, row)
+		if tt.want >= 0 {
+			want[row] = tt.want
+		}
+	}
+	slices.Reverse(docs)
+	if got := x.sharedInRowOrder(docs, len(members), tokens); !maps.Equal(got, want) {
+		t.Errorf("sharedInRowOrder: %d hits, want %d", len(got), len(want))
 	}
 }
