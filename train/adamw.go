@@ -178,7 +178,14 @@ func (o *adamW) fusedUpdate(gs []*ts.Tensor, lr float64) bool {
 }
 
 // zeroGrads clears the accumulated gradients before a step's micro-batches.
+// On a GPU it drops them, as PyTorch's zero_grad does by default (less
+// memory traffic; the same values, since 0 + g = g); on the CPU it zeroes
+// them in place, keeping their memory from step to step.
 func zeroGrads(params []model.Param) {
+	if len(params) > 0 && params[0].Tensor.MustDevice().IsCuda() {
+		torchx.ClearGrads(paramTensors(params))
+		return
+	}
 	torchx.NoGrad(func() {
 		for _, p := range params {
 			g := p.Tensor.MustGrad(false)

@@ -76,6 +76,13 @@ int memo_fused_adamw(void **params, void **grads, void **m, void **v, int64_t n,
 #endif
 }
 
+// memo_clear_grads drops the n tensors' .grad (PyTorch's
+// zero_grad(set_to_none=True)): the next backward pass then hands each its
+// new gradient instead of adding it to zeros.
+void memo_clear_grads(void **params, int64_t n) {
+  for (int64_t i = 0; i < n; i++) static_cast<at::Tensor *>(params[i])->mutable_grad().reset();
+}
+
 // memo_foreach_grad_norm writes the L2 norm of all n gradients together to
 // *norm and, when clip > 0 and the norm exceeds it, scales them by
 // clip/(norm+1e-6), as clip_grad_norm_ does. Returns 1 when it ran, 0 when

@@ -65,6 +65,17 @@ func FusedAdamW(params, grads, m, v []*ts.Tensor, h AdamWHyper) (ok bool, err er
 	return rc == 1, nil
 }
 
+// ClearGrads drops the tensors' gradients (zero_grad(set_to_none=True)):
+// the next backward pass gives each its gradient as a new tensor rather
+// than adding it to a zeroed one, which saves writing zeros over every
+// gradient and reading them back.
+func ClearGrads(tensors []*ts.Tensor) {
+	p, free := ptrList(tensors)
+	defer free()
+	C.memo_clear_grads((*unsafe.Pointer)(p), C.int64_t(len(tensors)))
+	runtime.KeepAlive(tensors)
+}
+
 // ForeachGradNorm is the L2 norm of all grads together, and when clip > 0
 // and the norm exceeds it scales them in place by clip/(norm+1e-6), in
 // libtorch's multi-tensor kernels. ok is false when this libtorch lacks
