@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 )
 
 func TestAutoBatchRule(t *testing.T) {
@@ -22,9 +23,17 @@ func TestAutoBatchRule(t *testing.T) {
 		{weights, 1},                     // nothing left: one row
 		{weights + 4*1040*1000, 64},      // clamped
 	} {
-		if got := AutoBatch(mc, 10, tc.avail); got != tc.want {
+		if got := AutoBatch(mc, 10, tc.avail, maxAutoBatch); got != tc.want {
 			t.Errorf("AutoBatch(avail=%d) = %d, want %d", tc.avail, got, tc.want)
 		}
+	}
+	// A GPU's cap: the same budget, clamped at 512 instead of 64.
+	if got := AutoBatch(mc, 10, weights+4*1040*1000, maxAutoBatchGPU); got != 512 {
+		t.Errorf("AutoBatch on a GPU's cap = %d, want 512", got)
+	}
+	// On the CPU the memory shared out is MemAvailable, capped at 64.
+	if avail, maxBatch := batchMemory(gotch.CPU); avail <= 0 || maxBatch != maxAutoBatch {
+		t.Errorf("batchMemory(cpu) = %d, %d; want MemAvailable and %d", avail, maxBatch, maxAutoBatch)
 	}
 }
 
@@ -41,7 +50,7 @@ func TestAutoBatchSameCompletions(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Suffix = 12
 	prompts := BuildPrompts(cfg, docs, 128)
-	auto := AutoBatch(g.Config(), 128, availableMemory())
+	auto := AutoBatch(g.Config(), 128, availableMemory(), maxAutoBatch)
 	if auto < 1 || auto > maxAutoBatch {
 		t.Fatalf("automatic batch %d outside [1, %d]", auto, maxAutoBatch)
 	}

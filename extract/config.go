@@ -68,9 +68,10 @@ type Config struct {
 	// Empty: the spec's top-level device, else train.device.
 	Device string `toml:"device,omitempty" json:"device,omitempty"`
 	// BatchSize is the number of prompts decoded together; 0 = automatic:
-	// a quarter of MemAvailable (after 4 bytes per model parameter) divided
-	// by 4·window·(2·layers·dim + vocab) bytes per row (key/value cache plus
-	// one row of scoring logits), clamped to [1, 64] (see AutoBatch).
+	// a quarter of MemAvailable (on a GPU, of its memory) after 4 bytes per
+	// model parameter, divided by 4·window·(2·layers·dim + vocab) bytes per
+	// row (key/value cache plus one row of scoring logits), clamped to
+	// [1, 64] (on a GPU [1, 512]; see AutoBatch).
 	BatchSize int `toml:"batch_size" json:"batch_size"`
 	// Splits are the document splits attacked: members ("target") and
 	// non-members ("control") by default.

@@ -50,7 +50,8 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return err
 	}
 	if cfg.BatchSize == 0 {
-		cfg.BatchSize = AutoBatch(mc, window, availableMemory())
+		avail, maxBatch := batchMemory(g.Device())
+		cfg.BatchSize = AutoBatch(mc, window, avail, maxBatch)
 		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
 	}
 	tok, err := ds.Tokenizer()
