@@ -62,7 +62,7 @@ type Config struct {
 	// words with an earlier one (KJV repeats genealogies and parallel passages),
 	// before any split. 0 disables it. The kept passages are held in a set of
 	// at most 128 MiB: exact up to 8.4 million passages (one a word: about
-	// 45 MB of English); past that it checks a deterministic sample, 1 in
+	// 50 MB of English); past that it checks a deterministic sample, 1 in
 	// report.json's dedup_sample, so a long shared passage is still caught
 	// and a short one may not be.
 	DedupWords int `toml:"dedup_words" json:"dedup_words"`
