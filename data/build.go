@@ -178,13 +178,13 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 	// out: the positions in kept (ids) of the documents with a split.
 	var out []int32
 	for p, i := range kept {
-		if sp := tab.split(i); sp != "" {
+		if split := tab.split(i); split != "" {
 			out = append(out, int32(p))
 			n := int(tab.nTokens[i])
-			rep.Splits[sp]++
-			rep.SplitTokens[sp] += n
+			rep.Splits[split]++
+			rep.SplitTokens[split] += n
 			rep.TrainTokens += reps.of(tab, i) * n
-			if sp == SplitBackground {
+			if split == SplitBackground {
 				rep.TrainTokens += cfg.PretrainPasses * n
 			}
 		}
