@@ -6,12 +6,14 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -193,5 +195,61 @@ func TestBenchApproximations(t *testing.T) {
 	}
 	if r := run("quantspec-g2"); !(r.SpecAccept > 0 && r.SpecAccept <= 1) {
 		t.Errorf("quantspec: acceptance %v", r.SpecAccept)
+	}
+}
+
+// Approximate attacks run extract's one batching loop, so they honour
+// extract.samples and draw from the same random streams as exact ones:
+// extract.approximation = "exact" draws exact decoding's guesses and
+// measures them (every token agreeing; the decode-step kernel, which
+// measured attention does not take, is off so that the logits are equal
+// to the bit and the draws can be compared), an 8-bit cache draws samples
+// guesses per prompt, and a 4-bit cache decodes beam search (which used
+// to panic at its first widened step), each prompt measured.
+func TestApproxHonoursSamples(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torchx.SetKernels(torchx.SetKernels(false))
+	ctx := context.Background()
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3})
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Prefix, cfg.Suffix, cfg.Decoding, cfg.Samples, cfg.BatchSize = ModeFixed, 8, 6, DecodeSample, 3, 4
+	prompts := BuildPrompts(cfg, opticksDocs(t, 3, 40), 64)
+	want, _, err := decodeAll(ctx, g, cfg, prompts, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := cfg
+	named.Approximation = "exact"
+	if named, err = named.Resolved(); err != nil {
+		t.Fatal(err)
+	}
+	beam := cfg
+	beam.KVBits, beam.Decoding, beam.Beams, beam.Samples = 4, DecodeBeam, 3, 2
+	kv8 := cfg
+	kv8.KVBits = 8
+	for _, c := range []struct {
+		name    string
+		cfg     Config
+		guesses int
+	}{{"exact", named, 3}, {"kv8", kv8, 3}, {"kv4 beam", beam, 2}} {
+		if err := c.cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		gs, ms, err := approxAll(ctx, g, c.cfg, prompts, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.name == "exact" && !reflect.DeepEqual(gs, want) {
+			t.Errorf("exact: approxAll's guesses differ from exact decoding's")
+		}
+		for i, m := range ms {
+			if len(gs[i]) != c.guesses || m == nil {
+				t.Fatalf("%s prompt %d: %d guesses, metrics %v; want %d and metrics", c.name, i, len(gs[i]), m, c.guesses)
+			}
+			if m.ExactAgree < 0 || m.ExactAgree > 6 || c.name == "exact" && m.ExactAgree != 6 || !(m.KVBytesPerToken > 0) || m.AttnMassKept != 1 {
+				t.Errorf("%s prompt %d: %+v", c.name, i, *m)
+			}
+		}
 	}
 }

@@ -2,10 +2,12 @@ package extract
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sort"
 
 	"github.com/memo-research/memo/internal/progress"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -21,22 +23,22 @@ func byLength(n int, length func(i int) int) []int {
 	return idx
 }
 
-// generateAll decodes a continuation as long as its suffix for every
-// attacked prompt; the result is indexed like prompts (nil when not
-// attacked). With several guesses per prompt it is the best ranked.
-func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool) ([][]int32, error) {
-	gs, err := generateGuesses(ctx, g, cfg, prompts, useCache)
-	if err != nil {
-		return nil, err
-	}
-	return topIDs(gs), nil
+// approxMethod is the approximation an attack decodes under, prepared
+// once: the model's Approx (Loki's basis in it) and, for QuantSpec, the
+// 4-bit draft and its gamma.
+type approxMethod struct {
+	approx model.Approx
+	draft  *model.GPT
+	gamma  int
 }
 
-// generateGuesses decodes cfg.Samples continuations of every attacked
-// prompt, each as long as its suffix, ranked (rankGuesses); the result is
-// indexed like prompts (nil when not attacked). The collector runs between
-// batches, when no libtorch call is in flight.
-func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool) ([][]Guess, error) {
+// decodeAll is extract's one batching loop: it decodes cfg.Samples
+// continuations of every attacked prompt, each as long as its suffix,
+// ranked (rankGuesses), exactly (m nil) or under m. Both results are
+// indexed like prompts (nil when not attacked); ms, each prompt's
+// measurements of its best-ranked guess, is nil when m is. The collector
+// runs between batches, when no libtorch call is in flight.
+func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool, m *approxMethod) (gs [][]Guess, ms []*runfiles.CompletionApprox, err error) {
 	var todo []int
 	for i, p := range prompts {
 		if p.Status == StatusOK {
@@ -47,20 +49,24 @@ func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Pr
 	samples := max(cfg.Samples, 1)
 	// batch_size counts the rows decoded together: beams or samples of
 	// fewer prompts.
-	batch := cfg.BatchSize
+	rowsPer := 1
 	switch {
 	case cfg.Decoding == DecodeBeam:
-		batch = max(1, cfg.BatchSize/cfg.Beams)
+		rowsPer = cfg.Beams
 	case samples > 1:
-		batch = max(1, cfg.BatchSize/samples)
+		rowsPer = samples
 	}
-	out := make([][]Guess, len(prompts))
+	batch := max(1, cfg.BatchSize/rowsPer)
+	gs = make([][]Guess, len(prompts))
+	if m != nil {
+		ms = make([]*runfiles.CompletionApprox, len(prompts))
+	}
 	dec := decoder{cfg: cfg}
 	bar := progress.New("extract: generating", len(order))
 	done := 0
 	for lo := 0; lo < len(order); lo += batch {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var idx []int
 		for _, o := range order[lo:min(lo+batch, len(order))] {
@@ -77,24 +83,23 @@ func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Pr
 				rngs = append(rngs, guessRNG(cfg.Seed, prompts[i].Doc.ID, j))
 			}
 		}
-		lm := model.NewStepper(g, useCache)
-		var gen [][]Guess
-		var err error
-		if cfg.Decoding == DecodeBeam {
-			gen, err = dec.beamGuesses(lm, pre, n, cfg.Beams)
-		} else {
-			gen, err = dec.guesses(lm, pre, n, samples, rngs)
-		}
+		gen, rowMs, err := dec.decodeBatch(g, m, pre, n, samples, rngs, useCache)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, i := range idx {
-			gs := gen[k][:samples] // beam search: its best samples beams, already ranked
-			for j := range gs {
-				gs[j].IDs = gs[j].IDs[:len(prompts[i].Suffix)]
+			guesses := gen[k][:samples] // beam search: its best samples beams, already ranked
+			for j := range guesses {
+				guesses[j].IDs = guesses[j].IDs[:len(prompts[i].Suffix)]
 			}
-			rankGuesses(gs)
-			out[i] = gs
+			rankGuesses(guesses)
+			gs[i] = guesses
+			if rowMs != nil {
+				// Row k·rowsPer+j decoded guess j (a sample, or the beam in
+				// that place: beamGuesses returns its beams in row order).
+				r := rowMs[k*rowsPer+guesses[0].Sample]
+				ms[i] = &r
+			}
 		}
 		torchx.Collect()
 		torchx.ReleaseFreeMemory()
@@ -102,7 +107,54 @@ func generateGuesses(ctx context.Context, g *model.GPT, cfg Config, prompts []Pr
 		bar.Update(done, "")
 	}
 	bar.Done()
-	return out, nil
+	return gs, ms, nil
+}
+
+// decodeBatch decodes one batch of prompts by n tokens: samples guesses
+// each (rows p·samples+j drawing with rngs[p·samples+j]), or the beams of
+// beam search, exactly (m nil, with or without the KV cache) or under m.
+// rowMs holds each decoded row's measurements when m is not nil.
+func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, samples int, rngs []*rand.Rand, useCache bool) (gen [][]Guess, rowMs []runfiles.CompletionApprox, err error) {
+	unmeasured := runfiles.CompletionApprox{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
+	if m != nil && m.draft != nil { // QuantSpec: greedy, one row per prompt
+		out, stats, err := model.Speculative(g, m.draft, model.Approx{KVBits: 4}, pre, n, m.gamma)
+		if err != nil {
+			return nil, nil, err
+		}
+		gen = make([][]Guess, len(out))
+		rowMs = make([]runfiles.CompletionApprox, len(out))
+		for k, s := range stats {
+			gen[k] = []Guess{{IDs: out[k]}}
+			rowMs[k] = unmeasured
+			if s.Proposed > 0 {
+				rowMs[k].SpecAccept = float64(s.Accepted) / float64(s.Proposed)
+			}
+		}
+		return gen, rowMs, nil
+	}
+	lm := model.NewStepper(g, useCache)
+	if m != nil {
+		if lm, err = model.NewApproxStepper(g, m.approx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if d.cfg.Decoding == DecodeBeam {
+		gen, err = d.beamGuesses(lm, pre, n, d.cfg.Beams)
+	} else {
+		gen, err = d.guesses(lm, pre, n, samples, rngs)
+	}
+	if err != nil || m == nil {
+		return gen, nil, err
+	}
+	stats := lm.ApproxStats()
+	rowMs = make([]runfiles.CompletionApprox, len(stats))
+	for r, s := range stats {
+		rowMs[r] = unmeasured
+		if s.Steps > 0 {
+			rowMs[r].AttnMassKept, rowMs[r].KVBytesPerToken = s.MassKept, s.KVBytes
+		}
+	}
+	return gen, rowMs, nil
 }
 
 // windowLosses computes every prompt's per-token losses over its window,

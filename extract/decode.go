@@ -197,16 +197,6 @@ func sampleRNG(seed, docID int64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(docID)^0x73616d706c65))
 }
 
-// generate continues each prompt by n tokens with greedy decoding or
-// sampling (one rng per row, used only when sampling).
-func (d decoder) generate(lm stepper, prompts [][]int32, n int, rngs []*rand.Rand) ([][]int32, error) {
-	gs, err := d.guesses(lm, prompts, n, 1, rngs)
-	if err != nil {
-		return nil, err
-	}
-	return topIDs(gs), nil
-}
-
 // beamSearch keeps the width most likely continuations (by summed log
 // probability; every one has n tokens, so no length penalty) of each prompt
 // and returns the best. lm decodes len(prompts)·width rows, prompt p's

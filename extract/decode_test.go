@@ -49,10 +49,11 @@ var toy = [][]float64{{0.0001, 0.6, 0.3999}, {1.0 / 3, 1.0 / 3, 1.0 / 3}, {0.9, 
 func TestBeamBeatsGreedyByHand(t *testing.T) {
 	d := decoder{cfg: DefaultConfig()}
 	prompts := [][]int32{{2, 0}, {0}}
-	greedy, err := d.generate(&markov{table: toy}, prompts, 2, nil)
+	gs, err := d.guesses(&markov{table: toy}, prompts, 2, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	greedy := topIDs(gs)
 	// Greedy takes 1 (0.6), then the three-way tie goes to the lowest id: p = 0.2.
 	if want := [][]int32{{1, 0}, {1, 0}}; !reflect.DeepEqual(greedy, want) {
 		t.Errorf("greedy %v, want %v", greedy, want)

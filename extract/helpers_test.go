@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"strings"
@@ -100,4 +101,14 @@ func memorize(t testing.TB, g *model.GPT, rows [][]int32, steps int, target floa
 		torchx.Collect()
 	}
 	return last
+}
+
+// generateAll is decodeAll's exact best guess per attacked prompt (nil for
+// prompts not attacked): what an attack writes as generated_ids.
+func generateAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, useCache bool) ([][]int32, error) {
+	gs, _, err := decodeAll(ctx, g, cfg, prompts, useCache, nil)
+	if err != nil {
+		return nil, err
+	}
+	return topIDs(gs), nil
 }

@@ -84,18 +84,11 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	slog.Info("extract: attacking", "checkpoint", ckpt, "documents", len(prompts), "too_short", short,
 		"mode", cfg.Mode, "decoding", cfg.Decoding, "window", window, "model", mc.String())
 
-	var gen [][]int32
-	var guessed [][]Guess
-	var approx []*runfiles.CompletionApprox
-	if cfg.Samples > 1 {
-		guessed, err = generateGuesses(ctx, g, cfg, prompts, true)
-		gen = topIDs(guessed)
-	} else {
-		gen, approx, err = generateFor(ctx, g, cfg, ckpt, ds, prompts, window)
-	}
+	guessed, approx, err := generateFor(ctx, g, cfg, ckpt, ds, prompts, window)
 	if err != nil {
 		return fmt.Errorf("extract: generate: %w", err)
 	}
+	gen := topIDs(guessed)
 	scores, err := scoreAll(ctx, g, cfg, prompts)
 	if err != nil {
 		return fmt.Errorf("extract: scoring pass: %w", err)

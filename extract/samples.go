@@ -24,8 +24,6 @@ func (c Config) validateGuesses() error {
 		return fmt.Errorf("extract.samples = %d: must be between 1 and %d", c.Samples, maxSamples)
 	case c.Samples > 1 && c.Decoding == DecodeGreedy:
 		return fmt.Errorf("extract.samples = %d: greedy decoding has one guess per prompt; use decoding = %q (or %q with beams >= samples)", c.Samples, DecodeSample, DecodeBeam)
-	case c.Samples > 1 && c.approximate():
-		return fmt.Errorf("extract.samples = %d: approximate decoding (extract.kv_bits, attention, speculative) draws one guess per prompt; set samples = 1", c.Samples)
 	case c.Samples > 1 && c.Decoding == DecodeBeam && c.Samples > c.Beams:
 		return fmt.Errorf("extract.samples = %d: beam search returns at most its %d beams (extract.beams); raise beams or lower samples", c.Samples, c.Beams)
 	}
