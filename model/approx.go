@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 // Attention methods of Approx.
@@ -105,6 +106,28 @@ type ApproxStats struct {
 	KVBytes float64
 }
 
+// approximation is the one hook through which an inference approximation
+// changes decoding: a Cache that has one (NewApproxStepper) hands each
+// layer of a cached pass to it (GPT.attendApprox) — what enters the
+// cache goes through store, and attend replaces attention — and calls
+// reorder and drop as the cache's rows change and it is freed. Exact
+// decoding has none and never reaches this file's code. approxState is
+// the one implementation (KV quantization, Loki, Sift; QuantSpec's
+// draft is a Stepper under it).
+type approximation interface {
+	// store returns keys or values [B,KV,t,hd] as the cache keeps them,
+	// taking ownership of x.
+	store(x *ts.Tensor) *ts.Tensor
+	// attend is layer li's attention of a cached pass over the cache kc:
+	// q [B,H,T,hd], k and v [B,H,S,hd] (heads repeated), the per-row
+	// mask [B,1,T,S], the scale and the soft-cap (0: none).
+	attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor
+	// reorder follows Cache.Reorder.
+	reorder(rows []int)
+	// drop frees what the approximation holds.
+	drop()
+}
+
 // approxState is a cache's approximation: settings, per-row sums for
 // ApproxStats, and SiftAttention's warm-up quantiles.
 type approxState struct {
@@ -174,12 +197,9 @@ func (st *approxState) kvBytes(valid int, scoreDims int, kept float64) float64 {
 	return share * float64(c.Heads) * perHead
 }
 
-// beginStep is called before each ForwardCached; decode reports whether it
-// is a decode step (something is already cached).
-func (st *approxState) beginStep(decode bool) {
-	if !decode {
-		return
-	}
+// beginStep starts a decode step's measurements (attend, at its first
+// layer).
+func (st *approxState) beginStep() {
 	st.decodes++
 	for r := range st.stepMass {
 		st.stepMass[r], st.stepBytes[r] = 0, 0
@@ -192,11 +212,8 @@ func (st *approxState) addLayer(r int, mass, bytes float64) {
 	st.stepBytes[r] += bytes
 }
 
-// endStep folds the step into the sums.
-func (st *approxState) endStep(decode bool) {
-	if !decode {
-		return
-	}
+// endStep folds the step into the sums (attend, after its last layer).
+func (st *approxState) endStep() {
 	for r := range st.steps {
 		st.steps[r]++
 		st.mass[r] += st.stepMass[r]

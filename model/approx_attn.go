@@ -8,12 +8,56 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// attentionOf is attention, or the cache's approximation of it.
-func attentionOf(li int, q, k, v, mask *ts.Tensor, scale, cap float64, cache *Cache) *ts.Tensor {
-	if cache == nil || cache.approx == nil {
-		return attention(q, k, v, mask, scale, cap)
+// attendApprox is the rest of attend (gpt.go) when the cache decodes
+// under an approximation, the one place exact decoding hands over to it:
+// q [B,H,T,hd] and this pass's k, v [B,KV,T,hd] (owned) of layer li go
+// through the approximation's store into the cache and its attend, under
+// the per-row mask it reads (mask is the pass's shared one, nil, [T,S] or
+// [B,1,T,S]); then the heads merge and the output projection applies.
+// With lastOnly only the last query's output is returned, [B,1,d].
+func (g *GPT) attendApprox(s *scope, li int, q, k, v, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
+	c, blk := g.cfg, &g.blocks[li]
+	size := q.MustSize()
+	b, h, t, hd := size[0], size[1], size[2], size[3]
+	k, v = cache.append(li, cache.approx.store(k), cache.approx.store(v))
+	s.keep(k)
+	s.keep(v)
+	if kvh := int64(c.KVHeads); kvh < h {
+		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
 	}
-	return cache.approx.attend(cache, li, q, k, v, mask, scale)
+	mask = s.keep(perRowMask(mask, b, t, k.MustSize()[2], g.device))
+	// The prompt pass is exact: there a last query attends alone. A
+	// decode step's measurements need every query.
+	narrowOut := false
+	if lastOnly && t > 1 {
+		if cache.n == 0 {
+			q = s.keep(q.MustNarrow(2, t-1, 1, false))
+			mask = s.keep(mask.MustNarrow(2, t-1, 1, false))
+		} else {
+			narrowOut = true
+		}
+	}
+	att := s.keep(cache.approx.attend(cache, li, q, k, v, mask, g.attnScale(), c.AttnSoftcap)) // [B,H,T',hd]
+	if narrowOut {
+		att = s.keep(att.MustNarrow(2, t-1, 1, false))
+	}
+	tt := att.MustSize()[2]
+	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, tt, h * hd}, true))
+	out := blk.mods[modOut]
+	return g.innerLinear(merged, out.w, out.b) // [B,T',d]
+}
+
+// perRowMask is mask as the [B,1,T,S] per-row mask approximations read:
+// a shared [T,S] one expanded, and none (a decode step without padding
+// attends every key) all zeros.
+func perRowMask(mask *ts.Tensor, b, t, s int64, dev gotch.Device) *ts.Tensor {
+	switch {
+	case mask == nil:
+		return ts.MustZeros([]int64{b, 1, t, s}, gotch.Float, dev)
+	case mask.Dim() == 2:
+		return mask.MustExpand([]int64{b, 1, t, s}, false, false)
+	}
+	return mask.MustShallowClone()
 }
 
 // attend is one layer's attention of queries q [B,H,T,hd] over cached keys
@@ -23,10 +67,17 @@ func attentionOf(li int, q, k, v, mask *ts.Tensor, scale, cap float64, cache *Ca
 // Sparse methods compute the exact scores, choose the tokens to keep,
 // and take the softmax over those alone: scores + (0 kept, −Inf
 // dropped). When everything is kept that sum adds zeros, so the result
-// is attention's bit for bit.
-func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale float64) *ts.Tensor {
+// is attention's bit for bit. A decode step's measurements begin at the
+// first layer and are folded in at the last.
+func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
 	if kc.n == 0 { // the prompt pass
-		return attention(q, k, v, mask, scale, 0)
+		return attention(q, k, v, mask, scale, cap)
+	}
+	if li == 0 {
+		st.beginStep()
+	}
+	if li == st.cfg.Layers-1 {
+		defer st.endStep()
 	}
 	size := q.MustSize()
 	b, t := int(size[0]), int(size[2])
@@ -45,7 +96,7 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 			}
 			st.addLayer(r, 1, bytes/float64(t))
 		}
-		return attention(q, k, v, mask, scale, 0)
+		return attention(q, k, v, mask, scale, cap)
 	}
 	var sc scope
 	defer sc.drop()

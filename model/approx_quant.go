@@ -106,13 +106,10 @@ func (g *GPT) QuantizedCopy(bits int) *GPT {
 	return &r
 }
 
-// quantizeKV quantizes keys or values [B,KV,t,hd] for the cache, taking
-// ownership of x.
-func (kc *Cache) quantizeKV(x *ts.Tensor) *ts.Tensor {
-	if kc.approx == nil {
-		return x
-	}
-	bits := kc.approx.a.KVBits
+// store quantizes keys or values [B,KV,t,hd] for the cache (KVBits 8 or
+// 4), taking ownership of x.
+func (st *approxState) store(x *ts.Tensor) *ts.Tensor {
+	bits := st.a.KVBits
 	if bits == 0 || bits == 16 {
 		return x
 	}

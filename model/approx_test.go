@@ -212,14 +212,7 @@ func TestSparseAttentionAtFullBudgetIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := decodeLogits(t, s, prompts, 6)
-		for i := range exact {
-			for j := range exact[i] {
-				if got[i][j] != exact[i][j] {
-					t.Fatalf("%s: logits row %d [%d] = %v, exact %v", name, i, j, got[i][j], exact[i][j])
-				}
-			}
-		}
+		sameLogits(t, name, decodeLogits(t, s, prompts, 6), exact)
 		for r, st := range s.ApproxStats() {
 			if st.Steps != 5 || math.Abs(st.MassKept-1) > 1e-6 {
 				t.Errorf("%s row %d: stats %+v, want 5 steps keeping all mass", name, r, st)
@@ -522,5 +515,33 @@ func TestApproxStatsFollowReorder(t *testing.T) {
 			}
 		}
 		s.Close()
+	}
+}
+
+// A measured exact approximation (and a 16-bit cache) keeps the model's
+// attention soft-cap: its logits are exact decoding's to the bit on a
+// soft-capped model, padded rows included. The approximations' attention
+// used to drop the cap.
+func TestApproxKeepsSoftcap(t *testing.T) {
+	defer torchx.SetKernels(torchx.SetKernels(false))
+	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5, AttnSoftcap: 0.5})
+	prompts := approxPrompts()
+	exact := decodeLogits(t, NewStepper(g, true), prompts, 5)
+	s, err := NewApproxStepper(g, Approx{KVBits: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLogits(t, "kv16 measured", decodeLogits(t, s, prompts, 5), exact)
+}
+
+// sameLogits fails unless got equals exact to the bit.
+func sameLogits(t *testing.T, name string, got, exact [][]float32) {
+	t.Helper()
+	for i := range exact {
+		for j := range exact[i] {
+			if got[i][j] != exact[i][j] {
+				t.Fatalf("%s: logits row %d [%d] = %v, exact %v", name, i, j, got[i][j], exact[i][j])
+			}
+		}
 	}
 }

@@ -21,9 +21,9 @@ type Cache struct {
 	k, v   []*ts.Tensor // per layer [B,KVHeads,maxLen,hd]
 	// fused are the llama layers' concatenated weights (see fusedLayer).
 	fused []fusedWeights
-	// approx, when not nil, quantizes what enters the cache and replaces
-	// attention on decode steps (Approx).
-	approx *approxState
+	// approx, when not nil, is the approximation the cache decodes under
+	// (approximation; model/approx*.go).
+	approx approximation
 }
 
 // fusedWeights are one layer's separately stored weights concatenated for
@@ -151,7 +151,6 @@ func (kc *Cache) Drop() {
 // ownership of k and v.
 func (kc *Cache) append(l int, k, v *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
 	t := k.MustSize()[2]
-	k, v = kc.quantizeKV(k), kc.quantizeKV(v)
 	kn := kc.k[l].MustNarrow(2, int64(kc.n), t, false)
 	vn := kc.v[l].MustNarrow(2, int64(kc.n), t, false)
 	kn.Copy_(k)
@@ -193,10 +192,6 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 		}
 	}
 	var logits *ts.Tensor
-	if cache.approx != nil {
-		cache.approx.beginStep(cache.n > 0)
-		defer cache.approx.endStep(cache.n > 0)
-	}
 	torchx.NoGrad(func() {
 		in, err := g.cachedInputs(cache, pos, b, t)
 		if err != nil {
@@ -214,14 +209,13 @@ func (g *GPT) forwardCached(ids *ts.Tensor, cache *Cache, lastOnly bool) *ts.Ten
 // padding every row has the same causal mask, so it is [t,S], which lets
 // attention skip the fully masked blocks; a single position then attends
 // every key and gets no mask at all (nil). With padding it is per row,
-// [B,1,t,S]. Approximate attention always gets the per-row mask it reads.
-// With a window w > 0 a query also ignores keys w or more positions back.
+// [B,1,t,S]. With a window w > 0 a query also ignores keys w or more
+// positions back.
 func (kc *Cache) mask(t, window int) (*ts.Tensor, error) {
 	s := kc.n + t
-	ninf := float32(math.Inf(-1))
 	// A sliding window that leaves keys out is a per-row mask too, so that
 	// a decode step's attention kernel applies it.
-	padded := kc.approx != nil || window > 0 && s > window
+	padded := window > 0 && s > window
 	for _, st := range kc.starts {
 		padded = padded || st > 0
 	}
@@ -229,30 +223,36 @@ func (kc *Cache) mask(t, window int) (*ts.Tensor, error) {
 		if t == 1 {
 			return nil, nil
 		}
-		m := make([]float32, t*s)
-		for i := 0; i < t; i++ {
-			for j := kc.n + i + 1; j < s; j++ {
-				m[i*s+j] = ninf
-			}
-		}
-		return tensorOf(m, []int64{int64(t), int64(s)}, kc.g.device)
+		return tensorOf(maskValues([]int{0}, kc.n, t, 0), []int64{int64(t), int64(s)}, kc.g.device)
 	}
 	b := len(kc.starts)
-	m := make([]float32, b*t*s)
-	for r, st := range kc.starts {
+	return tensorOf(maskValues(kc.starts, kc.n, t, window), []int64{int64(b), 1, int64(t), int64(s)}, kc.g.device)
+}
+
+// maskValues is memo's one builder of additive attention masks: for each
+// row start st (the row's first real position), t queries at positions
+// n … n+t−1 over keys 0 … n+t−1, row by row; 0 where a query attends, −Inf
+// where it does not: keys after it, padding before st, and with a window
+// w > 0 keys w or more positions back (Hugging Face's sliding window). A
+// padding query attends to itself only, so its softmax stays finite; its
+// output is never used. One row with start 0 and n = 0 is the plain
+// causal mask.
+func maskValues(starts []int, n, t, window int) []float32 {
+	s := n + t
+	ninf := float32(math.Inf(-1))
+	m := make([]float32, len(starts)*t*s)
+	for r, st := range starts {
 		for i := 0; i < t; i++ {
-			qi := kc.n + i
+			qi := n + i
 			row := m[(r*t+i)*s : (r*t+i+1)*s]
 			for j := range row {
-				// A padding query attends to itself only, so its softmax
-				// stays finite; its output is never used.
 				if j > qi || (j < st && j != qi) || window > 0 && j <= qi-window && j != qi {
 					row[j] = ninf
 				}
 			}
 		}
 	}
-	return tensorOf(m, []int64{int64(b), 1, int64(t), int64(s)}, kc.g.device)
+	return m
 }
 
 // cachedInputs are the inputs of a cached pass of t positions per row at

@@ -292,16 +292,7 @@ func (g *GPT) causalMask(t int64) *ts.Tensor {
 // also ignores keys j <= i−w (it attends its w most recent positions, as
 // Hugging Face's sliding-window masks do).
 func (g *GPT) newCausalMask(t int64, w int) *ts.Tensor {
-	vals := make([]float32, t*t)
-	ninf := float32(math.Inf(-1))
-	for i := int64(0); i < t; i++ {
-		for j := int64(0); j < t; j++ {
-			if j > i || w > 0 && j <= i-int64(w) {
-				vals[i*t+j] = ninf
-			}
-		}
-	}
-	m, err := tensorOf(vals, []int64{t, t}, g.device)
+	m, err := tensorOf(maskValues([]int{0}, 0, int(t), w), []int64{t, t}, g.device)
 	if err != nil {
 		panic(fmt.Sprintf("model: causal mask: %v", err))
 	}
@@ -326,11 +317,8 @@ func (g *GPT) run(ids *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.T
 	if in.positions != nil {
 		x = x.MustAdd(in.positions, true)
 	}
-	// Approximate attention after the prompt pass reads every query's
-	// scores: there the last block runs whole.
-	trimLast := lastOnly && (cache == nil || cache.approx == nil || cache.n == 0)
 	for li := range g.blocks {
-		next := g.block(li, x, in, cache, trimLast && li == len(g.blocks)-1)
+		next := g.block(li, x, in, cache, lastOnly && li == len(g.blocks)-1)
 		x.MustDrop()
 		x = next
 	}
@@ -431,6 +419,11 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		k = k.MustShallowClone()
 	}
 	v = v.MustShallowClone() // cache.append takes ownership of k and v
+	if cache != nil && cache.approx != nil {
+		// The approximations' one hook (model/approx*.go): exact
+		// decoding reads on.
+		return g.attendApprox(s, li, q, k, v, in.masks[blk.window], cache, lastOnly)
+	}
 	if cache != nil {
 		k, v = cache.append(li, k, v)
 	}
@@ -439,7 +432,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	scale := g.attnScale()
 	mask := in.masks[blk.window]
 	out := blk.mods[modOut]
-	if t == 1 && (cache == nil || cache.approx == nil) && c.AttnSoftcap == 0 { // a decode step
+	if t == 1 && c.AttnSoftcap == 0 { // a decode step
 		if att, ok := torchx.AttendOne(q, k, v, mask, scale); ok {
 			merged := s.keep(att.MustView([]int64{b, 1, h * hd}, true))
 			return g.innerLinear(merged, out.w, out.b)
@@ -459,10 +452,9 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		}
 		t = 1
 	}
-	approx := cache != nil && cache.approx != nil
-	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, approx)
+	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, false)
 	if !fused {
-		att = attentionOf(li, q, k, v, mask, scale, c.AttnSoftcap, cache)
+		att = attention(q, k, v, mask, scale, c.AttnSoftcap)
 	}
 	s.keep(att) // [B,H,T,hd]
 	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
