@@ -9,7 +9,7 @@ func NewApproxStepper(g *GPT, a Approx) (*Stepper, error) {
 	if err := a.Check(g.cfg); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	return &Stepper{g: g, useCache: true, approx: a, measure: true}, nil
+	return &Stepper{g: g, useCache: true, approx: &a}, nil
 }
 
 // ApproxStats returns each row's measurements of the last Start and the

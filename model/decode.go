@@ -24,10 +24,11 @@ type Stepper struct {
 	fed      int // positions of seqs already in the cache
 	// promptLen is the length of the left-padded prompts in seqs.
 	promptLen int
-	// approx and its state, which measures (NewApproxStepper).
-	approx  Approx
-	measure bool
-	st      *approxState
+	// approx, when not nil, is the approximation each cache decodes
+	// under, and st the current cache's state, which measures
+	// (NewApproxStepper; exact decoding has neither).
+	approx *Approx
+	st     *approxState
 }
 
 // NewStepper decodes with g. With useCache each new token goes through the
@@ -90,8 +91,8 @@ func (s *Stepper) newCache() error {
 		c.Drop()
 		return err
 	}
-	if s.measure {
-		s.st = newApproxState(s.approx, s.g, len(s.seqs))
+	if s.approx != nil {
+		s.st = newApproxState(*s.approx, s.g, len(s.seqs))
 		c.approx = s.st
 	}
 	s.cache, s.fed = c, 0
