@@ -9,10 +9,7 @@ import (
 // benchApprox is a decode benchmark's approximation (extract.approximation's
 // syntax; "" decodes exactly without measuring).
 type benchApprox struct {
-	cfg   Config
-	on    bool
-	basis *model.LokiBasis
-	draft *model.GPT
+	m *approxMethod // nil: exact
 	// bytes and accept sum the measured runs' per-row means.
 	bytes, accept float64
 	runs          int
@@ -21,44 +18,43 @@ type benchApprox struct {
 // newBenchApprox parses name and prepares what the method needs: Loki's
 // basis calibrated on the benchmark's prompts, QuantSpec's 4-bit draft.
 func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding string) (*benchApprox, error) {
-	b := &benchApprox{cfg: DefaultConfig()}
+	b := &benchApprox{}
 	if name == "" {
 		return b, nil
 	}
-	b.on = true
-	b.cfg.Decoding = decoding
-	if err := b.cfg.parseApproximation(name); err != nil {
+	cfg := DefaultConfig()
+	cfg.Decoding = decoding
+	if err := cfg.parseApproximation(name); err != nil {
 		return nil, fmt.Errorf("bench decode: --approximation: %w", err)
 	}
-	if err := b.cfg.validateApprox(); err != nil {
+	if err := cfg.validateApprox(); err != nil {
 		return nil, fmt.Errorf("bench decode: --approximation %q: %w", name, err)
 	}
-	var err error
-	if b.cfg.Attention == model.AttnLoki {
-		if b.basis, err = model.CalibrateLoki(g, prompts); err != nil {
+	var basis *model.LokiBasis
+	if cfg.Attention == model.AttnLoki {
+		var err error
+		if basis, err = model.CalibrateLoki(g, prompts); err != nil {
 			return nil, fmt.Errorf("bench decode: %w", err)
 		}
 	}
-	if b.cfg.Speculative == SpecQuantSpec {
-		b.draft = g.QuantizedCopy(4)
-	}
+	b.m = newApproxMethod(g, cfg, basis)
 	return b, nil
 }
 
 // stepper is the Stepper of one run.
 func (b *benchApprox) stepper(g *model.GPT) (*model.Stepper, error) {
-	if !b.on {
+	if b.m == nil {
 		return model.NewStepper(g, true), nil
 	}
-	return model.NewApproxStepper(g, b.cfg.modelApprox(b.basis))
+	return b.m.stepper(g)
 }
 
 // speculative runs QuantSpec when that is the method (ok false otherwise).
 func (b *benchApprox) speculative(g *model.GPT, rows [][]int32, n int) (ok bool, err error) {
-	if b.draft == nil {
+	if b.m == nil || b.m.draft == nil {
 		return false, nil
 	}
-	_, stats, err := model.Speculative(g, b.draft, model.Approx{KVBits: 4}, rows, n, b.cfg.QuantSpec.Gamma)
+	_, stats, err := b.m.speculative(g, rows, n)
 	if err != nil {
 		return true, err
 	}

@@ -10,6 +10,36 @@ import (
 	"github.com/memo-research/memo/model"
 )
 
+// approxMethod is the approximation an attack or a decode benchmark
+// decodes under, prepared once: the model's Approx (Loki's basis in it)
+// and, for QuantSpec, the 4-bit draft and its gamma.
+type approxMethod struct {
+	approx model.Approx
+	draft  *model.GPT
+	gamma  int
+}
+
+// newApproxMethod prepares cfg's approximation of g (basis: Loki's key
+// basis, nil unless extract.attention = "loki").
+func newApproxMethod(g *model.GPT, cfg Config, basis *model.LokiBasis) *approxMethod {
+	m := &approxMethod{approx: cfg.modelApprox(basis), gamma: cfg.QuantSpec.Gamma}
+	if cfg.Speculative == SpecQuantSpec {
+		m.draft = g.QuantizedCopy(4)
+	}
+	return m
+}
+
+// stepper is a Stepper decoding g under m's approximation, measuring it.
+func (m *approxMethod) stepper(g *model.GPT) (*model.Stepper, error) {
+	return model.NewApproxStepper(g, m.approx)
+}
+
+// speculative is QuantSpec's greedy decoding of the prompts by n tokens:
+// m's draft with a 4-bit cache proposes, g verifies.
+func (m *approxMethod) speculative(g *model.GPT, prompts [][]int32, n int) ([][]int32, []model.SpecStats, error) {
+	return model.Speculative(g, m.draft, model.Approx{KVBits: 4}, prompts, n, m.gamma)
+}
+
 // approxAll decodes every attacked prompt under cfg's approximation,
 // then exactly (the same decoding and seeds), and returns the
 // approximate guesses with each prompt's runfiles.CompletionApprox (nil
@@ -23,11 +53,7 @@ func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("exact decoding: %w", err)
 	}
-	m := &approxMethod{approx: cfg.modelApprox(basis), gamma: cfg.QuantSpec.Gamma}
-	if cfg.Speculative == SpecQuantSpec {
-		m.draft = g.QuantizedCopy(4)
-	}
-	gs, ms, err := decodeAll(ctx, g, cfg, prompts, true, m)
+	gs, ms, err := decodeAll(ctx, g, cfg, prompts, true, newApproxMethod(g, cfg, basis))
 	if err != nil {
 		return nil, nil, err
 	}

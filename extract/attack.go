@@ -23,15 +23,6 @@ func byLength(n int, length func(i int) int) []int {
 	return idx
 }
 
-// approxMethod is the approximation an attack decodes under, prepared
-// once: the model's Approx (Loki's basis in it) and, for QuantSpec, the
-// 4-bit draft and its gamma.
-type approxMethod struct {
-	approx model.Approx
-	draft  *model.GPT
-	gamma  int
-}
-
 // decodeAll is extract's one batching loop: it decodes cfg.Samples
 // continuations of every attacked prompt, each as long as its suffix,
 // ranked (rankGuesses), exactly (m nil) or under m. Both results are
@@ -117,7 +108,7 @@ func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, samples int, rngs []*rand.Rand, useCache bool) (gen [][]Guess, rowMs []runfiles.CompletionApprox, err error) {
 	unmeasured := runfiles.CompletionApprox{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
 	if m != nil && m.draft != nil { // QuantSpec: greedy, one row per prompt
-		out, stats, err := model.Speculative(g, m.draft, model.Approx{KVBits: 4}, pre, n, m.gamma)
+		out, stats, err := m.speculative(g, pre, n)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,7 +125,7 @@ func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, sa
 	}
 	lm := model.NewStepper(g, useCache)
 	if m != nil {
-		if lm, err = model.NewApproxStepper(g, m.approx); err != nil {
+		if lm, err = m.stepper(g); err != nil {
 			return nil, nil, err
 		}
 	}
