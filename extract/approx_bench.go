@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // benchApprox is a decode benchmark's approximation (extract.approximation's
@@ -30,10 +31,10 @@ func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding strin
 	if err := cfg.validateApprox(); err != nil {
 		return nil, fmt.Errorf("bench decode: --approximation %q: %w", name, err)
 	}
-	var basis *model.LokiBasis
-	if cfg.Attention == model.AttnLoki {
+	var basis *approx.LokiBasis
+	if cfg.Attention == approx.AttnLoki {
 		var err error
-		if basis, err = model.CalibrateLoki(g, prompts); err != nil {
+		if basis, err = approx.CalibrateLoki(g, prompts); err != nil {
 			return nil, fmt.Errorf("bench decode: %w", err)
 		}
 	}
@@ -42,7 +43,7 @@ func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding strin
 }
 
 // stepper is the Stepper of one run.
-func (b *benchApprox) stepper(g *model.GPT) (*model.Stepper, error) {
+func (b *benchApprox) stepper(g *model.GPT) (stepper, error) {
 	if b.m == nil {
 		return model.NewStepper(g, true), nil
 	}
@@ -67,9 +68,14 @@ func (b *benchApprox) speculative(g *model.GPT, rows [][]int32, n int) (ok bool,
 	return true, nil
 }
 
-// record adds one measured run's KV bytes per token.
-func (b *benchApprox) record(lm *model.Stepper) {
-	st := lm.ApproxStats()
+// record adds one measured run's KV bytes per token (none for exact
+// decoding, which does not measure).
+func (b *benchApprox) record(lm stepper) {
+	a, ok := lm.(*approx.Stepper)
+	if !ok {
+		return
+	}
+	st := a.Stats()
 	if len(st) == 0 {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // Speculative decoders.
@@ -15,7 +16,7 @@ const (
 )
 
 // Attentions lists extract.attention's values.
-var Attentions = []string{model.AttnExact, model.AttnLoki, model.AttnSift}
+var Attentions = []string{approx.AttnExact, approx.AttnLoki, approx.AttnSift}
 
 // LokiConfig is [extract.loki]: Loki's sparse attention (Singhania et al. 2024).
 type LokiConfig struct {
@@ -48,7 +49,7 @@ type QuantSpecConfig struct {
 }
 
 func defaultApprox(c *Config) {
-	c.KVBits, c.Attention, c.Speculative = 16, model.AttnExact, SpecNone
+	c.KVBits, c.Attention, c.Speculative = 16, approx.AttnExact, SpecNone
 	c.Loki = LokiConfig{Rank: 8, TopK: 0.25, CalibrationDocs: 32}
 	c.Sift = SiftConfig{Quantile: 0.9, Warmup: 4}
 	c.QuantSpec = QuantSpecConfig{Gamma: 4}
@@ -56,7 +57,7 @@ func defaultApprox(c *Config) {
 
 // approximate reports whether any inference approximation is on.
 func (c Config) approximate() bool {
-	return c.KVBits != 16 || c.Attention != model.AttnExact || c.Speculative != SpecNone
+	return c.KVBits != 16 || c.Attention != approx.AttnExact || c.Speculative != SpecNone
 }
 
 // canonical is c with the settings of approximations that are off
@@ -71,13 +72,13 @@ func (c Config) canonical() Config {
 	if c.KVBits == 16 {
 		c.KVBits = 0
 	}
-	if c.Attention != model.AttnLoki {
+	if c.Attention != approx.AttnLoki {
 		c.Loki = LokiConfig{}
 	}
-	if c.Attention != model.AttnSift {
+	if c.Attention != approx.AttnSift {
 		c.Sift = SiftConfig{}
 	}
-	if c.Attention == model.AttnExact {
+	if c.Attention == approx.AttnExact {
 		c.Attention = ""
 	}
 	if c.Speculative == SpecNone {
@@ -116,8 +117,8 @@ func (c Config) validateApprox() error {
 		if c.Decoding != DecodeGreedy {
 			return fmt.Errorf("extract.speculative = %q: needs extract.decoding = %q, not %q", c.Speculative, DecodeGreedy, c.Decoding)
 		}
-		if c.KVBits != 16 || c.Attention != model.AttnExact {
-			return fmt.Errorf("extract.speculative = %q: the verifying model decodes exactly; set extract.kv_bits = 16 and extract.attention = %q", c.Speculative, model.AttnExact)
+		if c.KVBits != 16 || c.Attention != approx.AttnExact {
+			return fmt.Errorf("extract.speculative = %q: the verifying model decodes exactly; set extract.kv_bits = 16 and extract.attention = %q", c.Speculative, approx.AttnExact)
 		}
 	default:
 		return fmt.Errorf("extract.speculative = %q: must be %q or %q", c.Speculative, SpecNone, SpecQuantSpec)
@@ -130,8 +131,8 @@ func (c Config) validateApprox() error {
 
 // modelApprox is the model's approximation for this attack (basis: the
 // Loki key basis, nil unless attention is loki).
-func (c Config) modelApprox(basis *model.LokiBasis) model.Approx {
-	return model.Approx{
+func (c Config) modelApprox(basis *approx.LokiBasis) approx.Approx {
+	return approx.Approx{
 		KVBits: c.KVBits, Attention: c.Attention, Loki: basis, LokiRank: c.Loki.Rank, LokiTopK: c.Loki.TopK,
 		SiftQuantile: c.Sift.Quantile, SiftWarmup: c.Sift.Warmup,
 	}
@@ -146,9 +147,9 @@ func (c Config) approxName() string {
 		parts = append(parts, fmt.Sprintf("kv%d", c.KVBits))
 	}
 	switch c.Attention {
-	case model.AttnLoki:
+	case approx.AttnLoki:
 		parts = append(parts, fmt.Sprintf("loki-r%d-k%g", c.Loki.Rank, c.Loki.TopK))
-	case model.AttnSift:
+	case approx.AttnSift:
 		parts = append(parts, fmt.Sprintf("sift-q%g", c.Sift.Quantile))
 	}
 	if c.Speculative == SpecQuantSpec {
@@ -167,7 +168,7 @@ func (c *Config) parseApproximation(name string) error {
 	bad := func(part string) error {
 		return fmt.Errorf("extract.approximation = %q: part %q: want exact, kv8, kv4, loki-r<rank>-k<top_k>, sift-q<quantile> or quantspec-g<gamma>, joined by +", name, part)
 	}
-	c.KVBits, c.Attention, c.Speculative = 16, model.AttnExact, SpecNone
+	c.KVBits, c.Attention, c.Speculative = 16, approx.AttnExact, SpecNone
 	for _, part := range strings.Split(name, "+") {
 		var err error
 		switch {
@@ -177,10 +178,10 @@ func (c *Config) parseApproximation(name string) error {
 		case part == "kv4":
 			c.KVBits = 4
 		case strings.HasPrefix(part, "loki-"):
-			c.Attention = model.AttnLoki
+			c.Attention = approx.AttnLoki
 			_, err = fmt.Sscanf(part, "loki-r%d-k%g", &c.Loki.Rank, &c.Loki.TopK)
 		case strings.HasPrefix(part, "sift-"):
-			c.Attention = model.AttnSift
+			c.Attention = approx.AttnSift
 			_, err = fmt.Sscanf(part, "sift-q%g", &c.Sift.Quantile)
 		case strings.HasPrefix(part, "quantspec-"):
 			c.Speculative = SpecQuantSpec

@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // lokiBasis returns Loki's key basis for the model of ckpt, calibrated on
@@ -21,7 +22,7 @@ import (
 // attack windows. It is cached beside the weights as
 // loki-basis-<digest>.json, the digest covering the windows' tokens, so a
 // different calibration set or window gets its own file.
-func lokiBasis(g *model.GPT, ckpt string, ds *data.Dataset, cfg Config, window int) (*model.LokiBasis, error) {
+func lokiBasis(g *model.GPT, ckpt string, ds *data.Dataset, cfg Config, window int) (*approx.LokiBasis, error) {
 	docs, err := ds.Docs("target")
 	if err != nil {
 		return nil, fmt.Errorf("loki calibration: %w", err)
@@ -47,7 +48,7 @@ func lokiBasis(g *model.GPT, ckpt string, ds *data.Dataset, cfg Config, window i
 	raw, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		var b model.LokiBasis
+		var b approx.LokiBasis
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return nil, fmt.Errorf("loki basis %s is corrupt (delete it to recalibrate): %w", path, err)
 		}
@@ -56,7 +57,7 @@ func lokiBasis(g *model.GPT, ckpt string, ds *data.Dataset, cfg Config, window i
 		return nil, fmt.Errorf("loki basis: %w", err)
 	}
 	slog.Info("extract: calibrating the loki key basis", "documents", len(windows), "out", path)
-	b, err := model.CalibrateLoki(g, windows)
+	b, err := approx.CalibrateLoki(g, windows)
 	if err != nil {
 		return nil, fmt.Errorf("loki calibration: %w", err)
 	}

@@ -8,36 +8,37 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // approxMethod is the approximation an attack or a decode benchmark
 // decodes under, prepared once: the model's Approx (Loki's basis in it)
 // and, for QuantSpec, the 4-bit draft and its gamma.
 type approxMethod struct {
-	approx model.Approx
+	approx approx.Approx
 	draft  *model.GPT
 	gamma  int
 }
 
 // newApproxMethod prepares cfg's approximation of g (basis: Loki's key
 // basis, nil unless extract.attention = "loki").
-func newApproxMethod(g *model.GPT, cfg Config, basis *model.LokiBasis) *approxMethod {
+func newApproxMethod(g *model.GPT, cfg Config, basis *approx.LokiBasis) *approxMethod {
 	m := &approxMethod{approx: cfg.modelApprox(basis), gamma: cfg.QuantSpec.Gamma}
 	if cfg.Speculative == SpecQuantSpec {
-		m.draft = g.QuantizedCopy(4)
+		m.draft = approx.QuantizedCopy(g, 4)
 	}
 	return m
 }
 
 // stepper is a Stepper decoding g under m's approximation, measuring it.
-func (m *approxMethod) stepper(g *model.GPT) (*model.Stepper, error) {
-	return model.NewApproxStepper(g, m.approx)
+func (m *approxMethod) stepper(g *model.GPT) (*approx.Stepper, error) {
+	return approx.NewStepper(g, m.approx)
 }
 
 // speculative is QuantSpec's greedy decoding of the prompts by n tokens:
 // m's draft with a 4-bit cache proposes, g verifies.
-func (m *approxMethod) speculative(g *model.GPT, prompts [][]int32, n int) ([][]int32, []model.SpecStats, error) {
-	return model.Speculative(g, m.draft, model.Approx{KVBits: 4}, prompts, n, m.gamma)
+func (m *approxMethod) speculative(g *model.GPT, prompts [][]int32, n int) ([][]int32, []approx.SpecStats, error) {
+	return approx.Speculative(g, m.draft, approx.Approx{KVBits: 4}, prompts, n, m.gamma)
 }
 
 // approxAll decodes every attacked prompt under cfg's approximation,
@@ -46,9 +47,9 @@ func (m *approxMethod) speculative(g *model.GPT, prompts [][]int32, n int) ([][]
 // for prompts not attacked), its best guess compared with exact
 // decoding's. basis is Loki's key basis (nil unless extract.attention =
 // "loki").
-func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, basis *model.LokiBasis) ([][]Guess, []*runfiles.CompletionApprox, error) {
+func approxAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, basis *approx.LokiBasis) ([][]Guess, []*runfiles.CompletionApprox, error) {
 	exactCfg := cfg
-	exactCfg.KVBits, exactCfg.Attention, exactCfg.Speculative = 16, model.AttnExact, SpecNone
+	exactCfg.KVBits, exactCfg.Attention, exactCfg.Speculative = 16, approx.AttnExact, SpecNone
 	exact, _, err := decodeAll(ctx, g, exactCfg, prompts, true, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exact decoding: %w", err)
@@ -83,8 +84,8 @@ func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds 
 	if !cfg.approximate() && cfg.Approximation == "" {
 		return decodeAll(ctx, g, cfg, prompts, true, nil)
 	}
-	var basis *model.LokiBasis
-	if cfg.Attention == model.AttnLoki {
+	var basis *approx.LokiBasis
+	if cfg.Attention == approx.AttnLoki {
 		if basis, err = lokiBasis(g, ckpt, ds, cfg, window); err != nil {
 			return nil, nil, err
 		}

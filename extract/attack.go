@@ -10,6 +10,7 @@ import (
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // byLength orders the indexes of items by length (stable), so that a batch
@@ -123,21 +124,23 @@ func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, sa
 		}
 		return gen, rowMs, nil
 	}
-	lm := model.NewStepper(g, useCache)
+	var lm stepper = model.NewStepper(g, useCache)
+	var measured *approx.Stepper
 	if m != nil {
-		if lm, err = m.stepper(g); err != nil {
+		if measured, err = m.stepper(g); err != nil {
 			return nil, nil, err
 		}
+		lm = measured
 	}
 	if d.cfg.Decoding == DecodeBeam {
 		gen, err = d.beamGuesses(lm, pre, n, d.cfg.Beams)
 	} else {
 		gen, err = d.guesses(lm, pre, n, samples, rngs)
 	}
-	if err != nil || m == nil {
+	if err != nil || measured == nil {
 		return gen, nil, err
 	}
-	stats := lm.ApproxStats()
+	stats := measured.Stats()
 	rowMs = make([]runfiles.CompletionApprox, len(stats))
 	for r, s := range stats {
 		rowMs[r] = unmeasured

@@ -22,8 +22,8 @@ type Cache struct {
 	// fused are the llama layers' concatenated weights (see fusedLayer).
 	fused []fusedWeights
 	// approx, when not nil, is the approximation the cache decodes under
-	// (approximation; model/approx*.go).
-	approx approximation
+	// (Approximation, package model/approx).
+	approx Approximation
 }
 
 // fusedWeights are one layer's separately stored weights concatenated for
@@ -122,7 +122,7 @@ func (kc *Cache) Reorder(rows []int) error {
 	})
 	kc.starts, kc.batch = starts, len(rows)
 	if kc.approx != nil {
-		kc.approx.reorder(rows)
+		kc.approx.Reorder(rows)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (kc *Cache) Drop() {
 	}
 	kc.k, kc.v, kc.fused = nil, nil, nil
 	if kc.approx != nil {
-		kc.approx.drop()
+		kc.approx.Drop()
 	}
 }
 

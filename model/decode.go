@@ -24,11 +24,9 @@ type Stepper struct {
 	fed      int // positions of seqs already in the cache
 	// promptLen is the length of the left-padded prompts in seqs.
 	promptLen int
-	// approx, when not nil, is the approximation each cache decodes
-	// under, and st the current cache's state, which measures
-	// (NewApproxStepper; exact decoding has neither).
-	approx *Approx
-	st     *approxState
+	// newApprox, when not nil, makes the approximation each cache
+	// decodes under (NewStepperUnder; exact decoding has none).
+	newApprox func(rows int) Approximation
 }
 
 // NewStepper decodes with g. With useCache each new token goes through the
@@ -91,9 +89,8 @@ func (s *Stepper) newCache() error {
 		c.Drop()
 		return err
 	}
-	if s.approx != nil {
-		s.st = newApproxState(*s.approx, s.g, len(s.seqs))
-		c.approx = s.st
+	if s.newApprox != nil {
+		c.approx = s.newApprox(len(s.seqs))
 	}
 	s.cache, s.fed = c, 0
 	return nil

@@ -420,8 +420,8 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	}
 	v = v.MustShallowClone() // cache.append takes ownership of k and v
 	if cache != nil && cache.approx != nil {
-		// The approximations' one hook (model/approx*.go): exact
-		// decoding reads on.
+		// The approximations' one hook (Approximation, package
+		// model/approx): exact decoding reads on.
 		return g.attendApprox(s, li, q, k, v, in.masks[blk.window], cache, lastOnly)
 	}
 	if cache != nil {

@@ -1,4 +1,4 @@
-package model
+package approx
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -31,8 +32,8 @@ type LokiBasis struct {
 
 // CalibrateLoki runs g over the windows (each at most the context) and
 // returns the principal basis of the keys its cache stores.
-func CalibrateLoki(g *GPT, windows [][]int32) (*LokiBasis, error) {
-	c := g.cfg
+func CalibrateLoki(g *model.GPT, windows [][]int32) (*LokiBasis, error) {
+	c := g.Config()
 	hd := c.HeadDim
 	sums := make([][][]float64, c.Layers) // [layer][kvhead] hd×hd
 	for l := range sums {
@@ -57,7 +58,7 @@ func CalibrateLoki(g *GPT, windows [][]int32) (*LokiBasis, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids, err := tensorOf(flat, []int64{1, int64(len(w))}, g.device)
+		ids, err := model.TensorOf(flat, []int64{1, int64(len(w))}, g.Device())
 		if err != nil {
 			cache.Drop()
 			return nil, err
@@ -65,8 +66,8 @@ func CalibrateLoki(g *GPT, windows [][]int32) (*LokiBasis, error) {
 		torchx.NoGrad(func() { g.ForwardCached(ids, cache).MustDrop() })
 		ids.MustDrop()
 		for l := 0; l < c.Layers; l++ {
-			k := cache.k[l].MustReshape([]int64{int64(c.KVHeads * len(w)), int64(hd)}, false)
-			rows := rowsOf(k, c.KVHeads*len(w))
+			k := cache.Keys(l).MustReshape([]int64{int64(c.KVHeads * len(w)), int64(hd)}, true)
+			rows := model.RowsOf(k, c.KVHeads*len(w))
 			k.MustDrop()
 			for h := 0; h < c.KVHeads; h++ {
 				s := sums[l][h]
@@ -143,7 +144,7 @@ func principal(upper []float64, n int) ([]float32, []float64, error) {
 // [Heads, hd, rank], each query head using its KV head's basis.
 type lokiLayer struct{ proj *ts.Tensor }
 
-func (st *approxState) lokiProjection(li int) *ts.Tensor {
+func (st *state) lokiProjection(li int) *ts.Tensor {
 	if st.loki == nil {
 		st.loki = make([]lokiLayer, st.cfg.Layers)
 	}
@@ -159,7 +160,7 @@ func (st *approxState) lokiProjection(li int) *ts.Tensor {
 			vals = append(vals, m[i*hd:i*hd+r]...)
 		}
 	}
-	p, err := tensorOf(vals, []int64{int64(c.Heads), int64(hd), int64(r)}, st.device)
+	p, err := model.TensorOf(vals, []int64{int64(c.Heads), int64(hd), int64(r)}, st.device)
 	if err != nil {
 		panic("model: loki projection: " + err.Error())
 	}
@@ -167,8 +168,8 @@ func (st *approxState) lokiProjection(li int) *ts.Tensor {
 	return p
 }
 
-// drop frees the projections.
-func (st *approxState) drop() {
+// Drop frees the projections.
+func (st *state) Drop() {
 	for _, l := range st.loki {
 		if l.proj != nil {
 			l.proj.MustDrop()

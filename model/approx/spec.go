@@ -1,7 +1,9 @@
-package model
+package approx
 
 import (
 	"fmt"
+
+	"github.com/memo-research/memo/model"
 )
 
 // SpecStats are one row's QuantSpec counts: draft tokens proposed, and
@@ -19,9 +21,9 @@ type SpecStats struct {
 // token there. Rows advance in lockstep by the fewest any row kept, so
 // the batch stays rectangular; the target picks every token, so the
 // output is the target's greedy decoding (up to the rounding of running
-// several positions in one product). target's approximation is exact;
-// draft is typically QuantizedCopy(4) with a 4-bit cache.
-func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, gamma int) ([][]int32, []SpecStats, error) {
+// several positions in one product). target decodes exactly;
+// draft is typically QuantizedCopy(target, 4) with a 4-bit cache.
+func Speculative(target, draft *model.GPT, draftApprox Approx, prompts [][]int32, n, gamma int) ([][]int32, []SpecStats, error) {
 	out := make([][]int32, len(prompts))
 	stats := make([]SpecStats, len(prompts))
 	if len(prompts) == 0 || n <= 0 {
@@ -30,9 +32,9 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 	if gamma < 1 {
 		return nil, nil, fmt.Errorf("model: speculative gamma %d: want >= 1", gamma)
 	}
-	ts := NewStepper(target, true)
+	ts := model.NewStepper(target, true)
 	defer ts.Close()
-	ds, err := NewApproxStepper(draft, draftApprox)
+	ds, err := NewStepper(draft, draftApprox)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +47,7 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 		return nil, nil, fmt.Errorf("model: speculative draft: %w", err)
 	}
 	for i, l := range logits {
-		out[i] = append(out[i], Argmax(l))
+		out[i] = append(out[i], model.Argmax(l))
 	}
 	for len(out[0]) < n {
 		g := min(gamma, n-len(out[0])-1)
@@ -58,7 +60,7 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 			ext[i] = append(ext[i], drafts[i]...)
 		}
 		// The target scores the last kept token and every draft token.
-		tl, err := ts.resync(ext)
+		tl, err := ts.Resync(ext)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -70,14 +72,14 @@ func Speculative(target, draft *GPT, draftApprox Approx, prompts [][]int32, n, g
 		for i := range prompts {
 			a := 0
 			for a < g {
-				choice[i] = append(choice[i], Argmax(tl[i][a]))
+				choice[i] = append(choice[i], model.Argmax(tl[i][a]))
 				if choice[i][a] != drafts[i][a] {
 					break
 				}
 				a++
 			}
 			if a == g {
-				choice[i] = append(choice[i], Argmax(tl[i][g]))
+				choice[i] = append(choice[i], model.Argmax(tl[i][g]))
 			}
 			stats[i].Proposed += g
 			stats[i].Accepted += a
@@ -97,7 +99,7 @@ func propose(ds *Stepper, kept [][]int32, g int) ([][]int32, error) {
 	if g == 0 {
 		return make([][]int32, len(kept)), nil
 	}
-	dl, err := ds.resync(kept)
+	dl, err := ds.Resync(kept)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +107,7 @@ func propose(ds *Stepper, kept [][]int32, g int) ([][]int32, error) {
 	for i, l := range dl {
 		last[i] = l[len(l)-1]
 	}
-	return Continue(ds.Next, last, g, Greedy)
+	return model.Continue(ds.Next, last, g, model.Greedy)
 }
 
 func cloneRows(x [][]int32) [][]int32 {
@@ -114,34 +116,4 @@ func cloneRows(x [][]int32) [][]int32 {
 		out[i] = append(make([]int32, 0, len(r)+8), r...)
 	}
 	return out
-}
-
-// resync makes row i's sequence its prompt followed by gen[i] (all rows
-// equally long), keeps in the cache the positions that did not change,
-// feeds the rest and returns each row's logits at every position fed.
-func (s *Stepper) resync(gen [][]int32) ([][][]float32, error) {
-	longest := s.promptLen
-	same := len(s.seqs[0])
-	for i, row := range s.seqs {
-		if len(gen[i]) != len(gen[0]) {
-			return nil, fmt.Errorf("decode: resync rows of %d and %d tokens", len(gen[0]), len(gen[i]))
-		}
-		p := longest
-		for p < len(row) && p-longest < len(gen[i]) && row[p] == int64(gen[i][p-longest]) {
-			p++
-		}
-		same = min(same, p)
-		row = row[:longest]
-		for _, t := range gen[i] {
-			row = append(row, int64(t))
-		}
-		s.seqs[i] = row
-	}
-	if len(s.seqs[0]) > s.maxLen {
-		return nil, fmt.Errorf("decode: %d positions exceed the %d reserved", len(s.seqs[0]), s.maxLen)
-	}
-	// The last position is never cached before it is fed.
-	s.fed = min(s.fed, same, len(s.seqs[0])-1)
-	s.cache.n = s.fed
-	return s.run(false)
 }

@@ -1,4 +1,4 @@
-package model
+package approx
 
 import (
 	"math"
@@ -6,10 +6,42 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
+
+func newTest(t *testing.T, cfg model.Config) *model.GPT {
+	t.Helper()
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// decoder is what the tests drive: a model.Stepper, exact or under an
+// approximation (Stepper).
+type decoder interface {
+	Start(prompts [][]int32, maxNew int) ([][]float32, error)
+	Next(tokens []int32) ([][]float32, error)
+	Close()
+}
+
+// ids is rows as an int64 tensor [len(rows), len(rows[0])].
+func ids(t *testing.T, rows [][]int64) *ts.Tensor {
+	t.Helper()
+	var flat []int64
+	for _, r := range rows {
+		flat = append(flat, r...)
+	}
+	x, err := model.TensorOf(flat, []int64{int64(len(rows)), int64(len(rows[0]))}, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
 
 func randTensor(t *testing.T, seed uint64, scale float64, dims ...int64) *ts.Tensor {
 	t.Helper()
@@ -22,7 +54,7 @@ func randTensor(t *testing.T, seed uint64, scale float64, dims ...int64) *ts.Ten
 	for i := range vals {
 		vals[i] = float32(rng.NormFloat64() * scale)
 	}
-	x, err := tensorOf(vals, dims, gotch.CPU)
+	x, err := model.TensorOf(vals, dims, gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +63,7 @@ func randTensor(t *testing.T, seed uint64, scale float64, dims ...int64) *ts.Ten
 
 // floats copies a float tensor's values.
 func floats(x *ts.Tensor) []float32 {
-	return rowsOf(x.MustReshape([]int64{1, -1}, false), 1)[0]
+	return model.RowsOf(x.MustReshape([]int64{1, -1}, false), 1)[0]
 }
 
 // Hand-worked: one group of 16 values 0, 1, …, 15 with the third 2.5.
@@ -45,7 +77,7 @@ func TestQuantizeHandWorked(t *testing.T) {
 		vals[i] = float32(i)
 	}
 	vals[2] = 2.5
-	x, _ := tensorOf(vals, []int64{1, 16}, gotch.CPU)
+	x, _ := model.TensorOf(vals, []int64{1, 16}, gotch.CPU)
 	q4 := floats(quantize(x, 4))
 	q8 := floats(quantize(x, 8))
 	if q4[2] != 2 || q4[15] != 15 || q4[0] != 0 {
@@ -55,7 +87,7 @@ func TestQuantizeHandWorked(t *testing.T) {
 		t.Errorf("8-bit: got %v", q8)
 	}
 	// A constant group comes back exact.
-	c, _ := tensorOf([]float32{3, 3, 3, 3}, []int64{1, 4}, gotch.CPU)
+	c, _ := model.TensorOf([]float32{3, 3, 3, 3}, []int64{1, 4}, gotch.CPU)
 	for _, bits := range []int{4, 8} {
 		if got := floats(quantize(c, bits)); got[0] != 3 || got[3] != 3 {
 			t.Errorf("%d bits of a constant group: %v", bits, got)
@@ -110,8 +142,8 @@ func TestKV8AttentionBound(t *testing.T) {
 	mask := ts.MustZeros([]int64{1, 1, 1, s}, gotch.Float, gotch.CPU)
 	scale := 1 / math.Sqrt(hd)
 	k8, v8 := quantize(k, 8), quantize(v, 8)
-	exact := floats(attention(q, k, v, mask, scale, 0))
-	approx := floats(attention(q, k8, v8, mask, scale, 0))
+	exact := floats(model.Attention(q, k, v, mask, scale, 0))
+	approx := floats(model.Attention(q, k8, v8, mask, scale, 0))
 	maxErr := func(a, b []float32) (m float64) {
 		for i := range a {
 			m = math.Max(m, math.Abs(float64(a[i]-b[i])))
@@ -163,7 +195,7 @@ func TestLokiCount(t *testing.T) {
 
 // decodeLogits greedily decodes n tokens of the prompts and returns the
 // logits of every step, row after row.
-func decodeLogits(t *testing.T, s *Stepper, prompts [][]int32, n int) [][]float32 {
+func decodeLogits(t *testing.T, s decoder, prompts [][]int32, n int) [][]float32 {
 	t.Helper()
 	defer s.Close()
 	logits, err := s.Start(prompts, n)
@@ -178,7 +210,7 @@ func decodeLogits(t *testing.T, s *Stepper, prompts [][]int32, n int) [][]float3
 		}
 		next := make([]int32, len(logits))
 		for i, l := range logits {
-			next[i] = Argmax(l)
+			next[i] = model.Argmax(l)
 		}
 		if logits, err = s.Next(next); err != nil {
 			t.Fatal(err)
@@ -196,48 +228,48 @@ func approxPrompts() [][]int32 {
 // order).
 func TestSparseAttentionAtFullBudgetIsExact(t *testing.T) {
 	defer torchx.SetKernels(torchx.SetKernels(false))
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5})
 	prompts := approxPrompts()
-	exact := decodeLogits(t, NewStepper(g, true), prompts, 6)
+	exact := decodeLogits(t, model.NewStepper(g, true), prompts, 6)
 	basis, err := CalibrateLoki(g, [][]int32{{1, 2, 3, 4, 5, 6, 7, 8}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ninf := math.Inf(-1)
 	for name, a := range map[string]Approx{
-		"loki": {Attention: AttnLoki, Loki: basis, LokiRank: g.cfg.HeadDim, LokiTopK: 1},
+		"loki": {Attention: AttnLoki, Loki: basis, LokiRank: g.Config().HeadDim, LokiTopK: 1},
 		"sift": {Attention: AttnSift, SiftQuantile: 0.5, SiftThreshold: &ninf},
 	} {
-		s, err := NewApproxStepper(g, a)
+		s, err := NewStepper(g, a)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameLogits(t, name, decodeLogits(t, s, prompts, 6), exact)
-		for r, st := range s.ApproxStats() {
+		for r, st := range s.Stats() {
 			if st.Steps != 5 || math.Abs(st.MassKept-1) > 1e-6 {
 				t.Errorf("%s row %d: stats %+v, want 5 steps keeping all mass", name, r, st)
 			}
 		}
 	}
 	// A small budget changes the logits and keeps less mass.
-	s, err := NewApproxStepper(g, Approx{Attention: AttnLoki, Loki: basis, LokiRank: 2, LokiTopK: 2})
+	s, err := NewStepper(g, Approx{Attention: AttnLoki, Loki: basis, LokiRank: 2, LokiTopK: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	decodeLogits(t, s, prompts, 6)
-	for r, st := range s.ApproxStats() {
+	for r, st := range s.Stats() {
 		if !(st.MassKept < 1) {
 			t.Errorf("loki rank 2 top-2 row %d kept mass %v, want < 1", r, st.MassKept)
 		}
 	}
 	// Sift at the median: exact for 2 warm-up steps, then about half the
 	// tokens dropped, and less read than exact attention reads.
-	s, err = NewApproxStepper(g, Approx{Attention: AttnSift, SiftQuantile: 0.5, SiftWarmup: 2})
+	s, err = NewStepper(g, Approx{Attention: AttnSift, SiftQuantile: 0.5, SiftWarmup: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	decodeLogits(t, s, prompts, 6)
-	for r, st := range s.ApproxStats() {
+	for r, st := range s.Stats() {
 		if !(st.MassKept < 1 && st.MassKept > 0.3) {
 			t.Errorf("sift tau 0.5 row %d kept mass %v, want in (0.3, 1)", r, st.MassKept)
 		}
@@ -246,7 +278,7 @@ func TestSparseAttentionAtFullBudgetIsExact(t *testing.T) {
 
 // The basis is orthonormal and explains all the keys at full rank.
 func TestLokiBasisOrthonormal(t *testing.T) {
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5})
 	b, err := CalibrateLoki(g, [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -279,18 +311,18 @@ func TestLokiBasisOrthonormal(t *testing.T) {
 // 2·4·2·16·4 = 1024 bytes per cached token in fp32, and with 8 bits 1
 // byte per element plus 4 per group of 16: 2·4·2·(16+4) = 320.
 func TestKVBytesHandWorked(t *testing.T) {
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5})
 	for _, c := range []struct {
 		bits   int
 		perTok float64
 	}{{16, 1024}, {8, 320}, {4, 2 * 4 * 2 * (8 + 4)}} {
-		s, err := NewApproxStepper(g, Approx{KVBits: c.bits})
+		s, err := NewStepper(g, Approx{KVBits: c.bits})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// One prompt of 7 tokens, 3 steps: 8, 9, 10 tokens attended.
 		decodeLogits(t, s, [][]int32{{1, 2, 3, 4, 5, 6, 7}}, 4)
-		st := s.ApproxStats()[0]
+		st := s.Stats()[0]
 		if want := 9 * c.perTok; st.Steps != 3 || math.Abs(st.KVBytes-want) > 1e-9 {
 			t.Errorf("%d bits: %+v, want 3 steps of %v bytes on average", c.bits, st, want)
 		}
@@ -303,21 +335,21 @@ func TestKVBytesHandWorked(t *testing.T) {
 func TestSpeculativeEqualsGreedy(t *testing.T) {
 	// Untied: a random tied model mostly repeats its last token, which
 	// any draft guesses.
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
 	prompts := approxPrompts()
 	const n = 12
-	want, err := g.Generate(prompts, n, GenOptions{UseCache: true})
+	want, err := g.Generate(prompts, n, model.GenOptions{UseCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name  string
-		draft *GPT
+		draft *model.GPT
 		a     Approx
 		gamma int
-	}{{"self", g, Approx{}, 3}, {"4-bit", g.QuantizedCopy(4), Approx{KVBits: 4}, 4}, {"gamma 1", g.QuantizedCopy(4), Approx{KVBits: 4}, 1},
+	}{{"self", g, Approx{}, 3}, {"4-bit", QuantizedCopy(g, 4), Approx{KVBits: 4}, 4}, {"gamma 1", QuantizedCopy(g, 4), Approx{KVBits: 4}, 1},
 		// Another model's proposals are mostly rejected.
-		{"other", newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 6, Untied: true}), Approx{}, 3}} {
+		{"other", newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 6, Untied: true}), Approx{}, 3}} {
 		got, stats, err := Speculative(g, c.draft, c.a, prompts, n, c.gamma)
 		if err != nil {
 			t.Fatal(err)
@@ -344,7 +376,7 @@ func TestSpeculativeEqualsGreedy(t *testing.T) {
 // its prompt and returns the logits of every step, row after row, so that
 // two caches are compared on identical inputs even where their argmax
 // would differ.
-func forcedLogits(t *testing.T, s *Stepper, prompts [][]int32, forced [][]int32) [][]float32 {
+func forcedLogits(t *testing.T, s decoder, prompts [][]int32, forced [][]int32) [][]float32 {
 	t.Helper()
 	defer s.Close()
 	logits, err := s.Start(prompts, len(forced)+1)
@@ -365,10 +397,10 @@ func forcedLogits(t *testing.T, s *Stepper, prompts [][]int32, forced [][]int32)
 // sequences of 40 tokens (loss below 0.1), so that its logits are as
 // peaked as a model's on memorized text; it returns the model and the
 // sequences' first 8 tokens as prompts.
-func trainedNano(t *testing.T) (*GPT, [][]int32) {
+func trainedNano(t *testing.T) (*model.GPT, [][]int32) {
 	t.Helper()
 	vs := nn.NewVarStore(gotch.CPU)
-	g, err := New(vs.Root(), Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
+	g, err := model.New(vs.Root(), model.Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,11 +459,11 @@ func TestKV8LogitBound(t *testing.T) {
 	trained, tp := trainedNano(t)
 	for _, c := range []struct {
 		name    string
-		g       *GPT
+		g       *model.GPT
 		prompts [][]int32
-	}{{"fitted", trained, tp}, {"random", newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true}), approxPrompts()}} {
+	}{{"fitted", trained, tp}, {"random", newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true}), approxPrompts()}} {
 		const steps = 16
-		gen, err := c.g.Generate(c.prompts, steps, GenOptions{UseCache: true})
+		gen, err := c.g.Generate(c.prompts, steps, model.GenOptions{UseCache: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +474,7 @@ func TestKV8LogitBound(t *testing.T) {
 				forced[s][r] = gen[r][s]
 			}
 		}
-		exact := forcedLogits(t, NewStepper(c.g, true), c.prompts, forced)
+		exact := forcedLogits(t, model.NewStepper(c.g, true), c.prompts, forced)
 		span := 0.0
 		for _, row := range exact {
 			lo, hi := math.Inf(1), math.Inf(-1)
@@ -452,7 +484,7 @@ func TestKV8LogitBound(t *testing.T) {
 			span = math.Max(span, hi-lo)
 		}
 		maxDiff := func(bits int) float64 {
-			s, err := NewApproxStepper(c.g, Approx{KVBits: bits})
+			s, err := NewStepper(c.g, Approx{KVBits: bits})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -462,7 +494,7 @@ func TestKV8LogitBound(t *testing.T) {
 				for j := range exact[i] {
 					m = math.Max(m, math.Abs(float64(got[i][j]-exact[i][j])))
 				}
-				if bits == 8 && c.name == "fitted" && Argmax(got[i]) != Argmax(exact[i]) {
+				if bits == 8 && c.name == "fitted" && model.Argmax(got[i]) != model.Argmax(exact[i]) {
 					t.Errorf("fitted: 8-bit cache changed the greedy token of logits row %d", i)
 				}
 			}
@@ -488,9 +520,9 @@ func TestKV8LogitBound(t *testing.T) {
 // to leave the per-step sums at the prompt count, and the first step of
 // a wider batch indexed past them.
 func TestApproxStatsFollowReorder(t *testing.T) {
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5})
 	for _, a := range []Approx{{KVBits: 4}, {Attention: AttnSift, SiftQuantile: 0.5, SiftWarmup: 2}} {
-		s, err := NewApproxStepper(g, a)
+		s, err := NewStepper(g, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +537,7 @@ func TestApproxStatsFollowReorder(t *testing.T) {
 				t.Fatalf("%+v step %d: %v", a, step, err)
 			}
 		}
-		st := s.ApproxStats()
+		st := s.Stats()
 		if len(st) != 5 {
 			t.Fatalf("%+v: stats of %d rows, want 5", a, len(st))
 		}
@@ -524,10 +556,10 @@ func TestApproxStatsFollowReorder(t *testing.T) {
 // used to drop the cap.
 func TestApproxKeepsSoftcap(t *testing.T) {
 	defer torchx.SetKernels(torchx.SetKernels(false))
-	g := newTest(t, Config{Preset: "nano", Vocab: 80, Seed: 5, AttnSoftcap: 0.5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, AttnSoftcap: 0.5})
 	prompts := approxPrompts()
-	exact := decodeLogits(t, NewStepper(g, true), prompts, 5)
-	s, err := NewApproxStepper(g, Approx{KVBits: 16})
+	exact := decodeLogits(t, model.NewStepper(g, true), prompts, 5)
+	s, err := NewStepper(g, Approx{KVBits: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

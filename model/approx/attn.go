@@ -1,64 +1,13 @@
-package model
+package approx
 
 import (
 	"math"
 	"slices"
 
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
-
-// attendApprox is the rest of attend (gpt.go) when the cache decodes
-// under an approximation, the one place exact decoding hands over to it:
-// q [B,H,T,hd] and this pass's k, v [B,KV,T,hd] (owned) of layer li go
-// through the approximation's store into the cache and its attend, under
-// the per-row mask it reads (mask is the pass's shared one, nil, [T,S] or
-// [B,1,T,S]); then the heads merge and the output projection applies.
-// With lastOnly only the last query's output is returned, [B,1,d].
-func (g *GPT) attendApprox(s *scope, li int, q, k, v, mask *ts.Tensor, cache *Cache, lastOnly bool) *ts.Tensor {
-	c, blk := g.cfg, &g.blocks[li]
-	size := q.MustSize()
-	b, h, t, hd := size[0], size[1], size[2], size[3]
-	k, v = cache.append(li, cache.approx.store(k), cache.approx.store(v))
-	s.keep(k)
-	s.keep(v)
-	if kvh := int64(c.KVHeads); kvh < h {
-		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
-	}
-	mask = s.keep(perRowMask(mask, b, t, k.MustSize()[2], g.device))
-	// The prompt pass is exact: there a last query attends alone. A
-	// decode step's measurements need every query.
-	narrowOut := false
-	if lastOnly && t > 1 {
-		if cache.n == 0 {
-			q = s.keep(q.MustNarrow(2, t-1, 1, false))
-			mask = s.keep(mask.MustNarrow(2, t-1, 1, false))
-		} else {
-			narrowOut = true
-		}
-	}
-	att := s.keep(cache.approx.attend(cache, li, q, k, v, mask, g.attnScale(), c.AttnSoftcap)) // [B,H,T',hd]
-	if narrowOut {
-		att = s.keep(att.MustNarrow(2, t-1, 1, false))
-	}
-	tt := att.MustSize()[2]
-	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, tt, h * hd}, true))
-	out := blk.mods[modOut]
-	return g.innerLinear(merged, out.w, out.b) // [B,T',d]
-}
-
-// perRowMask is mask as the [B,1,T,S] per-row mask approximations read:
-// a shared [T,S] one expanded, and none (a decode step without padding
-// attends every key) all zeros.
-func perRowMask(mask *ts.Tensor, b, t, s int64, dev gotch.Device) *ts.Tensor {
-	switch {
-	case mask == nil:
-		return ts.MustZeros([]int64{b, 1, t, s}, gotch.Float, dev)
-	case mask.Dim() == 2:
-		return mask.MustExpand([]int64{b, 1, t, s}, false, false)
-	}
-	return mask.MustShallowClone()
-}
 
 // attend is one layer's attention of queries q [B,H,T,hd] over cached keys
 // and values k, v [B,H,S,hd] (heads already repeated) under the additive
@@ -69,9 +18,10 @@ func perRowMask(mask *ts.Tensor, b, t, s int64, dev gotch.Device) *ts.Tensor {
 // dropped). When everything is kept that sum adds zeros, so the result
 // is attention's bit for bit. A decode step's measurements begin at the
 // first layer and are folded in at the last.
-func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
-	if kc.n == 0 { // the prompt pass
-		return attention(q, k, v, mask, scale, cap)
+func (st *state) Attend(kc *model.Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
+	n, starts := kc.Len(), kc.Starts()
+	if n == 0 { // the prompt pass
+		return model.Attention(q, k, v, mask, scale, cap)
 	}
 	if li == 0 {
 		st.beginStep()
@@ -85,7 +35,7 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 	for r := range valid {
 		valid[r] = make([]int, t)
 		for i := range valid[r] {
-			valid[r][i] = kc.n + i - kc.starts[r] + 1
+			valid[r][i] = n + i - starts[r] + 1
 		}
 	}
 	if !st.sparse() {
@@ -96,20 +46,20 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 			}
 			st.addLayer(r, 1, bytes/float64(t))
 		}
-		return attention(q, k, v, mask, scale, cap)
+		return model.Attention(q, k, v, mask, scale, cap)
 	}
-	var sc scope
-	defer sc.drop()
-	kt := sc.keep(k.MustTranspose(-2, -1, false))
-	scores := sc.keep(q.MustMatmul(kt, false).MustMulScalar(ts.FloatScalar(scale), true).MustAdd(mask, true))
-	p := sc.keep(scores.MustSoftmax(-1, gotch.Float, false))
+	var sc model.Scope
+	defer sc.Drop()
+	kt := sc.Keep(k.MustTranspose(-2, -1, false))
+	scores := sc.Keep(q.MustMatmul(kt, false).MustMulScalar(ts.FloatScalar(scale), true).MustAdd(mask, true))
+	p := sc.Keep(scores.MustSoftmax(-1, gotch.Float, false))
 	var keep *ts.Tensor // bool [B,H,T,S]; nil keeps everything
 	scoreDims := st.cfg.HeadDim
 	if st.a.Attention == AttnLoki {
 		keep = st.lokiKeep(&sc, li, q, k, mask, valid)
 		scoreDims = st.a.LokiRank
 	} else {
-		keep = st.siftKeep(&sc, li, p, kc.starts)
+		keep = st.siftKeep(&sc, li, p, starts)
 	}
 	if keep == nil {
 		for r := range valid {
@@ -121,9 +71,9 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 		}
 		return p.MustMatmul(v, false)
 	}
-	keepF := sc.keep(keep.MustTotype(gotch.Float, false))
-	mass := rowsOf(sc.keep(p.MustMul(keepF, false).MustSumDimIntlist([]int64{-1}, false, gotch.Float, true)), b)
-	kept := rowsOf(sc.keep(keepF.MustSumDimIntlist([]int64{-1}, false, gotch.Float, false)), b)
+	keepF := sc.Keep(keep.MustTotype(gotch.Float, false))
+	mass := model.RowsOf(sc.Keep(p.MustMul(keepF, false).MustSumDimIntlist([]int64{-1}, false, gotch.Float, true)), b)
+	kept := model.RowsOf(sc.Keep(keepF.MustSumDimIntlist([]int64{-1}, false, gotch.Float, false)), b)
 	h := len(mass[0]) / t // per row: [H,T] flattened
 	for r := range valid {
 		var m, bytes float64
@@ -137,10 +87,10 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 		}
 		st.addLayer(r, m/float64(h*t), bytes/float64(t))
 	}
-	drop := sc.keep(ts.MustZeros(scores.MustSize(), gotch.Float, scores.MustDevice()))
-	notKeep := sc.keep(keep.MustLogicalNot(false))
-	drop = sc.keep(drop.MustMaskedFill(notKeep, ts.FloatScalar(math.Inf(-1)), false))
-	p2 := sc.keep(scores.MustAdd(drop, false).MustSoftmax(-1, gotch.Float, true))
+	drop := sc.Keep(ts.MustZeros(scores.MustSize(), gotch.Float, scores.MustDevice()))
+	notKeep := sc.Keep(keep.MustLogicalNot(false))
+	drop = sc.Keep(drop.MustMaskedFill(notKeep, ts.FloatScalar(math.Inf(-1)), false))
+	p2 := sc.Keep(scores.MustAdd(drop, false).MustSoftmax(-1, gotch.Float, true))
 	return p2.MustMatmul(v, false)
 }
 
@@ -149,13 +99,13 @@ func (st *approxState) attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale
 // keeps the top LokiTopK of each query's valid keys (ties with the last
 // kept stay). With full rank the ranking is the exact scores' (up to
 // rounding); with top-k = all valid keys everything is kept.
-func (st *approxState) lokiKeep(sc *scope, li int, q, k, mask *ts.Tensor, valid [][]int) *ts.Tensor {
+func (st *state) lokiKeep(sc *model.Scope, li int, q, k, mask *ts.Tensor, valid [][]int) *ts.Tensor {
 	basis := st.lokiProjection(li)
-	qr := sc.keep(q.MustMatmul(basis, false))
-	kr := sc.keep(k.MustMatmul(basis, false).MustTranspose(-2, -1, true))
-	approx := sc.keep(qr.MustMatmul(kr, false).MustAdd(mask, true)) // [B,H,T,S]
+	qr := sc.Keep(q.MustMatmul(basis, false))
+	kr := sc.Keep(k.MustMatmul(basis, false).MustTranspose(-2, -1, true))
+	approx := sc.Keep(qr.MustMatmul(kr, false).MustAdd(mask, true)) // [B,H,T,S]
 	sorted, order := approx.MustSort(-1, true, false)
-	sc.keep(sorted)
+	sc.Keep(sorted)
 	order.MustDrop()
 	size := approx.MustSize()
 	b, h, t := size[0], size[1], size[2]
@@ -165,14 +115,14 @@ func (st *approxState) lokiKeep(sc *scope, li int, q, k, mask *ts.Tensor, valid 
 			idx = append(idx, int64(lokiCount(st.a.LokiTopK, n)-1))
 		}
 	}
-	it, err := tensorOf(idx, []int64{b, 1, t, 1}, q.MustDevice())
+	it, err := model.TensorOf(idx, []int64{b, 1, t, 1}, q.MustDevice())
 	if err != nil {
 		panic("model: loki: " + err.Error())
 	}
-	sc.keep(it)
-	ie := sc.keep(it.MustExpand([]int64{b, h, t, 1}, false, false))
-	kth := sc.keep(sorted.MustGather(-1, ie, false, false))
-	return sc.keep(approx.MustGeTensor(kth, false))
+	sc.Keep(it)
+	ie := sc.Keep(it.MustExpand([]int64{b, h, t, 1}, false, false))
+	kth := sc.Keep(sorted.MustGather(-1, ie, false, false))
+	return sc.Keep(approx.MustGeTensor(kth, false))
 }
 
 // lokiCount is how many of n valid keys Loki attends: a fraction (<= 1,
@@ -190,16 +140,16 @@ func lokiCount(topk float64, n int) int {
 // the probabilities of the newest query), afterwards the probabilities at
 // or above the threshold a·stepᵇ fitted to the warm-up quantiles on log–log
 // axes, per row, layer and head. The most likely token is always kept.
-func (st *approxState) siftKeep(sc *scope, li int, p *ts.Tensor, starts []int) *ts.Tensor {
+func (st *state) siftKeep(sc *model.Scope, li int, p *ts.Tensor, starts []int) *ts.Tensor {
 	size := p.MustSize()
 	b, h, t, s := int(size[0]), int(size[1]), size[2], int(size[3])
 	if th := st.a.SiftThreshold; th != nil {
-		return sc.keep(p.MustGe(ts.FloatScalar(*th), false))
+		return sc.Keep(p.MustGe(ts.FloatScalar(*th), false))
 	}
 	step := st.decodes
 	if step <= st.a.SiftWarmup {
-		last := sc.keep(p.MustSelect(2, t-1, false).MustReshape([]int64{int64(b * h), int64(s)}, true))
-		rows := rowsOf(last, b*h)
+		last := sc.Keep(p.MustSelect(2, t-1, false).MustReshape([]int64{int64(b * h), int64(s)}, true))
+		rows := model.RowsOf(last, b*h)
 		for r := 0; r < b; r++ {
 			for hh := 0; hh < h; hh++ {
 				vals := slices.Clone(rows[r*h+hh][starts[r]:])
@@ -216,14 +166,14 @@ func (st *approxState) siftKeep(sc *scope, li int, p *ts.Tensor, starts []int) *
 			th[r*h+hh] = float32(math.Exp(powerLaw(st.logQ[r][li][hh], math.Log(float64(step)))))
 		}
 	}
-	tt, err := tensorOf(th, []int64{int64(b), int64(h), 1, 1}, p.MustDevice())
+	tt, err := model.TensorOf(th, []int64{int64(b), int64(h), 1, 1}, p.MustDevice())
 	if err != nil {
 		panic("model: sift: " + err.Error())
 	}
-	sc.keep(tt)
-	top := sc.keep(p.MustAmax([]int64{-1}, true, false))
-	eff := sc.keep(tt.MustMinimum(top, false))
-	return sc.keep(p.MustGeTensor(eff, false))
+	sc.Keep(tt)
+	top := sc.Keep(p.MustAmax([]int64{-1}, true, false))
+	eff := sc.Keep(tt.MustMinimum(top, false))
+	return sc.Keep(p.MustGeTensor(eff, false))
 }
 
 // powerLaw fits log q = a + b·log step by least squares to ys at steps

@@ -1,7 +1,8 @@
-package model
+package approx
 
 import (
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -80,35 +81,13 @@ func quantize(x *ts.Tensor, bits int) *ts.Tensor {
 // (8 or 4) group-wise along their input dimension (quantize), sharing the
 // norms, embedding and LM head with g: QuantSpec's draft keeps those in
 // full precision too. It is for decoding only.
-func (g *GPT) QuantizedCopy(bits int) *GPT {
-	r := *g
-	r.causal = nil
-	r.params = nil
-	r.blocks = make([]block, len(g.blocks))
-	for i, b := range g.blocks {
-		b.each(func(m module, w **ts.Tensor, bias bool) {
-			if *w == nil || bias || m.isNorm() {
-				return
-			}
-			d := (*w).MustDetach(false)
-			if g.arch.Conv1D { // [in, out]: quantize along the input all the same
-				t := d.MustT(true).MustContiguous(true)
-				q := quantize(t, bits)
-				t.MustDrop()
-				*w = q.MustT(true).MustContiguous(true)
-			} else {
-				*w = quantize(d, bits)
-			}
-			d.MustDrop()
-		})
-		r.blocks[i] = b
-	}
-	return &r
+func QuantizedCopy(g *model.GPT, bits int) *model.GPT {
+	return g.WithMatrices(func(w *ts.Tensor) *ts.Tensor { return quantize(w, bits) })
 }
 
-// store quantizes keys or values [B,KV,t,hd] for the cache (KVBits 8 or
+// Store quantizes keys or values [B,KV,t,hd] for the cache (KVBits 8 or
 // 4), taking ownership of x.
-func (st *approxState) store(x *ts.Tensor) *ts.Tensor {
+func (st *state) Store(x *ts.Tensor) *ts.Tensor {
 	bits := st.a.KVBits
 	if bits == 0 || bits == 16 {
 		return x

@@ -1,11 +1,18 @@
-package model
+// Package approx is memo's inference approximations (issue 17): KV-cache
+// quantization (QuantSpec's hierarchical 8/4-bit layout), Loki and
+// SiftAttention sparse attention, and QuantSpec self-speculative
+// decoding. They reach decoding through one hook, model.Approximation,
+// which state implements: exact decoding (package model) reads without
+// them. A new attention approximation is a case of Attend (attn.go) and
+// its settings in Approx.
+package approx
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/ts"
 )
 
 // Attention methods of Approx.
@@ -55,7 +62,7 @@ func (a Approx) Enabled() bool {
 }
 
 // Check reports a setting the model cannot decode with.
-func (a Approx) Check(c Config) error {
+func (a Approx) Check(c model.Config) error {
 	switch a.KVBits {
 	case 0, 16, 8, 4:
 	default:
@@ -93,8 +100,8 @@ func (a Approx) Check(c Config) error {
 	return nil
 }
 
-// ApproxStats are one row's measurements over its decode steps.
-type ApproxStats struct {
+// Stats are one row's measurements over its decode steps.
+type Stats struct {
 	// Steps is the number of decode steps measured (the prompt pass is not one).
 	Steps int
 	// MassKept is the mean, over steps, layers, heads and queries, of the
@@ -106,33 +113,11 @@ type ApproxStats struct {
 	KVBytes float64
 }
 
-// approximation is the one hook through which an inference approximation
-// changes decoding: a Cache that has one (NewApproxStepper) hands each
-// layer of a cached pass to it (GPT.attendApprox) — what enters the
-// cache goes through store, and attend replaces attention — and calls
-// reorder and drop as the cache's rows change and it is freed. Exact
-// decoding has none and never reaches this file's code. approxState is
-// the one implementation (KV quantization, Loki, Sift; QuantSpec's
-// draft is a Stepper under it).
-type approximation interface {
-	// store returns keys or values [B,KV,t,hd] as the cache keeps them,
-	// taking ownership of x.
-	store(x *ts.Tensor) *ts.Tensor
-	// attend is layer li's attention of a cached pass over the cache kc:
-	// q [B,H,T,hd], k and v [B,H,S,hd] (heads repeated), the per-row
-	// mask [B,1,T,S], the scale and the soft-cap (0: none).
-	attend(kc *Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor
-	// reorder follows Cache.Reorder.
-	reorder(rows []int)
-	// drop frees what the approximation holds.
-	drop()
-}
-
-// approxState is a cache's approximation: settings, per-row sums for
-// ApproxStats, and SiftAttention's warm-up quantiles.
-type approxState struct {
+// state is a cache's approximation (a model.Approximation): settings,
+// per-row sums for Stats, and SiftAttention's warm-up quantiles.
+type state struct {
 	a      Approx
-	cfg    Config
+	cfg    model.Config
 	device gotch.Device
 	steps  []int
 	mass   []float64 // summed per-step means
@@ -145,9 +130,9 @@ type approxState struct {
 	loki []lokiLayer // per layer, made on first use
 }
 
-func newApproxState(a Approx, g *GPT, batch int) *approxState {
-	cfg := g.cfg
-	st := &approxState{a: a, cfg: cfg, device: g.device, steps: make([]int, batch), mass: make([]float64, batch),
+func newState(a Approx, g *model.GPT, batch int) *state {
+	cfg := g.Config()
+	st := &state{a: a, cfg: cfg, device: g.Device(), steps: make([]int, batch), mass: make([]float64, batch),
 		bytes: make([]float64, batch), stepMass: make([]float64, batch), stepBytes: make([]float64, batch)}
 	if a.Attention == AttnSift {
 		st.logQ = make([][][][]float64, batch)
@@ -162,14 +147,14 @@ func newApproxState(a Approx, g *GPT, batch int) *approxState {
 }
 
 // sparse reports whether decode steps use Loki or Sift.
-func (st *approxState) sparse() bool {
+func (st *state) sparse() bool {
 	return st.a.Attention == AttnLoki || st.a.Attention == AttnSift
 }
 
 // elemBytes is the storage of one cached key or value element and the
 // per-group overhead: fp32, or the quantized code plus an fp16 scale and
 // an fp16 minimum per group.
-func (st *approxState) elemBytes() (perElem, perGroup float64, group int) {
+func (st *state) elemBytes() (perElem, perGroup float64, group int) {
 	bits := st.a.KVBits
 	if bits == 0 || bits == 16 {
 		return 4, 0, 1
@@ -182,7 +167,7 @@ func (st *approxState) elemBytes() (perElem, perGroup float64, group int) {
 // query head, shared by KVHeads/Heads of them), then full keys and values
 // of the kept tokens. Exact attention reads full keys and values of every
 // token once per KV head.
-func (st *approxState) kvBytes(valid int, scoreDims int, kept float64) float64 {
+func (st *state) kvBytes(valid int, scoreDims int, kept float64) float64 {
 	pe, pg, g := st.elemBytes()
 	c := st.cfg
 	row := func(dims int) float64 { return float64(dims)*pe + float64((dims+g-1)/g)*pg }
@@ -199,7 +184,7 @@ func (st *approxState) kvBytes(valid int, scoreDims int, kept float64) float64 {
 
 // beginStep starts a decode step's measurements (attend, at its first
 // layer).
-func (st *approxState) beginStep() {
+func (st *state) beginStep() {
 	st.decodes++
 	for r := range st.stepMass {
 		st.stepMass[r], st.stepBytes[r] = 0, 0
@@ -207,13 +192,13 @@ func (st *approxState) beginStep() {
 }
 
 // addLayer records one layer's measurements of row r at a decode step.
-func (st *approxState) addLayer(r int, mass, bytes float64) {
+func (st *state) addLayer(r int, mass, bytes float64) {
 	st.stepMass[r] += mass / float64(st.cfg.Layers)
 	st.stepBytes[r] += bytes
 }
 
 // endStep folds the step into the sums (attend, after its last layer).
-func (st *approxState) endStep() {
+func (st *state) endStep() {
 	for r := range st.steps {
 		st.steps[r]++
 		st.mass[r] += st.stepMass[r]
@@ -221,8 +206,8 @@ func (st *approxState) endStep() {
 	}
 }
 
-// reorder follows Cache.Reorder.
-func (st *approxState) reorder(rows []int) {
+// Reorder follows Cache.Reorder.
+func (st *state) Reorder(rows []int) {
 	pick := func(x []float64) []float64 {
 		out := make([]float64, len(rows))
 		for i, r := range rows {
@@ -258,9 +243,9 @@ func cloneQ(x [][][]float64) [][][]float64 {
 	return out
 }
 
-// stats returns each row's ApproxStats.
-func (st *approxState) stats() []ApproxStats {
-	out := make([]ApproxStats, len(st.steps))
+// stats returns each row's Stats.
+func (st *state) stats() []Stats {
+	out := make([]Stats, len(st.steps))
 	for r, n := range st.steps {
 		out[r].Steps = n
 		if n > 0 {
