@@ -77,7 +77,7 @@ type BenchResult struct {
 	PrefillS   float64 `json:"prefill_s"`
 	DecodeS    float64 `json:"decode_s"`
 	// Approximation is the method; KVBytesPerToken its mean key/value bytes
-	// read per decode step (model.ApproxStats; 0 unmeasured: exact without
+	// read per decode step (approx.Stats; 0 unmeasured: exact without
 	// --approximation, and quantspec), SpecAccept QuantSpec's acceptance.
 	// QuantSpec's prefill is inside DecodeS.
 	Approximation   string  `json:"approximation,omitempty"`

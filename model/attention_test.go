@@ -144,7 +144,7 @@ func TestReducedAttentionMatchesFloat(t *testing.T) {
 			mask       *ts.Tensor
 			fullCausal bool
 		}{{"causal", causal, true}, {"padded", padded, true}, {"window", window, false}} {
-			got, ok := g.reducedAttention(q, k, v, tc.mask, scale, tc.fullCausal, false)
+			got, ok := g.reducedAttention(q, k, v, tc.mask, scale, tc.fullCausal)
 			if !ok {
 				t.Fatalf("%s: the fused kernel did not run", tc.name)
 			}
@@ -158,15 +158,12 @@ func TestReducedAttentionMatchesFloat(t *testing.T) {
 				t.Errorf("%s: bf16 fused attention differs from float32 by %g", tc.name, d)
 			}
 		}
-		if _, ok := g.reducedAttention(q, k, v, causal, scale, true, true); ok {
-			t.Error("an approximate-inference cache took the fused kernel")
-		}
 		g32 := &GPT{device: dev, compute: gotch.Float}
-		if _, ok := g32.reducedAttention(q, k, v, causal, scale, true, false); ok {
+		if _, ok := g32.reducedAttention(q, k, v, causal, scale, true); ok {
 			t.Error("fp32 took the bf16 kernel")
 		}
 		capped := &GPT{device: dev, compute: gotch.BFloat16, cfg: Config{AttnSoftcap: 50}}
-		if _, ok := capped.reducedAttention(q, k, v, causal, scale, true, false); ok {
+		if _, ok := capped.reducedAttention(q, k, v, causal, scale, true); ok {
 			t.Error("a soft-capped model took the fused kernel, which has no cap")
 		}
 	})

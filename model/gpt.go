@@ -452,7 +452,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		}
 		t = 1
 	}
-	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, false)
+	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0)
 	if !fused {
 		att = attention(q, k, v, mask, scale, c.AttnSoftcap)
 	}

@@ -133,13 +133,13 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 // [T,S] scores never stored on a GPU. fullCausal says the mask, when it is
 // the shared 2-D one, is the plain causal mask (no sliding window), which
 // the kernel then applies itself. ok is false, nothing computed, in fp32,
-// with Gemma 2's soft-capping (the kernel has no cap), under an
-// approximate-inference method (which reads the scores), or when this
+// with Gemma 2's soft-capping (the kernel has no cap), or when this
 // libtorch lacks the kernel (Debian's 1.13): the caller's attention runs
-// in float32 then.
-func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCausal, approx bool) (*ts.Tensor, bool) {
+// in float32 then. The approximate-inference methods (model/approx) read
+// the scores and never come here.
+func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCausal bool) (*ts.Tensor, bool) {
 	dt := g.Precision()
-	if dt == gotch.Float || g.cfg.AttnSoftcap > 0 || approx || !torchx.FusedAttentionAvailable() {
+	if dt == gotch.Float || g.cfg.AttnSoftcap > 0 || !torchx.FusedAttentionAvailable() {
 		return nil, false
 	}
 	var s scope
