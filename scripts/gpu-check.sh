@@ -241,7 +241,7 @@ if ((large)); then
 		t0=$(date +%s)
 		if run la "$memo" run --runs "$work/runs-1b" --set "device=$dev" --set "model.init_from=hf:$model" --set "data.tokenizer=hf:$tok" scripts/gpu/attack-1b.toml; then
 			t1=$(date +%s)
-			line PASS large-attack "1.1B fine-tune + attack on 2,000 + 2,000 documents: $((t1 - t0)) s wall; $(grep -m1 -i 'exact' "$work/runs-1b/attack-1b/report/"*.md 2>/dev/null | cut -c1-160)"
+			line PASS large-attack "1.1B fine-tune + attack on 2,000 + 2,000 documents: $((t1 - t0)) s wall; the table's row: $(grep -m1 '^| attack-1b' "$work/runs-1b/attack-1b/report/"*.md 2>/dev/null | cut -c1-200)"
 		else
 			line FAIL large-attack "memo run scripts/gpu/attack-1b.toml: $(lasterr la)"
 		fi
