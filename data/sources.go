@@ -104,10 +104,10 @@ func invalidAt(s string) int {
 const OpticksName = "Isaac.Newton-Opticks.txt"
 
 // opticks is Newton's Opticks (Project Gutenberg, public domain), copied
-// byte for byte from Go's $GOROOT/src/testdata, where memo used to read it.
-// Embedding it lets the binary run its default experiment on a machine
-// without Go (a GPU machine, say); the bytes, and so the dataset cache key
-// and every table built from it, are the same.
+// byte for byte from Go's $GOROOT/src/testdata. Embedding it lets the
+// binary run its default experiment on a machine without Go (a GPU
+// machine, say); the bytes, and so the dataset cache key and every table
+// built from it, are those of Go's copy.
 //
 //go:embed opticks/Isaac.Newton-Opticks.txt
 var opticks []byte

@@ -125,7 +125,7 @@ func extractCheckpoints(ctx context.Context, spec *Spec, dir string, ds *data.Da
 			continue
 		}
 		slog.Info("extract: attacking an earlier checkpoint", "step", a.Step, "of", len(attacks))
-		if err := extract.Run(ctx, spec.ExtractStage(), a.Dir, ds, a.Completions); err != nil {
+		if err := extract.Run(ctx, spec.ExtractStage(), a.Dir, ds, a.Completions, &spec.Goldfish); err != nil {
 			return fmt.Errorf("checkpoint step %d: %w", a.Step, err)
 		}
 	}

@@ -11,3 +11,8 @@ func DefaultsTOML() (string, error) {
 
 // Render is the resolved spec with every key's documentation.
 func (s *Spec) Render() (string, error) { return renderTOML(s, keyDocs) }
+
+// KeyDoc is the comment of a spec key ("extract.top_k") in its Config
+// struct, "" for a key without one: the help text of commands that take
+// the key as a flag.
+func KeyDoc(key string) string { return keyDocs[key] }

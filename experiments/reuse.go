@@ -48,9 +48,12 @@ var reusedStages = map[string][]string{
 // finds dir/checkpoints, plots dir/metrics.arrow) while the trained files
 // exist once, in src.
 func linkTrained(stage string, spec *Spec, dir, src string) error {
-	srcSpec, err := Parse(filepath.Join(src, "config.toml"))
+	srcSpec, ok, err := ReadRun(src)
 	if err != nil {
 		return fmt.Errorf("reuse training of %s: %w", src, err)
+	}
+	if !ok {
+		return badinput.Errorf("reuse training of %s: not a run directory (no %s)", src, RunConfig)
 	}
 	want, err := spec.TrainingKey()
 	if err != nil {

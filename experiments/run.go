@@ -198,7 +198,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 // openRunDir creates the run directory with config.toml and manifest.json,
 // or reopens an existing one after checking it holds the same spec.
 func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manifest, error) {
-	old, err := os.ReadFile(filepath.Join(dir, "config.toml"))
+	old, err := os.ReadFile(filepath.Join(dir, RunConfig))
 	switch {
 	case err == nil && !bytes.Equal(old, conf):
 		if !force {
@@ -226,12 +226,12 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 			return nil, err
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "config.toml"), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, RunConfig), err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "config.toml"), conf); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, RunConfig), conf); err != nil {
 		return nil, err
 	}
 	m := newManifest(name, hash)
@@ -247,7 +247,7 @@ func Finished(spec *Spec, runDir string) bool {
 	if err != nil {
 		return false
 	}
-	old, err := os.ReadFile(filepath.Join(runDir, "config.toml"))
+	old, err := os.ReadFile(filepath.Join(runDir, RunConfig))
 	if err != nil || !bytes.Equal(old, conf) {
 		return false
 	}

@@ -129,8 +129,9 @@ func (s *Spec) inheritDevice() {
 // extract.device, or where training ran when that is unset.
 func (s *Spec) ExtractStage() extract.Config {
 	c := s.Extract
-	// The CPU stays "": a CPU run's recorded extract config (and the
-	// completions' provenance) is what it was before devices existed.
+	// The CPU stays "": extract.device is omitted when empty, so a CPU
+	// attack's recorded config and slug do not depend on whether the spec
+	// named the CPU or left the device to its default.
 	if cuda, _, _ := torchx.ParseDevice(s.Train.Device); c.Device == "" && cuda {
 		c.Device = s.Train.Device
 	}

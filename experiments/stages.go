@@ -43,7 +43,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		// train resolves checkpoints/ to its newest verified checkpoint.
-		if err := extract.Run(ctx, spec.ExtractStage(), filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow")); err != nil {
+		if err := extract.Run(ctx, spec.ExtractStage(), filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow"), &spec.Goldfish); err != nil {
 			return err
 		}
 		return extractCheckpoints(ctx, spec, dir, ds)
@@ -54,7 +54,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		}
 		return evalCheckpoints(spec, dir, own)
 	case "plots":
-		return plots.Run(dir, spec.Plots)
+		return plots.Run(dir, spec.Plots, ReadPlotsSpec)
 	}
 	return fmt.Errorf("unknown stage %q", stage)
 }

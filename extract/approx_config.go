@@ -62,8 +62,9 @@ func (c Config) approximate() bool {
 
 // canonical is c with the settings of approximations that are off
 // cleared: their JSON (omitempty, omitzero) then vanishes, so an exact
-// attack's slug and recorded config are what they were before the keys
-// existed.
+// attack's slug and recorded config name only the keys that shape exact
+// decoding, and two exact attacks that differ only in an unused
+// approximation setting share one slug (one output file).
 func (c Config) canonical() Config {
 	c.Approximation = ""
 	if c.Precision == model.PrecisionFP32 {

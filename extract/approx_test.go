@@ -84,7 +84,7 @@ func TestApproxRunOnATrainedRun(t *testing.T) {
 		cfg := base
 		mod(&cfg)
 		out := filepath.Join(outDir, name+".arrow")
-		if err := Run(ctx, cfg, dir, ds, out); err != nil {
+		if err := Run(ctx, cfg, dir, ds, out, nil); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		rows, err := eval.ReadCompletions(out)

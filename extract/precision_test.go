@@ -47,7 +47,7 @@ func TestAttackPrecision(t *testing.T) {
 	outs := map[string]string{}
 	for name, c := range map[string]Config{"fp32": cfg, "bf16": bf16} {
 		outs[name] = filepath.Join(t.TempDir(), name+".arrow")
-		if err := Run(ctx, c, dir, ds, outs[name]); err != nil {
+		if err := Run(ctx, c, dir, ds, outs[name], nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestAttackPrecision(t *testing.T) {
 	t.Logf("bf16 vs fp32 loss: up to %.4g apart", worst)
 	fp16 := cfg
 	fp16.Precision = "fp16"
-	err = Run(ctx, fp16, dir, ds, filepath.Join(t.TempDir(), "fp16.arrow"))
+	err = Run(ctx, fp16, dir, ds, filepath.Join(t.TempDir(), "fp16.arrow"), nil)
 	if err != nil && !strings.Contains(err.Error(), "float16") {
 		t.Errorf("fp16 on the CPU: %v, want an error naming float16", err)
 	}
@@ -97,7 +97,7 @@ func TestSmallerVocabularyIsBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "c.arrow")
-	err = Run(context.Background(), DefaultConfig(), small, ds, out)
+	err = Run(context.Background(), DefaultConfig(), small, ds, out, nil)
 	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "not the model of this dataset") {
 		t.Fatalf("attack with a %d-token model on a %d-token dataset: %v; want bad input naming the mismatch", tok.VocabSize()/2, tok.VocabSize(), err)
 	}

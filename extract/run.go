@@ -18,12 +18,16 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/loss"
 )
 
 // Run attacks the model of checkpointDir (a checkpoint, or a run directory
 // whose newest good checkpoint is used) on the documents of ds in
 // cfg.Splits and writes the completions to out (completions.arrow).
-func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset, out string) error {
+// trained is the loss the checkpoint was trained with, its run's
+// [goldfish] table, which the completions record for eval; nil when it is
+// unknown (a checkpoint outside a run directory, an imported model).
+func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset, out string, trained *loss.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -137,12 +141,12 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		}
 		rows[i] = r
 	}
-	meta, err := provenanceOf(ckpt, mc)
+	meta, err := provenanceOf(ckpt, mc, trained)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
 	}
 	if meta[provenance.Goldfish] == "" {
-		slog.Warn("extract: the checkpoint is not in a run directory with config.toml; its goldfish settings are unknown and not recorded", "checkpoint", ckpt)
+		slog.Warn("extract: the loss the checkpoint was trained with is unknown (no run directory with config.toml) and not recorded", "checkpoint", ckpt)
 	}
 	cj, err := json.Marshal(cfg.recorded())
 	if err != nil {

@@ -37,16 +37,13 @@ func TestRunOnATrainedRun(t *testing.T) {
 	})
 	t.Logf("data + training: %v", time.Since(start).Round(time.Millisecond))
 
-	// The run's config.toml says how it was trained; completions written
-	// outside the run must still carry that.
-	conf := "[goldfish]\nstrategy = 'hash-table'\nk = 3\nh = 7\n\n[extract]\nsuffix = 50\n"
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The loss the run trained with (its config.toml's, which the caller
+	// reads); completions written outside the run must still carry it.
+	trained := &loss.Config{Strategy: loss.StrategyHashTable, K: 3, H: 7}
 	cfg := DefaultConfig()
 	cfg.Suffix, cfg.BatchSize, cfg.Reference, cfg.GradNorm = 16, 3, dir, true
 	out := filepath.Join(t.TempDir(), "elsewhere.arrow")
-	if err := Run(ctx, cfg, dir, ds, out); err != nil {
+	if err := Run(ctx, cfg, dir, ds, out, trained); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := eval.ReadCompletions(out)
@@ -120,7 +117,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 	sampled := cfg
 	sampled.Reference, sampled.Decoding, sampled.Samples = "", DecodeSample, 3
 	gout := filepath.Join(t.TempDir(), "completions.arrow")
-	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
+	if err := Run(ctx, sampled, dir, ds, gout, nil); err != nil {
 		t.Fatal(err)
 	}
 	gs, err := runfiles.ReadGuesses(runfiles.GuessesPath(gout))
@@ -158,7 +155,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 	}
 	// One guess again: the stale guesses go.
 	sampled.Samples = 1
-	if err := Run(ctx, sampled, dir, ds, gout); err != nil {
+	if err := Run(ctx, sampled, dir, ds, gout, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(runfiles.GuessesPath(gout)); !errors.Is(err, os.ErrNotExist) {
@@ -167,7 +164,7 @@ func TestRunOnATrainedRun(t *testing.T) {
 
 	bad := cfg
 	bad.Reference, bad.Suffix = "", 300
-	if err := Run(ctx, bad, dir, ds, out); !errors.Is(err, ErrConfig) {
+	if err := Run(ctx, bad, dir, ds, out, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("suffix 300 on a 256-token context: %v, want ErrConfig", err)
 	}
 	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))

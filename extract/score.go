@@ -11,8 +11,8 @@ import (
 	"github.com/memo-research/memo/model"
 )
 
-// docScore is what the scoring pass computes for one document.
-type docScore struct {
+// windowScore is what the scoring pass computes over one document's attack window.
+type windowScore struct {
 	losses   []float32 // per-token NLL over the window (TokenNLL's values)
 	minKPP   float64   // Min-K%++ (NaN for a window of one token)
 	pExtract float64   // log probability the decoding scheme reproduces the suffix (NaN when undefined)
@@ -34,9 +34,9 @@ func suffixSpan(p Prompt) (span [2]int, ok bool) {
 // scoreAll runs one teacher-forced pass over every prompt's window and
 // derives its token losses, its Min-K%++ score (fraction cfg.MinKFraction)
 // and its probabilistic-extraction log probability under cfg's decoding.
-func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]docScore, error) {
+func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]windowScore, error) {
 	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
-	out := make([]docScore, len(prompts))
+	out := make([]windowScore, len(prompts))
 	dec := decoder{cfg: cfg}
 	bar := progress.New("extract: scoring", len(prompts))
 	defer bar.Done()
@@ -59,7 +59,7 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 		}
 		for k, i := range idx {
 			s := scores[k]
-			d := docScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
+			d := windowScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
 			if _, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
 				d.pExtract = dec.suffixLogProb(s.Logits, prompts[i].Suffix)
 			}

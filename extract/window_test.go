@@ -57,7 +57,7 @@ func TestRunAttacksWithinTheTrainedRow(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Suffix = 8
 	out := filepath.Join(t.TempDir(), "completions.arrow")
-	if err := Run(ctx, cfg, dir, ds, out); err != nil {
+	if err := Run(ctx, cfg, dir, ds, out, nil); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := eval.ReadCompletions(out)
@@ -80,7 +80,7 @@ func TestRunAttacksWithinTheTrainedRow(t *testing.T) {
 
 	bad := cfg
 	bad.Suffix = 40
-	if err := Run(ctx, bad, dir, ds, out); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "train.block") {
+	if err := Run(ctx, bad, dir, ds, out, nil); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "train.block") {
 		t.Errorf("suffix 40 on 33-token rows: %v, want ErrConfig naming train.block", err)
 	}
 }

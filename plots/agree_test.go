@@ -76,7 +76,7 @@ func TestTableCSVAgreesWithSummaryJSON(t *testing.T) {
 		pts = append(pts, synthPoint{r.name, r.name, map[string]any{"goldfish.k": r.k}})
 	}
 	writeSweepIndex(t, dir, "agree", []string{"goldfish.k"}, pts)
-	if err := Report(dir, DefaultConfig()); err != nil {
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
 	recs := readCSV(t, filepath.Join(dir, "report", "table.csv"))

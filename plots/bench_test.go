@@ -16,7 +16,7 @@ func BenchmarkReport(b *testing.B) {
 	cfg := DefaultConfig()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := Report(dir, cfg); err != nil {
+		if err := Report(dir, cfg, readSynthSpec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -100,7 +100,7 @@ func TestReportGoldfishSweep(t *testing.T) {
 		{"k=4", "k=4", map[string]any{"goldfish.k": 4}},
 		{"k=8", "k=8", map[string]any{"goldfish.k": 8}}, // unfinished: no scores, left out
 	})
-	if err := Report(dir, DefaultConfig()); err != nil {
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report")
@@ -164,7 +164,7 @@ func TestReportRepetitionsPerModel(t *testing.T) {
 		pts = append(pts, synthPoint{name, name, map[string]any{"model.preset": preset}})
 	}
 	writeSweepIndex(t, dir, "catastrophic", []string{"model.preset"}, pts)
-	if err := Report(dir, DefaultConfig()); err != nil {
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
 	checkFigures(t, filepath.Join(dir, "report", "figures"), append(figureNames, "memorization-vs-repetitions", "rougel-vs-repetitions"))
@@ -196,7 +196,7 @@ func TestRunSingle(t *testing.T) {
 	writeSynthRun(t, dir, synthRun{name: "goldfish-k4", k: 4, preset: "tiny", targets: 16, exact: 1, rouge: 0.5, steps: 1000, unattacked: 3}, 3)
 	cfg := DefaultConfig()
 	cfg.Formats = []string{"png"}
-	if err := Run(dir, cfg); err != nil {
+	if err := Run(dir, cfg, readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range figureNames {
@@ -207,7 +207,7 @@ func TestRunSingle(t *testing.T) {
 			t.Errorf("%s.pdf written though formats = [png]", n)
 		}
 	}
-	r, err := loadRun(dir, "", nil)
+	r, err := loadRun(dir, "", nil, readSynthSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRunSingle(t *testing.T) {
 }
 
 func TestRunWithoutScores(t *testing.T) {
-	err := Run(t.TempDir(), DefaultConfig())
+	err := Run(t.TempDir(), DefaultConfig(), readSynthSpec)
 	if err == nil || !strings.Contains(err.Error(), "scores.parquet") {
 		t.Fatalf("Run on an empty dir = %v, want an error naming scores.parquet", err)
 	}
@@ -264,7 +264,7 @@ func TestReportThresholdVsParams(t *testing.T) {
 		}
 	}
 	writeSweepIndex(t, dir, "catastrophic", []string{"goldfish.k", "model.preset"}, pts)
-	if err := Report(dir, DefaultConfig()); err != nil {
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
 	checkFigures(t, filepath.Join(dir, "report", "figures"), []string{"threshold-vs-params"})
@@ -301,7 +301,7 @@ func TestReportThresholdVsParams(t *testing.T) {
 func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
 	dir := outDir(t, "mia-directions")
 	writeSynthRun(t, dir, synthRun{name: "standard", preset: "tiny", targets: 30, exact: 3, rouge: 0.5, steps: 10}, 5)
-	r, err := loadRun(dir, "", nil)
+	r, err := loadRun(dir, "", nil, readSynthSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +321,10 @@ func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
 // the k figures' axis and in the table, and its column is no series of
 // its own (it is part of the objective the axis names).
 func TestMatchedTokensLabel(t *testing.T) {
-	std := &runData{K: 0, Strategy: "hash-table", Config: map[string]any{"train": map[string]any{"match_supervised_tokens": int64(0)}}}
-	matched := &runData{K: 0, Strategy: "hash-table", Config: map[string]any{"train": map[string]any{"match_supervised_tokens": int64(4)}},
+	std := &runData{K: 0, Strategy: "hash-table", Spec: RunSpec{MatchSupervisedTokens: 0}}
+	matched := &runData{K: 0, Strategy: "hash-table", Spec: RunSpec{MatchSupervisedTokens: 4},
 		Values: map[string]any{"goldfish.k": int64(0), "train.match_supervised_tokens": int64(4)}}
-	gf := &runData{K: 4, H: 13, Strategy: "hash-table", Config: map[string]any{}}
+	gf := &runData{K: 4, H: 13, Strategy: "hash-table"}
 	if got := matched.goldfishLabel(); got != "standard, tokens of k=4" {
 		t.Errorf("matched label %q", got)
 	}

@@ -10,12 +10,13 @@ import (
 	"gonum.org/v1/plot"
 )
 
-// Run draws the figures of one run directory into runDir/figures.
-func Run(runDir string, cfg Config) error {
+// Run draws the figures of one run directory into runDir/figures; read
+// reads its spec.
+func Run(runDir string, cfg Config, read SpecReader) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	r, err := loadRun(runDir, "", nil)
+	r, err := loadRun(runDir, "", nil, read)
 	if err != nil {
 		return fmt.Errorf("plots %s: %w", runDir, err)
 	}
@@ -25,12 +26,13 @@ func Run(runDir string, cfg Config) error {
 
 // Report writes the comparison table (table.md, table.csv, table.tex) and the
 // figures of a sweep directory, or of a single run directory, into dir/report.
-// Sweep points that have not finished are left out and logged.
-func Report(dir string, cfg Config) error {
+// Sweep points that have not finished are left out and logged. read reads
+// each run's spec.
+func Report(dir string, cfg Config, read SpecReader) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	runs, axes, missing, err := loadDir(dir)
+	runs, axes, missing, err := loadDir(dir, read)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", dir, err)
 	}

@@ -8,12 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
-	"github.com/pelletier/go-toml/v2"
 )
 
 var nanValue = math.NaN()
@@ -33,7 +31,7 @@ type runData struct {
 	Name   string
 	Dir    string
 	Values map[string]any // sweep axis values; empty for a lone run
-	Config map[string]any // resolved config.toml
+	Spec   RunSpec        // the run's spec; zero when it has none
 	// Docs are scores.parquet's rows, every document, attacked or not:
 	// the per-document values figures draw as distributions. Rates,
 	// intervals and AUCs are not recomputed from these.
@@ -58,7 +56,7 @@ func (r *runData) standard() bool { return r.K == 0 || r.Strategy == "none" }
 // goldfishLabel says which loss a run trained with, as a table or legend shows it.
 func (r *runData) goldfishLabel() string {
 	if r.standard() {
-		if m := int(lookupFloat(r.Config, "train.match_supervised_tokens")); m > 0 {
+		if m := r.Spec.MatchSupervisedTokens; m > 0 {
 			return fmt.Sprintf("standard, tokens of k=%d", m)
 		}
 		return "standard"
@@ -94,32 +92,22 @@ func (r *runData) miaValues(split string, s eval.MIAStatistic) []float64 {
 	return out
 }
 
-// loadRun reads one run directory. scores.parquet and summary.json are
-// required: without them there is nothing to report.
-func loadRun(dir, name string, values map[string]any) (*runData, error) {
-	r := &runData{Name: name, Dir: dir, Values: values, Config: map[string]any{}}
+// loadRun reads one run directory, its spec through read. scores.parquet
+// and summary.json are required: without them there is nothing to report.
+func loadRun(dir, name string, values map[string]any, read SpecReader) (*runData, error) {
+	r := &runData{Name: name, Dir: dir, Values: values}
 	if r.Name == "" {
 		r.Name = filepath.Base(dir)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "config.toml")); err == nil {
-		if err := toml.Unmarshal(b, &r.Config); err != nil {
-			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "config.toml"), err)
-		}
+	spec, err := read(dir)
+	if err != nil {
+		return nil, err
 	}
-	r.K = int(lookupFloat(r.Config, "goldfish.k"))
-	r.H = int(lookupFloat(r.Config, "goldfish.h"))
-	r.Strategy, _ = lookup(r.Config, "goldfish.strategy").(string)
-	r.Preset, _ = lookup(r.Config, "model.preset").(string)
-	if from, _ := lookup(r.Config, "model.init_from").(string); from != "" {
-		// An imported model: its directory names it (the preset key is a
-		// default that does not apply).
-		r.Preset = filepath.Base(strings.TrimPrefix(from, "hf:"))
+	if spec != nil {
+		r.Spec = *spec
 	}
-	if r.Preset == "" {
-		if d := lookupFloat(r.Config, "model.dim"); d > 0 {
-			r.Preset = fmt.Sprintf("d=%d, %d layers", int(d), int(lookupFloat(r.Config, "model.layers")))
-		}
-	}
+	r.K, r.H, r.Strategy = r.Spec.Goldfish.K, r.Spec.Goldfish.H, r.Spec.Goldfish.Strategy
+	r.Preset = r.Spec.Model
 
 	// A file eval wrote that cannot be read is bad input (exit 2 in the CLI).
 	docs, err := readScores(filepath.Join(dir, "scores.parquet"))
@@ -161,31 +149,6 @@ func readScores(path string) ([]eval.Score, error) {
 	return docs, nil
 }
 
-// lookup follows a dotted key through nested TOML tables.
-func lookup(m map[string]any, key string) any {
-	var cur any = m
-	for _, part := range strings.Split(key, ".") {
-		t, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = t[part]
-	}
-	return cur
-}
-
-func lookupFloat(m map[string]any, key string) float64 {
-	switch v := lookup(m, key).(type) {
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	case int:
-		return float64(v)
-	}
-	return 0
-}
-
 // sweepIndex mirrors the sweep.json that experiments writes beside the runs
 // of a sweep; plots keeps its own copy of the shape to avoid an import cycle.
 type sweepIndex struct {
@@ -201,10 +164,10 @@ type sweepIndex struct {
 // loadDir reads a sweep directory (with sweep.json) or a single run
 // directory. Sweep points without scores yet (failed or unfinished) are
 // skipped and reported in missing.
-func loadDir(dir string) (runs []*runData, axes []string, missing []string, err error) {
+func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missing []string, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		r, err := loadRun(dir, "", nil)
+		r, err := loadRun(dir, "", nil, read)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -222,7 +185,7 @@ func loadDir(dir string) (runs []*runData, axes []string, missing []string, err 
 		if !filepath.IsAbs(rd) {
 			rd = filepath.Join(dir, rd)
 		}
-		r, err := loadRun(rd, p.Name, p.Values)
+		r, err := loadRun(rd, p.Name, p.Values, read)
 		if errors.Is(err, os.ErrNotExist) {
 			missing = append(missing, p.Name)
 			continue
@@ -237,7 +200,11 @@ func loadDir(dir string) (runs []*runData, axes []string, missing []string, err 
 		}
 		for _, a := range idx.Axes {
 			if _, ok := r.Values[a]; !ok {
-				r.Values[a] = lookup(r.Config, a)
+				var v any
+				if r.Spec.Value != nil {
+					v = r.Spec.Value(a)
+				}
+				r.Values[a] = v
 			}
 		}
 		runs = append(runs, r)

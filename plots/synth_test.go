@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/memo-research/memo/eval"
@@ -31,15 +32,36 @@ type synthRun struct {
 	unattacked int
 }
 
+// synthSpecs holds each synthetic run's spec by directory: what
+// experiments.ReadPlotsSpec reads from the config.toml of a real run.
+var synthSpecs sync.Map
+
+// readSynthSpec is the SpecReader of synthetic runs.
+func readSynthSpec(dir string) (*RunSpec, error) {
+	if s, ok := synthSpecs.Load(filepath.Clean(dir)); ok {
+		return s.(*RunSpec), nil
+	}
+	return nil, nil
+}
+
 func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("name = %q\nseed = 1\n[model]\npreset = %q\n[goldfish]\nstrategy = \"hash-table\"\nk = %d\nh = 13\n", s.name, s.preset, s.k)
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	synthSpecs.Store(filepath.Clean(dir), &RunSpec{
+		Goldfish: loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13},
+		Model:    s.preset,
+		Value: func(key string) any {
+			switch key {
+			case "goldfish.k":
+				return s.k
+			case "model.preset":
+				return s.preset
+			}
+			return nil
+		},
+	})
 	rng := rand.New(rand.NewPCG(seed, 7))
 	// The scores and summary are eval's own output for these rows, so the
 	// report is tested against what eval really writes.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/outguard"
-	toml "github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,7 +29,8 @@ func dataCommand() *cli.Command {
 				Name:      "build",
 				Usage:     "build DIR/data (Arrow documents, tokens, tokenizer, report) from the [data] section of an experiment TOML",
 				ArgsUsage: "<config.toml> [--out DIR]",
-				Description: "Reads only the [data] section (and the top-level name and seed) of the TOML:\n" +
+				Description: "Builds the [data] table (and takes the top-level name and seed) of the spec, which is\n" +
+					"checked whole as `memo run` checks it:\n" +
 					"  sources = [\"opticks\"]         opticks, moby-dick, brown, sotu, kjv, txt:DIR, jsonl:FILE[#field],\n" +
 					"                                parquet:FILE[#column], arrow:FILE[#column]; jsonl FILE may be .gz, .zst\n" +
 					"                                or a directory of them\n" +
@@ -94,51 +95,16 @@ func dataCommand() *cli.Command {
 	}
 }
 
-// readDataConfig reads only the [data] section (unknown keys there are
-// errors) and the top-level name and seed; the seed fills data.seed when the
-// section does not set its own.
+// readDataConfig reads the [data] table (and the top-level name and
+// seed, the seed filling data.seed when the table sets none) of an
+// experiment spec, through the spec's one reader: the whole file is
+// checked as memo run checks it.
 func readDataConfig(path string) (data.Config, string, error) {
-	raw, err := os.ReadFile(path)
+	spec, err := experiments.Parse(path)
 	if err != nil {
 		return data.Config{}, "", usageError("data build: %v", err)
 	}
-	var top struct {
-		Name string         `toml:"name"`
-		Seed *int64         `toml:"seed"`
-		Data map[string]any `toml:"data"`
-	}
-	if err := toml.Unmarshal(raw, &top); err != nil {
-		return data.Config{}, "", usageError("data build: %s: %v", path, err)
-	}
-	cfg := data.DefaultConfig()
-	if top.Seed != nil {
-		cfg.Seed = *top.Seed
-	}
-	section, err := toml.Marshal(top.Data)
-	if err != nil {
-		return data.Config{}, "", err
-	}
-	dec := toml.NewDecoder(bytes.NewReader(section))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		var strict *toml.StrictMissingError
-		if errors.As(err, &strict) {
-			var keys []string
-			for _, e := range strict.Errors {
-				keys = append(keys, "data."+strings.Join(e.Key(), "."))
-			}
-			return data.Config{}, "", usageError("data build: %s: unknown key %s (see `memo data build --help` and data.Config)", path, strings.Join(keys, ", "))
-		}
-		return data.Config{}, "", usageError("data build: %s [data]: %v", path, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return data.Config{}, "", usageError("data build: %s: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	name := top.Name
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
-	return cfg, name, nil
+	return spec.Data, spec.Name, nil
 }
 
 func runDataBuild(c *cli.Context) error {

@@ -86,7 +86,7 @@ min_tokens = 100
 		args []string
 		want string
 	}{
-		{"unknown data key", []string{"data", "build", "typo.toml"}, "unknown key data.targetz"},
+		{"unknown data key", []string{"data", "build", "typo.toml"}, `typo.toml:2: data.targetz: unknown key "targetz" in [data]`},
 		{"invalid value", []string{"data", "build", "invalid.toml"}, "data.layout"},
 		{"no dataset", []string{"data", "inspect", "nowhere"}, "memo data build"},
 		{"unknown corpus", []string{"data", "fetch", "wikipedia"}, `unknown corpus "wikipedia"`},

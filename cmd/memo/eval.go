@@ -12,7 +12,6 @@ import (
 )
 
 func evalCommand() *cli.Command {
-	d := eval.DefaultConfig()
 	return &cli.Command{
 		Name:      "eval",
 		Usage:     "score completions: exact match, RougeL, token accuracy, membership inference",
@@ -23,18 +22,14 @@ func evalCommand() *cli.Command {
 			"FPR of the loss, zlib, Min-K% and reference attacks) beside it, or into --out.\n" +
 			"Beside NAME.completions.arrow they are NAME.scores.parquet and NAME.summary.json.\n" +
 			"Settings come from the [eval] table of the config.toml beside the completions (or of\n" +
-			"the run, for completions beside a checkpoint); flags override them. The goldfish\n" +
+			"the run, for completions beside a checkpoint); flags override them, one per [eval]\n" +
+			"key (extractable_q: --extractable-q). The goldfish\n" +
 			"settings and model recorded in summary.json are those extract stored in the\n" +
 			"completions: the attacked checkpoint's own.",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "bootstrap", Usage: "bootstrap resamples per confidence interval (0: none, else >= 100)", DefaultText: fromConfig(d.Bootstrap)},
-			&cli.Int64Flag{Name: "seed", Usage: "seed of the bootstrap", DefaultText: fromConfig(d.Seed)},
-			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of Min-K% Prob as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
-			&cli.Float64Flag{Name: "extractable-q", Usage: "q of (n, q)-extractability: n samples reproduce the suffix with probability >= `Q`", DefaultText: fromConfig(d.ExtractableQ)},
-			&cli.Float64Flag{Name: "fpr", Usage: "false positive rate the TPR is reported below, strictly (0.01: TPR at FPR < 1 %)", DefaultText: fromConfig(d.FPR)},
-			&cli.StringFlag{Name: "reference", Usage: "a reference model's completions (`FILE` or run dir) for the loss-difference attack", DefaultText: fromConfig("none")},
+		// The [eval] keys' flags, then the command's own.
+		Flags: append(tableFlags("eval", eval.DefaultConfig()),
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
-		},
+		),
 		Action: evalAction,
 	}
 }
@@ -55,33 +50,17 @@ func evalAction(c *cli.Context) error {
 	if _, err := os.Stat(comps); err != nil {
 		return usageError("eval: %s: no completions (run `memo extract %s` first)", comps, runDir)
 	}
-	rc, hasConfig, err := loadStageConfigs(runDir)
+	run, hasConfig, err := readRun(runDir)
 	if err != nil {
 		return err
 	}
+	trained := run.Goldfish
 	if !hasConfig {
 		// Used only if the completions do not record the checkpoint's own.
-		rc.Goldfish = loss.Config{Strategy: "unknown"}
+		trained = loss.Config{Strategy: "unknown"}
 	}
-	cfg := rc.Eval // rc.Eval stays the run's own settings
-	if c.IsSet("bootstrap") {
-		cfg.Bootstrap = c.Int("bootstrap")
-	}
-	if c.IsSet("seed") {
-		cfg.Seed = c.Int64("seed")
-	}
-	if c.IsSet("mink-fraction") {
-		cfg.MinKFraction = c.Float64("mink-fraction")
-	}
-	if c.IsSet("extractable-q") {
-		cfg.ExtractableQ = c.Float64("extractable-q")
-	}
-	if c.IsSet("fpr") {
-		cfg.FPR = c.Float64("fpr")
-	}
-	if c.IsSet("reference") {
-		cfg.Reference = c.String("reference")
-	}
+	cfg := run.Eval // run.Eval stays the run's own settings
+	setTableFlags(c, "eval", &cfg)
 	if err := cfg.Validate(); err != nil {
 		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
 	}
@@ -92,10 +71,10 @@ func evalAction(c *cli.Context) error {
 		}
 		scores, summary = filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json")
 	}
-	if err := eval.CheckOut(scores, summary, comps, cfg, rc.Eval); err != nil {
+	if err := eval.CheckOut(scores, summary, comps, cfg, run.Eval); err != nil {
 		return err
 	}
-	sum, err := eval.RunFiles(cfg, comps, rc.Goldfish, scores, summary)
+	sum, err := eval.RunFiles(cfg, comps, trained, scores, summary)
 	if err != nil {
 		return err
 	}

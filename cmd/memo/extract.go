@@ -11,13 +11,11 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
-	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
-	"github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
 
@@ -26,7 +24,6 @@ import (
 func fromConfig(v any) string { return fmt.Sprintf("config.toml, else %v", v) }
 
 func extractCommand() *cli.Command {
-	d := extract.DefaultConfig()
 	return &cli.Command{
 		Name:      "extract",
 		Usage:     "attack a trained model with prefix completion (writes completions.arrow)",
@@ -36,7 +33,9 @@ func extractCommand() *cli.Command {
 			"per-token losses, and in its metadata the checkpoint, model and goldfish settings it\n" +
 			"was trained with) for `memo eval`. Settings come from the run's config.toml\n" +
 			"[extract] table; flags override them, so a finished model can be attacked again with\n" +
-			"other settings. A checkpoint directory (RUN/checkpoints/step-N) attacks that step.\n" +
+			"other settings. Each [extract] key holding a value is a flag of its name (top_k:\n" +
+			"--top-k); --set reaches the others. A checkpoint directory (RUN/checkpoints/step-N)\n" +
+			"attacks that step.\n" +
 			"\n" +
 			"Where it writes without --out: RUN/completions.arrow only when RUN-DIR is attacked\n" +
 			"with the run's own settings (its config.toml, no flag changing them, no --data);\n" +
@@ -49,59 +48,45 @@ func extractCommand() *cli.Command {
 			"first PREFIX tokens and the next SUFFIX (Carlini et al.'s 50 + 50); pythia takes\n" +
 			"32 + 32 tokens from the start of each document, not of each training row: a document\n" +
 			"packed into several rows is attacked once, at its start.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "mode", Usage: "prompt mode: reference (document cut to the context, last SUFFIX tokens are the suffix), fixed (first PREFIX then SUFFIX tokens) or pythia (32 + 32 from the start of each document)", DefaultText: fromConfig(d.Mode)},
-			&cli.IntFlag{Name: "prefix", Usage: "prefix length `P` of mode fixed", DefaultText: fromConfig(d.Prefix)},
-			&cli.IntFlag{Name: "suffix", Usage: "suffix length `S`: true tokens to reproduce and tokens generated", DefaultText: fromConfig(d.Suffix)},
-			&cli.StringFlag{Name: "decoding", Usage: "greedy, sample or beam", DefaultText: fromConfig(d.Decoding)},
-			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature `T` (> 0)", DefaultText: fromConfig(d.Temperature)},
-			&cli.IntFlag{Name: "top-k", Usage: "sample among the `K` most likely tokens and any tied with the K-th (0: all)", DefaultText: fromConfig(d.TopK)},
-			&cli.Float64Flag{Name: "top-p", Usage: "then sample from the smallest set of tokens with probability `P`, renormalized after top-k as Hugging Face does (1: all)", DefaultText: fromConfig(d.TopP)},
-			&cli.IntFlag{Name: "beams", Usage: "beam width `N` of --decoding beam", DefaultText: fromConfig(d.Beams)},
-			&cli.IntFlag{Name: "samples", Usage: "guesses per prompt `N` (sample: N draws sharing the prompt's cache; beam: the N best beams); above 1 they go to guesses.arrow beside the completions", DefaultText: fromConfig(d.Samples)},
-			&cli.Int64Flag{Name: "seed", Usage: "seed of sampling", DefaultText: fromConfig(d.Seed)},
-			&cli.IntFlag{Name: "batch-size", Usage: "prompts decoded together (0: automatic, from available memory)", DefaultText: fromConfig(d.BatchSize)},
-			&cli.StringFlag{Name: "splits", Usage: "comma-separated splits to attack (target, control, background, validation)", DefaultText: fromConfig(strings.Join(d.Splits, ","))},
-			&cli.IntFlag{Name: "max-docs", Usage: "attack at most `N` documents per split (0: all)", DefaultText: fromConfig(d.MaxDocs)},
-			&cli.Float64Flag{Name: "mink-fraction", Usage: "K of the Min-K% column as a fraction (0.2 = 20 %)", DefaultText: fromConfig(d.MinKFraction)},
-			&cli.IntFlag{Name: "recall-prefix", Usage: "ReCaLL's non-member prefix: the first `N` tokens of the first control document (0: no ReCaLL)", DefaultText: fromConfig(d.RecallPrefix)},
-			&cli.BoolFlag{Name: "grad-norm", Usage: "fill the grad_norm column: a forward and a backward pass per document, several times the cost of decoding it, so off by default", DefaultText: fromConfig(d.GradNorm)},
-			&cli.StringFlag{Name: "reference", Usage: "reference model (run or checkpoint `DIR`, same tokenizer) for the ref_loss column", DefaultText: fromConfig("none")},
+		// The [extract] keys' flags, then the command's own.
+		Flags: append(tableFlags("extract", extract.DefaultConfig()),
 			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
 			&cli.StringFlag{Name: "model", Usage: "attack this model instead of a run's: a Hugging Face directory or any memo checkpoint (`DIR`; needs --data and no RUN-DIR), e.g. a Pythia-style audit of an off-the-shelf model"},
 			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
-			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40), after config.toml and the flags; repeatable"},
-		},
+			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40, --set extract.loki.rank=8), after config.toml and the flags; repeatable"},
+		),
 		Action: extractAction,
 	}
 }
 
-// stageConfigs is the part of a run's config.toml that extract and eval read;
-// tables left out keep their defaults.
-type stageConfigs struct {
-	Extract  extract.Config `toml:"extract"`
-	Eval     eval.Config    `toml:"eval"`
-	Goldfish loss.Config    `toml:"goldfish"`
+// readRun reads runDir's config.toml (experiments.ReadRun): a damaged
+// or unknown key is bad input, one line naming file, line and key.
+func readRun(runDir string) (*experiments.Spec, bool, error) {
+	spec, ok, err := experiments.ReadRun(runDir)
+	if err != nil {
+		return nil, false, configError(err)
+	}
+	return spec, ok, nil
 }
 
-// loadStageConfigs reads runDir/config.toml over the defaults; a run without
-// one (a bare checkpoint) gets the defaults.
-func loadStageConfigs(runDir string) (stageConfigs, bool, error) {
-	rc := stageConfigs{Extract: extract.DefaultConfig(), Eval: eval.DefaultConfig(), Goldfish: loss.Config{Strategy: loss.StrategyNone}}
-	path := filepath.Join(runDir, "config.toml")
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return rc, false, nil
-	}
+// trainedLoss is the loss the checkpoint ckpt was trained with, the
+// [goldfish] table of its run's config.toml, for the completions'
+// provenance; nil for a checkpoint outside a run (an imported model).
+func trainedLoss(ckpt string) (*loss.Config, error) {
+	abs, err := filepath.Abs(ckpt)
 	if err != nil {
-		return rc, false, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
-	rc.Goldfish = loss.DefaultConfig()
-	if err := toml.Unmarshal(b, &rc); err != nil {
-		return rc, false, usageError("%s: %v", path, err)
+	runDir := checkpoint.RunDir(abs)
+	if runDir == "" {
+		return nil, nil
 	}
-	return rc, true, nil
+	spec, ok, err := readRun(runDir)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &spec.Goldfish, nil
 }
 
 // runDirOfCheckpoint finds the run directory of a run, checkpoints/ or checkpoint path.
@@ -169,67 +154,16 @@ func extractModel(c *cli.Context) error {
 // runDir's config.toml and the flags. foreign says the model is not the
 // run's: its completions never take the run's own file name.
 func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) error {
-	rc, hasConfig, err := loadStageConfigs(runDir)
+	run, hasConfig, err := readRun(runDir)
 	if err != nil {
 		return err
 	}
-	cfg := rc.Extract
-	if c.IsSet("mode") {
-		cfg.Mode = c.String("mode")
+	trained, err := trainedLoss(ckpt)
+	if err != nil {
+		return err
 	}
-	if c.IsSet("prefix") {
-		cfg.Prefix = c.Int("prefix")
-	}
-	if c.IsSet("suffix") {
-		cfg.Suffix = c.Int("suffix")
-	}
-	if c.IsSet("decoding") {
-		cfg.Decoding = c.String("decoding")
-	}
-	if c.IsSet("temperature") {
-		cfg.Temperature = c.Float64("temperature")
-	}
-	if c.IsSet("top-k") {
-		cfg.TopK = c.Int("top-k")
-	}
-	if c.IsSet("top-p") {
-		cfg.TopP = c.Float64("top-p")
-	}
-	if c.IsSet("beams") {
-		cfg.Beams = c.Int("beams")
-	}
-	if c.IsSet("samples") {
-		cfg.Samples = c.Int("samples")
-	}
-	if c.IsSet("seed") {
-		cfg.Seed = c.Int64("seed")
-	}
-	if c.IsSet("batch-size") {
-		cfg.BatchSize = c.Int("batch-size")
-	}
-	if c.IsSet("splits") {
-		cfg.Splits = nil
-		for _, s := range strings.Split(c.String("splits"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				cfg.Splits = append(cfg.Splits, s)
-			}
-		}
-	}
-	if c.IsSet("max-docs") {
-		cfg.MaxDocs = c.Int("max-docs")
-	}
-	if c.IsSet("mink-fraction") {
-		cfg.MinKFraction = c.Float64("mink-fraction")
-	}
-	if c.IsSet("reference") {
-		cfg.Reference = c.String("reference")
-	}
-	if c.IsSet("recall-prefix") {
-		cfg.RecallPrefix = c.Int("recall-prefix")
-	}
-	if c.IsSet("grad-norm") {
-		cfg.GradNorm = c.Bool("grad-norm")
-	}
+	cfg := run.Extract
+	setTableFlags(c, "extract", &cfg)
 	if err := cfg.Validate(); err != nil {
 		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
 	}
@@ -264,7 +198,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 		// The run's own completions only for the run's own attack; any
 		// other file only if it is this attack's (or new).
 		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, "completions.arrow")) &&
-			outguard.Same(out, defaultCompletions(target, runDir, ckpt, cfg, rc.Extract, hasConfig && !c.IsSet("data"), dataDir))
+			outguard.Same(out, defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir))
 		if err := extract.CheckOut(out, ckpt, cfg, runOwn); err != nil {
 			return err
 		}
@@ -275,7 +209,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 		}
 		out = filepath.Join(dataDir, filepath.Base(filepath.Clean(ckpt))+"."+cfg.Slug("model="+abs)+".completions.arrow")
 	default:
-		out = defaultCompletions(target, runDir, ckpt, cfg, rc.Extract, hasConfig && !c.IsSet("data"), dataDir)
+		out = defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir)
 	}
 	threads := c.Int("threads")
 	if threads == 0 {
@@ -284,7 +218,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	torchx.Init(threads, uint64(cfg.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()
-	if err := extract.Run(ctx, cfg, ckpt, ds, out); err != nil {
+	if err := extract.Run(ctx, cfg, ckpt, ds, out, trained); err != nil {
 		if errors.Is(err, extract.ErrConfig) {
 			return usageError("%v", err)
 		}

@@ -46,9 +46,10 @@ var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true,
 var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true}
 
 // exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
-// one line and exit code 130, where SIGTERM used to kill score or eval
-// silently with 143. Those commands write their files under temporary
-// names, so stopping them at once loses only the work in flight.
+// one line and exit code 130, rather than SIGTERM's silent 143, so that a
+// script sees one interruption whichever signal stopped them. Those
+// commands write their files under temporary names, so stopping them at
+// once loses only the work in flight.
 func exitOnInterrupt(args []string) {
 	if gracefulCommands[commandName(args)] {
 		return

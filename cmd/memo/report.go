@@ -1,13 +1,12 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/plots"
-	"github.com/pelletier/go-toml/v2"
 	"github.com/urfave/cli/v2"
 )
 
@@ -42,7 +41,7 @@ func reportCommand() *cli.Command {
 			if err := cfg.Validate(); err != nil {
 				return usageError("report: %v", err)
 			}
-			if err := plots.Report(dir, cfg); err != nil {
+			if err := plots.Report(dir, cfg, experiments.ReadPlotsSpec); err != nil {
 				return err
 			}
 			return printTable(c, dir)
@@ -53,25 +52,24 @@ func reportCommand() *cli.Command {
 // reportConfig takes the [plots] table of the run's config.toml, or of the
 // first sweep run that has one.
 func reportConfig(dir string) (plots.Config, error) {
-	cands := []string{filepath.Join(dir, "config.toml")}
-	more, _ := filepath.Glob(filepath.Join(dir, "*", "config.toml"))
-	cands = append(cands, more...)
-	for _, p := range cands {
-		b, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+	more, _ := filepath.Glob(filepath.Join(dir, "*", experiments.RunConfig))
+	for _, runDir := range append([]string{dir}, dirsOf(more)...) {
+		spec, ok, err := experiments.ReadRun(runDir)
 		if err != nil {
-			return plots.Config{}, err
+			return plots.Config{}, configError(err)
 		}
-		var doc struct {
-			Plots plots.Config `toml:"plots"`
+		if ok {
+			return spec.Plots, nil
 		}
-		doc.Plots = plots.DefaultConfig()
-		if err := toml.Unmarshal(b, &doc); err != nil {
-			return plots.Config{}, usageError("report: %s: %v", p, err)
-		}
-		return doc.Plots, nil
 	}
 	return plots.DefaultConfig(), nil
+}
+
+// dirsOf is the directory of each path.
+func dirsOf(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Dir(p)
+	}
+	return out
 }

@@ -121,7 +121,7 @@ func runAction(c *cli.Context) error {
 	}
 	// A run that was already finished ran nothing: its report stands.
 	if !finished || !reportExists(dir) {
-		if err := plots.Report(dir, spec.Plots); err != nil {
+		if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
 			return err
 		}
 	}

@@ -119,7 +119,7 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if failed < len(results) {
 		// When every run had finished before, nothing ran: the report stands.
 		if skipped < len(results) || !reportExists(dir) {
-			if err := plots.Report(dir, spec.Plots); err != nil {
+			if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/memo-research/memo/experiments"
+	"github.com/urfave/cli/v2"
+)
+
+// memo extract and memo eval take the keys of their spec table ([extract],
+// [eval]) as flags. The flags are derived here from the table's Config
+// struct, as memo run's --set is: a key added to the struct is a flag, its
+// comment is the help text, and no flag restates a key by hand.
+//
+// A key holding a string, an int, a float, a bool or a list of strings
+// (comma-separated on the command line) gets a flag named after it with '-'
+// for '_' (extract.top_k: --top-k); keys of other types (extract.checkpoints,
+// the [extract.loki] table) are reachable through --set.
+
+// flagKey is one key of a table that a flag sets.
+type flagKey struct {
+	key   string // the dotted spec key, "extract.top_k"
+	flag  string // its flag, "top-k"
+	index int    // the Config field that holds it
+}
+
+// flagKeys lists the keys of table (its Config struct type t) that flags set.
+func flagKeys(table string, t reflect.Type) []flagKey {
+	var out []flagKey
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if !f.IsExported() || name == "" || name == "-" || !flaggable(f.Type) {
+			continue
+		}
+		out = append(out, flagKey{key: table + "." + name, flag: strings.ReplaceAll(name, "_", "-"), index: i})
+	}
+	return out
+}
+
+// flaggable says whether a flag can hold a value of type t.
+func flaggable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool:
+		return true
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.String
+	}
+	return false
+}
+
+// tableFlags are the flags of table's keys; defaults (the table's Config,
+// as the stage package's DefaultConfig gives it) fills in the help's
+// "config.toml, else …".
+func tableFlags(table string, defaults any) []cli.Flag {
+	v := reflect.ValueOf(defaults)
+	var flags []cli.Flag
+	for _, k := range flagKeys(table, v.Type()) {
+		f := v.Field(k.index)
+		usage := flagUsage(k.key, v.Type().Field(k.index).Name)
+		def := fmt.Sprint(f.Interface())
+		switch {
+		case f.Kind() == reflect.Slice:
+			def = strings.Join(f.Interface().([]string), ",")
+		case f.Kind() == reflect.String && def == "":
+			def = "unset"
+		}
+		shown := fromConfig(def)
+		var flag cli.Flag
+		switch f.Kind() {
+		case reflect.String, reflect.Slice:
+			flag = &cli.StringFlag{Name: k.flag, Usage: usage, DefaultText: shown}
+		case reflect.Int:
+			flag = &cli.IntFlag{Name: k.flag, Usage: usage, DefaultText: shown}
+		case reflect.Int64:
+			flag = &cli.Int64Flag{Name: k.flag, Usage: usage, DefaultText: shown}
+		case reflect.Float64:
+			flag = &cli.Float64Flag{Name: k.flag, Usage: usage, DefaultText: shown}
+		case reflect.Bool:
+			flag = &cli.BoolFlag{Name: k.flag, Usage: usage, DefaultText: shown}
+		}
+		flags = append(flags, flag)
+	}
+	return flags
+}
+
+// flagUsage is the help of a key's flag: its comment on one line, the Go
+// field name it starts with replaced by the key's ("TopK samples …":
+// "top_k samples …"; "Beams is the beam width …": "the beam width …").
+// Backquotes would make urfave/cli take the quoted word as the value's
+// placeholder.
+func flagUsage(key, field string) string {
+	doc := strings.Join(strings.Fields(experiments.KeyDoc(key)), " ")
+	doc = strings.ReplaceAll(doc, "`", "'")
+	_, name, _ := strings.Cut(key, ".")
+	rest, ok := strings.CutPrefix(doc, field)
+	switch {
+	case !ok || (rest != "" && rest[0] != ' ' && rest[0] != ','):
+		return doc
+	case strings.HasPrefix(rest, " is ") || strings.HasPrefix(rest, " are "):
+		_, rest, _ = strings.Cut(rest[1:], " ")
+		return rest
+	}
+	return name + rest
+}
+
+// setTableFlags copies the value of every flag of table given on the
+// command line into cfg, a pointer to the table's Config.
+func setTableFlags(c *cli.Context, table string, cfg any) {
+	v := reflect.ValueOf(cfg).Elem()
+	for _, k := range flagKeys(table, v.Type()) {
+		if !c.IsSet(k.flag) {
+			continue
+		}
+		f := v.Field(k.index)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(c.String(k.flag))
+		case reflect.Int:
+			f.SetInt(int64(c.Int(k.flag)))
+		case reflect.Int64:
+			f.SetInt(c.Int64(k.flag))
+		case reflect.Float64:
+			f.SetFloat(c.Float64(k.flag))
+		case reflect.Bool:
+			f.SetBool(c.Bool(k.flag))
+		case reflect.Slice:
+			var list []string
+			for _, s := range strings.Split(c.String(k.flag), ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					list = append(list, s)
+				}
+			}
+			f.Set(reflect.ValueOf(list))
+		}
+	}
+}

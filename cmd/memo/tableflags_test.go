@@ -1,0 +1,88 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/extract"
+	"github.com/urfave/cli/v2"
+)
+
+// TestTableFlagNames: the flags extract and eval declared by hand before
+// they were derived keep working under the same names, and every key a
+// flag can hold has one, with its comment as help.
+func TestTableFlagNames(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  *cli.Command
+		want []string
+	}{
+		{extractCommand(), []string{"mode", "prefix", "suffix", "decoding", "temperature", "top-k", "top-p", "beams", "samples", "seed",
+			"batch-size", "splits", "max-docs", "mink-fraction", "recall-prefix", "grad-norm", "reference", "data", "model", "out", "threads", "set"}},
+		{evalCommand(), []string{"bootstrap", "seed", "mink-fraction", "extractable-q", "fpr", "reference", "out"}},
+	} {
+		usage := map[string]string{}
+		for _, f := range tc.cmd.Flags {
+			if u, ok := f.(cli.DocGenerationFlag); ok {
+				usage[f.Names()[0]] = u.GetUsage()
+			}
+		}
+		for _, name := range tc.want {
+			if _, ok := usage[name]; !ok {
+				t.Errorf("memo %s has no --%s", tc.cmd.Name, name)
+			}
+		}
+		table, cfg := tc.cmd.Name, any(extract.DefaultConfig())
+		if table == "eval" {
+			cfg = eval.DefaultConfig()
+		}
+		keys := flagKeys(table, reflect.TypeOf(cfg))
+		if len(keys) < 6 {
+			t.Fatalf("%s: %d keys with flags", table, len(keys))
+		}
+		for _, k := range keys {
+			if u := usage[k.flag]; len(u) < 10 || strings.Contains(u, "`") {
+				t.Errorf("--%s (%s): help %q, want the key's comment", k.flag, k.key, u)
+			}
+		}
+	}
+}
+
+// TestSetTableFlags: each kind of flag lands in its field; flags not given
+// leave the run's value.
+func TestSetTableFlags(t *testing.T) {
+	run := extract.DefaultConfig()
+	run.Suffix, run.Seed = 32, 5
+	var got extract.Config
+	app := &cli.App{
+		Flags: tableFlags("extract", extract.DefaultConfig()),
+		Action: func(c *cli.Context) error {
+			got = run
+			setTableFlags(c, "extract", &got)
+			return nil
+		},
+	}
+	args := []string{"memo", "--mode", "fixed", "--top-k", "40", "--top-p", "0.9", "--seed", "99", "--splits", "target, validation", "--grad-norm"}
+	if err := app.Run(args); err != nil {
+		t.Fatal(err)
+	}
+	want := run
+	want.Mode, want.TopK, want.TopP, want.Seed, want.Splits, want.GradNorm = "fixed", 40, 0.9, 99, []string{"target", "validation"}, true
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestFlagUsage(t *testing.T) {
+	for _, tc := range []struct{ key, field, want string }{
+		{"extract.beams", "Beams", "the beam width of beam search."},
+		{"extract.top_k", "TopK", "top_k samples among the K most likely tokens"},
+		{"eval.reference", "Reference", "reference, when set, is another run directory"},
+		{"extract.samples", "Samples", "the number of guesses per prompt"},
+	} {
+		if got := flagUsage(tc.key, tc.field); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("flagUsage(%s) = %q, want it to start %q", tc.key, got, tc.want)
+		}
+	}
+}

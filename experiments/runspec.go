@@ -1,0 +1,120 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/memo-research/memo/plots"
+)
+
+// RunConfig is the name of the resolved spec memo run writes into a run
+// directory.
+const RunConfig = "config.toml"
+
+// ReadRun reads a run directory's config.toml into its Spec: the one
+// reader of a run's settings for every command (extract, eval, report,
+// plots, reuse). It decodes and validates every table as Parse does (an
+// unknown key, a wrong type or a bad value is a *ConfigError naming file,
+// line and key) but leaves out Parse's checks of this machine (corpora
+// fetched, source paths and model directories present): a finished run is
+// read wherever it sits and whatever cache its machine had. ok is false,
+// with Default(), when dir has no config.toml (a bare checkpoint
+// directory, an imported model).
+func ReadRun(dir string) (s *Spec, ok bool, err error) {
+	path := filepath.Join(dir, RunConfig)
+	doc, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Default(), false, nil
+	}
+	if err != nil {
+		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", unwrapPath(err))}
+	}
+	doc = stripBOM(doc)
+	s = Default()
+	s.Name = filepath.Base(filepath.Clean(dir))
+	// The model table is checked through ResolvedModel, which reads an
+	// imported model's files: a property of the machine, as above.
+	raw, err := loadInto(path, doc, s, "model")
+	if err != nil {
+		return nil, false, err
+	}
+	s.file, s.doc, s.raw = path, doc, raw
+	s.inheritDevice()
+	return s, true, nil
+}
+
+// Value is the value of a dotted key of the spec ("goldfish.k",
+// "model.preset"), typed as the Config field that holds it; ok is false
+// when the spec has no such key.
+func (s *Spec) Value(key string) (v any, ok bool) {
+	f := reflect.ValueOf(s).Elem()
+	for _, part := range strings.Split(key, ".") {
+		for f.Kind() == reflect.Pointer || f.Kind() == reflect.Interface {
+			if f.IsNil() {
+				return nil, false
+			}
+			f = f.Elem()
+		}
+		if f.Kind() != reflect.Struct {
+			return nil, false
+		}
+		found := false
+		for i := 0; i < f.NumField(); i++ {
+			if tomlName(f.Type().Field(i)) == part {
+				f, found = f.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return f.Interface(), true
+}
+
+// PlotsSpec is what the report takes from the spec: the loss the run
+// trained with, a name for its model and the value of any key a sweep
+// column names.
+func (s *Spec) PlotsSpec() *plots.RunSpec {
+	return &plots.RunSpec{
+		Goldfish:              s.Goldfish,
+		Model:                 s.modelLabel(),
+		MatchSupervisedTokens: s.Train.MatchSupervisedTokens,
+		Value: func(key string) any {
+			v, _ := s.Value(key)
+			return v
+		},
+	}
+}
+
+// modelLabel names the model in the report's legends: its preset, the
+// directory of an imported model (whose preset key is a default that does
+// not apply), or its width and depth when it has no preset.
+func (s *Spec) modelLabel() string {
+	if from := s.Model.InitFrom; from != "" {
+		return filepath.Base(strings.TrimPrefix(from, "hf:"))
+	}
+	if s.Model.Preset != "" {
+		return s.Model.Preset
+	}
+	if s.Model.Dim > 0 {
+		return fmt.Sprintf("d=%d, %d layers", s.Model.Dim, s.Model.Layers)
+	}
+	return ""
+}
+
+// ReadPlotsSpec is plots.SpecReader over ReadRun: the report reads each
+// run's spec through it (plots cannot import this package, which draws
+// its figures through plots). A run without config.toml has none (nil).
+func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
+	s, ok, err := ReadRun(dir)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return s.PlotsSpec(), nil
+}

@@ -1,0 +1,112 @@
+package experiments
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeRun writes doc as dir/config.toml.
+func writeRun(t *testing.T, doc string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, RunConfig), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestReadRunRoundTrip: the config.toml memo run writes (the resolved
+// spec) reads back as the spec that wrote it, key for key.
+func TestReadRunRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ name, doc string }{
+		{"defaults", ""},
+		{"goldfish and a device", "device = \"cuda:1\"\n[goldfish]\nstrategy = \"hash-table\"\nk = 4\nh = 13\n[extract]\nsplits = [\"target\"]\n"},
+		{"a model without preset and checkpoint steps", "[model]\npreset = \"\"\ndim = 64\nlayers = 2\nheads = 2\ncontext = 256\n[train]\nkeep_checkpoints = 0\n[extract]\ncheckpoints = [2, 4]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := ParseBytes("x.toml", []byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			written, err := spec.TOML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := ReadRun(writeRun(t, string(written)))
+			if err != nil || !ok {
+				t.Fatalf("ReadRun = %v, %v", ok, err)
+			}
+			again, err := got.TOML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(again) != string(written) {
+				t.Errorf("read back as\n%s\nwant\n%s", again, written)
+			}
+		})
+	}
+}
+
+// TestReadRunErrors: a run's config.toml is read as strictly as a spec
+// (unknown keys, wrong types and bad values name file, line and key), but
+// nothing of this machine is checked: a finished run whose corpus is not
+// here still reads.
+func TestReadRunErrors(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"unknown key", "[extract]\nsufix = 8\n", `config.toml:2: extract.sufix: unknown key "sufix" in [extract]; did you mean "suffix"?`},
+		{"wrong type", "[eval]\nbootstrap = \"many\"\n", "config.toml:2: eval.bootstrap"},
+		{"bad value", "[goldfish]\nk = -1\n", "goldfish.k"},
+		{"syntax", "[extract\n", "config.toml:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadRun(writeRun(t, tc.doc))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("ReadRun = %v, want a one-line *ConfigError containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, ok, err := ReadRun(writeRun(t, "[data]\nsources = [\"txt:/nowhere/at/all\"]\n")); err != nil || !ok {
+		t.Errorf("a run whose source directory is gone: %v, %v; want it read", ok, err)
+	}
+	s, ok, err := ReadRun(t.TempDir())
+	if err != nil || ok || !reflect.DeepEqual(s, Default()) {
+		t.Errorf("no config.toml: %v, %v; want the defaults and ok false", ok, err)
+	}
+}
+
+// TestPlotsSpec: what the report takes from a run's spec, typed.
+func TestPlotsSpec(t *testing.T) {
+	for _, tc := range []struct{ name, doc, model string }{
+		{"preset", "[model]\npreset = \"small\"\n", "small"},
+		{"imported", "[model]\npreset = \"\"\ninit_from = \"hf:/models/pythia-70m\"\n", "pythia-70m"},
+		{"sized", "[model]\npreset = \"\"\ndim = 64\nlayers = 3\n", "d=64, 3 layers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc + "[goldfish]\nstrategy = \"hash-table\"\nk = 4\nh = 13\n[train]\nsteps = 7\n"
+			ps, err := ReadPlotsSpec(writeRun(t, doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ps.Model != tc.model || ps.Goldfish.K != 4 || ps.Goldfish.H != 13 || ps.Goldfish.Strategy != "hash-table" {
+				t.Errorf("model %q, goldfish %+v; want %q and the file's goldfish", ps.Model, ps.Goldfish, tc.model)
+			}
+			if v := ps.Value("train.steps"); v != 7 {
+				t.Errorf("train.steps = %#v, want int 7", v)
+			}
+			if v := ps.Value("extract.splits"); !reflect.DeepEqual(v, []string{"target", "control"}) {
+				t.Errorf("extract.splits = %#v, want the default", v)
+			}
+			if v := ps.Value("goldfish.nope"); v != nil {
+				t.Errorf("an unknown key = %#v, want nil", v)
+			}
+		})
+	}
+	if ps, err := ReadPlotsSpec(t.TempDir()); ps != nil || err != nil {
+		t.Errorf("no config.toml: %v, %v; want none", ps, err)
+	}
+}

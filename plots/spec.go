@@ -1,0 +1,26 @@
+package plots
+
+import "github.com/memo-research/memo/loss"
+
+// RunSpec is what the tables and figures take from a run's spec (its
+// config.toml): the loss it trained with, a name for its model and the
+// value of any key a sweep column names.
+type RunSpec struct {
+	// Goldfish is the run's [goldfish] table.
+	Goldfish loss.Config
+	// Model names the model in legends and tables: its preset, an
+	// imported model's directory, or its width and depth.
+	Model string
+	// MatchSupervisedTokens is train.match_supervised_tokens: a
+	// standard-loss run stopped at goldfish k's supervised-token count.
+	MatchSupervisedTokens int
+	// Value is the value of a dotted key of the spec ("goldfish.k"), nil
+	// when the spec has no such key.
+	Value func(key string) any
+}
+
+// SpecReader reads the spec of a run directory, nil when it has none.
+// memo's is experiments.ReadPlotsSpec, the one reader of a run's
+// config.toml; plots cannot import experiments, which draws its figures
+// through plots, so the caller hands it in.
+type SpecReader func(runDir string) (*RunSpec, error)
