@@ -34,17 +34,9 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 	if err != nil {
 		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", unwrapPath(err))}
 	}
-	doc = stripBOM(doc)
-	s = Default()
-	s.Name = filepath.Base(filepath.Clean(dir))
-	// The model table is checked through ResolvedModel, which reads an
-	// imported model's files: a property of the machine, as above.
-	raw, err := loadInto(path, doc, s, "model")
-	if err != nil {
+	if s, err = decode(path, doc, filepath.Base(filepath.Clean(dir))); err != nil {
 		return nil, false, err
 	}
-	s.file, s.doc, s.raw = path, doc, raw
-	s.inheritDevice()
 	return s, true, nil
 }
 

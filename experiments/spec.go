@@ -86,18 +86,31 @@ func Parse(path string) (*Spec, error) {
 
 // ParseBytes is Parse on a document already in memory; file names it in errors.
 func ParseBytes(file string, doc []byte) (*Spec, error) {
+	s, err := decode(file, doc, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(s.doc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decode is the part of reading a spec that depends on the document
+// alone: the defaults (name unless the file names itself), strict
+// decoding, the seed and device the tables inherit, and each table's
+// checks but the model's (ResolvedModel's, in check, which may read an
+// imported model's files).
+func decode(file string, doc []byte, name string) (*Spec, error) {
 	doc = stripBOM(doc) // a byte-order mark some editors write is not a key
 	s := Default()
-	s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	s.Name = name
 	raw, err := loadInto(file, doc, s, "model")
 	if err != nil {
 		return nil, err
 	}
 	s.file, s.doc, s.raw = file, doc, raw
 	s.inheritDevice()
-	if err := s.check(doc); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -79,7 +79,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag of a subcommand", []string{"data", "build", "--bogus"}, "data build: flag provided but not defined"},
 		{"text file named .parquet", []string{"data", "build", "--out", "out", "parquet.toml"}, "source parquet:fake.parquet"},
 		{"empty txt directory", []string{"data", "build", "--out", "out", "emptytxt.toml"}, "no .txt files under emptydir"},
-		{"empty JSONL", []string{"data", "build", "--out", "out", "emptyjsonl.toml"}, "no usable documents"},
+		{"empty JSONL", []string{"data", "build", "--out", "out", "emptyjsonl.toml"}, "data.sources: \"jsonl:empty.jsonl\": empty.jsonl is empty"},
 		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, "no usable documents (1 rejected)"},
 		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
 		{"run: text file named .parquet", []string{"run", "parquet.toml"}, "stage data: source parquet:fake.parquet"},
