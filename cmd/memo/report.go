@@ -42,7 +42,7 @@ func reportCommand() *cli.Command {
 				return usageError("report: %v", err)
 			}
 			if err := plots.Report(dir, cfg, experiments.ReadPlotsSpec); err != nil {
-				return err
+				return configError(err) // a sweep run's damaged config.toml is bad input
 			}
 			return printTable(c, dir)
 		},
