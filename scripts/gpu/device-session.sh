@@ -1,0 +1,42 @@
+#!/bin/bash
+# One session on a lent GPU machine with no Go (as this project's device tool
+# lends one): unpack carried binaries, run the Go tests that need libtorch 2.x
+# kernels, then scripts/gpu-check.sh --quick --large. Results go under $OUT
+# (tests.txt, gpu-check.txt, work.tgz with every check's JSON, attack-report.tgz).
+#
+# Prepare the carried folder (default gpucarry/, git-ignored) on the build machine:
+#   bash ../shared/gpu/build-for-gpu.sh . && strip bin/memo-gpu && xz -c bin/memo-gpu >gpucarry/memo.xz
+#   for p in train model; do CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
+#     go test -c -tags cuda -o bin/$p.test ./$p && strip bin/$p.test && xz -c bin/$p.test >gpucarry/$p.test.xz; done
+#   ($WORK: build-for-gpu.sh's work directory), and copy memo's cache entries corpora/kjv and
+#   corpora/llama2-tokenizer (with its .complete) to gpucarry/cache/corpora/.
+# Then run `bash scripts/gpu/device-session.sh` there (GPU_CHECK_S bounds gpu-check's seconds).
+set -u
+C=${CARRY:-gpucarry}
+OUT=${OUT:-/tmp/memo-device-out}
+T=/tmp/memo-device-bin
+mkdir -p "$T" "$OUT"
+for f in memo train.test model.test; do
+	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
+done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/torch/lib}
+export PATH=/opt/torch/.venv/bin:$PATH
+export MEMO_CACHE=$PWD/$C/cache
+{
+	date -u
+	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+	python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+	"$T/memo" devices | head -c 600
+	echo
+	(cd train && timeout 150 "$T/train.test" -test.run 'Fused|AdamW|Clip|GradAccum' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
+	(cd model && timeout 150 "$T/model.test" -test.run 'ReducedAttention|Precision|MaskedAttention|Cached|ScoreWindows' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
+	date -u
+} >"$OUT/tests.txt" 2>&1
+cat "$OUT/tests.txt"
+timeout "${GPU_CHECK_S:-400}" scripts/gpu-check.sh --memo "$T/memo" --quick --large --keep 2>&1 | tee "$OUT/gpu-check.txt"
+w=$(ls -dt /tmp/memo-gpu-check.* 2>/dev/null | head -1)
+if [[ -n $w ]]; then
+	(cd "$w" && tar czf "$OUT/work.tgz" --exclude=tinyllama --exclude='runs-*' . &&
+		tar czf "$OUT/attack-report.tgz" runs-1b/attack-1b/report runs-1b/attack-1b/*.json 2>/dev/null)
+fi
+date -u >>"$OUT/gpu-check.txt"
