@@ -1,41 +1,14 @@
 package eval
 
 import (
-	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/memo-research/memo/internal/goldenfile"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/ goldens")
-
-// checkGolden compares the file at path with testdata/name byte for byte
-// (rewriting testdata/name under -update).
-func checkGolden(t *testing.T, path, name string) {
-	t.Helper()
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: wrote %d bytes that differ from %s's %d", path, len(got), golden, len(want))
-	}
-}
 
 // TestScoreFilesGolden: scores.parquet, guess_scores.parquet and
 // memorization.parquet stay byte for byte what eval wrote before their
@@ -72,8 +45,8 @@ func TestScoreFilesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, filepath.Join(dir, "scores.parquet"), "scores.parquet")
-	checkGolden(t, filepath.Join(dir, "guess_scores.parquet"), "guess_scores.parquet")
+	goldenfile.Check(t, filepath.Join(dir, "scores.parquet"), "scores.parquet")
+	goldenfile.Check(t, filepath.Join(dir, "guess_scores.parquet"), "guess_scores.parquet")
 
 	step := func(n int) *int { return &n }
 	early := *sum
@@ -84,5 +57,5 @@ func TestScoreFilesGolden(t *testing.T) {
 	if err := WriteMemorization(path, []*Summary{&late, &early}); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, path, "memorization.parquet")
+	goldenfile.Check(t, path, "memorization.parquet")
 }

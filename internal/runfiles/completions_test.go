@@ -1,15 +1,14 @@
 package runfiles
 
 import (
-	"bytes"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/memo-research/memo/internal/goldenfile"
 )
 
 // TestWriteCompletionsGolden: completions.arrow stays byte for byte what
@@ -31,17 +30,7 @@ func TestWriteCompletionsGolden(t *testing.T) {
 			if err := WriteCompletions(path, tc.rows, tc.meta); err != nil {
 				t.Fatal(err)
 			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(filepath.Join("testdata", "completions-"+tc.name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("wrote %d bytes that differ from testdata's %d", len(got), len(want))
-			}
+			goldenfile.Check(t, path, "completions-"+tc.name)
 		})
 	}
 }

@@ -1,39 +1,12 @@
 package runfiles
 
 import (
-	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/memo-research/memo/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/ goldens")
-
-// checkGolden compares the file at path with testdata/name byte for byte
-// (rewriting testdata/name under -update): the run files' bytes are a
-// contract with the readers of runs written before.
-func checkGolden(t *testing.T, path, name string) {
-	t.Helper()
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: wrote %d bytes that differ from %s's %d", path, len(got), golden, len(want))
-	}
-}
 
 // TestMetricsAndGuessesGolden: metrics.arrow and guesses.arrow stay byte
 // for byte what memo wrote before their columns moved into tagged row
@@ -49,12 +22,12 @@ func TestMetricsAndGuessesGolden(t *testing.T) {
 	if err := WriteMetrics(path, metrics); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, path, "metrics.arrow")
+	goldenfile.Check(t, path, "metrics.arrow")
 	empty := filepath.Join(dir, "empty-metrics.arrow")
 	if err := WriteMetrics(empty, nil); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, empty, "metrics-empty.arrow")
+	goldenfile.Check(t, empty, "metrics-empty.arrow")
 
 	guesses := []Guess{
 		{DocID: 3, Split: "target", Rank: 0, Sample: 2, Generated: []int32{5, 6}, GeneratedText: "ab", SeqLogProb: -1.5},
@@ -65,5 +38,5 @@ func TestMetricsAndGuessesGolden(t *testing.T) {
 	if err := WriteGuesses(path, guesses); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, path, "guesses.arrow")
+	goldenfile.Check(t, path, "guesses.arrow")
 }
