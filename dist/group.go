@@ -94,7 +94,7 @@ func (g *Group) AllReduceMean(t []*ts.Tensor) error {
 	if g.pg == nil {
 		return nil
 	}
-	g.count("all-reduce", t, -1)
+	g.count("all-reduce", "", t, -1)
 	return g.fault("all-reduce", g.pg.AllReduce(t, true, BucketBytes))
 }
 
@@ -103,7 +103,7 @@ func (g *Group) AllReduceSum(t []*ts.Tensor) error {
 	if g.pg == nil {
 		return nil
 	}
-	g.count("all-reduce", t, -1)
+	g.count("all-reduce", "", t, -1)
 	return g.fault("all-reduce", g.pg.AllReduce(t, false, BucketBytes))
 }
 

@@ -151,6 +151,7 @@ func workerTrain(g *Group) error {
 	cfg, mcfg, lcfg := parityRun(envInt("MEMO_DIST_STEPS", 20), mask, envInt("MEMO_DIST_ACCUM", 1))
 	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
 	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
+	cfg.ShardGroup = envInt("MEMO_DIST_SHARD_GROUP", 0)
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
 	// With MEMO_DIST_READS the rows are read lazily and the positions this
 	// rank read are written there.

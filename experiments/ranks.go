@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memo-research/memo/internal/rankenv"
 )
@@ -44,7 +45,11 @@ func (s *Spec) CheckRanks(n int) error {
 		return fmt.Errorf("%d processes: want >= 1", n)
 	}
 	if err := s.Train.CheckShardRanks(n); err != nil {
-		return &ConfigError{File: s.file, Key: "train.shard", Msg: err.Error()}
+		key := "train.shard"
+		if strings.HasPrefix(err.Error(), "train.shard_group") {
+			key = "train.shard_group"
+		}
+		return &ConfigError{File: s.file, Key: key, Msg: err.Error()}
 	}
 	accum := max(1, s.Train.GradAccum)
 	if s.Train.BatchSize%(n*accum) != 0 {

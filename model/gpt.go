@@ -58,6 +58,8 @@ type GPT struct {
 	causal *ts.Tensor // the additive causal mask of the longest length asked for (causalMask)
 	// compute is the dtype of the linear layers' products (SetPrecision).
 	compute gotch.DType
+	// unitOf[i] is the stage of the forward pass that reads params[i] (Units).
+	unitOf []int
 }
 
 // weights are one module's weight and bias (nil when it has none).
@@ -124,6 +126,7 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 			return nil, fmt.Errorf("model: add %s: %w", spec.Name, err)
 		}
 		g.params = append(g.params, Param{Name: spec.Name, Tensor: pt, Decay: spec.Kind == matrixWeight})
+		g.unitOf = append(g.unitOf, unitOfSlot(spec.slot, c.Layers))
 		slotOf := func(w *weights) {
 			if spec.slot.bias {
 				w.b = pt
@@ -309,22 +312,36 @@ func (g *GPT) newCausalMask(t int64, w int) *ts.Tensor {
 // after its keys and values (which the cache needs for every position):
 // its attention, output projection and MLP, most of a block's work.
 func (g *GPT) run(ids *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.Tensor {
-	x := ts.MustEmbedding(g.top[modEmbed].w, ids, -1, false, false) // [B,T,d]
-	if g.arch.EmbedScale {
-		// Gemma rounds sqrt(dim) to the activations' dtype first.
-		x = x.MustMulScalar(ts.FloatScalar(float64(float32(math.Sqrt(float64(g.cfg.Dim))))), true)
-	}
-	if in.positions != nil {
-		x = x.MustAdd(in.positions, true)
-	}
+	x := g.embed(ids, in.positions)
 	for li := range g.blocks {
 		next := g.block(li, x, in, cache, lastOnly && li == len(g.blocks)-1)
 		x.MustDrop()
 		x = next
 	}
+	out := g.head(x, lastOnly)
+	x.MustDrop()
+	return out
+}
+
+// embed is the token embedding of ids [B,T], scaled where the family
+// scales it, plus the learned positions (nil for other families): [B,T,d].
+func (g *GPT) embed(ids, positions *ts.Tensor) *ts.Tensor {
+	x := ts.MustEmbedding(g.top[modEmbed].w, ids, -1, false, false) // [B,T,d]
+	if g.arch.EmbedScale {
+		// Gemma rounds sqrt(dim) to the activations' dtype first.
+		x = x.MustMulScalar(ts.FloatScalar(float64(float32(math.Sqrt(float64(g.cfg.Dim))))), true)
+	}
+	if positions != nil {
+		x = x.MustAdd(positions, true)
+	}
+	return x
+}
+
+// head is the final norm and the LM head over the last block's output x
+// (left to the caller): logits [B,T,V], or [B,1,V] with lastOnly.
+func (g *GPT) head(x *ts.Tensor, lastOnly bool) *ts.Tensor {
 	var s scope
 	defer s.drop()
-	s.keep(x)
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}

@@ -32,11 +32,11 @@ func newAdamW(params []model.Param, cfg Config, plan *shardPlan) *adamW {
 	o := &adamW{params: params, plan: plan, b1: cfg.Beta1, b2: cfg.Beta2, eps: cfg.Eps, decay: cfg.WeightDecay}
 	if plan != nil {
 		dev := params[0].Tensor.MustDevice()
-		o.m = []*ts.Tensor{ts.MustZeros([]int64{plan.per}, plan.dtype, dev)}
-		o.v = []*ts.Tensor{ts.MustZeros([]int64{plan.per}, plan.dtype, dev)}
+		o.m = []*ts.Tensor{ts.MustZeros([]int64{plan.local}, plan.dtype, dev)}
+		o.v = []*ts.Tensor{ts.MustZeros([]int64{plan.local}, plan.dtype, dev)}
 		return o
 	}
-	o.m, o.v = fullMoments(params)
+	o.m, o.v = fullMoments(params, nil)
 	return o
 }
 
@@ -89,8 +89,10 @@ func clipGrads(gs []*ts.Tensor, clip float64) float64 {
 
 // update takes one AdamW step with learning rate lr on the gradients gs;
 // with a shard plan only on this rank's range of the weights (whose
-// gradients must be the global ones there).
-func (o *adamW) update(gs []*ts.Tensor, lr float64) {
+// gradients must be the global ones there). Under train.shard = "full"
+// the weights and gradients are this rank's local vectors (fullState),
+// passed as local.
+func (o *adamW) update(gs []*ts.Tensor, lr float64, local ...*ts.Tensor) {
 	o.step++
 	bc1 := 1 - math.Pow(o.b1, float64(o.step))
 	bc2 := 1 - math.Pow(o.b2, float64(o.step))
@@ -118,6 +120,20 @@ func (o *adamW) update(gs []*ts.Tensor, lr float64) {
 		return
 	}
 	torchx.NoGrad(func() {
+		if len(local) == 2 {
+			// Every segment's weights, gradients and moments sit at one
+			// offset of the four local vectors.
+			w, g := local[0], local[1]
+			for _, s := range o.plan.segs {
+				var views []*ts.Tensor
+				for _, t := range []*ts.Tensor{w, g, o.m[0], o.v[0]} {
+					views = append(views, t.MustNarrow(0, s.off, s.n, false))
+				}
+				apply(o.plan.decay[s.param], views[0], views[1], views[2], views[3])
+				dropAll(views)
+			}
+			return
+		}
 		if o.plan != nil {
 			// Elementwise, so a range of a parameter gets the bits the
 			// whole parameter's update would give it.

@@ -34,6 +34,8 @@ type BenchConfig struct {
 	Group Group
 	// Shard is a train.shard value (none when empty; others need Group).
 	Shard string
+	// ShardGroup is train.shard_group (with Shard "full"; 0: no groups).
+	ShardGroup int
 }
 
 // BenchResult is what `memo bench train --json` prints.
@@ -68,8 +70,9 @@ type BenchResult struct {
 	LastLoss     float64 `json:"last_loss"`
 	LastGradNorm float64 `json:"last_grad_norm"`
 	// Nproc is the number of ranks and Shard the train.shard they trained with.
-	Nproc int    `json:"nproc"`
-	Shard string `json:"shard"`
+	Nproc      int    `json:"nproc"`
+	Shard      string `json:"shard"`
+	ShardGroup int    `json:"shard_group,omitempty"`
 	// State is rank 0's bytes of parameters, gradients and AdamW state;
 	// Unsharded is what one rank holds with train.shard = none.
 	State     StateBytes `json:"state_bytes"`
@@ -85,14 +88,14 @@ type trafficCounter interface{ Traffic() []Traffic }
 
 // trafficPerStep is after - before, per step, for the collectives in after.
 func trafficPerStep(before, after []Traffic, steps int) []Traffic {
-	prev := map[string]Traffic{}
+	prev := map[[2]string]Traffic{}
 	for _, t := range before {
-		prev[t.Op] = t
+		prev[[2]string{t.Op, t.Scope}] = t
 	}
 	out := make([]Traffic, 0, len(after))
 	for _, t := range after {
-		p := prev[t.Op]
-		out = append(out, Traffic{Op: t.Op, Calls: (t.Calls - p.Calls) / int64(steps),
+		p := prev[[2]string{t.Op, t.Scope}]
+		out = append(out, Traffic{Op: t.Op, Scope: t.Scope, Calls: (t.Calls - p.Calls) / int64(steps),
 			PayloadBytes: (t.PayloadBytes - p.PayloadBytes) / int64(steps), SentBytes: (t.SentBytes - p.SentBytes) / float64(steps)})
 	}
 	return out
@@ -199,6 +202,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Batch%size != 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d: must be a multiple of the %d processes", cfg.Batch, size)
 	}
+	tc.ShardGroup = cfg.ShardGroup
 	sharder, plan, err := shardFor(tc, g, cfg.Group, rank, size)
 	if err != nil {
 		return BenchResult{}, err
@@ -216,9 +220,13 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group, sharder: sharder}
 	counter, _ := cfg.Group.(trafficCounter)
 	var before []Traffic
-	workers := max(1, cfg.Threads)
+	workers := l.workerCount()
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
 	defer l.work.stop()
+	if err := l.shardWeights(); err != nil {
+		return BenchResult{}, err
+	}
+	defer l.dropFull()
 	var col, all time.Duration
 	var first, last, lastGrad float64
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
@@ -249,9 +257,11 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if counter != nil {
 		traffic = trafficPerStep(before, counter.Traffic(), cfg.Steps)
 	}
-	state := l.opt.stateBytes()
-	// Unsharded, every rank holds both moments of every parameter.
-	full := StateBytes{Params: state.Params, Grads: state.Grads, Optimizer: 2 * state.Params}
+	state := l.stateBytes()
+	// Unsharded, every rank holds the weights, their gradients and both
+	// moments of every parameter.
+	pb := mc.Params() * int64(gotch.Float.Size())
+	full := StateBytes{Params: pb, Grads: pb, Optimizer: 2 * pb}
 	n := float64(cfg.Steps)
 	tokPerS := float64(cfg.Batch*cfg.Seq) * n / all.Seconds()
 	fpt := mc.FLOPsPerTokenAt(cfg.Seq)
@@ -262,7 +272,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
-		Nproc: size, Shard: shardName(cfg.Shard), State: state, Unsharded: full, Collectives: traffic,
+		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, Unsharded: full, Collectives: traffic,
 	}, nil
 }
 

@@ -18,6 +18,15 @@ import (
 
 // checkpoint writes metrics.arrow and a checkpoint of the current step (rank 0).
 func (l *loop) checkpoint() error {
+	if l.full != nil {
+		// The checkpoint holds the whole model: rank 0 gathers it while
+		// it writes.
+		return l.full.withWeights(l.rank, 0, l.writeCheckpoint)
+	}
+	return l.writeCheckpoint()
+}
+
+func (l *loop) writeCheckpoint() error {
 	l.lastSaved = l.step
 	state, done, err := l.optimizerState()
 	if err != nil {
@@ -55,14 +64,14 @@ func (l *loop) optimizerState() ([]checkpoint.Named, func(), error) {
 	}
 	var m, v []*ts.Tensor
 	if l.rank == 0 {
-		m, v = fullMoments(o.params)
+		m, v = fullMoments(o.params, o.plan)
 	}
 	done := func() { dropAll(m); dropAll(v) }
-	if err := l.sharder.ShardGather(m, o.m[0], o.plan.per, 0); err != nil {
+	if err := o.plan.gatherLocal(l.sharder, m, o.m[0]); err != nil {
 		done()
 		return nil, nil, fmt.Errorf("gather the optimizer shards: %w", err)
 	}
-	if err := l.sharder.ShardGather(v, o.v[0], o.plan.per, 0); err != nil {
+	if err := o.plan.gatherLocal(l.sharder, v, o.v[0]); err != nil {
 		done()
 		return nil, nil, fmt.Errorf("gather the optimizer shards: %w", err)
 	}

@@ -2,10 +2,12 @@ package train
 
 import (
 	"fmt"
-	"github.com/memo-research/memo/model"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 )
 
 // Config is the [train] table of an experiment spec.
@@ -58,9 +60,9 @@ type Config struct {
 	InitFrom string `toml:"init_from"`
 	// MatchSupervisedTokens = K (>= 2) makes a standard-loss run (goldfish.k = 0) the equal-supervised-tokens control of goldfish with k = K: it stops at the exact target where it has supervised as many targets as goldfish k = K, with the [goldfish] strategy, h, start and seed, supervises over the full run (same stream and order; the learning-rate schedule spans the shortened run). 0: off.
 	MatchSupervisedTokens int `toml:"match_supervised_tokens"`
-	// Shard is how data-parallel ranks split the training state: "none" (the default: each rank holds all of it), "optimizer" (ZeRO-1: each rank keeps and updates 1/N of the AdamW state, the updated weights all-gathered) or "gradients" (ZeRO-2: as "optimizer", with the gradients reduce-scattered instead of all-reduced). Needs 2 or more processes. "full" (ZeRO-3) is not implemented.
+	// Shard is how data-parallel ranks split the training state: "none" (the default: each rank holds all of it), "optimizer" (ZeRO-1: each rank keeps and updates 1/N of the AdamW state, the updated weights all-gathered), "gradients" (ZeRO-2: as "optimizer", with the gradients reduce-scattered instead of all-reduced) or "full" (ZeRO-3: weights, gradients and AdamW state all 1/N per rank; each layer's weights are all-gathered just before its forward and again before its backward, which recomputes the layer from its saved input). Needs 2 or more processes.
 	Shard string `toml:"shard"`
-	// ShardGroup (hierarchical partitioning within groups of K ranks) is not implemented: 0 only.
+	// ShardGroup K > 0 (with shard = "full") keeps a secondary copy of the weights cut over each group of K consecutive ranks (one node), so that the per-layer all-gathers run within the group; only the gradients' reduce-scatter and the updated weights' all-gather cross groups, once a step. Must divide the number of ranks. 0: one partition over all ranks.
 	ShardGroup int `toml:"shard_group"`
 	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
 	NoResume bool `toml:"no_resume"`
@@ -111,14 +113,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.precision = %q: must be fp32 or bf16-mixed", c.Precision)
 	}
 	switch c.Shard {
-	case "", ShardNone, ShardOptimizer, ShardGradients:
-	case ShardFull:
-		return fmt.Errorf("train.shard = %q: ZeRO-3 (parameters sharded and gathered per layer) is not implemented; implemented: none, optimizer (ZeRO-1), gradients (ZeRO-2)", c.Shard)
+	case "", ShardNone, ShardOptimizer, ShardGradients, ShardFull:
 	default:
-		return fmt.Errorf("train.shard = %q: must be none, optimizer (ZeRO-1) or gradients (ZeRO-2)", c.Shard)
+		return fmt.Errorf("train.shard = %q: must be none, optimizer (ZeRO-1), gradients (ZeRO-2) or full (ZeRO-3)", c.Shard)
 	}
-	if c.ShardGroup != 0 {
-		return fmt.Errorf("train.shard_group = %d: hierarchical partitioning is not implemented (only 0: one partition over all ranks; see docs/SHARDING.md)", c.ShardGroup)
+	if c.ShardGroup < 0 {
+		return fmt.Errorf("train.shard_group = %d: must be >= 0 (0: no groups)", c.ShardGroup)
+	}
+	if c.ShardGroup > 0 && c.Shard != ShardFull {
+		return fmt.Errorf("train.shard_group = %d: keeps a secondary copy of the gathered weights, which only train.shard = \"full\" gathers (train.shard = %q)", c.ShardGroup, shardName(c.Shard))
 	}
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("train.device = %q: %w", c.Device, err)
@@ -161,7 +164,21 @@ func (c Config) CheckShardRanks(n int) error {
 	if c.sharded() && n < 2 {
 		return fmt.Errorf("train.shard = %q: shards the training state over the ranks and needs 2 or more processes (--nproc, torchrun or Slurm), got %d; use \"none\" on one", c.Shard, n)
 	}
+	if k := c.ShardGroup; k > 0 && (k > n || n%k != 0) {
+		return fmt.Errorf("train.shard_group = %d: must divide the %d ranks into groups of equal size (one of %s)", k, n, divisors(n))
+	}
 	return nil
+}
+
+// divisors lists n's divisors, for an error message.
+func divisors(n int) string {
+	var out []string
+	for k := 1; k <= n; k++ {
+		if n%k == 0 {
+			out = append(out, strconv.Itoa(k))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // lrAt is the learning rate of optimizer step s (1-based) out of total:

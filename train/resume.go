@@ -104,10 +104,10 @@ func (l *loop) syncStart() error {
 		// number of ranks): each rank receives its range of them.
 		m, vv := l.loaded[0], l.loaded[1]
 		defer func() { dropAll(m); dropAll(vv); l.loaded = [2][]*ts.Tensor{} }()
-		if err := l.sharder.ShardScatter(m, l.opt.m[0], p.per, 0); err != nil {
+		if err := p.scatterLocal(l.sharder, m, l.opt.m[0]); err != nil {
 			return fmt.Errorf("scatter the optimizer state from rank 0: %w", err)
 		}
-		if err := l.sharder.ShardScatter(vv, l.opt.v[0], p.per, 0); err != nil {
+		if err := p.scatterLocal(l.sharder, vv, l.opt.v[0]); err != nil {
 			return fmt.Errorf("scatter the optimizer state from rank 0: %w", err)
 		}
 	}
@@ -127,7 +127,7 @@ func (l *loop) syncStart() error {
 func (l *loop) loadOptimizer(dir string, step int) error {
 	state := l.opt.state
 	if l.opt.plan != nil {
-		m, v := fullMoments(l.opt.params)
+		m, v := fullMoments(l.opt.params, l.opt.plan)
 		l.loaded = [2][]*ts.Tensor{m, v}
 		state = func() []checkpoint.Named { return namedMoments(l.opt.params, m, v) }
 	}

@@ -160,13 +160,17 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 			return err
 		}
 	}
-	l.work = newWorkers(g, max(1, cfg.Threads), cfg.Threads, cfg.Seed)
+	l.work = newWorkers(g, l.workerCount(), cfg.Threads, cfg.Seed)
 	defer l.work.stop()
 	if opts.Group != nil && size > 1 {
 		if err := l.syncStart(); err != nil {
 			return err
 		}
 	}
+	if err := l.shardWeights(); err != nil {
+		return err
+	}
+	defer l.dropFull()
 	if l.val, err = src.ValRows(block); err != nil {
 		return fmt.Errorf("validation rows: %w", err)
 	}
@@ -190,11 +194,48 @@ func shardFor(cfg Config, g *model.GPT, group Group, rank, size int) (Sharder, *
 	if !ok {
 		return nil, nil, fmt.Errorf("train.shard = %q: this process group has no sharded collectives", cfg.Shard)
 	}
-	plan, err := newShardPlan(cfg.Shard, g.Params(), rank, size)
+	var units [][]int // one unit of all parameters
+	if cfg.Shard == ShardFull {
+		units = g.Units()
+	}
+	plan, err := newShardPlan(cfg.Shard, g.Params(), units, rank, size, cfg.ShardGroup)
 	if err != nil {
 		return nil, nil, err
 	}
 	return sh, plan, nil
+}
+
+// workerCount is how many workers (model replicas on their own threads)
+// compute a micro-batch: train.threads of them, or one under train.shard =
+// "full", whose stages gather weights into the one model (with
+// train.threads libtorch threads).
+func (l *loop) workerCount() int {
+	if l.cfg.Shard == ShardFull {
+		return 1
+	}
+	return max(1, l.cfg.Threads)
+}
+
+// shardWeights keeps, under train.shard = "full", only this rank's ranges
+// of the weights (every rank holds the same whole model until here) and
+// empties the model's parameters.
+func (l *loop) shardWeights() error {
+	if l.cfg.Shard != ShardFull {
+		return nil
+	}
+	f, err := newFullState(l.opt.plan, l.sharder, l.g)
+	if err != nil {
+		return err
+	}
+	l.full = f
+	return nil
+}
+
+func (l *loop) dropFull() {
+	if l.full != nil {
+		l.full.drop()
+		l.full = nil
+	}
 }
 
 // loop is one training run's state.
@@ -213,7 +254,8 @@ type loop struct {
 	rank    int
 	size    int
 	group   Group
-	sharder Sharder // the group's sharded collectives (train.shard other than none)
+	sharder Sharder    // the group's sharded collectives (train.shard other than none)
+	full    *fullState // train.shard = "full": this rank's ranges of the weights and gradients
 	runDir  string
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.

@@ -18,6 +18,9 @@ import (
 
 // trainStep runs one optimizer step over the next global batch.
 func (l *loop) trainStep() (Metric, error) {
+	if l.full != nil {
+		return l.trainStepFull()
+	}
 	cfg := l.cfg
 	shares, nKept, err := l.readShares()
 	if err != nil {
@@ -59,18 +62,15 @@ func (l *loop) trainStep() (Metric, error) {
 		if reduceScatter {
 			// Only this rank's range of the gradients is summed: it
 			// updates only that range.
-			if err := l.sharder.ShardReduceScatter(gs, l.opt.plan.per); err != nil {
+			if err := l.sharder.ShardReduceScatter(gs, l.opt.plan.units[0].per, Among{}); err != nil {
 				return Metric{}, fmt.Errorf("reduce-scatter gradients: %w", err)
 			}
 		} else if err := l.group.AllReduceSum(gs); err != nil {
 			return Metric{}, fmt.Errorf("all-reduce gradients: %w", err)
 		}
-		st := ts.MustOfSlice(sums.vector())
-		if err := l.group.AllReduceSum([]*ts.Tensor{st}); err != nil {
-			return Metric{}, fmt.Errorf("all-reduce losses: %w", err)
+		if sums, err = l.sumOverRanks(sums); err != nil {
+			return Metric{}, err
 		}
-		sums = lossSumsOf(st.Float64Values())
-		st.MustDrop()
 	}
 	lr := cfg.lrAt(l.step+1, l.total)
 	var gn float64
@@ -84,18 +84,37 @@ func (l *loop) trainStep() (Metric, error) {
 	l.opt.update(gs, lr)
 	if l.opt.plan != nil {
 		// Each rank updated its range of the weights: give every rank all.
-		if err := l.sharder.ShardAllGather(paramTensors(params), l.opt.plan.per); err != nil {
+		if err := l.sharder.ShardAllGather(paramTensors(params), l.opt.plan.units[0].per, Among{}); err != nil {
 			return Metric{}, fmt.Errorf("all-gather updated weights: %w", err)
 		}
 	}
+	return l.metric(sums, lr, gn), nil
+}
+
+// sumOverRanks is the global batch's loss statistics: each rank's share is
+// already normalised by the global kept count, so they add.
+func (l *loop) sumOverRanks(sums lossSums) (lossSums, error) {
+	if l.group == nil || l.size < 2 {
+		return sums, nil
+	}
+	st := ts.MustOfSlice(sums.vector())
+	defer st.MustDrop()
+	if err := l.group.AllReduceSum([]*ts.Tensor{st}); err != nil {
+		return sums, fmt.Errorf("all-reduce losses: %w", err)
+	}
+	return lossSumsOf(st.Float64Values()), nil
+}
+
+// metric is the step's row of metrics from its loss statistics.
+func (l *loop) metric(sums lossSums, lr, gradNorm float64) Metric {
 	return Metric{
 		Step:        int64(l.step + 1),
-		LossKept:    sums.kept / float64(cfg.GradAccum),
+		LossKept:    sums.kept / float64(l.cfg.GradAccum),
 		LossAll:     ratio(sums.allCE, sums.allN),
 		LossDropped: ratio(sums.droppedCE, sums.droppedN),
 		LR:          lr,
-		GradNorm:    gn,
-	}, nil
+		GradNorm:    gradNorm,
+	}
 }
 
 // lossSums are a step's loss statistics as sums, so that micro-batches
@@ -264,6 +283,13 @@ func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nK
 	defer dt.MustDrop()
 	logits := g.Forward(inp)
 	defer logits.MustDrop()
+	return lossBackward(logits, tgt, dt, nKept, accum)
+}
+
+// lossBackward is the goldfish loss of logits against tgt with the dropped
+// targets dt, and the backward pass of this share's part of it:
+// its kept-CE sum / nKept (the whole micro-batch's kept count) / accum.
+func lossBackward(logits, tgt, dt *ts.Tensor, nKept int64, accum int) (out workerLoss) {
 	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
 	if err != nil {
 		out.err = err

@@ -20,6 +20,9 @@ func (l *loop) validate() (float64, error) {
 	if len(l.val) == 0 {
 		return math.NaN(), nil
 	}
+	if l.full != nil {
+		return l.validateFull()
+	}
 	val := l.val
 	if l.group != nil && l.size > 1 {
 		lo, hi := split(len(val), l.size, l.rank)
@@ -63,10 +66,21 @@ func (l *loop) validate() (float64, error) {
 
 // evalRows is the CE sum and target count of rows, without gradients.
 func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err error) {
+	return evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return g.Forward(ids), nil }, rows, block, g.Device())
+}
+
+// evalLogits is evalRows with the logits of forward (called without
+// gradients).
+func evalLogits(forward func(ids *ts.Tensor) (*ts.Tensor, error), rows [][]int32, block int, dev gotch.Device) (sum, n float64, err error) {
 	torchx.NoGrad(func() {
-		inp, tgt, _ := batchTensors(rows, block, g.Device())
-		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, g.Device())
-		logits := g.Forward(inp)
+		inp, tgt, _ := batchTensors(rows, block, dev)
+		defer inp.MustDrop()
+		defer tgt.MustDrop()
+		var logits *ts.Tensor
+		if logits, err = forward(inp); err != nil {
+			return
+		}
+		none := ts.MustZeros(tgt.MustSize(), gotch.Bool, dev)
 		var ls Losses
 		ls, err = MaskedCrossEntropy(logits, tgt, none, PadID)
 		if err == nil {
@@ -75,7 +89,7 @@ func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err erro
 			}
 			ls.Kept.MustDrop()
 		}
-		for _, t := range []*ts.Tensor{inp, tgt, none, logits} {
+		for _, t := range []*ts.Tensor{none, logits} {
 			t.MustDrop()
 		}
 	})

@@ -44,7 +44,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -52,7 +52,8 @@ func benchCommand() *cli.Command {
 				"peak as MFU, with the time per step in each phase. With --nproc N the step runs\n" +
 				"on N ranks (train.shard = --shard), and rank 0 also reports its bytes of\n" +
 				"parameters, gradients and AdamW state, and each collective's calls, payload and\n" +
-				"bytes sent per step. Writes no files. TinyLlama-1.1B's shape: --dim 2048\n" +
+				"bytes sent per step (with --shard-group, within its group and across groups).\n" +
+				"Writes no files. TinyLlama-1.1B's shape: --dim 2048\n" +
 				"--layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied.",
 			Flags: append(shapeFlags(),
 				&cli.IntFlag{Name: "seq", Value: 256, Usage: "tokens per row `T` (>= 1)"},
@@ -64,6 +65,7 @@ func benchCommand() *cli.Command {
 				benchDeviceFlag(),
 				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
 				&cli.StringFlag{Name: "shard", Value: train.ShardNone, Usage: "train.shard `S`: " + strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
+				&cli.IntFlag{Name: "shard-group", Value: 0, Usage: "train.shard_group `K`: with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			),
 			Action: runBenchTrain,
@@ -311,15 +313,15 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	n, shard := c.Int("nproc"), c.String("shard")
 	tc := train.DefaultConfig()
-	tc.Shard = shard
+	tc.Shard, tc.ShardGroup = shard, c.Int("shard-group")
 	if err := tc.Validate(); err != nil {
-		return usageError("bench train: --shard: %v", err)
+		return usageError("bench train: --shard/--shard-group: %v", err)
 	}
 	if n < 1 {
 		return usageError("bench train: --nproc %d: must be >= 1", n)
 	}
 	if err := tc.CheckShardRanks(n); err != nil {
-		return usageError("bench train: --shard %s: needs --nproc >= 2", shard)
+		return usageError("bench train: --nproc %d: %v", n, err)
 	}
 	if c.Int("batch")%n != 0 {
 		return usageError("bench train: --batch %d: must be a multiple of --nproc %d", c.Int("batch"), n)
@@ -328,7 +330,7 @@ func runBenchTrain(c *cli.Context) error {
 		return launchBenchTrain(c, n)
 	}
 	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
-		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard}
+		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup}
 	var group *dist.Group
 	if n > 1 {
 		g, err := dist.Init(c.Context, dist.Unset())
@@ -359,10 +361,18 @@ func runBenchTrain(c *cli.Context) error {
 	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded
-		fmt.Printf("rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B; padding %d elements)\n",
-			res.Nproc, res.Shard, st.Params, st.Grads, st.Optimizer, un.Optimizer, st.Padding)
+		fmt.Printf("rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
+			res.Nproc, res.Shard, st.Params, st.Grads, st.Optimizer, un.Params, un.Grads, un.Optimizer, st.Padding)
+		if st.Secondary > 0 || st.Gathered > 0 {
+			fmt.Printf("             secondary copy %d B (groups of %d); one stage's gathered weights and gradients %d B at most\n",
+				st.Secondary, res.ShardGroup, st.Gathered)
+		}
 		for _, t := range res.Collectives {
-			fmt.Printf("per step     %-15s %d calls, %d B handed, %.0f B sent\n", t.Op, t.Calls, t.PayloadBytes, t.SentBytes)
+			scope := t.Scope
+			if scope == "" {
+				scope = "all ranks"
+			}
+			fmt.Printf("per step     %-15s %-14s %d calls, %d B handed, %.0f B sent\n", t.Op, scope, t.Calls, t.PayloadBytes, t.SentBytes)
 		}
 	}
 	return nil
@@ -377,7 +387,7 @@ func launchBenchTrain(c *cli.Context, n int) error {
 		return err
 	}
 	argv := []string{"bench", "train"}
-	for _, f := range []string{"preset", "vocab", "seq", "batch", "steps", "precision", "device", "seed", "nproc", "shard",
+	for _, f := range []string{"preset", "vocab", "seq", "batch", "steps", "precision", "device", "seed", "nproc", "shard", "shard-group",
 		"dim", "layers", "heads", "kv-heads", "ffn"} {
 		if c.IsSet(f) || (f != "dim" && f != "layers" && f != "heads" && f != "kv-heads" && f != "ffn") {
 			argv = append(argv, "--"+f, c.String(f))

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -189,6 +191,75 @@ func TestBenchTrainShard(t *testing.T) {
 				t.Errorf("reduce-scatter %+v, all-reduce %+v; want the gradients all-reduced", rs, ar)
 			}
 			t.Logf("%s: state %+v of %+v; collectives %+v", shard, got.State, got.Unsharded, got.Collectives)
+		})
+	}
+}
+
+// TestBenchTrainShardFull runs `memo bench train --nproc 4 --shard full
+// [--shard-group 2] --json` on a model of 2 blocks (4 units: embedding,
+// 2 blocks, head): rank 0 keeps 1/4 of the weights, gradients and moments
+// (to within the padding it reports); every stage is all-gathered for its
+// forward and again for its backward (the tied head gathers the embedding
+// too: 8 all-gathers a step), and each unit's gradients are
+// reduce-scattered once (5: the embedding twice). In groups of 2 those
+// all-gathers run within the group, and what crosses groups is the
+// gradients' reduce-scatter and, once a step, the updated weights'
+// all-gather, each one range of every unit: the bytes of rank 0's state.
+func TestBenchTrainShardFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on four processes (-short)")
+	}
+	exe := buildMemo(t)
+	for _, group := range []int{0, 2} {
+		t.Run(fmt.Sprintf("groups of %d", group), func(t *testing.T) {
+			r := execMemo(t, exe, t.TempDir(), "bench", "train", "--preset", "tiny", "--vocab", "64", "--seq", "8",
+				"--batch", "4", "--steps", "2", "--threads", "1", "--nproc", "4", "--shard", "full",
+				"--shard-group", strconv.Itoa(group), "--json")
+			if r.code != 0 {
+				t.Fatalf("exit code %d; stderr %s", r.code, r.stderr)
+			}
+			var got train.BenchResult
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
+			}
+			st, un := got.State, got.Unsharded
+			if got.Shard != "full" || got.ShardGroup != group || 4*st.Params != un.Params+4*st.Padding || st.Grads != st.Params ||
+				st.Optimizer != 2*st.Params || st.Padding < 0 || st.Padding >= 4*4 {
+				t.Errorf("state %+v of %+v: want a quarter of each, to within the padding", st, un)
+			}
+			if want := int64(0); group == 2 {
+				want = st.Params * 2 // half of the weights: this rank's range of every unit, times N/K
+				if st.Secondary != want {
+					t.Errorf("secondary copy %d B, want %d", st.Secondary, want)
+				}
+			}
+			ops := map[string]train.Traffic{}
+			for _, c := range got.Collectives {
+				ops[c.Op+"/"+c.Scope] = c
+			}
+			if group == 0 {
+				if ag, rs := ops["all-gather/"], ops["reduce-scatter/"]; ag.Calls != 8 || rs.Calls != 5 {
+					t.Errorf("all-gather %+v, reduce-scatter %+v; want 8 and 5 calls a step", ag, rs)
+				}
+				return
+			}
+			if _, ok := ops["all-gather/"]; ok {
+				t.Errorf("an all-gather over all ranks under groups: %+v", got.Collectives)
+			}
+			in, across := ops["all-gather/"+train.ScopeGroup], ops["all-gather/"+train.ScopeAcross]
+			rsIn, rsAcross := ops["reduce-scatter/"+train.ScopeGroup], ops["reduce-scatter/"+train.ScopeAcross]
+			// Across groups each call sends one range: (N/K - 1) = 1 of them.
+			if in.Calls != 8 || across.Calls != 4 || rsIn.Calls != 5 || rsAcross.Calls != 5 {
+				t.Errorf("calls within/across groups: all-gather %d/%d, reduce-scatter %d/%d; want 8/4, 5/5", in.Calls, across.Calls, rsIn.Calls, rsAcross.Calls)
+			}
+			if across.SentBytes != float64(st.Params) {
+				t.Errorf("updated weights sent across groups %.0f B, want rank 0's range of every unit, %d B", across.SentBytes, st.Params)
+			}
+			// The tied embedding's gradient is reduce-scattered twice.
+			if rsAcross.SentBytes <= float64(st.Params) || rsAcross.SentBytes >= 2*float64(st.Params) {
+				t.Errorf("gradients sent across groups %.0f B, want one range of every unit and the embedding's again (between %d and %d B)", rsAcross.SentBytes, st.Params, 2*st.Params)
+			}
+			t.Logf("state %+v of %+v; collectives %+v", st, un, got.Collectives)
 		})
 	}
 }

@@ -52,6 +52,10 @@ func TestFailure(t *testing.T) {
 // names: each ends with one memo: line and exit code 2, and writes no run.
 func TestExitCodes(t *testing.T) {
 	exe := buildMemo(t)
+	otherModel, err := filepath.Abs(filepath.Join("..", "..", "testdata", "hf", "llama-gqa-tied"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := func(sources, extra string) string {
 		return "name = \"x\"\n[data]\nsources = [" + sources + "]\ntokenizer = \"bpe:300\"\nchunk_tokens = 64\nmin_tokens = 40\n" + extra
 	}
@@ -95,8 +99,11 @@ func TestExitCodes(t *testing.T) {
 		{"a batch the ranks cannot split", []string{"config", "warmup.toml", "--nproc", "3", "--set", "train.steps=100"}, "train.batch_size = 16: must be a multiple of 3 processes"},
 		{"warm-up longer than the run", []string{"config", "warmup.toml"}, "warmup.toml:4: train.warmup_steps = 50: must be <= train.steps = 10"},
 		{"a shard setting on one process", []string{"config", "warmup.toml", "--set", "train.steps=100", "--set", "train.shard=optimizer"}, `train.shard = "optimizer": shards the training state over the ranks and needs 2 or more processes`},
-		{"ZeRO-3", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.steps=100", "--set", "train.shard=full"}, `train.shard = "full": ZeRO-3 (parameters sharded and gathered per layer) is not implemented; implemented: none, optimizer (ZeRO-1), gradients (ZeRO-2)`},
-		{"hierarchical partitioning", []string{"config", "warmup.toml", "--nproc", "4", "--set", "train.steps=100", "--set", "train.shard=gradients", "--set", "train.shard_group=2"}, "train.shard_group = 2: hierarchical partitioning is not implemented"},
+		{"ZeRO-3 on one process", []string{"config", "warmup.toml", "--set", "train.steps=100", "--set", "train.shard=full"}, `train.shard = "full": shards the training state over the ranks and needs 2 or more processes`},
+		{"a group size that does not divide the ranks", []string{"config", "warmup.toml", "--nproc", "4", "--set", "train.steps=100", "--set", "train.shard=full", "--set", "train.shard_group=3"}, "train.shard_group = 3: must divide the 4 ranks into groups of equal size (one of 1, 2, 4)"},
+		{"groups without ZeRO-3", []string{"config", "warmup.toml", "--nproc", "4", "--set", "train.steps=100", "--set", "train.shard=gradients", "--set", "train.shard_group=2"}, `train.shard_group = 2: keeps a secondary copy of the gathered weights, which only train.shard = "full" gathers`},
+		{"a checkpoint of another model", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.steps=100", "--set", "train.shard=full", "--set", `train.init_from="` + otherModel + `"`}, "the weights do not fit"},
+		{"an unknown shard setting", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.shard=zero3"}, `train.shard = "zero3": must be none, optimizer (ZeRO-1), gradients (ZeRO-2) or full (ZeRO-3)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -38,22 +38,27 @@ int memo_pg_silent_ranks(memo_pg *pg, int *out, int max, int64_t wait_ms);
 void memo_pg_free(memo_pg *pg);
 
 // Sharded collectives (c10d_shard.cpp): the n tensors, of one dtype, read
-// as one flat vector in list order, of which rank r owns the elements
-// [r*shard, (r+1)*shard). chunk bounds the elements moved per round.
-// memo_pg_shard_allgather copies every rank's owned range into every
-// rank's tensors.
+// as one flat vector in list order, of which the i-th of the ranks taking
+// part owns the elements [i*shard, (i+1)*shard). members (nmembers ranks,
+// in that order) names the ranks taking part; NULL: every rank, in rank
+// order. chunk bounds the elements moved per round.
+// memo_pg_shard_allgather copies every member's owned range into every
+// member's tensors.
 int memo_pg_shard_allgather(memo_pg *pg, void **tensors, int n, int64_t shard,
-                            int64_t chunk, char **err);
-// memo_pg_shard_reduce_scatter sums the ranks' tensors into each rank's
-// owned range (a ring of send/recv); the rest of the tensors is left
-// holding partial sums.
+                            int64_t chunk, const int *members, int nmembers,
+                            char **err);
+// memo_pg_shard_reduce_scatter sums the members' tensors into each
+// member's owned range (a ring of send/recv); the rest of the tensors is
+// left holding partial sums.
 int memo_pg_shard_reduce_scatter(memo_pg *pg, void **tensors, int n,
-                                 int64_t shard, int64_t chunk, char **err);
+                                 int64_t shard, int64_t chunk,
+                                 const int *members, int nmembers, char **err);
 // memo_pg_shard_root moves each rank's local vector of shard elements to
-// (to_root set) or from root's n tensors, at that rank's owned range;
-// the other ranks pass n = 0.
+// (to_root set) or from root's n tensors, at the range rank q owns: range
+// slots[q] (slots NULL: range q); the other ranks pass n = 0.
 int memo_pg_shard_root(memo_pg *pg, void **tensors, int n, void *local,
-                       int64_t shard, int root, int to_root, char **err);
+                       int64_t shard, int root, int to_root, const int *slots,
+                       char **err);
 #ifdef __cplusplus
 }
 #endif

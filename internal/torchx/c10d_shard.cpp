@@ -71,10 +71,44 @@ struct flatList {
   }
 };
 
-void check(memo_pg *p, int64_t shard, int64_t total) {
-  if (shard < 1 || shard * p->size < total)
-    throw std::runtime_error("shard of " + std::to_string(shard) + " elements × " + std::to_string(p->size) +
+void check(int64_t shard, int ranks, int64_t total) {
+  if (shard < 1 || shard * ranks < total)
+    throw std::runtime_error("shard of " + std::to_string(shard) + " elements × " + std::to_string(ranks) +
                              " ranks does not cover " + std::to_string(total) + " elements");
+}
+
+// ring is the ranks a collective runs among, in the order of the ranges
+// they own: all of the group's (members NULL) or a subset.
+struct ring {
+  std::vector<int> ranks;
+  int me = -1; // this rank's index in ranks
+
+  ring(memo_pg *p, const int *members, int n) {
+    if (members == nullptr) {
+      for (int q = 0; q < p->size; q++) ranks.push_back(q);
+    } else {
+      ranks.assign(members, members + n);
+    }
+    for (size_t i = 0; i < ranks.size(); i++) {
+      if (ranks[i] < 0 || ranks[i] >= p->size)
+        throw std::runtime_error("member " + std::to_string(ranks[i]) + " is not a rank of a group of " + std::to_string(p->size));
+      if (ranks[i] == p->rank) me = int(i);
+    }
+    if (me < 0) throw std::runtime_error("rank " + std::to_string(p->rank) + " is not among the collective's members");
+  }
+  int size() const { return int(ranks.size()); }
+  int next() const { return ranks[(me + 1) % size()]; }
+  int prev() const { return ranks[(me + size() - 1) % size()]; }
+};
+
+// exchange sends s to the next rank of r and receives v from the previous.
+void exchange(memo_pg *p, const ring &r, at::Tensor s, at::Tensor v, int tag) {
+  std::vector<at::Tensor> sv{s.contiguous()};
+  std::vector<at::Tensor> vv{v};
+  auto ws = p->pg->send(sv, r.next(), tag);
+  auto wr = p->pg->recv(vv, r.prev(), tag);
+  memo_wait(p, wr);
+  memo_wait(p, ws);
 }
 
 int failShard(char **err, const char *what, const std::exception &e) {
@@ -87,24 +121,42 @@ int failShard(char **err, const char *what, const std::exception &e) {
 extern "C" {
 
 int memo_pg_shard_allgather(memo_pg *p, void **tensors, int n, int64_t shard,
-                            int64_t chunk, char **err) {
+                            int64_t chunk, const int *members, int nmembers,
+                            char **err) {
   try {
     torch::NoGradGuard ng;
     if (n == 0) return 0;
     flatList f(tensors, n);
-    check(p, shard, f.total);
+    ring rg(p, members, nmembers);
+    check(shard, rg.size(), f.total);
+    const int N = rg.size(), r = rg.me;
     for (int64_t o = 0; o < shard; o += chunk) {
       int64_t len = std::min(chunk, shard - o);
-      const int N = p->size, r = p->rank;
-      std::vector<at::Tensor> in{torch::empty({len}, f.flat[0].options())};
-      f.read(int64_t(r) * shard + o, in[0]);
-      std::vector<std::vector<at::Tensor>> out(1);
-      for (int q = 0; q < N; q++) out[0].push_back(torch::empty({len}, f.flat[0].options()));
-      c10d::AllgatherOptions ao;
-      ao.timeout = p->timeout;
-      memo_wait(p, p->pg->allgather(out, in, ao));
-      for (int q = 0; q < N; q++)
-        if (q != r) f.write(int64_t(q) * shard + o, out[0][q]);
+      if (members == nullptr) {
+        std::vector<at::Tensor> in{torch::empty({len}, f.flat[0].options())};
+        f.read(int64_t(r) * shard + o, in[0]);
+        std::vector<std::vector<at::Tensor>> out(1);
+        for (int q = 0; q < N; q++) out[0].push_back(torch::empty({len}, f.flat[0].options()));
+        c10d::AllgatherOptions ao;
+        ao.timeout = p->timeout;
+        memo_wait(p, p->pg->allgather(out, in, ao));
+        for (int q = 0; q < N; q++)
+          if (q != r) f.write(int64_t(q) * shard + o, out[0][q]);
+        continue;
+      }
+      // Among a subset of the ranks: a ring of send/recv (a c10d
+      // all-gather needs a process group of its own). Step k passes on
+      // the range of member r-k, received the step before (its own at
+      // k = 0): N-1 chunks sent per rank, as the ring all-gather sends.
+      at::Tensor cur = torch::empty({len}, f.flat[0].options());
+      at::Tensor got = torch::empty({len}, f.flat[0].options());
+      f.read(int64_t(r) * shard + o, cur);
+      for (int k = 0; k < N - 1; k++) {
+        exchange(p, rg, cur, got, (1 << 21) + k);
+        int from = ((r - k - 1) % N + N) % N;
+        f.write(int64_t(from) * shard + o, got);
+        std::swap(cur, got);
+      }
     }
     return 0;
   } catch (const std::exception &e) {
@@ -113,32 +165,27 @@ int memo_pg_shard_allgather(memo_pg *p, void **tensors, int n, int64_t shard,
 }
 
 int memo_pg_shard_reduce_scatter(memo_pg *p, void **tensors, int n,
-                                 int64_t shard, int64_t chunk, char **err) {
+                                 int64_t shard, int64_t chunk,
+                                 const int *members, int nmembers, char **err) {
   try {
     torch::NoGradGuard ng;
     if (n == 0) return 0;
     flatList f(tensors, n);
-    check(p, shard, f.total);
-    const int N = p->size, r = p->rank;
-    const int next = (r + 1) % N, prev = (r + N - 1) % N;
-    int tag = 0;
+    ring rg(p, members, nmembers);
+    check(shard, rg.size(), f.total);
+    const int N = rg.size(), r = rg.me;
     for (int64_t o = 0; o < shard; o += chunk) {
       int64_t len = std::min(chunk, shard - o);
-      // buf holds this rank's values of every rank's chunk, side by side.
+      // buf holds this rank's values of every member's chunk, side by side.
       at::Tensor buf = torch::empty({int64_t(N) * len}, f.flat[0].options());
       for (int q = 0; q < N; q++) f.read(int64_t(q) * shard + o, buf.narrow(0, int64_t(q) * len, len));
       at::Tensor tmp = torch::empty({len}, f.flat[0].options());
-      // Step k passes chunk (r-k-1) on to the next rank and adds the
-      // previous rank's partial sum of chunk (r-k-2) into this rank's; after
-      // N-1 steps chunk r holds all N ranks' contributions.
-      for (int k = 0; k < N - 1; k++, tag++) {
+      // Step k passes chunk (r-k-1) on to the next member and adds the
+      // previous member's partial sum of chunk (r-k-2) into this rank's;
+      // after N-1 steps chunk r holds all N members' contributions.
+      for (int k = 0; k < N - 1; k++) {
         int sendIdx = ((r - k - 1) % N + N) % N, recvIdx = ((r - k - 2) % N + N) % N;
-        std::vector<at::Tensor> s{buf.narrow(0, int64_t(sendIdx) * len, len).contiguous()};
-        std::vector<at::Tensor> v{tmp};
-        auto ws = p->pg->send(s, next, tag);
-        auto wr = p->pg->recv(v, prev, tag);
-        memo_wait(p, wr);
-        memo_wait(p, ws);
+        exchange(p, rg, buf.narrow(0, int64_t(sendIdx) * len, len), tmp, k);
         buf.narrow(0, int64_t(recvIdx) * len, len).add_(tmp);
       }
       f.write(int64_t(r) * shard + o, buf.narrow(0, int64_t(r) * len, len));
@@ -150,31 +197,33 @@ int memo_pg_shard_reduce_scatter(memo_pg *p, void **tensors, int n,
 }
 
 int memo_pg_shard_root(memo_pg *p, void **tensors, int n, void *local,
-                       int64_t shard, int root, int toRoot, char **err) {
+                       int64_t shard, int root, int toRoot, const int *slots,
+                       char **err) {
   try {
     torch::NoGradGuard ng;
     at::Tensor loc = static_cast<at::Tensor *>(local)->detach();
     if (!loc.is_contiguous() || loc.dim() != 1 || loc.numel() != shard)
       throw std::runtime_error("local shard must be a contiguous vector of " + std::to_string(shard) + " elements");
     const int N = p->size, r = p->rank;
+    auto slot = [&](int q) { return int64_t(slots == nullptr ? q : slots[q]); };
     if (r != root) {
       std::vector<at::Tensor> v{loc};
       memo_wait(p, toRoot ? p->pg->send(v, root, 1 << 20) : p->pg->recv(v, root, 1 << 20));
       return 0;
     }
     flatList f(tensors, n);
-    check(p, shard, f.total);
-    if (toRoot) f.write(int64_t(r) * shard, loc);
-    else f.read(int64_t(r) * shard, loc);
+    check(shard, N, f.total);
+    if (toRoot) f.write(slot(r) * shard, loc);
+    else f.read(slot(r) * shard, loc);
     at::Tensor buf = torch::empty({shard}, loc.options());
     for (int q = 0; q < N; q++) {
       if (q == r) continue;
       std::vector<at::Tensor> v{buf};
       if (toRoot) {
         memo_wait(p, p->pg->recv(v, q, 1 << 20));
-        f.write(int64_t(q) * shard, buf);
+        f.write(slot(q) * shard, buf);
       } else {
-        f.read(int64_t(q) * shard, buf);
+        f.read(slot(q) * shard, buf);
         memo_wait(p, p->pg->send(v, q, 1 << 20));
       }
     }

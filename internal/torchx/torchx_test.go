@@ -60,3 +60,45 @@ func TestCPUKernels(t *testing.T) {
 		t.Errorf("parseShowConfig: %+v", got)
 	}
 }
+
+// A parameter emptied and pointed at new data keeps its identity: it is
+// still a leaf that requires grad, backward fills its .grad with the new
+// data's shape, and writes through the source show in it.
+func TestSetDataKeepsLeaf(t *testing.T) {
+	p := ts.MustOnes([]int64{2, 3}, gotch.Float, gotch.CPU).MustSetRequiresGrad(true, true)
+	defer p.MustDrop()
+	if err := ReleaseData([]*ts.Tensor{p}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Numel(); n != 0 {
+		t.Fatalf("released parameter has %d elements, want 0", n)
+	}
+	src := ts.MustOfSlice([]float32{1, 2, 3, 4, 5, 6}).MustView([]int64{2, 3}, true)
+	defer src.MustDrop()
+	if err := SetData([]*ts.Tensor{p}, []*ts.Tensor{src}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.MustRequiresGrad() {
+		t.Fatal("parameter lost requires_grad")
+	}
+	y := p.MustMul(p, false).MustSum(gotch.Float, true)
+	if err := y.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	y.MustDrop()
+	g := p.MustGrad(false)
+	defer g.MustDrop()
+	got := g.Float64Values()
+	for i, want := range []float64{2, 4, 6, 8, 10, 12} {
+		if got[i] != want {
+			t.Fatalf("grad %v, want 2x", got)
+		}
+	}
+	NoGrad(func() { MulScalar_(src, 10) })
+	if v := p.Float64Values()[5]; v != 60 {
+		t.Fatalf("write through the source: parameter reads %v, want 60", v)
+	}
+	if err := SetData([]*ts.Tensor{p}, nil); err == nil {
+		t.Fatal("SetData with no sources: want an error")
+	}
+}

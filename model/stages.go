@@ -1,0 +1,96 @@
+package model
+
+// The forward pass one stage at a time, for training that holds only a
+// shard of the weights (ZeRO-3, train.shard = "full"): the caller gathers
+// the weights a stage reads, runs it, and frees them before the next; it
+// runs each stage's backward on its own the same way (recomputing the
+// stage from its saved input). A stage is the embedding, one block, or the
+// head (final norm and LM head). Forward is these stages in a row.
+
+import (
+	"fmt"
+
+	"github.com/sugarme/gotch/ts"
+)
+
+// Units groups the indices of Params by the stage that reads them: unit 0
+// the embedding (and learned positions), unit 1+i block i, the last unit
+// the final norm and the untied head. Every parameter is in one unit, and
+// a unit's parameters are consecutive in Params.
+func (g *GPT) Units() [][]int {
+	out := make([][]int, len(g.blocks)+2)
+	for i, u := range g.unitOf {
+		out[u] = append(out[u], i)
+	}
+	return out
+}
+
+// HeadUnits are the units the head stage reads: the last, and with a tied
+// head also unit 0, whose embedding is the head's weight.
+func (g *GPT) HeadUnits() []int {
+	last := len(g.blocks) + 1
+	if g.cfg.Untied {
+		return []int{last}
+	}
+	return []int{last, 0}
+}
+
+// unitOfSlot is the unit (see Units) of a weight in slot s of a model of
+// layers blocks.
+func unitOfSlot(s slot, layers int) int {
+	switch {
+	case s.layer >= 0:
+		return 1 + s.layer
+	case s.mod == modEmbed || s.mod == modPositions:
+		return 0
+	}
+	return layers + 1
+}
+
+// Pass is one forward pass over sequences of a fixed length, run a stage at
+// a time. Each stage reads only its unit's weights (and the head the
+// embedding, when tied), so those may be empty while other stages run.
+type Pass struct {
+	g  *GPT
+	t  int64
+	in *inputs
+}
+
+// NewPass prepares a pass over positions 0..t-1 of every row; Drop frees it.
+func (g *GPT) NewPass(t int64) (*Pass, error) {
+	if t < 1 || t > int64(g.cfg.Context) {
+		return nil, fmt.Errorf("model: a pass over %d positions: want 1..context %d", t, g.cfg.Context)
+	}
+	in := g.sharedInputs(t)
+	// The learned positions are a weight of unit 0, read in Embed when
+	// it is present, not here.
+	if in.positions != nil {
+		in.positions.MustDrop()
+		in.positions = nil
+	}
+	return &Pass{g: g, t: t, in: in}, nil
+}
+
+// Drop frees the pass's masks and rotary rows.
+func (p *Pass) Drop() { p.in.drop() }
+
+// Blocks is the number of block stages.
+func (p *Pass) Blocks() int { return len(p.g.blocks) }
+
+// Embed is stage 0: ids [B,T] to the first block's input [B,T,d].
+func (p *Pass) Embed(ids *ts.Tensor) *ts.Tensor {
+	var pos *ts.Tensor
+	if pe := p.g.top[modPositions].w; pe != nil {
+		pos = pe.MustNarrow(0, 0, p.t, false)
+		defer pos.MustDrop()
+	}
+	return p.g.embed(ids, pos)
+}
+
+// Block is block li's stage: its input x [B,T,d] to its output.
+func (p *Pass) Block(li int, x *ts.Tensor) *ts.Tensor {
+	return p.g.block(li, x, p.in, nil, false)
+}
+
+// Head is the last stage: the last block's output [B,T,d] to logits [B,T,V].
+func (p *Pass) Head(x *ts.Tensor) *ts.Tensor { return p.g.head(x, false) }

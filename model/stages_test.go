@@ -1,0 +1,95 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch/ts"
+)
+
+// The stages in a row are Forward, bit for bit, and Units covers every
+// parameter once, each unit a run of consecutive parameters read by its
+// stage alone: a stage run with every other unit's weights emptied gives
+// the same output.
+func TestPassStagesAreForward(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"llama tied", Config{Preset: "nano", Vocab: 97, Seed: 1}},
+		{"llama untied", Config{Preset: "nano", Vocab: 97, Seed: 2, Untied: true}},
+		{"gpt2 learned positions", Config{Arch: "gpt2", Preset: "nano", Vocab: 97, Seed: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTest(t, tc.cfg)
+			units := g.Units()
+			seen := map[int]bool{}
+			for u, idx := range units {
+				for k, i := range idx {
+					if seen[i] || (k > 0 && i != idx[k-1]+1) {
+						t.Fatalf("unit %d: %v is not a run of new parameters", u, idx)
+					}
+					seen[i] = true
+				}
+			}
+			if len(seen) != len(g.Params()) {
+				t.Fatalf("units cover %d of %d parameters", len(seen), len(g.Params()))
+			}
+			ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 0, 4, 8, 6, 1}).MustView([]int64{2, 6}, true)
+			defer ids.MustDrop()
+			var want *ts.Tensor
+			torchx.NoGrad(func() { want = g.Forward(ids) })
+			defer want.MustDrop()
+
+			// Keep every weight, then empty all but the units a stage reads.
+			saved := make([]*ts.Tensor, len(g.Params()))
+			all := make([]*ts.Tensor, len(g.Params()))
+			for i, p := range g.Params() {
+				saved[i] = p.Tensor.MustDetach(false).MustMulScalar(ts.FloatScalar(1), true)
+				all[i] = p.Tensor
+			}
+			only := func(us ...int) {
+				t.Helper()
+				if err := torchx.ReleaseData(all); err != nil {
+					t.Fatal(err)
+				}
+				for _, u := range us {
+					var ps, src []*ts.Tensor
+					for _, i := range units[u] {
+						ps, src = append(ps, all[i]), append(src, saved[i])
+					}
+					if err := torchx.SetData(ps, src); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			p, err := g.NewPass(6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Drop()
+			var got *ts.Tensor
+			torchx.NoGrad(func() {
+				only(0)
+				x := p.Embed(ids)
+				for li := 0; li < p.Blocks(); li++ {
+					only(1 + li)
+					y := p.Block(li, x)
+					x.MustDrop()
+					x = y
+				}
+				only(g.HeadUnits()...)
+				got = p.Head(x)
+				x.MustDrop()
+			})
+			defer got.MustDrop()
+			if !got.MustEqual(want, false) {
+				d := got.MustSub(want, false).MustAbs(true).MustMax(true)
+				t.Fatalf("staged logits differ from Forward's by up to %g", d.Float64Values()[0])
+			}
+			if _, err := g.NewPass(int64(g.Config().Context) + 1); err == nil {
+				t.Fatal("a pass longer than the context: want an error")
+			}
+		})
+	}
+}

@@ -1,0 +1,532 @@
+package train
+
+// ZeRO-3 (train.shard = "full"): each rank keeps only its ranges of the
+// weights, their gradients and AdamW moments (shardPlan, one unit per stage
+// of the forward pass), and the model's parameters hold no memory between
+// uses. A micro-batch runs as activation checkpointing with per-stage
+// gathers, which is how FSDP runs without autograd hooks (gotch has none):
+//
+//	forward, no gradients: for each stage, all-gather its weights, run it,
+//	    keep its output (the next stage's input), free the weights;
+//	the head: gather, forward and backward from the loss, reduce-scatter
+//	    its gradients into this rank's ranges, free;
+//	each block from the last: gather, recompute it from its saved input
+//	    with gradients, backward from the gradient of its output,
+//	    reduce-scatter, free; then the embedding the same way.
+//
+// So a rank holds at once its ranges, the saved block inputs ([B,T,d]
+// each) and one stage's gathered weights and gradients: the per-rank state
+// is 1/N of the model's, at the price of a second forward pass and of two
+// all-gathers of every stage's weights per micro-batch.
+//
+// With train.shard_group = K every rank also keeps the secondary range its
+// place in its group stands for (1/K of the weights, refreshed once a step
+// by an all-gather across groups), and gathers each stage from its group's
+// secondary ranges alone; the gradients are reduce-scattered within the
+// group, then across groups.
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// fullState is one rank's training state under train.shard = "full".
+type fullState struct {
+	plan   *shardPlan
+	sh     Sharder
+	params []*ts.Tensor // the model's parameters: empty between uses
+	dev    gotch.Device
+	// w and g are this rank's ranges of the weights and of their
+	// gradients (summed over ranks and micro-batches), at plan.segs' offsets.
+	w, g *ts.Tensor
+	// second is, with groups, this rank's secondary range of every unit
+	// (groups × S_u elements each, at secOff[u]); nil without.
+	second *ts.Tensor
+	secOff []int64
+	heads  []int // the units the head stage reads
+}
+
+// newFullState takes this rank's ranges of the model's weights (which every
+// rank holds whole at this point: built from one seed, or broadcast from
+// rank 0's checkpoint) and empties the parameters.
+func newFullState(plan *shardPlan, sh Sharder, g *model.GPT) (*fullState, error) {
+	f := &fullState{plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: g.HeadUnits()}
+	f.w = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
+	f.g = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
+	torchx.NoGrad(func() {
+		for _, s := range plan.segs {
+			copyInto(f.w, s.off, view(f.params[s.param], s.lo, s.n))
+		}
+		if plan.grouped() {
+			span := int64(plan.groups())
+			var n int64
+			for _, u := range plan.units {
+				f.secOff = append(f.secOff, n)
+				n += span * u.per
+			}
+			f.second = ts.MustZeros([]int64{n}, plan.dtype, f.dev)
+			j := int64(plan.rank % plan.group)
+			for ui, u := range plan.units {
+				lo := j * span * u.per
+				for _, pc := range plan.pieces(u, lo, lo+span*u.per) {
+					copyInto(f.second, f.secOff[ui]+pc.off, view(f.params[pc.param], pc.lo, pc.n))
+				}
+			}
+		}
+	})
+	if err := torchx.ReleaseData(f.params); err != nil {
+		return nil, fmt.Errorf("train.shard = full: empty the parameters: %w", err)
+	}
+	return f, nil
+}
+
+// copyInto copies src (1-D) into dst at off, and drops src.
+func copyInto(dst *ts.Tensor, off int64, src *ts.Tensor) { intoRange(dst, off, src, ts.Copy_) }
+
+// addInto adds src (1-D) into dst at off, and drops src.
+func addInto(dst *ts.Tensor, off int64, src *ts.Tensor) { intoRange(dst, off, src, torchx.Add_) }
+
+// intoRange applies op(dst's range at off, src) in place and drops src.
+func intoRange(dst *ts.Tensor, off int64, src *ts.Tensor, op func(d, s *ts.Tensor)) {
+	d := dst.MustNarrow(0, off, src.MustSize()[0], false)
+	op(d, src)
+	d.MustDrop()
+	src.MustDrop()
+}
+
+// gatheredBytes is the most one stage holds while it runs: the gathered
+// weights of its units (padded to N ranges each) and their gradients.
+func (f *fullState) gatheredBytes() int64 {
+	n := int64(f.plan.size)
+	per := func(units ...int) int64 {
+		var b int64
+		for _, ui := range units {
+			b += n * f.plan.units[ui].per
+		}
+		return 2 * b * int64(f.plan.dtype.Size())
+	}
+	most := per(f.heads...)
+	for ui := range f.plan.units {
+		most = max(most, per(ui))
+	}
+	return most
+}
+
+// stage gathers the weights of units into the parameters, runs fn and,
+// when backward is set, reduce-scatters the gradients fn's backward left
+// on them into this rank's ranges; then it empties the parameters again.
+func (f *fullState) stage(units []int, backward bool, fn func() error) error {
+	var bufs []*ts.Tensor
+	defer func() { dropAll(bufs) }()
+	var bound []*ts.Tensor
+	for _, ui := range units {
+		buf, err := f.gather(ui)
+		if err != nil {
+			return err
+		}
+		bufs = append(bufs, buf)
+		bound = append(bound, unitTensors(f.plan.units[ui], f.params)...)
+	}
+	err := fn()
+	if err == nil && backward {
+		for _, ui := range units {
+			if err = f.reduceGrads(ui); err != nil {
+				break
+			}
+		}
+	}
+	torchx.ClearGrads(bound)
+	if err2 := torchx.ReleaseData(bound); err == nil && err2 != nil {
+		err = fmt.Errorf("empty the parameters: %w", err2)
+	}
+	return err
+}
+
+// gather all-gathers unit ui's weights into one flat buffer and points its
+// parameters at it; the caller drops the buffer after emptying them.
+func (f *fullState) gather(ui int) (*ts.Tensor, error) {
+	p, u := f.plan, f.plan.units[ui]
+	buf := ts.MustZeros([]int64{int64(p.size) * u.per}, p.dtype, f.dev)
+	var err error
+	if p.grouped() {
+		// This rank's secondary range is its place's share of the group's
+		// all-gather: the group holds all of the unit between its ranks.
+		span := int64(p.groups()) * u.per
+		src := f.second.MustNarrow(0, f.secOff[ui], span, false)
+		copyInto(buf, int64(p.rank%p.group)*span, src)
+		err = f.sh.ShardAllGather([]*ts.Tensor{buf}, span, p.inGroup())
+	} else {
+		src := f.w.MustNarrow(0, u.off, u.per, false)
+		copyInto(buf, int64(p.slot)*u.per, src)
+		err = f.sh.ShardAllGather([]*ts.Tensor{buf}, u.per, Among{})
+	}
+	if err != nil {
+		buf.MustDrop()
+		return nil, fmt.Errorf("all-gather the weights of stage %d: %w", ui, err)
+	}
+	views := make([]*ts.Tensor, len(u.params))
+	var start int64
+	for k, i := range u.params {
+		n := p.numel(i)
+		views[k] = buf.MustNarrow(0, start, n, false).MustView(p.shapes[i], true)
+		start += n
+	}
+	err = torchx.SetData(unitTensors(u, f.params), views)
+	dropAll(views)
+	if err != nil {
+		buf.MustDrop()
+		return nil, fmt.Errorf("stage %d: %w", ui, err)
+	}
+	return buf, nil
+}
+
+// reduceGrads reduce-scatters the gradients of unit ui's parameters and
+// adds this rank's ranges of the sums into f.g.
+func (f *fullState) reduceGrads(ui int) error {
+	p, u := f.plan, f.plan.units[ui]
+	gs := make([]*ts.Tensor, len(p.shapes))
+	var list []*ts.Tensor
+	for _, i := range u.params {
+		g := f.params[i].MustGrad(false)
+		if !g.MustDefined() {
+			// A parameter of the unit the stage did not read (the learned
+			// positions, in a tied head's stage): no gradient from it.
+			g.MustDrop()
+			g = ts.MustZeros(p.shapes[i], p.dtype, f.dev)
+		}
+		gs[i] = g
+		list = append(list, g)
+	}
+	defer dropAll(list)
+	var err error
+	torchx.NoGrad(func() {
+		if !p.grouped() {
+			if err = f.sh.ShardReduceScatter(list, u.per, Among{}); err != nil {
+				return
+			}
+			for _, s := range u.segs {
+				addInto(f.g, s.off, view(gs[s.param], s.lo, s.n))
+			}
+			return
+		}
+		// Within the group first: this rank's secondary range then holds
+		// the group's sum, which the ranks at its place in every group
+		// reduce-scatter among themselves.
+		span := int64(p.groups()) * u.per
+		if err = f.sh.ShardReduceScatter(list, span, p.inGroup()); err != nil {
+			return
+		}
+		part := ts.MustZeros([]int64{span}, p.dtype, f.dev)
+		defer part.MustDrop()
+		lo := int64(p.rank%p.group) * span
+		for _, pc := range p.pieces(u, lo, lo+span) {
+			copyInto(part, pc.off, view(gs[pc.param], pc.lo, pc.n))
+		}
+		if err = f.sh.ShardReduceScatter([]*ts.Tensor{part}, u.per, p.acrossGroups()); err != nil {
+			return
+		}
+		addInto(f.g, u.off, part.MustNarrow(0, int64(p.rank/p.group)*u.per, u.per, false))
+	})
+	if err != nil {
+		return fmt.Errorf("reduce-scatter the gradients of stage %d: %w", ui, err)
+	}
+	return nil
+}
+
+// refreshSecondary all-gathers, across groups, the updated ranges that make
+// up this rank's secondary range.
+func (f *fullState) refreshSecondary() error {
+	p := f.plan
+	if !p.grouped() {
+		return nil
+	}
+	span := int64(p.groups())
+	for ui, u := range p.units {
+		sec := f.second.MustNarrow(0, f.secOff[ui], span*u.per, false)
+		torchx.NoGrad(func() {
+			copyInto(sec, int64(p.rank/p.group)*u.per, f.w.MustNarrow(0, u.off, u.per, false))
+		})
+		err := f.sh.ShardAllGather([]*ts.Tensor{sec}, u.per, p.acrossGroups())
+		sec.MustDrop()
+		if err != nil {
+			return fmt.Errorf("all-gather the updated weights across groups: %w", err)
+		}
+	}
+	return nil
+}
+
+// withWeights gives rank root's parameters the whole model (gathered from
+// every rank's ranges; every rank takes part) while fn runs, for a
+// checkpoint; the other ranks run fn with their parameters empty.
+func (f *fullState) withWeights(rank, root int, fn func() error) error {
+	var full []*ts.Tensor
+	if rank == root {
+		full = make([]*ts.Tensor, len(f.params))
+		for i := range full {
+			full[i] = ts.MustZeros(f.plan.shapes[i], f.plan.dtype, f.dev)
+		}
+		defer dropAll(full)
+		if err := torchx.SetData(f.params, full); err != nil {
+			return err
+		}
+		defer torchx.ReleaseData(f.params)
+	}
+	if err := f.plan.gatherLocal(f.sh, full, f.w); err != nil {
+		return fmt.Errorf("gather the weights: %w", err)
+	}
+	return fn()
+}
+
+// drop frees the local vectors.
+func (f *fullState) drop() {
+	for _, t := range []*ts.Tensor{f.w, f.g, f.second} {
+		if t != nil {
+			t.MustDrop()
+		}
+	}
+}
+
+// trainStepFull is trainStep under train.shard = "full".
+func (l *loop) trainStepFull() (Metric, error) {
+	cfg, f := l.cfg, l.full
+	shares, nKept, err := l.readShares()
+	if err != nil {
+		return Metric{}, err
+	}
+	l.pos += int64(cfg.BatchSize)
+	torchx.NoGrad(func() { torchx.Zero_(f.g) })
+	var sums lossSums
+	t0 := time.Now()
+	for a, sh := range shares {
+		ms, err := l.microStepFull(sh, nKept[a], cfg.GradAccum)
+		if err != nil {
+			return Metric{}, err
+		}
+		sums.add(ms)
+		torchx.Collect()
+	}
+	t1 := time.Now()
+	l.tModel += t1.Sub(t0)
+	defer func() { l.tOpt += time.Now().Sub(t1) }()
+	if sums, err = l.sumOverRanks(sums); err != nil {
+		return Metric{}, err
+	}
+	lr := cfg.lrAt(l.step+1, l.total)
+	var local float64
+	torchx.NoGrad(func() {
+		// The padding of f.g is never written: it adds zeros.
+		s := f.g.MustSquare(false).MustSum(gotch.Double, true)
+		local = s.Float64Values()[0]
+		s.MustDrop()
+	})
+	t := ts.MustOfSlice([]float64{local})
+	defer t.MustDrop()
+	if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+		return Metric{}, fmt.Errorf("all-reduce the gradient norm: %w", err)
+	}
+	gn := math.Sqrt(t.Float64Values()[0])
+	if cfg.Clip > 0 && gn > cfg.Clip {
+		torchx.NoGrad(func() { torchx.MulScalar_(f.g, cfg.Clip/(gn+1e-6)) })
+	}
+	l.opt.update(nil, lr, f.w, f.g)
+	if err := f.refreshSecondary(); err != nil {
+		return Metric{}, err
+	}
+	return l.metric(sums, lr, gn), nil
+}
+
+// microStepFull is microStep under train.shard = "full" (see the file's
+// comment): one worker, stage by stage.
+func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error) {
+	var out lossSums
+	f, g := l.full, l.g
+	inp, tgt, _ := batchTensors(sh.rows, l.block, g.Device())
+	defer inp.MustDrop()
+	defer tgt.MustDrop()
+	dt, err := boolTensor(sh.dropped, []int64{int64(len(sh.rows)), int64(l.block)}, g.Device())
+	if err != nil {
+		return out, err
+	}
+	defer dt.MustDrop()
+	pass, err := g.NewPass(int64(l.block))
+	if err != nil {
+		return out, err
+	}
+	defer pass.Drop()
+	nb := pass.Blocks()
+	xs := make([]*ts.Tensor, nb+1) // xs[i]: block i's input; xs[nb] the head's
+	defer func() {
+		for _, x := range xs {
+			if x != nil {
+				x.MustDrop()
+			}
+		}
+	}()
+	if err := f.stage([]int{0}, false, func() error {
+		torchx.NoGrad(func() { xs[0] = pass.Embed(inp) })
+		return nil
+	}); err != nil {
+		return out, err
+	}
+	for li := 0; li < nb; li++ {
+		if err := f.stage([]int{1 + li}, false, func() error {
+			torchx.NoGrad(func() { xs[li+1] = pass.Block(li, xs[li]) })
+			return nil
+		}); err != nil {
+			return out, err
+		}
+	}
+	var res workerLoss
+	var dx *ts.Tensor // the loss's gradient at the current stage's output
+	defer func() {
+		if dx != nil {
+			dx.MustDrop()
+		}
+	}()
+	// input runs fn on a leaf copy of x that requires grad and returns its gradient.
+	input := func(x *ts.Tensor, fn func(x *ts.Tensor) error) (*ts.Tensor, error) {
+		leaf := x.MustDetach(false).MustSetRequiresGrad(true, true)
+		defer leaf.MustDrop()
+		if err := fn(leaf); err != nil {
+			return nil, err
+		}
+		return leaf.MustGrad(false), nil
+	}
+	if err := f.stage(f.heads, true, func() error {
+		var err error
+		dx, err = input(xs[nb], func(x *ts.Tensor) error {
+			logits := pass.Head(x)
+			defer logits.MustDrop()
+			res = lossBackward(logits, tgt, dt, nKept, accum)
+			return res.err
+		})
+		return err
+	}); err != nil {
+		return out, err
+	}
+	// backFrom runs the backward pass of y from the loss's gradient at y.
+	backFrom := func(y *ts.Tensor) error {
+		defer y.MustDrop()
+		s := y.MustMul(dx, false).MustSum(gotch.Float, true)
+		defer s.MustDrop()
+		if err := s.Backward(); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		return nil
+	}
+	for li := nb - 1; li >= 0; li-- {
+		if err := f.stage([]int{1 + li}, true, func() error {
+			grad, err := input(xs[li], func(x *ts.Tensor) error { return backFrom(pass.Block(li, x)) })
+			if err != nil {
+				return err
+			}
+			dx.MustDrop()
+			dx = grad
+			return nil
+		}); err != nil {
+			return out, err
+		}
+	}
+	if err := f.stage([]int{0}, true, func() error { return backFrom(pass.Embed(inp)) }); err != nil {
+		return out, err
+	}
+	out.kept = res.keptSum / float64(max(nKept, 1))
+	if math.IsNaN(out.kept) || math.IsInf(out.kept, 0) {
+		return out, fmt.Errorf("loss is %v", out.kept)
+	}
+	if nAll := float64(res.NKept + res.NDropped); nAll > 0 {
+		out.allCE, out.allN = res.All*nAll, nAll
+	}
+	if res.NDropped > 0 {
+		out.droppedCE, out.droppedN = res.Dropped*float64(res.NDropped), float64(res.NDropped)
+	}
+	return out, nil
+}
+
+// validateFull is validate under train.shard = "full": every rank runs the
+// same number of batches (each gathers every stage, a collective), a rank
+// past its rows with none.
+func (l *loop) validateFull() (float64, error) {
+	lo, hi := split(len(l.val), l.size, l.rank)
+	mine := l.val[lo:hi]
+	micro := max(1, l.cfg.BatchSize/l.size/l.cfg.GradAccum)
+	most := (len(l.val) + l.size - 1) / l.size
+	var sum, n float64
+	for i := 0; i < most; i += micro {
+		rows := mine[min(i, len(mine)):min(i+micro, len(mine))]
+		s, c, err := l.evalFull(rows)
+		if err != nil {
+			return 0, fmt.Errorf("validation: %w", err)
+		}
+		sum += s
+		n += c
+		torchx.Collect()
+	}
+	t := ts.MustOfSlice([]float64{sum, n})
+	defer t.MustDrop()
+	if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+		return 0, fmt.Errorf("validation: all-reduce: %w", err)
+	}
+	v := t.Float64Values()
+	return ratio(v[0], v[1]), nil
+}
+
+// evalFull is evalRows stage by stage (rows may be empty: the gathers
+// still run).
+func (l *loop) evalFull(rows [][]int32) (sum, n float64, err error) {
+	f, g := l.full, l.g
+	pass, err := g.NewPass(int64(l.block))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pass.Drop()
+	forward := func(ids *ts.Tensor) (*ts.Tensor, error) {
+		var x *ts.Tensor
+		defer func() {
+			if x != nil {
+				x.MustDrop()
+			}
+		}()
+		if err := f.stage([]int{0}, false, func() error { x = pass.Embed(ids); return nil }); err != nil {
+			return nil, err
+		}
+		for li := 0; li < pass.Blocks(); li++ {
+			if err := f.stage([]int{1 + li}, false, func() error {
+				y := pass.Block(li, x)
+				x.MustDrop()
+				x = y
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		var logits *ts.Tensor
+		err := f.stage(f.heads, false, func() error { logits = pass.Head(x); return nil })
+		return logits, err
+	}
+	if len(rows) == 0 {
+		// No rows here, but the other ranks' gathers need this rank's.
+		for _, units := range append([][]int{{0}}, l.stageUnits()...) {
+			if err := f.stage(units, false, func() error { return nil }); err != nil {
+				return 0, 0, err
+			}
+		}
+		return 0, 0, nil
+	}
+	return evalLogits(forward, rows, l.block, g.Device())
+}
+
+// stageUnits are the units of the stages after the embedding, in order.
+func (l *loop) stageUnits() [][]int {
+	var out [][]int
+	for li := 1; li < len(l.full.plan.units)-1; li++ {
+		out = append(out, []int{li})
+	}
+	return append(out, l.full.heads)
+}
