@@ -193,26 +193,31 @@ func TestTrainParity(t *testing.T) {
 		// asNone is the tolerance against the same ranks unsharded
 		// (losses relative, weights absolute); -1: not compared.
 		asNone float64
-		group  int // train.shard_group
+		group  int    // train.shard_group
+		arch   string // model.arch ("": llama)
 	}{
-		{"static", loss.StrategyStatic, 1, false, 2, "", -1, 0},
-		{"hash-table accum 2", loss.StrategyHashTable, 2, false, 2, "", -1, 0},
-		{"hash-table accum 2 lazy", loss.StrategyHashTable, 2, true, 2, "", -1, 0},
+		{"static", loss.StrategyStatic, 1, false, 2, "", -1, 0, ""},
+		{"hash-table accum 2", loss.StrategyHashTable, 2, false, 2, "", -1, 0, ""},
+		{"hash-table accum 2 lazy", loss.StrategyHashTable, 2, true, 2, "", -1, 0, ""},
 		// ZeRO-1 all-reduces as unsharded ranks do and each rank applies
 		// the same elementwise AdamW to its range of the weights: bit for
 		// bit the unsharded run on as many ranks.
-		{"shard optimizer 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardOptimizer, 0, 0},
-		{"shard optimizer 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardOptimizer, 0, 0},
+		{"shard optimizer 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardOptimizer, 0, 0, ""},
+		{"shard optimizer 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardOptimizer, 0, 0, ""},
 		// ZeRO-2's reduce-scatter ring sums in another order than Gloo's
 		// all-reduce: equal to rounding.
-		{"shard gradients 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardGradients, 1e-5, 0},
-		{"shard gradients 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardGradients, 1e-5, 0},
+		{"shard gradients 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardGradients, 1e-5, 0, ""},
+		{"shard gradients 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardGradients, 1e-5, 0, ""},
 		// ZeRO-3 reduce-scatters each stage's gradients as its backward
 		// ends and sums a tied embedding's two gradients after the ring,
 		// not inside autograd: equal to rounding.
-		{"shard full 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardFull, 1e-5, 0},
-		{"shard full 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardFull, 1e-5, 0},
-		{"shard full 4 ranks groups of 2", loss.StrategyHashTable, 2, false, 4, train.ShardFull, 1e-5, 2},
+		{"shard full 2 ranks", loss.StrategyHashTable, 2, false, 2, train.ShardFull, 1e-5, 0, ""},
+		{"shard full 4 ranks", loss.StrategyHashTable, 2, false, 4, train.ShardFull, 1e-5, 0, ""},
+		{"shard full 4 ranks groups of 2", loss.StrategyHashTable, 2, false, 4, train.ShardFull, 1e-5, 2, ""},
+		// GPT-2: learned positions in the embedding's unit, which the tied
+		// head's stage gathers but does not read; biases; an untied head.
+		{"shard full 2 ranks gpt2", loss.StrategyHashTable, 2, false, 2, train.ShardFull, 1e-5, 0, "gpt2"},
+		{"shard full 4 ranks groups of 2 untied", loss.StrategyHashTable, 2, false, 4, train.ShardFull, 1e-5, 2, "untied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const steps = 20
@@ -222,12 +227,16 @@ func TestTrainParity(t *testing.T) {
 				t.Skip(err)
 			}
 			cfg, mcfg, lcfg := parityRun(steps, tc.strategy, tc.accum)
+			mcfg.Arch, mcfg.Untied = tc.arch, tc.arch == "untied"
+			if tc.arch == "untied" {
+				mcfg.Arch = ""
+			}
 			if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			env := []string{"MEMO_DIST_DIR=" + multi, "MEMO_DIST_STEPS=" + strconv.Itoa(steps),
 				"MEMO_DIST_MASK=" + tc.strategy, "MEMO_DIST_ACCUM=" + strconv.Itoa(tc.accum), "MEMO_DIST_SHARD=" + tc.shard,
-				"MEMO_DIST_SHARD_GROUP=" + strconv.Itoa(tc.group)}
+				"MEMO_DIST_SHARD_GROUP=" + strconv.Itoa(tc.group), "MEMO_DIST_ARCH=" + tc.arch}
 			reads := t.TempDir()
 			if tc.lazy {
 				env = append(env, "MEMO_DIST_READS="+reads)
@@ -238,12 +247,9 @@ func TestTrainParity(t *testing.T) {
 			}
 			worst, maxDiff := compareRuns(t, single, multi, steps, 1e-6, 1e-5)
 			rel := relativeWeights(t, single, multi)
-			t.Logf("against one process: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2, worst tensor)", worst, maxDiff, rel)
-			// Data parallelism itself sums the gradients in another order
-			// than one process: 2.2e-6 on 4 ranks after 20 steps, sharded
-			// or not.
-			if !(rel <= 5e-6) {
-				t.Errorf("final weights differ from one process's by %.2g relative (L2 of the worst tensor), want <= 5e-6", rel)
+			t.Logf("against one process: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2)", worst, maxDiff, rel)
+			if !(rel <= 1e-6) {
+				t.Errorf("final weights differ from one process's by %.2g relative (L2), want <= 1e-6", rel)
 			}
 			if tc.asNone >= 0 {
 				plain := t.TempDir()
@@ -253,7 +259,7 @@ func TestTrainParity(t *testing.T) {
 				}
 				worst, maxDiff := compareRuns(t, plain, multi, steps, tc.asNone, tc.asNone)
 				rel := relativeWeights(t, plain, multi)
-				t.Logf("against %d unsharded ranks: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2, worst tensor)", tc.nproc, worst, maxDiff, rel)
+				t.Logf("against %d unsharded ranks: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2)", tc.nproc, worst, maxDiff, rel)
 				// Sharding adds no more than rounding to data parallelism.
 				if !(worst <= 1e-6 && rel <= 1e-6) {
 					t.Errorf("against %d unsharded ranks: losses %.2g, weights %.2g relative, want <= 1e-6", tc.nproc, worst, rel)
@@ -436,28 +442,25 @@ func compareRuns(t *testing.T, a, b string, steps int, lossTol, weightTol float6
 	return worst, maxDiff
 }
 
-// relativeWeights is the largest ||a - b|| / ||a|| (L2) over the final
-// weights' tensors of run directories a and b: rounding differences in
-// the gradients' summation order move single elements by up to ~1e-5
-// through AdamW's normalisation (an element whose gradient is near zero
-// takes a whole step of either sign), while each tensor as a whole stays
-// within ~1e-7.
+// relativeWeights is ||a - b|| / ||a|| (L2) over all the final weights of
+// run directories a and b. Rounding differences in the gradients'
+// summation order move single elements by up to a few 1e-6 after 20
+// steps (AdamW normalises each element's step, so one whose gradient is
+// near zero moves as far as any), and a tensor that starts at zero (a
+// bias) can differ by 1e-4 of its own small norm; the model as a whole
+// stays within 1e-6.
 func relativeWeights(t *testing.T, a, b string) float64 {
 	t.Helper()
 	wa, wb := weights(t, a), weights(t, b)
-	var worst float64
+	var d, n float64
 	for name, x := range wa {
 		y := wb[name]
-		var d, n float64
 		for i := range x {
 			d += (x[i] - y[i]) * (x[i] - y[i])
 			n += x[i] * x[i]
 		}
-		if n > 0 {
-			worst = math.Max(worst, math.Sqrt(d/n))
-		}
 	}
-	return worst
+	return math.Sqrt(d / n)
 }
 
 func weights(t *testing.T, runDir string) map[string][]float64 {

@@ -152,6 +152,11 @@ func workerTrain(g *Group) error {
 	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
 	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
 	cfg.ShardGroup = envInt("MEMO_DIST_SHARD_GROUP", 0)
+	if a := os.Getenv("MEMO_DIST_ARCH"); a == "untied" {
+		mcfg.Untied = true
+	} else {
+		mcfg.Arch = a
+	}
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
 	// With MEMO_DIST_READS the rows are read lazily and the positions this
 	// rank read are written there.

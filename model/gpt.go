@@ -256,13 +256,19 @@ func (in *inputs) drop() {
 
 // sharedInputs are the inputs of a pass over positions 0..t-1 in every row.
 func (g *GPT) sharedInputs(t int64) *inputs {
+	in := g.maskInputs(t)
+	if pe := g.top[modPositions].w; pe != nil {
+		in.positions = pe.MustNarrow(0, 0, t, false)
+	}
+	return in
+}
+
+// maskInputs are sharedInputs without the learned positions (a weight).
+func (g *GPT) maskInputs(t int64) *inputs {
 	in := &inputs{masks: map[int]*ts.Tensor{}}
 	for _, r := range g.ropes {
 		in.cos = append(in.cos, r.cos.MustNarrow(0, 0, t, false))
 		in.sin = append(in.sin, r.sinSigned.MustNarrow(0, 0, t, false))
-	}
-	if pe := g.top[modPositions].w; pe != nil {
-		in.positions = pe.MustNarrow(0, 0, t, false)
 	}
 	for _, b := range g.blocks {
 		if _, ok := in.masks[b.window]; !ok {

@@ -61,14 +61,9 @@ func (g *GPT) NewPass(t int64) (*Pass, error) {
 	if t < 1 || t > int64(g.cfg.Context) {
 		return nil, fmt.Errorf("model: a pass over %d positions: want 1..context %d", t, g.cfg.Context)
 	}
-	in := g.sharedInputs(t)
 	// The learned positions are a weight of unit 0, read in Embed when
 	// it is present, not here.
-	if in.positions != nil {
-		in.positions.MustDrop()
-		in.positions = nil
-	}
-	return &Pass{g: g, t: t, in: in}, nil
+	return &Pass{g: g, t: t, in: g.maskInputs(t)}, nil
 }
 
 // Drop frees the pass's masks and rotary rows.
