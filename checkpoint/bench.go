@@ -2,11 +2,10 @@ package checkpoint
 
 import (
 	"fmt"
+	"github.com/memo-research/memo/internal/procmem"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -175,7 +174,7 @@ func Bench(c BenchConfig) (BenchResult, error) {
 		}
 	}
 	res.GoHeapMaxMB = heap.maxMB
-	res.PeakRSSMB = peakRSSMB()
+	res.PeakRSSMB = float64(procmem.PeakRSS()) / 1e6
 	return res, nil
 }
 
@@ -189,20 +188,4 @@ func (h *heapWatch) sample() {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	h.maxMB = max(h.maxMB, float64(m.HeapAlloc)/1e6)
-}
-
-// peakRSSMB is the process's peak resident set (Linux's VmHWM), 0 where
-// /proc does not say.
-func peakRSSMB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1e3
-		}
-	}
-	return 0
 }

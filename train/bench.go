@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/memo-research/memo/internal/procmem"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -75,7 +76,12 @@ type BenchResult struct {
 	ShardGroup int    `json:"shard_group,omitempty"`
 	// State is rank 0's bytes of parameters, gradients and AdamW state;
 	// Unsharded is what one rank holds with train.shard = none.
-	State     StateBytes `json:"state_bytes"`
+	State StateBytes `json:"state_bytes"`
+	// RSS is rank 0's resident set after the last step (VmRSS) and
+	// PeakRSS its largest (VmHWM, which includes building the whole model
+	// at the start), in bytes.
+	RSS       int64      `json:"rss_bytes"`
+	PeakRSS   int64      `json:"peak_rss_bytes"`
 	Unsharded StateBytes `json:"unsharded_state_bytes"`
 	// Collectives are rank 0's collectives per measured step: calls, the
 	// bytes handed to each, and the bytes it sends under the collective's
@@ -258,6 +264,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		traffic = trafficPerStep(before, counter.Traffic(), cfg.Steps)
 	}
 	state := l.stateBytes()
+	torchx.Collect()
+	torchx.ReleaseFreeMemory()
+	rss, peakRSS := procmem.RSS(), procmem.PeakRSS()
 	// Unsharded, every rank holds the weights, their gradients and both
 	// moments of every parameter.
 	pb := mc.Params() * int64(gotch.Float.Size())
@@ -272,7 +281,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
-		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, Unsharded: full, Collectives: traffic,
+		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
 	}, nil
 }
 

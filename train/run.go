@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/memo-research/memo/internal/progress"
@@ -228,6 +229,11 @@ func (l *loop) shardWeights() error {
 		return err
 	}
 	l.full = f
+	// Hand the whole model's pages back: the C heap keeps freed memory
+	// mapped (malloctune), and the Go heap the values the weights were
+	// drawn from.
+	debug.FreeOSMemory()
+	torchx.ReleaseFreeMemory()
 	return nil
 }
 

@@ -363,6 +363,7 @@ func runBenchTrain(c *cli.Context) error {
 		st, un := res.State, res.Unsharded
 		fmt.Printf("rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
 			res.Nproc, res.Shard, st.Params, st.Grads, st.Optimizer, un.Params, un.Grads, un.Optimizer, st.Padding)
+		fmt.Printf("             resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
 		if st.Secondary > 0 || st.Gathered > 0 {
 			fmt.Printf("             secondary copy %d B (groups of %d); one stage's gathered weights and gradients %d B at most\n",
 				st.Secondary, res.ShardGroup, st.Gathered)

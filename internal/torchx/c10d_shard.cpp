@@ -101,14 +101,22 @@ struct ring {
   int prev() const { return ranks[(me + size() - 1) % size()]; }
 };
 
+// waitP2P waits for a send or receive. Not in slices as memo_wait waits
+// for collectives: Gloo ends a point-to-point wait that times out by
+// closing every pair of the group ("Application timeout caused pair
+// closure"), so a slice shorter than a slow transfer would break a healthy
+// group. A killed peer still fails it at once (its sockets close); a
+// stopped one, only after the group's timeout.
+void waitP2P(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w) { w->wait(p->timeout); }
+
 // exchange sends s to the next rank of r and receives v from the previous.
 void exchange(memo_pg *p, const ring &r, at::Tensor s, at::Tensor v, int tag) {
   std::vector<at::Tensor> sv{s.contiguous()};
   std::vector<at::Tensor> vv{v};
   auto ws = p->pg->send(sv, r.next(), tag);
   auto wr = p->pg->recv(vv, r.prev(), tag);
-  memo_wait(p, wr);
-  memo_wait(p, ws);
+  waitP2P(p, wr);
+  waitP2P(p, ws);
 }
 
 int failShard(char **err, const char *what, const std::exception &e) {
@@ -208,7 +216,7 @@ int memo_pg_shard_root(memo_pg *p, void **tensors, int n, void *local,
     auto slot = [&](int q) { return int64_t(slots == nullptr ? q : slots[q]); };
     if (r != root) {
       std::vector<at::Tensor> v{loc};
-      memo_wait(p, toRoot ? p->pg->send(v, root, 1 << 20) : p->pg->recv(v, root, 1 << 20));
+      waitP2P(p, toRoot ? p->pg->send(v, root, 1 << 20) : p->pg->recv(v, root, 1 << 20));
       return 0;
     }
     flatList f(tensors, n);
@@ -220,11 +228,11 @@ int memo_pg_shard_root(memo_pg *p, void **tensors, int n, void *local,
       if (q == r) continue;
       std::vector<at::Tensor> v{buf};
       if (toRoot) {
-        memo_wait(p, p->pg->recv(v, q, 1 << 20));
+        waitP2P(p, p->pg->recv(v, q, 1 << 20));
         f.write(slot(q) * shard, buf);
       } else {
         f.read(slot(q) * shard, buf);
-        memo_wait(p, p->pg->send(v, q, 1 << 20));
+        waitP2P(p, p->pg->send(v, q, 1 << 20));
       }
     }
     return 0;
