@@ -99,7 +99,7 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 	}
 	a := archs[c.Arch] // Resolve checked it
 	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}, compute: gotch.Float}
-	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6d656d6f)) // "memo"
+	rng := initRNG(c.Seed)
 	g.blocks = make([]block, c.Layers)
 	for i := range g.blocks {
 		g.blocks[i].window = c.window(i)
@@ -166,20 +166,59 @@ func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, 
 	if !initialise {
 		return ts.MustEmpty(spec.Shape, gotch.Float, dev), nil
 	}
+	return tensorOf(drawWeight(spec, norm, rng, nil), spec.Shape, dev)
+}
+
+// initRNG is the source fresh weights are drawn from, in layout order.
+func initRNG(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x6d656d6f)) } // "memo"
+
+// InitValues calls fn with the values New draws for each of cfg's weights,
+// in Params order, one weight at a time and without building a model: a
+// caller that keeps only a part of each (train.shard = "full") never holds
+// the whole model. vals is valid during fn only: one buffer, the size of
+// the largest weight, serves them all, so that drawing allocates no more
+// than that with Go's collector paused.
+func InitValues(cfg Config, fn func(i int, vals []float32) error) error {
+	c, err := cfg.Resolve()
+	if err != nil {
+		return err
+	}
+	a := archs[c.Arch]
+	rng := initRNG(c.Seed)
+	var buf []float32
+	for i, spec := range a.layout(c) {
+		buf = drawWeight(spec, a.Norm, rng, buf)
+		if err := fn(i, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drawWeight draws one fresh weight's values: N(0, 0.02) for matrices,
+// 1 for norm gains (0 for Gemma's 1+w gains), 0 for biases; into buf
+// when it has room.
+func drawWeight(spec tensorSpec, norm NormKind, rng *rand.Rand, buf []float32) []float32 {
 	n := int64(1)
 	for _, d := range spec.Shape {
 		n *= d
 	}
-	vals := make([]float32, n)
+	vals := buf[:0]
+	if int64(cap(buf)) < n {
+		vals = make([]float32, n)
+	}
+	vals = vals[:n]
 	for i := range vals {
 		switch {
 		case spec.Kind == matrixWeight:
 			vals[i] = float32(rng.NormFloat64() * initStdDev)
 		case spec.Kind == gainWeight && norm != NormRMSOffset:
 			vals[i] = 1
+		default:
+			vals[i] = 0
 		}
 	}
-	return tensorOf(vals, spec.Shape, dev)
+	return vals
 }
 
 // Config is the resolved configuration the model was built with.

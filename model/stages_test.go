@@ -93,3 +93,29 @@ func TestPassStagesAreForward(t *testing.T) {
 		})
 	}
 }
+
+// InitValues streams the very values New puts in each weight, in Params order.
+func TestInitValuesAreNew(t *testing.T) {
+	for _, cfg := range []Config{
+		{Preset: "nano", Vocab: 97, Seed: 5},
+		{Arch: "gemma2", Preset: "nano", Vocab: 97, Seed: 6},
+		{Arch: "gpt2", Preset: "nano", Vocab: 97, Seed: 7, Untied: true},
+	} {
+		g := newTest(t, cfg)
+		n := 0
+		err := InitValues(cfg, func(i int, vals []float32) error {
+			want := g.Params()[i].Tensor.MustView([]int64{-1}, false)
+			got := ts.MustOfSlice(vals)
+			defer got.MustDrop()
+			defer want.MustDrop()
+			if !got.MustEqual(want, false) {
+				t.Errorf("%s %s: streamed values differ from New's", cfg.Arch, g.Params()[i].Name)
+			}
+			n++
+			return nil
+		})
+		if err != nil || n != len(g.Params()) {
+			t.Fatalf("%s: %d weights streamed of %d, err %v", cfg.Arch, n, len(g.Params()), err)
+		}
+	}
+}

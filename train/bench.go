@@ -12,7 +12,7 @@ import (
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/nn"
+
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -188,14 +188,6 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		peak = MatmulPeak(2048, 5, max(1, cfg.Threads))
 	}
 
-	vs := nn.NewVarStore(dev)
-	g, err := model.New(vs.Root(), mc)
-	if err != nil {
-		return BenchResult{}, err
-	}
-	if err := g.SetPrecision(cfg.Precision, true); err != nil {
-		return BenchResult{}, err
-	}
 	tc := DefaultConfig()
 	tc.BatchSize, tc.GradAccum, tc.Threads, tc.Shard = cfg.Batch, 1, cfg.Threads, cfg.Shard
 	rank, size := 0, 1
@@ -208,11 +200,18 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Batch%size != 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d: must be a multiple of the %d processes", cfg.Batch, size)
 	}
-	tc.ShardGroup = cfg.ShardGroup
-	sharder, plan, err := shardFor(tc, g, cfg.Group, rank, size)
-	if err != nil {
+	tc.ShardGroup, tc.Precision = cfg.ShardGroup, cfg.Precision
+	l := &loop{cfg: tc, block: cfg.Seq, total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group}
+	defer l.dropFull()
+	if err := l.newModel(mc, dev, cfg.Group); err != nil {
 		return BenchResult{}, err
 	}
+	if l.full != nil {
+		if err := l.startFull(false); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	g := l.g
 	masker, err := loss.New(loss.Config{Strategy: loss.StrategyNone})
 	if err != nil {
 		return BenchResult{}, err
@@ -222,17 +221,12 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	l := &loop{cfg: tc, g: g, opt: newAdamW(g.Params(), tc, plan), masker: masker, stream: st, block: cfg.Seq,
-		total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group, sharder: sharder}
+	l.masker, l.stream = masker, st
 	counter, _ := cfg.Group.(trafficCounter)
 	var before []Traffic
 	workers := l.workerCount()
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
 	defer l.work.stop()
-	if err := l.shardWeights(); err != nil {
-		return BenchResult{}, err
-	}
-	defer l.dropFull()
 	var col, all time.Duration
 	var first, last, lastGrad float64
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {

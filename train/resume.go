@@ -35,9 +35,13 @@ func (l *loop) restore() error {
 				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
 			}
+			if err := l.bindWhole(); err != nil {
+				return err
+			}
 			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
 				return err
 			}
+			l.loadedWeights = true
 			if err := l.loadOptimizer(dir, st.Step); err != nil {
 				return err
 			}
@@ -68,37 +72,69 @@ func (l *loop) restore() error {
 	if !saved.SameNetwork(l.g.Config()) {
 		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
 	}
+	if err := l.bindWhole(); err != nil {
+		return err
+	}
 	if err := checkpoint.LoadSourceWeights(l.g, dir); err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
+	l.loadedWeights = true
 	if l.rank == 0 {
 		slog.Info("initialised from", "checkpoint", dir)
 	}
 	return nil
 }
 
+// bindWhole, under train.shard = "full", gives rank 0's emptied parameters
+// whole storage to read weights into (startFull scatters and empties them).
+func (l *loop) bindWhole() error {
+	if l.full == nil {
+		return nil
+	}
+	_, err := l.full.bindWhole()
+	return err
+}
+
 // syncStart makes every rank start where rank 0 does. Rank 0 alone read the
 // checkpoint (or init_from); its step, data position and Adam step count,
-// weights and moments are broadcast, so a run resumes with any world size
+// weights and moments are broadcast (weights that rank 0 did not read are
+// the seed's, the same on every rank), so a run resumes with any world size
 // and needs no file system shared between machines. The run's length and
 // epoch size travel along as a check that all ranks see the same data.
+// Under train.shard = "full" each rank receives only its ranges.
 func (l *loop) syncStart() error {
-	ints := ts.MustOfSlice([]int64{int64(l.step), l.pos, int64(l.opt.step), int64(l.total), int64(l.stream.perEpoch)})
+	loaded := int64(0)
+	if l.loadedWeights {
+		loaded = 1
+	}
+	ints := ts.MustOfSlice([]int64{int64(l.step), l.pos, int64(l.opt.step), int64(l.total), int64(l.stream.perEpoch), loaded})
 	defer ints.MustDrop()
 	elapsed := ts.MustOfSlice([]float64{l.elapsed})
 	defer elapsed.MustDrop()
-	all := []*ts.Tensor{ints, elapsed}
-	for _, p := range l.g.Params() {
-		all = append(all, p.Tensor)
-	}
-	if l.opt.plan == nil {
-		all = append(all, l.opt.m...)
-		all = append(all, l.opt.v...)
-	}
-	if err := l.group.Broadcast(all, 0); err != nil {
+	if err := l.group.Broadcast([]*ts.Tensor{ints, elapsed}, 0); err != nil {
 		return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
 	}
 	v := ints.Int64Values()
+	var all []*ts.Tensor
+	if v[5] == 1 && l.full == nil {
+		for _, p := range l.g.Params() {
+			all = append(all, p.Tensor)
+		}
+	}
+	if l.opt.plan == nil && v[2] > 0 {
+		all = append(all, l.opt.m...)
+		all = append(all, l.opt.v...)
+	}
+	if len(all) > 0 {
+		if err := l.group.Broadcast(all, 0); err != nil {
+			return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
+		}
+	}
+	if l.full != nil {
+		if err := l.startFull(v[5] == 1); err != nil {
+			return err
+		}
+	}
 	if p := l.opt.plan; p != nil && v[2] > 0 {
 		// Rank 0 read full moments from the checkpoint (written by any
 		// number of ranks): each rank receives its range of them.

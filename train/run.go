@@ -29,6 +29,7 @@ import (
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
@@ -139,21 +140,13 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if err != nil {
 		return err
 	}
-	vs := nn.NewVarStore(dev)
-	g, err := model.New(vs.Root(), mc)
-	if err != nil {
+	l := &loop{cfg: cfg, masker: masker, stream: stream, block: block, total: total,
+		rank: rank, size: size, group: opts.Group, runDir: runDir}
+	defer l.dropFull()
+	if err := l.newModel(mc, dev, opts.Group); err != nil {
 		return err
 	}
-	if err := g.SetPrecision(cfg.Precision, true); err != nil {
-		return fmt.Errorf("train.precision: %w", err)
-	}
-	sharder, plan, err := shardFor(cfg, g, opts.Group, rank, size)
-	if err != nil {
-		return err
-	}
-	opt := newAdamW(g.Params(), cfg, plan)
-	l := &loop{cfg: cfg, g: g, opt: opt, masker: masker, stream: stream, block: block, total: total,
-		rank: rank, size: size, group: opts.Group, sharder: sharder, runDir: runDir}
+	g := l.g
 	// With several ranks only rank 0 reads the run directory; syncStart
 	// hands its state to the others.
 	if rank == 0 {
@@ -168,10 +161,6 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 			return err
 		}
 	}
-	if err := l.shardWeights(); err != nil {
-		return err
-	}
-	defer l.dropFull()
 	if l.val, err = src.ValRows(block); err != nil {
 		return fmt.Errorf("validation rows: %w", err)
 	}
@@ -217,21 +206,49 @@ func (l *loop) workerCount() int {
 	return max(1, l.cfg.Threads)
 }
 
-// shardWeights keeps, under train.shard = "full", only this rank's ranges
-// of the weights (every rank holds the same whole model until here) and
-// empties the model's parameters.
-func (l *loop) shardWeights() error {
-	if l.cfg.Shard != ShardFull {
-		return nil
+// newModel builds the model (fresh weights drawn from its seed), its
+// sharding plan and its optimizer. Under train.shard = "full" the model is
+// built unset and emptied, and no rank holds it whole: its ranges are drawn
+// or scattered later (startFull).
+func (l *loop) newModel(mc model.Config, dev gotch.Device, group Group) error {
+	vs := nn.NewVarStore(dev)
+	build := model.New
+	if l.cfg.Shard == ShardFull {
+		build = model.NewUninitialized
 	}
-	f, err := newFullState(l.opt.plan, l.sharder, l.g)
+	g, err := build(vs.Root(), mc)
 	if err != nil {
 		return err
 	}
-	l.full = f
-	// Hand the whole model's pages back: the C heap keeps freed memory
-	// mapped (malloctune), and the Go heap the values the weights were
-	// drawn from.
+	if err := g.SetPrecision(l.cfg.Precision, true); err != nil {
+		return fmt.Errorf("train.precision: %w", err)
+	}
+	sharder, plan, err := shardFor(l.cfg, g, group, l.rank, l.size)
+	if err != nil {
+		return err
+	}
+	l.g, l.sharder, l.opt = g, sharder, newAdamW(g.Params(), l.cfg, plan)
+	if l.cfg.Shard == ShardFull {
+		l.full, err = newFullState(plan, sharder, g)
+	}
+	return err
+}
+
+// startFull fills this rank's ranges under train.shard = "full": scattered
+// from rank 0 when it read them from a checkpoint or train.init_from,
+// drawn from the seed otherwise.
+func (l *loop) startFull(loaded bool) error {
+	var err error
+	if loaded {
+		err = l.full.scatterWeights(l.rank)
+	} else {
+		err = l.full.drawWeights(l.g.Config())
+	}
+	if err != nil {
+		return err
+	}
+	// Hand back the pages rank 0's whole copy held: the C heap keeps freed
+	// memory mapped (malloctune), the Go heap the drawn values.
 	debug.FreeOSMemory()
 	torchx.ReleaseFreeMemory()
 	return nil
@@ -265,10 +282,14 @@ type loop struct {
 	runDir  string
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.
-	loaded    [2][]*ts.Tensor
-	metrics   []Metric
-	lastSaved int
-	work      *workers
+	loaded [2][]*ts.Tensor
+	// loadedWeights is set on rank 0 when it read the weights from a
+	// checkpoint or train.init_from (the others' are the seed's until
+	// syncStart).
+	loadedWeights bool
+	metrics       []Metric
+	lastSaved     int
+	work          *workers
 	// Time spent in forward+backward and in the optimizer (for bench).
 	tModel, tOpt time.Duration
 }

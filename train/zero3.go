@@ -52,38 +52,84 @@ type fullState struct {
 	heads  []int // the units the head stage reads
 }
 
-// newFullState takes this rank's ranges of the model's weights (which every
-// rank holds whole at this point: built from one seed, or broadcast from
-// rank 0's checkpoint) and empties the parameters.
+// newFullState empties the model's parameters (built unset: nothing of the
+// whole model is ever resident here) and allocates this rank's vectors,
+// zeroed; the weights come from drawWeights or scatterWeights.
 func newFullState(plan *shardPlan, sh Sharder, g *model.GPT) (*fullState, error) {
 	f := &fullState{plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: g.HeadUnits()}
 	f.w = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
 	f.g = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
-	torchx.NoGrad(func() {
-		for _, s := range plan.segs {
-			copyInto(f.w, s.off, view(f.params[s.param], s.lo, s.n))
+	if plan.grouped() {
+		span := int64(plan.groups())
+		var n int64
+		for _, u := range plan.units {
+			f.secOff = append(f.secOff, n)
+			n += span * u.per
 		}
-		if plan.grouped() {
-			span := int64(plan.groups())
-			var n int64
-			for _, u := range plan.units {
-				f.secOff = append(f.secOff, n)
-				n += span * u.per
-			}
-			f.second = ts.MustZeros([]int64{n}, plan.dtype, f.dev)
-			j := int64(plan.rank % plan.group)
-			for ui, u := range plan.units {
-				lo := j * span * u.per
-				for _, pc := range plan.pieces(u, lo, lo+span*u.per) {
-					copyInto(f.second, f.secOff[ui]+pc.off, view(f.params[pc.param], pc.lo, pc.n))
-				}
-			}
-		}
-	})
+		f.second = ts.MustZeros([]int64{n}, plan.dtype, f.dev)
+	}
 	if err := torchx.ReleaseData(f.params); err != nil {
 		return nil, fmt.Errorf("train.shard = full: empty the parameters: %w", err)
 	}
 	return f, nil
+}
+
+// drawWeights fills this rank's ranges with the fresh weights of cfg, drawn
+// one weight at a time (model.InitValues, the values model.New would
+// draw), and gives the secondary copies theirs.
+func (f *fullState) drawWeights(cfg model.Config) error {
+	segs := map[int][]segment{}
+	for _, s := range f.plan.segs {
+		segs[s.param] = append(segs[s.param], s)
+	}
+	err := model.InitValues(cfg, func(i int, vals []float32) error {
+		for _, s := range segs[i] {
+			t, err := torchx.TensorOf(vals[s.lo:s.lo+s.n], []int64{s.n})
+			if err != nil {
+				return err
+			}
+			if f.dev != gotch.CPU {
+				t = t.MustTo(f.dev, true)
+			}
+			torchx.NoGrad(func() { copyInto(f.w, s.off, t) })
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("draw the weights: %w", err)
+	}
+	return f.refreshSecondary()
+}
+
+// scatterWeights gives every rank its ranges of rank 0's parameters (which
+// rank 0 alone filled whole, from a checkpoint or train.init_from; see
+// bindWhole), empties rank 0's, and gives the secondary copies theirs.
+func (f *fullState) scatterWeights(rank int) error {
+	var full []*ts.Tensor
+	if rank == 0 {
+		full = f.params
+	}
+	if err := f.plan.scatterLocal(f.sh, full, f.w); err != nil {
+		return fmt.Errorf("scatter the weights from rank 0: %w", err)
+	}
+	if rank == 0 {
+		if err := torchx.ReleaseData(f.params); err != nil {
+			return err
+		}
+	}
+	return f.refreshSecondary()
+}
+
+// bindWhole gives the parameters whole, zeroed storage (rank 0, to read a
+// checkpoint into or to write one from); the caller empties them after.
+func (f *fullState) bindWhole() ([]*ts.Tensor, error) {
+	full := make([]*ts.Tensor, len(f.params))
+	for i := range full {
+		full[i] = ts.MustZeros(f.plan.shapes[i], f.plan.dtype, f.dev)
+	}
+	err := torchx.SetData(f.params, full)
+	dropAll(full) // the parameters keep the storage
+	return f.params, err
 }
 
 // copyInto copies src (1-D) into dst at off, and drops src.
@@ -267,12 +313,8 @@ func (f *fullState) refreshSecondary() error {
 func (f *fullState) withWeights(rank, root int, fn func() error) error {
 	var full []*ts.Tensor
 	if rank == root {
-		full = make([]*ts.Tensor, len(f.params))
-		for i := range full {
-			full[i] = ts.MustZeros(f.plan.shapes[i], f.plan.dtype, f.dev)
-		}
-		defer dropAll(full)
-		if err := torchx.SetData(f.params, full); err != nil {
+		var err error
+		if full, err = f.bindWhole(); err != nil {
 			return err
 		}
 		defer torchx.ReleaseData(f.params)
