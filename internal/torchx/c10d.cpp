@@ -3,6 +3,9 @@
 // collective failed tell which peer went silent.
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <system_error>
+#include <unistd.h>
 #include <map>
 #include <vector>
 
@@ -57,7 +60,55 @@ static void watchPeers(memo_pg *p, bool fresh) {
     }
 }
 
+namespace {
+
+// What the terminate handler says about this process's group.
+std::mutex termMu;
+std::string termWho;    // "rank 1 of 2"
+std::string termStore;  // "127.0.0.1:29500"
+std::terminate_handler prevTerminate = nullptr;
+
+// storeGone ends the process when a libtorch thread we do not own lets an
+// exception escape. libtorch 1.13's TCPStore clients read their callback
+// socket on a thread of their own, which throws std::system_error
+// ("Connection reset by peer") when rank 0, which serves the store, dies
+// with data in flight: std::terminate would abort with a core dump and no
+// word of which rank went away. Any other exception goes to the handler
+// that was there before.
+[[noreturn]] void storeGone() {
+  std::string msg;
+  try {
+    if (auto e = std::current_exception()) std::rethrow_exception(e);
+  } catch (const std::system_error &e) {
+    msg = e.what();
+  } catch (...) {
+  }
+  if (msg.find("Connection reset") != std::string::npos || msg.find("Broken pipe") != std::string::npos) {
+    std::string who, store;
+    {
+      std::lock_guard<std::mutex> lk(termMu);
+      who = termWho;
+      store = termStore;
+    }
+    std::string line = "memo: " + who + ": the connection to rank 0's store at " + store + " was lost (" + msg +
+                       "): rank 0 is down, stopped or unreachable\n";
+    ssize_t n = write(2, line.data(), line.size());
+    (void)n;
+    _exit(1);
+  }
+  if (prevTerminate != nullptr) prevTerminate();
+  std::abort();
+}
+
+}  // namespace
+
 void memo_start_heartbeat(memo_pg *p) {
+  {
+    std::lock_guard<std::mutex> lk(termMu);
+    termWho = "rank " + std::to_string(p->rank) + " of " + std::to_string(p->size);
+    termStore = p->addr + ":" + std::to_string(p->port);
+    if (prevTerminate == nullptr) prevTerminate = std::set_terminate(storeGone);
+  }
   p->hbStore = memo_open_store(p->addr, p->port, false, 0, p->timeout);
   std::string key = memo_hb_key(p->rank);
   p->hbStore->add(key, 1);
