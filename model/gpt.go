@@ -674,7 +674,9 @@ func (g *GPT) separateProducts(cache *Cache) bool {
 }
 
 // normalize applies the family's norm with weights n over the last
-// dimension, of size dim.
+// dimension, of size dim. RMSNorm runs in one C++ call (torchx.RMSNorm:
+// the same libtorch ops as composing them here, bit for bit, at a sixth of
+// the Go → C calls, which a GPU's forward pass waits on).
 func (g *GPT) normalize(x *ts.Tensor, n weights, dim int) *ts.Tensor {
 	eps := g.cfg.NormEps
 	switch g.arch.Norm {
@@ -682,29 +684,16 @@ func (g *GPT) normalize(x *ts.Tensor, n weights, dim int) *ts.Tensor {
 		return ts.MustLayerNorm(x, []int64{int64(dim)}, n.w, n.b, eps, false)
 	case NormLayerPlain:
 		return ts.MustLayerNorm(x, []int64{int64(dim)}, noBias, noBias, eps, false)
-	case NormRMSOffset:
-		gain := n.w.MustAddScalar(ts.FloatScalar(1), false)
-		defer gain.MustDrop()
-		return rmsNorm(x, gain, eps)
 	}
-	return rmsNorm(x, n.w, eps)
+	return torchx.RMSNorm(x, n.w, eps, g.arch.Norm == NormRMSOffset)
 }
 
 // rope rotates the first RotaryDim dimensions of x [..., T, hd] by their
-// positions' angles (rotate-half within them); the rest pass unchanged.
+// positions' angles (rotate-half within them: x·cos + swapHalves(x)·sin,
+// sin signed); the rest pass unchanged. One C++ call (torchx.Rope) for
+// what were up to eight gotch ops, bit-identical to them.
 func (g *GPT) rope(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
-	hd, rot := int64(g.cfg.HeadDim), int64(g.cfg.RotaryDim())
-	if rot == hd {
-		return rotateHalf(x, cos, sinSigned)
-	}
-	head := x.MustNarrow(-1, 0, rot, false)
-	pass := x.MustNarrow(-1, rot, hd-rot, false)
-	rotated := rotateHalf(head, cos, sinSigned)
-	out := ts.MustCat([]*ts.Tensor{rotated, pass}, -1)
-	for _, t := range []*ts.Tensor{head, pass, rotated} {
-		t.MustDrop()
-	}
-	return out
+	return torchx.Rope(x, cos, sinSigned, int64(g.cfg.RotaryDim()))
 }
 
 // Replica returns a GPT whose weights share storage with g's but are

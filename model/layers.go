@@ -46,30 +46,6 @@ func repeatHeads(x *ts.Tensor, n int64) *ts.Tensor {
 	return e.MustReshape([]int64{sz[0], sz[1] * n, sz[2], sz[3]}, true)
 }
 
-// rmsNorm is x / sqrt(mean(x²) + eps) · w over the last dimension.
-func rmsNorm(x, w *ts.Tensor, eps float64) *ts.Tensor {
-	ms := x.MustSquare(false).MustMeanDim([]int64{-1}, true, gotch.Float, true)
-	inv := ms.MustAddScalar(ts.FloatScalar(eps), true).MustRsqrt(true)
-	y := x.MustMul(inv, false)
-	inv.MustDrop()
-	return y.MustMul(w, true)
-}
-
-// rotateHalf is x·cos + swapHalves(x)·sinSigned over x's last dimension.
-func rotateHalf(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
-	half := x.MustSize()[x.Dim()-1] / 2
-	x1 := x.MustNarrow(-1, 0, half, false)
-	x2 := x.MustNarrow(-1, half, half, false)
-	swapped := ts.MustCat([]*ts.Tensor{x2, x1}, -1)
-	x1.MustDrop()
-	x2.MustDrop()
-	a := x.MustMul(cos, false)
-	bsin := swapped.MustMul(sinSigned, true)
-	out := a.MustAdd(bsin, true)
-	bsin.MustDrop()
-	return out
-}
-
 // attention is softmax(cap(q·kᵀ·scale) + mask)·v with q [B,H,T,hd], k and v
 // [B,H,S,hd]. Written with matmul and softmax: libtorch 1.13's fused
 // scaled_dot_product_attention is not available here. cap is the

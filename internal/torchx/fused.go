@@ -1,0 +1,56 @@
+package torchx
+
+// #include <stdlib.h>
+// #include "fused.h"
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/sugarme/gotch/ts"
+)
+
+// RMSNorm is x / sqrt(mean(x²) + eps) · w over x's last dimension, the
+// mean taken in float32 (so a bfloat16 x gives a float32 result); with
+// offset the gain is w + 1, as Gemma stores it. It runs libtorch's
+// square, mean, add, rsqrt, mul, mul in one Go → C call (fused.cpp):
+// the same ops gotch would call one by one, so results and gradients are
+// bit-identical to that composition, at a sixth of the host round trips.
+// Panics, like gotch's Must functions, if libtorch fails.
+func RMSNorm(x, w *ts.Tensor, eps float64, offset bool) *ts.Tensor {
+	off := C.int(0)
+	if offset {
+		off = 1
+	}
+	var e *C.char
+	p := C.memo_rms_norm(x.Ctensor(), w.Ctensor(), C.double(eps), off, &e)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(w)
+	return fusedResult("rms_norm", p, e)
+}
+
+// Rope rotates the first rot entries of x's last dimension by rotate-half
+// (x·cos + swapHalves(x)·sinSigned, cos and sinSigned broadcast against
+// that part of x) and passes the rest of the dimension through unchanged.
+// One Go → C call for what is otherwise eight gotch ops (five with rot
+// equal to the dimension), bit-identical to them (fused.cpp). Panics, like
+// gotch's Must functions, if libtorch fails.
+func Rope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
+	var e *C.char
+	p := C.memo_rope(x.Ctensor(), cos.Ctensor(), sinSigned.Ctensor(), C.int64_t(rot), &e)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(cos)
+	runtime.KeepAlive(sinSigned)
+	return fusedResult("rope", p, e)
+}
+
+// fusedResult wraps a fused op's new tensor, panicking with libtorch's
+// message when it failed (these ops always apply, unlike the kernels).
+func fusedResult(name string, p unsafe.Pointer, e *C.char) *ts.Tensor {
+	t, ok := kernelResult(name, p, e)
+	if !ok {
+		panic(name + ": libtorch returned no tensor")
+	}
+	return t
+}

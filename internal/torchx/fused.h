@@ -1,0 +1,12 @@
+#ifndef MEMO_TORCHX_FUSED_H
+#define MEMO_TORCHX_FUSED_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+void *memo_rms_norm(void *x, void *w, double eps, int offset, char **err);
+void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, char **err);
+#ifdef __cplusplus
+}
+#endif
+#endif
