@@ -30,8 +30,13 @@ func composedRotateHalf(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
 	x1 := x.MustNarrow(-1, 0, half, false)
 	x2 := x.MustNarrow(-1, half, half, false)
 	swapped := ts.MustCat([]*ts.Tensor{x2, x1}, -1)
+	x1.MustDrop()
+	x2.MustDrop()
 	a := x.MustMul(cos, false)
-	return a.MustAdd(swapped.MustMul(sinSigned, true), true)
+	bsin := swapped.MustMul(sinSigned, true)
+	out := a.MustAdd(bsin, true)
+	bsin.MustDrop()
+	return out
 }
 
 func composedRope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
@@ -41,7 +46,12 @@ func composedRope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
 	}
 	head := x.MustNarrow(-1, 0, rot, false)
 	pass := x.MustNarrow(-1, rot, hd-rot, false)
-	return ts.MustCat([]*ts.Tensor{composedRotateHalf(head, cos, sinSigned), pass}, -1)
+	rotated := composedRotateHalf(head, cos, sinSigned)
+	out := ts.MustCat([]*ts.Tensor{rotated, pass}, -1)
+	for _, t := range []*ts.Tensor{head, pass, rotated} {
+		t.MustDrop()
+	}
+	return out
 }
 
 // leaf is a fresh autograd leaf holding t's values, so each path gets its
@@ -176,5 +186,33 @@ func TestRopeMatchesComposition(t *testing.T) {
 					[]*ts.Tensor{x, cos, sin}, []string{"x", "cos", "sinSigned"})
 			})
 		}
+	}
+}
+
+// BenchmarkFusedHost measures the host's time per call of each fused op
+// beside its gotch composition on tensors small enough that the arithmetic
+// is negligible: what a GPU's forward pass, whose kernels run
+// asynchronously, spends on the host per norm and per rotary embedding.
+// Gradients are on, as in training, so autograd's recording is included.
+func BenchmarkFusedHost(b *testing.B) {
+	torchx.Init(1, 7)
+	x := randnOf([]int64{1, 1, 1, 8}, gotch.Float, gotch.CPU).MustSetRequiresGrad(true, true)
+	w := randnOf([]int64{8}, gotch.Float, gotch.CPU).MustSetRequiresGrad(true, true)
+	cos := randnOf([]int64{1, 8}, gotch.Float, gotch.CPU)
+	sin := randnOf([]int64{1, 8}, gotch.Float, gotch.CPU)
+	for _, c := range []struct {
+		name string
+		f    func() *ts.Tensor
+	}{
+		{"rmsnorm-composed", func() *ts.Tensor { return composedRMSNorm(x, w, 1e-5, false) }},
+		{"rmsnorm-fused", func() *ts.Tensor { return torchx.RMSNorm(x, w, 1e-5, false) }},
+		{"rope-composed", func() *ts.Tensor { return composedRope(x, cos, sin, 8) }},
+		{"rope-fused", func() *ts.Tensor { return torchx.Rope(x, cos, sin, 8) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				c.f().MustDrop()
+			}
+		})
 	}
 }
