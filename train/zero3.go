@@ -174,6 +174,7 @@ func (f *fullState) stage(units []int, backward bool, fn func() error) error {
 	for _, ui := range units {
 		buf, err := f.gather(ui)
 		if err != nil {
+			_ = torchx.ReleaseData(bound) // the group is broken; leave nothing bound
 			return err
 		}
 		bufs = append(bufs, buf)
