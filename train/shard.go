@@ -341,12 +341,10 @@ func clipShard(p *shardPlan, gs []*ts.Tensor, clip float64, group Group) (float6
 			s.MustDrop()
 		})
 	})
-	t := ts.MustOfSlice([]float64{local})
-	defer t.MustDrop()
-	if err := group.AllReduceSum([]*ts.Tensor{t}); err != nil {
-		return 0, fmt.Errorf("all-reduce the gradient norm: %w", err)
+	norm, err := globalNorm(group, local)
+	if err != nil {
+		return 0, err
 	}
-	norm := math.Sqrt(t.Float64Values()[0])
 	if clip > 0 && norm > clip {
 		torchx.NoGrad(func() {
 			p.eachSeg(nil, gs, nil, nil, func(_ segment, _, g, _, _ *ts.Tensor) {
@@ -355,6 +353,17 @@ func clipShard(p *shardPlan, gs []*ts.Tensor, clip float64, group Group) (float6
 		})
 	}
 	return norm, nil
+}
+
+// globalNorm is the L2 norm of gradients cut over the ranks, from this
+// rank's sum of squares of its part.
+func globalNorm(group Group, localSquares float64) (float64, error) {
+	t := ts.MustOfSlice([]float64{localSquares})
+	defer t.MustDrop()
+	if err := group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+		return 0, fmt.Errorf("all-reduce the gradient norm: %w", err)
+	}
+	return math.Sqrt(t.Float64Values()[0]), nil
 }
 
 // StateBytes are one rank's bytes of training state.

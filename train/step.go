@@ -228,7 +228,6 @@ func (l *loop) readShares() ([]share, []int64, error) {
 // micro-batches. It returns this rank's part of the kept loss, and the CE
 // sum and count over its targets and over its dropped ones (lossSums).
 func (l *loop) microStep(sh share, nKept int64, accum int) (lossSums, error) {
-	var out lossSums
 	rows, dropped := sh.rows, sh.dropped
 	k := min(l.work.n(), len(rows))
 	res := make([]workerLoss, k)
@@ -239,6 +238,14 @@ func (l *loop) microStep(sh share, nKept int64, accum int) (lossSums, error) {
 		lo, hi := split(len(rows), k, w)
 		res[w] = forwardBackward(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, nKept, accum)
 	})
+	return shareSums(res, nKept)
+}
+
+// shareSums adds the workers' results of one share into its loss
+// statistics: the kept loss over the global micro-batch's nKept targets,
+// the CE sums and counts over all and over dropped targets.
+func shareSums(res []workerLoss, nKept int64) (lossSums, error) {
+	var out lossSums
 	for _, r := range res {
 		if r.err != nil {
 			return out, r.err

@@ -27,7 +27,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -368,12 +367,10 @@ func (l *loop) trainStepFull() (Metric, error) {
 		local = s.Float64Values()[0]
 		s.MustDrop()
 	})
-	t := ts.MustOfSlice([]float64{local})
-	defer t.MustDrop()
-	if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
-		return Metric{}, fmt.Errorf("all-reduce the gradient norm: %w", err)
+	gn, err := globalNorm(l.group, local)
+	if err != nil {
+		return Metric{}, err
 	}
-	gn := math.Sqrt(t.Float64Values()[0])
 	if cfg.Clip > 0 && gn > cfg.Clip {
 		torchx.NoGrad(func() { torchx.MulScalar_(f.g, cfg.Clip/(gn+1e-6)) })
 	}
@@ -479,17 +476,7 @@ func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error)
 	if err := f.stage([]int{0}, true, func() error { return backFrom(pass.Embed(inp)) }); err != nil {
 		return out, err
 	}
-	out.kept = res.keptSum / float64(max(nKept, 1))
-	if math.IsNaN(out.kept) || math.IsInf(out.kept, 0) {
-		return out, fmt.Errorf("loss is %v", out.kept)
-	}
-	if nAll := float64(res.NKept + res.NDropped); nAll > 0 {
-		out.allCE, out.allN = res.All*nAll, nAll
-	}
-	if res.NDropped > 0 {
-		out.droppedCE, out.droppedN = res.Dropped*float64(res.NDropped), float64(res.NDropped)
-	}
-	return out, nil
+	return shareSums([]workerLoss{res}, nKept)
 }
 
 // validateFull is validate under train.shard = "full": every rank runs the
@@ -523,53 +510,49 @@ func (l *loop) validateFull() (float64, error) {
 // evalFull is evalRows stage by stage (rows may be empty: the gathers
 // still run).
 func (l *loop) evalFull(rows [][]int32) (sum, n float64, err error) {
-	f, g := l.full, l.g
-	pass, err := g.NewPass(int64(l.block))
+	pass, err := l.g.NewPass(int64(l.block))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer pass.Drop()
-	forward := func(ids *ts.Tensor) (*ts.Tensor, error) {
-		var x *ts.Tensor
-		defer func() {
-			if x != nil {
-				x.MustDrop()
-			}
-		}()
-		if err := f.stage([]int{0}, false, func() error { x = pass.Embed(ids); return nil }); err != nil {
-			return nil, err
-		}
-		for li := 0; li < pass.Blocks(); li++ {
-			if err := f.stage([]int{1 + li}, false, func() error {
-				y := pass.Block(li, x)
-				x.MustDrop()
-				x = y
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-		}
-		var logits *ts.Tensor
-		err := f.stage(f.heads, false, func() error { logits = pass.Head(x); return nil })
-		return logits, err
-	}
 	if len(rows) == 0 {
 		// No rows here, but the other ranks' gathers need this rank's.
-		for _, units := range append([][]int{{0}}, l.stageUnits()...) {
-			if err := f.stage(units, false, func() error { return nil }); err != nil {
-				return 0, 0, err
-			}
-		}
-		return 0, 0, nil
+		_, err := l.full.forward(pass, nil)
+		return 0, 0, err
 	}
-	return evalLogits(forward, rows, l.block, g.Device())
+	return evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return l.full.forward(pass, ids) }, rows, l.block, l.g.Device())
 }
 
-// stageUnits are the units of the stages after the embedding, in order.
-func (l *loop) stageUnits() [][]int {
-	var out [][]int
-	for li := 1; li < len(l.full.plan.units)-1; li++ {
-		out = append(out, []int{li})
+// forward is the forward pass of ids stage by stage, each stage's weights
+// gathered for it alone; with ids nil it takes part in the gathers and
+// computes nothing (nil logits).
+func (f *fullState) forward(pass *model.Pass, ids *ts.Tensor) (*ts.Tensor, error) {
+	var x, logits *ts.Tensor
+	defer func() {
+		if x != nil {
+			x.MustDrop()
+		}
+	}()
+	run := func(units []int, fn func()) error {
+		return f.stage(units, false, func() error {
+			if ids != nil {
+				fn()
+			}
+			return nil
+		})
 	}
-	return append(out, l.full.heads)
+	if err := run([]int{0}, func() { x = pass.Embed(ids) }); err != nil {
+		return nil, err
+	}
+	for li := 0; li < pass.Blocks(); li++ {
+		if err := run([]int{1 + li}, func() {
+			y := pass.Block(li, x)
+			x.MustDrop()
+			x = y
+		}); err != nil {
+			return nil, err
+		}
+	}
+	err := run(f.heads, func() { logits = pass.Head(x) })
+	return logits, err
 }
