@@ -16,6 +16,7 @@ import (
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -63,6 +64,11 @@ func ReadHFConfig(dir string) (model.Config, error) {
 // weights streamed tensor by tensor from safetensors (F32, BF16 or F16,
 // computed in float32): peak memory stays near the float32 weights.
 func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
+	return loadHF(dir, device, model.PrecisionFP32)
+}
+
+// loadHF is LoadHF for inference in precision (see LoadModel).
+func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
 		return nil, nil, err
@@ -71,18 +77,30 @@ func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := memlimit.Check(filepath.Join(dir, "config.json"), cfg, 4); err != nil {
+	if err := memlimit.Check(filepath.Join(dir, "config.json"), cfg, bytesPerWeight(precision)); err != nil {
 		return nil, nil, err
 	}
 	vs := nn.NewVarStore(dev)
-	g, err := model.NewUninitialized(vs.Root(), cfg)
+	g, err := model.NewUninitializedIn(vs.Root(), cfg, precision)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	if err := LoadHFWeights(g, dir); err != nil {
 		return nil, nil, err
 	}
+	if err := g.SetPrecision(precision, false); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
 	return g, vs, nil
+}
+
+// bytesPerWeight is what each weight of an inference model in precision
+// takes at least: 4 in float32, 2 in bf16 or fp16.
+func bytesPerWeight(precision string) float64 {
+	if dt, err := model.ParsePrecision(precision, false); err == nil && dt != gotch.Float {
+		return 2
+	}
+	return 4
 }
 
 // hfBuffers are tensors some Hugging Face checkpoints carry that are not
@@ -133,15 +151,19 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 	return nil
 }
 
-// LoadModel loads any model memo reads: a Hugging Face directory, or a
-// memo run, checkpoints/ directory or step-NNNNNN checkpoint (its newest
-// good checkpoint). It returns the directory the weights came from.
-func LoadModel(path, device string) (*model.GPT, string, error) {
+// LoadModel loads any model memo reads for inference: a Hugging Face
+// directory, or a memo run, checkpoints/ directory or step-NNNNNN
+// checkpoint (its newest good checkpoint). It returns the directory the
+// weights came from. precision is an inference precision (fp32, bf16,
+// fp16; empty is fp32): in bf16 or fp16 each linear weight is converted as
+// it is read, so the model is never held in float32 (a bf16 file's weights
+// stay bf16 on the device) and is ready to use (model.SetPrecision).
+func LoadModel(path, device, precision string) (*model.GPT, string, error) {
 	if IsHFDir(path) {
-		g, _, err := LoadHF(path, device)
+		g, _, err := loadHF(path, device, precision)
 		return g, path, err
 	}
-	g, _, dir, err := Load(path, device)
+	g, _, dir, err := load(path, device, precision)
 	return g, dir, err
 }
 

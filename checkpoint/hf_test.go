@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/internal/hfgolden"
@@ -223,4 +224,59 @@ func newModel(t *testing.T, cfg model.Config) *model.GPT {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// LoadModel in bf16 converts each linear weight as it reads it, so the
+// model never holds them in float32: it is the float32 load converted
+// afterwards, bit for bit, whether the file holds F32 (a memo checkpoint,
+// a tied Llama), BF16 or F16 weights.
+func TestLoadModelInBF16(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	hf := filepath.Join("..", "testdata", "hf")
+	for _, dir := range []string{oldRun, filepath.Join(hf, "llama-gqa-tied"), filepath.Join(hf, "llama3-mqa-scaled-bf16"), filepath.Join(hf, "neox-pythia-style-fp16")} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			direct, _, err := LoadModel(dir, "cpu", model.PrecisionBF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			later, _, err := LoadModel(dir, "cpu", model.PrecisionFP32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := later.SetPrecision(model.PrecisionBF16, false); err != nil {
+				t.Fatal(err)
+			}
+			reduced := 0
+			for i, p := range direct.Params() {
+				q := later.Params()[i]
+				if p.Name != q.Name || p.Tensor.DType() != q.Tensor.DType() {
+					t.Fatalf("%s %v, converted afterwards %s %v", p.Name, p.Tensor.DType(), q.Name, q.Tensor.DType())
+				}
+				if p.Tensor.DType() == gotch.BFloat16 {
+					reduced++
+				}
+				a := p.Tensor.MustTotype(gotch.Double, false).Vals().([]float64)
+				b := q.Tensor.MustTotype(gotch.Double, false).Vals().([]float64)
+				for j := range a {
+					if a[j] != b[j] {
+						t.Fatalf("%s[%d]: %v read into bf16, %v converted afterwards", p.Name, j, a[j], b[j])
+					}
+				}
+			}
+			if reduced == 0 {
+				t.Fatal("no weight held in bf16")
+			}
+			ids := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8}}
+			x, y := logitsAt(t, direct, ids, -1), logitsAt(t, later, ids, -1)
+			for j := range x[0] {
+				if x[0][j] != y[0][j] {
+					t.Fatalf("logit %d: %v read into bf16, %v converted afterwards", j, x[0][j], y[0][j])
+				}
+			}
+		})
+	}
+	if _, _, err := LoadModel(oldRun, "cpu", "fp8"); err == nil || !strings.Contains(err.Error(), "fp8") {
+		t.Errorf("LoadModel in fp8: %v, want an error naming the precision", err)
+	}
 }

@@ -15,6 +15,11 @@ import (
 // step-NNNNNN directory, a checkpoints/ directory or a run directory; the
 // newest good checkpoint is used, and its directory is returned.
 func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
+	return load(path, device, model.PrecisionFP32)
+}
+
+// load is Load for inference in precision (see LoadModel).
+func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
 		return nil, nil, "", err
@@ -27,18 +32,21 @@ func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := memlimit.Check(filepath.Join(dir, ModelJSONFile), cfg, 4); err != nil {
+	if err := memlimit.Check(filepath.Join(dir, ModelJSONFile), cfg, bytesPerWeight(precision)); err != nil {
 		return nil, nil, "", err
 	}
 	vs := nn.NewVarStore(dev)
 	// Every parameter is overwritten from the file (LoadWeights fails on a
 	// missing one), so drawing random initial weights would be wasted time.
-	g, err := model.NewUninitialized(vs.Root(), cfg)
+	g, err := model.NewUninitializedIn(vs.Root(), cfg, precision)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	if err := LoadWeights(g, dir); err != nil {
 		return nil, nil, "", err
+	}
+	if err := g.SetPrecision(precision, false); err != nil {
+		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	return g, vs, dir, nil
 }

@@ -131,8 +131,9 @@ func ReadInto(path string, dst []Named) error {
 
 // fill overwrites dst with the values read writes into the slice it is
 // given: dst's own storage when dst is a contiguous float32 tensor on the
-// CPU (every parameter memo builds there), so a load reads and converts
-// straight into the model with no copy; otherwise a CPU tensor, then copy_.
+// CPU (every float32 parameter memo builds there), so a load reads and
+// converts straight into the model with no copy; otherwise a CPU tensor,
+// then copy_.
 func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 	n := int(dst.Numel())
 	if n == 0 {
@@ -149,8 +150,10 @@ func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 		// graph exists yet.
 		return torchx.WithFloat32Storage(dst, read)
 	}
-	// A GPU parameter: read into a CPU tensor of libtorch's (not a Go
-	// slice, which would stay on the paused collector's heap), then copy.
+	// A GPU parameter, or one held in bf16 or fp16 for inference: read
+	// into a float32 CPU tensor of libtorch's (not a Go slice, which would
+	// stay on the paused collector's heap), then copy_, which converts
+	// (rounding to nearest even, as a cast of the float32 weight would).
 	src, err := ts.Empty(shape, gotch.Float, gotch.CPU)
 	if err != nil {
 		return err

@@ -152,13 +152,27 @@ func (s *Spec) ExtractStage() extract.Config {
 }
 
 // CheckDevices refuses a device this process cannot use (CUDA without a
-// CUDA libtorch or a visible GPU, an index past the GPUs it sees), naming
-// the key. memo config and memo run call it before any work; a spec
-// prepared here to run elsewhere (a Slurm script) does not.
+// CUDA libtorch or a visible GPU, an index past the GPUs it sees) or a
+// precision whose products its libtorch does not compute on the stage's
+// device, naming the key. memo config and memo run call it before any
+// work; a spec prepared here to run elsewhere (a Slurm script) does not.
 func (s *Spec) CheckDevices() error {
 	for _, d := range []struct{ key, name string }{{"device", s.Device}, {"train.device", s.Train.Device}, {"extract.device", s.ExtractStage().Device}} {
 		if _, err := torchx.ResolveDeviceFor(d.key, d.name); err != nil {
 			return &ConfigError{File: s.file, Line: keyLine(s.doc, d.key), Key: d.key, Msg: err.Error()}
+		}
+	}
+	// A precision whose products this libtorch does not run on the stage's
+	// device (fp16 on Debian's CPU libtorch, bf16 on an old GPU) fails here,
+	// not after training.
+	ex := s.ExtractStage()
+	for _, p := range []struct {
+		key, precision, device string
+		training               bool
+	}{{"train.precision", s.Train.Precision, s.Train.Device, true}, {"extract.precision", ex.Precision, ex.Device, false}} {
+		dev, _ := torchx.ResolveDeviceFor(p.key, p.device) // resolved above
+		if err := model.CheckPrecision(p.precision, p.training, dev); err != nil {
+			return &ConfigError{File: s.file, Line: keyLine(s.doc, p.key), Key: p.key, Msg: fmt.Sprintf("%s = %q: %v", p.key, p.precision, err)}
 		}
 	}
 	return nil

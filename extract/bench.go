@@ -9,6 +9,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -83,6 +84,26 @@ type BenchResult struct {
 	Approximation   string  `json:"approximation,omitempty"`
 	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
 	SpecAccept      float64 `json:"spec_accept,omitempty"`
+	Memory
+}
+
+// Memory is what a bench's model took: WeightBytes its weights as held
+// (model.GPT.WeightBytes: bf16 and fp16 hold the linear weights at 2
+// bytes), DevicePeakBytes the most bytes of tensors on the GPU at once
+// during the bench, loading included (torch.cuda.max_memory_allocated's
+// figure; omitted on the CPU, where /usr/bin/time -v measures the process).
+type Memory struct {
+	WeightBytes     int64 `json:"weight_bytes"`
+	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
+}
+
+// memoryOf is g's Memory on device (a --device value).
+func memoryOf(g *model.GPT, device string) Memory {
+	m := Memory{WeightBytes: g.WeightBytes()}
+	if dev, err := torchx.ResolveDevice(device); err == nil && dev.IsCuda() {
+		m.DevicePeakBytes = torchx.GPUPeakAllocated(dev.Value)
+	}
+	return m
 }
 
 // timedStepper records how long the prompt pass took.
@@ -100,23 +121,36 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 
 // benchModel is the model Bench decodes with: cfg.ModelDir's, whose
 // context must hold prefix + suffix tokens, or a random one of cfg.Model
-// with its context stretched to them.
+// with its context stretched to them, in cfg.Precision (checked first).
 func benchModel(cfg BenchConfig) (*model.GPT, error) {
-	g, err := benchWeights(cfg)
+	training := cfg.Precision == model.PrecisionBF16Mixed
+	dev, err := torchx.ResolveDeviceFor("--device", cfg.Device)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.SetPrecision(cfg.Precision, cfg.Precision == model.PrecisionBF16Mixed); err != nil {
+	if err := model.CheckPrecision(cfg.Precision, training, dev); err != nil {
+		return nil, fmt.Errorf("bench decode: %w", err)
+	}
+	g, err := benchWeights(cfg, dev)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.SetPrecision(cfg.Precision, training); err != nil {
 		return nil, fmt.Errorf("bench decode: %w", err)
 	}
 	return g, nil
 }
 
-// benchWeights loads or draws benchModel's weights.
-func benchWeights(cfg BenchConfig) (*model.GPT, error) {
+// benchWeights loads or draws benchModel's weights: a loaded model's in
+// an inference precision from the start, as extraction loads them.
+func benchWeights(cfg BenchConfig, dev gotch.Device) (*model.GPT, error) {
 	n := cfg.Prefix + cfg.Suffix
 	if cfg.ModelDir != "" {
-		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device)
+		held := cfg.Precision
+		if held == model.PrecisionBF16Mixed {
+			held = model.PrecisionFP32
+		}
+		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device, held)
 		if err != nil {
 			return nil, fmt.Errorf("bench decode: --model %s: %w", cfg.ModelDir, err)
 		}
@@ -130,10 +164,6 @@ func benchWeights(cfg BenchConfig) (*model.GPT, error) {
 		mc.Context = n
 	}
 	mc, err := mc.Resolve()
-	if err != nil {
-		return nil, err
-	}
-	dev, err := torchx.ResolveDeviceFor("--device", cfg.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +260,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
+		Memory: memoryOf(g, cfg.Device),
 	}, nil
 }
 
@@ -261,6 +292,7 @@ type ScoreBenchResult struct {
 	// MeanNLL is the measured runs' mean token NLL, to compare precisions
 	// and devices on the same weights and rows.
 	MeanNLL float64 `json:"mean_nll"`
+	Memory
 }
 
 // BenchScore scores cfg.Batch random rows of cfg.Prefix + 1 tokens (the
@@ -316,5 +348,6 @@ func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Prefix, Batch: cfg.Batch,
 		Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS: float64(cfg.Batch*cfg.Prefix) * n / all.Seconds(), RunS: all.Seconds() / n, MeanNLL: sum / float64(count),
+		Memory: memoryOf(g, cfg.Device),
 	}, nil
 }

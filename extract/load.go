@@ -15,13 +15,18 @@ import (
 
 // loadModel resolves a run, checkpoints/ or checkpoint directory to its
 // newest good checkpoint, or takes a Hugging Face model directory, and
-// loads the model on device (extract.device; empty is the CPU).
-func loadModel(path, device string) (*model.GPT, string, error) {
-	if _, err := torchx.ResolveDeviceFor("extract.device", device); err != nil {
+// loads the model on device (extract.device; empty is the CPU) in
+// precision (extract.precision), checked before any weight is read.
+func loadModel(path, device, precision string) (*model.GPT, string, error) {
+	dev, err := torchx.ResolveDeviceFor("extract.device", device)
+	if err != nil {
 		return nil, "", err
 	}
+	if err := model.CheckPrecision(precision, false, dev); err != nil {
+		return nil, "", fmt.Errorf("extract.precision: %w", err)
+	}
 	// "hf:DIR" (as in extract.reference) or a bare Hugging Face directory.
-	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device)
+	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device, precision)
 	if err != nil {
 		return nil, "", err // names the checkpoint and the file at fault
 	}

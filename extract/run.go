@@ -38,12 +38,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	g, ckpt, err := loadModel(checkpointDir, cfg.Device)
+	g, ckpt, err := loadModel(checkpointDir, cfg.Device, cfg.Precision)
 	if err != nil {
 		return fmt.Errorf("extract: %w", err)
-	}
-	if err := g.SetPrecision(cfg.Precision, false); err != nil {
-		return fmt.Errorf("extract.precision: %w", err)
 	}
 	mc := g.Config()
 	window, err := attackWindow(ckpt, mc.Context)
@@ -173,12 +170,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 // referenceLosses loads the reference model and computes its losses over
 // the same windows.
 func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts []Prompt) ([][]float32, error) {
-	ref, ckpt, err := loadModel(cfg.Reference, cfg.Device)
+	ref, ckpt, err := loadModel(cfg.Reference, cfg.Device, cfg.Precision)
 	if err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
-	}
-	if err := ref.SetPrecision(cfg.Precision, false); err != nil {
-		return nil, fmt.Errorf("extract.precision: %w", err)
 	}
 	if err := sameTokenizer(ds, ckpt); err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)

@@ -58,6 +58,10 @@ type GPT struct {
 	causal *ts.Tensor // the additive causal mask of the longest length asked for (causalMask)
 	// compute is the dtype of the linear layers' products (SetPrecision).
 	compute gotch.DType
+	// tiedHead is the reduced copy of the embedding that a tied LM head
+	// multiplies by under an inference precision (holdReduced); nil
+	// otherwise. GradNorm adds its gradient to the embedding's.
+	tiedHead *ts.Tensor
 	// unitOf[i] is the stage of the forward pass that reads params[i] (Units).
 	unitOf []int
 }
@@ -85,14 +89,36 @@ func (b *block) each(f func(m module, t **ts.Tensor, bias bool)) {
 // New builds a GPT with fresh weights on p. cfg is resolved first; the
 // weights are drawn from cfg.Seed in Go, so they are the same on any device
 // and libtorch build.
-func New(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, true) }
+func New(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, true, gotch.Float) }
 
 // NewUninitialized builds a GPT whose weights are allocated but not set,
 // for a caller that loads every one of them from a file next: drawing
 // a billion normal values only to overwrite them would take seconds.
-func NewUninitialized(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, false) }
+func NewUninitialized(p *nn.Path, cfg Config) (*GPT, error) {
+	return build(p, cfg, false, gotch.Float)
+}
 
-func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
+// NewUninitializedIn is NewUninitialized for inference in precision
+// (fp32, bf16, fp16): the linear layers' weights are allocated in that
+// dtype from the start, so a loader converts each tensor as it reads it
+// and the model never holds them in float32 (on a GPU, a bf16 7B model
+// then needs 14 GB, not 28 GB and then 14).
+func NewUninitializedIn(p *nn.Path, cfg Config, precision string) (*GPT, error) {
+	if err := CheckPrecision(precision, false, p.Device()); err != nil {
+		return nil, err
+	}
+	dt, _ := ParsePrecision(precision, false) // CheckPrecision parsed it
+	g, err := build(p, cfg, false, dt)
+	if err != nil {
+		return nil, err
+	}
+	g.compute = dt
+	return g, nil
+}
+
+// build makes the model; held is the dtype of the weights heldReduced
+// names (float32 but for an inference model built by NewUninitializedIn).
+func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType) (*GPT, error) {
 	c, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
@@ -108,7 +134,11 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 		}
 	}
 	for _, spec := range a.layout(c) {
-		t, err := newWeight(spec, a.Norm, initialise, rng, g.device)
+		dt := gotch.Float
+		if heldReduced(spec.slot) {
+			dt = held
+		}
+		t, err := newWeight(spec, a.Norm, initialise, rng, g.device, dt)
 		if err != nil {
 			return nil, fmt.Errorf("model: %s: %w", spec.Name, err)
 		}
@@ -162,9 +192,9 @@ func build(p *nn.Path, cfg Config, initialise bool) (*GPT, error) {
 }
 
 // newWeight makes one fresh (or, without initialise, unset) weight.
-func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, dev gotch.Device) (*ts.Tensor, error) {
+func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, dev gotch.Device, dt gotch.DType) (*ts.Tensor, error) {
 	if !initialise {
-		return ts.MustEmpty(spec.Shape, gotch.Float, dev), nil
+		return ts.MustEmpty(spec.Shape, dt, dev), nil
 	}
 	return tensorOf(drawWeight(spec, norm, rng, nil), spec.Shape, dev)
 }
@@ -709,6 +739,10 @@ func (g *GPT) Replica() *GPT {
 		t := p.Tensor.MustDetach(false).MustSetRequiresGrad(true, true)
 		alias[p.Tensor] = t
 		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay}
+	}
+	if g.tiedHead != nil {
+		r.tiedHead = g.tiedHead.MustDetach(false).MustSetRequiresGrad(true, true)
+		alias[g.tiedHead] = r.tiedHead
 	}
 	r.top = map[module]weights{}
 	for m, w := range g.top {

@@ -48,34 +48,117 @@ func ParsePrecision(p string, training bool) (gotch.DType, error) {
 	return gotch.Float, fmt.Errorf("precision %q: inference takes fp32, bf16 or fp16", p)
 }
 
-// SetPrecision sets how g's products compute. For training (bf16-mixed)
-// the weights stay float32 and each product casts them, so gradients reach
-// the master weights; for inference (bf16, fp16) the linear layers'
-// weights are replaced by copies in that dtype once (g must not be trained
-// afterwards: Params still lists the float32 originals). fp32 is a no-op
-// on a float32 model.
-func (g *GPT) SetPrecision(p string, training bool) error {
+// CheckPrecision reports whether precision p (a training precision when
+// training, else an inference one) computes on dev: a name memo knows,
+// and a dtype whose matrix products this libtorch runs there. memo config
+// asks it before any work; SetPrecision asks it again.
+func CheckPrecision(p string, training bool, dev gotch.Device) error {
 	dt, err := ParsePrecision(p, training)
 	if err != nil {
 		return err
 	}
-	if err := productsWork(dt, g.device); err != nil {
-		return fmt.Errorf("precision %s on %s: %w", p, torchxDeviceName(g.device), err)
+	if err := productsWork(dt, dev); err != nil {
+		return fmt.Errorf("precision %s on %s: %w", p, torchxDeviceName(dev), err)
+	}
+	return nil
+}
+
+// SetPrecision sets how g's products compute. For training (bf16-mixed)
+// the weights stay float32 and each product casts them, so gradients reach
+// the master weights. For inference (bf16, fp16) the linear layers'
+// weights are held in that dtype (holdReduced): a model built by
+// NewUninitializedIn already holds them so, any other is converted once
+// and its float32 originals freed. Such a model is for inference only:
+// its precision cannot change again. fp32 is a no-op on a float32 model.
+func (g *GPT) SetPrecision(p string, training bool) error {
+	if err := CheckPrecision(p, training, g.device); err != nil {
+		return err
+	}
+	dt, _ := ParsePrecision(p, training) // CheckPrecision parsed it
+	if held := g.heldDType(); held != gotch.Float && (training || held != dt) {
+		return fmt.Errorf("precision %s: the model's weights are already held in %s for inference", p, dtypeName(held))
 	}
 	g.compute = dt
 	if training || dt == gotch.Float {
 		return nil
 	}
+	return g.holdReduced(dt)
+}
+
+// heldReduced reports whether the weight in slot s is held in a reduced
+// inference precision: the blocks' matrices and an untied LM head. Norm
+// gains and biases stay float32 (products cast a bias), and so does the
+// embedding, whose lookups read float32 rows.
+func heldReduced(s slot) bool {
+	return !s.bias && !s.mod.isNorm() && (s.layer >= 0 || s.mod == modHead)
+}
+
+// WeightBytes is the memory g's weights take as held: each parameter at
+// its dtype's size (bf16 linear weights under an inference precision),
+// and a tied head's reduced copy.
+func (g *GPT) WeightBytes() int64 {
+	var n int64
+	add := func(t *ts.Tensor) { n += int64(t.Numel()) * int64(t.DType().Size()) }
+	for _, p := range g.params {
+		add(p.Tensor)
+	}
+	if g.tiedHead != nil {
+		add(g.tiedHead)
+	}
+	return n
+}
+
+// heldDType is the dtype of g's linear weights: float32 unless an
+// inference precision holds them reduced.
+func (g *GPT) heldDType() gotch.DType { return g.top[modHead].w.DType() }
+
+// holdReduced converts the linear layers' weights to dt and frees their
+// float32 originals' memory, so a bf16 model takes about half the memory
+// of its float32 one; Params lists the converted tensors, which keep
+// requires_grad (GradNorm differentiates with respect to them). A head
+// tied to the embedding gets a reduced copy of its own (tiedHead): the
+// embedding stays float32 for its lookups. The conversion rounds as the
+// per-product cast it replaces did, so results do not change.
+func (g *GPT) holdReduced(dt gotch.DType) error {
+	embed := g.top[modEmbed].w
+	converted := map[*ts.Tensor]*ts.Tensor{}
+	convert := func(w *ts.Tensor) *ts.Tensor {
+		if w == nil || w.DType() == dt {
+			return w
+		}
+		if c, ok := converted[w]; ok {
+			return c
+		}
+		var c *ts.Tensor
+		torchx.NoGrad(func() { c = w.MustTotype(dt, false) })
+		c.MustRequiresGrad_(true)
+		converted[w] = c
+		return c
+	}
 	for i := range g.blocks {
 		g.blocks[i].each(func(m module, w **ts.Tensor, bias bool) {
-			if *w != nil && !bias && !m.isNorm() {
-				*w = (*w).MustTotype(dt, false)
+			if heldReduced(slot{layer: i, mod: m, bias: bias}) {
+				*w = convert(*w)
 			}
 		})
 	}
 	head := g.top[modHead]
-	head.w = head.w.MustTotype(dt, false)
+	head.w = convert(head.w)
 	g.top[modHead] = head
+	if !g.cfg.Untied {
+		g.tiedHead = head.w
+	}
+	var originals []*ts.Tensor
+	for i, p := range g.params {
+		if c, ok := converted[p.Tensor]; ok && p.Tensor != embed {
+			originals = append(originals, p.Tensor)
+			g.params[i].Tensor = c
+		}
+	}
+	// Emptied rather than dropped: the VarStore still names them.
+	if err := torchx.ReleaseData(originals); err != nil {
+		return fmt.Errorf("free the float32 weights: %w", err)
+	}
 	return nil
 }
 

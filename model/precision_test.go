@@ -1,8 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -92,5 +94,116 @@ func TestPrecisions(t *testing.T) {
 		if _, err := ParsePrecision(c.p, c.training); err == nil {
 			t.Errorf("precision %q (training %v) accepted", c.p, c.training)
 		}
+	}
+}
+
+// An inference precision holds the linear weights in that dtype and frees
+// their float32 originals, and computes exactly what casting the float32
+// weights at every product computed (memo before it held them): the same
+// logits, greedy tokens and gradient norms, tied head or not.
+func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true)
+	windows := [][]int32{{1, 5, 9, 2, 7, 7, 3, 60}, {11, 12, 4, 4, 0, 12, 33, 8, 2}}
+	for _, untied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tied", true: "untied"}[untied], func(t *testing.T) {
+			cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: untied}
+			newModel := func() *GPT {
+				g, err := New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			// The old way: float32 weights, cast by each product.
+			cast := newModel()
+			cast.compute = gotch.BFloat16
+			held := newModel()
+			originals := map[string]*ts.Tensor{}
+			for _, p := range held.Params() {
+				originals[p.Name] = p.Tensor
+			}
+			if err := held.SetPrecision(PrecisionBF16, false); err != nil {
+				t.Fatal(err)
+			}
+			reduced := 0
+			for _, p := range held.Params() {
+				want := gotch.Float
+				if p.Decay && p.Tensor != held.top[modEmbed].w {
+					want = gotch.BFloat16
+				}
+				if p.Tensor.DType() != want {
+					t.Errorf("%s: %v, want %v", p.Name, p.Tensor.DType(), want)
+				}
+				if want == gotch.BFloat16 {
+					reduced++
+					if n := originals[p.Name].Numel(); n != 0 {
+						t.Errorf("%s: the float32 original still holds %d values", p.Name, n)
+					}
+				}
+			}
+			if reduced == 0 {
+				t.Fatal("no weight held in bf16")
+			}
+			// Two bytes saved per reduced value; a tied head's copy costs two.
+			want := cast.WeightBytes()
+			for _, p := range held.Params() {
+				if p.Tensor.DType() == gotch.BFloat16 {
+					want -= 2 * int64(p.Tensor.Numel())
+				}
+			}
+			if !untied {
+				want += 2 * int64(held.top[modEmbed].w.Numel())
+			}
+			if got := held.WeightBytes(); got != want || got >= cast.WeightBytes() {
+				t.Errorf("WeightBytes %d held in bf16 (%d in float32), want %d", got, cast.WeightBytes(), want)
+			}
+			logits := func(g *GPT) []float32 {
+				var out []float32
+				torchx.NoGrad(func() { out = rowsOf(g.Forward(ids).MustView([]int64{1, -1}, true), 1)[0] })
+				return out
+			}
+			a, b := logits(cast), logits(held)
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("logit %d: %v held in bf16, %v cast at each product", i, b[i], a[i])
+				}
+			}
+			ga, err := cast.GradNorm(windows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gb, err := held.GradNorm(windows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ga {
+				if ga[i] != gb[i] || ga[i] == 0 {
+					t.Errorf("gradient norm %d: %v held in bf16, %v cast at each product", i, gb[i], ga[i])
+				}
+			}
+			gen := func(g *GPT) [][]int32 {
+				out, err := g.Generate([][]int32{{1, 5, 9}, {7, 3}}, 6, GenOptions{UseCache: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if x, y := gen(cast), gen(held); fmt.Sprint(x) != fmt.Sprint(y) {
+				t.Errorf("greedy tokens %v held in bf16, %v cast at each product", y, x)
+			}
+			if err := held.SetPrecision(PrecisionBF16, false); err != nil {
+				t.Errorf("setting the same precision again: %v", err)
+			}
+			for _, p := range []struct {
+				p        string
+				training bool
+			}{{PrecisionFP32, false}, {PrecisionBF16Mixed, true}} {
+				if err := held.SetPrecision(p.p, p.training); err == nil || !strings.Contains(err.Error(), "already held in bfloat16") {
+					t.Errorf("SetPrecision(%s) on a bf16-held model: %v, want a refusal", p.p, err)
+				}
+			}
+		})
 	}
 }

@@ -92,6 +92,11 @@ func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
 	for i, p := range g.params {
 		params[i] = p.Tensor
 	}
+	if g.tiedHead != nil {
+		// Last, so the embedding's gradient is complete when the head's
+		// share is added to it (gradNormOne).
+		params = append(params, g.tiedHead)
+	}
 	for wi, w := range windows {
 		if len(w) < 2 {
 			out[wi] = math.NaN()
@@ -152,14 +157,38 @@ func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) 
 	}
 	var sq float64
 	for _, p := range params {
-		gr := p.MustGrad(false)
-		if gr.MustDefined() {
-			s := gr.MustSquare(false).MustSum(gotch.Double, true)
-			sq += s.Float64Values()[0]
-			s.MustDrop()
+		if p == g.tiedHead {
+			break // its gradient went into the embedding's
 		}
+		gr := float32Grad(p)
+		if p == g.top[modEmbed].w && g.tiedHead != nil {
+			// One weight, two uses: the lookup's gradient plus the
+			// reduced head copy's, as autograd summed them when the head
+			// cast the embedding at each product.
+			gr = gr.MustAdd(float32Grad(g.tiedHead), true)
+		}
+		s := gr.MustSquare(false).MustSum(gotch.Double, true)
+		sq += s.Float64Values()[0]
+		s.MustDrop()
 		gr.MustDrop()
+	}
+	for _, p := range params {
 		p.ZeroGrad()
 	}
 	return math.Sqrt(sq), nil
+}
+
+// float32Grad is p's gradient in float32 (zeros when it has none): a
+// weight held in bf16 has a bf16 gradient, which the float32 weight it
+// replaced received cast to float32.
+func float32Grad(p *ts.Tensor) *ts.Tensor {
+	gr := p.MustGrad(false)
+	if !gr.MustDefined() {
+		gr.MustDrop()
+		return ts.MustZeros(p.MustSize(), gotch.Float, p.MustDevice())
+	}
+	if gr.DType() != gotch.Float {
+		return gr.MustTotype(gotch.Float, true)
+	}
+	return gr
 }

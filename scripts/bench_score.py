@@ -9,7 +9,8 @@ the vocabulary in float32, each token's NLL copied to the host; one warm-up run,
 then --reps measured ones. --autocast bf16 runs the forward under
 torch.autocast(bfloat16) on float32 weights; --dtype bf16 loads the weights in
 bfloat16 instead (what memo's --precision bf16 holds). Prints one JSON object
-with the fields of `memo bench score --json` that mean the same.
+with the fields of `memo bench score --json` that mean the same, memory included
+(weight_bytes; device_peak_bytes, torch.cuda.max_memory_allocated, on a GPU).
 """
 import argparse
 import json
@@ -52,10 +53,14 @@ def main():
                 nll_sum += nll.double().sum().item()
                 count += nll.numel()
     params = sum(p.numel() for p in m.parameters())
-    print(json.dumps({"model_dir": a.model, "params": params, "vocab": vocab, "seq": a.seq, "batch": a.batch,
-                      "device": str(dev), "dtype": a.dtype, "autocast": a.autocast, "reps": a.reps,
-                      "tokens_per_s": a.batch * a.seq * a.reps / total, "run_s": total / a.reps,
-                      "mean_nll": nll_sum / count}))
+    out = {"model_dir": a.model, "params": params, "vocab": vocab, "seq": a.seq, "batch": a.batch,
+           "device": str(dev), "dtype": a.dtype, "autocast": a.autocast, "reps": a.reps,
+           "tokens_per_s": a.batch * a.seq * a.reps / total, "run_s": total / a.reps,
+           "mean_nll": nll_sum / count,
+           "weight_bytes": sum(p.numel() * p.element_size() for p in m.parameters())}
+    if dev.type == "cuda":
+        out["device_peak_bytes"] = torch.cuda.max_memory_allocated(dev)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@
 #   large-score    a random TinyLlama-shaped transformers checkpoint
 #                  (scripts/gpu/make_tinyllama.py), memo bench score --precision
 #                  bf16 (4 x 1,024 tokens) beside scripts/bench_score.py's bf16
-#                  autocast forward: PASS at 0.9x or more
+#                  autocast forward: PASS at 0.9x or more, with the bf16 weights
+#                  under 0.6x of fp32's bytes (peak GPU memory printed beside
+#                  PyTorch's with bf16 weights)
 #   large-attack   memo run scripts/gpu/attack-1b.toml on that checkpoint: a bf16
 #                  fine-tune on 2,000 targets, then the attack on 2,000 + 2,000
 #                  documents; its wall time (PASS when it finishes)
@@ -233,8 +235,27 @@ if ((large)); then
 			extra=""
 			run ls32 "$memo" bench score --model "$model" --seq 1024 --batch 4 --device "$dev" --json &&
 				extra="; memo fp32 $(jf "$work/ls32.out" tokens_per_s .0f) (mean NLL $(jf "$work/ls32.out" mean_nll .5f))"
+			# Memory: bf16 must hold the weights at half their float32 size
+			# on the device; its peak is printed beside PyTorch's with bf16
+			# weights (the same weights and rows).
+			mem=$(python3 - "$work/ls.out" "$work/lspb.out" "$work/ls32.out" <<'PY'
+import json, sys
+def get(path, key):
+    try:
+        return json.load(open(path)).get(key, 0)
+    except (OSError, ValueError):
+        return 0
+gb = lambda b: f"{b / 1e9:.2f} GB"
+memo, torch_bf16, memo32 = (get(p, "device_peak_bytes") or get(p, "weight_bytes") for p in sys.argv[1:4])
+w, w32 = get(sys.argv[1], "weight_bytes"), get(sys.argv[3], "weight_bytes")
+ok = w > 0 and (w32 == 0 or w < 0.6 * w32)
+print("ok" if ok else "low", f"weights {gb(w)} in bf16 ({gb(w32)} in fp32); peak {gb(memo)} (fp32 {gb(memo32)}), PyTorch bf16 weights peak {gb(torch_bf16)}")
+PY
+)
+			read -r mv mem <<<"$mem"
+			[[ $mv == ok ]] || v=low
 			line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-score \
-				"1.1B, 4 x 1,024 tokens: memo bf16 $m tokens/s (mean NLL $(jf "$work/ls.out" mean_nll .5f)), PyTorch bf16 autocast $p (mean NLL $(jf "$work/lspt.out" mean_nll .5f)): ${r}x (>= 0.9); PyTorch bf16 weights $(jf "$work/lspb.out" tokens_per_s .0f)$extra"
+				"1.1B, 4 x 1,024 tokens: memo bf16 $m tokens/s (mean NLL $(jf "$work/ls.out" mean_nll .5f)), PyTorch bf16 autocast $p (mean NLL $(jf "$work/lspt.out" mean_nll .5f)): ${r}x (>= 0.9); PyTorch bf16 weights $(jf "$work/lspb.out" tokens_per_s .0f)$extra; memory: $mem"
 		else
 			line FAIL large-score "$(lasterr ls) $(lasterr lspt 2>/dev/null) $(lasterr lspb 2>/dev/null)"
 		fi

@@ -237,7 +237,17 @@ func runBenchDecode(c *cli.Context) error {
 	if res.Approximation != "" {
 		fmt.Printf("approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
 	}
+	printMemory(res.Memory)
 	return nil
+}
+
+// printMemory is the memory line of bench decode and bench score.
+func printMemory(m extract.Memory) {
+	line := fmt.Sprintf("memory       weights %.0f MB as held", float64(m.WeightBytes)/1e6)
+	if m.DevicePeakBytes > 0 {
+		line += fmt.Sprintf("; at most %.0f MB of tensors on the GPU", float64(m.DevicePeakBytes)/1e6)
+	}
+	fmt.Println(line)
 }
 
 func runBenchScore(c *cli.Context) error {
@@ -288,6 +298,7 @@ func runBenchScore(c *cli.Context) error {
 	fmt.Printf("model        %s: %d params, vocab %d, %s, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Precision, res.Threads)
 	fmt.Printf("rows         %d of %d tokens, %d runs\n", res.Batch, res.Seq, res.Reps)
 	fmt.Printf("throughput   %.0f tokens/s (%.3f s a run), mean NLL %.4f\n", res.TokensPerS, res.RunS, res.MeanNLL)
+	printMemory(res.Memory)
 	return nil
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 )
 
 // TestInputErrorContract (issue 25): each input error the second probe
@@ -54,6 +56,7 @@ func TestInputErrorContract(t *testing.T) {
 		"axis.toml":   "name = \"x\"\n[sweep]\n\"goldfish.k\" = [0, \"four\"]\n",
 		"repeat.toml": "name = \"x\"\n[sweep]\n\"goldfish.k\" = [4, 4]\n",
 		"cuda.toml":   "name = \"x\"\n[train]\ndevice = \"cuda\"\n",
+		"fp16.toml":   "name = \"x\"\n[extract]\nprecision = \"fp16\"\n",
 		"import.toml": "name = \"x\"\n[data]\ntokenizer = \"bpe:300\"\n[model]\ninit_from = \"hf:cut\"\n",
 		"ids.json":    "[[1, 2, 3]]",
 		"bad.json":    `[[1, 2], [3, "a"]]`,
@@ -69,6 +72,7 @@ func TestInputErrorContract(t *testing.T) {
 		"hf":      func(dir string) { copyDir(t, src, dir) },
 	}
 	_, cudaErr := torchx.ResolveDevice("cuda")
+	fp16Err := model.CheckPrecision(model.PrecisionFP16, false, gotch.CPU) // Debian's CPU libtorch has no float16 products
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -79,6 +83,9 @@ func TestInputErrorContract(t *testing.T) {
 		{"config: a repeated sweep point", []string{"config", "repeat.toml"}, `both named "k=4"`, false},
 		{"config: CUDA without CUDA", []string{"config", "cuda.toml"}, `train.device = "cuda": CUDA is not available`, cudaErr == nil},
 		{"run: CUDA without CUDA", []string{"run", "cuda.toml"}, `train.device = "cuda": CUDA is not available`, cudaErr == nil},
+		{"config: an fp16 attack where the CPU has no float16 products", []string{"config", "fp16.toml"}, `extract.precision = "fp16": precision fp16 on cpu: libtorch computes no float16 matrix products`, fp16Err == nil},
+		{"run: an fp16 attack where the CPU has no float16 products", []string{"run", "fp16.toml"}, `extract.precision = "fp16"`, fp16Err == nil},
+		{"score --precision fp16 there, before loading", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--precision", "fp16"}, "score: --precision: precision fp16 on cpu", fp16Err == nil},
 		{"config: a model past the machine", []string{"config", "--set", "model.dim=1048576", "plain.toml"}, "dim 1048576", false},
 		{"run: a model past the machine", []string{"run", "--set", "model.dim=1048576", "plain.toml"}, "needs at least", false},
 		{"config: model.init_from at a truncated file", []string{"config", "import.toml"}, "truncated", false},
@@ -98,7 +105,7 @@ func TestInputErrorContract(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.skip {
-				t.Skip("CUDA is available here")
+				t.Skip("this libtorch has what the case needs missing (CUDA, float16 products on the CPU)")
 			}
 			dir := t.TempDir()
 			for name, content := range files {

@@ -77,19 +77,20 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 // loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors
 // are bad input (exit 2): the user named the model.
 func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
-	path, device := c.String("model"), c.String("device")
-	if _, err := torchx.ResolveDeviceFor("--device", device); err != nil {
+	path, device, precision := c.String("model"), c.String("device"), c.String("precision")
+	dev, err := torchx.ResolveDeviceFor("--device", device)
+	if err != nil {
 		return nil, "", usageError("%s: %v", cmd, err)
 	}
+	if err := model.CheckPrecision(precision, false, dev); err != nil {
+		return nil, "", usageError("%s: --precision: %v", cmd, err)
+	}
 	t0 := time.Now()
-	g, dir, err := checkpoint.LoadModel(path, device)
+	g, dir, err := checkpoint.LoadModel(path, device, precision)
 	if err != nil {
 		// The device is this command's --device, not a spec key.
 		msg := strings.ReplaceAll(oneLine(err.Error()), "train.device = ", "--device ")
 		return nil, "", usageError("%s: --model %s: %s", cmd, path, msg)
-	}
-	if err := g.SetPrecision(c.String("precision"), false); err != nil {
-		return nil, "", usageError("%s: --precision: %v", cmd, err)
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil

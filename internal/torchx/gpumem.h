@@ -5,6 +5,7 @@
 extern "C" {
 #endif
 int64_t memo_gpu_total_memory(int index);
+int64_t memo_gpu_peak_allocated(int index);
 #ifdef __cplusplus
 }
 #endif

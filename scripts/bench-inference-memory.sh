@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Peak memory of inference in each precision, through the binary a user
+# runs: writes a random Hugging Face Llama of TinyLlama-1.1B's shape in BF16
+# (scripts/mkhf; 2.2 GB, once) to DIR, then scores 4 rows of 128 token ids
+# with `memo score --precision P` for fp32 and bf16 under /usr/bin/time -v,
+# printing one line each (peak RSS, wall time), and checks that bf16's
+# scores are the same run to run. fp32 holds the weights in float32 (4.4
+# GB); bf16 reads each linear weight straight into bfloat16.
+#   scripts/bench-inference-memory.sh [-m MEMO] [-d DEVICE] DIR
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+memo=bin/memo device=cpu
+while getopts m:d: o; do
+	case $o in
+	m) memo=$OPTARG ;;
+	d) device=$OPTARG ;;
+	*) echo "usage: $0 [-m MEMO] [-d DEVICE] DIR" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 1 ] || { echo "usage: $0 [-m MEMO] [-d DEVICE] DIR" >&2; exit 2; }
+dir=$1
+[ -x /usr/bin/time ] || { echo "$0: needs GNU time (apt-get install time)" >&2; exit 2; }
+[ -f "$dir/model/model.safetensors" ] || go run ./scripts/mkhf "$dir/model"
+# 4 rows of 128 ids, fixed: row r, position j holds (r*7919 + j*104729) mod 32000.
+awk 'BEGIN { printf "["; for (r = 0; r < 4; r++) { printf "%s[", r ? "," : ""; for (j = 0; j < 128; j++) printf "%s%d", j ? "," : "", (r*7919 + j*104729) % 32000; printf "]" } print "]" }' > "$dir/ids.json"
+for p in fp32 bf16 bf16; do
+	/usr/bin/time -v "$memo" --log-level warn score --model "$dir/model" --ids-json "$dir/ids.json" --device "$device" --precision $p > "$dir/score-$p.json" 2> "$dir/time-$p.txt"
+	rss=$(awk -F': ' '/Maximum resident/ { printf "%.2f GB", $2 / 1048576 }' "$dir/time-$p.txt")
+	wall=$(awk -F': ' '/Elapsed \(wall/ { print $2 }' "$dir/time-$p.txt")
+	echo "memo score --precision $p on $device: peak RSS $rss, wall $wall"
+	if [ $p = bf16 ] && [ -f "$dir/score-bf16.first" ]; then
+		cmp -s "$dir/score-bf16.first" "$dir/score-bf16.json" || { echo "bf16 scores differ between runs" >&2; exit 1; }
+	fi
+	[ $p = bf16 ] && cp "$dir/score-bf16.json" "$dir/score-bf16.first"
+done
