@@ -24,12 +24,12 @@ const (
 // batch holds, in float32, the key/value cache of every layer over the
 // window (2·layers·dim per token) and the logits of a scoring pass (vocab
 // per token): rowBytes = 4·window·(2·layers·dim + vocab). A quarter of the
-// memory left after the model's weights (4·params bytes) goes to the batch,
-// so activations and libtorch's allocator have room; the result is clamped
-// to [1, maxBatch].
-func AutoBatch(mc model.Config, window int, availBytes int64, maxBatch int) int {
+// memory left after the model's weights (weightBytes: model.GPT.WeightBytes,
+// about half in bf16) goes to the batch, so activations and libtorch's
+// allocator have room; the result is clamped to [1, maxBatch].
+func AutoBatch(mc model.Config, weightBytes int64, window int, availBytes int64, maxBatch int) int {
 	row := 4 * int64(window) * (2*int64(mc.Layers)*int64(mc.Dim) + int64(mc.Vocab))
-	budget := (availBytes - 4*mc.Params()) / 4
+	budget := (availBytes - weightBytes) / 4
 	if row <= 0 || budget <= row {
 		return 1
 	}

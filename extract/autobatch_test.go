@@ -23,12 +23,16 @@ func TestAutoBatchRule(t *testing.T) {
 		{weights, 1},                     // nothing left: one row
 		{weights + 4*1040*1000, 64},      // clamped
 	} {
-		if got := AutoBatch(mc, 10, tc.avail, maxAutoBatch); got != tc.want {
+		if got := AutoBatch(mc, weights, 10, tc.avail, maxAutoBatch); got != tc.want {
 			t.Errorf("AutoBatch(avail=%d) = %d, want %d", tc.avail, got, tc.want)
 		}
 	}
+	// Weights held in bf16 leave the other half of their bytes to the batch.
+	if got := AutoBatch(mc, weights/2, 10, weights+4*1040*5+weights/2, maxAutoBatch); got != 5+int(weights/4/1040) {
+		t.Errorf("AutoBatch with half the weight bytes = %d, want %d", got, 5+int(weights/4/1040))
+	}
 	// A GPU's cap: the same budget, clamped at 512 instead of 64.
-	if got := AutoBatch(mc, 10, weights+4*1040*1000, maxAutoBatchGPU); got != 512 {
+	if got := AutoBatch(mc, weights, 10, weights+4*1040*1000, maxAutoBatchGPU); got != 512 {
 		t.Errorf("AutoBatch on a GPU's cap = %d, want 512", got)
 	}
 	// On the CPU the memory shared out is MemAvailable, capped at 64.
@@ -50,7 +54,7 @@ func TestAutoBatchSameCompletions(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Suffix = 12
 	prompts := BuildPrompts(cfg, docs, 128)
-	auto := AutoBatch(g.Config(), 128, availableMemory(), maxAutoBatch)
+	auto := AutoBatch(g.Config(), g.WeightBytes(), 128, availableMemory(), maxAutoBatch)
 	if auto < 1 || auto > maxAutoBatch {
 		t.Fatalf("automatic batch %d outside [1, %d]", auto, maxAutoBatch)
 	}

@@ -68,8 +68,9 @@ type Config struct {
 	// Empty: the spec's top-level device, else train.device.
 	Device string `toml:"device,omitempty" json:"device,omitempty"`
 	// BatchSize is the number of prompts decoded together; 0 = automatic:
-	// a quarter of MemAvailable (on a GPU, of its memory) after 4 bytes per
-	// model parameter, divided by 4·window·(2·layers·dim + vocab) bytes per
+	// a quarter of MemAvailable (on a GPU, of its memory) after the weights
+	// (4 bytes a parameter; 2 for the linear layers' under extract.precision
+	// bf16 or fp16), divided by 4·window·(2·layers·dim + vocab) bytes per
 	// row (key/value cache plus one row of scoring logits), clamped to
 	// [1, 64] (on a GPU [1, 512]; see AutoBatch).
 	BatchSize int `toml:"batch_size" json:"batch_size"`

@@ -52,7 +52,7 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	}
 	if cfg.BatchSize == 0 {
 		avail, maxBatch := batchMemory(g.Device())
-		cfg.BatchSize = AutoBatch(mc, window, avail, maxBatch)
+		cfg.BatchSize = AutoBatch(mc, g.WeightBytes(), window, avail, maxBatch)
 		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
 	}
 	tok, err := ds.Tokenizer()
