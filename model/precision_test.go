@@ -100,17 +100,24 @@ func TestPrecisions(t *testing.T) {
 // An inference precision holds the linear weights in that dtype and frees
 // their float32 originals, and computes exactly what casting the float32
 // weights at every product computed (memo before it held them): the same
-// logits, greedy tokens and gradient norms, tied head or not.
+// logits, greedy tokens and gradient norms, tied head or not. On a GPU
+// (scripts/gpu/device-session.sh runs it there) the gradient norms may
+// differ in their last bits: the fused attention's backward sums in no
+// fixed order.
 func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true)
+	dev, normTol := gotch.CPU, 0.0
+	if gotch.CUDA.IsAvailable() {
+		dev, normTol = gotch.CudaBuilder(0), 1e-3
+	}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	windows := [][]int32{{1, 5, 9, 2, 7, 7, 3, 60}, {11, 12, 4, 4, 0, 12, 33, 8, 2}}
 	for _, untied := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tied", true: "untied"}[untied], func(t *testing.T) {
 			cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: untied}
 			newModel := func() *GPT {
-				g, err := New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+				g, err := New(nn.NewVarStore(dev).Root(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -179,7 +186,7 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range ga {
-				if ga[i] != gb[i] || ga[i] == 0 {
+				if math.Abs(ga[i]-gb[i]) > normTol*ga[i] || ga[i] == 0 {
 					t.Errorf("gradient norm %d: %v held in bf16, %v cast at each product", i, gb[i], ga[i])
 				}
 			}
