@@ -64,10 +64,10 @@ func ReadHFConfig(dir string) (model.Config, error) {
 // weights streamed tensor by tensor from safetensors (F32, BF16 or F16,
 // computed in float32): peak memory stays near the float32 weights.
 func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
-	return loadHF(dir, device, model.PrecisionFP32)
+	return loadHF(dir, device, "")
 }
 
-// loadHF is LoadHF for inference in precision (see LoadModel).
+// loadHF is LoadHF, or with precision set for inference (see buildForLoad).
 func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
@@ -81,7 +81,7 @@ func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 		return nil, nil, err
 	}
 	vs := nn.NewVarStore(dev)
-	g, err := model.NewUninitializedIn(vs.Root(), cfg, precision)
+	g, err := buildForLoad(vs.Root(), cfg, precision)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -92,6 +92,17 @@ func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return g, vs, nil
+}
+
+// buildForLoad builds the unset model a load fills: for training and
+// comparison (precision empty) the model memo trains, for inference
+// (LoadModel: precision set, fp32 included) one in that precision with
+// its layers joined (model.NewForInference).
+func buildForLoad(p *nn.Path, cfg model.Config, precision string) (*model.GPT, error) {
+	if precision == "" {
+		return model.NewUninitialized(p, cfg)
+	}
+	return model.NewForInference(p, cfg, precision)
 }
 
 // bytesPerWeight is what each weight of an inference model in precision
@@ -157,8 +168,11 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 // weights came from. precision is an inference precision (fp32, bf16,
 // fp16; empty is fp32): in bf16 or fp16 each linear weight is converted as
 // it is read, so the model is never held in float32 (a bf16 file's weights
-// stay bf16 on the device) and is ready to use (model.SetPrecision).
+// stay bf16 on the device) and is ready to use (model.SetPrecision). Its
+// layers are joined (model.NewForInference), so decoding holds no second
+// copy of them: the model is for inference, not training.
 func LoadModel(path, device, precision string) (*model.GPT, string, error) {
+	precision = model.PrecisionName(precision) // set: an inference model
 	if IsHFDir(path) {
 		g, _, err := loadHF(path, device, precision)
 		return g, path, err

@@ -228,8 +228,9 @@ func newModel(t *testing.T, cfg model.Config) *model.GPT {
 
 // LoadModel in bf16 converts each linear weight as it reads it, so the
 // model never holds them in float32: it is the float32 load converted
-// afterwards, bit for bit, whether the file holds F32 (a memo checkpoint,
-// a tied Llama), BF16 or F16 weights.
+// afterwards, bit for bit (and its joined layers the separate ones),
+// whether the file holds F32 (a memo checkpoint, a tied Llama), BF16 or
+// F16 weights.
 func TestLoadModelInBF16(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -240,7 +241,13 @@ func TestLoadModelInBF16(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			later, _, err := LoadModel(dir, "cpu", model.PrecisionFP32)
+			// Loaded in float32 without joining its layers, then converted.
+			var later *model.GPT
+			if IsHFDir(dir) {
+				later, _, err = LoadHF(dir, "cpu")
+			} else {
+				later, _, _, err = Load(dir, "cpu")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,5 +285,14 @@ func TestLoadModelInBF16(t *testing.T) {
 	}
 	if _, _, err := LoadModel(oldRun, "cpu", "fp8"); err == nil || !strings.Contains(err.Error(), "fp8") {
 		t.Errorf("LoadModel in fp8: %v, want an error naming the precision", err)
+	}
+	// LoadModel joins the layers for inference: a precision is chosen at
+	// load, not after.
+	g, _, err := LoadModel(oldRun, "cpu", model.PrecisionFP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetPrecision(model.PrecisionBF16, false); err == nil || !strings.Contains(err.Error(), "joined") {
+		t.Errorf("bf16 after a float32 LoadModel: %v, want a refusal naming the joined layers", err)
 	}
 }

@@ -15,10 +15,10 @@ import (
 // step-NNNNNN directory, a checkpoints/ directory or a run directory; the
 // newest good checkpoint is used, and its directory is returned.
 func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
-	return load(path, device, model.PrecisionFP32)
+	return load(path, device, "")
 }
 
-// load is Load for inference in precision (see LoadModel).
+// load is Load, or with precision set for inference (see buildForLoad).
 func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
@@ -38,7 +38,7 @@ func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, err
 	vs := nn.NewVarStore(dev)
 	// Every parameter is overwritten from the file (LoadWeights fails on a
 	// missing one), so drawing random initial weights would be wasted time.
-	g, err := model.NewUninitializedIn(vs.Root(), cfg, precision)
+	g, err := buildForLoad(vs.Root(), cfg, precision)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
 	}

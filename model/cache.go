@@ -36,6 +36,9 @@ type fusedWeights struct{ qkv, qkvBias, gateUp, gateUpBias *ts.Tensor }
 // during which weights do not change, and holds the copies (about one
 // more copy of the blocks' weights) until Drop.
 func (kc *Cache) fusedLayer(li int) fusedWeights {
+	if j := kc.g.blocks[li].joined; j.qkv != nil || j.gateUp != nil {
+		return j // the model's own (NewForInference): nothing to copy or drop
+	}
 	if kc.fused == nil {
 		kc.fused = make([]fusedWeights, len(kc.g.blocks))
 	}

@@ -62,6 +62,9 @@ type GPT struct {
 	// multiplies by under an inference precision (holdReduced); nil
 	// otherwise. GradNorm adds its gradient to the embedding's.
 	tiedHead *ts.Tensor
+	// views are the parameters that are parts of a layer's joined tensor,
+	// and where (NewForInference, join.go); nil for other models.
+	views map[*ts.Tensor]joinedView
 	// unitOf[i] is the stage of the forward pass that reads params[i] (Units).
 	unitOf []int
 }
@@ -75,6 +78,9 @@ type block struct {
 	mods   [numBlockModules]weights
 	window int // sliding-window length, 0 for full attention
 	rope   int // which of GPT.ropes its rotary uses
+	// joined holds the separate q|k|v and gate|up weights concatenated,
+	// with mods' entries views of them (NewForInference); empty otherwise.
+	joined fusedWeights
 }
 
 // each calls f on every weight slot of the block, so Replica and
@@ -89,26 +95,28 @@ func (b *block) each(f func(m module, t **ts.Tensor, bias bool)) {
 // New builds a GPT with fresh weights on p. cfg is resolved first; the
 // weights are drawn from cfg.Seed in Go, so they are the same on any device
 // and libtorch build.
-func New(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, true, gotch.Float) }
+func New(p *nn.Path, cfg Config) (*GPT, error) { return build(p, cfg, true, gotch.Float, false) }
 
 // NewUninitialized builds a GPT whose weights are allocated but not set,
 // for a caller that loads every one of them from a file next: drawing
 // a billion normal values only to overwrite them would take seconds.
 func NewUninitialized(p *nn.Path, cfg Config) (*GPT, error) {
-	return build(p, cfg, false, gotch.Float)
+	return build(p, cfg, false, gotch.Float, false)
 }
 
-// NewUninitializedIn is NewUninitialized for inference in precision
-// (fp32, bf16, fp16): the linear layers' weights are allocated in that
-// dtype from the start, so a loader converts each tensor as it reads it
-// and the model never holds them in float32 (on a GPU, a bf16 7B model
-// then needs 14 GB, not 28 GB and then 14).
-func NewUninitializedIn(p *nn.Path, cfg Config, precision string) (*GPT, error) {
+// NewForInference is NewUninitialized for a model that is only run, never
+// trained, in precision (fp32, bf16, fp16): the linear layers' weights are
+// allocated in that dtype, so a loader converts each tensor as it reads it
+// and the model is never held in float32 (on a GPU a bf16 7B model needs
+// 14 GB, not 28 and then 14), and each layer's separate q, k, v (gate, up)
+// weights are allocated as one joined tensor, of which the parameters are
+// views (see block.joined).
+func NewForInference(p *nn.Path, cfg Config, precision string) (*GPT, error) {
 	if err := CheckPrecision(precision, false, p.Device()); err != nil {
 		return nil, err
 	}
 	dt, _ := ParsePrecision(precision, false) // CheckPrecision parsed it
-	g, err := build(p, cfg, false, dt)
+	g, err := build(p, cfg, false, dt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +125,9 @@ func NewUninitializedIn(p *nn.Path, cfg Config, precision string) (*GPT, error) 
 }
 
 // build makes the model; held is the dtype of the weights heldReduced
-// names (float32 but for an inference model built by NewUninitializedIn).
-func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType) (*GPT, error) {
+// names (float32 but for an inference model), and join allocates each
+// layer's separate q, k, v and gate, up weights joined (NewForInference).
+func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool) (*GPT, error) {
 	c, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
@@ -133,10 +142,21 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType) (*GPT, err
 			g.blocks[i].rope = 1
 		}
 	}
-	for _, spec := range a.layout(c) {
+	layout := a.layout(c)
+	var joins *joiner
+	if join && !initialise {
+		joins = newJoiner(a, layout)
+	}
+	for _, spec := range layout {
 		dt := gotch.Float
 		if heldReduced(spec.slot) {
 			dt = held
+		}
+		if joins != nil {
+			if view, ok := joins.part(g, spec, dt); ok {
+				g.addParam(spec, view, c.Layers)
+				continue
+			}
 		}
 		t, err := newWeight(spec, a.Norm, initialise, rng, g.device, dt)
 		if err != nil {
@@ -155,22 +175,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType) (*GPT, err
 		if err != nil {
 			return nil, fmt.Errorf("model: add %s: %w", spec.Name, err)
 		}
-		g.params = append(g.params, Param{Name: spec.Name, Tensor: pt, Decay: spec.Kind == matrixWeight})
-		g.unitOf = append(g.unitOf, unitOfSlot(spec.slot, c.Layers))
-		slotOf := func(w *weights) {
-			if spec.slot.bias {
-				w.b = pt
-			} else {
-				w.w = pt
-			}
-		}
-		if spec.slot.layer < 0 {
-			w := g.top[spec.slot.mod]
-			slotOf(&w)
-			g.top[spec.slot.mod] = w
-		} else {
-			slotOf(&g.blocks[spec.slot.layer].mods[spec.slot.mod])
-		}
+		g.addParam(spec, pt, c.Layers)
 	}
 	if !c.Untied {
 		g.top[modHead] = weights{w: g.top[modEmbed].w}
@@ -189,6 +194,29 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType) (*GPT, err
 		}
 	}
 	return g, nil
+}
+
+// addParam lists t as the parameter spec describes and puts it in its
+// module's slot.
+func (g *GPT) addParam(spec tensorSpec, t *ts.Tensor, layers int) {
+	g.params = append(g.params, Param{Name: spec.Name, Tensor: t, Decay: spec.Kind == matrixWeight})
+	g.unitOf = append(g.unitOf, unitOfSlot(spec.slot, layers))
+	if spec.slot.layer >= 0 {
+		g.blocks[spec.slot.layer].mods[spec.slot.mod].set(t, spec.slot.bias)
+		return
+	}
+	w := g.top[spec.slot.mod]
+	w.set(t, spec.slot.bias)
+	g.top[spec.slot.mod] = w
+}
+
+// set puts t in w's bias or weight.
+func (w *weights) set(t *ts.Tensor, bias bool) {
+	if bias {
+		w.b = t
+	} else {
+		w.w = t
+	}
 }
 
 // newWeight makes one fresh (or, without initialise, unset) weight.
@@ -613,6 +641,9 @@ func (g *GPT) fusedQKV(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
 	if g.arch.QKV != QKVSeparate {
 		return b.mods[modQKV].w, b.mods[modQKV].b
 	}
+	if b.joined.qkv != nil {
+		return b.joined.qkv, b.joined.qkvBias
+	}
 	if cache != nil {
 		f := cache.fusedLayer(li)
 		return f.qkv, f.qkvBias
@@ -630,6 +661,9 @@ func (g *GPT) fusedGateUp(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
 	b := &g.blocks[li]
 	if g.arch.MLP == MLPGatedFused {
 		return b.mods[modGateUp].w, b.mods[modGateUp].b
+	}
+	if b.joined.gateUp != nil {
+		return b.joined.gateUp, b.joined.gateUpBias
 	}
 	if cache != nil {
 		f := cache.fusedLayer(li)
@@ -698,9 +732,10 @@ func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
 // concatenating the weights at every forward pass (and splitting their
 // gradients) costs more memory traffic than the one larger product saves.
 // On the CPU, and when decoding (the cache keeps a concatenated copy), the
-// one product is faster.
+// one product is faster, and so it is for a joined model
+// (NewForInference), whose concatenation costs nothing.
 func (g *GPT) separateProducts(cache *Cache) bool {
-	return cache == nil && g.device.IsCuda()
+	return cache == nil && g.device.IsCuda() && !g.joined()
 }
 
 // normalize applies the family's norm with weights n over the last
@@ -748,9 +783,11 @@ func (g *GPT) Replica() *GPT {
 	for m, w := range g.top {
 		r.top[m] = weights{alias[w.w], alias[w.b]}
 	}
+	r.views = nil // a replica is trained: its aliases are leaves
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {
 		b.each(func(_ module, t **ts.Tensor, _ bool) { *t = alias[*t] }) // nil maps to nil
+		b.joined = fusedWeights{}
 		r.blocks[i] = b
 	}
 	return &r

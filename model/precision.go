@@ -67,7 +67,7 @@ func CheckPrecision(p string, training bool, dev gotch.Device) error {
 // the weights stay float32 and each product casts them, so gradients reach
 // the master weights. For inference (bf16, fp16) the linear layers'
 // weights are held in that dtype (holdReduced): a model built by
-// NewUninitializedIn already holds them so, any other is converted once
+// NewForInference already holds them so, any other is converted once
 // and its float32 originals freed. Such a model is for inference only:
 // its precision cannot change again. fp32 is a no-op on a float32 model.
 func (g *GPT) SetPrecision(p string, training bool) error {
@@ -78,11 +78,15 @@ func (g *GPT) SetPrecision(p string, training bool) error {
 	if held := g.heldDType(); held != gotch.Float && (training || held != dt) {
 		return fmt.Errorf("precision %s: the model's weights are already held in %s for inference", p, dtypeName(held))
 	}
-	g.compute = dt
 	if training || dt == gotch.Float {
+		g.compute = dt
 		return nil
 	}
-	return g.holdReduced(dt)
+	if err := g.holdReduced(dt); err != nil {
+		return err
+	}
+	g.compute = dt
+	return nil
 }
 
 // heldReduced reports whether the weight in slot s is held in a reduced
@@ -120,6 +124,11 @@ func (g *GPT) heldDType() gotch.DType { return g.top[modHead].w.DType() }
 // embedding stays float32 for its lookups. The conversion rounds as the
 // per-product cast it replaces did, so results do not change.
 func (g *GPT) holdReduced(dt gotch.DType) error {
+	for v := range g.views {
+		if v.DType() != dt { // a joined tensor cannot be converted view by view
+			return fmt.Errorf("weights in %s: the model was built for inference in %s (its layers joined); load it in the precision wanted", dtypeName(dt), dtypeName(v.DType()))
+		}
+	}
 	embed := g.top[modEmbed].w
 	converted := map[*ts.Tensor]*ts.Tensor{}
 	convert := func(w *ts.Tensor) *ts.Tensor {

@@ -92,10 +92,9 @@ func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
 	for i, p := range g.params {
 		params[i] = p.Tensor
 	}
+	leaves := g.gradLeaves()
 	if g.tiedHead != nil {
-		// Last, so the embedding's gradient is complete when the head's
-		// share is added to it (gradNormOne).
-		params = append(params, g.tiedHead)
+		leaves = append(leaves, g.tiedHead)
 	}
 	for wi, w := range windows {
 		if len(w) < 2 {
@@ -113,7 +112,7 @@ func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
 			}
 			in[j], tg[j] = int64(w[j]), int64(w[j+1])
 		}
-		n, err := g.gradNormOne(in, tg, params)
+		n, err := g.gradNormOne(in, tg, params, leaves)
 		if err != nil {
 			return nil, fmt.Errorf("gradient norm of window %d: %w", wi, err)
 		}
@@ -123,7 +122,10 @@ func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
 	return out, nil
 }
 
-func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) {
+// gradNormOne is one window's norm: the gradient lands in leaves, and is
+// summed parameter by parameter in params' order (a joined layer's rows
+// of its base for each of its views), as it was before layers were joined.
+func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64, error) {
 	ids, err := tensorOf(in, []int64{1, int64(len(in))}, g.device)
 	if err != nil {
 		return 0, err
@@ -146,7 +148,7 @@ func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) 
 	defer loss.MustDrop()
 	// Backward into each parameter's .grad, read, then clear: gotch's
 	// RunBackward passes only its first input's pointer to libtorch.
-	for _, p := range params {
+	for _, p := range leaves {
 		if !p.MustRequiresGrad() {
 			return 0, fmt.Errorf("parameter does not require grad: the weights were loaded frozen")
 		}
@@ -157,10 +159,12 @@ func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) 
 	}
 	var sq float64
 	for _, p := range params {
-		if p == g.tiedHead {
-			break // its gradient went into the embedding's
+		var gr *ts.Tensor
+		if v, ok := g.views[p]; ok {
+			gr = float32Grad(v.base).MustNarrow(0, v.off, v.n, true)
+		} else {
+			gr = float32Grad(p)
 		}
-		gr := float32Grad(p)
 		if p == g.top[modEmbed].w && g.tiedHead != nil {
 			// One weight, two uses: the lookup's gradient plus the
 			// reduced head copy's, as autograd summed them when the head
@@ -172,7 +176,7 @@ func (g *GPT) gradNormOne(in, tg []int64, params []*ts.Tensor) (float64, error) 
 		s.MustDrop()
 		gr.MustDrop()
 	}
-	for _, p := range params {
+	for _, p := range leaves {
 		p.ZeroGrad()
 	}
 	return math.Sqrt(sq), nil

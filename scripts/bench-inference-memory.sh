@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Peak memory of inference in each precision, through the binary a user
 # runs: writes a random Hugging Face Llama of TinyLlama-1.1B's shape in BF16
-# (scripts/mkhf; 2.2 GB, once) to DIR, then scores 4 rows of 128 token ids
-# with `memo score --precision P` for fp32 and bf16 under /usr/bin/time -v,
-# printing one line each (peak RSS, wall time), and checks that bf16's
-# scores are the same run to run. fp32 holds the weights in float32 (4.4
-# GB); bf16 reads each linear weight straight into bfloat16.
+# (scripts/mkhf; 2.2 GB, once) to DIR, then, for fp32 and bf16, scores 4
+# rows of 128 token ids (`memo score --precision P`) and continues them by 8
+# greedy tokens (`memo generate`, the attack's decoding) under
+# /usr/bin/time -v, printing one line each (peak RSS, wall time), and checks
+# that each output is the same as the last time the script wrote it in DIR
+# (run it twice, or with -m naming another memo, to compare). fp32 holds the
+# weights in float32 (4.4 GB); bf16 reads each linear weight straight into
+# bfloat16.
 #   scripts/bench-inference-memory.sh [-m MEMO] [-d DEVICE] DIR
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,13 +27,20 @@ dir=$1
 [ -f "$dir/model/model.safetensors" ] || go run ./scripts/mkhf "$dir/model"
 # 4 rows of 128 ids, fixed: row r, position j holds (r*7919 + j*104729) mod 32000.
 awk 'BEGIN { printf "["; for (r = 0; r < 4; r++) { printf "%s[", r ? "," : ""; for (j = 0; j < 128; j++) printf "%s%d", j ? "," : "", (r*7919 + j*104729) % 32000; printf "]" } print "]" }' > "$dir/ids.json"
-for p in fp32 bf16 bf16; do
-	/usr/bin/time -v "$memo" --log-level warn score --model "$dir/model" --ids-json "$dir/ids.json" --device "$device" --precision $p > "$dir/score-$p.json" 2> "$dir/time-$p.txt"
-	rss=$(awk -F': ' '/Maximum resident/ { printf "%.2f GB", $2 / 1048576 }' "$dir/time-$p.txt")
-	wall=$(awk -F': ' '/Elapsed \(wall/ { print $2 }' "$dir/time-$p.txt")
-	echo "memo score --precision $p on $device: peak RSS $rss, wall $wall"
-	if [ $p = bf16 ] && [ -f "$dir/score-bf16.first" ]; then
-		cmp -s "$dir/score-bf16.first" "$dir/score-bf16.json" || { echo "bf16 scores differ between runs" >&2; exit 1; }
-	fi
-	[ $p = bf16 ] && cp "$dir/score-bf16.json" "$dir/score-bf16.first"
+for p in fp32 bf16; do
+	for cmd in score generate; do
+		extra=()
+		[ $cmd = generate ] && extra=(--max-new 8)
+		out=$dir/$cmd-$p.json
+		/usr/bin/time -v "$memo" --log-level warn $cmd --model "$dir/model" --ids-json "$dir/ids.json" --device "$device" --precision $p "${extra[@]}" > "$out.new" 2> "$dir/time-$cmd-$p.txt" ||
+			{ echo "memo $cmd --precision $p failed: $(tail -1 "$dir/time-$cmd-$p.txt")" >&2; exit 1; }
+		rss=$(awk -F': ' '/Maximum resident/ { printf "%.2f GB", $2 / 1048576 }' "$dir/time-$cmd-$p.txt")
+		wall=$(awk -F': ' '/Elapsed \(wall/ { print $2 }' "$dir/time-$cmd-$p.txt")
+		same="first run in $dir"
+		if [ -f "$out" ]; then
+			cmp -s "$out" "$out.new" && same="output as last time" || same="OUTPUT DIFFERS from last time"
+		fi
+		mv "$out.new" "$out"
+		echo "memo $cmd --precision $p on $device: peak RSS $rss, wall $wall; $same"
+	done
 done

@@ -1,0 +1,134 @@
+package model
+
+import (
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// An inference model (NewForInference) allocates each layer's separate
+// q, k, v weights as one joined tensor, q rows first, and likewise gate
+// and up (and their biases), and its Hugging Face parameters are views of
+// those rows. Decoding and the CPU's forward pass multiply by the joined
+// tensor directly. A model built otherwise concatenates the separate
+// weights instead: a decode keeps the copies for as long as its cache
+// lives (Cache.fusedLayer), a third more memory for a Llama (2.5 GB of a
+// 1.1B model's 4.4 GB in float32), and the CPU's forward pass makes them
+// anew at each call. The products multiply the same values, so results
+// do not change; on a GPU, where a trained model multiplies q, k and v
+// separately (separateProducts), a joined one multiplies once, which can
+// move the last bits there.
+//
+// The views are not leaves (the joined tensors are), so such a model is
+// not trained; GradNorm differentiates with respect to the joined tensors
+// (gradLeaves) and reads each parameter's rows.
+
+// joinedView says where a parameter of an inference model lies in its
+// layer's joined tensor: rows [off, off+n) of base.
+type joinedView struct {
+	base   *ts.Tensor
+	off, n int64
+}
+
+// joinKey names one joined tensor: a layer's q|k|v (group 0) or gate|up
+// (group 1) weights or biases.
+type joinKey struct {
+	layer, group int
+	bias         bool
+}
+
+// joinKeyOf reports which joined tensor the weight in slot s belongs to
+// in family a, if any: separate q, k, v and gate, up, stored [out, in]
+// (no family memo knows stores them separately as Conv1D's [in, out]).
+func joinKeyOf(a *Arch, s slot) (joinKey, bool) {
+	if s.layer < 0 || a.Conv1D {
+		return joinKey{}, false
+	}
+	switch {
+	case a.QKV == QKVSeparate && (s.mod == modQ || s.mod == modK || s.mod == modV):
+		return joinKey{s.layer, 0, s.bias}, true
+	case a.MLP == MLPGated && (s.mod == modGate || s.mod == modUp):
+		return joinKey{s.layer, 1, s.bias}, true
+	}
+	return joinKey{}, false
+}
+
+// joiner allocates the joined tensors of one build, each when its first
+// part is asked for, and hands out the parts in layout order.
+type joiner struct {
+	a     *Arch
+	rows  map[joinKey]int64 // each joined tensor's rows, summed over the layout
+	next  map[joinKey]int64 // the row the next part starts at
+	bases map[joinKey]*ts.Tensor
+}
+
+func newJoiner(a *Arch, layout []tensorSpec) *joiner {
+	j := &joiner{a: a, rows: map[joinKey]int64{}, next: map[joinKey]int64{}, bases: map[joinKey]*ts.Tensor{}}
+	for _, spec := range layout {
+		if k, ok := joinKeyOf(a, spec.slot); ok {
+			j.rows[k] += spec.Shape[0]
+		}
+	}
+	return j
+}
+
+// part returns spec's view of its joined tensor (allocated unset in dt,
+// a leaf that requires grad) and records it in g; ok is false for a weight
+// that is not joined. The layout lists a module's parts in module order
+// (q, k, v; gate, up), the order the products' outputs are split in.
+func (j *joiner) part(g *GPT, spec tensorSpec, dt gotch.DType) (*ts.Tensor, bool) {
+	k, ok := joinKeyOf(j.a, spec.slot)
+	if !ok {
+		return nil, false
+	}
+	base := j.bases[k]
+	if base == nil {
+		shape := append([]int64{j.rows[k]}, spec.Shape[1:]...)
+		base = ts.MustEmpty(shape, dt, g.device)
+		base.MustRequiresGrad_(true)
+		j.bases[k] = base
+		b := &g.blocks[k.layer].joined
+		switch {
+		case k.group == 0 && !k.bias:
+			b.qkv = base
+		case k.group == 0:
+			b.qkvBias = base
+		case !k.bias:
+			b.gateUp = base
+		default:
+			b.gateUpBias = base
+		}
+	}
+	off, n := j.next[k], spec.Shape[0]
+	j.next[k] = off + n
+	// Taken in grad mode, as any view of a parameter: one taken without it
+	// could not be read in grad mode once a loader has written through it
+	// (libtorch refuses such a view). The products multiply by base and
+	// GradNorm reads base's gradient by rows, so no graph runs through it.
+	view := base.MustNarrow(0, off, n, false)
+	if g.views == nil {
+		g.views = map[*ts.Tensor]joinedView{}
+	}
+	g.views[view] = joinedView{base, off, n}
+	return view, true
+}
+
+// joined reports whether g's layers are joined (NewForInference).
+func (g *GPT) joined() bool { return len(g.views) > 0 }
+
+// gradLeaves are the tensors GradNorm differentiates with respect to:
+// the parameters, with each joined tensor in place of its views.
+func (g *GPT) gradLeaves() []*ts.Tensor {
+	var out []*ts.Tensor
+	seen := map[*ts.Tensor]bool{}
+	for _, p := range g.params {
+		t := p.Tensor
+		if v, ok := g.views[t]; ok {
+			t = v.base
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
