@@ -1,10 +1,11 @@
 // Command mkhf writes a Hugging Face Llama directory (config.json and one
-// model.safetensors) of TinyLlama-1.1B's shape, or a smaller one, with
-// random weights in BF16 or F32: a model to measure loading and inference
-// memory with on a machine without PyTorch (scripts/bench-inference-memory.sh).
-// Matrices are N(0, 0.02) from a fixed seed, norm gains 1. Usage:
+// model.safetensors) of TinyLlama-1.1B's or Llama-2-7B's shape, or one with
+// fewer layers, with random weights in BF16 or F32: a model to measure
+// loading and inference memory with on a machine without PyTorch
+// (scripts/bench-inference-memory.sh). Matrices are N(0, 0.02) from a fixed
+// seed, norm gains 1. Usage:
 //
-//	go run ./scripts/mkhf [-dtype bf16|f32] [-layers N] DIR
+//	go run ./scripts/mkhf [-shape tinyllama|llama2-7b] [-dtype bf16|f32] [-layers N] DIR
 package main
 
 import (
@@ -22,22 +23,33 @@ import (
 )
 
 func main() {
-	dtype := flag.String("dtype", "bf16", "the file's dtype: bf16 (as the hub stores TinyLlama) or f32")
-	layers := flag.Int("layers", 22, "layers (22: TinyLlama-1.1B, 1,100,048,384 parameters)")
+	shape := flag.String("shape", "tinyllama", "tinyllama (1,100,048,384 parameters) or llama2-7b (6,738,415,616)")
+	dtype := flag.String("dtype", "bf16", "the file's dtype: bf16 (as the hub stores both) or f32")
+	layers := flag.Int("layers", 0, "layers, when fewer than the shape's (0: all)")
 	flag.Parse()
-	if flag.NArg() != 1 || (*dtype != "bf16" && *dtype != "f32") || *layers < 1 {
-		fmt.Fprintln(os.Stderr, "usage: mkhf [-dtype bf16|f32] [-layers N] DIR")
+	cfg, ok := shapes[*shape]
+	if flag.NArg() != 1 || !ok || (*dtype != "bf16" && *dtype != "f32") || *layers < 0 {
+		fmt.Fprintln(os.Stderr, "usage: mkhf [-shape tinyllama|llama2-7b] [-dtype bf16|f32] [-layers N] DIR")
 		os.Exit(2)
 	}
-	if err := write(flag.Arg(0), *dtype, *layers); err != nil {
+	if *layers > 0 {
+		cfg.Layers = *layers
+	}
+	if err := write(flag.Arg(0), cfg, *dtype); err != nil {
 		fmt.Fprintln(os.Stderr, "mkhf:", err)
 		os.Exit(1)
 	}
 }
 
-func write(out, dtype string, layers int) error {
-	cfg := model.Config{Arch: "llama", Dim: 2048, Layers: layers, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000,
-		Context: 2048, Untied: true, RopeTheta: 10000, NormEps: 1e-5}
+// shapes are the published configurations of TinyLlama-1.1B and Llama-2-7B.
+var shapes = map[string]model.Config{
+	"tinyllama": {Arch: "llama", Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000,
+		Context: 2048, Untied: true, RopeTheta: 10000, NormEps: 1e-5},
+	"llama2-7b": {Arch: "llama", Dim: 4096, Layers: 32, Heads: 32, KVHeads: 32, FFN: 11008, Vocab: 32000,
+		Context: 4096, Untied: true, RopeTheta: 10000, NormEps: 1e-5},
+}
+
+func write(out string, cfg model.Config, dtype string) error {
 	// Unset weights: only their names and shapes are read, and memory
 	// left untouched is never resident.
 	g, err := model.NewUninitialized(nn.NewVarStore(gotch.CPU).Root(), cfg)
