@@ -77,7 +77,7 @@ func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := memlimit.Check(filepath.Join(dir, "config.json"), cfg, bytesPerWeight(precision)); err != nil {
+	if err := memlimit.CheckOn(filepath.Join(dir, "config.json"), cfg, bytesPerWeight(precision), dev); err != nil {
 		return nil, nil, err
 	}
 	vs := nn.NewVarStore(dev)

@@ -32,7 +32,7 @@ func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, err
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := memlimit.Check(filepath.Join(dir, ModelJSONFile), cfg, bytesPerWeight(precision)); err != nil {
+	if err := memlimit.CheckOn(filepath.Join(dir, ModelJSONFile), cfg, bytesPerWeight(precision), dev); err != nil {
 		return nil, nil, "", err
 	}
 	vs := nn.NewVarStore(dev)

@@ -272,6 +272,22 @@ func (c Config) Params() int64 {
 	return n
 }
 
+// MLPMatrices is how many dim × ffn matrices a block's MLP has: 3 for the
+// gated families (gate, up, down: Llama, Mistral, Qwen, Gemma, OLMo,
+// Phi-3), 2 for the others (up and down: GPT-2, GPT-Neo, GPT-NeoX), and
+// 2 for a family memo does not know (which Resolve refuses), so that a
+// lower bound built on it stays one.
+func (c Config) MLPMatrices() int {
+	name := c.Arch
+	if name == "" {
+		name = ArchLlama
+	}
+	if a, err := archOf(name); err == nil && a.MLP != MLPPlain {
+		return 3
+	}
+	return 2
+}
+
 // gathered is how many parameters are looked up rather than multiplied:
 // an untied model's embedding and learned position embeddings.
 func (c Config) gathered() int64 {

@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 )
 
 // Total is the memory this process may use, in bytes: the smaller of the
@@ -60,7 +62,10 @@ func Floor(c model.Config, perParam float64) float64 {
 		kv = q
 	}
 	// The weight matrices only (no norms, no biases): a floor, as named.
-	params := v*d + l*(d*(q+2*kv)+q*d+2*d*f)
+	// A gated MLP's third matrix counts: without it a 7B Llama's float32
+	// weights came to 21 GB, under a 24 GB machine's memory, and `memo
+	// score` was killed for memory at 27 GB instead of refused.
+	params := v*d + l*(d*(q+2*kv)+q*d+float64(c.MLPMatrices())*d*f)
 	if c.Untied {
 		params += v * d
 	}
@@ -70,7 +75,22 @@ func Floor(c model.Config, perParam float64) float64 {
 // Check refuses, as bad input, a model of config c that needs more than
 // the machine has; what names it in the message (a file, a flag).
 func Check(what string, c model.Config, perParam float64) error {
-	total := Total()
+	return check(what, c, perParam, Total(), "this machine")
+}
+
+// CheckOn is Check for a model loaded onto dev: on a GPU against the GPU's
+// memory (where the weights go; a load holds one tensor at a time on the
+// host), elsewhere, or when CUDA cannot tell, against the machine's.
+func CheckOn(what string, c model.Config, perParam float64, dev gotch.Device) error {
+	if dev.IsCuda() {
+		if total := torchx.GPUMemory(dev.Value); total > 0 {
+			return check(what, c, perParam, total, fmt.Sprintf("cuda:%d", dev.Value))
+		}
+	}
+	return Check(what, c, perParam)
+}
+
+func check(what string, c model.Config, perParam float64, total int64, where string) error {
 	if total == 0 {
 		return nil
 	}
@@ -78,7 +98,7 @@ func Check(what string, c model.Config, perParam float64) error {
 	if need <= float64(total) && !math.IsInf(need, 0) && !math.IsNaN(need) {
 		return nil
 	}
-	return badinput.Errorf("%s: a model of %s needs at least %s; this machine has %s", what, sizes(c), gib(need), gib(float64(total)))
+	return badinput.Errorf("%s: a model of %s needs at least %s; %s has %s", what, sizes(c), gib(need), where, gib(float64(total)))
 }
 
 // sizes names the dimensions that make a model large.

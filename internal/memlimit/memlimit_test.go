@@ -33,3 +33,28 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorCountsTheGatedMLP: the floor of a model's weights is at most
+// their exact count and, for the gated families, within the norms and
+// biases of it; a plain MLP has two matrices, a gated one three.
+func TestFloorCountsTheGatedMLP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    model.Config
+	}{
+		{"llama2-7b", model.Config{Arch: "llama", Vocab: 32000, Dim: 4096, Layers: 32, Heads: 32, KVHeads: 32, FFN: 11008, Context: 4096, Untied: true}},
+		{"tinyllama", model.Config{Arch: "llama", Vocab: 32000, Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Context: 2048, Untied: true}},
+		{"memo's default family", model.Config{Vocab: 320, Dim: 64, Layers: 2, Heads: 4, FFN: 176, Context: 256}},
+		{"gpt_neox", model.Config{Arch: "gpt_neox", Vocab: 512, Dim: 64, Layers: 2, Heads: 4, FFN: 256, Context: 128, Untied: true}},
+	} {
+		r, err := tc.c.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := float64(r.Params())
+		floor := Floor(tc.c, 1) - 4*float64(r.Context)*float64(r.HeadDim) // without the rotary tables
+		if floor > exact || floor < 0.98*exact {
+			t.Errorf("%s: floor %.0f, exact %.0f parameters: want within 2%% below (norms and biases)", tc.name, floor, exact)
+		}
+	}
+}
