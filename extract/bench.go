@@ -122,28 +122,28 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 // benchModel is the model Bench decodes with: cfg.ModelDir's, whose
 // context must hold prefix + suffix tokens, or a random one of cfg.Model
 // with its context stretched to them, in cfg.Precision (checked first).
-func benchModel(cfg BenchConfig) (*model.GPT, error) {
+func benchModel(cfg BenchConfig, cmd string) (*model.GPT, error) {
 	training := cfg.Precision == model.PrecisionBF16Mixed
 	dev, err := torchx.ResolveDeviceFor("--device", cfg.Device)
 	if err != nil {
 		return nil, err
 	}
 	if err := model.CheckPrecision(cfg.Precision, training, dev); err != nil {
-		return nil, fmt.Errorf("bench decode: %w", err)
+		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	g, err := benchWeights(cfg, dev)
+	g, err := benchWeights(cfg, dev, cmd)
 	if err != nil {
 		return nil, err
 	}
 	if err := g.SetPrecision(cfg.Precision, training); err != nil {
-		return nil, fmt.Errorf("bench decode: %w", err)
+		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	return g, nil
 }
 
 // benchWeights loads or draws benchModel's weights: a loaded model's in
 // an inference precision from the start, as extraction loads them.
-func benchWeights(cfg BenchConfig, dev gotch.Device) (*model.GPT, error) {
+func benchWeights(cfg BenchConfig, dev gotch.Device, cmd string) (*model.GPT, error) {
 	n := cfg.Prefix + cfg.Suffix
 	if cfg.ModelDir != "" {
 		held := cfg.Precision
@@ -152,10 +152,14 @@ func benchWeights(cfg BenchConfig, dev gotch.Device) (*model.GPT, error) {
 		}
 		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device, held)
 		if err != nil {
-			return nil, fmt.Errorf("bench decode: --model %s: %w", cfg.ModelDir, err)
+			return nil, fmt.Errorf("%s: --model %s: %w", cmd, cfg.ModelDir, err)
 		}
 		if c := g.Config().Context; c < n {
-			return nil, fmt.Errorf("bench decode: --model %s holds %d positions; --prefix %d + --suffix %d need %d", cfg.ModelDir, c, cfg.Prefix, cfg.Suffix, n)
+			need := fmt.Sprintf("--prefix %d + --suffix %d need %d", cfg.Prefix, cfg.Suffix, n)
+			if cmd == "bench score" {
+				need = fmt.Sprintf("--seq %d needs %d (the tokens scored and the one before them)", cfg.Prefix, n)
+			}
+			return nil, fmt.Errorf("%s: --model %s holds %d positions; %s", cmd, cfg.ModelDir, c, need)
 		}
 		return g, nil
 	}
@@ -190,7 +194,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, fmt.Errorf("bench decode: decoding %q: must be greedy, sample or beam", cfg.Decoding)
 	}
 	torchx.Init(cfg.Threads, uint64(cfg.Seed))
-	g, err := benchModel(cfg)
+	g, err := benchModel(cfg, "bench decode")
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -309,7 +313,7 @@ func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
 	}
 	torchx.Init(cfg.Threads, uint64(cfg.Seed))
 	cfg.Suffix = 1 // rows of Prefix + 1 tokens
-	g, err := benchModel(cfg)
+	g, err := benchModel(cfg, "bench score")
 	if err != nil {
 		return ScoreBenchResult{}, err
 	}

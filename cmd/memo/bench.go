@@ -287,7 +287,7 @@ func runBenchScore(c *cli.Context) error {
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Device: c.String("device"),
 		Precision: c.String("precision")})
 	if err != nil {
-		if strings.Contains(err.Error(), "precision") || dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
+		if strings.Contains(err.Error(), "precision") || dir != "" && strings.Contains(err.Error(), "positions; --seq") {
 			return usageError("%v", err)
 		}
 		return err

@@ -99,12 +99,13 @@ func TestBenchDecodeModelDir(t *testing.T) {
 		Params   int64   `json:"params"`
 		Vocab    int     `json:"vocab"`
 		KVBytes  float64 `json:"kv_bytes_per_token"`
+		Weights  int64   `json:"weight_bytes"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if got.ModelDir != dir || got.Params != 112960 || got.Vocab != 320 || got.KVBytes <= 0 {
-		t.Errorf("got %+v; want model_dir %s, 112960 params, vocab 320, KV bytes measured", got, dir)
+	if got.ModelDir != dir || got.Params != 112960 || got.Vocab != 320 || got.KVBytes <= 0 || got.Weights != 4*112960 {
+		t.Errorf("got %+v; want model_dir %s, 112960 params, vocab 320, KV bytes measured, 4 bytes a weight", got, dir)
 	}
 	for _, tt := range []struct {
 		args []string
@@ -118,6 +119,11 @@ func TestBenchDecodeModelDir(t *testing.T) {
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: exit code %d, stderr %q; want 2 and one line containing %q", tt.args, r.code, r.stderr, tt.want)
 		}
+	}
+	// bench score names itself and its own flag.
+	r = execMemo(t, exe, t.TempDir(), "bench", "score", "--reps", "1", "--model", dir, "--seq", "256")
+	if want := "bench score: --model " + dir + " holds 256 positions; --seq 256 needs 257"; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("bench score --seq 256: exit code %d, stderr %q; want 2 and %q", r.code, r.stderr, want)
 	}
 }
 
