@@ -108,6 +108,11 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	}
 	var refLosses [][]float32
 	if cfg.Reference != "" {
+		// The attacked model is done with: its memory goes to the
+		// reference model, so the two are never held at once.
+		if err := g.Release(); err != nil {
+			return fmt.Errorf("extract: free the attacked model: %w", err)
+		}
 		if refLosses, err = referenceLosses(ctx, cfg, ds, prompts); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -110,6 +111,41 @@ func (j *joiner) part(g *GPT, spec tensorSpec, dt gotch.DType) (*ts.Tensor, bool
 	}
 	g.views[view] = joinedView{base, off, n}
 	return view, true
+}
+
+// Release frees g's weights now (they become empty tensors), for a caller
+// done with g before it loads another model: memo pauses Go's collector,
+// so the weights would otherwise stay until the model is collected, and an
+// attack with a reference model would hold both at its peak. g must not
+// be used afterwards.
+func (g *GPT) Release() error {
+	var all []*ts.Tensor
+	seen := map[*ts.Tensor]bool{}
+	add := func(tensors ...*ts.Tensor) {
+		for _, t := range tensors {
+			if t != nil && !seen[t] {
+				seen[t] = true
+				all = append(all, t)
+			}
+		}
+	}
+	for _, p := range g.params {
+		add(p.Tensor) // a view too: it holds its base's storage
+	}
+	for i := range g.blocks {
+		j := g.blocks[i].joined
+		add(j.qkv, j.qkvBias, j.gateUp, j.gateUpBias)
+		g.blocks[i].each(func(_ module, t **ts.Tensor, _ bool) { add(*t) })
+	}
+	for _, w := range g.top {
+		add(w.w, w.b)
+	}
+	add(g.tiedHead, g.causal)
+	for _, r := range g.ropes {
+		add(r.cos, r.sinSigned)
+	}
+	torchx.ClearGrads(all)
+	return torchx.ReleaseData(all)
 }
 
 // joined reports whether g's layers are joined (NewForInference).

@@ -113,6 +113,19 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 					t.Error("a refused precision changed the joined model")
 				}
 			}
+			// Release empties every weight, joined tensors included.
+			bases := []*ts.Tensor{joined.blocks[0].joined.qkv, joined.blocks[0].joined.gateUp}
+			if err := joined.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if n := joined.WeightBytes(); n != 0 {
+				t.Errorf("after Release the weights hold %d bytes", n)
+			}
+			for _, b := range bases {
+				if b.Numel() != 0 {
+					t.Errorf("after Release a joined tensor holds %d values", b.Numel())
+				}
+			}
 		})
 	}
 }

@@ -176,9 +176,10 @@ func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64,
 		s.MustDrop()
 		gr.MustDrop()
 	}
-	for _, p := range leaves {
-		p.ZeroGrad()
-	}
+	// Dropped, not zeroed: an attack's model holds no gradients beside
+	// its weights between windows or after the last (the next backward
+	// pass hands each leaf a new one, as adding to zeros did).
+	torchx.ClearGrads(leaves)
 	return math.Sqrt(sq), nil
 }
 
