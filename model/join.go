@@ -14,10 +14,10 @@ import (
 // weights instead: a decode keeps the copies for as long as its cache
 // lives (Cache.fusedLayer), over half as much again for a Llama (2.5 GB
 // beside a 1.1B model's 4.4 GB in float32), and the CPU's forward pass
-// makes them anew at each call. The products multiply the same values, so results
-// do not change; on a GPU, where a trained model multiplies q, k and v
-// separately (separateProducts), a joined one multiplies once, which can
-// move the last bits there.
+// makes them anew at each call. The products multiply the same values,
+// so results do not change; on a GPU, where a trained model multiplies q,
+// k and v separately (separateProducts), a joined one multiplies once,
+// which can move the last bits there.
 //
 // The views are not leaves (the joined tensors are), so such a model is
 // not trained; GradNorm differentiates with respect to the joined tensors
@@ -53,17 +53,29 @@ func joinKeyOf(a *Arch, s slot) (joinKey, bool) {
 	return joinKey{}, false
 }
 
+// of is the field of f that holds the joined tensor k names.
+func (f *fusedWeights) of(k joinKey) **ts.Tensor {
+	switch {
+	case k.group == 0 && !k.bias:
+		return &f.qkv
+	case k.group == 0:
+		return &f.qkvBias
+	case !k.bias:
+		return &f.gateUp
+	}
+	return &f.gateUpBias
+}
+
 // joiner allocates the joined tensors of one build, each when its first
 // part is asked for, and hands out the parts in layout order.
 type joiner struct {
-	a     *Arch
-	rows  map[joinKey]int64 // each joined tensor's rows, summed over the layout
-	next  map[joinKey]int64 // the row the next part starts at
-	bases map[joinKey]*ts.Tensor
+	a    *Arch
+	rows map[joinKey]int64 // each joined tensor's rows, summed over the layout
+	next map[joinKey]int64 // the row the next part starts at
 }
 
 func newJoiner(a *Arch, layout []tensorSpec) *joiner {
-	j := &joiner{a: a, rows: map[joinKey]int64{}, next: map[joinKey]int64{}, bases: map[joinKey]*ts.Tensor{}}
+	j := &joiner{a: a, rows: map[joinKey]int64{}, next: map[joinKey]int64{}}
 	for _, spec := range layout {
 		if k, ok := joinKeyOf(a, spec.slot); ok {
 			j.rows[k] += spec.Shape[0]
@@ -81,24 +93,13 @@ func (j *joiner) part(g *GPT, spec tensorSpec, dt gotch.DType) (*ts.Tensor, bool
 	if !ok {
 		return nil, false
 	}
-	base := j.bases[k]
-	if base == nil {
+	field := g.blocks[k.layer].joined.of(k)
+	if *field == nil {
 		shape := append([]int64{j.rows[k]}, spec.Shape[1:]...)
-		base = ts.MustEmpty(shape, dt, g.device)
-		base.MustRequiresGrad_(true)
-		j.bases[k] = base
-		b := &g.blocks[k.layer].joined
-		switch {
-		case k.group == 0 && !k.bias:
-			b.qkv = base
-		case k.group == 0:
-			b.qkvBias = base
-		case !k.bias:
-			b.gateUp = base
-		default:
-			b.gateUpBias = base
-		}
+		*field = ts.MustEmpty(shape, dt, g.device)
+		(*field).MustRequiresGrad_(true)
 	}
+	base := *field
 	off, n := j.next[k], spec.Shape[0]
 	j.next[k] = off + n
 	// Taken in grad mode, as any view of a parameter: one taken without it
@@ -129,16 +130,15 @@ func (g *GPT) Release() error {
 			}
 		}
 	}
+	// The parameters are every weight the model multiplies by (holdReduced
+	// and the joiner keep them so), views included, which hold their
+	// joined tensor's storage; a tied head's reduced copy is the one other.
 	for _, p := range g.params {
-		add(p.Tensor) // a view too: it holds its base's storage
+		add(p.Tensor)
 	}
 	for i := range g.blocks {
 		j := g.blocks[i].joined
 		add(j.qkv, j.qkvBias, j.gateUp, j.gateUpBias)
-		g.blocks[i].each(func(_ module, t **ts.Tensor, _ bool) { add(*t) })
-	}
-	for _, w := range g.top {
-		add(w.w, w.b)
 	}
 	add(g.tiedHead, g.causal)
 	for _, r := range g.ropes {

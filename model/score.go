@@ -159,17 +159,12 @@ func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64,
 	}
 	var sq float64
 	for _, p := range params {
-		var gr *ts.Tensor
-		if v, ok := g.views[p]; ok {
-			gr = float32Grad(v.base).MustNarrow(0, v.off, v.n, true)
-		} else {
-			gr = float32Grad(p)
-		}
+		gr := g.float32Grad(p)
 		if p == g.top[modEmbed].w && g.tiedHead != nil {
 			// One weight, two uses: the lookup's gradient plus the
 			// reduced head copy's, as autograd summed them when the head
 			// cast the embedding at each product.
-			gr = gr.MustAdd(float32Grad(g.tiedHead), true)
+			gr = gr.MustAdd(g.float32Grad(g.tiedHead), true)
 		}
 		s := gr.MustSquare(false).MustSum(gotch.Double, true)
 		sq += s.Float64Values()[0]
@@ -183,11 +178,21 @@ func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64,
 	return math.Sqrt(sq), nil
 }
 
-// float32Grad is p's gradient in float32 (zeros when it has none): a
+// float32Grad is p's gradient in float32 (zeros when it has none): a view
+// of a joined tensor reads its rows of that tensor's gradient, cut before
+// the conversion so that no more than its own rows are converted; a
 // weight held in bf16 has a bf16 gradient, which the float32 weight it
 // replaced received cast to float32.
-func float32Grad(p *ts.Tensor) *ts.Tensor {
-	gr := p.MustGrad(false)
+func (g *GPT) float32Grad(p *ts.Tensor) *ts.Tensor {
+	var gr *ts.Tensor
+	if v, ok := g.views[p]; ok {
+		gr = v.base.MustGrad(false)
+		if gr.MustDefined() {
+			gr = gr.MustNarrow(0, v.off, v.n, true)
+		}
+	} else {
+		gr = p.MustGrad(false)
+	}
 	if !gr.MustDefined() {
 		gr.MustDrop()
 		return ts.MustZeros(p.MustSize(), gotch.Float, p.MustDevice())
