@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -504,12 +505,16 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		v = s.keep(perHead.MustSelect(0, 2, false))
 	} else {
 		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
+		project := g.linear
+		if g.keepsProjections(cache) {
+			project = g.innerLinear
+		}
 		if a.QKV == QKVSeparate && g.separateProducts(cache) {
-			one := func(m module) *ts.Tensor { return s.keep(g.linear(xn, blk.mods[m].w, blk.mods[m].b)) }
+			one := func(m module) *ts.Tensor { return s.keep(project(xn, blk.mods[m].w, blk.mods[m].b)) }
 			qf, kf, vf = one(modQ), one(modK), one(modV)
 		} else {
 			w, bias := g.fusedQKV(s, li, cache)
-			qkv := s.keep(g.linear(xn, w, bias)) // [B,T,(H+2·KV)·hd]
+			qkv := s.keep(project(xn, w, bias)) // [B,T,(H+2·KV)·hd]
 			part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
 			qf, kf, vf = part(0, h), part(h, kvh), part(h+kvh, kvh)
 		}
@@ -725,6 +730,25 @@ func (g *GPT) linear(x, w, bias *ts.Tensor) *ts.Tensor {
 func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
 	return g.product(x, w, bias, g.arch.Conv1D, g.device.IsCuda())
 }
+
+// keepsProjections reports whether the q, k and v products leave their
+// results in the reduced precision, as torch.autocast does, rather than
+// casting them to float32 for the attention's fused kernel to cast back:
+// on a GPU, without a cache, when nothing between the products and the
+// kernel needs float32 inputs (no query/key norm, whose square would
+// round; rotary over whole heads, whose float32 angles promote q and k
+// back to float32 as PyTorch's rotary does, so v alone skips the round
+// trip). That is four casts a layer fewer in the forward pass and in the
+// backward. MEMO_KEEP_QKV=off turns it off, to compare.
+func (g *GPT) keepsProjections(cache *Cache) bool {
+	return cache == nil && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
+		g.cfg.AttnSoftcap == 0 && torchx.FusedAttentionAvailable() && // attention casts q, k, v itself
+		g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
+		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim)
+}
+
+// keepQKVOff is MEMO_KEEP_QKV=off (see keepsProjections).
+var keepQKVOff = os.Getenv("MEMO_KEEP_QKV") == "off"
 
 // separateProducts reports whether a block multiplies by its separate
 // q, k, v (gate, up) weights one at a time rather than by their

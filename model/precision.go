@@ -201,7 +201,9 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 		w = s.keep(w.MustT(false))
 	}
 	if dt != gotch.Float {
-		x = s.keep(x.MustTotype(dt, false))
+		if x.DType() != dt { // a product kept in dt (innerLinear) feeds the next as it is
+			x = s.keep(x.MustTotype(dt, false))
+		}
 		if w.DType() != dt {
 			w = s.keep(w.MustTotype(dt, false))
 		}

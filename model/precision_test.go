@@ -214,3 +214,53 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 		})
 	}
 }
+
+// On a GPU in bf16-mixed, q, k and v left in bfloat16 after their products
+// (keepsProjections) compute what their float32 round trip computed: a
+// bfloat16 value survives float32 exactly, and rotary positions promote q
+// and k to float32 either way. The logits agree bit for bit; the
+// gradients up to the fused attention's backward, which sums in no fixed
+// order. Runs where there is a GPU (scripts/gpu/device-session.sh).
+func TestPrecisionKeptProjections(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() || !torchx.FusedAttentionAvailable() {
+		t.Skip("needs a GPU and libtorch's fused attention")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := gotch.CudaBuilder(0)
+	cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
+	run := func(off bool) (logits *ts.Tensor, grads map[string]*ts.Tensor) {
+		was := keepQKVOff
+		keepQKVOff = off
+		defer func() { keepQKVOff = was }()
+		g, err := New(nn.NewVarStore(dev).Root(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.SetPrecision(PrecisionBF16Mixed, true); err != nil {
+			t.Fatal(err)
+		}
+		if g.keepsProjections(nil) == off {
+			t.Fatalf("keepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
+		}
+		logits = g.Forward(ids)
+		logits.MustSquare(false).MustMean(gotch.Float, true).MustBackward()
+		grads = map[string]*ts.Tensor{}
+		for _, p := range g.Params() {
+			grads[p.Name] = p.Tensor.MustGrad(false)
+		}
+		return logits.MustDetach(true), grads
+	}
+	wantLogits, wantGrads := run(true)
+	gotLogits, gotGrads := run(false)
+	if d := maxAbsDiff(gotLogits, wantLogits); d != 0 {
+		t.Errorf("logits differ by %g with q, k, v kept in bf16", d)
+	}
+	for name, want := range wantGrads {
+		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
+		if d := maxAbsDiff(gotGrads[name], want); d > 1e-3*scale {
+			t.Errorf("%s: gradient differs by %g (scale %g)", name, d, scale)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func commandName(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "--log-level" || a == "-log-level":
+		case a == "--log-level" || a == "-log-level" || a == "--cpu-profile" || a == "-cpu-profile":
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
@@ -145,6 +145,7 @@ func newApp() *cli.App {
 			"Start with: memo run exp/goldfish-vs-standard.toml",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "cpu-profile", Usage: "write a Go CPU profile of the command to `FILE` (go tool pprof reads it): where the host's time goes, e.g. in a GPU step waiting on its Go → C calls"},
 		},
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
@@ -152,8 +153,14 @@ func newApp() *cli.App {
 				return usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			if f := c.String("cpu-profile"); f != "" {
+				if err := startCPUProfile(f); err != nil {
+					return usageError("--cpu-profile %s: %v", f, err)
+				}
+			}
 			return nil
 		},
+		After: func(c *cli.Context) error { return stopCPUProfile() },
 		Commands:        commands(),
 		HideHelpCommand: true,
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.

@@ -19,8 +19,10 @@ mkdir -p "$T" "$OUT"
 for f in memo train.test model.test; do
 	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
 done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/torch/lib}
 export PATH=/opt/torch/.venv/bin:$PATH
+# memo links against the libtorch of the machine's Python torch, wherever it is installed.
+torchlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+export LD_LIBRARY_PATH=$torchlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export MEMO_CACHE=$PWD/$C/cache
 {
 	date -u
@@ -35,6 +37,15 @@ export MEMO_CACHE=$PWD/$C/cache
 cat "$OUT/tests.txt"
 timeout "${GPU_CHECK_S:-400}" scripts/gpu-check.sh --memo "$T/memo" --quick --large --keep 2>&1 | tee "$OUT/gpu-check.txt"
 w=$(ls -dt /tmp/memo-gpu-check.* 2>/dev/null | head -1)
+# extract.batch_size = 0 sizes the batch from the GPU's memory: attack the
+# fine-tuned 1.1B model again with it, beside the spec's 250 rows.
+if [[ -n $w && -d $w/runs-1b/attack-1b ]]; then
+	t0=$(date +%s)
+	timeout "${AUTO_BATCH_S:-120}" "$T/memo" extract "$w/runs-1b/attack-1b" --batch-size 0 \
+		--out "$w/auto-batch.arrow" >"$OUT/auto-batch.txt" 2>&1
+	echo "rc=$? wall=$(($(date +%s) - t0)) s" >>"$OUT/auto-batch.txt"
+	grep -E 'automatic batch size|rc=' "$OUT/auto-batch.txt"
+fi
 if [[ -n $w ]]; then
 	(cd "$w" && tar czf "$OUT/work.tgz" --exclude=tinyllama --exclude='runs-*' . &&
 		tar czf "$OUT/attack-report.tgz" runs-1b/attack-1b/report runs-1b/attack-1b/*.json 2>/dev/null)
