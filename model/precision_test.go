@@ -219,8 +219,11 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 // (keepsProjections) compute what their float32 round trip computed: a
 // bfloat16 value survives float32 exactly, and rotary positions promote q
 // and k to float32 either way. The logits agree bit for bit; the
-// gradients up to the fused attention's backward, which sums in no fixed
-// order. Runs where there is a GPU (scripts/gpu/device-session.sh).
+// gradients to bfloat16's resolution (a 1/64 of each tensor's largest):
+// the fused attention's backward sums in no fixed order, and v's gradient
+// over its repeated heads is now summed from bfloat16 (on an H200 the
+// worst element differed by 4.1e-3 of its tensor's largest, a 1e-3 bound
+// failed). Runs where there is a GPU (scripts/gpu/device-session.sh).
 func TestPrecisionKeptProjections(t *testing.T) {
 	if !gotch.CUDA.IsAvailable() || !torchx.FusedAttentionAvailable() {
 		t.Skip("needs a GPU and libtorch's fused attention")
@@ -259,7 +262,7 @@ func TestPrecisionKeptProjections(t *testing.T) {
 	}
 	for name, want := range wantGrads {
 		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
-		if d := maxAbsDiff(gotGrads[name], want); d > 1e-3*scale {
+		if d := maxAbsDiff(gotGrads[name], want); d > scale/64 {
 			t.Errorf("%s: gradient differs by %g (scale %g)", name, d, scale)
 		}
 	}

@@ -27,8 +27,8 @@
 # memo's cache: `memo data fetch kjv llama2-tokenizer`):
 #   large-train    memo bench train on TinyLlama-1.1B's shape (batch 8 x 256,
 #                  bf16-mixed) beside scripts/bench_train.py (bf16 autocast, fused
-#                  AdamW): PASS at 0.9x or more; memo without its fused optimizer
-#                  step (MEMO_FUSED_OPTIM=off) beside them
+#                  AdamW), two alternating rounds: PASS when memo's better run is
+#                  at 0.9x or more of PyTorch's better run
 #   large-score    a random TinyLlama-shaped transformers checkpoint
 #                  (scripts/gpu/make_tinyllama.py), memo bench score --precision
 #                  bf16 (4 x 1,024 tokens) beside scripts/bench_score.py's bf16
@@ -213,17 +213,22 @@ if ((large)); then
 	cache=${MEMO_CACHE:-$HOME/.cache/memo}
 	tok=$cache/corpora/llama2-tokenizer/package/models
 	shape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --seq 256 --batch 8 --steps 10)
+	# Two rounds, memo and PyTorch alternating, each side's better run compared:
+	# one run on a lent GPU moves by about 10 %, the size of the margin checked.
 	if run lt "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
-		run ltpt python3 scripts/bench_train.py "${shape[@]}" --device "$dev" --autocast bf16 --fused; then
-		m=$(jf "$work/lt.out" tokens_per_s .0f) p=$(jf "$work/ltpt.out" tokens_per_s .0f)
+		run ltpt python3 scripts/bench_train.py "${shape[@]}" --device "$dev" --autocast bf16 --fused &&
+		run lt2 "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
+		run ltpt2 python3 scripts/bench_train.py "${shape[@]}" --device "$dev" --autocast bf16 --fused; then
+		m1=$(jf "$work/lt.out" tokens_per_s .0f) m2=$(jf "$work/lt2.out" tokens_per_s .0f)
+		p1=$(jf "$work/ltpt.out" tokens_per_s .0f) p2=$(jf "$work/ltpt2.out" tokens_per_s .0f)
+		best=lt
+		((m2 > m1)) && best=lt2
+		m=$((m1 > m2 ? m1 : m2)) p=$((p1 > p2 ? p1 : p2))
 		read -r r v < <(ratio "$m" "$p")
-		extra=""
-		MEMO_FUSED_OPTIM=off run ltnf "$memo" bench train "${shape[@]}" --precision bf16-mixed --device "$dev" --json &&
-			extra+="; memo without its fused AdamW $(jf "$work/ltnf.out" tokens_per_s .0f)"
 		line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-train \
-			"1.1B bf16: memo $m tokens/s (step $(jf "$work/lt.out" step_s .3f) s: model $(jf "$work/lt.out" model_s .3f), optimizer $(jf "$work/lt.out" optimizer_s .3f), collect $(jf "$work/lt.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p: ${r}x (>= 0.9)$extra"
+			"1.1B bf16: memo $m tokens/s (runs $m1, $m2; step $(jf "$work/$best.out" step_s .3f) s: model $(jf "$work/$best.out" model_s .3f), optimizer $(jf "$work/$best.out" optimizer_s .3f), collect $(jf "$work/$best.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p (runs $p1, $p2): ${r}x (>= 0.9)"
 	else
-		line FAIL large-train "$(lasterr lt) $(lasterr ltpt 2>/dev/null)"
+		line FAIL large-train "$(lasterr lt) $(lasterr ltpt 2>/dev/null) $(lasterr lt2 2>/dev/null) $(lasterr ltpt2 2>/dev/null)"
 	fi
 	model=$work/tinyllama
 	if run mk python3 scripts/gpu/make_tinyllama.py "$model" "$tok/tokenizer.json"; then

@@ -37,6 +37,11 @@ type BenchConfig struct {
 	Shard string
 	// ShardGroup is train.shard_group (with Shard "full"; 0: no groups).
 	ShardGroup int
+	// OnMeasure, when set, is called once the warm-up steps are done and
+	// before the first measured step (memo --cpu-profile starts its
+	// profile over there, so that building the model and the first
+	// steps' one-time costs stay out of it).
+	OnMeasure func()
 }
 
 // BenchResult is what `memo bench train --json` prints.
@@ -56,6 +61,9 @@ type BenchResult struct {
 	PeakGFLOPs    float64 `json:"peak_gflops"`
 	MFU           float64 `json:"mfu"`
 	StepS         float64 `json:"step_s"`
+	// StepsS is each measured step's seconds, in order: their spread says
+	// how far one run's mean can be trusted.
+	StepsS []float64 `json:"steps_s"`
 	// Seconds per step in each phase: model (forward, loss and backward on
 	// all workers, gradient reduction), optimizer (clipping and AdamW),
 	// collect (Go GC of gotch's tensors).
@@ -228,9 +236,13 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	l.work = newWorkers(g, workers, cfg.Threads, cfg.Seed)
 	defer l.work.stop()
 	var col, all time.Duration
+	var stepsS []float64
 	var first, last, lastGrad float64
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
+			if cfg.OnMeasure != nil {
+				cfg.OnMeasure()
+			}
 			l.tModel, l.tOpt = 0, 0
 			if counter != nil {
 				before = counter.Traffic()
@@ -250,7 +262,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		torchx.Collect()
 		if s >= cfg.Warmup {
 			col += time.Since(t1)
-			all += time.Since(t0)
+			d := time.Since(t0)
+			all += d
+			stepsS = append(stepsS, d.Seconds())
 		}
 	}
 	var traffic []Traffic
@@ -272,7 +286,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	return BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
 		Threads: workers, Device: deviceName(dev), Precision: model.PrecisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
-		MFU: gflops / peak, StepS: all.Seconds() / n, ModelS: l.tModel.Seconds() / n,
+		MFU: gflops / peak, StepS: all.Seconds() / n, StepsS: stepsS, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,

@@ -342,6 +342,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
 		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup}
+	bc.OnMeasure = restartCPUProfile
 	var group *dist.Group
 	if n > 1 {
 		g, err := dist.Init(c.Context, dist.Unset())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -299,16 +300,33 @@ func TestBenchScoreAndShape(t *testing.T) {
 	if sc.Params != 112960 || sc.Vocab != 320 || sc.Seq != 32 || sc.TokensPerS <= 0 || math.Abs(sc.MeanNLL-math.Log(320)) > 1 {
 		t.Errorf("bench score: %+v; want 112960 params, vocab 320, seq 32, a rate, mean NLL near ln 320 = 5.77", sc)
 	}
-	r = execMemo(t, exe, t.TempDir(), "bench", "train", "--dim", "64", "--layers", "1", "--heads", "4", "--kv-heads", "2",
-		"--ffn", "96", "--untied", "--vocab", "50", "--seq", "8", "--batch", "2", "--steps", "1", "--threads", "1", "--json")
+	prof := filepath.Join(t.TempDir(), "train.prof")
+	r = execMemo(t, exe, t.TempDir(), "--cpu-profile", prof, "bench", "train", "--dim", "64", "--layers", "1", "--heads", "4", "--kv-heads", "2",
+		"--ffn", "96", "--untied", "--vocab", "50", "--seq", "8", "--batch", "2", "--steps", "3", "--threads", "1", "--json")
 	if r.code != 0 {
 		t.Fatalf("bench train --dim: exit code %d; stderr %s", r.code, r.stderr)
 	}
 	var tr struct {
-		Params int64 `json:"params"`
+		Params int64     `json:"params"`
+		StepS  float64   `json:"step_s"`
+		StepsS []float64 `json:"steps_s"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if sum := 0.0; len(tr.StepsS) == 3 {
+		for _, s := range tr.StepsS {
+			sum += s
+		}
+		if math.Abs(sum/3-tr.StepS) > 1e-9 {
+			t.Errorf("steps_s %v average %g, step_s %g: want the same", tr.StepsS, sum/3, tr.StepS)
+		}
+	} else {
+		t.Errorf("steps_s %v: want the 3 measured steps", tr.StepsS)
+	}
+	// A profile is gzip-compressed protobuf, written when the command ends.
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpu-profile %s: %d bytes, %v; want a gzip-compressed profile", prof, len(b), err)
 	}
 	// embedding and head 2·50·64; q, o 2·64·64; k, v 2·64·32; gate, up,
 	// down 3·64·96; two norms in the block and the final one, 3·64.

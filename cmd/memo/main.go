@@ -145,7 +145,7 @@ func newApp() *cli.App {
 			"Start with: memo run exp/goldfish-vs-standard.toml",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
-			&cli.StringFlag{Name: "cpu-profile", Usage: "write a Go CPU profile of the command to `FILE` (go tool pprof reads it): where the host's time goes, e.g. in a GPU step waiting on its Go → C calls"},
+			&cli.StringFlag{Name: "cpu-profile", Usage: "write a Go CPU profile of the command to `FILE` (go tool pprof reads it): where the host's time goes, e.g. in a GPU training step; for bench train, over the measured steps alone"},
 		},
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
@@ -160,7 +160,7 @@ func newApp() *cli.App {
 			}
 			return nil
 		},
-		After: func(c *cli.Context) error { return stopCPUProfile() },
+		After:           func(c *cli.Context) error { return stopCPUProfile() },
 		Commands:        commands(),
 		HideHelpCommand: true,
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 )
@@ -39,4 +40,22 @@ func stopCPUProfile() error {
 		return fmt.Errorf("write --cpu-profile %s: %w", f.Name(), err)
 	}
 	return nil
+}
+
+// restartCPUProfile starts a running --cpu-profile over, empty: memo bench
+// calls it after its warm-up, so that the profile shows the measured
+// steps alone.
+func restartCPUProfile() {
+	if cpuProfile == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	if err := cpuProfile.Truncate(0); err != nil {
+		slog.Warn("--cpu-profile: could not start it over after the warm-up", "err", err)
+	} else if _, err := cpuProfile.Seek(0, 0); err != nil {
+		slog.Warn("--cpu-profile: could not start it over after the warm-up", "err", err)
+	}
+	if err := pprof.StartCPUProfile(cpuProfile); err != nil {
+		slog.Warn("--cpu-profile: profiling stopped", "err", err)
+	}
 }
