@@ -225,7 +225,20 @@ func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, 
 	if !initialise {
 		return ts.MustEmpty(spec.Shape, dt, dev), nil
 	}
-	return tensorOf(drawWeight(spec, norm, rng, nil), spec.Shape, dev)
+	// Drawn straight into the tensor's storage: copying a Go slice in
+	// (tensorOf) took three times as long as drawing a 1.1B model's values.
+	t := ts.MustEmpty(spec.Shape, gotch.Float, gotch.CPU)
+	if err := torchx.WithFloat32Storage(t, func(vals []float32) error {
+		fillWeight(spec, norm, rng, vals)
+		return nil
+	}); err != nil {
+		t.MustDrop()
+		return nil, err
+	}
+	if dev == gotch.CPU {
+		return t, nil
+	}
+	return t.To(dev, true)
 }
 
 // initRNG is the source fresh weights are drawn from, in layout order.
@@ -267,17 +280,24 @@ func drawWeight(spec tensorSpec, norm NormKind, rng *rand.Rand, buf []float32) [
 		vals = make([]float32, n)
 	}
 	vals = vals[:n]
-	for i := range vals {
-		switch {
-		case spec.Kind == matrixWeight:
-			vals[i] = float32(rng.NormFloat64() * initStdDev)
-		case spec.Kind == gainWeight && norm != NormRMSOffset:
-			vals[i] = 1
-		default:
-			vals[i] = 0
-		}
-	}
+	fillWeight(spec, norm, rng, vals)
 	return vals
+}
+
+// fillWeight draws vals, one fresh weight's values, as drawWeight does.
+func fillWeight(spec tensorSpec, norm NormKind, rng *rand.Rand, vals []float32) {
+	switch {
+	case spec.Kind == matrixWeight:
+		for i := range vals {
+			vals[i] = float32(rng.NormFloat64() * initStdDev)
+		}
+	case spec.Kind == gainWeight && norm != NormRMSOffset:
+		for i := range vals {
+			vals[i] = 1
+		}
+	default:
+		clear(vals)
+	}
 }
 
 // Config is the resolved configuration the model was built with.

@@ -42,8 +42,29 @@ func DType[T Element]() gotch.DType {
 
 // TensorOf copies vals into a new CPU tensor of shape dims and T's dtype.
 // The tensor owns its storage (it is not a view of vals).
+// One copy, into the new tensor's storage: gotch's OfDataSize copies
+// through a C buffer of its own first.
 func TensorOf[T Element](vals []T, dims []int64) (*ts.Tensor, error) {
-	return ts.OfDataSize(Bytes(vals), dims, DType[T]())
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	if len(dims) == 0 { // gotch's generated calls index a shape's first entry
+		return nil, fmt.Errorf("tensor of %d values: no shape given (a 0-dimensional tensor is not made here)", len(vals))
+	}
+	if n != int64(len(vals)) || n < 0 {
+		return nil, fmt.Errorf("tensor of shape %v: %d values given, want %d", dims, len(vals), n)
+	}
+	t, err := ts.Empty(dims, DType[T](), gotch.CPU)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		src := Bytes(vals)
+		copy(unsafe.Slice((*byte)(t.MustDataPtr()), len(src)), src)
+		runtime.KeepAlive(t)
+	}
+	return t, nil
 }
 
 // HasFloat32Storage reports whether t is a contiguous float32 tensor on the

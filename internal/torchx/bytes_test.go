@@ -61,6 +61,12 @@ func TestBytesAndTensorOf(t *testing.T) {
 	if _, err := torchx.TensorOf([]float32{1, 2, 3}, []int64{2, 2}); err == nil {
 		t.Fatal("TensorOf accepted 3 values for shape [2 2]")
 	}
+	if et, err := torchx.TensorOf([]float32{}, []int64{0, 3}); err != nil || et.Numel() != 0 || !slices.Equal(et.MustSize(), []int64{0, 3}) {
+		t.Fatalf("torchx.TensorOf(no values, [0 3]): %v", err)
+	}
+	if _, err := torchx.TensorOf([]int64{42}, nil); err == nil {
+		t.Fatal("TensorOf made a tensor without a shape")
+	}
 }
 
 // WithFloat32Storage lends the tensor's storage (writes land in it) and
