@@ -209,6 +209,8 @@ fi
 # 6. the 1.1B checks
 # ratio A B: A/B to two decimals, and whether it is at least 0.9.
 ratio() { python3 -c 'import sys; r = float(sys.argv[1]) / float(sys.argv[2]); print(f"{r:.2f}", "ok" if r >= 0.9 else "low")' "$1" "$2"; }
+# spread F: the fastest and slowest measured step of a memo bench train --json F.
+spread() { python3 -c 'import json, sys; s = json.load(open(sys.argv[1])).get("steps_s") or [0]; print(f"steps {min(s):.3f} to {max(s):.3f} s")' "$1"; }
 if ((large)); then
 	cache=${MEMO_CACHE:-$HOME/.cache/memo}
 	tok=$cache/corpora/llama2-tokenizer/package/models
@@ -226,7 +228,7 @@ if ((large)); then
 		m=$((m1 > m2 ? m1 : m2)) p=$((p1 > p2 ? p1 : p2))
 		read -r r v < <(ratio "$m" "$p")
 		line "$([[ $v == ok ]] && echo PASS || echo FAIL)" large-train \
-			"1.1B bf16: memo $m tokens/s (runs $m1, $m2; step $(jf "$work/$best.out" step_s .3f) s: model $(jf "$work/$best.out" model_s .3f), optimizer $(jf "$work/$best.out" optimizer_s .3f), collect $(jf "$work/$best.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p (runs $p1, $p2): ${r}x (>= 0.9)"
+			"1.1B bf16: memo $m tokens/s (runs $m1, $m2; step $(jf "$work/$best.out" step_s .3f) s, $(spread "$work/$best.out"): model $(jf "$work/$best.out" model_s .3f), optimizer $(jf "$work/$best.out" optimizer_s .3f), collect $(jf "$work/$best.out" collect_s .3f)), PyTorch bf16 autocast + fused AdamW $p (runs $p1, $p2): ${r}x (>= 0.9)"
 	else
 		line FAIL large-train "$(lasterr lt) $(lasterr ltpt 2>/dev/null) $(lasterr lt2 2>/dev/null) $(lasterr ltpt2 2>/dev/null)"
 	fi
