@@ -235,10 +235,7 @@ func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, 
 		t.MustDrop()
 		return nil, err
 	}
-	if dev == gotch.CPU {
-		return t, nil
-	}
-	return t.To(dev, true)
+	return moveTo(t, dev)
 }
 
 // initRNG is the source fresh weights are drawn from, in layout order.

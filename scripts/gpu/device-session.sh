@@ -12,17 +12,9 @@
 #   corpora/llama2-tokenizer (with its .complete) to gpucarry/cache/corpora/.
 # Then run `bash scripts/gpu/device-session.sh` there (GPU_CHECK_S bounds gpu-check's seconds).
 set -u
-C=${CARRY:-gpucarry}
 OUT=${OUT:-/tmp/memo-device-out}
-T=/tmp/memo-device-bin
-mkdir -p "$T" "$OUT"
-for f in memo train.test model.test; do
-	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
-done
-export PATH=/opt/torch/.venv/bin:$PATH
-# memo links against the libtorch of the machine's Python torch, wherever it is installed.
-torchlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-export LD_LIBRARY_PATH=$torchlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$OUT"
+. "$(dirname "${BASH_SOURCE[0]}")/carried.sh"
 export MEMO_CACHE=$PWD/$C/cache
 {
 	date -u

@@ -6,16 +6,9 @@
 # scripts/bench_train.py; then a host-bound shape (16 narrow layers, tiny
 # kernels: a step is the host's time) in both. Results under $OUT.
 set -u
-C=${CARRY:-gpucarry}
 OUT=${OUT:-/tmp/memo-train-profile}
-T=/tmp/memo-device-bin
-mkdir -p "$T" "$OUT"
-for f in memo model.test; do
-	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
-done
-export PATH=/opt/torch/.venv/bin:$PATH
-torchlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-export LD_LIBRARY_PATH=$torchlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$OUT"
+. "$(dirname "${BASH_SOURCE[0]}")/carried.sh"
 big=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --seq 256 --batch 8)
 small=(--dim 256 --layers 16 --heads 8 --vocab 4096 --seq 64 --batch 8)
 summary() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], "tokens/s %.0f step_ms %.2f" % (d["tokens_per_s"], 1e3*d["step_s"]), " ".join("%s %.2f" % (k[:-2]+"_ms", 1e3*d[k]) for k in ("model_s","optimizer_s","collect_s") if k in d))' "$1" "$2" 2>&1; }
