@@ -30,8 +30,9 @@ cat "$OUT/tests.txt"
 timeout "${GPU_CHECK_S:-400}" scripts/gpu-check.sh --memo "$T/memo" --quick --large --keep 2>&1 | tee "$OUT/gpu-check.txt"
 w=$(ls -dt /tmp/memo-gpu-check.* 2>/dev/null | head -1)
 # extract.batch_size = 0 sizes the batch from the GPU's memory: attack the
-# fine-tuned 1.1B model again with it, beside the spec's 250 rows.
-if [[ -n $w && -d $w/runs-1b/attack-1b ]]; then
+# fine-tuned 1.1B model again with it, beside the spec's 250 rows
+# (AUTO_BATCH_S=0 skips it).
+if [[ ${AUTO_BATCH_S:-120} != 0 && -n $w && -d $w/runs-1b/attack-1b ]]; then
 	t0=$(date +%s)
 	timeout "${AUTO_BATCH_S:-120}" "$T/memo" extract "$w/runs-1b/attack-1b" --batch-size 0 \
 		--out "$w/auto-batch.arrow" >"$OUT/auto-batch.txt" 2>&1
