@@ -8,7 +8,6 @@ import (
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/memlimit"
 	"github.com/memo-research/memo/internal/safetensors"
-	"github.com/memo-research/memo/internal/torchx"
 	"github.com/urfave/cli/v2"
 )
 
@@ -44,9 +43,6 @@ func configCommand() *cli.Command {
 				}
 				if perr := preflight(c.Args().First(), spec); perr != nil {
 					return perr
-				}
-				if perr := spec.CheckDevices(); perr != nil {
-					return configError(perr)
 				}
 				out, err = spec.Render()
 			default:
@@ -87,7 +83,7 @@ func configError(err error) error {
 
 // preflight checks what `memo run` would otherwise refuse only once it has
 // made the run directory and taken its lock, or find by crashing: every
-// point of a sweep, the training device, and the size of the model against
+// point of a sweep, the devices and precisions, and the size of the model against
 // the machine's memory. `memo config` and `memo run` both call it, so the
 // file that passes one passes the other.
 func preflight(file string, spec *experiments.Spec) error {
@@ -111,8 +107,10 @@ func preflight(file string, spec *experiments.Spec) error {
 
 // preflightRun is preflight for one run's resolved spec.
 func preflightRun(file string, spec *experiments.Spec) error {
-	if _, err := torchx.ResolveDevice(spec.Train.Device); err != nil {
-		return usageError("%s: %v", file, err)
+	// The spec's own check names the key the user set (device,
+	// train.device or extract.device) and its line.
+	if err := spec.CheckDevices(); err != nil {
+		return configError(err)
 	}
 	m, err := spec.ResolvedModel()
 	if err != nil {

@@ -78,9 +78,6 @@ func runAction(c *cli.Context) error {
 	if err := preflight(c.Args().First(), spec); err != nil {
 		return err
 	}
-	if err := spec.CheckDevices(); err != nil {
-		return configError(err)
-	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	if spec.IsSweep() {
