@@ -32,9 +32,10 @@ w=$(ls -dt /tmp/memo-gpu-check.* 2>/dev/null | head -1)
 # extract.batch_size = 0 sizes the batch from the GPU's memory: attack the
 # fine-tuned 1.1B model again with it, beside the spec's 250 rows
 # (AUTO_BATCH_S=0 skips it).
-if [[ ${AUTO_BATCH_S:-120} != 0 && -n $w && -d $w/runs-1b/attack-1b ]]; then
+auto_batch_s=${AUTO_BATCH_S:-120}
+if [[ $auto_batch_s != 0 && -n $w && -d $w/runs-1b/attack-1b ]]; then
 	t0=$(date +%s)
-	timeout "${AUTO_BATCH_S:-120}" "$T/memo" extract "$w/runs-1b/attack-1b" --batch-size 0 \
+	timeout "$auto_batch_s" "$T/memo" extract "$w/runs-1b/attack-1b" --batch-size 0 \
 		--out "$w/auto-batch.arrow" >"$OUT/auto-batch.txt" 2>&1
 	echo "rc=$? wall=$(($(date +%s) - t0)) s" >>"$OUT/auto-batch.txt"
 	grep -E 'automatic batch size|rc=' "$OUT/auto-batch.txt"
