@@ -191,11 +191,3 @@ func finite(xs []float64) []float64 {
 	}
 	return out
 }
-
-func negate(xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = -x
-	}
-	return out
-}

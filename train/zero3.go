@@ -355,7 +355,7 @@ func (l *loop) trainStepFull() (Metric, error) {
 	}
 	t1 := time.Now()
 	l.tModel += t1.Sub(t0)
-	defer func() { l.tOpt += time.Now().Sub(t1) }()
+	defer func() { l.tOpt += time.Since(t1) }()
 	if sums, err = l.sumOverRanks(sums); err != nil {
 		return Metric{}, err
 	}

@@ -120,7 +120,7 @@ func TestTableRefusesBadTags(t *testing.T) {
 func TestTableRoundTrip(t *testing.T) {
 	tbl := NewTable[tableRow]("rows.arrow")
 	rows := []tableRow{
-		{ID: 1, Name: "a", tableInner: tableInner{Hits: 3}, Flag: true, Value: 1.5, Small: 0.25, IDs: []int32{1, 2}, Losses: []float32{0.5}},
+		{ID: 1, Name: "a", tableInner: tableInner{Hits: 3}, Flag: true, Value: 1.5, Small: 0.25, IDs: []int32{1, 2}, Losses: []float32{0.5}, internal: 9},
 		{ID: 2, Value: math.Inf(-1), IDs: []int32{}, Extra: &tableExtra{Score: 0.75, Count: 4}},
 		{ID: 3, Value: math.NaN()},
 	}
@@ -134,7 +134,8 @@ func TestTableRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The group is written because one row has it; a nil group reads back
-	// as its missing values; lists read back empty, never nil.
+	// as its missing values; lists read back empty, never nil; the
+	// unexported field is not written, so it reads back zero.
 	want := []tableRow{
 		{ID: 1, Name: "a", tableInner: tableInner{Hits: 3}, Flag: true, Value: 1.5, Small: 0.25, IDs: []int32{1, 2}, Losses: []float32{0.5}, Extra: &tableExtra{Score: math.NaN()}},
 		{ID: 2, Value: math.Inf(-1), IDs: []int32{}, Losses: []float32{}, Extra: &tableExtra{Score: 0.75, Count: 4}},
