@@ -57,16 +57,17 @@
 //     members and controls are resampled separately, each to its own
 //     size, eval.bootstrap times, and the 2.5 and 97.5 percentiles of the
 //     resampled AUCs and TPRs are the 95 % interval.
-//   - Min-K% Prob rounds k up: over n token losses it averages the
-//     ceil(K·n) largest (the least likely tokens), at least one, so 20 %
-//     of 7 tokens is 2 tokens, not 1.
-//   - zlib lengths come from Go's compress/zlib at the default level (6),
-//     not from the C zlib that Python's zlib.compress calls: the two
-//     deflaters choose matches differently, so a length may differ from
-//     Python's by a few bytes (an empty text is 11 bytes here, 8 in
-//     Python). The ratio's ranking of documents, and hence its AUC, is
-//     essentially unaffected, but its values are not bit-comparable with
-//     Python's.
+//   - Min-K% Prob rounds k down, as Shi et al.'s code does: over n token
+//     losses it averages the int(n·K) largest (the least likely tokens),
+//     the product taken in float64 and truncated (MinKCount), so 20 % of
+//     7 tokens is 1 token and 70 % of 90 tokens is 62 (0.7·90 is just
+//     below 63 in binary). Where that is 0 (n < 1/K) memo averages one
+//     token; the published code averages none (NaN). Min-K%++ takes the
+//     same k.
+//   - zlib lengths come from the C zlib library at the default level (6)
+//     (internal/czlib), the compress2 that Python's zlib.compress calls,
+//     so they equal Python's byte for byte; Go's compress/zlib, another
+//     deflater, would give lengths a few bytes apart.
 //   - The zlib ratio's text is the window the loss covers (the document's
 //     first attack-window tokens, decoded), not the whole document.
 package eval

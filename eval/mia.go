@@ -23,10 +23,12 @@ func ZlibLen(text string) int {
 }
 
 // MinKCount is how many of n tokens Min-K% and Min-K%++ average:
-// int(frac·n), as Shi et al.'s and Zhang et al.'s code take it, and at
-// least one (their code averages none, NaN, below 1/frac tokens).
+// int(n·frac) in float64, truncated, exactly as Shi et al.'s and Zhang
+// et al.'s code take it (so at frac 0.7 and n 90 it is 62, as 0.7·90 is
+// 62.99999999999999 in binary), but at least one where their code
+// averages none (NaN, below 1/frac tokens), and at most n.
 func MinKCount(n int, frac float64) int {
-	return max(1, min(n, int(frac*float64(n)+1e-9)))
+	return max(1, min(n, int(float64(n)*frac)))
 }
 
 // MeanLoss is the mean of the per-token losses; NaN when there are none.

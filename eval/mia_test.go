@@ -37,3 +37,30 @@ func TestMinKMatchesPublished(t *testing.T) {
 		}
 	}
 }
+
+// MinKCount is Python's int(n*ratio), truncated with no tolerance added:
+// where n·ratio falls just below an integer in float64 (0.7·90 is
+// 62.99999999999999) the published code averages one token fewer, and
+// so does memo. Below one token memo averages one, where the published
+// code averages none.
+func TestMinKCountTruncates(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		ratio float64
+		want  int
+	}{
+		{90, 0.7, 62},   // Python: int(90*0.7) == 62
+		{170, 0.7, 118}, // int(170*0.7) == 118
+		{100, 0.7, 70},
+		{10, 0.3, 3},
+		{50, 0.2, 10},
+		{5, 0.2, 1},
+		{7, 1.0, 7},
+		{4, 0.2, 1}, // int(4*0.2) == 0: memo's floor of one
+		{1, 0.5, 1},
+	} {
+		if got := MinKCount(c.n, c.ratio); got != c.want {
+			t.Errorf("MinKCount(%d, %g) = %d, want %d", c.n, c.ratio, got, c.want)
+		}
+	}
+}

@@ -7,7 +7,8 @@ import (
 )
 
 // meanAndMinK summarizes per-token losses: their mean and the mean of the
-// ceil(frac·n) largest (Min-K% Prob as a loss). NaN for no tokens.
+// eval.MinKCount(n, frac) largest, int(n·frac) truncated but at least one
+// (Min-K% Prob as a loss). NaN for no tokens.
 func meanAndMinK(l []float32, frac float64) (mean, mink float64) {
 	if len(l) == 0 {
 		return math.NaN(), math.NaN()

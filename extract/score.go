@@ -113,10 +113,10 @@ func (d decoder) suffixLogProb(logits [][]float32, suffix []int32) float64 {
 // each position t, z_t = (log p(x_t) − μ_t) / σ_t, where log p(x_t) =
 // −nll[t] and μ_t, σ_t² are the mean and variance of log p under the
 // model's next-token distribution there; the score is the mean of the
-// ceil(frac·n) smallest z_t (at least one). Higher means member. A
-// position whose distribution has σ_t = 0 (all its mass on one token, or
-// spread evenly) gives no evidence either way: z_t = 0. NaN for no
-// positions.
+// eval.MinKCount(n, frac) smallest z_t, int(n·frac) truncated but at
+// least one. Higher means member. A position whose distribution has
+// σ_t = 0 (all its mass on one token, or spread evenly) gives no evidence
+// either way: z_t = 0. NaN for no positions.
 func MinKPlusPlus(nll []float32, mean, variance []float64, frac float64) float64 {
 	n := len(nll)
 	if n == 0 || len(mean) != n || len(variance) != n {

@@ -84,7 +84,7 @@ func TestMinKPlusPlusByHand(t *testing.T) {
 	for _, tc := range []struct {
 		frac, want float64
 	}{
-		{0.2, -1.5075567},                              // ceil(0.8) = 1 lowest
+		{0.2, -1.5075567},                              // int(0.8) = 0: at least 1 lowest
 		{0.5, -1.5075567},                              // 2 lowest
 		{0.75, (-0.3015113 - 2*1.5075567) / 3},         // 3 lowest
 		{1, (0.9045340 - 0.3015113 - 2*1.5075567) / 4}, // all
