@@ -1,0 +1,155 @@
+package calibrated
+
+import (
+	"fmt"
+	"math"
+)
+
+// sigmaFloor is added to every standard deviation, as Carlini et al.'s
+// plot.py adds 1e-30, so that constant reference values divide by a tiny
+// σ instead of zero: the score stays finite for realistic signal gaps.
+const sigmaFloor = 1e-30
+
+// LiRAOptions configures LiRAOnline and LiRAOffline.
+type LiRAOptions struct {
+	// GlobalVariance gives every candidate one σin² and one σout², the
+	// within-candidate variance pooled over candidates, instead of its
+	// own: steadier with few reference models, where Carlini et al. 2022
+	// report a fixed variance helps. See the package doc for why we pool
+	// within candidates.
+	GlobalVariance bool
+}
+
+// LiRAOnline is the online likelihood-ratio attack of Carlini et al. 2022
+// (arXiv 2112.03570): with Gaussians fitted to candidate j's IN and OUT
+// reference values, the score is log N(t; μin, σin²) − log N(t; μout, σout²)
+// at t = target[j]. Higher means member. A candidate with no IN or no OUT
+// value is NaN; K must be >= 2.
+func LiRAOnline(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions) ([]float64, error) {
+	fit, err := fitLiRA(target, signal, in, opt, 2)
+	if err != nil {
+		return nil, fmt.Errorf("calibrated: LiRAOnline: %w", err)
+	}
+	out := make([]float64, len(target))
+	for j, t := range target {
+		g := fit[j]
+		if g.nIn == 0 || g.nOut == 0 {
+			out[j] = math.NaN()
+			continue
+		}
+		out[j] = logNormal(t, g.muIn, g.sdIn) - logNormal(t, g.muOut, g.sdOut)
+	}
+	return out, nil
+}
+
+// LiRAOffline is the offline attack of Carlini et al. 2022, which needs no
+// model trained on the candidate: the one-sided test
+// log Φ((t − μout)/σout), the log-probability that an OUT model scores
+// below the target's t. Higher means member. A candidate with no OUT
+// value is NaN; K must be >= 1.
+func LiRAOffline(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions) ([]float64, error) {
+	fit, err := fitLiRA(target, signal, in, opt, 1)
+	if err != nil {
+		return nil, fmt.Errorf("calibrated: LiRAOffline: %w", err)
+	}
+	out := make([]float64, len(target))
+	for j, t := range target {
+		g := fit[j]
+		if g.nOut == 0 {
+			out[j] = math.NaN()
+			continue
+		}
+		out[j] = logNormalCDF((t - g.muOut) / g.sdOut)
+	}
+	return out, nil
+}
+
+// gauss is one candidate's fitted IN and OUT Gaussians; σ includes
+// sigmaFloor.
+type gauss struct {
+	muIn, sdIn, muOut, sdOut float64
+	nIn, nOut                int
+}
+
+func fitLiRA(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions, minK int) ([]gauss, error) {
+	if err := checkRefs(signal, in, len(target), minK); err != nil {
+		return nil, err
+	}
+	fit := make([]gauss, len(target))
+	var ssIn, ssOut float64
+	var nIn, nOut int
+	for j := range fit {
+		mi, mo := refMoments(signal, in, j, true), refMoments(signal, in, j, false)
+		fit[j] = gauss{
+			muIn: mi.mean, sdIn: sd(mi.ss, mi.n),
+			muOut: mo.mean, sdOut: sd(mo.ss, mo.n),
+			nIn: mi.n, nOut: mo.n,
+		}
+		if mi.n > 0 {
+			ssIn, nIn = ssIn+mi.ss, nIn+mi.n
+		}
+		if mo.n > 0 {
+			ssOut, nOut = ssOut+mo.ss, nOut+mo.n
+		}
+	}
+	if opt.GlobalVariance {
+		gIn, gOut := sd(ssIn, nIn), sd(ssOut, nOut)
+		for j := range fit {
+			fit[j].sdIn, fit[j].sdOut = gIn, gOut
+		}
+	}
+	return fit, nil
+}
+
+// sd is the population standard deviation (numpy's np.std, ddof 0) of n
+// values whose squared deviations sum to ss, plus sigmaFloor; NaN for none.
+func sd(ss float64, n int) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(ss/float64(n)) + sigmaFloor
+}
+
+// halfLog2Pi is ½·ln(2π).
+var halfLog2Pi = 0.5 * math.Log(2*math.Pi)
+
+// logNormal is the log density of N(mu, sd²) at x.
+func logNormal(x, mu, sd float64) float64 {
+	z := (x - mu) / sd
+	return -halfLog2Pi - math.Log(sd) - 0.5*z*z
+}
+
+// logNormalCDF is log Φ(z) for the standard normal, accurate in both
+// tails. Above 0 it is log1p(−Φ(−z)), so Φ near 1 keeps the digits of its
+// small complement; from −30 to 0 it is the log of ½·erfc(−z/√2), whose
+// tail Go computes to full relative precision; below −30, where erfc
+// heads to underflow, it uses the asymptotic series of Mills' ratio
+// (Abramowitz & Stegun 26.2.12),
+// Φ(z) = φ(z)/(−z) · (1 − 1/z² + 3/z⁴ − 15/z⁶ + 105/z⁸ − 945/z¹⁰ + …),
+// whose first omitted term, 10395/z¹², is below 2e-14 there.
+func logNormalCDF(z float64) float64 {
+	switch {
+	case math.IsNaN(z):
+		return z
+	case z > 0:
+		return math.Log1p(-0.5 * math.Erfc(z/math.Sqrt2))
+	case z >= -30:
+		return math.Log(0.5 * math.Erfc(-z/math.Sqrt2))
+	}
+	r := 1 / (z * z)
+	series := 1 - r*(1-r*(3-r*(15-r*(105-r*945))))
+	return -0.5*z*z - math.Log(-z) - halfLog2Pi + math.Log(series)
+}
+
+// LogitOfLogProb is the LiRA signal of a sequence whose log-probability
+// under a model is logp: logit(p) = log p − log(1 − p), the sequence-level
+// analogue of the class-probability logit of Carlini et al.'s score.py. It
+// uses log(−expm1(logp)) for log(1 − p), which stays exact for p near 1
+// (logp = −1e-20 gives 46.05…, where 1 − exp(logp) rounds to 0). +Inf for
+// logp >= 0, −Inf for logp = −Inf.
+func LogitOfLogProb(logp float64) float64 {
+	if logp >= 0 {
+		return math.Inf(1)
+	}
+	return logp - math.Log(-math.Expm1(logp))
+}
