@@ -43,6 +43,56 @@ type Dataset struct {
 	trainOnce sync.Once
 	train     *trainDocs
 	trainErr  error
+
+	// members, when set (WithMembers), replaces docs.arrow's targets as
+	// the candidates trained on: doc_id → repetitions.
+	members map[int64]int32
+}
+
+// WithMembers is the dataset with another membership: the training stream
+// holds the background as docs.arrow says and, of the candidate pool
+// (targets and controls), exactly the documents of members, each repeated
+// the count it maps to. A calibrated attack's reference models train on
+// such views, each on its own half of the pool; the files are shared and
+// nothing is written. A doc_id outside the pool is an error.
+func (d *Dataset) WithMembers(members map[int64]int32) (*Dataset, error) {
+	pool := map[int64]bool{}
+	for _, split := range []string{SplitTarget, SplitControl} {
+		docs, err := d.Docs(split)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range docs {
+			pool[doc.ID] = true
+		}
+	}
+	m := make(map[int64]int32, len(members))
+	for id, reps := range members {
+		if !pool[id] {
+			return nil, fmt.Errorf("members: doc_id %d of %s is not a target or a control", id, d.dir)
+		}
+		if reps < 1 {
+			return nil, fmt.Errorf("members: doc_id %d: repetitions %d, want >= 1", id, reps)
+		}
+		m[id] = reps
+	}
+	return &Dataset{dir: d.dir, report: d.report, members: m}, nil
+}
+
+// trainedAs says whether a document of split is in the training stream
+// and how often.
+func (d *Dataset) trainedAs(id int64, split string, reps int32) (bool, int32) {
+	if split == SplitBackground {
+		return true, reps
+	}
+	if d.members == nil {
+		return split == SplitTarget, reps
+	}
+	if split != SplitTarget && split != SplitControl {
+		return false, 0
+	}
+	r, ok := d.members[id]
+	return ok, r
 }
 
 // Dir is the dataset directory (runDir/data).

@@ -65,7 +65,8 @@ func (d *Dataset) trainDocs() ([]Doc, error) {
 	}
 	var docs []Doc
 	for _, doc := range all {
-		if doc.Split == SplitTarget || doc.Split == SplitBackground {
+		if ok, reps := d.trainedAs(doc.ID, doc.Split, int32(doc.Repetitions)); ok {
+			doc.Repetitions = int(reps)
 			docs = append(docs, doc)
 		}
 	}

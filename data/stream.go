@@ -97,8 +97,9 @@ func (d *Dataset) loadTrainDocs() (*trainDocs, error) {
 		split := rec.Column(5).(*array.String)
 		reps := rec.Column(6).(*array.Int32)
 		for i := 0; i < int(rec.NumRows()); i++ {
-			if sp := split.Value(i); sp == SplitTarget || sp == SplitBackground {
-				train = append(train, meta{ids.Value(i), sp == SplitBackground, reps.Value(i)})
+			sp := split.Value(i)
+			if ok, r := d.trainedAs(ids.Value(i), sp, reps.Value(i)); ok {
+				train = append(train, meta{ids.Value(i), sp == SplitBackground, r})
 			}
 		}
 		return nil
