@@ -3,6 +3,8 @@ package eval
 import (
 	"fmt"
 	"math"
+
+	"github.com/memo-research/memo/eval/calibrated"
 )
 
 // Config is the [eval] table of an experiment spec.
@@ -29,12 +31,15 @@ type Config struct {
 	// attack's decoding reproduce its suffix with probability >= q. 0.5:
 	// more likely than not.
 	ExtractableQ float64 `toml:"extractable_q" json:"extractable_q"`
+	// Calibrated are the calibrated attacks' settings: the run's [mia]
+	// table, which experiments and memo eval pass in (not an [eval] key).
+	Calibrated calibrated.Config `toml:"-" json:"-"`
 }
 
 // DefaultConfig: 1,000 bootstrap resamples, Min-K% with K = 20 %, TPR at
 // 1 % FPR, (n, 0.5)-extractability.
 func DefaultConfig() Config {
-	return Config{Bootstrap: 1000, Seed: 1234, MinKFraction: 0.2, FPR: 0.01, ExtractableQ: 0.5}
+	return Config{Bootstrap: 1000, Seed: 1234, MinKFraction: 0.2, FPR: 0.01, ExtractableQ: 0.5, Calibrated: calibrated.DefaultConfig()}
 }
 
 // Validate checks every key and names the offending one in its error.

@@ -72,6 +72,10 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 		slog.Warn("eval: documents missing from the reference completions; their ref_diff is NaN",
 			"reference", cfg.Reference, "missing", unmatched, "of", len(comps))
 	}
+	cal, err := applyCalibrated(rows, SignalsPath(path), cfg.Calibrated)
+	if err != nil {
+		return nil, err
+	}
 	gs, err := readGuessScores(path, comps)
 	if err != nil {
 		return nil, err
@@ -82,6 +86,7 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 		sum.Guesses = summarizeGuesses(rows, gs, samples, cfg)
 	}
 	sum.Completions = path
+	sum.Calibrated = cal
 	sum.Approx = summarizeApprox(comps, meta[provenance.Approx])
 	if err := sum.setProvenance(meta); err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", path, err)

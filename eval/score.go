@@ -37,6 +37,13 @@ type Score struct {
 	PExtract float64 `arrow:"p_extract"` // log probability the attack's decoding reproduces the suffix (−Inf: it cannot)
 	ReCaLL   float64 `arrow:"recall"`    // LL(x|P)/LL(x) (higher means member)
 	GradNorm float64 `arrow:"grad_norm"` // ‖∇θ L‖₂ (lower means member)
+	// The calibrated attacks (eval/calibrated.go), from the run's
+	// mia_signals.parquet; NaN without one. Higher means member.
+	LiRAOnline        float64 `arrow:"lira_online"`
+	LiRAOffline       float64 `arrow:"lira_offline"`
+	RMIA              float64 `arrow:"rmia"`
+	RMIAOffline       float64 `arrow:"rmia_offline"`
+	CounterfactualMem float64 `arrow:"counterfactual_mem"`
 	// AnyExact and BestRougeL are over the document's NGuesses guesses
 	// (applyGuesses; with one guess, Exact and RougeL); NGuesses is 0 for
 	// a document not attacked.
@@ -64,6 +71,7 @@ func ScoreCompletion(c runfiles.Completion, minK float64, refLoss float64) Score
 		NTokens: c.NTokens, PrefixLen: len(c.Prefix), SuffixLen: len(c.Suffix),
 		Loss: c.Loss, MinK: c.MinK, RefLoss: c.RefLoss,
 		MinKPP: c.MinKPP, PExtract: c.PExtract, ReCaLL: c.ReCaLL, GradNorm: c.GradNorm,
+		LiRAOnline: nan(), LiRAOffline: nan(), RMIA: nan(), RMIAOffline: nan(), CounterfactualMem: nan(),
 	}
 	if len(c.TokenLosses) > 0 {
 		s.Loss = MeanLoss(c.TokenLosses)

@@ -78,9 +78,13 @@ type Summary struct {
 	Extractable *ExtractableSummary `json:"extractable,omitempty"`
 	// Guesses scores the many guesses per document of extract.samples > 1
 	// (guesses.arrow); absent with one guess.
-	Guesses  *GuessSummary   `json:"guesses,omitempty"`
-	Goldfish GoldfishSummary `json:"goldfish"`
-	Eval     Config          `json:"eval"`
+	Guesses *GuessSummary `json:"guesses,omitempty"`
+	// Calibrated describes the reference models of the calibrated
+	// attacks and scores them against their number; absent without
+	// mia_signals.parquet.
+	Calibrated *CalibratedSummary `json:"calibrated,omitempty"`
+	Goldfish   GoldfishSummary    `json:"goldfish"`
+	Eval       Config             `json:"eval"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the
@@ -144,6 +148,13 @@ type MIASummary struct {
 	MinKPP   MIAStat `json:"mink_pp"`
 	ReCaLL   MIAStat `json:"recall"`
 	GradNorm MIAStat `json:"grad_norm"`
+	// The calibrated attacks (reference models, mia.references); null
+	// without mia_signals.parquet.
+	LiRAOnline     MIAStat `json:"lira_online"`
+	LiRAOffline    MIAStat `json:"lira_offline"`
+	RMIA           MIAStat `json:"rmia"`
+	RMIAOffline    MIAStat `json:"rmia_offline"`
+	Counterfactual MIAStat `json:"counterfactual_mem"`
 }
 
 // MIAStatistic is a membership statistic eval scores: its name in
@@ -167,6 +178,11 @@ var MIAStatistics = []MIAStatistic{
 	{"mink_pp", "min-k%++", true, func(m *MIASummary) *MIAStat { return &m.MinKPP }, func(s *Score) float64 { return s.MinKPP }},
 	{"recall", "ReCaLL", true, func(m *MIASummary) *MIAStat { return &m.ReCaLL }, func(s *Score) float64 { return s.ReCaLL }},
 	{"grad_norm", "gradient norm", false, func(m *MIASummary) *MIAStat { return &m.GradNorm }, func(s *Score) float64 { return s.GradNorm }},
+	{AttackLiRAOnline, "LiRA online", true, func(m *MIASummary) *MIAStat { return &m.LiRAOnline }, func(s *Score) float64 { return s.LiRAOnline }},
+	{AttackLiRAOffline, "LiRA offline", true, func(m *MIASummary) *MIAStat { return &m.LiRAOffline }, func(s *Score) float64 { return s.LiRAOffline }},
+	{AttackRMIA, "RMIA", true, func(m *MIASummary) *MIAStat { return &m.RMIA }, func(s *Score) float64 { return s.RMIA }},
+	{AttackRMIAOffline, "RMIA offline", true, func(m *MIASummary) *MIAStat { return &m.RMIAOffline }, func(s *Score) float64 { return s.RMIAOffline }},
+	{AttackCounterfactual, "counterfactual memorization", true, func(m *MIASummary) *MIAStat { return &m.Counterfactual }, func(s *Score) float64 { return s.CounterfactualMem }},
 }
 
 // MemberScore orients a statistic's value so that higher means member,

@@ -148,7 +148,7 @@ func evalCheckpoints(spec *Spec, dir string, own *eval.Summary) error {
 			continue
 		}
 		scores, summary := eval.OutputPaths(a.Completions)
-		s, err := eval.RunFiles(spec.Eval, a.Completions, spec.Goldfish, scores, summary)
+		s, err := eval.RunFiles(spec.EvalStage(), a.Completions, spec.Goldfish, scores, summary)
 		if err != nil {
 			return fmt.Errorf("checkpoint step %d: %w", a.Step, err)
 		}

@@ -127,6 +127,14 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 				s.Data.Tokenizer, n, m.InitFrom, m.Vocab)
 		}
 	}
+	if s.MIA.References > 0 {
+		switch {
+		case s.Data.Targets < 1 || s.Data.Controls < 1:
+			return fail("mia.references", "mia.references = %d needs targets and controls to split between the reference models, but data.targets = %d and data.controls = %d", s.MIA.References, s.Data.Targets, s.Data.Controls)
+		case s.Data.Validation < 1:
+			return fail("mia.references", "mia.references = %d needs population samples for RMIA, taken from the validation split, but data.validation = %d: want >= 1", s.MIA.References, s.Data.Validation)
+		}
+	}
 	if block := s.Train.Block; block > m.Context {
 		return fail("train.block", "train.block = %d: must be <= model.context = %d (the model has no positions beyond its context)", block, m.Context)
 	}

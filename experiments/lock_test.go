@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,7 +76,9 @@ func TestRunLocksItsDirectory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := Stages; !reflect.DeepEqual(calls, want) {
+			// Without reference models the references stage calls nothing.
+			want := slices.DeleteFunc(slices.Clone(Stages), func(s string) bool { return s == "references" })
+			if !reflect.DeepEqual(calls, want) {
 				t.Fatalf("calls = %v, want %v", calls, want)
 			}
 			left, _ := filepath.Glob(filepath.Join(root, "*", runlock.FileName+"*"))

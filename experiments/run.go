@@ -16,7 +16,7 @@ import (
 )
 
 // Stages are the stages of a run, in order.
-var Stages = []string{"data", "train", "extract", "eval", "plots"}
+var Stages = []string{"data", "train", "references", "extract", "eval", "plots"}
 
 // Options adjust Run.
 type Options struct {
@@ -144,9 +144,12 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			return dir, err
 		}
 		slog.Info("stage start", "run", spec.Name, "stage", st)
-		if opt.ReuseTrain != "" && reusedStages[st] != nil {
+		switch {
+		case st == "references" && spec.MIA.References == 0:
+			// Nothing to train or score: the stage is done as it starts.
+		case opt.ReuseTrain != "" && reusedStages[st] != nil:
 			err = linkTrained(st, spec, dir, opt.ReuseTrain)
-		} else {
+		default:
 			err = stageFunc(ctx, st, spec, dir, opt)
 		}
 		rec = m.Stage(st)

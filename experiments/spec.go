@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -40,6 +42,9 @@ type Spec struct {
 	Extract  extract.Config `toml:"extract"`
 	Eval     eval.Config    `toml:"eval"`
 	Plots    plots.Config   `toml:"plots"`
+	// MIA is the [mia] table: reference models for calibrated membership
+	// inference. A run's config.toml omits it while it trains none.
+	MIA calibrated.Config `toml:"mia"`
 	// Sweep maps dotted keys ("goldfish.k") to the values to try; a spec with
 	// a sweep is a grid of runs, one per combination, under runs/<name>/.
 	Sweep map[string][]any `toml:"sweep,omitempty"`
@@ -67,6 +72,7 @@ func Default() *Spec {
 		Extract:  extract.DefaultConfig(),
 		Eval:     eval.DefaultConfig(),
 		Plots:    plots.DefaultConfig(),
+		MIA:      calibrated.DefaultConfig(),
 	}
 }
 
@@ -140,6 +146,14 @@ func (s *Spec) inheritDevice() {
 
 // ExtractStage is the extract configuration the stage runs with: on
 // extract.device, or where training ran when that is unset.
+// EvalStage is the [eval] table with the calibrated attacks' settings of
+// [mia], which eval scores mia_signals.parquet with.
+func (s *Spec) EvalStage() eval.Config {
+	c := s.Eval
+	c.Calibrated = s.MIA
+	return c
+}
+
 func (s *Spec) ExtractStage() extract.Config {
 	c := s.Extract
 	// The CPU stays "": extract.device is omitted when empty, so a CPU
@@ -288,6 +302,11 @@ func (s *Spec) TOML() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode spec %s: %w", s.Name, err)
 	}
+	if s.MIA.References == 0 {
+		// A spec that trains no reference model reads as it did before
+		// [mia] existed: runs made then keep their config.toml and Hash.
+		b = dropTable(b, "mia")
+	}
 	return b, nil
 }
 
@@ -317,4 +336,20 @@ func validName(n string) bool {
 		}
 	}
 	return true
+}
+
+// dropTable removes a table of scalar keys, [name] and its lines, from a
+// TOML document as go-toml writes it.
+func dropTable(doc []byte, name string) []byte {
+	head := []byte("\n[" + name + "]\n")
+	i := bytes.Index(doc, head)
+	if i < 0 {
+		return doc
+	}
+	rest := doc[i+len(head):]
+	j := bytes.Index(rest, []byte("\n["))
+	if j < 0 {
+		return append(doc[:i:i], '\n')
+	}
+	return append(doc[:i:i], rest[j:]...)
 }

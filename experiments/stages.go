@@ -12,6 +12,7 @@ import (
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/plots"
 	"github.com/memo-research/memo/train"
 )
@@ -37,6 +38,8 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		return fmt.Errorf("stage %s runs on one process, but this one is rank %d of %d (WORLD_SIZE / SLURM_NTASKS): run it without a launcher, or pass --stages train", stage, processRank(), n)
 	}
 	switch stage {
+	case "references":
+		return referencesStage(ctx, spec, dir)
 	case "extract":
 		ds, err := data.Open(dir)
 		if err != nil {
@@ -48,7 +51,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		}
 		return extractCheckpoints(ctx, spec, dir, ds)
 	case "eval":
-		own, err := eval.Run(spec.Eval, filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
+		own, err := eval.Run(spec.EvalStage(), filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
 		if err != nil {
 			return err
 		}
@@ -67,25 +70,9 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	mcfg, tcfg := spec.Model, spec.Train
-	tok, err := ds.Tokenizer()
+	mcfg, tcfg, err := trainConfigs(spec, ds)
 	if err != nil {
 		return err
-	}
-	if mcfg.InitFrom != "" {
-		// An imported model: its architecture and starting weights.
-		if mcfg, err = spec.ResolvedModel(); err != nil {
-			return err
-		}
-		tcfg.InitFrom = strings.TrimPrefix(mcfg.InitFrom, "hf:")
-	}
-	if mcfg.Vocab == 0 {
-		// The vocabulary is the tokenizer's, known once data has run.
-		mcfg.Vocab = tok.VocabSize()
-	}
-	if tok.VocabSize() > mcfg.Vocab {
-		return fmt.Errorf("data.tokenizer = %q has %d tokens but the model's vocabulary is %d: ids past %d have no embedding (use the model's own tokenizer, data.tokenizer = \"hf:DIR\")",
-			spec.Data.Tokenizer, tok.VocabSize(), mcfg.Vocab, mcfg.Vocab-1)
 	}
 	opts := train.Options{Progress: processRank() == 0}
 	if worldSize() == 1 {
@@ -105,6 +92,34 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 		return fmt.Errorf("rank %d of %d: leave the group: %w", g.Rank(), g.Size(), err)
 	}
 	return nil
+}
+
+// trainConfigs are the model and training settings a spec trains on ds
+// with: an imported model's architecture and weights, the vocabulary of
+// the dataset's tokenizer. The target model and its reference models
+// (references.go) are resolved alike.
+func trainConfigs(spec *Spec, ds *data.Dataset) (model.Config, train.Config, error) {
+	mcfg, tcfg := spec.Model, spec.Train
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		return mcfg, tcfg, err
+	}
+	if mcfg.InitFrom != "" {
+		// An imported model: its architecture and starting weights.
+		if mcfg, err = spec.ResolvedModel(); err != nil {
+			return mcfg, tcfg, err
+		}
+		tcfg.InitFrom = strings.TrimPrefix(mcfg.InitFrom, "hf:")
+	}
+	if mcfg.Vocab == 0 {
+		// The vocabulary is the tokenizer's, known once data has run.
+		mcfg.Vocab = tok.VocabSize()
+	}
+	if tok.VocabSize() > mcfg.Vocab {
+		return mcfg, tcfg, fmt.Errorf("data.tokenizer = %q has %d tokens but the model's vocabulary is %d: ids past %d have no embedding (use the model's own tokenizer, data.tokenizer = \"hf:DIR\")",
+			spec.Data.Tokenizer, tok.VocabSize(), mcfg.Vocab, mcfg.Vocab-1)
+	}
+	return mcfg, tcfg, nil
 }
 
 // importLabel names model.init_from in a training error about an imported

@@ -55,6 +55,9 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	if _, err := writeApproxTables(out, runs); err != nil {
 		return err
 	}
+	if _, err := writeCalibratedTables(out, runs); err != nil {
+		return err
+	}
 	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
 	return err
 }
@@ -111,6 +114,10 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	}
 	p, err = rocCurves(cfg, runs, miaScores[0].Label)
 	if err := emit("mia-roc", p, err); err != nil {
+		return written, err
+	}
+	p, err = rocLogLog(cfg, runs)
+	if err := emit("mia-roc-loglog", p, err); err != nil {
 		return written, err
 	}
 	p, err = extractableCurves(cfg, runs)

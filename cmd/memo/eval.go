@@ -59,7 +59,7 @@ func evalAction(c *cli.Context) error {
 		// Used only if the completions do not record the checkpoint's own.
 		trained = loss.Config{Strategy: "unknown"}
 	}
-	cfg := run.Eval // run.Eval stays the run's own settings
+	cfg := run.EvalStage() // run.Eval stays the run's own settings
 	setTableFlags(c, "eval", &cfg)
 	if err := cfg.Validate(); err != nil {
 		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
@@ -71,7 +71,7 @@ func evalAction(c *cli.Context) error {
 		}
 		scores, summary = filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json")
 	}
-	if err := eval.CheckOut(scores, summary, comps, cfg, run.Eval); err != nil {
+	if err := eval.CheckOut(scores, summary, comps, cfg, run.EvalStage()); err != nil {
 		return err
 	}
 	sum, err := eval.RunFiles(cfg, comps, trained, scores, summary)
@@ -97,6 +97,11 @@ func evalAction(c *cli.Context) error {
 	fmt.Fprintf(w, "MIA AUC: loss %s [%s, %s], zlib %s, min-k %s, reference %s (TPR at FPR < %.3g: loss %s)\n",
 		f(m.LossAUC), f(m.Loss.AUCCI[0]), f(m.Loss.AUCCI[1]), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
 	fmt.Fprintf(w, "MIA AUC: min-k%%++ %s, ReCaLL %s, gradient norm %s\n", f(m.MinKPP.AUC), f(m.ReCaLL.AUC), f(m.GradNorm.AUC))
+	if cal := sum.Calibrated; cal != nil {
+		fmt.Fprintf(w, "calibrated (%d reference models) AUC / TPR at 1%% FPR: LiRA online %s / %s, offline %s / %s; RMIA %s / %s, offline %s / %s; counterfactual memorization %s\n",
+			cal.References, f(m.LiRAOnline.AUC), f(m.LiRAOnline.TPR1), f(m.LiRAOffline.AUC), f(m.LiRAOffline.TPR1),
+			f(m.RMIA.AUC), f(m.RMIA.TPR1), f(m.RMIAOffline.AUC), f(m.RMIAOffline.TPR1), f(m.Counterfactual.AUC))
+	}
 	if ex := sum.Extractable; ex != nil {
 		for _, side := range []struct {
 			name string

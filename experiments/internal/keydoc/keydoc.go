@@ -27,6 +27,7 @@ var tables = []struct{ table, dir, typ string }{
 	{"extract", "extract", "Config"},
 	{"eval", "eval", "Config"},
 	{"plots", "plots", "Config"},
+	{"mia", "eval/calibrated", "Config"},
 }
 
 // Generate returns the Go source of keydocs_generated.go for the module at root.

@@ -1,0 +1,368 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/memo-research/memo/eval/calibrated"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
+)
+
+// CalibratedSummary is summary.json's "calibrated" object: the reference
+// models behind the calibrated attacks' columns and how each attack fares
+// with the first K of them.
+type CalibratedSummary struct {
+	// Signals is the mia_signals.parquet the scores were computed from.
+	Signals    string `json:"signals"`
+	References int    `json:"references"`
+	// Candidates and Population count the documents scored (targets and
+	// controls) and the population samples RMIA compares them with.
+	Candidates int               `json:"candidates"`
+	Population int               `json:"population"`
+	Settings   calibrated.Config `json:"settings"`
+	// ByReferences scores every attack with the first K reference models,
+	// for K = 1, 2, 4, … up to all of them (AUC and TPR without intervals).
+	ByReferences []CalibratedAtK `json:"by_references"`
+	// CounterfactualSpearman is Spearman's rank correlation of the members'
+	// counterfactual memorization with their repetitions; null with one
+	// repetition count.
+	CounterfactualSpearman Num `json:"counterfactual_vs_repetitions_spearman"`
+}
+
+// CalibratedAtK is one row of the table of attacks against the number of
+// reference models.
+type CalibratedAtK struct {
+	K       int                      `json:"k"`
+	Attacks map[string]CalibratedAUC `json:"attacks"`
+}
+
+// CalibratedAUC is an attack's AUC and TPR at 0.1 % and 1 % FPR with K
+// reference models, over the NMembers and NControls documents it could
+// score (with K = 1 the offline attacks score only the documents the one
+// model did not train on).
+type CalibratedAUC struct {
+	AUC       Num `json:"auc"`
+	TPR0_1    Num `json:"tpr_at_0.1pct_fpr"`
+	TPR1      Num `json:"tpr_at_1pct_fpr"`
+	NMembers  int `json:"n_members"`
+	NControls int `json:"n_controls"`
+}
+
+// Calibrated attack names: their scores.parquet columns and summary keys.
+const (
+	AttackLiRAOnline     = "lira_online"
+	AttackLiRAOffline    = "lira_offline"
+	AttackRMIA           = "rmia"
+	AttackRMIAOffline    = "rmia_offline"
+	AttackCounterfactual = "counterfactual_mem"
+)
+
+// CalibratedAttacks lists them in table order.
+var CalibratedAttacks = []string{AttackLiRAOnline, AttackLiRAOffline, AttackRMIA, AttackRMIAOffline, AttackCounterfactual}
+
+// signalMatrix is mia_signals.parquet arranged for package calibrated:
+// candidates (targets and controls) and population samples by doc_id,
+// the target's and each reference's signals, and which reference trained
+// on which candidate.
+type signalMatrix struct {
+	candidates []int64 // doc_ids
+	split      []string
+	population []int64
+	// tgt and ref hold each model's rows by document: candidates first,
+	// then population.
+	tgt []runfiles.MIASignal
+	ref [][]runfiles.MIASignal
+	in  [][]bool
+}
+
+// readSignals reads and checks mia_signals.parquet.
+func readSignals(path string) (*signalMatrix, error) {
+	rows, err := runfiles.MIASignals.ReadParquet(path)
+	if err != nil {
+		return nil, badinput.Errorf("eval: %w", err)
+	}
+	m := &signalMatrix{}
+	col := map[int64]int{}
+	nRef := 0
+	for _, r := range rows {
+		if r.RefIndex == -1 {
+			switch r.Split {
+			case splitTarget, splitControl:
+				col[r.DocID] = len(m.candidates)
+				m.candidates = append(m.candidates, r.DocID)
+				m.split = append(m.split, r.Split)
+			case "validation":
+				m.population = append(m.population, r.DocID)
+			default:
+				return nil, badinput.Errorf("eval: %s: document %d of split %q: want target, control or validation", path, r.DocID, r.Split)
+			}
+			continue
+		}
+		if r.RefIndex < 0 || r.RefIndex > 1<<16 {
+			return nil, badinput.Errorf("eval: %s: ref_index %d out of range", path, r.RefIndex)
+		}
+		nRef = max(nRef, r.RefIndex+1)
+	}
+	for j, id := range m.population {
+		col[id] = len(m.candidates) + j
+	}
+	nDocs := len(m.candidates) + len(m.population)
+	if len(m.candidates) == 0 || nRef == 0 {
+		return nil, badinput.Errorf("eval: %s has %d candidate documents and %d reference models: nothing to calibrate", path, len(m.candidates), nRef)
+	}
+	m.tgt = make([]runfiles.MIASignal, nDocs)
+	m.ref = make([][]runfiles.MIASignal, nRef)
+	m.in = make([][]bool, nRef)
+	seen := make([][]bool, nRef+1)
+	for k := range m.ref {
+		m.ref[k] = make([]runfiles.MIASignal, nDocs)
+		m.in[k] = make([]bool, len(m.candidates))
+	}
+	for k := range seen {
+		seen[k] = make([]bool, nDocs)
+	}
+	for _, r := range rows {
+		j, ok := col[r.DocID]
+		if !ok {
+			return nil, badinput.Errorf("eval: %s: reference %d scored document %d, which the target did not", path, r.RefIndex, r.DocID)
+		}
+		k := r.RefIndex + 1
+		if seen[k][j] {
+			return nil, badinput.Errorf("eval: %s: model %s scored document %d twice", path, r.Model, r.DocID)
+		}
+		seen[k][j] = true
+		if r.RefIndex == -1 {
+			m.tgt[j] = r
+			continue
+		}
+		m.ref[r.RefIndex][j] = r
+		if j < len(m.candidates) {
+			m.in[r.RefIndex][j] = r.In
+		} else if r.In {
+			return nil, badinput.Errorf("eval: %s: reference %d trained on population document %d", path, r.RefIndex, r.DocID)
+		}
+	}
+	for k := range seen {
+		for j, s := range seen[k] {
+			if !s {
+				return nil, badinput.Errorf("eval: %s: model %d of %d has no row for document %d", path, k-1, nRef, append(m.candidates, m.population...)[j])
+			}
+		}
+	}
+	return m, nil
+}
+
+// calibratedScores are the attacks' scores of each candidate, by attack.
+type calibratedScores map[string][]float64
+
+// score runs every attack with the first K reference models.
+func (m *signalMatrix) score(K int, cfg calibrated.Config) (calibratedScores, error) {
+	nc := len(m.candidates)
+	lira := func(r runfiles.MIASignal) float64 { return calibrated.LogitOfLogProb(r.LLSum) }
+	prob := func(r runfiles.MIASignal) float64 { return math.Exp(r.LLMean) }
+	mean := func(r runfiles.MIASignal) float64 { return r.LLMean }
+	cand := func(f func(runfiles.MIASignal) float64, rows []runfiles.MIASignal) []float64 {
+		out := make([]float64, nc)
+		for j := range out {
+			out[j] = f(rows[j])
+		}
+		return out
+	}
+	pop := func(rows []runfiles.MIASignal) []float64 {
+		out := make([]float64, len(m.population))
+		for j := range out {
+			out[j] = prob(rows[nc+j])
+		}
+		return out
+	}
+	refs := func(f func(runfiles.MIASignal) float64) [][]float64 {
+		out := make([][]float64, K)
+		for k := range out {
+			out[k] = cand(f, m.ref[k])
+		}
+		return out
+	}
+	popRef := make([][]float64, K)
+	for k := range popRef {
+		popRef[k] = pop(m.ref[k])
+	}
+	in := m.in[:K]
+	s := calibratedScores{}
+	nanAll := func() []float64 {
+		out := make([]float64, nc)
+		for j := range out {
+			out[j] = math.NaN()
+		}
+		return out
+	}
+	lo := calibrated.LiRAOptions{GlobalVariance: cfg.LiRAGlobalVariance}
+	var err error
+	if s[AttackLiRAOffline], err = calibrated.LiRAOffline(cand(lira, m.tgt), refs(lira), in, lo); err != nil {
+		return nil, err
+	}
+	ro := calibrated.RMIAOptions{Offline: true, A: cfg.RMIAA, Gamma: cfg.RMIAGamma}
+	if s[AttackRMIAOffline], err = calibrated.RMIA(cand(prob, m.tgt), refs(prob), in, pop(m.tgt), popRef, ro); err != nil {
+		return nil, err
+	}
+	if K < 2 {
+		// The online attacks and counterfactual memorization need a model
+		// on each side of every candidate.
+		s[AttackLiRAOnline], s[AttackRMIA], s[AttackCounterfactual] = nanAll(), nanAll(), nanAll()
+		return s, nil
+	}
+	if s[AttackLiRAOnline], err = calibrated.LiRAOnline(cand(lira, m.tgt), refs(lira), in, lo); err != nil {
+		return nil, err
+	}
+	ro.Offline = false
+	if s[AttackRMIA], err = calibrated.RMIA(cand(prob, m.tgt), refs(prob), in, pop(m.tgt), popRef, ro); err != nil {
+		return nil, err
+	}
+	if s[AttackCounterfactual], err = calibrated.Counterfactual(refs(mean), in); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SignalsPath is the mia_signals.parquet whose scores belong in the
+// scores of completions: the run's own, beside its completions.arrow
+// (attacks of other settings or checkpoints have none).
+func SignalsPath(completions string) string {
+	if filepath.Base(completions) != "completions.arrow" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(completions), runfiles.MIASignalsFile)
+}
+
+// applyCalibrated fills the calibrated columns of rows from the signals
+// at path, when the file exists, and returns the summary's object.
+func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*CalibratedSummary, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	m, err := readSignals(path)
+	if err != nil {
+		return nil, err
+	}
+	K := len(m.ref)
+	all, err := m.score(K, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", path, err)
+	}
+	at := map[int64]int{}
+	for j, id := range m.candidates {
+		at[id] = j
+	}
+	for i := range rows {
+		r := &rows[i]
+		j, ok := at[r.DocID]
+		if !ok {
+			continue
+		}
+		r.LiRAOnline, r.LiRAOffline = all[AttackLiRAOnline][j], all[AttackLiRAOffline][j]
+		r.RMIA, r.RMIAOffline = all[AttackRMIA][j], all[AttackRMIAOffline][j]
+		r.CounterfactualMem = all[AttackCounterfactual][j]
+	}
+	sum := &CalibratedSummary{Signals: path, References: K, Candidates: len(m.candidates), Population: len(m.population), Settings: cfg}
+	sum.Settings.References = K
+	for _, k := range referenceCounts(K) {
+		s := all
+		if k != K {
+			if s, err = m.score(k, cfg); err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", path, err)
+			}
+		}
+		row := CalibratedAtK{K: k, Attacks: map[string]CalibratedAUC{}}
+		for _, name := range CalibratedAttacks {
+			var mem, ctl []float64
+			for j, v := range s[name] {
+				if math.IsNaN(v) {
+					continue
+				}
+				if m.split[j] == splitTarget {
+					mem = append(mem, v)
+				} else {
+					ctl = append(ctl, v)
+				}
+			}
+			row.Attacks[name] = CalibratedAUC{AUC: Num(AUC(mem, ctl)), TPR0_1: Num(TPRAtFPR(mem, ctl, LowFPRs[0])),
+				TPR1: Num(TPRAtFPR(mem, ctl, LowFPRs[1])), NMembers: len(mem), NControls: len(ctl)}
+		}
+		sum.ByReferences = append(sum.ByReferences, row)
+	}
+	var reps, cf []float64
+	for _, r := range rows {
+		if r.Split == splitTarget && !math.IsNaN(r.CounterfactualMem) {
+			reps, cf = append(reps, float64(r.Repetitions)), append(cf, r.CounterfactualMem)
+		}
+	}
+	sum.CounterfactualSpearman = Num(Spearman(reps, cf))
+	return sum, nil
+}
+
+// referenceCounts are the K of the by-references table: 1, 2, 4, … below
+// K, and K.
+func referenceCounts(K int) []int {
+	var out []int
+	for k := 1; k < K; k *= 2 {
+		out = append(out, k)
+	}
+	return append(out, K)
+}
+
+// Spearman is the rank correlation of x and y (average ranks for ties);
+// NaN with fewer than two points or when either is constant.
+func Spearman(x, y []float64) float64 {
+	if len(x) != len(y) || len(x) < 2 {
+		return math.NaN()
+	}
+	rx, ry := ranks(x), ranks(y)
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx /= float64(len(rx))
+	my /= float64(len(ry))
+	var sxy, sxx, syy float64
+	for i := range rx {
+		dx, dy := rx[i]-mx, ry[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// ranks are 1-based ranks with ties given their average rank.
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+	r := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && v[idx[j]] == v[idx[i]] {
+			j++
+		}
+		avg := float64(i+j+1) / 2 // ranks i+1..j
+		for k := i; k < j; k++ {
+			r[idx[k]] = avg
+		}
+		i = j
+	}
+	return r
+}

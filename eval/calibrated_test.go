@@ -1,0 +1,228 @@
+package eval
+
+import (
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/memo-research/memo/eval/calibrated"
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/runfiles"
+)
+
+// syntheticSignals writes a mia_signals.parquet of nc candidates (the first
+// half targets) and np population documents under a target and K
+// reference models, members a little likelier under the models that
+// trained on them; it returns the path and the rows.
+func syntheticSignals(t *testing.T, nc, np, K int) (string, []runfiles.MIASignal) {
+	t.Helper()
+	in, err := calibrated.Assign(nc, K, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	hard := make([]float64, nc+np) // each document's own difficulty
+	for j := range hard {
+		hard[j] = -2 - 2*rng.Float64()
+	}
+	var rows []runfiles.MIASignal
+	row := func(model string, idx int, j int, member bool) {
+		split := "validation"
+		if j < nc/2 {
+			split = splitTarget
+		} else if j < nc {
+			split = splitControl
+		}
+		n := 20 + j%7
+		mean := hard[j] + 0.1*rng.NormFloat64()
+		if member {
+			mean += 0.3
+		}
+		rows = append(rows, runfiles.MIASignal{Model: model, RefIndex: idx, DocID: int64(100 + j), Split: split,
+			In: member, NTokens: n, LLSum: mean * float64(n), LLMean: mean})
+	}
+	for j := 0; j < nc+np; j++ {
+		row(runfiles.TargetModel, -1, j, j < nc/2)
+	}
+	for k := 0; k < K; k++ {
+		for j := 0; j < nc+np; j++ {
+			row("ref", k, j, j < nc && in[k][j])
+		}
+	}
+	path := filepath.Join(t.TempDir(), runfiles.MIASignalsFile)
+	if err := atomicfile.Write(path, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, rows) }); err != nil {
+		t.Fatal(err)
+	}
+	return path, rows
+}
+
+// TestCalibratedFromSignals: the calibrated columns eval writes are what
+// the published formulas give when recomputed here from the signals file
+// alone, written out naively (per-candidate loops, Gaussian densities,
+// erfc, the RMIA double loop) rather than through package calibrated.
+func TestCalibratedFromSignals(t *testing.T) {
+	const nc, np, K = 40, 12, 8
+	path, sig := syntheticSignals(t, nc, np, K)
+	cfg := calibrated.DefaultConfig()
+	cfg.LiRAGlobalVariance = false
+	rows := make([]Score, nc)
+	for j := range rows {
+		rows[j] = Score{DocID: int64(100 + j), Split: splitControl, Repetitions: 1 + j%4}
+		if j < nc/2 {
+			rows[j].Split = splitTarget
+		}
+	}
+	sum, err := applyCalibrated(rows, path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.References != K || sum.Candidates != nc || sum.Population != np {
+		t.Fatalf("summary counts %+v", sum)
+	}
+	if got := []int{sum.ByReferences[0].K, sum.ByReferences[len(sum.ByReferences)-1].K}; got[0] != 1 || got[1] != K {
+		t.Errorf("by_references runs from %d to %d, want 1 to %d", got[0], got[1], K)
+	}
+	// Rearrange the file's rows by model and document.
+	tgt := map[int64]runfiles.MIASignal{}
+	refs := make([]map[int64]runfiles.MIASignal, K)
+	for k := range refs {
+		refs[k] = map[int64]runfiles.MIASignal{}
+	}
+	for _, r := range sig {
+		if r.RefIndex < 0 {
+			tgt[r.DocID] = r
+		} else {
+			refs[r.RefIndex][r.DocID] = r
+		}
+	}
+	logit := func(s float64) float64 { return s - math.Log(-math.Expm1(s)) }
+	logpdf := func(x, mu, sd float64) float64 {
+		return -0.5*math.Log(2*math.Pi) - math.Log(sd) - (x-mu)*(x-mu)/(2*sd*sd)
+	}
+	stats := func(xs []float64) (mu, sd float64) {
+		for _, x := range xs {
+			mu += x
+		}
+		mu /= float64(len(xs))
+		for _, x := range xs {
+			sd += (x - mu) * (x - mu)
+		}
+		return mu, math.Sqrt(sd/float64(len(xs))) + 1e-30
+	}
+	pz := func(k int, id int64) float64 { return math.Exp(refs[k][id].LLMean) }
+	var popIDs []int64
+	for id, r := range tgt {
+		if r.Split == "validation" {
+			popIDs = append(popIDs, id)
+		}
+	}
+	sort.Slice(popIDs, func(a, b int) bool { return popIDs[a] < popIDs[b] })
+	for _, r := range rows {
+		var inL, outL, inM, outM, outP []float64
+		var allP float64
+		for k := 0; k < K; k++ {
+			s := refs[k][r.DocID]
+			allP += math.Exp(s.LLMean)
+			if s.In {
+				inL, inM = append(inL, logit(s.LLSum)), append(inM, s.LLMean)
+			} else {
+				outL, outM, outP = append(outL, logit(s.LLSum)), append(outM, s.LLMean), append(outP, math.Exp(s.LLMean))
+			}
+		}
+		x := logit(tgt[r.DocID].LLSum)
+		mi, si := stats(inL)
+		mo, so := stats(outL)
+		wantOnline := logpdf(x, mi, si) - logpdf(x, mo, so)
+		wantOffline := math.Log(0.5 * math.Erfc(-(x-mo)/so/math.Sqrt2))
+		// RMIA: Pr(x) over all models (online) or the OUT models with a.
+		px := math.Exp(tgt[r.DocID].LLMean)
+		rmia := func(prX func() float64, prZ func(id int64) float64) float64 {
+			hits := 0
+			for _, z := range popIDs {
+				lr := (px / prX()) / (math.Exp(tgt[z].LLMean) / prZ(z))
+				if lr >= cfg.RMIAGamma {
+					hits++
+				}
+			}
+			return float64(hits) / float64(len(popIDs))
+		}
+		meanZ := func(id int64) float64 {
+			s := 0.0
+			for k := 0; k < K; k++ {
+				s += pz(k, id)
+			}
+			return s / K
+		}
+		a := cfg.RMIAA
+		wantRMIA := rmia(func() float64 { return allP / K }, meanZ)
+		wantRMIAOff := rmia(func() float64 {
+			m, _ := stats(outP)
+			return ((1+a)*m + (1 - a)) / 2
+		}, func(id int64) float64 { return ((1+a)*meanZ(id) + (1 - a)) / 2 })
+		mIn, _ := stats(inM)
+		mOut, _ := stats(outM)
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{
+			{"lira_online", r.LiRAOnline, wantOnline},
+			{"lira_offline", r.LiRAOffline, wantOffline},
+			{"rmia", r.RMIA, wantRMIA},
+			{"rmia_offline", r.RMIAOffline, wantRMIAOff},
+			{"counterfactual_mem", r.CounterfactualMem, mIn - mOut},
+		} {
+			if d := math.Abs(c.got - c.want); !(d <= 1e-6*math.Max(1, math.Abs(c.want))) {
+				t.Errorf("doc %d %s = %.10g, recomputed %.10g", r.DocID, c.name, c.got, c.want)
+			}
+		}
+	}
+	// The members' likelihood rises under models that trained on them, so
+	// the online attack must separate them.
+	if auc := sum.ByReferences[len(sum.ByReferences)-1].Attacks[AttackLiRAOnline].AUC; !(auc > 0.75) {
+		t.Errorf("LiRA online AUC %v with %d references, want > 0.75", auc, K)
+	}
+}
+
+// TestCalibratedBadSignals: a signals file that cannot be scored is
+// refused with a reason.
+func TestCalibratedBadSignals(t *testing.T) {
+	_, sig := syntheticSignals(t, 10, 4, 2)
+	write := func(rows []runfiles.MIASignal) string {
+		p := filepath.Join(t.TempDir(), runfiles.MIASignalsFile)
+		if err := atomicfile.Write(p, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, rows) }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	missing := append([]runfiles.MIASignal(nil), sig[:len(sig)-1]...)
+	dup := append(append([]runfiles.MIASignal(nil), sig...), sig[len(sig)-1])
+	popIn := append([]runfiles.MIASignal(nil), sig...)
+	popIn[len(popIn)-1].In = true
+	for name, rows := range map[string][]runfiles.MIASignal{"missing row": missing, "duplicate row": dup, "population trained on": popIn} {
+		if _, err := applyCalibrated(nil, write(rows), calibrated.DefaultConfig()); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestSpearman(t *testing.T) {
+	for _, c := range []struct {
+		x, y []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
+		{[]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}, -1},
+		// Ranks of y with a tie: 1, 2.5, 2.5, 4 against 1..4: r = 4.5/sqrt(5*4.5) = 0.9487.
+		{[]float64{1, 2, 3, 4}, []float64{1, 5, 5, 9}, 4.5 / math.Sqrt(5*4.5)},
+	} {
+		if got := Spearman(c.x, c.y); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Spearman(%v, %v) = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+	if !math.IsNaN(Spearman([]float64{1, 1, 1}, []float64{1, 2, 3})) {
+		t.Error("constant x gave a number")
+	}
+}

@@ -1,0 +1,288 @@
+package experiments
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval/calibrated"
+	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train"
+)
+
+// MIAReferencesFile records, in a run directory, the reference models its
+// mia_signals.parquet was computed from.
+const MIAReferencesFile = "mia_references.json"
+
+// referenceRecord is one reference model: where it is, its key, and the
+// candidates it trained on.
+type referenceRecord struct {
+	Index int    `json:"index"`
+	Key   string `json:"key"`
+	Dir   string `json:"dir"`
+	// Dataset is the sha256 of the dataset's docs.arrow, tokens.arrow and
+	// tokenizer.json (report.json's checksums), the pool it was cut from.
+	Dataset map[string]string `json:"dataset"`
+	// Members are the candidates (doc_ids) it trained on, each with its
+	// repetitions.
+	Members []referenceMember `json:"members"`
+	Trained bool              `json:"trained"`
+}
+
+type referenceMember struct {
+	DocID       int64 `json:"doc_id"`
+	Repetitions int32 `json:"repetitions"`
+}
+
+// referencesFile is mia_references.json.
+type referencesFile struct {
+	References int               `json:"references"`
+	Seed       int64             `json:"seed"`
+	Models     []referenceRecord `json:"models"`
+}
+
+// referencePool is the candidate pool of a dataset, targets then controls
+// by doc_id, and the repetitions each gets in a reference model that
+// trains on it: a target its own; control i those of target i (mod the
+// number of targets), so that with data.repetition_groups a control is
+// seen as often, when trained on, as the target in its place.
+func referencePool(ds *data.Dataset) (docs []data.Doc, reps []int32, population []data.Doc, err error) {
+	targets, err := ds.Docs(data.SplitTarget)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	controls, err := ds.Docs(data.SplitControl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	population, err = ds.Docs(data.SplitValidation)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(targets) == 0 || len(controls) == 0 {
+		return nil, nil, nil, badinput.Errorf("mia.references: the dataset has %d targets and %d controls; the calibrated attacks need both (data.targets, data.controls)", len(targets), len(controls))
+	}
+	if len(population) == 0 {
+		return nil, nil, nil, badinput.Errorf("mia.references: the dataset has no validation documents; RMIA compares each candidate with population samples, which memo takes from the validation split (data.validation >= 1)")
+	}
+	docs = append(append(docs, targets...), controls...)
+	for _, t := range targets {
+		reps = append(reps, int32(max(1, t.Repetitions)))
+	}
+	for i := range controls {
+		reps = append(reps, reps[i%len(targets)])
+	}
+	return docs, reps, population, nil
+}
+
+// referenceSeed is reference k's seed derived from the target's: each
+// reference starts from other weights and reads its data in another order.
+func referenceSeed(seed int64, k int) int64 { return seed + 7919*int64(k+1) }
+
+// referencesStage trains the spec's reference models (or finds them in the
+// cache) and writes mia_signals.parquet: the summed and mean window
+// log-likelihood of every candidate and population document under the
+// target model and each reference. A run without mia.references does
+// nothing.
+func referencesStage(ctx context.Context, spec *Spec, dir string) error {
+	K := spec.MIA.References
+	if K == 0 {
+		return nil
+	}
+	ds, err := data.Open(dir)
+	if err != nil {
+		return err
+	}
+	pool, reps, population, err := referencePool(ds)
+	if err != nil {
+		return err
+	}
+	in, err := calibrated.Assign(len(pool), K, uint64(spec.Seed))
+	if err != nil {
+		return badinput.Errorf("mia.references = %d: %w", K, err)
+	}
+	mcfg, tcfg, err := trainConfigs(spec, ds)
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(data.ResolveCacheDir(spec.Data.CacheDir), "references")
+	dsSums := map[string]string{}
+	for name, f := range ds.Report().Files {
+		dsSums[name] = f.SHA256
+	}
+	rec := referencesFile{References: K, Seed: spec.Seed}
+	for k := 0; k < K; k++ {
+		r := referenceRecord{Index: k, Dataset: dsSums}
+		members := map[int64]int32{}
+		for j, d := range pool {
+			if in[k][j] {
+				members[d.ID] = reps[j]
+				r.Members = append(r.Members, referenceMember{d.ID, reps[j]})
+			}
+		}
+		rt, rm := tcfg, mcfg
+		rt.Seed, rm.Seed = referenceSeed(tcfg.Seed, k), referenceSeed(mcfg.Seed, k)
+		if r.Key, err = referenceKey(dsSums, rm, rt, spec, r.Members); err != nil {
+			return err
+		}
+		r.Dir = filepath.Join(root, r.Key)
+		view, err := ds.WithMembers(members)
+		if err != nil {
+			return err
+		}
+		if err := trainReference(ctx, &r, K, view, rm, rt, spec); err != nil {
+			return err
+		}
+		rec.Models = append(rec.Models, r)
+	}
+	return writeSignals(ctx, spec, dir, ds, pool, population, in, rec)
+}
+
+// referenceKey names a reference model by everything that determines its
+// weights: the dataset's files, the model, training and goldfish settings
+// with its seeds, and the candidates it trains on.
+func referenceKey(dsSums map[string]string, mc model.Config, tc train.Config, spec *Spec, members []referenceMember) (string, error) {
+	// Where and how fast it trains does not change what it learns, up to
+	// the last bits; the key keeps them so that reuse stays exact.
+	b, err := json.Marshal(struct {
+		Format   int
+		Dataset  map[string]string
+		Model    model.Config
+		Train    train.Config
+		Goldfish loss.Config
+		Members  []referenceMember
+	}{1, dsSums, mc, tc, spec.Goldfish, members})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12]), nil
+}
+
+// referenceFile is a reference model's own record in its directory.
+const referenceFile = "reference.json"
+
+// trainReference trains reference r.Index into r.Dir, or finds it trained
+// there. Training resumes from the directory's newest checkpoint, so a
+// killed reference sweep run again ends with the weights an uninterrupted
+// one has.
+func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.Dataset, mc model.Config, tc train.Config, spec *Spec) error {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return fmt.Errorf("reference %d: %w", r.Index, err)
+	}
+	lock, err := runlock.Acquire(r.Dir)
+	if err != nil {
+		return fmt.Errorf("reference %d: %w", r.Index, err)
+	}
+	defer lock.Release()
+	path := filepath.Join(r.Dir, referenceFile)
+	var have referenceRecord
+	switch b, err := os.ReadFile(path); {
+	case err == nil:
+		if err := json.Unmarshal(b, &have); err != nil {
+			return badinput.Errorf("reference %d: %s: %v (remove the directory to train it again)", r.Index, path, err)
+		}
+		if !sameReference(have, *r) {
+			return badinput.Errorf("reference %d: %s was trained on another pool or dataset than this run's (key %s): remove it to train it again", r.Index, r.Dir, have.Key)
+		}
+		if have.Trained {
+			slog.Info("mia: reference model already trained", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "dir", r.Dir)
+			r.Trained = true
+			return nil
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("reference %d: %w", r.Index, err)
+	}
+	if err := writeJSON(path, r); err != nil {
+		return fmt.Errorf("reference %d: %w", r.Index, err)
+	}
+	start := time.Now()
+	slog.Info("mia: training reference model", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "members", len(r.Members), "dir", r.Dir)
+	if err := train.Run(ctx, tc, mc, spec.Goldfish, datasetSource{view}, r.Dir, train.Options{Progress: true}); err != nil {
+		return fmt.Errorf("reference %d of %d: %w", r.Index+1, K, err)
+	}
+	r.Trained = true
+	if err := writeJSON(path, r); err != nil {
+		return fmt.Errorf("reference %d: %w", r.Index, err)
+	}
+	slog.Info("mia: reference model trained", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+	return nil
+}
+
+// sameReference says whether two records describe the same model.
+func sameReference(a, b referenceRecord) bool {
+	if a.Key != b.Key || len(a.Members) != len(b.Members) || len(a.Dataset) != len(b.Dataset) {
+		return false
+	}
+	for i := range a.Members {
+		if a.Members[i] != b.Members[i] {
+			return false
+		}
+	}
+	for k, v := range a.Dataset {
+		if b.Dataset[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(path string, v any) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// writeSignals scores every candidate and population document with the
+// target model and each reference and writes mia_signals.parquet and
+// mia_references.json.
+func writeSignals(ctx context.Context, spec *Spec, dir string, ds *data.Dataset, pool, population []data.Doc, in [][]bool, rec referencesFile) error {
+	docs := append(append([]data.Doc(nil), pool...), population...)
+	var rows []runfiles.MIASignal
+	add := func(name string, idx int, lls []extract.WindowLikelihood, inOf func(j int) bool) {
+		for j, d := range docs {
+			rows = append(rows, runfiles.MIASignal{Model: name, RefIndex: idx, DocID: d.ID, Split: d.Split,
+				In: inOf(j), NTokens: lls[j].NTokens, LLSum: lls[j].Sum, LLMean: lls[j].Mean})
+		}
+	}
+	cfg := spec.ExtractStage()
+	lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(dir, checkpoint.DirName), ds, docs, "mia: target model")
+	if err != nil {
+		return err
+	}
+	add(runfiles.TargetModel, -1, lls, func(j int) bool { return docs[j].Split == data.SplitTarget })
+	for _, r := range rec.Models {
+		lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(r.Dir, checkpoint.DirName), ds, docs, fmt.Sprintf("mia: reference %d of %d", r.Index+1, rec.References))
+		if err != nil {
+			return err
+		}
+		k := r.Index
+		add(fmt.Sprintf("ref-%02d", k), k, lls, func(j int) bool { return j < len(pool) && in[k][j] })
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].RefIndex < rows[b].RefIndex })
+	out := filepath.Join(dir, runfiles.MIASignalsFile)
+	if err := atomicfile.Write(out, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, rows) }); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	return writeJSON(filepath.Join(dir, MIAReferencesFile), rec)
+}

@@ -1,0 +1,133 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
+)
+
+// TestReferences trains exp/smoke.toml with two reference models and
+// checks the calibrated attack's bookkeeping: every candidate is trained
+// on by exactly one reference, a reference killed mid-training and run
+// again gives signals identical to the uninterrupted run's, a trained
+// reference is reused by another run, and a reference trained on another
+// pool is refused.
+func TestReferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three nano models; skipped with -short")
+	}
+	spec, err := Parse(filepath.Join("..", "exp", "smoke.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.MIA.References = 2
+	spec.Data.CacheDir = t.TempDir()
+	spec.Train.CheckpointEvery, spec.Train.KeepCheckpoints = 10, 0
+	run := func(name string) (string, error) {
+		s := *spec
+		s.Name = name
+		return Run(context.Background(), &s, filepath.Join(t.TempDir(), "runs"), Options{})
+	}
+	dirA, err := run("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigA, refs := readSignalsAndRefs(t, dirA)
+	// Each candidate is in exactly one of the two references.
+	inCount := map[int64]int{}
+	for _, r := range sigA {
+		if r.RefIndex >= 0 && r.In {
+			inCount[r.DocID]++
+		}
+		if r.RefIndex == -1 && (r.Split == "target") != r.In {
+			t.Errorf("target row of doc %d (%s) has in = %v", r.DocID, r.Split, r.In)
+		}
+	}
+	for _, r := range sigA {
+		if (r.Split == "target" || r.Split == "control") && inCount[r.DocID] != 1 {
+			t.Errorf("candidate %d is in %d references, want 1", r.DocID, inCount[r.DocID])
+		}
+	}
+	scores, err := runfiles.NewTable[struct {
+		DocID int64   `arrow:"doc_id"`
+		LiRA  float64 `arrow:"lira_online"`
+	}]("scores.parquet").ReadParquet(filepath.Join(dirA, "scores.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scores {
+		if s.LiRA != s.LiRA {
+			t.Errorf("doc %d: lira_online is NaN", s.DocID)
+		}
+	}
+
+	// Kill reference 1 after its step-10 checkpoint: its last checkpoint
+	// and its trained mark are gone.
+	ref0, ref1 := refs.Models[0], refs.Models[1]
+	ckpt0 := filepath.Join(ref0.Dir, checkpoint.DirName, checkpoint.StepName(20), "model.safetensors")
+	before0, err := os.Stat(ckpt0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(ref1.Dir, checkpoint.DirName, checkpoint.StepName(20))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ref1.Dir, checkpoint.DirName, checkpoint.LatestFile), []byte(checkpoint.StepName(10)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref1.Trained = false
+	if err := writeJSON(filepath.Join(ref1.Dir, referenceFile), ref1); err != nil {
+		t.Fatal(err)
+	}
+	dirB, err := run("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigB, _ := readSignalsAndRefs(t, dirB)
+	if !reflect.DeepEqual(sigA, sigB) {
+		t.Error("signals after resuming a killed reference differ from the uninterrupted run's")
+	}
+	if after0, _ := os.Stat(ckpt0); !after0.ModTime().Equal(before0.ModTime()) {
+		t.Error("the trained reference 0 was trained again instead of reused")
+	}
+
+	// A reference directory trained on another pool is refused.
+	ref0.Members = ref0.Members[1:]
+	if err := writeJSON(filepath.Join(ref0.Dir, referenceFile), ref0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run("c")
+	var bad *badinput.Error
+	if err == nil || !strings.Contains(err.Error(), "another pool") || !errors.As(err, &bad) {
+		t.Errorf("reference of another pool: err = %v, want a bad-input error naming another pool", err)
+	}
+}
+
+func readSignalsAndRefs(t *testing.T, dir string) ([]runfiles.MIASignal, referencesFile) {
+	t.Helper()
+	sig, err := runfiles.MIASignals.ReadParquet(filepath.Join(dir, runfiles.MIASignalsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs referencesFile
+	b, err := os.ReadFile(filepath.Join(dir, MIAReferencesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &refs); err != nil {
+		t.Fatal(err)
+	}
+	if len(refs.Models) != 2 {
+		t.Fatalf("%d reference models recorded, want 2", len(refs.Models))
+	}
+	return sig, refs
+}

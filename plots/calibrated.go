@@ -1,0 +1,168 @@
+package plots
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/memo-research/memo/eval"
+)
+
+// calibratedRow is one cell group of the table of calibrated attacks
+// against the number of reference models: summary.json's
+// calibrated.by_references, with each run's reference-free loss attack
+// beside it for comparison.
+type calibratedRow struct {
+	run    string
+	k      int
+	attack string
+	st     eval.CalibratedAUC
+}
+
+func calibratedRows(runs []*runData) []calibratedRow {
+	var rows []calibratedRow
+	for _, r := range runs {
+		cal := r.Summary.Calibrated
+		if cal == nil {
+			continue
+		}
+		for _, at := range cal.ByReferences {
+			for _, name := range eval.CalibratedAttacks {
+				rows = append(rows, calibratedRow{r.Name, at.K, name, at.Attacks[name]})
+			}
+		}
+	}
+	return rows
+}
+
+// writeCalibratedTables writes calibrated.md and calibrated.csv when a run
+// has calibrated attacks: AUC and TPR at 0.1 % and 1 % FPR of each attack
+// against the number of reference models, and the loss attack's.
+func writeCalibratedTables(dir string, runs []*runData) ([]string, error) {
+	rows := calibratedRows(runs)
+	if rows == nil {
+		return nil, nil
+	}
+	return writeFiles(dir,
+		namedWriter{"calibrated.md", func(w io.Writer) error { return writeCalibratedMarkdown(w, runs) }},
+		namedWriter{"calibrated.csv", func(w io.Writer) error { return writeCalibratedCSV(w, rows) }})
+}
+
+func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
+	var b strings.Builder
+	for _, r := range runs {
+		cal := r.Summary.Calibrated
+		if cal == nil {
+			continue
+		}
+		loss := r.Summary.MIA.Loss
+		fmt.Fprintf(&b, "%s: %d candidates (%d members), %d population samples; loss attack AUC %s, TPR@0.1%%FPR %s %%, TPR@1%%FPR %s %%\n\n",
+			r.Name, cal.Candidates, r.Summary.MIA.NMembers, cal.Population, num(float64(loss.AUC), 3), pct(float64(loss.TPR0_1)), pct(float64(loss.TPR1)))
+		b.WriteString("| attack | K | AUC | TPR@0.1%FPR % | TPR@1%FPR % | members, controls scored |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, name := range eval.CalibratedAttacks {
+			for _, at := range cal.ByReferences {
+				st := at.Attacks[name]
+				if st.NMembers == 0 {
+					continue
+				}
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d, %d |\n", name, at.K, num(float64(st.AUC), 3),
+					pct(float64(st.TPR0_1)), pct(float64(st.TPR1)), st.NMembers, st.NControls)
+			}
+		}
+		if s := float64(cal.CounterfactualSpearman); !math.IsNaN(s) {
+			fmt.Fprintf(&b, "\nCounterfactual memorization against repetitions (members): Spearman %.3f\n", s)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+func writeCalibratedCSV(out io.Writer, rows []calibratedRow) error {
+	cw := csv.NewWriter(out)
+	f := func(v eval.Num) string { return strconv.FormatFloat(float64(v), 'g', 6, 64) }
+	if err := cw.Write([]string{"run", "attack", "k", "auc", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr", "n_members", "n_controls"}); err != nil {
+		return err
+	}
+	for _, w := range rows {
+		if err := cw.Write([]string{w.run, w.attack, strconv.Itoa(w.k), f(w.st.AUC), f(w.st.TPR0_1), f(w.st.TPR1),
+			strconv.Itoa(w.st.NMembers), strconv.Itoa(w.st.NControls)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// rocLogLog draws every membership statistic of one run with calibrated
+// attacks on log-log axes, the figure of Carlini et al. 2022 that shows
+// the low false-positive rates where attacks differ. Rates of zero sit at
+// the axis floor, half of one control's share.
+func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
+	if len(runs) != 1 || runs[0].Summary.Calibrated == nil {
+		return nil, nil
+	}
+	r := runs[0]
+	p := newPlot(cfg, "Membership inference (log-log)", "false-positive rate", "true-positive rate")
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = false, false
+	floor := 1.0
+	for _, s := range miaScores {
+		if c := len(finiteOf(r.miaValues(splitControl, s))); c > 0 {
+			floor = math.Min(floor, 0.5/float64(c))
+		}
+		if m := len(finiteOf(r.miaValues(splitTarget, s))); m > 0 {
+			floor = math.Min(floor, 0.5/float64(m))
+		}
+	}
+	diag, err := plotter.NewLine(plotter.XYs{{X: floor, Y: floor}, {X: 1, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(diag)
+	added := 0
+	for si, s := range miaScores {
+		pts := eval.ROC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
+		if pts == nil {
+			continue
+		}
+		var xy plotter.XYs
+		for _, q := range pts {
+			xy = append(xy, plotter.XY{X: math.Max(q.FPR, floor), Y: math.Max(q.TPR, floor)})
+		}
+		ln, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		ln.LineStyle.Width = vg.Points(1.5)
+		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(si), dashes[si%len(dashes)]
+		p.Add(ln)
+		p.Legend.Add(aucLegend(s.Label, *s.Stat(&r.Summary.MIA)), ln)
+		added++
+	}
+	if added == 0 {
+		return nil, nil
+	}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = floor, 1, floor, 1
+	return p, nil
+}
+
+func finiteOf(xs []float64) []float64 {
+	var out []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
