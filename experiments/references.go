@@ -286,3 +286,84 @@ func writeSignals(ctx context.Context, spec *Spec, dir string, ds *data.Dataset,
 	}
 	return writeJSON(filepath.Join(dir, MIAReferencesFile), rec)
 }
+
+// ReferenceEntry is one reference model in the cache, as `memo references
+// ls` lists it.
+type ReferenceEntry struct {
+	Key, Dir string
+	Index    int
+	Members  int
+	Trained  bool
+	Bytes    int64
+	Modified time.Time
+	// Problem says why the entry could not be read; empty when it could.
+	Problem string
+}
+
+// ReferencesDir is where reference models are kept under a cache root.
+func ReferencesDir(cache string) string { return filepath.Join(cache, "references") }
+
+// ListReferences lists the reference models under the cache root: every
+// directory of CACHE/references that holds a reference.json, memo's
+// marker. Anything else there is not memo's and is left out.
+func ListReferences(cache string) ([]ReferenceEntry, error) {
+	root := ReferencesDir(cache)
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ReferenceEntry
+	for _, e := range ents {
+		dir := filepath.Join(root, e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, referenceFile))
+		if !e.IsDir() || errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		ent := ReferenceEntry{Key: e.Name(), Dir: dir}
+		var rec referenceRecord
+		switch {
+		case err != nil:
+			ent.Problem = err.Error()
+		case json.Unmarshal(b, &rec) != nil || rec.Key != e.Name():
+			ent.Problem = "reference.json is damaged or names another key"
+		default:
+			ent.Index, ent.Members, ent.Trained = rec.Index, len(rec.Members), rec.Trained
+		}
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					ent.Bytes += fi.Size()
+					if fi.ModTime().After(ent.Modified) {
+						ent.Modified = fi.ModTime()
+					}
+				}
+			}
+			return nil
+		})
+		out = append(out, ent)
+	}
+	return out, nil
+}
+
+// RemoveReference deletes the reference model key from the cache; it
+// refuses a directory without memo's reference.json and one a process is
+// training in (its memo.lock).
+func RemoveReference(cache, key string) error {
+	if key == "" || key != filepath.Base(key) || key[0] == '.' {
+		return badinput.Errorf("references rm: %q is not a reference key (see `memo references ls`)", key)
+	}
+	dir := filepath.Join(ReferencesDir(cache), key)
+	if _, err := os.Stat(filepath.Join(dir, referenceFile)); err != nil {
+		return badinput.Errorf("references rm: %s is not a reference model memo made (no %s)", dir, referenceFile)
+	}
+	lock, err := runlock.Acquire(dir)
+	if err != nil {
+		return fmt.Errorf("references rm: %w", err)
+	}
+	// The lock file goes with the directory.
+	_ = lock
+	return os.RemoveAll(dir)
+}

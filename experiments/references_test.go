@@ -112,6 +112,48 @@ func TestReferences(t *testing.T) {
 	}
 }
 
+// TestReferencesCache: ls lists only directories with memo's
+// reference.json; rm removes one and refuses anything else.
+func TestReferencesCache(t *testing.T) {
+	cache := t.TempDir()
+	root := ReferencesDir(cache)
+	mine := referenceRecord{Index: 3, Key: "abc", Members: []referenceMember{{1, 2}}, Trained: true}
+	if err := os.MkdirAll(filepath.Join(root, "abc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(root, "abc", referenceFile), mine); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(root, "mine", "notes.txt")
+	if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := ListReferences(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Key != "abc" || ents[0].Index != 3 || ents[0].Members != 1 || !ents[0].Trained {
+		t.Fatalf("ListReferences = %+v, want the one entry abc", ents)
+	}
+	for _, key := range []string{"mine", "../abc", "", "nothere"} {
+		if err := RemoveReference(cache, key); err == nil {
+			t.Errorf("RemoveReference(%q) succeeded", key)
+		}
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Fatalf("a foreign file went: %v", err)
+	}
+	if err := RemoveReference(cache, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "abc")); !os.IsNotExist(err) {
+		t.Errorf("abc still there: %v", err)
+	}
+}
+
 func readSignalsAndRefs(t *testing.T, dir string) ([]runfiles.MIASignal, referencesFile) {
 	t.Helper()
 	sig, err := runfiles.MIASignals.ReadParquet(filepath.Join(dir, runfiles.MIASignalsFile))

@@ -32,7 +32,7 @@ import (
 func commands() []*cli.Command {
 	cmds := []*cli.Command{benchCommand(), configCommand(), devicesCommand(), dataCommand(), evalCommand(), extractCommand(), helpCommand(), maskCommand()}
 	cmds = append(cmds, scoreGenerateExportCommands()...)
-	cmds = append(cmds, reportCommand(), runSpecCommand(), sweepCommand(), tokenizeCommand())
+	cmds = append(cmds, referencesCommand(), reportCommand(), runSpecCommand(), sweepCommand(), tokenizeCommand())
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
 }
