@@ -26,6 +26,9 @@ type CalibratedSummary struct {
 	Candidates int               `json:"candidates"`
 	Population int               `json:"population"`
 	Settings   calibrated.Config `json:"settings"`
+	// RMIAA is the a offline RMIA used with all K references: the
+	// setting's, or the one it chose (settings.rmia_a = -1).
+	RMIAA float64 `json:"rmia_a"`
 	// ByReferences scores every attack with the first K reference models,
 	// for K = 1, 2, 4, … up to all of them (AUC and TPR without intervals).
 	ByReferences []CalibratedAtK `json:"by_references"`
@@ -206,7 +209,11 @@ func (m *signalMatrix) score(K int, cfg calibrated.Config) (calibratedScores, er
 	if s[AttackLiRAOffline], err = calibrated.LiRAOffline(cand(lira, m.tgt), refs(lira), in, lo); err != nil {
 		return nil, err
 	}
-	ro := calibrated.RMIAOptions{Offline: true, A: cfg.RMIAA, Gamma: cfg.RMIAGamma}
+	a, err := m.offlineA(K, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ro := calibrated.RMIAOptions{Offline: true, A: a, Gamma: cfg.RMIAGamma}
 	if s[AttackRMIAOffline], err = calibrated.RMIA(cand(prob, m.tgt), refs(prob), in, pop(m.tgt), popRef, ro); err != nil {
 		return nil, err
 	}
@@ -227,6 +234,57 @@ func (m *signalMatrix) score(K int, cfg calibrated.Config) (calibratedScores, er
 		return nil, err
 	}
 	return s, nil
+}
+
+// offlineA is offline RMIA's a: mia.rmia_a, or with rmia_a = -1 the value
+// the paper's procedure picks (Zarifzadeh et al. 2024, §4 and Privacy
+// Meter's offline tuning): reference model 0 plays the target, the other
+// references among the first K its references, and the a of 0, 0.05, …, 1
+// whose offline attack has the highest AUC on reference 0's own members
+// and non-members wins (the smallest on ties). With fewer than four
+// references some candidates would have no model on the OUT side; a = 1
+// is taken then.
+func (m *signalMatrix) offlineA(K int, cfg calibrated.Config) (float64, error) {
+	if cfg.RMIAA >= 0 {
+		return cfg.RMIAA, nil
+	}
+	if K < 4 {
+		return 1, nil
+	}
+	nc := len(m.candidates)
+	prob := func(rows []runfiles.MIASignal, from, to int) []float64 {
+		out := make([]float64, to-from)
+		for j := range out {
+			out[j] = math.Exp(rows[from+j].LLMean)
+		}
+		return out
+	}
+	var refProb, popRef [][]float64
+	for k := 1; k < K; k++ {
+		refProb = append(refProb, prob(m.ref[k], 0, nc))
+		popRef = append(popRef, prob(m.ref[k], nc, len(m.ref[k])))
+	}
+	target, popTarget := prob(m.ref[0], 0, nc), prob(m.ref[0], nc, len(m.ref[0]))
+	best, bestAUC := 1.0, math.Inf(-1)
+	for i := 0; i <= 20; i++ {
+		a := float64(i) / 20
+		sc, err := calibrated.RMIA(target, refProb, m.in[1:K], popTarget, popRef, calibrated.RMIAOptions{Offline: true, A: a, Gamma: cfg.RMIAGamma})
+		if err != nil {
+			return 0, err
+		}
+		var mem, non []float64
+		for j, v := range sc {
+			if m.in[0][j] {
+				mem = append(mem, v)
+			} else {
+				non = append(non, v)
+			}
+		}
+		if auc := AUC(mem, non); auc > bestAUC {
+			best, bestAUC = a, auc
+		}
+	}
+	return best, nil
 }
 
 // SignalsPath is the mia_signals.parquet whose scores belong in the
@@ -273,6 +331,9 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 	}
 	sum := &CalibratedSummary{Signals: path, References: K, Candidates: len(m.candidates), Population: len(m.population), Settings: cfg}
 	sum.Settings.References = K
+	if sum.RMIAA, err = m.offlineA(K, cfg); err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", path, err)
+	}
 	for _, k := range referenceCounts(K) {
 		s := all
 		if k != K {

@@ -67,7 +67,7 @@ func TestCalibratedFromSignals(t *testing.T) {
 	const nc, np, K = 40, 12, 8
 	path, sig := syntheticSignals(t, nc, np, K)
 	cfg := calibrated.DefaultConfig()
-	cfg.LiRAGlobalVariance = false
+	cfg.LiRAGlobalVariance, cfg.RMIAA = false, 0.3
 	rows := make([]Score, nc)
 	for j := range rows {
 		rows[j] = Score{DocID: int64(100 + j), Split: splitControl, Repetitions: 1 + j%4}
@@ -183,6 +183,37 @@ func TestCalibratedFromSignals(t *testing.T) {
 	// the online attack must separate them.
 	if auc := sum.ByReferences[len(sum.ByReferences)-1].Attacks[AttackLiRAOnline].AUC; !(auc > 0.75) {
 		t.Errorf("LiRA online AUC %v with %d references, want > 0.75", auc, K)
+	}
+}
+
+// TestRMIAChosenA: with rmia_a = -1 eval picks a from the grid with
+// reference 0 as the target, records it, and scores exactly as the same a
+// given by hand.
+func TestRMIAChosenA(t *testing.T) {
+	path, _ := syntheticSignals(t, 40, 12, 8)
+	score := func(a float64) ([]Score, *CalibratedSummary) {
+		rows := make([]Score, 40)
+		for j := range rows {
+			rows[j] = Score{DocID: int64(100 + j), Split: splitControl}
+		}
+		cfg := calibrated.DefaultConfig()
+		cfg.RMIAA = a
+		sum, err := applyCalibrated(rows, path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows, sum
+	}
+	auto, sum := score(-1)
+	a := sum.RMIAA
+	if !(a >= 0 && a <= 1) || math.Abs(a*20-math.Round(a*20)) > 1e-9 {
+		t.Fatalf("chosen a = %v, want one of 0, 0.05, ..., 1", a)
+	}
+	byHand, _ := score(a)
+	for i := range auto {
+		if auto[i].RMIAOffline != byHand[i].RMIAOffline {
+			t.Fatalf("doc %d: rmia_offline %v with a chosen, %v with a = %v given", auto[i].DocID, auto[i].RMIAOffline, byHand[i].RMIAOffline, a)
+		}
 	}
 }
 

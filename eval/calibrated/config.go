@@ -21,7 +21,9 @@ type Config struct {
 	// with the same dataset, settings and half.
 	References int `toml:"references" json:"references"`
 	// RMIAA is offline RMIA's a: Pr(x) = ((1+a)·mean over the models that
-	// did not train on x + (1−a)) / 2 (Zarifzadeh et al. 2024), in [0, 1].
+	// did not train on x + (1−a)) / 2 (Zarifzadeh et al. 2024), in [0, 1];
+	// -1 chooses it as the paper does, with reference model 0 as the target
+	// (summary.json's calibrated.rmia_a says which).
 	RMIAA float64 `toml:"rmia_a" json:"rmia_a"`
 	// RMIAGamma is RMIA's γ: a candidate's score is the fraction of
 	// population samples z it dominates by a likelihood ratio >= γ (> 0).
@@ -32,10 +34,11 @@ type Config struct {
 	LiRAGlobalVariance bool `toml:"lira_global_variance" json:"lira_global_variance"`
 }
 
-// DefaultConfig trains no reference model; a = 0.3, γ = 1 and the global
-// variance are the settings the attacks use when it does.
+// DefaultConfig trains no reference model; a chosen with the references,
+// γ = 1 and the global variance are the settings the attacks use when it
+// does.
 func DefaultConfig() Config {
-	return Config{RMIAA: 0.3, RMIAGamma: 1, LiRAGlobalVariance: true}
+	return Config{RMIAA: -1, RMIAGamma: 1, LiRAGlobalVariance: true}
 }
 
 // Validate checks every key and names it in the error.
@@ -44,8 +47,8 @@ func (c Config) Validate() error {
 	if r := c.References; r < 0 || r == 1 || r%2 != 0 || r > 1024 {
 		errs = append(errs, fmt.Errorf("mia.references = %d: want 0 (no reference models) or an even number from 2 to 1024: the online attacks need, for every candidate, models that trained on it and models that did not, and memo trains them in complementary pairs", r))
 	}
-	if a := c.RMIAA; !(a >= 0 && a <= 1) {
-		errs = append(errs, fmt.Errorf("mia.rmia_a = %v: want a number in [0, 1]", a))
+	if a := c.RMIAA; !(a >= 0 && a <= 1) && a != -1 {
+		errs = append(errs, fmt.Errorf("mia.rmia_a = %v: want a number in [0, 1], or -1 to choose it with the reference models", a))
 	}
 	if g := c.RMIAGamma; !(g > 0) || math.IsInf(g, 1) {
 		errs = append(errs, fmt.Errorf("mia.rmia_gamma = %v: want a finite number > 0", g))
