@@ -145,7 +145,7 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 			return nil, err
 		}
 		ln.LineStyle.Width = vg.Points(1.5)
-		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(si), dashes[si%len(dashes)]
+		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(si), seriesDashes(si)
 		p.Add(ln)
 		p.Legend.Add(aucLegend(s.Label, *s.Stat(&r.Summary.MIA)), ln)
 		added++

@@ -611,7 +611,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 				// keep each visible.
 				ln.LineStyle.Dashes = dashes[ri%len(dashes)]
 			} else {
-				ln.LineStyle.Dashes = dashes[si%len(dashes)]
+				ln.LineStyle.Dashes = seriesDashes(si)
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)

@@ -32,6 +32,10 @@ var grey = color.RGBA{120, 120, 120, 255}
 
 func colorAt(i int) color.Color { return palette[i%len(palette)] }
 
+// seriesDashes is series i's dash pattern: past the palette's length the
+// dashes shift, so that series i and i+len(palette) never look alike.
+func seriesDashes(i int) []vg.Length { return dashes[(i+i/len(palette))%len(dashes)] }
+
 // dashes cycle after colours so that series stay distinct past eight.
 var dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}
 
