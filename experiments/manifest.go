@@ -46,13 +46,17 @@ type StageRecord struct {
 
 // Manifest is manifest.json: what ran, on what, from which code and config.
 type Manifest struct {
-	Name       string        `json:"name"`
-	ConfigHash string        `json:"config_hash"` // sha256 of config.toml
-	Created    time.Time     `json:"created"`
-	Updated    time.Time     `json:"updated"`
-	Versions   Versions      `json:"versions"`
-	Machine    Machine       `json:"machine"`
-	Stages     []StageRecord `json:"stages"`
+	Name       string    `json:"name"`
+	ConfigHash string    `json:"config_hash"` // sha256 of config.toml
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+	Versions   Versions  `json:"versions"`
+	Machine    Machine   `json:"machine"`
+	// Environment holds the environment variables that change the last
+	// bits of results (ResultEnvironment), as set for the process that last
+	// ran a stage; absent when none is set.
+	Environment map[string]string `json:"environment,omitempty"`
+	Stages      []StageRecord     `json:"stages"`
 }
 
 // Versions records the software a run used.
@@ -139,7 +143,28 @@ func (m *Manifest) write(dir string) error {
 
 func newManifest(name, hash string) *Manifest {
 	now := time.Now().UTC()
-	return &Manifest{Name: name, ConfigHash: hash, Created: now, Updated: now, Versions: currentVersions(), Machine: currentMachine()}
+	return &Manifest{Name: name, ConfigHash: hash, Created: now, Updated: now, Versions: currentVersions(), Machine: currentMachine(), Environment: resultEnvironment()}
+}
+
+// ResultEnvironment are the environment variables that switch a
+// computation to another implementation of the same arithmetic, and so
+// can move the last bits of results: MEMO_KERNELS=off (internal/torchx's
+// decode kernels), MEMO_FUSED_OPTIM=off (train's fused AdamW on a GPU),
+// MEMO_KEEP_QKV=off (model's bf16 q, k, v on a GPU).
+var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV"}
+
+// resultEnvironment is the set ones of ResultEnvironment; nil when none is.
+func resultEnvironment() map[string]string {
+	var env map[string]string
+	for _, k := range ResultEnvironment {
+		if v, ok := os.LookupEnv(k); ok {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+	}
+	return env
 }
 
 func currentVersions() Versions {

@@ -59,3 +59,20 @@ func TestMachineRecordsKernels(t *testing.T) {
 		t.Errorf("deviceName(\"CUDA\") = %q", got)
 	}
 }
+
+// TestManifestRecordsResultEnvironment: the variables that change results
+// are in manifest.json when set, and absent when not.
+func TestManifestRecordsResultEnvironment(t *testing.T) {
+	for _, k := range ResultEnvironment {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	if env := newManifest("x", "h").Environment; env != nil {
+		t.Fatalf("environment %v with none set", env)
+	}
+	t.Setenv("MEMO_KERNELS", "off")
+	env := newManifest("x", "h").Environment
+	if len(env) != 1 || env["MEMO_KERNELS"] != "off" {
+		t.Fatalf("environment %v, want MEMO_KERNELS=off", env)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -107,6 +108,12 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	m, err := openRunDir(dir, spec.Name, conf, hash, opt.Force)
 	if err != nil {
 		return dir, err
+	}
+	if env := resultEnvironment(); !maps.Equal(env, m.Environment) {
+		if m.Stage(Stages[0]).Status == StatusDone {
+			slog.Warn("the environment variables that change results differ from the run's earlier process; manifest.json records this one's", "now", env, "before", m.Environment)
+		}
+		m.Environment = env
 	}
 	if m.Machine.Devices == nil {
 		m.Machine.Devices = map[string]string{"train": deviceName(spec.Train.Device), "extract": deviceName(spec.ExtractStage().Device)}
