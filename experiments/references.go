@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -103,6 +104,34 @@ func referenceSeed(seed int64, k int) int64 { return seed + 7919*int64(k+1) }
 // target model and each reference. A run without mia.references does
 // nothing.
 func referencesStage(ctx context.Context, spec *Spec, dir string) error {
+	return trainReferences(ctx, spec, dir, nil, true)
+}
+
+// TrainReferences trains the reference models of spec with the given
+// indices (all when none) into the cache, from the dataset of its run
+// directory under runsRoot, which must be built (`memo run --stages data`).
+// Processes may train different indices at once, on one machine or as a
+// Slurm array; `memo run` then finds them trained and only scores.
+func TrainReferences(ctx context.Context, spec *Spec, runsRoot string, indices []int) error {
+	K := spec.MIA.References
+	if K == 0 {
+		return badinput.Errorf("%s: mia.references = 0: the spec has no reference models to train", spec.file)
+	}
+	for _, k := range indices {
+		if k < 0 || k >= K {
+			return badinput.Errorf("reference index %d: want 0 to %d (mia.references = %d)", k, K-1, K)
+		}
+	}
+	dir := RunDir(spec, runsRoot)
+	if _, err := os.Stat(filepath.Join(dir, "data", "report.json")); err != nil {
+		return badinput.Errorf("%s has no dataset yet: build it first with `memo run --stages data %s`", dir, spec.file)
+	}
+	return trainReferences(ctx, spec, dir, indices, false)
+}
+
+// trainReferences trains (or finds trained) the references of indices
+// (all when nil) and, with signals, writes mia_signals.parquet.
+func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int, signals bool) error {
 	K := spec.MIA.References
 	if K == 0 {
 		return nil
@@ -123,13 +152,16 @@ func referencesStage(ctx context.Context, spec *Spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	root := filepath.Join(data.ResolveCacheDir(spec.Data.CacheDir), "references")
+	root := ReferencesDir(data.ResolveCacheDir(spec.Data.CacheDir))
 	dsSums := map[string]string{}
 	for name, f := range ds.Report().Files {
 		dsSums[name] = f.SHA256
 	}
 	rec := referencesFile{References: K, Seed: spec.Seed}
 	for k := 0; k < K; k++ {
+		if indices != nil && !slices.Contains(indices, k) {
+			continue
+		}
 		r := referenceRecord{Index: k, Dataset: dsSums}
 		members := map[int64]int32{}
 		for j, d := range pool {
@@ -152,6 +184,9 @@ func referencesStage(ctx context.Context, spec *Spec, dir string) error {
 			return err
 		}
 		rec.Models = append(rec.Models, r)
+	}
+	if !signals {
+		return nil
 	}
 	return writeSignals(ctx, spec, dir, ds, pool, population, in, rec)
 }

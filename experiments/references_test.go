@@ -100,6 +100,33 @@ func TestReferences(t *testing.T) {
 		t.Error("the trained reference 0 was trained again instead of reused")
 	}
 
+	// References trained one at a time by TrainReferences (as a Slurm
+	// array or parallel processes would), then the run: the same signals.
+	s := *spec
+	s.Name, s.Data.CacheDir = "d", t.TempDir()
+	runsD := filepath.Join(t.TempDir(), "runs")
+	if err := TrainReferences(context.Background(), &s, runsD, []int{1}); err == nil {
+		t.Error("TrainReferences without the run's dataset succeeded")
+	}
+	if _, err := Run(context.Background(), &s, runsD, Options{Stages: []string{"data"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := TrainReferences(context.Background(), &s, runsD, []int{2}); err == nil {
+		t.Error("TrainReferences of index 2 of 2 succeeded")
+	}
+	for _, k := range []int{1, 0} {
+		if err := TrainReferences(context.Background(), &s, runsD, []int{k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirD, err := Run(context.Background(), &s, runsD, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sigD, _ := readSignalsAndRefs(t, dirD); !reflect.DeepEqual(sigA, sigD) {
+		t.Error("signals of references trained one by one differ from the run's own")
+	}
+
 	// A reference directory trained on another pool is refused.
 	ref0.Members = ref0.Members[1:]
 	if err := writeJSON(filepath.Join(ref0.Dir, referenceFile), ref0); err != nil {

@@ -38,12 +38,12 @@ func commands() []*cli.Command {
 }
 
 // modelCommands are the commands that train or run models in this process.
-var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true}
+var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true, "references": true}
 
 // gracefulCommands stop on SIGINT and SIGTERM by themselves: they save
 // what they have (training's checkpoint) or remove what they half wrote
 // (export's temporary directory) and exit 130 with the contract's line.
-var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true}
+var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true, "references": true}
 
 // exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
 // one line and exit code 130, rather than SIGTERM's silent 143, so that a

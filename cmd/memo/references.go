@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/torchx"
 )
 
 func referencesCommand() *cli.Command {
@@ -18,6 +20,24 @@ func referencesCommand() *cli.Command {
 			"cache, keyed by the dataset, the settings and the half of the candidate pool each trained\n" +
 			"on; any later run that asks for the same model reuses it (docs/ATTACKS.md).",
 		Subcommands: []*cli.Command{
+			{
+				Name:      "train",
+				Usage:     "train a spec's reference models (or some of them, --index) without the rest of the run",
+				ArgsUsage: "FILE.toml",
+				Description: "Trains the reference models of FILE's [mia] table into the cache, from the dataset\n" +
+					"of its run directory, which must be built first (`memo run --stages data FILE`).\n" +
+					"Processes may train different indices at once: on one machine\n" +
+					"  seq 0 15 | xargs -P 2 -I{} memo references train --index {} --threads 1 FILE\n" +
+					"or as a Slurm array (--array=0-15, --index $SLURM_ARRAY_TASK_ID); `memo run FILE`\n" +
+					"then finds them trained and only scores (docs/ATTACKS.md).",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "runs", Value: "runs", Usage: "directory that holds run directories"},
+					&cli.IntSliceFlag{Name: "index", Usage: "reference model `I` to train (repeat for more; default all)"},
+					&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
+					setFlag,
+				},
+				Action: referencesTrainAction,
+			},
 			{
 				Name:      "ls",
 				Usage:     "list the cached reference models: key, index, members, trained, size",
@@ -73,4 +93,28 @@ func referencesCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+func referencesTrainAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("references train: want one spec FILE, got %d arguments", c.NArg())
+	}
+	if t := c.Int("threads"); t < 0 {
+		return usageError("--threads %d: want >= 0 (0: all cores)", t)
+	}
+	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
+	if err != nil {
+		return err
+	}
+	if spec.IsSweep() {
+		return usageError("references train: %s is a sweep; train the references of one point (its spec under RUNS/NAME/specs/)", c.Args().First())
+	}
+	threads := c.Int("threads")
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	torchx.Init(threads, uint64(spec.Seed))
+	ctx, cancel := signalContext()
+	defer cancel()
+	return experiments.TrainReferences(ctx, spec, c.String("runs"), c.IntSlice("index"))
 }
