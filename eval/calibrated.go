@@ -57,17 +57,17 @@ type CalibratedAUC struct {
 	NControls int `json:"n_controls"`
 }
 
-// Calibrated attack names: their scores.parquet columns and summary keys.
-const (
-	AttackLiRAOnline     = "lira_online"
-	AttackLiRAOffline    = "lira_offline"
-	AttackRMIA           = "rmia"
-	AttackRMIAOffline    = "rmia_offline"
-	AttackCounterfactual = "counterfactual_mem"
-)
-
-// CalibratedAttacks lists them in table order.
-var CalibratedAttacks = []string{AttackLiRAOnline, AttackLiRAOffline, AttackRMIA, AttackRMIAOffline, AttackCounterfactual}
+// CalibratedAttacks are the statistics computed from
+// mia_signals.parquet (MIAStatistic.Signals), in table order.
+func CalibratedAttacks() []MIAStatistic {
+	var out []MIAStatistic
+	for _, st := range statistics() {
+		if st.Signals != nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
 
 // signalMatrix is mia_signals.parquet arranged for package calibrated:
 // candidates (targets and controls) and population samples by doc_id,
@@ -164,74 +164,90 @@ func readSignals(path string) (*signalMatrix, error) {
 // calibratedScores are the attacks' scores of each candidate, by attack.
 type calibratedScores map[string][]float64
 
-// score runs every attack with the first K reference models.
+// calibratedInput is what a calibrated attack (MIAStatistic.Signals)
+// reads: the signals with the first K reference models, and the settings.
+type calibratedInput struct {
+	m   *signalMatrix
+	K   int
+	cfg calibrated.Config
+}
+
+// The signals the attacks take from a row of mia_signals.parquet: LiRA
+// the logit-scaled confidence of the summed log-likelihood, RMIA the
+// probability of the mean, counterfactual memorization the mean.
+func liraSignal(r runfiles.MIASignal) float64 { return calibrated.LogitOfLogProb(r.LLSum) }
+func probSignal(r runfiles.MIASignal) float64 { return math.Exp(r.LLMean) }
+func meanSignal(r runfiles.MIASignal) float64 { return r.LLMean }
+
+// candidates is f of each candidate's row in rows (a model's rows).
+func (x calibratedInput) candidates(f func(runfiles.MIASignal) float64, rows []runfiles.MIASignal) []float64 {
+	out := make([]float64, len(x.m.candidates))
+	for j := range out {
+		out[j] = f(rows[j])
+	}
+	return out
+}
+
+// target is f of the target model's row of each candidate.
+func (x calibratedInput) target(f func(runfiles.MIASignal) float64) []float64 {
+	return x.candidates(f, x.m.tgt)
+}
+
+// refs is f of each candidate under each of the K reference models.
+func (x calibratedInput) refs(f func(runfiles.MIASignal) float64) [][]float64 {
+	out := make([][]float64, x.K)
+	for k := range out {
+		out[k] = x.candidates(f, x.m.ref[k])
+	}
+	return out
+}
+
+// in says which of the K reference models trained on which candidate.
+func (x calibratedInput) in() [][]bool { return x.m.in[:x.K] }
+
+// population is probSignal of each population sample in rows.
+func (x calibratedInput) population(rows []runfiles.MIASignal) []float64 {
+	nc := len(x.m.candidates)
+	out := make([]float64, len(x.m.population))
+	for j := range out {
+		out[j] = probSignal(rows[nc+j])
+	}
+	return out
+}
+
+// populationRefs is population under each of the K reference models.
+func (x calibratedInput) populationRefs() [][]float64 {
+	out := make([][]float64, x.K)
+	for k := range out {
+		out[k] = x.population(x.m.ref[k])
+	}
+	return out
+}
+
+// undefined is NaN for every candidate: the online attacks and
+// counterfactual memorization need a model on each side of every
+// candidate, so K = 1 leaves them undefined.
+func (x calibratedInput) undefined() []float64 {
+	out := make([]float64, len(x.m.candidates))
+	for j := range out {
+		out[j] = math.NaN()
+	}
+	return out
+}
+
+// score runs every calibrated attack with the first K reference models.
 func (m *signalMatrix) score(K int, cfg calibrated.Config) (calibratedScores, error) {
-	nc := len(m.candidates)
-	lira := func(r runfiles.MIASignal) float64 { return calibrated.LogitOfLogProb(r.LLSum) }
-	prob := func(r runfiles.MIASignal) float64 { return math.Exp(r.LLMean) }
-	mean := func(r runfiles.MIASignal) float64 { return r.LLMean }
-	cand := func(f func(runfiles.MIASignal) float64, rows []runfiles.MIASignal) []float64 {
-		out := make([]float64, nc)
-		for j := range out {
-			out[j] = f(rows[j])
-		}
-		return out
-	}
-	pop := func(rows []runfiles.MIASignal) []float64 {
-		out := make([]float64, len(m.population))
-		for j := range out {
-			out[j] = prob(rows[nc+j])
-		}
-		return out
-	}
-	refs := func(f func(runfiles.MIASignal) float64) [][]float64 {
-		out := make([][]float64, K)
-		for k := range out {
-			out[k] = cand(f, m.ref[k])
-		}
-		return out
-	}
-	popRef := make([][]float64, K)
-	for k := range popRef {
-		popRef[k] = pop(m.ref[k])
-	}
-	in := m.in[:K]
+	x := calibratedInput{m: m, K: K, cfg: cfg}
 	s := calibratedScores{}
-	nanAll := func() []float64 {
-		out := make([]float64, nc)
-		for j := range out {
-			out[j] = math.NaN()
+	for _, st := range statistics() {
+		if st.Signals == nil {
+			continue
 		}
-		return out
-	}
-	lo := calibrated.LiRAOptions{GlobalVariance: cfg.LiRAGlobalVariance}
-	var err error
-	if s[AttackLiRAOffline], err = calibrated.LiRAOffline(cand(lira, m.tgt), refs(lira), in, lo); err != nil {
-		return nil, err
-	}
-	a, err := m.offlineA(K, cfg)
-	if err != nil {
-		return nil, err
-	}
-	ro := calibrated.RMIAOptions{Offline: true, A: a, Gamma: cfg.RMIAGamma}
-	if s[AttackRMIAOffline], err = calibrated.RMIA(cand(prob, m.tgt), refs(prob), in, pop(m.tgt), popRef, ro); err != nil {
-		return nil, err
-	}
-	if K < 2 {
-		// The online attacks and counterfactual memorization need a model
-		// on each side of every candidate.
-		s[AttackLiRAOnline], s[AttackRMIA], s[AttackCounterfactual] = nanAll(), nanAll(), nanAll()
-		return s, nil
-	}
-	if s[AttackLiRAOnline], err = calibrated.LiRAOnline(cand(lira, m.tgt), refs(lira), in, lo); err != nil {
-		return nil, err
-	}
-	ro.Offline = false
-	if s[AttackRMIA], err = calibrated.RMIA(cand(prob, m.tgt), refs(prob), in, pop(m.tgt), popRef, ro); err != nil {
-		return nil, err
-	}
-	if s[AttackCounterfactual], err = calibrated.Counterfactual(refs(mean), in); err != nil {
-		return nil, err
+		v, err := st.Signals(x)
+		if err != nil {
+			return nil, err
+		}
+		s[st.Name] = v
 	}
 	return s, nil
 }
@@ -319,15 +335,15 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 	for j, id := range m.candidates {
 		at[id] = j
 	}
+	attacks := CalibratedAttacks()
 	for i := range rows {
-		r := &rows[i]
-		j, ok := at[r.DocID]
+		j, ok := at[rows[i].DocID]
 		if !ok {
 			continue
 		}
-		r.LiRAOnline, r.LiRAOffline = all[AttackLiRAOnline][j], all[AttackLiRAOffline][j]
-		r.RMIA, r.RMIAOffline = all[AttackRMIA][j], all[AttackRMIAOffline][j]
-		r.CounterfactualMem = all[AttackCounterfactual][j]
+		for _, st := range attacks {
+			st.set(&rows[i], all[st.Name][j])
+		}
 	}
 	sum := &CalibratedSummary{Signals: path, References: K, Candidates: len(m.candidates), Population: len(m.population), Settings: cfg}
 	sum.Settings.References = K
@@ -342,7 +358,8 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 			}
 		}
 		row := CalibratedAtK{K: k, Attacks: map[string]CalibratedAUC{}}
-		for _, name := range CalibratedAttacks {
+		for _, st := range attacks {
+			name := st.Name
 			var mem, ctl []float64
 			for j, v := range s[name] {
 				if math.IsNaN(v) {
@@ -361,8 +378,8 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 	}
 	var reps, cf []float64
 	for _, r := range rows {
-		if r.Split == splitTarget && !math.IsNaN(r.CounterfactualMem) {
-			reps, cf = append(reps, float64(r.Repetitions)), append(cf, r.CounterfactualMem)
+		if v := r.Stats[AttackCounterfactual]; r.Split == splitTarget && r.Stats != nil && !math.IsNaN(v) {
+			reps, cf = append(reps, float64(r.Repetitions)), append(cf, v)
 		}
 	}
 	sum.CounterfactualSpearman = Num(Spearman(reps, cf))

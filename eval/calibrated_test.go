@@ -168,11 +168,11 @@ func TestCalibratedFromSignals(t *testing.T) {
 			name      string
 			got, want float64
 		}{
-			{"lira_online", r.LiRAOnline, wantOnline},
-			{"lira_offline", r.LiRAOffline, wantOffline},
-			{"rmia", r.RMIA, wantRMIA},
-			{"rmia_offline", r.RMIAOffline, wantRMIAOff},
-			{"counterfactual_mem", r.CounterfactualMem, mIn - mOut},
+			{"lira_online", r.Stats[AttackLiRAOnline], wantOnline},
+			{"lira_offline", r.Stats[AttackLiRAOffline], wantOffline},
+			{"rmia", r.Stats[AttackRMIA], wantRMIA},
+			{"rmia_offline", r.Stats[AttackRMIAOffline], wantRMIAOff},
+			{"counterfactual_mem", r.Stats[AttackCounterfactual], mIn - mOut},
 		} {
 			if d := math.Abs(c.got - c.want); !(d <= 1e-6*math.Max(1, math.Abs(c.want))) {
 				t.Errorf("doc %d %s = %.10g, recomputed %.10g", r.DocID, c.name, c.got, c.want)
@@ -211,8 +211,8 @@ func TestRMIAChosenA(t *testing.T) {
 	}
 	byHand, _ := score(a)
 	for i := range auto {
-		if auto[i].RMIAOffline != byHand[i].RMIAOffline {
-			t.Fatalf("doc %d: rmia_offline %v with a chosen, %v with a = %v given", auto[i].DocID, auto[i].RMIAOffline, byHand[i].RMIAOffline, a)
+		if auto[i].Stats[AttackRMIAOffline] != byHand[i].Stats[AttackRMIAOffline] {
+			t.Fatalf("doc %d: rmia_offline %v with a chosen, %v with a = %v given", auto[i].DocID, auto[i].Stats[AttackRMIAOffline], byHand[i].Stats[AttackRMIAOffline], a)
 		}
 	}
 }

@@ -24,9 +24,17 @@
 //     (loss minus a reference model's loss).
 //
 // Membership inference treats targets as members and controls as
-// non-members. Every MIA statistic is "lower means member", so the AUC is
-// computed on its negation: AUC = P(member scores higher than control) +
-// ½·P(tie), the Mann-Whitney statistic.
+// non-members. Each membership statistic is one descriptor (MIAStatistic)
+// in a registry, registered from its own file, stat_<name>.go: its name
+// (scores.parquet column and summary.json mia.<name>), label, direction,
+// what it needs from the model pass, and how to compute it, per document
+// (PerDoc, from the completion) or from mia_signals.parquet for all
+// documents at once (Signals, the calibrated attacks). A new statistic is
+// that one file and its test; scores.parquet, summary.json, memo eval and
+// the figures read the registry (eval/registrytest shows it). A statistic
+// whose lower values mean member is scored on its negation (MemberScore):
+// AUC = P(member scores higher than control) + ½·P(tie), the Mann-Whitney
+// statistic.
 //
 // Rates per split come with percentile-bootstrap 95 % confidence intervals
 // from a seeded generator, so the same inputs give the same summary.json.

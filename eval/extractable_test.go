@@ -64,18 +64,19 @@ func TestNewMIAStatisticsDirection(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		f := float64(i)
 		rows = append(rows,
-			Score{Split: "target", Status: StatusOK, MinKPP: 1 + f, ReCaLL: 1.5 + f, GradNorm: 0.1 + f/10, RefDiff: math.NaN()},
-			Score{Split: "control", Status: StatusOK, MinKPP: -1 - f, ReCaLL: 1.1 - f/100, GradNorm: 2 + f, RefDiff: math.NaN()})
+			Score{Split: "target", Status: StatusOK, MinKPP: 1 + f, Stats: map[string]float64{"recall": 1.5 + f, "grad_norm": 0.1 + f/10}, RefDiff: math.NaN()},
+			Score{Split: "control", Status: StatusOK, MinKPP: -1 - f, Stats: map[string]float64{"recall": 1.1 - f/100, "grad_norm": 2 + f}, RefDiff: math.NaN()})
 	}
 	cfg := DefaultConfig()
 	cfg.Bootstrap = 0
 	m := Summarize(rows, cfg, loss.Config{Strategy: loss.StrategyNone}).MIA
-	for name, st := range map[string]MIAStat{"mink_pp": m.MinKPP, "recall": m.ReCaLL, "grad_norm": m.GradNorm} {
+	for _, name := range []string{"mink_pp", "recall", "grad_norm"} {
+		st := m.Stat(name)
 		if st.AUC != 1 || st.TPR1 != 1 {
 			t.Errorf("%s: AUC %v, TPR at 1 %% FPR %v; want 1 and 1", name, st.AUC, st.TPR1)
 		}
 	}
-	if !math.IsNaN(float64(m.Ref.AUC)) {
-		t.Errorf("ref without numbers: AUC %v, want NaN", m.Ref.AUC)
+	if ref := m.Stat("ref"); !math.IsNaN(float64(ref.AUC)) {
+		t.Errorf("ref without numbers: AUC %v, want NaN", ref.AUC)
 	}
 }

@@ -77,14 +77,15 @@ func WriteMemorization(path string, sums []*Summary) error {
 
 // memorizationRows are one step's rows: members, then controls.
 func memorizationRows(s *Summary) []Memorization {
+	loss := s.MIA.Stat("loss")
 	row := func(split string, m SplitSummary, any GuessSplit) Memorization {
 		return Memorization{Step: int64(*s.Step), Split: split, Checkpoint: s.Checkpoint, N: m.N,
 			ExactMatch: float64(m.ExactMatch), ExactMatchLo: float64(m.ExactMatchCI[0]), ExactMatchHi: float64(m.ExactMatchCI[1]),
 			TokenAccuracy: float64(m.TokenAccuracy), TokenAccuracyLo: float64(m.TokenAccuracyCI[0]), TokenAccuracyHi: float64(m.TokenAccuracyCI[1]),
 			RougeL: float64(m.RougeL), RougeLLo: float64(m.RougeLCI[0]), RougeLHi: float64(m.RougeLCI[1]), Loss: float64(m.Loss),
 			AnyExactMatch: float64(any.AnyExact), AnyExactMatchLo: float64(any.AnyExactCI[0]), AnyExactMatchHi: float64(any.AnyExactCI[1]),
-			LossAUC: float64(s.MIA.Loss.AUC), LossAUCLo: float64(s.MIA.Loss.AUCCI[0]), LossAUCHi: float64(s.MIA.Loss.AUCCI[1]),
-			ZlibAUC: float64(s.MIA.Zlib.AUC), MinKAUC: float64(s.MIA.MinK.AUC)}
+			LossAUC: float64(loss.AUC), LossAUCLo: float64(loss.AUCCI[0]), LossAUCHi: float64(loss.AUCCI[1]),
+			ZlibAUC: float64(s.MIA.Stat("zlib").AUC), MinKAUC: float64(s.MIA.Stat("mink").AUC)}
 	}
 	return []Memorization{row(splitTarget, s.Members, guessSplit(s, true)), row(splitControl, s.Controls, guessSplit(s, false))}
 }

@@ -15,15 +15,19 @@ import (
 // then controls, every value copied from that step's summary.
 func TestWriteMemorization(t *testing.T) {
 	step := func(n int) *int { return &n }
+	lossOnly := func(st MIAStat) (m MIASummary) {
+		m.SetStat("loss", st)
+		return m
+	}
 	late := &Summary{Step: step(20), Checkpoint: "c/step-000020",
 		Members:  SplitSummary{N: 4, ExactMatch: 0.75, ExactMatchCI: [2]Num{0.5, 1}, RougeL: 0.9, RougeLCI: [2]Num{0.8, 1}, Loss: 0.2},
 		Controls: SplitSummary{N: 4, ExactMatch: 0, RougeL: 0.1, Loss: 3},
-		MIA:      MIASummary{Loss: MIAStat{AUC: 0.95, AUCCI: [2]Num{0.9, 1}}},
+		MIA:      lossOnly(MIAStat{AUC: 0.95, AUCCI: [2]Num{0.9, 1}}),
 		Guesses:  &GuessSummary{Members: GuessSplit{AnyExact: 1, AnyExactCI: [2]Num{0.6, 1}}}}
 	early := &Summary{Step: step(10), Checkpoint: "c/step-000010",
 		Members:  SplitSummary{N: 4, ExactMatch: 0.25, RougeL: 0.4, Loss: 1.5},
 		Controls: SplitSummary{N: 4, RougeL: 0.1, Loss: 3.1},
-		MIA:      MIASummary{Loss: MIAStat{AUC: 0.6}}}
+		MIA:      lossOnly(MIAStat{AUC: 0.6})}
 	path := filepath.Join(t.TempDir(), "memorization.parquet")
 	if err := WriteMemorization(path, []*Summary{late, early}); err != nil {
 		t.Fatal(err)

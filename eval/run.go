@@ -112,7 +112,7 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 // rows, each atomically; Run uses it, and so can a test that needs real
 // eval output without a model.
 func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) error {
-	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return Scores.WriteParquet(w, rows) }); err != nil {
+	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return Scores().WriteParquet(w, rows) }); err != nil {
 		return fmt.Errorf("write %s: %w", scoresPath, err)
 	}
 	err := atomicfile.Write(summaryPath, func(w io.Writer) error {
@@ -136,16 +136,13 @@ func ReadSummary(path string) (*Summary, error) {
 		return nil, err
 	}
 	var s Summary
-	stats := []*MIAStat{&s.MIA.Loss, &s.MIA.Zlib, &s.MIA.MinK, &s.MIA.Ref}
-	for _, x := range MIAStatistics {
-		*x.Stat(&s.MIA) = undefinedStat()
-	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	for i, flat := range []Num{s.MIA.LossAUC, s.MIA.ZlibAUC, s.MIA.MinKAUC, s.MIA.RefAUC} {
-		if math.IsNaN(float64(stats[i].AUC)) {
-			stats[i].AUC = flat
+	for name, flat := range map[string]Num{"loss": s.MIA.LossAUC, "zlib": s.MIA.ZlibAUC, "mink": s.MIA.MinKAUC, "ref": s.MIA.RefAUC} {
+		if st := s.MIA.Stat(name); math.IsNaN(float64(st.AUC)) {
+			st.AUC = flat
+			s.MIA.SetStat(name, st)
 		}
 	}
 	return &s, nil

@@ -155,10 +155,10 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumRows() != 6 || tbl.NumCols() != int64(Scores.Schema().NumFields()) {
-		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), Scores.Schema().NumFields())
+	if tbl.NumRows() != 6 || tbl.NumCols() != int64(Scores().Schema().NumFields()) {
+		t.Fatalf("scores.parquet has %d rows × %d columns, want 6 × %d", tbl.NumRows(), tbl.NumCols(), Scores().Schema().NumFields())
 	}
-	fd := tbl.Column(Scores.Schema().FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
+	fd := tbl.Column(Scores().Schema().FieldIndices("first_divergence")[0]).Data().Chunk(0).(*array.Int32)
 	if got := fd.Int32Values(); got[0] != 4 || got[1] != 2 || got[2] != 0 || got[3] != -1 {
 		t.Errorf("first_divergence %v, want 4 2 0 -1 ...", got)
 	}
@@ -337,7 +337,9 @@ func TestReadSummaryOfAnOlderSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.MIA.Loss.AUC != 0.75 || !math.IsNaN(float64(s.MIA.Loss.TPR1)) || !math.IsNaN(float64(s.MIA.Loss.AUCCI[0])) || !math.IsNaN(float64(s.MIA.Zlib.AUC)) {
+	ls := s.MIA.Stat("loss")
+	if ls.AUC != 0.75 || !math.IsNaN(float64(ls.TPR1)) || !math.IsNaN(float64(ls.AUCCI[0])) || !math.IsNaN(float64(s.MIA.Stat("zlib").AUC)) ||
+		!math.IsNaN(float64(s.MIA.Stat("recall").AUC)) {
 		t.Errorf("older summary read as %+v", s.MIA)
 	}
 	if s.Members.ExactMatch != 0.5 || s.Members.N != 2 {

@@ -1,7 +1,7 @@
 package eval
 
 import (
-	"math"
+	"sync"
 
 	"github.com/memo-research/memo/internal/runfiles"
 )
@@ -9,8 +9,13 @@ import (
 // Score is one row of scores.parquet, one per document; its fields are
 // the file's columns, in order (runfiles.Table). Undefined values (no
 // reference model, a document too short to attack) are NaN;
-// FirstDivergence is -1 for a document not attacked. To add a score, add
-// its field here and compute it in ScoreCompletion.
+// FirstDivergence is -1 for a document not attacked.
+//
+// The membership statistics are registered (MIAStatistic, one stat_*.go
+// file each): those whose columns come before p_extract have a field here
+// (loss, zlib_ratio, mink, ref_diff, mink_pp, with their side columns
+// zlib_len and ref_loss), every later one is a column of Stats. A new
+// statistic is a new stat_*.go file, not a field.
 type Score struct {
 	DocID           int64   `arrow:"doc_id"`
 	Split           string  `arrow:"split,required"`
@@ -32,18 +37,14 @@ type Score struct {
 	MinK            float64 `arrow:"mink"`
 	RefLoss         float64 `arrow:"ref_loss"`
 	RefDiff         float64 `arrow:"ref_diff"`
-	// Copied from completions.arrow (runfiles.Completion).
-	MinKPP   float64 `arrow:"mink_pp"`   // Min-K%++ (higher means member)
-	PExtract float64 `arrow:"p_extract"` // log probability the attack's decoding reproduces the suffix (−Inf: it cannot)
-	ReCaLL   float64 `arrow:"recall"`    // LL(x|P)/LL(x) (higher means member)
-	GradNorm float64 `arrow:"grad_norm"` // ‖∇θ L‖₂ (lower means member)
-	// The calibrated attacks (eval/calibrated.go), from the run's
-	// mia_signals.parquet; NaN without one. Higher means member.
-	LiRAOnline        float64 `arrow:"lira_online"`
-	LiRAOffline       float64 `arrow:"lira_offline"`
-	RMIA              float64 `arrow:"rmia"`
-	RMIAOffline       float64 `arrow:"rmia_offline"`
-	CounterfactualMem float64 `arrow:"counterfactual_mem"`
+	MinKPP          float64 `arrow:"mink_pp"` // Min-K%++ (higher means member)
+	// PExtract is the log probability the attack's decoding reproduces
+	// the suffix (−Inf: it cannot), copied from completions.arrow.
+	PExtract float64 `arrow:"p_extract"`
+	// Stats holds the registered statistics without a field, by name,
+	// each a column (recall, grad_norm, the calibrated attacks, …): see
+	// MIAStatistic. A row read from a file without a column lacks its key.
+	Stats map[string]float64 `arrow:",columns"`
 	// AnyExact and BestRougeL are over the document's NGuesses guesses
 	// (applyGuesses; with one guess, Exact and RougeL); NGuesses is 0 for
 	// a document not attacked.
@@ -52,13 +53,19 @@ type Score struct {
 	NGuesses   int     `arrow:"n_guesses"`
 }
 
+// scoresTable is scores.parquet's codec, built on first use, once every
+// statistic has registered: Stats' columns are the registry's.
+var scoresTable = sync.OnceValue(func() *runfiles.Table[Score] {
+	return runfiles.NewTable[Score]("scores.parquet", statColumns()...)
+})
+
 // Scores is scores.parquet's codec.
-var Scores = runfiles.NewTable[Score]("scores.parquet")
+func Scores() *runfiles.Table[Score] { return scoresTable() }
 
 // ReadScores reads a scores.parquet that Run wrote; a file written before
 // some columns existed reads them as missing (runfiles.Table).
 func ReadScores(path string) ([]Score, error) {
-	return Scores.ReadParquet(path)
+	return Scores().ReadParquet(path)
 }
 
 // ScoreCompletion computes every per-document measure of one completion.
@@ -69,26 +76,16 @@ func ScoreCompletion(c runfiles.Completion, minK float64, refLoss float64) Score
 	s := Score{
 		DocID: c.DocID, Split: c.Split, Title: c.Title, Status: c.Status, Repetitions: c.Repetitions,
 		NTokens: c.NTokens, PrefixLen: len(c.Prefix), SuffixLen: len(c.Suffix),
-		Loss: c.Loss, MinK: c.MinK, RefLoss: c.RefLoss,
-		MinKPP: c.MinKPP, PExtract: c.PExtract, ReCaLL: c.ReCaLL, GradNorm: c.GradNorm,
-		LiRAOnline: nan(), LiRAOffline: nan(), RMIA: nan(), RMIAOffline: nan(), CounterfactualMem: nan(),
+		PExtract: c.PExtract, Stats: map[string]float64{},
 	}
-	if len(c.TokenLosses) > 0 {
-		s.Loss = MeanLoss(c.TokenLosses)
-		s.MinK = MinK(c.TokenLosses, minK)
+	in := DocInput{MinKFraction: minK, RefLoss: refLoss}
+	for _, x := range statistics() {
+		v := nan() // the calibrated attacks: applyCalibrated fills them
+		if x.PerDoc != nil {
+			v = x.PerDoc(&c, &s, in)
+		}
+		x.set(&s, v)
 	}
-	if !math.IsNaN(refLoss) {
-		s.RefLoss = refLoss
-	}
-	s.RefDiff = s.Loss - s.RefLoss
-	// The zlib ratio compares the loss and the compressed length of the
-	// same span: the window the losses were taken over.
-	zt := c.WindowText
-	if zt == "" {
-		zt = c.Text
-	}
-	s.ZlibLen = ZlibLen(zt)
-	s.ZlibRatio = s.Loss / float64(s.ZlibLen)
 	if c.Status != StatusOK {
 		s.Match = Match{TokenAccuracy: nan(), FirstDivergence: -1}
 		s.RougeL, s.RougeLPrecision, s.RougeLRecall, s.Rouge1, s.Rouge2 = nan(), nan(), nan(), nan(), nan()

@@ -1,12 +1,16 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/loss"
@@ -119,10 +123,11 @@ type RepetitionSummary struct {
 }
 
 // MIASummary scores the membership-inference statistics, members against
-// controls. Ref* are null without a reference model. The flat *_auc and
-// *_tpr fields are the same numbers as Loss.AUC, ... (kept for readers of
-// older summaries); Loss, Zlib, MinK and Ref add intervals and the TPR at
-// the fixed low FPRs that tables report.
+// controls. The flat *_auc and *_tpr fields are the same numbers as
+// Stat("loss").AUC, ... (kept for readers of older summaries); Ref* are
+// null without a reference model. Every registered statistic
+// (MIAStatistics) has its MIAStat, at mia.<name> in summary.json in the
+// registry's order, after the fixed fields: Stat reads it.
 type MIASummary struct {
 	NMembers  int `json:"n_members"`
 	NControls int `json:"n_controls"`
@@ -137,52 +142,107 @@ type MIASummary struct {
 	ZlibTPR Num     `json:"zlib_tpr"`
 	MinKTPR Num     `json:"mink_tpr"`
 	RefTPR  Num     `json:"ref_tpr"`
-	// Per statistic: AUC and TPR at LowFPRs with stratified bootstrap
-	// intervals.
-	Loss MIAStat `json:"loss"`
-	Zlib MIAStat `json:"zlib"`
-	MinK MIAStat `json:"mink"`
-	Ref  MIAStat `json:"ref"`
-	// MinKPP (Min-K%++), ReCaLL and GradNorm (gradient norm) are scored
-	// the same way; null when extract left their columns NaN.
-	MinKPP   MIAStat `json:"mink_pp"`
-	ReCaLL   MIAStat `json:"recall"`
-	GradNorm MIAStat `json:"grad_norm"`
-	// The calibrated attacks (reference models, mia.references); null
-	// without mia_signals.parquet.
-	LiRAOnline     MIAStat `json:"lira_online"`
-	LiRAOffline    MIAStat `json:"lira_offline"`
-	RMIA           MIAStat `json:"rmia"`
-	RMIAOffline    MIAStat `json:"rmia_offline"`
-	Counterfactual MIAStat `json:"counterfactual_mem"`
+	// stats are the statistics' results by name: AUC and TPR at LowFPRs
+	// with stratified bootstrap intervals.
+	stats map[string]MIAStat
 }
 
-// MIAStatistic is a membership statistic eval scores: its name in
-// summary.json's mia table, how figures label it, whether a higher value
-// means member (the others are losses: lower means member), where
-// MIASummary holds its result, and its value in a row of scores.parquet.
-type MIAStatistic struct {
-	Name, Label  string
-	HigherMember bool
-	Stat         func(*MIASummary) *MIAStat
-	Value        func(*Score) float64
+// Stat is the result of the statistic named name; undefined (every
+// number NaN) when the summary has none, as in a summary written before
+// the statistic existed.
+func (m MIASummary) Stat(name string) MIAStat {
+	if st, ok := m.stats[name]; ok {
+		return st
+	}
+	return undefinedStat()
 }
 
-// MIAStatistics lists every membership statistic eval scores. Figures
-// read this list, so that a curve is drawn with eval's direction.
-var MIAStatistics = []MIAStatistic{
-	{"loss", "loss", false, func(m *MIASummary) *MIAStat { return &m.Loss }, func(s *Score) float64 { return s.Loss }},
-	{"zlib", "zlib ratio", false, func(m *MIASummary) *MIAStat { return &m.Zlib }, func(s *Score) float64 { return s.ZlibRatio }},
-	{"mink", "min-k% loss", false, func(m *MIASummary) *MIAStat { return &m.MinK }, func(s *Score) float64 { return s.MinK }},
-	{"ref", "reference-model difference", false, func(m *MIASummary) *MIAStat { return &m.Ref }, func(s *Score) float64 { return s.RefDiff }},
-	{"mink_pp", "min-k%++", true, func(m *MIASummary) *MIAStat { return &m.MinKPP }, func(s *Score) float64 { return s.MinKPP }},
-	{"recall", "ReCaLL", true, func(m *MIASummary) *MIAStat { return &m.ReCaLL }, func(s *Score) float64 { return s.ReCaLL }},
-	{"grad_norm", "gradient norm", false, func(m *MIASummary) *MIAStat { return &m.GradNorm }, func(s *Score) float64 { return s.GradNorm }},
-	{AttackLiRAOnline, "LiRA online", true, func(m *MIASummary) *MIAStat { return &m.LiRAOnline }, func(s *Score) float64 { return s.LiRAOnline }},
-	{AttackLiRAOffline, "LiRA offline", true, func(m *MIASummary) *MIAStat { return &m.LiRAOffline }, func(s *Score) float64 { return s.LiRAOffline }},
-	{AttackRMIA, "RMIA", true, func(m *MIASummary) *MIAStat { return &m.RMIA }, func(s *Score) float64 { return s.RMIA }},
-	{AttackRMIAOffline, "RMIA offline", true, func(m *MIASummary) *MIAStat { return &m.RMIAOffline }, func(s *Score) float64 { return s.RMIAOffline }},
-	{AttackCounterfactual, "counterfactual memorization", true, func(m *MIASummary) *MIAStat { return &m.Counterfactual }, func(s *Score) float64 { return s.CounterfactualMem }},
+// SetStat sets the result of the statistic named name.
+func (m *MIASummary) SetStat(name string, st MIAStat) {
+	if m.stats == nil {
+		m.stats = map[string]MIAStat{}
+	}
+	m.stats[name] = st
+}
+
+// miaFixed is MIASummary's fixed fields alone: their JSON.
+type miaFixed MIASummary
+
+// miaFixedKeys are the JSON keys of the fixed fields.
+var miaFixedKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[miaFixed]()
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			keys[name] = true
+		}
+	}
+	return keys
+})
+
+// statNames are the statistics m writes: every registered one, in order,
+// then any other it holds (read from a newer summary), by name.
+func (m MIASummary) statNames() []string {
+	var names []string
+	known := map[string]bool{}
+	for _, x := range statistics() {
+		names = append(names, x.Name)
+		known[x.Name] = true
+	}
+	var extra []string
+	for name := range m.stats {
+		if !known[name] {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	return append(names, extra...)
+}
+
+// MarshalJSON writes the fixed fields, then each statistic's MIAStat
+// under its name.
+func (m MIASummary) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(miaFixed(m))
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // reopen the object
+	for _, name := range m.statNames() {
+		st, err := json.Marshal(m.Stat(name))
+		if err != nil {
+			return nil, err
+		}
+		key, _ := json.Marshal(name)
+		b = append(append(append(append(b, ','), key...), ':'), st...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads the fixed fields and every other key whose value
+// is an object as a statistic's MIAStat; a field missing from one reads
+// as NaN.
+func (m *MIASummary) UnmarshalJSON(b []byte) error {
+	var fixed miaFixed
+	if err := json.Unmarshal(b, &fixed); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = MIASummary(fixed)
+	m.stats = nil
+	for name, v := range raw {
+		if miaFixedKeys()[name] || !bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+			continue
+		}
+		st := undefinedStat()
+		if err := json.Unmarshal(v, &st); err != nil {
+			return fmt.Errorf("mia.%s: %w", name, err)
+		}
+		m.SetStat(name, st)
+	}
+	return nil
 }
 
 // MemberScore orients a statistic's value so that higher means member,
@@ -285,7 +345,7 @@ func summarizeMIA(members, controls []Score, cfg Config) MIASummary {
 		"loss": {&m.LossAUC, &m.LossTPR}, "zlib": {&m.ZlibAUC, &m.ZlibTPR},
 		"mink": {&m.MinKAUC, &m.MinKTPR}, "ref": {&m.RefAUC, &m.RefTPR},
 	}
-	for _, x := range MIAStatistics {
+	for _, x := range statistics() {
 		stat := func(rows []Score) []float64 {
 			out := make([]float64, len(rows))
 			for i := range rows {
@@ -303,7 +363,7 @@ func summarizeMIA(members, controls []Score, cfg Config) MIASummary {
 		st.AUCCI = [2]Num{Num(aucCI[0]), Num(aucCI[1])}
 		st.TPR0_1CI = [2]Num{Num(tprCI[0][0]), Num(tprCI[0][1])}
 		st.TPR1CI = [2]Num{Num(tprCI[1][0]), Num(tprCI[1][1])}
-		*x.Stat(&m) = st
+		m.SetStat(x.Name, st)
 		if f, ok := flat[x.Name]; ok {
 			*f[0] = st.AUC
 			*f[1] = Num(TPRAtFPR(ms, cs, cfg.FPR))

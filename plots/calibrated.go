@@ -34,8 +34,8 @@ func calibratedRows(runs []*runData) []calibratedRow {
 			continue
 		}
 		for _, at := range cal.ByReferences {
-			for _, name := range eval.CalibratedAttacks {
-				rows = append(rows, calibratedRow{r.Name, at.K, name, at.Attacks[name]})
+			for _, a := range eval.CalibratedAttacks() {
+				rows = append(rows, calibratedRow{r.Name, at.K, a.Name, at.Attacks[a.Name]})
 			}
 		}
 	}
@@ -62,12 +62,13 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 		if cal == nil {
 			continue
 		}
-		loss := r.Summary.MIA.Loss
+		loss := r.Summary.MIA.Stat("loss")
 		fmt.Fprintf(&b, "%s: %d candidates (%d members), %d population samples; loss attack AUC %s, TPR@0.1%%FPR %s %%, TPR@1%%FPR %s %%\n\n",
 			r.Name, cal.Candidates, r.Summary.MIA.NMembers, cal.Population, num(float64(loss.AUC), 3), pct(float64(loss.TPR0_1)), pct(float64(loss.TPR1)))
 		b.WriteString("| attack | K | AUC | TPR@0.1%FPR % | TPR@1%FPR % | members, controls scored |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, name := range eval.CalibratedAttacks {
+		for _, a := range eval.CalibratedAttacks() {
+			name := a.Name
 			for _, at := range cal.ByReferences {
 				st := at.Attacks[name]
 				if st.NMembers == 0 {
@@ -116,7 +117,7 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = false, false
 	floor := 1.0
-	for _, s := range miaScores {
+	for _, s := range eval.MIAStatistics() {
 		if c := len(finiteOf(r.miaValues(splitControl, s))); c > 0 {
 			floor = math.Min(floor, 0.5/float64(c))
 		}
@@ -131,7 +132,7 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
 	p.Add(diag)
 	added := 0
-	for si, s := range miaScores {
+	for si, s := range eval.MIAStatistics() {
 		pts := eval.ROC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
 		if pts == nil {
 			continue
@@ -147,7 +148,7 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 		ln.LineStyle.Width = vg.Points(1.5)
 		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(si), seriesDashes(si)
 		p.Add(ln)
-		p.Legend.Add(aucLegend(s.Label, *s.Stat(&r.Summary.MIA)), ln)
+		p.Legend.Add(aucLegend(s.Label, r.Summary.MIA.Stat(s.Name)), ln)
 		added++
 	}
 	if added == 0 {

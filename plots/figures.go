@@ -584,7 +584,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 	p.Add(diag)
 	added := 0
 	for ri, r := range runs {
-		for si, s := range miaScores {
+		for si, s := range eval.MIAStatistics() {
 			if len(runs) > 1 && s.Label != score {
 				continue
 			}
@@ -615,7 +615,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
-			p.Legend.Add(aucLegend(label, *s.Stat(&r.Summary.MIA)), ln)
+			p.Legend.Add(aucLegend(label, r.Summary.MIA.Stat(s.Name)), ln)
 			added++
 		}
 	}

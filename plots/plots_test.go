@@ -305,9 +305,9 @@ func TestEveryMIAStatisticPointsEvalsWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range miaScores {
-		want := float64(s.Stat(&r.Summary.MIA).AUC)
-		if s.Name == "ref" || s.Name == "mink" || slices.Contains(eval.CalibratedAttacks, s.Name) {
+	for _, s := range eval.MIAStatistics() {
+		want := float64(r.Summary.MIA.Stat(s.Name).AUC)
+		if s.Name == "ref" || s.Name == "mink" || s.Needs == eval.NeedSignals {
 			continue // NaN in the synthetic run
 		}
 		got := eval.AUC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))

@@ -112,7 +112,7 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	if err := emit("loss", p, err); err != nil {
 		return written, err
 	}
-	p, err = rocCurves(cfg, runs, miaScores[0].Label)
+	p, err = rocCurves(cfg, runs, eval.MIAStatistics()[0].Label)
 	if err := emit("mia-roc", p, err); err != nil {
 		return written, err
 	}

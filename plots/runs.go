@@ -22,10 +22,6 @@ const (
 	splitControl = "control"
 )
 
-// miaScores are eval's membership statistics, each a column of
-// scores.parquet that figures draw with eval's direction and label.
-var miaScores = eval.MIAStatistics
-
 // runData is what the figures need from one run directory.
 type runData struct {
 	Name   string

@@ -96,8 +96,8 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 			Loss: loss, ZlibRatio: loss / 400, MinK: nan, RefLoss: nan, RefDiff: nan,
 			// The newer statistics, each pointing its own way: Min-K%++ and
 			// ReCaLL higher for members, the gradient norm lower.
-			MinKPP: 3 - loss + 0.3*rng.NormFloat64(), ReCaLL: 1 + (3-loss)/10 + 0.03*rng.NormFloat64(),
-			GradNorm: loss + 0.3*rng.NormFloat64(), PExtract: -2 * loss,
+			MinKPP: 3 - loss + 0.3*rng.NormFloat64(), PExtract: -2 * loss,
+			Stats: map[string]float64{"recall": 1 + (3-loss)/10 + 0.03*rng.NormFloat64(), "grad_norm": loss + 0.3*rng.NormFloat64()},
 		})
 		if exact {
 			rows[len(rows)-1].PExtract = 0

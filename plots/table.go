@@ -41,7 +41,7 @@ func tableRows(runs []*runData, axes []string) []row {
 		w.Controls, w.CExact, w.CExactLo, w.CExHi = s.Controls.N, float64(s.Controls.ExactMatch),
 			float64(s.Controls.ExactMatchWilsonCI[0]), float64(s.Controls.ExactMatchWilsonCI[1])
 		w.Rouge, w.CRouge = float64(s.Members.RougeL), float64(s.Controls.RougeL)
-		w.MIA = s.MIA.Loss
+		w.MIA = s.MIA.Stat("loss")
 		w.FinalLoss = math.NaN()
 		for i := len(r.Metrics) - 1; i >= 0; i-- {
 			if y := r.Metrics[i].LossAll; !math.IsNaN(y) {

@@ -94,13 +94,18 @@ func evalAction(c *cli.Context) error {
 			fmt.Sprintf("%s [%s, %s]", f(s.s.ExactMatch), f(s.s.ExactMatchCI[0]), f(s.s.ExactMatchCI[1])), f(s.s.TokenAccuracy), f(s.s.RougeL))
 	}
 	m := sum.MIA
+	ls := m.Stat("loss")
 	fmt.Fprintf(w, "MIA AUC: loss %s [%s, %s], zlib %s, min-k %s, reference %s (TPR at FPR < %.3g: loss %s)\n",
-		f(m.LossAUC), f(m.Loss.AUCCI[0]), f(m.Loss.AUCCI[1]), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
-	fmt.Fprintf(w, "MIA AUC: min-k%%++ %s, ReCaLL %s, gradient norm %s\n", f(m.MinKPP.AUC), f(m.ReCaLL.AUC), f(m.GradNorm.AUC))
+		f(m.LossAUC), f(ls.AUCCI[0]), f(ls.AUCCI[1]), f(m.ZlibAUC), f(m.MinKAUC), f(m.RefAUC), m.FPR, f(m.LossTPR))
+	// Every registered statistic with a number (eval.MIAStatistics).
+	fmt.Fprintf(w, "%-28s %-22s %-10s %s\n", "MIA statistic", "AUC [95% CI]", "TPR@0.1%", "TPR@1% FPR")
+	for _, x := range eval.MIAStatistics() {
+		if st := m.Stat(x.Name); !math.IsNaN(float64(st.AUC)) {
+			fmt.Fprintf(w, "%-28s %-22s %-10s %s\n", x.Label, fmt.Sprintf("%s [%s, %s]", f(st.AUC), f(st.AUCCI[0]), f(st.AUCCI[1])), f(st.TPR0_1), f(st.TPR1))
+		}
+	}
 	if cal := sum.Calibrated; cal != nil {
-		fmt.Fprintf(w, "calibrated (%d reference models) AUC / TPR at 1%% FPR: LiRA online %s / %s, offline %s / %s; RMIA %s / %s, offline %s / %s; counterfactual memorization %s\n",
-			cal.References, f(m.LiRAOnline.AUC), f(m.LiRAOnline.TPR1), f(m.LiRAOffline.AUC), f(m.LiRAOffline.TPR1),
-			f(m.RMIA.AUC), f(m.RMIA.TPR1), f(m.RMIAOffline.AUC), f(m.RMIAOffline.TPR1), f(m.Counterfactual.AUC))
+		fmt.Fprintf(w, "calibrated attacks: %d reference models, %d candidates, %d population samples\n", cal.References, cal.Candidates, cal.Population)
 	}
 	if ex := sum.Extractable; ex != nil {
 		for _, side := range []struct {

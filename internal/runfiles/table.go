@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -22,6 +23,9 @@ import (
 //	`arrow:"NAME,required"`     a reader refuses a file without it
 //	`arrow:"NAME,absent=TEXT"`  a string column read as TEXT when missing
 //	`arrow:"-"`                 not a column
+//	`arrow:",columns"`          a map[string]float64 holding a group of
+//	                            double columns named when the table is
+//	                            built (NewTable's columns), in that order
 //
 // Go types give the column types: int64 → int64, int and int32 → int32,
 // float64 → double, float32 → float, bool → bool, string → utf8,
@@ -31,6 +35,12 @@ import (
 // in some files (completions.arrow's approximate-attack columns): it is
 // written when any row has it (a nil S writes the missing values) and read
 // when the file has all of its columns.
+//
+// A map[string]float64 field tagged ",columns" holds the columns whose
+// names are given to NewTable: eval's membership statistics, which a
+// registry names, so that a new one needs no field. A name missing from a
+// row's map writes NaN; a column missing from a file is left out of the
+// map. There is at most one such field.
 //
 // A column other than a required one may be missing from a file written
 // before it existed: it reads as NaN for floats, the absent text for
@@ -48,14 +58,19 @@ type column struct {
 	group    int   // position in path of the *struct field holding it; -1 for none
 	required bool
 	missing  reflect.Value // what a missing column or a nil group reads and writes as
+	key      string        // the map key of a ",columns" column; "" for a field
 }
 
-// NewTable is the codec of rows of type T in the file name. A field it
-// cannot map is a programming error: it panics, at package initialisation
-// where the tables are declared.
-func NewTable[T any](name string) *Table[T] {
+// NewTable is the codec of rows of type T in the file name; columns name
+// the columns of T's ",columns" field, if it has one. A field it cannot
+// map is a programming error: it panics, at package initialisation where
+// the tables are declared (or where a table with columns is first built).
+func NewTable[T any](name string, columns ...string) *Table[T] {
 	t := &Table[T]{name: name}
-	t.addFields(reflect.TypeFor[T](), nil, -1)
+	t.addFields(reflect.TypeFor[T](), nil, -1, columns)
+	if len(columns) > 0 && !slices.ContainsFunc(t.cols, func(c column) bool { return c.key != "" }) {
+		panic(fmt.Sprintf("runfiles: %s: columns %q but no field tagged \",columns\"", name, columns))
+	}
 	fields := make([]arrow.Field, len(t.cols))
 	seen := map[string]bool{}
 	for i, c := range t.cols {
@@ -69,7 +84,7 @@ func NewTable[T any](name string) *Table[T] {
 	return t
 }
 
-func (t *Table[T]) addFields(typ reflect.Type, path []int, group int) {
+func (t *Table[T]) addFields(typ reflect.Type, path []int, group int, columns []string) {
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		tag, tagged := f.Tag.Lookup("arrow")
@@ -80,13 +95,28 @@ func (t *Table[T]) addFields(typ reflect.Type, path []int, group int) {
 		p := append(append([]int(nil), path...), i)
 		switch {
 		case embedded:
-			t.addFields(f.Type, p, group)
+			t.addFields(f.Type, p, group, columns)
 			continue
 		case !tagged && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && group < 0:
-			t.addFields(f.Type.Elem(), p, len(p)-1)
+			t.addFields(f.Type.Elem(), p, len(p)-1, columns)
 			continue
 		case !tagged:
 			panic(fmt.Sprintf("runfiles: %s: field %s has no arrow tag", t.name, f.Name))
+		case tag == ",columns":
+			if f.Type != reflect.TypeFor[map[string]float64]() || group >= 0 {
+				panic(fmt.Sprintf("runfiles: %s: field %s (%s): columns must be a map[string]float64", t.name, f.Name, f.Type))
+			}
+			if slices.ContainsFunc(t.cols, func(c column) bool { return c.key != "" }) {
+				panic(fmt.Sprintf("runfiles: %s: field %s: a second columns field", t.name, f.Name))
+			}
+			for _, name := range columns {
+				if name == "" {
+					panic(fmt.Sprintf("runfiles: %s: field %s: a column with no name", t.name, f.Name))
+				}
+				t.cols = append(t.cols, column{path: p, group: -1, key: name, missing: reflect.ValueOf(math.NaN()),
+					field: arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64}})
+			}
+			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		c := column{path: p, group: group, missing: reflect.New(f.Type).Elem()}
@@ -198,6 +228,12 @@ func appendRows(b *array.RecordBuilder, cols []*column, rows reflect.Value) {
 	for j, c := range cols {
 		value := func(i int) reflect.Value {
 			row := rows.Index(i)
+			if c.key != "" {
+				if v := row.FieldByIndex(c.path).MapIndex(reflect.ValueOf(c.key)); v.IsValid() {
+					return v
+				}
+				return c.missing
+			}
 			if len(c.path) == 1 {
 				return row.Field(c.path[0])
 			}
@@ -323,6 +359,21 @@ func (t *Table[T]) Rows(dst []T, rec arrow.Record) ([]T, error) {
 		var col arrow.Array
 		if idx := rec.Schema().FieldIndices(c.field.Name); len(idx) > 0 {
 			col = rec.Column(idx[0])
+		}
+		if c.key != "" {
+			if col == nil {
+				continue // left out of the map
+			}
+			v := reflect.New(c.missing.Type()).Elem()
+			for i := 0; i < n; i++ {
+				m := rows.Index(i).FieldByIndex(c.path)
+				if m.IsNil() {
+					m.Set(reflect.MakeMap(m.Type()))
+				}
+				setValue(v, col, i, c.missing)
+				m.SetMapIndex(reflect.ValueOf(c.key), v)
+			}
+			continue
 		}
 		for i := 0; i < n; i++ {
 			row := rows.Index(i)
