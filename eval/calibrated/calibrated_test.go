@@ -40,10 +40,6 @@ var (
 	target4 = []float64{2.5, -3.5, 10}
 )
 
-// h is ½·ln(2π), the constant of every Gaussian log density; it cancels
-// in the online scores below.
-var h = 0.5 * math.Log(2*math.Pi)
-
 // near reports whether got equals want to 1e-12 relative, exactly when
 // want is 0 (so a tiny value such as log Φ(9) = -1.1e-19 must keep its
 // digits); NaN matches only NaN and infinities only themselves.
