@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 )
@@ -46,13 +47,17 @@ type StageRecord struct {
 
 // Manifest is manifest.json: what ran, on what, from which code and config.
 type Manifest struct {
-	Name       string        `json:"name"`
-	ConfigHash string        `json:"config_hash"` // sha256 of config.toml
-	Created    time.Time     `json:"created"`
-	Updated    time.Time     `json:"updated"`
-	Versions   Versions      `json:"versions"`
-	Machine    Machine       `json:"machine"`
-	Stages     []StageRecord `json:"stages"`
+	Name       string    `json:"name"`
+	ConfigHash string    `json:"config_hash"` // sha256 of config.toml
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+	Versions   Versions  `json:"versions"`
+	Machine    Machine   `json:"machine"`
+	// Launch is how the latest `memo run` on the directory was started:
+	// launcher, world size, libtorch threads per process and whence,
+	// Slurm's job, array and step ids.
+	Launch *rankenv.Job  `json:"launch,omitempty"`
+	Stages []StageRecord `json:"stages"`
 }
 
 // Versions records the software a run used.
