@@ -177,20 +177,7 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 		return fmt.Errorf("dataset cache: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(lockHeartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_ = lock.Touch()
-			}
-		}
-	}()
+	defer lock.Heartbeat(lockHeartbeat)()
 	if err := buildDir(ctx, cfg, tmp); err != nil {
 		return err
 	}

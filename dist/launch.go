@@ -31,15 +31,16 @@ type LaunchOptions struct {
 
 // Launch starts nproc copies of the running binary with arguments argv on
 // loopback, like torchrun --nproc-per-node: each gets RANK, WORLD_SIZE,
-// LOCAL_RANK, MASTER_ADDR=127.0.0.1 and MASTER_PORT (a free port). Their
-// output lines are prefixed with their rank. When one fails, the others are
+// LOCAL_RANK, MASTER_ADDR=127.0.0.1 and MASTER_PORT: port, or with 0 a free
+// port (bound on :0 and released just before the ranks start). Their output
+// lines are prefixed with their rank. When one fails, the others are
 // stopped and the error names it.
-func Launch(ctx context.Context, nproc int, argv []string) error {
+func Launch(ctx context.Context, nproc int, argv []string, port int) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("launch: find this binary: %w", err)
 	}
-	return LaunchExe(ctx, nproc, exe, argv, LaunchOptions{})
+	return LaunchExe(ctx, nproc, exe, argv, LaunchOptions{Port: port})
 }
 
 // launchedEnv marks the processes Launch starts.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 )
@@ -56,7 +57,11 @@ type Manifest struct {
 	// bits of results (ResultEnvironment), as set for the process that last
 	// ran a stage; absent when none is set.
 	Environment map[string]string `json:"environment,omitempty"`
-	Stages      []StageRecord     `json:"stages"`
+	// Launch is how the latest `memo run` on the directory was started:
+	// launcher, world size, libtorch threads per process and whence,
+	// Slurm's job, array and step ids.
+	Launch *rankenv.Job  `json:"launch,omitempty"`
+	Stages []StageRecord `json:"stages"`
 }
 
 // Versions records the software a run used.

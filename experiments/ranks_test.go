@@ -19,11 +19,11 @@ func TestRanksReadAsDistReadsThem(t *testing.T) {
 	}{
 		{"single", nil},
 		{"torchrun", map[string]string{"RANK": "3", "WORLD_SIZE": "4"}},
-		{"slurm", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2"}},
-		{"torchrun without RANK beside slurm", map[string]string{"WORLD_SIZE": "4", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"}},
+		{"slurm", map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}},
+		{"torchrun without RANK beside slurm", map[string]string{"WORLD_SIZE": "4", "SLURM_STEP_ID": "0", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_JOB_NODELIST"} {
+			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_JOB_NODELIST"} {
 				t.Setenv(k, tc.env[k])
 			}
 			d, err := dist.Discover(dist.Unset())

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
 )
@@ -38,7 +40,19 @@ type Options struct {
 	// train stages link its data/, checkpoints/ and metrics.arrow instead of
 	// running, so an attack-only sweep point trains nothing.
 	ReuseTrain string
+	// BeforeTrain, when set, is called just before this process trains
+	// in-process (rank 0 of a launch frees the other ranks to train).
+	BeforeTrain func() error
+	// Job is the launch recorded in manifest.json (launcher, world size,
+	// threads, Slurm job ids); nil keeps what it holds.
+	Job *rankenv.Job
 }
+
+// RunLockStale is how long a run directory's lock may go without its
+// holder's heartbeat (every RunLockStale/10) before a process on another
+// host takes it over: the holder's node died or was cut off. On the
+// holder's own host its PID decides, at once.
+const RunLockStale = 5 * time.Minute
 
 // stageFunc runs one stage; tests replace it to exercise the bookkeeping
 // without training a model.
@@ -88,18 +102,20 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err != nil {
 		return dir, err
 	}
-	// One process at a time works in a run directory. The ranks a
-	// multi-process launch starts (world size > 1) work in the directory
-	// their launcher holds.
-	if worldSize() == 1 {
+	// One process at a time works in a run directory: rank 0 of a launch
+	// holds it for its ranks. The ranks memo run --nproc starts work in
+	// the directory their launcher holds.
+	if !dist.Launched() {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return dir, err
 		}
-		lock, err := runlock.Acquire(dir)
+		lock, err := runlock.AcquireStaleAfter(dir, RunLockStale)
 		if err != nil {
 			return dir, fmt.Errorf("run %s: %w", spec.Name, err)
 		}
+		stop := lock.Heartbeat(RunLockStale / 10)
 		defer func() {
+			stop()
 			if err := lock.Release(); err != nil {
 				slog.Warn("release the run directory's lock", "err", err)
 			}
@@ -114,6 +130,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			slog.Warn("the environment variables that change results differ from the run's earlier process; manifest.json records this one's", "now", env, "before", m.Environment)
 		}
 		m.Environment = env
+	}
+	if opt.Job != nil {
+		m.Launch = opt.Job
 	}
 	if m.Machine.Devices == nil {
 		m.Machine.Devices = map[string]string{"train": deviceName(spec.Train.Device), "extract": deviceName(spec.ExtractStage().Device)}

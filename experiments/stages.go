@@ -30,12 +30,17 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		if opt.Train != nil {
 			return opt.Train(ctx, spec, dir)
 		}
+		if opt.BeforeTrain != nil {
+			if err := opt.BeforeTrain(); err != nil {
+				return err
+			}
+		}
 		return trainStage(ctx, spec, dir)
 	}
-	if n := worldSize(); n > 1 {
-		// Only training is data-parallel; the other stages run once, on one
-		// process (memo run --nproc and the Slurm script arrange that).
-		return fmt.Errorf("stage %s runs on one process, but this one is rank %d of %d (WORLD_SIZE / SLURM_NTASKS): run it without a launcher, or pass --stages train", stage, processRank(), n)
+	if r := processRank(); r > 0 {
+		// Only training is data-parallel; the other stages run once, on
+		// rank 0 (memo run under a launcher arranges that).
+		return fmt.Errorf("stage %s runs on one process, but this one is rank %d of %d (RANK / SLURM_PROCID): leave it to rank 0", stage, r, worldSize())
 	}
 	switch stage {
 	case "references":

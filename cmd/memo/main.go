@@ -239,6 +239,11 @@ func oneLine(msg string) string {
 		first, _, _ := strings.Cut(strings.TrimSpace(torch), "\n")
 		return strings.TrimSpace(before) + " libtorch: " + strings.TrimSpace(first)
 	}
+	// A c10 exception that reached us as a plain error (a c10d
+	// rendezvous that timed out) carries its C++ backtrace after this.
+	if before, _, ok := strings.Cut(msg, "Exception raised from"); ok {
+		msg = before
+	}
 	return strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -126,7 +128,7 @@ func fakeSlurm(t *testing.T) string {
 while [[ "$1" == --* ]]; do shift; done
 pids=()
 for ((r = 0; r < SLURM_NTASKS; r++)); do
-  SLURM_PROCID=$r SLURM_LOCALID=$r "$@" 2>&1 | sed "s/^/$r: /" &
+  SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_LOCALID=$r "$@" 2>&1 | sed "s/^/$r: /" &
   pids+=($!)
 done
 rc=0
@@ -181,5 +183,51 @@ func TestSlurmScriptTrainsOnRanks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(ents[0]), "summary.json")); err != nil {
 		t.Errorf("the later stages did not run: %v\n%s", err, out)
+	}
+}
+
+// TestSrunRunsTheWholeRun is `srun -n2 memo run FILE` as a cluster user
+// writes it (under the srun stand-in): rank 0 builds the data, both ranks
+// train, rank 0 alone attacks, scores and reports, and the table equals
+// `memo run --nproc 2`'s. --nproc against srun's task count is refused by
+// rank 0 alone, in one line.
+func TestSrunRunsTheWholeRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memo and runs the pipeline (-short)")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := tinySpec(t, dir)
+	fake := fakeSlurm(t)
+	env := append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"),
+		"SLURM_JOB_ID=77", "SLURM_JOB_NODELIST=localhost", "SLURM_NTASKS=2", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0")
+	srun := exec.Command(filepath.Join(fake, "srun"), exe, "run", "--runs", filepath.Join(dir, "srun"), spec)
+	srun.Env = env
+	out := combined(t, srun)
+	if !strings.Contains(out, "processes=2") || strings.Count(out, "| run |") != 1 {
+		t.Errorf("want training on two ranks and one table:\n%s", out)
+	}
+	combined(t, exec.Command(exe, "run", "--runs", filepath.Join(dir, "nproc"), "--nproc", "2", spec))
+	a, err1 := os.ReadFile(filepath.Join(dir, "srun", "tiny", "report", "table.md"))
+	b, err2 := os.ReadFile(filepath.Join(dir, "nproc", "tiny", "report", "table.md"))
+	if err := errors.Join(err1, err2); err != nil || !bytes.Equal(a, b) {
+		t.Errorf("tables differ (%v):\n%s\n%s", err, a, b)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "srun", "tiny", "manifest.json"))
+	if err != nil || !strings.Contains(string(m), `"launcher": "slurm"`) || !strings.Contains(string(m), `"threads": 1`) || !strings.Contains(string(m), `"slurm_job_id": "77"`) {
+		t.Errorf("manifest.json does not record the launch (slurm, 1 thread, job 77):\n%s", m)
+	}
+	bad := exec.Command(filepath.Join(fake, "srun"), exe, "run", "--runs", filepath.Join(dir, "bad"), "--nproc", "3", spec)
+	bad.Env = env
+	o, _ := bad.CombinedOutput() // the stand-in's exit status is sed's
+	if strings.Count(string(o), "memo: ") != 1 || !strings.Contains(string(o), "--nproc 3") {
+		t.Errorf("srun -n2 memo run --nproc 3: want one memo: line naming --nproc 3:\n%s", o)
+	}
+	for r := 0; r < 2; r++ {
+		one := exec.Command(exe, "run", "--runs", filepath.Join(dir, "bad"), "--nproc", "3", spec)
+		one.Env = append(env, "SLURM_STEP_ID=0", fmt.Sprintf("SLURM_PROCID=%d", r))
+		if err := one.Run(); err == nil || one.ProcessState.ExitCode() != 2 {
+			t.Errorf("rank %d of srun -n2 memo run --nproc 3: %v, want exit 2", r, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ func reportCommand() *cli.Command {
 			"sweep runs are left out. Figure settings come from the runs' [plots] table.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "formats", Usage: "comma-separated image formats (png,svg,pdf); default from the spec"},
+			&cli.BoolFlag{Name: "require-all", Usage: "after the report of the finished points, exit 1 naming each grid point of the sweep that did not finish (memo sweep --submit's report job passes it)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -44,9 +46,33 @@ func reportCommand() *cli.Command {
 			if err := plots.Report(dir, cfg, experiments.ReadPlotsSpec); err != nil {
 				return configError(err) // a sweep run's damaged config.toml is bad input
 			}
-			return printTable(c, dir)
+			if err := printTable(c, dir); err != nil {
+				return err
+			}
+			if c.Bool("require-all") {
+				if missing := unfinishedPoints(dir); len(missing) > 0 {
+					return cli.Exit(fmt.Sprintf("memo: report: %d grid point(s) of %s did not finish: %s (logs in %s)",
+						len(missing), dir, strings.Join(missing, ", "), filepath.Join(dir, "logs")), exitFailure)
+				}
+			}
+			return nil
 		},
 	}
+}
+
+// unfinishedPoints are the grid points of a sweep directory (its specs/)
+// whose run did not finish every stage.
+func unfinishedPoints(dir string) []string {
+	specs, _ := filepath.Glob(filepath.Join(dir, "specs", "*.toml"))
+	var out []string
+	for _, s := range specs {
+		name := strings.TrimSuffix(filepath.Base(s), ".toml")
+		m, err := experiments.ReadManifest(filepath.Join(dir, name))
+		if err != nil || !m.Done(experiments.Stages) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // reportConfig takes the [plots] table of the run's config.toml, or of the

@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
@@ -25,13 +26,17 @@ func runSpecCommand() *cli.Command {
 		Usage:     "run an experiment: data, training, extraction, scoring and figures",
 		ArgsUsage: "FILE.toml",
 		Description: "Runs data → train → extract → eval → plots into RUNS/<name>/. Running a finished\n" +
-			"run again does nothing; an interrupted run resumes at the stage that stopped, and\n" +
+			"run again does nothing. Started by a launcher (srun -n N memo run FILE, torchrun\n" +
+			"--nproc-per-node N memo run FILE), every rank trains and rank 0 alone runs the other\n" +
+			"stages; the others wait for its data, then exit once training is done.\n" +
+			"An interrupted run resumes at the stage that stopped, and\n" +
 			"training resumes from its latest checkpoint. A file with a [sweep] table runs every\n" +
 			"grid point (like `memo sweep`) and ends with the comparison table and figures.",
 		Flags: append(runFlags(),
-			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel"},
+			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel. Under srun or torchrun, which start the ranks themselves, leave it out (or give their number of tasks)"},
+			&cli.IntFlag{Name: "master-port", Usage: "rendezvous port of rank 0 for multi-process training (default: $MASTER_PORT, else a free port)"},
 			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval or plots keys)"},
-			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Used by Slurm scripts", Hidden: true},
+			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Under a launcher, give the same stages to every rank; only train runs on more than one", Hidden: true},
 		),
 		Action: runAction,
 	}
@@ -64,12 +69,45 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func runAction(c *cli.Context) error {
+func runAction(c *cli.Context) (err error) {
 	if c.NArg() != 1 {
 		return usageError("run: want one spec FILE, got %d arguments", c.NArg())
 	}
 	if err := checkRunFlags(c); err != nil {
 		return err
+	}
+	place, err := launchPlace(c)
+	if err != nil {
+		return err
+	}
+	// A launcher (srun, torchrun) started this process as one of several
+	// ranks of the whole run: rank 0 runs it, the others train with it.
+	// memo run --nproc's own ranks are told their stage (--stages train).
+	launched := place.Size > 1 && !c.IsSet("stages") && !dist.Launched()
+	if launched && place.Rank > 0 {
+		return followRank0(c, place)
+	}
+	var lead *rankenv.Leader
+	if launched {
+		if lead, err = rankenv.Lead(place, place.Timeout); err != nil {
+			return err
+		}
+		// The others wait for a verdict: they train, have nothing to do, or
+		// exit with this process's code without a word (it says what failed).
+		defer func() {
+			if err == nil {
+				_ = lead.Release(rankenv.Verdict{Kind: "skip"})
+				return
+			}
+			var exit cli.ExitCoder
+			msg, code := "", 0
+			if errors.As(err, &exit) {
+				msg, code = strings.TrimPrefix(err.Error(), "memo: "), exit.ExitCode()
+			} else {
+				msg, code = failure(err)
+			}
+			_ = lead.Release(rankenv.Verdict{Kind: "fail", Code: code, Msg: msg})
+		}()
 	}
 	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 	if err != nil {
@@ -81,10 +119,17 @@ func runAction(c *cli.Context) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if spec.IsSweep() {
+		if place.Size > 1 {
+			return usageError("run: %s is a sweep; under a launcher run one grid point at a time (memo sweep --slurm writes the job array)", spec.File())
+		}
 		return localSweep(ctx, c, spec)
 	}
-	if c.Int("nproc") < 1 {
-		return usageError("--nproc %d: want >= 1", c.Int("nproc"))
+	nproc := c.Int("nproc")
+	if nproc < 1 {
+		return usageError("--nproc %d: want >= 1", nproc)
+	}
+	if launched || dist.Launched() {
+		nproc = 1 // the launcher started the ranks (launchPlace checked --nproc)
 	}
 	opt := experiments.Options{Force: c.Bool("force"), ReuseTrain: c.String("reuse-train")}
 	if src := opt.ReuseTrain; src != "" {
@@ -97,21 +142,40 @@ func runAction(c *cli.Context) error {
 			opt.Stages = append(opt.Stages, strings.TrimSpace(st))
 		}
 	}
-	threads := c.Int("threads")
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
-	if n := c.Int("nproc"); n > 1 {
-		opt.Ranks = n
+	threads, from := runThreads(c, place)
+	job := rankenv.JobOf(place, threads, from)
+	if nproc > 1 {
+		perRank := max(1, threads/nproc)
+		job.Launcher, job.WorldSize, job.LocalSize, job.Threads = "memo", nproc, nproc, perRank
+		job.ThreadsFrom = fmt.Sprintf("%s/%d ranks", from, nproc)
+		opt.Ranks = nproc
+		port := 0 // a free one
+		if place.PortSet {
+			port = place.Port // --master-port or MASTER_PORT
+		}
 		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
-			return launchTraining(ctx, n, c.Args().First(), c.StringSlice("set"), c.String("runs"), threads)
+			return launchTraining(ctx, nproc, c.Args().First(), c.StringSlice("set"), c.String("runs"), perRank, port)
 		}
 	}
+	opt.Job = &job
+	if lead != nil {
+		opt.BeforeTrain = func() error {
+			if err := lead.Release(rankenv.Verdict{Kind: "train"}); err != nil {
+				return err
+			}
+			return os.Setenv("MASTER_PORT", strconv.Itoa(lead.Port()))
+		}
+	}
+	slog.Debug("threads", "threads", threads, "from", from, "launcher", place.Source, "rank", place.Rank, "world", place.Size)
 	torchx.Init(threads, uint64(spec.Seed))
 	finished := experiments.Finished(spec, experiments.RunDir(spec, c.String("runs")))
 	dir, err := experiments.Run(ctx, spec, c.String("runs"), opt)
 	if err != nil {
 		return err
+	}
+	if lead != nil {
+		// Training is over on every rank (or was done before): free them.
+		_ = lead.Release(rankenv.Verdict{Kind: "skip"})
 	}
 	if len(opt.Stages) > 0 {
 		return nil
@@ -123,6 +187,89 @@ func runAction(c *cli.Context) error {
 		}
 	}
 	return printTable(c, dir)
+}
+
+// launchPlace is where this process sits in a launch, with --master-port
+// applied. A launcher environment that cannot be read (RANK=x, a port out
+// of range), or --nproc against a launcher that started another number of
+// ranks, is bad input.
+func launchPlace(c *cli.Context) (rankenv.Config, error) {
+	cfg := rankenv.Unset()
+	if c.IsSet("master-port") {
+		p := c.Int("master-port")
+		if p < 1 || p > 65535 {
+			return cfg, usageError("--master-port %d: must be in 1..65535", p)
+		}
+		cfg.Port = p
+	}
+	// A refusal that every rank meets alike is said by rank 0 alone.
+	quiet := func(place rankenv.Config, err error) error {
+		if place.Rank > 0 && !dist.Launched() {
+			slog.Debug("refused; rank 0 says why", "rank", place.Rank, "err", err)
+			return cli.Exit("", exitBadInput)
+		}
+		return err
+	}
+	place, err := rankenv.Discover(cfg)
+	if err != nil {
+		return place, quiet(place, usageError("launcher environment: %v", err))
+	}
+	if c.IsSet("nproc") && place.Source != "single" && !dist.Launched() && c.Int("nproc") != place.Size {
+		return place, quiet(place, usageError("--nproc %d: %s started this process as one of %d ranks; leave --nproc out (or give --nproc %d)",
+			c.Int("nproc"), launcherName(place.Source), place.Size, place.Size))
+	}
+	return place, nil
+}
+
+func launcherName(src string) string {
+	switch src {
+	case "slurm":
+		return "srun (SLURM_PROCID/SLURM_NTASKS)"
+	case "torchrun":
+		return "the launcher (RANK/WORLD_SIZE)"
+	}
+	return src
+}
+
+// runThreads is the libtorch thread count of this process: --threads, or
+// what the allocation gives it (rankenv.Threads), and whence.
+func runThreads(c *cli.Context, place rankenv.Config) (int, string) {
+	if t := c.Int("threads"); t > 0 {
+		return t, "--threads"
+	}
+	return rankenv.Threads(place)
+}
+
+// followRank0 is a rank > 0 of a launch: it waits for rank 0 to build the
+// data, trains with it, and leaves the later stages to it. When rank 0
+// failed first, this rank exits with its code and leaves the saying to it.
+func followRank0(c *cli.Context, place rankenv.Config) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	v, err := rankenv.Follow(ctx, place, place.Timeout)
+	if err != nil {
+		return err
+	}
+	switch v.Kind {
+	case "skip":
+		slog.Debug("rank 0 says there is nothing to train", "rank", place.Rank)
+		return nil
+	case "fail":
+		slog.Debug("rank 0 failed", "rank", place.Rank, "code", v.Code, "error", v.Msg)
+		return cli.Exit("", v.Code)
+	}
+	if err := os.Setenv("MASTER_PORT", strconv.Itoa(v.Port)); err != nil {
+		return err
+	}
+	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
+	if err != nil {
+		return err
+	}
+	threads, from := runThreads(c, place)
+	job := rankenv.JobOf(place, threads, from)
+	torchx.Init(threads, uint64(spec.Seed))
+	_, err = experiments.Run(ctx, spec, c.String("runs"), experiments.Options{Stages: []string{"train"}, Job: &job})
+	return err
 }
 
 // reportExists reports whether dir holds the report table printTable shows.
@@ -147,7 +294,7 @@ func printTable(c *cli.Context, dir string) error {
 // place from RANK/WORLD_SIZE, and the libtorch threads are divided among the
 // ranks so that they do not oversubscribe the cores. This process goes on
 // with the later stages once every rank has finished.
-func launchTraining(ctx context.Context, n int, specFile string, sets []string, runs string, threads int) error {
+func launchTraining(ctx context.Context, n int, specFile string, sets []string, runs string, threadsPerRank, port int) error {
 	if dist.Launched() {
 		return fmt.Errorf("--nproc %d: this process is already one of the ranks of a launch", n)
 	}
@@ -160,13 +307,13 @@ func launchTraining(ctx context.Context, n int, specFile string, sets []string, 
 		return fmt.Errorf("launch training: %w", err)
 	}
 	argv := []string{"run", "--runs", runsAbs, "--stages", "train",
-		"--threads", strconv.Itoa(max(1, threads/n))}
+		"--threads", strconv.Itoa(threadsPerRank)}
 	for _, s := range sets {
 		argv = append(argv, "--set", s) // the ranks must train the spec this process resolved
 	}
 	argv = append(argv, spec)
-	slog.Info("launching training ranks", "nproc", n, "threads_per_rank", max(1, threads/n))
-	if err := dist.Launch(ctx, n, argv); err != nil {
+	slog.Info("launching training ranks", "nproc", n, "threads_per_rank", threadsPerRank)
+	if err := dist.Launch(ctx, n, argv, port); err != nil {
 		return fmt.Errorf("training on %d processes: %w", n, err)
 	}
 	return nil

@@ -44,6 +44,12 @@ func sweepCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Value: 1, Usage: "nodes per grid point; > 1 trains across nodes with srun"},
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) per node for each grid point"},
 			&cli.IntFlag{Name: "cpus", Usage: "CPUs per Slurm task (0: cluster default)"},
+			&cli.StringFlag{Name: "mem", Usage: "with --slurm: memory per node (sbatch --mem), e.g. 16G"},
+			&cli.StringFlag{Name: "qos", Usage: "with --slurm: quality of service (sbatch --qos)"},
+			&cli.StringFlag{Name: "constraint", Usage: "with --slurm: node features (sbatch --constraint), e.g. a100"},
+			&cli.IntFlag{Name: "gpus-per-task", Usage: "with --slurm: GPUs per task (sbatch --gpus-per-task)"},
+			&cli.IntFlag{Name: "array-throttle", Usage: "with --slurm: at most N grid points at once (--array=0-M%N)"},
+			&cli.StringSliceFlag{Name: "sbatch", Usage: "with --slurm: an extra #SBATCH line, e.g. --sbatch --mail-type=END (repeatable)"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -153,6 +159,14 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Account: c.String("account"), Partition: c.String("partition"), Time: c.String("time"),
 		GPUs: c.Int("gpus"), Nodes: c.Int("nodes"), Nproc: c.Int("nproc"), CPUs: c.Int("cpus"),
 		Exe: exe, SweepDir: spec.SweepDir(runs), JobName: spec.Name,
+		Mem: c.String("mem"), QOS: c.String("qos"), Constraint: c.String("constraint"),
+		GPUsPerTask: c.Int("gpus-per-task"), ArrayThrottle: c.Int("array-throttle"), Extra: c.StringSlice("sbatch"),
+	}
+	// Refused before anything is written or submitted.
+	probe := opt
+	probe.Specs = []string{"probe.toml"}
+	if _, err := experiments.SlurmScript(probe); err != nil {
+		return usageError("sweep --slurm: %v", err)
 	}
 	var pts []experiments.Point
 	if c.Bool("dry-run") {
@@ -232,9 +246,13 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if jobs == "" {
 		return nil
 	}
+	// The report job fails, naming them, when grid points did not finish.
 	rep := exec.CommandContext(ctx, "sbatch", "--dependency=afterany:"+jobs, "--job-name=memo-report-"+spec.Name,
 		"--output="+filepath.Join(opt.SweepDir, "logs", "report_%j.out"), "--time=00:30:00",
-		"--wrap", fmt.Sprintf("%q report %q", exe, opt.SweepDir))
+		"--wrap", fmt.Sprintf("%q report --require-all %q", exe, opt.SweepDir))
+	if opt.QOS != "" {
+		rep.Args = append(rep.Args[:1], append([]string{"--qos=" + opt.QOS}, rep.Args[1:]...)...)
+	}
 	if opt.Account != "" {
 		rep.Args = append(rep.Args[:1], append([]string{"--account=" + opt.Account}, rep.Args[1:]...)...)
 	}

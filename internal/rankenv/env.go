@@ -35,8 +35,11 @@ type Config struct {
 	// $GLOO_SOCKET_IFNAME, else loopback for a loopback address, else the
 	// interface of this host's name.
 	Iface string
-	// Source says where the values came from (set by Discover).
+	// Source says where the values came from (set by Discover): "flags",
+	// "torchrun", "slurm" (a task of an srun step) or "single".
 	Source string
+	// PortSet: Port was given (a flag or MASTER_PORT), not DefaultPort.
+	PortSet bool
 }
 
 // DefaultTimeout bounds collectives when Config.Timeout is 0. A killed
@@ -57,8 +60,10 @@ func Unset() Config { return Config{Rank: -1, LocalRank: -1} }
 
 // Discover completes c in this order: the explicit fields already set, then
 // torchrun's RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT, then Slurm's
-// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID with the first host of
-// SLURM_JOB_NODELIST as the address; with none of them, a single process.
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID of a task srun started (one with
+// SLURM_STEP_ID) with the first host of SLURM_JOB_NODELIST as the address;
+// with none of them, a single process. PortSet says whether the port was
+// given (flag or MASTER_PORT) or is DefaultPort.
 func Discover(c Config) (Config, error) {
 	return discover(c, os.LookupEnv)
 }
@@ -71,7 +76,10 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 		src = "flags"
 	case has(env, "RANK") || has(env, "WORLD_SIZE"):
 		src = "torchrun"
-	case has(env, "SLURM_PROCID"):
+	case has(env, "SLURM_PROCID") && (has(env, "SLURM_STEP_ID") || has(env, "SLURM_STEPID")):
+		// A task srun started. A batch script's shell has SLURM_PROCID=0
+		// and the allocation's SLURM_NTASKS too, but no step: it is one
+		// process (whose `memo run --nproc N` starts its own ranks).
 		src = "slurm"
 	default:
 		src = "single"
@@ -149,8 +157,10 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 		}
 		c.Port = DefaultPort
 		if ok {
-			c.Port = n
+			c.Port, c.PortSet = n, true
 		}
+	} else {
+		c.PortSet = true
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -180,7 +190,7 @@ func (c Config) validate() error {
 	case c.Rank < 0 || c.Rank >= c.Size:
 		return fmt.Errorf("rank %d (from %s): must be in [0, %d) for world size %d", c.Rank, c.Source, c.Size, c.Size)
 	case c.Port < 1 || c.Port > 65535:
-		return fmt.Errorf("rendezvous port %d (from %s): must be in 1..65535", c.Port, c.Source)
+		return fmt.Errorf("rendezvous port %d (MASTER_PORT or --master-port): must be in 1..65535", c.Port)
 	case c.Backend != "gloo" && c.Backend != "nccl":
 		return fmt.Errorf("backend %q: must be gloo or nccl", c.Backend)
 	case c.Timeout < 0:

@@ -41,7 +41,7 @@ func TestExpandNodeList(t *testing.T) {
 
 func TestDiscover(t *testing.T) {
 	torchrun := map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "1234"}
-	slurm := map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_JOB_NODELIST": "gpu[03-06]"}
+	slurm := map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_JOB_NODELIST": "gpu[03-06]"}
 	both := map[string]string{}
 	for k, v := range slurm {
 		both[k] = v
@@ -59,16 +59,21 @@ func TestDiscover(t *testing.T) {
 		{name: "single", flag: Unset(), env: nil,
 			want: Config{Rank: 0, Size: 1, LocalRank: 0, Addr: "127.0.0.1", Port: DefaultPort, Source: "single"}},
 		{name: "torchrun", flag: Unset(), env: torchrun,
-			want: Config{Rank: 1, Size: 4, LocalRank: 1, Addr: "10.0.0.1", Port: 1234, Source: "torchrun"}},
+			want: Config{Rank: 1, Size: 4, LocalRank: 1, Addr: "10.0.0.1", Port: 1234, PortSet: true, Source: "torchrun"}},
 		{name: "slurm", flag: Unset(), env: slurm,
 			want: Config{Rank: 5, Size: 8, LocalRank: 1, Addr: "gpu03", Port: DefaultPort, Source: "slurm"}},
 		{name: "torchrun before slurm", flag: Unset(), env: both,
-			want: Config{Rank: 1, Size: 4, LocalRank: 1, Addr: "10.0.0.1", Port: 1234, Source: "torchrun"}},
+			want: Config{Rank: 1, Size: 4, LocalRank: 1, Addr: "10.0.0.1", Port: 1234, PortSet: true, Source: "torchrun"}},
 		{name: "flags first", flag: Config{Rank: 2, Size: 3, LocalRank: -1, Port: 999}, env: both,
-			want: Config{Rank: 2, Size: 3, LocalRank: 1, Addr: "10.0.0.1", Port: 999, Source: "flags"}},
+			want: Config{Rank: 2, Size: 3, LocalRank: 1, Addr: "10.0.0.1", Port: 999, PortSet: true, Source: "flags"}},
+		// An sbatch script's shell: SLURM_PROCID=0 and the allocation's
+		// SLURM_NTASKS, but no step. It is one process, not rank 0 of 2.
+		{name: "batch shell", flag: Unset(), env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_JOB_NODELIST": "localhost"},
+			want: Config{Rank: 0, Size: 1, LocalRank: 0, Addr: "127.0.0.1", Port: DefaultPort, Source: "single"}},
+		{name: "port out of range", flag: Unset(), env: map[string]string{"MASTER_PORT": "70000"}, bad: "port 70000"},
 		{name: "rank out of range", flag: Unset(), env: map[string]string{"RANK": "4", "WORLD_SIZE": "4"}, bad: "rank 4"},
 		{name: "not a number", flag: Unset(), env: map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, bad: `RANK="x"`},
-		{name: "bad nodelist", flag: Unset(), env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n[2-1]"}, bad: "SLURM_JOB_NODELIST"},
+		{name: "bad nodelist", flag: Unset(), env: map[string]string{"SLURM_STEP_ID": "3", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n[2-1]"}, bad: "SLURM_JOB_NODELIST"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := discover(c.flag, func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })

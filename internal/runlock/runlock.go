@@ -7,9 +7,11 @@
 // file, which is atomic on local file systems and on NFS alike (flock is not
 // reliable on the network file systems clusters use, and would not say who
 // holds the lock). A lock whose holder ran on this host and no longer exists
-// is stale: the next Acquire takes it over and logs that it did. A lock held
-// from another host is never taken over, since its PID cannot be checked
-// from here.
+// is stale: the next Acquire takes it over and logs that it did; one whose
+// holder lives is never taken over. A lock held from another host, whose
+// PID cannot be checked from here, is taken over only by AcquireStaleAfter,
+// once its holder's heartbeat (Heartbeat or Touch, which keep the file's
+// modification time fresh) has been silent for the stated staleness.
 package runlock
 
 import (
@@ -20,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -38,9 +41,19 @@ type Holder struct {
 type HeldError struct {
 	Path   string
 	Holder Holder
+	// StaleAfter, when > 0, is the heartbeat silence after which another
+	// host's lock is taken over; Beat is the holder's last heartbeat.
+	StaleAfter time.Duration
+	Beat       time.Time
+	Remote     bool // the holder is on another host
 }
 
 func (e *HeldError) Error() string {
+	if e.StaleAfter > 0 && e.Remote {
+		return fmt.Sprintf("%s is in use by memo process %d on %s since %s, last heartbeat %s ago (taken over after %v without one; remove %s if that process is gone)",
+			filepath.Dir(e.Path), e.Holder.PID, e.Holder.Host, e.Holder.Started.Format(time.RFC3339),
+			time.Since(e.Beat).Truncate(time.Second), e.StaleAfter, e.Path)
+	}
 	return fmt.Sprintf("%s is in use by memo process %d on %s since %s (remove %s if that process is gone)",
 		filepath.Dir(e.Path), e.Holder.PID, e.Holder.Host, e.Holder.Started.Format(time.RFC3339), e.Path)
 }
@@ -76,10 +89,11 @@ func Acquire(dir string) (*Lock, error) {
 }
 
 // AcquireStaleAfter is Acquire for locks whose holder keeps the lock file's
-// modification time fresh with Touch: a lock untouched for longer than
-// staleAfter is also stale, whichever host holds it. This is what lets array
-// jobs on a shared file system take over from a node that died, whose PID
-// cannot be checked from here.
+// modification time fresh with Heartbeat or Touch: a lock held from another
+// host and untouched for longer than staleAfter is stale too. This is what
+// lets array jobs on a shared file system take over from a node that died,
+// whose PID cannot be checked from here. On this host the holder's PID
+// decides, whatever its heartbeat: a live holder keeps its lock.
 func AcquireStaleAfter(dir string, staleAfter time.Duration) (*Lock, error) {
 	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)}, staleAfter)
 }
@@ -88,6 +102,32 @@ func AcquireStaleAfter(dir string, staleAfter time.Duration) (*Lock, error) {
 func (l *Lock) Touch() error {
 	now := time.Now()
 	return os.Chtimes(l.path, now, now)
+}
+
+// Heartbeat touches the lock every interval until stop is called, so that
+// other hosts see its holder alive (AcquireStaleAfter).
+func (l *Lock) Heartbeat(every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := l.Touch(); err != nil {
+					slog.Warn("run directory lock: heartbeat", "err", err)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-finished })
+	}
 }
 
 // untouchedFor is how long ago the lock file at path was last touched.
@@ -139,9 +179,15 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 			// rather than take over a lock that may be live.
 			return nil, fmt.Errorf("lock %s: %s is not a memo lock file (%v); remove it if no memo process uses %s", dir, path, err, dir)
 		}
-		expired := staleAfter > 0 && untouchedFor(path) > staleAfter
-		if attempt > 0 || (!expired && (h.Host != me.Host || alive(h.PID))) {
-			return nil, &HeldError{Path: path, Holder: h}
+		silent := untouchedFor(path)
+		var stale bool
+		if h.Host == me.Host {
+			stale = !alive(h.PID)
+		} else {
+			stale = staleAfter > 0 && silent > staleAfter
+		}
+		if attempt > 0 || !stale {
+			return nil, &HeldError{Path: path, Holder: h, StaleAfter: staleAfter, Beat: time.Now().Add(-silent), Remote: h.Host != me.Host}
 		}
 		// Stale: move it aside under a name of our own, and check that what
 		// moved is the lock we judged stale (another process may have taken
@@ -162,7 +208,12 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 			return nil, &HeldError{Path: path, Holder: live}
 		}
 		_ = os.Remove(aside)
-		slog.Warn("run directory lock: taking over a stale lock; its process is gone", "dir", dir, "pid", h.PID, "host", h.Host, "since", h.Started)
+		if h.Host == me.Host {
+			slog.Warn("run directory lock: taking over a stale lock; its process is gone", "dir", dir, "pid", h.PID, "host", h.Host, "since", h.Started)
+		} else {
+			slog.Warn("run directory lock: taking over a lock from another host whose heartbeat stopped", "dir", dir, "pid", h.PID, "host", h.Host, "since", h.Started,
+				"silent", silent.Truncate(time.Second).String(), "stale_after", staleAfter.String())
+		}
 	}
 	return nil, fmt.Errorf("lock %s: the lock changed hands while being taken; try again", dir)
 }

@@ -111,9 +111,9 @@ func TestReleaseKeepsAnotherLock(t *testing.T) {
 	}
 }
 
-// TestStaleAfter: with AcquireStaleAfter, a lock held from another host
-// (or by a live process) is taken over once its file has not been touched
-// for the given time, and refused while it is fresh; Touch keeps it fresh.
+// TestStaleAfter: with AcquireStaleAfter, a lock held from another host is
+// taken over once its file has not been touched for the given time, and
+// refused while it is fresh; Touch keeps it fresh.
 func TestStaleAfter(t *testing.T) {
 	dir := t.TempDir()
 	other := Holder{PID: os.Getpid(), Host: "another-node", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -139,6 +139,67 @@ func TestStaleAfter(t *testing.T) {
 	}
 	if _, err := AcquireStaleAfter(dir, 5*time.Minute); !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
 		t.Errorf("touched lock: %v, want held by this process", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A live holder on this host keeps its lock however old its heartbeat (a
+// stopped process is not a dead one); a dead one loses it at once.
+func TestStaleAfterSameHostByPID(t *testing.T) {
+	dir := t.TempDir()
+	writeHolder(t, dir, Holder{PID: os.Getppid(), Host: hostname()})
+	path := filepath.Join(dir, FileName)
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if _, err := AcquireStaleAfter(dir, time.Minute); !errors.As(err, &held) {
+		t.Fatalf("live holder on this host, heartbeat an hour old: %v, want it held", err)
+	}
+	writeHolder(t, dir, Holder{PID: deadPID(t), Host: hostname()})
+	l, err := AcquireStaleAfter(dir, time.Hour)
+	if err != nil {
+		t.Fatalf("dead holder on this host, fresh heartbeat: %v, want it taken over", err)
+	}
+	_ = l.Release()
+}
+
+// Heartbeat keeps a held lock fresh for other hosts, and the refusal states
+// the staleness after which they would take it.
+func TestHeartbeat(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	stop := l.Heartbeat(10 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for untouchedFor(path) > time.Minute && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if d := untouchedFor(path); d > time.Minute {
+		t.Fatalf("heartbeat did not touch the lock: untouched for %v", d)
+	}
+	// Seen from another host: fresh, so held, and the message says when
+	// it would not be.
+	raw, _ := os.ReadFile(path)
+	var h Holder
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatal(err)
+	}
+	_, err = acquire(dir, Holder{PID: 1, Host: "another-node"}, 5*time.Minute)
+	var held *HeldError
+	if !errors.As(err, &held) || !strings.Contains(err.Error(), "taken over after 5m0s without one") {
+		t.Fatalf("fresh lock from another host: %v", err)
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
