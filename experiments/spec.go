@@ -45,6 +45,9 @@ type Spec struct {
 	// MIA is the [mia] table: reference models for calibrated membership
 	// inference. A run's config.toml omits it while it trains none.
 	MIA calibrated.Config `toml:"mia"`
+	// Slurm is the [slurm] table: scheduler options for memo sweep --slurm.
+	// A run's config.toml leaves it out.
+	Slurm SlurmConfig `toml:"slurm"`
 	// Sweep maps dotted keys ("goldfish.k") to the values to try; a spec with
 	// a sweep is a grid of runs, one per combination, under runs/<name>/.
 	Sweep map[string][]any `toml:"sweep,omitempty"`
@@ -307,6 +310,8 @@ func (s *Spec) TOML() ([]byte, error) {
 		// [mia] existed: runs made then keep their config.toml and Hash.
 		b = dropTable(b, "mia")
 	}
+	// Where a sweep is scheduled does not change what its runs compute.
+	b = dropTable(b, "slurm")
 	return b, nil
 }
 

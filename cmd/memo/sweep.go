@@ -155,12 +155,27 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		// #SBATCH --output takes the path as one unquoted word.
 		return usageError("sweep --slurm: --runs %q: the path %q holds a space or quote, which Slurm's #SBATCH --output cannot take; use a directory without one", c.String("runs"), runs)
 	}
+	// The spec's [slurm] table, then the flags set on the command line.
+	sl := spec.Slurm
+	str := func(flag, fromSpec string) string {
+		if c.IsSet(flag) || fromSpec == "" {
+			return c.String(flag)
+		}
+		return fromSpec
+	}
+	num := func(flag string, fromSpec int) int {
+		if c.IsSet(flag) || fromSpec == 0 {
+			return c.Int(flag)
+		}
+		return fromSpec
+	}
 	opt := experiments.SlurmOptions{
-		Account: c.String("account"), Partition: c.String("partition"), Time: c.String("time"),
-		GPUs: c.Int("gpus"), Nodes: c.Int("nodes"), Nproc: c.Int("nproc"), CPUs: c.Int("cpus"),
+		Account: str("account", sl.Account), Partition: str("partition", sl.Partition), Time: str("time", sl.Time),
+		GPUs: num("gpus", sl.GPUs), Nodes: c.Int("nodes"), Nproc: c.Int("nproc"), CPUs: num("cpus", sl.CPUs),
 		Exe: exe, SweepDir: spec.SweepDir(runs), JobName: spec.Name,
-		Mem: c.String("mem"), QOS: c.String("qos"), Constraint: c.String("constraint"),
-		GPUsPerTask: c.Int("gpus-per-task"), ArrayThrottle: c.Int("array-throttle"), Extra: c.StringSlice("sbatch"),
+		Mem: str("mem", sl.Mem), QOS: str("qos", sl.QOS), Constraint: str("constraint", sl.Constraint),
+		GPUsPerTask: num("gpus-per-task", sl.GPUsPerTask), ArrayThrottle: num("array-throttle", sl.ArrayThrottle),
+		Extra: append(append([]string(nil), sl.Sbatch...), c.StringSlice("sbatch")...),
 	}
 	// Refused before anything is written or submitted.
 	probe := opt

@@ -28,6 +28,7 @@ var tables = []struct{ table, dir, typ string }{
 	{"eval", "eval", "Config"},
 	{"plots", "plots", "Config"},
 	{"mia", "eval/calibrated", "Config"},
+	{"slurm", "experiments", "SlurmConfig"},
 }
 
 // Generate returns the Go source of keydocs_generated.go for the module at root.
