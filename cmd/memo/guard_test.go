@@ -128,3 +128,25 @@ func TestUsageExitCodes(t *testing.T) {
 		}
 	})
 }
+
+// TestValuesRefusedByConfig (issue 43, case 4) through the binary: a value
+// that cannot work and a key in the wrong case are one line, exit 2.
+func TestValuesRefusedByConfig(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "x.toml"), "name = \"x\"\n[plots]\nwidth_in = nan\n")
+	writeTestFile(t, filepath.Join(dir, "case.toml"), "name = \"x\"\n[train]\nLR = 1e-3\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"plots.width_in = nan", []string{"config", "x.toml"}, "x.toml:3: plots.width_in = NaN: must be a finite number"},
+		{"--set train.threads = 1e12", []string{"config", "--set", "plots.width_in=3", "--set", "train.threads=1_000_000_000_000", "x.toml"}, "train.threads = 1000000000000: must be in [0, "},
+		{"train.LR", []string{"config", "case.toml"}, `case.toml:3: train.LR: unknown key "LR" in [train]; did you mean "lr"?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantOneLine(t, execMemo(t, exe, dir, tc.args...), tc.want)
+		})
+	}
+}
