@@ -91,8 +91,8 @@ func Inside(path string, caches ...string) string {
 		}
 	}
 	for d := p; ; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && !st.IsDir() {
-			continue // a file: its markers are its directory's
+		if st, err := os.Stat(d); err == nil && !st.IsDir() || err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue // a file, or below one: the markers are a directory's
 		}
 		for _, r := range roots {
 			if d == r {
