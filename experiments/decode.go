@@ -173,3 +173,44 @@ func unquoteKey(k string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// checkKeyCase refuses a key that names a field only when case is ignored
+// (Train.lr, train.LR): go-toml matches struct fields case-insensitively,
+// so without this check such a key would set a value without a word. raw
+// is doc decoded as TOML; t the type doc is decoded into.
+func checkKeyCase(file string, doc []byte, raw map[string]any, t reflect.Type) error {
+	var walk func(m map[string]any, ft reflect.Type, path []string) error
+	walk = func(m map[string]any, ft reflect.Type, path []string) error {
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct {
+			return nil
+		}
+		for k, v := range m {
+			key := append(append([]string(nil), path...), k)
+			var exact, folded *reflect.StructField
+			for i := 0; i < ft.NumField(); i++ {
+				f := ft.Field(i)
+				switch n := tomlName(f); {
+				case n == k:
+					exact = &f
+				case n != "" && strings.EqualFold(n, k):
+					folded = &f
+				}
+			}
+			switch {
+			case exact != nil:
+				if sub, ok := v.(map[string]any); ok {
+					if err := walk(sub, exact.Type, key); err != nil {
+						return err
+					}
+				}
+			case folded != nil:
+				return unknownKey(file, keyLine(doc, strings.Join(key, ".")), key, t)
+			}
+		}
+		return nil
+	}
+	return walk(raw, t, nil)
+}

@@ -27,11 +27,17 @@ func loadInto(file string, doc []byte, spec any, skip ...string) (map[string]any
 		}
 		return nil, &ConfigError{File: file, Msg: err.Error()}
 	}
+	if err := checkKeyCase(file, doc, raw, reflect.TypeOf(spec)); err != nil {
+		return nil, err
+	}
 	if err := decodeStrict(file, doc, spec); err != nil {
 		return nil, err
 	}
 	propagateSeed(spec, raw)
 	if err := checkSweepAxes(file, doc, spec, raw); err != nil {
+		return nil, err
+	}
+	if err := checkBounds(file, doc, spec); err != nil {
 		return nil, err
 	}
 	if err := validateTables(file, doc, spec, skip); err != nil {

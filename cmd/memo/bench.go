@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
@@ -37,7 +38,7 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "bytes", Value: "1G", Usage: "corpus size `SIZE` in JSONL bytes"},
 				&cli.StringFlag{Name: "doc-bytes", Value: "23K", Usage: "mean document text `SIZE`"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the paragraph draws"},
-				&cli.StringFlag{Name: "out", Required: true, Usage: "JSONL `FILE` to write (written under a temporary name, then renamed)"},
+				&cli.StringFlag{Name: "out", Usage: "JSONL `FILE` to write, a new file (required; written under a temporary name, then renamed)"},
 				&cli.StringFlag{Name: "cache", Usage: "cache `DIR` holding the fetched corpora (default $MEMO_CACHE or ~/.cache/memo)"},
 			},
 			Action: runBenchCorpus,
@@ -163,12 +164,12 @@ func runBenchCheckpoint(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Printf("checkpoint   %d params, %.0f MB on disk (optimizer: %v), %.0f MB of tensors in memory\n", res.Params, float64(res.Bytes)/1e6, c.Bool("optimizer"), res.TensorMB)
-	fmt.Printf("save         %.1f s, %.0f MB/s\n", res.SaveS, res.SaveMBs)
-	fmt.Printf("load         %.1f s, %.0f MB/s (sha256 verification %.1f s; reading %.0f MB/s)\n", res.LoadS, res.LoadMBs, res.VerifyS, res.ReadMBs)
-	fmt.Printf("memory       Go heap at most %.0f MB, peak RSS %.0f MB; %d values checked\n", res.GoHeapMaxMB, res.PeakRSSMB, res.CheckedValue)
+	fmt.Fprintf(stdout, "checkpoint   %d params, %.0f MB on disk (optimizer: %v), %.0f MB of tensors in memory\n", res.Params, float64(res.Bytes)/1e6, c.Bool("optimizer"), res.TensorMB)
+	fmt.Fprintf(stdout, "save         %.1f s, %.0f MB/s\n", res.SaveS, res.SaveMBs)
+	fmt.Fprintf(stdout, "load         %.1f s, %.0f MB/s (sha256 verification %.1f s; reading %.0f MB/s)\n", res.LoadS, res.LoadMBs, res.VerifyS, res.ReadMBs)
+	fmt.Fprintf(stdout, "memory       Go heap at most %.0f MB, peak RSS %.0f MB; %d values checked\n", res.GoHeapMaxMB, res.PeakRSSMB, res.CheckedValue)
 	return nil
 }
 
@@ -229,13 +230,13 @@ func runBenchDecode(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads)
-	fmt.Printf("attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
-	fmt.Printf("throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
+	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads)
+	fmt.Fprintf(stdout, "attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
+	fmt.Fprintf(stdout, "throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
 	if res.Approximation != "" {
-		fmt.Printf("approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
+		fmt.Fprintf(stdout, "approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
 	}
 	printMemory(res.Memory)
 	return nil
@@ -247,7 +248,7 @@ func printMemory(m extract.Memory) {
 	if m.DevicePeakBytes > 0 {
 		line += fmt.Sprintf("; at most %.0f MB of tensors on the GPU", float64(m.DevicePeakBytes)/1e6)
 	}
-	fmt.Println(line)
+	fmt.Fprintln(stdout, line)
 }
 
 func runBenchScore(c *cli.Context) error {
@@ -293,11 +294,11 @@ func runBenchScore(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, %s, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Precision, res.Threads)
-	fmt.Printf("rows         %d of %d tokens, %d runs\n", res.Batch, res.Seq, res.Reps)
-	fmt.Printf("throughput   %.0f tokens/s (%.3f s a run), mean NLL %.4f\n", res.TokensPerS, res.RunS, res.MeanNLL)
+	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Precision, res.Threads)
+	fmt.Fprintf(stdout, "rows         %d of %d tokens, %d runs\n", res.Batch, res.Seq, res.Reps)
+	fmt.Fprintf(stdout, "throughput   %.0f tokens/s (%.3f s a run), mean NLL %.4f\n", res.TokensPerS, res.RunS, res.MeanNLL)
 	printMemory(res.Memory)
 	return nil
 }
@@ -364,20 +365,20 @@ func runBenchTrain(c *cli.Context) error {
 		}
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		return enc.Encode(res)
 	}
-	fmt.Printf("model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
-	fmt.Printf("throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
+	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
+	fmt.Fprintf(stdout, "throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
-	fmt.Printf("compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded
-		fmt.Printf("rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
+		fmt.Fprintf(stdout, "rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
 			res.Nproc, res.Shard, st.Params, st.Grads, st.Optimizer, un.Params, un.Grads, un.Optimizer, st.Padding)
-		fmt.Printf("             resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
+		fmt.Fprintf(stdout, "             resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
 		if st.Secondary > 0 || st.Gathered > 0 {
-			fmt.Printf("             secondary copy %d B (groups of %d); one stage's gathered weights and gradients %d B at most\n",
+			fmt.Fprintf(stdout, "             secondary copy %d B (groups of %d); one stage's gathered weights and gradients %d B at most\n",
 				st.Secondary, res.ShardGroup, st.Gathered)
 		}
 		for _, t := range res.Collectives {
@@ -385,7 +386,7 @@ func runBenchTrain(c *cli.Context) error {
 			if scope == "" {
 				scope = "all ranks"
 			}
-			fmt.Printf("per step     %-15s %-14s %d calls, %d B handed, %.0f B sent\n", t.Op, scope, t.Calls, t.PayloadBytes, t.SentBytes)
+			fmt.Fprintf(stdout, "per step     %-15s %-14s %d calls, %d B handed, %.0f B sent\n", t.Op, scope, t.Calls, t.PayloadBytes, t.SentBytes)
 		}
 	}
 	return nil
@@ -423,7 +424,7 @@ func launchBenchTrain(c *cli.Context, n int) error {
 	}
 	for _, line := range strings.SplitAfter(out.String(), "\n") {
 		if rest, ok := strings.CutPrefix(line, "[rank 0] "); ok {
-			fmt.Print(rest)
+			fmt.Fprint(stdout, rest)
 		}
 	}
 	return nil
@@ -439,6 +440,14 @@ func runBenchCorpus(c *cli.Context) error {
 		size[f] = n
 	}
 	out := c.String("out")
+	if out == "" {
+		// Checked here, not by urfave/cli's Required, which prints the
+		// help on stdout and exits 1.
+		return usageError("bench corpus: --out FILE is required")
+	}
+	if err := checkNewFile("bench corpus: --out", out); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
 		return usageError("bench corpus: --out %s: %v", out, err)
@@ -455,7 +464,21 @@ func runBenchCorpus(c *cli.Context) error {
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return fmt.Errorf("bench corpus: %w", err)
 	}
-	fmt.Printf("%s: %d documents, %d bytes\n", out, docs, n)
+	fmt.Fprintf(stdout, "%s: %d documents, %d bytes\n", out, docs, n)
+	return nil
+}
+
+// checkNewFile is the guard's rule for a writer that replaces nothing:
+// path must not exist (a link to anything, or to nothing, counts) and must
+// not lie in a place memo made for something else (a checkpoint, a run's
+// data/ or checkpoints/, the cache), links resolved.
+func checkNewFile(flag, path string) error {
+	if where := outguard.Inside(path, data.ResolveCacheDir("")); where != "" {
+		return usageError("%s %s: is in %s; it never writes there: name a file elsewhere", flag, path, where)
+	}
+	if outguard.Exists(path) {
+		return usageError("%s %s: exists; it writes a new file and never replaces one: remove it or name another", flag, path)
+	}
 	return nil
 }
 

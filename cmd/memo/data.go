@@ -141,7 +141,7 @@ func runDataBuild(c *cli.Context) error {
 	if err := data.Build(c.Context, cfg, out); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s\n", filepath.Join(out, "data"))
+	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "data"))
 	return nil
 }
 
@@ -185,37 +185,37 @@ func runDataInspect(c *cli.Context) error {
 		return err
 	}
 	rep := ds.Report()
-	fmt.Printf("dataset %s\n", ds.Dir())
-	fmt.Printf("tokenizer %s: vocab %d, eos %d; layout %s; seed %d\n", rep.Tokenizer, rep.VocabSize, rep.EOS, rep.Layout, rep.Config.Seed)
-	fmt.Println("sources:")
+	fmt.Fprintf(stdout, "dataset %s\n", ds.Dir())
+	fmt.Fprintf(stdout, "tokenizer %s: vocab %d, eos %d; layout %s; seed %d\n", rep.Tokenizer, rep.VocabSize, rep.EOS, rep.Layout, rep.Config.Seed)
+	fmt.Fprintln(stdout, "sources:")
 	for _, name := range sortedKeys(rep.Sources) {
 		s := rep.Sources[name]
-		fmt.Printf("  %-24s documents %6d  chunks %7d  kept %7d  rejected %5d  tokens %9d\n", name, s.Documents, s.Chunks, s.Kept, s.Rejected, s.Tokens)
+		fmt.Fprintf(stdout, "  %-24s documents %6d  chunks %7d  kept %7d  rejected %5d  tokens %9d\n", name, s.Documents, s.Chunks, s.Kept, s.Rejected, s.Tokens)
 	}
-	fmt.Println("splits:")
+	fmt.Fprintln(stdout, "splits:")
 	for _, s := range []string{data.SplitTarget, data.SplitControl, data.SplitValidation, data.SplitBackground} {
-		fmt.Printf("  %-11s %6d docs %9d tokens\n", s, rep.Splits[s], rep.SplitTokens[s])
+		fmt.Fprintf(stdout, "  %-11s %6d docs %9d tokens\n", s, rep.Splits[s], rep.SplitTokens[s])
 	}
-	fmt.Printf("  unused      %6d docs (background limited by data.background)\n", rep.Unused)
-	fmt.Printf("training stream: %d tokens (repetitions and passes included)\n", rep.TrainTokens)
+	fmt.Fprintf(stdout, "  unused      %6d docs (background limited by data.background)\n", rep.Unused)
+	fmt.Fprintf(stdout, "training stream: %d tokens (repetitions and passes included)\n", rep.TrainTokens)
 	reps := sortedKeys(rep.Repetitions)
 	sort.Slice(reps, func(i, j int) bool { a, _ := strconv.Atoi(reps[i]); b, _ := strconv.Atoi(reps[j]); return a < b })
-	fmt.Print("targets by repetitions:")
+	fmt.Fprint(stdout, "targets by repetitions:")
 	for _, r := range reps {
-		fmt.Printf(" %sx:%d", r, rep.Repetitions[r])
+		fmt.Fprintf(stdout, " %sx:%d", r, rep.Repetitions[r])
 	}
-	fmt.Println()
-	fmt.Printf("rejected: %d", len(rep.Rejected))
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "rejected: %d", len(rep.Rejected))
 	for _, k := range sortedKeys(rep.RejectedBy) {
-		fmt.Printf("  %s: %d", k, rep.RejectedBy[k])
+		fmt.Fprintf(stdout, "  %s: %d", k, rep.RejectedBy[k])
 	}
-	fmt.Println()
+	fmt.Fprintln(stdout)
 	for i, r := range rep.Rejected {
 		if i == 10 {
-			fmt.Printf("  ... %d more in %s\n", len(rep.Rejected)-10, filepath.Join(ds.Dir(), "report.json"))
+			fmt.Fprintf(stdout, "  ... %d more in %s\n", len(rep.Rejected)-10, filepath.Join(ds.Dir(), "report.json"))
 			break
 		}
-		fmt.Printf("  %s %q: %s\n", r.Source, r.Title, r.Reason)
+		fmt.Fprintf(stdout, "  %s %q: %s\n", r.Source, r.Title, r.Reason)
 	}
 	docs, err := ds.Docs("")
 	if err != nil {
@@ -238,7 +238,7 @@ func runDataInspect(c *cli.Context) error {
 				}
 				text = text[:cut] + "…"
 			}
-			fmt.Printf("\n[%s] doc %d %s %q (%d tokens, %dx)\n%s\n", s, d.ID, d.Source, d.Title, len(d.IDs), d.Repetitions, strings.TrimSpace(text))
+			fmt.Fprintf(stdout, "\n[%s] doc %d %s %q (%d tokens, %dx)\n%s\n", s, d.ID, d.Source, d.Title, len(d.IDs), d.Repetitions, strings.TrimSpace(text))
 		}
 	}
 	return nil
@@ -262,10 +262,10 @@ func printHistogram(docs []data.Doc) {
 		counts[b]++
 		most = max(most, counts[b])
 	}
-	fmt.Println("document length (tokens):")
+	fmt.Fprintln(stdout, "document length (tokens):")
 	for b, n := range counts {
 		bar := strings.Repeat("#", (n*50+most-1)/most)
-		fmt.Printf("  %6d-%-6d %7d %s\n", lo+b*width, min(lo+(b+1)*width-1, hi), n, bar)
+		fmt.Fprintf(stdout, "  %6d-%-6d %7d %s\n", lo+b*width, min(lo+(b+1)*width-1, hi), n, bar)
 	}
 }
 

@@ -20,26 +20,26 @@ func runDataLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("dataset cache %s: %d entries\n", cache, len(ents))
+	fmt.Fprintf(stdout, "dataset cache %s: %d entries\n", cache, len(ents))
 	defer printTokenizers(cache)
 	if len(ents) == 0 {
 		return nil
 	}
-	fmt.Printf("%-24s %10s %4s %9s  %-20s %-10s %s\n", "KEY", "SIZE", "RUNS", "DOCUMENTS", "CREATED", "TOKENIZER", "SOURCES")
+	fmt.Fprintf(stdout, "%-24s %10s %4s %9s  %-20s %-10s %s\n", "KEY", "SIZE", "RUNS", "DOCUMENTS", "CREATED", "TOKENIZER", "SOURCES")
 	var total int64
 	for _, e := range ents {
 		total += e.Bytes
 		created := e.Created.UTC().Format("2006-01-02 15:04:05")
 		switch {
 		case e.Temporary:
-			fmt.Printf("%-24s %10s %4s %9s  %-20s building, or left by a builder that died (%s)\n", e.Key, mib(e.Bytes), "-", "-", created, e.Dir)
+			fmt.Fprintf(stdout, "%-24s %10s %4s %9s  %-20s building, or left by a builder that died (%s)\n", e.Key, mib(e.Bytes), "-", "-", created, e.Dir)
 		case e.Problem != "":
-			fmt.Printf("%-24s %10s %4d %9s  %-20s damaged: %s\n", e.Key, mib(e.Bytes), e.Runs, "-", created, e.Problem)
+			fmt.Fprintf(stdout, "%-24s %10s %4d %9s  %-20s damaged: %s\n", e.Key, mib(e.Bytes), e.Runs, "-", created, e.Problem)
 		default:
-			fmt.Printf("%-24s %10s %4d %9d  %-20s %-10s %s\n", e.Key, mib(e.Bytes), e.Runs, e.Documents, created, e.Tokenizer, strings.Join(e.Sources, ","))
+			fmt.Fprintf(stdout, "%-24s %10s %4d %9d  %-20s %-10s %s\n", e.Key, mib(e.Bytes), e.Runs, e.Documents, created, e.Tokenizer, strings.Join(e.Sources, ","))
 		}
 	}
-	fmt.Printf("total %s (RUNS counts hard links from run directories; copies are not counted)\n", mib(total))
+	fmt.Fprintf(stdout, "total %s (RUNS counts hard links from run directories; copies are not counted)\n", mib(total))
 	return nil
 }
 
@@ -53,7 +53,7 @@ func printTokenizers(cache string) {
 			total += fi.Size()
 		}
 	}
-	fmt.Printf("trained tokenizers: %d files, %s in %s\n", len(files), mib(total), filepath.Join(cache, "tokenizers"))
+	fmt.Fprintf(stdout, "trained tokenizers: %d files, %s in %s\n", len(files), mib(total), filepath.Join(cache, "tokenizers"))
 }
 
 func runDataGC(c *cli.Context) error {
@@ -73,9 +73,9 @@ func runDataGC(c *cli.Context) error {
 	var total int64
 	for _, e := range removed {
 		total += e.Bytes
-		fmt.Printf("%s %s (%s)\n", verb, e.Dir, mib(e.Bytes))
+		fmt.Fprintf(stdout, "%s %s (%s)\n", verb, e.Dir, mib(e.Bytes))
 	}
-	fmt.Printf("%s %d entries, %s\n", verb, len(removed), mib(total))
+	fmt.Fprintf(stdout, "%s %d entries, %s\n", verb, len(removed), mib(total))
 	return nil
 }
 

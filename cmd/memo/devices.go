@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/urfave/cli/v2"
@@ -16,7 +15,10 @@ func devicesCommand() *cli.Command {
 			"sees (gpus; 0 on a CPU-only build), the CPU model and features that decide\n" +
 			"which kernels run, libtorch's CPU dispatch level, its BLAS and OpenBLAS's kernel.",
 		Action: func(c *cli.Context) error {
-			enc := json.NewEncoder(os.Stdout)
+			if c.NArg() != 0 {
+				return usageError("devices: takes no arguments (got %q)", c.Args().Slice())
+			}
+			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(experiments.CurrentMachine())
 		},

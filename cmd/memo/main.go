@@ -113,7 +113,6 @@ func main() {
 	log.SetOutput(oneLineLog{os.Stderr})
 	defer crashReport()
 	exitOnInterrupt(os.Args[1:])
-	stdout := &checkedWriter{w: os.Stdout}
 	app.Writer = stdout
 	err := app.Run(commandLine(app, os.Args))
 	if err == nil && stdout.err != nil {
@@ -170,6 +169,12 @@ func newApp() *cli.App {
 		},
 	}
 	usageErrors(app.Commands, "")
+	app.Action = func(c *cli.Context) error {
+		if c.Args().Present() {
+			c.App.CommandNotFound(c, c.Args().First())
+		}
+		return usageError("want a command (%s): memo [--log-level L] [--cpu-profile FILE] COMMAND ...; see `memo --help`", commandNames(c.App.Commands))
+	}
 	app.CommandNotFound = func(c *cli.Context, name string) {
 		fmt.Fprintf(os.Stderr, "memo: unknown command %q: see `memo --help` for the commands\n", name)
 		os.Exit(exitBadInput)
@@ -186,6 +191,9 @@ func commandLine(app *cli.App, args []string) []string {
 	}
 	return hoistFlags(app, args)
 }
+
+// stdout is what every command prints to: standard output, checked.
+var stdout = &checkedWriter{w: os.Stdout}
 
 // checkedWriter is standard output remembering its first write error:
 // commands print through it and need not each check every Fprintf.
@@ -286,6 +294,27 @@ func usageErrors(cmds []*cli.Command, parent string) {
 				return usageError("%s: %v", name, err)
 			}
 		}
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			// Without an Action urfave/cli prints the help on stdout and
+			// exits 0, as if nothing were missing.
+			c.Action = func(ctx *cli.Context) error {
+				if ctx.Args().Present() {
+					return usageError("%s: unknown subcommand %q: want one of %s", name, ctx.Args().First(), commandNames(c.Subcommands))
+				}
+				return usageError("%s: want a subcommand (%s); see `memo help %s`", name, commandNames(c.Subcommands), name)
+			}
+		}
 		usageErrors(c.Subcommands, name)
 	}
+}
+
+// commandNames lists the names of the visible commands, comma-separated.
+func commandNames(cmds []*cli.Command) string {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden && c.Name != "help" {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

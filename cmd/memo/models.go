@@ -16,6 +16,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -156,7 +157,7 @@ func printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(os.Stdout, string(b))
+	_, err = fmt.Fprintln(stdout, string(b))
 	return err
 }
 
@@ -295,7 +296,7 @@ func generateAction(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(map[string]any{"ids": out, "text": []string{text}})
 	}
-	_, err = fmt.Println(prompt + text)
+	_, err = fmt.Fprintln(stdout, prompt+text)
 	return err
 }
 
@@ -304,6 +305,9 @@ func exportAction(c *cli.Context) error {
 		return usageError("export: want CHECKPOINT OUT, got %d arguments", c.NArg())
 	}
 	src, out := c.Args().Get(0), c.Args().Get(1)
+	if where := outguard.Inside(out, data.ResolveCacheDir("")); where != "" {
+		return usageError("export: %s is in %s; an export never goes there: name a new directory elsewhere", out, where)
+	}
 	dir, err := checkpoint.Resolve(src)
 	if err != nil {
 		return usageError("export: %s: %v", src, oneLine(err.Error()))

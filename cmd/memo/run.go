@@ -12,8 +12,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
@@ -65,6 +67,17 @@ func checkRunFlags(c *cli.Context) error {
 	return nil
 }
 
+// checkRunsRoot keeps --runs out of the places memo made for something
+// else: a run's data/ or checkpoints/, a checkpoint, the cache (whose
+// `data gc` would delete the runs it found there).
+func checkRunsRoot(c *cli.Context, spec *experiments.Spec) error {
+	runs := c.String("runs")
+	if where := outguard.Inside(runs, data.ResolveCacheDir(""), data.ResolveCacheDir(spec.Data.CacheDir)); where != "" {
+		return usageError("--runs %s: is in %s; run directories never go there: name a directory elsewhere", runs, where)
+	}
+	return nil
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -111,6 +124,9 @@ func runAction(c *cli.Context) (err error) {
 	}
 	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 	if err != nil {
+		return err
+	}
+	if err := checkRunsRoot(c, spec); err != nil {
 		return err
 	}
 	if err := preflight(c.Args().First(), spec); err != nil {

@@ -70,6 +70,9 @@ func sweepCommand() *cli.Command {
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
 			}
+			if err := checkRunsRoot(c, spec); err != nil {
+				return err
+			}
 			if !c.Bool("slurm") {
 				// A Slurm script runs elsewhere: its nodes' GPUs are not ours.
 				if err := spec.CheckDevices(); err != nil {

@@ -59,3 +59,78 @@ func Same(a, b string) bool {
 	}
 	return aa == bb
 }
+
+// Places memo makes for one purpose, which no other output may go into.
+const (
+	checkpointsDir = "checkpoints" // a run's checkpoints (checkpoint.DirName)
+	runDataDir     = "data"        // a run's dataset (memo run's stage data)
+	cacheEntry     = "entry.json"  // a dataset-cache entry (data's entryFile)
+)
+
+// cacheSubdirs are the directories memo keeps under a cache root: the
+// dataset cache, the fetched corpora, trained tokenizers and reference
+// models. The root itself may hold anything else (runs, a user's files).
+var cacheSubdirs = []string{"datasets", "corpora", "tokenizers", "references"}
+
+// Inside says what memo-made place path is or lies in, "" for none: a
+// checkpoint directory, a run's checkpoints/ or data/, or one of the
+// directories memo keeps under a cache root (caches lists the roots in
+// use; a dataset-cache entry is known by its entry.json wherever it is).
+// Symlinks are resolved first, of path and of every directory above it,
+// so a link cannot lead a write into such a place. Path need not exist.
+func Inside(path string, caches ...string) string {
+	p := Resolve(path)
+	var roots []string
+	for _, c := range caches {
+		if c == "" {
+			continue
+		}
+		r := Resolve(c)
+		for _, s := range cacheSubdirs {
+			roots = append(roots, filepath.Join(r, s))
+		}
+	}
+	for d := p; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && !st.IsDir() || err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue // a file, or below one: the markers are a directory's
+		}
+		for _, r := range roots {
+			if d == r {
+				return "the cache's " + filepath.Base(r) + "/ (" + r + ")"
+			}
+		}
+		switch {
+		case Exists(filepath.Join(d, cacheEntry)) && filepath.Base(filepath.Dir(d)) == "datasets":
+			return "a dataset-cache entry (" + d + ")"
+		case Exists(filepath.Join(d, checkpointState)) || Exists(filepath.Join(d, checkpointModel)):
+			return "a checkpoint directory (" + d + ")"
+		case Exists(filepath.Join(d, dataTokens)) || Exists(filepath.Join(d, dataDocs)):
+			return "a run's data directory (" + d + ")"
+		case (filepath.Base(d) == checkpointsDir || filepath.Base(d) == runDataDir) && IsRunDir(filepath.Dir(d)):
+			return "a run's " + filepath.Base(d) + "/ (" + d + ")"
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// Resolve is path made absolute with every symlink resolved, of path
+// itself and the directories above it, as far as they exist (the rest,
+// not yet made, is appended as it is). A dangling symlink stays as it is.
+func Resolve(path string) string {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		p = filepath.Clean(path)
+	}
+	var rest []string
+	for d := p; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		if filepath.Dir(d) == d {
+			return p
+		}
+		rest = append([]string{filepath.Base(d)}, rest...)
+	}
+}

@@ -1,0 +1,132 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"runtime"
+	"strconv"
+)
+
+// Bounds every spec value is held to before any work, in one table: every
+// number of every table (found by walking the spec's structs by their TOML
+// names, so a new key cannot skip it) must be finite, and the keys below
+// must also lie in their range (min -Inf: none; max 0: none). The stage
+// tables' Validate then check the rest (plots.width_in's range, lr > 0,
+// what depends on several keys), on values known to be finite.
+type bound struct {
+	key      string
+	min, max float64 // inclusive; max 0: no upper bound
+	why      string  // appended to the message
+}
+
+// maxThreadsPerCore bounds train.threads: more than this many threads a
+// core is a typo (libtorch aborts creating 1e12).
+const maxThreadsPerCore = 64
+
+// maxBatchSize bounds train.batch_size: past it no machine holds a step.
+const maxBatchSize = 1 << 20
+
+// maxEpochs bounds train.epochs: past it the step count overflows.
+const maxEpochs = 1e6
+
+func bounds() []bound {
+	nonNeg := func(key, why string) bound { return bound{key: key, min: 0, why: why} }
+	return []bound{
+		nonNeg("model.norm_eps", "0 means 1e-5"),
+		nonNeg("model.rope_theta", "0 means 10000"),
+		nonNeg("model.rotary_pct", "0 means 1"),
+		nonNeg("model.rope_factor", ""),
+		nonNeg("model.rope_low_freq_factor", ""),
+		nonNeg("model.rope_high_freq_factor", ""),
+		nonNeg("model.local_rope_theta", "0 means rope_theta"),
+		nonNeg("model.attn_softcap", "0 means none"),
+		nonNeg("model.final_softcap", "0 means none"),
+		nonNeg("model.query_scalar", "0 means head_dim"),
+		nonNeg("model.qkv_clip", "0 means none"),
+		nonNeg("train.weight_decay", ""),
+		nonNeg("train.clip", "0 disables clipping"),
+		nonNeg("train.eps", ""),
+		nonNeg("train.min_lr", ""),
+		{key: "train.epochs", min: 0, max: maxEpochs},
+		{key: "train.threads", min: 0, max: float64(maxThreadsPerCore * runtime.NumCPU()),
+			why: fmt.Sprintf("at most %d threads for each of this machine's %d cores; 0 keeps libtorch's default", maxThreadsPerCore, runtime.NumCPU())},
+		{key: "train.batch_size", min: math.Inf(-1), max: maxBatchSize, why: "rows per step over all processes"},
+	}
+}
+
+// num formats a bound as a spec would write it (1048576, not 1.048576e+06).
+func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// checkBounds holds spec (a pointer to a decoded struct) to the bounds.
+func checkBounds(file string, doc []byte, spec any) error {
+	limits := map[string]bound{}
+	for _, b := range bounds() {
+		limits[b.key] = b
+	}
+	fail := func(key, format string, args ...any) error {
+		return &ConfigError{File: file, Line: keyLine(doc, key), Key: key, Msg: fmt.Sprintf(key+" = "+format, args...)}
+	}
+	var walk func(v reflect.Value, prefix string) error
+	walk = func(v reflect.Value, prefix string) error {
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name := tomlName(t.Field(i))
+			if name == "" {
+				continue
+			}
+			key := name
+			if prefix != "" {
+				key = prefix + "." + name
+			}
+			f := v.Field(i)
+			var x float64
+			switch f.Kind() {
+			case reflect.Struct:
+				if err := walk(f, key); err != nil {
+					return err
+				}
+				continue
+			case reflect.Slice:
+				if f.Type().Elem().Kind() == reflect.Float64 || f.Type().Elem().Kind() == reflect.Float32 {
+					for j := 0; j < f.Len(); j++ {
+						if y := f.Index(j).Float(); math.IsNaN(y) || math.IsInf(y, 0) {
+							return fail(key, "[..., %v, ...]: every value must be a finite number", y)
+						}
+					}
+				}
+				continue
+			case reflect.Float32, reflect.Float64:
+				x = f.Float()
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return fail(key, "%v: must be a finite number", x)
+				}
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				x = float64(f.Int())
+			default:
+				continue
+			}
+			b, ok := limits[key]
+			if !ok || (x >= b.min && (b.max == 0 || x <= b.max)) {
+				continue
+			}
+			want := "must be >= " + num(b.min)
+			switch {
+			case math.IsInf(b.min, -1):
+				want = "must be <= " + num(b.max)
+			case b.max != 0:
+				want = "must be in [" + num(b.min) + ", " + num(b.max) + "]"
+			}
+			if b.why != "" {
+				want += " (" + b.why + ")"
+			}
+			return fail(key, "%v: %s", f.Interface(), want)
+		}
+		return nil
+	}
+	v := reflect.ValueOf(spec)
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	return walk(v, "")
+}

@@ -1,0 +1,65 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestBoundsKeysExist: every key of the bounds table names a key of the
+// spec, so a renamed key cannot leave its bound behind unnoticed.
+func TestBoundsKeysExist(t *testing.T) {
+	valid := map[string]bool{}
+	for _, k := range leafKeys(reflect.TypeOf(Spec{}), "") {
+		valid[k] = true
+	}
+	for _, b := range bounds() {
+		if !valid[b.key] {
+			t.Errorf("bounds: %q is not a key of the spec", b.key)
+		}
+	}
+}
+
+// TestValuesThatCannotWork (issue 43, case 4): a number that is not
+// finite, a negative value where the key takes none, a size past any
+// machine and a key that differs from a real one only in case are each
+// refused with the key named, before any work.
+func TestValuesThatCannotWork(t *testing.T) {
+	type tc struct{ name, doc, want string }
+	cases := []tc{
+		{"steps 0 with infinite epochs", "[train]\nsteps = 0\nepochs = inf\n", "x.toml:4: train.epochs = +Inf: must be a finite number"},
+		{"threads past the machine", "[train]\nthreads = 1_000_000_000_000\n", fmt.Sprintf("train.threads = 1000000000000: must be in [0, %d]", 64*runtime.NumCPU())},
+		{"batch past any machine", "[train]\nbatch_size = 1_000_000_000_000\n", "train.batch_size = 1000000000000: must be <= 1048576"},
+		{"epochs past the step count", "[train]\nsteps = 0\nepochs = 1e300\n", "train.epochs = 1e+300: must be in [0, 1000000]"},
+		{"Train.lr", "[Train]\nlr = 1e-3\n", `unknown key "Train" at the top level; did you mean "train"?`},
+		{"train.LR", "[train]\nLR = 1e-3\n", `x.toml:3: train.LR: unknown key "LR" in [train]; did you mean "lr"?`},
+		{"dotted Model.dim", "Model.dim = 64\n", `unknown key "Model" at the top level; did you mean "model"?`},
+	}
+	for _, key := range []string{"model.norm_eps", "model.rope_theta", "model.rope_factor", "model.rope_low_freq_factor",
+		"model.rope_high_freq_factor", "model.attn_softcap", "model.final_softcap", "model.query_scalar", "model.qkv_clip",
+		"train.weight_decay", "train.clip", "train.eps", "train.min_lr", "train.epochs",
+		"plots.width_in", "plots.height_in", "plots.font_size"} {
+		table, k, _ := strings.Cut(key, ".")
+		for _, v := range []string{"nan", "inf", "-inf"} {
+			cases = append(cases, tc{key + " = " + v, fmt.Sprintf("[%s]\n%s = %s\n", table, k, v), key + " = "})
+		}
+		if table != "plots" { // plots.Validate holds its ranges
+			cases = append(cases, tc{key + " = -1", fmt.Sprintf("[%s]\n%s = -1\n", table, k), key + " = -1: must be "})
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v; want one line containing %q", err, c.want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("err %T is not a ConfigError", err)
+			}
+		})
+	}
+}

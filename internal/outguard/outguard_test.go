@@ -1,0 +1,47 @@
+package outguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInside: the places memo made for one purpose, found through links
+// and from paths that do not exist yet; a run directory's own top level
+// and a user's files are no such place.
+func TestInside(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"runs/r/config.toml", "runs/r/checkpoints/step-000001/state.json",
+		"runs/r/data/tokens.arrow", "cache/datasets/k1/entry.json", "cache/datasets/k1/tokens.arrow", "notes.txt"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "runs/r/checkpoints"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, "cache")
+	for path, want := range map[string]string{
+		"runs/r/cpu.prof":                       "",
+		"notes.txt":                             "",
+		"notes.txt/x":                           "",
+		"runs/r/checkpoints/step-000099":        "a run's checkpoints/",
+		"runs/r/checkpoints/step-000001/x.prof": "a checkpoint directory",
+		"runs/r/data/new/x":                     "a run's data directory",
+		"cache/datasets/k1/x.jsonl":             "a dataset-cache entry",
+		"cache/datasets":                        "the cache's datasets/",
+		"cache/tokenizers/x":                    "the cache's tokenizers/",
+		"cache/runs":                            "",
+		"link/hf":                               "a run's checkpoints/",
+	} {
+		got := Inside(filepath.Join(root, path), cache)
+		if want == "" && got != "" || !strings.HasPrefix(got, want) {
+			t.Errorf("Inside(%s) = %q; want %q", path, got, want)
+		}
+	}
+}
