@@ -20,6 +20,11 @@ func TestSlurmTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Byte for byte what memo wrote before [mia] and [slurm] existed: it
+	// ends with [plots]'s last line, no blank line after it.
+	if !strings.HasSuffix(string(conf), "smooth = 0\n") {
+		t.Errorf("config.toml ends %q, want the [plots] table's last line", conf[max(0, len(conf)-40):])
+	}
 	for _, table := range []string{"[slurm]", "[mia]", "16G"} {
 		if strings.Contains(string(conf), table) {
 			t.Errorf("config.toml holds %s:\n%s", table, conf)

@@ -354,7 +354,9 @@ func dropTable(doc []byte, name string) []byte {
 	rest := doc[i+len(head):]
 	j := bytes.Index(rest, []byte("\n["))
 	if j < 0 {
-		return append(doc[:i:i], '\n')
+		// The last table: doc[:i] ends the line before the blank line
+		// go-toml writes ahead of a table.
+		return doc[:i:i]
 	}
 	return append(doc[:i:i], rest[j:]...)
 }
