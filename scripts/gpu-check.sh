@@ -14,6 +14,9 @@
 #   hf-goldens     memo score and memo generate on the device over testdata/hf's
 #                  transformers-written checkpoints: NLL within each case's
 #                  tolerance (expected.json), greedy continuations identical
+#   hf-golden-script  scripts/hf-goldens.py check: transformers recomputes
+#                  testdata/hf-transformers/*/expected.json from the stored
+#                  weights (SKIP when python3 lacks torch and transformers)
 #   default-exp    exp/goldfish-vs-standard.toml (--quick: exp/smoke.toml) on the
 #                  CPU and on the device: report/*.md identical (the tables as the
 #                  README prints them; table.csv keeps every float's digits, which
@@ -159,6 +162,17 @@ elif ((${#gold_ok[@]} == 0)); then
 	line FAIL hf-goldens "no testdata/hf/*/expected.json found (run from a memo checkout)"
 else
 	line PASS hf-goldens "$(IFS=';'; echo "${gold_ok[*]}")"
+fi
+
+# 3b. the transformers-written goldens recomputed by transformers itself
+if python3 -c 'import torch, transformers' 2>/dev/null; then
+	if run goldpy python3 scripts/hf-goldens.py check; then
+		line PASS hf-golden-script "scripts/hf-goldens.py check: $(grep -c PASS "$work/goldpy.out") of testdata/hf-transformers agree"
+	else
+		line FAIL hf-golden-script "$(grep -v '^PASS' "$work/goldpy.out" | head -3 | tr '\n' ';') $(lasterr goldpy)"
+	fi
+else
+	line SKIP hf-golden-script "python3 here has no torch and transformers"
 fi
 
 # 4. the default experiment: the device's table is the CPU's
