@@ -1,6 +1,10 @@
 package data
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memo-research/memo/internal/splitmix"
+)
 
 // TrainRows returns the full training stream: each target repeated its
 // count and each background document its passes, shuffled with seed, laid
@@ -118,19 +122,14 @@ func padded(ids []int32, n int) []int32 {
 	return row
 }
 
-// splitMix is SplitMix64: a tiny generator whose sequence never changes with
-// the Go version, so splits and shuffles stay reproducible.
-type splitMix struct{ s uint64 }
+// splitMix is SplitMix64 (internal/splitmix): a tiny generator whose
+// sequence never changes with the Go version, so splits and shuffles stay
+// reproducible.
+type splitMix struct{ splitmix.Stream }
 
-func newSplitMix(seed uint64) *splitMix { return &splitMix{s: seed} }
+func newSplitMix(seed uint64) *splitMix { return &splitMix{splitmix.New(seed)} }
 
-func (r *splitMix) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func (r *splitMix) next() uint64 { return r.Next() }
 
 // below returns a uniform integer in [0, n) by rejection.
 func (r *splitMix) below(n uint64) uint64 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/memo-research/memo/internal/splitmix"
 )
 
 // OverlapTokens is the window length of the member/non-member check: no
@@ -412,7 +414,7 @@ func windowHashes(ids []int32, n int, fn func(i int, h uint64) bool) {
 // mixID spreads an id over 64 bits (SplitMix64's finalizer), so that the
 // polynomial of nearby ids does not cluster.
 func mixID(id int32) uint64 {
-	return mix64(uint64(uint32(id)) + 0x9e3779b97f4a7c15)
+	return mix64(uint64(uint32(id)) + splitmix.Golden)
 }
 
 func containsRun(hay, needle []int32) bool {
@@ -636,11 +638,7 @@ func (s *passageSet) add(h uint64, row int32) {
 }
 
 // mix64 is SplitMix64's finalizer, a bijection of the 64-bit values.
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
+func mix64(z uint64) uint64 { return splitmix.Mix(z) }
 
 // wordWindows hashes every window of n whitespace-separated words,
 // lowercased and stripped of surrounding punctuation so that the same

@@ -1,6 +1,10 @@
 package loss
 
-import "math"
+import (
+	"math"
+
+	"github.com/memo-research/memo/internal/splitmix"
+)
 
 // randomMasker drops each target independently with probability 1/k.
 // Decisions come from a counter-based generator keyed by (seed, row, p),
@@ -19,14 +23,9 @@ func newRandomMasker(k int, seed int64) *randomMasker {
 	return &randomMasker{seed: uint64(seed), thr: math.MaxUint64 / uint64(k)}
 }
 
-// splitmix64 is Steele, Lea and Flood's finaliser: a bijection with full
+// splitmix64 is SplitMix64's output for counter x: a bijection with full
 // avalanche, so consecutive counters give independent-looking outputs.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+func splitmix64(x uint64) uint64 { return splitmix.Mix(x + splitmix.Golden) }
 
 // Mask masks a row that has no place in a training stream (memo mask shows
 // one text): it is row 0.

@@ -3,6 +3,8 @@ package calibrated
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/memo-research/memo/internal/splitmix"
 )
 
 // Assign decides which reference model trains on which of n candidates:
@@ -28,7 +30,7 @@ func Assign(n, K int, seed uint64) ([][]bool, error) {
 	for k := range in {
 		in[k] = make([]bool, n)
 	}
-	rng := splitmix64{state: seed}
+	rng := splitmix64{splitmix.New(seed)}
 	perm := make([]int, n)
 	for p := 0; p < K/2; p++ {
 		for i := range perm {
@@ -51,31 +53,19 @@ func Assign(n, K int, seed uint64) ([][]bool, error) {
 	return in, nil
 }
 
-// splitmix64 is the generator of Steele, Lea & Flood 2014, "Fast
-// Splittable Pseudorandom Number Generators" (OOPSLA), with the output
-// constants of Vigna's splitmix64.c: a 64-bit counter stepped by the golden
-// ratio and passed through a bijective mixer. Small and fully specified, so
-// an assignment can be recomputed anywhere from its seed.
-type splitmix64 struct{ state uint64 }
-
-func (s *splitmix64) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	z := s.state
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+// splitmix64 is internal/splitmix's stream, with Lemire's bounded draw.
+type splitmix64 struct{ splitmix.Stream }
 
 // below returns a uniform integer in [0, bound), bound > 0, by Lemire's
 // multiply-and-reject method (Lemire 2019, "Fast Random Integer Generation
 // in an Interval", ACM TOMACS): the high word of x·bound is uniform once
 // the low words that would over-represent some results are rejected.
 func (s *splitmix64) below(bound uint64) uint64 {
-	hi, lo := bits.Mul64(s.next(), bound)
+	hi, lo := bits.Mul64(s.Next(), bound)
 	if lo < bound {
 		threshold := -bound % bound // 2^64 mod bound
 		for lo < threshold {
-			hi, lo = bits.Mul64(s.next(), bound)
+			hi, lo = bits.Mul64(s.Next(), bound)
 		}
 	}
 	return hi

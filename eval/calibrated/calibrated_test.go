@@ -393,17 +393,6 @@ func TestAssignPinned(t *testing.T) {
 	}
 }
 
-// The first outputs of splitmix64 from state 0, as Vigna's splitmix64.c
-// prints them.
-func TestSplitmix64(t *testing.T) {
-	s := splitmix64{}
-	for i, want := range []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f} {
-		if got := s.next(); got != want {
-			t.Errorf("output %d: %#x, want %#x", i, got, want)
-		}
-	}
-}
-
 func countTrue(b []bool) int {
 	n := 0
 	for _, x := range b {
