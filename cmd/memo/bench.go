@@ -56,19 +56,19 @@ func benchCommand() *cli.Command {
 				"bytes sent per step (with --shard-group, within its group and across groups).\n" +
 				"Writes no files. TinyLlama-1.1B's shape: --dim 2048\n" +
 				"--layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied.",
-			Flags: append(shapeFlags(),
+			Flags: slices.Concat(shapeFlags(), []cli.Flag{
 				&cli.IntFlag{Name: "seq", Value: 256, Usage: "tokens per row `T` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 16, Usage: "rows per step `B` (>= 1)"},
 				&cli.IntFlag{Name: "steps", Value: 20, Usage: "measured optimizer steps `N` (>= 1), after 2 unmeasured warm-up steps"},
-				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "train.precision `P`: fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
-				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` per rank (0: libtorch's default; with --nproc, the cores divided among the ranks)"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the random tokens"},
 				benchDeviceFlag(),
 				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
-				&cli.StringFlag{Name: "shard", Value: train.ShardNone, Usage: "train.shard `S`: " + strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
-				&cli.IntFlag{Name: "shard-group", Value: 0, Usage: "train.shard_group `K`: with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
-			),
+			}, benchFlags("train", benchTrainDefaults,
+				benchKey{"precision", "fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
+				benchKey{"threads", "(per rank; with --nproc, 0 divides the cores among the ranks)"},
+				benchKey{"shard", strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
+				benchKey{"shard_group", "with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"})),
 			Action: runBenchTrain,
 		}, {
 			Name:      "decode",
@@ -84,25 +84,21 @@ func benchCommand() *cli.Command {
 				"every sample's prompt instead, the baseline). --model DIR decodes with that\n" +
 				"model's weights (a Hugging Face directory, a memo run or checkpoint) instead of\n" +
 				"a random model's. Writes no files.",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ")},
-				&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
+			Flags: slices.Concat([]cli.Flag{
 				&cli.StringFlag{Name: "model", Usage: "decode with the weights of `DIR` (a Hugging Face directory, a memo run or checkpoint) instead of a random --preset model"},
 				&cli.IntFlag{Name: "prefix", Value: 256, Usage: "prompt tokens `N` (>= 1)"},
 				&cli.IntFlag{Name: "suffix", Value: 50, Usage: "generated tokens `M` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 8, Usage: "prompts decoded together `B` (>= 1)"},
 				&cli.IntFlag{Name: "threads", Value: 0, Usage: "libtorch threads `K` (0: libtorch's default)"},
-				&cli.StringFlag{Name: "decoding", Value: extract.DecodeGreedy, Usage: "`D`: " + strings.Join(extract.Decodings, ", ")},
-				&cli.IntFlag{Name: "samples", Value: 1, Usage: "samples per prompt `S` with --decoding sample (>= 1)"},
 				&cli.BoolFlag{Name: "replicate", Usage: "with --samples > 1, run the prompt once per sample instead of once per prompt"},
-				&cli.IntFlag{Name: "beams", Value: 4, Usage: "beam width with --decoding beam (1 to 64)"},
 				&cli.IntFlag{Name: "reps", Value: 3, Usage: "measured runs (>= 1), after one warm-up run"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
 				benchDeviceFlag(),
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision), or bf16-mixed (bfloat16 products of float32 weights, as train.precision)"},
-				&cli.StringFlag{Name: "approximation", Usage: "decode under `A`, as extract.approximation (exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4) and report KV bytes read per token"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
-			},
+			}, benchFlags("model", benchShapeDefaults, benchKey{"preset", ""}, benchKey{"vocab", ""}),
+				benchFlags("extract", benchDecodeDefaults, benchKey{"decoding", ""}, benchKey{"samples", "guesses per prompt, with --decoding sample"},
+					benchKey{"beams", "(with --decoding beam; 1 to 64)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
 			Action: runBenchDecode,
 		}, {
 			Name:      "score",
@@ -497,26 +493,32 @@ func parseSize(s string) (int64, error) {
 // shapeFlags choose a model for bench train and bench checkpoint: a
 // --preset, or an explicit shape from --dim (a Hugging Face model's, such as
 // TinyLlama-1.1B's), with --vocab either way.
+// The benches' own defaults for the spec keys they take as flags.
+var (
+	benchShapeDefaults  = model.Config{Preset: "small", Vocab: 4096}
+	benchTrainDefaults  = train.Config{Precision: "fp32", Shard: train.ShardNone}
+	benchDecodeDefaults = extract.Config{Decoding: extract.DecodeGreedy, Samples: 1, Beams: 4}
+)
+
+// shapeKeys are the model keys of a bench's random model.
+var shapeKeys = []string{"preset", "vocab", "dim", "layers", "heads", "kv_heads", "ffn", "untied"}
+
 func shapeFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "preset", Value: "small", Usage: "model size `P`: " + strings.Join(model.Presets(), ", ") + " (ignored when --dim is set)"},
-		&cli.IntFlag{Name: "vocab", Value: 4096, Usage: "vocabulary size `V` (>= 2)"},
-		&cli.IntFlag{Name: "dim", Usage: "model width `D` (with --layers and --heads instead of --preset)"},
-		&cli.IntFlag{Name: "layers", Usage: "decoder blocks `L`"},
-		&cli.IntFlag{Name: "heads", Usage: "attention heads `H`"},
-		&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads `K` (0: --heads)"},
-		&cli.IntFlag{Name: "ffn", Usage: "MLP hidden size `F` (0: the architecture's default)"},
-		&cli.BoolFlag{Name: "untied", Usage: "give the LM head its own matrix"},
-	}
+	return benchFlags("model", benchShapeDefaults,
+		benchKey{"preset", "(ignored when --dim is set)"},
+		benchKey{"vocab", "(>= 2)"},
+		benchKey{"dim", "(with --layers and --heads instead of --preset)"},
+		benchKey{"layers", ""}, benchKey{"heads", ""}, benchKey{"kv_heads", ""}, benchKey{"ffn", ""}, benchKey{"untied", ""})
 }
 
 // benchModel is the model shapeFlags name, covering context positions, or a
 // usage error naming cmd.
 func benchModel(c *cli.Context, cmd string, context int) (model.Config, error) {
-	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: context, Untied: c.Bool("untied")}
+	mc := benchShapeDefaults
+	setBenchFlags(c, "model", &mc, shapeKeys...)
+	mc.Context = context
 	if c.IsSet("dim") {
-		mc = model.Config{Vocab: c.Int("vocab"), Dim: c.Int("dim"), Layers: c.Int("layers"), Heads: c.Int("heads"),
-			KVHeads: c.Int("kv-heads"), FFN: c.Int("ffn"), Untied: c.Bool("untied"), Context: context}
+		mc.Preset = ""
 	} else if c.IsSet("layers") || c.IsSet("heads") || c.IsSet("kv-heads") || c.IsSet("ffn") {
 		return model.Config{}, usageError("%s: --layers, --heads, --kv-heads and --ffn need --dim", cmd)
 	}

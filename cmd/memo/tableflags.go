@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/memo-research/memo/experiments"
@@ -114,26 +115,113 @@ func setTableFlags(c *cli.Context, table string, cfg any) {
 		if !c.IsSet(k.flag) {
 			continue
 		}
+		setFromFlag(c, k.flag, v.Field(k.index))
+	}
+}
+
+// setFromFlag sets field f to the value of c's flag.
+func setFromFlag(c *cli.Context, flag string, f reflect.Value) {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(c.String(flag))
+	case reflect.Int:
+		f.SetInt(int64(c.Int(flag)))
+	case reflect.Int64:
+		f.SetInt(c.Int64(flag))
+	case reflect.Float64:
+		f.SetFloat(c.Float64(flag))
+	case reflect.Bool:
+		f.SetBool(c.Bool(flag))
+	case reflect.Slice:
+		var list []string
+		for _, s := range strings.Split(c.String(flag), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				list = append(list, s)
+			}
+		}
+		f.Set(reflect.ValueOf(list))
+	}
+}
+
+// benchKey is one spec key that a memo bench command takes as a flag, with
+// what the command adds to the key's doc.
+type benchKey struct{ name, extra string }
+
+// benchFlags are the flags of some keys of table for a memo bench command:
+// each is named and typed after its key (model.kv_heads: --kv-heads), its
+// help is the first sentence of the key's doc comment and then extra (when
+// that sentence is long, the key's name and extra), and
+// its default is the bench's own, the field's value in defaults (the
+// table's Config). A bench flag that sets a spec key thus never restates
+// the key by hand; the bench's own settings (--steps, --reps) stay flags of
+// their own.
+func benchFlags(table string, defaults any, keys ...benchKey) []cli.Flag {
+	v := reflect.ValueOf(defaults)
+	byName := map[string]flagKey{}
+	for _, k := range flagKeys(table, v.Type()) {
+		byName[strings.TrimPrefix(k.key, table+".")] = k
+	}
+	flags := make([]cli.Flag, 0, len(keys))
+	for _, bk := range keys {
+		k, ok := byName[bk.name]
+		if !ok {
+			panic(fmt.Sprintf("benchFlags: %s.%s is not a key a flag can set", table, bk.name))
+		}
+		usage := firstSentence(flagUsage(k.key, v.Type().Field(k.index).Name))
+		switch {
+		case len(usage) > maxBenchUsage && bk.extra != "":
+			usage = "sets " + k.key + ": " + bk.extra
+		case len(usage) > maxBenchUsage:
+			usage = "sets " + k.key + " (memo config --defaults explains it)"
+		case bk.extra != "":
+			usage += " " + bk.extra
+		}
 		f := v.Field(k.index)
+		var flag cli.Flag
 		switch f.Kind() {
 		case reflect.String:
-			f.SetString(c.String(k.flag))
+			flag = &cli.StringFlag{Name: k.flag, Value: f.String(), Usage: usage}
 		case reflect.Int:
-			f.SetInt(int64(c.Int(k.flag)))
+			flag = &cli.IntFlag{Name: k.flag, Value: int(f.Int()), Usage: usage}
 		case reflect.Int64:
-			f.SetInt(c.Int64(k.flag))
+			flag = &cli.Int64Flag{Name: k.flag, Value: f.Int(), Usage: usage}
 		case reflect.Float64:
-			f.SetFloat(c.Float64(k.flag))
+			flag = &cli.Float64Flag{Name: k.flag, Value: f.Float(), Usage: usage}
 		case reflect.Bool:
-			f.SetBool(c.Bool(k.flag))
-		case reflect.Slice:
-			var list []string
-			for _, s := range strings.Split(c.String(k.flag), ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					list = append(list, s)
-				}
-			}
-			f.Set(reflect.ValueOf(list))
+			flag = &cli.BoolFlag{Name: k.flag, Value: f.Bool(), Usage: usage}
+		default:
+			panic(fmt.Sprintf("benchFlags: %s has no single-value flag", k.key))
+		}
+		flags = append(flags, flag)
+	}
+	return flags
+}
+
+// setBenchFlags copies into cfg (a pointer to table's Config) the values of
+// the named keys' flags, given or default: the bench's settings as the
+// stage would read them from a spec.
+func setBenchFlags(c *cli.Context, table string, cfg any, names ...string) {
+	v := reflect.ValueOf(cfg).Elem()
+	for _, k := range flagKeys(table, v.Type()) {
+		if !slices.Contains(names, strings.TrimPrefix(k.key, table+".")) {
+			continue
+		}
+		setFromFlag(c, k.flag, v.Field(k.index))
+	}
+}
+
+// maxBenchUsage is the longest key doc a bench flag's help repeats; a
+// longer one is pointed to instead.
+const maxBenchUsage = 100
+
+// firstSentence is s up to the first full stop followed by a capital (or
+// all of s; "et al. (2021)" ends nothing): a key's doc opens with what the
+// key is, and a flag's help wants no more.
+func firstSentence(s string) string {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == ' ' && s[i+2] >= 'A' && s[i+2] <= 'Z' {
+			return s[:i+1]
 		}
 	}
+	return s
 }

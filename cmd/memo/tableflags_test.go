@@ -7,6 +7,7 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/model"
 	"github.com/urfave/cli/v2"
 )
 
@@ -83,6 +84,79 @@ func TestFlagUsage(t *testing.T) {
 	} {
 		if got := flagUsage(tc.key, tc.field); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("flagUsage(%s) = %q, want it to start %q", tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestBenchFlagsFollowTheStruct: a bench flag that sets a spec key takes its
+// name, type and help from the key's field, its default from the bench, and
+// reads back into the same struct.
+func TestBenchFlagsFollowTheStruct(t *testing.T) {
+	defaults := model.Config{Preset: "tiny", Vocab: 512, KVHeads: 2}
+	flags := benchFlags("model", defaults, benchKey{"preset", ""}, benchKey{"kv_heads", "(bench note)"}, benchKey{"untied", ""})
+	want := []struct {
+		name, usagePart string
+		value           any
+	}{
+		{"preset", "one of nano, tiny", "tiny"},
+		{"kv-heads", "key/value heads (grouped-query attention); 0 means Heads. (bench note)", 2},
+		{"untied", "untied gives the LM head", false},
+	}
+	if len(flags) != len(want) {
+		t.Fatalf("%d flags, want %d", len(flags), len(want))
+	}
+	for i, w := range want {
+		f := flags[i]
+		if f.Names()[0] != w.name {
+			t.Errorf("flag %d is --%s, want --%s", i, f.Names()[0], w.name)
+		}
+		if u := f.(cli.DocGenerationFlag).GetUsage(); !strings.Contains(u, w.usagePart) {
+			t.Errorf("--%s help %q lacks %q", w.name, u, w.usagePart)
+		}
+		var got any
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			got = f.Value
+		case *cli.IntFlag:
+			got = f.Value
+		case *cli.BoolFlag:
+			got = f.Value
+		}
+		if got != w.value {
+			t.Errorf("--%s default %v (%T), want %v", w.name, got, got, w.value)
+		}
+	}
+
+	var read model.Config
+	app := &cli.App{Flags: flags, Action: func(c *cli.Context) error {
+		read = defaults
+		setBenchFlags(c, "model", &read, "preset", "kv_heads", "untied")
+		return nil
+	}}
+	if err := app.Run([]string{"bench", "--kv-heads", "4", "--untied"}); err != nil {
+		t.Fatal(err)
+	}
+	if read.Preset != "tiny" || read.KVHeads != 4 || !read.Untied || read.Vocab != 512 {
+		t.Errorf("read back %+v: want preset tiny (default), kv_heads 4, untied, vocab 512 untouched", read)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("benchFlags with a key model.Config lacks did not panic")
+		}
+	}()
+	benchFlags("model", defaults, benchKey{"no_such_key", ""})
+}
+
+// TestFirstSentence: a key doc's first sentence, not cut at "et al.".
+func TestFirstSentence(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"the beam width of beam search.", "the beam width of beam search."},
+		{"guesses (Carlini et al. 2021). More here.", "guesses (Carlini et al. 2021)."},
+		{"a. b", "a. b"},
+	} {
+		if got := firstSentence(tc.in); got != tc.want {
+			t.Errorf("firstSentence(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
