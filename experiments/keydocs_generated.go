@@ -148,7 +148,7 @@ var keyDocs = map[string]string{
 	"train.log_every":               "LogEvery rewrites metrics.arrow every this many steps.",
 	"train.lora":                    "LoRA is the [train.lora] table: low-rank adapters (dpconfig.go).",
 	"train.lora.alpha":              "Alpha is LoRA's α: the adapter's output is scaled by alpha / rank (PEFT's lora_alpha).",
-	"train.lora.dropout":            "Dropout is the dropout probability on the adapter's input, in [0, 1) (PEFT's lora_dropout).",
+	"train.lora.dropout":            "Dropout is the dropout probability on the adapter's input (PEFT's lora_dropout); must be 0 for now, as memo's adapters act on the weight, not the input.",
 	"train.lora.enabled":            "Enabled turns LoRA on: the base weights freeze and only the adapters train.",
 	"train.lora.rank":               "Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix).",
 	"train.lora.targets":            "Targets are the Hugging Face module names of the linear layers to adapt (PEFT's target_modules): q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj for Llama-like families, c_attn, c_proj, c_fc for GPT-2, query_key_value, dense, dense_h_to_4h, dense_4h_to_h for GPT-NeoX, ...; `memo config` names those the model has.",

@@ -29,6 +29,7 @@ func TestMitigationChecks(t *testing.T) {
 		{"rank above a side", "[train.lora]\nenabled = true\nrank = 100000\n", "train.lora.rank = 100000: larger than"},
 		{"rank 0", "[train.lora]\nenabled = true\nrank = 0\n", "train.lora.rank = 0: must be >= 1"},
 		{"dropout 1", "[train.lora]\nenabled = true\ndropout = 1\n", "train.lora.dropout = 1: must be in [0, 1)"},
+		{"dropout 0.1", "[train.lora]\nenabled = true\ndropout = 0.1\n", "train.lora.dropout = 0.1: must be 0 for now"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))

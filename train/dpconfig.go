@@ -78,7 +78,7 @@ type LoRAConfig struct {
 	Rank int `toml:"rank"`
 	// Alpha is LoRA's α: the adapter's output is scaled by alpha / rank (PEFT's lora_alpha).
 	Alpha float64 `toml:"alpha"`
-	// Dropout is the dropout probability on the adapter's input, in [0, 1) (PEFT's lora_dropout).
+	// Dropout is the dropout probability on the adapter's input (PEFT's lora_dropout); must be 0 for now, as memo's adapters act on the weight, not the input.
 	Dropout float64 `toml:"dropout"`
 	// Targets are the Hugging Face module names of the linear layers to adapt (PEFT's target_modules): q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj for Llama-like families, c_attn, c_proj, c_fc for GPT-2, query_key_value, dense, dense_h_to_4h, dense_4h_to_h for GPT-NeoX, ...; `memo config` names those the model has.
 	Targets []string `toml:"targets"`
@@ -103,6 +103,8 @@ func (c LoRAConfig) Validate() error {
 		return fmt.Errorf("train.lora.alpha = %v: must be > 0", c.Alpha)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("train.lora.dropout = %v: must be in [0, 1)", c.Dropout)
+	case c.Dropout != 0:
+		return fmt.Errorf("train.lora.dropout = %v: must be 0 for now: memo's adapters sit on the weight (W + (alpha/r)·B·A), where dropout on the layer's input cannot act (docs/MITIGATIONS.md)", c.Dropout)
 	case len(c.Targets) == 0:
 		return fmt.Errorf("train.lora.targets = []: name at least one module (e.g. [\"q_proj\", \"v_proj\"])")
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,6 +63,44 @@ func TestDPEpsilon(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 			if r.code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "memo: ") || !strings.Contains(lines[0], c.want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and one memo: line containing %q", r.code, r.stderr, c.want)
+			}
+		})
+	}
+}
+
+// TestMitigationSpecsRefused: memo config refuses [train.dp] and
+// [train.lora] values that cannot work, and memo run refuses either
+// enabled until the training loop applies it, each with one memo: line,
+// exit 2, and no run directory.
+func TestMitigationSpecsRefused(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	const head = "name = \"x\"\n[data]\nsources = [\"opticks\"]\ntokenizer = \"bpe:300\"\ntargets = 20\n"
+	for _, c := range []struct {
+		name, spec, cmd, want string
+	}{
+		{"negative sigma", "[train.dp]\nenabled = true\nnoise_multiplier = -0.5\n", "config", "train.dp.noise_multiplier = -0.5: must be >= 0"},
+		{"zero C", "[train.dp]\nenabled = true\nnoise_multiplier = 1\nmax_grad_norm = 0\n", "config", "train.dp.max_grad_norm = 0: must be > 0"},
+		{"q above one", "[train.dp]\nenabled = true\nsample_rate = 2\n", "config", "train.dp.sample_rate = 2: must be in [0, 1]"},
+		{"delta at least 1/N", "[train.dp]\nenabled = true\nnoise_multiplier = 1\ndelta = 0.1\n", "config", "train.dp.delta = 0.1: must be below 1/N"},
+		{"unreachable epsilon", "[train.dp]\nenabled = true\ntarget_epsilon = 0.01\n", "config", "no noise multiplier up to 1e+06 reaches it"},
+		{"target the family lacks", "[train.lora]\nenabled = true\ntargets = [\"query_key_value\"]\n", "config", "model.arch llama has no such linear layer"},
+		{"rank above a side", "[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
+		{"dp not wired", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "run", "DP-SGD is not yet wired into the training loop"},
+		{"lora not wired", "[train.lora]\nenabled = true\n", "run", "LoRA is not yet wired into the training loop"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.NewReplacer(" ", "-", "/", "-").Replace(c.name)+".toml")
+			if err := os.WriteFile(file, []byte(head+c.spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := execMemo(t, exe, dir, c.cmd, file)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "memo: ") || !strings.Contains(lines[0], c.want) {
+				t.Errorf("memo %s: exit %d, stderr %q; want exit 2 and one memo: line containing %q", c.cmd, r.code, r.stderr, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "runs", "x")); err == nil {
+				t.Errorf("memo %s made a run directory", c.cmd)
 			}
 		})
 	}
