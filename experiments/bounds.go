@@ -52,6 +52,14 @@ func bounds() []bound {
 		{key: "train.threads", min: 0, max: float64(maxThreadsPerCore * runtime.NumCPU()),
 			why: fmt.Sprintf("at most %d threads for each of this machine's %d cores; 0 keeps libtorch's default", maxThreadsPerCore, runtime.NumCPU())},
 		{key: "train.batch_size", min: math.Inf(-1), max: maxBatchSize, why: "rows per step over all processes"},
+		nonNeg("train.dp.noise_multiplier", "σ; 0 clips without noise"),
+		nonNeg("train.dp.target_epsilon", "0: use train.dp.noise_multiplier"),
+		nonNeg("train.dp.max_grad_norm", ""),
+		{key: "train.dp.delta", min: 0, max: 1},
+		{key: "train.dp.sample_rate", min: 0, max: 1, why: "0: train.batch_size / N"},
+		nonNeg("train.lora.rank", ""),
+		nonNeg("train.lora.alpha", ""),
+		{key: "train.lora.dropout", min: 0, max: 1},
 	}
 }
 

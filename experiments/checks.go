@@ -141,6 +141,9 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if err := s.checkModelPaths(m, tokenizerVocab, fail); err != nil {
 		return err
 	}
+	if err := s.checkMitigations(m, fail); err != nil {
+		return err
+	}
 	if s.Data.Layout == data.LayoutPacked && s.Goldfish.Enabled() && !s.Goldfish.AllowPacked {
 		// The mask is computed per row. Packed rows cut documents at
 		// arbitrary points that move from one repetition to the next: each

@@ -312,6 +312,7 @@ func (s *Spec) TOML() ([]byte, error) {
 	}
 	// Where a sweep is scheduled does not change what its runs compute.
 	b = dropTable(b, "slurm")
+	b = dropOffMitigations(b, s)
 	return b, nil
 }
 

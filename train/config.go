@@ -66,6 +66,10 @@ type Config struct {
 	ShardGroup int `toml:"shard_group"`
 	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
 	NoResume bool `toml:"no_resume"`
+	// DP is the [train.dp] table: DP-SGD (dpconfig.go).
+	DP DPConfig `toml:"dp"`
+	// LoRA is the [train.lora] table: low-rank adapters (dpconfig.go).
+	LoRA LoRAConfig `toml:"lora"`
 }
 
 // DefaultConfig is a short CPU-sized run.
@@ -87,6 +91,8 @@ func DefaultConfig() Config {
 		KeepCheckpoints: 2,
 		LogEvery:        10,
 		Device:          "cpu",
+		DP:              DefaultDPConfig(),
+		LoRA:            DefaultLoRAConfig(),
 	}
 }
 
@@ -125,6 +131,12 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("train.device = %q: %w", c.Device, err)
+	}
+	if err := c.DP.Validate(); err != nil {
+		return err
+	}
+	if err := c.LoRA.Validate(); err != nil {
+		return err
 	}
 	switch {
 	case c.Steps == 0 && !(c.Epochs > 0):

@@ -1,0 +1,77 @@
+package experiments
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train/dpaccount"
+)
+
+// dropOffMitigations leaves [train.dp] and [train.lora] out of a run's
+// config.toml while they are off, so that every spec written before they
+// existed keeps its config.toml and Hash.
+func dropOffMitigations(b []byte, s *Spec) []byte {
+	if !s.Train.DP.Enabled {
+		b = dropTable(b, "train.dp")
+	}
+	if !s.Train.LoRA.Enabled {
+		b = dropTable(b, "train.lora")
+	}
+	return b
+}
+
+// checkMitigationsWired refuses to train with DP-SGD or LoRA until the
+// training loop applies them: a run that silently trained without them
+// would report memorization numbers for a mitigation it never had. The
+// pieces exist (train/dpaccount, train/dpsgd.go, model/lora.go); the loop
+// that calls them is the next change.
+func (s *Spec) checkMitigationsWired() error {
+	switch {
+	case s.Train.DP.Enabled:
+		return badinput.Errorf("%s: train.dp.enabled = true: DP-SGD is not yet wired into the training loop; memo refuses rather than train without it (memo dp-epsilon prints the accountant's ε meanwhile)", s.file)
+	case s.Train.LoRA.Enabled:
+		return badinput.Errorf("%s: train.lora.enabled = true: LoRA is not yet wired into the training loop; memo refuses rather than train the full model instead", s.file)
+	}
+	return nil
+}
+
+// checkMitigations holds [train.dp] and [train.lora] to the data and the
+// model, where memo config can be sure before any work. N, the rows of the
+// training stream, is known only once the data stage has chunked the
+// documents, but every target document makes at least one row, so N >=
+// data.targets: a δ >= 1/data.targets is >= 1/N, and q = batch_size/N is at
+// most batch_size/data.targets. ε only grows with q and with the steps, so
+// a target ε out of reach at that q and at train.steps (1 when the run is
+// given in epochs) is out of reach for the run too. What depends on N
+// itself is checked when training starts.
+func (s *Spec) checkMitigations(m model.Config, fail func(key, format string, args ...any) error) error {
+	if dp := s.Train.DP; dp.Enabled {
+		if n := s.Data.Targets; n > 0 && dp.Delta >= 1/float64(n) {
+			return fail("train.dp.delta", "train.dp.delta = %v: must be below 1/N for N training rows, and N >= data.targets = %d (1/N <= %v); a δ that large lets a mechanism publish a row outright", dp.Delta, n, 1/float64(n))
+		}
+		q := dp.SampleRate
+		if q == 0 && s.Data.Targets > 0 {
+			q = min(1, float64(s.Train.BatchSize)/float64(s.Data.Targets))
+		}
+		if dp.TargetEpsilon > 0 && q > 0 {
+			steps := int64(max(s.Train.Steps, 1))
+			if _, err := dpaccount.NoiseFor(dp.TargetEpsilon, q, steps, dp.Delta); errors.Is(err, dpaccount.ErrUnreachable) {
+				return fail("train.dp.target_epsilon", "train.dp.target_epsilon = %v: no noise multiplier up to %g reaches it at train.dp.delta = %v (the accountant's orders, Opacus's, stop at 63, which bounds ε from below); raise it or δ", dp.TargetEpsilon, dpaccount.MaxNoise, dp.Delta)
+			} else if err != nil {
+				return fail("train.dp.target_epsilon", "train.dp.target_epsilon = %v: %v", dp.TargetEpsilon, err)
+			}
+		}
+	}
+	if lo := s.Train.LoRA; lo.Enabled {
+		if _, err := model.LoRASites(m, lo.Targets, lo.Rank); err != nil {
+			key := "train.lora.targets"
+			if strings.HasPrefix(err.Error(), "train.lora.rank") {
+				key = "train.lora.rank"
+			}
+			return fail(key, "%v", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package experiments
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
+)
+
+// TestMitigationChecks: memo config refuses each value of [train.dp] and
+// [train.lora] that cannot work (issue 40's bad-input list) with one line
+// naming the key, and accepts settings that can.
+func TestMitigationChecks(t *testing.T) {
+	const data = "[data]\ntargets = 100\n"
+	for _, c := range []struct{ name, doc, want string }{
+		{"negative noise", "[train.dp]\nenabled = true\nnoise_multiplier = -1\n", "train.dp.noise_multiplier = -1: must be >= 0"},
+		{"zero clipping norm", "[train.dp]\nenabled = true\nnoise_multiplier = 1\nmax_grad_norm = 0\n", "train.dp.max_grad_norm = 0: must be > 0"},
+		{"negative clipping norm", "[train.dp]\nenabled = true\nmax_grad_norm = -1\n", "train.dp.max_grad_norm = -1: must be >= 0"},
+		{"q above one", "[train.dp]\nenabled = true\nsample_rate = 1.5\n", "train.dp.sample_rate = 1.5: must be in [0, 1]"},
+		{"q negative", "[train.dp]\nenabled = true\nsample_rate = -0.1\n", "train.dp.sample_rate = -0.1: must be in [0, 1]"},
+		{"delta one", "[train.dp]\nenabled = true\ndelta = 1\n", "train.dp.delta = 1: must be in (0, 1)"},
+		{"delta at least 1/N", data + "[train.dp]\nenabled = true\nnoise_multiplier = 1\ndelta = 0.01\n", "train.dp.delta = 0.01: must be below 1/N"},
+		{"unreachable target", data + "[train.dp]\nenabled = true\ntarget_epsilon = 0.05\n", "train.dp.target_epsilon = 0.05: no noise multiplier"},
+		{"noise and target", "[train.dp]\nenabled = true\nnoise_multiplier = 1\ntarget_epsilon = 8\n", "give one"},
+		{"shuffle sampling", "[train.dp]\nenabled = true\nsampling = \"shuffle\"\n", `train.dp.sampling = "shuffle"`},
+		{"target llama lacks", "[train.lora]\nenabled = true\ntargets = [\"c_attn\"]\n", `"c_attn": model.arch llama has no such linear layer; it has down_proj, gate_proj, k_proj, o_proj, q_proj, up_proj, v_proj`},
+		{"target gpt2 lacks", "[model]\narch = \"gpt2\"\n[train.lora]\nenabled = true\ntargets = [\"q_proj\"]\n", `"q_proj": model.arch gpt2 has no such linear layer; it has c_attn, c_fc, c_proj`},
+		{"rank above a side", "[train.lora]\nenabled = true\nrank = 100000\n", "train.lora.rank = 100000: larger than"},
+		{"rank 0", "[train.lora]\nenabled = true\nrank = 0\n", "train.lora.rank = 0: must be >= 1"},
+		{"dropout 1", "[train.lora]\nenabled = true\ndropout = 1\n", "train.lora.dropout = 1: must be in [0, 1)"},
+		{"dropout 0.1", "[train.lora]\nenabled = true\ndropout = 0.1\n", "train.lora.dropout = 0.1: must be 0 for now"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v; want one line containing %q", err, c.want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("err %T is not a ConfigError (exit 2)", err)
+			}
+		})
+	}
+	for _, ok := range []string{
+		data + "[train.dp]\nenabled = true\nnoise_multiplier = 1.1\ndelta = 1e-5\n",
+		data + "[train.dp]\nenabled = true\ntarget_epsilon = 8\n",
+		"[model]\narch = \"gpt2\"\n[train.lora]\nenabled = true\nrank = 4\ntargets = [\"c_attn\", \"c_proj\"]\n",
+		"[train.lora]\nenabled = true\n",
+	} {
+		if _, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
+
+// TestMitigationsOffLeaveConfigAlone: with DP and LoRA off (the default)
+// a run's config.toml has neither table, so every spec written before
+// them keeps its hash; on, the table is there.
+func TestMitigationsOffLeaveConfigAlone(t *testing.T) {
+	off, err := ParseBytes("x.toml", []byte("name = \"x\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := off.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, "train.dp") || strings.Contains(s, "train.lora") || strings.Contains(s, "noise_multiplier") {
+		t.Errorf("config.toml with DP and LoRA off names them:\n%s", s)
+	}
+	on, err := ParseBytes("x.toml", []byte("name = \"x\"\n[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = on.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "\n[train.dp]\n") || !strings.Contains(s, "\n[train.lora]\n") {
+		t.Errorf("config.toml with DP and LoRA on lacks their tables:\n%s", s)
+	}
+	h1, _ := off.Hash()
+	h2, _ := on.Hash()
+	if h1 == h2 {
+		t.Error("turning DP and LoRA on does not change the hash")
+	}
+}
+
+// TestMitigationsNotWiredRefused: until the training loop applies them,
+// memo run refuses DP-SGD and LoRA as bad input rather than train without.
+func TestMitigationsNotWiredRefused(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "DP-SGD is not yet wired into the training loop"},
+		{"[train.lora]\nenabled = true\n", "LoRA is not yet wired into the training loop"},
+	} {
+		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(t.Context(), s, t.TempDir(), Options{Stages: Stages})
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Run: %v; want bad input containing %q", err, c.want)
+		}
+	}
+}
