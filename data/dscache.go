@@ -36,9 +36,11 @@ var datasetFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json", "rep
 // Cache layout names.
 const (
 	datasetsDir = "datasets"
-	locksDir    = ".locks"
-	tmpPrefix   = ".tmp-"
-	entryFile   = "entry.json"
+	// tokenizersDir holds trained tokenizers (trainedTokenizerRE names them).
+	tokenizersDir = "tokenizers"
+	locksDir      = ".locks"
+	tmpPrefix     = ".tmp-"
+	entryFile     = "entry.json"
 	// CacheLinkFile is written into a run's data/ directory: which cache
 	// entry its files came from and how.
 	CacheLinkFile = "cache.json"
@@ -169,6 +171,10 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 	entry := filepath.Join(root, key)
 	old, _ := filepath.Glob(filepath.Join(root, tmpPrefix+key+"-*"))
 	for _, o := range old {
+		if why := foreignEntry(o, ""); why != "" {
+			slog.Info("data: not a builder's temporary directory, left alone", "dir", o, "why", why)
+			continue
+		}
 		slog.Info("data: removing a dead builder's temporary directory", "dir", o)
 		_ = os.RemoveAll(o)
 	}

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runlock"
 )
 
@@ -28,6 +30,9 @@ type CacheEntry struct {
 	Documents int       `json:"documents"` // in every split
 	Temporary bool      `json:"temporary"` // a build in progress, or a dead builder's leftover
 	Problem   string    `json:"problem,omitempty"`
+	// Foreign says why the directory is no entry memo made (gc never
+	// removes it); "" for memo's own.
+	Foreign string `json:"foreign,omitempty"`
 }
 
 // ListCache lists the dataset cache of cache (a CacheDir), by creation time.
@@ -50,12 +55,14 @@ func ListCache(cache string) ([]CacheEntry, error) {
 		if isTempName(d.Name()) {
 			ce.Temporary = true
 			ce.Key = keyOfTemp(d.Name())
+			ce.Foreign = foreignEntry(dir, "")
 			if fi, err := d.Info(); err == nil {
 				ce.Created = fi.ModTime()
 			}
 			out = append(out, ce)
 			continue
 		}
+		ce.Foreign = foreignEntry(dir, d.Name())
 		if err := checkEntry(dir); err != nil {
 			ce.Problem = err.Error()
 		}
@@ -76,6 +83,75 @@ func ListCache(cache string) ([]CacheEntry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
+}
+
+// foreignEntry says why dir is no dataset-cache entry memo made, "" when
+// it is one: it holds only regular files memo writes there (a built
+// dataset's files, entry.json, and atomicfile's temporaries of them), and,
+// for a complete entry (key not ""), its entry.json names key — the
+// marker the builder writes last. A user's folder, a run directory, a
+// link or anything else gc would otherwise take for a damaged entry is
+// left alone.
+func foreignEntry(dir, key string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	for _, d := range ents {
+		if !d.Type().IsRegular() {
+			return d.Name() + " is not a regular file"
+		}
+		if !ownEntryFile(d.Name()) {
+			return "it holds " + d.Name() + ", which memo does not write there"
+		}
+	}
+	if key == "" {
+		return "" // a build in progress or a dead builder's: no entry.json yet
+	}
+	e, err := ReadEntry(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "it has no " + entryFile
+	case err != nil:
+		return entryFile + " is not memo's"
+	case e.Key != key:
+		return fmt.Sprintf("its %s names key %q", entryFile, e.Key)
+	}
+	return ""
+}
+
+// ownEntryFile reports whether name is a file the cache's builder writes
+// into an entry.
+func ownEntryFile(name string) bool {
+	for _, f := range append([]string{entryFile}, datasetFiles...) {
+		if name == f || atomicfile.IsTemp(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// trainedTokenizerRE is the name tokenizerPath gives a trained tokenizer
+// in the cache's tokenizers/ (bpe<vocab>-<20 hex digits>.json).
+var trainedTokenizerRE = regexp.MustCompile(`^bpe[0-9]+-[0-9a-f]{20}\.json$`)
+
+// TrainedTokenizers are the trained tokenizers memo cached under cache:
+// regular files named as it names them; anything else there is not memo's.
+func TrainedTokenizers(cache string) []CacheEntry {
+	dir := filepath.Join(cache, tokenizersDir)
+	ents, _ := os.ReadDir(dir)
+	var out []CacheEntry
+	for _, d := range ents {
+		if !d.Type().IsRegular() || !trainedTokenizerRE.MatchString(d.Name()) {
+			continue
+		}
+		ce := CacheEntry{Key: d.Name(), Dir: filepath.Join(dir, d.Name())}
+		if fi, err := d.Info(); err == nil {
+			ce.Bytes, ce.Created = fi.Size(), fi.ModTime()
+		}
+		out = append(out, ce)
+	}
+	return out
 }
 
 // keyOfTemp is the key a temporary directory's name carries
@@ -133,6 +209,10 @@ func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 	root := filepath.Join(cache, datasetsDir)
 	var removed []CacheEntry
 	for _, e := range ents {
+		if e.Foreign != "" {
+			slog.Info("data gc: not an entry memo made, left alone", "dir", e.Dir, "why", e.Foreign)
+			continue
+		}
 		if !(e.Temporary || e.Problem != "" || opt.All || (opt.Unused && e.Runs <= 0)) {
 			continue
 		}
@@ -165,12 +245,14 @@ func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 		}
 		removed = append(removed, e)
 	}
-	if opt.All && !opt.DryRun {
-		toks, _ := filepath.Glob(filepath.Join(cache, "tokenizers", "bpe*.json"))
-		for _, f := range toks {
-			if err := os.Remove(f); err != nil {
-				return removed, fmt.Errorf("dataset cache: %w", err)
+	if opt.All {
+		for _, tok := range TrainedTokenizers(cache) {
+			if !opt.DryRun {
+				if err := os.Remove(tok.Dir); err != nil {
+					return removed, fmt.Errorf("dataset cache: %w", err)
+				}
 			}
+			removed = append(removed, tok)
 		}
 	}
 	return removed, nil

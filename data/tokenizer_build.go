@@ -59,7 +59,7 @@ func buildTokenizer(cfg Config, cache string, read func(emit func(rawDoc)) error
 	if docs == 0 {
 		return nil, false, 0, errNoDocuments
 	}
-	path := filepath.Join(cache, "tokenizers", fmt.Sprintf("bpe%d-%s.json", spec.Vocab, hex.EncodeToString(h.Sum(nil))[:20]))
+	path := filepath.Join(cache, tokenizersDir, fmt.Sprintf("bpe%d-%s.json", spec.Vocab, hex.EncodeToString(h.Sum(nil))[:20]))
 	if raw, err := os.ReadFile(path); err == nil {
 		if t, err := parseTokenizerJSON(raw); err == nil && t.lib.ByteLevel() && t.VocabSize() == spec.Vocab {
 			slog.Info("data: tokenizer from cache", "path", path)

@@ -166,6 +166,10 @@ type indexPoint struct {
 	Reuses string `json:"reuses_training_of,omitempty"`
 }
 
+// SweepIndexFile is the sweep's index of grid points, in its directory;
+// it also marks the directory as a sweep's.
+const SweepIndexFile = "sweep.json"
+
 // SweepDir is where a sweep's runs, specs, logs and report go.
 func (s *Spec) SweepDir(runsRoot string) string { return filepath.Join(runsRoot, s.Name) }
 
@@ -177,26 +181,34 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 		return "", nil, err
 	}
 	dir := s.SweepDir(runsRoot)
-	for _, d := range []string{filepath.Join(dir, "specs"), filepath.Join(dir, "logs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", nil, err
-		}
-	}
 	idx := sweepIndex{Name: s.Name, Spec: s.file}
 	idx.Axes = s.sweepColumns()
 	for _, p := range pts {
 		spec := filepath.Join("specs", p.Name+".toml")
-		if err := atomicfile.WriteFile(filepath.Join(dir, spec), p.Doc); err != nil {
-			return "", nil, err
-		}
 		idx.Points = append(idx.Points, indexPoint{Name: p.Name, Dir: p.Name, Spec: spec, Values: p.Values, Reuses: p.Reuses})
 	}
 	b, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {
 		return "", nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "sweep.json"), append(b, '\n')); err != nil {
+	// sweep.json first: it marks the directory as this sweep's (memo sweep
+	// writes only into a new directory or one that holds it), so a prepare
+	// cut short is taken up again by the same command.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, SweepIndexFile), append(b, '\n')); err != nil {
+		return "", nil, err
+	}
+	for _, d := range []string{filepath.Join(dir, "specs"), filepath.Join(dir, "logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", nil, err
+		}
+	}
+	for _, p := range pts {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "specs", p.Name+".toml"), p.Doc); err != nil {
+			return "", nil, err
+		}
 	}
 	return dir, pts, nil
 }

@@ -24,6 +24,14 @@ func Run(runDir string, cfg Config, read SpecReader) error {
 	return err
 }
 
+// The report's places in a sweep or run directory: memo report writes
+// only into a report/ that is new or holds its table.md (cmd/memo checks).
+const (
+	ReportDir  = "report"
+	FiguresDir = "figures"
+	TableFile  = "table.md"
+)
+
 // Report writes the comparison table (table.md, table.csv, table.tex) and the
 // figures of a sweep directory, or of a single run directory, into dir/report.
 // Sweep points that have not finished are left out and logged. read reads
@@ -39,7 +47,7 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	for _, m := range missing {
 		slog.Warn("report: run has no scores.parquet and summary.json yet, left out", "run", m)
 	}
-	out := filepath.Join(dir, "report")
+	out := filepath.Join(dir, ReportDir)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -58,7 +66,7 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	if _, err := writeCalibratedTables(out, runs); err != nil {
 		return err
 	}
-	_, err = drawAll(cfg, runs, axes, filepath.Join(out, "figures"))
+	_, err = drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir))
 	return err
 }
 

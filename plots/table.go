@@ -198,7 +198,7 @@ func writeLaTeX(out io.Writer, axes []string, rows []row) error {
 // writeTables writes table.md, table.csv and table.tex into dir.
 func writeTables(dir string, axes []string, rows []row) ([]string, error) {
 	return writeFiles(dir,
-		namedWriter{"table.md", func(w io.Writer) error { return writeMarkdown(w, axes, rows) }},
+		namedWriter{TableFile, func(w io.Writer) error { return writeMarkdown(w, axes, rows) }},
 		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
 		namedWriter{"table.tex", func(w io.Writer) error { return writeLaTeX(w, axes, rows) }})
 }

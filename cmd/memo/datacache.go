@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -33,6 +32,8 @@ func runDataLs(c *cli.Context) error {
 		switch {
 		case e.Temporary:
 			fmt.Fprintf(stdout, "%-24s %10s %4s %9s  %-20s building, or left by a builder that died (%s)\n", e.Key, mib(e.Bytes), "-", "-", created, e.Dir)
+		case e.Foreign != "":
+			fmt.Fprintf(stdout, "%-24s %10s %4s %9s  %-20s not memo's, left alone: %s (%s)\n", e.Key, mib(e.Bytes), "-", "-", "-", e.Foreign, e.Dir)
 		case e.Problem != "":
 			fmt.Fprintf(stdout, "%-24s %10s %4d %9s  %-20s damaged: %s\n", e.Key, mib(e.Bytes), e.Runs, "-", created, e.Problem)
 		default:
@@ -46,14 +47,12 @@ func runDataLs(c *cli.Context) error {
 // printTokenizers ends data ls with the trained BPE tokenizers cached
 // beside the datasets (gc --all removes them).
 func printTokenizers(cache string) {
-	files, _ := filepath.Glob(filepath.Join(cache, "tokenizers", "bpe*.json"))
 	var total int64
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			total += fi.Size()
-		}
+	toks := data.TrainedTokenizers(cache)
+	for _, tok := range toks {
+		total += tok.Bytes
 	}
-	fmt.Fprintf(stdout, "trained tokenizers: %d files, %s in %s\n", len(files), mib(total), filepath.Join(cache, "tokenizers"))
+	fmt.Fprintf(stdout, "trained tokenizers: %d files, %s in %s\n", len(toks), mib(total), filepath.Join(cache, "tokenizers"))
 }
 
 func runDataGC(c *cli.Context) error {

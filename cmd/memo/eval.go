@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
 )
@@ -73,6 +75,13 @@ func evalAction(c *cli.Context) error {
 	}
 	if err := eval.CheckOut(scores, summary, comps, cfg, run.EvalStage()); err != nil {
 		return err
+	}
+	// Beside a checkpoint go only NAME.scores.parquet of completions there;
+	// --out's fixed names never go into a place memo made for something else.
+	if out := c.String("out"); out != "" {
+		if where := outguard.Inside(out, data.ResolveCacheDir("")); where != "" {
+			return usageError("eval: --out %s is in %s; results never go there: name a directory elsewhere", out, where)
+		}
 	}
 	sum, err := eval.RunFiles(cfg, comps, trained, scores, summary)
 	if err != nil {

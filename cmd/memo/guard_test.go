@@ -150,3 +150,80 @@ func TestValuesRefusedByConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectoriesMemoMade (issue 43, case 1, the rest): eval --out into
+// another run or a place memo made for something else, a sweep onto a
+// name that is a single run or a user's folder, a report through a
+// symlinked report/ or figures/ or into a folder it did not make: one
+// line, exit 2, every file (and every link's target) byte-identical. A
+// sweep's own directory and a report's own report/ are written again.
+func TestDirectoriesMemoMade(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	elsewhere := t.TempDir() // the links' targets, hashed too
+	writeTestFile(t, filepath.Join(elsewhere, "target", "keep.txt"), "the user's own\n")
+	for _, d := range []string{"other", "linked", "figlinked", "userreport"} {
+		if out, err := exec.Command("cp", "-a", filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", d)).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	link := func(to, at string) {
+		t.Helper()
+		if err := os.RemoveAll(filepath.Join(dir, at)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, filepath.Join(dir, at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(filepath.Join(elsewhere, "target"), "runs/linked/report")
+	writeTestFile(t, filepath.Join(dir, "runs/figlinked/report/table.md"), "| an old report |\n")
+	link(filepath.Join(elsewhere, "target"), "runs/figlinked/report/figures")
+	if err := os.RemoveAll(filepath.Join(dir, "runs/userreport/report")); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "runs/userreport/report/notes.md"), "the user's own\n")
+	link(filepath.Join(dir, "runs/tiny/checkpoints"), "checkpoints-link")
+	writeTestFile(t, filepath.Join(dir, "mine/notes.txt"), "the user's own\n")
+	sweep := strings.Replace(evalRunSpec, `name = "tiny"`, `name = "NAME"`, 1) + "\n[sweep]\n\"goldfish.k\" = [2, 4]\n"
+	for _, name := range []string{"tiny", "mine", "fresh"} {
+		writeTestFile(t, filepath.Join(dir, name+"-sweep.toml"), strings.Replace(sweep, "NAME", name, 1))
+	}
+	before, beforeElsewhere := treeSums(t, dir), treeSums(t, elsewhere)
+	memo := memoIn(t, exe, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"eval into another run", []string{"eval", "--out", "runs/other", "runs/tiny"}, "is the run's own summary"},
+		{"eval into checkpoints/", []string{"eval", "--out", "runs/tiny/checkpoints", "runs/tiny"}, "is in a run's checkpoints/"},
+		{"eval into a checkpoint", []string{"eval", "--out", "runs/other/checkpoints/step-000006", "runs/tiny"}, "is a checkpoint directory"},
+		{"eval into checkpoints/ through a link", []string{"eval", "--out", "checkpoints-link/new", "runs/tiny"}, "is in a run's checkpoints/"},
+		{"eval into the cache", []string{"eval", "--out", "cache/datasets", "runs/tiny"}, "is in the cache's datasets/"},
+		{"sweep onto a single run", []string{"sweep", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
+		{"sweep --slurm onto a single run", []string{"sweep", "--slurm", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
+		{"sweep onto a user's folder", []string{"sweep", "--runs", ".", "mine-sweep.toml"}, "holds no sweep.json"},
+		{"report through a linked report/", []string{"report", "runs/linked"}, "report is a symlink"},
+		{"report through a linked figures/", []string{"report", "runs/figlinked"}, "figures is a symlink"},
+		{"report into a user's report/", []string{"report", "runs/userreport"}, "holds no table.md"},
+		{"report into a checkpoint", []string{"report", "runs/tiny/checkpoints/step-000006"}, "is in a checkpoint directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantOneLine(t, memo(tc.args...), tc.want)
+			sameTree(t, dir, before)
+			sameTree(t, elsewhere, beforeElsewhere)
+		})
+	}
+
+	// What the guard lets through, twice each: a sweep's own directory, a
+	// report's own report/.
+	for range 2 {
+		if r := memo("sweep", "--slurm", "--runs", "runs", "fresh-sweep.toml"); r.code != 0 {
+			t.Fatalf("sweep --slurm onto a new name: exit %d, %s", r.code, r.stderr)
+		}
+		if r := memo("report", "runs/tiny"); r.code != 0 {
+			t.Fatalf("report runs/tiny: exit %d, %s", r.code, r.stderr)
+		}
+	}
+}

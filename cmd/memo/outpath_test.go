@@ -64,14 +64,23 @@ func treeSums(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	sums := map[string]string{}
 	for _, f := range treeFiles(t, dir) {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
+		// A link is its target's name (where it points must not change).
+		b, err := os.Readlink(filepath.Join(dir, f))
+		if err == nil {
+			b = "link to " + b
+		} else if b, err = readString(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
-		h := sha256.Sum256(b)
+		h := sha256.Sum256([]byte(b))
 		sums[f] = hex.EncodeToString(h[:])
 	}
 	return sums
+}
+
+// readString is the file at path as a string.
+func readString(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
 }
 
 // sameTree fails the test where a file under dir changed, appeared or went.

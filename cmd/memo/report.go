@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
 )
@@ -32,6 +34,9 @@ func reportCommand() *cli.Command {
 			dir := c.Args().First()
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError("report: %s is not a directory", dir)
+			}
+			if err := checkReportDir(dir); err != nil {
+				return err
 			}
 			cfg, err := reportConfig(dir)
 			if err != nil {
@@ -98,4 +103,20 @@ func dirsOf(paths []string) []string {
 		out[i] = filepath.Dir(p)
 	}
 	return out
+}
+
+// checkReportDir keeps the report's writes in DIR/report/ and its
+// figures/: no link there leads them elsewhere, and an existing report/
+// is one memo report made (it holds table.md).
+func checkReportDir(dir string) error {
+	out := filepath.Join(dir, plots.ReportDir)
+	for _, d := range []struct {
+		path    string
+		markers []string
+	}{{out, []string{plots.TableFile}}, {filepath.Join(out, plots.FiguresDir), nil}} {
+		if why := outguard.Claim(d.path, d.markers, data.ResolveCacheDir("")); why != "" {
+			return usageError("report: %s %s: remove it, or copy the runs elsewhere to report them", d.path, why)
+		}
+	}
+	return nil
 }

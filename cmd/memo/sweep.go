@@ -15,6 +15,7 @@ import (
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
 )
@@ -72,6 +73,12 @@ func sweepCommand() *cli.Command {
 			}
 			if err := checkRunsRoot(c, spec); err != nil {
 				return err
+			}
+			// The sweep writes specs/, logs/, report/ and slurm.sh into its
+			// directory: only a new one or one an earlier sweep made.
+			if dir := spec.SweepDir(c.String("runs")); outguard.Claim(dir, []string{experiments.SweepIndexFile}) != "" {
+				return usageError("sweep: %s %s; a sweep writes only into a new directory or its own: rename the sweep (name = ...) or give --runs DIR",
+					dir, outguard.Claim(dir, []string{experiments.SweepIndexFile}))
 			}
 			if !c.Bool("slurm") {
 				// A Slurm script runs elsewhere: its nodes' GPUs are not ours.

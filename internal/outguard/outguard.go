@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/internal/badinput"
 )
@@ -133,4 +134,46 @@ func Resolve(path string) string {
 		}
 		rest = append([]string{filepath.Base(d)}, rest...)
 	}
+}
+
+// Claim says why a command may not write into dir, a directory it makes
+// for one purpose and marks with one of markers (files it writes there:
+// a sweep's sweep.json, a report's table.md); "" when it may. Dir may be
+// written into only when it is new (absent, or an empty directory) or
+// holds a marker, so a name that is already something else (a single
+// run's directory for a sweep, a user's folder) is refused. Dir itself
+// may not be a symlink: a link would lead the writes wherever it points,
+// out of the tree whose files the command owns. Without markers any
+// existing directory that is no link will do. The places Inside knows
+// are refused first.
+func Claim(dir string, markers []string, caches ...string) string {
+	if where := Inside(dir, caches...); where != "" {
+		return "is in " + where
+	}
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return err.Error()
+	case st.Mode()&fs.ModeSymlink != 0:
+		return "is a symlink; memo writes only into a directory it made there"
+	case !st.IsDir():
+		return "is a file, not a directory"
+	}
+	if len(markers) == 0 {
+		return ""
+	}
+	for _, m := range markers {
+		if Exists(filepath.Join(dir, m)) {
+			return ""
+		}
+	}
+	if IsRunDir(dir) {
+		return "is a run's directory (it holds " + runConfig + ")"
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) == 0 {
+		return ""
+	}
+	return "exists and memo did not make it for this (it holds no " + strings.Join(markers, " or ") + ")"
 }

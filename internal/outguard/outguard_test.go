@@ -45,3 +45,49 @@ func TestInside(t *testing.T) {
 		}
 	}
 }
+
+// TestClaim: a directory memo makes for one purpose is written into when
+// new, empty or marked; never when it is a link, a file, a run or a
+// user's folder, nor inside a place Inside knows.
+func TestClaim(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"sweep/sweep.json", "run/config.toml", "user/notes.txt", "file",
+		"runs/r/config.toml", "runs/r/checkpoints/step-000001/state.json"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "sweep"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	marked := []string{"sweep.json"}
+	for _, tc := range []struct {
+		dir     string
+		markers []string
+		want    string
+	}{
+		{"new", marked, ""},
+		{"empty", marked, ""},
+		{"sweep", marked, ""},
+		{"user", nil, ""},
+		{"link", marked, "is a symlink"},
+		{"link", nil, "is a symlink"},
+		{"file", marked, "is a file"},
+		{"run", marked, "is a run's directory"},
+		{"user", marked, "holds no sweep.json"},
+		{"runs/r/checkpoints/new", nil, "is in a run's checkpoints/"},
+		{"runs/r/checkpoints/step-000001", marked, "is in a checkpoint directory"},
+	} {
+		got := Claim(filepath.Join(root, tc.dir), tc.markers)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("Claim(%s, %v) = %q; want %q", tc.dir, tc.markers, got, tc.want)
+		}
+	}
+}
