@@ -51,15 +51,20 @@ func TestValuesThatCannotWork(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
-			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("err = %v; want one line containing %q", err, c.want)
-			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Errorf("err %T is not a ConfigError", err)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { wantRefused(t, c.doc, c.want) })
+	}
+}
+
+// wantRefused parses a spec of name x and doc and wants it refused by
+// one ConfigError line (exit 2) containing want.
+func wantRefused(t *testing.T, doc, want string) {
+	t.Helper()
+	_, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+doc))
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v; want one line containing %q", err, want)
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Errorf("err %T is not a ConfigError", err)
 	}
 }

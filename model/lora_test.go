@@ -79,10 +79,11 @@ func TestLoRA(t *testing.T) {
 				t.Fatalf("%d adapted layers, want %d", n, fam.sites*c.Layers)
 			}
 
-			// Before the first step B = 0: the adapted model is the base, bit for bit.
+			// Before the first step B = 0: the adapted model is the base. W + 0
+			// is W, but in a new tensor whose alignment may pick another BLAS
+			// kernel, so the last bits may differ.
 			out := l.Forward(ids)
-			if got := out.Float64Values(); !slices.Equal(got, want) {
-				d, _ := loraMaxDiff(got, want)
+			if d, scale := loraMaxDiff(out.Float64Values(), want); d > 1e-6*math.Max(1, scale) {
 				t.Errorf("logits with B = 0 differ from the base model's by %g", d)
 			}
 			out.MustDrop()

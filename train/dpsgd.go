@@ -92,9 +92,10 @@ type DPStats struct {
 // row i's goldfish loss: its cross-entropy averaged over its kept targets
 // (a row with none contributes nothing). The per-row gradients come from
 // micro-batches of one row, a forward and backward pass each (gotch has
-// no vmap). clip = +Inf clips nothing; sigma = 0 adds no noise, and then
-// the sum is bit for bit the gradient that backward accumulates over the
-// same rows one at a time. The noise is drawn in Go from (seed, step), so
+// no vmap). clip = +Inf clips nothing (the factor is exactly 1); sigma = 0
+// adds no noise, and then the sum is the gradient that backward
+// accumulates over the same rows one at a time (to the last bits libtorch's
+// CPU backward itself varies by from pass to pass). The noise is drawn in Go from (seed, step), so
 // it is the same on every device and after a resume.
 //
 // It returns one tensor per parameter (same shape, float32, on the

@@ -101,6 +101,16 @@ func flat(xs []*ts.Tensor) []float64 {
 	return out
 }
 
+// relDiff is ‖got − want‖₂ / ‖want‖₂.
+func relDiff(got, want []float64) float64 {
+	var diff, norm float64
+	for j := range want {
+		diff += (got[j] - want[j]) * (got[j] - want[j])
+		norm += want[j] * want[j]
+	}
+	return math.Sqrt(diff / norm)
+}
+
 func drop(xs []*ts.Tensor) {
 	for _, x := range xs {
 		x.MustDrop()
@@ -150,13 +160,7 @@ func TestClippedSumMatchesPerRowReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer drop(sum)
-	got := flat(sum)
-	var diff, norm float64
-	for j := range want {
-		diff += (got[j] - want[j]) * (got[j] - want[j])
-		norm += want[j] * want[j]
-	}
-	if rel := math.Sqrt(diff / norm); !(rel <= 1e-6) {
+	if rel := relDiff(flat(sum), want); !(rel <= 1e-6) {
 		t.Errorf("clipped sum differs from the per-row reference by %.3g relative, want <= 1e-6", rel)
 	}
 	if st.Rows != 5 || st.Clipped != 3 {
@@ -172,8 +176,12 @@ func TestClippedSumMatchesPerRowReference(t *testing.T) {
 }
 
 // TestUnclippedNoiselessIsAccumulatedGradient: with C = ∞ and σ = 0 the sum
-// is bit for bit the gradient backward accumulates over the same rows run
-// one at a time, the plain gradient of Σ_i L_i.
+// is the gradient backward accumulates over the same rows run one at a
+// time, the plain gradient of Σ_i L_i: to 1e-6 relative, and almost always
+// bit for bit. Not always: libtorch's CPU backward of the same row, run
+// twice in one process, differed in the last bits in about one process of
+// ten here (suspected: a buffer's alignment picking another kernel), so
+// "bit for bit" holds only against a reference that shares those passes.
 func TestUnclippedNoiselessIsAccumulatedGradient(t *testing.T) {
 	g, rows, block := dpFixture(t)
 	params := g.Params()
@@ -194,11 +202,8 @@ func TestUnclippedNoiselessIsAccumulatedGradient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer drop(sum)
-	got := flat(sum)
-	for j := range want {
-		if got[j] != want[j] {
-			t.Fatalf("element %d: %v, accumulated gradient %v (want bit for bit)", j, got[j], want[j])
-		}
+	if rel := relDiff(flat(sum), want); !(rel <= 1e-6) {
+		t.Errorf("unclipped, noiseless sum differs from the accumulated gradient by %.3g relative, want <= 1e-6", rel)
 	}
 }
 
@@ -222,12 +227,22 @@ func TestNoiseScaleAndDeterminism(t *testing.T) {
 		defer drop(s)
 		return flat(s)
 	}
-	a, b, c := noised(4), noised(4), noised(5)
+	a := noised(4)
 	base := flat(clean)
-	if !slices.Equal(a, b) {
+	// The draws themselves, apart from the gradients (whose last bits
+	// libtorch's backward may vary): a function of (seed, step).
+	draw := func(step int64) []float64 {
+		z := []*ts.Tensor{ts.MustZeros([]int64{1000}, gotch.Float, gotch.CPU)}
+		defer drop(z)
+		if err := addNoise(z, sigma*clip, stepRNG(9, step, dpStreamNoise), gotch.CPU); err != nil {
+			t.Fatal(err)
+		}
+		return flat(z)
+	}
+	if !slices.Equal(draw(4), draw(4)) {
 		t.Error("the same seed and step drew different noise")
 	}
-	if slices.Equal(a, c) {
+	if slices.Equal(draw(4), draw(5)) {
 		t.Error("steps 4 and 5 drew the same noise")
 	}
 	var mean, sq float64
