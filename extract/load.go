@@ -33,10 +33,20 @@ func loadModel(path, device, precision string) (*model.GPT, string, error) {
 	return g, ckpt, nil
 }
 
-// sameTokenizer checks, when the reference checkpoint sits in a run
-// directory with a dataset, that its tokenizer.json is byte for byte ours:
-// losses under different tokenizers are not comparable.
+// sameTokenizer checks, for a reference model, what SameTokenizer does.
 func sameTokenizer(ds *data.Dataset, ckpt string) error {
+	if err := SameTokenizer(ds, ckpt); err != nil {
+		return fmt.Errorf("%w; a reference model must share the dataset's tokenizer", err)
+	}
+	return nil
+}
+
+// SameTokenizer checks, when the checkpoint sits in a run directory with a
+// dataset (or is a Hugging Face directory with its tokenizer.json), that
+// its tokenizer.json is byte for byte the dataset's: a model scored on ids
+// of another tokenizer gives losses and completions that mean nothing.
+// A bare checkpoint passes (the vocabulary check is all there is).
+func SameTokenizer(ds *data.Dataset, ckpt string) error {
 	runDir := filepath.Dir(filepath.Dir(ckpt)) // runDir/checkpoints/step-N
 	theirsPath := filepath.Join(runDir, "data", "tokenizer.json")
 	if checkpoint.IsHFDir(ckpt) {
@@ -51,7 +61,7 @@ func sameTokenizer(ds *data.Dataset, ckpt string) error {
 		return fmt.Errorf("read tokenizer: %w", err)
 	}
 	if !bytes.Equal(ours, theirs) {
-		return fmt.Errorf("%s used a different tokenizer than %s; a reference model must share the dataset's tokenizer", runDir, ds.Dir())
+		return fmt.Errorf("%s used a different tokenizer than %s", runDir, ds.Dir())
 	}
 	return nil
 }

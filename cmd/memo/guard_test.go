@@ -163,9 +163,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 	elsewhere := t.TempDir() // the links' targets, hashed too
 	writeTestFile(t, filepath.Join(elsewhere, "target", "keep.txt"), "the user's own\n")
 	for _, d := range []string{"other", "linked", "figlinked", "userreport"} {
-		if out, err := exec.Command("cp", "-a", filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", d)).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
+		copyTree(t, filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", d))
 	}
 	link := func(to, at string) {
 		t.Helper()
@@ -225,5 +223,51 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		if r := memo("report", "runs/tiny"); r.code != 0 {
 			t.Fatalf("report runs/tiny: exit %d, %s", r.code, r.stderr)
 		}
+	}
+}
+
+// TestModelAndDataBelongTogether (issue 43, case 3): a model attacked on
+// documents of another tokenizer, and a dataset built into a run whose
+// checkpoints were trained on other data, are one line, exit 2, nothing
+// changed; the run's own [data] rebuilds its deleted data/.
+func TestModelAndDataBelongTogether(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	memo := memoIn(t, exe, dir)
+	writeTestFile(t, filepath.Join(dir, "other.toml"), strings.Replace(evalRunSpec, `tokenizer = "bpe:300"`, `tokenizer = "bpe:280"`, 1))
+	if r := memo("data", "build", "other.toml", "--out", "other"); r.code != 0 {
+		t.Fatalf("data build other.toml: exit %d, %s", r.code, r.stderr)
+	}
+	for _, run := range []string{"nodata", "rebuilt"} {
+		copyTree(t, filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", run))
+		if err := os.RemoveAll(filepath.Join(dir, "runs", run, "data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := treeSums(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"extract --data of another tokenizer", []string{"extract", "--data", "other", "runs/tiny"}, "used a different tokenizer than other/data"},
+		{"extract --model on data of another tokenizer", []string{"extract", "--model", "runs/tiny/checkpoints/step-000006", "--data", "other"}, "used a different tokenizer than other/data"},
+		{"data build of other data into a trained run", []string{"data", "build", "other.toml", "--out", "runs/nodata"}, "is a run trained on other [data] settings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantOneLine(t, memo(tc.args...), tc.want)
+			sameTree(t, dir, before)
+		})
+	}
+	if r := memo("data", "build", "tiny.toml", "--out", "runs/rebuilt"); r.code != 0 {
+		t.Errorf("data build tiny.toml into its own run whose data/ went: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// copyTree copies a directory with cp -a (links and times kept).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
 	}
 }
