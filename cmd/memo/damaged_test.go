@@ -156,6 +156,48 @@ func TestDamagedCheckpointExitCodes(t *testing.T) {
 	}
 }
 
+// TestHFZeroValuesRefused (issue 43, case 7): a Hugging Face config.json
+// value that memo would otherwise take for "unset" and replace by its
+// default (rope_theta 0 computed as 10000) is one memo: line, exit 2,
+// naming the key, from every command that loads it.
+func TestHFZeroValuesRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary")
+	}
+	exe := buildMemo(t)
+	src, _ := hfGolden(t, "llama-gqa-tied")
+	work := t.TempDir()
+	writeJSONFile(t, filepath.Join(work, "ids.json"), [][]int32{{1, 2, 3}})
+	for _, tc := range []struct {
+		key  string
+		set  func(c map[string]any)
+		want string
+	}{
+		{"rope_theta", func(c map[string]any) { c["rope_theta"] = 0 }, "config.json rope_theta = 0: must be a positive number"},
+		{"negative rope_theta", func(c map[string]any) { c["rope_theta"] = -10000 }, "config.json rope_theta = -10000: must be a positive number"},
+		{"rms_norm_eps", func(c map[string]any) { c["rms_norm_eps"] = 0 }, "config.json rms_norm_eps = 0: must be a positive number"},
+		{"rope_scaling factor", func(c map[string]any) {
+			c["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 0}
+		}, "config.json rope_scaling.factor = 0: must be a positive number"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			dir := filepath.Join(work, strings.ReplaceAll(tc.key, " ", "-"))
+			copyDir(t, src, dir)
+			var c map[string]any
+			if err := json.Unmarshal([]byte(mustRead(t, filepath.Join(dir, "config.json"))), &c); err != nil {
+				t.Fatal(err)
+			}
+			tc.set(c)
+			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
+			before := treeSums(t, work)
+			for _, cmd := range []string{"score", "generate"} {
+				wantOneLine(t, execMemo(t, exe, work, cmd, "--model", dir, "--ids-json", "ids.json"), tc.want)
+			}
+			sameTree(t, work, before)
+		})
+	}
+}
+
 // TestDatasetAndDeviceExitCodes (issue 43, case 5): a truncated docs.arrow
 // or tokens.arrow, and a device or precision this machine lacks, are one
 // memo: line and exit 2 from extract and data inspect, as from config,
