@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/memo-research/memo/internal/outguard"
 )
 
 // TestWritersOutsideTheGuard (issue 43, case 1): --cpu-profile, bench
@@ -269,5 +274,57 @@ func copyTree(t *testing.T, from, to string) {
 	t.Helper()
 	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// TestPipeSourceRefused (issue 43, case 8): a JSONL source that is a named
+// pipe, itself or in a jsonl: directory, is one memo: line, exit 2, from
+// config and data build alike, instead of a build that waits forever
+// for the pipe's second reading.
+func TestPipeSourceRefused(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"docs.jsonl", "docs/more.jsonl"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, p), 0o644); err != nil {
+			t.Skip("no named pipes here:", err)
+		}
+	}
+	writeTestFile(t, filepath.Join(dir, "docs", "a.jsonl"), `{"text": "one"}`+"\n")
+	for _, src := range []string{"docs.jsonl", "docs"} {
+		writeTestFile(t, filepath.Join(dir, src+".toml"), "name = \"p\"\n[data]\nsources = [\"jsonl:"+filepath.Join(dir, src)+"\"]\n")
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"config, a pipe", []string{"config", "docs.jsonl.toml"}, "docs.jsonl is a named pipe, device or socket"},
+		{"data build, a pipe", []string{"data", "build", "docs.jsonl.toml", "--out", "out"}, "docs.jsonl is a named pipe, device or socket"},
+		{"data build, a pipe in a directory", []string{"data", "build", "docs.toml", "--out", "out"}, "more.jsonl is a named pipe, device or socket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "MEMO_CACHE="+filepath.Join(dir, "cache"))
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			code := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("memo %s hung", strings.Join(tc.args, " "))
+			}
+			wantOneLine(t, memoResult{stderr: stderr.String(), code: code}, tc.want)
+			if outguard.Exists(filepath.Join(dir, "out")) {
+				t.Errorf("memo %s left out/", strings.Join(tc.args, " "))
+			}
+		})
 	}
 }
