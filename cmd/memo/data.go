@@ -291,6 +291,9 @@ func checkDataOut(out string, cfg data.Config) error {
 	if err := outguard.Place("data build: --out", out); err != nil {
 		return err
 	}
+	if where := outguard.Inside(out, data.ResolveCacheDir(""), data.ResolveCacheDir(cfg.CacheDir)); where != "" {
+		return usageError("data build: --out %s is in %s; a run's data never goes there: name a run DIR elsewhere", out, where)
+	}
 	report := filepath.Join(out, "data", "report.json")
 	raw, err := os.ReadFile(report)
 	if err != nil {

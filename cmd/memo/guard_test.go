@@ -65,6 +65,8 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 		{"export into data/", []string{"export", "runs/tiny", "runs/tiny/data/hf"}, "is in a run's data directory"},
 		{"export into the cache", []string{"export", "runs/tiny", "cache/datasets/hf"}, "is in the cache's datasets/"},
 		{"export into checkpoints/ through a link", []string{"export", "runs/tiny", checkpointsLink + "/hf"}, "is in a run's checkpoints/"},
+		{"data build into the cache", []string{"data", "build", "tiny.toml", "--out", "cache/datasets/mine"}, "is in the cache's datasets/"},
+		{"data build into checkpoints/ through a link", []string{"data", "build", "tiny.toml", "--out", checkpointsLink + "/mine"}, "is in a run's checkpoints/"},
 		{"runs root in data/", []string{"run", "--runs", "runs/tiny/data", "tiny.toml"}, "is in a run's data directory"},
 		{"runs root in the cache", []string{"run", "--runs", "cache/datasets", "tiny.toml"}, "is in the cache's datasets/"},
 		{"runs root in checkpoints/ through a link", []string{"run", "--runs", checkpointsLink, "tiny.toml"}, "is in a run's checkpoints/"},
@@ -192,8 +194,14 @@ func TestDirectoriesMemoMade(t *testing.T) {
 	for _, name := range []string{"tiny", "mine", "fresh"} {
 		writeTestFile(t, filepath.Join(dir, name+"-sweep.toml"), strings.Replace(sweep, "NAME", name, 1))
 	}
-	before, beforeElsewhere := treeSums(t, dir), treeSums(t, elsewhere)
+	// A sweep's directory, made by memo sweep, and a single run's spec
+	// of the same name.
 	memo := memoIn(t, exe, dir)
+	if r := memo("sweep", "--slurm", "--runs", "runs", "fresh-sweep.toml"); r.code != 0 {
+		t.Fatalf("sweep --slurm onto a new name: exit %d, %s", r.code, r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "fresh.toml"), strings.Replace(evalRunSpec, `name = "tiny"`, `name = "fresh"`, 1))
+	before, beforeElsewhere := treeSums(t, dir), treeSums(t, elsewhere)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -207,6 +215,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		{"sweep onto a single run", []string{"sweep", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep --slurm onto a single run", []string{"sweep", "--slurm", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep onto a user's folder", []string{"sweep", "--runs", ".", "mine-sweep.toml"}, "holds no sweep.json"},
+		{"run onto a sweep's directory", []string{"run", "--runs", "runs", "fresh.toml"}, "is a sweep's directory (it holds sweep.json)"},
 		{"report through a linked report/", []string{"report", "runs/linked"}, "report is a symlink"},
 		{"report through a linked figures/", []string{"report", "runs/figlinked"}, "figures is a symlink"},
 		{"report into a user's report/", []string{"report", "runs/userreport"}, "holds no table.md"},
@@ -219,7 +228,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		})
 	}
 
-	// What the guard lets through, twice each: a sweep's own directory, a
+	// What the guard lets through, again: a sweep's own directory, a
 	// report's own report/.
 	for range 2 {
 		if r := memo("sweep", "--slurm", "--runs", "runs", "fresh-sweep.toml"); r.code != 0 {
