@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
@@ -114,20 +115,22 @@ func openDir(dir string) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open dataset %s: %w (build it with `memo data build`)", dir, err)
 	}
+	// A damaged or changed dataset file is bad input (exit 2) from every
+	// command that opens it: the user's run directory, not the machine.
 	d := &Dataset{dir: dir}
 	if err := json.Unmarshal(raw, &d.report); err != nil {
-		return nil, fmt.Errorf("open dataset: %s: %w", rp, err)
+		return nil, badinput.Errorf("open dataset: %s: %w", rp, err)
 	}
 	for _, f := range []struct {
 		name   string
 		schema *arrow.Schema
 	}{{"docs.arrow", runfiles.DocsSchema}, {"tokens.arrow", runfiles.TokensSchema}} {
 		if err := checkArrow(filepath.Join(dir, f.name), f.schema); err != nil {
-			return nil, fmt.Errorf("open dataset: %w", err)
+			return nil, badinput.Errorf("open dataset: %w", err)
 		}
 	}
 	if err := verifyFiles(dir, d.report.Files); err != nil {
-		return nil, fmt.Errorf("open dataset: %w", err)
+		return nil, badinput.Errorf("open dataset: %w", err)
 	}
 	return d, nil
 }

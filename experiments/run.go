@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
@@ -104,6 +106,13 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	hash, err := spec.Hash()
 	if err != nil {
 		return dir, err
+	}
+	// A sweep's directory (memo sweep's marker, and no run's config.toml)
+	// is no run's: a run there would mix its files with the grid's.
+	if _, err := os.Stat(filepath.Join(dir, SweepIndexFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, RunConfig)); errors.Is(err, fs.ErrNotExist) {
+			return dir, badinput.Errorf("run %s: %s is a sweep's directory (it holds %s): give this run another name, or --runs DIR", spec.Name, dir, SweepIndexFile)
+		}
 	}
 	// One process at a time works in a run directory: rank 0 of a launch
 	// holds it for its ranks. The ranks memo run --nproc starts work in

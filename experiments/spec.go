@@ -253,6 +253,9 @@ func holdsDocuments(src data.Source) error {
 	if err != nil {
 		return err
 	}
+	if err := regularSource(src.Path, st); err != nil {
+		return err
+	}
 	if src.Kind == "txt" {
 		if !st.IsDir() {
 			return fmt.Errorf("%s is not a directory (txt: reads every .txt file under a directory)", src.Path)
@@ -273,6 +276,32 @@ func holdsDocuments(src data.Source) error {
 		return fmt.Errorf("%s is empty", src.Path)
 	}
 	return nil
+}
+
+// regularSource refuses a source that is, or under a directory holds, a
+// named pipe, a device or a socket: the data stage reads every source
+// twice (once for the dataset's cache key, once to build it), and a pipe
+// gives its lines only once, so the second read would wait forever.
+func regularSource(path string, st fs.FileInfo) error {
+	const special = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice | fs.ModeSocket
+	why := func(p string) error {
+		return fmt.Errorf("%s is a named pipe, device or socket, not a file: memo reads its sources twice (for the dataset's cache key, then to build it); write it to a file first", p)
+	}
+	if st.Mode()&special != 0 {
+		return why(path)
+	}
+	if !st.IsDir() {
+		return nil
+	}
+	var bad error
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&special != 0 {
+			bad = why(p)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return bad
 }
 
 // checkFetched reports a built-in corpus that `memo data fetch` has not put

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
@@ -18,25 +19,37 @@ import (
 // loads the model on device (extract.device; empty is the CPU) in
 // precision (extract.precision), checked before any weight is read.
 func loadModel(path, device, precision string) (*model.GPT, string, error) {
+	// Each refusal here is of what the user named (a device, a precision,
+	// a checkpoint): bad input, exit 2, as score and generate say it.
 	dev, err := torchx.ResolveDeviceFor("extract.device", device)
 	if err != nil {
-		return nil, "", err
+		return nil, "", badinput.Wrap(err)
 	}
 	if err := model.CheckPrecision(precision, false, dev); err != nil {
-		return nil, "", fmt.Errorf("extract.precision: %w", err)
+		return nil, "", badinput.Errorf("extract.precision: %w", err)
 	}
 	// "hf:DIR" (as in extract.reference) or a bare Hugging Face directory.
 	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device, precision)
 	if err != nil {
-		return nil, "", err // names the checkpoint and the file at fault
+		return nil, "", badinput.Wrap(err) // names the checkpoint and the file at fault
 	}
 	return g, ckpt, nil
 }
 
-// sameTokenizer checks, when the reference checkpoint sits in a run
-// directory with a dataset, that its tokenizer.json is byte for byte ours:
-// losses under different tokenizers are not comparable.
+// sameTokenizer checks, for a reference model, what SameTokenizer does.
 func sameTokenizer(ds *data.Dataset, ckpt string) error {
+	if err := SameTokenizer(ds, ckpt); err != nil {
+		return fmt.Errorf("%w; a reference model must share the dataset's tokenizer", err)
+	}
+	return nil
+}
+
+// SameTokenizer checks, when the checkpoint sits in a run directory with a
+// dataset (or is a Hugging Face directory with its tokenizer.json), that
+// its tokenizer.json is byte for byte the dataset's: a model scored on ids
+// of another tokenizer gives losses and completions that mean nothing.
+// A bare checkpoint passes (the vocabulary check is all there is).
+func SameTokenizer(ds *data.Dataset, ckpt string) error {
 	runDir := filepath.Dir(filepath.Dir(ckpt)) // runDir/checkpoints/step-N
 	theirsPath := filepath.Join(runDir, "data", "tokenizer.json")
 	if checkpoint.IsHFDir(ckpt) {
@@ -51,7 +64,7 @@ func sameTokenizer(ds *data.Dataset, ckpt string) error {
 		return fmt.Errorf("read tokenizer: %w", err)
 	}
 	if !bytes.Equal(ours, theirs) {
-		return fmt.Errorf("%s used a different tokenizer than %s; a reference model must share the dataset's tokenizer", runDir, ds.Dir())
+		return fmt.Errorf("%s used a different tokenizer than %s", runDir, ds.Dir())
 	}
 	return nil
 }

@@ -62,13 +62,13 @@ func fromHFGemma(h *hfReader, pattern int) (Config, error) {
 		return c, err
 	}
 	var err error
-	if c.NormEps, err = h.num("rms_norm_eps", 1e-6); err != nil {
+	if c.NormEps, err = h.positive("rms_norm_eps", 1e-6); err != nil {
 		return c, err
 	}
 	if c.Bias, err = h.boolean("attention_bias", false); err != nil {
 		return c, err
 	}
-	if c.QueryScalar, err = h.num("query_pre_attn_scalar", 256); err != nil {
+	if c.QueryScalar, err = h.positive("query_pre_attn_scalar", 256); err != nil {
 		return c, err
 	}
 	window, err := h.optional("sliding_window", 4096)

@@ -27,7 +27,7 @@ func init() {
 			if c.FinalSoftcap, err = h.optional("final_logit_softcapping", 0); err != nil {
 				return c, err
 			}
-			if c.LocalRopeTheta, err = h.num("rope_local_base_freq", 10000); err != nil {
+			if c.LocalRopeTheta, err = h.positive("rope_local_base_freq", 10000); err != nil {
 				return c, err
 			}
 			return c, gemma3Rope(h, &c)

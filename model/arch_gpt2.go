@@ -33,7 +33,7 @@ func init() {
 			if err := h.activation("activation_function", "gelu_new", "gelu_new", "gelu_pytorch_tanh"); err != nil {
 				return c, err
 			}
-			if c.NormEps, err = h.num("layer_norm_epsilon", 1e-5); err != nil {
+			if c.NormEps, err = h.positive("layer_norm_epsilon", 1e-5); err != nil {
 				return c, err
 			}
 			for _, r := range []struct{ key, why, ok string }{

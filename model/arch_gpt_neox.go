@@ -40,11 +40,11 @@ func init() {
 			}
 			// transformers 4 spells the rotary keys rotary_pct and
 			// rotary_emb_base; 5 puts them in rope_parameters.
-			pct, err := h.num("rotary_pct", 0.25) // GPTNeoXConfig's default
+			pct, err := h.positive("rotary_pct", 0.25) // GPTNeoXConfig's default
 			if err != nil {
 				return c, err
 			}
-			base, err := h.num("rotary_emb_base", 10000)
+			base, err := h.positive("rotary_emb_base", 10000)
 			if err != nil {
 				return c, err
 			}
@@ -54,7 +54,7 @@ func init() {
 			if !h.set("partial_rotary_factor") && !hasRopeKey(h, "partial_rotary_factor") {
 				c.RotaryPct = pct
 			}
-			if c.NormEps, err = h.num("layer_norm_eps", 1e-5); err != nil {
+			if c.NormEps, err = h.positive("layer_norm_eps", 1e-5); err != nil {
 				return c, err
 			}
 			if c.ParallelResidual, err = h.boolean("use_parallel_residual", true); err != nil {

@@ -61,7 +61,7 @@ func fromHFLlamaLike(h *hfReader, eps float64, scaling []string) (Config, error)
 		return c, err
 	}
 	var err error
-	if c.NormEps, err = h.num("rms_norm_eps", eps); err != nil {
+	if c.NormEps, err = h.positive("rms_norm_eps", eps); err != nil {
 		return c, err
 	}
 	if err := h.tied(&c, false); err != nil {

@@ -21,7 +21,7 @@ func init() {
 				return c, err
 			}
 			var err error
-			if c.NormEps, err = h.num("rms_norm_eps", 1e-5); err != nil {
+			if c.NormEps, err = h.positive("rms_norm_eps", 1e-5); err != nil {
 				return c, err
 			}
 			if err := h.tied(&c, false); err != nil {

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -60,6 +61,19 @@ func (h *hfReader) num(key string, def float64) (float64, error) {
 		return 0, fmt.Errorf("config.json %s = %s: want a number", key, h.raw[key])
 	}
 	return v, nil
+}
+
+// positive reads an optional number that must be finite and above 0 when
+// present: a 0 there would not be computed as written — memo's Resolve
+// takes a zero norm eps, rope base or rotary fraction for "unset" and puts
+// the default in its place, so the model would silently differ from the
+// file.
+func (h *hfReader) positive(key string, def float64) (float64, error) {
+	v, err := h.num(key, def)
+	if err == nil && h.set(key) && !(v > 0 && !math.IsInf(v, 0)) {
+		return 0, fmt.Errorf("config.json %s = %s: must be a positive number", key, h.raw[key])
+	}
+	return v, err
 }
 
 // optional reads a number whose null means "off" (0) and whose absence
@@ -195,11 +209,11 @@ type ropeOptions struct {
 // keys}, or 4's rope_theta, rope_scaling and partial_rotary_factor.
 func (h *hfReader) rope(c *Config, o ropeOptions) error {
 	var err error
-	if c.RopeTheta, err = h.num("rope_theta", o.theta); err != nil {
+	if c.RopeTheta, err = h.positive("rope_theta", o.theta); err != nil {
 		return err
 	}
 	if o.partial {
-		if c.RotaryPct, err = h.num("partial_rotary_factor", 1); err != nil {
+		if c.RotaryPct, err = h.positive("partial_rotary_factor", 1); err != nil {
 			return err
 		}
 	}
@@ -237,6 +251,11 @@ func ropeParams(c *Config, key string, p map[string]any, o ropeOptions) error {
 		v, ok := p[k].(float64)
 		if !ok {
 			return 0, fmt.Errorf("config.json %s.%s = %v: want a number", key, k, p[k])
+		}
+		if !(v > 0 && !math.IsInf(v, 0)) {
+			// Every rope number is a base, factor or length: 0 would be
+			// taken for unset and replaced by a default.
+			return 0, fmt.Errorf("config.json %s.%s = %v: must be a positive number", key, k, v)
 		}
 		return v, nil
 	}

@@ -14,7 +14,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -321,15 +320,18 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			// Interrupted between steps: keep what was done. A sharded
 			// run cannot: its checkpoint gathers the optimizer from every
 			// rank, and the others may not have stopped at this step.
+			saved := l.step
 			if l.step > l.lastSaved && l.sharder != nil {
 				slog.Warn("interrupted: a sharded run keeps only its last periodic checkpoint", "step", l.step, "checkpoint", l.lastSaved)
+				saved = l.lastSaved // the step the same command resumes after
 			} else if l.step > l.lastSaved {
 				l.elapsed = base + time.Since(start).Seconds()
 				if err2 := l.checkpoint(); err2 != nil {
-					return errors.Join(err, err2)
+					// Not an interruption that saved: a failure (exit 1).
+					return fmt.Errorf("interrupted at step %d of %d, and its checkpoint failed: %w", l.step, l.total, err2)
 				}
 			}
-			return &InterruptedError{Step: l.step, Total: l.total, Err: err}
+			return &InterruptedError{Step: saved, Total: l.total, Err: err}
 		}
 		t0 := time.Now()
 		m, err := l.trainStep()
@@ -368,6 +370,12 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		if opts.StopAfter > 0 && done >= opts.StopAfter && !last {
 			return nil
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// A signal during the last step: its checkpoint is saved, and the
+		// interruption is still training's, with the step it saved (the
+		// next stage would otherwise report it without one).
+		return &InterruptedError{Step: l.step, Total: l.total, Err: err}
 	}
 	return nil
 }

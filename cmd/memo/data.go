@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -290,6 +291,9 @@ func checkDataOut(out string, cfg data.Config) error {
 	if err := outguard.Place("data build: --out", out); err != nil {
 		return err
 	}
+	if where := outguard.Inside(out, data.ResolveCacheDir(""), data.ResolveCacheDir(cfg.CacheDir)); where != "" {
+		return usageError("data build: --out %s is in %s; a run's data never goes there: name a run DIR elsewhere", out, where)
+	}
 	report := filepath.Join(out, "data", "report.json")
 	raw, err := os.ReadFile(report)
 	if err != nil {
@@ -297,6 +301,7 @@ func checkDataOut(out string, cfg data.Config) error {
 			if outguard.Exists(filepath.Join(out, "data")) {
 				return usageError("data build: --out %s is a run directory whose data/ is incomplete or damaged (no %s): rerun `memo run` on its spec, or choose another DIR", out, report)
 			}
+			return trainedOn(out, cfg)
 		}
 		return nil
 	}
@@ -319,4 +324,43 @@ func checkDataOut(out string, cfg data.Config) error {
 		return usageError("data build: %s holds a dataset built from other [data] settings (see %s): choose another --out DIR, or delete it first", filepath.Join(out, "data"), report)
 	}
 	return nil
+}
+
+// trainedOn refuses to build data/ anew in a run directory whose data/ is
+// gone unless cfg is the [data] table its config.toml records: its
+// checkpoints were trained on that dataset, and later commands would take
+// the new one for their members. Checkpoints without a config.toml say
+// nothing of their data, so nothing is built beside them.
+func trainedOn(out string, cfg data.Config) error {
+	run, ok, err := experiments.ReadRun(out)
+	if err != nil {
+		return configError(err)
+	}
+	if !ok {
+		if outguard.Exists(filepath.Join(out, checkpoint.DirName)) {
+			return usageError("data build: --out %s holds checkpoints/ but no config.toml saying which data they were trained on: choose another DIR", out)
+		}
+		return nil
+	}
+	if !sameDataConfig(run.Data, cfg) {
+		return usageError("data build: --out %s is a run trained on other [data] settings (see its config.toml): choose another DIR, or rerun `memo run` on its spec to rebuild its data/", out)
+	}
+	return nil
+}
+
+// sameDataConfig compares two [data] tables as JSON, with an empty list
+// and an absent one alike (config.toml writes [] where a spec left a
+// key out).
+func sameDataConfig(a, b data.Config) bool {
+	canon := func(c data.Config) []byte {
+		v := reflect.ValueOf(&c).Elem()
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.Slice && f.Len() == 0 && f.CanSet() {
+				f.Set(reflect.Zero(f.Type()))
+			}
+		}
+		raw, _ := json.Marshal(c)
+		return raw
+	}
+	return bytes.Equal(canon(a), canon(b))
 }

@@ -192,6 +192,11 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if err != nil {
 		return usageError("extract: %v", err)
 	}
+	// Another run's documents (--data) or an imported model: the model's
+	// tokenizer must be the dataset's, as for extract.reference.
+	if err := extract.SameTokenizer(ds, ckpt); err != nil {
+		return usageError("extract: %v: the model would read the documents as other tokens; attack it on a dataset built with its tokenizer", err)
+	}
 	out := c.String("out")
 	switch {
 	case out != "":

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/memo-research/memo/internal/outguard"
 )
 
 // TestWritersOutsideTheGuard (issue 43, case 1): --cpu-profile, bench
@@ -60,6 +65,8 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 		{"export into data/", []string{"export", "runs/tiny", "runs/tiny/data/hf"}, "is in a run's data directory"},
 		{"export into the cache", []string{"export", "runs/tiny", "cache/datasets/hf"}, "is in the cache's datasets/"},
 		{"export into checkpoints/ through a link", []string{"export", "runs/tiny", checkpointsLink + "/hf"}, "is in a run's checkpoints/"},
+		{"data build into the cache", []string{"data", "build", "tiny.toml", "--out", "cache/datasets/mine"}, "is in the cache's datasets/"},
+		{"data build into checkpoints/ through a link", []string{"data", "build", "tiny.toml", "--out", checkpointsLink + "/mine"}, "is in a run's checkpoints/"},
 		{"runs root in data/", []string{"run", "--runs", "runs/tiny/data", "tiny.toml"}, "is in a run's data directory"},
 		{"runs root in the cache", []string{"run", "--runs", "cache/datasets", "tiny.toml"}, "is in the cache's datasets/"},
 		{"runs root in checkpoints/ through a link", []string{"run", "--runs", checkpointsLink, "tiny.toml"}, "is in a run's checkpoints/"},
@@ -163,9 +170,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 	elsewhere := t.TempDir() // the links' targets, hashed too
 	writeTestFile(t, filepath.Join(elsewhere, "target", "keep.txt"), "the user's own\n")
 	for _, d := range []string{"other", "linked", "figlinked", "userreport"} {
-		if out, err := exec.Command("cp", "-a", filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", d)).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
+		copyTree(t, filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", d))
 	}
 	link := func(to, at string) {
 		t.Helper()
@@ -189,8 +194,14 @@ func TestDirectoriesMemoMade(t *testing.T) {
 	for _, name := range []string{"tiny", "mine", "fresh"} {
 		writeTestFile(t, filepath.Join(dir, name+"-sweep.toml"), strings.Replace(sweep, "NAME", name, 1))
 	}
-	before, beforeElsewhere := treeSums(t, dir), treeSums(t, elsewhere)
+	// A sweep's directory, made by memo sweep, and a single run's spec
+	// of the same name.
 	memo := memoIn(t, exe, dir)
+	if r := memo("sweep", "--slurm", "--runs", "runs", "fresh-sweep.toml"); r.code != 0 {
+		t.Fatalf("sweep --slurm onto a new name: exit %d, %s", r.code, r.stderr)
+	}
+	writeTestFile(t, filepath.Join(dir, "fresh.toml"), strings.Replace(evalRunSpec, `name = "tiny"`, `name = "fresh"`, 1))
+	before, beforeElsewhere := treeSums(t, dir), treeSums(t, elsewhere)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -204,6 +215,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		{"sweep onto a single run", []string{"sweep", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep --slurm onto a single run", []string{"sweep", "--slurm", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep onto a user's folder", []string{"sweep", "--runs", ".", "mine-sweep.toml"}, "holds no sweep.json"},
+		{"run onto a sweep's directory", []string{"run", "--runs", "runs", "fresh.toml"}, "is a sweep's directory (it holds sweep.json)"},
 		{"report through a linked report/", []string{"report", "runs/linked"}, "report is a symlink"},
 		{"report through a linked figures/", []string{"report", "runs/figlinked"}, "figures is a symlink"},
 		{"report into a user's report/", []string{"report", "runs/userreport"}, "holds no table.md"},
@@ -216,7 +228,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		})
 	}
 
-	// What the guard lets through, twice each: a sweep's own directory, a
+	// What the guard lets through, again: a sweep's own directory, a
 	// report's own report/.
 	for range 2 {
 		if r := memo("sweep", "--slurm", "--runs", "runs", "fresh-sweep.toml"); r.code != 0 {
@@ -225,5 +237,103 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		if r := memo("report", "runs/tiny"); r.code != 0 {
 			t.Fatalf("report runs/tiny: exit %d, %s", r.code, r.stderr)
 		}
+	}
+}
+
+// TestModelAndDataBelongTogether (issue 43, case 3): a model attacked on
+// documents of another tokenizer, and a dataset built into a run whose
+// checkpoints were trained on other data, are one line, exit 2, nothing
+// changed; the run's own [data] rebuilds its deleted data/.
+func TestModelAndDataBelongTogether(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	memo := memoIn(t, exe, dir)
+	writeTestFile(t, filepath.Join(dir, "other.toml"), strings.Replace(evalRunSpec, `tokenizer = "bpe:300"`, `tokenizer = "bpe:280"`, 1))
+	if r := memo("data", "build", "other.toml", "--out", "other"); r.code != 0 {
+		t.Fatalf("data build other.toml: exit %d, %s", r.code, r.stderr)
+	}
+	for _, run := range []string{"nodata", "rebuilt"} {
+		copyTree(t, filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", run))
+		if err := os.RemoveAll(filepath.Join(dir, "runs", run, "data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := treeSums(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"extract --data of another tokenizer", []string{"extract", "--data", "other", "runs/tiny"}, "used a different tokenizer than other/data"},
+		{"extract --model on data of another tokenizer", []string{"extract", "--model", "runs/tiny/checkpoints/step-000006", "--data", "other"}, "used a different tokenizer than other/data"},
+		{"data build of other data into a trained run", []string{"data", "build", "other.toml", "--out", "runs/nodata"}, "is a run trained on other [data] settings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantOneLine(t, memo(tc.args...), tc.want)
+			sameTree(t, dir, before)
+		})
+	}
+	if r := memo("data", "build", "tiny.toml", "--out", "runs/rebuilt"); r.code != 0 {
+		t.Errorf("data build tiny.toml into its own run whose data/ went: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// copyTree copies a directory with cp -a (links and times kept).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// TestPipeSourceRefused (issue 43, case 8): a JSONL source that is a named
+// pipe, itself or in a jsonl: directory, is one memo: line, exit 2, from
+// config and data build alike, instead of a build that waits forever
+// for the pipe's second reading.
+func TestPipeSourceRefused(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"docs.jsonl", "docs/more.jsonl"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, p), 0o644); err != nil {
+			t.Skip("no named pipes here:", err)
+		}
+	}
+	writeTestFile(t, filepath.Join(dir, "docs", "a.jsonl"), `{"text": "one"}`+"\n")
+	for _, src := range []string{"docs.jsonl", "docs"} {
+		writeTestFile(t, filepath.Join(dir, src+".toml"), "name = \"p\"\n[data]\nsources = [\"jsonl:"+filepath.Join(dir, src)+"\"]\n")
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"config, a pipe", []string{"config", "docs.jsonl.toml"}, "docs.jsonl is a named pipe, device or socket"},
+		{"data build, a pipe", []string{"data", "build", "docs.jsonl.toml", "--out", "out"}, "docs.jsonl is a named pipe, device or socket"},
+		{"data build, a pipe in a directory", []string{"data", "build", "docs.toml", "--out", "out"}, "more.jsonl is a named pipe, device or socket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "MEMO_CACHE="+filepath.Join(dir, "cache"))
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			code := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("memo %s hung", strings.Join(tc.args, " "))
+			}
+			wantOneLine(t, memoResult{stderr: stderr.String(), code: code}, tc.want)
+			if outguard.Exists(filepath.Join(dir, "out")) {
+				t.Errorf("memo %s left out/", strings.Join(tc.args, " "))
+			}
+		})
 	}
 }

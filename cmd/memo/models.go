@@ -312,6 +312,17 @@ func exportAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("export: %s: %v", src, oneLine(err.Error()))
 	}
+	if outguard.Exists(out) {
+		return usageError("export: %s exists; export writes a new directory", out)
+	}
+	// Loaded as every command that runs it loads it (header, shapes, dtypes,
+	// every tensor present, finite weights), so an export never hands on
+	// what memo itself refuses; the copy is then of the verified file.
+	g, _, err := checkpoint.LoadModel(dir, "cpu", "fp32")
+	if err != nil {
+		return usageError("export: %s: %s", src, oneLine(err.Error()))
+	}
+	g.Release()
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
 	switch v := c.Int("transformers"); v {
 	case 5:
