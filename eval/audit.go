@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/memo-research/memo/internal/runfiles"
@@ -176,4 +177,27 @@ func SummarizeAudit(rows []AuditScore, cfg Config) AuditStats {
 		out = append(out, NamedAuditStat{x.Name, ScoreMembership(ms, cs, cfg.Bootstrap, seedFor(cfg.Seed, "mia/"+x.Name))})
 	}
 	return out
+}
+
+// UnmarshalJSON reads the object MarshalJSON writes, keeping its order.
+func (a *AuditStats) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	*a = nil
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := k.(string)
+		var st AuditStat
+		if err := dec.Decode(&st); err != nil {
+			return fmt.Errorf("mia.%s: %w", name, err)
+		}
+		*a = append(*a, NamedAuditStat{name, st})
+	}
+	_, err := dec.Token() // }
+	return err
 }

@@ -147,4 +147,11 @@ func TestSummarizeAudit(t *testing.T) {
 	if !strings.HasPrefix(string(b), `{"loss":{"auc":1,"auc_ci":[`) || !strings.Contains(string(b), `"tpr_at_5pct_fpr":1`) {
 		t.Errorf("JSON %.200s", b)
 	}
+	var back AuditStats
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(sum) || back[0].Name != "loss" || back[0].AUC != 1 || back[len(back)-1].Name != sum[len(sum)-1].Name {
+		t.Errorf("read back %+v", back)
+	}
 }
