@@ -57,6 +57,7 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "tokenizer", Usage: "a tokenizer.json `FILE` for a model that has none beside it (default: the model's own)"},
 			&cli.IntFlag{Name: "window", Usage: "the longest window in tokens (0: the model's context)"},
 			&cli.IntFlag{Name: "stride", Usage: "tokens between window starts for texts longer than the window (0: half the window)"},
+			&cli.BoolFlag{Name: "lowercase", Value: true, Usage: "score each text's lowercased version too, for the lowercase ratio (a second pass: twice the time)"},
 			&cli.Float64Flag{Name: "mink-fraction", Value: 0.2, Usage: "K of Min-K% and Min-K%++ (mimir's 0.2)"},
 			&cli.StringFlag{Name: "frequency-corpus", Usage: "texts `FILE` (JSONL, Parquet, or any other file as one text) whose token frequencies are DC-PDD's reference; without it DC-PDD is null"},
 			&cli.Float64Flag{Name: "dcpdd-cap", Value: eval.DCPDDDefaultCap, Usage: "DC-PDD's clipping bound a"},
@@ -179,6 +180,7 @@ type AuditSummary struct {
 	Stride         int             `json:"stride"`
 	NWindows       int             `json:"n_windows"`
 	MinKFraction   float64         `json:"mink_fraction"`
+	Lowercase      bool            `json:"lowercase_pass"`
 	FrequencyCorp  string          `json:"frequency_corpus,omitempty"`
 	DCPDDCap       float64         `json:"dcpdd_cap"`
 	Bootstrap      int             `json:"bootstrap"`
@@ -227,9 +229,11 @@ func auditAction(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("audit: %s: %w", t.Where, err)
 		}
-		lower, err := tok.Encode(strings.ToLower(t.Text))
-		if err != nil {
-			return fmt.Errorf("audit: %s: %w", t.Where, err)
+		var lower []int32
+		if c.Bool("lowercase") {
+			if lower, err = tok.Encode(strings.ToLower(t.Text)); err != nil {
+				return fmt.Errorf("audit: %s: %w", t.Where, err)
+			}
 		}
 		inputs[i] = extract.AuditInput{Where: t.Where, Tokens: ids, LowerTokens: lower}
 	}
@@ -310,7 +314,7 @@ func auditAction(c *cli.Context) error {
 	ecfg.Bootstrap, ecfg.Seed = c.Int("bootstrap"), c.Int64("seed")
 	sum := AuditSummary{
 		Model: modelArg, Checkpoint: m.Checkpoint, Data: c.String("data"), TokensScored: total,
-		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction,
+		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
 		FrequencyCorp: c.String("frequency-corpus"), DCPDDCap: c.Float64("dcpdd-cap"),
 		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: eval.SummarizeAudit(rows, ecfg),
 		Blind:     auditBlind{Method: "naive Bayes on binarized word uni- and bigrams, stratified k-fold", Folds: bcfg.Folds, Threshold: blind.SeparableAUC, AuditStat: br.AuditStat},
@@ -437,6 +441,9 @@ func auditReport(w io.Writer, s *AuditSummary) {
 	}
 	row("**blind baseline** (no model)", s.Blind.AuditStat)
 	fmt.Fprintf(w, "\n%s\n", s.Interpretation)
+	if !s.Lowercase {
+		fmt.Fprintf(w, "\nThe lowercase ratio is undefined: --lowercase=false skipped its second pass.\n")
+	}
 	if s.FrequencyCorp == "" {
 		fmt.Fprintf(w, "\nDC-PDD is undefined: no --frequency-corpus named its reference token frequencies.\n")
 	}
