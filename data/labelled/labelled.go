@@ -247,7 +247,7 @@ func readRows(path string) ([]row, error) {
 	return rows, nil
 }
 
-// readParquet reads the string, integer and boolean columns of a
+// readParquet reads the string, integer, float and boolean columns of a
 // Parquet file as rows (others are left out).
 func readParquet(path string) ([]row, error) {
 	tbl, err := arrowsafe.ReadParquetFile(path, 64)
@@ -278,6 +278,8 @@ func readParquet(path string) ([]row, error) {
 				case *array.Int32:
 					v = int64(a.Value(i))
 				case *array.Boolean:
+					v = a.Value(i)
+				case *array.Float64:
 					v = a.Value(i)
 				default:
 					continue
