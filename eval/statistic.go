@@ -22,6 +22,8 @@ const (
 	NeedPrefixedPass Need = "prefixed pass"            // a second pass with a non-member prefix (ReCaLL)
 	NeedGradient     Need = "gradient"                 // extract.grad_norm
 	NeedSignals      Need = "signals file"             // mia_signals.parquet of reference models (mia.references)
+	NeedLowercase    Need = "lowercased pass"          // a second pass over the lowercased text (memo audit)
+	NeedFrequency    Need = "token frequencies"        // a reference corpus's token counts (memo audit --frequency-corpus)
 )
 
 // MIAStatistic is a membership statistic eval scores: one descriptor,
@@ -58,6 +60,11 @@ type MIAStatistic struct {
 	// documents without signals are NaN. Exactly one of PerDoc and
 	// Signals is set.
 	Signals func(x calibratedInput) ([]float64, error)
+	// AuditOnly says only memo audit scores the statistic: it needs what
+	// an attack's pass does not make (a lowercased pass, a corpus's token
+	// frequencies), so it is no column of an attack's scores.parquet and
+	// no key of its summary.json, whose bytes stay as they were.
+	AuditOnly bool
 }
 
 // DocInput is what PerDoc sees besides the completion: eval's settings
@@ -65,6 +72,14 @@ type MIAStatistic struct {
 type DocInput struct {
 	MinKFraction float64
 	RefLoss      float64
+	// The audit's extras (memo audit; zero in an attack): Tokens are the
+	// predicted tokens, TokenLosses' ids one for one; LowercaseLosses the
+	// token losses of the lowercased text; Frequency DC-PDD's reference
+	// and DCPDDCap its clipping bound a (nil, 0: DC-PDD is NaN).
+	Tokens          []int32
+	LowercaseLosses []float32
+	Frequency       *TokenFrequency
+	DCPDDCap        float64
 }
 
 // Value is the statistic's value in a row of scores.parquet; NaN when
@@ -116,8 +131,14 @@ func RegisterMIAStatistic(x MIAStatistic) {
 	registry.stats = append(registry.stats, x)
 }
 
-// statistics freezes the registry on first use and orders it.
+// statistics are the statistics an attack scores, in order: every
+// registered one but the audit's own.
 var statistics = sync.OnceValue(func() []MIAStatistic {
+	return slices.DeleteFunc(slices.Clone(allStatistics()), func(x MIAStatistic) bool { return x.AuditOnly })
+})
+
+// allStatistics freezes the registry on first use and orders it.
+var allStatistics = sync.OnceValue(func() []MIAStatistic {
 	registry.Lock()
 	defer registry.Unlock()
 	registry.frozen = true
@@ -133,13 +154,28 @@ var statistics = sync.OnceValue(func() []MIAStatistic {
 // eval's direction and label.
 func MIAStatistics() []MIAStatistic { return slices.Clone(statistics()) }
 
+// AuditStatistics lists, in order, the statistics memo audit scores on
+// whole labelled texts: those computed from one pass's token losses and
+// next-token distributions, and the audit's own (AuditOnly). The others
+// need what an audit has not got (a reference model, a prefixed pass,
+// gradients, reference models' signals).
+func AuditStatistics() []MIAStatistic {
+	var out []MIAStatistic
+	for _, x := range allStatistics() {
+		if x.AuditOnly || (x.PerDoc != nil && (x.Needs == NeedTokenLosses || x.Needs == NeedDistribution)) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // LookupMIAStatistic is the statistic named name.
 func LookupMIAStatistic(name string) (MIAStatistic, bool) {
-	i := slices.IndexFunc(statistics(), func(x MIAStatistic) bool { return x.Name == name })
+	i := slices.IndexFunc(allStatistics(), func(x MIAStatistic) bool { return x.Name == name })
 	if i < 0 {
 		return MIAStatistic{}, false
 	}
-	return statistics()[i], true
+	return allStatistics()[i], true
 }
 
 // statColumns are the columns of Score.Stats: the statistics without a

@@ -574,14 +574,10 @@ func sameSeries(a, b []float64) bool {
 // controls (non-members). With one run every score gets a curve; with several,
 // every run gets a curve of the given score.
 func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
-	p := newPlot(cfg, "Membership inference", "false-positive rate", "true-positive rate")
-	p.Legend.Top, p.Legend.Left = false, false
-	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	p, err := rocPlot(cfg, "Membership inference")
 	if err != nil {
 		return nil, err
 	}
-	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
-	p.Add(diag)
 	added := 0
 	for ri, r := range runs {
 		for si, s := range eval.MIAStatistics() {
@@ -627,6 +623,19 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	p.Add(hgrid())
+	return p, nil
+}
+
+// rocPlot is an empty ROC figure: the axes and the chance diagonal.
+func rocPlot(cfg Config, title string) (*plot.Plot, error) {
+	p := newPlot(cfg, title, "false-positive rate", "true-positive rate")
+	p.Legend.Top, p.Legend.Left = false, false
+	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(diag)
 	return p, nil
 }
 

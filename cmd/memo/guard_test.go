@@ -67,6 +67,10 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 		{"export into checkpoints/ through a link", []string{"export", "runs/tiny", checkpointsLink + "/hf"}, "is in a run's checkpoints/"},
 		{"data build into the cache", []string{"data", "build", "tiny.toml", "--out", "cache/datasets/mine"}, "is in the cache's datasets/"},
 		{"data build into checkpoints/ through a link", []string{"data", "build", "tiny.toml", "--out", checkpointsLink + "/mine"}, "is in a run's checkpoints/"},
+		{"audit over the run", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "runs/tiny"}, "exists; it writes a new file"},
+		{"audit into data/", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "runs/tiny/data/audit"}, "is in a run's data directory"},
+		{"audit into the cache", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "cache/datasets/audit"}, "is in the cache's datasets/"},
+		{"audit into checkpoints/ through a link", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", checkpointsLink + "/audit"}, "is in a run's checkpoints/"},
 		{"runs root in data/", []string{"run", "--runs", "runs/tiny/data", "tiny.toml"}, "is in a run's data directory"},
 		{"runs root in the cache", []string{"run", "--runs", "cache/datasets", "tiny.toml"}, "is in the cache's datasets/"},
 		{"runs root in checkpoints/ through a link", []string{"run", "--runs", checkpointsLink, "tiny.toml"}, "is in a run's checkpoints/"},
@@ -102,7 +106,7 @@ func TestUsageExitCodes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command", nil, "want a command (bench, config"},
+		{"no command", nil, "want a command (audit, bench, config"},
 		{"data without a subcommand", []string{"data"}, "data: want a subcommand (build, inspect"},
 		{"bench without a subcommand", []string{"bench"}, "bench: want a subcommand (corpus, train"},
 		{"an unknown subcommand", []string{"data", "bogus"}, `data: unknown subcommand "bogus"`},

@@ -30,7 +30,7 @@ import (
 // name. Each is built in the file of its name (score, generate and export
 // in models.go).
 func commands() []*cli.Command {
-	cmds := []*cli.Command{benchCommand(), configCommand(), devicesCommand(), dataCommand(), dpEpsilonCommand(), evalCommand(), extractCommand(), helpCommand(), maskCommand()}
+	cmds := []*cli.Command{auditCommand(), benchCommand(), configCommand(), devicesCommand(), dataCommand(), dpEpsilonCommand(), evalCommand(), extractCommand(), helpCommand(), maskCommand()}
 	cmds = append(cmds, scoreGenerateExportCommands()...)
 	cmds = append(cmds, referencesCommand(), reportCommand(), runSpecCommand(), sweepCommand(), tokenizeCommand())
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })

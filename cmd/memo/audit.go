@@ -1,0 +1,450 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/labelled"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/eval/blind"
+	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/plots"
+	"github.com/urfave/cli/v2"
+)
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "score any model's membership statistics on labelled member/non-member texts, beside a blind baseline",
+		Description: "Takes a model (a memo run or checkpoint, or a Hugging Face directory) and texts\n" +
+			"labelled member or non-member of its training data: --data FILE, JSONL or Parquet with a\n" +
+			"text and a label field (WikiMIA's input/label are found by themselves; labels 1/0,\n" +
+			"true/false, member/nonmember) or MIMIR's paired member/nonmember fields; or\n" +
+			"--members A --nonmembers B, one file per class (.txt: a text per line). Each text is\n" +
+			"scored whole with the model's own tokenizer; one longer than the context in windows that\n" +
+			"begin every --stride tokens, each scoring only the tokens the earlier ones did not (as\n" +
+			"transformers' perplexity guide does). Beside the statistics it runs the blind baseline,\n" +
+			"a classifier that reads the texts and never the model (Das et al. 2024): when it reaches\n" +
+			"AUC 0.6 the labels are separable without the model, and the report says so.\n" +
+			"\n" +
+			"Writes a new directory --out (refused if it exists): scores.parquet (an attack's columns,\n" +
+			"the tokens each text contributed, the blind score), summary.json (per statistic AUC and\n" +
+			"TPR at 0.1, 1 and 5 % FPR with bootstrap intervals, under an attack's keys, and blind),\n" +
+			"report.md and figures/audit-roc.*. See docs/ATTACKS.md, \"Auditing any model\".",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "the model: a memo run, checkpoints/ or checkpoint `DIR`, or a Hugging Face directory"},
+			&cli.StringFlag{Name: "data", Usage: "labelled texts, JSONL or Parquet `FILE`"},
+			&cli.StringFlag{Name: "members", Usage: "member texts `FILE` (JSONL, Parquet or .txt), with --nonmembers"},
+			&cli.StringFlag{Name: "nonmembers", Usage: "non-member texts `FILE`, with --members"},
+			&cli.StringFlag{Name: "text-field", Usage: "the text field's `NAME` (default: input, text or document, whichever is there)"},
+			&cli.StringFlag{Name: "label-field", Usage: "the label field's `NAME` (default: label)"},
+			&cli.StringFlag{Name: "out", Usage: "new output `DIR`"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "a tokenizer.json `FILE` for a model that has none beside it (default: the model's own)"},
+			&cli.IntFlag{Name: "window", Usage: "the longest window in tokens (0: the model's context)"},
+			&cli.IntFlag{Name: "stride", Usage: "tokens between window starts for texts longer than the window (0: half the window)"},
+			&cli.BoolFlag{Name: "lowercase", Value: true, Usage: "score each text's lowercased version too, for the lowercase ratio (a second pass: twice the time)"},
+			&cli.Float64Flag{Name: "mink-fraction", Value: 0.2, Usage: "K of Min-K% and Min-K%++ (mimir's 0.2)"},
+			&cli.StringFlag{Name: "frequency-corpus", Usage: "texts `FILE` (JSONL, Parquet, or any other file as one text) whose token frequencies are DC-PDD's reference; without it DC-PDD is null"},
+			&cli.Float64Flag{Name: "dcpdd-cap", Value: eval.DCPDDDefaultCap, Usage: "DC-PDD's clipping bound a"},
+			&cli.IntFlag{Name: "bootstrap", Value: 1000, Usage: "bootstrap resamples behind each interval (0: none)"},
+			&cli.Int64Flag{Name: "seed", Value: 1234, Usage: "seeds the bootstrap and the blind baseline's folds"},
+			&cli.IntFlag{Name: "folds", Value: blind.DefaultConfig().Folds, Usage: "the blind baseline's cross-validation folds"},
+			&cli.StringFlag{Name: "device", Usage: "cpu, cuda or cuda:N (default: the CPU)"},
+			&cli.StringFlag{Name: "precision", Usage: "fp32, bf16 or fp16 (default: fp32)"},
+			&cli.IntFlag{Name: "batch-size", Usage: "windows per forward pass (0: from free memory)"},
+			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
+		},
+		Action: auditAction,
+	}
+}
+
+// auditArgs checks the flags that need no file read.
+func auditArgs(c *cli.Context) error {
+	switch {
+	case c.NArg() > 0:
+		return usageError("audit: unexpected argument %q: the model is --model DIR", c.Args().First())
+	case c.String("model") == "":
+		return usageError("audit: give --model DIR (a memo run or checkpoint, or a Hugging Face directory)")
+	case c.String("out") == "":
+		return usageError("audit: give --out DIR, a new directory for the results")
+	case (c.String("data") == "") == (c.String("members") == "" && c.String("nonmembers") == ""):
+		return usageError("audit: give --data FILE, or --members FILE and --nonmembers FILE")
+	case c.String("data") == "" && (c.String("members") == "" || c.String("nonmembers") == ""):
+		return usageError("audit: --members and --nonmembers go together")
+	case c.Int("stride") < 0 || c.Int("window") < 0:
+		return usageError("audit: --stride and --window must be >= 0")
+	case !(c.Float64("mink-fraction") > 0 && c.Float64("mink-fraction") <= 1):
+		return usageError("audit: --mink-fraction %v: must be in (0, 1]", c.Float64("mink-fraction"))
+	case !(c.Float64("dcpdd-cap") > 0):
+		return usageError("audit: --dcpdd-cap %v: must be positive", c.Float64("dcpdd-cap"))
+	case c.Int("bootstrap") < 0 || c.Int("bootstrap") > 0 && c.Int("bootstrap") < 100:
+		return usageError("audit: --bootstrap %d: must be 0 or at least 100", c.Int("bootstrap"))
+	case c.Int("folds") < 2:
+		return usageError("audit: --folds %d: must be >= 2", c.Int("folds"))
+	case c.Int("batch-size") < 0 || c.Int("threads") < 0:
+		return usageError("audit: --batch-size and --threads must be >= 0")
+	}
+	out := c.String("out")
+	if err := checkNewFile("audit: --out", out); err != nil {
+		return err
+	}
+	if st, err := os.Stat(filepath.Dir(filepath.Clean(out))); err != nil || !st.IsDir() {
+		return usageError("audit: --out %s: directory %s does not exist", out, filepath.Dir(filepath.Clean(out)))
+	}
+	return nil
+}
+
+// readAuditTexts reads the labelled set the flags name.
+func readAuditTexts(c *cli.Context) ([]labelled.Text, error) {
+	var texts []labelled.Text
+	if c.String("data") != "" {
+		t, err := labelled.Read(c.String("data"), labelled.Fields{Text: c.String("text-field"), Label: c.String("label-field")})
+		if err != nil {
+			return nil, err
+		}
+		texts = t
+	} else {
+		for _, f := range []struct {
+			flag   string
+			member bool
+		}{{"members", true}, {"nonmembers", false}} {
+			t, err := labelled.ReadClass(c.String(f.flag), f.member, c.String("text-field"))
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, t...)
+		}
+	}
+	return texts, labelled.CheckClasses(texts)
+}
+
+// frequencyCorpus counts the tokens of the --frequency-corpus texts.
+func frequencyCorpus(path string, tok *data.Tokenizer, vocab int) (*eval.TokenFrequency, error) {
+	var texts []string
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".parquet":
+		t, err := labelled.ReadClass(path, false, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range t {
+			texts = append(texts, x.Text)
+		}
+	default:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, badinput.Errorf("--frequency-corpus: %v", err)
+		}
+		texts = []string{string(b)}
+	}
+	docs := make([][]int32, len(texts))
+	for i, t := range texts {
+		ids, err := tok.Encode(t)
+		if err != nil {
+			return nil, fmt.Errorf("--frequency-corpus: %w", err)
+		}
+		docs[i] = ids
+	}
+	f := eval.NewTokenFrequency(vocab, docs)
+	if f.Total == 0 {
+		return nil, badinput.Errorf("--frequency-corpus %s: no tokens", path)
+	}
+	return f, nil
+}
+
+// AuditSummary is the audit's summary.json.
+type AuditSummary struct {
+	Model          string          `json:"model"`
+	Checkpoint     string          `json:"checkpoint"`
+	Data           string          `json:"data"`
+	NMembers       int             `json:"n_members"`
+	NNonmembers    int             `json:"n_nonmembers"`
+	TokensScored   int             `json:"tokens_scored"`
+	Context        int             `json:"context"`
+	Window         int             `json:"window"`
+	Stride         int             `json:"stride"`
+	NWindows       int             `json:"n_windows"`
+	MinKFraction   float64         `json:"mink_fraction"`
+	Lowercase      bool            `json:"lowercase_pass"`
+	FrequencyCorp  string          `json:"frequency_corpus,omitempty"`
+	DCPDDCap       float64         `json:"dcpdd_cap"`
+	Bootstrap      int             `json:"bootstrap"`
+	Seed           int64           `json:"seed"`
+	MIA            eval.AuditStats `json:"mia"`
+	Blind          auditBlind      `json:"blind"`
+	Separable      bool            `json:"labels_separable_without_model"`
+	Interpretation string          `json:"interpretation"`
+}
+
+type auditBlind struct {
+	Method    string  `json:"method"`
+	Folds     int     `json:"folds"`
+	Threshold float64 `json:"threshold"`
+	eval.AuditStat
+}
+
+func auditAction(c *cli.Context) error {
+	if err := auditArgs(c); err != nil {
+		return err
+	}
+	texts, err := readAuditTexts(c)
+	if err != nil {
+		return err
+	}
+	modelArg := c.String("model")
+	ckpt := modelArg
+	if !checkpoint.IsHFDir(modelArg) {
+		if ckpt, err = checkpoint.Resolve(modelArg); err != nil {
+			return usageError("audit: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo run or checkpoint: %v", modelArg, oneLine(err.Error()))
+		}
+	}
+	var tok *data.Tokenizer
+	if p := c.String("tokenizer"); p != "" {
+		tok, err = data.LoadTokenizer("hf:" + p)
+	} else {
+		tok, err = tokenizerOf(modelArg, ckpt)
+	}
+	if err != nil {
+		return usageError("audit: --model %s: %v", modelArg, oneLine(err.Error()))
+	}
+	t0 := time.Now()
+	inputs := make([]extract.AuditInput, len(texts))
+	for i, t := range texts {
+		ids, err := tok.Encode(t.Text)
+		if err != nil {
+			return fmt.Errorf("audit: %s: %w", t.Where, err)
+		}
+		var lower []int32
+		if c.Bool("lowercase") {
+			if lower, err = tok.Encode(strings.ToLower(t.Text)); err != nil {
+				return fmt.Errorf("audit: %s: %w", t.Where, err)
+			}
+		}
+		inputs[i] = extract.AuditInput{Where: t.Where, Tokens: ids, LowerTokens: lower}
+	}
+	slog.Info("tokenized", "texts", len(texts), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
+
+	threads := c.Int("threads")
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	torchx.Init(threads, uint64(c.Int64("seed")))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	acfg := extract.AuditConfig{Device: c.String("device"), Precision: c.String("precision"), BatchSize: c.Int("batch-size"),
+		Window: c.Int("window"), Stride: c.Int("stride"), MinKFraction: c.Float64("mink-fraction")}
+	m, err := extract.OpenAuditModel(ckpt, acfg)
+	if err != nil {
+		return usageError("audit: --model %s: %s", modelArg, oneLine(err.Error()))
+	}
+	defer m.Close()
+	if err := m.CheckTokens(tok.VocabSize(), inputs); err != nil {
+		return usageError("audit: %v", err)
+	}
+	if acfg.Window, acfg.Stride, err = m.Windows(acfg); err != nil {
+		return usageError("audit: %v", err)
+	}
+	var freq *eval.TokenFrequency
+	if p := c.String("frequency-corpus"); p != "" {
+		if freq, err = frequencyCorpus(p, tok, m.Vocab); err != nil {
+			return usageError("audit: %v", err)
+		}
+	}
+
+	// The blind baseline first: it needs no model and takes seconds.
+	bodies := make([]string, len(texts))
+	member := make([]bool, len(texts))
+	for i, t := range texts {
+		bodies[i], member[i] = t.Text, t.Member
+	}
+	bcfg := blind.DefaultConfig()
+	bcfg.Folds, bcfg.Seed = c.Int("folds"), uint64(c.Int64("seed"))
+	// A class smaller than --folds fills fewer folds: as many as it has.
+	nm := 0
+	for _, m := range member {
+		if m {
+			nm++
+		}
+	}
+	bcfg.Folds = min(bcfg.Folds, nm, len(member)-nm)
+	if bcfg.Folds < 2 {
+		return usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
+	}
+	br, err := blind.Evaluate(bodies, member, bcfg, c.Int("bootstrap"), uint64(c.Int64("seed"))^0x626c696e64)
+	if err != nil {
+		return usageError("audit: %v", err)
+	}
+
+	ctx, cancel := signalContext()
+	defer cancel()
+	scored, err := m.Score(ctx, inputs, acfg)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	rows := make([]eval.AuditScore, len(texts))
+	total, windows := 0, 0
+	for i, t := range texts {
+		split := eval.SplitNonmember
+		if t.Member {
+			split = eval.SplitMember
+		}
+		rows[i] = eval.ScoreAuditText(eval.AuditText{ID: int64(i), Split: split, Title: t.Where, Text: t.Text,
+			Tokens: inputs[i].Tokens, Losses: scored[i].Losses, LowerLosses: scored[i].LowerLosses,
+			MinKPP: scored[i].MinKPP, NWindows: scored[i].NWindows}, acfg.MinKFraction, freq, c.Float64("dcpdd-cap"))
+		rows[i].Blind = br.Scores[i]
+		total += rows[i].NScored
+		windows += rows[i].NWindows
+	}
+	ecfg := eval.DefaultConfig()
+	ecfg.Bootstrap, ecfg.Seed = c.Int("bootstrap"), c.Int64("seed")
+	sum := AuditSummary{
+		Model: modelArg, Checkpoint: m.Checkpoint, Data: c.String("data"), TokensScored: total,
+		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
+		FrequencyCorp: c.String("frequency-corpus"), DCPDDCap: c.Float64("dcpdd-cap"),
+		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: eval.SummarizeAudit(rows, ecfg),
+		Blind:     auditBlind{Method: "naive Bayes on binarized word uni- and bigrams, stratified k-fold", Folds: bcfg.Folds, Threshold: blind.SeparableAUC, AuditStat: br.AuditStat},
+		Separable: br.Separable(),
+	}
+	if sum.Data == "" {
+		sum.Data = c.String("members") + " + " + c.String("nonmembers")
+	}
+	for _, t := range texts {
+		if t.Member {
+			sum.NMembers++
+		} else {
+			sum.NNonmembers++
+		}
+	}
+	sum.Interpretation = auditVerdict(br.AuditStat, sum.Separable)
+	return writeAudit(c.String("out"), rows, &sum, c.App.Writer)
+}
+
+// auditVerdict is the report's sentence on the blind baseline.
+func auditVerdict(b eval.AuditStat, separable bool) string {
+	auc := fmt.Sprintf("AUC %.3f [%.3f, %.3f]", float64(b.AUC), float64(b.AUCCI[0]), float64(b.AUCCI[1]))
+	if separable {
+		return fmt.Sprintf("The blind baseline, which reads the texts and never the model, tells members from non-members "+
+			"with %s, at or above %.1f: the labels are separable without the model (the classes differ in "+
+			"distribution: dates, topics, sources), so the statistics' AUCs here do not measure memorization.", auc, blind.SeparableAUC)
+	}
+	return fmt.Sprintf("The blind baseline, which reads the texts and never the model, reaches %s, below %.1f: the texts "+
+		"alone do not give the labels away, and the statistics' AUCs can be read as the model's.", auc, blind.SeparableAUC)
+}
+
+// writeAudit writes every output into a temporary directory beside out
+// and renames it to out, so that out appears whole or not at all.
+func writeAudit(out string, rows []eval.AuditScore, sum *AuditSummary, stdout io.Writer) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := atomicfile.Write(filepath.Join(tmp, "scores.parquet"), func(w io.Writer) error {
+		return eval.AuditScores().WriteParquet(w, rows)
+	}); err != nil {
+		return fmt.Errorf("audit: scores.parquet: %w", err)
+	}
+	js, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "summary.json"), append(js, '\n')); err != nil {
+		return fmt.Errorf("audit: summary.json: %w", err)
+	}
+	var rep bytes.Buffer
+	auditReport(&rep, sum)
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "report.md"), rep.Bytes()); err != nil {
+		return fmt.Errorf("audit: report.md: %w", err)
+	}
+	var curves []plots.AuditCurve
+	for _, x := range eval.AuditStatistics() {
+		var ms, cs []float64
+		for i := range rows {
+			v := eval.MemberScore(x.Value(&rows[i].Score), x.HigherMember)
+			if rows[i].Split == eval.SplitMember {
+				ms = append(ms, v)
+			} else {
+				cs = append(cs, v)
+			}
+		}
+		for _, s := range sum.MIA {
+			if s.Name == x.Name {
+				curves = append(curves, plots.AuditCurve{Label: x.Label, Members: ms, Nonmembers: cs, Stat: s.MIAStat})
+			}
+		}
+	}
+	var bm, bc []float64
+	for _, r := range rows {
+		if r.Split == eval.SplitMember {
+			bm = append(bm, r.Blind)
+		} else {
+			bc = append(bc, r.Blind)
+		}
+	}
+	curves = append(curves, plots.AuditCurve{Label: "blind baseline (no model)", Members: bm, Nonmembers: bc, Stat: sum.Blind.MIAStat, Baseline: true})
+	pc := plots.DefaultConfig()
+	if _, err := plots.AuditROC(filepath.Join(tmp, "figures"), pc, curves); err != nil {
+		return fmt.Errorf("audit: figure: %w", err)
+	}
+	if outguard.Exists(out) {
+		return usageError("audit: --out %s: appeared while the audit ran; it never replaces a directory", out)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	_, err = stdout.Write(rep.Bytes())
+	return err
+}
+
+// auditReport writes report.md: one row per statistic, the blind
+// baseline's, and the verdict in words.
+func auditReport(w io.Writer, s *AuditSummary) {
+	num := func(x eval.Num) string {
+		if math.IsNaN(float64(x)) {
+			return "—"
+		}
+		return fmt.Sprintf("%.3f", float64(x))
+	}
+	ci := func(x eval.Num, c [2]eval.Num) string {
+		if math.IsNaN(float64(c[0])) {
+			return num(x)
+		}
+		return fmt.Sprintf("%s [%s, %s]", num(x), num(c[0]), num(c[1]))
+	}
+	fmt.Fprintf(w, "# Membership audit\n\nmodel %s (%s), data %s: %d members, %d non-members, %d tokens scored in %d windows (window %d of context %d, stride %d)\n\n",
+		s.Model, s.Checkpoint, s.Data, s.NMembers, s.NNonmembers, s.TokensScored, s.NWindows, s.Window, s.Context, s.Stride)
+	fmt.Fprintf(w, "| statistic | AUC | TPR @ 0.1%% FPR | TPR @ 1%% FPR | TPR @ 5%% FPR |\n|---|---|---|---|---|\n")
+	row := func(label string, st eval.AuditStat) {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", label, ci(st.AUC, st.AUCCI), ci(st.TPR0_1, st.TPR0_1CI), ci(st.TPR1, st.TPR1CI), ci(st.TPR5, st.TPR5CI))
+	}
+	for _, st := range s.MIA {
+		label := st.Name
+		if x, ok := eval.LookupMIAStatistic(st.Name); ok {
+			label = x.Label
+		}
+		row(label, st.AuditStat)
+	}
+	row("**blind baseline** (no model)", s.Blind.AuditStat)
+	fmt.Fprintf(w, "\n%s\n", s.Interpretation)
+	if !s.Lowercase {
+		fmt.Fprintf(w, "\nThe lowercase ratio is undefined: --lowercase=false skipped its second pass.\n")
+	}
+	if s.FrequencyCorp == "" {
+		fmt.Fprintf(w, "\nDC-PDD is undefined: no --frequency-corpus named its reference token frequencies.\n")
+	}
+}

@@ -1,0 +1,296 @@
+// Package labelled reads the labelled membership sets memo audit takes,
+// in the forms they ship in: JSONL or Parquet rows with a text field and
+// a label field (WikiMIA: input, label), rows pairing a member and a
+// non-member text (MIMIR: member, nonmember), or one file per class.
+// Every fault is bad input, found before any model is loaded.
+package labelled
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/badinput"
+)
+
+// Text is one labelled text.
+type Text struct {
+	Text   string
+	Member bool
+	Where  string // file:row, for messages
+}
+
+// Fields names a file's fields; empty ones are detected: the text field
+// is the first of input, text, document present; the label field label.
+// With neither a label field nor a text field but member and nonmember
+// fields, each row is a MIMIR pair.
+type Fields struct {
+	Text, Label string
+}
+
+// Field names that detection tries.
+var (
+	textFields = []string{"input", "text", "document"}
+	pairFields = [2]string{"member", "nonmember"}
+)
+
+// Read reads a labelled file (JSONL, or Parquet by its .parquet name).
+func Read(path string, f Fields) ([]Text, error) {
+	rows, err := readRows(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, badinput.Errorf("%s: no rows", path)
+	}
+	first := rows[0].fields
+	if f.Text == "" && f.Label == "" && has(first, pairFields[0]) && has(first, pairFields[1]) {
+		var out []Text
+		for _, r := range rows {
+			for i, name := range pairFields {
+				t, err := r.text(name)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, Text{Text: t, Member: i == 0, Where: r.where})
+			}
+		}
+		return out, nil
+	}
+	text, label := f.Text, f.Label
+	if text == "" {
+		for _, name := range textFields {
+			if has(first, name) {
+				text = name
+				break
+			}
+		}
+		if text == "" {
+			return nil, badinput.Errorf("%s: no text field (tried %s; name one with --text-field)", rows[0].where, strings.Join(textFields, ", "))
+		}
+	}
+	if label == "" {
+		label = "label"
+	}
+	out := make([]Text, len(rows))
+	for i, r := range rows {
+		t, err := r.text(text)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := r.fields[label]
+		if !ok {
+			return nil, badinput.Errorf("%s: no label field %q (name it with --label-field)", r.where, label)
+		}
+		m, err := ParseLabel(v)
+		if err != nil {
+			return nil, badinput.Errorf("%s: field %q: %v", r.where, label, err)
+		}
+		out[i] = Text{Text: t, Member: m, Where: r.where}
+	}
+	return out, nil
+}
+
+// ReadClass reads a file of one class (--members, --nonmembers): JSONL
+// or Parquet rows whose text field is field (detected when empty), or,
+// for a .txt file, one text per line.
+func ReadClass(path string, member bool, field string) ([]Text, error) {
+	if strings.EqualFold(filepath.Ext(path), ".txt") {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, badinput.Wrap(err)
+		}
+		var out []Text
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			where := fmt.Sprintf("%s:%d", path, i+1)
+			if strings.TrimSpace(line) == "" {
+				return nil, badinput.Errorf("%s: empty text", where)
+			}
+			out = append(out, Text{Text: line, Member: member, Where: where})
+		}
+		return out, nil
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, badinput.Errorf("%s: no rows", path)
+	}
+	if field == "" {
+		for _, name := range textFields {
+			if has(rows[0].fields, name) {
+				field = name
+				break
+			}
+		}
+		if field == "" {
+			return nil, badinput.Errorf("%s: no text field (tried %s; name one with --text-field)", rows[0].where, strings.Join(textFields, ", "))
+		}
+	}
+	out := make([]Text, len(rows))
+	for i, r := range rows {
+		t, err := r.text(field)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Text{Text: t, Member: member, Where: r.where}
+	}
+	return out, nil
+}
+
+// ParseLabel reads a member/non-member label: 1/0, true/false, or
+// member/nonmember (also non-member, non_member), as a JSON number,
+// boolean or string.
+func ParseLabel(v any) (bool, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case float64:
+		switch x {
+		case 1:
+			return true, nil
+		case 0:
+			return false, nil
+		}
+	case int64:
+		switch x {
+		case 1:
+			return true, nil
+		case 0:
+			return false, nil
+		}
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "true", "member":
+			return true, nil
+		case "0", "false", "nonmember", "non-member", "non_member":
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("label %v is not a member/non-member value (1/0, true/false, member/nonmember)", v)
+}
+
+// CheckClasses refuses a set without both classes or with an empty text.
+func CheckClasses(texts []Text) error {
+	var n [2]int
+	for _, t := range texts {
+		if strings.TrimSpace(t.Text) == "" {
+			return badinput.Errorf("%s: empty text", t.Where)
+		}
+		if t.Member {
+			n[1]++
+		} else {
+			n[0]++
+		}
+	}
+	if n[0] == 0 || n[1] == 0 {
+		return badinput.Errorf("the set has %d members and %d non-members: an audit needs both classes", n[1], n[0])
+	}
+	return nil
+}
+
+type row struct {
+	fields map[string]any
+	where  string
+}
+
+func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+// text is the row's string field name.
+func (r row) text(name string) (string, error) {
+	v, ok := r.fields[name]
+	if !ok {
+		return "", badinput.Errorf("%s: no field %q", r.where, name)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", badinput.Errorf("%s: field %q is %T, not a text", r.where, name, v)
+	}
+	return s, nil
+}
+
+func readRows(path string) ([]row, error) {
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		return readParquet(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	defer f.Close()
+	var rows []row
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", path, n)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, badinput.Errorf("%s: not a JSON object: %v", where, err)
+		}
+		rows = append(rows, row{m, where})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, badinput.Errorf("%s: %v", path, err)
+	}
+	return rows, nil
+}
+
+// readParquet reads the string, integer, float and boolean columns of a
+// Parquet file as rows (others are left out).
+func readParquet(path string) ([]row, error) {
+	tbl, err := arrowsafe.ReadParquetFile(path, 64)
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	defer tbl.Release()
+	var rows []row
+	err = arrowsafe.TableRecords(path, tbl, 1<<14, func(rec arrow.Record) error {
+		base := len(rows)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			rows = append(rows, row{map[string]any{}, path + ":row " + strconv.Itoa(base+i+1)})
+		}
+		for c, fld := range rec.Schema().Fields() {
+			col := rec.Column(c)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				if col.IsNull(i) {
+					continue
+				}
+				var v any
+				switch a := col.(type) {
+				case *array.String:
+					v = a.Value(i)
+				case *array.LargeString:
+					v = a.Value(i)
+				case *array.Int64:
+					v = a.Value(i)
+				case *array.Int32:
+					v = int64(a.Value(i))
+				case *array.Boolean:
+					v = a.Value(i)
+				case *array.Float64:
+					v = a.Value(i)
+				default:
+					continue
+				}
+				rows[base+i].fields[fld.Name] = v
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,81 @@
+package labelled
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
+)
+
+func write(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		fields     Fields
+		want       string // texts with + for a member, - for a non-member
+	}{
+		{"WikiMIA", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b"},
+		{"booleans and words", `{"text":"a","label":true}` + "\n" + `{"text":"b","label":"nonmember"}` + "\n" + `{"text":"c","label":"member"}`, Fields{}, "+a -b +c"},
+		{"named fields", `{"doc":"a","m":"0"}` + "\n\n" + `{"doc":"b","m":"1"}`, Fields{Text: "doc", Label: "m"}, "-a +b"},
+		{"MIMIR pairs", `{"member":"a","nonmember":"b"}` + "\n" + `{"member":"c","nonmember":"d"}`, Fields{}, "+a -b +c -d"},
+	} {
+		texts, err := Read(write(t, "set.jsonl", tc.body), tc.fields)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var got []string
+		for _, x := range texts {
+			got = append(got, map[bool]string{true: "+", false: "-"}[x.Member]+x.Text)
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, g, tc.want)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"missing label field", `{"input":"a"}`, `no label field "label"`},
+		{"label not a membership value", `{"input":"a","label":2}`, "not a member/non-member value"},
+		{"label word", `{"input":"a","label":"maybe"}`, "not a member/non-member value"},
+		{"no text field", `{"body":"a","label":1}`, "no text field"},
+		{"not JSON", `{"input":`, "not a JSON object"},
+		{"one class", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":1}`, "an audit needs both classes"},
+		{"empty text", `{"input":" ","label":1}` + "\n" + `{"input":"b","label":0}`, "set.jsonl:1: empty text"},
+	} {
+		texts, err := Read(write(t, "set.jsonl", tc.body), Fields{})
+		if err == nil {
+			err = CheckClasses(texts)
+		}
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want bad input with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestReadClass(t *testing.T) {
+	m, err := ReadClass(write(t, "m.txt", "one\ntwo\n"), true, "")
+	if err != nil || len(m) != 2 || !m[1].Member || m[1].Text != "two" {
+		t.Fatalf("txt: %+v %v", m, err)
+	}
+	n, err := ReadClass(write(t, "n.jsonl", `{"text":"x"}`), false, "")
+	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" {
+		t.Fatalf("jsonl: %+v %v", n, err)
+	}
+	if err := CheckClasses(append(m, n...)); err != nil {
+		t.Error(err)
+	}
+}
