@@ -47,3 +47,7 @@ func (d *Dataset) ScanTrainDocs(fn func(docID int64, reps int32, ids []int32) er
 		return nil
 	})
 }
+
+// OpenDir opens the dataset whose files are in dir itself (a run's data/
+// or a dataset-cache entry), as Open opens runDir/data.
+func OpenDir(dir string) (*Dataset, error) { return openDir(dir) }

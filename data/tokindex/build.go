@@ -391,10 +391,9 @@ func sortBuckets[T uint16 | uint32](s []T, buf []uint32, bounds []int, maxWindow
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var keyed []keyedPos
 			for i := range work {
-				slices.SortFunc(buf[bounds[i]:bounds[i+1]], func(a, b uint32) int {
-					return cmpSuffix(s, a, b, maxWindow, sepID)
-				})
+				keyed = sortBucket(s, buf[bounds[i]:bounds[i+1]], keyed, maxWindow, sepID)
 			}
 		}()
 	}
@@ -405,12 +404,72 @@ func sortBuckets[T uint16 | uint32](s []T, buf []uint32, bounds []int, maxWindow
 	wg.Wait()
 }
 
-// cmpSuffix orders two suffixes with the same first token on their first
+// keyedPos is a suffix with its next tokens packed into a key.
+type keyedPos struct {
+	key uint64
+	pos uint32
+}
+
+// sortBucket sorts one bucket. Comparing suffixes reads the stream at
+// random, a cache miss a token; so each suffix first gets a key of its
+// tokens 1..64/bits (zeros after a separator, so that two suffixes whose
+// documents end at the same token tie and fall back to position), sorted
+// in place, and only equal keys compare the stream from the token after.
+// keyed is scratch, returned for reuse.
+func sortBucket[T uint16 | uint32](s []T, bucket []uint32, keyed []keyedPos, maxWindow int, sepID T) []keyedPos {
+	bits := int(unsafe.Sizeof(T(0))) * 8
+	per := 64 / bits
+	if maxWindow <= per {
+		slices.SortFunc(bucket, func(a, b uint32) int { return cmpSuffix(s, a, b, 1, maxWindow, sepID) })
+		return keyed
+	}
+	keyed = slices.Grow(keyed[:0], len(bucket))[:len(bucket)]
+	for i, p := range bucket {
+		var key uint64
+		ended := false
+		for k := 1; k <= per; k++ {
+			key <<= bits
+			if ended {
+				continue
+			}
+			t := s[int(p)+k]
+			key |= uint64(t)
+			ended = t == sepID
+		}
+		keyed[i] = keyedPos{key, p}
+	}
+	slices.SortFunc(keyed, func(a, b keyedPos) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		if sepInKey(a.key, bits, sepID) {
+			return cmp.Compare(a.pos, b.pos) // both documents ended within the key
+		}
+		return cmpSuffix(s, a.pos, b.pos, per+1, maxWindow, sepID)
+	})
+	for i := range keyed {
+		bucket[i] = keyed[i].pos
+	}
+	return keyed
+}
+
+// sepInKey says whether a key holds a separator (its documents end
+// within it).
+func sepInKey[T uint16 | uint32](key uint64, bits int, sepID T) bool {
+	for ; key != 0; key >>= bits {
+		if key&(1<<bits-1) == uint64(sepID) {
+			return true
+		}
+	}
+	return false
+}
+
+// cmpSuffix orders two suffixes equal before token from on their first
 // maxWindow tokens, then by position. Both end at a separator (the
 // stream's last token is one), where they stop: no suffix reads into the
 // next document.
-func cmpSuffix[T uint16 | uint32](s []T, a, b uint32, maxWindow int, sepID T) int {
-	for k := 1; k < maxWindow; k++ {
+func cmpSuffix[T uint16 | uint32](s []T, a, b uint32, from, maxWindow int, sepID T) int {
+	for k := from; k < maxWindow; k++ {
 		ta, tb := s[int(a)+k], s[int(b)+k]
 		if ta != tb {
 			return cmp.Compare(ta, tb)

@@ -104,6 +104,7 @@ func TestCountsEqualNaiveScan(t *testing.T) {
 		{"small vocab, one group", 5, 0, []int32{1}, 0},
 		{"repetition groups, tiny partitions", 6, 0, []int32{1, 2, 8, 50}, 7},
 		{"wide ids", 70000, 65530, []int32{1, 3}, 0},
+		{"max window under a sort key", 6, 0, []int32{1, 2}, -3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.vocab)))
@@ -113,7 +114,12 @@ func TestCountsEqualNaiveScan(t *testing.T) {
 			}
 			docs := corpus(rng, 60, vocab, tc.base, tc.reps)
 			docs = append(docs, doc{id: 1, reps: 1}) // an empty document
-			ix := build(t, docs, Options{Identity: Identity{"tok", "d"}, Vocab: tc.vocab, Partition: tc.partition})
+			opt := Options{Identity: Identity{"tok", "d"}, Vocab: tc.vocab, Partition: tc.partition}
+			maxLen := 12
+			if tc.partition < 0 {
+				opt.Partition, opt.MaxWindow, maxLen = 0, -tc.partition, -tc.partition
+			}
+			ix := build(t, docs, opt)
 			if tc.partition > 0 && ix.Header().Groups == nil {
 				t.Fatal("no groups")
 			}
@@ -140,7 +146,7 @@ func TestCountsEqualNaiveScan(t *testing.T) {
 			var total int
 			for _, d := range docs {
 				total += len(d.ids)
-				for n := 1; n <= 12; n++ {
+				for n := 1; n <= maxLen; n++ {
 					for i := 0; i+n <= len(d.ids); i++ {
 						check(d.ids[i : i+n])
 					}
@@ -151,13 +157,13 @@ func TestCountsEqualNaiveScan(t *testing.T) {
 			for k := 0; k+1 < len(docs); k++ {
 				a, b := docs[k].ids, docs[k+1].ids
 				for i := 1; i <= min(3, len(a)); i++ {
-					for j := 1; j <= min(3, len(b)); j++ {
+					for j := 1; j <= min(3, len(b)) && i+j <= maxLen; j++ {
 						check(append(append([]int32{}, a[len(a)-i:]...), b[:j]...))
 					}
 				}
 			}
 			for i := 0; i < 300; i++ {
-				q := make([]int32, 1+rng.IntN(6))
+				q := make([]int32, 1+rng.IntN(min(6, maxLen)))
 				for k := range q {
 					q[k] = tc.base + int32(rng.IntN(vocab))
 				}
@@ -166,9 +172,9 @@ func TestCountsEqualNaiveScan(t *testing.T) {
 			// The stream's first and last tokens.
 			first, last := docs[0].ids, docs[len(docs)-2].ids
 			check(first[:1])
-			check(first)
+			check(first[:min(len(first), maxLen)])
 			check(last[len(last)-1:])
-			check(last)
+			check(last[max(0, len(last)-maxLen):])
 			if h := ix.Header(); h.Tokens != int64(total) || h.Docs != int64(len(docs)) {
 				t.Fatalf("header: %d tokens, %d docs; want %d, %d", h.Tokens, h.Docs, total, len(docs))
 			}
