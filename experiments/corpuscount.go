@@ -48,12 +48,5 @@ func corpusCounter(dir string) (eval.CountWindow, func(), error) {
 			return nil, none, err
 		}
 	}
-	count := func(q []int32) (int64, error) {
-		if len(q) > ix.Header().MaxWindow || int64(len(q)) > ix.Header().Tokens {
-			return -1, nil // too long to count: unknown, not bad input
-		}
-		c, err := ix.Count(q)
-		return c.Count, err
-	}
-	return count, func() { ix.Close() }, nil
+	return ix.CountWindow, func() { ix.Close() }, nil
 }

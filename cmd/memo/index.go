@@ -17,6 +17,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/data/tokindex"
+	"github.com/memo-research/memo/eval"
 )
 
 func indexCommand() *cli.Command {
@@ -64,13 +65,18 @@ func indexDataset(c *cli.Context, cmd string) (*data.Dataset, error) {
 	if c.NArg() != 1 {
 		return nil, usageError("index %s: want one argument, a run directory, its data/ or a dataset-cache entry (got %q)", cmd, c.Args().Slice())
 	}
-	dir := c.Args().First()
+	return openDatasetArg(c.Args().First(), "index "+cmd)
+}
+
+// openDatasetArg opens the dataset of dir: a dataset directory itself (a
+// run's data/, a cache entry) or a run directory holding data/.
+func openDatasetArg(dir, what string) (*data.Dataset, error) {
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
 		dir = filepath.Join(dir, "data")
 	}
 	ds, err := data.OpenDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usageError("index %s: %v", cmd, err)
+		return nil, usageError("%s: %v", what, err)
 	}
 	return ds, err
 }
@@ -213,4 +219,21 @@ func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
 	fmt.Fprintf(stdout, "%d random windows of up to %d tokens over %d tokens: median %.3f ms, p90 %.3f ms, max %.3f ms (mean count %.1f)\n",
 		out.Queries, out.Window, out.Tokens, out.Median, out.P90, out.Max, out.MeanHits)
 	return nil
+}
+
+// evalCounter is memo eval --counts DIR's counter over DIR's index (nil
+// without the flag).
+func evalCounter(c *cli.Context) (eval.CountWindow, func(), error) {
+	if c.String("counts") == "" {
+		return nil, func() {}, nil
+	}
+	ds, err := openDatasetArg(c.String("counts"), "eval --counts")
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := tokindex.OpenDataset(ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix.CountWindow, func() { ix.Close() }, nil
 }

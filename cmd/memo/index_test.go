@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // TestIndexCLI: `memo index build` indexes a run's dataset into its cache
@@ -74,6 +77,30 @@ min_tokens = 100
 	r = execMemoCache(t, exe, work, cache, "index", "count", "--random", "50", "--json", run)
 	if r.code != 0 || !strings.Contains(r.stdout, `"queries":50`) {
 		t.Errorf("random: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	// An audit: memo eval --counts counts other completions' windows in
+	// this corpus.
+	var comps []runfiles.Completion
+	for _, d := range targets {
+		comps = append(comps, runfiles.Completion{DocID: d.ID, Split: "target", Status: "ok", Repetitions: d.Repetitions,
+			Prefix: d.IDs[:32], Suffix: d.IDs[32:64], Generated: d.IDs[32:64], Text: d.Text, SuffixText: "s", GeneratedText: "s",
+			TokenLosses: []float32{1, 1}, Loss: 1, RefLoss: math.NaN()})
+	}
+	audit := filepath.Join(work, "audit")
+	if err := runfiles.WriteCompletions(filepath.Join(audit, "completions.arrow"), comps, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := execMemoCache(t, exe, work, cache, "eval", "--counts", run, audit); r.code != 0 {
+		t.Fatalf("eval --counts: exit %d\n%s", r.code, r.stderr)
+	}
+	counted, err := eval.CorpusCounts.ReadParquet(filepath.Join(audit, "corpus_counts.parquet"))
+	if err != nil || len(counted) != len(targets) {
+		t.Fatalf("corpus_counts.parquet: %d rows, %v", len(counted), err)
+	}
+	for _, c := range counted {
+		if c.WindowCount != int64(c.Repetitions) || c.SuffixCount < c.WindowCount {
+			t.Errorf("audit: doc %d window %d suffix %d, repetitions %d", c.DocID, c.WindowCount, c.SuffixCount, c.Repetitions)
+		}
 	}
 	long, _ := json.Marshal(map[string]any{"ids": make([]int, 100000)})
 	for _, tc := range []struct {

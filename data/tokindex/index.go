@@ -325,6 +325,16 @@ func (ix *Index) Count(q []int32) (Count, error) {
 	return c, nil
 }
 
+// CountWindow is Count's Count for scoring many documents: -1 (unknown)
+// for a window longer than the index answers, where Count refuses it.
+func (ix *Index) CountWindow(q []int32) (int64, error) {
+	if len(q) > ix.h.MaxWindow || int64(len(q)) > ix.h.Tokens {
+		return -1, nil
+	}
+	c, err := ix.Count(q)
+	return c.Count, err
+}
+
 // span is the range of g's suffixes that start with q.
 func (ix *Index) span(q []int32, g Group) (lo, hi int64) {
 	n := int(g.End - g.Start)
