@@ -29,7 +29,7 @@ func evalCommand() *cli.Command {
 		// The [eval] keys' flags, then the command's own.
 		Flags: append(tableFlags("eval", eval.DefaultConfig()),
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
-			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by `memo index build`): corpus_counts.parquet and summary.json's by_corpus_count"},
+			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by memo index build): corpus_counts.parquet and summary.json's by_corpus_count"},
 		),
 		Action: evalAction,
 	}
