@@ -44,6 +44,14 @@ func OutputPaths(completions string) (scores, summary string) {
 
 // RunFiles is Run writing the scores and the summary to the paths given.
 func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, summaryPath string) (*Summary, error) {
+	return RunCounted(cfg, completions, goldfish, scoresPath, summaryPath, nil)
+}
+
+// RunCounted is RunFiles that, when count is not nil, also counts each
+// document's window and suffix in the training corpus: it writes
+// corpus_counts.parquet beside the scores and summary.json's
+// by_corpus_count (experiments passes the run's data/tokindex).
+func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath, summaryPath string, count CountWindow) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -96,9 +104,19 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 			slog.Warn("eval: document not attacked, left out of the extraction rates", "doc", name)
 		}
 	}
-	// The guess scores first: summary.json existing means eval is done.
+	// The guess scores and counts first: summary.json existing means eval is done.
 	if err := writeGuessResults(GuessScoresPath(scoresPath), gs); err != nil {
 		return nil, err
+	}
+	if count != nil {
+		counts, err := countCompletions(comps, count)
+		if err != nil {
+			return nil, err
+		}
+		sum.ByCorpusCount = summarizeCounts(rows, counts)
+		if err := writeCorpusCounts(CorpusCountsPath(scoresPath), counts); err != nil {
+			return nil, err
+		}
 	}
 	if err := WriteResults(rows, sum, scoresPath, summaryPath); err != nil {
 		return nil, err

@@ -69,6 +69,10 @@ type Summary struct {
 	Splits map[string]SplitSummary `json:"splits,omitempty"`
 	// ByRepetitions breaks the members down by how often each was trained on.
 	ByRepetitions []RepetitionSummary `json:"by_repetitions"`
+	// ByCorpusCount breaks the attacked members down by how often their
+	// window (prefix + suffix) occurs in the training corpus
+	// (corpus_counts.parquet); absent without an index of the corpus.
+	ByCorpusCount []CountBucket `json:"by_corpus_count,omitempty"`
 	// RepetitionThreshold is, over ByRepetitions, the smallest repetition
 	// count at which half the members are extracted (see threshold.go);
 	// left out with fewer than two repetition counts.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/torchx"
 )
 
@@ -33,10 +34,28 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 	t.Logf("smoke run took %v", time.Since(start).Round(time.Millisecond))
 	for _, f := range []string{"config.toml", "manifest.json", "data/docs.arrow", "data/tokens.arrow", "metrics.arrow",
-		"completions.arrow", "scores.parquet", "summary.json", "figures/exact-match-vs-k.png", "figures/loss.png"} {
+		"completions.arrow", "scores.parquet", "corpus_counts.parquet", "summary.json", "figures/exact-match-vs-k.png", "figures/loss.png"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing artifact: %v", err)
 		}
+	}
+	// The eval stage indexed the run's dataset: each attacked target's
+	// window occurs in the training corpus exactly its repetitions.
+	counts, err := eval.CorpusCounts.ReadParquet(filepath.Join(dir, "corpus_counts.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := 0
+	for _, c := range counts {
+		if c.Split == "target" && c.WindowCount >= 0 {
+			targets++
+			if c.WindowCount != int64(c.Repetitions) {
+				t.Errorf("target %d: window counted %d times, trained %d", c.DocID, c.WindowCount, c.Repetitions)
+			}
+		}
+	}
+	if targets == 0 {
+		t.Error("corpus_counts.parquet counts no target")
 	}
 	m, err := ReadManifest(dir)
 	if err != nil {

@@ -56,7 +56,13 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 		}
 		return extractCheckpoints(ctx, spec, dir, ds)
 	case "eval":
-		own, err := eval.Run(spec.EvalStage(), filepath.Join(dir, "completions.arrow"), spec.Goldfish, dir)
+		count, release, err := corpusCounter(dir)
+		if err != nil {
+			return err
+		}
+		defer release()
+		own, err := eval.RunCounted(spec.EvalStage(), filepath.Join(dir, "completions.arrow"), spec.Goldfish,
+			filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json"), count)
 		if err != nil {
 			return err
 		}

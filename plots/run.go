@@ -66,6 +66,9 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	if _, err := writeCalibratedTables(out, runs); err != nil {
 		return err
 	}
+	if _, err := writeCountTables(out, runs); err != nil {
+		return err
+	}
 	_, err = drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir))
 	return err
 }
@@ -138,6 +141,10 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	}
 	p, err = memorizationCurves(cfg, runs)
 	if err := emit("memorization-over-training", p, err); err != nil {
+		return written, err
+	}
+	p, err = extractionVsCount(cfg, runs)
+	if err := emit("extraction-vs-corpus-count", p, err); err != nil {
 		return written, err
 	}
 	return written, nil

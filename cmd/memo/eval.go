@@ -31,6 +31,7 @@ func evalCommand() *cli.Command {
 		// The [eval] keys' flags, then the command's own.
 		Flags: append(tableFlags("eval", eval.DefaultConfig()),
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
+			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by memo index build): corpus_counts.parquet and summary.json's by_corpus_count"},
 		),
 		Action: evalAction,
 	}
@@ -83,7 +84,12 @@ func evalAction(c *cli.Context) error {
 			return usageError("eval: --out %s is in %s; results never go there: name a directory elsewhere", out, where)
 		}
 	}
-	sum, err := eval.RunFiles(cfg, comps, trained, scores, summary)
+	count, release, err := evalCounter(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sum, err := eval.RunCounted(cfg, comps, trained, scores, summary, count)
 	if err != nil {
 		return err
 	}

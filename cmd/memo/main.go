@@ -33,6 +33,7 @@ func commands() []*cli.Command {
 	cmds := []*cli.Command{auditCommand(), benchCommand(), configCommand(), devicesCommand(), dataCommand(), dpEpsilonCommand(), evalCommand(), extractCommand(), helpCommand(), maskCommand()}
 	cmds = append(cmds, scoreGenerateExportCommands()...)
 	cmds = append(cmds, referencesCommand(), reportCommand(), runSpecCommand(), sweepCommand(), tokenizeCommand())
+	cmds = append(cmds, indexCommand())
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
 }

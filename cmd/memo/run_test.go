@@ -68,9 +68,16 @@ func execMemo(t *testing.T, exe, dir string, args ...string) memoResult {
 // printed and its exit code.
 func execMemoCache(t *testing.T, exe, dir, cache string, args ...string) memoResult {
 	t.Helper()
+	return execMemoStdin(t, exe, dir, cache, "", args...)
+}
+
+// execMemoStdin is execMemoCache with stdin.
+func execMemoStdin(t *testing.T, exe, dir, cache, stdin string, args ...string) memoResult {
+	t.Helper()
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MEMO_CACHE="+cache)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/tokindex"
+	"github.com/memo-research/memo/eval"
+)
+
+func indexCommand() *cli.Command {
+	where := "DIR is a run directory, its data/ or a dataset-cache entry (`memo data ls`)."
+	return &cli.Command{
+		Name:  "index",
+		Usage: "count how often a window of tokens occurs in a dataset's training corpus (a suffix array)",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "build",
+				Usage:     "index the training documents of a built dataset (beside its cache entry, else its data/)",
+				ArgsUsage: "DIR",
+				Description: "Writes tokens.idx: the training documents once each (a target weighed by its\n" +
+					"repetitions), a suffix array over them, the tokenizer and a digest of the dataset's\n" +
+					"files; progress on stderr. " + where,
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "max-window", Value: tokindex.DefaultMaxWindow, Usage: "the longest window the index answers, in `TOKENS`"},
+				},
+				Action: runIndexBuild,
+			},
+			{
+				Name:      "count",
+				Usage:     "count a text on stdin (tokenized as the corpus was) or --ids-json ids in DIR's index",
+				ArgsUsage: "DIR",
+				Description: "Prints the count (each training document counted as often as an epoch holds it)\n" +
+					"and the occurrences (positions); --json prints {\"count\": N, ...}. --random N\n" +
+					"times N counts of random windows of the corpus instead. " + where,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "ids-json", Usage: "stdin is {\"ids\": [...]}, token ids, not text"},
+					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+					&cli.BoolFlag{Name: "locate", Usage: "also list where: doc_id and token offset of each occurrence"},
+					&cli.IntFlag{Name: "limit", Value: 100, Usage: "list at most `N` occurrences with --locate (0: all)"},
+					&cli.IntFlag{Name: "random", Usage: "time `N` counts of random windows of the corpus (stdin unread)"},
+					&cli.IntFlag{Name: "window", Value: 32, Usage: "with --random: windows of `TOKENS`"},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "with --random: the windows' seed"},
+				},
+				Action: runIndexCount,
+			},
+		},
+	}
+}
+
+// indexDataset opens the dataset named by a command's one argument.
+func indexDataset(c *cli.Context, cmd string) (*data.Dataset, error) {
+	if c.NArg() != 1 {
+		return nil, usageError("index %s: want one argument, a run directory, its data/ or a dataset-cache entry (got %q)", cmd, c.Args().Slice())
+	}
+	return openDatasetArg(c.Args().First(), "index "+cmd)
+}
+
+// openDatasetArg opens the dataset of dir: a dataset directory itself (a
+// run's data/, a cache entry) or a run directory holding data/.
+func openDatasetArg(dir, what string) (*data.Dataset, error) {
+	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+		dir = filepath.Join(dir, "data")
+	}
+	ds, err := data.OpenDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usageError("%s: %v", what, err)
+	}
+	return ds, err
+}
+
+func runIndexBuild(c *cli.Context) error {
+	if w := c.Int("max-window"); w < 1 {
+		return usageError("index build: --max-window %d: want >= 1", w)
+	}
+	ds, err := indexDataset(c, "build")
+	if err != nil {
+		return err
+	}
+	path := tokindex.PathFor(ds)
+	st, err := tokindex.BuildDataset(ds, path, c.Int("max-window"), os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d documents, %d tokens (%d with repetitions), %d partitions (largest %d suffixes), %.1f s\n",
+		path, st.Docs, st.Tokens, st.Weighted, st.Partitions, st.LargestPartition, st.Seconds)
+	return nil
+}
+
+func runIndexCount(c *cli.Context) error {
+	if c.Int("limit") < 0 || c.Int("random") < 0 || c.Int("window") < 1 {
+		return usageError("index count: --limit, --random want >= 0 and --window >= 1")
+	}
+	ds, err := indexDataset(c, "count")
+	if err != nil {
+		return err
+	}
+	ix, err := tokindex.OpenDataset(ds)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	if n := c.Int("random"); n > 0 {
+		return countRandom(c, ix, n)
+	}
+	q, err := readQuery(c, ds)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		tokindex.Count
+		Locations []tokindex.Occurrence `json:"locations,omitempty"`
+	}{}
+	if c.Bool("locate") {
+		out.Locations, out.Count, err = ix.Locate(q, c.Int("limit"))
+		if out.Locations == nil {
+			out.Locations = []tokindex.Occurrence{}
+		}
+	} else {
+		out.Count, err = ix.Count(q)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSONLine(c, out)
+	}
+	fmt.Fprintf(stdout, "count %d (occurrences %d) of a %d-token window\n", out.Count.Count, out.Occurrences, len(q))
+	for _, o := range out.Locations {
+		fmt.Fprintf(stdout, "doc_id %d offset %d repetitions %d\n", o.DocID, o.Offset, o.Reps)
+	}
+	return nil
+}
+
+// readQuery reads the window: stdin's text in the corpus's tokenizer, or
+// {"ids": [...]}.
+func readQuery(c *cli.Context, ds *data.Dataset) ([]int32, error) {
+	in, err := io.ReadAll(c.App.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("index count: read stdin: %w", err)
+	}
+	if !c.Bool("ids-json") {
+		tok, err := ds.Tokenizer()
+		if err != nil {
+			return nil, err
+		}
+		ids, err := tok.Encode(string(in))
+		if err != nil {
+			return nil, fmt.Errorf("index count: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, usageError("index count: stdin holds no text to count")
+		}
+		return ids, nil
+	}
+	var req struct {
+		IDs *[]int64 `json:"ids"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(in))
+	if err := dec.Decode(&req); err != nil || dec.More() || req.IDs == nil {
+		return nil, usageError("index count --ids-json: stdin: want one JSON object {\"ids\": [...]} of integer ids")
+	}
+	ids := make([]int32, len(*req.IDs))
+	for i, id := range *req.IDs {
+		if id < 0 || id >= int64(ds.Report().VocabSize) {
+			return nil, usageError("index count --ids-json: ids[%d] = %d is outside the vocabulary of %d ids", i, id, ds.Report().VocabSize)
+		}
+		ids[i] = int32(id)
+	}
+	return ids, nil
+}
+
+// countRandom times n counts of windows drawn from the corpus itself
+// (positions uniform over the stream, cut short where a document ends).
+func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
+	h := ix.Header()
+	rng := rand.New(rand.NewPCG(uint64(c.Int64("seed")), 0x696e646578))
+	times := make([]float64, 0, n)
+	var sum int64
+	for len(times) < n {
+		w := ix.Window(rng.Int64N(h.Stream), c.Int("window"))
+		if len(w) == 0 {
+			continue
+		}
+		t0 := time.Now()
+		cnt, err := ix.Count(w)
+		if err != nil {
+			return err
+		}
+		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+		sum += cnt.Count
+	}
+	slices.Sort(times)
+	q := func(p float64) float64 { return times[int(p*float64(len(times)-1))] }
+	out := struct {
+		Queries  int     `json:"queries"`
+		Window   int     `json:"window"`
+		Tokens   int64   `json:"tokens"`
+		MeanHits float64 `json:"mean_count"`
+		Median   float64 `json:"median_ms"`
+		P90      float64 `json:"p90_ms"`
+		Max      float64 `json:"max_ms"`
+	}{n, c.Int("window"), h.Tokens, float64(sum) / float64(n), q(0.5), q(0.9), times[len(times)-1]}
+	if c.Bool("json") {
+		return writeJSONLine(c, out)
+	}
+	fmt.Fprintf(stdout, "%d random windows of up to %d tokens over %d tokens: median %.3f ms, p90 %.3f ms, max %.3f ms (mean count %.1f)\n",
+		out.Queries, out.Window, out.Tokens, out.Median, out.P90, out.Max, out.MeanHits)
+	return nil
+}
+
+// evalCounter is memo eval --counts DIR's counter over DIR's index (nil
+// without the flag).
+func evalCounter(c *cli.Context) (eval.CountWindow, func(), error) {
+	if c.String("counts") == "" {
+		return nil, func() {}, nil
+	}
+	ds, err := openDatasetArg(c.String("counts"), "eval --counts")
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := tokindex.OpenDataset(ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix.CountWindow, func() { ix.Close() }, nil
+}

@@ -1,0 +1,52 @@
+package experiments
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/tokindex"
+	"github.com/memo-research/memo/eval"
+)
+
+// autoIndexTokens: a run's dataset with at most this many training tokens
+// is indexed by the eval stage itself when it has no index (a few seconds;
+// every shipped experiment's is well under), so that its summary shows
+// extraction against measured counts. Larger ones are counted only once
+// `memo index build` has indexed them.
+const autoIndexTokens = 20_000_000
+
+// corpusCounter returns a counter over the run's training corpus (nil when
+// there is none to use) and a function releasing it.
+func corpusCounter(dir string) (eval.CountWindow, func(), error) {
+	none := func() {}
+	ds, err := data.Open(dir)
+	if err != nil {
+		return nil, none, err
+	}
+	ix, err := tokindex.OpenDataset(ds)
+	if err != nil {
+		if ds.Report().TrainTokens > autoIndexTokens {
+			if errors.Is(err, fs.ErrNotExist) {
+				slog.Info("eval: no index of the training corpus, so no corpus counts; `memo index build` makes one", "dataset", ds.Dir())
+				return nil, none, nil
+			}
+			return nil, none, err
+		}
+		// Small: (re)build it, replacing a missing, stale or damaged one.
+		path := tokindex.PathFor(ds)
+		if _, err := tokindex.BuildDataset(ds, path, 0, nil); err != nil {
+			if errors.Is(err, fs.ErrPermission) || errors.Is(err, os.ErrPermission) {
+				slog.Warn("eval: cannot write the corpus index, so no corpus counts", "path", path, "err", err)
+				return nil, none, nil
+			}
+			return nil, none, err
+		}
+		if ix, err = tokindex.OpenDataset(ds); err != nil {
+			return nil, none, err
+		}
+	}
+	return ix.CountWindow, func() { ix.Close() }, nil
+}

@@ -1,0 +1,122 @@
+package plots
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/memo-research/memo/eval"
+)
+
+// countRow is one duplicate-count bucket of one run: summary.json's
+// by_corpus_count (the members whose extracted window occurs lo..hi times
+// in the training corpus), with the Wilson interval of its exact match.
+type countRow struct {
+	series     string
+	b          eval.CountBucket
+	exLo, exHi float64
+}
+
+func countRows(runs []*runData) []countRow {
+	var rows []countRow
+	for _, r := range runs {
+		if r.Summary == nil {
+			continue
+		}
+		name := r.Name
+		if name == "" {
+			name = "run"
+		}
+		for _, b := range r.Summary.ByCorpusCount {
+			k := int(math.Round(float64(b.ExactMatch) * float64(b.Members)))
+			lo, hi := eval.WilsonCI(k, b.Members)
+			rows = append(rows, countRow{series: name, b: b, exLo: lo, exHi: hi})
+		}
+	}
+	return rows
+}
+
+// writeCountTables writes corpus-counts.md and corpus-counts.csv into dir
+// when a run's summary holds counts, nothing otherwise (new files, so the
+// other tables keep their bytes).
+func writeCountTables(dir string, runs []*runData) ([]string, error) {
+	rows := countRows(runs)
+	if rows == nil {
+		return nil, nil
+	}
+	md := func(w io.Writer) error {
+		var b strings.Builder
+		b.WriteString("| model | count in the training corpus | targets | exact match % [95% CI] | loss AUC |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
+		for _, r := range rows {
+			span := strconv.FormatInt(r.b.Lo, 10)
+			if r.b.Hi != r.b.Lo {
+				span += "–" + strconv.FormatInt(r.b.Hi, 10)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s [%s, %s] | %s |\n", r.series, span, r.b.Members,
+				pct(float64(r.b.ExactMatch)), pct(r.exLo), pct(r.exHi), num(float64(r.b.LossAUC), 3))
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	csvOut := func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+		if err := cw.Write([]string{"model", "count_lo", "count_hi", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "loss_auc"}); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := cw.Write([]string{r.series, strconv.FormatInt(r.b.Lo, 10), strconv.FormatInt(r.b.Hi, 10), strconv.Itoa(r.b.Members),
+				f(float64(r.b.ExactMatch)), f(r.exLo), f(r.exHi), f(float64(r.b.LossAUC))}); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	return writeFiles(dir, namedWriter{"corpus-counts.md", md}, namedWriter{"corpus-counts.csv", csvOut})
+}
+
+// extractionVsCount is Carlini et al. 2023's figure: the fraction of
+// targets extracted against how often their window occurs in the training
+// corpus, on a log axis (each bucket at its geometric middle; count 0,
+// which a log axis cannot show, left out). Nil without two such points.
+func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
+	var series []string
+	by := map[string]*errPoints{}
+	n := 0
+	for _, r := range countRows(runs) {
+		if r.b.Lo < 1 {
+			continue
+		}
+		pts := by[r.series]
+		if pts == nil {
+			pts = &errPoints{}
+			by[r.series] = pts
+			series = append(series, r.series)
+		}
+		pts.add(math.Sqrt(float64(r.b.Lo)*float64(r.b.Hi)), 100*float64(r.b.ExactMatch), 100*r.exLo, 100*r.exHi)
+		n++
+	}
+	if n < 2 {
+		return nil, nil
+	}
+	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window in the training corpus", "targets extracted (exact match %)")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	for i, s := range series {
+		if err := addErrSeries(p, by[s], colorAt(i), nil, []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[i%2], s); err != nil {
+			return nil, err
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, 130
+	p.Y.Tick.Marker = percentTicks
+	p.Add(hgrid())
+	return p, nil
+}
