@@ -33,6 +33,11 @@ import (
 // presence marks a complete dataset.
 var datasetFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json", "report.json"}
 
+// IndexFile is the suffix-array index of an entry's training tokens, which
+// data/tokindex writes beside them (memo index build, or the eval stage):
+// an entry's own file, listed by ls and removed with the entry by gc.
+const IndexFile = "tokens.idx"
+
 // Cache layout names.
 const (
 	datasetsDir = "datasets"

@@ -123,7 +123,7 @@ func foreignEntry(dir, key string) string {
 // ownEntryFile reports whether name is a file the cache's builder writes
 // into an entry.
 func ownEntryFile(name string) bool {
-	for _, f := range append([]string{entryFile}, datasetFiles...) {
+	for _, f := range append([]string{entryFile, IndexFile}, datasetFiles...) {
 		if name == f || atomicfile.IsTemp(name, f) {
 			return true
 		}

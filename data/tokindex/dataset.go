@@ -17,7 +17,7 @@ import (
 )
 
 // FileName is the index's file name beside a dataset's files.
-const FileName = "tokens.idx"
+const FileName = data.IndexFile
 
 // DatasetIdentity is what an index of ds must have been built from: the
 // tokenizer's name and the sha256 of its tokenizer.json, and a digest of
