@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,7 +221,7 @@ func (s *Spec) check(doc []byte) error {
 		if _, err := os.Stat(p.Path); err != nil {
 			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, unwrapPath(err))
 		}
-		if err := holdsDocuments(p); err != nil {
+		if err := data.CheckSource(p); err != nil {
 			return fail("data.sources", "data.sources: %q: %v", src, err)
 		}
 	}
@@ -242,37 +240,6 @@ func (s *Spec) check(doc []byte) error {
 		return fail("train.warmup_steps", "train.warmup_steps = %d: must be <= train.steps = %d (the warm-up would never reach train.lr)", s.Train.WarmupSteps, s.Train.Steps)
 	}
 	return s.checkStages(fail)
-}
-
-// holdsDocuments is the cheap part of what the data stage will find out
-// about a user source: a txt: directory without a .txt file, or an empty
-// file, holds no document. (Whether the documents are usable is known only
-// once they are read.)
-func holdsDocuments(src data.Source) error {
-	st, err := os.Stat(src.Path)
-	if err != nil {
-		return err
-	}
-	if src.Kind == "txt" {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory (txt: reads every .txt file under a directory)", src.Path)
-		}
-		found := errors.New("found")
-		err := filepath.WalkDir(src.Path, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".txt") {
-				return found
-			}
-			return nil
-		})
-		if err != found {
-			return fmt.Errorf("no .txt files under %s", src.Path)
-		}
-		return nil
-	}
-	if st.Mode().IsRegular() && st.Size() == 0 {
-		return fmt.Errorf("%s is empty", src.Path)
-	}
-	return nil
 }
 
 // checkFetched reports a built-in corpus that `memo data fetch` has not put
