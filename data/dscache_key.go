@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // FormatVersion names what Build writes for given inputs. It is part of the
@@ -50,16 +49,11 @@ func newKeyInput(cfg Config, cache string) (keyInput, error) {
 		if err != nil {
 			return in, err
 		}
-		root, files, err := sourceFiles(src, cache)
+		files, err := sourceKey(src, cache)
 		if err != nil {
 			return in, fmt.Errorf("source %s: %w", src.Name(), err)
 		}
-		if src.Kind == "opticks" {
-			in.Files = append(in.Files, opticksKey(src.Name()))
-		}
-		for _, f := range files {
-			in.Files = append(in.Files, hashFile(src.Name(), root, f))
-		}
+		in.Files = append(in.Files, files...)
 	}
 	tf, err := tokenizerFiles(cfg.Tokenizer, cache)
 	if err != nil {
@@ -80,32 +74,6 @@ func (in keyInput) key() (string, error) {
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:24], nil
-}
-
-// sourceFiles lists the files a source reads, sorted, and the root their
-// names are relative to. Built-in corpora are keyed by every file of their
-// fetched package (a re-fetch of another pin changes the key).
-func sourceFiles(src Source, cache string) (string, []string, error) {
-	switch src.Kind {
-	case "opticks":
-		// Embedded: newKeyInput keys its bytes (opticksKey).
-		return "", nil, nil
-	case "jsonl", "parquet", "arrow":
-		if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() && src.Kind == "jsonl" {
-			files, err := walkFiles(src.Path, isJSONLName)
-			return src.Path, files, err
-		}
-		return filepath.Dir(src.Path), []string{src.Path}, nil
-	case "txt":
-		files, err := walkFiles(src.Path, func(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".txt") })
-		return src.Path, files, err
-	}
-	dir, err := packageDir(cache, src.Kind)
-	if err != nil {
-		return "", nil, err
-	}
-	files, err := walkFiles(dir, func(string) bool { return true })
-	return dir, files, err
 }
 
 // tokenizerFiles lists the files a tokenizer spec reads (none for a BPE

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,7 +221,7 @@ func (s *Spec) check(doc []byte) error {
 		if _, err := os.Stat(p.Path); err != nil {
 			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, unwrapPath(err))
 		}
-		if err := holdsDocuments(p); err != nil {
+		if err := data.CheckSource(p); err != nil {
 			return fail("data.sources", "data.sources: %q: %v", src, err)
 		}
 	}
@@ -242,66 +240,6 @@ func (s *Spec) check(doc []byte) error {
 		return fail("train.warmup_steps", "train.warmup_steps = %d: must be <= train.steps = %d (the warm-up would never reach train.lr)", s.Train.WarmupSteps, s.Train.Steps)
 	}
 	return s.checkStages(fail)
-}
-
-// holdsDocuments is the cheap part of what the data stage will find out
-// about a user source: a txt: directory without a .txt file, or an empty
-// file, holds no document. (Whether the documents are usable is known only
-// once they are read.)
-func holdsDocuments(src data.Source) error {
-	st, err := os.Stat(src.Path)
-	if err != nil {
-		return err
-	}
-	if err := regularSource(src.Path, st); err != nil {
-		return err
-	}
-	if src.Kind == "txt" {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory (txt: reads every .txt file under a directory)", src.Path)
-		}
-		found := errors.New("found")
-		err := filepath.WalkDir(src.Path, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".txt") {
-				return found
-			}
-			return nil
-		})
-		if err != found {
-			return fmt.Errorf("no .txt files under %s", src.Path)
-		}
-		return nil
-	}
-	if st.Mode().IsRegular() && st.Size() == 0 {
-		return fmt.Errorf("%s is empty", src.Path)
-	}
-	return nil
-}
-
-// regularSource refuses a source that is, or under a directory holds, a
-// named pipe, a device or a socket: the data stage reads every source
-// twice (once for the dataset's cache key, once to build it), and a pipe
-// gives its lines only once, so the second read would wait forever.
-func regularSource(path string, st fs.FileInfo) error {
-	const special = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice | fs.ModeSocket
-	why := func(p string) error {
-		return fmt.Errorf("%s is a named pipe, device or socket, not a file: memo reads its sources twice (for the dataset's cache key, then to build it); write it to a file first", p)
-	}
-	if st.Mode()&special != 0 {
-		return why(path)
-	}
-	if !st.IsDir() {
-		return nil
-	}
-	var bad error
-	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type()&special != 0 {
-			bad = why(p)
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	return bad
 }
 
 // checkFetched reports a built-in corpus that `memo data fetch` has not put

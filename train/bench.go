@@ -210,14 +210,12 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	tc.ShardGroup, tc.Precision = cfg.ShardGroup, cfg.Precision
 	l := &loop{cfg: tc, block: cfg.Seq, total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group}
-	defer l.dropFull()
+	defer l.dropStrategy()
 	if err := l.newModel(mc, dev, cfg.Group); err != nil {
 		return BenchResult{}, err
 	}
-	if l.full != nil {
-		if err := l.startFull(false); err != nil {
-			return BenchResult{}, err
-		}
+	if err := l.strat.start(false); err != nil {
+		return BenchResult{}, err
 	}
 	g := l.g
 	masker, err := loss.New(loss.Config{Strategy: loss.StrategyNone})

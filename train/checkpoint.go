@@ -17,14 +17,9 @@ import (
 // match. Reading one back is resume.go's.
 
 // checkpoint writes metrics.arrow and a checkpoint of the current step (rank 0).
-func (l *loop) checkpoint() error {
-	if l.full != nil {
-		// The checkpoint holds the whole model: rank 0 gathers it while
-		// it writes.
-		return l.full.withWeights(l.rank, 0, l.writeCheckpoint)
-	}
-	return l.writeCheckpoint()
-}
+// The checkpoint holds the whole model: the strategy gives it to rank 0
+// while it writes.
+func (l *loop) checkpoint() error { return l.strat.withWeights(l.writeCheckpoint) }
 
 func (l *loop) writeCheckpoint() error {
 	l.lastSaved = l.step

@@ -35,7 +35,7 @@ func (l *loop) restore() error {
 				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
 			}
-			if err := l.bindWhole(); err != nil {
+			if err := l.strat.bindWhole(); err != nil {
 				return err
 			}
 			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
@@ -72,7 +72,7 @@ func (l *loop) restore() error {
 	if !saved.SameNetwork(l.g.Config()) {
 		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
 	}
-	if err := l.bindWhole(); err != nil {
+	if err := l.strat.bindWhole(); err != nil {
 		return err
 	}
 	if err := checkpoint.LoadSourceWeights(l.g, dir); err != nil {
@@ -85,23 +85,13 @@ func (l *loop) restore() error {
 	return nil
 }
 
-// bindWhole, under train.shard = "full", gives rank 0's emptied parameters
-// whole storage to read weights into (startFull scatters and empties them).
-func (l *loop) bindWhole() error {
-	if l.full == nil {
-		return nil
-	}
-	_, err := l.full.bindWhole()
-	return err
-}
-
 // syncStart makes every rank start where rank 0 does. Rank 0 alone read the
 // checkpoint (or init_from); its step, data position and Adam step count,
 // weights and moments are broadcast (weights that rank 0 did not read are
 // the seed's, the same on every rank), so a run resumes with any world size
 // and needs no file system shared between machines. The run's length and
 // epoch size travel along as a check that all ranks see the same data.
-// Under train.shard = "full" each rank receives only its ranges.
+// The strategy gives each rank its weights (strategy.start).
 func (l *loop) syncStart() error {
 	loaded := int64(0)
 	if l.loadedWeights {
@@ -115,25 +105,13 @@ func (l *loop) syncStart() error {
 		return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
 	}
 	v := ints.Int64Values()
-	var all []*ts.Tensor
-	if v[5] == 1 && l.full == nil {
-		for _, p := range l.g.Params() {
-			all = append(all, p.Tensor)
-		}
-	}
 	if l.opt.plan == nil && v[2] > 0 {
-		all = append(all, l.opt.m...)
-		all = append(all, l.opt.v...)
-	}
-	if len(all) > 0 {
-		if err := l.group.Broadcast(all, 0); err != nil {
-			return fmt.Errorf("broadcast the starting state from rank 0: %w", err)
+		if err := l.group.Broadcast(append(append([]*ts.Tensor{}, l.opt.m...), l.opt.v...), 0); err != nil {
+			return fmt.Errorf("broadcast the optimizer state from rank 0: %w", err)
 		}
 	}
-	if l.full != nil {
-		if err := l.startFull(v[5] == 1); err != nil {
-			return err
-		}
+	if err := l.strat.start(v[5] == 1); err != nil {
+		return err
 	}
 	if p := l.opt.plan; p != nil && v[2] > 0 {
 		// Rank 0 read full moments from the checkpoint (written by any

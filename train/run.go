@@ -4,7 +4,9 @@
 // data-parallel training through a Group.
 //
 // Files by concern: run.go is Run and the step loop; step.go one optimizer
-// step (micro-batches, forward and backward on the workers, the loss sums);
+// step (micro-batches, forward and backward, the loss sums); strategy.go
+// the parts that differ with train.shard, one file each (replicated.go,
+// zero12.go, zero3.go);
 // resume.go the checkpoint or init_from a run starts from; checkpoint.go
 // writing checkpoints; validate.go validation; batch.go rows as tensors;
 // stream.go the training rows; supervised.go train.match_supervised_tokens;
@@ -20,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/memo-research/memo/internal/progress"
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	}
 	l := &loop{cfg: cfg, masker: masker, stream: stream, block: block, total: total,
 		rank: rank, size: size, group: opts.Group, runDir: runDir}
-	defer l.dropFull()
+	defer l.dropStrategy()
 	if err := l.newModel(mc, dev, opts.Group); err != nil {
 		return err
 	}
@@ -206,9 +207,9 @@ func (l *loop) workerCount() int {
 }
 
 // newModel builds the model (fresh weights drawn from its seed), its
-// sharding plan and its optimizer. Under train.shard = "full" the model is
-// built unset and emptied, and no rank holds it whole: its ranges are drawn
-// or scattered later (startFull).
+// sharding plan, its optimizer and the strategy. Under train.shard = "full"
+// the model is built unset and emptied, and no rank holds it whole: its
+// ranges are drawn or scattered later (strategy.start).
 func (l *loop) newModel(mc model.Config, dev gotch.Device, group Group) error {
 	vs := nn.NewVarStore(dev)
 	build := model.New
@@ -226,37 +227,16 @@ func (l *loop) newModel(mc model.Config, dev gotch.Device, group Group) error {
 	if err != nil {
 		return err
 	}
-	l.g, l.sharder, l.opt = g, sharder, newAdamW(g.Params(), l.cfg, plan)
-	if l.cfg.Shard == ShardFull {
-		l.full, err = newFullState(plan, sharder, g)
-	}
+	l.g, l.sharder, l.opt = g, sharder, newAdamW(l.trainable(g), l.cfg, plan)
+	l.strat, err = l.newStrategy()
 	return err
 }
 
-// startFull fills this rank's ranges under train.shard = "full": scattered
-// from rank 0 when it read them from a checkpoint or train.init_from,
-// drawn from the seed otherwise.
-func (l *loop) startFull(loaded bool) error {
-	var err error
-	if loaded {
-		err = l.full.scatterWeights(l.rank)
-	} else {
-		err = l.full.drawWeights(l.g.Config())
-	}
-	if err != nil {
-		return err
-	}
-	// Hand back the pages rank 0's whole copy held: the C heap keeps freed
-	// memory mapped (malloctune), the Go heap the drawn values.
-	debug.FreeOSMemory()
-	torchx.ReleaseFreeMemory()
-	return nil
-}
-
-func (l *loop) dropFull() {
-	if l.full != nil {
-		l.full.drop()
-		l.full = nil
+// dropStrategy frees the strategy's state.
+func (l *loop) dropStrategy() {
+	if l.strat != nil {
+		l.strat.drop()
+		l.strat = nil
 	}
 }
 
@@ -276,8 +256,8 @@ type loop struct {
 	rank    int
 	size    int
 	group   Group
-	sharder Sharder    // the group's sharded collectives (train.shard other than none)
-	full    *fullState // train.shard = "full": this rank's ranges of the weights and gradients
+	sharder Sharder  // the group's sharded collectives (train.shard other than none)
+	strat   strategy // how the weights, gradients and optimizer state are held (train.shard)
 	runDir  string
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.

@@ -393,20 +393,7 @@ type StateBytes struct {
 func (l *loop) stateBytes() StateBytes {
 	var out StateBytes
 	o := l.opt
-	if f := l.full; f != nil {
-		b := int64(f.w.Numel()) * int64(f.w.DType().Size())
-		out.Params, out.Grads = b, b
-		if f.second != nil {
-			out.Secondary = int64(f.second.Numel()) * int64(f.second.DType().Size())
-		}
-		out.Gathered = f.gatheredBytes()
-	} else {
-		for _, p := range o.params {
-			b := int64(p.Tensor.Numel()) * int64(p.Tensor.DType().Size())
-			out.Params += b
-			out.Grads += b
-		}
-	}
+	l.strat.stateBytes(&out)
 	for _, t := range append(append([]*ts.Tensor{}, o.m...), o.v...) {
 		out.Optimizer += int64(t.Numel()) * int64(t.DType().Size())
 	}

@@ -2,8 +2,8 @@ package train
 
 // One optimizer step: this rank's share of each micro-batch of the global
 // batch read and masked (readShares), each share's forward and backward
-// over the workers (microStep), the gradients all-reduced, clipped and
-// applied.
+// (microStep), the gradients reduced, clipped and applied, each as the
+// run's strategy does it (strategy.go).
 
 import (
 	"fmt"
@@ -16,19 +16,17 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// trainStep runs one optimizer step over the next global batch.
+// trainStep runs one optimizer step over the next global batch: the one
+// loop of every strategy (strategy.go), which holds the weights, reduces,
+// clips and applies the gradients.
 func (l *loop) trainStep() (Metric, error) {
-	if l.full != nil {
-		return l.trainStepFull()
-	}
 	cfg := l.cfg
 	shares, nKept, err := l.readShares()
 	if err != nil {
 		return Metric{}, err
 	}
 	l.pos += int64(cfg.BatchSize)
-	params := l.g.Params()
-	l.work.zeroGrads()
+	l.strat.zeroGrads()
 
 	var sums lossSums
 	t0 := time.Now()
@@ -42,51 +40,22 @@ func (l *loop) trainStep() (Metric, error) {
 			torchx.Collect() // between micro-batches: no libtorch call in flight
 		}
 	}
-	l.work.reduceGrads()
 	t1 := time.Now()
 	l.tModel += t1.Sub(t0)
 	defer func() { l.tOpt += time.Since(t1) }()
-	gs, err := grads(params)
+	if sums, err = l.sumOverRanks(sums); err != nil {
+		return Metric{}, err
+	}
+	if err := l.strat.reduce(); err != nil {
+		return Metric{}, err
+	}
+	lr := cfg.lrAt(l.step+1, l.total)
+	gn, err := l.strat.clip(cfg.Clip)
 	if err != nil {
 		return Metric{}, err
 	}
-	defer func() {
-		for _, g := range gs {
-			g.MustDrop()
-		}
-	}()
-	reduceScatter := l.opt.plan != nil && l.opt.plan.mode == ShardGradients
-	if l.group != nil && l.size > 1 {
-		// Each rank's share is already normalised by the global kept count:
-		// the sums are the global batch's gradient and statistics.
-		if reduceScatter {
-			// Only this rank's range of the gradients is summed: it
-			// updates only that range.
-			if err := l.sharder.ShardReduceScatter(gs, l.opt.plan.units[0].per, Among{}); err != nil {
-				return Metric{}, fmt.Errorf("reduce-scatter gradients: %w", err)
-			}
-		} else if err := l.group.AllReduceSum(gs); err != nil {
-			return Metric{}, fmt.Errorf("all-reduce gradients: %w", err)
-		}
-		if sums, err = l.sumOverRanks(sums); err != nil {
-			return Metric{}, err
-		}
-	}
-	lr := cfg.lrAt(l.step+1, l.total)
-	var gn float64
-	if reduceScatter {
-		if gn, err = clipShard(l.opt.plan, gs, cfg.Clip, l.group); err != nil {
-			return Metric{}, err
-		}
-	} else {
-		gn = clipGrads(gs, cfg.Clip)
-	}
-	l.opt.update(gs, lr)
-	if l.opt.plan != nil {
-		// Each rank updated its range of the weights: give every rank all.
-		if err := l.sharder.ShardAllGather(paramTensors(params), l.opt.plan.units[0].per, Among{}); err != nil {
-			return Metric{}, fmt.Errorf("all-gather updated weights: %w", err)
-		}
+	if err := l.strat.update(lr); err != nil {
+		return Metric{}, err
 	}
 	return l.metric(sums, lr, gn), nil
 }
@@ -220,24 +189,21 @@ func (l *loop) readShares() ([]share, []int64, error) {
 }
 
 // microStep runs forward and backward on this rank's share of a global
-// micro-batch, split over the workers. The loss is the goldfish loss of
-// the whole global micro-batch (CE summed over its kept targets / nKept,
-// their number over all ranks' rows, so that hash masks, which keep
-// different numbers of targets per row, give every world size the same
-// loss), divided by accum so that accumulated gradients average the
-// micro-batches. It returns this rank's part of the kept loss, and the CE
-// sum and count over its targets and over its dropped ones (lossSums).
+// micro-batch, with the weights where the strategy keeps them. The loss is
+// the goldfish loss of the whole global micro-batch (CE summed over its
+// kept targets / nKept, their number over all ranks' rows, so that hash
+// masks, which keep different numbers of targets per row, give every world
+// size the same loss), divided by accum so that accumulated gradients
+// average the micro-batches. It returns this rank's part of the kept loss,
+// and the CE sum and count over its targets and over its dropped ones
+// (lossSums).
 func (l *loop) microStep(sh share, nKept int64, accum int) (lossSums, error) {
-	rows, dropped := sh.rows, sh.dropped
-	k := min(l.work.n(), len(rows))
-	res := make([]workerLoss, k)
-	l.work.run(func(w int, g *model.GPT) {
-		if w >= k {
-			return
-		}
-		lo, hi := split(len(rows), k, w)
-		res[w] = forwardBackward(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, nKept, accum)
+	res, err := l.strat.forwardBackward(sh.rows, sh.dropped, func(logits, tgt, dt *ts.Tensor) workerLoss {
+		return lossBackward(logits, tgt, dt, nKept, accum)
 	})
+	if err != nil {
+		return lossSums{}, err
+	}
 	return shareSums(res, nKept)
 }
 
@@ -274,23 +240,6 @@ type workerLoss struct {
 	Losses
 	keptSum float64 // CE summed over this worker's kept targets
 	err     error
-}
-
-// forwardBackward runs one worker's share of a micro-batch: its part of the
-// loss is its kept-CE sum / nKept (the whole micro-batch's kept count) / accum.
-func forwardBackward(g *model.GPT, rows [][]int32, dropped []bool, block int, nKept int64, accum int) (out workerLoss) {
-	inp, tgt, _ := batchTensors(rows, block, g.Device())
-	defer inp.MustDrop()
-	defer tgt.MustDrop()
-	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)}, g.Device())
-	if err != nil {
-		out.err = err
-		return out
-	}
-	defer dt.MustDrop()
-	logits := g.Forward(inp)
-	defer logits.MustDrop()
-	return lossBackward(logits, tgt, dt, nKept, accum)
 }
 
 // lossBackward is the goldfish loss of logits against tgt with the dropped

@@ -15,40 +15,27 @@ import (
 // validate is the mean cross-entropy over every non-padding target of the
 // validation rows, with no goldfish mask; NaN when there are none. With
 // several ranks each scores its share of the rows and the sums are
-// all-reduced.
+// all-reduced. Every rank runs the same number of batches (a sharded
+// strategy gathers weights for each, a collective), a rank past its rows
+// with none.
 func (l *loop) validate() (float64, error) {
 	if len(l.val) == 0 {
 		return math.NaN(), nil
 	}
-	if l.full != nil {
-		return l.validateFull()
-	}
-	val := l.val
-	if l.group != nil && l.size > 1 {
-		lo, hi := split(len(val), l.size, l.rank)
-		val = val[lo:hi]
-	}
+	lo, hi := split(len(l.val), l.size, l.rank)
+	mine := l.val[lo:hi]
 	micro := max(1, l.cfg.BatchSize/l.size/l.cfg.GradAccum)
+	most := (len(l.val) + l.size - 1) / l.size
 	var sum, n float64
-	for i := 0; i < len(val); i += micro {
-		rows := val[i:min(i+micro, len(val))]
-		k := min(l.work.n(), len(rows))
-		sums := make([]float64, k)
-		counts := make([]float64, k)
-		errs := make([]error, k)
-		l.work.run(func(w int, g *model.GPT) {
-			if w >= k {
-				return
-			}
-			lo, hi := split(len(rows), k, w)
-			sums[w], counts[w], errs[w] = evalRows(g, rows[lo:hi], l.block)
-		})
-		for w := 0; w < k; w++ {
-			if errs[w] != nil {
-				return 0, fmt.Errorf("validation: %w", errs[w])
-			}
-			sum += sums[w]
-			n += counts[w]
+	for i := 0; i < most; i += micro {
+		rows := mine[min(i, len(mine)):min(i+micro, len(mine))]
+		parts, err := l.strat.eval(rows)
+		if err != nil {
+			return 0, fmt.Errorf("validation: %w", err)
+		}
+		for _, p := range parts {
+			sum += p.sum
+			n += p.n
 		}
 		torchx.Collect() // between batches: no libtorch call in flight
 	}

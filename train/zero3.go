@@ -27,7 +27,7 @@ package train
 
 import (
 	"fmt"
-	"time"
+	"runtime/debug"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -35,8 +35,16 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// fullState is one rank's training state under train.shard = "full".
+func init() {
+	registerStrategy(ShardFull, func(l *loop) (strategy, error) {
+		return newFullState(l, l.opt.plan, l.sharder, l.g)
+	})
+}
+
+// fullState is one rank's training state under train.shard = "full", and
+// its strategy.
 type fullState struct {
+	l      *loop
 	plan   *shardPlan
 	sh     Sharder
 	params []*ts.Tensor // the model's parameters: empty between uses
@@ -54,8 +62,8 @@ type fullState struct {
 // newFullState empties the model's parameters (built unset: nothing of the
 // whole model is ever resident here) and allocates this rank's vectors,
 // zeroed; the weights come from drawWeights or scatterWeights.
-func newFullState(plan *shardPlan, sh Sharder, g *model.GPT) (*fullState, error) {
-	f := &fullState{plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: g.HeadUnits()}
+func newFullState(l *loop, plan *shardPlan, sh Sharder, g *model.GPT) (*fullState, error) {
+	f := &fullState{l: l, plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: g.HeadUnits()}
 	f.w = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
 	f.g = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
 	if plan.grouped() {
@@ -119,9 +127,35 @@ func (f *fullState) scatterWeights(rank int) error {
 	return f.refreshSecondary()
 }
 
-// bindWhole gives the parameters whole, zeroed storage (rank 0, to read a
+// bindWhole gives rank 0's emptied parameters whole storage to read
+// weights into (start scatters and empties them).
+func (f *fullState) bindWhole() error {
+	_, err := f.bindParams()
+	return err
+}
+
+// start fills this rank's ranges: scattered from rank 0 when it read them
+// from a checkpoint or train.init_from, drawn from the seed otherwise.
+func (f *fullState) start(loaded bool) error {
+	var err error
+	if loaded {
+		err = f.scatterWeights(f.l.rank)
+	} else {
+		err = f.drawWeights(f.l.g.Config())
+	}
+	if err != nil {
+		return err
+	}
+	// Hand back the pages rank 0's whole copy held: the C heap keeps freed
+	// memory mapped (malloctune), the Go heap the drawn values.
+	debug.FreeOSMemory()
+	torchx.ReleaseFreeMemory()
+	return nil
+}
+
+// bindParams gives the parameters whole, zeroed storage (rank 0, to read a
 // checkpoint into or to write one from); the caller empties them after.
-func (f *fullState) bindWhole() ([]*ts.Tensor, error) {
+func (f *fullState) bindParams() ([]*ts.Tensor, error) {
 	full := make([]*ts.Tensor, len(f.params))
 	for i := range full {
 		full[i] = ts.MustZeros(f.plan.shapes[i], f.plan.dtype, f.dev)
@@ -307,14 +341,14 @@ func (f *fullState) refreshSecondary() error {
 	return nil
 }
 
-// withWeights gives rank root's parameters the whole model (gathered from
+// withWeights gives rank 0's parameters the whole model (gathered from
 // every rank's ranges; every rank takes part) while fn runs, for a
 // checkpoint; the other ranks run fn with their parameters empty.
-func (f *fullState) withWeights(rank, root int, fn func() error) error {
+func (f *fullState) withWeights(fn func() error) error {
 	var full []*ts.Tensor
-	if rank == root {
+	if f.l.rank == 0 {
 		var err error
-		if full, err = f.bindWhole(); err != nil {
+		if full, err = f.bindParams(); err != nil {
 			return err
 		}
 		defer torchx.ReleaseData(f.params)
@@ -334,32 +368,17 @@ func (f *fullState) drop() {
 	}
 }
 
-// trainStepFull is trainStep under train.shard = "full".
-func (l *loop) trainStepFull() (Metric, error) {
-	cfg, f := l.cfg, l.full
-	shares, nKept, err := l.readShares()
-	if err != nil {
-		return Metric{}, err
-	}
-	l.pos += int64(cfg.BatchSize)
-	torchx.NoGrad(func() { torchx.Zero_(f.g) })
-	var sums lossSums
-	t0 := time.Now()
-	for a, sh := range shares {
-		ms, err := l.microStepFull(sh, nKept[a], cfg.GradAccum)
-		if err != nil {
-			return Metric{}, err
-		}
-		sums.add(ms)
-		torchx.Collect()
-	}
-	t1 := time.Now()
-	l.tModel += t1.Sub(t0)
-	defer func() { l.tOpt += time.Since(t1) }()
-	if sums, err = l.sumOverRanks(sums); err != nil {
-		return Metric{}, err
-	}
-	lr := cfg.lrAt(l.step+1, l.total)
+func (f *fullState) zeroGrads() { torchx.NoGrad(func() { torchx.Zero_(f.g) }) }
+
+// reduce has nothing to sum: each stage's backward reduce-scattered its
+// gradients. It collects the last micro-batch's garbage before the update.
+func (f *fullState) reduce() error {
+	torchx.Collect()
+	return nil
+}
+
+// clip clips this rank's ranges by the norm over all ranks'.
+func (f *fullState) clip(max float64) (float64, error) {
 	var local float64
 	torchx.NoGrad(func() {
 		// The padding of f.g is never written: it adds zeros.
@@ -367,36 +386,46 @@ func (l *loop) trainStepFull() (Metric, error) {
 		local = s.Float64Values()[0]
 		s.MustDrop()
 	})
-	gn, err := globalNorm(l.group, local)
+	gn, err := globalNorm(f.l.group, local)
 	if err != nil {
-		return Metric{}, err
+		return 0, err
 	}
-	if cfg.Clip > 0 && gn > cfg.Clip {
-		torchx.NoGrad(func() { torchx.MulScalar_(f.g, cfg.Clip/(gn+1e-6)) })
+	if max > 0 && gn > max {
+		torchx.NoGrad(func() { torchx.MulScalar_(f.g, max/(gn+1e-6)) })
 	}
-	l.opt.update(nil, lr, f.w, f.g)
-	if err := f.refreshSecondary(); err != nil {
-		return Metric{}, err
-	}
-	return l.metric(sums, lr, gn), nil
+	return gn, nil
 }
 
-// microStepFull is microStep under train.shard = "full" (see the file's
-// comment): one worker, stage by stage.
-func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error) {
-	var out lossSums
-	f, g := l.full, l.g
-	inp, tgt, _ := batchTensors(sh.rows, l.block, g.Device())
+// update steps this rank's ranges and refreshes the secondary copies.
+func (f *fullState) update(lr float64) error {
+	f.l.opt.update(nil, lr, f.w, f.g)
+	return f.refreshSecondary()
+}
+
+func (f *fullState) stateBytes(out *StateBytes) {
+	b := int64(f.w.Numel()) * int64(f.w.DType().Size())
+	out.Params, out.Grads = b, b
+	if f.second != nil {
+		out.Secondary = int64(f.second.Numel()) * int64(f.second.DType().Size())
+	}
+	out.Gathered = f.gatheredBytes()
+}
+
+// forwardBackward runs rows in one part (see the file's comment), stage by
+// stage.
+func (f *fullState) forwardBackward(rows [][]int32, dropped []bool, lossOf lossFunc) ([]workerLoss, error) {
+	l, g := f.l, f.l.g
+	inp, tgt, _ := batchTensors(rows, l.block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()
-	dt, err := boolTensor(sh.dropped, []int64{int64(len(sh.rows)), int64(l.block)}, g.Device())
+	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(l.block)}, g.Device())
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	defer dt.MustDrop()
 	pass, err := g.NewPass(int64(l.block))
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	defer pass.Drop()
 	nb := pass.Blocks()
@@ -412,14 +441,14 @@ func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error)
 		torchx.NoGrad(func() { xs[0] = pass.Embed(inp) })
 		return nil
 	}); err != nil {
-		return out, err
+		return nil, err
 	}
 	for li := 0; li < nb; li++ {
 		if err := f.stage([]int{1 + li}, false, func() error {
 			torchx.NoGrad(func() { xs[li+1] = pass.Block(li, xs[li]) })
 			return nil
 		}); err != nil {
-			return out, err
+			return nil, err
 		}
 	}
 	var res workerLoss
@@ -443,12 +472,12 @@ func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error)
 		dx, err = input(xs[nb], func(x *ts.Tensor) error {
 			logits := pass.Head(x)
 			defer logits.MustDrop()
-			res = lossBackward(logits, tgt, dt, nKept, accum)
+			res = lossOf(logits, tgt, dt)
 			return res.err
 		})
 		return err
 	}); err != nil {
-		return out, err
+		return nil, err
 	}
 	// backFrom runs the backward pass of y from the loss's gradient at y.
 	backFrom := func(y *ts.Tensor) error {
@@ -470,57 +499,32 @@ func (l *loop) microStepFull(sh share, nKept int64, accum int) (lossSums, error)
 			dx = grad
 			return nil
 		}); err != nil {
-			return out, err
+			return nil, err
 		}
 	}
 	if err := f.stage([]int{0}, true, func() error { return backFrom(pass.Embed(inp)) }); err != nil {
-		return out, err
+		return nil, err
 	}
-	return shareSums([]workerLoss{res}, nKept)
+	return []workerLoss{res}, nil
 }
 
-// validateFull is validate under train.shard = "full": every rank runs the
-// same number of batches (each gathers every stage, a collective), a rank
-// past its rows with none.
-func (l *loop) validateFull() (float64, error) {
-	lo, hi := split(len(l.val), l.size, l.rank)
-	mine := l.val[lo:hi]
-	micro := max(1, l.cfg.BatchSize/l.size/l.cfg.GradAccum)
-	most := (len(l.val) + l.size - 1) / l.size
-	var sum, n float64
-	for i := 0; i < most; i += micro {
-		rows := mine[min(i, len(mine)):min(i+micro, len(mine))]
-		s, c, err := l.evalFull(rows)
-		if err != nil {
-			return 0, fmt.Errorf("validation: %w", err)
-		}
-		sum += s
-		n += c
-		torchx.Collect()
-	}
-	t := ts.MustOfSlice([]float64{sum, n})
-	defer t.MustDrop()
-	if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
-		return 0, fmt.Errorf("validation: all-reduce: %w", err)
-	}
-	v := t.Float64Values()
-	return ratio(v[0], v[1]), nil
-}
-
-// evalFull is evalRows stage by stage (rows may be empty: the gathers
-// still run).
-func (l *loop) evalFull(rows [][]int32) (sum, n float64, err error) {
+// eval is the CE sum and count of rows stage by stage (rows may be empty:
+// the gathers still run).
+func (f *fullState) eval(rows [][]int32) ([]evalSum, error) {
+	l := f.l
 	pass, err := l.g.NewPass(int64(l.block))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer pass.Drop()
 	if len(rows) == 0 {
 		// No rows here, but the other ranks' gathers need this rank's.
-		_, err := l.full.forward(pass, nil)
-		return 0, 0, err
+		_, err := f.forward(pass, nil)
+		return nil, err
 	}
-	return evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return l.full.forward(pass, ids) }, rows, l.block, l.g.Device())
+	var e evalSum
+	e.sum, e.n, err = evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return f.forward(pass, ids) }, rows, l.block, l.g.Device())
+	return []evalSum{e}, err
 }
 
 // forward is the forward pass of ids stage by stage, each stage's weights

@@ -1,6 +1,53 @@
 package data
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func init() {
+	registerSourceKind(sourceKind{
+		name: "brown",
+		read: func(_ Source, cache string, r sourceReader) error { return loadBrown(cache, r.add, r.bad) },
+	})
+}
+
+// loadBrown reads the 500 tagged files (ca01 ... cr09) and strips the tags.
+func loadBrown(cacheDir string, add func(string, string), bad func(string, string)) error {
+	dir, err := packageDir(cacheDir, "brown")
+	if err != nil {
+		return err
+	}
+	cats := map[string]string{}
+	if b, err := os.ReadFile(filepath.Join(dir, "cats.txt")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				cats[f[0]] = f[1]
+			}
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "c[a-r][0-9][0-9]"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no Brown files c[a-r]NN in %s", dir)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			bad(filepath.Base(f), err.Error())
+			continue
+		}
+		title := filepath.Base(f)
+		if c := cats[title]; c != "" {
+			title += " (" + c + ")"
+		}
+		add(title, untagBrown(string(b)))
+	}
+	return nil
+}
 
 // untagBrown turns Brown's "word/tag" lines back into readable text: tags
 // dropped, the doubled backquote and apostrophe made into double quotes, no space before closing

@@ -13,6 +13,24 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+func init() {
+	registerSourceKind(sourceKind{
+		name:  "jsonl",
+		usage: "jsonl:FILE[#field]",
+		form:  pathField,
+		read: func(src Source, _ string, r sourceReader) error {
+			return loadJSONL(src.Path, src.Field, r.add, r.badAt)
+		},
+		key: func(src Source, cache string) ([]keyedFile, error) {
+			if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() {
+				files, err := walkFiles(src.Path, isJSONLName)
+				return hashFiles(src, src.Path, files), err
+			}
+			return oneFileKey(src, cache)
+		},
+	})
+}
+
 // jsonlLoc names where a bad JSONL line is: the file (relative to the
 // source's directory, or the file's name) and the 1-based line.
 type jsonlLoc func(file string, line int, title, reason string)
