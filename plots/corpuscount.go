@@ -86,11 +86,13 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 // extractionVsCount is Carlini et al. 2023's figure: the fraction of
 // targets extracted against how often their window occurs in the training
 // corpus, on a log axis (each bucket at its geometric middle; count 0,
-// which a log axis cannot show, left out). Nil without two such points.
+// which a log axis cannot show, left out). Nil without two distinct
+// counts: one bucket (every target repeated alike, as in a sweep over k)
+// would be a figure with no axis to read.
 func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 	var series []string
 	by := map[string]*errPoints{}
-	n := 0
+	counts := map[int64]bool{}
 	for _, r := range countRows(runs) {
 		if r.b.Lo < 1 {
 			continue
@@ -102,9 +104,9 @@ func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 			series = append(series, r.series)
 		}
 		pts.add(math.Sqrt(float64(r.b.Lo)*float64(r.b.Hi)), 100*float64(r.b.ExactMatch), 100*r.exLo, 100*r.exHi)
-		n++
+		counts[r.b.Lo] = true
 	}
-	if n < 2 {
+	if len(counts) < 2 {
 		return nil, nil
 	}
 	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window in the training corpus", "targets extracted (exact match %)")

@@ -21,6 +21,12 @@ func TestCountTablesAndFigure(t *testing.T) {
 	if p, err := extractionVsCount(DefaultConfig(), plain); p != nil || err != nil {
 		t.Fatalf("no counts: a figure (%v)", err)
 	}
+	oneBucket := func(name string) *runData {
+		return &runData{Name: name, Summary: &eval.Summary{ByCorpusCount: []eval.CountBucket{{Lo: 64, Hi: 127, Members: 32, ExactMatch: 1, LossAUC: 1}}}}
+	}
+	if p, err := extractionVsCount(DefaultConfig(), []*runData{oneBucket("k=0"), oneBucket("k=4")}); p != nil || err != nil {
+		t.Fatalf("two runs with one count bucket each: a figure with no axis to read (%v)", err)
+	}
 	runs := []*runData{{Name: "a", Summary: &eval.Summary{ByCorpusCount: []eval.CountBucket{
 		{Lo: 0, Hi: 0, Members: 2, ExactMatch: 0, LossAUC: 0.5},
 		{Lo: 1, Hi: 1, Members: 10, ExactMatch: 0.1, LossAUC: 0.6},
