@@ -297,6 +297,9 @@ type ScoreBenchResult struct {
 	// and devices on the same weights and rows.
 	MeanNLL float64 `json:"mean_nll"`
 	Memory
+	// Rows are the scored rows, Seq + 1 ids each (memo bench score
+	// --rows-out), so that a peer scores the same tokens.
+	Rows [][]int32 `json:"-"`
 }
 
 // BenchScore scores cfg.Batch random rows of cfg.Prefix + 1 tokens (the
@@ -352,6 +355,6 @@ func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Prefix, Batch: cfg.Batch,
 		Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS: float64(cfg.Batch*cfg.Prefix) * n / all.Seconds(), RunS: all.Seconds() / n, MeanNLL: sum / float64(count),
-		Memory: memoryOf(g, cfg.Device),
+		Memory: memoryOf(g, cfg.Device), Rows: rows,
 	}, nil
 }

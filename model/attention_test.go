@@ -144,7 +144,7 @@ func TestReducedAttentionMatchesFloat(t *testing.T) {
 			mask       *ts.Tensor
 			fullCausal bool
 		}{{"causal", causal, true}, {"padded", padded, true}, {"window", window, false}} {
-			got, ok := g.reducedAttention(q, k, v, tc.mask, scale, tc.fullCausal)
+			got, ok := g.reducedAttention(q, k, v, tc.mask, scale, tc.fullCausal, false)
 			if !ok {
 				t.Fatalf("%s: the fused kernel did not run", tc.name)
 			}
@@ -159,11 +159,11 @@ func TestReducedAttentionMatchesFloat(t *testing.T) {
 			}
 		}
 		g32 := &GPT{device: dev, compute: gotch.Float}
-		if _, ok := g32.reducedAttention(q, k, v, causal, scale, true); ok {
+		if _, ok := g32.reducedAttention(q, k, v, causal, scale, true, false); ok {
 			t.Error("fp32 took the bf16 kernel")
 		}
 		capped := &GPT{device: dev, compute: gotch.BFloat16, cfg: Config{AttnSoftcap: 50}}
-		if _, ok := capped.reducedAttention(q, k, v, causal, scale, true); ok {
+		if _, ok := capped.reducedAttention(q, k, v, causal, scale, true, false); ok {
 			t.Error("a soft-capped model took the fused kernel, which has no cap")
 		}
 	})

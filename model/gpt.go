@@ -580,7 +580,8 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 			return g.innerLinear(merged, out.w, out.b)
 		}
 	}
-	if kvh < h { // each key/value head serves h/kvh query heads in a row
+	gqa := kvh < h && cache == nil && !lastOnly && g.nativeGQA(mask, blk.window)
+	if kvh < h && !gqa { // each key/value head serves h/kvh query heads in a row
 		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
 	}
 	if lastOnly && t > 1 {
@@ -594,8 +595,11 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 		}
 		t = 1
 	}
-	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0)
+	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, gqa)
 	if !fused {
+		if gqa {
+			k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
+		}
 		att = attention(q, k, v, mask, scale, c.AttnSoftcap)
 	}
 	s.keep(att) // [B,H,T,hd]

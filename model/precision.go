@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -231,7 +232,9 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 // libtorch lacks the kernel (Debian's 1.13): the caller's attention runs
 // in float32 then. The approximate-inference methods (model/approx) read
 // the scores and never come here.
-func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCausal bool) (*ts.Tensor, bool) {
+//
+// With gqa, k and v have the model's KV heads, not repeated (nativeGQA).
+func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCausal, gqa bool) (*ts.Tensor, bool) {
 	dt := g.Precision()
 	if dt == gotch.Float || g.cfg.AttnSoftcap > 0 || !torchx.FusedAttentionAvailable() {
 		return nil, false
@@ -250,8 +253,27 @@ func (g *GPT) reducedAttention(q, k, v, mask *ts.Tensor, scale float64, fullCaus
 	} else if mask != nil {
 		mask = cast(mask)
 	}
+	if gqa {
+		return torchx.FusedAttentionGQA(cast(q), cast(k), cast(v), mask, scale, causal)
+	}
 	return torchx.FusedAttention(cast(q), cast(k), cast(v), mask, scale, causal)
 }
+
+// nativeGQA says whether a full pass's grouped-query attention leaves k and
+// v unrepeated for libtorch's fused kernel to share (enable_gqa), saving
+// the H/KV-fold copies and their backward's sums: on a GPU in reduced
+// precision under the plain causal mask, where the flash kernel takes
+// grouped heads itself (a padding or window mask would send it to a kernel
+// that does not). The CPU always repeats, so its results stay bit for bit
+// those of before. MEMO_GQA=off in the environment repeats on a GPU too.
+func (g *GPT) nativeGQA(mask *ts.Tensor, window int) bool {
+	return g.device.IsCuda() && g.Precision() != gotch.Float && g.cfg.AttnSoftcap == 0 &&
+		window == 0 && (mask == nil || mask.Dim() == 2) &&
+		torchx.FusedAttentionAvailable() && torchx.FusedAttentionGQAAvailable() && gqaOn
+}
+
+// gqaOn is MEMO_GQA != off, read once.
+var gqaOn = os.Getenv("MEMO_GQA") != "off"
 
 // probed caches productsWork's answers by dtype and device.
 var probed sync.Map

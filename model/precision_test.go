@@ -237,23 +237,11 @@ func TestPrecisionKeptProjections(t *testing.T) {
 		was := keepQKVOff
 		keepQKVOff = off
 		defer func() { keepQKVOff = was }()
-		g, err := New(nn.NewVarStore(dev).Root(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.SetPrecision(PrecisionBF16Mixed, true); err != nil {
-			t.Fatal(err)
-		}
-		if g.keepsProjections(nil) == off {
-			t.Fatalf("keepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
-		}
-		logits = g.Forward(ids)
-		logits.MustSquare(false).MustMean(gotch.Float, true).MustBackward()
-		grads = map[string]*ts.Tensor{}
-		for _, p := range g.Params() {
-			grads[p.Name] = p.Tensor.MustGrad(false)
-		}
-		return logits.MustDetach(true), grads
+		return bf16MixedPass(t, dev, cfg, ids, func(g *GPT) {
+			if g.keepsProjections(nil) == off {
+				t.Fatalf("keepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
+			}
+		})
 	}
 	wantLogits, wantGrads := run(true)
 	gotLogits, gotGrads := run(false)
@@ -266,4 +254,67 @@ func TestPrecisionKeptProjections(t *testing.T) {
 			t.Errorf("%s: gradient differs by %g (scale %g)", name, d, scale)
 		}
 	}
+}
+
+// TestNativeGQA checks that leaving k and v unrepeated for the fused
+// kernel's grouped heads (nativeGQA, on a GPU in bf16-mixed) gives the
+// logits and gradients of repeating them first, within bfloat16's
+// resolution (the backward sums each key/value head's gradient over its
+// query heads inside the kernel instead of in a separate sum). Runs where
+// there is a GPU with libtorch 2.5 or later.
+func TestNativeGQA(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() || !torchx.FusedAttentionGQAAvailable() {
+		t.Skip("needs a GPU and libtorch's fused attention with grouped heads")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := gotch.CudaBuilder(0)
+	cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
+	run := func(native bool) (logits *ts.Tensor, grads map[string]*ts.Tensor) {
+		was := gqaOn
+		gqaOn = native
+		defer func() { gqaOn = was }()
+		return bf16MixedPass(t, dev, cfg, ids, func(g *GPT) {
+			if got := g.nativeGQA(nil, 0); got != native {
+				t.Fatalf("nativeGQA = %v with gqaOn = %v", got, native)
+			}
+		})
+	}
+	wantLogits, wantGrads := run(false)
+	gotLogits, gotGrads := run(true)
+	scale := wantLogits.MustAbs(false).MustMax(true).Float64Values()[0]
+	d := maxAbsDiff(gotLogits, wantLogits)
+	t.Logf("logits differ by %g (largest %g)", d, scale)
+	if d > scale/64 {
+		t.Errorf("logits differ by %g (scale %g) with grouped heads left to the kernel", d, scale)
+	}
+	for name, want := range wantGrads {
+		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
+		if d := maxAbsDiff(gotGrads[name], want); d > scale/64 {
+			t.Errorf("%s: gradient differs by %g (scale %g)", name, d, scale)
+		}
+	}
+}
+
+// bf16MixedPass builds cfg's model on dev in bf16-mixed, lets check see it,
+// and returns the logits of ids and every parameter's gradient of their
+// mean square.
+func bf16MixedPass(t *testing.T, dev gotch.Device, cfg Config, ids *ts.Tensor, check func(g *GPT)) (*ts.Tensor, map[string]*ts.Tensor) {
+	t.Helper()
+	g, err := New(nn.NewVarStore(dev).Root(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetPrecision(PrecisionBF16Mixed, true); err != nil {
+		t.Fatal(err)
+	}
+	check(g)
+	logits := g.Forward(ids)
+	logits.MustSquare(false).MustMean(gotch.Float, true).MustBackward()
+	grads := map[string]*ts.Tensor{}
+	for _, p := range g.Params() {
+		grads[p.Name] = p.Tensor.MustGrad(false)
+	}
+	return logits.MustDetach(true), grads
 }

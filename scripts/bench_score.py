@@ -11,6 +11,8 @@ torch.autocast(bfloat16) on float32 weights; --dtype bf16 loads the weights in
 bfloat16 instead (what memo's --precision bf16 holds). Prints one JSON object
 with the fields of `memo bench score --json` that mean the same, memory included
 (weight_bytes; device_peak_bytes, torch.cuda.max_memory_allocated, on a GPU).
+--rows FILE scores the rows `memo bench score --rows-out FILE` wrote instead of
+random ones, so that both mean NLLs are of the same tokens.
 """
 import argparse
 import json
@@ -29,6 +31,7 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
+    ap.add_argument("--rows", help="JSON rows of seq + 1 ids (memo bench score --rows-out)")
     a = ap.parse_args()
     from transformers import AutoModelForCausalLM
 
@@ -37,7 +40,11 @@ def main():
     m = AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype, attn_implementation="sdpa").to(dev).eval()
     vocab = m.config.vocab_size
     gen = torch.Generator().manual_seed(a.seed)
-    ids = torch.randint(vocab, (a.batch, a.seq + 1), generator=gen).to(dev)
+    if a.rows:
+        ids = torch.tensor(json.load(open(a.rows)), dtype=torch.long).to(dev)
+        a.batch, a.seq = ids.shape[0], ids.shape[1] - 1
+    else:
+        ids = torch.randint(vocab, (a.batch, a.seq + 1), generator=gen).to(dev)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     total, nll_sum, count = 0.0, 0.0, 0
     with torch.no_grad():

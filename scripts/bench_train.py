@@ -14,6 +14,17 @@ warm-up steps, then --steps measured ones. It prints the JSON fields of
 first_loss, last_loss). --autocast bf16 runs the forward under
 torch.autocast(bfloat16) and --fused uses AdamW(fused=True) on a GPU: the loop a
 researcher would run, and the bar memo's bf16 path is measured against.
+
+Stronger peers for issue 41: --master holds the model's weights in bf16 and
+keeps float32 master copies in the optimizer (no per-pass weight casts; the
+bf16 gradients are widened into the masters' .grad, clipped there, fused AdamW
+steps the masters, and the bf16 weights are copied back from them); --compile
+runs the model under torch.compile (its first steps compile: --warmup covers
+them and compile_s reports the time). On CUDA each measured step is timed with
+CUDA events too (step_ms_median, step_ms_min, step_ms_max). --profile N prints
+the N most expensive CUDA kernels of 3 extra steps to stderr
+(torch.profiler). flops_per_token is 6N + 12·L·s·d (N: every weight but the
+input embedding), and mfu divides by --peak-tflops when given.
 """
 import argparse
 import json
@@ -58,7 +69,9 @@ class Block(torch.nn.Module):
         if self.kv < self.heads:  # grouped-query attention, as transformers' repeat_kv
             k, v = (z.repeat_interleave(self.heads // self.kv, dim=1) for z in (k, v))
         rot = lambda z: z * cos + torch.cat([-z[..., self.hd // 2:], z[..., :self.hd // 2]], -1) * sin
-        a = F.scaled_dot_product_attention(rot(q), rot(k), v, is_causal=True)
+        # Rotary positions promote q and k to float32; attention runs in v's dtype
+        # (autocast would cast them to bf16 the same way).
+        a = F.scaled_dot_product_attention(rot(q).to(v.dtype), rot(k).to(v.dtype), v, is_causal=True)
         x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
         h = self.n2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
@@ -105,6 +118,11 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
     ap.add_argument("--fused", action="store_true", help="AdamW(fused=True) (CUDA)")
+    ap.add_argument("--master", action="store_true", help="bf16 weights, float32 master copies in the optimizer")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
+    ap.add_argument("--profile", type=int, default=0, help="print this many top CUDA kernels of 3 extra steps")
+    ap.add_argument("--peak-tflops", type=float, default=0, help="the card's dense peak, for mfu")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -112,30 +130,87 @@ def main():
     dev = torch.device(a.device)
     dim, layers, heads = (a.dim, a.layers, a.heads) if a.dim else PRESETS[a.preset]
     m = Model(a.vocab, dim, layers, heads, a.kv_heads or heads, a.ffn or ffn_size(dim), a.untied, a.seq).to(dev)
-    opt = torch.optim.AdamW(m.parameters(), lr=3e-4, weight_decay=0.1, fused=a.fused or None)
+    weights = list(m.parameters())
+    if a.master:
+        masters = [p.detach().float().clone() for p in weights]
+        cos, sin = m.cos, m.sin
+        m = m.to(torch.bfloat16)
+        m.cos, m.sin = cos, sin  # rotary tables stay float32, as autocast leaves them
+        weights = list(m.parameters())
+        for q in masters:
+            q.requires_grad_(True)
+        opt = torch.optim.AdamW(masters, lr=3e-4, weight_decay=0.1, fused=a.fused or None)
+    else:
+        opt = torch.optim.AdamW(weights, lr=3e-4, weight_decay=0.1, fused=a.fused or None)
+    fwd = torch.compile(m) if a.compile else m
     gen = torch.Generator().manual_seed(a.seed)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    losses, total = [], 0.0
-    for step in range(2 + a.steps):
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def step():
         ids = torch.randint(a.vocab, (a.batch, a.seq + 1), generator=gen).to(dev)
-        sync()
-        t0 = time.perf_counter()
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
-            logits = m(ids[:, :-1])
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.autocast == "bf16" and not a.master):
+            logits = fwd(ids[:, :-1])
         loss = F.cross_entropy(logits.float().reshape(-1, a.vocab), ids[:, 1:].reshape(-1))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())  # synchronizes, as memo's loss read does
-        if step >= 2:
-            total += time.perf_counter() - t0
-    params = sum(p.numel() for p in m.parameters())
-    print(json.dumps({"preset": "custom" if a.dim else a.preset, "params": params, "vocab": a.vocab, "seq": a.seq, "batch": a.batch,
-                      "steps": a.steps, "device": str(dev), "autocast": a.autocast, "fused": a.fused,
-                      "threads": torch.get_num_threads(), "tokens_per_s": a.batch * a.seq * a.steps / total,
-                      "step_s": total / a.steps, "first_loss": losses[0], "last_loss": losses[-1]}))
+        if a.master:
+            for q, p in zip(masters, weights):
+                q.grad = p.grad.float()
+                p.grad = None
+            torch.nn.utils.clip_grad_norm_(masters, 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            with torch.no_grad():
+                torch._foreach_copy_(weights, masters)
+        else:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return loss.item()  # synchronizes, as memo's loss read does
 
+    losses, total, events = [], 0.0, []
+    t_compile = time.perf_counter()
+    for _ in range(a.warmup):
+        losses.append(step())
+    t_compile = time.perf_counter() - t_compile
+    for _ in range(a.steps):
+        sync()
+        t0 = time.perf_counter()
+        if cuda:
+            ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            ev[0].record()
+        losses.append(step())
+        if cuda:
+            ev[1].record()
+            events.append(ev)
+        total += time.perf_counter() - t0
+    if a.profile and cuda:
+        import sys
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                step()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=a.profile), file=sys.stderr)
+    sync()
+    ms = sorted(e0.elapsed_time(e1) for e0, e1 in events)
+    params = sum(p.numel() for p in m.parameters())
+    n_flop = params - a.vocab * dim  # the input embedding is a lookup
+    flops_per_token = 6 * n_flop + 12 * layers * a.seq * dim
+    out = {"preset": "custom" if a.dim else a.preset, "params": params, "vocab": a.vocab, "seq": a.seq, "batch": a.batch,
+           "steps": a.steps, "device": str(dev), "autocast": a.autocast, "fused": a.fused, "master": a.master,
+           "compile": a.compile, "threads": torch.get_num_threads(), "tokens_per_s": a.batch * a.seq * a.steps / total,
+           "step_s": total / a.steps, "first_loss": losses[0], "last_loss": losses[-1],
+           "flops_per_token": flops_per_token}
+    if cuda:
+        out["gpu"] = torch.cuda.get_device_name(dev)
+        out["peak_memory_bytes"] = torch.cuda.max_memory_allocated(dev)
+    if ms:
+        out.update(step_ms_median=ms[len(ms) // 2], step_ms_min=ms[0], step_ms_max=ms[-1])
+    if a.compile:
+        out["compile_s"] = t_compile
+    if a.peak_tflops > 0:
+        out["mfu"] = out["tokens_per_s"] * flops_per_token / (a.peak_tflops * 1e12)
+    print(json.dumps(out))
 
 if __name__ == "__main__":
     main()

@@ -70,6 +70,12 @@ type BenchResult struct {
 	ModelS     float64 `json:"model_s"`
 	OptimizerS float64 `json:"optimizer_s"`
 	CollectS   float64 `json:"collect_s"`
+	// On a GPU, the same phases as the GPU spent them (CUDA events, mean
+	// seconds a step): forward and backward, then reduction, clipping and
+	// AdamW to their last kernel. Host times above are what the host
+	// waited; AdamW's kernels run on into the next step's host time.
+	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
+	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
 	// FirstLoss is the first step's loss (a forward pass of the initial
 	// weights), LastLoss the last step's, after every earlier backward
 	// pass and AdamW update: with the same seed, two devices agree on both
@@ -236,6 +242,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	var col, all time.Duration
 	var stepsS []float64
 	var first, last, lastGrad float64
+	if dev.IsCuda() {
+		l.phases = newPhaseEvents()
+		defer l.phases.free()
+	}
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
 			if cfg.OnMeasure != nil {
@@ -255,6 +265,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			first = m.LossAll
 		}
 		last, lastGrad = m.LossAll, m.GradNorm
+		l.phases.next(s >= cfg.Warmup)
 		l.step++
 		t1 := time.Now()
 		torchx.Collect()
@@ -265,6 +276,8 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			stepsS = append(stepsS, d.Seconds())
 		}
 	}
+	l.phases.flush()
+	gpuModel, gpuUpdate := l.phases.seconds()
 	var traffic []Traffic
 	if counter != nil {
 		traffic = trafficPerStep(before, counter.Traffic(), cfg.Steps)
@@ -285,7 +298,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
 		Threads: workers, Device: deviceName(dev), Precision: model.PrecisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, StepsS: stepsS, ModelS: l.tModel.Seconds() / n,
-		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n,
+		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n, GPUModelS: gpuModel, GPUUpdateS: gpuUpdate,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
 	}, nil

@@ -271,6 +271,9 @@ type loop struct {
 	work          *workers
 	// Time spent in forward+backward and in the optimizer (for bench).
 	tModel, tOpt time.Duration
+	// phases, set by memo bench train on a GPU, times the same phases
+	// with CUDA events (nil: not timed).
+	phases *phaseEvents
 }
 
 // InterruptedError is Run's error when its context ends between steps:

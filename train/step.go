@@ -29,6 +29,7 @@ func (l *loop) trainStep() (Metric, error) {
 	l.strat.zeroGrads()
 
 	var sums lossSums
+	l.phases.mark(0)
 	t0 := time.Now()
 	for a, sh := range shares {
 		ms, err := l.microStep(sh, nKept[a], cfg.GradAccum)
@@ -40,6 +41,7 @@ func (l *loop) trainStep() (Metric, error) {
 			torchx.Collect() // between micro-batches: no libtorch call in flight
 		}
 	}
+	l.phases.mark(1)
 	t1 := time.Now()
 	l.tModel += t1.Sub(t0)
 	defer func() { l.tOpt += time.Since(t1) }()
@@ -57,6 +59,7 @@ func (l *loop) trainStep() (Metric, error) {
 	if err := l.strat.update(lr); err != nil {
 		return Metric{}, err
 	}
+	l.phases.mark(2)
 	return l.metric(sums, lr, gn), nil
 }
 

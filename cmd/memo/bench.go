@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -110,7 +111,8 @@ func benchCommand() *cli.Command {
 				"then --reps measured ones; reports scored tokens/s and the mean NLL. --model DIR\n" +
 				"scores with that model's weights (a Hugging Face directory, a memo run or\n" +
 				"checkpoint) instead of a random model's. scripts/bench_score.py runs the same\n" +
-				"work in PyTorch and transformers. Writes no files.",
+				"work in PyTorch and transformers (--rows-out FILE writes the scored rows as JSON\n" +
+				"for its --rows, so both score the same tokens). Writes no other files.",
 			Flags: append(shapeFlags(),
 				&cli.StringFlag{Name: "model", Usage: "score with the weights of `DIR` (a Hugging Face directory, a memo run or checkpoint) instead of a random model"},
 				&cli.IntFlag{Name: "seq", Value: 1024, Usage: "tokens scored per row `T` (>= 1)"},
@@ -120,6 +122,7 @@ func benchCommand() *cli.Command {
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the rows"},
 				benchDeviceFlag(),
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision)"},
+				&cli.StringFlag{Name: "rows-out", Usage: "write the scored rows (seq + 1 token ids each) to `FILE` as a JSON array of arrays"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			),
 			Action: runBenchScore,
@@ -262,6 +265,11 @@ func runBenchScore(c *cli.Context) error {
 	if _, err := model.ParsePrecision(c.String("precision"), false); err != nil {
 		return usageError("bench score: --precision: %v", err)
 	}
+	if f := c.String("rows-out"); f != "" {
+		if err := checkNewFile("bench score: --rows-out", f); err != nil {
+			return err
+		}
+	}
 	dir := c.String("model")
 	var mc model.Config
 	if dir != "" {
@@ -288,6 +296,15 @@ func runBenchScore(c *cli.Context) error {
 			return usageError("%v", err)
 		}
 		return err
+	}
+	if f := c.String("rows-out"); f != "" {
+		b, err := json.Marshal(res.Rows)
+		if err != nil {
+			return fmt.Errorf("bench score: rows: %w", err)
+		}
+		if err := atomicfile.WriteFile(f, append(b, '\n')); err != nil {
+			return fmt.Errorf("bench score: --rows-out: %w", err)
+		}
 	}
 	if c.Bool("json") {
 		return json.NewEncoder(stdout).Encode(res)
@@ -367,6 +384,9 @@ func runBenchTrain(c *cli.Context) error {
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
+	if res.GPUModelS > 0 {
+		fmt.Fprintf(stdout, "on the GPU   forward+backward %.3f s, reduce+clip+AdamW %.3f s a step (CUDA events)\n", res.GPUModelS, res.GPUUpdateS)
+	}
 	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,10 +283,23 @@ func TestBenchScoreAndShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rowsOut := filepath.Join(t.TempDir(), "rows.json")
 	r := execMemo(t, exe, t.TempDir(), "bench", "score", "--model", dir, "--seq", "32", "--batch", "2", "--reps", "1",
-		"--threads", "1", "--json")
+		"--threads", "1", "--json", "--rows-out", rowsOut)
 	if r.code != 0 {
 		t.Fatalf("bench score: exit code %d; stderr %s", r.code, r.stderr)
+	}
+	// The scored rows, for scripts/bench_score.py --rows: 2 of 33 ids below the vocabulary.
+	var rows [][]int
+	if b, err := os.ReadFile(rowsOut); err != nil || json.Unmarshal(b, &rows) != nil {
+		t.Fatalf("--rows-out: %v: %s", err, b)
+	}
+	if len(rows) != 2 || len(rows[0]) != 33 || len(rows[1]) != 33 || slices.Max(rows[0]) >= 320 || slices.Min(rows[1]) < 0 {
+		t.Errorf("--rows-out wrote %d rows (%v...): want 2 of 33 ids in [0, 320)", len(rows), rows)
+	}
+	if r := execMemo(t, exe, t.TempDir(), "bench", "score", "--model", dir, "--seq", "8", "--batch", "1", "--reps", "1",
+		"--rows-out", rowsOut); r.code != 2 || !strings.Contains(r.stderr, "exists") {
+		t.Errorf("--rows-out over an existing file: exit %d, stderr %q; want 2 and a line saying it exists", r.code, r.stderr)
 	}
 	var sc struct {
 		Params     int64   `json:"params"`

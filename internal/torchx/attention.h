@@ -4,7 +4,8 @@
 extern "C" {
 #endif
 int memo_sdpa_available(void);
-void *memo_sdpa(void *q, void *k, void *v, void *mask, double scale, int causal, char **err);
+int memo_sdpa_gqa_available(void);
+void *memo_sdpa(void *q, void *k, void *v, void *mask, double scale, int causal, int gqa, char **err);
 #ifdef __cplusplus
 }
 #endif
