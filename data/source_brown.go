@@ -1,26 +1,15 @@
 package data
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
-func init() {
-	registerSourceKind(sourceKind{
-		name: "brown",
-		read: func(_ Source, cache string, r sourceReader) error { return loadBrown(cache, r.add, r.bad) },
-	})
-}
+func init() { registerSourceKind(fetchedCorpus("brown", loadBrown)) }
 
 // loadBrown reads the 500 tagged files (ca01 ... cr09) and strips the tags.
-func loadBrown(cacheDir string, add func(string, string), bad func(string, string)) error {
-	dir, err := packageDir(cacheDir, "brown")
-	if err != nil {
-		return err
-	}
+func loadBrown(dir string, r sourceReader) error {
 	cats := map[string]string{}
 	if b, err := os.ReadFile(filepath.Join(dir, "cats.txt")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -29,23 +18,16 @@ func loadBrown(cacheDir string, add func(string, string), bad func(string, strin
 			}
 		}
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "c[a-r][0-9][0-9]"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no Brown files c[a-r]NN in %s", dir)
+	files, err := globSorted(dir, "c[a-r][0-9][0-9]", "Brown files c[a-r]NN")
+	if err != nil {
+		return err
 	}
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			bad(filepath.Base(f), err.Error())
-			continue
+	readEach(files, r, filepath.Base, func(name string, b []byte) (string, string) {
+		if c := cats[name]; c != "" {
+			name += " (" + c + ")"
 		}
-		title := filepath.Base(f)
-		if c := cats[title]; c != "" {
-			title += " (" + c + ")"
-		}
-		add(title, untagBrown(string(b)))
-	}
+		return name, untagBrown(string(b))
+	})
 	return nil
 }
 

@@ -7,21 +7,12 @@ import (
 	"strings"
 )
 
-func init() {
-	registerSourceKind(sourceKind{
-		name: "kjv",
-		read: func(_ Source, cache string, r sourceReader) error { return loadKJV(cache, r.add) },
-	})
-}
+func init() { registerSourceKind(fetchedCorpus("kjv", loadKJV)) }
 
 // loadKJV cuts the `bible` output into chapters: a heading line "Book N"
 // followed by verse lines "  V text"; verse numbers are dropped, one verse
 // per line.
-func loadKJV(cacheDir string, add func(string, string)) error {
-	dir, err := packageDir(cacheDir, "kjv")
-	if err != nil {
-		return err
-	}
+func loadKJV(dir string, r sourceReader) error {
 	f, err := os.Open(filepath.Join(dir, "kjv.txt"))
 	if err != nil {
 		return err
@@ -31,7 +22,7 @@ func loadKJV(cacheDir string, add func(string, string)) error {
 	var body strings.Builder
 	flush := func() {
 		if title != "" {
-			add(title, body.String())
+			r.add(title, body.String())
 		}
 		body.Reset()
 	}

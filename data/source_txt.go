@@ -15,7 +15,7 @@ func init() {
 		name:  "txt",
 		usage: "txt:DIR",
 		form:  pathOnly,
-		read:  func(src Source, _ string, r sourceReader) error { return loadTxtDir(src.Path, r.add, r.bad) },
+		read:  func(src Source, _ string, r sourceReader) error { return loadTxtDir(src.Path, r) },
 		key: func(src Source, _ string) ([]keyedFile, error) {
 			files, err := walkFiles(src.Path, func(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".txt") })
 			return hashFiles(src, src.Path, files), err
@@ -45,7 +45,7 @@ func init() {
 
 // loadTxtDir reads every *.txt file under dir (recursively, sorted); the
 // title is the path relative to dir.
-func loadTxtDir(dir string, add func(string, string), bad func(string, string)) error {
+func loadTxtDir(dir string, r sourceReader) error {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func loadTxtDir(dir string, add func(string, string), bad func(string, string)) 
 	var files []string
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			bad(p, err.Error())
+			r.bad(p, err.Error())
 			return nil
 		}
 		if !d.IsDir() && strings.HasSuffix(strings.ToLower(d.Name()), ".txt") {
@@ -71,14 +71,7 @@ func loadTxtDir(dir string, add func(string, string), bad func(string, string)) 
 		return fmt.Errorf("no .txt files under %s", dir)
 	}
 	sort.Strings(files)
-	for _, f := range files {
-		rel, _ := filepath.Rel(dir, f)
-		b, err := os.ReadFile(f)
-		if err != nil {
-			bad(rel, err.Error())
-			continue
-		}
-		add(rel, string(b))
-	}
+	rel := func(f string) string { p, _ := filepath.Rel(dir, f); return p }
+	readEach(files, r, rel, func(name string, b []byte) (string, string) { return name, string(b) })
 	return nil
 }

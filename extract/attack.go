@@ -154,29 +154,23 @@ func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, sa
 // windowLosses computes every prompt's per-token losses over its window,
 // reporting progress under label.
 func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int, label string) ([][]float32, error) {
-	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
+	windows := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		windows[i] = p.Window
+	}
 	out := make([][]float32, len(prompts))
-	bar := progress.New(label, len(prompts))
-	defer bar.Done()
-	for lo := 0; lo < len(order); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		idx := order[lo:min(lo+batch, len(order))]
-		ws := make([][]int32, len(idx))
-		for k, i := range idx {
-			ws[k] = prompts[i].Window
-		}
+	err := inBatches(ctx, windows, batch, label, func(idx []int, ws [][]int32) error {
 		ls, err := g.TokenNLL(ws)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, i := range idx {
 			out[i] = ls[k]
 		}
-		torchx.Collect()
-		torchx.ReleaseFreeMemory()
-		bar.Update(lo+len(idx), "")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

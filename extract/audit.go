@@ -6,8 +6,6 @@ import (
 	"runtime"
 
 	"github.com/memo-research/memo/internal/badinput"
-	"github.com/memo-research/memo/internal/progress"
-	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
 
@@ -172,21 +170,14 @@ func (m *AuditModel) Score(ctx context.Context, texts []AuditInput, cfg AuditCon
 		mean, vrc []float64
 	}
 	parts := make([]part, len(jobs))
-	order := byLength(len(jobs), func(i int) int { return len(jobs[i].ids) })
-	bar := progress.New("audit: scoring windows", len(jobs))
-	defer bar.Done()
-	for lo := 0; lo < len(order); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		idx := order[lo:min(lo+batch, len(order))]
-		ws := make([][]int32, len(idx))
-		for k, i := range idx {
-			ws[k] = jobs[i].ids
-		}
+	windows := make([][]int32, len(jobs))
+	for i, j := range jobs {
+		windows[i] = j.ids
+	}
+	err = inBatches(ctx, windows, batch, "audit: scoring windows", func(idx []int, ws [][]int32) error {
 		scores, err := m.g.ScoreWindows(ws, make([][2]int, len(ws)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, i := range idx {
 			s, keep := scores[k], jobs[i].span.Keep
@@ -195,9 +186,10 @@ func (m *AuditModel) Score(ctx context.Context, texts []AuditInput, cfg AuditCon
 				parts[i].mean, parts[i].vrc = s.Mean[keep:], s.Var[keep:]
 			}
 		}
-		torchx.Collect()
-		torchx.ReleaseFreeMemory()
-		bar.Update(lo+len(idx), "")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]AuditScored, len(texts))
 	means := make([][]float64, len(texts))

@@ -32,7 +32,7 @@ type Config struct {
 	// Seed seeds the weight initialisation.
 	Seed int64 `toml:"seed" json:"seed"`
 
-	// Arch is the decoder family: "llama" (memo's own: RMSNorm, SwiGLU, rotary), or one memo imports from Hugging Face: gemma2, gemma3_text, gpt2, gpt_neo, gpt_neox, mistral, olmo, olmo2, phi3, qwen2, qwen3.
+	// Arch is the decoder family, each declared by its model/arch_<name>.go: "llama" is memo's own (RMSNorm, SwiGLU, rotary), the others are families memo imports from Hugging Face.
 	Arch string `toml:"arch" json:"arch,omitempty"`
 	// KVHeads is the number of key/value heads (grouped-query attention); 0 means Heads.
 	KVHeads int `toml:"kv_heads" json:"kv_heads,omitempty"`

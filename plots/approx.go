@@ -10,7 +10,6 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -111,11 +110,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	}
 	for li, l := range losses {
 		pts := byLoss[l]
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, err
-		}
-		eb, err := plotter.NewYErrorBars(pts)
+		sc, eb, err := scatterBars(pts)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,19 @@ func (e *errPoints) add(x, y, lo, hi float64) {
 	e.xs, e.ys, e.lo, e.hi = append(e.xs, x), append(e.ys, y), append(e.lo, lo), append(e.hi, hi)
 }
 
+// scatterBars are pts as point markers and as their error bars, unstyled.
+func scatterBars(pts *errPoints) (*plotter.Scatter, *plotter.YErrorBars, error) {
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, nil, err
+	}
+	eb, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, eb, nil
+}
+
 // addErrSeries draws pts as a line with point markers and error bars in
 // colour c, dash pattern dash and marker shape, under label in the legend.
 func addErrSeries(p *plot.Plot, pts *errPoints, c color.Color, dash []vg.Length, shape draw.GlyphDrawer, label string) error {
@@ -181,11 +194,7 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 			if pts.Len() == 0 {
 				continue
 			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return nil, err
-			}
-			eb, err := plotter.NewYErrorBars(pts)
+			sc, eb, err := scatterBars(pts)
 			if err != nil {
 				return nil, err
 			}

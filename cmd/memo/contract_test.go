@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -28,28 +27,12 @@ func TestInputErrorContract(t *testing.T) {
 	hfWith := func(key string, value float64) func(string) {
 		return func(dir string) {
 			copyDir(t, src, dir)
-			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c map[string]any
-			if err := json.Unmarshal(raw, &c); err != nil {
-				t.Fatal(err)
-			}
-			c[key] = value
-			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
+			editJSONFile(t, filepath.Join(dir, "config.json"), func(c map[string]any) { c[key] = value })
 		}
 	}
 	truncated := func(dir string) {
 		copyDir(t, src, dir)
-		p := filepath.Join(dir, "model.safetensors")
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(p, st.Size()-100); err != nil {
-			t.Fatal(err)
-		}
+		truncateBy(t, filepath.Join(dir, "model.safetensors"), 100)
 	}
 	files := map[string]string{
 		"plain.toml":  "name = \"x\"\n",

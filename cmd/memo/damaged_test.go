@@ -28,20 +28,8 @@ func rewriteCheckpoint(t *testing.T, dir string, edit func(header map[string]map
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := binary.LittleEndian.Uint64(b[:8])
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
-		t.Fatal(err)
-	}
-	header := map[string]map[string]any{}
-	for k, v := range raw {
-		var m map[string]any
-		if err := json.Unmarshal(v, &m); err != nil {
-			t.Fatal(err)
-		}
-		header[k] = m
-	}
-	data := edit(header, append([]byte(nil), b[8+n:]...))
+	header, start := safetensorsHeader(t, b)
+	data := edit(header, append([]byte(nil), b[start:]...))
 	h, err := json.Marshal(header)
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +38,9 @@ func rewriteCheckpoint(t *testing.T, dir string, edit func(header map[string]map
 	out = append(append(out, h...), data...)
 	writeTestFileBytes(t, p, out)
 	sum := sha256.Sum256(out)
-	st := filepath.Join(dir, "state.json")
-	var state map[string]any
-	if err := json.Unmarshal([]byte(mustRead(t, st)), &state); err != nil {
-		t.Fatal(err)
-	}
-	state["sha256"].(map[string]any)["model.safetensors"] = hex.EncodeToString(sum[:])
-	writeJSONFile(t, st, state)
+	editJSONFile(t, filepath.Join(dir, "state.json"), func(state map[string]any) {
+		state["sha256"].(map[string]any)["model.safetensors"] = hex.EncodeToString(sum[:])
+	})
 }
 
 // mustRead is the file at path as a string.
@@ -104,8 +88,7 @@ func TestDamagedCheckpointExitCodes(t *testing.T) {
 		want string
 	}{
 		{"NaN weight", func(t *testing.T, h map[string]map[string]any, data []byte) []byte {
-			off := h[firstTensor(t, h)]["data_offsets"].([]any)[0].(float64)
-			binary.LittleEndian.PutUint32(data[int(off):], math.Float32bits(float32(math.NaN())))
+			putFirstF32(t, h, data, firstTensor(t, h), float32(math.NaN()))
 			return data
 		}, "NaN"},
 		{"offsets past the end", func(t *testing.T, h map[string]map[string]any, data []byte) []byte {
@@ -161,13 +144,7 @@ func TestDamagedCheckpointExitCodes(t *testing.T) {
 // default (rope_theta 0 computed as 10000) is one memo: line, exit 2,
 // naming the key, from every command that loads it.
 func TestHFZeroValuesRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the memo binary")
-	}
-	exe := buildMemo(t)
-	src, _ := hfGolden(t, "llama-gqa-tied")
-	work := t.TempDir()
-	writeJSONFile(t, filepath.Join(work, "ids.json"), [][]int32{{1, 2, 3}})
+	exe, src, work := hfDamageWork(t)
 	for _, tc := range []struct {
 		key  string
 		set  func(c map[string]any)
@@ -183,12 +160,7 @@ func TestHFZeroValuesRefused(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			dir := filepath.Join(work, strings.ReplaceAll(tc.key, " ", "-"))
 			copyDir(t, src, dir)
-			var c map[string]any
-			if err := json.Unmarshal([]byte(mustRead(t, filepath.Join(dir, "config.json"))), &c); err != nil {
-				t.Fatal(err)
-			}
-			tc.set(c)
-			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
+			editJSONFile(t, filepath.Join(dir, "config.json"), tc.set)
 			before := treeSums(t, work)
 			for _, cmd := range []string{"score", "generate"} {
 				wantOneLine(t, execMemo(t, exe, work, cmd, "--model", dir, "--ids-json", "ids.json"), tc.want)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -126,13 +125,7 @@ func copyDir(t *testing.T, from, to string) {
 // TestHFBadInput: damaged or unsupported Hugging Face directories and ids
 // the model cannot take are bad input: exit 2, one line naming the problem.
 func TestHFBadInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the memo binary")
-	}
-	exe := buildMemo(t)
-	src, _ := hfGolden(t, "llama-gqa-tied")
-	work := t.TempDir()
-	writeJSONFile(t, filepath.Join(work, "ids.json"), [][]int32{{1, 2, 3}})
+	exe, src, work := hfDamageWork(t)
 	writeJSONFile(t, filepath.Join(work, "big.json"), [][]int32{{1, 2, 320}})
 	damaged := func(name string, damage func(dir string)) string {
 		dir := filepath.Join(work, name)
@@ -141,18 +134,7 @@ func TestHFBadInput(t *testing.T) {
 		return dir
 	}
 	editConfig := func(edit func(map[string]any)) func(string) {
-		return func(dir string) {
-			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c map[string]any
-			if err := json.Unmarshal(raw, &c); err != nil {
-				t.Fatal(err)
-			}
-			edit(c)
-			writeJSONFile(t, filepath.Join(dir, "config.json"), c)
-		}
+		return func(dir string) { editJSONFile(t, filepath.Join(dir, "config.json"), edit) }
 	}
 	cases := []struct {
 		name, model, ids, want string
@@ -163,9 +145,7 @@ func TestHFBadInput(t *testing.T) {
 				"model.embed_tokens.weight": "model-00001-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}})
 		}), "ids.json", "model-00002-of-00002.safetensors"},
 		{"truncated safetensors", damaged("truncated", func(dir string) {
-			p := filepath.Join(dir, "model.safetensors")
-			st, _ := os.Stat(p)
-			os.Truncate(p, st.Size()-100)
+			truncateBy(t, filepath.Join(dir, "model.safetensors"), 100)
 		}), "ids.json", "model.safetensors"},
 		{"unsupported architecture", damaged("mamba", editConfig(func(c map[string]any) {
 			c["model_type"], c["architectures"] = "mamba", []string{"MambaForCausalLM"}
@@ -396,19 +376,8 @@ func poisonWeight(t *testing.T, name string, v float32) func(dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := binary.LittleEndian.Uint64(b[:8])
-		var header map[string]json.RawMessage
-		if err := json.Unmarshal(b[8:8+n], &header); err != nil {
-			t.Fatal(err)
-		}
-		var info struct {
-			Dtype   string   `json:"dtype"`
-			Offsets [2]int64 `json:"data_offsets"`
-		}
-		if err := json.Unmarshal(header[name], &info); err != nil || info.Dtype != "F32" {
-			t.Fatalf("tensor %s: %v, dtype %q", name, err, info.Dtype)
-		}
-		binary.LittleEndian.PutUint32(b[8+int64(n)+info.Offsets[0]:], math.Float32bits(v))
+		header, start := safetensorsHeader(t, b)
+		putFirstF32(t, header, b[start:], name, v)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

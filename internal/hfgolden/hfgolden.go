@@ -13,16 +13,12 @@ import (
 	"strings"
 )
 
-// Names are the reference checkpoints, one directory each under testdata/hf.
-var Names = []string{"llama-gqa-tied", "llama3-mqa-scaled-bf16", "neox-pythia-style-fp16"}
+//go:generate go run ./gennames -root ../.. -out names_generated.go
 
-// TransformersNames are the checkpoints transformers 5.17 wrote itself
-// (save_pretrained), one directory each under testdata/hf-transformers.
-var TransformersNames = []string{
-	"llama-gqa-tied-f32", "llama31-headdim-bf16-sharded", "mistral-nosliding-bf16", "mistral-sliding8-f32",
-	"neox-parallel-f16", "neox-sequential-f32", "qwen2-tied-bf16", "qwen3-headdim-bf16",
-	"olmo1-f32", "olmo2-f32", "gpt2-f32", "gptneo-local-f32", "gemma2-softcap-f32", "gemma3-text-bf16", "phi3-f32",
-}
+// Names (testdata/hf) and TransformersNames (testdata/hf-transformers,
+// the checkpoints transformers 5.17 wrote itself with save_pretrained) are
+// generated from those directories: a new golden is its directory and
+// `go generate ./internal/hfgolden/` (TestNamesGenerated keeps them current).
 
 // Case is one expected.json.
 type Case struct {

@@ -31,6 +31,16 @@ var tables = []struct{ table, dir, typ string }{
 	{"slurm", "experiments", "SlurmConfig"},
 }
 
+// lists are the keys whose values are each declared in a file of their
+// own, so that no comment keeps their list by hand: the key's doc is its
+// field's comment, then the values found.
+var lists = []struct {
+	key, dir string
+	values   func(dir string) ([]string, error)
+}{
+	{"model.arch", "model", ArchNames},
+}
+
 // Generate returns the Go source of keydocs_generated.go for the module at root.
 func Generate(root string) ([]byte, error) {
 	docs := map[string]string{}
@@ -38,6 +48,13 @@ func Generate(root string) ([]byte, error) {
 		if err := collect(filepath.Join(root, t.dir), t.typ, t.table, docs); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.dir, err)
 		}
+	}
+	for _, l := range lists {
+		vs, err := l.values(filepath.Join(root, l.dir))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.dir, err)
+		}
+		docs[l.key] = strings.TrimSpace(docs[l.key] + " One of: " + strings.Join(vs, ", ") + ".")
 	}
 	return render(docs)
 }
