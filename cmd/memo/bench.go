@@ -367,7 +367,8 @@ func runBenchTrain(c *cli.Context) error {
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
-	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s measured matmul: measured-matmul MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	fmt.Fprintln(stdout, datasheetLine(res))
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded
 		fmt.Fprintf(stdout, "rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
