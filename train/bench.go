@@ -190,7 +190,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Seq < 1 || cfg.Batch < 1 || cfg.Steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench: seq %d, batch %d, steps %d: each must be >= 1", cfg.Seq, cfg.Batch, cfg.Steps)
 	}
-	dev, err := torchx.ResolveDevice(cfg.Device)
+	dev, err := rankDevice(cfg.Device, cfg.Group)
 	if err != nil {
 		return BenchResult{}, err
 	}
