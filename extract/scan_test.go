@@ -15,15 +15,6 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// commonPrefix is how many leading tokens a and b share.
-func commonPrefix(a, b []int32) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // TestScanMatchesGreedyGeneration trains a nano model on some passages
 // until it reproduces them (the unseen ones match in part or not at
 // all), then checks that the teacher-forced scan's matched
@@ -202,5 +193,35 @@ func TestScanTiesGoToTheLowestID(t *testing.T) {
 		if matched[i] != want[i] || commonPrefix(gen[i], prompts[i].Suffix) != want[i] {
 			t.Errorf("doc %d: scan matched %d, generation %v matched %d; want %d", i, matched[i], gen[i], commonPrefix(gen[i], prompts[i].Suffix), want[i])
 		}
+	}
+}
+
+func TestCompareScan(t *testing.T) {
+	ok := func(doc int64, pre, suf, gen []int32) runfiles.Completion {
+		return runfiles.Completion{DocID: doc, Status: StatusOK, Prefix: pre, Suffix: suf, Generated: gen}
+	}
+	row := func(doc int64, pre, suf, m int) runfiles.ScanRow {
+		return runfiles.ScanRow{DocID: doc, Status: StatusOK, PrefixLen: pre, SuffixLen: suf, MatchedLen: m, ExactMatch: m == suf}
+	}
+	comps := []runfiles.Completion{
+		ok(1, []int32{9}, []int32{1, 2, 3}, []int32{1, 2, 3}),
+		ok(2, []int32{9}, []int32{1, 2, 3}, []int32{1, 5, 3}),
+		ok(3, []int32{9}, []int32{1, 2, 3}, []int32{4, 2, 3}),
+		{DocID: 4, Status: StatusTooShort},
+	}
+	agree := []runfiles.ScanRow{row(1, 1, 3, 3), row(2, 1, 3, 1), row(3, 1, 3, 0), {DocID: 4, Status: StatusTooShort}}
+	a, err := CompareScan(agree, comps)
+	if err != nil || a.Compared != 3 || a.Exact != 1 || len(a.Differ) != 0 {
+		t.Errorf("agreeing scan: %+v, %v", a, err)
+	}
+	differ := []runfiles.ScanRow{row(1, 1, 3, 2), row(2, 1, 3, 1), row(3, 1, 3, 1)}
+	if a, err := CompareScan(differ, comps); err != nil || len(a.Differ) != 2 || a.Differ[0] != 1 || a.Differ[1] != 3 {
+		t.Errorf("differing scan: %+v, %v: want docs 1 and 3", a, err)
+	}
+	if _, err := CompareScan([]runfiles.ScanRow{row(1, 2, 2, 0)}, comps); err == nil {
+		t.Error("another prompt geometry: no error")
+	}
+	if _, err := CompareScan([]runfiles.ScanRow{row(7, 1, 3, 0)}, comps); err == nil {
+		t.Error("no document in common: no error")
 	}
 }

@@ -56,6 +56,7 @@ func extractCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40, --set extract.loki.rank=8), after config.toml and the flags; repeatable"},
 			&cli.BoolFlag{Name: "scan", Usage: "decide only greedy decoding's exact match and matched length, by one teacher-forced pass per batch instead of generating, into a .scan.parquet (no completions; see docs/DECODING.md, \"Scanning\")"},
+			&cli.StringFlag{Name: "scan-compare", Usage: "with --scan: check the scan against `COMPLETIONS` of the same greedy attack (each document's matched length is the common prefix of its generated and true suffix); exit 1 when one differs"},
 		),
 		Action: extractAction,
 	}
@@ -202,6 +203,8 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 		if err := cfg.CheckScan(); err != nil {
 			return err
 		}
+	} else if c.IsSet("scan-compare") {
+		return usageError("extract: --scan-compare checks a scan: it needs --scan")
 	}
 	out := c.String("out")
 	switch {

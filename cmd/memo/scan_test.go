@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,14 @@ func TestExtractScanCLI(t *testing.T) {
 			t.Errorf("doc %d: scan %+v, generation matched %d of %d", c.DocID, r, m, len(c.Suffix))
 		}
 	}
+	// The same through --scan-compare, and a scan of other prompts refused.
+	cmp := memoCmd(t, exe, dir, 0, "extract", "--scan", "--out", filepath.Join(dir, "again.scan.parquet"), "--scan-compare", filepath.Join(run, "completions.arrow"), "runs/tiny")
+	if want := fmt.Sprintf("%d documents compared", len(comps)); !strings.Contains(cmp, want) || !strings.Contains(cmp, " 0 differ") {
+		t.Errorf("--scan-compare printed %q, want %q and 0 differ", cmp, want)
+	}
+	if msg := memoCmd(t, exe, dir, 2, "extract", "--scan", "--suffix", "8", "--out", filepath.Join(dir, "s8.scan.parquet"), "--scan-compare", filepath.Join(run, "completions.arrow"), "runs/tiny"); !strings.Contains(msg, "not the same attack") {
+		t.Errorf("--scan-compare of another attack: stderr %q", msg)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -57,6 +66,7 @@ func TestExtractScanCLI(t *testing.T) {
 		{[]string{"--decoding", "sample"}, "a scan decides greedy decoding's exact match"},
 		{[]string{"--samples", "2", "--decoding", "beam"}, "a scan decides greedy decoding's exact match"},
 		{[]string{"--out", filepath.Join(dir, "x.arrow")}, "a scan is Parquet"},
+		{[]string{"--scan-compare", filepath.Join(dir, "tiny.toml")}, "--scan-compare"},
 	} {
 		args := append(append([]string{"extract", "--scan"}, tc.args...), "runs/tiny")
 		if msg := memoCmd(t, exe, dir, 2, args...); !strings.Contains(msg, "memo: extract --scan") || !strings.Contains(msg, tc.want) {
