@@ -90,6 +90,11 @@ type Machine struct {
 	Kernels torchx.Kernels `json:"kernels"`
 	// GPUs is the number of CUDA devices libtorch sees.
 	GPUs int `json:"gpus"`
+	// GPUModels are the GPUs' CUDA names, datasheet SKUs and dense bf16
+	// peaks; DatasheetPeak says in one line the peak MFU is against (GPU
+	// 0's), or why there is none.
+	GPUModels     []GPUModel `json:"gpu_models,omitempty"`
+	DatasheetPeak string     `json:"datasheet_peak"`
 	// Devices are where the stages ran (train.device, extract.device).
 	Devices map[string]string `json:"devices,omitempty"`
 }
@@ -249,6 +254,7 @@ func currentMachine() Machine {
 	if gotch.CUDA.IsAvailable() {
 		m.GPUs = int(gotch.CUDA.DeviceCount())
 	}
+	m.GPUModels, m.DatasheetPeak = gpuModels(m.GPUs)
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

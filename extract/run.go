@@ -19,6 +19,7 @@ import (
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
 )
 
 // Run attacks the model of checkpointDir (a checkpoint, or a run directory
@@ -38,40 +39,18 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	g, ckpt, err := loadModel(checkpointDir, cfg.Device, cfg.Precision)
+	g, ckpt, window, cfg, err := loadAttacked(cfg, checkpointDir)
 	if err != nil {
-		return fmt.Errorf("extract: %w", err)
-	}
-	mc := g.Config()
-	window, err := attackWindow(ckpt, mc.Context)
-	if err != nil {
-		return fmt.Errorf("extract: %w", err)
-	}
-	if err := cfg.CheckWindow(window, mc.Context); err != nil {
 		return err
 	}
-	if cfg.BatchSize == 0 {
-		avail, maxBatch := batchMemory(g.Device())
-		cfg.BatchSize = AutoBatch(mc, g.WeightBytes(), window, avail, maxBatch)
-		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
-	}
-	tok, err := ds.Tokenizer()
+	mc := g.Config()
+	tok, err := modelTokenizer(ds, mc, ckpt)
 	if err != nil {
-		return fmt.Errorf("extract: %w", err)
+		return err
 	}
-	if tok.VocabSize() > mc.Vocab {
-		return badinput.Errorf("extract: tokenizer of %s has %d tokens, model %s only %d: not the model of this dataset", ds.Dir(), tok.VocabSize(), ckpt, mc.Vocab)
-	}
-	var docs []data.Doc
-	for _, split := range cfg.Splits {
-		d, err := ds.Docs(split)
-		if err != nil {
-			return fmt.Errorf("extract: %w", err)
-		}
-		if cfg.MaxDocs > 0 && len(d) > cfg.MaxDocs {
-			d = d[:cfg.MaxDocs]
-		}
-		docs = append(docs, d...)
+	docs, err := attackedDocs(ds, cfg)
+	if err != nil {
+		return err
 	}
 	prompts := BuildPrompts(cfg, docs, window)
 	short := 0
@@ -170,6 +149,60 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	}
 	slog.Info("extract: done", "out", out, "rows", len(rows), "too_short", short, "elapsed", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// modelTokenizer is the dataset's tokenizer, refused when it has more
+// tokens than the model at ckpt (mc) reads: not that model's dataset.
+func modelTokenizer(ds *data.Dataset, mc model.Config, ckpt string) (*data.Tokenizer, error) {
+	tok, err := ds.Tokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("extract: %w", err)
+	}
+	if tok.VocabSize() > mc.Vocab {
+		return nil, badinput.Errorf("extract: tokenizer of %s has %d tokens, model %s only %d: not the model of this dataset", ds.Dir(), tok.VocabSize(), ckpt, mc.Vocab)
+	}
+	return tok, nil
+}
+
+// loadAttacked loads the model an attack (or a scan) runs on: the
+// checkpoint it resolved to, the attack window, checked against cfg's
+// prompt, and cfg with an automatic batch size chosen.
+func loadAttacked(cfg Config, checkpointDir string) (*model.GPT, string, int, Config, error) {
+	g, ckpt, err := loadModel(checkpointDir, cfg.Device, cfg.Precision)
+	if err != nil {
+		return nil, "", 0, cfg, fmt.Errorf("extract: %w", err)
+	}
+	mc := g.Config()
+	window, err := attackWindow(ckpt, mc.Context)
+	if err != nil {
+		return nil, "", 0, cfg, fmt.Errorf("extract: %w", err)
+	}
+	if err := cfg.CheckWindow(window, mc.Context); err != nil {
+		return nil, "", 0, cfg, err
+	}
+	if cfg.BatchSize == 0 {
+		avail, maxBatch := batchMemory(g.Device())
+		cfg.BatchSize = AutoBatch(mc, g.WeightBytes(), window, avail, maxBatch)
+		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
+	}
+	return g, ckpt, window, cfg, nil
+}
+
+// attackedDocs are the documents of cfg.Splits, in order, at most
+// cfg.MaxDocs of each (the first by doc_id) when it is set.
+func attackedDocs(ds *data.Dataset, cfg Config) ([]data.Doc, error) {
+	var docs []data.Doc
+	for _, split := range cfg.Splits {
+		d, err := ds.Docs(split)
+		if err != nil {
+			return nil, fmt.Errorf("extract: %w", err)
+		}
+		if cfg.MaxDocs > 0 && len(d) > cfg.MaxDocs {
+			d = d[:cfg.MaxDocs]
+		}
+		docs = append(docs, d...)
+	}
+	return docs, nil
 }
 
 // referenceLosses loads the reference model and computes its losses over

@@ -101,6 +101,18 @@ type BenchResult struct {
 	// bytes handed to each, and the bytes it sends under the collective's
 	// schedule (Traffic).
 	Collectives []Traffic `json:"collectives_per_step"`
+	// GPU is the device's CUDA name and GPUSKU its datasheet SKU;
+	// DatasheetPeakTFLOPs is that datasheet's dense tensor-core peak for
+	// DatasheetPeakDType (the products' dtype) and DatasheetMFU = GFLOPs
+	// over it. MFU above is over PeakGFLOPs, a measured matmul: another
+	// figure. On the CPU or an unlisted card the peak and its MFU are 0
+	// and DatasheetNote says why (else it cites the datasheet).
+	GPU                 string  `json:"gpu,omitempty"`
+	GPUSKU              string  `json:"gpu_sku,omitempty"`
+	DatasheetPeakDType  string  `json:"datasheet_peak_dtype,omitempty"`
+	DatasheetPeakTFLOPs float64 `json:"datasheet_peak_tflops"`
+	DatasheetMFU        float64 `json:"datasheet_mfu"`
+	DatasheetNote       string  `json:"datasheet_note"`
 }
 
 // trafficCounter is a Group that tallies its collectives (dist.Group).
@@ -184,7 +196,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Seq < 1 || cfg.Batch < 1 || cfg.Steps < 1 {
 		return BenchResult{}, fmt.Errorf("bench: seq %d, batch %d, steps %d: each must be >= 1", cfg.Seq, cfg.Batch, cfg.Steps)
 	}
-	dev, err := torchx.ResolveDevice(cfg.Device)
+	dev, err := rankDevice(cfg.Device, cfg.Group)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -294,14 +306,16 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	tokPerS := float64(cfg.Batch*cfg.Seq) * n / all.Seconds()
 	fpt := mc.FLOPsPerTokenAt(cfg.Seq)
 	gflops := tokPerS * fpt / 1e9
-	return BenchResult{
+	res := BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
 		Threads: workers, Device: deviceName(dev), Precision: model.PrecisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, StepsS: stepsS, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n, GPUModelS: gpuModel, GPUUpdateS: gpuUpdate,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
-	}, nil
+	}
+	res.setDatasheet(dev, cfg.Precision)
+	return res, nil
 }
 
 // matmulPeakOn is the best rate in GFLOP/s of one n×n product of dtype dt

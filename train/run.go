@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 		}
 	}
 
-	dev, err := torchx.ResolveDevice(cfg.Device)
+	dev, err := rankDevice(cfg.Device, opts.Group)
 	if err != nil {
 		return err
 	}

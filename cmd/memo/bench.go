@@ -387,7 +387,8 @@ func runBenchTrain(c *cli.Context) error {
 	if res.GPUModelS > 0 {
 		fmt.Fprintf(stdout, "on the GPU   forward+backward %.3f s, reduce+clip+AdamW %.3f s a step (CUDA events)\n", res.GPUModelS, res.GPUUpdateS)
 	}
-	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s matmul peak: MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s measured matmul: measured-matmul MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
+	fmt.Fprintln(stdout, datasheetLine(res))
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded
 		fmt.Fprintf(stdout, "rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",

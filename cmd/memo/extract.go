@@ -55,6 +55,8 @@ func extractCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40, --set extract.loki.rank=8), after config.toml and the flags; repeatable"},
+			&cli.BoolFlag{Name: "scan", Usage: "decide only greedy decoding's exact match and matched length, by one teacher-forced pass per batch instead of generating, into a .scan.parquet (no completions; see docs/DECODING.md, \"Scanning\")"},
+			&cli.StringFlag{Name: "scan-compare", Usage: "with --scan: check the scan against `COMPLETIONS` of the same greedy attack (each document's matched length is the common prefix of its generated and true suffix); exit 1 when one differs"},
 		),
 		Action: extractAction,
 	}
@@ -197,8 +199,19 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if err := extract.SameTokenizer(ds, ckpt); err != nil {
 		return usageError("extract: %v: the model would read the documents as other tokens; attack it on a dataset built with its tokenizer", err)
 	}
+	if c.Bool("scan") {
+		if err := cfg.CheckScan(); err != nil {
+			return err
+		}
+	} else if c.IsSet("scan-compare") {
+		return usageError("extract: --scan-compare checks a scan: it needs --scan")
+	}
 	out := c.String("out")
 	switch {
+	case out != "" && c.Bool("scan"):
+		if err := extract.CheckScanOut(out); err != nil {
+			return err
+		}
 	case out != "":
 		// The run's own completions only for the run's own attack; any
 		// other file only if it is this attack's (or new).
@@ -223,6 +236,9 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	torchx.Init(threads, uint64(cfg.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()
+	if c.Bool("scan") {
+		return scanWith(c, ctx, cfg, ckpt, ds, out)
+	}
 	if err := extract.Run(ctx, cfg, ckpt, ds, out, trained); err != nil {
 		if errors.Is(err, extract.ErrConfig) {
 			return usageError("%v", err)

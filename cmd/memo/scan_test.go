@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
+)
+
+// TestExtractScanCLI scans a trained run through the binary: the scan
+// goes beside the run's own completions (scan.parquet) and says for every
+// document what the run's greedy attack generated; settings that need
+// generation and an --out that is not Parquet are refused, exit 2.
+func TestExtractScanCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
+	run := filepath.Join(dir, "runs", "tiny")
+	out := memoCmd(t, exe, dir, 0, "extract", "--scan", "runs/tiny")
+	scan := filepath.Join(run, "scan.parquet")
+	if !strings.Contains(out, "scan: "+filepath.Join("runs", "tiny", "scan.parquet")) {
+		t.Errorf("extract --scan printed %q, want the path %s", out, scan)
+	}
+	rows, err := runfiles.Scans.ReadParquet(scan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps, err := eval.ReadCompletions(filepath.Join(run, "completions.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(comps) || len(rows) == 0 {
+		t.Fatalf("%d scan rows, %d completions", len(rows), len(comps))
+	}
+	for i, c := range comps {
+		m := 0
+		for m < len(c.Suffix) && m < len(c.Generated) && c.Suffix[m] == c.Generated[m] {
+			m++
+		}
+		if r := rows[i]; r.DocID != c.DocID || r.MatchedLen != m || r.ExactMatch != (m == len(c.Suffix)) {
+			t.Errorf("doc %d: scan %+v, generation matched %d of %d", c.DocID, r, m, len(c.Suffix))
+		}
+	}
+	// The same through --scan-compare, and a scan of other prompts refused.
+	cmp := memoCmd(t, exe, dir, 0, "extract", "--scan", "--out", filepath.Join(dir, "again.scan.parquet"), "--scan-compare", filepath.Join(run, "completions.arrow"), "runs/tiny")
+	if want := fmt.Sprintf("%d documents compared", len(comps)); !strings.Contains(cmp, want) || !strings.Contains(cmp, " 0 differ") {
+		t.Errorf("--scan-compare printed %q, want %q and 0 differ", cmp, want)
+	}
+	if msg := memoCmd(t, exe, dir, 2, "extract", "--scan", "--suffix", "8", "--out", filepath.Join(dir, "s8.scan.parquet"), "--scan-compare", filepath.Join(run, "completions.arrow"), "runs/tiny"); !strings.Contains(msg, "not the same attack") {
+		t.Errorf("--scan-compare of another attack: stderr %q", msg)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--decoding", "sample"}, "a scan decides greedy decoding's exact match"},
+		{[]string{"--samples", "2", "--decoding", "beam"}, "a scan decides greedy decoding's exact match"},
+		{[]string{"--out", filepath.Join(dir, "x.arrow")}, "a scan is Parquet"},
+		{[]string{"--scan-compare", filepath.Join(dir, "tiny.toml")}, "--scan-compare"},
+	} {
+		args := append(append([]string{"extract", "--scan"}, tc.args...), "runs/tiny")
+		if msg := memoCmd(t, exe, dir, 2, args...); !strings.Contains(msg, "memo: extract --scan") || !strings.Contains(msg, tc.want) {
+			t.Errorf("memo %v: stderr %q, want one line saying %q", args, msg, tc.want)
+		}
+	}
+}

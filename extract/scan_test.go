@@ -1,0 +1,227 @@
+package extract
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train"
+	"github.com/sugarme/gotch/ts"
+)
+
+// TestScanMatchesGreedyGeneration trains a nano model on some passages
+// until it reproduces them (the unseen ones match in part or not at
+// all), then checks that the teacher-forced scan's matched
+// length is, for every document and prompt mode, the length of the
+// common prefix of greedy generation and the true suffix, so its exact
+// match is generation's. The test fails unless the documents include
+// exact, partial and no matches.
+func TestScanMatchesGreedyGeneration(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	docs := opticksDocs(t, 8, 96)
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 128, Seed: 11})
+	// Four passages memorized, four never seen.
+	if l := memorize(t, g, [][]int32{docs[0].IDs, docs[1].IDs, docs[2].IDs, docs[3].IDs}, 600, 0.01); l > 0.05 {
+		t.Fatalf("model did not memorize: loss %.4f", l)
+	}
+	t.Logf("trained in %v", time.Since(start).Round(time.Millisecond))
+	var exact, partial, none int
+	for _, mode := range []string{ModeReference, ModeFixed, ModePythia} {
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.Prefix, cfg.Suffix, cfg.BatchSize = mode, 20, 40, 3
+		prompts := BuildPrompts(cfg, docs, g.Config().Context)
+		gen, err := generateAll(context.Background(), g, cfg, prompts, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matched, err := scanAll(context.Background(), g, cfg, prompts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range prompts {
+			if p.Status != StatusOK {
+				t.Fatalf("%s: %s not attacked: %s", mode, p.Doc.Title, p.Reason)
+			}
+			want := commonPrefix(gen[i], p.Suffix)
+			if matched[i] != want {
+				t.Errorf("%s: %s: scan matched %d tokens, greedy generation %d of %d (%q vs %q)",
+					mode, p.Doc.Title, matched[i], want, len(p.Suffix), bytesOf(gen[i]), bytesOf(p.Suffix))
+			}
+			switch want {
+			case len(p.Suffix):
+				exact++
+			case 0:
+				none++
+			default:
+				partial++
+			}
+		}
+	}
+	t.Logf("exact %d, partial %d, none %d; %v", exact, partial, none, time.Since(start).Round(time.Millisecond))
+	if exact == 0 || partial == 0 || none == 0 {
+		t.Errorf("exact %d, partial %d, none %d: the test needs each kind", exact, partial, none)
+	}
+}
+
+// TestScanOnATrainedRun attacks a trained run's documents with Run and
+// scans them with Scan under the same settings: every document's scan
+// row must say what its completion says (exact match, matched length).
+func TestScanOnATrainedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a dataset and trains a model")
+	}
+	ctx := context.Background()
+	dir, ds, _ := trainTiny(t, func(d *data.Config) {
+		d.Targets, d.Controls, d.Validation, d.Background = 6, 6, 2, 4
+		d.Repetitions, d.ChunkTokens, d.MinTokens = 16, 64, 40
+	}, func(c *train.Config) {
+		c.Steps, c.Block, c.BatchSize, c.WarmupSteps, c.LR = 400, 64, 8, 5, 3e-3
+	})
+	cfg := DefaultConfig()
+	cfg.Suffix, cfg.BatchSize = 16, 4
+	tmp := t.TempDir()
+	comp := filepath.Join(tmp, "attack.completions.arrow")
+	if err := Run(ctx, cfg, dir, ds, comp, nil); err != nil {
+		t.Fatal(err)
+	}
+	scan := filepath.Join(tmp, "attack"+runfiles.ScanSuffix)
+	if err := Scan(ctx, cfg, dir, ds, scan); err != nil {
+		t.Fatal(err)
+	}
+	comps, err := eval.ReadCompletions(comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := runfiles.Scans.ReadParquet(scan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(comps) {
+		t.Fatalf("%d scan rows for %d completions", len(rows), len(comps))
+	}
+	exact := 0
+	for i, c := range comps {
+		r := rows[i]
+		want := commonPrefix(c.Generated, c.Suffix)
+		if r.DocID != c.DocID || r.Split != c.Split || r.Status != c.Status || r.SuffixLen != len(c.Suffix) || r.PrefixLen != len(c.Prefix) {
+			t.Errorf("row %d: scan %+v, completion doc %d %s %s prefix %d suffix %d", i, r, c.DocID, c.Split, c.Status, len(c.Prefix), len(c.Suffix))
+		}
+		if r.MatchedLen != want || r.ExactMatch != (want == len(c.Suffix)) {
+			t.Errorf("doc %d: scan matched %d (exact %v), generation %d of %d", c.DocID, r.MatchedLen, r.ExactMatch, want, len(c.Suffix))
+		}
+		if r.ExactMatch {
+			exact++
+		}
+	}
+	t.Logf("%d documents, %d exact", len(rows), exact)
+	if exact == 0 || exact == len(rows) {
+		t.Errorf("%d of %d documents exact: the test needs both kinds (members memorized, controls not)", exact, len(rows))
+	}
+}
+
+func TestCheckScan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"greedy", func(*Config) {}, true},
+		{"quantspec", func(c *Config) { c.Speculative = SpecQuantSpec }, true},
+		{"sample", func(c *Config) { c.Decoding = DecodeSample }, false},
+		{"beam", func(c *Config) { c.Decoding = DecodeBeam }, false},
+		{"kv4", func(c *Config) { c.KVBits = 4 }, false},
+		{"sift", func(c *Config) { c.Approximation = "sift-q0.9" }, false},
+	} {
+		c := DefaultConfig()
+		tc.mod(&c)
+		if err := c.CheckScan(); (err == nil) != tc.ok {
+			t.Errorf("%s: CheckScan() = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+func TestScanPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"runs/a/completions.arrow": "runs/a/scan.parquet",
+		"runs/a/checkpoints/step-000100.fixed-p50-s50.greedy.1a2b3c4d.completions.arrow": "runs/a/checkpoints/step-000100.fixed-p50-s50.greedy.1a2b3c4d.scan.parquet",
+		"runs/a/other.arrow": "runs/a/other.scan.parquet",
+	} {
+		if got := ScanPath(in); got != want {
+			t.Errorf("ScanPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestScanTiesGoToTheLowestID zeroes every weight, so that every logit is
+// exactly 0 and the whole vocabulary ties: greedy decoding then emits id 0
+// at every step (model.Argmax's rule), and the scan must count a suffix's
+// leading zeros as matched and stop at its first other token.
+func TestScanTiesGoToTheLowestID(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3})
+	ts.NoGrad(func() {
+		for _, p := range g.Params() {
+			p.Tensor.MustZero_()
+		}
+	})
+	doc := func(id int64, suffix ...int32) data.Doc {
+		return data.Doc{ID: id, Split: "target", IDs: append([]int32{7, 8, 9, 10}, suffix...)}
+	}
+	docs := []data.Doc{doc(0, 0, 0, 5), doc(1, 0, 0, 0), doc(2, 3, 0, 0), doc(3, 1, 0, 0)}
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Prefix, cfg.Suffix, cfg.BatchSize = ModeFixed, 4, 3, 4
+	prompts := BuildPrompts(cfg, docs, 64)
+	gen, err := generateAll(context.Background(), g, cfg, prompts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matched, err := scanAll(context.Background(), g, cfg, prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{2, 3, 0, 0}
+	for i := range prompts {
+		if matched[i] != want[i] || commonPrefix(gen[i], prompts[i].Suffix) != want[i] {
+			t.Errorf("doc %d: scan matched %d, generation %v matched %d; want %d", i, matched[i], gen[i], commonPrefix(gen[i], prompts[i].Suffix), want[i])
+		}
+	}
+}
+
+func TestCompareScan(t *testing.T) {
+	ok := func(doc int64, pre, suf, gen []int32) runfiles.Completion {
+		return runfiles.Completion{DocID: doc, Status: StatusOK, Prefix: pre, Suffix: suf, Generated: gen}
+	}
+	row := func(doc int64, pre, suf, m int) runfiles.ScanRow {
+		return runfiles.ScanRow{DocID: doc, Status: StatusOK, PrefixLen: pre, SuffixLen: suf, MatchedLen: m, ExactMatch: m == suf}
+	}
+	comps := []runfiles.Completion{
+		ok(1, []int32{9}, []int32{1, 2, 3}, []int32{1, 2, 3}),
+		ok(2, []int32{9}, []int32{1, 2, 3}, []int32{1, 5, 3}),
+		ok(3, []int32{9}, []int32{1, 2, 3}, []int32{4, 2, 3}),
+		{DocID: 4, Status: StatusTooShort},
+	}
+	agree := []runfiles.ScanRow{row(1, 1, 3, 3), row(2, 1, 3, 1), row(3, 1, 3, 0), {DocID: 4, Status: StatusTooShort}}
+	a, err := CompareScan(agree, comps)
+	if err != nil || a.Compared != 3 || a.Exact != 1 || len(a.Differ) != 0 {
+		t.Errorf("agreeing scan: %+v, %v", a, err)
+	}
+	differ := []runfiles.ScanRow{row(1, 1, 3, 2), row(2, 1, 3, 1), row(3, 1, 3, 1)}
+	if a, err := CompareScan(differ, comps); err != nil || len(a.Differ) != 2 || a.Differ[0] != 1 || a.Differ[1] != 3 {
+		t.Errorf("differing scan: %+v, %v: want docs 1 and 3", a, err)
+	}
+	if _, err := CompareScan([]runfiles.ScanRow{row(1, 2, 2, 0)}, comps); err == nil {
+		t.Error("another prompt geometry: no error")
+	}
+	if _, err := CompareScan([]runfiles.ScanRow{row(7, 1, 3, 0)}, comps); err == nil {
+		t.Error("no document in common: no error")
+	}
+}
