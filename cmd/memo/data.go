@@ -199,6 +199,9 @@ func runDataInspect(c *cli.Context) error {
 	}
 	fmt.Fprintf(stdout, "  unused      %6d docs (background limited by data.background)\n", rep.Unused)
 	fmt.Fprintf(stdout, "training stream: %d tokens (repetitions and passes included)\n", rep.TrainTokens)
+	if rep.DedupTokens != nil {
+		fmt.Fprintln(stdout, rep.DedupTokens)
+	}
 	reps := sortedKeys(rep.Repetitions)
 	sort.Slice(reps, func(i, j int) bool { a, _ := strconv.Atoi(reps[i]); b, _ := strconv.Atoi(reps[j]); return a < b })
 	fmt.Fprint(stdout, "targets by repetitions:")
