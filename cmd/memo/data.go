@@ -43,6 +43,7 @@ func dataCommand() *cli.Command {
 					"  chunk_tokens = 128            cut documents into chunks of at most N tokens (0 = whole)\n" +
 					"  min_tokens = 100              shorter documents are rejected and reported by name\n" +
 					"  dedup_words = 20              reject documents sharing a 20-word passage with an earlier one\n" +
+					"  dedup_tokens = 0              L > 0: cut every repeated span of >= L tokens beyond its first occurrence\n" +
 					"  layout = \"padded\"             padded (one document per row) or packed (EOS-separated)\n" +
 					"  seed = 1234, cache_dir = \"\"   cache default: $MEMO_CACHE or ~/.cache/memo\n" +
 					"Built-in corpora other than opticks need `memo data fetch` first.",
