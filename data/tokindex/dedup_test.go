@@ -12,7 +12,8 @@ import (
 // TestDedupTokensNoRepeatLeft (issue 42): a corpus of Opticks and a text
 // folder of copies of its chunks (two joined, and one within another's
 // text) built with data.dedup_tokens = 16 has, by its own index, no
-// window of 16 tokens twice in the training corpus; every document's text
+// window of 16 tokens twice in the training corpus (nor, by a scan, in the
+// whole dataset); every document's text
 // is its ids; the copies are cut; and each target still counts
 // exactly the repetitions asked for. Built without the key, the same
 // sources keep the copies.
@@ -89,6 +90,19 @@ func TestDedupTokensNoRepeatLeft(t *testing.T) {
 	}
 	if windows < 1000 {
 		t.Fatalf("only %d windows checked", windows)
+	}
+	// The index holds the training documents; controls and validation
+	// documents were deduplicated too: no window of L tokens twice in the
+	// whole dataset, by a scan.
+	seen := map[string]int64{}
+	for _, d := range all {
+		for p := 0; p+L <= len(d.IDs); p++ {
+			key := fmt.Sprint(d.IDs[p : p+L])
+			if other, ok := seen[key]; ok {
+				t.Fatalf("doc %d (%s): the window at %d is also in doc %d", d.ID, d.Split, p, other)
+			}
+			seen[key] = d.ID
+		}
 	}
 	// Without the key the copies stay: some window occurs twice.
 	cfg.DedupTokens = 0
