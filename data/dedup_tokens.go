@@ -164,7 +164,6 @@ func cutMarked(starts []int64, L int, marks []uint64, cut func(k int, spans []sp
 	for k := 0; k+1 < len(starts); k++ {
 		spans = spans[:0]
 		from, end := starts[k], starts[k+1]-1
-		covered := -1 // the document offset up to which a window covers
 		for p := from; p < end; p++ {
 			if marks[p/64]&(1<<(p%64)) == 0 {
 				continue
@@ -175,9 +174,8 @@ func cutMarked(starts []int64, L int, marks []uint64, cut func(k int, spans []sp
 			} else {
 				spans = append(spans, span{o, o + L})
 			}
-			covered = spans[len(spans)-1].to
 		}
-		if covered < 0 {
+		if len(spans) == 0 {
 			continue
 		}
 		if err := cut(k, spans); err != nil {
