@@ -163,6 +163,11 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 				"one_in", rep.DedupSample, "set_mib", dedupSlots*8>>20)
 		}
 	}
+	if cfg.DedupTokens > 0 {
+		if kept, err = dedupKept(dir, tab, kept, tok, cfg, rep, reject); err != nil {
+			return err
+		}
+	}
 	for _, i := range kept {
 		sc := rep.Sources[tab.source(i)]
 		sc.Kept++

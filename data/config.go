@@ -66,6 +66,15 @@ type Config struct {
 	// report.json's dedup_sample, so a long shared passage is still caught
 	// and a short one may not be.
 	DedupWords int `toml:"dedup_words" json:"dedup_words"`
+	// DedupTokens = L > 0 removes, after data.dedup_words, every repeated
+	// span of L or more tokens beyond its first occurrence (in input order)
+	// from the documents, as the exact-substring dedup of Lee et al. 2022
+	// (arXiv 2107.06499) does, found with a suffix array of the token
+	// stream; a document left shorter than data.min_tokens is rejected.
+	// It cleans the sources: the repetitions memo adds (data.repetitions,
+	// data.repetition_groups) come after it. report.json's dedup_tokens says
+	// how many spans and tokens it removed. 0 (the default) disables it.
+	DedupTokens int `toml:"dedup_tokens,omitempty" json:"dedup_tokens,omitempty"`
 
 	// ControlGap keeps controls away from targets cut from the same source
 	// document, whose neighbouring chunks share its topic, names and style
@@ -198,6 +207,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupWords < 0 {
 		bad("data.dedup_words = %d: must be >= 0", c.DedupWords)
+	}
+	if c.DedupTokens < 0 {
+		bad("data.dedup_tokens = %d: must be 0 (off) or a window of >= 1 tokens", c.DedupTokens)
 	}
 	if c.Layout != LayoutPadded && c.Layout != LayoutPacked {
 		bad("data.layout = %q: must be %q or %q", c.Layout, LayoutPadded, LayoutPacked)

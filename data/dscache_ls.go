@@ -28,8 +28,10 @@ type CacheEntry struct {
 	Sources   []string  `json:"sources"`
 	Tokenizer string    `json:"tokenizer"`
 	Documents int       `json:"documents"` // in every split
-	Temporary bool      `json:"temporary"` // a build in progress, or a dead builder's leftover
-	Problem   string    `json:"problem,omitempty"`
+	// DedupTokens is what data.dedup_tokens removed from it (nil: off).
+	DedupTokens *DedupTokensReport `json:"dedup_tokens,omitempty"`
+	Temporary   bool               `json:"temporary"` // a build in progress, or a dead builder's leftover
+	Problem     string             `json:"problem,omitempty"`
 	// Foreign says why the directory is no entry memo made (gc never
 	// removes it); "" for memo's own.
 	Foreign string `json:"foreign,omitempty"`
@@ -72,7 +74,7 @@ func ListCache(cache string) ([]CacheEntry, error) {
 		if raw, err := os.ReadFile(filepath.Join(dir, "report.json")); err == nil {
 			var rep Report
 			if json.Unmarshal(raw, &rep) == nil {
-				ce.Sources, ce.Tokenizer = rep.Config.Sources, rep.Tokenizer
+				ce.Sources, ce.Tokenizer, ce.DedupTokens = rep.Config.Sources, rep.Tokenizer, rep.DedupTokens
 				for _, n := range rep.Splits {
 					ce.Documents += n
 				}

@@ -18,11 +18,13 @@ type Report struct {
 	TrainTokens      int                     `json:"train_tokens"`      // tokens in the stream, repetitions included
 	// DedupSample, when not 0, says data.dedup_words's passage set filled
 	// up: from then on it checked 1 passage in DedupSample (dedupWords).
-	DedupSample  int            `json:"dedup_sample,omitempty"`
-	Rejected     []Rejected     `json:"rejected"`
-	RejectedBy   map[string]int `json:"rejected_by_reason"`
-	TokenizerHit bool           `json:"tokenizer_cache_hit"`
-	Seconds      float64        `json:"seconds"`
+	DedupSample int `json:"dedup_sample,omitempty"`
+	// DedupTokens is what data.dedup_tokens removed; absent when it is off.
+	DedupTokens  *DedupTokensReport `json:"dedup_tokens,omitempty"`
+	Rejected     []Rejected         `json:"rejected"`
+	RejectedBy   map[string]int     `json:"rejected_by_reason"`
+	TokenizerHit bool               `json:"tokenizer_cache_hit"`
+	Seconds      float64            `json:"seconds"`
 	// Files are the sizes and sha256 of the dataset's files, verified
 	// whenever the dataset is opened.
 	Files map[string]FileSum `json:"files,omitempty"`

@@ -46,6 +46,20 @@ func (s *spool) flush() error {
 	return nil
 }
 
+// record appends a row's record: title, text, ids (4 bytes each,
+// little-endian).
+func (s *spool) record(title, text string, ids []int32) error {
+	s.buf = append(append(s.buf[:0], title...), text...)
+	for _, id := range ids {
+		s.buf = binary.LittleEndian.AppendUint32(s.buf, uint32(id))
+	}
+	if _, err := s.w.Write(s.buf); err != nil {
+		return fmt.Errorf("data: write build spool %s: %w", s.path, err)
+	}
+	s.size += int64(len(s.buf))
+	return nil
+}
+
 func (s *spool) read(off int64, n int) []byte {
 	buf := make([]byte, n)
 	if n == 0 || s.err() != nil {
@@ -103,6 +117,10 @@ type docTable struct {
 	flags   []uint8
 	srcName []string // the sources' names, in the order their chunks came
 	srcFrom []int    // srcName[k]'s rows start at srcFrom[k]
+	// moved holds the spool bytes [start, end) of the rows that
+	// data.dedup_tokens rewrote: their new record is appended to the spool
+	// (a map, as few rows are), and off keeps the original layout.
+	moved map[int32][2]int64
 }
 
 func newDocTable(sp *spool) *docTable { return &docTable{sp: sp, off: []int64{sp.size}} }
@@ -124,14 +142,9 @@ func (t *docTable) add(c *candidate, first, failed bool) error {
 		text, ids = "", nil
 	}
 	s := t.sp
-	s.buf = append(append(s.buf[:0], c.title...), text...)
-	for _, id := range ids {
-		s.buf = binary.LittleEndian.AppendUint32(s.buf, uint32(id))
+	if err := s.record(c.title, text, ids); err != nil {
+		return err
 	}
-	if _, err := s.w.Write(s.buf); err != nil {
-		return fmt.Errorf("data: write build spool %s: %w", s.path, err)
-	}
-	s.size += int64(len(s.buf))
 	var f uint8
 	if first {
 		f |= flagFirst
@@ -146,25 +159,58 @@ func (t *docTable) add(c *candidate, first, failed bool) error {
 	return nil
 }
 
+// span is where row i's record is in the spool: [start, end).
+func (t *docTable) span(i int32) (start, end int64) {
+	if m, ok := t.moved[i]; ok {
+		return m[0], m[1]
+	}
+	return t.off[i], t.off[i+1]
+}
+
 // titleLen is the length of row i's title: what its record holds besides
 // the text and ids.
 func (t *docTable) titleLen(i int32) int64 {
-	return t.off[i+1] - t.off[i] - int64(t.textLen[i]) - 4*int64(t.nTokens[i])
+	start, end := t.span(i)
+	return end - start - int64(t.textLen[i]) - 4*int64(t.nTokens[i])
 }
 
 func (t *docTable) title(i int32) string {
-	return string(t.sp.read(t.off[i], int(t.titleLen(i))))
+	start, _ := t.span(i)
+	return string(t.sp.read(start, int(t.titleLen(i))))
 }
 
 func (t *docTable) text(i int32) string {
-	return string(t.sp.read(t.off[i]+t.titleLen(i), int(t.textLen[i])))
+	start, _ := t.span(i)
+	return string(t.sp.read(start+t.titleLen(i), int(t.textLen[i])))
 }
 
 // titleText reads row i's title and text at once.
 func (t *docTable) titleText(i int32) (title, text string) {
 	n := t.titleLen(i)
-	b := string(t.sp.read(t.off[i], int(n)+int(t.textLen[i])))
+	start, _ := t.span(i)
+	b := string(t.sp.read(start, int(n)+int(t.textLen[i])))
 	return b[:n], b[n:]
+}
+
+// replace gives row i a new text and ids (data.dedup_tokens cut spans out
+// of it), appending its record to the spool; flush before reading it.
+func (t *docTable) replace(i int32, text string, ids []int32) error {
+	title := t.title(i)
+	if err := t.sp.err(); err != nil {
+		return err
+	}
+	s := t.sp
+	start := s.size
+	if err := s.record(title, text, ids); err != nil {
+		return err
+	}
+	if t.moved == nil {
+		t.moved = map[int32][2]int64{}
+	}
+	t.moved[i] = [2]int64{start, s.size}
+	t.textLen[i] = uint32(len(text))
+	t.nTokens[i] = uint32(len(ids))
+	return nil
 }
 
 // textSize is row i's text length in bytes.
@@ -175,7 +221,8 @@ func (t *docTable) size(i int32) int { return int(t.nTokens[i]) }
 
 func (t *docTable) tokens(i int32) []int32 {
 	n := int(t.nTokens[i])
-	b := t.sp.read(t.off[i+1]-4*int64(n), 4*n)
+	_, end := t.span(i)
+	b := t.sp.read(end-4*int64(n), 4*n)
 	ids := make([]int32, n)
 	for k := range ids {
 		ids[k] = int32(binary.LittleEndian.Uint32(b[4*k:]))

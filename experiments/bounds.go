@@ -27,6 +27,11 @@ const maxThreadsPerCore = 64
 // maxBatchSize bounds train.batch_size: past it no machine holds a step.
 const maxBatchSize = 1 << 20
 
+// maxDedupWindow bounds data.dedup_tokens: the suffix sort compares up to
+// L tokens of a window, and no document of memo's holds a longer span worth
+// cutting as a repeat.
+const maxDedupWindow = 1 << 16
+
 // maxEpochs bounds train.epochs: past it the step count overflows.
 const maxEpochs = 1e6
 
@@ -60,6 +65,7 @@ func bounds() []bound {
 		nonNeg("train.lora.rank", ""),
 		nonNeg("train.lora.alpha", ""),
 		{key: "train.lora.dropout", min: 0, max: 1},
+		{key: "data.dedup_tokens", min: 0, max: maxDedupWindow, why: "0: off; else the window L of tokens a repeated span has at least"},
 	}
 }
 

@@ -37,6 +37,8 @@ func TestValuesThatCannotWork(t *testing.T) {
 		{"Train.lr", "[Train]\nlr = 1e-3\n", `unknown key "Train" at the top level; did you mean "train"?`},
 		{"train.LR", "[train]\nLR = 1e-3\n", `x.toml:3: train.LR: unknown key "LR" in [train]; did you mean "lr"?`},
 		{"dotted Model.dim", "Model.dim = 64\n", `unknown key "Model" at the top level; did you mean "model"?`},
+		{"dedup window below 1", "[data]\ndedup_tokens = -1\n", "x.toml:3: data.dedup_tokens = -1: must be in [0, 65536] (0: off;"},
+		{"dedup window past any document", "[data]\ndedup_tokens = 100_000\n", "data.dedup_tokens = 100000: must be in [0, 65536]"},
 	}
 	for _, key := range []string{"model.norm_eps", "model.rope_theta", "model.rope_factor", "model.rope_low_freq_factor",
 		"model.rope_high_freq_factor", "model.attn_softcap", "model.final_softcap", "model.query_scalar", "model.qkv_clip",

@@ -2,27 +2,57 @@ package experiments
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/memo-research/memo/data"
 )
 
-// TestCatastrophicCounts: the dataset of exp/catastrophic.toml (repetition
-// groups 1 to 128, background seen once, in pretraining) gets an index
-// from the eval stage's counter, and each target's tokens count exactly
-// the repetitions the spec asked for; a background chunk counts at least
-// its one pretraining pass.
-func TestCatastrophicCounts(t *testing.T) {
+// TestShippedCounts: the datasets of the shipped experiments with
+// repetition groups get an index from the eval stage's counter, and each
+// target's tokens count exactly the repetitions the spec asked for (issue
+// 42): exp/catastrophic.toml (groups 1 to 128, background seen once, in
+// pretraining; a background chunk counts at least that pass) and every
+// point of exp/repetition-counts.toml (groups 1 to 128, no background,
+// without and with data.dedup_tokens).
+func TestShippedCounts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a dataset")
+		t.Skip("builds datasets")
 	}
 	t.Chdir("..")
-	spec, err := Parse(filepath.Join("exp", "catastrophic.toml"))
-	if err != nil {
-		t.Skipf("exp/catastrophic.toml: %v (its corpora need `memo data fetch`)", err)
+	for _, name := range []string{"catastrophic", "repetition-counts"} {
+		t.Run(name, func(t *testing.T) {
+			spec, err := Parse(filepath.Join("exp", name+".toml"))
+			if err != nil {
+				t.Skipf("exp/%s.toml: %v (its corpora need `memo data fetch`)", name, err)
+			}
+			cfgs := map[string]data.Config{name: spec.Data}
+			if spec.IsSweep() {
+				points, err := spec.Expand()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// One build for the points that share a [data] table.
+				cfgs = map[string]data.Config{}
+				seen := map[string]bool{}
+				for _, p := range points {
+					if key := fmt.Sprintf("%+v", p.Spec.Data); !seen[key] {
+						seen[key] = true
+						cfgs[p.Name] = p.Spec.Data
+					}
+				}
+			}
+			for point, cfg := range cfgs {
+				t.Run(point, func(t *testing.T) { checkCounts(t, cfg) })
+			}
+		})
 	}
-	cfg := spec.Data
+}
+
+// checkCounts builds cfg's dataset and counts its targets and a
+// background chunk with the eval stage's counter.
+func checkCounts(t *testing.T, cfg data.Config) {
 	cfg.CacheDatasets = false
 	run := t.TempDir()
 	if err := data.Build(context.Background(), cfg, run); err != nil {
@@ -54,6 +84,12 @@ func TestCatastrophicCounts(t *testing.T) {
 	}
 	if len(seen) != len(cfg.RepetitionGroups) {
 		t.Errorf("repetitions %v, want the groups %v", seen, cfg.RepetitionGroups)
+	}
+	if cfg.DedupTokens > 0 && ds.Report().DedupTokens == nil {
+		t.Errorf("data.dedup_tokens = %d but report.json says nothing of it", cfg.DedupTokens)
+	}
+	if cfg.Background == 0 {
+		return
 	}
 	bg, err := ds.Docs(data.SplitBackground)
 	if err != nil || len(bg) == 0 {

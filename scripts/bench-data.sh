@@ -2,7 +2,7 @@
 # Measure the dataset build through the real binary (issue 27): peak RSS and
 # MB/s of `memo data build` and of `memo run --stages data` on generated
 # JSONL corpora of documents of several sizes.
-#   scripts/bench-data.sh [-m MEMO] [-c build|run|both] [-d WORDS] DIR CORPUS:DOC ...
+#   scripts/bench-data.sh [-m MEMO] [-c build|run|both] [-d WORDS] [-t TOKENS] DIR CORPUS:DOC ...
 # e.g. scripts/bench-data.sh /work/bigdata 1G:1K 1G:23K 1G:1M 10G:23K
 # Each corpus is written once to DIR/cCORPUS-DOC.jsonl by `memo bench corpus`
 # (paragraphs of the fetched corpora with an [n.j.i] marker every 20 words;
@@ -11,7 +11,9 @@
 # controls, 100 validation, the rest background (50 + 50 + 10 for 1 MB
 # documents: a 1 GB corpus has only 1,000), no word dedup unless -d WORDS
 # sets data.dedup_words (the marker every 20 words makes every passage of
-# 20 words or more unique: the dedup's set fills), caching into DIR/cache (whose
+# 20 words or more unique: the dedup's set fills), no exact-substring dedup
+# unless -t TOKENS sets data.dedup_tokens (a window of 50 GPT-2 tokens holds
+# a marker, so none repeats; one of 16 often lies between two), caching into DIR/cache (whose
 # datasets are removed after each build, so that every build builds). Prints
 # one line per build: peak RSS (time -v) and the Go heap's largest live size
 # after a collection (GODEBUG=gctrace=1, set here), which over the number
@@ -23,17 +25,19 @@ set -euo pipefail
 memo=memo
 cmds=build
 dedup=0
-while getopts "m:c:d:" o; do
+dtokens=0
+while getopts "m:c:d:t:" o; do
 	case $o in
 	m) memo=$OPTARG ;;
 	c) cmds=$OPTARG ;;
 	d) dedup=$OPTARG ;;
-	*) echo "usage: $0 [-m MEMO] [-c build|run|both] [-d WORDS] DIR CORPUS:DOC ..." >&2; exit 2 ;;
+	t) dtokens=$OPTARG ;;
+	*) echo "usage: $0 [-m MEMO] [-c build|run|both] [-d WORDS] [-t TOKENS] DIR CORPUS:DOC ..." >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 2 ]; then
-	echo "usage: $0 [-m MEMO] [-c build|run|both] [-d WORDS] DIR CORPUS:DOC ..." >&2
+	echo "usage: $0 [-m MEMO] [-c build|run|both] [-d WORDS] [-t TOKENS] DIR CORPUS:DOC ..." >&2
 	exit 2
 fi
 dir=$(realpath -m "$1")
@@ -56,6 +60,7 @@ for spec in "$@"; do
 	if [ "$doc" = 1M ]; then targets=50 validation=10; fi
 	name="bench-$size-$doc"
 	[ "$dedup" = 0 ] || name="$name-dedup$dedup"
+	[ "$dtokens" = 0 ] || name="$name-tokens$dtokens"
 	toml="$dir/$name.toml"
 	cat >"$toml" <<EOF
 name = "$name"
@@ -70,6 +75,7 @@ repetitions = 50
 chunk_tokens = 0
 min_tokens = 100
 dedup_words = $dedup
+dedup_tokens = $dtokens
 cache_dir = "$dir/cache"
 EOF
 	bytes=$(stat -L -c %s "$corpus")

@@ -43,6 +43,7 @@ func dataCommand() *cli.Command {
 					"  chunk_tokens = 128            cut documents into chunks of at most N tokens (0 = whole)\n" +
 					"  min_tokens = 100              shorter documents are rejected and reported by name\n" +
 					"  dedup_words = 20              reject documents sharing a 20-word passage with an earlier one\n" +
+					"  dedup_tokens = 0              L > 0: cut every repeated span of >= L tokens beyond its first occurrence\n" +
 					"  layout = \"padded\"             padded (one document per row) or packed (EOS-separated)\n" +
 					"  seed = 1234, cache_dir = \"\"   cache default: $MEMO_CACHE or ~/.cache/memo\n" +
 					"Built-in corpora other than opticks need `memo data fetch` first.",
@@ -199,6 +200,9 @@ func runDataInspect(c *cli.Context) error {
 	}
 	fmt.Fprintf(stdout, "  unused      %6d docs (background limited by data.background)\n", rep.Unused)
 	fmt.Fprintf(stdout, "training stream: %d tokens (repetitions and passes included)\n", rep.TrainTokens)
+	if rep.DedupTokens != nil {
+		fmt.Fprintln(stdout, rep.DedupTokens)
+	}
 	reps := sortedKeys(rep.Repetitions)
 	sort.Slice(reps, func(i, j int) bool { a, _ := strconv.Atoi(reps[i]); b, _ := strconv.Atoi(reps[j]); return a < b })
 	fmt.Fprint(stdout, "targets by repetitions:")

@@ -38,6 +38,9 @@ func runDataLs(c *cli.Context) error {
 			fmt.Fprintf(stdout, "%-24s %10s %4d %9s  %-20s damaged: %s\n", e.Key, mib(e.Bytes), e.Runs, "-", created, e.Problem)
 		default:
 			fmt.Fprintf(stdout, "%-24s %10s %4d %9d  %-20s %-10s %s\n", e.Key, mib(e.Bytes), e.Runs, e.Documents, created, e.Tokenizer, strings.Join(e.Sources, ","))
+			if e.DedupTokens != nil {
+				fmt.Fprintf(stdout, "%24s %s\n", "", e.DedupTokens)
+			}
 		}
 	}
 	fmt.Fprintf(stdout, "total %s (RUNS counts hard links from run directories; copies are not counted)\n", mib(total))

@@ -2,7 +2,6 @@ package tokindex
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -10,13 +9,11 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
+	"github.com/memo-research/memo/data/sufsort"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/progress"
@@ -75,10 +72,7 @@ func Build(path string, opt Options, scan Scan) (Stats, error) {
 	if opt.Partition == 0 {
 		opt.Partition = DefaultPartition
 	}
-	width := 2
-	if uint64(opt.Vocab) > uint64(sep(2)) {
-		width = 4
-	}
+	width := sufsort.Width(opt.Vocab)
 	b := &builder{opt: opt, scan: scan, width: width, hist: map[int32][]uint32{}}
 	err := atomicfile.Create(path, func(f *os.File) error {
 		return b.write(f)
@@ -168,9 +162,9 @@ func (b *builder) write(f *os.File) error {
 	}
 	defer syscall.Munmap(mem)
 	if b.width == 2 {
-		err = writeSA(b, cw, unsafeSlice[uint16](mem, h.Stream))
+		err = writeSA(b, cw, sufsort.View[uint16](mem, h.Stream))
 	} else {
-		err = writeSA(b, cw, unsafeSlice[uint32](mem, h.Stream))
+		err = writeSA(b, cw, sufsort.View[uint32](mem, h.Stream))
 	}
 	if err != nil {
 		return err
@@ -265,15 +259,6 @@ func (b *builder) writeStream(cw *countWriter) error {
 	return err
 }
 
-// unsafeSlice views the mapped stream as n tokens (the mapping is page
-// aligned).
-func unsafeSlice[T uint16 | uint32](mem []byte, n int64) []T {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n)
-}
-
 // partition is the suffixes of group reps whose first token is in [lo, hi).
 type partition struct {
 	reps   int32
@@ -317,7 +302,7 @@ func (b *builder) plan() []partition {
 }
 
 // writeSA sorts and writes the suffix array a partition at a time.
-func writeSA[T uint16 | uint32](b *builder, cw *countWriter, s []T) error {
+func writeSA[T sufsort.Token](b *builder, cw *countWriter, s []T) error {
 	parts := b.plan()
 	b.partitions = len(parts)
 	var bar *progress.Bar
@@ -332,13 +317,8 @@ func writeSA[T uint16 | uint32](b *builder, cw *countWriter, s []T) error {
 			buf = make([]uint32, p.n)
 		}
 		buf = buf[:p.n]
-		hist := b.hist[p.reps]
-		// Bucket starts of each first token within the partition.
-		next := make([]int, p.hi-p.lo+1)
-		for t := p.lo; t < p.hi; t++ {
-			next[t-p.lo+1] = next[t-p.lo] + int(hist[t])
-		}
-		bounds := slices.Clone(next)
+		bounds := sufsort.Starts(b.hist[p.reps], p.lo, p.hi)
+		next := slices.Clone(bounds)
 		for k := 0; k < len(b.docs); k += docFields {
 			if int32(b.docs[k+2]) != p.reps {
 				continue
@@ -348,15 +328,9 @@ func writeSA[T uint16 | uint32](b *builder, cw *countWriter, s []T) error {
 			if k+docFields < len(b.docs) {
 				end = b.docs[k+docFields] - 1
 			}
-			for pos := start; pos < end; pos++ {
-				t := int(s[pos])
-				if t >= p.lo && t < p.hi {
-					buf[next[t-p.lo]] = uint32(pos)
-					next[t-p.lo]++
-				}
-			}
+			sufsort.Collect(s, buf, next, p.lo, p.hi, start, end)
 		}
-		sortBuckets(s, buf, bounds, b.opt.MaxWindow, T(sep(b.width)))
+		sufsort.SortBuckets(s, buf, bounds, b.opt.MaxWindow, T(sufsort.Sep(b.width)))
 		for _, v := range buf {
 			if err := cw.u32(v); err != nil {
 				return fmt.Errorf("index build: %w", err)
@@ -371,112 +345,4 @@ func writeSA[T uint16 | uint32](b *builder, cw *countWriter, s []T) error {
 		bar.Done()
 	}
 	return nil
-}
-
-// sortBuckets sorts each first-token bucket buf[bounds[i]:bounds[i+1]] on
-// the tokens after the first, on every core; the biggest buckets first.
-func sortBuckets[T uint16 | uint32](s []T, buf []uint32, bounds []int, maxWindow int, sepID T) {
-	order := make([]int, 0, len(bounds)-1)
-	for i := 0; i+1 < len(bounds); i++ {
-		if bounds[i+1]-bounds[i] > 1 {
-			order = append(order, i)
-		}
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Compare(bounds[b+1]-bounds[b], bounds[a+1]-bounds[a])
-	})
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var keyed []keyedPos
-			for i := range work {
-				keyed = sortBucket(s, buf[bounds[i]:bounds[i+1]], keyed, maxWindow, sepID)
-			}
-		}()
-	}
-	for _, i := range order {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-}
-
-// keyedPos is a suffix with its next tokens packed into a key.
-type keyedPos struct {
-	key uint64
-	pos uint32
-}
-
-// sortBucket sorts one bucket. Comparing suffixes reads the stream at
-// random, a cache miss a token; so each suffix first gets a key of its
-// tokens 1..64/bits (zeros after a separator, so that two suffixes whose
-// documents end at the same token tie and fall back to position), sorted
-// in place, and only equal keys compare the stream from the token after.
-// keyed is scratch, returned for reuse.
-func sortBucket[T uint16 | uint32](s []T, bucket []uint32, keyed []keyedPos, maxWindow int, sepID T) []keyedPos {
-	bits := int(unsafe.Sizeof(T(0))) * 8
-	per := 64 / bits
-	if maxWindow <= per {
-		slices.SortFunc(bucket, func(a, b uint32) int { return cmpSuffix(s, a, b, 1, maxWindow, sepID) })
-		return keyed
-	}
-	keyed = slices.Grow(keyed[:0], len(bucket))[:len(bucket)]
-	for i, p := range bucket {
-		var key uint64
-		ended := false
-		for k := 1; k <= per; k++ {
-			key <<= bits
-			if ended {
-				continue
-			}
-			t := s[int(p)+k]
-			key |= uint64(t)
-			ended = t == sepID
-		}
-		keyed[i] = keyedPos{key, p}
-	}
-	slices.SortFunc(keyed, func(a, b keyedPos) int {
-		if a.key != b.key {
-			return cmp.Compare(a.key, b.key)
-		}
-		if sepInKey(a.key, bits, sepID) {
-			return cmp.Compare(a.pos, b.pos) // both documents ended within the key
-		}
-		return cmpSuffix(s, a.pos, b.pos, per+1, maxWindow, sepID)
-	})
-	for i := range keyed {
-		bucket[i] = keyed[i].pos
-	}
-	return keyed
-}
-
-// sepInKey says whether a key holds a separator (its documents end
-// within it).
-func sepInKey[T uint16 | uint32](key uint64, bits int, sepID T) bool {
-	for ; key != 0; key >>= bits {
-		if key&(1<<bits-1) == uint64(sepID) {
-			return true
-		}
-	}
-	return false
-}
-
-// cmpSuffix orders two suffixes equal before token from on their first
-// maxWindow tokens, then by position. Both end at a separator (the
-// stream's last token is one), where they stop: no suffix reads into the
-// next document.
-func cmpSuffix[T uint16 | uint32](s []T, a, b uint32, from, maxWindow int, sepID T) int {
-	for k := from; k < maxWindow; k++ {
-		ta, tb := s[int(a)+k], s[int(b)+k]
-		if ta != tb {
-			return cmp.Compare(ta, tb)
-		}
-		if ta == sepID {
-			break
-		}
-	}
-	return cmp.Compare(a, b)
 }

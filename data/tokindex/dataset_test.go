@@ -20,6 +20,12 @@ func buildDataset(t *testing.T, seed int64) *data.Dataset {
 	cfg.Tokenizer = "bpe:1024"
 	cfg.Seed = seed
 	cfg.CacheDir = t.TempDir()
+	return buildConfig(t, cfg)
+}
+
+// buildConfig builds cfg's dataset into a temporary run directory and opens it.
+func buildConfig(t *testing.T, cfg data.Config) *data.Dataset {
+	t.Helper()
 	dir := t.TempDir()
 	if err := data.Build(context.Background(), cfg, dir); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/memo-research/memo/data/sufsort"
 	"github.com/memo-research/memo/internal/badinput"
 )
 
@@ -97,12 +98,7 @@ func (h *Header) sections() (docs, sa, end int64) {
 func align8(n int64) int64 { return (n + 7) &^ 7 }
 
 // sep is the separator id of a stream of width w.
-func sep(width int) uint32 {
-	if width == 2 {
-		return 1<<16 - 1
-	}
-	return 1<<32 - 1
-}
+func sep(width int) uint32 { return sufsort.Sep(width) }
 
 // Index is an opened, memory-mapped index.
 type Index struct {
