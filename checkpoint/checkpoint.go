@@ -26,6 +26,14 @@ const (
 // digested are the files whose sha256 state.json records and Verify checks.
 var digested = []string{ModelFile, OptimizerFile, ModelJSONFile}
 
+// digestedFiles are digested, or loraDigested for a LoRA run's checkpoint.
+func digestedFiles(st State) []string {
+	if st.LoRABase != nil {
+		return loraDigested
+	}
+	return digested
+}
+
 // StepName is the directory name of the checkpoint of step.
 func StepName(step int) string { return fmt.Sprintf("step-%06d", step) }
 
@@ -70,6 +78,10 @@ type State struct {
 	Threads int `json:"threads"`
 	// ElapsedS is the training wall time so far.
 	ElapsedS float64 `json:"elapsed_s"`
+	// LoRABase is set in a LoRA run's checkpoint, which holds the adapters
+	// (PEFT's files) instead of model.safetensors: the frozen weights they
+	// add to (lora.go).
+	LoRABase *LoRABase `json:"lora_base,omitempty"`
 	// SHA256 maps each file of the checkpoint to its digest.
 	SHA256 map[string]string `json:"sha256"`
 }
@@ -113,6 +125,19 @@ func ReadConfig(dir string) (model.Config, error) {
 // file's sha256; then it points latest at it and, when keep > 0, removes
 // all but the newest keep checkpoints. It returns the checkpoint directory.
 func Save(runDir string, g *model.GPT, optimizer []Named, st State, keep int) (string, error) {
+	return save(runDir, g.Config(), []tensorFile{{ModelFile, ModelTensors(g)}, {OptimizerFile, optimizer}}, nil, st, keep)
+}
+
+// tensorFile is a safetensors file of a checkpoint and what it holds.
+type tensorFile struct {
+	name    string
+	tensors []Named
+}
+
+// save writes a checkpoint of model cfg holding files (and whatever extra
+// writes into the temporary directory), digests each file digestedFiles
+// names for st, and points latest at it (Save).
+func save(runDir string, cfg model.Config, files []tensorFile, extra func(tmp string) error, st State, keep int) (string, error) {
 	root := filepath.Join(runDir, DirName)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
@@ -125,21 +150,23 @@ func Save(runDir string, g *model.GPT, optimizer []Named, st State, keep int) (s
 	defer os.RemoveAll(tmp) // a no-op after the rename
 	meta := map[string]string{"format": "pt", "producer": "memo"}
 	st.SHA256 = map[string]string{}
-	// The two large files are digested as they are written.
-	for _, f := range []struct {
-		name    string
-		tensors []Named
-	}{{ModelFile, ModelTensors(g)}, {OptimizerFile, optimizer}} {
+	// The large files are digested as they are written.
+	for _, f := range files {
 		sum, err := writeTensors(filepath.Join(tmp, f.name), f.tensors, meta, "checkpoint "+name+" "+f.name)
 		if err != nil {
 			return "", err
 		}
 		st.SHA256[f.name] = sum
 	}
-	if err := writeJSON(filepath.Join(tmp, ModelJSONFile), NewModelJSON(g.Config())); err != nil {
+	if err := writeJSON(filepath.Join(tmp, ModelJSONFile), NewModelJSON(cfg)); err != nil {
 		return "", err
 	}
-	for _, f := range digested {
+	if extra != nil {
+		if err := extra(tmp); err != nil {
+			return "", err
+		}
+	}
+	for _, f := range digestedFiles(st) {
 		if st.SHA256[f] != "" {
 			continue
 		}

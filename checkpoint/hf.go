@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -203,6 +204,43 @@ type ExportOptions struct {
 // ctx stops it between files and within the copy of the weights; the
 // temporary directory is removed then, as on any failure.
 func Export(ctx context.Context, dir, out string, opt ExportOptions) error {
+	if _, ok := ReadLoRAState(dir); ok {
+		return badinput.Errorf("%s is a LoRA checkpoint: it holds adapters, not a model; memo export --merge writes the base with them merged", dir)
+	}
+	return export(ctx, dir, out, opt, func(tmp string) error {
+		return copyFile(ctx, filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile))
+	})
+}
+
+// ExportMerged is Export for the LoRA checkpoint dir: model.safetensors
+// holds the base with the adapters merged in (W + (alpha/r)·B·A, PEFT's
+// merge_and_unload), a plain model in Hugging Face's names and layout.
+// The base must be where the checkpoint recorded it, unchanged.
+func ExportMerged(ctx context.Context, dir, out string, opt ExportOptions) error {
+	st, ok := ReadLoRAState(dir)
+	if !ok {
+		return badinput.Errorf("%s holds no LoRA adapters (no %s in its state.json): export it without --merge", dir, "lora_base")
+	}
+	if _, err := os.Stat(out); err == nil {
+		return badinput.Errorf("%s exists; export writes a new directory", out)
+	}
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return err
+	}
+	vs := nn.NewVarStore(gotch.CPU)
+	g, err := loadLoRA(vs, dir, cfg, st)
+	if err != nil {
+		return err
+	}
+	return export(ctx, dir, out, opt, func(tmp string) error {
+		return WriteTensors(filepath.Join(tmp, ModelFile), ModelTensors(g), map[string]string{"format": "pt", "producer": "memo"})
+	})
+}
+
+// export writes the Hugging Face directory out of the checkpoint dir,
+// with weights writing model.safetensors into the temporary directory.
+func export(ctx context.Context, dir, out string, opt ExportOptions, weights func(tmp string) error) error {
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("%s exists; export writes a new directory", out)
 	}
@@ -235,7 +273,7 @@ func Export(ctx context.Context, dir, out string, opt ExportOptions) error {
 	if err := writeJSON(filepath.Join(tmp, HFGenerationConfigFile), gen); err != nil {
 		return err
 	}
-	if err := copyFile(ctx, filepath.Join(dir, ModelFile), filepath.Join(tmp, ModelFile)); err != nil {
+	if err := weights(tmp); err != nil {
 		return err
 	}
 	if opt.Tokenizer != nil {

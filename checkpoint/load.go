@@ -36,6 +36,13 @@ func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, err
 		return nil, nil, "", err
 	}
 	vs := nn.NewVarStore(dev)
+	if st, ok := ReadLoRAState(dir); ok {
+		g, err := loadLoRA(vs, dir, cfg, st)
+		if err == nil {
+			err = g.SetPrecision(precision, false)
+		}
+		return g, vs, dir, err
+	}
 	// Every parameter is overwritten from the file (LoadWeights fails on a
 	// missing one), so drawing random initial weights would be wasted time.
 	g, err := buildForLoad(vs.Root(), cfg, precision)

@@ -26,7 +26,7 @@ func Verify(dir string) (State, error) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, fmt.Errorf("checkpoint %s: %s is corrupt: %w", dir, StateFile, err)
 	}
-	for _, f := range digested {
+	for _, f := range digestedFiles(st) {
 		want, ok := st.SHA256[f]
 		if !ok {
 			return st, fmt.Errorf("checkpoint %s: %s records no sha256 for %s", dir, StateFile, f)

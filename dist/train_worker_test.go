@@ -157,6 +157,9 @@ func workerTrain(g *Group) error {
 	} else {
 		mcfg.Arch = a
 	}
+	if os.Getenv("MEMO_DIST_LORA") != "" {
+		cfg.LoRA = loraParity() // lora_test.go
+	}
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
 	// With MEMO_DIST_READS the rows are read lazily and the positions this
 	// rank read are written there.

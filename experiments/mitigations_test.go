@@ -77,12 +77,12 @@ func TestMitigationsOffLeaveConfigAlone(t *testing.T) {
 	}
 }
 
-// TestMitigationsNotWiredRefused: until the training loop applies them,
-// memo run refuses DP-SGD and LoRA as bad input rather than train without.
+// TestMitigationsNotWiredRefused: until the training loop applies it,
+// memo run refuses DP-SGD as bad input rather than train without; LoRA
+// with ZeRO sharding is refused when the spec is read (train/lora.go).
 func TestMitigationsNotWiredRefused(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
 		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "DP-SGD is not yet wired into the training loop"},
-		{"[train.lora]\nenabled = true\n", "LoRA is not yet wired into the training loop"},
 	} {
 		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
 		if err != nil {
@@ -92,5 +92,13 @@ func TestMitigationsNotWiredRefused(t *testing.T) {
 		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Run: %v; want bad input containing %q", err, c.want)
 		}
+	}
+}
+
+// TestLoRAShardRefusedOnParse: the spec check refuses LoRA under ZeRO.
+func TestLoRAShardRefusedOnParse(t *testing.T) {
+	_, err := ParseBytes("x.toml", []byte("name = \"x\"\n[train]\nshard = \"optimizer\"\n[train.lora]\nenabled = true\n"))
+	if err == nil || !strings.Contains(err.Error(), "train.lora with train.shard other than none") {
+		t.Errorf("ParseBytes: %v; want the LoRA-with-ZeRO refusal", err)
 	}
 }

@@ -182,3 +182,24 @@ func (l *LoRA) Merge() {
 		}
 	})
 }
+
+// Replica is l's adapters on r, a replica of l's model (GPT.Replica): r's
+// own weights are frozen again (Replica makes them trainable leaves), and
+// its adapters are leaves that share l's storage, so that the optimizer's
+// in-place update of l's adapters reaches every replica, while each
+// replica's backward fills its own gradients (the caller adds them into
+// l's, as it does the replicas' weight gradients).
+func (l *LoRA) Replica(r *GPT) *LoRA {
+	out := &LoRA{g: r, opt: l.opt, sites: l.sites}
+	for i := range l.sites {
+		out.a = append(out.a, l.a[i].MustDetach(false).MustSetRequiresGrad(true, true))
+		out.b = append(out.b, l.b[i].MustDetach(false).MustSetRequiresGrad(true, true))
+	}
+	for _, p := range r.params {
+		p.Tensor.MustRequiresGrad_(false)
+	}
+	if r.tiedHead != nil {
+		r.tiedHead.MustRequiresGrad_(false)
+	}
+	return out
+}

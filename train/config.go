@@ -138,6 +138,9 @@ func (c Config) Validate() error {
 	if err := c.LoRA.Validate(); err != nil {
 		return err
 	}
+	if c.LoRA.Enabled && c.sharded() {
+		return errLoRASharded
+	}
 	switch {
 	case c.Steps == 0 && !(c.Epochs > 0):
 		return fmt.Errorf("train.epochs = %v: must be > 0 when train.steps = 0", c.Epochs)

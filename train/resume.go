@@ -38,7 +38,7 @@ func (l *loop) restore() error {
 			if err := l.strat.bindWhole(); err != nil {
 				return err
 			}
-			if err := checkpoint.LoadWeights(l.g, dir); err != nil {
+			if err := l.loadWeights(dir, st); err != nil { // lora.go
 				return err
 			}
 			l.loadedWeights = true

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
@@ -156,6 +157,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	}
 	l.work = newWorkers(g, l.workerCount(), cfg.Threads, cfg.Seed)
 	defer l.work.stop()
+	l.loraWorkers()
 	if opts.Group != nil && size > 1 {
 		if err := l.syncStart(); err != nil {
 			return err
@@ -223,6 +225,9 @@ func (l *loop) newModel(mc model.Config, dev gotch.Device, group Group) error {
 	if err := g.SetPrecision(l.cfg.Precision, true); err != nil {
 		return fmt.Errorf("train.precision: %w", err)
 	}
+	if err := l.attachLoRA(g); err != nil {
+		return err
+	}
 	sharder, plan, err := shardFor(l.cfg, g, group, l.rank, l.size)
 	if err != nil {
 		return err
@@ -259,6 +264,10 @@ type loop struct {
 	sharder Sharder  // the group's sharded collectives (train.shard other than none)
 	strat   strategy // how the weights, gradients and optimizer state are held (train.shard)
 	runDir  string
+	// lora are train.lora's adapters, one set per worker (lora.go), and
+	// loraBase (rank 0) the base they train on; nil without train.lora.
+	lora     []*model.LoRA
+	loraBase *checkpoint.LoRABase
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.
 	loaded [2][]*ts.Tensor

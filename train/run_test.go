@@ -38,7 +38,8 @@ func checkpointDigest(t *testing.T, runDir string) string {
 	if err != nil || dir == "" {
 		t.Fatalf("no good checkpoint in %s: %v", runDir, err)
 	}
-	return st.SHA256[checkpoint.ModelFile] + st.SHA256[checkpoint.OptimizerFile]
+	// A LoRA run's checkpoint holds adapters instead of model.safetensors.
+	return st.SHA256[checkpoint.ModelFile] + st.SHA256[checkpoint.PEFTWeightsFile] + st.SHA256[checkpoint.OptimizerFile]
 }
 
 func readMetrics(t *testing.T, runDir string) []Metric {

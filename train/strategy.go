@@ -89,6 +89,9 @@ func registerStrategy(name string, build func(l *loop) (strategy, error)) {
 
 // newStrategy builds the strategy of l.cfg, once l.g and l.opt are set.
 func (l *loop) newStrategy() (strategy, error) {
+	if len(l.lora) > 0 {
+		return newLoRAStrategy(l) // lora.go
+	}
 	name := shardName(l.cfg.Shard)
 	build, ok := strategies[name]
 	if !ok {
@@ -102,6 +105,11 @@ func (l *loop) newStrategy() (strategy, error) {
 	return build(l)
 }
 
-// trainable is the parameters the optimizer updates: all of them. LoRA's
-// hook: a run with adapters returns only theirs here.
-func (l *loop) trainable(g *model.GPT) []model.Param { return g.Params() }
+// trainable is the parameters the optimizer updates: all of them, or a
+// LoRA run's adapters (lora.go).
+func (l *loop) trainable(g *model.GPT) []model.Param {
+	if len(l.lora) > 0 {
+		return l.lora[0].Params()
+	}
+	return g.Params()
+}

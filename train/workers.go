@@ -79,19 +79,25 @@ func (w *workers) reduceGrads() {
 	master := w.reps[0].Params()
 	torchx.NoGrad(func() {
 		for _, r := range w.reps[1:] {
-			for i, p := range r.Params() {
-				g := p.Tensor.MustGrad(false)
-				if g.MustDefined() {
-					mg := master[i].Tensor.MustGrad(false)
-					if mg.MustDefined() {
-						torchx.Add_(mg, g)
-					}
-					mg.MustDrop()
-				}
-				g.MustDrop()
-			}
+			addGrads(master, r.Params())
 		}
 	})
+}
+
+// addGrads adds src's gradients into dst's, parameter by parameter, where
+// both have one (call it without gradients).
+func addGrads(dst, src []model.Param) {
+	for i, p := range src {
+		g := p.Tensor.MustGrad(false)
+		if g.MustDefined() {
+			mg := dst[i].Tensor.MustGrad(false)
+			if mg.MustDefined() {
+				torchx.Add_(mg, g)
+			}
+			mg.MustDrop()
+		}
+		g.MustDrop()
+	}
 }
 
 // stop ends the worker goroutines.
@@ -105,3 +111,17 @@ func (w *workers) stop() {
 // split cuts n rows into k contiguous near-equal parts: part i is
 // rows [lo(i), lo(i+1)).
 func split(n, k, i int) (lo, hi int) { return n * i / k, n * (i + 1) / k }
+
+// runSplit cuts n rows into one contiguous part per worker (at most n
+// parts) and calls fn(i, replica i, part i's bounds) on each at once; it
+// returns the number of parts.
+func (w *workers) runSplit(n int, fn func(i int, g *model.GPT, lo, hi int)) int {
+	k := min(w.n(), n)
+	w.run(func(i int, g *model.GPT) {
+		if i < k {
+			lo, hi := split(n, k, i)
+			fn(i, g, lo, hi)
+		}
+	})
+	return k
+}

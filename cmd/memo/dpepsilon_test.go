@@ -69,8 +69,8 @@ func TestDPEpsilon(t *testing.T) {
 }
 
 // TestMitigationSpecsRefused: memo config refuses [train.dp] and
-// [train.lora] values that cannot work, and memo run refuses either
-// enabled until the training loop applies it, each with one memo: line,
+// [train.lora] values that cannot work (LoRA under ZeRO sharding too), and
+// memo run refuses DP-SGD until the training loop applies it, each with one memo: line,
 // exit 2, and no run directory.
 func TestMitigationSpecsRefused(t *testing.T) {
 	exe := buildMemo(t)
@@ -87,7 +87,7 @@ func TestMitigationSpecsRefused(t *testing.T) {
 		{"target the family lacks", "[train.lora]\nenabled = true\ntargets = [\"query_key_value\"]\n", "config", "model.arch llama has no such linear layer"},
 		{"rank above a side", "[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
 		{"dp not wired", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "run", "DP-SGD is not yet wired into the training loop"},
-		{"lora not wired", "[train.lora]\nenabled = true\n", "run", "LoRA is not yet wired into the training loop"},
+		{"lora with zero", "[train]\nshard = \"gradients\"\n[train.lora]\nenabled = true\n", "config", "train.lora with train.shard other than none"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.NewReplacer(" ", "-", "/", "-").Replace(c.name)+".toml")

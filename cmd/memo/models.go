@@ -68,8 +68,12 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 			"transformers' from_pretrained(OUT) loads it and memo --model OUT reads it back with\n" +
 			"identical logits. OUT must not exist; it is written under a temporary name and renamed.\n" +
 			"--transformers 4 writes config.json in transformers 4's form (rope_theta, rope_scaling,\n" +
-			"torch_dtype) for code that predates transformers 5's rope_parameters and dtype.",
-		Flags:  []cli.Flag{&cli.IntFlag{Name: "transformers", Value: 5, Usage: "the transformers major version whose config.json form to write: 5 or 4"}},
+			"torch_dtype) for code that predates transformers 5's rope_parameters and dtype.\n" +
+			"--merge exports a LoRA run (train.lora): its base with the adapters merged in\n" +
+			"(W + alpha/r·B·A, PEFT's merge_and_unload), a plain model; the base must be where the run\n" +
+			"recorded it, unchanged. A LoRA checkpoint is itself a PEFT adapter directory.",
+		Flags: []cli.Flag{&cli.IntFlag{Name: "transformers", Value: 5, Usage: "the transformers major version whose config.json form to write: 5 or 4"},
+			&cli.BoolFlag{Name: "merge", Usage: "merge a LoRA run's adapters into its base and write the plain model"}},
 		Action: exportAction,
 	})
 	return cmds
@@ -315,14 +319,24 @@ func exportAction(c *cli.Context) error {
 	if outguard.Exists(out) {
 		return usageError("export: %s exists; export writes a new directory", out)
 	}
-	// Loaded as every command that runs it loads it (header, shapes, dtypes,
-	// every tensor present, finite weights), so an export never hands on
-	// what memo itself refuses; the copy is then of the verified file.
-	g, _, err := checkpoint.LoadModel(dir, "cpu", "fp32")
-	if err != nil {
-		return usageError("export: %s: %s", src, oneLine(err.Error()))
+	_, isLoRA := checkpoint.ReadLoRAState(dir)
+	merge := c.Bool("merge")
+	switch {
+	case merge && !isLoRA:
+		return usageError("export --merge: %s holds no LoRA adapters (a full model): export it without --merge", dir)
+	case !merge && isLoRA:
+		return usageError("export: %s is a LoRA checkpoint (adapters, not a model): use memo export --merge", dir)
+	case !merge:
+		// Loaded as every command that runs it loads it (header, shapes,
+		// dtypes, every tensor present, finite weights), so an export never
+		// hands on what memo itself refuses; the copy is then of the
+		// verified file. A merge loads and checks as it writes.
+		g, _, err := checkpoint.LoadModel(dir, "cpu", "fp32")
+		if err != nil {
+			return usageError("export: %s: %s", src, oneLine(err.Error()))
+		}
+		g.Release()
 	}
-	g.Release()
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
 	switch v := c.Int("transformers"); v {
 	case 5:
@@ -345,11 +359,15 @@ func exportAction(c *cli.Context) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	if err := checkpoint.Export(ctx, dir, out, opt); err != nil {
+	export := checkpoint.Export
+	if merge {
+		export = checkpoint.ExportMerged
+	}
+	if err := export(ctx, dir, out, opt); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("export: %w", context.Canceled) // its temporary directory is gone
 		}
-		return usageError("export: %v", err)
+		return usageError("export: %s", oneLine(err.Error()))
 	}
 	fmt.Fprintf(os.Stderr, "memo: exported %s to %s\n", dir, out)
 	return nil

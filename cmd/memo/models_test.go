@@ -207,41 +207,7 @@ func TestFinetuneImportedThenExport(t *testing.T) {
 	exe := buildMemo(t)
 	src, _ := hfGolden(t, "llama-gqa-tied")
 	work := t.TempDir()
-	writeTestFile(t, filepath.Join(work, "ft.toml"), `name = "ft"
-seed = 3
-
-[data]
-sources = ["opticks"]
-tokenizer = "bpe:300"
-targets = 4
-controls = 4
-validation = 2
-background = 0
-repetitions = 8
-chunk_tokens = 64
-min_tokens = 60
-
-[model]
-init_from = "hf:`+src+`"
-
-[train]
-epochs = 1
-block = 64
-batch_size = 4
-lr = 3e-3
-warmup_steps = 2
-eval_every = 4
-checkpoint_every = 4
-
-[extract]
-mode = "reference"
-suffix = 16
-
-[goldfish]
-k = 4
-strategy = "hash-table"
-h = 13
-`)
+	writeTestFile(t, filepath.Join(work, "ft.toml"), finetuneSpec("ft", src, "3e-3", ""))
 	r := execMemo(t, exe, work, "run", "--runs", "runs", "--threads", "1", "ft.toml")
 	if r.code != 0 {
 		t.Fatalf("memo run exited %d:\n%s", r.code, r.stderr)

@@ -1,0 +1,196 @@
+package checkpoint
+
+// A LoRA run's checkpoints: the adapters in PEFT's files, their AdamW
+// moments, model.json and state.json, whose lora_base names the frozen
+// weights the adapters add to. The base is not copied into every
+// checkpoint (for a 7B model that would be 28 GB a checkpoint for a few
+// MB of adapters): it is train.init_from, whose digest is recorded and
+// checked whenever the checkpoint is read, or the model seed's own
+// weights, which memo draws again in Go, the same on any machine.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/filehash"
+	"github.com/memo-research/memo/internal/safetensors"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch/nn"
+)
+
+// loraDigested are the files of a LoRA checkpoint whose sha256 state.json
+// records and Verify checks.
+var loraDigested = []string{PEFTWeightsFile, PEFTConfigFile, OptimizerFile, ModelJSONFile}
+
+// LoRABase is the base model of a LoRA checkpoint.
+type LoRABase struct {
+	// Source is the directory the base weights were read from
+	// (train.init_from resolved: a memo checkpoint or a Hugging Face
+	// directory, absolute); "" when they are the model seed's own
+	// (model.json's memo.seed), which memo draws again.
+	Source string `json:"source"`
+	// SHA256 is the digest of Source's weights: a memo checkpoint's
+	// model.safetensors as its state.json records it, a Hugging Face
+	// directory's model.safetensors (or its shard index).
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// NewLoRABase is the base record of a LoRA run that starts from source (a
+// directory ReadSource returned; "" for the seed's weights).
+func NewLoRABase(source string) (*LoRABase, error) {
+	if source == "" {
+		return &LoRABase{}, nil
+	}
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := baseDigest(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &LoRABase{Source: abs, SHA256: sum}, nil
+}
+
+// baseDigest is the digest of the weights in dir, a memo checkpoint
+// (recorded in its state.json, so nothing is read twice) or a Hugging Face
+// directory (hashed). A LoRA checkpoint is no base: its adapters would be
+// dropped.
+func baseDigest(dir string) (string, error) {
+	if IsHFDir(dir) {
+		f := filepath.Join(dir, ModelFile)
+		if _, err := os.Stat(f); err != nil {
+			f = filepath.Join(dir, safetensors.IndexFile)
+		}
+		return filehash.SHA256(f)
+	}
+	st, err := Verify(dir)
+	if err != nil {
+		return "", err
+	}
+	if st.LoRABase != nil {
+		return "", badinput.Errorf("%s is a LoRA checkpoint (adapters only): a base must be a whole model; export it with memo export --merge and start from that", dir)
+	}
+	return st.SHA256[ModelFile], nil
+}
+
+// Check fails, as bad input, unless b's weights are still there and
+// unchanged: adapters on other weights compute another model.
+func (b *LoRABase) Check() error {
+	if b.Source == "" {
+		return nil
+	}
+	sum, err := baseDigest(b.Source)
+	if err != nil {
+		return badinput.Errorf("LoRA base %s: %w", b.Source, err)
+	}
+	if sum != b.SHA256 {
+		return badinput.Errorf("LoRA base %s: its weights have sha256 %.12s, the adapters were trained on %.12s: the base changed", b.Source, sum, b.SHA256)
+	}
+	return nil
+}
+
+// Fill loads b's weights into g, a model built for training with the
+// checkpoint's config (model.New: the seed's weights are already there).
+func (b *LoRABase) Fill(g *model.GPT) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	if b.Source == "" {
+		return nil
+	}
+	if err := LoadSourceWeights(g, b.Source); err != nil {
+		return badinput.Errorf("LoRA base %s: %w", b.Source, err)
+	}
+	return nil
+}
+
+// SaveLoRA writes a checkpoint of a LoRA run under runDir/checkpoints as
+// Save does, holding l's adapters in PEFT's layout (SaveAdapter: the
+// directory is one peft.PeftModel.from_pretrained loads), their optimizer
+// tensors, model.json and state.json with st.LoRABase set.
+func SaveLoRA(runDir string, l *model.LoRA, cfg model.Config, optimizer []Named, st State, keep int) (string, error) {
+	if st.LoRABase == nil {
+		return "", fmt.Errorf("save LoRA checkpoint: no base recorded")
+	}
+	return save(runDir, cfg, []tensorFile{{OptimizerFile, optimizer}}, func(tmp string) error {
+		return SaveAdapter(tmp, l, st.LoRABase.Source)
+	}, st, keep)
+}
+
+// ReadLoRAState is dir's state.json when dir is a LoRA checkpoint; ok is
+// false for any other directory.
+func ReadLoRAState(dir string) (st State, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		return st, false
+	}
+	if json.Unmarshal(raw, &st) != nil || st.LoRABase == nil {
+		return st, false
+	}
+	return st, true
+}
+
+// ReadAdapterConfig is the LoRA settings of dir's adapter_config.json.
+func ReadAdapterConfig(dir string) (model.LoRAOptions, error) {
+	path := filepath.Join(dir, PEFTConfigFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return model.LoRAOptions{}, err
+	}
+	var c peftConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return model.LoRAOptions{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.PeftType != "LORA" {
+		return model.LoRAOptions{}, fmt.Errorf("%s: peft_type %q: memo reads LORA adapters", path, c.PeftType)
+	}
+	return model.LoRAOptions{Rank: c.R, Alpha: c.LoraAlpha, Dropout: c.LoraDropout, Targets: c.TargetModules}, nil
+}
+
+// LoadAdapter reads dir's adapter_model.safetensors into l's adapters;
+// every one must be there with its shape.
+func LoadAdapter(l *model.LoRA, dir string) error {
+	params := l.Params()
+	named := make([]Named, len(params))
+	for i, p := range params {
+		named[i] = Named{Name: p.Name, Tensor: p.Tensor}
+	}
+	return ReadInto(filepath.Join(dir, PEFTWeightsFile), named)
+}
+
+// loadLoRA builds the adapted model of the LoRA checkpoint dir (config
+// cfg, state st) on vs: the base (LoRABase.Fill) with the adapters added
+// into the weights they adapt, as every forward of training adds them
+// (model.LoRA.Apply): W + (alpha/r)·B·A. The files stay apart; nothing
+// merged is written. The model is a training-form one (model.New): its
+// caller sets an inference precision.
+func loadLoRA(vs *nn.VarStore, dir string, cfg model.Config, st State) (*model.GPT, error) {
+	build := model.New // the seed's weights are the base
+	if st.LoRABase.Source != "" {
+		build = model.NewUninitialized
+	}
+	g, err := build(vs.Root(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := st.LoRABase.Fill(g); err != nil {
+		return nil, err
+	}
+	opt, err := ReadAdapterConfig(dir)
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	l, err := model.NewLoRA(g, opt)
+	if err != nil {
+		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := LoadAdapter(l, dir); err != nil {
+		return nil, err
+	}
+	l.Merge()
+	return g, nil
+}
