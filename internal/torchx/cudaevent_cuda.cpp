@@ -1,9 +1,12 @@
 //go:build cuda
 
-// CUDA events with timing, recorded on the current stream: what the GPU
-// spent between two points of a step, rather than what the host waited
-// (CUDA builds only, as gpumem_cuda.cpp).
-#include <ATen/cuda/CUDAEvent.h>
+// CUDA events with timing, recorded on the current device's current
+// stream: what the GPU spent between two points of a step, rather than
+// what the host waited (CUDA builds only). Through c10's device-generic
+// Event, whose calls go to libc10_cuda: ATen's CUDAEvent inlines CUDA
+// runtime calls, which would tie memo to a libcudart of its own.
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "cudaevent.h"
 
@@ -11,7 +14,8 @@ extern "C" {
 
 void *memo_cuda_event_new(void) {
   try {
-    return new at::cuda::CUDAEvent(cudaEventDefault);  // the default flags keep timing on
+    // BACKEND_DEFAULT keeps timing on (PyTorch's default turns it off).
+    return new c10::Event(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
   } catch (const std::exception &) {
     return nullptr;
   }
@@ -19,7 +23,8 @@ void *memo_cuda_event_new(void) {
 
 int memo_cuda_event_record(void *ev) {
   try {
-    static_cast<at::cuda::CUDAEvent *>(ev)->record();
+    const c10::impl::DeviceGuardImplInterface *impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    static_cast<c10::Event *>(ev)->record(impl->getStream(impl->getDevice()));
     return 1;
   } catch (const std::exception &) {
     return 0;
@@ -30,13 +35,13 @@ int memo_cuda_event_record(void *ev) {
 // negative when CUDA cannot tell.
 double memo_cuda_event_elapsed_ms(void *from, void *to) {
   try {
-    auto *b = static_cast<at::cuda::CUDAEvent *>(to);
+    auto *b = static_cast<c10::Event *>(to);
     b->synchronize();
-    return static_cast<double>(static_cast<at::cuda::CUDAEvent *>(from)->elapsed_time(*b));
+    return static_cast<c10::Event *>(from)->elapsedTime(*b);
   } catch (const std::exception &) {
     return -1;
   }
 }
 
-void memo_cuda_event_free(void *ev) { delete static_cast<at::cuda::CUDAEvent *>(ev); }
+void memo_cuda_event_free(void *ev) { delete static_cast<c10::Event *>(ev); }
 }
