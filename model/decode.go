@@ -264,7 +264,7 @@ func Argmax(logits []float32) int32 {
 // position see the padding after it.
 func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
 	out := make([][]float32, len(windows))
-	err := g.teacherForced(windows, func(i int, nll []float32, _ *ts.Tensor) error {
+	err := g.teacherForced(windows, nil, func(i int, nll []float32, _ *ts.Tensor) error {
 		out[i] = nll
 		return nil
 	})
@@ -274,8 +274,11 @@ func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
 // teacherForced runs one forward pass over the right-padded windows and
 // calls visit for each window with its per-token NLL (TokenNLL's values)
 // and its logits [len(w)−1, V] (nil for a window of one token), inside the
-// pass's no-grad scope. visit must not keep the logits tensor.
-func (g *GPT) teacherForced(windows [][]int32, visit func(i int, nll []float32, logits *ts.Tensor) error) error {
+// pass's no-grad scope. Before the visits, all (when not nil) gets the
+// whole batch's logits [B·T, V], window i's position j in row i·T+j, so
+// that work over every position can be a few large libtorch calls rather
+// than a few per window. Neither may keep the logits tensor.
+func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int) error, visit func(i int, nll []float32, logits *ts.Tensor) error) error {
 	t := 0
 	for i, w := range windows {
 		t = max(t, len(w)-1)
@@ -333,6 +336,11 @@ func (g *GPT) teacherForced(windows [][]int32, visit func(i int, nll []float32, 
 			return
 		}
 		flat := rowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
+		if all != nil {
+			if ferr = all(lf, t); ferr != nil {
+				return
+			}
+		}
 		for i, w := range windows {
 			n := max(len(w)-1, 0)
 			var rows *ts.Tensor

@@ -37,17 +37,30 @@ func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, er
 		}
 	}
 	out := make([]WindowScore, len(windows))
-	err := g.teacherForced(windows, func(i int, nll []float32, logits *ts.Tensor) error {
-		s := WindowScore{NLL: nll}
-		if logits != nil {
-			s.Mean, s.Var = logProbMoments(logits)
-			if sp := spans[i]; sp[1] > sp[0] {
-				rows := logits.MustNarrow(0, int64(sp[0]), int64(sp[1]-sp[0]), false)
-				s.Logits = rowsOf(rows, sp[1]-sp[0])
-				rows.MustDrop()
+	// The moments of every position of the batch at once. Per window they
+	// were a dozen small libtorch calls per 64 positions, 2,500 a batch of
+	// 64 audit windows, each a parallel region whose threads wait on one
+	// another: as much time as the forward pass itself (a profile of memo
+	// audit, docs/ATTACKS.md "Cost"). Each row's moments are computed the
+	// same way in any chunk, so the values are the window's own, bit for
+	// bit.
+	all := func(logits *ts.Tensor, t int) error {
+		mean, variance := logProbMoments(logits)
+		for i, w := range windows {
+			if n := len(w) - 1; n > 0 {
+				out[i].Mean = append([]float64(nil), mean[i*t:i*t+n]...)
+				out[i].Var = append([]float64(nil), variance[i*t:i*t+n]...)
 			}
 		}
-		out[i] = s
+		return nil
+	}
+	err := g.teacherForced(windows, all, func(i int, nll []float32, logits *ts.Tensor) error {
+		out[i].NLL = nll
+		if sp := spans[i]; logits != nil && sp[1] > sp[0] {
+			rows := logits.MustNarrow(0, int64(sp[0]), int64(sp[1]-sp[0]), false)
+			out[i].Logits = rowsOf(rows, sp[1]-sp[0])
+			rows.MustDrop()
+		}
 		return nil
 	})
 	if err != nil {
@@ -56,17 +69,21 @@ func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, er
 	return out, nil
 }
 
-// momentRows is how many positions logProbMoments takes at a time: its
-// float64 temporaries are a few [rows, V] tensors, 25 MB each at 64 rows
-// of a 50k vocabulary, where a whole 2,048-token window would need GBs.
-var momentRows = 64
+// momentElems bounds how many logits logProbMoments takes at a time: its
+// float64 temporaries are a few [rows, V] tensors of at most this many
+// elements, 25 MB each, where a batch of 2,048-token windows over a 50k
+// vocabulary would need GBs; with a small vocabulary a chunk holds
+// thousands of positions.
+var momentElems = 64 * 50304
 
 // logProbMoments computes, for each row of logits [n, V], the mean and
 // variance of log p under p = softmax(row), in float64 on the device.
 func logProbMoments(logits *ts.Tensor) (mean, variance []float64) {
-	n := int(logits.MustSize()[0])
-	for lo := 0; lo < n; lo += momentRows {
-		rows := logits.MustNarrow(0, int64(lo), int64(min(momentRows, n-lo)), false)
+	size := logits.MustSize()
+	n := int(size[0])
+	chunk := max(1, momentElems/int(size[1]))
+	for lo := 0; lo < n; lo += chunk {
+		rows := logits.MustNarrow(0, int64(lo), int64(min(chunk, n-lo)), false)
 		lp := rows.MustLogSoftmax(-1, gotch.Double, true)
 		p := lp.MustExp(false)
 		mu := p.MustMul(lp, false).MustSumDimIntlist([]int64{-1}, true, gotch.Double, true) // [rows,1]

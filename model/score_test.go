@@ -16,9 +16,10 @@ import (
 // moments are those of log-softmax over those logits, computed here in Go.
 func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 	g := newTest(t, Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 3})
-	// Moments in chunks of 4 positions: a window of 6 positions spans two.
-	defer func(n int) { momentRows = n }(momentRows)
-	momentRows = 4
+	// Moments in chunks of 4 positions of the batch's 3 × 6: chunks span
+	// windows, and a window of 6 positions spans two.
+	defer func(n int) { momentElems = n }(momentElems)
+	momentElems = 4 * 61
 	windows := [][]int32{{1, 5, 9, 2, 7, 7, 3}, {4}, {8, 8, 60, 0}}
 	spans := [][2]int{{2, 6}, {0, 0}, {0, 3}}
 	want, err := g.TokenNLL(windows)

@@ -261,9 +261,14 @@ func auditAction(c *cli.Context) error {
 	}
 	var freq *eval.TokenFrequency
 	if p := c.String("frequency-corpus"); p != "" {
-		if freq, err = frequencyCorpus(p, tok, m.Vocab); err != nil {
+		t0 := time.Now()
+		if err := torchx.WithCollector(func() (err error) {
+			freq, err = frequencyCorpus(p, tok, m.Vocab)
+			return err
+		}); err != nil {
 			return usageError("audit: %v", err)
 		}
+		slog.Info("audit: DC-PDD's reference frequencies counted", "tokens", freq.Total, "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 	}
 
 	// The blind baseline first: it needs no model and takes seconds.
@@ -285,10 +290,21 @@ func auditAction(c *cli.Context) error {
 	if bcfg.Folds < 2 {
 		return usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
 	}
-	br, err := blind.Evaluate(bodies, member, bcfg, c.Int("bootstrap"), uint64(c.Int64("seed"))^0x626c696e64)
-	if err != nil {
+	// Progress between the steps that have no bar of their own: at 10,000
+	// texts the baseline alone is a minute of silence on a loaded machine.
+	slog.Info("audit: blind baseline", "texts", len(texts), "folds", bcfg.Folds)
+	t0 = time.Now()
+	// The collector runs for the steps that make no libtorch call:
+	// torchx.Init paused it, and the baseline's and the bootstrap's
+	// garbage, kept, was most of a 10,000-text audit's peak memory.
+	var br blind.Result
+	if err := torchx.WithCollector(func() (err error) {
+		br, err = blind.Evaluate(bodies, member, bcfg, c.Int("bootstrap"), uint64(c.Int64("seed"))^0x626c696e64)
+		return err
+	}); err != nil {
 		return usageError("audit: %v", err)
 	}
+	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -312,11 +328,14 @@ func auditAction(c *cli.Context) error {
 	}
 	ecfg := eval.DefaultConfig()
 	ecfg.Bootstrap, ecfg.Seed = c.Int("bootstrap"), c.Int64("seed")
+	slog.Info("audit: statistics' AUCs and bootstrap intervals", "texts", len(rows), "tokens_scored", total, "resamples", ecfg.Bootstrap)
+	var stats eval.AuditStats
+	torchx.WithCollector(func() error { stats = eval.SummarizeAudit(rows, ecfg); return nil })
 	sum := AuditSummary{
 		Model: modelArg, Checkpoint: m.Checkpoint, Data: c.String("data"), TokensScored: total,
 		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
 		FrequencyCorp: c.String("frequency-corpus"), DCPDDCap: c.Float64("dcpdd-cap"),
-		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: eval.SummarizeAudit(rows, ecfg),
+		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: stats,
 		Blind:     auditBlind{Method: "naive Bayes on binarized word uni- and bigrams, stratified k-fold", Folds: bcfg.Folds, Threshold: blind.SeparableAUC, AuditStat: br.AuditStat},
 		Separable: br.Separable(),
 	}

@@ -39,7 +39,7 @@ func commands() []*cli.Command {
 }
 
 // modelCommands are the commands that train or run models in this process.
-var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true, "references": true}
+var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true, "eval": true, "score": true, "generate": true, "references": true, "audit": true}
 
 // gracefulCommands stop on SIGINT and SIGTERM by themselves: they save
 // what they have (training's checkpoint) or remove what they half wrote
