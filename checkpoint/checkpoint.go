@@ -70,6 +70,9 @@ type State struct {
 	Threads int `json:"threads"`
 	// ElapsedS is the training wall time so far.
 	ElapsedS float64 `json:"elapsed_s"`
+	// DP is a DP-SGD run's privacy report and accountant (train.DPReport),
+	// absent for any other run, so their state.json is unchanged.
+	DP json.RawMessage `json:"dp,omitempty"`
 	// SHA256 maps each file of the checkpoint to its digest.
 	SHA256 map[string]string `json:"sha256"`
 }

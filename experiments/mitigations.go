@@ -22,15 +22,13 @@ func dropOffMitigations(b []byte, s *Spec) []byte {
 	return b
 }
 
-// checkMitigationsWired refuses to train with DP-SGD or LoRA until the
+// checkMitigationsWired refuses to train with LoRA (DP-SGD is wired) until the
 // training loop applies them: a run that silently trained without them
 // would report memorization numbers for a mitigation it never had. The
 // pieces exist (train/dpaccount, train/dpsgd.go, model/lora.go); the loop
 // that calls them is the next change.
 func (s *Spec) checkMitigationsWired() error {
 	switch {
-	case s.Train.DP.Enabled:
-		return badinput.Errorf("%s: train.dp.enabled = true: DP-SGD is not yet wired into the training loop; memo refuses rather than train without it (memo dp-epsilon prints the accountant's ε meanwhile)", s.file)
 	case s.Train.LoRA.Enabled:
 		return badinput.Errorf("%s: train.lora.enabled = true: LoRA is not yet wired into the training loop; memo refuses rather than train the full model instead", s.file)
 	}

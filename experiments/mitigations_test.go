@@ -78,10 +78,10 @@ func TestMitigationsOffLeaveConfigAlone(t *testing.T) {
 }
 
 // TestMitigationsNotWiredRefused: until the training loop applies them,
-// memo run refuses DP-SGD and LoRA as bad input rather than train without.
+// memo run refuses LoRA as bad input rather than train without (DP-SGD is
+// wired: train/dpstep.go).
 func TestMitigationsNotWiredRefused(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
-		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "DP-SGD is not yet wired into the training loop"},
 		{"[train.lora]\nenabled = true\n", "LoRA is not yet wired into the training loop"},
 	} {
 		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))

@@ -143,6 +143,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	l := &loop{cfg: cfg, masker: masker, stream: stream, block: block, total: total,
 		rank: rank, size: size, group: opts.Group, runDir: runDir}
 	defer l.dropStrategy()
+	if err := l.setupDP(); err != nil {
+		return err
+	}
 	if err := l.newModel(mc, dev, opts.Group); err != nil {
 		return err
 	}
@@ -258,6 +261,7 @@ type loop struct {
 	group   Group
 	sharder Sharder  // the group's sharded collectives (train.shard other than none)
 	strat   strategy // how the weights, gradients and optimizer state are held (train.shard)
+	dp      *dpState // DP-SGD's parameters and accountant; nil without [train.dp] (dpstep.go)
 	runDir  string
 	// loaded holds, on rank 0 of a sharded run that resumes, the
 	// checkpoint's full AdamW moments until syncStart scatters them.
