@@ -24,12 +24,14 @@ func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
 		pts  *errPoints
 	}
 	var points []point
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range runs {
 		dp = dp || r.Summary.DP != nil
 		v := finalValLoss(r)
 		if math.IsNaN(v) {
 			continue
 		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
 		m := r.Summary.Members
 		pts := &errPoints{}
 		pts.add(v, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
@@ -55,6 +57,9 @@ func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
 		p.Add(eb, sc)
 		p.Legend.Add(pt.name, sc)
 	}
+	// Room beside the outermost points, whose glyphs would sit on the axes.
+	pad := math.Max(0.08*(hi-lo), 0.05)
+	p.X.Min, p.X.Max = lo-pad, hi+pad
 	p.Y.Min, p.Y.Max = 0, 130
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
