@@ -82,6 +82,9 @@ type State struct {
 	// (PEFT's files) instead of model.safetensors: the frozen weights they
 	// add to (lora.go).
 	LoRABase *LoRABase `json:"lora_base,omitempty"`
+	// DP is a DP-SGD run's privacy report and accountant (train.DPReport),
+	// absent for any other run, so their state.json is unchanged.
+	DP json.RawMessage `json:"dp,omitempty"`
 	// SHA256 maps each file of the checkpoint to its digest.
 	SHA256 map[string]string `json:"sha256"`
 }

@@ -152,6 +152,7 @@ func workerTrain(g *Group) error {
 	cfg.CheckpointEvery = envInt("MEMO_DIST_CHECKPOINT_EVERY", cfg.CheckpointEvery)
 	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
 	cfg.ShardGroup = envInt("MEMO_DIST_SHARD_GROUP", 0)
+	dpFromEnv(&cfg)
 	if a := os.Getenv("MEMO_DIST_ARCH"); a == "untied" {
 		mcfg.Untied = true
 	} else {

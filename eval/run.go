@@ -220,6 +220,13 @@ func (s *Summary) setProvenance(meta map[string]string) error {
 		}
 		s.Step = &step
 	}
+	if x := meta[provenance.DP]; x != "" {
+		dp, err := provenance.ParseDP([]byte(x))
+		if err != nil {
+			return fmt.Errorf("metadata %s = %q: %w", provenance.DP, x, err)
+		}
+		s.DP = dp
+	}
 	if x := meta[provenance.Goldfish]; x != "" {
 		var g provenance.GoldfishRecord
 		if err := json.Unmarshal([]byte(x), &g); err != nil {

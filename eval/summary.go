@@ -93,6 +93,10 @@ type Summary struct {
 	Calibrated *CalibratedSummary `json:"calibrated,omitempty"`
 	Goldfish   GoldfishSummary    `json:"goldfish"`
 	Eval       Config             `json:"eval"`
+
+	// DP is the attacked checkpoint's DP-SGD privacy record (ε at δ, σ,
+	// q, C, steps); absent for a model trained without DP-SGD.
+	DP *provenance.DPRecord `json:"dp,omitempty"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
@@ -62,6 +63,10 @@ type Manifest struct {
 	// Slurm's job, array and step ids.
 	Launch *rankenv.Job  `json:"launch,omitempty"`
 	Stages []StageRecord `json:"stages"`
+
+	// DP is what the trained model's DP-SGD spent (ε at δ, σ, q, C,
+	// steps), from its final checkpoint; absent without DP-SGD.
+	DP *provenance.DPRecord `json:"dp,omitempty"`
 }
 
 // Versions records the software a run used.

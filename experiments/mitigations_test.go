@@ -77,12 +77,12 @@ func TestMitigationsOffLeaveConfigAlone(t *testing.T) {
 	}
 }
 
-// TestMitigationsNotWiredRefused: until the training loop applies it,
-// memo run refuses DP-SGD as bad input rather than train without; LoRA
+// TestMitigationsNotWiredRefused: memo run refuses DP-SGD and LoRA together
+// as bad input (each is wired alone: train/dpstep.go, train/lora.go); LoRA
 // with ZeRO sharding is refused when the spec is read (train/lora.go).
 func TestMitigationsNotWiredRefused(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
-		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "DP-SGD is not yet wired into the training loop"},
+		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\n", "DP-SGD over LoRA adapters is not supported yet"},
 	} {
 		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
 		if err != nil {

@@ -228,6 +228,11 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		}
 		rec.Outputs = outs
 		rec.Status = StatusDone
+		if st == "train" && spec.Train.DP.Enabled {
+			if m.DP, err = trainedDP(dir); err != nil {
+				return dir, err
+			}
+		}
 		if err := m.write(dir); err != nil {
 			return dir, err
 		}

@@ -34,6 +34,9 @@ func provenanceOf(ckpt string, mc model.Config, trained *loss.Config) (map[strin
 		if h := st.SHA256[checkpoint.ModelFile]; h != "" {
 			meta[provenance.ModelSHA256] = h
 		}
+		if err := dpProvenance(meta, st); err != nil {
+			return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
+		}
 	}
 	if runDir := checkpoint.RunDir(abs); runDir != "" {
 		meta[provenance.Run] = runDir
@@ -47,4 +50,19 @@ func provenanceOf(ckpt string, mc model.Config, trained *loss.Config) (map[strin
 	}
 	meta[provenance.Goldfish] = string(gj)
 	return meta, nil
+}
+
+// dpProvenance records a DP-SGD checkpoint's privacy record (its ε, δ, σ,
+// q, C and steps) under provenance.DP; nothing for any other checkpoint.
+func dpProvenance(meta map[string]string, st checkpoint.State) error {
+	r, err := provenance.ParseDP(st.DP)
+	if err != nil || r == nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	meta[provenance.DP] = string(b)
+	return nil
 }

@@ -147,5 +147,9 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	if err := emit("extraction-vs-corpus-count", p, err); err != nil {
 		return written, err
 	}
+	p, err = tradeoffFigure(cfg, runs)
+	if err := emit("memorization-vs-utility", p, err); err != nil {
+		return written, err
+	}
 	return written, nil
 }

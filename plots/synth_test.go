@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
@@ -30,6 +31,7 @@ type synthRun struct {
 	params    int64 // the model's parameter count, as extract records it
 	// unattacked marks the last controls as skipped by the attack.
 	unattacked int
+	dp         *provenance.DPRecord // summary.json's dp: trained with DP-SGD
 }
 
 // synthSpecs holds each synthetic run's spec by directory: what
@@ -105,6 +107,7 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 	}
 	sum := eval.Summarize(rows, eval.DefaultConfig(), loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13})
 	sum.ModelParams = s.params
+	sum.DP = s.dp
 	if err := eval.WriteResults(rows, sum, filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json")); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ func (l *loop) writeCheckpoint() error {
 	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed}
 	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
+	if st.DP, err = l.dpCheckpoint(); err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
+	}
 	dir, err := l.save(state, st) // lora.go
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)

@@ -135,6 +135,9 @@ func (c Config) Validate() error {
 	if err := c.DP.Validate(); err != nil {
 		return err
 	}
+	if err := c.checkDPShard(); err != nil {
+		return err
+	}
 	if err := c.LoRA.Validate(); err != nil {
 		return err
 	}

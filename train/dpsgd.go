@@ -82,6 +82,9 @@ type DPStats struct {
 	Rows, Clipped int
 	// MeanNorm is the mean of the per-row gradient norms before clipping.
 	MeanNorm float64
+	// sums are the rows' loss statistics (kept: the CE summed over kept
+	// targets), for the step's metrics.
+	sums lossSums
 }
 
 // ClippedNoisedSum is DP-SGD's gradient for one logical batch:
@@ -124,11 +127,12 @@ func ClippedNoisedSum(g *model.GPT, params []model.Param, rows []DPRow, block in
 			return fail(fmt.Errorf("DP-SGD row %d: %d ids and %d mask entries, want %d and %d", r, len(row.IDs), len(row.Dropped), block+1, block))
 		}
 		zeroGrads(params)
-		kept, err := rowBackward(g, row, block)
+		ls, err := rowBackward(g, row, block)
 		if err != nil {
 			return fail(fmt.Errorf("DP-SGD row %d: %w", r, err))
 		}
-		if kept == 0 {
+		st.sums.add(rowSums(ls))
+		if ls.NKept == 0 {
 			continue // a row whose targets are all dropped or padding
 		}
 		gs, err := grads(params)
@@ -169,30 +173,57 @@ func ClippedNoisedSum(g *model.GPT, params []model.Param, rows []DPRow, block in
 
 // rowBackward runs the forward and backward pass of one row's goldfish
 // loss (the mean cross-entropy over its kept targets), accumulating into
-// the parameters' gradients, and returns how many targets it kept.
-func rowBackward(g *model.GPT, row DPRow, block int) (int64, error) {
+// the parameters' gradients, and returns its losses (Kept: the detached
+// mean, or 0 when it kept no target).
+func rowBackward(g *model.GPT, row DPRow, block int) (rowLoss, error) {
 	inp, tgt, _ := batchTensors([][]int32{row.IDs}, block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()
 	dt, err := boolTensor(row.Dropped, []int64{1, int64(block)}, g.Device())
 	if err != nil {
-		return 0, err
+		return rowLoss{}, err
 	}
 	defer dt.MustDrop()
 	logits := g.Forward(inp)
 	defer logits.MustDrop()
 	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
 	if err != nil {
-		return 0, err
+		return rowLoss{}, err
 	}
-	defer ls.Kept.MustDrop()
+	kept := ls.Kept
+	defer kept.MustDrop()
+	out := rowLoss{Losses: ls}
+	out.Kept = nil
 	if ls.NKept == 0 {
-		return 0, nil
+		return out, nil
 	}
-	if err := ls.Kept.Backward(); err != nil {
-		return 0, fmt.Errorf("backward: %w", err)
+	if err := kept.Backward(); err != nil {
+		return rowLoss{}, fmt.Errorf("backward: %w", err)
 	}
-	return ls.NKept, nil
+	d := kept.MustDetach(false)
+	out.keptMean = d.Float64Values()[0]
+	d.MustDrop()
+	return out, nil
+}
+
+// rowLoss is one row's losses with its kept mean read out (Kept is nil).
+type rowLoss struct {
+	Losses
+	keptMean float64
+}
+
+// rowSums is one row's loss statistics: its kept CE as a sum (lossSums.kept),
+// the CE sums and counts over all and over dropped targets.
+func rowSums(ls rowLoss) lossSums {
+	var s lossSums
+	s.kept = ls.keptMean * float64(ls.NKept)
+	if n := float64(ls.NKept + ls.NDropped); n > 0 {
+		s.allCE, s.allN = ls.All*n, n
+	}
+	if ls.NDropped > 0 {
+		s.droppedCE, s.droppedN = ls.Dropped*float64(ls.NDropped), float64(ls.NDropped)
+	}
+	return s
 }
 
 // gradNorm is the global L2 norm of gs, summed in float64.

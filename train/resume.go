@@ -42,6 +42,9 @@ func (l *loop) restore() error {
 				return err
 			}
 			l.loadedWeights = true
+			if err := l.dpResume(st); err != nil {
+				return fmt.Errorf("%s: %w", dir, err)
+			}
 			if err := l.loadOptimizer(dir, st.Step); err != nil {
 				return err
 			}

@@ -144,6 +144,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	l := &loop{cfg: cfg, masker: masker, stream: stream, block: block, total: total,
 		rank: rank, size: size, group: opts.Group, runDir: runDir}
 	defer l.dropStrategy()
+	if err := l.setupDP(); err != nil {
+		return err
+	}
 	if err := l.newModel(mc, dev, opts.Group); err != nil {
 		return err
 	}
@@ -263,6 +266,7 @@ type loop struct {
 	group   Group
 	sharder Sharder  // the group's sharded collectives (train.shard other than none)
 	strat   strategy // how the weights, gradients and optimizer state are held (train.shard)
+	dp      *dpState // DP-SGD's parameters and accountant; nil without [train.dp] (dpstep.go)
 	runDir  string
 	// lora are train.lora's adapters, one set per worker (lora.go), and
 	// loraBase (rank 0) the base they train on; nil without train.lora.

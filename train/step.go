@@ -20,6 +20,9 @@ import (
 // loop of every strategy (strategy.go), which holds the weights, reduces,
 // clips and applies the gradients.
 func (l *loop) trainStep() (Metric, error) {
+	if l.dp != nil {
+		return l.dpStep() // DP-SGD's own step (dpstep.go)
+	}
 	cfg := l.cfg
 	shares, nKept, err := l.readShares()
 	if err != nil {

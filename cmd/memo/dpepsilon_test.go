@@ -86,8 +86,9 @@ func TestMitigationSpecsRefused(t *testing.T) {
 		{"unreachable epsilon", "[train.dp]\nenabled = true\ntarget_epsilon = 0.01\n", "config", "no noise multiplier up to 1e+06 reaches it"},
 		{"target the family lacks", "[train.lora]\nenabled = true\ntargets = [\"query_key_value\"]\n", "config", "model.arch llama has no such linear layer"},
 		{"rank above a side", "[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
-		{"dp not wired", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "run", "DP-SGD is not yet wired into the training loop"},
+		{"dp with lora", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\n", "run", "DP-SGD over LoRA adapters is not supported yet"},
 		{"lora with zero", "[train]\nshard = \"gradients\"\n[train.lora]\nenabled = true\n", "config", "train.lora with train.shard other than none"},
+		{"dp with a sharded state", "[train]\nshard = \"full\"\n[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "config", "DP-SGD needs train.shard"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.NewReplacer(" ", "-", "/", "-").Replace(c.name)+".toml")

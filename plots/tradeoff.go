@@ -1,0 +1,67 @@
+package plots
+
+import (
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// tradeoffFigure plots memorization against utility, one point per run of
+// a comparison of mitigations: the members' exact-match rate (eval's,
+// with its Wilson interval) against the final validation loss on held-out
+// text (lower is more useful), each run its own labelled point, so that a
+// mitigation that buys less memorization with more loss sits up the
+// x axis. Drawn for comparisons in which a run trained with DP-SGD (the
+// table's DP columns), from the runs that have a validation loss; nil
+// with fewer than two.
+func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
+	dp := false
+	type point struct {
+		name string
+		pts  *errPoints
+	}
+	var points []point
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range runs {
+		dp = dp || r.Summary.DP != nil
+		v := finalValLoss(r)
+		if math.IsNaN(v) {
+			continue
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		m := r.Summary.Members
+		pts := &errPoints{}
+		pts.add(v, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
+		points = append(points, point{r.Name, pts})
+	}
+	if !dp || len(points) < 2 {
+		return nil, nil
+	}
+	p := newPlot(cfg, "Memorization against utility", "final validation loss (held-out text)", "targets extracted (exact match %)")
+	for i, pt := range points {
+		sc, err := plotter.NewScatter(pt.pts)
+		if err != nil {
+			return nil, err
+		}
+		eb, err := plotter.NewYErrorBars(pt.pts)
+		if err != nil {
+			return nil, err
+		}
+		c := colorAt(i)
+		shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: shapes[i%len(shapes)]}
+		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
+		p.Add(eb, sc)
+		p.Legend.Add(pt.name, sc)
+	}
+	// Room beside the outermost points, whose glyphs would sit on the axes.
+	pad := math.Max(0.08*(hi-lo), 0.05)
+	p.X.Min, p.X.Max = lo-pad, hi+pad
+	p.Y.Min, p.Y.Max = 0, 130
+	p.Y.Tick.Marker = percentTicks
+	p.Add(hgrid())
+	return p, nil
+}

@@ -1,0 +1,222 @@
+package train
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train/dpaccount"
+)
+
+// dpRun is smallRun with DP-SGD on: σ = 1, C = 1, q = batch_size / N.
+func dpRun() (Config, model.Config, loss.Config) {
+	cfg, mcfg, lcfg := smallRun()
+	cfg.DP = DefaultDPConfig()
+	cfg.DP.Enabled = true
+	cfg.DP.NoiseMultiplier = 1
+	return cfg, mcfg, lcfg
+}
+
+// runWeights is the final checkpoint's weights of runDir by name.
+func runWeights(t *testing.T, runDir string) map[string][]float64 {
+	t.Helper()
+	_, vs, _, err := checkpoint.Load(runDir, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for name, v := range vs.Variables() {
+		out[name] = v.Float64Values()
+	}
+	return out
+}
+
+// relWeights is ‖a − b‖₂ / ‖b‖₂ over all weights.
+func relWeights(t *testing.T, a, b map[string][]float64) float64 {
+	t.Helper()
+	var d, n float64
+	for name, y := range b {
+		x, ok := a[name]
+		if !ok || len(x) != len(y) {
+			t.Fatalf("weight %s: %d values vs %d", name, len(x), len(y))
+		}
+		for i := range y {
+			d += (x[i] - y[i]) * (x[i] - y[i])
+			n += y[i] * y[i]
+		}
+	}
+	return math.Sqrt(d / n)
+}
+
+// With σ = 0, C = ∞ (1e30) and q = 1, a DP-SGD step is the plain step over the
+// whole training set: Σ_i ∇L_i / N, with every row keeping all its targets
+// (standard loss, no padding), is the gradient of the batch's mean loss.
+// Only the summation order differs (rows one at a time against one batched
+// pass), so the comparison is to 1e-6 relative, not bit for bit: libtorch's
+// CPU backward of one row is not even bit-repeatable within a process
+// (docs/MITIGATIONS.md).
+func TestDPNoNoiseNoClipIsPlainTraining(t *testing.T) {
+	cfg, mcfg, _ := smallRun()
+	lcfg := loss.Config{Strategy: loss.StrategyNone}
+	const n = 8
+	src := textSource{ids: opticks(t, 2000), rows: n}
+	cfg.Steps, cfg.BatchSize, cfg.GradAccum, cfg.CheckpointEvery, cfg.EvalEvery = 4, n, 1, 4, 2
+	cfg.Threads = 2
+	plain, dp := t.TempDir(), t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, plain, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// C = 1e30: no row's norm comes near it, so Opacus's factor
+	// min(1, C/(‖g‖ + 1e-6)) is exactly 1, as for C = ∞ (which the
+	// checkpoint's JSON cannot hold).
+	cfg.DP = DPConfig{Enabled: true, MaxGradNorm: 1e30, Delta: 1e-5, SampleRate: 1, Sampling: SamplingPoisson}
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dp, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mp, md := readMetrics(t, plain), readMetrics(t, dp)
+	for i := range mp {
+		for _, c := range []struct {
+			name     string
+			got, ref float64
+		}{{"loss", md[i].LossKept, mp[i].LossKept}, {"grad norm", md[i].GradNorm, mp[i].GradNorm}, {"val loss", md[i].ValLoss, mp[i].ValLoss}} {
+			if math.IsNaN(c.ref) && math.IsNaN(c.got) {
+				continue
+			}
+			if d := math.Abs(c.got-c.ref) / math.Abs(c.ref); !(d <= 1e-6) {
+				t.Errorf("step %d %s: DP %v, plain %v (%.2g relative)", i+1, c.name, c.got, c.ref, d)
+			}
+		}
+	}
+	rel := relWeights(t, runWeights(t, dp), runWeights(t, plain))
+	t.Logf("final weights agree to %.2g relative (L2)", rel)
+	if !(rel <= 1e-6) {
+		t.Errorf("final weights differ by %.2g relative, want <= 1e-6", rel)
+	}
+	st := dpReportOf(t, dp)
+	if st.Steps != 4 || !math.IsInf(st.Eps(), 1) || st.SampleRate != 1 || st.Rows != n {
+		t.Errorf("DP report %+v: want 4 steps, ε = +Inf (σ = 0), q = 1, N = %d", st, n)
+	}
+}
+
+// dpReportOf is the DP report of runDir's newest checkpoint.
+func dpReportOf(t *testing.T, runDir string) DPReport {
+	t.Helper()
+	_, st, err := checkpoint.LatestGood(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := ReadDPReport(st)
+	if err != nil || !ok {
+		t.Fatalf("checkpoint's DP report: %v (present %v)", err, ok)
+	}
+	return r
+}
+
+// A DP-SGD run stopped after step 6 (checkpoint at 4) and resumed ends
+// bit-identical to the uninterrupted one, with the goldfish mask and two
+// workers, and reports the same ε: the sample and the noise are functions
+// of (seed, step), the accountant travels in the checkpoint.
+func TestDPResumeIsExact(t *testing.T) {
+	cfg, mcfg, lcfg := dpRun()
+	cfg.Threads = 2
+	checkResumeExact(t, cfg, mcfg, lcfg)
+}
+
+// The accountant's ε in the checkpoint is the closed-form one for the
+// run's (q, σ, steps, δ), and the noise changes the weights.
+func TestDPReportsEpsilon(t *testing.T) {
+	cfg, mcfg, lcfg := dpRun()
+	cfg.Steps, cfg.CheckpointEvery = 6, 6
+	src := textSource{ids: opticks(t, 2000), rows: 24}
+	noisy, quiet := t.TempDir(), t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, noisy, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r := dpReportOf(t, noisy)
+	want := 4.0 / 24
+	if r.SampleRate != want || r.NoiseMultiplier != 1 || r.Steps != 6 || r.Rows != 24 || r.MaxGradNorm != 1 {
+		t.Fatalf("DP report %+v: want q = %v, σ = 1, 6 steps, N = 24, C = 1", r, want)
+	}
+	if want, err := dpaccount.EpsilonOf(r.SampleRate, 1, 6, r.Delta); err != nil || r.Eps() != want {
+		t.Fatalf("ε = %v: want the accountant's %v for (q, σ, steps, δ) (%v)", r.Eps(), want, err)
+	}
+	cfg.DP.NoiseMultiplier = 0
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, quiet, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if rel := relWeights(t, runWeights(t, noisy), runWeights(t, quiet)); !(rel > 1e-6) {
+		t.Errorf("σ = 1 and σ = 0 end with weights %.2g apart: the noise did nothing", rel)
+	}
+}
+
+// target_epsilon gives the σ that NoiseFor finds over the run's steps.
+func TestDPTargetEpsilon(t *testing.T) {
+	cfg, mcfg, lcfg := dpRun()
+	cfg.Steps, cfg.CheckpointEvery = 3, 3
+	cfg.DP.NoiseMultiplier, cfg.DP.TargetEpsilon = 0, 8
+	src := textSource{ids: opticks(t, 2000), rows: 24}
+	dir := t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r := dpReportOf(t, dir)
+	if !(r.Eps() <= 8 && r.Eps() >= 8*0.99) {
+		t.Errorf("target ε 8: spent %v with σ = %v, want within 1 %% below", r.Eps(), r.NoiseMultiplier)
+	}
+}
+
+// The noise is N(0, σ²C²) over the rows' clipped sum, divided by q·N: with
+// C tiny the gradient handed to the optimizer is almost all noise, and its
+// standard deviation over the model's elements is σ·C/(q·N) within five
+// standard errors; without noise (a rank other than 0) it is the clipped
+// sum alone, far smaller.
+func TestDPGradientNoiseScale(t *testing.T) {
+	g, rows, block := dpFixture(t)
+	w := newWorkers(g, 1, 1, 7)
+	defer w.stop()
+	d := &dpState{q: 0.25, sigma: 2, clip: 1e-4, n: 24}
+	want := d.sigma * d.clip / (d.q * float64(d.n))
+	for _, noise := range []bool{true, false} {
+		gs, st, err := dpGradient(w, g.Params(), rows, block, d, 7, 3, noise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := flat(gs)
+		dropAll(gs)
+		var mean, sq float64
+		for _, x := range v {
+			mean += x
+		}
+		mean /= float64(len(v))
+		for _, x := range v {
+			sq += (x - mean) * (x - mean)
+		}
+		std := math.Sqrt(sq / float64(len(v)-1))
+		if st.Rows != 5 || st.Clipped != 5 {
+			t.Errorf("noise %v: %d rows, %d clipped; want 5 and 5 (one row keeps no target)", noise, st.Rows, st.Clipped)
+		}
+		if !noise {
+			if !(std < want/100) {
+				t.Errorf("no noise: std %.3g, want far below σC/(qN) = %.3g", std, want)
+			}
+			continue
+		}
+		se := 1 / math.Sqrt(2*float64(len(v)))
+		t.Logf("std %.6g, want %.6g (%d elements; relative error %.2g, standard error %.2g)", std, want, len(v), std/want-1, se)
+		if math.Abs(std/want-1) > 5*se || math.Abs(mean) > 5*want/math.Sqrt(float64(len(v))) {
+			t.Errorf("noise std %.6g mean %.3g, want std %.6g mean 0 within five standard errors", std, mean, want)
+		}
+	}
+}
+
+// DP-SGD with a sharded training state is refused by the config check.
+func TestDPShardedRefused(t *testing.T) {
+	cfg, _, _ := dpRun()
+	cfg.Shard = ShardFull
+	if err := cfg.Validate(); err == nil {
+		t.Error("DP-SGD with train.shard = full validated")
+	}
+}
