@@ -8,6 +8,8 @@
 # summary.txt under $OUT. PAIRS (default 2) alternating memo/eager pairs at
 # 8 x 2048, STEPS (default 30) measured steps each; MEMO_ENV_B, when set,
 # adds a memo run with those variables (an A/B of one change in one call).
+# MFU_STAGE=main runs the pairs and the bf16-master peer, extra the
+# torch.compile peer and the profile, all (the default) both.
 set -u
 OUT=${OUT:-/tmp/memo-mfu}
 mkdir -p "$OUT"
@@ -44,30 +46,34 @@ PY
 }
 memo() { # name, env, args...
 	local n=$1 e=$2; shift 2
-	env $e timeout 300 "$T/memo" bench train --precision bf16-mixed --device cuda --json "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
+	env $e timeout 200 "$T/memo" bench train --precision bf16-mixed --device cuda --json "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
 		summary "$OUT/$n.json" "$n" || { echo "$n FAILED"; tail -3 "$OUT/$n.err"; }
 }
 peer() { # name, args...
 	local n=$1; shift
-	timeout 300 python3 scripts/bench_train.py --device cuda --fused --peak-tflops "$peak" "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
+	timeout 200 python3 scripts/bench_train.py --device cuda --fused --peak-tflops "$peak" "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
 		summary "$OUT/$n.json" "$n" || { echo "$n FAILED"; tail -3 "$OUT/$n.err"; }
 }
 {
 	date -u
 	echo "gpu: $gpu, dense bf16 peak $peak TFLOP/s"
-	nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
-	for i in $(seq "$pairs"); do
-		memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
-		peer "eager-2048-$i" --seq 2048 --steps "$steps" --autocast bf16
-	done
-	[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-2048" "$MEMO_ENV_B" --seq 2048 --steps "$steps"
-	peer "master-2048" --seq 2048 --steps "$steps" --master
-	peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
-	memo "memo-256" "" --seq 256 --steps "$steps"
-	peer "eager-256" --seq 256 --steps "$steps" --autocast bf16
-	peer "master-256" --seq 256 --steps "$steps" --master
-	[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-256" "$MEMO_ENV_B" --seq 256 --steps "$steps"
-	peer "profile-2048" --seq 2048 --steps 2 --autocast bf16 --profile 30
-	sed -n '/Name/,$p' "$OUT/profile-2048.err" | cut -c1-60,100-200 | head -40
+	if [[ ${MFU_STAGE:-all} != extra ]]; then
+		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
+		for i in $(seq "$pairs"); do
+			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
+			peer "eager-2048-$i" --seq 2048 --steps "$steps" --autocast bf16
+		done
+		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-2048" "$MEMO_ENV_B" --seq 2048 --steps "$steps"
+		peer "master-2048" --seq 2048 --steps "$steps" --master
+		memo "memo-256" "" --seq 256 --steps "$steps"
+		peer "eager-256" --seq 256 --steps "$steps" --autocast bf16
+		peer "master-256" --seq 256 --steps "$steps" --master
+		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-256" "$MEMO_ENV_B" --seq 256 --steps "$steps"
+	fi
+	if [[ ${MFU_STAGE:-all} != main ]]; then
+		peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
+		peer "profile-2048" --seq 2048 --steps 2 --autocast bf16 --profile 30
+		sed -n '/Name/,$p' "$OUT/profile-2048.err" | cut -c1-60,100-200 | head -40
+	fi
 	date -u
-} 2>&1 | tee "$OUT/summary.txt"
+} 2>&1 | tee -a "$OUT/summary.txt"
