@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/hfgolden"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -103,7 +104,7 @@ func checkGolden(t *testing.T, g *model.GPT, want hfgolden.Case) {
 			t.Errorf("logits at %s differ by up to %.3g (tolerance %g)", c.what, worst, want.LogitsTol())
 		}
 	}
-	nll, err := g.TokenNLL(want.IDs)
+	nll, err := engine.TokenNLL(g, want.IDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func checkGolden(t *testing.T, g *model.GPT, want hfgolden.Case) {
 	}
 	n := len(want.GreedyContinuations[0])
 	for _, cache := range []bool{true, false} {
-		got, err := g.Generate(want.GreedyPrompts, n, model.GenOptions{UseCache: cache})
+		got, err := engine.Generate(g, want.GreedyPrompts, n, engine.GenOptions{UseCache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package extract
 import (
 	"fmt"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/model/approx"
 )
@@ -45,7 +46,7 @@ func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding strin
 // stepper is the Stepper of one run.
 func (b *benchApprox) stepper(g *model.GPT) (stepper, error) {
 	if b.m == nil {
-		return model.NewStepper(g, true), nil
+		return engine.NewStepper(g, true), nil
 	}
 	return b.m.stepper(g)
 }

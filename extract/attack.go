@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
@@ -124,7 +125,7 @@ func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, sa
 		}
 		return gen, rowMs, nil
 	}
-	var lm stepper = model.NewStepper(g, useCache)
+	var lm stepper = engine.NewStepper(g, useCache)
 	var measured *approx.Stepper
 	if m != nil {
 		if measured, err = m.stepper(g); err != nil {
@@ -160,7 +161,7 @@ func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int
 	}
 	out := make([][]float32, len(prompts))
 	err := inBatches(ctx, windows, batch, label, func(idx []int, ws [][]int32) error {
-		ls, err := g.TokenNLL(ws)
+		ls, err := engine.TokenNLL(g, ws)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/model"
 )
@@ -175,7 +176,7 @@ func (m *AuditModel) Score(ctx context.Context, texts []AuditInput, cfg AuditCon
 		windows[i] = j.ids
 	}
 	err = inBatches(ctx, windows, batch, "audit: scoring windows", func(idx []int, ws [][]int32) error {
-		scores, err := m.g.ScoreWindows(ws, make([][2]int, len(ws)))
+		scores, err := engine.ScoreWindows(m.g, ws, make([][2]int, len(ws)))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
@@ -64,7 +65,7 @@ func TestAuditScoreWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, d := range docs {
-		want, err := g.TokenNLL([][]int32{d.IDs})
+		want, err := engine.TokenNLL(g, [][]int32{d.IDs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestAuditScoreWindows(t *testing.T) {
 	for i, d := range docs {
 		var want []float32
 		for _, s := range StrideWindows(len(d.IDs), 16, 6) {
-			ls, err := g.TokenNLL([][]int32{d.IDs[s.Start:s.End]})
+			ls, err := engine.TokenNLL(g, [][]int32{d.IDs[s.Start:s.End]})
 			if err != nil {
 				t.Fatal(err)
 			}

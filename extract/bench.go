@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -15,7 +16,7 @@ import (
 
 // BenchConfig describes a decoding-throughput measurement: random prompts
 // through a randomly initialised model, decoded by the attack's own path
-// (model.Stepper with the KV cache, and the decoder of Config.Decoding).
+// (engine.Stepper with the KV cache, and the decoder of Config.Decoding).
 type BenchConfig struct {
 	Model model.Config
 	// ModelDir, when set, decodes with that model's weights instead of a
@@ -334,7 +335,7 @@ func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
 	var count int
 	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
 		t0 := time.Now()
-		nll, err := g.TokenNLL(rows)
+		nll, err := engine.TokenNLL(g, rows)
 		if err != nil {
 			return ScoreBenchResult{}, fmt.Errorf("bench score: %w", err)
 		}

@@ -12,8 +12,8 @@ import (
 	"slices"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/runfiles"
-	"github.com/memo-research/memo/model"
 )
 
 // Guess is one continuation of a prompt.
@@ -72,7 +72,7 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 		logits = wide
 	}
 	lps := make([]float64, rows)
-	pick := model.Greedy // greedy's one guess has no log-probability: nothing ranks or records it
+	pick := engine.Greedy // greedy's one guess has no log-probability: nothing ranks or records it
 	if d.cfg.Decoding == DecodeSample {
 		pick = func(r int, l []float32) int32 {
 			t, lp := d.sampleScored(l, rngs[r])
@@ -80,7 +80,7 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 			return t
 		}
 	}
-	seqs, err := model.Continue(lm.Next, logits, n, pick)
+	seqs, err := engine.Continue(lm.Next, logits, n, pick)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
@@ -103,7 +104,7 @@ func TestSharedPromptMatchesSeparatePrompts(t *testing.T) {
 		}
 		return out
 	}
-	shared, err := d.guesses(model.NewStepper(g, true), prompts, n, per, rngs())
+	shared, err := d.guesses(engine.NewStepper(g, true), prompts, n, per, rngs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestSharedPromptMatchesSeparatePrompts(t *testing.T) {
 			copies = append(copies, p)
 		}
 	}
-	separate, err := d.guesses(model.NewStepper(g, true), copies, n, 1, rngs())
+	separate, err := d.guesses(engine.NewStepper(g, true), copies, n, 1, rngs())
 	if err != nil {
 		t.Fatal(err)
 	}

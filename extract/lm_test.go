@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
@@ -25,13 +26,13 @@ func TestRightPaddedLossesMatchOneAtATime(t *testing.T) {
 	}
 	alone := make([][]float32, len(windows))
 	for i, w := range windows {
-		ls, err := g.TokenNLL([][]int32{w})
+		ls, err := engine.TokenNLL(g, [][]int32{w})
 		if err != nil {
 			t.Fatal(err)
 		}
 		alone[i] = ls[0]
 	}
-	batched, err := g.TokenNLL(windows)
+	batched, err := engine.TokenNLL(g, windows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/model"
 )
@@ -149,7 +150,7 @@ func gradNorms(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		n, err := g.GradNorm([][]int32{p.Window})
+		n, err := engine.GradNorm(g, [][]int32{p.Window})
 		if err != nil {
 			return nil, fmt.Errorf("gradient norm of document %d (set extract.grad_norm = false to skip): %w", p.Doc.ID, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
@@ -128,7 +129,7 @@ func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([
 			p := prompts[todo[k]]
 			ws[j], pre[j] = win(p), len(p.Prefix)
 		}
-		m, err := g.GreedyMatch(ws, pre)
+		m, err := engine.GreedyMatch(g, ws, pre)
 		if err != nil {
 			return nil, err
 		}

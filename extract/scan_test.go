@@ -162,7 +162,7 @@ func TestScanPath(t *testing.T) {
 
 // TestScanTiesGoToTheLowestID zeroes every weight, so that every logit is
 // exactly 0 and the whole vocabulary ties: greedy decoding then emits id 0
-// at every step (model.Argmax's rule), and the scan must count a suffix's
+// at every step (engine.Argmax's rule), and the scan must count a suffix's
 // leading zeros as matched and stop at its first other token.
 func TestScanTiesGoToTheLowestID(t *testing.T) {
 	runtime.LockOSThread()

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/eval"
 	"math"
 	"sort"
@@ -53,7 +54,7 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 				spans[k] = sp
 			}
 		}
-		scores, err := g.ScoreWindows(ws, spans)
+		scores, err := engine.ScoreWindows(g, ws, spans)
 		if err != nil {
 			return nil, err
 		}
@@ -80,13 +81,13 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 // suffix[t]'s probability there (0 when truncation drops it): Hayes et al.
 // 2024's p of (n, p)-discoverable extraction. Greedy decoding is
 // deterministic: log 1 = 0 when every true token is the argmax under
-// model.Argmax's tie rule (lowest id), else −Inf. Beam search has no such
+// engine.Argmax's tie rule (lowest id), else −Inf. Beam search has no such
 // per-token product: NaN.
 func (d decoder) suffixLogProb(logits [][]float32, suffix []int32) float64 {
 	switch d.cfg.Decoding {
 	case DecodeGreedy:
 		for t, l := range logits {
-			if model.Argmax(l) != suffix[t] {
+			if engine.Argmax(l) != suffix[t] {
 				return math.Inf(-1)
 			}
 		}

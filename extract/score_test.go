@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
@@ -140,7 +141,7 @@ func TestRecallScoresAlignTokens(t *testing.T) {
 	}
 	// 64 − 8 = 56 tokens of each 60-token window fit after the prefix.
 	w := append(append([]int32{}, prefix.IDs...), docs[0].IDs[:56]...)
-	cond, err := g.TokenNLL([][]int32{w})
+	cond, err := engine.TokenNLL(g, [][]int32{w})
 	if err != nil {
 		t.Fatal(err)
 	}

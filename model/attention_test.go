@@ -10,7 +10,7 @@ import (
 )
 
 // causalRowMask is the per-row [B,1,T,T] mask of a prompt pass whose row r
-// starts (after left padding) at starts[r], as Cache.mask makes it.
+// starts (after left padding) at starts[r], as passMask makes it.
 func causalRowMask(t *testing.T, starts []int, n int) *ts.Tensor {
 	t.Helper()
 	ninf := float32(math.Inf(-1))

@@ -24,25 +24,3 @@ func BenchmarkForwardSmall(b *testing.B) {
 		torchx.Collect()
 	}
 }
-
-// BenchmarkGenerateCached times greedy decoding of 50 tokens for 8 prompts.
-func BenchmarkGenerateCached(b *testing.B) {
-	vs := nn.NewVarStore(gotch.CPU)
-	g, err := New(vs.Root(), Config{Preset: "small", Vocab: 4096})
-	if err != nil {
-		b.Fatal(err)
-	}
-	prompts := make([][]int32, 8)
-	for i := range prompts {
-		for j := 0; j < 50+i; j++ {
-			prompts[i] = append(prompts[i], int32((i*31+j*7)%4096))
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := g.Generate(prompts, 50, GenOptions{UseCache: true}); err != nil {
-			b.Fatal(err)
-		}
-		torchx.Collect()
-	}
-}

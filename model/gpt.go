@@ -1,5 +1,8 @@
-// Package model is memo's decoder: a transformer on libtorch (through
-// gotch), its parameter and FLOP counts, and KV-cache decoding.
+// Package model is memo's network: a transformer on libtorch (through
+// gotch), its weights (how they are held: precision, joined q|k|v, the
+// stage cuts of ZeRO-3), parameter and FLOP counts, and one forward pass
+// that every family runs. Running it — the KV cache, decoding, scoring
+// passes, the attention backend a decode picks — is package engine's.
 //
 // One forward pass serves every family memo trains or imports. A family
 // (arch_<name>.go) declares its Recipe — which norm, where the norms sit,
@@ -14,10 +17,16 @@
 // heads, SwiGLU. Fresh weights are N(0, 0.02), norm gains 1, biases 0.
 // Tensor names are Hugging Face's for the family (see Params).
 //
+// Forward runs a whole sequence (training, scoring); ForwardWith runs the
+// next positions of a cached pass, whose state (PassState: positions,
+// padding, the KV store, the attention backend) the engine supplies. The
+// attention itself is an Attender: Exact here, the decode kernel and the
+// approximations in the engine.
+//
 // libtorch keeps its grad mode per OS thread: a caller that wraps Forward in
 // ts.NoGrad must hold runtime.LockOSThread around it, or the goroutine may
-// run the forward on another thread with gradients on. ForwardCached and
-// the Stepper do this themselves.
+// run the forward on another thread with gradients on. ForwardWith and
+// the engine's Stepper do this themselves.
 package model
 
 import (
@@ -423,8 +432,8 @@ func (g *GPT) newCausalMask(t int64, w int) *ts.Tensor {
 	return m
 }
 
-// run is the network. cache, when not nil, receives this call's keys and
-// values and supplies earlier ones.
+// run is the network. st, when not nil, is a cached pass (ForwardWith): its
+// KV store receives this call's keys and values and supplies earlier ones.
 //
 // With lastOnly the final norm and the LM head run on the last position
 // only and the logits are [B,1,V]: a decoder needs no other position's,
@@ -432,10 +441,10 @@ func (g *GPT) newCausalMask(t int64, w int) *ts.Tensor {
 // token) is the prompt pass's largest product. So does the last block
 // after its keys and values (which the cache needs for every position):
 // its attention, output projection and MLP, most of a block's work.
-func (g *GPT) run(ids *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.Tensor {
+func (g *GPT) run(ids *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	x := g.embed(ids, in.positions)
 	for li := range g.blocks {
-		next := g.block(li, x, in, cache, lastOnly && li == len(g.blocks)-1)
+		next := g.block(li, x, in, st, lastOnly && li == len(g.blocks)-1)
 		x.MustDrop()
 		x = next
 	}
@@ -475,22 +484,22 @@ func (g *GPT) head(x *ts.Tensor, lastOnly bool) *ts.Tensor {
 
 // block is one layer (see the package comment). With lastOnly it returns
 // the last position only, [B,1,d] (see run).
-func (g *GPT) block(li int, x *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.Tensor {
+func (g *GPT) block(li int, x *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	b := &g.blocks[li]
 	var s scope
 	defer s.drop()
-	attn := s.keep(g.attend(&s, li, s.keep(g.branchNorm(x, b, modAttnNorm)), in, cache, lastOnly))
+	attn := s.keep(g.attend(&s, li, s.keep(g.branchNorm(x, b, modAttnNorm)), in, st, lastOnly))
 	attn = s.keep(g.branchNorm(attn, b, modAttnPostNorm))
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
 	if g.cfg.ParallelResidual {
-		mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(x, b, modMLPNorm)), cache)), b, modMLPPostNorm))
+		mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(x, b, modMLPNorm)), st)), b, modMLPPostNorm))
 		// Hugging Face's order of the sum: (mlp + attn) + x.
 		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false)
 	}
 	h := s.keep(x.MustAdd(attn, false))
-	mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(h, b, modMLPNorm)), cache)), b, modMLPPostNorm))
+	mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(h, b, modMLPNorm)), st)), b, modMLPPostNorm))
 	return h.MustAdd(mlp, false)
 }
 
@@ -503,11 +512,13 @@ func (g *GPT) branchNorm(x *ts.Tensor, b *block, m module) *ts.Tensor {
 	return g.normalize(x, b.mods[m], g.cfg.Dim)
 }
 
-// attend is causal self-attention of the normalized xn [B,T,d]: q, k and v
-// in one product, query/key norms, rotary positions, the cache,
-// grouped-query heads shared by repetition, and the output projection.
-// With lastOnly only the last position queries, and the result is [B,1,d].
-func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, lastOnly bool) *ts.Tensor {
+// attend is causal self-attention of the normalized xn [B,T,d], the
+// family's recipe around the attention backend (Attender, chosen by
+// whoever built st): q, k and v in one product, query/key norms, rotary
+// positions, then the backend (cache, heads, kernel), then the output
+// projection. With lastOnly only the last position queries, and the
+// result is [B,1,d].
+func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	c, a, blk := g.cfg, g.arch, &g.blocks[li]
 	size := xn.MustSize()
 	b, t := size[0], size[1]
@@ -523,14 +534,14 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	} else {
 		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
 		project := g.linear
-		if g.keepsProjections(cache) {
+		if g.keepsProjections(st) {
 			project = g.innerLinear
 		}
-		if a.QKV == QKVSeparate && g.separateProducts(cache) {
+		if a.QKV == QKVSeparate && g.separateProducts(st) {
 			one := func(m module) *ts.Tensor { return s.keep(project(xn, blk.mods[m].w, blk.mods[m].b)) }
 			qf, kf, vf = one(modQ), one(modK), one(modV)
 		} else {
-			w, bias := g.fusedQKV(s, li, cache)
+			w, bias := g.fusedQKV(s, li, st)
 			qkv := s.keep(project(xn, w, bias)) // [B,T,(H+2·KV)·hd]
 			part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
 			qf, kf, vf = part(0, h), part(h, kvh), part(h+kvh, kvh)
@@ -560,51 +571,15 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, cache *Cache, 
 	} else {
 		k = k.MustShallowClone()
 	}
-	v = v.MustShallowClone() // cache.append takes ownership of k and v
-	if cache != nil && cache.approx != nil {
-		// The approximations' one hook (Approximation, package
-		// model/approx): exact decoding reads on.
-		return g.attendApprox(s, li, q, k, v, in.masks[blk.window], cache, lastOnly)
+	v = v.MustShallowClone() // the backend takes ownership of k and v
+	call := &AttentionCall{Layer: li, Q: q, K: k, V: v, Mask: in.masks[blk.window], Window: blk.window,
+		Scale: g.attnScale(), Softcap: c.AttnSoftcap, LastOnly: lastOnly}
+	if st != nil {
+		call.Past, call.KV = st.Past, st.KV
 	}
-	if cache != nil {
-		k, v = cache.append(li, k, v)
-	}
-	s.keep(k)
-	s.keep(v)
-	scale := g.attnScale()
-	mask := in.masks[blk.window]
+	merged := s.keep(g.attender(st).Attend(call)) // [B,T',H·hd]
 	out := blk.mods[modOut]
-	if t == 1 && c.AttnSoftcap == 0 { // a decode step
-		if att, ok := torchx.AttendOne(q, k, v, mask, scale); ok {
-			merged := s.keep(att.MustView([]int64{b, 1, h * hd}, true))
-			return g.innerLinear(merged, out.w, out.b)
-		}
-	}
-	gqa := kvh < h && cache == nil && !lastOnly && g.nativeGQA(mask, blk.window)
-	if kvh < h && !gqa { // each key/value head serves h/kvh query heads in a row
-		k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
-	}
-	if lastOnly && t > 1 {
-		q = s.keep(q.MustNarrow(2, t-1, 1, false))
-		switch {
-		case mask == nil:
-		case mask.Dim() == 2 && blk.window == 0: // shared causal: the last query attends every key
-			mask = nil
-		default:
-			mask = s.keep(mask.MustNarrow(int64(mask.Dim())-2, t-1, 1, false))
-		}
-		t = 1
-	}
-	att, fused := g.reducedAttention(q, k, v, mask, scale, blk.window == 0, gqa)
-	if !fused {
-		if gqa {
-			k, v = s.keep(repeatHeads(k, h/kvh)), s.keep(repeatHeads(v, h/kvh))
-		}
-		att = attention(q, k, v, mask, scale, c.AttnSoftcap)
-	}
-	s.keep(att) // [B,H,T,hd]
-	merged := s.keep(att.MustTranspose(1, 2, false).MustReshape([]int64{b, t, h * hd}, true))
-	return g.innerLinear(merged, out.w, out.b) // [B,T,d]
+	return g.innerLinear(merged, out.w, out.b) // [B,T',d]
 }
 
 // attnScale multiplies the attention scores: 1/sqrt(head_dim), or
@@ -622,7 +597,7 @@ func (g *GPT) attnScale() float64 {
 
 // mlp is the feed-forward branch: gated (gate and up in one product) or
 // plain, with the family's activation.
-func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, cache *Cache) *ts.Tensor {
+func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 	blk := &g.blocks[li]
 	down := blk.mods[modDown]
 	if g.arch.MLP == MLPPlain {
@@ -631,12 +606,12 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, cache *Cache) *ts.Tensor {
 		return g.innerLinear(hidden, down.w, down.b)
 	}
 	var gate, up *ts.Tensor // [B,T,f] each
-	if g.arch.MLP == MLPGated && g.separateProducts(cache) {
+	if g.arch.MLP == MLPGated && g.separateProducts(st) {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
 		gate, up = s.keep(g.innerLinear(xn, gm.w, gm.b)), s.keep(g.innerLinear(xn, um.w, um.b))
 	} else {
 		f := int64(g.cfg.FFN)
-		w, bias := g.fusedGateUp(s, li, cache)
+		w, bias := g.fusedGateUp(s, li, st)
 		gateUp := s.keep(g.innerLinear(xn, w, bias)) // [B,T,2f]
 		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
 		up = s.keep(gateUp.MustNarrow(2, f, f, false))
@@ -662,7 +637,7 @@ func (g *GPT) activate(x *ts.Tensor) *ts.Tensor {
 // step), else made now and freed with s. In training's forward pass the
 // concatenation is part of the graph, so gradients reach the separate
 // Hugging Face parameters.
-func (g *GPT) fusedQKV(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
+func (g *GPT) fusedQKV(s *scope, li int, st *PassState) (w, bias *ts.Tensor) {
 	b := &g.blocks[li]
 	if g.arch.QKV != QKVSeparate {
 		return b.mods[modQKV].w, b.mods[modQKV].b
@@ -670,8 +645,8 @@ func (g *GPT) fusedQKV(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
 	if b.joined.qkv != nil {
 		return b.joined.qkv, b.joined.qkvBias
 	}
-	if cache != nil {
-		f := cache.fusedLayer(li)
+	if st != nil && st.Joins != nil {
+		f := st.Joins.layer(li)
 		return f.qkv, f.qkvBias
 	}
 	w, bias = g.catQKV(b)
@@ -683,7 +658,7 @@ func (g *GPT) fusedQKV(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
 }
 
 // fusedGateUp is layer li's gate|up weight and bias, as fusedQKV.
-func (g *GPT) fusedGateUp(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
+func (g *GPT) fusedGateUp(s *scope, li int, st *PassState) (w, bias *ts.Tensor) {
 	b := &g.blocks[li]
 	if g.arch.MLP == MLPGatedFused {
 		return b.mods[modGateUp].w, b.mods[modGateUp].b
@@ -691,8 +666,8 @@ func (g *GPT) fusedGateUp(s *scope, li int, cache *Cache) (w, bias *ts.Tensor) {
 	if b.joined.gateUp != nil {
 		return b.joined.gateUp, b.joined.gateUpBias
 	}
-	if cache != nil {
-		f := cache.fusedLayer(li)
+	if st != nil && st.Joins != nil {
+		f := st.Joins.layer(li)
 		return f.gateUp, f.gateUpBias
 	}
 	w, bias = g.catGateUp(b)
@@ -761,8 +736,8 @@ func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
 // back to float32 as PyTorch's rotary does, so v alone skips the round
 // trip). That is four casts a layer fewer in the forward pass and in the
 // backward. MEMO_KEEP_QKV=off turns it off, to compare.
-func (g *GPT) keepsProjections(cache *Cache) bool {
-	return cache == nil && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
+func (g *GPT) keepsProjections(st *PassState) bool {
+	return st == nil && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
 		g.cfg.AttnSoftcap == 0 && torchx.FusedAttentionAvailable() && // attention casts q, k, v itself
 		g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
 		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim)
@@ -779,8 +754,8 @@ var keepQKVOff = os.Getenv("MEMO_KEEP_QKV") == "off"
 // On the CPU, and when decoding (the cache keeps a concatenated copy), the
 // one product is faster, and so it is for a joined model
 // (NewForInference), whose concatenation costs nothing.
-func (g *GPT) separateProducts(cache *Cache) bool {
-	return cache == nil && g.device.IsCuda() && !g.joined()
+func (g *GPT) separateProducts(st *PassState) bool {
+	return st == nil && g.device.IsCuda() && !g.joined()
 }
 
 // normalize applies the family's norm with weights n over the last

@@ -12,8 +12,8 @@ import (
 // those rows. Decoding and the CPU's forward pass multiply by the joined
 // tensor directly. A model built otherwise concatenates the separate
 // weights instead: a decode keeps the copies for as long as its cache
-// lives (Cache.fusedLayer), over half as much again for a Llama (2.5 GB
-// beside a 1.1B model's 4.4 GB in float32), and the CPU's forward pass
+// lives (Joins, held by the engine's cache), over half as much again for
+// a Llama (2.5 GB beside a 1.1B model's 4.4 GB in float32), and the CPU's forward pass
 // makes them anew at each call. The products multiply the same values,
 // so results do not change; on a GPU, where a trained model multiplies q,
 // k and v separately (separateProducts), a joined one multiplies once,

@@ -82,7 +82,7 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 				t.Error("logits differ")
 			}
 			gen := func(g *GPT) string {
-				out, err := g.Generate(prompts, 6, GenOptions{UseCache: true})
+				out, err := EngineGenerate(g, prompts, 6)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,11 +95,11 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 			if a, b := gen(apart.WithMatrices(half)), gen(joined.WithMatrices(half)); a != b {
 				t.Errorf("a WithMatrices copy's tokens %s joined, %s apart", b, a)
 			}
-			ga, err := apart.GradNorm(windows)
+			ga, err := EngineGradNorm(apart, windows)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gb, err := joined.GradNorm(windows)
+			gb, err := EngineGradNorm(joined, windows)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func TestPrecisions(t *testing.T) {
 	if d := worst(forward(inf)); d == 0 || d > 0.05 {
 		t.Errorf("bf16 inference logits differ from fp32 by %g: want (0, 0.05]", d)
 	}
-	got, err := inf.Generate([][]int32{{1, 5, 9}}, 4, GenOptions{UseCache: true})
+	got, err := EngineGenerate(inf, [][]int32{{1, 5, 9}}, 4)
 	if err != nil || len(got[0]) != 4 {
 		t.Errorf("bf16 generate: %v, %v", got, err)
 	}
@@ -177,11 +177,11 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 					t.Fatalf("logit %d: %v held in bf16, %v cast at each product", i, b[i], a[i])
 				}
 			}
-			ga, err := cast.GradNorm(windows)
+			ga, err := EngineGradNorm(cast, windows)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gb, err := held.GradNorm(windows)
+			gb, err := EngineGradNorm(held, windows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 				}
 			}
 			gen := func(g *GPT) [][]int32 {
-				out, err := g.Generate([][]int32{{1, 5, 9}, {7, 3}}, 6, GenOptions{UseCache: true})
+				out, err := EngineGenerate(g, [][]int32{{1, 5, 9}, {7, 3}}, 6)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -214,7 +215,7 @@ func TestNanoMemorizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := src.ids
-	out, err := g.Generate([][]int32{ids[:16]}, 32, model.GenOptions{UseCache: true})
+	out, err := engine.Generate(g, [][]int32{ids[:16]}, 32, engine.GenOptions{UseCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}

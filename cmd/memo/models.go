@@ -16,6 +16,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -211,7 +212,7 @@ func scoreAction(c *cli.Context) error {
 	nll := make([][]float32, 0, len(rows))
 	tokens := 0
 	for lo := 0; lo < len(rows); lo += c.Int("batch") {
-		part, err := g.TokenNLL(rows[lo:min(lo+c.Int("batch"), len(rows))])
+		part, err := engine.TokenNLL(g, rows[lo:min(lo+c.Int("batch"), len(rows))])
 		if err != nil {
 			return fmt.Errorf("score: %w", err)
 		}
@@ -288,7 +289,7 @@ func generateAction(c *cli.Context) error {
 		return err
 	}
 	t0 := time.Now()
-	out, err := g.Generate(rows, c.Int("max-new"), model.GenOptions{UseCache: !c.Bool("no-cache")})
+	out, err := engine.Generate(g, rows, c.Int("max-new"), engine.GenOptions{UseCache: !c.Bool("no-cache")})
 	if err != nil {
 		return usageError("generate: %v", err)
 	}

@@ -1,7 +1,7 @@
 // Package approx is memo's inference approximations (issue 17): KV-cache
 // quantization (QuantSpec's hierarchical 8/4-bit layout), Loki and
 // SiftAttention sparse attention, and QuantSpec self-speculative
-// decoding. They reach decoding through one hook, model.Approximation,
+// decoding. They reach decoding through one hook, engine.Approximation,
 // which state implements: exact decoding (package model) reads without
 // them. A new attention approximation is a case of Attend (attn.go) and
 // its settings in Approx.
@@ -113,7 +113,7 @@ type Stats struct {
 	KVBytes float64
 }
 
-// state is a cache's approximation (a model.Approximation): settings,
+// state is a cache's approximation (an engine.Approximation): settings,
 // per-row sums for Stats, and SiftAttention's warm-up quantiles.
 type state struct {
 	a      Approx

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -21,7 +22,7 @@ func newTest(t *testing.T, cfg model.Config) *model.GPT {
 	return g
 }
 
-// decoder is what the tests drive: a model.Stepper, exact or under an
+// decoder is what the tests drive: an engine.Stepper, exact or under an
 // approximation (Stepper).
 type decoder interface {
 	Start(prompts [][]int32, maxNew int) ([][]float32, error)
@@ -210,7 +211,7 @@ func decodeLogits(t *testing.T, s decoder, prompts [][]int32, n int) [][]float32
 		}
 		next := make([]int32, len(logits))
 		for i, l := range logits {
-			next[i] = model.Argmax(l)
+			next[i] = engine.Argmax(l)
 		}
 		if logits, err = s.Next(next); err != nil {
 			t.Fatal(err)
@@ -230,7 +231,7 @@ func TestSparseAttentionAtFullBudgetIsExact(t *testing.T) {
 	defer torchx.SetKernels(torchx.SetKernels(false))
 	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5})
 	prompts := approxPrompts()
-	exact := decodeLogits(t, model.NewStepper(g, true), prompts, 6)
+	exact := decodeLogits(t, engine.NewStepper(g, true), prompts, 6)
 	basis, err := CalibrateLoki(g, [][]int32{{1, 2, 3, 4, 5, 6, 7, 8}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}})
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +339,7 @@ func TestSpeculativeEqualsGreedy(t *testing.T) {
 	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true})
 	prompts := approxPrompts()
 	const n = 12
-	want, err := g.Generate(prompts, n, model.GenOptions{UseCache: true})
+	want, err := engine.Generate(g, prompts, n, engine.GenOptions{UseCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestKV8LogitBound(t *testing.T) {
 		prompts [][]int32
 	}{{"fitted", trained, tp}, {"random", newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, Untied: true}), approxPrompts()}} {
 		const steps = 16
-		gen, err := c.g.Generate(c.prompts, steps, model.GenOptions{UseCache: true})
+		gen, err := engine.Generate(c.g, c.prompts, steps, engine.GenOptions{UseCache: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -474,7 +475,7 @@ func TestKV8LogitBound(t *testing.T) {
 				forced[s][r] = gen[r][s]
 			}
 		}
-		exact := forcedLogits(t, model.NewStepper(c.g, true), c.prompts, forced)
+		exact := forcedLogits(t, engine.NewStepper(c.g, true), c.prompts, forced)
 		span := 0.0
 		for _, row := range exact {
 			lo, hi := math.Inf(1), math.Inf(-1)
@@ -494,7 +495,7 @@ func TestKV8LogitBound(t *testing.T) {
 				for j := range exact[i] {
 					m = math.Max(m, math.Abs(float64(got[i][j]-exact[i][j])))
 				}
-				if bits == 8 && c.name == "fitted" && model.Argmax(got[i]) != model.Argmax(exact[i]) {
+				if bits == 8 && c.name == "fitted" && engine.Argmax(got[i]) != engine.Argmax(exact[i]) {
 					t.Errorf("fitted: 8-bit cache changed the greedy token of logits row %d", i)
 				}
 			}
@@ -558,7 +559,7 @@ func TestApproxKeepsSoftcap(t *testing.T) {
 	defer torchx.SetKernels(torchx.SetKernels(false))
 	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, AttnSoftcap: 0.5})
 	prompts := approxPrompts()
-	exact := decodeLogits(t, model.NewStepper(g, true), prompts, 5)
+	exact := decodeLogits(t, engine.NewStepper(g, true), prompts, 5)
 	s, err := NewStepper(g, Approx{KVBits: 16})
 	if err != nil {
 		t.Fatal(err)

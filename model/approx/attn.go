@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -18,7 +19,7 @@ import (
 // dropped). When everything is kept that sum adds zeros, so the result
 // is attention's bit for bit. A decode step's measurements begin at the
 // first layer and are folded in at the last.
-func (st *state) Attend(kc *model.Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
+func (st *state) Attend(kc *engine.Cache, li int, q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
 	n, starts := kc.Len(), kc.Starts()
 	if n == 0 { // the prompt pass
 		return model.Attention(q, k, v, mask, scale, cap)

@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch/ts"
@@ -54,7 +55,7 @@ func CalibrateLoki(g *model.GPT, windows [][]int32) (*LokiBasis, error) {
 			}
 			flat[i] = int64(id)
 		}
-		cache, err := g.NewCache(1, len(w))
+		cache, err := engine.NewCache(g, 1, len(w))
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +64,7 @@ func CalibrateLoki(g *model.GPT, windows [][]int32) (*LokiBasis, error) {
 			cache.Drop()
 			return nil, err
 		}
-		torchx.NoGrad(func() { g.ForwardCached(ids, cache).MustDrop() })
+		torchx.NoGrad(func() { cache.Forward(ids).MustDrop() })
 		ids.MustDrop()
 		for l := 0; l < c.Layers; l++ {
 			k := cache.Keys(l).MustReshape([]int64{int64(c.KVHeads * len(w)), int64(hd)}, true)

@@ -3,6 +3,7 @@ package approx
 import (
 	"fmt"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
@@ -32,7 +33,7 @@ func Speculative(target, draft *model.GPT, draftApprox Approx, prompts [][]int32
 	if gamma < 1 {
 		return nil, nil, fmt.Errorf("model: speculative gamma %d: want >= 1", gamma)
 	}
-	ts := model.NewStepper(target, true)
+	ts := engine.NewStepper(target, true)
 	defer ts.Close()
 	ds, err := NewStepper(draft, draftApprox)
 	if err != nil {
@@ -47,7 +48,7 @@ func Speculative(target, draft *model.GPT, draftApprox Approx, prompts [][]int32
 		return nil, nil, fmt.Errorf("model: speculative draft: %w", err)
 	}
 	for i, l := range logits {
-		out[i] = append(out[i], model.Argmax(l))
+		out[i] = append(out[i], engine.Argmax(l))
 	}
 	for len(out[0]) < n {
 		g := min(gamma, n-len(out[0])-1)
@@ -72,14 +73,14 @@ func Speculative(target, draft *model.GPT, draftApprox Approx, prompts [][]int32
 		for i := range prompts {
 			a := 0
 			for a < g {
-				choice[i] = append(choice[i], model.Argmax(tl[i][a]))
+				choice[i] = append(choice[i], engine.Argmax(tl[i][a]))
 				if choice[i][a] != drafts[i][a] {
 					break
 				}
 				a++
 			}
 			if a == g {
-				choice[i] = append(choice[i], model.Argmax(tl[i][g]))
+				choice[i] = append(choice[i], engine.Argmax(tl[i][g]))
 			}
 			stats[i].Proposed += g
 			stats[i].Accepted += a
@@ -107,7 +108,7 @@ func propose(ds *Stepper, kept [][]int32, g int) ([][]int32, error) {
 	for i, l := range dl {
 		last[i] = l[len(l)-1]
 	}
-	return model.Continue(ds.Next, last, g, model.Greedy)
+	return engine.Continue(ds.Next, last, g, engine.Greedy)
 }
 
 func cloneRows(x [][]int32) [][]int32 {

@@ -3,19 +3,20 @@ package approx
 import (
 	"fmt"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
 )
 
-// Stepper is a model.Stepper decoding under an approximation, which it
+// Stepper is an engine.Stepper decoding under an approximation, which it
 // measures (Stats).
 type Stepper struct {
-	*model.Stepper
+	*engine.Stepper
 	st *state // the current cache's
 }
 
 // NewStepper decodes with g (through the KV cache) under the
 // approximations of a and measures them; with a exact its tokens are
-// model.NewStepper(g, true)'s (and its logits too, but for the
+// engine.NewStepper(g, true)'s (and its logits too, but for the
 // decode-step kernel exact decoding takes and measured attention does
 // not: torchx.SetKernels).
 func NewStepper(g *model.GPT, a Approx) (*Stepper, error) {
@@ -23,7 +24,7 @@ func NewStepper(g *model.GPT, a Approx) (*Stepper, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	s := &Stepper{}
-	s.Stepper = model.NewStepperUnder(g, func(rows int) model.Approximation {
+	s.Stepper = engine.NewStepperUnder(g, func(rows int) engine.Approximation {
 		s.st = newState(a, g, rows)
 		return s.st
 	})

@@ -1,10 +1,10 @@
-package model
+package engine
 
 import (
 	"fmt"
 
 	"github.com/memo-research/memo/internal/torchx"
-	"github.com/sugarme/gotch"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -15,7 +15,7 @@ import (
 // so each row decodes as it would alone. This is memo's one decoding path:
 // greedy, sampling and beam search (extract) and Generate all drive it.
 type Stepper struct {
-	g        *GPT
+	g        *model.GPT
 	useCache bool
 	cache    *Cache
 	seqs     [][]int64 // left-padded rows: prompt then generated tokens
@@ -32,7 +32,7 @@ type Stepper struct {
 // NewStepper decodes with g. With useCache each new token goes through the
 // KV cache; without, the whole sequence runs again for every token (the
 // check on the cache, and the baseline of the benchmark).
-func NewStepper(g *GPT, useCache bool) *Stepper {
+func NewStepper(g *model.GPT, useCache bool) *Stepper {
 	return &Stepper{g: g, useCache: useCache}
 }
 
@@ -42,7 +42,7 @@ func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("decode: no prompts")
 	}
-	vocab := s.g.cfg.Vocab
+	vocab := s.g.Config().Vocab
 	longest := 0
 	for i, p := range prompts {
 		if len(p) == 0 {
@@ -57,7 +57,7 @@ func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
 	}
 	// The last generated token is never fed back.
 	s.maxLen = longest + max(maxNew, 1) - 1
-	if ctx := s.g.cfg.Context; s.maxLen > ctx {
+	if ctx := s.g.Config().Context; s.maxLen > ctx {
 		return nil, fmt.Errorf("prompt of %d tokens + %d generated exceed the model context %d", longest, maxNew, ctx)
 	}
 	s.seqs = make([][]int64, len(prompts))
@@ -81,7 +81,7 @@ func (s *Stepper) newCache() error {
 	if s.cache != nil {
 		s.cache.Drop()
 	}
-	c, err := s.g.NewCache(len(s.seqs), s.maxLen)
+	c, err := NewCache(s.g, len(s.seqs), s.maxLen)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Stepper) newCache() error {
 		return err
 	}
 	if s.newApprox != nil {
-		c.approx = s.newApprox(len(s.seqs))
+		c.under(s.newApprox(len(s.seqs)))
 	}
 	s.cache, s.fed = c, 0
 	return nil
@@ -121,19 +121,19 @@ func (s *Stepper) run(lastOnly bool) ([][][]float32, error) {
 	for _, row := range s.seqs {
 		flat = append(flat, row[s.fed:]...)
 	}
-	ids, err := tensorOf(flat, []int64{int64(b), int64(width)}, s.g.device)
+	ids, err := model.TensorOf(flat, []int64{int64(b), int64(width)}, s.g.Device())
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	defer ids.MustDrop()
 	var logits *ts.Tensor // [b·width, vocab], width 1 with lastOnly
 	if lastOnly {
-		logits = s.g.ForwardCachedLast(ids, s.cache).MustSelect(1, 0, true)
+		logits = s.cache.ForwardLast(ids).MustSelect(1, 0, true)
 		width = 1
 	} else {
-		logits = s.g.ForwardCached(ids, s.cache).MustReshape([]int64{int64(b * width), -1}, true)
+		logits = s.cache.Forward(ids).MustReshape([]int64{int64(b * width), -1}, true)
 	}
-	rows := rowsOf(logits, b*width)
+	rows := model.RowsOf(logits, b*width)
 	logits.MustDrop()
 	out := make([][][]float32, b)
 	for i := range out {
@@ -196,7 +196,7 @@ type GenOptions struct {
 
 // Generate greedily continues each prompt by n tokens (ties go to the
 // lowest id, as torch.argmax).
-func (g *GPT) Generate(prompts [][]int32, n int, opt GenOptions) ([][]int32, error) {
+func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32, error) {
 	if len(prompts) == 0 || n <= 0 {
 		return make([][]int32, len(prompts)), nil
 	}
@@ -262,9 +262,9 @@ func Argmax(logits []float32) int32 {
 // of every token after the first given those before it (len(w)−1 values).
 // Windows are right-padded into one batch: causal attention never lets a
 // position see the padding after it.
-func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
+func TokenNLL(g *model.GPT, windows [][]int32) ([][]float32, error) {
 	out := make([][]float32, len(windows))
-	err := g.teacherForced(windows, nil, func(i int, nll []float32, _ *ts.Tensor) error {
+	err := teacherForced(g, windows, nil, func(i int, nll []float32, _ *ts.Tensor) error {
 		out[i] = nll
 		return nil
 	})
@@ -278,13 +278,15 @@ func (g *GPT) TokenNLL(windows [][]int32) ([][]float32, error) {
 // whole batch's logits [B·T, V], window i's position j in row i·T+j, so
 // that work over every position can be a few large libtorch calls rather
 // than a few per window. Neither may keep the logits tensor.
-func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int) error, visit func(i int, nll []float32, logits *ts.Tensor) error) error {
+func teacherForced(g *model.GPT, windows [][]int32, all func(logits *ts.Tensor, t int) error, visit func(i int, nll []float32, logits *ts.Tensor) error) error {
+	cfg := g.Config()
+	vocab := cfg.Vocab
 	t := 0
 	for i, w := range windows {
 		t = max(t, len(w)-1)
 		for j, id := range w {
-			if id < 0 || int(id) >= g.cfg.Vocab {
-				return fmt.Errorf("window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, g.cfg.Vocab)
+			if id < 0 || int(id) >= vocab {
+				return fmt.Errorf("window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, vocab)
 			}
 		}
 	}
@@ -296,8 +298,8 @@ func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int
 		}
 		return nil
 	}
-	if t > g.cfg.Context {
-		return fmt.Errorf("window of %d tokens exceeds the model context %d", t+1, g.cfg.Context)
+	if t > cfg.Context {
+		return fmt.Errorf("window of %d tokens exceeds the model context %d", t+1, cfg.Context)
 	}
 	b := len(windows)
 	const ignore = -100
@@ -312,12 +314,12 @@ func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int
 			}
 		}
 	}
-	ids, err := tensorOf(in, []int64{int64(b), int64(t)}, g.device)
+	ids, err := model.TensorOf(in, []int64{int64(b), int64(t)}, g.Device())
 	if err != nil {
 		return err
 	}
 	defer ids.MustDrop()
-	targets, err := tensorOf(tg, []int64{int64(b * t)}, g.device)
+	targets, err := model.TensorOf(tg, []int64{int64(b * t)}, g.Device())
 	if err != nil {
 		return err
 	}
@@ -335,7 +337,7 @@ func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int
 			ferr = fmt.Errorf("token losses: %w", err)
 			return
 		}
-		flat := rowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
+		flat := model.RowsOf(nll.MustView([]int64{1, -1}, true), 1)[0]
 		if all != nil {
 			if ferr = all(lf, t); ferr != nil {
 				return
@@ -358,28 +360,4 @@ func (g *GPT) teacherForced(windows [][]int32, all func(logits *ts.Tensor, t int
 		}
 	})
 	return ferr
-}
-
-// rowsOf copies a float [b, V] tensor into Go rows. It copies the memory
-// directly: gotch's CopyData checks the destination's type element by
-// element through reflection, which cost more than the decode step's
-// arithmetic.
-func rowsOf(t *ts.Tensor, b int) [][]float32 {
-	c := t.MustTotype(gotch.Float, false)
-	c2 := c.MustContiguous(true)
-	if c2.MustDevice().IsCuda() {
-		c2 = c2.MustTo(gotch.CPU, true)
-	}
-	n := c2.Numel()
-	flat := make([]float32, n)
-	if err := torchx.CopyFloat32(flat, c2); err != nil {
-		panic(fmt.Sprintf("rowsOf: %v", err)) // c2 was made float32, contiguous and on the CPU above
-	}
-	c2.MustDrop()
-	v := int(n) / b
-	out := make([][]float32, b)
-	for i := range out {
-		out[i] = flat[i*v : (i+1)*v : (i+1)*v]
-	}
-	return out
 }

@@ -1,10 +1,11 @@
-package model
+package engine
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -27,7 +28,7 @@ type WindowScore struct {
 // position's Min-K%++ statistics and the logits of the positions
 // [spans[i][0], spans[i][1]) of window i (an empty span for none), the
 // distributions a decoding scheme would draw the window's tokens from.
-func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, error) {
+func ScoreWindows(g *model.GPT, windows [][]int32, spans [][2]int) ([]WindowScore, error) {
 	if len(spans) != len(windows) {
 		return nil, fmt.Errorf("score windows: %d spans for %d windows", len(spans), len(windows))
 	}
@@ -54,11 +55,11 @@ func (g *GPT) ScoreWindows(windows [][]int32, spans [][2]int) ([]WindowScore, er
 		}
 		return nil
 	}
-	err := g.teacherForced(windows, all, func(i int, nll []float32, logits *ts.Tensor) error {
+	err := teacherForced(g, windows, all, func(i int, nll []float32, logits *ts.Tensor) error {
 		out[i].NLL = nll
 		if sp := spans[i]; logits != nil && sp[1] > sp[0] {
 			rows := logits.MustNarrow(0, int64(sp[0]), int64(sp[1]-sp[0]), false)
-			out[i].Logits = rowsOf(rows, sp[1]-sp[0])
+			out[i].Logits = model.RowsOf(rows, sp[1]-sp[0])
 			rows.MustDrop()
 		}
 		return nil
@@ -103,33 +104,28 @@ func logProbMoments(logits *ts.Tensor) (mean, variance []float64) {
 // already, have smaller gradients). One backward pass per window; each
 // parameter's .grad is zero afterwards. The caller must be on one OS
 // thread (libtorch's grad mode is per thread).
-func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
+func GradNorm(g *model.GPT, windows [][]int32) ([]float64, error) {
+	cfg := g.Config()
+	vocab := cfg.Vocab
 	out := make([]float64, len(windows))
-	params := make([]*ts.Tensor, len(g.params))
-	for i, p := range g.params {
-		params[i] = p.Tensor
-	}
-	leaves := g.gradLeaves()
-	if g.tiedHead != nil {
-		leaves = append(leaves, g.tiedHead)
-	}
+	leaves := g.GradLeaves()
 	for wi, w := range windows {
 		if len(w) < 2 {
 			out[wi] = math.NaN()
 			continue
 		}
-		if len(w)-1 > g.cfg.Context {
-			return nil, fmt.Errorf("window %d of %d tokens exceeds the model context %d", wi, len(w), g.cfg.Context)
+		if len(w)-1 > cfg.Context {
+			return nil, fmt.Errorf("window %d of %d tokens exceeds the model context %d", wi, len(w), cfg.Context)
 		}
 		in := make([]int64, len(w)-1)
 		tg := make([]int64, len(w)-1)
 		for j := range in {
-			if w[j+1] < 0 || int(w[j+1]) >= g.cfg.Vocab || w[j] < 0 || int(w[j]) >= g.cfg.Vocab {
-				return nil, fmt.Errorf("window %d token %d: outside the model's vocabulary [0, %d)", wi, j, g.cfg.Vocab)
+			if w[j+1] < 0 || int(w[j+1]) >= vocab || w[j] < 0 || int(w[j]) >= vocab {
+				return nil, fmt.Errorf("window %d token %d: outside the model's vocabulary [0, %d)", wi, j, vocab)
 			}
 			in[j], tg[j] = int64(w[j]), int64(w[j+1])
 		}
-		n, err := g.gradNormOne(in, tg, params, leaves)
+		n, err := gradNormOne(g, in, tg, leaves)
 		if err != nil {
 			return nil, fmt.Errorf("gradient norm of window %d: %w", wi, err)
 		}
@@ -139,16 +135,15 @@ func (g *GPT) GradNorm(windows [][]int32) ([]float64, error) {
 	return out, nil
 }
 
-// gradNormOne is one window's norm: the gradient lands in leaves, and is
-// summed parameter by parameter in params' order (a joined layer's rows
-// of its base for each of its views), as it was before layers were joined.
-func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64, error) {
-	ids, err := tensorOf(in, []int64{1, int64(len(in))}, g.device)
+// gradNormOne is one window's norm: the gradient lands in leaves and is
+// summed by the model (GradSquaredNorm).
+func gradNormOne(g *model.GPT, in, tg []int64, leaves []*ts.Tensor) (float64, error) {
+	ids, err := model.TensorOf(in, []int64{1, int64(len(in))}, g.Device())
 	if err != nil {
 		return 0, err
 	}
 	defer ids.MustDrop()
-	targets, err := tensorOf(tg, []int64{int64(len(tg))}, g.device)
+	targets, err := model.TensorOf(tg, []int64{int64(len(tg))}, g.Device())
 	if err != nil {
 		return 0, err
 	}
@@ -174,48 +169,10 @@ func (g *GPT) gradNormOne(in, tg []int64, params, leaves []*ts.Tensor) (float64,
 	if err := loss.Backward(); err != nil {
 		return 0, fmt.Errorf("backward: %w", err)
 	}
-	var sq float64
-	for _, p := range params {
-		gr := g.float32Grad(p)
-		if p == g.top[modEmbed].w && g.tiedHead != nil {
-			// One weight, two uses: the lookup's gradient plus the
-			// reduced head copy's, as autograd summed them when the head
-			// cast the embedding at each product.
-			gr = gr.MustAdd(g.float32Grad(g.tiedHead), true)
-		}
-		s := gr.MustSquare(false).MustSum(gotch.Double, true)
-		sq += s.Float64Values()[0]
-		s.MustDrop()
-		gr.MustDrop()
-	}
+	sq := g.GradSquaredNorm()
 	// Dropped, not zeroed: an attack's model holds no gradients beside
 	// its weights between windows or after the last (the next backward
 	// pass hands each leaf a new one, as adding to zeros did).
 	torchx.ClearGrads(leaves)
 	return math.Sqrt(sq), nil
-}
-
-// float32Grad is p's gradient in float32 (zeros when it has none): a view
-// of a joined tensor reads its rows of that tensor's gradient, cut before
-// the conversion so that no more than its own rows are converted; a
-// weight held in bf16 has a bf16 gradient, which the float32 weight it
-// replaced received cast to float32.
-func (g *GPT) float32Grad(p *ts.Tensor) *ts.Tensor {
-	var gr *ts.Tensor
-	if v, ok := g.views[p]; ok {
-		gr = v.base.MustGrad(false)
-		if gr.MustDefined() {
-			gr = gr.MustNarrow(0, v.off, v.n, true)
-		}
-	} else {
-		gr = p.MustGrad(false)
-	}
-	if !gr.MustDefined() {
-		gr.MustDrop()
-		return ts.MustZeros(p.MustSize(), gotch.Float, p.MustDevice())
-	}
-	if gr.DType() != gotch.Float {
-		return gr.MustTotype(gotch.Float, true)
-	}
-	return gr
 }

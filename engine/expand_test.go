@@ -1,21 +1,25 @@
-package model
+package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/memo-research/memo/model"
+)
 
 // TestCacheExpand: a cache reordered to more rows than it held (a prompt
 // run once, expanded into its samples) continues each copy exactly as the
 // row it copies, and as recomputation from scratch.
 func TestCacheExpand(t *testing.T) {
-	g := newTest(t, Config{Preset: "nano", Vocab: 61, Context: 16, Seed: 5})
-	c, _ := g.NewCache(2, 8)
-	g.ForwardCached(ids(t, [][]int64{{1, 2, 3}, {9, 8, 7}}), c)
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 61, Context: 16, Seed: 5})
+	c, _ := NewCache(g, 2, 8)
+	c.Forward(ids(t, [][]int64{{1, 2, 3}, {9, 8, 7}}))
 	if err := c.Reorder([]int{0, 0, 0, 1, 1, 1}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Batch() != 6 {
 		t.Fatalf("expanded cache has %d rows, want 6", c.Batch())
 	}
-	out := g.ForwardCached(ids(t, [][]int64{{5}, {5}, {6}, {5}, {6}, {6}}), c)
+	out := c.Forward(ids(t, [][]int64{{5}, {5}, {6}, {5}, {6}, {6}}))
 	full := g.Forward(ids(t, [][]int64{{1, 2, 3, 5}, {1, 2, 3, 6}, {9, 8, 7, 5}, {9, 8, 7, 6}}))
 	want := []int{0, 0, 1, 2, 3, 3} // row of full that each expanded row must equal
 	for r, w := range want {

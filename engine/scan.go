@@ -1,10 +1,11 @@
-package model
+package engine
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 )
 
@@ -23,7 +24,9 @@ import (
 // equal maxima, Argmax's tie rule), so only b × t ids come back to the
 // host, not the logits. A NaN logit is an error: torch.argmax ranks NaN
 // above every number and Argmax below, so the two could disagree.
-func (g *GPT) GreedyMatch(windows [][]int32, prefixes []int) ([]int, error) {
+func GreedyMatch(g *model.GPT, windows [][]int32, prefixes []int) ([]int, error) {
+	cfg := g.Config()
+	vocab := cfg.Vocab
 	if len(prefixes) != len(windows) {
 		return nil, fmt.Errorf("greedy match: %d prefix lengths for %d windows", len(prefixes), len(windows))
 	}
@@ -34,8 +37,8 @@ func (g *GPT) GreedyMatch(windows [][]int32, prefixes []int) ([]int, error) {
 		}
 		t = max(t, len(w)-1)
 		for j, id := range w {
-			if id < 0 || int(id) >= g.cfg.Vocab {
-				return nil, fmt.Errorf("greedy match: window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, g.cfg.Vocab)
+			if id < 0 || int(id) >= vocab {
+				return nil, fmt.Errorf("greedy match: window %d token %d = %d: outside the model's vocabulary [0, %d)", i, j, id, vocab)
 			}
 		}
 	}
@@ -43,8 +46,8 @@ func (g *GPT) GreedyMatch(windows [][]int32, prefixes []int) ([]int, error) {
 	if t <= 0 || len(windows) == 0 {
 		return out, nil // no window has a suffix
 	}
-	if t > g.cfg.Context {
-		return nil, fmt.Errorf("greedy match: window of %d tokens exceeds the model context %d", t+1, g.cfg.Context)
+	if t > cfg.Context {
+		return nil, fmt.Errorf("greedy match: window of %d tokens exceeds the model context %d", t+1, cfg.Context)
 	}
 	b := len(windows)
 	// Right-padded, as the scoring pass: causal attention keeps the
@@ -55,7 +58,7 @@ func (g *GPT) GreedyMatch(windows [][]int32, prefixes []int) ([]int, error) {
 			in[i*t+j] = int64(w[j])
 		}
 	}
-	ids, err := tensorOf(in, []int64{int64(b), int64(t)}, g.device)
+	ids, err := model.TensorOf(in, []int64{int64(b), int64(t)}, g.Device())
 	if err != nil {
 		return nil, fmt.Errorf("greedy match: %w", err)
 	}
@@ -66,7 +69,7 @@ func (g *GPT) GreedyMatch(windows [][]int32, prefixes []int) ([]int, error) {
 		logits := g.Forward(ids) // [b, t, V]
 		am := logits.MustArgmax([]int64{-1}, true, false)
 		vals := logits.MustGather(2, am, false, true).MustTotype(gotch.Float, true)
-		top = rowsOf(vals.MustView([]int64{1, -1}, true), 1)[0]
+		top = model.RowsOf(vals.MustView([]int64{1, -1}, true), 1)[0]
 		if am.MustDevice().IsCuda() {
 			am = am.MustTo(gotch.CPU, true)
 		}

@@ -1,4 +1,4 @@
-package model
+package engine
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -15,18 +16,18 @@ import (
 // bit for bit, its logits are Forward's at the positions asked for, and its
 // moments are those of log-softmax over those logits, computed here in Go.
 func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
-	g := newTest(t, Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 3})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 3})
 	// Moments in chunks of 4 positions of the batch's 3 × 6: chunks span
 	// windows, and a window of 6 positions spans two.
 	defer func(n int) { momentElems = n }(momentElems)
 	momentElems = 4 * 61
 	windows := [][]int32{{1, 5, 9, 2, 7, 7, 3}, {4}, {8, 8, 60, 0}}
 	spans := [][2]int{{2, 6}, {0, 0}, {0, 3}}
-	want, err := g.TokenNLL(windows)
+	want, err := TokenNLL(g, windows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := g.ScoreWindows(windows, spans)
+	got, err := ScoreWindows(g, windows, spans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 		var rows [][]float32
 		torchx.NoGrad(func() {
 			lg := g.Forward(ids(t, [][]int64{in}))
-			rows = rowsOf(lg.MustView([]int64{int64(len(in)), -1}, true), len(in))
+			rows = model.RowsOf(lg.MustView([]int64{int64(len(in)), -1}, true), len(in))
 		})
 		if n := spans[i][1] - spans[i][0]; len(got[i].Logits) != n {
 			t.Fatalf("window %d: %d logit rows, want %d", i, len(got[i].Logits), n)
@@ -93,7 +94,7 @@ func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 			}
 		}
 	}
-	if _, err := g.ScoreWindows(windows, [][2]int{{0, 7}, {0, 0}, {0, 0}}); err == nil {
+	if _, err := ScoreWindows(g, windows, [][2]int{{0, 7}, {0, 0}, {0, 0}}); err == nil {
 		t.Error("a span past the window's positions was accepted")
 	}
 }
@@ -105,9 +106,9 @@ func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 func TestGradNormIsTheGradientsNorm(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g := newTest(t, Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 5})
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 5})
 	w := []int32{3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3}
-	norms, err := g.GradNorm([][]int32{w, {4}})
+	norms, err := GradNorm(g, [][]int32{w, {4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func BenchmarkGradNormSmall(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	vs := nn.NewVarStore(gotch.CPU)
-	g, err := New(vs.Root(), Config{Preset: "small", Vocab: 4096})
+	g, err := model.New(vs.Root(), model.Config{Preset: "small", Vocab: 4096})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func BenchmarkGradNormSmall(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := g.GradNorm(windows); err != nil {
+		if _, err := GradNorm(g, windows); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// attenderFor is the attention backend of kc's passes, chosen once when
+// the cache is made (or put under an approximation): the approximation's
+// (approxAttender) when it has one; on the CPU, the exact attention with
+// the single-query decode kernel (decodeKernel); else the model's exact
+// attention.
+func attenderFor(kc *Cache) model.Attender {
+	switch {
+	case kc.approx != nil:
+		return approxAttender{kc}
+	case kc.g.Device() == gotch.CPU:
+		return decodeKernel{kc.g}
+	}
+	return kc.g.Exact()
+}
+
+// decodeKernel is exact cached attention whose decode steps (one query per
+// row, no soft-cap) take torchx.AttendOne, which reads the cache's keys
+// and values where they lie; every other pass, and a step the kernel
+// declines (no AVX2, MEMO_KERNELS=off), is the model's.
+type decodeKernel struct{ g *model.GPT }
+
+func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {
+	k, v := c.KV.Append(c.Layer, c.K, c.V)
+	size := c.Q.MustSize()
+	b, h, t, hd := size[0], size[1], size[2], size[3]
+	if t == 1 && c.Softcap == 0 {
+		if att, ok := torchx.AttendOne(c.Q, k, v, c.Mask, c.Scale); ok {
+			k.MustDrop()
+			v.MustDrop()
+			return att.MustView([]int64{b, 1, h * hd}, true)
+		}
+	}
+	return d.g.ExactAttention(c, k, v)
+}
+
+// approxAttender hands each layer's attention to the cache's
+// approximation, the one place exact decoding hands over to it: this
+// pass's keys and values go through the approximation's Store into the
+// cache and its Attend, under the per-row mask it reads.
+type approxAttender struct{ kc *Cache }
+
+func (a approxAttender) Attend(c *model.AttentionCall) *ts.Tensor {
+	kc := a.kc
+	var s model.Scope
+	defer s.Drop()
+	q := c.Q
+	size := q.MustSize()
+	b, h, t, hd := size[0], size[1], size[2], size[3]
+	k, v := kc.Append(c.Layer, kc.approx.Store(c.K), kc.approx.Store(c.V))
+	s.Keep(k)
+	s.Keep(v)
+	if kvh := int64(kc.g.Config().KVHeads); kvh < h {
+		k, v = s.Keep(model.RepeatHeads(k, h/kvh)), s.Keep(model.RepeatHeads(v, h/kvh))
+	}
+	mask := s.Keep(perRowMask(c.Mask, b, t, k.MustSize()[2], kc.g.Device()))
+	// The prompt pass is exact: there a last query attends alone. A
+	// decode step's measurements need every query.
+	narrowOut := false
+	if c.LastOnly && t > 1 {
+		if c.Past == 0 {
+			q = s.Keep(q.MustNarrow(2, t-1, 1, false))
+			mask = s.Keep(mask.MustNarrow(2, t-1, 1, false))
+		} else {
+			narrowOut = true
+		}
+	}
+	att := s.Keep(kc.approx.Attend(kc, c.Layer, q, k, v, mask, c.Scale, c.Softcap)) // [B,H,T',hd]
+	if narrowOut {
+		att = s.Keep(att.MustNarrow(2, t-1, 1, false))
+	}
+	tt := att.MustSize()[2]
+	return att.MustTranspose(1, 2, false).MustReshape([]int64{b, tt, h * hd}, true)
+}
+
+// perRowMask is mask as the [B,1,T,S] per-row mask approximations read:
+// a shared [T,S] one expanded, and none (a decode step without padding
+// attends every key) all zeros.
+func perRowMask(mask *ts.Tensor, b, t, s int64, dev gotch.Device) *ts.Tensor {
+	switch {
+	case mask == nil:
+		return ts.MustZeros([]int64{b, 1, t, s}, gotch.Float, dev)
+	case mask.Dim() == 2:
+		return mask.MustExpand([]int64{b, 1, t, s}, false, false)
+	}
+	return mask.MustShallowClone()
+}

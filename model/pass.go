@@ -1,0 +1,204 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch/ts"
+)
+
+// KVStore is where a cached pass's keys and values go and earlier ones
+// come from: the engine's KV cache (package engine) implements it, so the
+// network knows nothing of how a cache is laid out or reordered.
+type KVStore interface {
+	// Append stores this pass's keys and values [B,KV,t,hd] of layer
+	// after the positions already filled, taking ownership of k and v,
+	// and returns all keys and values so far, [B,KV,Past+t,hd] (the
+	// caller owns the results).
+	Append(layer int, k, v *ts.Tensor) (kAll, vAll *ts.Tensor)
+}
+
+// PassState is what one cached forward pass (ForwardWith) reads beside
+// its ids: where the rows stand, where keys and values go, and which
+// attention backend runs. An engine keeps one cache's worth of it across
+// passes and hands it over at each.
+type PassState struct {
+	// Past is the number of positions already in KV (padding included).
+	Past int
+	// Starts is each row's first real position: earlier ones are padding,
+	// never attended, and row i's first real token gets position 0. Its
+	// length is the batch.
+	Starts []int
+	// KV receives this pass's keys and values.
+	KV KVStore
+	// Joins keeps the concatenated weights across the passes of one cache
+	// (nil: each pass concatenates its own).
+	Joins *Joins
+	// LastOnly returns the last position's logits only, [B,1,V] (see run).
+	LastOnly bool
+	// Attender is the attention backend (nil: g.Exact()).
+	Attender Attender
+}
+
+// ForwardWith runs ids [B,t] (int64) as the next t positions of every row
+// of st, its keys and values appended to st.KV, and returns logits
+// [B,t,V] ([B,1,V] with st.LastOnly). It runs without gradients. It panics
+// when B is not len(st.Starts) or the positions would pass the context, a
+// caller's bug.
+func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
+	size := ids.MustSize()
+	if len(size) != 2 || size[0] != int64(len(st.Starts)) || st.Past+int(size[1]) > g.cfg.Context {
+		panic(fmt.Sprintf("model: ForwardWith on ids %v with %d rows, %d positions past, context %d", size, len(st.Starts), st.Past, g.cfg.Context))
+	}
+	b, t := int(size[0]), int(size[1])
+	pos := make([]int64, b*t)
+	for r := 0; r < b; r++ {
+		for i := 0; i < t; i++ {
+			pos[r*t+i] = int64(max(0, st.Past+i-st.Starts[r]))
+		}
+	}
+	var logits *ts.Tensor
+	torchx.NoGrad(func() {
+		in, err := g.cachedInputs(st, pos, b, t)
+		if err != nil {
+			panic(fmt.Sprintf("model: %v", err))
+		}
+		logits = g.run(ids, in, st, st.LastOnly)
+		in.drop()
+	})
+	return logits
+}
+
+// passMask is the additive attention mask of the next t positions over
+// st's filled ones and theirs: 0 where attended, −Inf where not. Without
+// padding every row has the same causal mask, so it is [t,S], which lets
+// attention skip the fully masked blocks; a single position then attends
+// every key and gets no mask at all (nil). With padding it is per row,
+// [B,1,t,S]. With a window w > 0 a query also ignores keys w or more
+// positions back.
+func (g *GPT) passMask(st *PassState, t, window int) (*ts.Tensor, error) {
+	s := st.Past + t
+	// A sliding window that leaves keys out is a per-row mask too, so that
+	// a decode step's attention kernel applies it.
+	padded := window > 0 && s > window
+	for _, start := range st.Starts {
+		padded = padded || start > 0
+	}
+	if !padded {
+		if t == 1 {
+			return nil, nil
+		}
+		return tensorOf(maskValues([]int{0}, st.Past, t, 0), []int64{int64(t), int64(s)}, g.device)
+	}
+	b := len(st.Starts)
+	return tensorOf(maskValues(st.Starts, st.Past, t, window), []int64{int64(b), 1, int64(t), int64(s)}, g.device)
+}
+
+// maskValues is memo's one builder of additive attention masks: for each
+// row start st (the row's first real position), t queries at positions
+// n … n+t−1 over keys 0 … n+t−1, row by row; 0 where a query attends, −Inf
+// where it does not: keys after it, padding before st, and with a window
+// w > 0 keys w or more positions back (Hugging Face's sliding window). A
+// padding query attends to itself only, so its softmax stays finite; its
+// output is never used. One row with start 0 and n = 0 is the plain
+// causal mask.
+func maskValues(starts []int, n, t, window int) []float32 {
+	s := n + t
+	ninf := float32(math.Inf(-1))
+	m := make([]float32, len(starts)*t*s)
+	for r, st := range starts {
+		for i := 0; i < t; i++ {
+			qi := n + i
+			row := m[(r*t+i)*s : (r*t+i+1)*s]
+			for j := range row {
+				if j > qi || (j < st && j != qi) || window > 0 && j <= qi-window && j != qi {
+					row[j] = ninf
+				}
+			}
+		}
+	}
+	return m
+}
+
+// cachedInputs are the inputs of a cached pass of t positions per row at
+// the given positions (b·t of them, row by row): rotary rows and learned
+// position embeddings gathered per row, and st's masks.
+func (g *GPT) cachedInputs(st *PassState, pos []int64, b, t int) (*inputs, error) {
+	in := &inputs{masks: map[int]*ts.Tensor{}}
+	pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
+	if err != nil {
+		return nil, fmt.Errorf("positions: %w", err)
+	}
+	defer pt.MustDrop()
+	rot := int64(g.cfg.RotaryDim())
+	for _, r := range g.ropes {
+		in.cos = append(in.cos, r.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+		in.sin = append(in.sin, r.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+	}
+	if pe := g.top[modPositions].w; pe != nil {
+		in.positions = pe.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), int64(t), -1}, true)
+	}
+	for _, blk := range g.blocks {
+		if _, ok := in.masks[blk.window]; !ok {
+			m, err := g.passMask(st, t, blk.window)
+			if err != nil {
+				in.drop()
+				return nil, fmt.Errorf("mask: %w", err)
+			}
+			in.masks[blk.window] = m
+		}
+	}
+	return in, nil
+}
+
+// fusedWeights are one layer's separately stored weights concatenated for
+// one product each: q|k|v and gate|up (and their biases, nil without).
+type fusedWeights struct{ qkv, qkvBias, gateUp, gateUpBias *ts.Tensor }
+
+// Joins holds, for the passes of one cache, each layer's separately
+// stored weights concatenated for one product each (see layer).
+type Joins struct {
+	g     *GPT
+	fused []fusedWeights
+}
+
+// NewJoins makes an empty Joins for g's passes; Drop frees what it made.
+func (g *GPT) NewJoins() *Joins { return &Joins{g: g} }
+
+// layer returns layer li's concatenated weights, made on first use.
+// Concatenating them at every decode step cost more than the step's own
+// products at small batches; a cache lives for one decode of one batch,
+// during which weights do not change, and holds the copies (about one
+// more copy of the blocks' weights) until Drop.
+func (j *Joins) layer(li int) fusedWeights {
+	if jw := j.g.blocks[li].joined; jw.qkv != nil || jw.gateUp != nil {
+		return jw // the model's own (NewForInference): nothing to copy or drop
+	}
+	if j.fused == nil {
+		j.fused = make([]fusedWeights, len(j.g.blocks))
+	}
+	f := &j.fused[li]
+	if f.qkv == nil && f.gateUp == nil {
+		g, blk := j.g, &j.g.blocks[li]
+		if g.arch.QKV == QKVSeparate {
+			f.qkv, f.qkvBias = g.catQKV(blk)
+		}
+		if g.arch.MLP == MLPGated {
+			f.gateUp, f.gateUpBias = g.catGateUp(blk)
+		}
+	}
+	return *f
+}
+
+// Drop frees the concatenated weights.
+func (j *Joins) Drop() {
+	for _, f := range j.fused {
+		for _, t := range []*ts.Tensor{f.qkv, f.qkvBias, f.gateUp, f.gateUpBias} {
+			if t != nil {
+				t.MustDrop()
+			}
+		}
+	}
+	j.fused = nil
+}
