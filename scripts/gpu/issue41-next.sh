@@ -239,7 +239,8 @@ if want d && fits d 170; then
 			run=$W/runs-d/attack-1b
 		fi
 		rm -rf "$W/runs-d"
-		timed attack 260 "$T/memo" run --runs "$W/runs-d" "${spec[@]}"
+		timed attack 260 "$T/memo" run --runs "$W/runs-d" "${spec[@]}" &&
+			grep -h -m1 "^| $(basename "$run")" "$run"/report/*.md | cut -c1-200
 		if [[ -f $run/completions.arrow ]]; then
 			rm -f "$run/scan.parquet"
 			timed attack-scan 120 "$T/memo" extract "$run" --scan --scan-compare "$run/completions.arrow"
