@@ -165,7 +165,7 @@ func (kc *Cache) ForwardLast(ids *ts.Tensor) *ts.Tensor { return kc.forward(ids,
 func (kc *Cache) forward(ids *ts.Tensor, lastOnly bool) *ts.Tensor {
 	size := ids.MustSize()
 	if len(size) != 2 || size[0] != int64(kc.batch) || kc.n+int(size[1]) > kc.maxLen {
-		panic(fmt.Sprintf("model: ForwardCached on ids %v with a cache of %d rows, %d/%d positions filled", size, kc.batch, kc.n, kc.maxLen))
+		panic(fmt.Sprintf("engine: Forward on ids %v with a cache of %d rows, %d/%d positions filled", size, kc.batch, kc.n, kc.maxLen))
 	}
 	logits := kc.g.ForwardWith(ids, &model.PassState{
 		Past: kc.n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: lastOnly, Attender: kc.attender,

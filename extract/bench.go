@@ -315,7 +315,7 @@ type ScoreBenchResult struct {
 }
 
 // BenchScore scores cfg.Batch random rows of cfg.Prefix + 1 tokens (the
-// NLL of cfg.Prefix tokens each) with model.GPT.TokenNLL, which eval's
+// NLL of cfg.Prefix tokens each) with engine.TokenNLL, which eval's
 // scores use: one forward pass, the log-softmax over the vocabulary in
 // float32, every token's NLL copied back. cfg.Warmup runs, then cfg.Reps
 // measured ones. It writes no files.

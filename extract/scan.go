@@ -48,7 +48,7 @@ func (c Config) CheckScan() error {
 // Scan is `memo extract --scan`: for every document of cfg.Splits (the
 // prompts an attack with cfg would build), whether greedy decoding
 // reproduces its suffix and how many leading suffix tokens it reproduces,
-// decided by one teacher-forced forward pass per batch (model.GreedyMatch)
+// decided by one teacher-forced forward pass per batch (engine.GreedyMatch)
 // instead of len(suffix) decode steps. The rows go to out (Parquet,
 // runfiles.Scans). It writes nothing else: no texts, losses or
 // generations, which is what makes it cheap.
@@ -91,7 +91,7 @@ func Scan(ctx context.Context, cfg Config, checkpointDir string, ds *data.Datase
 	return nil
 }
 
-// scanAll is each prompt's matched length (model.GreedyMatch over its
+// scanAll is each prompt's matched length (engine.GreedyMatch over its
 // prefix + suffix; −1 for a prompt not attacked), cfg.BatchSize windows a
 // pass, ordered by length so that a batch pads little.
 func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]int, error) {

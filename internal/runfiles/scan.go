@@ -2,7 +2,7 @@ package runfiles
 
 // ScanRow is one row of a scan file (`memo extract --scan`): whether
 // greedy decoding of one document's prefix reproduces its true suffix,
-// decided by one teacher-forced pass (model.GreedyMatch) rather than by
+// decided by one teacher-forced pass (engine.GreedyMatch) rather than by
 // generating. MatchedLen is the number of leading suffix tokens greedy
 // decoding reproduces (0 … SuffixLen); ExactMatch is MatchedLen ==
 // SuffixLen, the exact_match of completions.arrow's greedy attack.
