@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -41,7 +42,8 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 		Description: "Prints {\"nll\": [[...], ...]}: for each row, the natural-log NLL of every id after\n" +
 			"the first given the ids before it (what transformers' loss computes per token).\n" +
 			modelArgHelp,
-		Flags:  []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"}},
+		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"},
+			&cli.StringFlag{Name: "logits-out", Usage: "also write every row's next-token logits to `FILE` (a new file) as JSON {\"ids\": rows, \"logits\": [row][position][vocab]}, position j predicting token j+1 (scripts/peft_check.py compares them with peft's)"}},
 		Action: scoreAction,
 	})
 	cmds = append(cmds, &cli.Command{
@@ -189,6 +191,12 @@ func scoreAction(c *cli.Context) error {
 	if c.Int("batch") < 1 {
 		return usageError("score: --batch %d: must be >= 1", c.Int("batch"))
 	}
+	logitsOut := c.String("logits-out")
+	if logitsOut != "" {
+		if err := checkNewFile("score: --logits-out", logitsOut); err != nil {
+			return err
+		}
+	}
 	runtime.LockOSThread() // libtorch's no-grad mode is per OS thread
 	defer runtime.UnlockOSThread()
 	g, _, err := loadAnyModel(c, "score")
@@ -210,9 +218,16 @@ func scoreAction(c *cli.Context) error {
 	}
 	t0 := time.Now()
 	nll := make([][]float32, 0, len(rows))
+	var logits [][][]float32
 	tokens := 0
 	for lo := 0; lo < len(rows); lo += c.Int("batch") {
-		part, err := engine.TokenNLL(g, rows[lo:min(lo+c.Int("batch"), len(rows))])
+		batch := rows[lo:min(lo+c.Int("batch"), len(rows))]
+		var part [][]float32
+		if logitsOut == "" {
+			part, err = engine.TokenNLL(g, batch)
+		} else {
+			part, err = scoreLogits(g, batch, &logits)
+		}
 		if err != nil {
 			return fmt.Errorf("score: %w", err)
 		}
@@ -224,7 +239,37 @@ func scoreAction(c *cli.Context) error {
 	}
 	secs := time.Since(t0).Seconds()
 	slog.Info("scored", "rows", len(rows), "tokens", tokens, "seconds", fmt.Sprintf("%.3f", secs), "tokens_per_s", fmt.Sprintf("%.1f", float64(tokens)/secs))
+	if logitsOut != "" {
+		b, err := json.Marshal(map[string]any{"ids": rows, "logits": logits})
+		if err != nil {
+			return fmt.Errorf("score: logits: %w", err)
+		}
+		if err := atomicfile.WriteFile(logitsOut, append(b, '\n')); err != nil {
+			return fmt.Errorf("score: --logits-out: %w", err)
+		}
+	}
 	return printJSON(map[string]any{"nll": nll})
+}
+
+// scoreLogits is TokenNLL of batch (bit for bit: ScoreWindows' NLL is
+// TokenNLL's) with every position's logits, from the same pass, appended
+// to logits: what another implementation's logits are compared with,
+// where the NLL alone would hide a difference off the target token.
+func scoreLogits(g *model.GPT, batch [][]int32, logits *[][][]float32) ([][]float32, error) {
+	spans := make([][2]int, len(batch))
+	for i, r := range batch {
+		spans[i] = [2]int{0, len(r) - 1}
+	}
+	scores, err := engine.ScoreWindows(g, batch, spans)
+	if err != nil {
+		return nil, err
+	}
+	nll := make([][]float32, len(scores))
+	for i, s := range scores {
+		nll[i] = s.NLL
+		*logits = append(*logits, s.Logits)
+	}
+	return nll, nil
 }
 
 // tokenizerOf finds the tokenizer that belongs to a model: tokenizer.json
