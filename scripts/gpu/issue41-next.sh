@@ -5,6 +5,12 @@
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
 #   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope)
+#   p   issue 40's check by peft itself, on the CPU: a memo LoRA run
+#       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
+#       testdata/hf), memo score --logits-out on it and its base, memo
+#       export --merge, then scripts/peft_check.py: every adapter tensor
+#       loaded by PeftModel.from_pretrained under its name, logits against
+#       memo's to 1e-4, merge_and_unload against memo's merged export
 #   c   memo bench scan: 100,000 windows of 32 + 32 tokens through the
 #       teacher-forced pass on the 1.1B (random TinyLlama-shaped weights from
 #       scripts/gpu/make_tinyllama.py, bf16), the first 2,048 also decoded by
@@ -39,7 +45,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b c e a ec d"}
+PARTS=${PARTS:-"b p c e a ec d"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -107,6 +113,32 @@ if want b && fits b 20; then
 		else
 			echo "no $C/torchx.test.xz carried: skipped"
 		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# Part p is CPU work (issue 40, not 41): a memo LoRA run's adapter
+# directory loaded by peft itself, its logits beside memo's.
+pw=$W/peft
+px=$((small == 1 ? 10 : 1)) # the dry run's 2 busy cores take far longer
+if want p && fits p 45; then
+	{
+		echo "--- p: a memo LoRA adapter loaded by peft (scripts/peft_check.py; issue 40)"
+		rm -rf "$pw" && mkdir -p "$pw" && cp -r testdata/hf/llama-gqa-tied "$pw/base"
+		# Three fixed rows of token ids below the base's 320.
+		echo '[[1,17,99,250,3,41,8,77,120,299,12,64,31,7,200,150,5,88],[1,260,4,4,91,33,180,2,57,300,19,222,6,140],[1,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63]]' >"$pw/ids.json"
+		timed peft-run $((40 * px)) "$T/memo" run --runs "$pw/runs" --threads "$((small == 1 ? 2 : 8))" scripts/gpu/peft-lora.toml --set "model.init_from=hf:$pw/base" &&
+			timed peft-score $((10 * px)) "$T/memo" score --model "$pw/runs/peft-lora" --ids-json "$pw/ids.json" --logits-out "$pw/lora-logits.json" &&
+			timed peft-score-base $((10 * px)) "$T/memo" score --model "$pw/base" --ids-json "$pw/ids.json" --logits-out "$pw/base-logits.json" &&
+			timed peft-export $((10 * px)) "$T/memo" export --merge "$pw/runs/peft-lora" "$pw/merged" &&
+			if python3 -c 'import torch, transformers, peft' 2>/dev/null; then
+				ck=$pw/runs/peft-lora/checkpoints/$(cat "$pw/runs/peft-lora/checkpoints/latest")
+				timed peft-check 60 python3 scripts/peft_check.py --base "$pw/base" --adapter "$ck" \
+					--memo-logits "$pw/lora-logits.json" --memo-base-logits "$pw/base-logits.json" --merged "$pw/merged"
+				grep -v '^{' "$W/peft-check.json"
+			else
+				echo "peft check: skipped (python3 lacks torch, transformers or peft); memo's side is in $pw"
+			fi
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
