@@ -5,10 +5,11 @@
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
 #   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope)
-#   p   issue 40's check by peft itself, on the CPU: a memo LoRA run
+#   p   issue 40's check by peft itself, on the CPU: memo LoRA runs
 #       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
-#       testdata/hf), memo score --logits-out on it and its base, memo
-#       export --merge, then scripts/peft_check.py: every adapter tensor
+#       testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
+#       memo score --logits-out on each and its base, memo export --merge,
+#       then scripts/peft_check.py: every adapter tensor
 #       loaded by PeftModel.from_pretrained under its name, logits against
 #       memo's to 1e-4, merge_and_unload against memo's merged export
 #   c   memo bench scan: 100,000 windows of 32 + 32 tokens through the
@@ -117,28 +118,41 @@ if want b && fits b 20; then
 	pack
 fi
 
-# Part p is CPU work (issue 40, not 41): a memo LoRA run's adapter
-# directory loaded by peft itself, its logits beside memo's.
+# Part p is CPU work (issue 40, not 41): memo LoRA runs' adapter
+# directories loaded by peft itself, their logits beside memo's: on the
+# tiny Llama of testdata/hf (all seven projections) and on transformers'
+# tiny GPT-2 of testdata/hf-transformers (Conv1D: fan_in_fan_out, the
+# fused c_attn).
 pw=$W/peft
 px=$((small == 1 ? 10 : 1)) # the dry run's 2 busy cores take far longer
-if want p && fits p 45; then
+if want p && fits p 60; then
 	{
-		echo "--- p: a memo LoRA adapter loaded by peft (scripts/peft_check.py; issue 40)"
-		rm -rf "$pw" && mkdir -p "$pw" && cp -r testdata/hf/llama-gqa-tied "$pw/base"
-		# Three fixed rows of token ids below the base's 320.
+		echo "--- p: memo LoRA adapters loaded by peft (scripts/peft_check.py; issue 40)"
+		rm -rf "$pw" && mkdir -p "$pw"
+		has_peft=0
+		python3 -c 'import torch, transformers, peft' 2>/dev/null && has_peft=1
+		# Three fixed rows of token ids below both bases' vocabularies (320, 336).
 		echo '[[1,17,99,250,3,41,8,77,120,299,12,64,31,7,200,150,5,88],[1,260,4,4,91,33,180,2,57,300,19,222,6,140],[1,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63]]' >"$pw/ids.json"
-		timed peft-run $((40 * px)) "$T/memo" run --runs "$pw/runs" --threads "$((small == 1 ? 2 : 8))" scripts/gpu/peft-lora.toml --set "model.init_from=hf:$pw/base" &&
-			timed peft-score $((10 * px)) "$T/memo" score --model "$pw/runs/peft-lora" --ids-json "$pw/ids.json" --logits-out "$pw/lora-logits.json" &&
-			timed peft-score-base $((10 * px)) "$T/memo" score --model "$pw/base" --ids-json "$pw/ids.json" --logits-out "$pw/base-logits.json" &&
-			timed peft-export $((10 * px)) "$T/memo" export --merge "$pw/runs/peft-lora" "$pw/merged" &&
-			if python3 -c 'import torch, transformers, peft' 2>/dev/null; then
-				ck=$pw/runs/peft-lora/checkpoints/$(cat "$pw/runs/peft-lora/checkpoints/latest")
-				timed peft-check 60 python3 scripts/peft_check.py --base "$pw/base" --adapter "$ck" \
-					--memo-logits "$pw/lora-logits.json" --memo-base-logits "$pw/base-logits.json" --merged "$pw/merged"
-				grep -v '^{' "$W/peft-check.json"
-			else
-				echo "peft check: skipped (python3 lacks torch, transformers or peft); memo's side is in $pw"
-			fi
+		for fam in llama:hf/llama-gqa-tied:'["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"]' \
+			gpt2:hf-transformers/gpt2-f32:'["c_attn","c_proj","c_fc"]'; do
+			IFS=: read -r f src targets <<<"$fam"
+			d=$pw/$f
+			mkdir -p "$d" && cp -r "testdata/$src" "$d/base"
+			echo "$f: base testdata/$src, targets $targets"
+			timed "peft-$f-run" $((40 * px)) "$T/memo" run --runs "$d/runs" --threads "$((small == 1 ? 2 : 8))" scripts/gpu/peft-lora.toml \
+				--set "model.init_from=hf:$d/base" --set "train.lora.targets=$targets" &&
+				timed "peft-$f-score" $((10 * px)) "$T/memo" score --model "$d/runs/peft-lora" --ids-json "$pw/ids.json" --logits-out "$d/lora-logits.json" &&
+				timed "peft-$f-score-base" $((10 * px)) "$T/memo" score --model "$d/base" --ids-json "$pw/ids.json" --logits-out "$d/base-logits.json" &&
+				timed "peft-$f-export" $((10 * px)) "$T/memo" export --merge "$d/runs/peft-lora" "$d/merged" &&
+				if ((has_peft)); then
+					ck=$d/runs/peft-lora/checkpoints/$(cat "$d/runs/peft-lora/checkpoints/latest")
+					timed "peft-$f-check" 60 python3 scripts/peft_check.py --base "$d/base" --adapter "$ck" \
+						--memo-logits "$d/lora-logits.json" --memo-base-logits "$d/base-logits.json" --merged "$d/merged"
+					grep -v '^{' "$W/peft-$f-check.json"
+				else
+					echo "peft check: skipped (python3 lacks torch, transformers or peft); memo's side is in $d"
+				fi
+		done
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
