@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -94,6 +95,9 @@ func NewLoRA(g *GPT, opt LoRAOptions) (*LoRA, error) {
 
 // Scaling is alpha/r, what B·A is multiplied by (PEFT's scaling).
 func (l *LoRA) Scaling() float64 { return l.opt.Alpha / float64(l.opt.Rank) }
+
+// Device is the device of the model the adapters sit on.
+func (l *LoRA) Device() gotch.Device { return l.g.device }
 
 // Options are the adapters' settings.
 func (l *LoRA) Options() LoRAOptions { return l.opt }
