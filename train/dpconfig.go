@@ -74,7 +74,7 @@ func (c DPConfig) Validate() error {
 type LoRAConfig struct {
 	// Enabled turns LoRA on: the base weights freeze and only the adapters train.
 	Enabled bool `toml:"enabled"`
-	// Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix).
+	// Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix). There is no r = 0: PEFT refuses it and its files could not hold it; the model without adapters is train.lora.enabled = false, and an adapted model before its first step is that model (B = 0: every adapted weight W + (alpha/r)·B·A equals W bit for bit).
 	Rank int `toml:"rank"`
 	// Alpha is LoRA's α: the adapter's output is scaled by alpha / rank (PEFT's lora_alpha).
 	Alpha float64 `toml:"alpha"`
@@ -98,7 +98,7 @@ func (c LoRAConfig) Validate() error {
 	}
 	switch {
 	case c.Rank < 1:
-		return fmt.Errorf("train.lora.rank = %d: must be >= 1", c.Rank)
+		return fmt.Errorf("train.lora.rank = %d: must be >= 1 (PEFT's r); for the model without adapters set train.lora.enabled = false", c.Rank)
 	case !(c.Alpha > 0):
 		return fmt.Errorf("train.lora.alpha = %v: must be > 0", c.Alpha)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
