@@ -149,6 +149,7 @@ var keyDocs = map[string]string{
 	"train.log_every":               "LogEvery rewrites metrics.arrow every this many steps.",
 	"train.lora":                    "LoRA is the [train.lora] table: low-rank adapters (dpconfig.go).",
 	"train.lora.alpha":              "Alpha is LoRA's α: the adapter's output is scaled by alpha / rank (PEFT's lora_alpha).",
+	"train.lora.base_precision":     "BasePrecision is how the frozen base's linear weights are held: \"fp32\" (the default, also when left out) or \"bf16\", which halves their memory while the adapters, their gradients and AdamW's state stay float32 and the products keep train.precision; the base is rounded to bf16 once, and the scoring stages round it the same way (docs/MITIGATIONS.md).",
 	"train.lora.dropout":            "Dropout is the dropout probability on the adapter's input (PEFT's lora_dropout); must be 0 for now, as memo's adapters act on the weight, not the input.",
 	"train.lora.enabled":            "Enabled turns LoRA on: the base weights freeze and only the adapters train.",
 	"train.lora.rank":               "Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix). There is no r = 0: PEFT refuses it and its files could not hold it; the model without adapters is train.lora.enabled = false, and an adapted model before its first step is that model (B = 0: every adapted weight W + (alpha/r)·B·A equals W bit for bit).",

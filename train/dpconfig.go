@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/memo-research/memo/model"
 )
 
 // DPConfig is the [train.dp] table: differentially private training
@@ -82,6 +84,8 @@ type LoRAConfig struct {
 	Dropout float64 `toml:"dropout"`
 	// Targets are the Hugging Face module names of the linear layers to adapt (PEFT's target_modules): q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj for Llama-like families, c_attn, c_proj, c_fc for GPT-2, query_key_value, dense, dense_h_to_4h, dense_4h_to_h for GPT-NeoX, ...; `memo config` names those the model has.
 	Targets []string `toml:"targets"`
+	// BasePrecision is how the frozen base's linear weights are held: "fp32" (the default, also when left out) or "bf16", which halves their memory while the adapters, their gradients and AdamW's state stay float32 and the products keep train.precision; the base is rounded to bf16 once, and the scoring stages round it the same way (docs/MITIGATIONS.md).
+	BasePrecision string `toml:"base_precision,omitempty"`
 }
 
 // DefaultLoRAConfig is LoRA off, with PEFT's defaults r = 8, α = 8 and
@@ -105,6 +109,8 @@ func (c LoRAConfig) Validate() error {
 		return fmt.Errorf("train.lora.dropout = %v: must be in [0, 1)", c.Dropout)
 	case c.Dropout != 0:
 		return fmt.Errorf("train.lora.dropout = %v: must be 0 for now: memo's adapters sit on the weight (W + (alpha/r)·B·A), where dropout on the layer's input cannot act (docs/MITIGATIONS.md)", c.Dropout)
+	case c.BasePrecision != "" && c.BasePrecision != model.PrecisionFP32 && c.BasePrecision != model.PrecisionBF16:
+		return fmt.Errorf("train.lora.base_precision = %q: want \"fp32\" or \"bf16\"", c.BasePrecision)
 	case len(c.Targets) == 0:
 		return fmt.Errorf("train.lora.targets = []: name at least one module (e.g. [\"q_proj\", \"v_proj\"])")
 	}

@@ -86,6 +86,7 @@ func TestMitigationSpecsRefused(t *testing.T) {
 		{"unreachable epsilon", "[train.dp]\nenabled = true\ntarget_epsilon = 0.01\n", "config", "no noise multiplier up to 1e+06 reaches it"},
 		{"target the family lacks", "[train.lora]\nenabled = true\ntargets = [\"query_key_value\"]\n", "config", "model.arch llama has no such linear layer"},
 		{"rank zero", "[train.lora]\nenabled = true\nrank = 0\n", "config", "train.lora.rank = 0: must be >= 1 (PEFT's r); for the model without adapters set train.lora.enabled = false"},
+		{"base precision", "[train.lora]\nenabled = true\nbase_precision = \"fp16\"\n", "config", "train.lora.base_precision = \"fp16\": want \"fp32\" or \"bf16\""},
 		{"rank above a side", "[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
 		{"dp with lora, rank above a side", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
 		{"lora with zero", "[train]\nshard = \"gradients\"\n[train.lora]\nenabled = true\n", "config", "train.lora with train.shard other than none"},
