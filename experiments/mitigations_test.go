@@ -3,7 +3,6 @@ package experiments
 import (
 	"strings"
 	"testing"
-
 )
 
 // TestMitigationChecks: memo config refuses each value of [train.dp] and
