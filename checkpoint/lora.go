@@ -36,6 +36,10 @@ type LoRABase struct {
 	// model.safetensors as its state.json records it, a Hugging Face
 	// directory's model.safetensors (or its shard index).
 	SHA256 string `json:"sha256,omitempty"`
+	// Precision is "bf16" when the run held the base's block matrices in
+	// bfloat16 (train.lora.base_precision): the adapters trained on the
+	// base rounded so, and loading rounds it again; "" for float32.
+	Precision string `json:"precision,omitempty"`
 }
 
 // NewLoRABase is the base record of a LoRA run that starts from source (a
@@ -190,6 +194,9 @@ func loadLoRA(vs *nn.VarStore, dir string, cfg model.Config, st State) (*model.G
 	}
 	if err := LoadAdapter(l, dir); err != nil {
 		return nil, err
+	}
+	if err := l.RoundBase(st.LoRABase.Precision); err != nil {
+		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
 	}
 	l.Merge()
 	return g, nil

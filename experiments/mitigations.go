@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train/dpaccount"
 )
@@ -20,18 +19,6 @@ func dropOffMitigations(b []byte, s *Spec) []byte {
 		b = dropTable(b, "train.lora")
 	}
 	return b
-}
-
-// checkMitigationsWired refuses DP-SGD and LoRA together: each is wired
-// into the training loop (train/dpstep.go, train/lora.go), but DP's
-// per-row clipping has not been run over LoRA's per-worker adapters, and a
-// run that silently trained otherwise would report memorization numbers
-// for a mitigation it never had.
-func (s *Spec) checkMitigationsWired() error {
-	if s.Train.DP.Enabled && s.Train.LoRA.Enabled {
-		return badinput.Errorf("%s: train.dp.enabled and train.lora.enabled are both true: DP-SGD over LoRA adapters is not supported yet; run one or the other", s.file)
-	}
-	return nil
 }
 
 // checkMitigations holds [train.dp] and [train.lora] to the data and the

@@ -3,8 +3,6 @@ package experiments
 import (
 	"strings"
 	"testing"
-
-	"github.com/memo-research/memo/internal/badinput"
 )
 
 // TestMitigationChecks: memo config refuses each value of [train.dp] and
@@ -74,24 +72,6 @@ func TestMitigationsOffLeaveConfigAlone(t *testing.T) {
 	h2, _ := on.Hash()
 	if h1 == h2 {
 		t.Error("turning DP and LoRA on does not change the hash")
-	}
-}
-
-// TestMitigationsNotWiredRefused: memo run refuses DP-SGD and LoRA together
-// as bad input (each is wired alone: train/dpstep.go, train/lora.go); LoRA
-// with ZeRO sharding is refused when the spec is read (train/lora.go).
-func TestMitigationsNotWiredRefused(t *testing.T) {
-	for _, c := range []struct{ doc, want string }{
-		{"[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\n", "DP-SGD over LoRA adapters is not supported yet"},
-	} {
-		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = Run(t.Context(), s, t.TempDir(), Options{Stages: Stages})
-		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Run: %v; want bad input containing %q", err, c.want)
-		}
 	}
 }
 

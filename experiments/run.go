@@ -82,9 +82,6 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err := checkLaunchEnv(); err != nil {
 		return "", err
 	}
-	if err := spec.checkMitigationsWired(); err != nil {
-		return "", err
-	}
 	if err := spec.CheckRanks(max(opt.Ranks, worldSize())); err != nil {
 		return "", err
 	}

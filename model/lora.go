@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -95,6 +96,9 @@ func NewLoRA(g *GPT, opt LoRAOptions) (*LoRA, error) {
 // Scaling is alpha/r, what B·A is multiplied by (PEFT's scaling).
 func (l *LoRA) Scaling() float64 { return l.opt.Alpha / float64(l.opt.Rank) }
 
+// Device is the device of the model the adapters sit on.
+func (l *LoRA) Device() gotch.Device { return l.g.device }
+
 // Options are the adapters' settings.
 func (l *LoRA) Options() LoRAOptions { return l.opt }
 
@@ -181,6 +185,62 @@ func (l *LoRA) Merge() {
 			d.MustDrop()
 		}
 	})
+}
+
+// HoldBase holds the frozen base's block matrices (not the embedding,
+// the LM head, norms or biases) in bfloat16 when p is "bf16", halving
+// their memory, while the adapters, their gradients and the optimizer's
+// state stay float32 and the products compute in the model's training
+// precision: under fp32 each product widens the bf16 weight exactly, and
+// Apply's W + (alpha/r)·B·A is float32, so the only change is the base's
+// rounding to bf16 (RoundBase makes the same model in float32). "" and
+// "fp32" leave the base as it is. Call it once the base is loaded and
+// before Replica (replicas alias the weights it replaces).
+func (l *LoRA) HoldBase(p string) error {
+	if ok, err := reducedBase(p); !ok {
+		return err
+	}
+	if err := l.g.holdReduced(gotch.BFloat16, true); err != nil {
+		return fmt.Errorf("lora: hold the base in bf16: %w", err)
+	}
+	for _, p := range l.g.params {
+		p.Tensor.MustRequiresGrad_(false)
+	}
+	return nil
+}
+
+// RoundBase rounds the base's block matrices to bfloat16 in place, kept
+// float32, when p is "bf16": the model HoldBase trained on, in the form
+// inference and Merge take (W + (alpha/r)·B·A added in float32, as each
+// training forward added it).
+func (l *LoRA) RoundBase(p string) error {
+	if ok, err := reducedBase(p); !ok {
+		return err
+	}
+	torchx.NoGrad(func() {
+		for i := range l.g.blocks {
+			l.g.blocks[i].each(func(m module, w **ts.Tensor, bias bool) {
+				if *w != nil && heldReduced(slot{layer: i, mod: m, bias: bias}) && (*w).DType() == gotch.Float {
+					r := (*w).MustTotype(gotch.BFloat16, false).MustTotype(gotch.Float, true)
+					(*w).Copy_(r)
+					r.MustDrop()
+				}
+			})
+		}
+	})
+	return nil
+}
+
+// reducedBase parses a LoRA base precision: true for bf16, false (and no
+// error) for fp32 or "".
+func reducedBase(p string) (bool, error) {
+	switch p {
+	case "", PrecisionFP32:
+		return false, nil
+	case PrecisionBF16:
+		return true, nil
+	}
+	return false, fmt.Errorf("lora: base precision %q: want fp32 or bf16", p)
 }
 
 // Replica is l's adapters on r, a replica of l's model (GPT.Replica): r's

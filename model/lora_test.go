@@ -82,6 +82,14 @@ func TestLoRA(t *testing.T) {
 			// Before the first step B = 0: the adapted model is the base. W + 0
 			// is W, but in a new tensor whose alignment may pick another BLAS
 			// kernel, so the last bits may differ.
+			// The adapted weights themselves are the base's bit for bit.
+			l.Apply()
+			for i, s := range l.Sites() {
+				if !slices.Equal((*l.slot(i)).Float64Values(), l.base[i].Float64Values()) {
+					t.Errorf("%s: W + (alpha/r)·B·A with B = 0 is not W bit for bit", s.Path)
+				}
+			}
+			l.Restore()
 			out := l.Forward(ids)
 			if d, scale := loraMaxDiff(out.Float64Values(), want); d > 1e-6*math.Max(1, scale) {
 				t.Errorf("logits with B = 0 differ from the base model's by %g", d)

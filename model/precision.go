@@ -83,7 +83,7 @@ func (g *GPT) SetPrecision(p string, training bool) error {
 		g.compute = dt
 		return nil
 	}
-	if err := g.holdReduced(dt); err != nil {
+	if err := g.holdReduced(dt, false); err != nil {
 		return err
 	}
 	g.compute = dt
@@ -124,7 +124,10 @@ func (g *GPT) heldDType() gotch.DType { return g.top[modHead].w.DType() }
 // tied to the embedding gets a reduced copy of its own (tiedHead): the
 // embedding stays float32 for its lookups. The conversion rounds as the
 // per-product cast it replaces did, so results do not change.
-func (g *GPT) holdReduced(dt gotch.DType) error {
+//
+// With blocksOnly (a LoRA run's frozen base, LoRA.HoldBase) only the
+// blocks' matrices are converted: the head and the embedding stay float32.
+func (g *GPT) holdReduced(dt gotch.DType, blocksOnly bool) error {
 	for v := range g.views {
 		if v.DType() != dt { // a joined tensor cannot be converted view by view
 			return fmt.Errorf("weights in %s: the model was built for inference in %s (its layers joined); load it in the precision wanted", dtypeName(dt), dtypeName(v.DType()))
@@ -152,11 +155,13 @@ func (g *GPT) holdReduced(dt gotch.DType) error {
 			}
 		})
 	}
-	head := g.top[modHead]
-	head.w = convert(head.w)
-	g.top[modHead] = head
-	if !g.cfg.Untied {
-		g.tiedHead = head.w
+	if !blocksOnly {
+		head := g.top[modHead]
+		head.w = convert(head.w)
+		g.top[modHead] = head
+		if !g.cfg.Untied {
+			g.tiedHead = head.w
+		}
 	}
 	var originals []*ts.Tensor
 	for i, p := range g.params {
@@ -193,7 +198,7 @@ func (g *GPT) Precision() gotch.DType {
 // g's precision, returned in float32, or with keep in that precision.
 func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 	dt := g.Precision()
-	if dt == gotch.Float && !conv1D {
+	if dt == gotch.Float && !conv1D && w.DType() == gotch.Float {
 		return linear(x, w, bias)
 	}
 	var s scope
@@ -201,12 +206,12 @@ func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 	if conv1D {
 		w = s.keep(w.MustT(false))
 	}
+	if w.DType() != dt { // a LoRA base held in bf16 under fp32 products (LoRA.HoldBase) widens exactly
+		w = s.keep(w.MustTotype(dt, false))
+	}
 	if dt != gotch.Float {
 		if x.DType() != dt { // a product kept in dt (innerLinear) feeds the next as it is
 			x = s.keep(x.MustTotype(dt, false))
-		}
-		if w.DType() != dt {
-			w = s.keep(w.MustTotype(dt, false))
 		}
 		if bias != nil {
 			bias = s.keep(bias.MustTotype(dt, false))

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/memo-research/memo/model"
 )
 
 // DPConfig is the [train.dp] table: differentially private training
@@ -74,7 +76,7 @@ func (c DPConfig) Validate() error {
 type LoRAConfig struct {
 	// Enabled turns LoRA on: the base weights freeze and only the adapters train.
 	Enabled bool `toml:"enabled"`
-	// Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix).
+	// Rank is r, the adapters' inner dimension (>= 1, at most the smaller side of every targeted matrix). There is no r = 0: PEFT refuses it and its files could not hold it; the model without adapters is train.lora.enabled = false, and an adapted model before its first step is that model (B = 0: every adapted weight W + (alpha/r)·B·A equals W bit for bit).
 	Rank int `toml:"rank"`
 	// Alpha is LoRA's α: the adapter's output is scaled by alpha / rank (PEFT's lora_alpha).
 	Alpha float64 `toml:"alpha"`
@@ -82,6 +84,8 @@ type LoRAConfig struct {
 	Dropout float64 `toml:"dropout"`
 	// Targets are the Hugging Face module names of the linear layers to adapt (PEFT's target_modules): q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj for Llama-like families, c_attn, c_proj, c_fc for GPT-2, query_key_value, dense, dense_h_to_4h, dense_4h_to_h for GPT-NeoX, ...; `memo config` names those the model has.
 	Targets []string `toml:"targets"`
+	// BasePrecision is how the frozen base's linear weights are held: "fp32" (the default, also when left out) or "bf16", which halves their memory while the adapters, their gradients and AdamW's state stay float32 and the products keep train.precision; the base is rounded to bf16 once, and the scoring stages round it the same way (docs/MITIGATIONS.md).
+	BasePrecision string `toml:"base_precision,omitempty"`
 }
 
 // DefaultLoRAConfig is LoRA off, with PEFT's defaults r = 8, α = 8 and
@@ -98,13 +102,15 @@ func (c LoRAConfig) Validate() error {
 	}
 	switch {
 	case c.Rank < 1:
-		return fmt.Errorf("train.lora.rank = %d: must be >= 1", c.Rank)
+		return fmt.Errorf("train.lora.rank = %d: must be >= 1 (PEFT's r); for the model without adapters set train.lora.enabled = false", c.Rank)
 	case !(c.Alpha > 0):
 		return fmt.Errorf("train.lora.alpha = %v: must be > 0", c.Alpha)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("train.lora.dropout = %v: must be in [0, 1)", c.Dropout)
 	case c.Dropout != 0:
 		return fmt.Errorf("train.lora.dropout = %v: must be 0 for now: memo's adapters sit on the weight (W + (alpha/r)·B·A), where dropout on the layer's input cannot act (docs/MITIGATIONS.md)", c.Dropout)
+	case c.BasePrecision != "" && c.BasePrecision != model.PrecisionFP32 && c.BasePrecision != model.PrecisionBF16:
+		return fmt.Errorf("train.lora.base_precision = %q: want \"fp32\" or \"bf16\"", c.BasePrecision)
 	case len(c.Targets) == 0:
 		return fmt.Errorf("train.lora.targets = []: name at least one module (e.g. [\"q_proj\", \"v_proj\"])")
 	}

@@ -68,6 +68,15 @@ func PoissonSample(n int64, q float64, seed, step int64) ([]int64, error) {
 	return out, nil
 }
 
+// RowModel is what DP-SGD's per-row passes run: the logits of a batch of
+// token ids, on a device. A *model.GPT is one, and so is a LoRA run's
+// *model.LoRA, whose forward passes adapt the weights and whose backward
+// passes reach its adapters alone (the base is frozen).
+type RowModel interface {
+	Forward(ids *ts.Tensor) *ts.Tensor
+	Device() gotch.Device
+}
+
 // DPRow is one training row of a DP-SGD step: block+1 token ids and the
 // goldfish mask of its block targets (true: dropped).
 type DPRow struct {
@@ -105,8 +114,9 @@ type DPStats struct {
 // parameters' device), owned by the caller, who divides by the expected
 // batch size (q·N, as Opacus does under Poisson sampling) and writes it
 // into .grad; params' own gradients are left zeroed. params are those that
-// train (all of them, or a LoRA model's adapters).
-func ClippedNoisedSum(g *model.GPT, params []model.Param, rows []DPRow, block int, clip, sigma float64, seed, step int64) ([]*ts.Tensor, DPStats, error) {
+// train (all of them, or a LoRA model's adapters), and g the model whose
+// forward pass reaches them (a *model.GPT, or a *model.LoRA).
+func ClippedNoisedSum(g RowModel, params []model.Param, rows []DPRow, block int, clip, sigma float64, seed, step int64) ([]*ts.Tensor, DPStats, error) {
 	var st DPStats
 	if !(clip > 0) || !(sigma >= 0) || math.IsInf(sigma, 0) {
 		return nil, st, fmt.Errorf("DP-SGD: clipping norm %v and noise multiplier %v: want C > 0 and σ >= 0 finite", clip, sigma)
@@ -175,7 +185,7 @@ func ClippedNoisedSum(g *model.GPT, params []model.Param, rows []DPRow, block in
 // loss (the mean cross-entropy over its kept targets), accumulating into
 // the parameters' gradients, and returns its losses (Kept: the detached
 // mean, or 0 when it kept no target).
-func rowBackward(g *model.GPT, row DPRow, block int) (rowLoss, error) {
+func rowBackward(g RowModel, row DPRow, block int) (rowLoss, error) {
 	inp, tgt, _ := batchTensors([][]int32{row.IDs}, block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()

@@ -71,7 +71,7 @@ func rowGrad(t *testing.T, g *model.GPT, row DPRow, block int) [][]float64 {
 // backwardAlone is the reference's backward pass of one row: a batch of
 // one, the masked cross-entropy's mean, accumulated into the gradients;
 // false (and no backward) for a row that keeps no target.
-func backwardAlone(t *testing.T, g *model.GPT, row DPRow, block int) bool {
+func backwardAlone(t *testing.T, g RowModel, row DPRow, block int) bool {
 	t.Helper()
 	inp, tgt, _ := batchTensors([][]int32{row.IDs}, block, gotch.CPU)
 	dt, err := boolTensor(row.Dropped, []int64{1, int64(block)}, gotch.CPU)

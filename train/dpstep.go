@@ -14,7 +14,9 @@ package train
 // batch is the same however it is cut. The accountant records every step
 // and travels in the checkpoint, so a resumed run reports the ε of the
 // uninterrupted one; the draws are functions of (seed, step), so its
-// weights are the uninterrupted one's too.
+// weights are the uninterrupted one's too. With [train.lora] the rows run
+// through each worker's adapters and only the adapters' gradients are
+// clipped, summed and noised (dpGradient): DP-SGD over LoRA.
 
 import (
 	"encoding/json"
@@ -180,7 +182,7 @@ func (l *loop) dpStep() (Metric, error) {
 	}
 	l.pos += int64(cfg.BatchSize) // the expected rows a step, for the checkpoint's count
 	t0 := time.Now()
-	gs, st, err := dpGradient(l.work, l.opt.params, rows, l.block, d, cfg.Seed, step, l.rank == 0)
+	gs, st, err := dpGradient(l.work, l.lora, l.opt.params, rows, l.block, d, cfg.Seed, step, l.rank == 0)
 	if err != nil {
 		return Metric{}, err
 	}
@@ -236,8 +238,12 @@ func (l *loop) dpRows(idx []int64) ([]DPRow, error) {
 // clipped gradients summed (each worker sums a contiguous part on its
 // replica, added in worker order), plus the noise N(0, σ²C²) when noise is
 // set (rank 0), all divided by q·N. One tensor per parameter of params,
-// owned by the caller.
-func dpGradient(work *workers, params []model.Param, rows []DPRow, block int, d *dpState, seed, step int64, noise bool) ([]*ts.Tensor, DPStats, error) {
+// owned by the caller. With LoRA (lora: one adapter set per worker) each
+// worker's rows run through its own adapters and only they are clipped
+// and summed: a row's gradient is its adapters' gradient, the base being
+// frozen, so C bounds what one row can move the adapters by, which is all
+// the run releases (with the base it trained on, public before the run).
+func dpGradient(work *workers, lora []*model.LoRA, params []model.Param, rows []DPRow, block int, d *dpState, seed, step int64, noise bool) ([]*ts.Tensor, DPStats, error) {
 	k := min(work.n(), max(len(rows), 1))
 	sums := make([][]*ts.Tensor, k)
 	stats := make([]DPStats, k)
@@ -247,7 +253,12 @@ func dpGradient(work *workers, params []model.Param, rows []DPRow, block int, d 
 			return
 		}
 		a, b := split(len(rows), k, w)
-		sums[w], stats[w], errs[w] = ClippedNoisedSum(g, replicaParams(g, params), rows[a:b], block, d.clip, 0, seed, step)
+		var m RowModel = g
+		ps := replicaParams(g, params)
+		if len(lora) > 0 {
+			m, ps = lora[w], lora[w].Params()
+		}
+		sums[w], stats[w], errs[w] = ClippedNoisedSum(m, ps, rows[a:b], block, d.clip, 0, seed, step)
 	})
 	var st DPStats
 	for w := range k {

@@ -150,7 +150,7 @@ func TestDPGradientNoiseScale(t *testing.T) {
 	d := &dpState{q: 0.25, sigma: 2, clip: 1e-4, n: 24}
 	want := d.sigma * d.clip / (d.q * float64(d.n))
 	for _, noise := range []bool{true, false} {
-		gs, st, err := dpGradient(w, g.Params(), rows, block, d, 7, 3, noise)
+		gs, st, err := dpGradient(w, nil, g.Params(), rows, block, d, 7, 3, noise)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,22 @@ func (l *loop) attachLoRA(g *model.GPT) error {
 	if l.loraBase, err = checkpoint.NewLoRABase(src); err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
+	if c.BasePrecision == model.PrecisionBF16 {
+		l.loraBase.Precision = c.BasePrecision
+	}
+	return nil
+}
+
+// holdLoRABase holds the frozen base in train.lora.base_precision
+// (model.LoRA.HoldBase), on every rank, once rank 0 has read it (resume or
+// train.init_from) and before the workers' replicas alias its weights.
+func (l *loop) holdLoRABase() error {
+	if len(l.lora) == 0 {
+		return nil
+	}
+	if err := l.lora[0].HoldBase(l.cfg.LoRA.BasePrecision); err != nil {
+		return fmt.Errorf("train.lora.base_precision: %w", err)
+	}
 	return nil
 }
 

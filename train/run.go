@@ -158,6 +158,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 			return err
 		}
 	}
+	if err := l.holdLoRABase(); err != nil { // lora.go
+		return err
+	}
 	l.work = newWorkers(g, l.workerCount(), cfg.Threads, cfg.Seed)
 	defer l.work.stop()
 	l.loraWorkers()

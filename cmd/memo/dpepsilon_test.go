@@ -69,9 +69,9 @@ func TestDPEpsilon(t *testing.T) {
 }
 
 // TestMitigationSpecsRefused: memo config refuses [train.dp] and
-// [train.lora] values that cannot work (LoRA under ZeRO sharding too), and
-// memo run refuses DP-SGD until the training loop applies it, each with one memo: line,
-// exit 2, and no run directory.
+// [train.lora] values that cannot work (LoRA under ZeRO sharding too),
+// alone and together, each with one memo: line, exit 2, and no run
+// directory.
 func TestMitigationSpecsRefused(t *testing.T) {
 	exe := buildMemo(t)
 	dir := t.TempDir()
@@ -85,8 +85,10 @@ func TestMitigationSpecsRefused(t *testing.T) {
 		{"delta at least 1/N", "[train.dp]\nenabled = true\nnoise_multiplier = 1\ndelta = 0.1\n", "config", "train.dp.delta = 0.1: must be below 1/N"},
 		{"unreachable epsilon", "[train.dp]\nenabled = true\ntarget_epsilon = 0.01\n", "config", "no noise multiplier up to 1e+06 reaches it"},
 		{"target the family lacks", "[train.lora]\nenabled = true\ntargets = [\"query_key_value\"]\n", "config", "model.arch llama has no such linear layer"},
+		{"rank zero", "[train.lora]\nenabled = true\nrank = 0\n", "config", "train.lora.rank = 0: must be >= 1 (PEFT's r); for the model without adapters set train.lora.enabled = false"},
+		{"base precision", "[train.lora]\nenabled = true\nbase_precision = \"fp16\"\n", "config", "train.lora.base_precision = \"fp16\": want \"fp32\" or \"bf16\""},
 		{"rank above a side", "[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
-		{"dp with lora", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\n", "run", "DP-SGD over LoRA adapters is not supported yet"},
+		{"dp with lora, rank above a side", "[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nenabled = true\nrank = 5000\n", "config", "train.lora.rank = 5000: larger than"},
 		{"lora with zero", "[train]\nshard = \"gradients\"\n[train.lora]\nenabled = true\n", "config", "train.lora with train.shard other than none"},
 		{"dp with a sharded state", "[train]\nshard = \"full\"\n[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "config", "DP-SGD needs train.shard"},
 	} {
