@@ -6,7 +6,7 @@
 C=${CARRY:-gpucarry}
 T=/tmp/memo-device-bin
 mkdir -p "$T"
-for f in memo train.test model.test; do
+for f in memo train.test model.test engine.test; do
 	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
 done
 export PATH=/opt/torch/.venv/bin:$PATH
