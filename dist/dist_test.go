@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/internal/testrun"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/train"
 )
@@ -426,7 +426,7 @@ func compareRuns(t *testing.T, a, b string, steps int, lossTol, weightTol float6
 			t.Errorf("step %d: loss %.8g vs %.8g (relative %.2g)", i+1, ma[i].LossKept, mb[i].LossKept, rel)
 		}
 	}
-	wa, wb := weights(t, a), weights(t, b)
+	wa, wb := testrun.Weights(t, a), testrun.Weights(t, b)
 	for name, x := range wa {
 		y, ok := wb[name]
 		if !ok || len(x) != len(y) {
@@ -451,27 +451,5 @@ func compareRuns(t *testing.T, a, b string, steps int, lossTol, weightTol float6
 // stays within 1e-6.
 func relativeWeights(t *testing.T, a, b string) float64 {
 	t.Helper()
-	wa, wb := weights(t, a), weights(t, b)
-	var d, n float64
-	for name, x := range wa {
-		y := wb[name]
-		for i := range x {
-			d += (x[i] - y[i]) * (x[i] - y[i])
-			n += x[i] * x[i]
-		}
-	}
-	return math.Sqrt(d / n)
-}
-
-func weights(t *testing.T, runDir string) map[string][]float64 {
-	t.Helper()
-	_, vs, _, err := checkpoint.Load(runDir, "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float64{}
-	for name, v := range vs.Variables() {
-		out[name] = v.Float64Values()
-	}
-	return out
+	return testrun.RelDiff(t, testrun.Weights(t, b), testrun.Weights(t, a))
 }

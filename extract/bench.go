@@ -86,6 +86,12 @@ type BenchResult struct {
 	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
 	SpecAccept      float64 `json:"spec_accept,omitempty"`
 	Memory
+	// Prompts are the decoded prompts (Batch of Prefix ids), and, for
+	// exact greedy decoding, Generated the last measured run's tokens of
+	// each (memo bench decode --rows-out), so that a peer decodes the
+	// same prompts and its tokens can be compared.
+	Prompts   [][]int32 `json:"-"`
+	Generated [][]int32 `json:"-"`
 }
 
 // Memory is what a bench's model took: WeightBytes its weights as held
@@ -226,6 +232,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	var prefill, all time.Duration
+	var generated [][]int32
 	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
 		if r == cfg.Warmup {
 			ba.bytes, ba.accept, ba.runs = 0, 0, 0
@@ -241,7 +248,11 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		} else if cfg.Decoding == DecodeBeam {
 			_, err = dec.beamSearch(lm, rows, cfg.Suffix, dc.Beams)
 		} else {
-			_, err = dec.guesses(lm, rows, cfg.Suffix, per, rngs)
+			var gs [][]Guess
+			gs, err = dec.guesses(lm, rows, cfg.Suffix, per, rngs)
+			if cfg.Decoding == DecodeGreedy && cfg.Approximation == "" {
+				generated = topIDs(gs)
+			}
 		}
 		if err != nil {
 			return BenchResult{}, fmt.Errorf("bench decode: %w", err)
@@ -265,7 +276,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
-		Memory: memoryOf(g, cfg.Device),
+		Memory: memoryOf(g, cfg.Device), Prompts: rows, Generated: generated,
 	}, nil
 }
 

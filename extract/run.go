@@ -39,20 +39,12 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	g, ckpt, window, cfg, err := loadAttacked(cfg, checkpointDir)
+	a, err := loadAttack(cfg, checkpointDir, ds)
 	if err != nil {
 		return err
 	}
+	g, ckpt, window, cfg, tok, prompts := a.g, a.ckpt, a.window, a.cfg, a.tok, a.prompts
 	mc := g.Config()
-	tok, err := modelTokenizer(ds, mc, ckpt)
-	if err != nil {
-		return err
-	}
-	docs, err := attackedDocs(ds, cfg)
-	if err != nil {
-		return err
-	}
-	prompts := BuildPrompts(cfg, docs, window)
 	short := 0
 	for _, p := range prompts {
 		if p.Status != StatusOK {
@@ -164,28 +156,47 @@ func modelTokenizer(ds *data.Dataset, mc model.Config, ckpt string) (*data.Token
 	return tok, nil
 }
 
-// loadAttacked loads the model an attack (or a scan) runs on: the
-// checkpoint it resolved to, the attack window, checked against cfg's
-// prompt, and cfg with an automatic batch size chosen.
-func loadAttacked(cfg Config, checkpointDir string) (*model.GPT, string, int, Config, error) {
+// attack is what an attack and a scan both start from (loadAttack).
+type attack struct {
+	g       *model.GPT
+	ckpt    string // the checkpoint checkpointDir resolved to
+	window  int    // the attack window, checked against cfg's prompt
+	cfg     Config // with an automatic batch size chosen
+	tok     *data.Tokenizer
+	prompts []Prompt // of cfg.Splits' documents (attackedDocs)
+}
+
+// loadAttack loads the model an attack (or a scan) runs on and builds its
+// prompts from ds, refusing a dataset whose tokenizer is not the model's.
+// Run and Scan share it so that a scan decides the very prompts an attack
+// with the same cfg would make.
+func loadAttack(cfg Config, checkpointDir string, ds *data.Dataset) (attack, error) {
 	g, ckpt, err := loadModel(checkpointDir, cfg.Device, cfg.Precision)
 	if err != nil {
-		return nil, "", 0, cfg, fmt.Errorf("extract: %w", err)
+		return attack{}, fmt.Errorf("extract: %w", err)
 	}
 	mc := g.Config()
 	window, err := attackWindow(ckpt, mc.Context)
 	if err != nil {
-		return nil, "", 0, cfg, fmt.Errorf("extract: %w", err)
+		return attack{}, fmt.Errorf("extract: %w", err)
 	}
 	if err := cfg.CheckWindow(window, mc.Context); err != nil {
-		return nil, "", 0, cfg, err
+		return attack{}, err
 	}
 	if cfg.BatchSize == 0 {
 		avail, maxBatch := batchMemory(g.Device())
 		cfg.BatchSize = AutoBatch(mc, g.WeightBytes(), window, avail, maxBatch)
 		slog.Info("extract: automatic batch size", "batch_size", cfg.BatchSize)
 	}
-	return g, ckpt, window, cfg, nil
+	tok, err := modelTokenizer(ds, mc, ckpt)
+	if err != nil {
+		return attack{}, err
+	}
+	docs, err := attackedDocs(ds, cfg)
+	if err != nil {
+		return attack{}, err
+	}
+	return attack{g: g, ckpt: ckpt, window: window, cfg: cfg, tok: tok, prompts: BuildPrompts(cfg, docs, window)}, nil
 }
 
 // attackedDocs are the documents of cfg.Splits, in order, at most

@@ -63,21 +63,14 @@ func Scan(ctx context.Context, cfg Config, checkpointDir string, ds *data.Datase
 	runtime.LockOSThread() // grad mode is per OS thread
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	g, ckpt, window, cfg, err := loadAttacked(cfg, checkpointDir)
+	a, err := loadAttack(cfg, checkpointDir, ds)
 	if err != nil {
 		return err
 	}
+	g, cfg, prompts := a.g, a.cfg, a.prompts
 	mc := g.Config()
-	docs, err := attackedDocs(ds, cfg)
-	if err != nil {
-		return err
-	}
-	if _, err := modelTokenizer(ds, mc, ckpt); err != nil {
-		return err
-	}
-	prompts := BuildPrompts(cfg, docs, window)
-	slog.Info("extract: scanning", "checkpoint", ckpt, "documents", len(prompts), "mode", cfg.Mode,
-		"window", window, "batch_size", cfg.BatchSize, "model", mc.String())
+	slog.Info("extract: scanning", "checkpoint", a.ckpt, "documents", len(prompts), "mode", cfg.Mode,
+		"window", a.window, "batch_size", cfg.BatchSize, "model", mc.String())
 	matched, err := scanAll(ctx, g, cfg, prompts)
 	if err != nil {
 		return fmt.Errorf("extract: scan: %w", err)

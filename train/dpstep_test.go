@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/testrun"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train/dpaccount"
@@ -18,37 +19,6 @@ func dpRun() (Config, model.Config, loss.Config) {
 	cfg.DP.Enabled = true
 	cfg.DP.NoiseMultiplier = 1
 	return cfg, mcfg, lcfg
-}
-
-// runWeights is the final checkpoint's weights of runDir by name.
-func runWeights(t *testing.T, runDir string) map[string][]float64 {
-	t.Helper()
-	_, vs, _, err := checkpoint.Load(runDir, "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float64{}
-	for name, v := range vs.Variables() {
-		out[name] = v.Float64Values()
-	}
-	return out
-}
-
-// relWeights is ‖a − b‖₂ / ‖b‖₂ over all weights.
-func relWeights(t *testing.T, a, b map[string][]float64) float64 {
-	t.Helper()
-	var d, n float64
-	for name, y := range b {
-		x, ok := a[name]
-		if !ok || len(x) != len(y) {
-			t.Fatalf("weight %s: %d values vs %d", name, len(x), len(y))
-		}
-		for i := range y {
-			d += (x[i] - y[i]) * (x[i] - y[i])
-			n += y[i] * y[i]
-		}
-	}
-	return math.Sqrt(d / n)
 }
 
 // With σ = 0, C = ∞ (1e30) and q = 1, a DP-SGD step is the plain step over the
@@ -90,7 +60,7 @@ func TestDPNoNoiseNoClipIsPlainTraining(t *testing.T) {
 			}
 		}
 	}
-	rel := relWeights(t, runWeights(t, dp), runWeights(t, plain))
+	rel := testrun.RelDiff(t, testrun.Weights(t, dp), testrun.Weights(t, plain))
 	t.Logf("final weights agree to %.2g relative (L2)", rel)
 	if !(rel <= 1e-6) {
 		t.Errorf("final weights differ by %.2g relative, want <= 1e-6", rel)
@@ -147,7 +117,7 @@ func TestDPReportsEpsilon(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, quiet, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if rel := relWeights(t, runWeights(t, noisy), runWeights(t, quiet)); !(rel > 1e-6) {
+	if rel := testrun.RelDiff(t, testrun.Weights(t, noisy), testrun.Weights(t, quiet)); !(rel > 1e-6) {
 		t.Errorf("σ = 1 and σ = 0 end with weights %.2g apart: the noise did nothing", rel)
 	}
 }

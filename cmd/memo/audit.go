@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -202,6 +204,11 @@ func auditAction(c *cli.Context) error {
 	if err := auditArgs(c); err != nil {
 		return err
 	}
+	// audit is one of gracefulCommands: it watches this context in every
+	// step that takes long and, stopped, leaves no --out nor temporary
+	// directory behind (errAuditInterrupted).
+	ctx, cancel := signalContext()
+	defer cancel()
 	texts, err := readAuditTexts(c)
 	if err != nil {
 		return err
@@ -225,6 +232,9 @@ func auditAction(c *cli.Context) error {
 	t0 := time.Now()
 	inputs := make([]extract.AuditInput, len(texts))
 	for i, t := range texts {
+		if ctx.Err() != nil {
+			return errAuditInterrupted
+		}
 		ids, err := tok.Encode(t.Text)
 		if err != nil {
 			return fmt.Errorf("audit: %s: %w", t.Where, err)
@@ -253,6 +263,9 @@ func auditAction(c *cli.Context) error {
 		return usageError("audit: --model %s: %s", modelArg, oneLine(err.Error()))
 	}
 	defer m.Close()
+	if ctx.Err() != nil {
+		return errAuditInterrupted
+	}
 	if err := m.CheckTokens(tok.VocabSize(), inputs); err != nil {
 		return usageError("audit: %v", err)
 	}
@@ -262,10 +275,12 @@ func auditAction(c *cli.Context) error {
 	var freq *eval.TokenFrequency
 	if p := c.String("frequency-corpus"); p != "" {
 		t0 := time.Now()
-		if err := torchx.WithCollector(func() (err error) {
+		if err := untilInterrupted(ctx, func() (err error) {
 			freq, err = frequencyCorpus(p, tok, m.Vocab)
 			return err
-		}); err != nil {
+		}); errors.Is(err, errAuditInterrupted) {
+			return err
+		} else if err != nil {
 			return usageError("audit: %v", err)
 		}
 		slog.Info("audit: DC-PDD's reference frequencies counted", "tokens", freq.Total, "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
@@ -298,18 +313,20 @@ func auditAction(c *cli.Context) error {
 	// torchx.Init paused it, and the baseline's and the bootstrap's
 	// garbage, kept, was most of a 10,000-text audit's peak memory.
 	var br blind.Result
-	if err := torchx.WithCollector(func() (err error) {
+	if err := untilInterrupted(ctx, func() (err error) {
 		br, err = blind.Evaluate(bodies, member, bcfg, c.Int("bootstrap"), uint64(c.Int64("seed"))^0x626c696e64)
 		return err
-	}); err != nil {
+	}); errors.Is(err, errAuditInterrupted) {
+		return err
+	} else if err != nil {
 		return usageError("audit: %v", err)
 	}
 	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 
-	ctx, cancel := signalContext()
-	defer cancel()
 	scored, err := m.Score(ctx, inputs, acfg)
-	if err != nil {
+	if ctx.Err() != nil {
+		return errAuditInterrupted
+	} else if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	rows := make([]eval.AuditScore, len(texts))
@@ -330,7 +347,9 @@ func auditAction(c *cli.Context) error {
 	ecfg.Bootstrap, ecfg.Seed = c.Int("bootstrap"), c.Int64("seed")
 	slog.Info("audit: statistics' AUCs and bootstrap intervals", "texts", len(rows), "tokens_scored", total, "resamples", ecfg.Bootstrap)
 	var stats eval.AuditStats
-	torchx.WithCollector(func() error { stats = eval.SummarizeAudit(rows, ecfg); return nil })
+	if err := untilInterrupted(ctx, func() error { stats = eval.SummarizeAudit(rows, ecfg); return nil }); err != nil {
+		return err
+	}
 	sum := AuditSummary{
 		Model: modelArg, Checkpoint: m.Checkpoint, Data: c.String("data"), TokensScored: total,
 		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
@@ -350,7 +369,30 @@ func auditAction(c *cli.Context) error {
 		}
 	}
 	sum.Interpretation = auditVerdict(br.AuditStat, sum.Separable)
-	return writeAudit(c.String("out"), rows, &sum, c.App.Writer)
+	return writeAudit(ctx, c.String("out"), rows, &sum, c.App.Writer)
+}
+
+// errAuditInterrupted is an audit stopped by SIGINT or SIGTERM. An audit
+// keeps nothing between runs (its --out appears whole, renamed from a
+// temporary directory, at the very end), so the same command starts over
+// rather than resumes; failure prints this line.
+var errAuditInterrupted = errors.New("interrupted; nothing was written; the same command starts over")
+
+// untilInterrupted runs f with the collector on (torchx.WithCollector)
+// and returns its error, or errAuditInterrupted as soon as ctx ends: the
+// pure-Go steps of an audit (the blind baseline, the bootstrap, counting
+// a frequency corpus) watch no context and take a minute at 10,000
+// texts. An f still running then dies with the process, having written
+// nothing.
+func untilInterrupted(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- torchx.WithCollector(f) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errAuditInterrupted
+	}
 }
 
 // auditVerdict is the report's sentence on the blind baseline.
@@ -367,7 +409,7 @@ func auditVerdict(b eval.AuditStat, separable bool) string {
 
 // writeAudit writes every output into a temporary directory beside out
 // and renames it to out, so that out appears whole or not at all.
-func writeAudit(out string, rows []eval.AuditScore, sum *AuditSummary, stdout io.Writer) error {
+func writeAudit(ctx context.Context, out string, rows []eval.AuditScore, sum *AuditSummary, stdout io.Writer) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -419,6 +461,9 @@ func writeAudit(out string, rows []eval.AuditScore, sum *AuditSummary, stdout io
 	pc := plots.DefaultConfig()
 	if _, err := plots.AuditROC(filepath.Join(tmp, "figures"), pc, curves); err != nil {
 		return fmt.Errorf("audit: figure: %w", err)
+	}
+	if ctx.Err() != nil {
+		return errAuditInterrupted // tmp is removed on the way out
 	}
 	if outguard.Exists(out) {
 		return usageError("audit: --out %s: appeared while the audit ran; it never replaces a directory", out)

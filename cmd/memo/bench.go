@@ -96,6 +96,7 @@ func benchCommand() *cli.Command {
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights, the prompts and sampling"},
 				benchDeviceFlag(),
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision), or bf16-mixed (bfloat16 products of float32 weights, as train.precision)"},
+				&cli.StringFlag{Name: "rows-out", Usage: "write the prompts (and, greedy, the last run's generated ids) to `FILE` as JSON {\"prompts\": [...], \"generated\": [...]} for scripts/bench_generate.py --rows"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			}, benchFlags("model", benchShapeDefaults, benchKey{"preset", ""}, benchKey{"vocab", ""}),
 				benchFlags("extract", benchDecodeDefaults, benchKey{"decoding", ""}, benchKey{"samples", "guesses per prompt, with --decoding sample"},
@@ -126,7 +127,7 @@ func benchCommand() *cli.Command {
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			),
 			Action: runBenchScore,
-		}, {
+		}, benchScanCommand(), {
 			Name:      "checkpoint",
 			Usage:     "save and load a generated model (and AdamW state) as training does and report MB/s and memory",
 			UsageText: "memo bench checkpoint [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--optimizer] [--dir DIR] [--json]",
@@ -214,6 +215,11 @@ func runBenchDecode(c *cli.Context) error {
 	if err := checkBenchModelDir("bench decode", dir); err != nil {
 		return err
 	}
+	if f := c.String("rows-out"); f != "" {
+		if err := checkNewFile("bench decode: --rows-out", f); err != nil {
+			return err
+		}
+	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
@@ -227,6 +233,11 @@ func runBenchDecode(c *cli.Context) error {
 			return usageError("%v", err)
 		}
 		return err
+	}
+	if f := c.String("rows-out"); f != "" {
+		if err := writeDecodeRows(f, res.Prompts, res.Generated); err != nil {
+			return err
+		}
 	}
 	if c.Bool("json") {
 		return json.NewEncoder(stdout).Encode(res)

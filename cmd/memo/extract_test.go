@@ -123,15 +123,8 @@ func readSummary(t *testing.T, path string) summaryJSON {
 // summary records the goldfish settings the checkpoint was trained with,
 // wherever its completions were written.
 func TestExtractAndEvalCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a tiny model")
-	}
+	dir := trainedRun(t)
 	exe := buildMemo(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
 	run := filepath.Join(dir, "runs", "tiny")
 	own := filepath.Join(run, "completions.arrow")
 	ownBytes, err := os.ReadFile(own)
@@ -265,8 +258,8 @@ func TestDefaultCompletions(t *testing.T) {
 // quietly using the previous step; naming the older step directory uses
 // it and says so.
 func TestDamagedNewestCheckpointRefused(t *testing.T) {
-	exe := buildMemo(t)
 	dir := trainedRun(t)
+	exe := buildMemo(t)
 	run := filepath.Join(dir, "runs", "tiny")
 	before := treeSums(t, run)
 	// A newer checkpoint, named by latest, whose weights are corrupt.

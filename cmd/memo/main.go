@@ -43,8 +43,9 @@ var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true,
 
 // gracefulCommands stop on SIGINT and SIGTERM by themselves: they save
 // what they have (training's checkpoint) or remove what they half wrote
-// (export's temporary directory) and exit 130 with the contract's line.
-var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true, "references": true}
+// (export's and audit's temporary directories) and exit 130 with the
+// contract's line.
+var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true, "references": true, "audit": true}
 
 // exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
 // one line and exit code 130, rather than SIGTERM's silent 143, so that a
@@ -215,7 +216,7 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 const (
 	exitFailure     = 1   // the machine or a library failed
 	exitBadInput    = 2   // a spec, flag, data file, run directory or checkpoint the user gave
-	exitInterrupted = 130 // SIGINT or SIGTERM; the same command resumes
+	exitInterrupted = 130 // SIGINT or SIGTERM; the same command resumes (audit: starts over)
 )
 
 // failure is the one line (without "memo: ") and the exit code for an
@@ -227,6 +228,8 @@ func failure(err error) (string, int) {
 	switch {
 	case errors.As(err, &intr):
 		return fmt.Sprintf("interrupted at step %d of %d (saved); the same command resumes", intr.Step, intr.Total), exitInterrupted
+	case errors.Is(err, errAuditInterrupted):
+		return errAuditInterrupted.Error(), exitInterrupted
 	case errors.Is(err, context.Canceled):
 		return "interrupted; the same command resumes", exitInterrupted
 	case badinput.Is(err), errors.As(err, &held), errors.As(err, &ce),

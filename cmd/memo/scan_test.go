@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,15 +15,8 @@ import (
 // document what the run's greedy attack generated; settings that need
 // generation and an --out that is not Parquet are refused, exit 2.
 func TestExtractScanCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a tiny model")
-	}
+	dir := trainedRun(t)
 	exe := buildMemo(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(evalRunSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	memoCmd(t, exe, dir, 0, "run", "tiny.toml")
 	run := filepath.Join(dir, "runs", "tiny")
 	out := memoCmd(t, exe, dir, 0, "extract", "--scan", "runs/tiny")
 	scan := filepath.Join(run, "scan.parquet")

@@ -151,6 +151,35 @@ func (o *obj) pattern(key string) (matcher, string, error) {
 	return nil, "", o.errorf(`%s = %s: want {"String": ...} or {"Regex": ...}`, key, clip(o.m[key]))
 }
 
+// parseComponent reads one component of tokenizer.json as all four kinds
+// (normalizer, pre-tokenizer, post-processor, decoder) are written: null
+// is none; type "Sequence" lists components of the same kind under
+// listKey (parse reads each, seq joins them); any other type is one's to
+// read. Either way a key nobody read fails it (obj.done).
+func parseComponent[T comparable](raw json.RawMessage, where, listKey string,
+	parse func(json.RawMessage, string) (T, error), seq func([]T) T,
+	one func(o *obj, where, t string) (T, error)) (T, error) {
+	var zero T
+	if isNull(raw) {
+		return zero, nil
+	}
+	o, err := parseObj(raw, where)
+	if err != nil {
+		return zero, err
+	}
+	var c T
+	if t := o.typ(); t == "Sequence" {
+		list, err := parseList(o, listKey, where, parse)
+		if err != nil {
+			return zero, err
+		}
+		c = seq(list)
+	} else if c, err = one(o, where, t); err != nil {
+		return zero, err
+	}
+	return c, o.done()
+}
+
 // parseList reads the components a Sequence lists under key, leaving out
 // null ones.
 func parseList[T comparable](o *obj, key, where string, parse func(json.RawMessage, string) (T, error)) ([]T, error) {

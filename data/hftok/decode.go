@@ -13,21 +13,13 @@ type decoder interface {
 }
 
 func parseDecoder(raw json.RawMessage, where string) (decoder, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	o, err := parseObj(raw, where)
-	if err != nil {
-		return nil, err
-	}
+	return parseComponent(raw, where, "decoders", parseDecoder, func(l []decoder) decoder { return seqDecoder(l) }, decoderOf)
+}
+
+// decoderOf reads a decoder of type t other than Sequence from o.
+func decoderOf(o *obj, where, t string) (decoder, error) {
 	var d decoder
-	switch t := o.typ(); t {
-	case "Sequence":
-		list, err := parseList(o, "decoders", where, parseDecoder)
-		if err != nil {
-			return nil, err
-		}
-		d = seqDecoder(list)
+	switch t {
 	case "ByteLevel":
 		o.ignore("add_prefix_space", "trim_offsets", "use_regex") // encoding options
 		d = byteLevelDecoder{}
@@ -77,7 +69,7 @@ func parseDecoder(raw json.RawMessage, where string) (decoder, error) {
 	default:
 		return nil, unsupported(where, t)
 	}
-	return d, o.done()
+	return d, nil
 }
 
 type seqDecoder []decoder

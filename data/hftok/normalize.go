@@ -32,21 +32,16 @@ type normalizer interface {
 }
 
 func parseNormalizer(raw json.RawMessage, where string) (normalizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	o, err := parseObj(raw, where)
-	if err != nil {
-		return nil, err
-	}
-	var n normalizer
-	switch t := o.typ(); t {
-	case "Sequence":
-		list, err := parseList(o, "normalizers", where, parseNormalizer)
-		if err != nil {
-			return nil, err
-		}
-		n = seqNormalizer(list)
+	return parseComponent(raw, where, "normalizers", parseNormalizer, func(l []normalizer) normalizer { return seqNormalizer(l) }, normalizerOf)
+}
+
+// normalizerOf reads a normalizer of type t other than Sequence from o.
+func normalizerOf(o *obj, where, t string) (normalizer, error) {
+	var (
+		n   normalizer
+		err error
+	)
+	switch t {
 	case "Prepend":
 		s, err := o.str("prepend", "")
 		if err != nil {
@@ -85,7 +80,7 @@ func parseNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	default:
 		return nil, unsupported(where, t)
 	}
-	return n, o.done()
+	return n, nil
 }
 
 type seqNormalizer []normalizer

@@ -14,21 +14,16 @@ type postProcessor interface {
 }
 
 func parsePostProcessor(raw json.RawMessage, where string) (postProcessor, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	o, err := parseObj(raw, where)
-	if err != nil {
-		return nil, err
-	}
-	var p postProcessor
-	switch t := o.typ(); t {
-	case "Sequence":
-		list, err := parseList(o, "processors", where, parsePostProcessor)
-		if err != nil {
-			return nil, err
-		}
-		p = seqPost(list)
+	return parseComponent(raw, where, "processors", parsePostProcessor, func(l []postProcessor) postProcessor { return seqPost(l) }, postProcessorOf)
+}
+
+// postProcessorOf reads a post-processor of type t other than Sequence from o.
+func postProcessorOf(o *obj, where, t string) (postProcessor, error) {
+	var (
+		p   postProcessor
+		err error
+	)
+	switch t {
 	case "ByteLevel":
 		// Trims offsets; ids are left alone.
 		o.ignore("add_prefix_space", "trim_offsets", "use_regex")
@@ -64,7 +59,7 @@ func parsePostProcessor(raw json.RawMessage, where string) (postProcessor, error
 	default:
 		return nil, unsupported(where, t)
 	}
-	return p, o.done()
+	return p, nil
 }
 
 type seqPost []postProcessor

@@ -36,21 +36,16 @@ var behaviors = map[string]behavior{
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
 func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	o, err := parseObj(raw, where)
-	if err != nil {
-		return nil, err
-	}
-	var p preTokenizer
-	switch t := o.typ(); t {
-	case "Sequence":
-		list, err := parseList(o, "pretokenizers", where, parsePreTokenizer)
-		if err != nil {
-			return nil, err
-		}
-		p = seqPre(list)
+	return parseComponent(raw, where, "pretokenizers", parsePreTokenizer, func(l []preTokenizer) preTokenizer { return seqPre(l) }, preTokenizerOf)
+}
+
+// preTokenizerOf reads a pre-tokenizer of type t other than Sequence from o.
+func preTokenizerOf(o *obj, where, t string) (preTokenizer, error) {
+	var (
+		p   preTokenizer
+		err error
+	)
+	switch t {
 	case "Split":
 		s := splitPre{}
 		if s.m, _, err = o.pattern("pattern"); err != nil {
@@ -123,7 +118,7 @@ func parsePreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) 
 	default:
 		return nil, unsupported(where, t)
 	}
-	return p, o.done()
+	return p, nil
 }
 
 type seqPre []preTokenizer

@@ -6,9 +6,11 @@
 C=${CARRY:-gpucarry}
 T=/tmp/memo-device-bin
 mkdir -p "$T"
-for f in memo train.test model.test engine.test; do
-	[[ -f $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
+# Each once: scripts that source this again (mfu.sh from issue41*.sh) find
+# the binary already unpacked, newer than its .xz.
+for f in memo train.test model.test engine.test torchx.test; do
+	[[ -f $C/$f.xz && ! $T/$f -nt $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
 done
 export PATH=/opt/torch/.venv/bin:$PATH
-torchlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+torchlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
 export LD_LIBRARY_PATH=$torchlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -6,8 +6,8 @@
 #
 # Prepare the carried folder (default gpucarry/, git-ignored) on the build machine:
 #   bash ../shared/gpu/build-for-gpu.sh . && strip bin/memo-gpu && xz -c bin/memo-gpu >gpucarry/memo.xz
-#   for p in train model engine; do CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
-#     go test -c -tags cuda -o bin/$p.test ./$p && strip bin/$p.test && xz -c bin/$p.test >gpucarry/$p.test.xz; done
+#   for p in train model engine internal/torchx; do n=$(basename $p); CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
+#     go test -c -tags cuda -o bin/$n.test ./$p && strip bin/$n.test && xz -c bin/$n.test >gpucarry/$n.test.xz; done
 #   ($WORK: build-for-gpu.sh's work directory), and copy memo's cache entries corpora/kjv and
 #   corpora/llama2-tokenizer (with its .complete) to gpucarry/cache/corpora/.
 # Then run `bash scripts/gpu/device-session.sh` there (GPU_CHECK_S bounds gpu-check's seconds).

@@ -12,7 +12,6 @@ OUT=${OUT:-/tmp/memo-issue41}
 W=/tmp/issue41
 mkdir -p "$OUT" "$W"
 . "$(dirname "${BASH_SOURCE[0]}")/carried.sh"
-[[ -f $C/torchx.test.xz ]] && xz -dc "$C/torchx.test.xz" >"$T/torchx.test" && chmod +x "$T/torchx.test"
 export PYTHONUNBUFFERED=1
 tests='^(--- |PASS|FAIL|ok|panic)|_test.go|differ'
 {

@@ -9,7 +9,10 @@
 # 8 x 2048, STEPS (default 30) measured steps each; MEMO_ENV_B, when set,
 # adds a memo run with those variables (an A/B of one change in one call).
 # MFU_STAGE=main runs the pairs and the bf16-master peer, extra the
-# torch.compile peer and the profile, all (the default) both.
+# torch.compile peer and the profile, all (the default) both; pairs256 only
+# PAIRS alternating memo/eager pairs at 8 x 256. MFU_SHAPE replaces the
+# model's shape flags (a CPU dry run of the plumbing: a small --dim ...),
+# MFU_DEVICE (default cuda) the device of both sides.
 set -u
 OUT=${OUT:-/tmp/memo-mfu}
 mkdir -p "$OUT"
@@ -17,7 +20,9 @@ mkdir -p "$OUT"
 pairs=${PAIRS:-2}
 steps=${STEPS:-30}
 shape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[[ -n ${MFU_SHAPE:-} ]] && read -r -a shape <<<"$MFU_SHAPE"
+dev=${MFU_DEVICE:-cuda}
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 # Dense bf16 tensor-core peaks from NVIDIA's datasheets (TFLOP/s, without sparsity).
 case $gpu in
 *H100*PCIe*) peak=756 ;;
@@ -46,18 +51,24 @@ PY
 }
 memo() { # name, env, args...
 	local n=$1 e=$2; shift 2
-	env $e timeout 200 "$T/memo" bench train --precision bf16-mixed --device cuda --json "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
+	env $e timeout 200 "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
 		summary "$OUT/$n.json" "$n" || { echo "$n FAILED"; tail -3 "$OUT/$n.err"; }
 }
 peer() { # name, args...
 	local n=$1; shift
-	timeout 200 python3 scripts/bench_train.py --device cuda --fused --peak-tflops "$peak" "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
+	timeout 200 python3 scripts/bench_train.py --device "$dev" --fused --peak-tflops "$peak" "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
 		summary "$OUT/$n.json" "$n" || { echo "$n FAILED"; tail -3 "$OUT/$n.err"; }
 }
 {
 	date -u
 	echo "gpu: $gpu, dense bf16 peak $peak TFLOP/s"
-	if [[ ${MFU_STAGE:-all} != extra ]]; then
+	if [[ ${MFU_STAGE:-all} == pairs256 ]]; then
+		for i in $(seq "$pairs"); do
+			memo "memo-256-$i" "" --seq 256 --steps "$steps"
+			peer "eager-256-$i" --seq 256 --steps "$steps" --autocast bf16
+		done
+	fi
+	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == main ]]; then
 		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
 		for i in $(seq "$pairs"); do
 			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
@@ -70,7 +81,7 @@ peer() { # name, args...
 		peer "master-256" --seq 256 --steps "$steps" --master
 		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-256" "$MEMO_ENV_B" --seq 256 --steps "$steps"
 	fi
-	if [[ ${MFU_STAGE:-all} != main ]]; then
+	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == extra ]]; then
 		peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
 		peer "profile-2048" --seq 2048 --steps 2 --autocast bf16 --profile 30
 		sed -n '/Name/,$p' "$OUT/profile-2048.err" | cut -c1-60,100-200 | head -40

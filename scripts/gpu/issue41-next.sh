@@ -1,0 +1,256 @@
+#!/bin/bash
+# What issue 41 still lacks, in one call of at most ~520 s on a lent GPU
+# machine with no Go (binaries carried as device-session.sh prepares them:
+# gpucarry/memo.xz built with -tags cuda, gpucarry/torchx.test.xz, and for
+# part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
+# gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
+#   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope)
+#   c   memo bench scan: 100,000 windows of 32 + 32 tokens through the
+#       teacher-forced pass on the 1.1B (random TinyLlama-shaped weights from
+#       scripts/gpu/make_tinyllama.py, bf16), the first 2,048 also decoded by
+#       generation (half their suffixes planted from it): both rates, and
+#       whether the verdicts agree window by window
+#   e   greedy decoding at batch 256 (32 + 32 tokens, bf16): memo bench decode
+#       --rows-out, then transformers' generate on the same prompts with a
+#       static cache run eagerly (scripts/bench_generate.py --compile off):
+#       tokens/s and the fraction of memo's tokens it reproduces
+#   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
+#       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio
+#   ec  generate with a static cache as transformers runs it by default on a
+#       GPU (its decoding step under torch.compile; the compilation is in the
+#       warm-up call, not the measured ones)
+#   d   the 2,000 + 2,000 document attack (scripts/gpu/attack-1b.toml), then
+#       memo extract --scan --scan-compare on its run: flags and matched
+#       lengths of the scan against generation's on every document, both times
+# A part runs only while the budget (BUDGET_S, default 520 s from the start)
+# leaves its usual time; each is under `timeout`, and a skipped or cut part
+# says so in summary.txt. With the time the first call leaves, a second call
+# on the same warm machine can run what was skipped (PARTS="ec d").
+# $OUT gets summary.txt and all.tgz (every command's JSON and stderr),
+# rewritten after each part.
+#
+# A dry run of the plumbing on a machine without a GPU:
+#   go build -o bin/memo ./cmd/memo && go test -c -o bin/torchx.test ./internal/torchx
+#   mkdir -p /tmp/carry && xz -T0 -1 -c bin/memo >/tmp/carry/memo.xz && xz -c bin/torchx.test >/tmp/carry/torchx.test.xz
+#   CARRY=/tmp/carry MEMO_DEVICE=cpu SMALL=1 bash scripts/gpu/issue41-next.sh
+# (tiny random models on the CPU; the Python parts are skipped where python3
+# has no torch; d attacks exp/smoke.toml's run instead of the 1.1B).
+set -u
+OUT=${OUT:-/tmp/memo-issue41-next}
+W=${WORKDIR:-/tmp/issue41-next}
+BUDGET_S=${BUDGET_S:-520}
+PARTS=${PARTS:-"b c e a ec d"}
+dev=${MEMO_DEVICE:-cuda}
+small=${SMALL:-0}
+here=$(dirname "${BASH_SOURCE[0]}")
+mkdir -p "$OUT" "$W"
+. "$here/carried.sh"
+[[ $C == /* ]] && carried=$C || carried=$PWD/$C
+export MEMO_CACHE=${MEMO_CACHE:-$carried/cache}
+export PYTHONUNBUFFERED=1
+t_start=$(date +%s)
+sum="$OUT/summary.txt"
+left() { echo $((BUDGET_S - ($(date +%s) - t_start))); }
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+# fits NAME SECONDS: whether NAME's usual SECONDS are left; says so if not.
+fits() {
+	(($(left) >= $2)) && return 0
+	echo "--- $1: SKIPPED, it takes about $2 s and $(left) s are left (run it in another call: PARTS=$1)"
+	return 1
+}
+# lim CAP: a part's timeout, CAP or what the budget leaves, at least 10 s.
+lim() { local l; l=$(left); ((l < $1)) && echo $((l > 10 ? l : 10)) || echo "$1"; }
+# timed NAME CAP CMD...: CMD under timeout, stdout to $W/NAME.json and
+# stderr to $W/NAME.err; prints the rc and seconds.
+timed() {
+	local n=$1 cap=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	timeout "$(lim "$cap")" "$@" >"$W/$n.json" 2>"$W/$n.err"
+	rc=$?
+	echo "$n: rc=$rc, $(($(date +%s) - t0)) s$([[ $rc == 124 ]] && echo ', TIMED OUT')"
+	((rc == 0)) || tail -3 "$W/$n.err"
+	return $rc
+}
+pack() { (cd "$W" && tar czf "$OUT/all.tgz" --exclude=tl --exclude=checkpoints --exclude=data --exclude='*.arrow' --exclude='*.safetensors' .); }
+has_torch=0
+python3 -c 'import torch, transformers' 2>/dev/null && has_torch=1
+if [[ $small == 1 ]]; then
+	nscan=2000 ngen=128 dbatch=16
+	model=(--preset nano --vocab 256)
+	scan=(--sequences $nscan --batch-size 256 --generate $ngen --gen-batch 64 --plant 0.5)
+	decode=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --batch $dbatch --reps 1)
+	export MFU_SHAPE="--dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 --vocab 256 --batch 2" MFU_DEVICE=$dev
+	pairs=2 steps=2
+else
+	nscan=100000 ngen=2048 dbatch=256
+	model=(--model "$W/tl" --precision bf16)
+	scan=(--sequences $nscan --batch-size 512 --generate $ngen --gen-batch 256 --plant 0.5)
+	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
+	pairs=5 steps=30
+fi
+{
+	date -u
+	echo "parts: $PARTS; budget $BUDGET_S s; device $dev; small=$small; python3 torch+transformers: $has_torch"
+	nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null
+	"$T/memo" devices 2>&1 | grep -i -E 'sku|peak|name' | head -6
+} 2>&1 | tee "$sum"
+
+if want b && fits b 20; then
+	{
+		echo "--- b: fused RMSNorm and rotary on $dev (TestRMSNormMatchesComposition, TestRopeMatchesComposition)"
+		if [[ -x $T/torchx.test ]]; then
+			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope' -test.v >"$W/torchx.txt" 2>&1
+				echo "rc=$?")
+			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
+			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
+		else
+			echo "no $C/torchx.test.xz carried: skipped"
+		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# The 1.1B checkpoint parts c, e, ec and d read.
+if [[ $small != 1 && ! -f $W/tl/config.json ]] && { want c || want e || want ec || want d; }; then
+	if ((has_torch)); then
+		# With the Llama 2 tokenizer when carried (part d's attack reads it), as gpu-check does.
+		tokjson=$MEMO_CACHE/corpora/llama2-tokenizer/package/models/tokenizer.json
+		[[ -f $tokjson ]] || tokjson=
+		timeout "$(lim 120)" python3 scripts/gpu/make_tinyllama.py "$W/tl" $tokjson >"$W/mk.txt" 2>&1 || tail -3 "$W/mk.txt" | tee -a "$sum"
+	else
+		echo "python3 has no torch: no 1.1B checkpoint, so c, e, ec and d cannot run" | tee -a "$sum"
+	fi
+fi
+
+if want c && fits c 60; then
+	{
+		echo "--- c: scan of $nscan windows beside generation of $ngen of them (memo bench scan)"
+		timed scan 200 "$T/memo" bench scan "${model[@]}" --device "$dev" "${scan[@]}" --json &&
+			python3 - "$W/scan.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); g = d.get("generation") or {}
+print("scan: %d windows in %.1f s: %.0f sequences/s, %.0f tokens/s; exact %d, mean matched %.2f; GPU peak %.2f GB" % (
+    d["sequences"], d["scan_s"], d["sequences_per_s"], d["tokens_per_s"], d["exact"], d["mean_matched"], d.get("device_peak_bytes", 0) / 1e9))
+if g:
+    print("generation: %d windows, batch %d, in %.1f s: %.0f sequences/s, %.0f generated tokens/s; the scan %.1fx faster a window" % (
+        g["sequences"], g["batch"], g["generate_s"], g["sequences_per_s"], g["tokens_per_s"], g["scan_speedup"]))
+    print("  100,000 windows by generation at that rate: %.0f s, by the scan %.1f s" % (1e5 / g["sequences_per_s"], 1e5 / d["sequences_per_s"]))
+    print("agreement: %d planted, %d exact by generation; matched length differs on %d, exact-match flag on %d (first: %s)" % (
+        g["planted"], g["exact"], g["differ"], g["differ_exact"], g.get("first_differ")))
+PY
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+if want e && fits e 40; then
+	{
+		echo "--- e: greedy decoding at batch $dbatch: memo beside transformers' generate (static cache, eager)"
+		rm -f "$W/dec-rows.json"
+		timed decode-memo 90 "$T/memo" bench decode "${decode[@]}" --device "$dev" --rows-out "$W/dec-rows.json" --json
+		if ((has_torch)) && [[ -f $W/dec-rows.json && $small != 1 ]]; then
+			timed gen-eager 120 python3 scripts/bench_generate.py --model "$W/tl" --rows "$W/dec-rows.json" --device "$dev" \
+				--dtype bf16 --cache static --compile off --reps 3 --ids-out "$W/gen-eager-ids.json"
+		else
+			echo "transformers' generate: skipped (no python3 torch or no 1.1B checkpoint)"
+		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# decoding's JSONs side by side, once more after ec.
+decode_table() {
+	python3 - "$W" <<'PY' 2>&1 | tee -a "$sum"
+import json, os, sys
+w = sys.argv[1]
+def get(n):
+    try:
+        return json.load(open(os.path.join(w, n + ".json")))
+    except (OSError, ValueError):
+        return None
+memo = get("decode-memo")
+if memo:
+    print("memo bench decode: %.0f tokens/s (prefill %.3f s, decode %.3f s a run), peak %.2f GB" % (
+        memo["tokens_per_s"], memo["prefill_s"], memo["decode_s"], memo.get("device_peak_bytes", 0) / 1e9))
+for n in ("gen-eager", "gen-compiled"):
+    d = get(n)
+    if not d:
+        continue
+    ag = d.get("agreement", {})
+    print("%-12s %.0f tokens/s (prefill %.3f s, decode %.3f s; warm-up %.0f s), peak %.2f GB; memo / it %.2fx; tokens equal %.4f, rows equal %.4f, mean common prefix %.1f of %d (torch %s, transformers %s)" % (
+        n, d["tokens_per_s"], d["prefill_s"], d["decode_s"], d["warmup_s"], d.get("device_peak_bytes", 0) / 1e9,
+        memo["tokens_per_s"] / d["tokens_per_s"] if memo else float("nan"),
+        ag.get("token_fraction", float("nan")), ag.get("row_fraction", float("nan")), ag.get("mean_common_prefix", float("nan")),
+        d["suffix"], d.get("torch"), d.get("transformers")))
+PY
+}
+want e && decode_table
+
+if want a && fits a 200; then
+	{
+		echo "--- a: $pairs alternating memo/eager training pairs at 8 x 256, $steps measured steps each"
+		OUT=$W/mfu MFU_STAGE=pairs256 PAIRS=$pairs STEPS=$steps timeout "$(lim 300)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
+		python3 - "$W/mfu" <<'PY'
+import glob, json, os, statistics, sys
+def rates(side):
+    out = []
+    for f in sorted(glob.glob(os.path.join(sys.argv[1], side + "-256-*.json"))):
+        try:
+            out.append(json.load(open(f))["tokens_per_s"])
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+m, e = rates("memo"), rates("eager")
+if m and e:
+    print("pairs at 8 x 256: memo %s (median %.0f, %.0f-%.0f), eager %s (median %.0f, %.0f-%.0f): memo / eager %.2fx (medians)" % (
+        " ".join("%.0f" % x for x in m), statistics.median(m), min(m), max(m),
+        " ".join("%.0f" % x for x in e), statistics.median(e), min(e), max(e), statistics.median(m) / statistics.median(e)))
+else:
+    print("pairs at 8 x 256: memo runs %d, eager runs %d: no ratio" % (len(m), len(e)))
+PY
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+if want ec && fits ec 60; then
+	{
+		echo "--- ec: transformers' generate with a static cache as it runs by default (torch.compile'd step)"
+		if ((has_torch)) && [[ -f $W/dec-rows.json && $small != 1 ]]; then
+			timed gen-compiled 240 python3 scripts/bench_generate.py --model "$W/tl" --rows "$W/dec-rows.json" --device "$dev" \
+				--dtype bf16 --cache static --compile auto --reps 3 --ids-out "$W/gen-compiled-ids.json"
+		else
+			echo "skipped (no python3 torch, no 1.1B checkpoint or no memo rows from part e)"
+		fi
+	} 2>&1 | tee -a "$sum"
+	[[ -f $W/gen-compiled.json ]] && decode_table
+	pack
+fi
+
+if want d && fits d 170; then
+	{
+		if [[ $small == 1 ]]; then
+			echo "--- d: scan against generation on exp/smoke.toml's attack (the dry run's stand-in for attack-1b)"
+			spec=(exp/smoke.toml --set "device=$dev")
+			run=$W/runs-d/smoke
+		else
+			echo "--- d: the 2,000 + 2,000 document attack, then its scan compared with its generation"
+			tok=$MEMO_CACHE/corpora/llama2-tokenizer/package/models
+			spec=(scripts/gpu/attack-1b.toml --set "device=$dev" --set "model.init_from=hf:$W/tl" --set "data.tokenizer=hf:$tok")
+			run=$W/runs-d/attack-1b
+		fi
+		rm -rf "$W/runs-d"
+		timed attack 260 "$T/memo" run --runs "$W/runs-d" "${spec[@]}" &&
+			grep -h -m1 "^| $(basename "$run")" "$run"/report/*.md | cut -c1-200
+		if [[ -f $run/completions.arrow ]]; then
+			rm -f "$run/scan.parquet"
+			timed attack-scan 120 "$T/memo" extract "$run" --scan --scan-compare "$run/completions.arrow"
+			cat "$W/attack-scan.json"
+			# The attack's generation and whole extraction beside the scan.
+			grep -h -E 'msg="extract: (generating|done)"' "$W/attack.err" | tail -2
+			grep -h -E 'scan done' "$W/attack-scan.err" | tail -1
+		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+echo "--- done: $(($(date +%s) - t_start)) s of $BUDGET_S; $(date -u)" | tee -a "$sum"
+pack
