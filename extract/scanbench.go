@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -243,7 +244,7 @@ func plant(rng *rand.Rand, windows, gen [][]int32, prefix int, frac float64, voc
 	return n
 }
 
-// benchGreedyMatch is every window's matched length by model.GreedyMatch,
+// benchGreedyMatch is every window's matched length by engine.GreedyMatch,
 // batch windows a pass, and the passes' time after one unmeasured pass of
 // the first batch (the device's first kernels, the allocator's first
 // blocks). The ids come back to the host each pass, which waits for the
@@ -253,7 +254,7 @@ func benchGreedyMatch(g *model.GPT, windows [][]int32, prefix, batch int) ([]int
 	for i := range pre {
 		pre[i] = prefix
 	}
-	if _, err := g.GreedyMatch(windows[:min(batch, len(windows))], pre[:min(batch, len(windows))]); err != nil {
+	if _, err := engine.GreedyMatch(g, windows[:min(batch, len(windows))], pre[:min(batch, len(windows))]); err != nil {
 		return nil, 0, fmt.Errorf("bench scan: %w", err)
 	}
 	torchx.Collect()
@@ -261,7 +262,7 @@ func benchGreedyMatch(g *model.GPT, windows [][]int32, prefix, batch int) ([]int
 	t0 := time.Now()
 	for lo := 0; lo < len(windows); lo += batch {
 		hi := min(lo+batch, len(windows))
-		m, err := g.GreedyMatch(windows[lo:hi], pre[lo:hi])
+		m, err := engine.GreedyMatch(g, windows[lo:hi], pre[lo:hi])
 		if err != nil {
 			return nil, 0, fmt.Errorf("bench scan: %w", err)
 		}
@@ -283,7 +284,7 @@ func benchGenerate(g *model.GPT, windows [][]int32, prefix, suffix, batch int) (
 		prompts[i] = w[:prefix]
 	}
 	run := func(ps [][]int32) ([][]int32, error) {
-		gs, err := dec.guesses(model.NewStepper(g, true), ps, suffix, 1, nil)
+		gs, err := dec.guesses(engine.NewStepper(g, true), ps, suffix, 1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("bench scan: generation: %w", err)
 		}
