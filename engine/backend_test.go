@@ -48,15 +48,15 @@ func TestCacheBackends(t *testing.T) {
 		return out
 	}
 	kc, _ := NewCache(g, 1, 4)
-	if _, ok := kc.attender.(decodeKernel); !ok {
-		t.Errorf("a CPU cache's backend is %T, want decodeKernel", kc.attender)
+	if _, ok := kc.backend.(decodeKernel); !ok {
+		t.Errorf("a CPU cache's backend is %T, want decodeKernel", kc.backend)
 	}
 	kc.under(exactApprox{})
-	if _, ok := kc.attender.(approxAttender); !ok {
-		t.Errorf("a cache under an approximation has backend %T, want approxAttender", kc.attender)
+	if _, ok := kc.backend.(approxBackend); !ok {
+		t.Errorf("a cache under an approximation has backend %T, want approxBackend", kc.backend)
 	}
 	kc.Drop()
-	exact := decode(func(c *Cache) { c.attender = g.Exact() })
+	exact := decode(func(c *Cache) { c.backend = g.Exact() })
 	compare := func(name string, exact, got []*ts.Tensor, tol float64) {
 		t.Helper()
 		for i := range exact {
@@ -70,5 +70,5 @@ func TestCacheBackends(t *testing.T) {
 	// Off, the kernels of the products (torchx.LinearRows) are off too:
 	// exact attention again, beside it.
 	defer torchx.SetKernels(torchx.SetKernels(false))
-	compare("decode kernel, kernels off", decode(func(c *Cache) { c.attender = g.Exact() }), decode(nil), 0)
+	compare("decode kernel, kernels off", decode(func(c *Cache) { c.backend = g.Exact() }), decode(nil), 0)
 }
