@@ -11,7 +11,7 @@ import (
 // Approximation is the one hook through which an inference
 // approximation (package model/approx: KV quantization, Loki, Sift, and
 // QuantSpec's draft) changes decoding. A cache of a Stepper made by
-// NewStepperUnder has one, and its attention backend (approxAttender)
+// NewStepperUnder has one, and its backend (approxBackend)
 // hands each layer of a cached pass to it: what enters the cache goes
 // through Store, and Attend replaces attention; Reorder and Drop follow
 // the cache's rows and its end. Exact decoding has none.

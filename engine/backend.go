@@ -7,28 +7,71 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// attenderFor is the attention backend of kc's passes, chosen once when
-// the cache is made (or put under an approximation): the approximation's
-// (approxAttender) when it has one; on the CPU, the exact attention with
-// the single-query decode kernel (decodeKernel); else the model's exact
-// attention.
-func attenderFor(kc *Cache) model.Attender {
+// backendFor is the backend of kc's passes, chosen once when the cache is
+// made (or put under an approximation): the approximation's
+// (approxBackend) when it has one; on the CPU, the decode kernels
+// (decodeKernel); else the model's exact one.
+func backendFor(kc *Cache) model.Backend {
 	switch {
 	case kc.approx != nil:
-		return approxAttender{kc}
+		return approxBackend{products: productsFor(kc.g), kc: kc}
 	case kc.g.Device() == gotch.CPU:
-		return decodeKernel{kc.g}
+		return decodeKernel{g: kc.g}
 	}
 	return kc.g.Exact()
 }
 
-// decodeKernel is exact cached attention whose decode steps (one query per
-// row, no soft-cap) take torchx.AttendOne, which reads the cache's keys
-// and values where they lie; every other pass, and a step the kernel
-// declines (no AVX2, MEMO_KERNELS=off), is the model's.
-type decodeKernel struct{ g *model.GPT }
+// uncached is the pass state of the engine's uncached passes (the
+// teacher-forced ones), its backend chosen as a cache's: on the CPU the
+// decode kernels, whose products take a short window's few rows.
+func uncached(g *model.GPT) *model.PassState {
+	if g.Device() == gotch.CPU {
+		return &model.PassState{Backend: decodeKernel{g: g}}
+	}
+	return &model.PassState{Backend: g.Exact()}
+}
+
+// products is the float32 products of a backend (model.Backend's Linear).
+type products interface {
+	Linear(x, w, bias *ts.Tensor) *ts.Tensor
+}
+
+// productsFor is g's products: on the CPU the row kernel's (rowKernel),
+// else the model's exact ones.
+func productsFor(g *model.GPT) products {
+	if g.Device() == gotch.CPU {
+		return rowKernel{}
+	}
+	return g.Exact()
+}
+
+// rowKernel is the float32 products of a CPU pass: a decode step's few
+// rows take torchx.LinearRows when it applies (no gradients, AVX2, at
+// most torchx.MaxKernelRows rows), where OpenBLAS would repack the whole
+// weight for them; the rest are the model's.
+type rowKernel struct{}
+
+func (rowKernel) Linear(x, w, bias *ts.Tensor) *ts.Tensor {
+	if y, ok := torchx.LinearRows(x, w, bias); ok {
+		return y
+	}
+	return model.ExactLinear(x, w, bias)
+}
+
+// decodeKernel is the CPU backend: the row kernel's products, and exact
+// attention whose cached decode steps (one query per row, no soft-cap)
+// take torchx.AttendOne, which reads the cache's keys and values where
+// they lie; every other pass, and a step the kernel declines (no AVX2,
+// MEMO_KERNELS=off), is the model's.
+type decodeKernel struct {
+	g *model.GPT
+	rowKernel
+}
 
 func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {
+	if c.KV == nil {
+		return d.g.ExactAttention(c, c.K, c.V)
+	}
 	k, v := c.KV.Append(c.Layer, c.K, c.V)
 	size := c.Q.MustSize()
 	b, h, t, hd := size[0], size[1], size[2], size[3]
@@ -42,13 +85,17 @@ func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {
 	return d.g.ExactAttention(c, k, v)
 }
 
-// approxAttender hands each layer's attention to the cache's
+// approxBackend hands each layer's attention to the cache's
 // approximation, the one place exact decoding hands over to it: this
 // pass's keys and values go through the approximation's Store into the
-// cache and its Attend, under the per-row mask it reads.
-type approxAttender struct{ kc *Cache }
+// cache and its Attend, under the per-row mask it reads. Its products are
+// exact (productsFor).
+type approxBackend struct {
+	products
+	kc *Cache
+}
 
-func (a approxAttender) Attend(c *model.AttentionCall) *ts.Tensor {
+func (a approxBackend) Attend(c *model.AttentionCall) *ts.Tensor {
 	kc := a.kc
 	var s model.Scope
 	defer s.Drop()

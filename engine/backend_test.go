@@ -48,15 +48,15 @@ func TestCacheBackends(t *testing.T) {
 		return out
 	}
 	kc, _ := NewCache(g, 1, 4)
-	if _, ok := kc.attender.(decodeKernel); !ok {
-		t.Errorf("a CPU cache's backend is %T, want decodeKernel", kc.attender)
+	if _, ok := kc.backend.(decodeKernel); !ok {
+		t.Errorf("a CPU cache's backend is %T, want decodeKernel", kc.backend)
 	}
 	kc.under(exactApprox{})
-	if _, ok := kc.attender.(approxAttender); !ok {
-		t.Errorf("a cache under an approximation has backend %T, want approxAttender", kc.attender)
+	if _, ok := kc.backend.(approxBackend); !ok {
+		t.Errorf("a cache under an approximation has backend %T, want approxBackend", kc.backend)
 	}
 	kc.Drop()
-	exact := decode(func(c *Cache) { c.attender = g.Exact() })
+	exact := decode(func(c *Cache) { c.backend = g.Exact() })
 	compare := func(name string, exact, got []*ts.Tensor, tol float64) {
 		t.Helper()
 		for i := range exact {
@@ -67,8 +67,31 @@ func TestCacheBackends(t *testing.T) {
 	}
 	compare("decode kernel", exact, decode(nil), 1e-5)
 	compare("exact approximation", exact, decode(func(c *Cache) { c.under(exactApprox{}) }), 1e-5)
-	// Off, the kernels of the products (torchx.LinearRows) are off too:
-	// exact attention again, beside it.
+	// Off, the decode kernels (torchx.AttendOne and torchx.LinearRows)
+	// decline, and the CPU backend is the exact one bit for bit.
 	defer torchx.SetKernels(torchx.SetKernels(false))
-	compare("decode kernel, kernels off", decode(func(c *Cache) { c.attender = g.Exact() }), decode(nil), 0)
+	compare("decode kernel, kernels off", decode(func(c *Cache) { c.backend = g.Exact() }), decode(nil), 0)
+}
+
+// The engine's uncached passes pick their backend as a cache does (the
+// decode kernels on the CPU): under the exact backend ForwardWith without
+// a KV store is Forward bit for bit, and under the kernels a short
+// window's few rows (at most torchx.MaxKernelRows) agree with it to
+// float32 rounding.
+func TestUncachedPassBackend(t *testing.T) {
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 4})
+	in := ids(t, [][]int64{{5, 9, 2, 7, 1, 33}, {4, 4, 0, 12, 33, 8}}) // 12 rows
+	st := uncached(g)
+	if _, ok := st.Backend.(decodeKernel); !ok {
+		t.Errorf("a CPU model's uncached backend is %T, want decodeKernel", st.Backend)
+	}
+	var want *ts.Tensor
+	torchx.NoGrad(func() { want = g.Forward(in) })
+	exact := g.ForwardWith(in, &model.PassState{Backend: g.Exact()})
+	if d := maxAbsDiff(want, exact); d != 0 {
+		t.Errorf("ForwardWith without a cache, exact backend: differs from Forward by %g", d)
+	}
+	if d := maxAbsDiff(want, g.ForwardWith(in, st)); d > 1e-5 {
+		t.Errorf("ForwardWith without a cache, decode kernels: differs from Forward by %g (tolerance 1e-5)", d)
+	}
 }

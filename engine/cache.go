@@ -13,7 +13,7 @@ import (
 // batch. Rows may be left-padded: SetStarts tells where each row's real
 // tokens begin, and those positions are neither attended nor counted. It
 // is the model's KV store (model.KVStore) and picks, when it is made, the
-// attention backend its passes run (see attenderFor).
+// backend its passes run (see backendFor).
 type Cache struct {
 	g      *model.GPT
 	batch  int
@@ -27,8 +27,8 @@ type Cache struct {
 	// approx, when not nil, is the approximation the cache decodes under
 	// (Approximation, package model/approx).
 	approx Approximation
-	// attender is the attention backend of every pass.
-	attender model.Attender
+	// backend computes the attention and products of every pass.
+	backend model.Backend
 }
 
 // NewCache makes an empty cache of g for batch rows of up to maxLen
@@ -45,7 +45,7 @@ func NewCache(g *model.GPT, batch, maxLen int) (*Cache, error) {
 		kc.k = append(kc.k, ts.MustZeros(dims, gotch.Float, g.Device()))
 		kc.v = append(kc.v, ts.MustZeros(dims, gotch.Float, g.Device()))
 	}
-	kc.attender = attenderFor(kc)
+	kc.backend = backendFor(kc)
 	return kc, nil
 }
 
@@ -53,7 +53,7 @@ func NewCache(g *model.GPT, batch, maxLen int) (*Cache, error) {
 // first pass.
 func (kc *Cache) under(a Approximation) {
 	kc.approx = a
-	kc.attender = attenderFor(kc)
+	kc.backend = backendFor(kc)
 }
 
 // Len is the number of positions filled (padding included).
@@ -168,7 +168,7 @@ func (kc *Cache) forward(ids *ts.Tensor, lastOnly bool) *ts.Tensor {
 		panic(fmt.Sprintf("engine: Forward on ids %v with a cache of %d rows, %d/%d positions filled", size, kc.batch, kc.n, kc.maxLen))
 	}
 	logits := kc.g.ForwardWith(ids, &model.PassState{
-		Past: kc.n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: lastOnly, Attender: kc.attender,
+		Past: kc.n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: lastOnly, Backend: kc.backend,
 	})
 	kc.n += int(size[1])
 	return logits

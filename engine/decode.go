@@ -326,7 +326,7 @@ func teacherForced(g *model.GPT, windows [][]int32, all func(logits *ts.Tensor, 
 	defer targets.MustDrop()
 	var ferr error
 	torchx.NoGrad(func() {
-		logits := g.Forward(ids)
+		logits := g.ForwardWith(ids, uncached(g))
 		v := logits.MustSize()[2]
 		lf := logits.MustView([]int64{-1, v}, true)
 		defer lf.MustDrop()

@@ -66,7 +66,7 @@ func GreedyMatch(g *model.GPT, windows [][]int32, prefixes []int) ([]int, error)
 	var best []int64
 	var top []float32
 	torchx.NoGrad(func() {
-		logits := g.Forward(ids) // [b, t, V]
+		logits := g.ForwardWith(ids, uncached(g)) // [b, t, V]
 		am := logits.MustArgmax([]int64{-1}, true, false)
 		vals := logits.MustGather(2, am, false, true).MustTotype(gotch.Float, true)
 		top = model.RowsOf(vals.MustView([]int64{1, -1}, true), 1)[0]

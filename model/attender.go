@@ -30,20 +30,38 @@ type AttentionCall struct {
 	KV KVStore
 }
 
-// Attender is an attention backend: it returns the attention of c with
-// the heads merged, [B,T',H·hd] (T' = 1 with c.LastOnly, else T), which
-// the caller owns and the output projection reads. The exact one is
-// g.Exact(); the engine adds the CPU decode kernel and the approximations
-// (package engine), chosen once when it builds a cache.
-type Attender interface {
+// Backend computes a pass's attention and its float32 products, the two
+// places a runner swaps in its own kernels. The exact one is g.Exact();
+// the engine adds the CPU decode kernels and the approximations (package
+// engine), chosen once when it builds a cache, so that the recipe (gpt.go)
+// never asks which device or step it runs on.
+type Backend interface {
+	// Attend returns the attention of c with the heads merged,
+	// [B,T',H·hd] (T' = 1 with c.LastOnly, else T), which the caller owns
+	// and the output projection reads.
 	Attend(c *AttentionCall) *ts.Tensor
+	// Linear is x·wᵀ (+ bias when not nil) for float32 x [..., K] and
+	// w [N,K], a new tensor: every float32 product of the pass (the
+	// reduced precisions and Conv1D's transposed weights take product's
+	// own path).
+	Linear(x, w, bias *ts.Tensor) *ts.Tensor
 }
 
-// Exact is g's exact attention backend: c's keys and values go into its
-// cache, if any, then ExactAttention.
-func (g *GPT) Exact() Attender { return exact{g} }
+// Exact is g's exact backend: c's keys and values go into its cache, if
+// any, then ExactAttention; products are ExactLinear.
+func (g *GPT) Exact() Backend { return exact{g} }
 
 type exact struct{ g *GPT }
+
+func (exact) Linear(x, w, bias *ts.Tensor) *ts.Tensor { return ExactLinear(x, w, bias) }
+
+// ExactLinear is libtorch's x·wᵀ (+ bias when not nil).
+func ExactLinear(x, w, bias *ts.Tensor) *ts.Tensor {
+	if bias == nil {
+		bias = noBias
+	}
+	return ts.MustLinear(x, w, bias)
+}
 
 func (e exact) Attend(c *AttentionCall) *ts.Tensor {
 	k, v := c.K, c.V
@@ -53,10 +71,10 @@ func (e exact) Attend(c *AttentionCall) *ts.Tensor {
 	return e.g.ExactAttention(c, k, v)
 }
 
-// attender is st's backend, the exact one without.
-func (g *GPT) attender(st *PassState) Attender {
-	if st != nil && st.Attender != nil {
-		return st.Attender
+// backend is st's backend, the exact one without.
+func (g *GPT) backend(st *PassState) Backend {
+	if st != nil && st.Backend != nil {
+		return st.Backend
 	}
 	return exact{g}
 }

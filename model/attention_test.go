@@ -10,7 +10,7 @@ import (
 )
 
 // causalRowMask is the per-row [B,1,T,T] mask of a prompt pass whose row r
-// starts (after left padding) at starts[r], as passMask makes it.
+// starts (after left padding) at starts[r], as PassState.mask makes it.
 func causalRowMask(t *testing.T, starts []int, n int) *ts.Tensor {
 	t.Helper()
 	ninf := float32(math.Inf(-1))
@@ -85,7 +85,7 @@ func TestGemma2AttentionSoftcap(t *testing.T) {
 			k := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
 			v := ts.MustRandn([]int64{2, 4, int64(n), 16}, gotch.Float, gotch.CPU)
 			g := &GPT{device: gotch.CPU}
-			mask := g.newCausalMask(int64(n), 3)
+			mask := newCausalMask(int64(n), 3, g.Device())
 			scores := q.MustMatmul(k.MustTranspose(-2, -1, false), false).MustMulScalar(ts.FloatScalar(scale), true)
 			capped := scores.MustDivScalar(ts.FloatScalar(cap), false).MustTanh(true).MustMulScalar(ts.FloatScalar(cap), true)
 			want := capped.MustAdd(mask, true).MustSoftmax(-1, gotch.Float, true).MustMatmul(v, true)
@@ -136,8 +136,8 @@ func TestReducedAttentionMatchesFloat(t *testing.T) {
 		}
 		q, k, v := rnd(), rnd(), rnd()
 		g := &GPT{device: dev, compute: gotch.BFloat16}
-		causal := g.newCausalMask(n, 0).MustTo(dev, true)
-		window := g.newCausalMask(n, 16).MustTo(dev, true)
+		causal := newCausalMask(n, 0, g.Device()).MustTo(dev, true)
+		window := newCausalMask(n, 16, g.Device()).MustTo(dev, true)
 		padded := causalRowMask(t, []int{0, 13}, n).MustTo(dev, true)
 		for _, tc := range []struct {
 			name       string

@@ -19,9 +19,9 @@
 //
 // Forward runs a whole sequence (training, scoring); ForwardWith runs the
 // next positions of a cached pass, whose state (PassState: positions,
-// padding, the KV store, the attention backend) the engine supplies. The
-// attention itself is an Attender: Exact here, the decode kernel and the
-// approximations in the engine.
+// padding, the KV store, the backend) the engine supplies. The attention
+// and the float32 products are a Backend: Exact here, the CPU decode
+// kernels and the approximations in the engine.
 //
 // libtorch keeps its grad mode per OS thread: a caller that wraps Forward in
 // ts.NoGrad must hold runtime.LockOSThread around it, or the goroutine may
@@ -346,12 +346,18 @@ func (g *GPT) UntiedHeadName() string { return g.arch.headName() }
 // panics when T exceeds the context, a caller's bug.
 func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 	size := ids.MustSize()
-	if len(size) != 2 || size[1] > int64(g.cfg.Context) {
-		panic(fmt.Sprintf("model: Forward on ids %v: want [B,T] with T <= context %d", size, g.cfg.Context))
-	}
+	checkIDs(size, g.cfg.Context)
 	in := g.sharedInputs(size[1])
 	defer in.drop()
 	return g.run(ids, in, nil, false)
+}
+
+// checkIDs panics unless ids of the given size are [B,T] with T at most
+// the context: a caller's bug.
+func checkIDs(size []int64, context int) {
+	if len(size) != 2 || size[1] > int64(context) {
+		panic(fmt.Sprintf("model: Forward on ids %v: want [B,T] with T <= context %d", size, context))
+	}
 }
 
 // inputs are what every block of one pass reads besides x: the rotary
@@ -399,7 +405,7 @@ func (g *GPT) maskInputs(t int64) *inputs {
 			if b.window == 0 {
 				in.masks[0] = g.causalMask(t)
 			} else {
-				in.masks[b.window] = g.newCausalMask(t, b.window)
+				in.masks[b.window] = newCausalMask(t, b.window, g.device)
 			}
 		}
 	}
@@ -416,16 +422,16 @@ func (g *GPT) causalMask(t int64) *ts.Tensor {
 		if g.causal != nil {
 			g.causal.MustDrop() // views of it keep its storage alive
 		}
-		g.causal = g.newCausalMask(t, 0)
+		g.causal = newCausalMask(t, 0, g.device)
 	}
 	return g.causal.MustNarrow(0, 0, t, false).MustNarrow(1, 0, t, true)
 }
 
-// newCausalMask builds the [T,T] causal mask; with a window w > 0, query i
-// also ignores keys j <= i−w (it attends its w most recent positions, as
-// Hugging Face's sliding-window masks do).
-func (g *GPT) newCausalMask(t int64, w int) *ts.Tensor {
-	m, err := tensorOf(maskValues([]int{0}, 0, int(t), w), []int64{t, t}, g.device)
+// newCausalMask builds the [T,T] causal mask on dev; with a window w > 0,
+// query i also ignores keys j <= i−w (it attends its w most recent
+// positions, as Hugging Face's sliding-window masks do).
+func newCausalMask(t int64, w int, dev gotch.Device) *ts.Tensor {
+	m, err := tensorOf(maskValues([]int{0}, 0, int(t), w), []int64{t, t}, dev)
 	if err != nil {
 		panic(fmt.Sprintf("model: causal mask: %v", err))
 	}
@@ -448,7 +454,7 @@ func (g *GPT) run(ids *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.
 		x.MustDrop()
 		x = next
 	}
-	out := g.head(x, lastOnly)
+	out := g.head(x, g.backend(st), lastOnly)
 	x.MustDrop()
 	return out
 }
@@ -469,13 +475,13 @@ func (g *GPT) embed(ids, positions *ts.Tensor) *ts.Tensor {
 
 // head is the final norm and the LM head over the last block's output x
 // (left to the caller): logits [B,T,V], or [B,1,V] with lastOnly.
-func (g *GPT) head(x *ts.Tensor, lastOnly bool) *ts.Tensor {
+func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool) *ts.Tensor {
 	var s scope
 	defer s.drop()
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	logits := g.product(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false, false) // [B,T,V]
+	logits := g.product(be, s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false, false) // [B,T,V]
 	if c := g.cfg.FinalSoftcap; c > 0 {
 		logits = softcap(logits, c)
 	}
@@ -513,20 +519,20 @@ func (g *GPT) branchNorm(x *ts.Tensor, b *block, m module) *ts.Tensor {
 }
 
 // attend is causal self-attention of the normalized xn [B,T,d], the
-// family's recipe around the attention backend (Attender, chosen by
-// whoever built st): q, k and v in one product, query/key norms, rotary
+// family's recipe around the backend (Backend, chosen by whoever built
+// st): q, k and v in one product, query/key norms, rotary
 // positions, then the backend (cache, heads, kernel), then the output
 // projection. With lastOnly only the last position queries, and the
 // result is [B,1,d].
 func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
-	c, a, blk := g.cfg, g.arch, &g.blocks[li]
+	c, a, blk, be := g.cfg, g.arch, &g.blocks[li], g.backend(st)
 	size := xn.MustSize()
 	b, t := size[0], size[1]
 	h, kvh, hd := int64(c.Heads), int64(c.KVHeads), int64(c.HeadDim)
 	var q, k, v *ts.Tensor // [B,H,T,hd], [B,KV,T,hd], [B,KV,T,hd]
 	if a.QKV == QKVPerHead {
 		m := blk.mods[modQKV]
-		qkv := s.keep(g.linear(xn, m.w, m.b))                                                                     // [B,T,H·3·hd]
+		qkv := s.keep(g.linear(be, xn, m.w, m.b))                                                                 // [B,T,H·3·hd]
 		perHead := s.keep(qkv.MustView([]int64{b, t, h, 3, hd}, false).MustPermute([]int64{3, 0, 2, 1, 4}, true)) // [3,B,H,T,hd]
 		q = s.keep(perHead.MustSelect(0, 0, false))
 		k = s.keep(perHead.MustSelect(0, 1, false))
@@ -534,15 +540,15 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	} else {
 		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
 		project := g.linear
-		if g.keepsProjections(st) {
+		if keepsProjections(g, st) {
 			project = g.innerLinear
 		}
-		if a.QKV == QKVSeparate && g.separateProducts(st) {
-			one := func(m module) *ts.Tensor { return s.keep(project(xn, blk.mods[m].w, blk.mods[m].b)) }
+		if a.QKV == QKVSeparate && separateProducts(g, st) {
+			one := func(m module) *ts.Tensor { return s.keep(project(be, xn, blk.mods[m].w, blk.mods[m].b)) }
 			qf, kf, vf = one(modQ), one(modK), one(modV)
 		} else {
 			w, bias := g.fusedQKV(s, li, st)
-			qkv := s.keep(project(xn, w, bias)) // [B,T,(H+2·KV)·hd]
+			qkv := s.keep(project(be, xn, w, bias)) // [B,T,(H+2·KV)·hd]
 			part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
 			qf, kf, vf = part(0, h), part(h, kvh), part(h+kvh, kvh)
 		}
@@ -577,9 +583,9 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	if st != nil {
 		call.Past, call.KV = st.Past, st.KV
 	}
-	merged := s.keep(g.attender(st).Attend(call)) // [B,T',H·hd]
+	merged := s.keep(be.Attend(call)) // [B,T',H·hd]
 	out := blk.mods[modOut]
-	return g.innerLinear(merged, out.w, out.b) // [B,T',d]
+	return g.innerLinear(be, merged, out.w, out.b) // [B,T',d]
 }
 
 // attnScale multiplies the attention scores: 1/sqrt(head_dim), or
@@ -598,26 +604,26 @@ func (g *GPT) attnScale() float64 {
 // mlp is the feed-forward branch: gated (gate and up in one product) or
 // plain, with the family's activation.
 func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
-	blk := &g.blocks[li]
+	blk, be := &g.blocks[li], g.backend(st)
 	down := blk.mods[modDown]
 	if g.arch.MLP == MLPPlain {
 		up := blk.mods[modUp]
-		hidden := s.keep(g.activate(s.keep(g.innerLinear(xn, up.w, up.b))))
-		return g.innerLinear(hidden, down.w, down.b)
+		hidden := s.keep(g.activate(s.keep(g.innerLinear(be, xn, up.w, up.b))))
+		return g.innerLinear(be, hidden, down.w, down.b)
 	}
 	var gate, up *ts.Tensor // [B,T,f] each
-	if g.arch.MLP == MLPGated && g.separateProducts(st) {
+	if g.arch.MLP == MLPGated && separateProducts(g, st) {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
-		gate, up = s.keep(g.innerLinear(xn, gm.w, gm.b)), s.keep(g.innerLinear(xn, um.w, um.b))
+		gate, up = s.keep(g.innerLinear(be, xn, gm.w, gm.b)), s.keep(g.innerLinear(be, xn, um.w, um.b))
 	} else {
 		f := int64(g.cfg.FFN)
 		w, bias := g.fusedGateUp(s, li, st)
-		gateUp := s.keep(g.innerLinear(xn, w, bias)) // [B,T,2f]
+		gateUp := s.keep(g.innerLinear(be, xn, w, bias)) // [B,T,2f]
 		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
 		up = s.keep(gateUp.MustNarrow(2, f, f, false))
 	}
 	act := s.keep(g.activate(gate).MustMul(up, true))
-	return g.innerLinear(act, down.w, down.b)
+	return g.innerLinear(be, act, down.w, down.b)
 }
 
 // activate is the family's activation of x, a new tensor.
@@ -711,9 +717,10 @@ func catModules(b *block, conv1D bool, mods ...module) (w, bias *ts.Tensor) {
 }
 
 // linear is a block's linear map: x·wᵀ + bias, or x·w + bias for
-// Conv1D's [in, out] weights, in g's precision, returned in float32.
-func (g *GPT) linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	return g.product(x, w, bias, g.arch.Conv1D, false)
+// Conv1D's [in, out] weights, in g's precision, returned in float32; a
+// float32 product is be's.
+func (g *GPT) linear(be Backend, x, w, bias *ts.Tensor) *ts.Tensor {
+	return g.product(be, x, w, bias, g.arch.Conv1D, false)
 }
 
 // innerLinear is linear for the products whose result feeds only the MLP's
@@ -723,8 +730,8 @@ func (g *GPT) linear(x, w, bias *ts.Tensor) *ts.Tensor {
 // between products there (a residual sum with float32 x is float32). On
 // the CPU it returns float32, as linear does, which keeps CPU results as
 // they were.
-func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
-	return g.product(x, w, bias, g.arch.Conv1D, g.device.IsCuda())
+func (g *GPT) innerLinear(be Backend, x, w, bias *ts.Tensor) *ts.Tensor {
+	return g.product(be, x, w, bias, g.arch.Conv1D, g.device.IsCuda())
 }
 
 // keepsProjections reports whether the q, k and v products leave their
@@ -736,8 +743,8 @@ func (g *GPT) innerLinear(x, w, bias *ts.Tensor) *ts.Tensor {
 // back to float32 as PyTorch's rotary does, so v alone skips the round
 // trip). That is four casts a layer fewer in the forward pass and in the
 // backward. MEMO_KEEP_QKV=off turns it off, to compare.
-func (g *GPT) keepsProjections(st *PassState) bool {
-	return st == nil && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
+func keepsProjections(g *GPT, st *PassState) bool {
+	return !st.cached() && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
 		g.cfg.AttnSoftcap == 0 && torchx.FusedAttentionAvailable() && // attention casts q, k, v itself
 		g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
 		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim)
@@ -754,8 +761,8 @@ var keepQKVOff = os.Getenv("MEMO_KEEP_QKV") == "off"
 // On the CPU, and when decoding (the cache keeps a concatenated copy), the
 // one product is faster, and so it is for a joined model
 // (NewForInference), whose concatenation costs nothing.
-func (g *GPT) separateProducts(st *PassState) bool {
-	return st == nil && g.device.IsCuda() && !g.joined()
+func separateProducts(g *GPT, st *PassState) bool {
+	return !st.cached() && g.device.IsCuda() && !g.joined()
 }
 
 // normalize applies the family's norm with weights n over the last

@@ -25,19 +25,6 @@ func (s *scope) drop() {
 // noBias stands for an absent bias in libtorch's linear.
 var noBias = ts.NewTensor()
 
-// linear is x·wᵀ (+ bias when not nil). A decode step's few rows take
-// torchx.LinearRows when it applies (no gradients, AVX2): OpenBLAS would
-// repack the whole weight for them.
-func linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	if y, ok := torchx.LinearRows(x, w, bias); ok {
-		return y
-	}
-	if bias == nil {
-		bias = noBias
-	}
-	return ts.MustLinear(x, w, bias)
-}
-
 // repeatHeads maps [B,KV,S,hd] to [B,KV·n,S,hd], key/value head j serving
 // heads j·n … j·n+n−1 (Hugging Face's repeat_kv).
 func repeatHeads(x *ts.Tensor, n int64) *ts.Tensor {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -19,10 +20,11 @@ type KVStore interface {
 	Append(layer int, k, v *ts.Tensor) (kAll, vAll *ts.Tensor)
 }
 
-// PassState is what one cached forward pass (ForwardWith) reads beside
-// its ids: where the rows stand, where keys and values go, and which
-// attention backend runs. An engine keeps one cache's worth of it across
-// passes and hands it over at each.
+// PassState is what one forward pass (ForwardWith) reads beside its ids:
+// where the rows stand, where keys and values go, and which backend runs.
+// An engine keeps one cache's worth of it across passes and hands it over
+// at each. Without KV it is Forward's pass (positions 0 … T−1 in every
+// row, no cache) under Backend, and only Backend and LastOnly count.
 type PassState struct {
 	// Past is the number of positions already in KV (padding included).
 	Past int
@@ -30,24 +32,37 @@ type PassState struct {
 	// never attended, and row i's first real token gets position 0. Its
 	// length is the batch.
 	Starts []int
-	// KV receives this pass's keys and values.
+	// KV receives this pass's keys and values (nil: an uncached pass).
 	KV KVStore
 	// Joins keeps the concatenated weights across the passes of one cache
 	// (nil: each pass concatenates its own).
 	Joins *Joins
 	// LastOnly returns the last position's logits only, [B,1,V] (see run).
 	LastOnly bool
-	// Attender is the attention backend (nil: g.Exact()).
-	Attender Attender
+	// Backend computes the attention and the float32 products (nil:
+	// g.Exact()).
+	Backend Backend
 }
+
+// cached reports whether st is a cached pass (Forward's is not).
+func (st *PassState) cached() bool { return st != nil && st.KV != nil }
 
 // ForwardWith runs ids [B,t] (int64) as the next t positions of every row
 // of st, its keys and values appended to st.KV, and returns logits
 // [B,t,V] ([B,1,V] with st.LastOnly). It runs without gradients. It panics
 // when B is not len(st.Starts) or the positions would pass the context, a
-// caller's bug.
+// caller's bug. Without st.KV it is Forward under st.Backend, without
+// gradients.
 func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
 	size := ids.MustSize()
+	if !st.cached() {
+		checkIDs(size, g.cfg.Context)
+		in := g.sharedInputs(size[1])
+		defer in.drop()
+		var logits *ts.Tensor
+		torchx.NoGrad(func() { logits = g.run(ids, in, st, st.LastOnly) })
+		return logits
+	}
 	if len(size) != 2 || size[0] != int64(len(st.Starts)) || st.Past+int(size[1]) > g.cfg.Context {
 		panic(fmt.Sprintf("model: ForwardWith on ids %v with %d rows, %d positions past, context %d", size, len(st.Starts), st.Past, g.cfg.Context))
 	}
@@ -70,14 +85,14 @@ func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
 	return logits
 }
 
-// passMask is the additive attention mask of the next t positions over
+// mask is the additive attention mask on dev of the next t positions over
 // st's filled ones and theirs: 0 where attended, −Inf where not. Without
 // padding every row has the same causal mask, so it is [t,S], which lets
 // attention skip the fully masked blocks; a single position then attends
 // every key and gets no mask at all (nil). With padding it is per row,
 // [B,1,t,S]. With a window w > 0 a query also ignores keys w or more
 // positions back.
-func (g *GPT) passMask(st *PassState, t, window int) (*ts.Tensor, error) {
+func (st *PassState) mask(t, window int, dev gotch.Device) (*ts.Tensor, error) {
 	s := st.Past + t
 	// A sliding window that leaves keys out is a per-row mask too, so that
 	// a decode step's attention kernel applies it.
@@ -89,10 +104,10 @@ func (g *GPT) passMask(st *PassState, t, window int) (*ts.Tensor, error) {
 		if t == 1 {
 			return nil, nil
 		}
-		return tensorOf(maskValues([]int{0}, st.Past, t, 0), []int64{int64(t), int64(s)}, g.device)
+		return tensorOf(maskValues([]int{0}, st.Past, t, 0), []int64{int64(t), int64(s)}, dev)
 	}
 	b := len(st.Starts)
-	return tensorOf(maskValues(st.Starts, st.Past, t, window), []int64{int64(b), 1, int64(t), int64(s)}, g.device)
+	return tensorOf(maskValues(st.Starts, st.Past, t, window), []int64{int64(b), 1, int64(t), int64(s)}, dev)
 }
 
 // maskValues is memo's one builder of additive attention masks: for each
@@ -141,7 +156,7 @@ func (g *GPT) cachedInputs(st *PassState, pos []int64, b, t int) (*inputs, error
 	}
 	for _, blk := range g.blocks {
 		if _, ok := in.masks[blk.window]; !ok {
-			m, err := g.passMask(st, t, blk.window)
+			m, err := st.mask(t, blk.window, g.device)
 			if err != nil {
 				in.drop()
 				return nil, fmt.Errorf("mask: %w", err)

@@ -195,11 +195,12 @@ func (g *GPT) Precision() gotch.DType {
 }
 
 // product is x·wᵀ + bias (x·w + bias for Conv1D's [in, out] weights) in
-// g's precision, returned in float32, or with keep in that precision.
-func (g *GPT) product(x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
+// g's precision, returned in float32, or with keep in that precision; a
+// float32 product of [N,K] weights is be's.
+func (g *GPT) product(be Backend, x, w, bias *ts.Tensor, conv1D, keep bool) *ts.Tensor {
 	dt := g.Precision()
 	if dt == gotch.Float && !conv1D && w.DType() == gotch.Float {
-		return linear(x, w, bias)
+		return be.Linear(x, w, bias)
 	}
 	var s scope
 	defer s.drop()

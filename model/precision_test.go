@@ -238,7 +238,7 @@ func TestPrecisionKeptProjections(t *testing.T) {
 		keepQKVOff = off
 		defer func() { keepQKVOff = was }()
 		return bf16MixedPass(t, dev, cfg, ids, func(g *GPT) {
-			if g.keepsProjections(nil) == off {
+			if keepsProjections(g, nil) == off {
 				t.Fatalf("keepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
 			}
 		})
