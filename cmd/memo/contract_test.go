@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,7 +164,7 @@ func TestSIGTERMLikeSIGINT(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Second) // reading its input, which never comes (libtorch loads first)
+		waitReadingStdin(t, cmd.Process.Pid) // its handlers are in place once it reads
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
@@ -173,6 +175,31 @@ func TestSIGTERMLikeSIGINT(t *testing.T) {
 			t.Errorf("%v: %v, stderr %q; want exit %d and the interrupted line", sig, err, stderr.String(), exitInterrupted)
 		}
 	}
+}
+
+// waitReadingStdin waits until process pid blocks reading its standard
+// input, which memo does only after its signal handlers are in place. A
+// fixed sleep was not enough: on a loaded machine, loading libtorch twice
+// (memo restarts itself with its allocator settings) took longer than
+// 5 s, and a signal in that window killed it before memo could answer.
+// Linux shows each thread's current system call in /proc (read is 0 on
+// x86-64, with fd 0 its first argument); elsewhere it waits 5 s as before.
+func waitReadingStdin(t *testing.T, pid int) {
+	t.Helper()
+	tasks := fmt.Sprintf("/proc/%d/task", pid)
+	if _, err := os.Stat(tasks); err != nil || runtime.GOARCH != "amd64" {
+		time.Sleep(5 * time.Second)
+		return
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ids, _ := os.ReadDir(tasks)
+		for _, id := range ids {
+			if b, err := os.ReadFile(filepath.Join(tasks, id.Name(), "syscall")); err == nil && strings.HasPrefix(string(b), "0 0x0 ") {
+				return
+			}
+		}
+	}
+	t.Fatalf("memo (pid %d) did not start reading its input within 2 minutes", pid)
 }
 
 // TestSweepSIGTERMInterrupted: SIGTERM to `memo run -j 2` on a sweep
