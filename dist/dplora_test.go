@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -117,6 +118,9 @@ func dpLoRAEnv(dir string, steps int) []string {
 // relative in L2), the adapters alone to 1e-6 relative; and the privacy
 // record every output reports from (the checkpoint's dp entry: q, σ, C,
 // steps, ε and the accountant's history) is the one process's exactly.
+// "q 2/64": steps that draw one row leave rank 1 nothing to clip (it
+// adds zeros to the all-reduce). "2 workers": each rank splits its rows
+// over two workers with their own adapter replicas, as one process does.
 func TestDPLoRATwoRanks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains nano models on one and two processes (-short)")
@@ -126,38 +130,63 @@ func TestDPLoRATwoRanks(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	single, multi, reps := t.TempDir(), t.TempDir(), t.TempDir()
-	cfg, mcfg, lcfg := dpLoRAParity(steps)
-	var one replicaRecorder
-	if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{OnEnd: one.record}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name    string
+		q       float64 // train.dp.sample_rate (0: batch_size / N = 8/64)
+		threads int     // train.threads
+		// emptyShare: some step draws exactly one row, so rank 1 has none.
+		emptyShare bool
+	}{
+		{"q 8/64", 0, 1, false},
+		{"q 2/64", 2.0 / 64, 1, true},
+		{"q 8/64 2 workers", 0, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			single, multi, reps := t.TempDir(), t.TempDir(), t.TempDir()
+			cfg, mcfg, lcfg := dpLoRAParity(steps)
+			cfg.DP.SampleRate, cfg.Threads = tc.q, tc.threads
+			if tc.emptyShare {
+				checkEmptyShare(t, cfg, steps, 64)
+			}
+			var one replicaRecorder
+			if err := train.Run(context.Background(), cfg, mcfg, lcfg, src, single, train.Options{OnEnd: one.record}); err != nil {
+				t.Fatal(err)
+			}
+			env := append(dpLoRAEnv(multi, steps), replicasEnv+"="+reps,
+				dpQEnv+"="+strconv.FormatFloat(tc.q, 'g', -1, 64), threadsEnv+"="+strconv.Itoa(tc.threads))
+			out, err := launchWorkers(t, 2, "train", env...)
+			if err != nil {
+				t.Fatalf("2 ranks: %v\n%s", err, out)
+			}
+			checkDPLoRAParity(t, mcfg, single, multi, *one.got, readReplica(t, replicaFile(reps, 0)), readReplica(t, replicaFile(reps, 1)), steps)
+		})
 	}
-	out, err := launchWorkers(t, 2, "train", append(dpLoRAEnv(multi, steps), replicasEnv+"="+reps)...)
-	if err != nil {
-		t.Fatalf("2 ranks: %v\n%s", err, out)
-	}
-	r0, r1 := readReplica(t, replicaFile(reps, 0)), readReplica(t, replicaFile(reps, 1))
+}
 
-	if len(r0.Trained) != 2*len(loraParity().Targets)*2 { // A and B, 2 layers
-		t.Errorf("rank 0 trained %d tensors, want the %d adapters", len(r0.Trained), 2*len(loraParity().Targets)*2)
+// checkDPLoRAParity checks TestDPLoRATwoRanks's claims on the run
+// directories single (one process, which ended with replica one) and
+// multi (two ranks, which ended with r0 and r1).
+func checkDPLoRAParity(t *testing.T, mcfg model.Config, single, multi string, one, r0, r1 replica, steps int) {
+	t.Helper()
+	if n := 2 * len(loraParity().Targets) * 2; len(r0.Trained) != n { // A and B, 2 layers
+		t.Errorf("rank 0 trained %d tensors, want the %d adapters", len(r0.Trained), n)
 	}
 	if !reflect.DeepEqual(r0.Trained, r1.Trained) {
 		t.Errorf("the ranks' adapters differ: %.2g relative (L2), want bit for bit", testrun.RelDiff(t, r1.Trained, r0.Trained))
 	}
 	base := seedWeights(t, mcfg)
-	for name, r := range map[string]replica{"one process": *one.got, "rank 0": r0, "rank 1": r1} {
+	for name, r := range map[string]replica{"one process": one, "rank 0": r0, "rank 1": r1} {
 		if !reflect.DeepEqual(r.Weights, base) {
 			t.Errorf("%s: the base weights moved from the seed's (%.2g relative, L2)", name, testrun.RelDiff(t, r.Weights, base))
 		}
 	}
-	start := initialAdapters(t, mcfg)
-	if rel := testrun.RelDiff(t, r0.Trained, start); !(rel > 1e-3) {
+	if rel := testrun.RelDiff(t, r0.Trained, initialAdapters(t, mcfg)); !(rel > 1e-3) {
 		t.Errorf("the adapters moved by %.2g relative in %d steps: not trained", rel, steps)
 	}
 
 	worst, maxDiff := compareRuns(t, single, multi, steps, 1e-5, 1e-5)
 	rel := relativeWeights(t, single, multi)
-	relAd := testrun.RelDiff(t, r0.Trained, one.got.Trained)
+	relAd := testrun.RelDiff(t, r0.Trained, one.Trained)
 	t.Logf("DP+LoRA on 2 ranks against one process: losses agree to %.2g relative; adapted weights to %.2g absolute, %.2g relative (L2); adapters to %.2g relative (L2)",
 		worst, maxDiff, rel, relAd)
 	if !(rel <= 1e-6) {
@@ -171,10 +200,55 @@ func TestDPLoRATwoRanks(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("privacy record on 2 ranks %s, one process %s: want the same", dpString(b), dpString(a))
 	}
-	if a.Steps != steps || math.IsInf(a.Eps(), 0) || !(a.Eps() > 0) {
+	if a.Steps != int64(steps) || math.IsInf(a.Eps(), 0) || !(a.Eps() > 0) {
 		t.Errorf("privacy record %s: want %d steps and a finite ε > 0", dpString(a), steps)
 	}
 	t.Logf("ε = %.6g at δ = %g after %d steps (q = %g, σ = %g), both runs", a.Eps(), a.Delta, a.Steps, a.SampleRate, a.NoiseMultiplier)
+}
+
+// checkEmptyShare fails t unless cfg's Poisson samples of n rows over
+// steps draw exactly one row at some step (rank 1's share is then empty)
+// and none at no step (its losses would be NaN, which compareRuns cannot
+// compare).
+func checkEmptyShare(t *testing.T, cfg train.Config, steps int, n int64) {
+	t.Helper()
+	ones := 0
+	var sizes []int
+	for s := range int64(steps) {
+		idx, err := train.PoissonSample(n, cfg.DP.SampleRate, cfg.Seed, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(idx))
+		if len(idx) == 1 {
+			ones++
+		}
+	}
+	t.Logf("rows drawn at each step: %v", sizes)
+	if ones == 0 || slices.Contains(sizes, 0) {
+		t.Fatalf("rows drawn at each step %v: want some step with exactly 1 and none with 0", sizes)
+	}
+}
+
+// The environment of a "train" worker that dplora_test.go adds: DP-SGD's
+// sample rate (train.dp.sample_rate; after MEMO_DIST_DP_SIGMA) and
+// train.threads.
+const (
+	dpQEnv     = "MEMO_DIST_DP_Q"
+	threadsEnv = "MEMO_DIST_THREADS"
+)
+
+// tuneFromEnv sets what dpQEnv and threadsEnv give in a worker's cfg.
+func tuneFromEnv(cfg *train.Config) error {
+	if s := os.Getenv(dpQEnv); s != "" {
+		q, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("%s = %s: %w", dpQEnv, s, err)
+		}
+		cfg.DP.SampleRate = q
+	}
+	cfg.Threads = envInt(threadsEnv, cfg.Threads)
+	return nil
 }
 
 // A DP+LoRA run on two ranks stopped after a checkpoint and resumed ends

@@ -153,6 +153,9 @@ func workerTrain(g *Group) error {
 	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
 	cfg.ShardGroup = envInt("MEMO_DIST_SHARD_GROUP", 0)
 	dpFromEnv(&cfg)
+	if err := tuneFromEnv(&cfg); err != nil { // dplora_test.go
+		return err
+	}
 	if a := os.Getenv("MEMO_DIST_ARCH"); a == "untied" {
 		mcfg.Untied = true
 	} else {
