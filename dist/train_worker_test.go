@@ -153,6 +153,9 @@ func workerTrain(g *Group) error {
 	cfg.Shard = os.Getenv("MEMO_DIST_SHARD")
 	cfg.ShardGroup = envInt("MEMO_DIST_SHARD_GROUP", 0)
 	dpFromEnv(&cfg)
+	if err := tuneFromEnv(&cfg); err != nil { // dplora_test.go
+		return err
+	}
 	if a := os.Getenv("MEMO_DIST_ARCH"); a == "untied" {
 		mcfg.Untied = true
 	} else {
@@ -162,6 +165,10 @@ func workerTrain(g *Group) error {
 		cfg.LoRA = loraParity() // lora_test.go
 	}
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
+	var rep replicaRecorder // dplora_test.go
+	if os.Getenv(replicasEnv) != "" {
+		opts.OnEnd = rep.record
+	}
 	// With MEMO_DIST_READS the rows are read lazily and the positions this
 	// rank read are written there.
 	readsDir := os.Getenv("MEMO_DIST_READS")
@@ -171,6 +178,9 @@ func workerTrain(g *Group) error {
 		from = lazy
 	}
 	if err := train.Run(context.Background(), cfg, mcfg, lcfg, from, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
+		return err
+	}
+	if err := rep.write(g.Rank()); err != nil {
 		return err
 	}
 	if readsDir != "" {

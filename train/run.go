@@ -69,6 +69,14 @@ type Options struct {
 	// OnStep, when set, is called after each optimizer step with its
 	// metrics (tests use it to watch memory).
 	OnStep func(Metric)
+	// OnEnd, when set, is called on every rank once the run has taken its
+	// last step (not when StopAfter or an interruption ends it first),
+	// with the model's weights (with train.lora, the frozen base) and the
+	// parameters it trained (all of them, or the adapters). Tests use it
+	// to compare the ranks' replicas, which only rank 0's checkpoint shows
+	// otherwise. The tensors are the loop's: read them, do not keep them.
+	// Under ZeRO (train.shard) a rank may hold only its part of them.
+	OnEnd func(weights, trained []model.Param)
 }
 
 // PadID marks padding in rows; targets equal to it are ignored.
@@ -375,6 +383,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		// interruption is still training's, with the step it saved (the
 		// next stage would otherwise report it without one).
 		return &InterruptedError{Step: l.step, Total: l.total, Err: err}
+	}
+	if opts.OnEnd != nil {
+		opts.OnEnd(l.g.Params(), l.opt.params)
 	}
 	return nil
 }
