@@ -46,10 +46,13 @@ const initStdDev = 0.02
 
 // Param is one trainable tensor under its Hugging Face name. Decay is true
 // for matrices (weight decay applies) and false for norm gains and biases.
+// Layer says which stage of the forward pass reads it (see Pass): block
+// 0 … Layers−1, BeforeBlocks or AfterBlocks; sharding cuts by it.
 type Param struct {
 	Name   string
 	Tensor *ts.Tensor
 	Decay  bool
+	Layer  int
 }
 
 // GPT is the decoder. Its weights live in the nn.Path it was built on.
@@ -75,8 +78,6 @@ type GPT struct {
 	// views are the parameters that are parts of a layer's joined tensor,
 	// and where (NewForInference, join.go); nil for other models.
 	views map[*ts.Tensor]joinedView
-	// unitOf[i] is the stage of the forward pass that reads params[i] (Units).
-	unitOf []int
 }
 
 // weights are one module's weight and bias (nil when it has none).
@@ -164,7 +165,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 		}
 		if joins != nil {
 			if view, ok := joins.part(g, spec, dt); ok {
-				g.addParam(spec, view, c.Layers)
+				g.addParam(spec, view)
 				continue
 			}
 		}
@@ -185,7 +186,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 		if err != nil {
 			return nil, fmt.Errorf("model: add %s: %w", spec.Name, err)
 		}
-		g.addParam(spec, pt, c.Layers)
+		g.addParam(spec, pt)
 	}
 	if !c.Untied {
 		g.top[modHead] = weights{w: g.top[modEmbed].w}
@@ -208,9 +209,8 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 
 // addParam lists t as the parameter spec describes and puts it in its
 // module's slot.
-func (g *GPT) addParam(spec tensorSpec, t *ts.Tensor, layers int) {
-	g.params = append(g.params, Param{Name: spec.Name, Tensor: t, Decay: spec.Kind == matrixWeight})
-	g.unitOf = append(g.unitOf, unitOfSlot(spec.slot, layers))
+func (g *GPT) addParam(spec tensorSpec, t *ts.Tensor) {
+	g.params = append(g.params, Param{Name: spec.Name, Tensor: t, Decay: spec.Kind == matrixWeight, Layer: layerOf(spec.slot)})
 	if spec.slot.layer >= 0 {
 		g.blocks[spec.slot.layer].mods[spec.slot.mod].set(t, spec.slot.bias)
 		return
@@ -800,7 +800,7 @@ func (g *GPT) Replica() *GPT {
 	for i, p := range g.params {
 		t := p.Tensor.MustDetach(false).MustSetRequiresGrad(true, true)
 		alias[p.Tensor] = t
-		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay}
+		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay, Layer: p.Layer}
 	}
 	if g.tiedHead != nil {
 		r.tiedHead = g.tiedHead.MustDetach(false).MustSetRequiresGrad(true, true)
