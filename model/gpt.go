@@ -91,7 +91,7 @@ type block struct {
 	rope   int // which of GPT.ropes its rotary uses
 	// joined holds the separate q|k|v and gate|up weights concatenated,
 	// with mods' entries views of them (NewForInference); empty otherwise.
-	joined fusedWeights
+	joined Joined
 }
 
 // each calls f on every weight slot of the block, so Replica and
@@ -648,12 +648,12 @@ func (g *GPT) fusedQKV(s *scope, li int, st *PassState) (w, bias *ts.Tensor) {
 	if g.arch.QKV != QKVSeparate {
 		return b.mods[modQKV].w, b.mods[modQKV].b
 	}
-	if b.joined.qkv != nil {
-		return b.joined.qkv, b.joined.qkvBias
+	if b.joined.QKV != nil {
+		return b.joined.QKV, b.joined.QKVBias
 	}
 	if st != nil && st.Joins != nil {
-		f := st.Joins.layer(li)
-		return f.qkv, f.qkvBias
+		f := st.Joins.Layer(li)
+		return f.QKV, f.QKVBias
 	}
 	w, bias = g.catQKV(b)
 	s.keep(w)
@@ -669,12 +669,12 @@ func (g *GPT) fusedGateUp(s *scope, li int, st *PassState) (w, bias *ts.Tensor) 
 	if g.arch.MLP == MLPGatedFused {
 		return b.mods[modGateUp].w, b.mods[modGateUp].b
 	}
-	if b.joined.gateUp != nil {
-		return b.joined.gateUp, b.joined.gateUpBias
+	if b.joined.GateUp != nil {
+		return b.joined.GateUp, b.joined.GateUpBias
 	}
 	if st != nil && st.Joins != nil {
-		f := st.Joins.layer(li)
-		return f.gateUp, f.gateUpBias
+		f := st.Joins.Layer(li)
+		return f.GateUp, f.GateUpBias
 	}
 	w, bias = g.catGateUp(b)
 	s.keep(w)
@@ -814,7 +814,7 @@ func (g *GPT) Replica() *GPT {
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {
 		b.each(func(_ module, t **ts.Tensor, _ bool) { *t = alias[*t] }) // nil maps to nil
-		b.joined = fusedWeights{}
+		b.joined = Joined{}
 		r.blocks[i] = b
 	}
 	return &r
