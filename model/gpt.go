@@ -1,8 +1,9 @@
 // Package model is memo's network: a transformer on libtorch (through
-// gotch), its weights (how they are held: precision, joined q|k|v, the
-// stage cuts of ZeRO-3), parameter and FLOP counts, and one forward pass
-// that every family runs. Running it — the KV cache, decoding, scoring
-// passes, the attention backend a decode picks — is package engine's.
+// gotch), its weights (how they are held: precision, joined q|k|v; which
+// stage of the pass reads each, Param.Layer), parameter and FLOP counts,
+// and one forward pass that every family runs. Running it — the KV cache,
+// decoding, scoring passes, the attention backend a decode picks — is
+// package engine's.
 //
 // One forward pass serves every family memo trains or imports. A family
 // (arch_<name>.go) declares its Recipe — which norm, where the norms sit,
