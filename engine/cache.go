@@ -22,8 +22,8 @@ type Cache struct {
 	starts []int        // first real position of each row
 	k, v   []*ts.Tensor // per layer [B,KVHeads,maxLen,hd]
 	// joins are the layers' concatenated weights, kept for the cache's
-	// passes (model.Joins).
-	joins *model.Joins
+	// passes (joins.go).
+	joins *joins
 	// approx, when not nil, is the approximation the cache decodes under
 	// (Approximation, package model/approx).
 	approx Approximation
@@ -39,7 +39,7 @@ func NewCache(g *model.GPT, batch, maxLen int) (*Cache, error) {
 	if batch <= 0 || maxLen <= 0 || maxLen > c.Context {
 		return nil, fmt.Errorf("model: cache of %d rows × %d positions: want rows > 0 and 0 < positions <= context %d", batch, maxLen, c.Context)
 	}
-	kc := &Cache{g: g, batch: batch, maxLen: maxLen, starts: make([]int, batch), joins: g.NewJoins()}
+	kc := &Cache{g: g, batch: batch, maxLen: maxLen, starts: make([]int, batch), joins: &joins{g: g}}
 	dims := []int64{int64(batch), int64(c.KVHeads), int64(maxLen), int64(c.HeadDim)}
 	for range c.Layers {
 		kc.k = append(kc.k, ts.MustZeros(dims, gotch.Float, g.Device()))
@@ -121,7 +121,7 @@ func (kc *Cache) Drop() {
 		kc.k[l].MustDrop()
 		kc.v[l].MustDrop()
 	}
-	kc.joins.Drop()
+	kc.joins.drop()
 	kc.k, kc.v = nil, nil
 	if kc.approx != nil {
 		kc.approx.Drop()

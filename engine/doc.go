@@ -4,14 +4,14 @@
 // decides how it is run.
 //
 //   - Cache is a batch's keys and values (model.KVStore) and the joined
-//     weights its passes reuse (model.Joins). When it is made it picks
-//     the backend (model.Backend: attention and float32 products) of
-//     every pass once: the model's exact one; on the CPU the decode
-//     kernels, the single-query attention (torchx.AttendOne) for decode
-//     steps and the few-row product (torchx.LinearRows); or an
-//     Approximation's attention (package model/approx) for a Stepper made
-//     by NewStepperUnder. The teacher-forced passes pick theirs the same
-//     way (uncached).
+//     weights its passes reuse (model.Joins; joins.go keeps them, made by
+//     GPT.JoinLayer). When it is made it picks the backend (model.Backend:
+//     attention and float32 products) of every pass once: the model's
+//     exact one; on the CPU the decode kernels, the single-query attention
+//     (torchx.AttendOne) for decode steps and the few-row product
+//     (torchx.LinearRows); or an Approximation's attention (package
+//     model/approx) for a Stepper made by NewStepperUnder. The
+//     teacher-forced passes pick theirs the same way (uncached).
 //   - Stepper decodes a batch of left-padded prompts in lockstep, and
 //     Continue is the one token loop greedy, sampling, beam search
 //     (package extract), Generate and speculative decoding drive.

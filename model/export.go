@@ -71,7 +71,7 @@ func (g *GPT) WithMatrices(f func(w *ts.Tensor) *ts.Tensor) *GPT {
 	for i, b := range g.blocks {
 		// The copy's matrices replace the views: its products (and its
 		// cache's concatenations) must read them, not g's joined tensors.
-		b.joined = fusedWeights{}
+		b.joined = Joined{}
 		b.each(func(m module, w **ts.Tensor, bias bool) {
 			if *w == nil || bias || m.isNorm() {
 				return

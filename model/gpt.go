@@ -1,8 +1,9 @@
 // Package model is memo's network: a transformer on libtorch (through
-// gotch), its weights (how they are held: precision, joined q|k|v, the
-// stage cuts of ZeRO-3), parameter and FLOP counts, and one forward pass
-// that every family runs. Running it — the KV cache, decoding, scoring
-// passes, the attention backend a decode picks — is package engine's.
+// gotch), its weights (how they are held: precision, joined q|k|v; which
+// stage of the pass reads each, Param.Layer), parameter and FLOP counts,
+// and one forward pass that every family runs. Running it — the KV cache,
+// decoding, scoring passes, the attention backend a decode picks — is
+// package engine's.
 //
 // One forward pass serves every family memo trains or imports. A family
 // (arch_<name>.go) declares its Recipe — which norm, where the norms sit,
@@ -46,10 +47,13 @@ const initStdDev = 0.02
 
 // Param is one trainable tensor under its Hugging Face name. Decay is true
 // for matrices (weight decay applies) and false for norm gains and biases.
+// Layer says which stage of the forward pass reads it (see Pass): block
+// 0 … Layers−1, BeforeBlocks or AfterBlocks; sharding cuts by it.
 type Param struct {
 	Name   string
 	Tensor *ts.Tensor
 	Decay  bool
+	Layer  int
 }
 
 // GPT is the decoder. Its weights live in the nn.Path it was built on.
@@ -75,8 +79,6 @@ type GPT struct {
 	// views are the parameters that are parts of a layer's joined tensor,
 	// and where (NewForInference, join.go); nil for other models.
 	views map[*ts.Tensor]joinedView
-	// unitOf[i] is the stage of the forward pass that reads params[i] (Units).
-	unitOf []int
 }
 
 // weights are one module's weight and bias (nil when it has none).
@@ -90,7 +92,7 @@ type block struct {
 	rope   int // which of GPT.ropes its rotary uses
 	// joined holds the separate q|k|v and gate|up weights concatenated,
 	// with mods' entries views of them (NewForInference); empty otherwise.
-	joined fusedWeights
+	joined Joined
 }
 
 // each calls f on every weight slot of the block, so Replica and
@@ -164,7 +166,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 		}
 		if joins != nil {
 			if view, ok := joins.part(g, spec, dt); ok {
-				g.addParam(spec, view, c.Layers)
+				g.addParam(spec, view)
 				continue
 			}
 		}
@@ -185,7 +187,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 		if err != nil {
 			return nil, fmt.Errorf("model: add %s: %w", spec.Name, err)
 		}
-		g.addParam(spec, pt, c.Layers)
+		g.addParam(spec, pt)
 	}
 	if !c.Untied {
 		g.top[modHead] = weights{w: g.top[modEmbed].w}
@@ -208,9 +210,8 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 
 // addParam lists t as the parameter spec describes and puts it in its
 // module's slot.
-func (g *GPT) addParam(spec tensorSpec, t *ts.Tensor, layers int) {
-	g.params = append(g.params, Param{Name: spec.Name, Tensor: t, Decay: spec.Kind == matrixWeight})
-	g.unitOf = append(g.unitOf, unitOfSlot(spec.slot, layers))
+func (g *GPT) addParam(spec tensorSpec, t *ts.Tensor) {
+	g.params = append(g.params, Param{Name: spec.Name, Tensor: t, Decay: spec.Kind == matrixWeight, Layer: layerOf(spec.slot)})
 	if spec.slot.layer >= 0 {
 		g.blocks[spec.slot.layer].mods[spec.slot.mod].set(t, spec.slot.bias)
 		return
@@ -648,12 +649,12 @@ func (g *GPT) fusedQKV(s *scope, li int, st *PassState) (w, bias *ts.Tensor) {
 	if g.arch.QKV != QKVSeparate {
 		return b.mods[modQKV].w, b.mods[modQKV].b
 	}
-	if b.joined.qkv != nil {
-		return b.joined.qkv, b.joined.qkvBias
+	if b.joined.QKV != nil {
+		return b.joined.QKV, b.joined.QKVBias
 	}
 	if st != nil && st.Joins != nil {
-		f := st.Joins.layer(li)
-		return f.qkv, f.qkvBias
+		f := st.Joins.Layer(li)
+		return f.QKV, f.QKVBias
 	}
 	w, bias = g.catQKV(b)
 	s.keep(w)
@@ -669,12 +670,12 @@ func (g *GPT) fusedGateUp(s *scope, li int, st *PassState) (w, bias *ts.Tensor) 
 	if g.arch.MLP == MLPGatedFused {
 		return b.mods[modGateUp].w, b.mods[modGateUp].b
 	}
-	if b.joined.gateUp != nil {
-		return b.joined.gateUp, b.joined.gateUpBias
+	if b.joined.GateUp != nil {
+		return b.joined.GateUp, b.joined.GateUpBias
 	}
 	if st != nil && st.Joins != nil {
-		f := st.Joins.layer(li)
-		return f.gateUp, f.gateUpBias
+		f := st.Joins.Layer(li)
+		return f.GateUp, f.GateUpBias
 	}
 	w, bias = g.catGateUp(b)
 	s.keep(w)
@@ -800,7 +801,7 @@ func (g *GPT) Replica() *GPT {
 	for i, p := range g.params {
 		t := p.Tensor.MustDetach(false).MustSetRequiresGrad(true, true)
 		alias[p.Tensor] = t
-		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay}
+		r.params[i] = Param{Name: p.Name, Tensor: t, Decay: p.Decay, Layer: p.Layer}
 	}
 	if g.tiedHead != nil {
 		r.tiedHead = g.tiedHead.MustDetach(false).MustSetRequiresGrad(true, true)
@@ -814,7 +815,7 @@ func (g *GPT) Replica() *GPT {
 	r.blocks = make([]block, len(g.blocks))
 	for i, b := range g.blocks {
 		b.each(func(_ module, t **ts.Tensor, _ bool) { *t = alias[*t] }) // nil maps to nil
-		b.joined = fusedWeights{}
+		b.joined = Joined{}
 		r.blocks[i] = b
 	}
 	return &r

@@ -12,9 +12,11 @@ import (
 // those rows. Decoding and the CPU's forward pass multiply by the joined
 // tensor directly. A model built otherwise concatenates the separate
 // weights instead: a decode keeps the copies for as long as its cache
-// lives (Joins, held by the engine's cache), over half as much again for
+// lives (Joins, kept by the engine's cache), over half as much again for
 // a Llama (2.5 GB beside a 1.1B model's 4.4 GB in float32), and the CPU's forward pass
-// makes them anew at each call. The products multiply the same values,
+// makes them anew at each call. The joined allocation is how this model
+// stores its weights, so it is model's; the copies a cache keeps are the
+// engine's. The products multiply the same values,
 // so results do not change; on a GPU, where a trained model multiplies q,
 // k and v separately (separateProducts), a joined one multiplies once,
 // which can move the last bits there.
@@ -54,16 +56,16 @@ func joinKeyOf(a *Arch, s slot) (joinKey, bool) {
 }
 
 // of is the field of f that holds the joined tensor k names.
-func (f *fusedWeights) of(k joinKey) **ts.Tensor {
+func (f *Joined) of(k joinKey) **ts.Tensor {
 	switch {
 	case k.group == 0 && !k.bias:
-		return &f.qkv
+		return &f.QKV
 	case k.group == 0:
-		return &f.qkvBias
+		return &f.QKVBias
 	case !k.bias:
-		return &f.gateUp
+		return &f.GateUp
 	}
-	return &f.gateUpBias
+	return &f.GateUpBias
 }
 
 // joiner allocates the joined tensors of one build, each when its first
@@ -138,7 +140,7 @@ func (g *GPT) Release() error {
 	}
 	for i := range g.blocks {
 		j := g.blocks[i].joined
-		add(j.qkv, j.qkvBias, j.gateUp, j.gateUpBias)
+		add(j.QKV, j.QKVBias, j.GateUp, j.GateUpBias)
 	}
 	add(g.tiedHead, g.causal)
 	for _, r := range g.ropes {

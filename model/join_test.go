@@ -66,7 +66,7 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 				t.Fatalf("%d parameters are views of joined tensors, want at least %d (q, k, v, gate, up per layer)", views, want)
 			}
 			for _, b := range joined.blocks {
-				if b.joined.qkv == nil || b.joined.gateUp == nil || (tc.cfg.Bias && b.joined.qkvBias == nil) {
+				if b.joined.QKV == nil || b.joined.GateUp == nil || (tc.cfg.Bias && b.joined.QKVBias == nil) {
 					t.Fatal("a layer without its joined tensors")
 				}
 			}
@@ -114,7 +114,7 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 				}
 			}
 			// Release empties every weight, joined tensors included.
-			bases := []*ts.Tensor{joined.blocks[0].joined.qkv, joined.blocks[0].joined.gateUp}
+			bases := []*ts.Tensor{joined.blocks[0].joined.QKV, joined.blocks[0].joined.GateUp}
 			if err := joined.Release(); err != nil {
 				t.Fatal(err)
 			}

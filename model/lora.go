@@ -112,8 +112,8 @@ func (l *LoRA) Params() []Param {
 	out := make([]Param, 0, 2*len(l.sites))
 	for i, s := range l.sites {
 		out = append(out,
-			Param{Name: "base_model.model." + s.Path + ".lora_A.weight", Tensor: l.a[i], Decay: true},
-			Param{Name: "base_model.model." + s.Path + ".lora_B.weight", Tensor: l.b[i], Decay: true})
+			Param{Name: "base_model.model." + s.Path + ".lora_A.weight", Tensor: l.a[i], Decay: true, Layer: s.layer},
+			Param{Name: "base_model.model." + s.Path + ".lora_B.weight", Tensor: l.b[i], Decay: true, Layer: s.layer})
 	}
 	return out
 }

@@ -36,7 +36,7 @@ type PassState struct {
 	KV KVStore
 	// Joins keeps the concatenated weights across the passes of one cache
 	// (nil: each pass concatenates its own).
-	Joins *Joins
+	Joins Joins
 	// LastOnly returns the last position's logits only, [B,1,V] (see run).
 	LastOnly bool
 	// Backend computes the attention and the float32 products (nil:
@@ -167,53 +167,33 @@ func (g *GPT) cachedInputs(st *PassState, pos []int64, b, t int) (*inputs, error
 	return in, nil
 }
 
-// fusedWeights are one layer's separately stored weights concatenated for
-// one product each: q|k|v and gate|up (and their biases, nil without).
-type fusedWeights struct{ qkv, qkvBias, gateUp, gateUpBias *ts.Tensor }
+// Joined is one layer's separately stored weights concatenated for one
+// product each: q|k|v and gate|up, and their biases (nil where the family
+// has none, or stores the module fused).
+type Joined struct{ QKV, QKVBias, GateUp, GateUpBias *ts.Tensor }
 
-// Joins holds, for the passes of one cache, each layer's separately
-// stored weights concatenated for one product each (see layer).
-type Joins struct {
-	g     *GPT
-	fused []fusedWeights
+// Joins keeps each layer's Joined weights across the passes of one cache,
+// so a decode step does not concatenate them anew: concatenating at every
+// step cost more than the step's own products at small batches. The
+// engine's cache holds one (it makes them with JoinLayer and frees them
+// with the cache).
+type Joins interface {
+	// Layer is layer li's joined weights, owned by the Joins.
+	Layer(li int) Joined
 }
 
-// NewJoins makes an empty Joins for g's passes; Drop frees what it made.
-func (g *GPT) NewJoins() *Joins { return &Joins{g: g} }
-
-// layer returns layer li's concatenated weights, made on first use.
-// Concatenating them at every decode step cost more than the step's own
-// products at small batches; a cache lives for one decode of one batch,
-// during which weights do not change, and holds the copies (about one
-// more copy of the blocks' weights) until Drop.
-func (j *Joins) layer(li int) fusedWeights {
-	if jw := j.g.blocks[li].joined; jw.qkv != nil || jw.gateUp != nil {
-		return jw // the model's own (NewForInference): nothing to copy or drop
+// JoinLayer concatenates layer li's separately stored q, k, v weights and
+// gate, up weights (and their biases), those the family stores apart; the
+// others are nil. The caller owns the results. Weights do not change
+// during a decode, so a cache may keep them for its passes (Joins).
+func (g *GPT) JoinLayer(li int) Joined {
+	var j Joined
+	blk := &g.blocks[li]
+	if g.arch.QKV == QKVSeparate {
+		j.QKV, j.QKVBias = g.catQKV(blk)
 	}
-	if j.fused == nil {
-		j.fused = make([]fusedWeights, len(j.g.blocks))
+	if g.arch.MLP == MLPGated {
+		j.GateUp, j.GateUpBias = g.catGateUp(blk)
 	}
-	f := &j.fused[li]
-	if f.qkv == nil && f.gateUp == nil {
-		g, blk := j.g, &j.g.blocks[li]
-		if g.arch.QKV == QKVSeparate {
-			f.qkv, f.qkvBias = g.catQKV(blk)
-		}
-		if g.arch.MLP == MLPGated {
-			f.gateUp, f.gateUpBias = g.catGateUp(blk)
-		}
-	}
-	return *f
-}
-
-// Drop frees the concatenated weights.
-func (j *Joins) Drop() {
-	for _, f := range j.fused {
-		for _, t := range []*ts.Tensor{f.qkv, f.qkvBias, f.gateUp, f.gateUpBias} {
-			if t != nil {
-				t.MustDrop()
-			}
-		}
-	}
-	j.fused = nil
+	return j
 }

@@ -5,7 +5,8 @@ package model
 // the weights a stage reads, runs it, and frees them before the next; it
 // runs each stage's backward on its own the same way (recomputing the
 // stage from its saved input). A stage is the embedding, one block, or the
-// head (final norm and LM head). Forward is these stages in a row.
+// head (final norm and LM head). Forward is these stages in a row. Each
+// parameter's stage is its Param.Layer.
 
 import (
 	"fmt"
@@ -13,43 +14,31 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// Units groups the indices of Params by the stage that reads them: unit 0
-// the embedding (and learned positions), unit 1+i block i, the last unit
-// the final norm and the untied head. Every parameter is in one unit, and
-// a unit's parameters are consecutive in Params.
-func (g *GPT) Units() [][]int {
-	out := make([][]int, len(g.blocks)+2)
-	for i, u := range g.unitOf {
-		out[u] = append(out[u], i)
-	}
-	return out
-}
+// Where a parameter lies outside the blocks (Param.Layer).
+const (
+	// BeforeBlocks is the embedding stage's: the token embedding and
+	// learned positions. A tied LM head reads the embedding too.
+	BeforeBlocks = -1
+	// AfterBlocks is the head stage's: the final norm and an untied head.
+	AfterBlocks = -2
+)
 
-// HeadUnits are the units the head stage reads: the last, and with a tied
-// head also unit 0, whose embedding is the head's weight.
-func (g *GPT) HeadUnits() []int {
-	last := len(g.blocks) + 1
-	if g.cfg.Untied {
-		return []int{last}
-	}
-	return []int{last, 0}
-}
-
-// unitOfSlot is the unit (see Units) of a weight in slot s of a model of
-// layers blocks.
-func unitOfSlot(s slot, layers int) int {
+// layerOf is Param.Layer for the weight in slot s.
+func layerOf(s slot) int {
 	switch {
 	case s.layer >= 0:
-		return 1 + s.layer
+		return s.layer
 	case s.mod == modEmbed || s.mod == modPositions:
-		return 0
+		return BeforeBlocks
 	}
-	return layers + 1
+	return AfterBlocks
 }
 
 // Pass is one forward pass over sequences of a fixed length, run a stage at
-// a time. Each stage reads only its unit's weights (and the head the
-// embedding, when tied), so those may be empty while other stages run.
+// a time. Each stage reads only the parameters whose Layer is its own
+// (and the head the embedding, when tied), so the others may be empty
+// while it runs; how to group and gather them is the caller's (train's
+// ZeRO-3).
 type Pass struct {
 	g  *GPT
 	t  int64

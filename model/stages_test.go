@@ -1,16 +1,17 @@
 package model
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch/ts"
 )
 
-// The stages in a row are Forward, bit for bit, and Units covers every
-// parameter once, each unit a run of consecutive parameters read by its
-// stage alone: a stage run with every other unit's weights emptied gives
-// the same output.
+// The stages in a row are Forward, bit for bit, and each stage reads only
+// the parameters whose Layer is its own (the head also the embedding, when
+// tied): a stage run with every other parameter emptied gives the same
+// output. (How train groups them, train's stageUnits, is tested there.)
 func TestPassStagesAreForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -22,18 +23,10 @@ func TestPassStagesAreForward(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newTest(t, tc.cfg)
-			units := g.Units()
-			seen := map[int]bool{}
-			for u, idx := range units {
-				for k, i := range idx {
-					if seen[i] || (k > 0 && i != idx[k-1]+1) {
-						t.Fatalf("unit %d: %v is not a run of new parameters", u, idx)
-					}
-					seen[i] = true
+			for _, p := range g.Params() {
+				if p.Layer < AfterBlocks || p.Layer >= g.Config().Layers {
+					t.Fatalf("%s: layer %d of %d", p.Name, p.Layer, g.Config().Layers)
 				}
-			}
-			if len(seen) != len(g.Params()) {
-				t.Fatalf("units cover %d of %d parameters", len(seen), len(g.Params()))
 			}
 			ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 0, 4, 8, 6, 1}).MustView([]int64{2, 6}, true)
 			defer ids.MustDrop()
@@ -41,26 +34,26 @@ func TestPassStagesAreForward(t *testing.T) {
 			torchx.NoGrad(func() { want = g.Forward(ids) })
 			defer want.MustDrop()
 
-			// Keep every weight, then empty all but the units a stage reads.
+			// Keep every weight, then empty all but the layers a stage reads.
 			saved := make([]*ts.Tensor, len(g.Params()))
 			all := make([]*ts.Tensor, len(g.Params()))
 			for i, p := range g.Params() {
 				saved[i] = p.Tensor.MustDetach(false).MustMulScalar(ts.FloatScalar(1), true)
 				all[i] = p.Tensor
 			}
-			only := func(us ...int) {
+			only := func(layers ...int) {
 				t.Helper()
 				if err := torchx.ReleaseData(all); err != nil {
 					t.Fatal(err)
 				}
-				for _, u := range us {
-					var ps, src []*ts.Tensor
-					for _, i := range units[u] {
+				var ps, src []*ts.Tensor
+				for i, p := range g.Params() {
+					if slices.Contains(layers, p.Layer) {
 						ps, src = append(ps, all[i]), append(src, saved[i])
 					}
-					if err := torchx.SetData(ps, src); err != nil {
-						t.Fatal(err)
-					}
+				}
+				if err := torchx.SetData(ps, src); err != nil {
+					t.Fatal(err)
 				}
 			}
 			p, err := g.NewPass(6)
@@ -70,15 +63,19 @@ func TestPassStagesAreForward(t *testing.T) {
 			defer p.Drop()
 			var got *ts.Tensor
 			torchx.NoGrad(func() {
-				only(0)
+				only(BeforeBlocks)
 				x := p.Embed(ids)
 				for li := 0; li < p.Blocks(); li++ {
-					only(1 + li)
+					only(li)
 					y := p.Block(li, x)
 					x.MustDrop()
 					x = y
 				}
-				only(g.HeadUnits()...)
+				if tc.cfg.Untied {
+					only(AfterBlocks)
+				} else {
+					only(AfterBlocks, BeforeBlocks)
+				}
 				got = p.Head(x)
 				x.MustDrop()
 			})

@@ -7,10 +7,8 @@ import (
 	"testing"
 
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 
-	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -29,31 +27,8 @@ func dpLoRARun() (Config, model.Config, loss.Config) {
 // in PEFT's name order.
 func adapterWeights(t *testing.T, runDir string, mcfg model.Config) []float64 {
 	t.Helper()
-	dir, _, err := checkpoint.LatestGood(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := mcfg.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := checkpoint.ReadAdapterConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad, err := model.NewLoRA(g, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.LoadAdapter(ad, dir); err != nil {
-		t.Fatal(err)
-	}
 	var out []float64
-	for _, v := range paramValues(ad.Params()) {
+	for _, v := range paramValues(savedAdapter(t, runDir, mcfg).Params()) {
 		out = append(out, v...)
 	}
 	return out

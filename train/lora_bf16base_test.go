@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -57,30 +56,8 @@ func checkBF16BaseLoads(t *testing.T, runDir string, mcfg model.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _, err := checkpoint.LatestGood(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := mcfg.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
 	adapted := func(precision string) []float64 {
-		g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), mc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt, err := checkpoint.ReadAdapterConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ad, err := model.NewLoRA(g, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkpoint.LoadAdapter(ad, dir); err != nil {
-			t.Fatal(err)
-		}
+		ad := savedAdapter(t, runDir, mcfg)
 		if err := ad.HoldBase(precision); err != nil {
 			t.Fatal(err)
 		}

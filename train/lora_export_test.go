@@ -64,18 +64,7 @@ func TestLoRALoadAndExportMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 	baseLogits := logitsOf(g.Forward, ids)
-	opt, err := checkpoint.ReadAdapterConfig(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad, err := model.NewLoRA(g, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.LoadAdapter(ad, ck); err != nil {
-		t.Fatal(err)
-	}
-	unmerged := logitsOf(ad.Forward, ids)
+	unmerged := logitsOf(adapterOn(t, g, ck).Forward, ids)
 	if d := maxAbsDiff(unmerged, baseLogits); d < 1e-3 {
 		t.Fatalf("adapted logits differ from the base's by only %g: the adapters did not train", d)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -22,6 +23,38 @@ func loraRun() (Config, model.Config, loss.Config) {
 	cfg.LoRA = LoRAConfig{Enabled: true, Rank: 4, Alpha: 8,
 		Targets: []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}
 	return cfg, mcfg, lcfg
+}
+
+// savedAdapter is the adapters of runDir's newest checkpoint on a fresh
+// float32 base of mcfg on the CPU.
+func savedAdapter(t *testing.T, runDir string, mcfg model.Config) *model.LoRA {
+	t.Helper()
+	dir, _, err := checkpoint.LatestGood(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adapterOn(t, g, dir)
+}
+
+// adapterOn is the adapters of checkpoint dir on base g.
+func adapterOn(t *testing.T, g *model.GPT, dir string) *model.LoRA {
+	t.Helper()
+	opt, err := checkpoint.ReadAdapterConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := model.NewLoRA(g, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.LoadAdapter(ad, dir); err != nil {
+		t.Fatal(err)
+	}
+	return ad
 }
 
 // testLoop builds the loop Run builds, without running it, so that a test

@@ -202,7 +202,10 @@ func shardFor(cfg Config, g *model.GPT, group Group, rank, size int) (Sharder, *
 	}
 	var units [][]int // one unit of all parameters
 	if cfg.Shard == ShardFull {
-		units = g.Units()
+		var err error
+		if units, err = stageUnits(g.Params(), g.Config().Layers); err != nil {
+			return nil, nil, err
+		}
 	}
 	plan, err := newShardPlan(cfg.Shard, g.Params(), units, rank, size, cfg.ShardGroup)
 	if err != nil {

@@ -3,7 +3,7 @@ package train
 // Sharded data parallelism (train.shard, the ZeRO stages of Rajbhandari et
 // al., arXiv 1910.02054). The parameters are grouped into units — all of
 // them for "optimizer" and "gradients", one unit per stage of the forward
-// pass for "full" (the embedding, each block, the head; model.GPT.Units) —
+// pass for "full" (the embedding, each block, the head; stageUnits) —
 // and each unit is read as one flat vector of P_u elements in Params order,
 // cut into N contiguous ranges of S_u = ceil(P_u/N) elements. Each rank owns
 // one range of every unit: it keeps that range's AdamW moments (and under

@@ -63,7 +63,7 @@ type fullState struct {
 // whole model is ever resident here) and allocates this rank's vectors,
 // zeroed; the weights come from drawWeights or scatterWeights.
 func newFullState(l *loop, plan *shardPlan, sh Sharder, g *model.GPT) (*fullState, error) {
-	f := &fullState{l: l, plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: g.HeadUnits()}
+	f := &fullState{l: l, plan: plan, sh: sh, params: paramTensors(g.Params()), dev: g.Device(), heads: headUnits(g.Config().Layers, g.Config().Untied)}
 	f.w = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
 	f.g = ts.MustZeros([]int64{plan.local}, plan.dtype, f.dev)
 	if plan.grouped() {
