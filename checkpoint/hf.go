@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
@@ -69,7 +70,7 @@ func LoadHF(dir, device string) (*model.GPT, *nn.VarStore, error) {
 }
 
 // loadHF is LoadHF, or with precision set for inference (see buildForLoad).
-func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
+func loadHF(dir, device, prec string) (*model.GPT, *nn.VarStore, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
 		return nil, nil, err
@@ -78,18 +79,18 @@ func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := memlimit.CheckOn(filepath.Join(dir, "config.json"), cfg, bytesPerWeight(precision), dev); err != nil {
+	if err := memlimit.CheckOn(filepath.Join(dir, "config.json"), cfg, bytesPerWeight(prec), dev); err != nil {
 		return nil, nil, err
 	}
 	vs := nn.NewVarStore(dev)
-	g, err := buildForLoad(vs.Root(), cfg, precision)
+	g, err := buildForLoad(vs.Root(), cfg, prec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	if err := LoadHFWeights(g, dir); err != nil {
 		return nil, nil, err
 	}
-	if err := g.SetPrecision(precision, false); err != nil {
+	if err := precision.Set(g, prec, false); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return g, vs, nil
@@ -98,18 +99,18 @@ func loadHF(dir, device, precision string) (*model.GPT, *nn.VarStore, error) {
 // buildForLoad builds the unset model a load fills: for training and
 // comparison (precision empty) the model memo trains, for inference
 // (LoadModel: precision set, fp32 included) one in that precision with
-// its layers joined (model.NewForInference).
-func buildForLoad(p *nn.Path, cfg model.Config, precision string) (*model.GPT, error) {
-	if precision == "" {
+// its layers joined (precision.NewForInference).
+func buildForLoad(p *nn.Path, cfg model.Config, prec string) (*model.GPT, error) {
+	if prec == "" {
 		return model.NewUninitialized(p, cfg)
 	}
-	return model.NewForInference(p, cfg, precision)
+	return precision.NewForInference(p, cfg, prec)
 }
 
 // bytesPerWeight is what each weight of an inference model in precision
-// takes at least: 4 in float32, 2 in bf16 or fp16.
-func bytesPerWeight(precision string) float64 {
-	if dt, err := model.ParsePrecision(precision, false); err == nil && dt != gotch.Float {
+// prec takes at least: 4 in float32, 2 in bf16 or fp16.
+func bytesPerWeight(prec string) float64 {
+	if dt, err := precision.Parse(prec, false); err == nil && dt != gotch.Float {
 		return 2
 	}
 	return 4
@@ -166,19 +167,19 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 // LoadModel loads any model memo reads for inference: a Hugging Face
 // directory, or a memo run, checkpoints/ directory or step-NNNNNN
 // checkpoint (its newest good checkpoint). It returns the directory the
-// weights came from. precision is an inference precision (fp32, bf16,
+// weights came from. prec is an inference precision (fp32, bf16,
 // fp16; empty is fp32): in bf16 or fp16 each linear weight is converted as
 // it is read, so the model is never held in float32 (a bf16 file's weights
-// stay bf16 on the device) and is ready to use (model.SetPrecision). Its
+// stay bf16 on the device) and is ready to use (precision.Set). Its
 // layers are joined (model.NewForInference), so decoding holds no second
 // copy of them: the model is for inference, not training.
-func LoadModel(path, device, precision string) (*model.GPT, string, error) {
-	precision = model.PrecisionName(precision) // set: an inference model
+func LoadModel(path, device, prec string) (*model.GPT, string, error) {
+	prec = precision.Name(prec) // set: an inference model
 	if IsHFDir(path) {
-		g, _, err := loadHF(path, device, precision)
+		g, _, err := loadHF(path, device, prec)
 		return g, path, err
 	}
-	g, _, dir, err := load(path, device, precision)
+	g, _, dir, err := load(path, device, prec)
 	return g, dir, err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/internal/hfgolden"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -238,7 +239,7 @@ func TestLoadModelInBF16(t *testing.T) {
 	hf := filepath.Join("..", "testdata", "hf")
 	for _, dir := range []string{oldRun, filepath.Join(hf, "llama-gqa-tied"), filepath.Join(hf, "llama3-mqa-scaled-bf16"), filepath.Join(hf, "neox-pythia-style-fp16")} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			direct, _, err := LoadModel(dir, "cpu", model.PrecisionBF16)
+			direct, _, err := LoadModel(dir, "cpu", precision.BF16)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +253,7 @@ func TestLoadModelInBF16(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := later.SetPrecision(model.PrecisionBF16, false); err != nil {
+			if err := precision.Set(later, precision.BF16, false); err != nil {
 				t.Fatal(err)
 			}
 			reduced := 0
@@ -289,11 +290,11 @@ func TestLoadModelInBF16(t *testing.T) {
 	}
 	// LoadModel joins the layers for inference: a precision is chosen at
 	// load, not after.
-	g, _, err := LoadModel(oldRun, "cpu", model.PrecisionFP32)
+	g, _, err := LoadModel(oldRun, "cpu", precision.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.SetPrecision(model.PrecisionBF16, false); err == nil || !strings.Contains(err.Error(), "joined") {
+	if err := precision.Set(g, precision.BF16, false); err == nil || !strings.Contains(err.Error(), "joined") {
 		t.Errorf("bf16 after a float32 LoadModel: %v, want a refusal naming the joined layers", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -19,7 +20,7 @@ func Load(path, device string) (*model.GPT, *nn.VarStore, string, error) {
 }
 
 // load is Load, or with precision set for inference (see buildForLoad).
-func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, error) {
+func load(path, device, prec string) (*model.GPT, *nn.VarStore, string, error) {
 	dev, err := torchx.ResolveDevice(device)
 	if err != nil {
 		return nil, nil, "", err
@@ -32,27 +33,27 @@ func load(path, device, precision string) (*model.GPT, *nn.VarStore, string, err
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := memlimit.CheckOn(filepath.Join(dir, ModelJSONFile), cfg, bytesPerWeight(precision), dev); err != nil {
+	if err := memlimit.CheckOn(filepath.Join(dir, ModelJSONFile), cfg, bytesPerWeight(prec), dev); err != nil {
 		return nil, nil, "", err
 	}
 	vs := nn.NewVarStore(dev)
 	if st, ok := ReadLoRAState(dir); ok {
 		g, err := loadLoRA(vs, dir, cfg, st)
 		if err == nil {
-			err = g.SetPrecision(precision, false)
+			err = precision.Set(g, prec, false)
 		}
 		return g, vs, dir, err
 	}
 	// Every parameter is overwritten from the file (LoadWeights fails on a
 	// missing one), so drawing random initial weights would be wasted time.
-	g, err := buildForLoad(vs.Root(), cfg, precision)
+	g, err := buildForLoad(vs.Root(), cfg, prec)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	if err := LoadWeights(g, dir); err != nil {
 		return nil, nil, "", err
 	}
-	if err := g.SetPrecision(precision, false); err != nil {
+	if err := precision.Set(g, prec, false); err != nil {
 		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	return g, vs, dir, nil

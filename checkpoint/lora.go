@@ -18,6 +18,7 @@ import (
 	"github.com/memo-research/memo/internal/filehash"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch/nn"
 )
 
@@ -195,7 +196,11 @@ func loadLoRA(vs *nn.VarStore, dir string, cfg model.Config, st State) (*model.G
 	if err := LoadAdapter(l, dir); err != nil {
 		return nil, err
 	}
-	if err := l.RoundBase(st.LoRABase.Precision); err != nil {
+	base, err := precision.BaseDType(st.LoRABase.Precision)
+	if err != nil {
+		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if err := l.RoundBase(base); err != nil {
 		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
 	}
 	l.Merge()

@@ -8,15 +8,16 @@ import (
 )
 
 // backendFor is the backend of kc's passes, chosen once when the cache is
-// made (or put under an approximation): the approximation's
+// made (or put under an approximation), around the model's own (g.Exact():
+// float32 or the precision a runner set): the approximation's
 // (approxBackend) when it has one; on the CPU, the decode kernels
-// (decodeKernel); else the model's exact one.
+// (decodeKernel); else the model's own.
 func backendFor(kc *Cache) model.Backend {
 	switch {
 	case kc.approx != nil:
 		return approxBackend{products: productsFor(kc.g), kc: kc}
 	case kc.g.Device() == gotch.CPU:
-		return decodeKernel{g: kc.g}
+		return newDecodeKernel(kc.g)
 	}
 	return kc.g.Exact()
 }
@@ -26,51 +27,60 @@ func backendFor(kc *Cache) model.Backend {
 // decode kernels, whose products take a short window's few rows.
 func uncached(g *model.GPT) *model.PassState {
 	if g.Device() == gotch.CPU {
-		return &model.PassState{Backend: decodeKernel{g: g}}
+		return &model.PassState{Backend: newDecodeKernel(g)}
 	}
 	return &model.PassState{Backend: g.Exact()}
 }
 
-// products is the float32 products of a backend (model.Backend's Linear).
+// products is the products of a backend (model.Backend's Linear).
 type products interface {
-	Linear(x, w, bias *ts.Tensor) *ts.Tensor
+	Linear(x, w, bias *ts.Tensor, p model.Product) *ts.Tensor
 }
 
-// productsFor is g's products: on the CPU the row kernel's (rowKernel),
-// else the model's exact ones.
+// productsFor is g's products: on the CPU, in float32, the row kernel's
+// (rowKernel), else the model's own (a reduced precision's are never the
+// kernel's).
 func productsFor(g *model.GPT) products {
-	if g.Device() == gotch.CPU {
-		return rowKernel{}
+	base := g.Exact()
+	if g.Device() == gotch.CPU && base.DType() == gotch.Float {
+		return rowKernel{base: base}
 	}
-	return g.Exact()
+	return base
 }
 
 // rowKernel is the float32 products of a CPU pass: a decode step's few
 // rows take torchx.LinearRows when it applies (no gradients, AVX2, at
-// most torchx.MaxKernelRows rows), where OpenBLAS would repack the whole
-// weight for them; the rest are the model's.
-type rowKernel struct{}
+// most torchx.MaxKernelRows rows, a weight whose rows lie packed — not
+// Conv1D's transposed one, which it would copy whole), where OpenBLAS
+// would repack the whole weight for them; the rest are the model's.
+type rowKernel struct{ base products }
 
-func (rowKernel) Linear(x, w, bias *ts.Tensor) *ts.Tensor {
-	if y, ok := torchx.LinearRows(x, w, bias); ok {
-		return y
+func (r rowKernel) Linear(x, w, bias *ts.Tensor, p model.Product) *ts.Tensor {
+	if w.MustIsContiguous() {
+		if y, ok := torchx.LinearRows(x, w, bias); ok {
+			return y
+		}
 	}
-	return model.ExactLinear(x, w, bias)
+	return r.base.Linear(x, w, bias, p)
 }
 
-// decodeKernel is the CPU backend: the row kernel's products, and exact
-// attention whose cached decode steps (one query per row, no soft-cap)
-// take torchx.AttendOne, which reads the cache's keys and values where
-// they lie; every other pass, and a step the kernel declines (no AVX2,
-// MEMO_KERNELS=off), is the model's.
+// decodeKernel is the CPU backend: productsFor's products, and the
+// model's own attention but for cached decode steps (one query per row,
+// no soft-cap), which take torchx.AttendOne: it reads the cache's keys
+// and values where they lie. A step the kernel declines (no AVX2,
+// MEMO_KERNELS=off) is the model's.
 type decodeKernel struct {
-	g *model.GPT
-	rowKernel
+	base model.Base
+	products
+}
+
+func newDecodeKernel(g *model.GPT) decodeKernel {
+	return decodeKernel{base: g.Exact(), products: productsFor(g)}
 }
 
 func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {
 	if c.KV == nil {
-		return d.g.ExactAttention(c, c.K, c.V)
+		return d.base.Attend(c)
 	}
 	k, v := c.KV.Append(c.Layer, c.K, c.V)
 	size := c.Q.MustSize()
@@ -82,7 +92,7 @@ func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {
 			return att.MustView([]int64{b, 1, h * hd}, true)
 		}
 	}
-	return d.g.ExactAttention(c, k, v)
+	return d.base.AttendOver(c, k, v)
 }
 
 // approxBackend hands each layer's attention to the cache's

@@ -5,6 +5,8 @@ import (
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -93,5 +95,52 @@ func TestUncachedPassBackend(t *testing.T) {
 	}
 	if d := maxAbsDiff(want, g.ForwardWith(in, st)); d > 1e-5 {
 		t.Errorf("ForwardWith without a cache, decode kernels: differs from Forward by %g (tolerance 1e-5)", d)
+	}
+}
+
+// The engine's backends wrap the model's own (g.Exact(), float32 or the
+// precision a runner set): the row kernel takes float32 products only,
+// of weights whose rows lie packed, so a reduced precision's products
+// (bf16-mixed keeps float32 weights: the kernel would take them) and
+// Conv1D's transposed weights are the model's own, bit for bit, as they
+// were when the model computed them itself.
+func TestBackendsWrapTheModels(t *testing.T) {
+	x := ts.MustRandn([]int64{2, 64}, gotch.Float, gotch.CPU)
+	defer x.MustDrop()
+	w := ts.MustRandn([]int64{32, 64}, gotch.Float, gotch.CPU)
+	defer w.MustDrop()
+	// A Conv1D weight [in, out], transposed as the recipe hands it over.
+	conv := ts.MustRandn([]int64{64, 32}, gotch.Float, gotch.CPU)
+	defer conv.MustDrop()
+	wt := conv.MustT(false)
+	defer wt.MustDrop()
+	for _, tc := range []struct {
+		name      string
+		prec      string
+		w         *ts.Tensor
+		rowKernel bool // the backend's products are the row kernel's
+		same      bool // and this one is the model's own, bit for bit
+	}{
+		{"fp32", precision.FP32, w, true, false},
+		{"fp32, transposed weight", precision.FP32, wt, true, true},
+		{"bf16-mixed", precision.BF16Mixed, w, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTest(t, model.Config{Preset: "nano", Vocab: 61, Context: 32, Seed: 4})
+			if err := precision.Set(g, tc.prec, true); err != nil {
+				t.Fatal(err)
+			}
+			be := newDecodeKernel(g)
+			if _, ok := be.products.(rowKernel); ok != tc.rowKernel {
+				t.Fatalf("products %T, want the row kernel: %v", be.products, tc.rowKernel)
+			}
+			torchx.NoGrad(func() {
+				got := be.Linear(x, tc.w, nil, model.OuterProduct)
+				want := g.Exact().Linear(x, tc.w, nil, model.OuterProduct)
+				if d := maxAbsDiff(got, want); tc.same && d != 0 {
+					t.Errorf("the decode backend's product differs from the model's own by %g", d)
+				}
+			})
+		})
 	}
 }

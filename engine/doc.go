@@ -6,8 +6,9 @@
 //   - Cache is a batch's keys and values (model.KVStore) and the joined
 //     weights its passes reuse (model.Joins; joins.go keeps them, made by
 //     GPT.JoinLayer). When it is made it picks the backend (model.Backend:
-//     attention and float32 products) of every pass once: the model's
-//     exact one; on the CPU the decode kernels, the single-query attention
+//     attention and products) of every pass once, wrapping the model's own
+//     (g.Exact(): float32, or the one package precision set): that one; on
+//     the CPU the decode kernels, the single-query attention
 //     (torchx.AttendOne) for decode steps and the few-row product
 //     (torchx.LinearRows); or an Approximation's attention (package
 //     model/approx) for a Stepper made by NewStepperUnder. The

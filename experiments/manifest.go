@@ -165,8 +165,8 @@ func newManifest(name, hash string) *Manifest {
 // computation to another implementation of the same arithmetic, and so
 // can move the last bits of results: MEMO_KERNELS=off (internal/torchx's
 // decode kernels), MEMO_FUSED_OPTIM=off (train's fused AdamW on a GPU),
-// MEMO_KEEP_QKV=off (model's bf16 q, k, v on a GPU), MEMO_FUSED_NORM=off
-// (torchx's fused RMSNorm on a GPU), MEMO_GQA=off (model's unrepeated
+// MEMO_KEEP_QKV=off (precision's bf16 q, k, v on a GPU), MEMO_FUSED_NORM=off
+// (torchx's fused RMSNorm on a GPU), MEMO_GQA=off (precision's unrepeated
 // grouped-query heads on a GPU).
 var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV", "MEMO_FUSED_NORM", "MEMO_GQA"}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/plots"
+	"github.com/memo-research/memo/precision"
 	"github.com/memo-research/memo/train"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -186,7 +187,7 @@ func (s *Spec) CheckDevices() error {
 		training               bool
 	}{{"train.precision", s.Train.Precision, s.Train.Device, true}, {"extract.precision", ex.Precision, ex.Device, false}} {
 		dev, _ := torchx.ResolveDeviceFor(p.key, p.device) // resolved above
-		if err := model.CheckPrecision(p.precision, p.training, dev); err != nil {
+		if err := precision.Check(p.precision, p.training, dev); err != nil {
 			return &ConfigError{File: s.file, Line: keyLine(s.doc, p.key), Key: p.key, Msg: fmt.Sprintf("%s = %q: %v", p.key, p.precision, err)}
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/model/approx"
+	"github.com/memo-research/memo/precision"
 )
 
 // Speculative decoders.
@@ -67,7 +67,7 @@ func (c Config) approximate() bool {
 // approximation setting share one slug (one output file).
 func (c Config) canonical() Config {
 	c.Approximation = ""
-	if c.Precision == model.PrecisionFP32 {
+	if c.Precision == precision.FP32 {
 		c.Precision = ""
 	}
 	if c.KVBits == 16 {

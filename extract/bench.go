@@ -10,6 +10,7 @@ import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 )
@@ -130,19 +131,19 @@ func (t *timedStepper) Start(prompts [][]int32, maxNew int) ([][]float32, error)
 // context must hold prefix + suffix tokens, or a random one of cfg.Model
 // with its context stretched to them, in cfg.Precision (checked first).
 func benchModel(cfg BenchConfig, cmd string) (*model.GPT, error) {
-	training := cfg.Precision == model.PrecisionBF16Mixed
+	training := cfg.Precision == precision.BF16Mixed
 	dev, err := torchx.ResolveDeviceFor("--device", cfg.Device)
 	if err != nil {
 		return nil, err
 	}
-	if err := model.CheckPrecision(cfg.Precision, training, dev); err != nil {
+	if err := precision.Check(cfg.Precision, training, dev); err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	g, err := benchWeights(cfg, dev, cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.SetPrecision(cfg.Precision, training); err != nil {
+	if err := precision.Set(g, cfg.Precision, training); err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	return g, nil
@@ -154,8 +155,8 @@ func benchWeights(cfg BenchConfig, dev gotch.Device, cmd string) (*model.GPT, er
 	n := cfg.Prefix + cfg.Suffix
 	if cfg.ModelDir != "" {
 		held := cfg.Precision
-		if held == model.PrecisionBF16Mixed {
-			held = model.PrecisionFP32
+		if held == precision.BF16Mixed {
+			held = precision.FP32
 		}
 		g, _, err := checkpoint.LoadModel(cfg.ModelDir, cfg.Device, held)
 		if err != nil {
@@ -271,7 +272,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
@@ -365,7 +366,7 @@ func BenchScore(cfg BenchConfig) (ScoreBenchResult, error) {
 	n := float64(cfg.Reps)
 	return ScoreBenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Prefix, Batch: cfg.Batch,
-		Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS: float64(cfg.Batch*cfg.Prefix) * n / all.Seconds(), RunS: all.Seconds() / n, MeanNLL: sum / float64(count),
 		Memory: memoryOf(g, cfg.Device), Rows: rows,
 	}, nil

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"math"
 	"strings"
 
@@ -172,7 +172,7 @@ func (c Config) Validate() error {
 	if _, _, err := torchx.ParseDevice(c.Device); err != nil {
 		return fmt.Errorf("extract.device = %q: %w", c.Device, err)
 	}
-	if _, err := model.ParsePrecision(c.Precision, false); err != nil {
+	if _, err := precision.Parse(c.Precision, false); err != nil {
 		return fmt.Errorf("extract.precision = %q: must be fp32, bf16 or fp16", c.Precision)
 	}
 	if !oneOf(c.Mode, Modes) {
@@ -316,7 +316,7 @@ func (c Config) Slug(extra ...string) string {
 	if c.approximate() {
 		dec += "." + c.approxName()
 	}
-	if c.Precision != "" && c.Precision != model.PrecisionFP32 {
+	if c.Precision != "" && c.Precision != precision.FP32 {
 		dec += "." + c.Precision
 	}
 	k := c.recorded()

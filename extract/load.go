@@ -12,24 +12,25 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // loadModel resolves a run, checkpoints/ or checkpoint directory to its
 // newest good checkpoint, or takes a Hugging Face model directory, and
 // loads the model on device (extract.device; empty is the CPU) in
 // precision (extract.precision), checked before any weight is read.
-func loadModel(path, device, precision string) (*model.GPT, string, error) {
+func loadModel(path, device, prec string) (*model.GPT, string, error) {
 	// Each refusal here is of what the user named (a device, a precision,
 	// a checkpoint): bad input, exit 2, as score and generate say it.
 	dev, err := torchx.ResolveDeviceFor("extract.device", device)
 	if err != nil {
 		return nil, "", badinput.Wrap(err)
 	}
-	if err := model.CheckPrecision(precision, false, dev); err != nil {
+	if err := precision.Check(prec, false, dev); err != nil {
 		return nil, "", badinput.Errorf("extract.precision: %w", err)
 	}
 	// "hf:DIR" (as in extract.reference) or a bare Hugging Face directory.
-	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device, precision)
+	g, ckpt, err := checkpoint.LoadModel(strings.TrimPrefix(path, "hf:"), device, prec)
 	if err != nil {
 		return nil, "", badinput.Wrap(err) // names the checkpoint and the file at fault
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // ScanBenchConfig describes `memo bench scan`: Sequences windows of Prefix
@@ -119,7 +120,7 @@ func BenchScan(cfg ScanBenchConfig) (ScanBenchResult, error) {
 	}
 	res := ScanBenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Data: cfg.Data, Params: mc.Params(), Vocab: mc.Vocab, Sequences: cfg.Sequences,
-		Prefix: cfg.Prefix, Suffix: cfg.Suffix, Batch: cfg.Batch, Device: deviceName(cfg.Device), Precision: model.PrecisionName(cfg.Precision),
+		Prefix: cfg.Prefix, Suffix: cfg.Suffix, Batch: cfg.Batch, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision),
 		Threads: torchx.Threads(),
 	}
 	var gen [][]int32

@@ -3,6 +3,7 @@ package model_test
 import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 func init() {
@@ -10,4 +11,7 @@ func init() {
 		return engine.Generate(g, prompts, n, engine.GenOptions{UseCache: true})
 	}
 	model.EngineGradNorm = engine.GradNorm
+	model.SetPrecision = precision.Set
+	model.NewForInferenceIn = precision.NewForInference
+	model.CheckPrecision = precision.Check
 }

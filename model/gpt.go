@@ -21,8 +21,9 @@
 // Forward runs a whole sequence (training, scoring); ForwardWith runs the
 // next positions of a cached pass, whose state (PassState: positions,
 // padding, the KV store, the backend) the engine supplies. The attention
-// and the float32 products are a Backend: Exact here, the CPU decode
-// kernels and the approximations in the engine.
+// and the products are a Backend: Exact here (float32, or a reduced
+// precision's from package precision, set once with SetBackend), the CPU
+// decode kernels and the approximations in the engine.
 //
 // libtorch keeps its grad mode per OS thread: a caller that wraps Forward in
 // ts.NoGrad must hold runtime.LockOSThread around it, or the goroutine may
@@ -34,7 +35,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -70,10 +70,10 @@ type GPT struct {
 	// layers' LocalRopeTheta when it is set (Gemma 3).
 	ropes  []ropeTable
 	causal *ts.Tensor // the additive causal mask of the longest length asked for (causalMask)
-	// compute is the dtype of the linear layers' products (SetPrecision).
-	compute gotch.DType
+	// be is g's own backend (SetBackend; nil: float32, see Exact).
+	be Base
 	// tiedHead is the reduced copy of the embedding that a tied LM head
-	// multiplies by under an inference precision (holdReduced); nil
+	// multiplies by under an inference precision (hold); nil
 	// otherwise. GradNorm adds its gradient to the embedding's.
 	tiedHead *ts.Tensor
 	// views are the parameters that are parts of a layer's joined tensor,
@@ -117,23 +117,15 @@ func NewUninitialized(p *nn.Path, cfg Config) (*GPT, error) {
 }
 
 // NewForInference is NewUninitialized for a model that is only run, never
-// trained, in precision (fp32, bf16, fp16): the linear layers' weights are
+// trained, in dtype held (float32, bfloat16, float16; package precision
+// checks the name and sets the backend): the linear layers' weights are
 // allocated in that dtype, so a loader converts each tensor as it reads it
 // and the model is never held in float32 (on a GPU a bf16 7B model needs
 // 14 GB, not 28 and then 14), and each layer's separate q, k, v (gate, up)
 // weights are allocated as one joined tensor, of which the parameters are
 // views (see block.joined).
-func NewForInference(p *nn.Path, cfg Config, precision string) (*GPT, error) {
-	if err := CheckPrecision(precision, false, p.Device()); err != nil {
-		return nil, err
-	}
-	dt, _ := ParsePrecision(precision, false) // CheckPrecision parsed it
-	g, err := build(p, cfg, false, dt, true)
-	if err != nil {
-		return nil, err
-	}
-	g.compute = dt
-	return g, nil
+func NewForInference(p *nn.Path, cfg Config, held gotch.DType) (*GPT, error) {
+	return build(p, cfg, false, held, true)
 }
 
 // build makes the model; held is the dtype of the weights heldReduced
@@ -145,7 +137,7 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 		return nil, err
 	}
 	a := archs[c.Arch] // Resolve checked it
-	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}, compute: gotch.Float}
+	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}}
 	rng := initRNG(c.Seed)
 	g.blocks = make([]block, c.Layers)
 	for i := range g.blocks {
@@ -482,7 +474,7 @@ func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool) *ts.Tensor {
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	logits := g.product(be, s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, false, false) // [B,T,V]
+	logits := be.Linear(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, OuterProduct) // [B,T,V]
 	if c := g.cfg.FinalSoftcap; c > 0 {
 		logits = softcap(logits, c)
 	}
@@ -533,23 +525,23 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	var q, k, v *ts.Tensor // [B,H,T,hd], [B,KV,T,hd], [B,KV,T,hd]
 	if a.QKV == QKVPerHead {
 		m := blk.mods[modQKV]
-		qkv := s.keep(g.linear(be, xn, m.w, m.b))                                                                 // [B,T,H·3·hd]
+		qkv := s.keep(g.linear(be, xn, m.w, m.b, OuterProduct))                                                   // [B,T,H·3·hd]
 		perHead := s.keep(qkv.MustView([]int64{b, t, h, 3, hd}, false).MustPermute([]int64{3, 0, 2, 1, 4}, true)) // [3,B,H,T,hd]
 		q = s.keep(perHead.MustSelect(0, 0, false))
 		k = s.keep(perHead.MustSelect(0, 1, false))
 		v = s.keep(perHead.MustSelect(0, 2, false))
 	} else {
 		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
-		project := g.linear
-		if keepsProjections(g, st) {
-			project = g.innerLinear
+		kind := OuterProduct
+		if keepsProjections(g, st, be) {
+			kind = InnerProduct
 		}
-		if a.QKV == QKVSeparate && separateProducts(g, st) {
-			one := func(m module) *ts.Tensor { return s.keep(project(be, xn, blk.mods[m].w, blk.mods[m].b)) }
+		if a.QKV == QKVSeparate && separateProducts(g, st, be) {
+			one := func(m module) *ts.Tensor { return s.keep(g.linear(be, xn, blk.mods[m].w, blk.mods[m].b, kind)) }
 			qf, kf, vf = one(modQ), one(modK), one(modV)
 		} else {
 			w, bias := g.fusedQKV(s, li, st)
-			qkv := s.keep(project(be, xn, w, bias)) // [B,T,(H+2·KV)·hd]
+			qkv := s.keep(g.linear(be, xn, w, bias, kind)) // [B,T,(H+2·KV)·hd]
 			part := func(from, n int64) *ts.Tensor { return s.keep(qkv.MustNarrow(2, from*hd, n*hd, false)) }
 			qf, kf, vf = part(0, h), part(h, kvh), part(h+kvh, kvh)
 		}
@@ -586,7 +578,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	}
 	merged := s.keep(be.Attend(call)) // [B,T',H·hd]
 	out := blk.mods[modOut]
-	return g.innerLinear(be, merged, out.w, out.b) // [B,T',d]
+	return g.linear(be, merged, out.w, out.b, InnerProduct) // [B,T',d]
 }
 
 // attnScale multiplies the attention scores: 1/sqrt(head_dim), or
@@ -609,22 +601,22 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 	down := blk.mods[modDown]
 	if g.arch.MLP == MLPPlain {
 		up := blk.mods[modUp]
-		hidden := s.keep(g.activate(s.keep(g.innerLinear(be, xn, up.w, up.b))))
-		return g.innerLinear(be, hidden, down.w, down.b)
+		hidden := s.keep(g.activate(s.keep(g.linear(be, xn, up.w, up.b, InnerProduct))))
+		return g.linear(be, hidden, down.w, down.b, InnerProduct)
 	}
 	var gate, up *ts.Tensor // [B,T,f] each
-	if g.arch.MLP == MLPGated && separateProducts(g, st) {
+	if g.arch.MLP == MLPGated && separateProducts(g, st, be) {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
-		gate, up = s.keep(g.innerLinear(be, xn, gm.w, gm.b)), s.keep(g.innerLinear(be, xn, um.w, um.b))
+		gate, up = s.keep(g.linear(be, xn, gm.w, gm.b, InnerProduct)), s.keep(g.linear(be, xn, um.w, um.b, InnerProduct))
 	} else {
 		f := int64(g.cfg.FFN)
 		w, bias := g.fusedGateUp(s, li, st)
-		gateUp := s.keep(g.innerLinear(be, xn, w, bias)) // [B,T,2f]
+		gateUp := s.keep(g.linear(be, xn, w, bias, InnerProduct)) // [B,T,2f]
 		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
 		up = s.keep(gateUp.MustNarrow(2, f, f, false))
 	}
 	act := s.keep(g.activate(gate).MustMul(up, true))
-	return g.innerLinear(be, act, down.w, down.b)
+	return g.linear(be, act, down.w, down.b, InnerProduct)
 }
 
 // activate is the family's activation of x, a new tensor.
@@ -717,53 +709,38 @@ func catModules(b *block, conv1D bool, mods ...module) (w, bias *ts.Tensor) {
 	return w, bias
 }
 
-// linear is a block's linear map: x·wᵀ + bias, or x·w + bias for
-// Conv1D's [in, out] weights, in g's precision, returned in float32; a
-// float32 product is be's.
-func (g *GPT) linear(be Backend, x, w, bias *ts.Tensor) *ts.Tensor {
-	return g.product(be, x, w, bias, g.arch.Conv1D, false)
-}
-
-// innerLinear is linear for the products whose result feeds only the MLP's
-// activation, the next product or a residual sum (the output projection,
-// the MLP's): on a GPU in a reduced precision it stays in that dtype, as
-// torch.autocast leaves a product, which halves the memory-bound work
-// between products there (a residual sum with float32 x is float32). On
-// the CPU it returns float32, as linear does, which keeps CPU results as
-// they were.
-func (g *GPT) innerLinear(be Backend, x, w, bias *ts.Tensor) *ts.Tensor {
-	return g.product(be, x, w, bias, g.arch.Conv1D, g.device.IsCuda())
+// linear is a block's linear map by be: x·wᵀ + bias, or x·w + bias for
+// Conv1D's [in, out] weights, which it hands to be transposed (a view, not
+// contiguous: the engine's row kernel leaves it to the model's own
+// backend, as it always has).
+func (g *GPT) linear(be Backend, x, w, bias *ts.Tensor, p Product) *ts.Tensor {
+	if g.arch.Conv1D {
+		w = w.MustT(false)
+		defer w.MustDrop()
+	}
+	return be.Linear(x, w, bias, p)
 }
 
 // keepsProjections reports whether the q, k and v products leave their
-// results in the reduced precision, as torch.autocast does, rather than
-// casting them to float32 for the attention's fused kernel to cast back:
-// on a GPU, without a cache, when nothing between the products and the
-// kernel needs float32 inputs (no query/key norm, whose square would
-// round; rotary over whole heads, whose float32 angles promote q and k
-// back to float32 as PyTorch's rotary does, so v alone skips the round
-// trip). That is four casts a layer fewer in the forward pass and in the
-// backward. MEMO_KEEP_QKV=off turns it off, to compare.
-func keepsProjections(g *GPT, st *PassState) bool {
-	return !st.cached() && g.device.IsCuda() && g.Precision() != gotch.Float && !keepQKVOff &&
-		g.cfg.AttnSoftcap == 0 && torchx.FusedAttentionAvailable() && // attention casts q, k, v itself
-		g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
-		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim)
+// results in be's dtype (Layout.KeepsProjections): asked of an uncached
+// pass when nothing between the products and the attention's fused kernel
+// needs float32 inputs (no query/key norm, whose square would round;
+// rotary over whole heads, whose float32 angles promote q and k back to
+// float32 as PyTorch's rotary does, so v alone skips the round trip).
+// That is four casts a layer fewer in the forward pass and in the
+// backward.
+func keepsProjections(g *GPT, st *PassState, be Backend) bool {
+	l, ok := be.(Layout)
+	return ok && !st.cached() && g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
+		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim) && l.KeepsProjections()
 }
 
-// keepQKVOff is MEMO_KEEP_QKV=off (see keepsProjections).
-var keepQKVOff = os.Getenv("MEMO_KEEP_QKV") == "off"
-
 // separateProducts reports whether a block multiplies by its separate
-// q, k, v (gate, up) weights one at a time rather than by their
-// concatenation: when training or scoring on a GPU (no cache), where
-// concatenating the weights at every forward pass (and splitting their
-// gradients) costs more memory traffic than the one larger product saves.
-// On the CPU, and when decoding (the cache keeps a concatenated copy), the
-// one product is faster, and so it is for a joined model
-// (NewForInference), whose concatenation costs nothing.
-func separateProducts(g *GPT, st *PassState) bool {
-	return !st.cached() && g.device.IsCuda() && !g.joined()
+// q, k, v (gate, up) weights one at a time (Layout.SeparateProducts):
+// only in an uncached pass of a model whose layers are not joined.
+func separateProducts(g *GPT, st *PassState, be Backend) bool {
+	l, ok := be.(Layout)
+	return ok && !st.cached() && !g.joined() && l.SeparateProducts()
 }
 
 // normalize applies the family's norm with weights n over the last

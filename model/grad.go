@@ -7,7 +7,7 @@ import (
 
 // GradLeaves are the tensors a backward pass through g leaves gradients
 // in: the parameters, with each joined tensor in place of its views, and
-// a tied head's reduced copy (holdReduced). The engine's GradNorm clears
+// a tied head's reduced copy (HoldReduced). The engine's GradNorm clears
 // and reads them.
 func (g *GPT) GradLeaves() []*ts.Tensor {
 	leaves := g.gradLeaves()

@@ -132,7 +132,7 @@ func (g *GPT) Release() error {
 			}
 		}
 	}
-	// The parameters are every weight the model multiplies by (holdReduced
+	// The parameters are every weight the model multiplies by (hold
 	// and the joiner keep them so), views included, which hold their
 	// joined tensor's storage; a tied head's reduced copy is the one other.
 	for _, p := range g.params {

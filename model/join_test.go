@@ -27,9 +27,9 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 		cfg       Config
 		precision string
 	}{
-		{"llama fp32", Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9}, PrecisionFP32},
-		{"llama bf16 untied", Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: true}, PrecisionBF16},
-		{"qwen2 biases fp32", Config{Arch: "qwen2", Preset: "nano", Vocab: 97, Context: 32, Seed: 3, Bias: true}, PrecisionFP32},
+		{"llama fp32", Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9}, "fp32"},
+		{"llama bf16 untied", Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: true}, "bf16"},
+		{"qwen2 biases fp32", Config{Arch: "qwen2", Preset: "nano", Vocab: 97, Context: 32, Seed: 3, Bias: true}, "fp32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newModel := func() *GPT {
@@ -37,13 +37,13 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := g.SetPrecision(tc.precision, false); err != nil {
+				if err := SetPrecision(g, tc.precision, false); err != nil {
 					t.Fatal(err)
 				}
 				return g
 			}
 			apart := newModel()
-			joined, err := NewForInference(nn.NewVarStore(gotch.CPU).Root(), tc.cfg, tc.precision)
+			joined, err := NewForInferenceIn(nn.NewVarStore(gotch.CPU).Root(), tc.cfg, tc.precision)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 					views++
 				}
 			}
-			if err := joined.SetPrecision(tc.precision, false); err != nil { // a tied head's copy
+			if err := SetPrecision(joined, tc.precision, false); err != nil { // a tied head's copy
 				t.Fatal(err)
 			}
 			if want := 5 * joined.Config().Layers; views < want {
@@ -106,8 +106,8 @@ func TestInferenceModelComputesTheSame(t *testing.T) {
 			if fmt.Sprint(ga) != fmt.Sprint(gb) || ga[0] == 0 {
 				t.Errorf("gradient norms %v joined, %v apart", gb, ga)
 			}
-			if tc.precision == PrecisionFP32 {
-				if err := joined.SetPrecision(PrecisionBF16, false); err == nil {
+			if tc.precision == "fp32" {
+				if err := SetPrecision(joined, "bf16", false); err == nil {
 					t.Error("bf16 set on a model joined in float32: accepted")
 				} else if logits(apart) != logits(joined) {
 					t.Error("a refused precision changed the joined model")

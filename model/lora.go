@@ -188,19 +188,20 @@ func (l *LoRA) Merge() {
 }
 
 // HoldBase holds the frozen base's block matrices (not the embedding,
-// the LM head, norms or biases) in bfloat16 when p is "bf16", halving
+// the LM head, norms or biases) in bfloat16 when dt is, halving
 // their memory, while the adapters, their gradients and the optimizer's
 // state stay float32 and the products compute in the model's training
 // precision: under fp32 each product widens the bf16 weight exactly, and
 // Apply's W + (alpha/r)·B·A is float32, so the only change is the base's
-// rounding to bf16 (RoundBase makes the same model in float32). "" and
-// "fp32" leave the base as it is. Call it once the base is loaded and
-// before Replica (replicas alias the weights it replaces).
-func (l *LoRA) HoldBase(p string) error {
-	if ok, err := reducedBase(p); !ok {
+// rounding to bf16 (RoundBase makes the same model in float32). float32
+// leaves the base as it is (package precision's BaseDType names both).
+// Call it once the base is loaded and before Replica (replicas alias the
+// weights it replaces).
+func (l *LoRA) HoldBase(dt gotch.DType) error {
+	if ok, err := reducedBase(dt); !ok {
 		return err
 	}
-	if err := l.g.holdReduced(gotch.BFloat16, true); err != nil {
+	if err := l.g.hold(gotch.BFloat16, blockMatrix); err != nil {
 		return fmt.Errorf("lora: hold the base in bf16: %w", err)
 	}
 	for _, p := range l.g.params {
@@ -210,17 +211,17 @@ func (l *LoRA) HoldBase(p string) error {
 }
 
 // RoundBase rounds the base's block matrices to bfloat16 in place, kept
-// float32, when p is "bf16": the model HoldBase trained on, in the form
+// float32, when dt is bfloat16: the model HoldBase trained on, in the form
 // inference and Merge take (W + (alpha/r)·B·A added in float32, as each
 // training forward added it).
-func (l *LoRA) RoundBase(p string) error {
-	if ok, err := reducedBase(p); !ok {
+func (l *LoRA) RoundBase(dt gotch.DType) error {
+	if ok, err := reducedBase(dt); !ok {
 		return err
 	}
 	torchx.NoGrad(func() {
 		for i := range l.g.blocks {
 			l.g.blocks[i].each(func(m module, w **ts.Tensor, bias bool) {
-				if *w != nil && heldReduced(slot{layer: i, mod: m, bias: bias}) && (*w).DType() == gotch.Float {
+				if *w != nil && blockMatrix(slot{layer: i, mod: m, bias: bias}) && (*w).DType() == gotch.Float {
 					r := (*w).MustTotype(gotch.BFloat16, false).MustTotype(gotch.Float, true)
 					(*w).Copy_(r)
 					r.MustDrop()
@@ -231,16 +232,20 @@ func (l *LoRA) RoundBase(p string) error {
 	return nil
 }
 
-// reducedBase parses a LoRA base precision: true for bf16, false (and no
-// error) for fp32 or "".
-func reducedBase(p string) (bool, error) {
-	switch p {
-	case "", PrecisionFP32:
+// blockMatrix names the weights a LoRA base holds reduced: the blocks'
+// matrices of heldReduced's, not the head.
+func blockMatrix(s slot) bool { return s.layer >= 0 && heldReduced(s) }
+
+// reducedBase checks a LoRA base's dtype: true for bfloat16, false (and
+// no error) for float32.
+func reducedBase(dt gotch.DType) (bool, error) {
+	switch dt {
+	case gotch.Float:
 		return false, nil
-	case PrecisionBF16:
+	case gotch.BFloat16:
 		return true, nil
 	}
-	return false, fmt.Errorf("lora: base precision %q: want fp32 or bf16", p)
+	return false, fmt.Errorf("lora: base in %s: want float32 or bfloat16", DTypeName(dt))
 }
 
 // Replica is l's adapters on r, a replica of l's model (GPT.Replica): r's

@@ -23,7 +23,7 @@ const bf16BaseTol = 1e-2
 func TestLoRAHoldBaseBF16(t *testing.T) {
 	for _, fam := range loraFamilies {
 		t.Run(fam.name, func(t *testing.T) {
-			if err := productsWork(gotch.BFloat16, gotch.CPU); err != nil {
+			if err := CheckPrecision("bf16", false, gotch.CPU); err != nil {
 				t.Skip(err)
 			}
 			ids := loraIDs()
@@ -53,7 +53,7 @@ func TestLoRAHoldBaseBF16(t *testing.T) {
 				})
 			}
 			before := g.WeightBytes()
-			if err := l.HoldBase(PrecisionBF16); err != nil {
+			if err := l.HoldBase(gotch.BFloat16); err != nil {
 				t.Fatal(err)
 			}
 			if got := before - g.WeightBytes(); got != blockBytes/2 {
@@ -94,7 +94,7 @@ func TestLoRAHoldBaseBF16(t *testing.T) {
 			}
 
 			// RoundBase: the same model in float32.
-			if err := l32.RoundBase(PrecisionBF16); err != nil {
+			if err := l32.RoundBase(gotch.BFloat16); err != nil {
 				t.Fatal(err)
 			}
 			out = l32.Forward(ids)
@@ -115,14 +115,12 @@ func TestLoRABasePrecisionBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"fp16", "bf16-mixed", "BF16"} {
-		if err := l.HoldBase(p); err == nil || !strings.Contains(err.Error(), "want fp32 or bf16") {
-			t.Errorf("HoldBase(%q): %v", p, err)
+	for _, dt := range []gotch.DType{gotch.Half, gotch.Double} {
+		if err := l.HoldBase(dt); err == nil || !strings.Contains(err.Error(), "want float32 or bfloat16") {
+			t.Errorf("HoldBase(%v): %v", dt, err)
 		}
 	}
-	for _, p := range []string{"", PrecisionFP32} {
-		if err := l.HoldBase(p); err != nil || g.top[modEmbed].w.DType() != gotch.Float || g.blocks[0].mods[modQ].w.DType() != gotch.Float {
-			t.Errorf("HoldBase(%q): %v, or the weights changed", p, err)
-		}
+	if err := l.HoldBase(gotch.Float); err != nil || g.top[modEmbed].w.DType() != gotch.Float || g.blocks[0].mods[modQ].w.DType() != gotch.Float {
+		t.Errorf("HoldBase(float32): %v, or the weights changed", err)
 	}
 }

@@ -39,8 +39,8 @@ type PassState struct {
 	Joins Joins
 	// LastOnly returns the last position's logits only, [B,1,V] (see run).
 	LastOnly bool
-	// Backend computes the attention and the float32 products (nil:
-	// g.Exact()).
+	// Backend computes the attention and the products (nil: g.Exact(),
+	// the model's own).
 	Backend Backend
 }
 

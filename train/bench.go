@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 
 	"github.com/sugarme/gotch/ts"
@@ -205,7 +206,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if dev.IsCuda() {
 		// The peak of the products' own dtype: bf16-mixed's MFU is over
 		// the bf16 rate, as PyTorch users quote it.
-		dt, err := model.ParsePrecision(cfg.Precision, true)
+		dt, err := precision.Parse(cfg.Precision, true)
 		if err != nil {
 			return BenchResult{}, err
 		}
@@ -308,7 +309,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	gflops := tokPerS * fpt / 1e9
 	res := BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
-		Threads: workers, Device: deviceName(dev), Precision: model.PrecisionName(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		Threads: workers, Device: deviceName(dev), Precision: precision.Name(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, StepsS: stepsS, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n, GPUModelS: gpuModel, GPUUpdateS: gpuUpdate,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,

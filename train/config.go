@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/torchx"
-	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // Config is the [train] table of an experiment spec.
@@ -115,7 +115,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s = %d: must be >= 0", f.key, f.v)
 		}
 	}
-	if _, err := model.ParsePrecision(c.Precision, true); err != nil {
+	if _, err := precision.Parse(c.Precision, true); err != nil {
 		return fmt.Errorf("train.precision = %q: must be fp32 or bf16-mixed", c.Precision)
 	}
 	switch c.Shard {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // DPConfig is the [train.dp] table: differentially private training
@@ -109,7 +109,7 @@ func (c LoRAConfig) Validate() error {
 		return fmt.Errorf("train.lora.dropout = %v: must be in [0, 1)", c.Dropout)
 	case c.Dropout != 0:
 		return fmt.Errorf("train.lora.dropout = %v: must be 0 for now: memo's adapters sit on the weight (W + (alpha/r)·B·A), where dropout on the layer's input cannot act (docs/MITIGATIONS.md)", c.Dropout)
-	case c.BasePrecision != "" && c.BasePrecision != model.PrecisionFP32 && c.BasePrecision != model.PrecisionBF16:
+	case c.BasePrecision != "" && c.BasePrecision != precision.FP32 && c.BasePrecision != precision.BF16:
 		return fmt.Errorf("train.lora.base_precision = %q: want \"fp32\" or \"bf16\"", c.BasePrecision)
 	case len(c.Targets) == 0:
 		return fmt.Errorf("train.lora.targets = []: name at least one module (e.g. [\"q_proj\", \"v_proj\"])")

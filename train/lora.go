@@ -20,6 +20,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -56,7 +57,7 @@ func (l *loop) attachLoRA(g *model.GPT) error {
 	if l.loraBase, err = checkpoint.NewLoRABase(src); err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
-	if c.BasePrecision == model.PrecisionBF16 {
+	if c.BasePrecision == precision.BF16 {
 		l.loraBase.Precision = c.BasePrecision
 	}
 	return nil
@@ -69,7 +70,11 @@ func (l *loop) holdLoRABase() error {
 	if len(l.lora) == 0 {
 		return nil
 	}
-	if err := l.lora[0].HoldBase(l.cfg.LoRA.BasePrecision); err != nil {
+	base, err := precision.BaseDType(l.cfg.LoRA.BasePrecision)
+	if err == nil {
+		err = l.lora[0].HoldBase(base)
+	}
+	if err != nil {
 		return fmt.Errorf("train.lora.base_precision: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // A LoRA run with train.lora.base_precision = "bf16" trains (the loss
@@ -17,8 +18,8 @@ import (
 // bit for bit; the same directory refuses to go on with an fp32 base.
 func TestLoRABF16Base(t *testing.T) {
 	cfg, mcfg, lcfg := loraRun()
-	cfg.LoRA.BasePrecision = model.PrecisionBF16
-	if err := model.CheckPrecision(model.PrecisionBF16, false, gotch.CPU); err != nil {
+	cfg.LoRA.BasePrecision = precision.BF16
+	if err := precision.Check(precision.BF16, false, gotch.CPU); err != nil {
 		t.Skip(err)
 	}
 	checkResumeExact(t, cfg, mcfg, lcfg)
@@ -36,7 +37,7 @@ func TestLoRABF16Base(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.LoRABase == nil || st.LoRABase.Precision != model.PrecisionBF16 {
+	if st.LoRABase == nil || st.LoRABase.Precision != precision.BF16 {
 		t.Errorf("checkpoint's base record %+v: want precision bf16", st.LoRABase)
 	}
 	checkBF16BaseLoads(t, dir, mcfg)
@@ -56,18 +57,18 @@ func checkBF16BaseLoads(t *testing.T, runDir string, mcfg model.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adapted := func(precision string) []float64 {
+	adapted := func(base gotch.DType) []float64 {
 		ad := savedAdapter(t, runDir, mcfg)
-		if err := ad.HoldBase(precision); err != nil {
+		if err := ad.HoldBase(base); err != nil {
 			t.Fatal(err)
 		}
 		return fixedLogits(ad.Forward)
 	}
 	got := fixedLogits(loaded.Forward)
-	if rel := relDiff(got, adapted(model.PrecisionBF16)); !(rel <= 1e-5) {
+	if rel := relDiff(got, adapted(gotch.BFloat16)); !(rel <= 1e-5) {
 		t.Errorf("loaded bf16-base LoRA run differs from the trained model by %.3g relative, want <= 1e-5", rel)
 	}
-	if rel := relDiff(got, adapted(model.PrecisionFP32)); !(rel > 1e-5) {
+	if rel := relDiff(got, adapted(gotch.Float)); !(rel > 1e-5) {
 		t.Errorf("loaded bf16-base LoRA run is the fp32-base model (%.3g relative): the base was not rounded", rel)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -189,8 +190,8 @@ func TestLoRAShardRefused(t *testing.T) {
 // and its adapters get gradients.
 func TestLoRABF16Mixed(t *testing.T) {
 	cfg, mcfg, lcfg := loraRun()
-	cfg.Precision, cfg.Steps, cfg.CheckpointEvery = model.PrecisionBF16Mixed, 4, 0
-	if err := model.CheckPrecision(cfg.Precision, true, gotch.CPU); err != nil {
+	cfg.Precision, cfg.Steps, cfg.CheckpointEvery = precision.BF16Mixed, 4, 0
+	if err := precision.Check(cfg.Precision, true, gotch.CPU); err != nil {
 		t.Skip(err)
 	}
 	dir := t.TempDir()

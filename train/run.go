@@ -30,6 +30,7 @@ import (
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -239,7 +240,7 @@ func (l *loop) newModel(mc model.Config, dev gotch.Device, group Group) error {
 	if err != nil {
 		return err
 	}
-	if err := g.SetPrecision(l.cfg.Precision, true); err != nil {
+	if err := precision.Set(g, l.cfg.Precision, true); err != nil {
 		return fmt.Errorf("train.precision: %w", err)
 	}
 	if err := l.attachLoRA(g); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/memo-research/memo/train"
 	"github.com/urfave/cli/v2"
 )
@@ -273,7 +274,7 @@ func runBenchScore(c *cli.Context) error {
 	if c.Int("threads") < 0 {
 		return usageError("bench score: --threads %d: must be >= 0", c.Int("threads"))
 	}
-	if _, err := model.ParsePrecision(c.String("precision"), false); err != nil {
+	if _, err := precision.Parse(c.String("precision"), false); err != nil {
 		return usageError("bench score: --precision: %v", err)
 	}
 	if f := c.String("rows-out"); f != "" {
@@ -344,7 +345,7 @@ func runBenchTrain(c *cli.Context) error {
 		return err
 	}
 	mc.Seed = c.Int64("seed")
-	if _, err := model.ParsePrecision(c.String("precision"), true); err != nil {
+	if _, err := precision.Parse(c.String("precision"), true); err != nil {
 		return usageError("bench train: --precision: %v", err)
 	}
 	n, shard := c.Int("nproc"), c.String("shard")

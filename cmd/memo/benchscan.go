@@ -10,12 +10,13 @@ import (
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/urfave/cli/v2"
 )
 
 // benchScanDefaults are bench scan's own values of the extract keys it
 // takes as flags: a Pythia-style scan's 32 + 32 tokens.
-var benchScanDefaults = extract.Config{Prefix: 32, Suffix: 32, BatchSize: 256, Precision: model.PrecisionFP32}
+var benchScanDefaults = extract.Config{Prefix: 32, Suffix: 32, BatchSize: 256, Precision: precision.FP32}
 
 func benchScanCommand() *cli.Command {
 	return &cli.Command{
@@ -79,7 +80,7 @@ func runBenchScan(c *cli.Context) error {
 	} else if p > 0 && c.Int("generate") == 0 {
 		return usageError("bench scan: --plant needs --generate K (the planted suffixes are generation's)")
 	}
-	if _, err := model.ParsePrecision(ec.Precision, false); err != nil {
+	if _, err := precision.Parse(ec.Precision, false); err != nil {
 		return usageError("bench scan: --precision: %v", err)
 	}
 	dir := c.String("model")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
-	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 )
 
@@ -58,7 +58,7 @@ func TestInputErrorContract(t *testing.T) {
 		"hf":      func(dir string) { copyDir(t, src, dir) },
 	}
 	_, cudaErr := torchx.ResolveDevice("cuda")
-	fp16Err := model.CheckPrecision(model.PrecisionFP16, false, gotch.CPU) // Debian's CPU libtorch has no float16 products
+	fp16Err := precision.Check(precision.FP16, false, gotch.CPU) // Debian's CPU libtorch has no float16 products
 	for _, tc := range []struct {
 		name string
 		args []string

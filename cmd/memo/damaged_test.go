@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
-	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch"
 )
 
@@ -178,7 +178,7 @@ func TestDatasetAndDeviceExitCodes(t *testing.T) {
 	exe := buildMemo(t)
 	dir := trainedRun(t)
 	_, cudaErr := torchx.ResolveDevice("cuda")
-	fp16Err := model.CheckPrecision(model.PrecisionFP16, false, gotch.CPU)
+	fp16Err := precision.Check(precision.FP16, false, gotch.CPU)
 	for _, f := range []string{"docs.arrow", "tokens.arrow"} {
 		run := filepath.Join(dir, "runs", strings.TrimSuffix(f, ".arrow"))
 		copyTree(t, filepath.Join(dir, "runs", "tiny"), run)

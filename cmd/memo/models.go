@@ -21,6 +21,7 @@ import (
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 )
 
 // memo score, memo generate and memo export: small commands a person (and
@@ -85,16 +86,16 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 // loadAnyModel loads a Hugging Face directory or a memo checkpoint; errors
 // are bad input (exit 2): the user named the model.
 func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
-	path, device, precision := c.String("model"), c.String("device"), c.String("precision")
+	path, device, prec := c.String("model"), c.String("device"), c.String("precision")
 	dev, err := torchx.ResolveDeviceFor("--device", device)
 	if err != nil {
 		return nil, "", usageError("%s: %v", cmd, err)
 	}
-	if err := model.CheckPrecision(precision, false, dev); err != nil {
+	if err := precision.Check(prec, false, dev); err != nil {
 		return nil, "", usageError("%s: --precision: %v", cmd, err)
 	}
 	t0 := time.Now()
-	g, dir, err := checkpoint.LoadModel(path, device, precision)
+	g, dir, err := checkpoint.LoadModel(path, device, prec)
 	if err != nil {
 		// The device is this command's --device, not a spec key.
 		msg := strings.ReplaceAll(oneLine(err.Error()), "train.device = ", "--device ")

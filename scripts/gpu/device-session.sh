@@ -6,7 +6,7 @@
 #
 # Prepare the carried folder (default gpucarry/, git-ignored) on the build machine:
 #   bash ../shared/gpu/build-for-gpu.sh . && strip bin/memo-gpu && xz -c bin/memo-gpu >gpucarry/memo.xz
-#   for p in train model engine internal/torchx; do n=$(basename $p); CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
+#   for p in train model precision engine internal/torchx; do n=$(basename $p); CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
 #     go test -c -tags cuda -o bin/$n.test ./$p && strip bin/$n.test && xz -c bin/$n.test >gpucarry/$n.test.xz; done
 #   ($WORK: build-for-gpu.sh's work directory), and copy memo's cache entries corpora/kjv and
 #   corpora/llama2-tokenizer (with its .complete) to gpucarry/cache/corpora/.
@@ -23,7 +23,9 @@ export MEMO_CACHE=$PWD/$C/cache
 	"$T/memo" devices | head -c 600
 	echo
 	(cd train && timeout 150 "$T/train.test" -test.run 'Fused|AdamW|Clip|GradAccum' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
-	(cd model && timeout 150 "$T/model.test" -test.run 'ReducedAttention|Precision|MaskedAttention' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
+	(cd model && timeout 150 "$T/model.test" -test.run 'Precision|MaskedAttention' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
+	# The reduced precisions' backend and GPU policy live in package precision.
+	(cd precision && timeout 150 "$T/precision.test" -test.run 'ReducedAttention|Precision|NativeGQA|Policy' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	# The cached and scoring passes live in package engine.
 	(cd engine && timeout 150 "$T/engine.test" -test.run 'Cached|ScoreWindows' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	date -u

@@ -19,7 +19,7 @@ tests='^(--- |PASS|FAIL|ok|panic)|_test.go|differ'
 	nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
 	"$T/memo" devices 2>&1 | grep -i -E 'sku|peak|name' | head -8
 	(cd internal/torchx && timeout 60 "$T/torchx.test" -test.run 'RMSNorm|Rope' -test.v 2>&1 | grep -E "$tests" | grep -v '^    --- PASS' | tail -12)
-	(cd model && timeout 90 "$T/model.test" -test.run 'NativeGQA|PrecisionKept|ReducedAttention' -test.v 2>&1 | grep -E "$tests|logits differ" | tail -12)
+	(cd precision && timeout 90 "$T/precision.test" -test.run 'NativeGQA|PrecisionKept|ReducedAttention' -test.v 2>&1 | grep -E "$tests|logits differ" | tail -12)
 } 2>&1 | tee "$OUT/summary.txt"
 mfu() { # stage
 	OUT=$W MFU_STAGE=$1 PAIRS=${PAIRS:-2} STEPS=${STEPS:-30} MEMO_ENV_B="MEMO_FUSED_NORM=off MEMO_GQA=off" \

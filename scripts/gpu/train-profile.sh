@@ -27,7 +27,7 @@ torch() { # name, args...
 	nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 	lscpu | grep -E 'Model name|^CPU\(s\)|MHz' | head -4
 	command -v nsys ncu || echo "no nsys/ncu"
-	(cd model && timeout 60 "$T/model.test" -test.run 'TestPrecision' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -8)
+	(cd precision && timeout 60 "$T/precision.test" -test.run 'TestPrecision' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -8)
 	memo big-keep "" "${big[@]}" --steps 10
 	memo big-off MEMO_KEEP_QKV=off "${big[@]}" --steps 10
 	torch big-torch "${big[@]}" --steps 10

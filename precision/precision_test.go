@@ -1,4 +1,4 @@
-package model
+package precision
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
@@ -20,27 +22,27 @@ import (
 func TestPrecisions(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9}
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true)
-	forward := func(g *GPT) []float32 {
+	forward := func(g *model.GPT) []float32 {
 		var out []float32
 		torchx.NoGrad(func() {
 			l := g.Forward(ids)
-			out = rowsOf(l.MustView([]int64{1, -1}, true), 1)[0]
+			out = model.RowsOf(l.MustView([]int64{1, -1}, true), 1)[0]
 		})
 		return out
 	}
-	g, err := New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := forward(g)
-	if err := g.SetPrecision(PrecisionFP32, true); err != nil {
+	if err := Set(g, FP32, true); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range forward(g) {
 		if v != want[i] {
-			t.Fatalf("fp32 after SetPrecision differs at %d: %v vs %v", i, v, want[i])
+			t.Fatalf("fp32 after Set differs at %d: %v vs %v", i, v, want[i])
 		}
 	}
 	worst := func(got []float32) float64 {
@@ -50,7 +52,7 @@ func TestPrecisions(t *testing.T) {
 		}
 		return w
 	}
-	if err := g.SetPrecision(PrecisionBF16Mixed, true); err != nil {
+	if err := Set(g, BF16Mixed, true); err != nil {
 		t.Fatal(err)
 	}
 	if d := worst(forward(g)); d == 0 || d > 0.05 {
@@ -65,23 +67,23 @@ func TestPrecisions(t *testing.T) {
 			t.Errorf("%s: gradient %v, want a nonzero float32 gradient on the master weight", p.Name, gr.DType())
 		}
 	}
-	inf, err := New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+	inf, err := model.New(nn.NewVarStore(gotch.CPU).Root(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inf.SetPrecision(PrecisionBF16, false); err != nil {
+	if err := Set(inf, BF16, false); err != nil {
 		t.Fatal(err)
 	}
 	if d := worst(forward(inf)); d == 0 || d > 0.05 {
 		t.Errorf("bf16 inference logits differ from fp32 by %g: want (0, 0.05]", d)
 	}
-	got, err := EngineGenerate(inf, [][]int32{{1, 5, 9}}, 4)
+	got, err := generate(inf, [][]int32{{1, 5, 9}}, 4)
 	if err != nil || len(got[0]) != 4 {
 		t.Errorf("bf16 generate: %v, %v", got, err)
 	}
 	if err := productsWork(gotch.Half, gotch.CPU); err != nil {
-		fp16, _ := New(nn.NewVarStore(gotch.CPU).Root(), cfg)
-		if err := fp16.SetPrecision(PrecisionFP16, false); err == nil {
+		fp16, _ := model.New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+		if err := Set(fp16, FP16, false); err == nil {
 			t.Error("fp16 on a CPU without float16 products accepted")
 		} else {
 			t.Log(err)
@@ -91,7 +93,7 @@ func TestPrecisions(t *testing.T) {
 		p        string
 		training bool
 	}{{"bf16", true}, {"bf16-mixed", false}, {"fp8", false}} {
-		if _, err := ParsePrecision(c.p, c.training); err == nil {
+		if _, err := Parse(c.p, c.training); err == nil {
 			t.Errorf("precision %q (training %v) accepted", c.p, c.training)
 		}
 	}
@@ -115,9 +117,9 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 	windows := [][]int32{{1, 5, 9, 2, 7, 7, 3, 60}, {11, 12, 4, 4, 0, 12, 33, 8, 2}}
 	for _, untied := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tied", true: "untied"}[untied], func(t *testing.T) {
-			cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: untied}
-			newModel := func() *GPT {
-				g, err := New(nn.NewVarStore(dev).Root(), cfg)
+			cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, Untied: untied}
+			newModel := func() *model.GPT {
+				g, err := model.New(nn.NewVarStore(dev).Root(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,19 +127,20 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 			}
 			// The old way: float32 weights, cast by each product.
 			cast := newModel()
-			cast.compute = gotch.BFloat16
+			cast.SetBackend(New(cast, gotch.BFloat16))
 			held := newModel()
+			embed := held.Params()[0].Tensor // model.embed_tokens.weight
 			originals := map[string]*ts.Tensor{}
 			for _, p := range held.Params() {
 				originals[p.Name] = p.Tensor
 			}
-			if err := held.SetPrecision(PrecisionBF16, false); err != nil {
+			if err := Set(held, BF16, false); err != nil {
 				t.Fatal(err)
 			}
 			reduced := 0
 			for _, p := range held.Params() {
 				want := gotch.Float
-				if p.Decay && p.Tensor != held.top[modEmbed].w {
+				if p.Decay && p.Tensor != embed {
 					want = gotch.BFloat16
 				}
 				if p.Tensor.DType() != want {
@@ -161,14 +164,14 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 				}
 			}
 			if !untied {
-				want += 2 * int64(held.top[modEmbed].w.Numel())
+				want += 2 * int64(embed.Numel())
 			}
 			if got := held.WeightBytes(); got != want || got >= cast.WeightBytes() {
 				t.Errorf("WeightBytes %d held in bf16 (%d in float32), want %d", got, cast.WeightBytes(), want)
 			}
-			logits := func(g *GPT) []float32 {
+			logits := func(g *model.GPT) []float32 {
 				var out []float32
-				torchx.NoGrad(func() { out = rowsOf(g.Forward(ids).MustView([]int64{1, -1}, true), 1)[0] })
+				torchx.NoGrad(func() { out = model.RowsOf(g.Forward(ids).MustView([]int64{1, -1}, true), 1)[0] })
 				return out
 			}
 			a, b := logits(cast), logits(held)
@@ -177,11 +180,11 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 					t.Fatalf("logit %d: %v held in bf16, %v cast at each product", i, b[i], a[i])
 				}
 			}
-			ga, err := EngineGradNorm(cast, windows)
+			ga, err := engine.GradNorm(cast, windows)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gb, err := EngineGradNorm(held, windows)
+			gb, err := engine.GradNorm(held, windows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,8 +193,8 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 					t.Errorf("gradient norm %d: %v held in bf16, %v cast at each product", i, gb[i], ga[i])
 				}
 			}
-			gen := func(g *GPT) [][]int32 {
-				out, err := EngineGenerate(g, [][]int32{{1, 5, 9}, {7, 3}}, 6)
+			gen := func(g *model.GPT) [][]int32 {
+				out, err := generate(g, [][]int32{{1, 5, 9}, {7, 3}}, 6)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -200,15 +203,15 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 			if x, y := gen(cast), gen(held); fmt.Sprint(x) != fmt.Sprint(y) {
 				t.Errorf("greedy tokens %v held in bf16, %v cast at each product", y, x)
 			}
-			if err := held.SetPrecision(PrecisionBF16, false); err != nil {
+			if err := Set(held, BF16, false); err != nil {
 				t.Errorf("setting the same precision again: %v", err)
 			}
 			for _, p := range []struct {
 				p        string
 				training bool
-			}{{PrecisionFP32, false}, {PrecisionBF16Mixed, true}} {
-				if err := held.SetPrecision(p.p, p.training); err == nil || !strings.Contains(err.Error(), "already held in bfloat16") {
-					t.Errorf("SetPrecision(%s) on a bf16-held model: %v, want a refusal", p.p, err)
+			}{{FP32, false}, {BF16Mixed, true}} {
+				if err := Set(held, p.p, p.training); err == nil || !strings.Contains(err.Error(), "already held in bfloat16") {
+					t.Errorf("Set(%s) on a bf16-held model: %v, want a refusal", p.p, err)
 				}
 			}
 		})
@@ -216,7 +219,7 @@ func TestInferencePrecisionHoldsWeightsReduced(t *testing.T) {
 }
 
 // On a GPU in bf16-mixed, q, k and v left in bfloat16 after their products
-// (keepsProjections) compute what their float32 round trip computed: a
+// (Layout.KeepsProjections) compute what their float32 round trip computed: a
 // bfloat16 value survives float32 exactly, and rotary positions promote q
 // and k to float32 either way. The logits agree bit for bit; the
 // gradients to bfloat16's resolution (a 1/64 of each tensor's largest):
@@ -231,15 +234,15 @@ func TestPrecisionKeptProjections(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev := gotch.CudaBuilder(0)
-	cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	run := func(off bool) (logits *ts.Tensor, grads map[string]*ts.Tensor) {
 		was := keepQKVOff
 		keepQKVOff = off
 		defer func() { keepQKVOff = was }()
-		return bf16MixedPass(t, dev, cfg, ids, func(g *GPT) {
-			if keepsProjections(g, nil) == off {
-				t.Fatalf("keepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
+		return bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
+			if g.Exact().(model.Layout).KeepsProjections() == off {
+				t.Fatalf("KeepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
 			}
 		})
 	}
@@ -257,7 +260,7 @@ func TestPrecisionKeptProjections(t *testing.T) {
 }
 
 // TestNativeGQA checks that leaving k and v unrepeated for the fused
-// kernel's grouped heads (nativeGQA, on a GPU in bf16-mixed) gives the
+// kernel's grouped heads (GroupedHeads, on a GPU in bf16-mixed) gives the
 // logits and gradients of repeating them first, within bfloat16's
 // resolution (the backward sums each key/value head's gradient over its
 // query heads inside the kernel instead of in a separate sum). Runs where
@@ -269,15 +272,15 @@ func TestNativeGQA(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev := gotch.CudaBuilder(0)
-	cfg := Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	run := func(native bool) (logits *ts.Tensor, grads map[string]*ts.Tensor) {
 		was := gqaOn
 		gqaOn = native
 		defer func() { gqaOn = was }()
-		return bf16MixedPass(t, dev, cfg, ids, func(g *GPT) {
-			if got := g.nativeGQA(nil, 0); got != native {
-				t.Fatalf("nativeGQA = %v with gqaOn = %v", got, native)
+		return bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
+			if got := (fusedAttention{g.Exact().(*Backend)}).GroupedHeads(&model.AttentionCall{}); got != native {
+				t.Fatalf("GroupedHeads = %v with gqaOn = %v", got, native)
 			}
 		})
 	}
@@ -300,13 +303,13 @@ func TestNativeGQA(t *testing.T) {
 // bf16MixedPass builds cfg's model on dev in bf16-mixed, lets check see it,
 // and returns the logits of ids and every parameter's gradient of their
 // mean square.
-func bf16MixedPass(t *testing.T, dev gotch.Device, cfg Config, ids *ts.Tensor, check func(g *GPT)) (*ts.Tensor, map[string]*ts.Tensor) {
+func bf16MixedPass(t *testing.T, dev gotch.Device, cfg model.Config, ids *ts.Tensor, check func(g *model.GPT)) (*ts.Tensor, map[string]*ts.Tensor) {
 	t.Helper()
-	g, err := New(nn.NewVarStore(dev).Root(), cfg)
+	g, err := model.New(nn.NewVarStore(dev).Root(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.SetPrecision(PrecisionBF16Mixed, true); err != nil {
+	if err := Set(g, BF16Mixed, true); err != nil {
 		t.Fatal(err)
 	}
 	check(g)
@@ -317,4 +320,32 @@ func bf16MixedPass(t *testing.T, dev gotch.Device, cfg Config, ids *ts.Tensor, c
 		grads[p.Name] = p.Tensor.MustGrad(false)
 	}
 	return logits.MustDetach(true), grads
+}
+
+// generate is the engine's cached greedy decoding of n tokens.
+func generate(g *model.GPT, prompts [][]int32, n int) ([][]int32, error) {
+	return engine.Generate(g, prompts, n, engine.GenOptions{UseCache: true})
+}
+
+// maxAbsDiff is the largest |a−b| over two tensors of one shape.
+func maxAbsDiff(a, b *ts.Tensor) float64 {
+	d := a.MustSub(b, false).MustAbs(true).MustMax(true)
+	return d.Float64Values()[0]
+}
+
+// The LoRA base's names: fp32 (or nothing) and bf16, nothing else.
+func TestBaseDType(t *testing.T) {
+	for _, c := range []struct {
+		p    string
+		want gotch.DType
+	}{{"", gotch.Float}, {FP32, gotch.Float}, {BF16, gotch.BFloat16}} {
+		if got, err := BaseDType(c.p); err != nil || got != c.want {
+			t.Errorf("BaseDType(%q) = %v, %v; want %v", c.p, got, err, c.want)
+		}
+	}
+	for _, p := range []string{"fp16", "bf16-mixed", "BF16"} {
+		if _, err := BaseDType(p); err == nil || !strings.Contains(err.Error(), "want fp32 or bf16") {
+			t.Errorf("BaseDType(%q): %v", p, err)
+		}
+	}
 }
