@@ -4,7 +4,8 @@
 # gpucarry/memo.xz built with -tags cuda, gpucarry/torchx.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
-#   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope)
+#   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope),
+#       then precision.test's and engine.test's CUDA tests
 #   p   issue 40's check by peft itself, on the CPU: memo LoRA runs
 #       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
 #       testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
@@ -38,7 +39,9 @@
 #
 # A dry run of the plumbing on a machine without a GPU:
 #   go build -o bin/memo ./cmd/memo && go test -c -o bin/torchx.test ./internal/torchx
-#   mkdir -p /tmp/carry && xz -T0 -1 -c bin/memo >/tmp/carry/memo.xz && xz -c bin/torchx.test >/tmp/carry/torchx.test.xz
+#   go test -c -o bin/precision.test ./precision && go test -c -o bin/engine.test ./engine
+#   mkdir -p /tmp/carry && xz -T0 -1 -c bin/memo >/tmp/carry/memo.xz
+#   for t in torchx precision engine; do xz -c bin/$t.test >/tmp/carry/$t.test.xz; done
 #   CARRY=/tmp/carry MEMO_DEVICE=cpu SMALL=1 bash scripts/gpu/issue41-next.sh
 # (tiny random models on the CPU; the Python parts are skipped where python3
 # has no torch; d attacks exp/smoke.toml's run instead of the 1.1B).
@@ -103,7 +106,7 @@ fi
 	"$T/memo" devices 2>&1 | grep -i -E 'sku|peak|name' | head -6
 } 2>&1 | tee "$sum"
 
-if want b && fits b 20; then
+if want b && fits b 60; then
 	{
 		echo "--- b: fused RMSNorm and rotary on $dev (TestRMSNormMatchesComposition, TestRopeMatchesComposition)"
 		if [[ -x $T/torchx.test ]]; then
@@ -114,6 +117,21 @@ if want b && fits b 20; then
 		else
 			echo "no $C/torchx.test.xz carried: skipped"
 		fi
+		# Package precision and the engine's backends moved off model
+		# with no GPU lent: their CUDA tests (fused attention, q/k/v kept
+		# bf16, native GQA, the engine's cached and scoring passes).
+		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy" "engine Cached|ScoreWindows|Backends"; do
+			set -- $pt
+			if [[ -x $T/$1.test ]]; then
+				echo "--- b: $1.test -test.run '$2' on $dev"
+				(cd "$1" && timeout "$(lim 90)" "$T/$1.test" -test.run "$2" -test.v >"$W/$1.txt" 2>&1
+					echo "rc=$?")
+				grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|differ' "$W/$1.txt" | tail -8
+				echo "$1: $(grep -c -- '--- PASS' "$W/$1.txt") passed, $(grep -c -- '--- FAIL' "$W/$1.txt") failed, $(grep -c -- '--- SKIP' "$W/$1.txt") skipped"
+			else
+				echo "no $C/$1.test.xz carried: skipped"
+			fi
+		done
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
