@@ -8,7 +8,7 @@ import (
 )
 
 // backendFor is the backend of kc's passes, chosen once when the cache is
-// made (or put under an approximation), around the model's own (g.Exact():
+// made (or put under an approximation), around the model's own (g.Backend():
 // float32 or the precision a runner set): the approximation's
 // (approxBackend) when it has one; on the CPU, the decode kernels
 // (decodeKernel); else the model's own.
@@ -19,7 +19,7 @@ func backendFor(kc *Cache) model.Backend {
 	case kc.g.Device() == gotch.CPU:
 		return newDecodeKernel(kc.g)
 	}
-	return kc.g.Exact()
+	return kc.g.Backend()
 }
 
 // uncached is the pass state of the engine's uncached passes (the
@@ -29,7 +29,7 @@ func uncached(g *model.GPT) *model.PassState {
 	if g.Device() == gotch.CPU {
 		return &model.PassState{Backend: newDecodeKernel(g)}
 	}
-	return &model.PassState{Backend: g.Exact()}
+	return &model.PassState{Backend: g.Backend()}
 }
 
 // products is the products of a backend (model.Backend's Linear).
@@ -41,7 +41,7 @@ type products interface {
 // (rowKernel), else the model's own (a reduced precision's are never the
 // kernel's).
 func productsFor(g *model.GPT) products {
-	base := g.Exact()
+	base := g.Backend()
 	if g.Device() == gotch.CPU && base.DType() == gotch.Float {
 		return rowKernel{base: base}
 	}
@@ -75,7 +75,7 @@ type decodeKernel struct {
 }
 
 func newDecodeKernel(g *model.GPT) decodeKernel {
-	return decodeKernel{base: g.Exact(), products: productsFor(g)}
+	return decodeKernel{base: g.Backend(), products: productsFor(g)}
 }
 
 func (d decodeKernel) Attend(c *model.AttentionCall) *ts.Tensor {

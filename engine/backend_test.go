@@ -58,7 +58,7 @@ func TestCacheBackends(t *testing.T) {
 		t.Errorf("a cache under an approximation has backend %T, want approxBackend", kc.backend)
 	}
 	kc.Drop()
-	exact := decode(func(c *Cache) { c.backend = g.Exact() })
+	exact := decode(func(c *Cache) { c.backend = g.Backend() })
 	compare := func(name string, exact, got []*ts.Tensor, tol float64) {
 		t.Helper()
 		for i := range exact {
@@ -72,7 +72,7 @@ func TestCacheBackends(t *testing.T) {
 	// Off, the decode kernels (torchx.AttendOne and torchx.LinearRows)
 	// decline, and the CPU backend is the exact one bit for bit.
 	defer torchx.SetKernels(torchx.SetKernels(false))
-	compare("decode kernel, kernels off", decode(func(c *Cache) { c.backend = g.Exact() }), decode(nil), 0)
+	compare("decode kernel, kernels off", decode(func(c *Cache) { c.backend = g.Backend() }), decode(nil), 0)
 }
 
 // The engine's uncached passes pick their backend as a cache does (the
@@ -89,7 +89,7 @@ func TestUncachedPassBackend(t *testing.T) {
 	}
 	var want *ts.Tensor
 	torchx.NoGrad(func() { want = g.Forward(in) })
-	exact := g.ForwardWith(in, &model.PassState{Backend: g.Exact()})
+	exact := g.ForwardWith(in, &model.PassState{Backend: g.Backend()})
 	if d := maxAbsDiff(want, exact); d != 0 {
 		t.Errorf("ForwardWith without a cache, exact backend: differs from Forward by %g", d)
 	}
@@ -98,7 +98,7 @@ func TestUncachedPassBackend(t *testing.T) {
 	}
 }
 
-// The engine's backends wrap the model's own (g.Exact(), float32 or the
+// The engine's backends wrap the model's own (g.Backend(), float32 or the
 // precision a runner set): the row kernel takes float32 products only,
 // of weights whose rows lie packed, so a reduced precision's products
 // (bf16-mixed keeps float32 weights: the kernel would take them) and
@@ -136,7 +136,7 @@ func TestBackendsWrapTheModels(t *testing.T) {
 			}
 			torchx.NoGrad(func() {
 				got := be.Linear(x, tc.w, nil, model.OuterProduct)
-				want := g.Exact().Linear(x, tc.w, nil, model.OuterProduct)
+				want := g.Backend().Linear(x, tc.w, nil, model.OuterProduct)
 				if d := maxAbsDiff(got, want); tc.same && d != 0 {
 					t.Errorf("the decode backend's product differs from the model's own by %g", d)
 				}

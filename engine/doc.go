@@ -7,7 +7,7 @@
 //     weights its passes reuse (model.Joins; joins.go keeps them, made by
 //     GPT.JoinLayer). When it is made it picks the backend (model.Backend:
 //     attention and products) of every pass once, wrapping the model's own
-//     (g.Exact(): float32, or the one package precision set): that one; on
+//     (g.Backend(): float32, or the one package precision set): that one; on
 //     the CPU the decode kernels, the single-query attention
 //     (torchx.AttendOne) for decode steps and the few-row product
 //     (torchx.LinearRows); or an Approximation's attention (package

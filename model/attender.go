@@ -33,7 +33,7 @@ type AttentionCall struct {
 
 // Backend computes a pass's attention and its matrix products, the places
 // a runner swaps in its own kernels or dtype. A model's own backend is
-// g.Exact(): float32, or the one a runner set once with SetBackend (the
+// g.Backend(): float32, or the one a runner set once with SetBackend (the
 // reduced precisions of package precision). The engine adds the CPU decode
 // kernels and the approximations, wrapping the model's own for what they
 // do not override, chosen once when it builds a cache, so that the recipe
@@ -64,7 +64,7 @@ const (
 	InnerProduct
 )
 
-// Base is a model's own backend (Exact): a Backend whose attention also
+// Base is a model's own backend (GPT.Backend): a Backend whose attention also
 // runs over keys and values that a wrapping backend already took from
 // the cache (AttendOver), and that says the dtype of its products, so a
 // wrapping backend knows whether its float32 kernels apply.
@@ -100,21 +100,21 @@ type Layout interface {
 	KeepsProjections() bool
 }
 
-// Exact is g's own backend: the one SetBackend set, else float32 — c's
+// Backend is g's own backend: the one SetBackend set, else float32 — c's
 // keys and values go into its cache, if any, then ExactAttention;
 // products are ExactLinear.
-func (g *GPT) Exact() Base {
+func (g *GPT) Backend() Base {
 	if g.be != nil {
 		return g.be
 	}
 	return Float32(g)
 }
 
-// SetBackend makes b g's own backend (Exact), which every pass without
+// SetBackend makes b g's own backend (Backend), which every pass without
 // one of its own runs: package precision's, chosen once by the runner.
 func (g *GPT) SetBackend(b Base) { g.be = b }
 
-// Float32 is g's float32 backend, Exact's unless SetBackend chose another.
+// Float32 is g's float32 backend, Backend's unless SetBackend chose another.
 func Float32(g *GPT) Base { return exact{cuda: g.device.IsCuda()} }
 
 // exact is the float32 backend; on a GPU it multiplies separately.
@@ -161,7 +161,7 @@ func (g *GPT) backend(st *PassState) Backend {
 	if st != nil && st.Backend != nil {
 		return st.Backend
 	}
-	return g.Exact()
+	return g.Backend()
 }
 
 // Fused is a backend's one-kernel attention (package precision's), to

@@ -39,7 +39,7 @@ type PassState struct {
 	Joins Joins
 	// LastOnly returns the last position's logits only, [B,1,V] (see run).
 	LastOnly bool
-	// Backend computes the attention and the products (nil: g.Exact(),
+	// Backend computes the attention and the products (nil: g.Backend(),
 	// the model's own).
 	Backend Backend
 }

@@ -77,4 +77,4 @@ func (p *Pass) Block(li int, x *ts.Tensor) *ts.Tensor {
 }
 
 // Head is the last stage: the last block's output [B,T,d] to logits [B,T,V].
-func (p *Pass) Head(x *ts.Tensor) *ts.Tensor { return p.g.head(x, p.g.Exact(), false) }
+func (p *Pass) Head(x *ts.Tensor) *ts.Tensor { return p.g.head(x, p.g.Backend(), false) }

@@ -241,7 +241,7 @@ func TestPrecisionKeptProjections(t *testing.T) {
 		keepQKVOff = off
 		defer func() { keepQKVOff = was }()
 		return bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
-			if g.Exact().(model.Layout).KeepsProjections() == off {
+			if g.Backend().(model.Layout).KeepsProjections() == off {
 				t.Fatalf("KeepsProjections = %v with MEMO_KEEP_QKV off = %v", !off, off)
 			}
 		})
@@ -279,7 +279,7 @@ func TestNativeGQA(t *testing.T) {
 		gqaOn = native
 		defer func() { gqaOn = was }()
 		return bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
-			if got := (fusedAttention{g.Exact().(*Backend)}).GroupedHeads(&model.AttentionCall{}); got != native {
+			if got := (fusedAttention{g.Backend().(*Backend)}).GroupedHeads(&model.AttentionCall{}); got != native {
 				t.Fatalf("GroupedHeads = %v with gqaOn = %v", got, native)
 			}
 		})
