@@ -152,7 +152,7 @@ func productsWork(dt gotch.DType, dev gotch.Device) error {
 	}
 	x := ts.MustOnes([]int64{2, 8}, dt, dev)
 	defer x.MustDrop()
-	y, err := ts.Linear(x, x, ts.NewTensor())
+	y, err := ts.Linear(x, x, noBias)
 	if err == nil {
 		y.MustDrop()
 		probed.Store(key, nil)
