@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
@@ -90,7 +91,7 @@ func Check(p string, training bool, dev gotch.Device) error {
 		return err
 	}
 	if err := productsWork(dt, dev); err != nil {
-		return fmt.Errorf("precision %s on %s: %w", p, deviceName(dev), err)
+		return fmt.Errorf("precision %s on %s: %w", p, torchx.DeviceName(dev), err)
 	}
 	return nil
 }
@@ -177,11 +178,4 @@ func firstLine(s string) string {
 		}
 	}
 	return s
-}
-
-func deviceName(d gotch.Device) string {
-	if d.IsCuda() {
-		return fmt.Sprintf("cuda:%d", d.Value)
-	}
-	return "cpu"
 }

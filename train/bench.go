@@ -309,7 +309,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	gflops := tokPerS * fpt / 1e9
 	res := BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
-		Threads: workers, Device: deviceName(dev), Precision: precision.Name(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
+		Threads: workers, Device: torchx.DeviceName(dev), Precision: precision.Name(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
 		MFU: gflops / peak, StepS: all.Seconds() / n, StepsS: stepsS, ModelS: l.tModel.Seconds() / n,
 		OptimizerS: l.tOpt.Seconds() / n, CollectS: col.Seconds() / n, GPUModelS: gpuModel, GPUUpdateS: gpuUpdate,
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
@@ -339,14 +339,6 @@ func matmulPeakOn(dev gotch.Device, dt gotch.DType, n, reps int) float64 {
 		}
 	}
 	return best
-}
-
-// deviceName spells dev as train.device does.
-func deviceName(dev gotch.Device) string {
-	if dev.IsCuda() {
-		return fmt.Sprintf("cuda:%d", dev.Value)
-	}
-	return "cpu"
 }
 
 // randomSource serves uniformly random token rows.

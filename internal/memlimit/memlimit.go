@@ -84,7 +84,7 @@ func Check(what string, c model.Config, perParam float64) error {
 func CheckOn(what string, c model.Config, perParam float64, dev gotch.Device) error {
 	if dev.IsCuda() {
 		if total := torchx.GPUMemory(dev.Value); total > 0 {
-			return check(what, c, perParam, total, fmt.Sprintf("cuda:%d", dev.Value))
+			return check(what, c, perParam, total, torchx.DeviceName(dev))
 		}
 	}
 	return Check(what, c, perParam)

@@ -32,6 +32,15 @@ func ParseDevice(name string) (cuda bool, index int, err error) {
 	return false, 0, errors.New(`want "cpu", "cuda" or "cuda:N"`)
 }
 
+// DeviceName spells d as train.device and extract.device do ("cpu",
+// "cuda:N"): the name ResolveDevice turns back into d.
+func DeviceName(d gotch.Device) string {
+	if d.IsCuda() {
+		return fmt.Sprintf("cuda:%d", d.Value)
+	}
+	return "cpu"
+}
+
 // ResolveDevice turns a device name into the device to compute on. A CUDA
 // device fails with a clear error unless this process's libtorch was built
 // with CUDA and sees a GPU of that index. Errors name train.device.
