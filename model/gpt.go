@@ -523,6 +523,9 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	b, t := size[0], size[1]
 	h, kvh, hd := int64(c.Heads), int64(c.KVHeads), int64(c.HeadDim)
 	var q, k, v *ts.Tensor // [B,H,T,hd], [B,KV,T,hd], [B,KV,T,hd]
+	// kept: q, k and v stay in be's dtype from their products to the
+	// attention kernel, which would cast them to it anyway.
+	kept := a.QKV != QKVPerHead && keepsProjections(g, st, be)
 	if a.QKV == QKVPerHead {
 		m := blk.mods[modQKV]
 		qkv := s.keep(g.linear(be, xn, m.w, m.b, OuterProduct))                                                   // [B,T,H·3·hd]
@@ -533,7 +536,7 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 	} else {
 		var qf, kf, vf *ts.Tensor // [B,T,H·hd], [B,T,KV·hd], [B,T,KV·hd]
 		kind := OuterProduct
-		if keepsProjections(g, st, be) {
+		if kept {
 			kind = InnerProduct
 		}
 		if a.QKV == QKVSeparate && separateProducts(g, st, be) {
@@ -565,8 +568,8 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 		k = s.keep(g.normalize(k, blk.mods[modKNorm], c.HeadDim))
 	}
 	if a.Positions == PosRotary {
-		q = s.keep(g.rope(q, in.cos[blk.rope], in.sin[blk.rope]))
-		k = g.rope(k, in.cos[blk.rope], in.sin[blk.rope])
+		q = s.keep(g.rope(q, in.cos[blk.rope], in.sin[blk.rope], kept))
+		k = g.rope(k, in.cos[blk.rope], in.sin[blk.rope], kept)
 	} else {
 		k = k.MustShallowClone()
 	}
@@ -615,7 +618,12 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
 		up = s.keep(gateUp.MustNarrow(2, f, f, false))
 	}
-	act := s.keep(g.activate(gate).MustMul(up, true))
+	var act *ts.Tensor
+	if g.arch.Act == ActSiLU {
+		act = s.keep(torchx.SwiGLU(gate, up))
+	} else {
+		act = s.keep(g.activate(gate).MustMul(up, true))
+	}
 	return g.linear(be, act, down.w, down.b, InnerProduct)
 }
 
@@ -761,8 +769,14 @@ func (g *GPT) normalize(x *ts.Tensor, n weights, dim int) *ts.Tensor {
 // rope rotates the first RotaryDim dimensions of x [..., T, hd] by their
 // positions' angles (rotate-half within them: x·cos + swapHalves(x)·sin,
 // sin signed); the rest pass unchanged. One C++ call (torchx.Rope) for
-// what were up to eight gotch ops, bit-identical to them.
-func (g *GPT) rope(x, cos, sinSigned *ts.Tensor) *ts.Tensor {
+// what were up to eight gotch ops, bit-identical to them. With kept the
+// result stays in x's dtype (the attention kernel's), as the kernel's
+// cast of the float32 result would give it: on a GPU memo's rotary
+// kernel writes it in one pass (torchx.RopeTo).
+func (g *GPT) rope(x, cos, sinSigned *ts.Tensor, kept bool) *ts.Tensor {
+	if kept {
+		return torchx.RopeTo(x, cos, sinSigned, int64(g.cfg.RotaryDim()), x.DType())
+	}
 	return torchx.Rope(x, cos, sinSigned, int64(g.cfg.RotaryDim()))
 }
 

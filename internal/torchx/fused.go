@@ -38,21 +38,6 @@ func RMSNorm(x, w *ts.Tensor, eps float64, offset bool) *ts.Tensor {
 	return fusedResult("rms_norm", p, e)
 }
 
-// Rope rotates the first rot entries of x's last dimension by rotate-half
-// (x·cos + swapHalves(x)·sinSigned, cos and sinSigned broadcast against
-// that part of x) and passes the rest of the dimension through unchanged.
-// One Go → C call for what is otherwise eight gotch ops (five with rot
-// equal to the dimension), bit-identical to them (fused.cpp). Panics, like
-// gotch's Must functions, if libtorch fails.
-func Rope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
-	var e *C.char
-	p := C.memo_rope(x.Ctensor(), cos.Ctensor(), sinSigned.Ctensor(), C.int64_t(rot), &e)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(cos)
-	runtime.KeepAlive(sinSigned)
-	return fusedResult("rope", p, e)
-}
-
 // fusedResult wraps a fused op's new tensor, panicking with libtorch's
 // message when it failed (these ops always apply, unlike the kernels).
 func fusedResult(name string, p unsafe.Pointer, e *C.char) *ts.Tensor {

@@ -6,7 +6,6 @@ extern "C" {
 #endif
 int memo_fused_rms_norm_available(void);
 void *memo_rms_norm(void *x, void *w, double eps, int offset, char **err);
-void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, char **err);
 #ifdef __cplusplus
 }
 #endif

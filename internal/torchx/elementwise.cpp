@@ -1,0 +1,440 @@
+// Rotary embedding and the SwiGLU product: libtorch's composition, or on a
+// GPU memo's own kernels (elementwise.cu) as autograd functions.
+//
+// The composition is what gotch's ops would compute one by one, in one Go
+// → C call. On a GPU each of its ops is a kernel that reads and writes the
+// whole activation: rotary embedding of a bfloat16 q makes seven passes
+// forward (a copy for the swapped halves, two float32 products, their
+// float32 sum, the cast to bfloat16 for attention) and more backward, and
+// SwiGLU three forward and six backward. At a 1.1B model's 8 × 2048 tokens
+// that is tens of gigabytes a step. The kernels read each input once and
+// write each output once, and compute what the composition computes (see
+// elementwise.cu): rotary embedding bit for bit, SwiGLU to its last bit.
+//
+// The kernels are compiled by NVRTC on a device's first call, then checked
+// against the composition on a small input, forward and backward; a
+// device whose compilation or check fails keeps the composition, and
+// memo_elementwise_status says why. The CPU always takes the composition,
+// except in tests, which run the kernels' per-element code on the host
+// (memo_elementwise_on_host) to check it against libtorch.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "elementwise.h"
+#include "elementwise_loader.h"
+
+// The host's spelling of what elementwise.cu uses from CUDA: each a single
+// correctly rounded operation (x86-64's baseline has no fused multiply-add
+// for the compiler to contract into).
+#define MEMO_ELEMENTWISE_HOST 1
+namespace {
+inline float __uint_as_float(unsigned int u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline unsigned int __float_as_uint(float f) {
+  unsigned int u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+}  // namespace
+#include "elementwise.cu"
+
+namespace {
+
+char *copy_message(const std::string &msg) {
+  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
+  std::memcpy(s, msg.c_str(), msg.size() + 1);
+  return s;
+}
+
+std::atomic<bool> on_host{false};
+
+// kernel_calls counts the kernels' forward calls, host and GPU (tests).
+std::atomic<long long> kernel_calls{0};
+
+// rotate_half is x·cos + cat(x₂, x₁)·sinSigned, x₁ and x₂ the halves of
+// x's last dimension (sinSigned carries the sign of the rotation).
+at::Tensor rotate_half(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin_signed) {
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = torch::narrow(x, -1, 0, half);
+  at::Tensor x2 = torch::narrow(x, -1, half, half);
+  std::vector<at::Tensor> halves{x2, x1};
+  at::Tensor swapped = torch::cat(halves, -1);
+  at::Tensor a = torch::mul(x, cos);
+  at::Tensor b = torch::mul(swapped, sin_signed);
+  return torch::add(a, b);
+}
+
+// rope_composed is rotary embedding by libtorch's ops, over the first rot
+// entries of x's last dimension, the rest passed through.
+at::Tensor rope_composed(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, int64_t rot) {
+  const int64_t hd = x.size(-1);
+  if (rot == hd) return rotate_half(x, c, s);
+  at::Tensor head = torch::narrow(x, -1, 0, rot);
+  at::Tensor pass = torch::narrow(x, -1, rot, hd - rot);
+  std::vector<at::Tensor> parts{rotate_half(head, c, s), pass};
+  return torch::cat(parts, -1);
+}
+
+at::Tensor swiglu_composed(const at::Tensor &gate, const at::Tensor &up) {
+  return torch::mul(torch::silu(gate), up);
+}
+
+bool kernel_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16; }
+
+const char *dtype_name(at::ScalarType t) { return t == at::kFloat ? "f32" : "bf16"; }
+
+// Place is where a call's kernels run: nowhere (the composition), on the
+// host (tests) or on x's GPU.
+enum class Place { none, host, gpu };
+
+bool gpu_ready(int device, std::string *why);
+
+Place place_of(const at::Tensor &x, bool kernels) {
+  if (!kernels) return Place::none;
+  if (x.is_cpu()) return on_host.load() ? Place::host : Place::none;
+  if (x.is_cuda() && gpu_ready(x.get_device(), nullptr)) return Place::gpu;
+  return Place::none;
+}
+
+// rope_fits: x is [B,H,T,D] in float32 or bfloat16, rotated over all of
+// its even D, with float32 [T,D] tables on its device.
+bool rope_fits(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, int64_t rot, at::ScalarType out) {
+  if (x.dim() != 4 || x.numel() == 0 || rot != x.size(3) || rot % 2 != 0) return false;
+  if (!kernel_dtype(x.scalar_type()) || !kernel_dtype(out)) return false;
+  for (const at::Tensor *t : {&c, &s}) {
+    // The tables take no gradient here: RopeFn gives them none.
+    if (t->requires_grad() || t->scalar_type() != at::kFloat || t->dim() != 2 || t->size(0) != x.size(2) || t->size(1) != x.size(3) ||
+        !t->is_contiguous() || t->device() != x.device())
+      return false;
+  }
+  return true;
+}
+
+memo::RopeShape rope_shape(const at::Tensor &in, const at::Tensor &out) {
+  memo::RopeShape s;
+  for (int i = 0; i < 4; i++) {
+    s.size[i] = in.size(i);
+    s.in[i] = in.stride(i);
+    s.out[i] = out.stride(i);
+  }
+  return s;
+}
+
+long long rope_pairs(const at::Tensor &x) { return static_cast<long long>(x.numel() / 2); }
+
+// rope_run writes y (forward) or dx (backward) from x or dy, on the host
+// or the GPU.
+template <typename TI, typename TO>
+void rope_host(bool forward, const memo::RopeShape &s, long long n, const void *in, void *out, const float *c,
+               const float *sn) {
+  for (long long p = 0; p < n; p++) {
+    if (forward)
+      memo::rope_forward_pair<TI, TO>(s, p, static_cast<const TI *>(in), static_cast<TO *>(out), c, sn);
+    else
+      memo::rope_backward_pair<TO, TI>(s, p, static_cast<const TO *>(in), static_cast<TI *>(out), c, sn);
+  }
+}
+
+void rope_run(Place where, bool forward, at::ScalarType xt, at::ScalarType yt, const at::Tensor &in,
+              const at::Tensor &out, const at::Tensor &c, const at::Tensor &sn) {
+  memo::RopeShape s = rope_shape(in, out);
+  long long n = rope_pairs(in);
+  const void *ip = in.data_ptr();
+  void *op = out.data_ptr();
+  const float *cp = c.data_ptr<float>(), *sp = sn.data_ptr<float>();
+  if (where == Place::gpu) {
+    std::string name = std::string(forward ? "memo_rope_fwd_" : "memo_rope_bwd_") + dtype_name(xt) + "_" + dtype_name(yt);
+    void *args[] = {&s, &n, &ip, &op, &cp, &sp};
+    memo_elementwise::launch(in.get_device(), name.c_str(), n, args);
+    return;
+  }
+  using memo::bf16;
+  const bool xf = xt == at::kFloat, yf = yt == at::kFloat;
+  if (xf && yf) rope_host<float, float>(forward, s, n, ip, op, cp, sp);
+  if (xf && !yf) rope_host<float, bf16>(forward, s, n, ip, op, cp, sp);
+  if (!xf && yf) rope_host<bf16, float>(forward, s, n, ip, op, cp, sp);
+  if (!xf && !yf) rope_host<bf16, bf16>(forward, s, n, ip, op, cp, sp);
+}
+
+// RopeFn is the kernels' rotary embedding as an autograd function; its
+// output in out's dtype, laid out as x is.
+struct RopeFn : public torch::autograd::Function<RopeFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, const at::Tensor &c,
+                            const at::Tensor &s, int64_t out, int64_t where) {
+    const at::ScalarType yt = static_cast<at::ScalarType>(out);
+    ctx->save_for_backward({c, s});
+    ctx->saved_data["x"] = static_cast<int64_t>(x.scalar_type());
+    ctx->saved_data["where"] = where;
+    at::Tensor y = at::empty_like(x, x.options().dtype(yt));
+    kernel_calls++;
+    rope_run(static_cast<Place>(where), true, x.scalar_type(), yt, x, y, c, s);
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor &dy = grads[0];
+    at::Tensor dx;
+    if (dy.defined()) {
+      auto saved = ctx->get_saved_variables();
+      const at::ScalarType xt = static_cast<at::ScalarType>(ctx->saved_data["x"].toInt());
+      dx = at::empty_like(dy, dy.options().dtype(xt));
+      rope_run(static_cast<Place>(ctx->saved_data["where"].toInt()), false, xt, dy.scalar_type(), dy, dx, saved[0],
+               saved[1]);
+    }
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor rope(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, int64_t rot, int out_code,
+                bool kernels) {
+  const at::ScalarType out = out_code < 0 ? at::result_type(x, c) : static_cast<at::ScalarType>(out_code);
+  Place where = place_of(x, kernels);
+  if (where != Place::none && rope_fits(x, c, s, rot, out))
+    return RopeFn::apply(x, c, s, static_cast<int64_t>(out), static_cast<int64_t>(where));
+  at::Tensor y = rope_composed(x, c, s, rot);
+  return y.scalar_type() == out ? y : y.to(out);
+}
+
+// swiglu_run computes SwiGLU's forward (in: gate, up; out: y) or
+// backward (in: dy, gate, up; out: dgate, dup) over n contiguous elements.
+void swiglu_run(Place where, int device, bool forward, at::ScalarType t, long long n, std::vector<const void *> in,
+                std::vector<void *> out) {
+  if (where == Place::gpu) {
+    std::string name = std::string(forward ? "memo_swiglu_fwd_" : "memo_swiglu_bwd_") + dtype_name(t);
+    std::vector<void *> args{&n};
+    for (auto &p : in) args.push_back(&p);
+    for (auto &p : out) args.push_back(&p);
+    memo_elementwise::launch(device, name.c_str(), n, args.data());
+    return;
+  }
+  using memo::bf16;
+  for (long long i = 0; i < n; i++) {
+    if (t == at::kFloat && forward)
+      memo::swiglu_forward_at<float>(i, (const float *)in[0], (const float *)in[1], (float *)out[0]);
+    if (t == at::kFloat && !forward)
+      memo::swiglu_backward_at<float>(i, (const float *)in[0], (const float *)in[1], (const float *)in[2],
+                                      (float *)out[0], (float *)out[1]);
+    if (t != at::kFloat && forward)
+      memo::swiglu_forward_at<bf16>(i, (const bf16 *)in[0], (const bf16 *)in[1], (bf16 *)out[0]);
+    if (t != at::kFloat && !forward)
+      memo::swiglu_backward_at<bf16>(i, (const bf16 *)in[0], (const bf16 *)in[1], (const bf16 *)in[2],
+                                     (bf16 *)out[0], (bf16 *)out[1]);
+  }
+}
+
+// swiglu_fits: gate and up contiguous, of one shape, dtype and device.
+bool swiglu_fits(const at::Tensor &gate, const at::Tensor &up) {
+  return kernel_dtype(gate.scalar_type()) && gate.scalar_type() == up.scalar_type() && gate.sizes() == up.sizes() &&
+         gate.device() == up.device() && gate.is_contiguous() && up.is_contiguous() && gate.numel() > 0;
+}
+
+// SwiGLUFn is the kernels' SiLU(gate)·up as an autograd function. It
+// keeps gate and up for the backward pass, where the composition keeps
+// SiLU(gate) as well.
+struct SwiGLUFn : public torch::autograd::Function<SwiGLUFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &gate, const at::Tensor &up,
+                            int64_t where) {
+    ctx->save_for_backward({gate, up});
+    ctx->saved_data["where"] = where;
+    at::Tensor y = at::empty_like(gate, at::MemoryFormat::Contiguous);
+    kernel_calls++;
+    swiglu_run(static_cast<Place>(where), gate.get_device(), true, gate.scalar_type(), gate.numel(),
+               {gate.data_ptr(), up.data_ptr()}, {y.data_ptr()});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &gate = saved[0], &up = saved[1];
+    at::Tensor dy = grads[0].to(gate.scalar_type()).contiguous();
+    at::Tensor dgate = at::empty_like(gate, at::MemoryFormat::Contiguous);
+    at::Tensor dup = at::empty_like(up, at::MemoryFormat::Contiguous);
+    swiglu_run(static_cast<Place>(ctx->saved_data["where"].toInt()), gate.get_device(), false, gate.scalar_type(),
+               gate.numel(), {dy.data_ptr(), gate.data_ptr(), up.data_ptr()}, {dgate.data_ptr(), dup.data_ptr()});
+    return {dgate, dup, at::Tensor()};
+  }
+};
+
+at::Tensor swiglu(const at::Tensor &gate, const at::Tensor &up, bool kernels) {
+  Place where = place_of(gate, kernels);
+  if (where != Place::none && swiglu_fits(gate, up))
+    return SwiGLUFn::apply(gate, up, static_cast<int64_t>(where));
+  return swiglu_composed(gate, up);
+}
+
+// close_to reports whether a equals want within tol of want's largest
+// magnitude everywhere, naming the largest difference otherwise. The check
+// is there to catch a kernel that computes something else (a wrong index
+// is off by the values' own size), not last bits.
+bool close_to(const std::string &what, const at::Tensor &a, const at::Tensor &want, double tol, std::string *why) {
+  at::Tensor x = a.to(at::kFloat).cpu(), y = want.to(at::kFloat).cpu();
+  if (x.sizes() != y.sizes()) {
+    *why = what + ": shapes differ";
+    return false;
+  }
+  const double err = torch::abs(torch::sub(x, y)).max().item<double>();
+  const double scale = torch::abs(y).max().item<double>();
+  if (err <= tol * scale) return true;
+  *why = what + ": largest difference " + std::to_string(err) + " of values up to " + std::to_string(scale);
+  return false;
+}
+
+// self_check runs both kernels on device against the composition, forward
+// and backward, in every dtype pair they take, on a small input laid out
+// as attention's q is (a transposed view): within 1e-6 of the largest
+// value in float32 and 1/128 in bfloat16 (one rounding), though rotary
+// embedding is expected bit for bit.
+// The inputs are deterministic functions of their index: no generator is
+// drawn from, so a run's random stream is the same with the check or not.
+bool self_check(const at::Device &dev, Place where, std::string *why) {
+  torch::NoGradGuard outer;  // rebuilt below where gradients are wanted
+  auto f32 = torch::TensorOptions().dtype(at::kFloat).device(dev);
+  const int64_t b = 2, t = 5, h = 3, d = 8;
+  at::Tensor base = torch::mul(torch::sin(torch::arange(b * t * h * d, f32)), at::Scalar(2.0)).view({b, t, h, d});
+  at::Tensor angle = torch::arange(t * d, f32).view({t, d});
+  at::Tensor c = torch::cos(angle), s = torch::sin(angle);
+  at::Tensor dyBase = torch::cos(torch::mul(torch::arange(b * h * t * d, f32), at::Scalar(0.7))).view({b, h, t, d});
+  for (at::ScalarType xt : {at::kFloat, at::kBFloat16}) {
+    for (at::ScalarType yt : {at::kFloat, at::kBFloat16}) {
+      torch::AutoGradMode grad(true);
+      at::Tensor leafK = base.to(xt).detach().requires_grad_(true);
+      at::Tensor leafC = base.to(xt).detach().requires_grad_(true);
+      at::Tensor yk = RopeFn::apply(leafK.transpose(1, 2), c, s, static_cast<int64_t>(yt), static_cast<int64_t>(where));
+      at::Tensor yc = rope_composed(leafC.transpose(1, 2), c, s, d).to(yt);
+      at::Tensor dy = dyBase.to(yt);
+      at::Tensor gk = torch::autograd::grad({yk}, {leafK}, {dy})[0];
+      at::Tensor gc = torch::autograd::grad({yc}, {leafC}, {dy})[0];
+      std::string pair = std::string(dtype_name(xt)) + "→" + dtype_name(yt);
+      const double tol = (xt == at::kFloat && yt == at::kFloat) ? 1e-6 : 1.0 / 128;
+      if (!close_to("rotary " + pair + " forward", yk, yc, tol, why)) return false;
+      if (!close_to("rotary " + pair + " backward", gk, gc, tol, why)) return false;
+    }
+    torch::AutoGradMode grad(true);
+    at::Tensor g = base.view({-1, d}).to(xt);
+    at::Tensor u = torch::cos(base).view({-1, d}).to(xt);
+    at::Tensor gk = g.detach().requires_grad_(true), uk = u.detach().requires_grad_(true);
+    at::Tensor gc = g.detach().requires_grad_(true), uc = u.detach().requires_grad_(true);
+    at::Tensor yk = SwiGLUFn::apply(gk, uk, static_cast<int64_t>(where));
+    at::Tensor yc = swiglu_composed(gc, uc);
+    at::Tensor dy = dyBase.view({-1, d}).to(xt);
+    auto dk = torch::autograd::grad({yk}, {gk, uk}, {dy});
+    auto dc = torch::autograd::grad({yc}, {gc, uc}, {dy});
+    const double tol = xt == at::kFloat ? 1e-6 : 1.0 / 128;
+    std::string name = std::string("SwiGLU ") + dtype_name(xt);
+    if (!close_to(name + " forward", yk, yc, tol, why)) return false;
+    if (!close_to(name + " backward (gate)", dk[0], dc[0], tol, why)) return false;
+    if (!close_to(name + " backward (up)", dk[1], dc[1], tol, why)) return false;
+  }
+  return true;
+}
+
+// Each device's kernels: unknown until its first call, then compiled and
+// checked, or refused with the reason.
+struct DeviceState {
+  int state = 0;  // 0 unknown, 1 ready, 2 refused
+  std::string why;
+};
+std::mutex states_mu;
+DeviceState states[64];
+
+bool gpu_ready(int device, std::string *why) {
+  if (device < 0 || device >= 64) {
+    if (why) *why = "device index out of range";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(states_mu);
+  DeviceState &st = states[device];
+  if (st.state == 0) {
+    std::string reason;
+    bool ok = memo_elementwise::ready(device, &reason);
+    if (ok) {
+      try {
+        ok = self_check(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)), Place::gpu, &reason);
+        if (!ok) reason = "the check against libtorch failed: " + reason;
+      } catch (const std::exception &e) {
+        ok = false;
+        reason = std::string("the check against libtorch failed: ") + e.what();
+      }
+    }
+    st.state = ok ? 1 : 2;
+    st.why = reason;
+  }
+  if (why) *why = st.why;
+  return st.state == 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+// memo_rope rotates the first rot entries of x's last dimension by
+// rotate-half with cos and sinSigned (broadcast against them) and passes
+// the rest through unchanged; the result in out_dtype (a c10 ScalarType;
+// negative: the promotion of x's and cos's). With kernels, through memo's
+// kernels where they apply. Returns nil and sets *err on failure.
+void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, int out_dtype, int kernels, char **err) {
+  try {
+    return new at::Tensor(rope(*static_cast<at::Tensor *>(x), *static_cast<at::Tensor *>(cos),
+                               *static_cast<at::Tensor *>(sin_signed), rot, out_dtype, kernels != 0));
+  } catch (const std::exception &e) {
+    *err = copy_message(e.what());
+    return nullptr;
+  }
+}
+
+// memo_swiglu is SiLU(gate)·up, through memo's kernels where they apply
+// (with kernels). Returns nil and sets *err on failure.
+void *memo_swiglu(void *gate, void *up, int kernels, char **err) {
+  try {
+    return new at::Tensor(swiglu(*static_cast<at::Tensor *>(gate), *static_cast<at::Tensor *>(up), kernels != 0));
+  } catch (const std::exception &e) {
+    *err = copy_message(e.what());
+    return nullptr;
+  }
+}
+
+void memo_elementwise_source(const char *text) { memo_elementwise::set_source(text); }
+
+// memo_elementwise_status is "" when device's kernels run (compiling and
+// checking them first), else why not; the caller frees it.
+char *memo_elementwise_status(int device) {
+  std::string why;
+  try {
+    if (gpu_ready(device, &why)) why.clear();
+  } catch (const std::exception &e) {
+    why = e.what();
+  }
+  return copy_message(why);
+}
+
+void memo_elementwise_on_host(int on) { on_host.store(on != 0); }
+
+long long memo_elementwise_calls(void) { return kernel_calls.load(); }
+
+// memo_elementwise_check_host runs the GPU's start-up check with the
+// kernels' code on the host: "" when it passes, else why (tests).
+char *memo_elementwise_check_host(void) {
+  std::string why;
+  try {
+    if (self_check(at::Device(at::kCPU), Place::host, &why)) why.clear();
+  } catch (const std::exception &e) {
+    why = e.what();
+  }
+  return copy_message(why);
+}
+}

@@ -1,0 +1,180 @@
+// memo's elementwise kernels: rotary embedding and the SwiGLU product,
+// forward and backward, each one pass over memory where libtorch's
+// composition makes five to eight.
+//
+// This file is compiled twice. On a GPU, NVRTC compiles it at run time
+// (elementwise_cuda.cpp hands it the text, embedded by elementwise.go),
+// with the kernels at the end. On every machine, elementwise.cpp includes
+// it as host C++ (MEMO_ELEMENTWISE_HOST defined, the kernels left out) and
+// runs the same per-element functions in loops: the reference the tests
+// check against libtorch's composition, bit for bit where the arithmetic
+// allows.
+//
+// Every float operation that libtorch performs as a separate kernel is a
+// separate, correctly rounded operation here (__fmul_rn, __fadd_rn,
+// __fdiv_rn, which no compiler contracts into a fused multiply-add), and
+// every result libtorch rounds to the tensor's dtype is rounded here, so
+// rotary embedding reproduces the composition exactly. Only the
+// standard library's expf (in SiLU) may differ in its last bit between a
+// CPU's libm and CUDA.
+//
+// No headers: NVRTC runs without the CUDA toolkit's include directory, and
+// bfloat16 is its bit pattern, converted as c10::BFloat16 converts it.
+
+#ifdef MEMO_ELEMENTWISE_HOST
+#define MEMO_DEVICE inline
+#else
+#define MEMO_DEVICE __device__ __forceinline__
+#endif
+
+namespace memo {
+
+typedef unsigned short bf16;
+
+MEMO_DEVICE float bf16_to_float(bf16 h) { return __uint_as_float(((unsigned int)h) << 16); }
+
+// Round to nearest even, NaN to the canonical quiet NaN: c10's rule.
+MEMO_DEVICE bf16 float_to_bf16(float f) {
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16)0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (bf16)(u >> 16);
+}
+
+// Element access in a tensor's dtype: values travel as float, and round
+// reproduces storing a float in the dtype and reading it back.
+template <typename T>
+struct elem;
+
+template <>
+struct elem<float> {
+  static MEMO_DEVICE float load(const float *p, long long i) { return p[i]; }
+  static MEMO_DEVICE void store(float *p, long long i, float v) { p[i] = v; }
+  static MEMO_DEVICE float round(float v) { return v; }
+};
+
+template <>
+struct elem<bf16> {
+  static MEMO_DEVICE float load(const bf16 *p, long long i) { return bf16_to_float(p[i]); }
+  static MEMO_DEVICE void store(bf16 *p, long long i, float v) { p[i] = float_to_bf16(v); }
+  static MEMO_DEVICE float round(float v) { return bf16_to_float(float_to_bf16(v)); }
+};
+
+// RopeShape is a rotary call's geometry: x (and the result, and their
+// gradients) are [B, H, T, D] with the strides given, D even, rotated by
+// rotate-half over all of D; cos and sinSigned are [T, D], row stride D.
+struct RopeShape {
+  long long size[4];
+  long long in[4];   // strides of the tensor read (x, or the gradient dy)
+  long long out[4];  // strides of the tensor written (y, or dx)
+};
+
+// rope_offsets places pair p (of B·H·T·D/2) in the tensors: the offsets
+// of its first-half element in the input and output, and its cos/sin row.
+MEMO_DEVICE void rope_offsets(const RopeShape &s, long long p, long long *in, long long *out, long long *row) {
+  const long long half = s.size[3] / 2;
+  long long d = p % half, r = p / half;
+  const long long t = r % s.size[2];
+  r /= s.size[2];
+  const long long h = r % s.size[1];
+  const long long b = r / s.size[1];
+  *in = b * s.in[0] + h * s.in[1] + t * s.in[2] + d * s.in[3];
+  *out = b * s.out[0] + h * s.out[1] + t * s.out[2] + d * s.out[3];
+  *row = t * s.size[3] + d;
+}
+
+// rope_forward_pair is y = x·cos + swapHalves(x)·sinSigned at the pair's
+// two elements, as libtorch computes it: the products and the sum each in
+// float32 (x promoted), the sum rounded to the output's dtype.
+template <typename TI, typename TO>
+MEMO_DEVICE void rope_forward_pair(const RopeShape &s, long long p, const TI *x, TO *y, const float *cos,
+                                   const float *sin) {
+  long long i, o, c;
+  rope_offsets(s, p, &i, &o, &c);
+  const long long half = s.size[3] / 2, ih = half * s.in[3], oh = half * s.out[3];
+  const float x1 = elem<TI>::load(x, i), x2 = elem<TI>::load(x, i + ih);
+  elem<TO>::store(y, o, __fadd_rn(__fmul_rn(x1, cos[c]), __fmul_rn(x2, sin[c])));
+  elem<TO>::store(y, o + oh, __fadd_rn(__fmul_rn(x2, cos[c + half]), __fmul_rn(x1, sin[c + half])));
+}
+
+// rope_backward_pair is x's gradient from y's, dy: dx = dy·cos +
+// swapHalves(dy·sinSigned), each product rounded to x's dtype before the
+// sum (autograd casts each path's gradient to x's dtype, then adds them).
+template <typename TO, typename TI>
+MEMO_DEVICE void rope_backward_pair(const RopeShape &s, long long p, const TO *dy, TI *dx, const float *cos,
+                                    const float *sin) {
+  long long i, o, c;
+  rope_offsets(s, p, &i, &o, &c);
+  const long long half = s.size[3] / 2, ih = half * s.in[3], oh = half * s.out[3];
+  const float g1 = elem<TO>::load(dy, i), g2 = elem<TO>::load(dy, i + ih);
+  const float a1 = elem<TI>::round(__fmul_rn(g1, cos[c])), b1 = elem<TI>::round(__fmul_rn(g2, sin[c + half]));
+  const float a2 = elem<TI>::round(__fmul_rn(g2, cos[c + half])), b2 = elem<TI>::round(__fmul_rn(g1, sin[c]));
+  elem<TI>::store(dx, o, __fadd_rn(a1, b1));
+  elem<TI>::store(dx, o + oh, __fadd_rn(a2, b2));
+}
+
+// silu is x·σ(x) as libtorch's SiLU computes it: x / (1 + e^−x).
+MEMO_DEVICE float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
+
+// swiglu_forward_at is y = SiLU(gate)·up at element i, SiLU's result
+// rounded to the dtype as the composition's intermediate tensor is.
+template <typename T>
+MEMO_DEVICE void swiglu_forward_at(long long i, const T *gate, const T *up, T *y) {
+  const float a = elem<T>::round(silu(elem<T>::load(gate, i)));
+  elem<T>::store(y, i, __fmul_rn(a, elem<T>::load(up, i)));
+}
+
+// swiglu_backward_at is both gradients at element i: d_up = dy·SiLU(gate)
+// and d_gate = (dy·up)·σ(g)·(1 + g·(1 − σ(g))), libtorch's SiLU backward,
+// each intermediate rounded where the composition stores a tensor.
+template <typename T>
+MEMO_DEVICE void swiglu_backward_at(long long i, const T *dy, const T *gate, const T *up, T *dgate, T *dup) {
+  const float g = elem<T>::load(gate, i), u = elem<T>::load(up, i), d = elem<T>::load(dy, i);
+  const float a = elem<T>::round(silu(g));
+  elem<T>::store(dup, i, __fmul_rn(d, a));
+  const float da = elem<T>::round(__fmul_rn(d, u));
+  const float sg = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-g)));
+  const float slope = __fadd_rn(1.0f, __fmul_rn(g, __fadd_rn(1.0f, -sg)));
+  elem<T>::store(dgate, i, __fmul_rn(__fmul_rn(da, sg), slope));
+}
+
+}  // namespace memo
+
+#ifndef MEMO_ELEMENTWISE_HOST
+// The kernels: grid-stride loops over pairs (rotary) or elements (SwiGLU),
+// one per dtype combination, under C names the loader looks up.
+#define MEMO_ROPE_KERNELS(NAME, TI, TO)                                                                      \
+  extern "C" __global__ void memo_rope_fwd_##NAME(memo::RopeShape s, long long n, const TI *x, TO *y,      \
+                                                  const float *cos, const float *sin) {                     \
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < n;                             \
+         p += (long long)gridDim.x * blockDim.x)                                                            \
+      memo::rope_forward_pair<TI, TO>(s, p, x, y, cos, sin);                                                \
+  }                                                                                                         \
+  extern "C" __global__ void memo_rope_bwd_##NAME(memo::RopeShape s, long long n, const TO *dy, TI *dx,    \
+                                                  const float *cos, const float *sin) {                     \
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < n;                             \
+         p += (long long)gridDim.x * blockDim.x)                                                            \
+      memo::rope_backward_pair<TO, TI>(s, p, dy, dx, cos, sin);                                             \
+  }
+
+MEMO_ROPE_KERNELS(f32_f32, float, float)
+MEMO_ROPE_KERNELS(f32_bf16, float, memo::bf16)
+MEMO_ROPE_KERNELS(bf16_f32, memo::bf16, float)
+MEMO_ROPE_KERNELS(bf16_bf16, memo::bf16, memo::bf16)
+
+#define MEMO_SWIGLU_KERNELS(NAME, T)                                                                         \
+  extern "C" __global__ void memo_swiglu_fwd_##NAME(long long n, const T *gate, const T *up, T *y) {        \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;                             \
+         i += (long long)gridDim.x * blockDim.x)                                                            \
+      memo::swiglu_forward_at<T>(i, gate, up, y);                                                           \
+  }                                                                                                         \
+  extern "C" __global__ void memo_swiglu_bwd_##NAME(long long n, const T *dy, const T *gate, const T *up,   \
+                                                    T *dgate, T *dup) {                                     \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;                             \
+         i += (long long)gridDim.x * blockDim.x)                                                            \
+      memo::swiglu_backward_at<T>(i, dy, gate, up, dgate, dup);                                             \
+  }
+
+MEMO_SWIGLU_KERNELS(f32, float)
+MEMO_SWIGLU_KERNELS(bf16, memo::bf16)
+#endif

@@ -1,0 +1,111 @@
+package torchx
+
+// #include <stdlib.h>
+// #include "elementwise.h"
+import "C"
+
+import (
+	_ "embed"
+	"runtime"
+	"unsafe"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// elementwiseSource is the kernels' CUDA text, compiled by NVRTC on a
+// GPU's first call (elementwise_cuda.cpp) and included as host C++ by
+// elementwise.cpp.
+//
+//go:embed elementwise.cu
+var elementwiseSource string
+
+func init() {
+	src := C.CString(elementwiseSource)
+	C.memo_elementwise_source(src)
+	C.free(unsafe.Pointer(src))
+}
+
+// Rope rotates the first rot entries of x's last dimension by rotate-half
+// (x·cos + swapHalves(x)·sinSigned, cos and sinSigned broadcast against
+// that part of x) and passes the rest of the dimension through unchanged;
+// the result in the promotion of x's and cos's dtypes. Libtorch's ops in
+// one Go → C call, bit-identical to calling them one by one; on a GPU,
+// memo's kernel where it applies (RopeTo). Panics, like gotch's Must
+// functions, if libtorch fails.
+func Rope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
+	return rope(x, cos, sinSigned, rot, -1)
+}
+
+// RopeTo is Rope with the result in dt, as casting Rope's result to dt
+// would give it. On a GPU, an x of [B,H,T,D] in float32 or bfloat16
+// rotated over all of D, with float32 [T,D] tables, goes through memo's
+// kernel (elementwise.cu): one pass over x each way, where the
+// composition and the cast make seven forward, with the same results bit
+// for bit (ElementwiseStatus; MEMO_KERNELS=off or SetKernels(false) keeps
+// the composition).
+func RopeTo(x, cos, sinSigned *ts.Tensor, rot int64, dt gotch.DType) *ts.Tensor {
+	return rope(x, cos, sinSigned, rot, int(dt.CInt()))
+}
+
+func rope(x, cos, sinSigned *ts.Tensor, rot int64, out int) *ts.Tensor {
+	var e *C.char
+	p := C.memo_rope(x.Ctensor(), cos.Ctensor(), sinSigned.Ctensor(), C.int64_t(rot), C.int(out), kernelsOn(), &e)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(cos)
+	runtime.KeepAlive(sinSigned)
+	return fusedResult("rope", p, e)
+}
+
+// SwiGLU is SiLU(gate)·up, the gated MLP's product. Libtorch's silu and
+// mul, or on a GPU, for contiguous gate and up of one shape in float32 or
+// bfloat16, memo's kernel: one pass forward and one backward, which keeps
+// gate and up for the backward pass rather than SiLU(gate) too. Its
+// results equal the composition's but where CUDA's and libtorch's SiLU
+// backward round differently (at most one rounding of the dtype; see
+// elementwise.cu). Panics, like gotch's Must functions, if libtorch fails.
+func SwiGLU(gate, up *ts.Tensor) *ts.Tensor {
+	var e *C.char
+	p := C.memo_swiglu(gate.Ctensor(), up.Ctensor(), kernelsOn(), &e)
+	runtime.KeepAlive(gate)
+	runtime.KeepAlive(up)
+	return fusedResult("swiglu", p, e)
+}
+
+// ElementwiseStatus is "" when CUDA device index runs memo's elementwise
+// kernels, compiling and checking them first if no call has, else why it
+// keeps libtorch's compositions (a build without the cuda tag, no NVRTC,
+// a failed check against the composition).
+func ElementwiseStatus(index int) string {
+	p := C.memo_elementwise_status(C.int(index))
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p)
+}
+
+func kernelsOn() C.int {
+	if kernelsOff.Load() {
+		return 0
+	}
+	return 1
+}
+
+// setElementwiseOnHost runs the GPU kernels' per-element code on CPU
+// tensors too, to check it against libtorch's composition (tests).
+func setElementwiseOnHost(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.memo_elementwise_on_host(v)
+}
+
+// elementwiseCheckOnHost runs a GPU's start-up check of the kernels with
+// their code on the host: "" when it passes (tests).
+func elementwiseCheckOnHost() string {
+	p := C.memo_elementwise_check_host()
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p)
+}
+
+// elementwiseCalls counts the kernels' forward calls so far (tests).
+func elementwiseCalls() int64 { return int64(C.memo_elementwise_calls()) }

@@ -1,0 +1,17 @@
+#ifndef MEMO_TORCHX_ELEMENTWISE_H
+#define MEMO_TORCHX_ELEMENTWISE_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, int out_dtype, int kernels, char **err);
+void *memo_swiglu(void *gate, void *up, int kernels, char **err);
+void memo_elementwise_source(const char *text);
+char *memo_elementwise_status(int device);
+void memo_elementwise_on_host(int on);
+char *memo_elementwise_check_host(void);
+long long memo_elementwise_calls(void);
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,272 @@
+//go:build cuda
+
+// Compiling and launching memo's elementwise kernels (elementwise.cu) on a
+// GPU: NVRTC compiles the text for the device's architecture on its first
+// call, and the CUDA driver loads and launches the result on the device's
+// current stream, as libtorch's own run-time-compiled kernels (jiterator)
+// do. Both libraries are opened with dlopen, so that memo links to neither:
+// a machine without NVRTC keeps libtorch's composition, and says so.
+//
+// NVRTC is looked for where MEMO_NVRTC names it, then under its versioned
+// and plain names on the loader's path, then beside the libcudart that
+// libtorch loaded (pip's nvidia packages), then in /usr/local/cuda.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include "elementwise_loader.h"
+
+namespace memo_elementwise {
+namespace {
+
+std::string source;
+
+struct Driver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetAttribute) attribute = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_retain = nullptr;
+  decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
+  decltype(&::cuModuleLoadData) module_load = nullptr;
+  decltype(&::cuModuleGetFunction) module_function = nullptr;
+  decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuGetErrorString) error_string = nullptr;
+};
+
+struct Compiler {
+  decltype(&::nvrtcCreateProgram) create = nullptr;
+  decltype(&::nvrtcCompileProgram) compile = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&::nvrtcGetProgramLog) log = nullptr;
+  decltype(&::nvrtcGetCUBINSize) cubin_size = nullptr;
+  decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&::nvrtcGetErrorString) error_string = nullptr;
+};
+
+// A device's loaded kernels.
+struct Loaded {
+  bool ok = false;
+  CUcontext ctx = nullptr;
+  CUmodule module = nullptr;
+  std::vector<std::pair<std::string, CUfunction>> functions;
+};
+
+std::mutex mu;
+Driver drv;
+Compiler rtc;
+bool libraries_tried = false;
+std::string libraries_why;
+Loaded devices[64];
+
+template <typename F>
+bool symbol(void *lib, const char *name, F *out, std::string *why) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  if (*out == nullptr) *why = std::string("no ") + name + " in the library";
+  return *out != nullptr;
+}
+
+// loaded_dir is the directory of an already loaded library, "" if none.
+std::string loaded_dir(const char *name) {
+  void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return "";
+  struct link_map *map = nullptr;
+  std::string dir;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+    dir = map->l_name;
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "" : dir.substr(0, slash);
+  }
+  dlclose(h);
+  return dir;
+}
+
+void *open_nvrtc(std::string *tried) {
+  std::vector<std::string> names;
+  if (const char *env = std::getenv("MEMO_NVRTC")) names.push_back(env);
+  for (const char *n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.push_back(n);
+  for (const char *rt : {"libcudart.so.13", "libcudart.so.12"}) {
+    std::string dir = loaded_dir(rt);
+    if (!dir.empty()) {
+      names.push_back(dir + "/libnvrtc.so.13");
+      names.push_back(dir + "/libnvrtc.so.12");
+    }
+  }
+  names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
+  for (const std::string &n : names) {
+    if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    *tried += (tried->empty() ? "" : ", ") + n;
+  }
+  return nullptr;
+}
+
+bool open_libraries(std::string *why) {
+  if (libraries_tried) {
+    *why = libraries_why;
+    return libraries_why.empty();
+  }
+  libraries_tried = true;
+  std::string &w = libraries_why;
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cuda == nullptr) {
+    w = "no CUDA driver library (libcuda.so.1)";
+  } else if (!(symbol(cuda, "cuInit", &drv.init, &w) && symbol(cuda, "cuDeviceGet", &drv.device_get, &w) &&
+               symbol(cuda, "cuDeviceGetAttribute", &drv.attribute, &w) &&
+               symbol(cuda, "cuDevicePrimaryCtxRetain", &drv.primary_retain, &w) &&
+               symbol(cuda, "cuCtxGetCurrent", &drv.ctx_get, &w) && symbol(cuda, "cuCtxSetCurrent", &drv.ctx_set, &w) &&
+               symbol(cuda, "cuModuleLoadData", &drv.module_load, &w) &&
+               symbol(cuda, "cuModuleGetFunction", &drv.module_function, &w) &&
+               symbol(cuda, "cuLaunchKernel", &drv.launch, &w) &&
+               symbol(cuda, "cuGetErrorString", &drv.error_string, &w))) {
+    w = "CUDA driver: " + w;
+  }
+  if (!w.empty()) {
+    *why = w;
+    return false;
+  }
+  std::string tried;
+  void *nv = open_nvrtc(&tried);
+  if (nv == nullptr) {
+    w = "no NVRTC library (tried " + tried + "; MEMO_NVRTC=PATH names one)";
+  } else if (!(symbol(nv, "nvrtcCreateProgram", &rtc.create, &w) && symbol(nv, "nvrtcCompileProgram", &rtc.compile, &w) &&
+               symbol(nv, "nvrtcGetProgramLogSize", &rtc.log_size, &w) &&
+               symbol(nv, "nvrtcGetProgramLog", &rtc.log, &w) && symbol(nv, "nvrtcGetCUBINSize", &rtc.cubin_size, &w) &&
+               symbol(nv, "nvrtcGetCUBIN", &rtc.cubin, &w) && symbol(nv, "nvrtcDestroyProgram", &rtc.destroy, &w) &&
+               symbol(nv, "nvrtcGetErrorString", &rtc.error_string, &w))) {
+    w = "NVRTC: " + w;
+  }
+  *why = w;
+  return w.empty();
+}
+
+std::string cu_error(CUresult r) {
+  const char *s = nullptr;
+  if (drv.error_string != nullptr) drv.error_string(r, &s);
+  return s != nullptr ? s : "CUDA error " + std::to_string(static_cast<int>(r));
+}
+
+// compile turns the source into a cubin for compute capability major.minor.
+bool compile(int major, int minor, std::vector<char> *cubin, std::string *why) {
+  nvrtcProgram prog;
+  nvrtcResult r = rtc.create(&prog, source.c_str(), "memo_elementwise.cu", 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    *why = std::string("NVRTC: ") + rtc.error_string(r);
+    return false;
+  }
+  const std::string arch = "--gpu-architecture=sm_" + std::to_string(major) + std::to_string(minor);
+  // --fmad=false: no multiply-add contraction, whatever the source says.
+  const char *opts[] = {arch.c_str(), "--std=c++17", "--fmad=false"};
+  r = rtc.compile(prog, 3, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    rtc.log_size(prog, &n);
+    std::string log(n, '\0');
+    if (n > 0) rtc.log(prog, &log[0]);
+    *why = std::string("NVRTC could not compile the kernels for ") + arch + ": " + rtc.error_string(r) + ": " + log;
+    rtc.destroy(&prog);
+    return false;
+  }
+  size_t n = 0;
+  rtc.cubin_size(prog, &n);
+  cubin->resize(n);
+  r = rtc.cubin(prog, cubin->data());
+  rtc.destroy(&prog);
+  if (r != NVRTC_SUCCESS || n == 0) {
+    *why = std::string("NVRTC gave no cubin: ") + rtc.error_string(r);
+    return false;
+  }
+  return true;
+}
+
+// current makes ctx current on this thread (Go may call from any thread).
+void current(CUcontext ctx) {
+  CUcontext now = nullptr;
+  if (drv.ctx_get(&now) != CUDA_SUCCESS || now != ctx) {
+    CUresult r = drv.ctx_set(ctx);
+    if (r != CUDA_SUCCESS) throw std::runtime_error("elementwise kernels: cuCtxSetCurrent: " + cu_error(r));
+  }
+}
+
+}  // namespace
+
+void set_source(const char *text) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (source.empty()) source = text;
+}
+
+bool ready(int device, std::string *why) {
+  std::lock_guard<std::mutex> lock(mu);
+  Loaded &l = devices[device];
+  if (l.ok) return true;
+  if (source.empty()) {
+    *why = "no kernel source was handed to the loader";
+    return false;
+  }
+  if (!open_libraries(why)) return false;
+  CUresult r = drv.init(0);
+  CUdevice dev;
+  if (r == CUDA_SUCCESS) r = drv.device_get(&dev, device);
+  int major = 0, minor = 0;
+  if (r == CUDA_SUCCESS) r = drv.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  if (r == CUDA_SUCCESS) r = drv.attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  // The primary context is the one libtorch's runtime calls use.
+  if (r == CUDA_SUCCESS) r = drv.primary_retain(&l.ctx, dev);
+  if (r != CUDA_SUCCESS) {
+    *why = "CUDA driver: " + cu_error(r);
+    return false;
+  }
+  std::vector<char> cubin;
+  if (!compile(major, minor, &cubin, why)) return false;
+  try {
+    current(l.ctx);
+  } catch (const std::exception &e) {
+    *why = e.what();
+    return false;
+  }
+  r = drv.module_load(&l.module, cubin.data());
+  if (r != CUDA_SUCCESS) {
+    *why = "loading the compiled kernels: " + cu_error(r);
+    return false;
+  }
+  l.ok = true;
+  return true;
+}
+
+void launch(int device, const char *name, long long n, void **args) {
+  if (n <= 0) return;
+  CUfunction fn = nullptr;
+  CUcontext ctx;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    Loaded &l = devices[device];
+    if (!l.ok) throw std::runtime_error("elementwise kernels: device not ready");
+    for (auto &f : l.functions)
+      if (f.first == name) fn = f.second;
+    if (fn == nullptr) {
+      current(l.ctx);
+      CUresult r = drv.module_function(&fn, l.module, name);
+      if (r != CUDA_SUCCESS) throw std::runtime_error(std::string("elementwise kernels: ") + name + ": " + cu_error(r));
+      l.functions.emplace_back(name, fn);
+    }
+    ctx = l.ctx;
+  }
+  current(ctx);
+  const unsigned threads = 256;
+  long long blocks = (n + threads - 1) / threads;
+  if (blocks > (1LL << 20)) blocks = 1LL << 20;  // the loops stride over the rest
+  CUstream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  CUresult r = drv.launch(fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, args, nullptr);
+  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string("elementwise kernels: launching ") + name + ": " + cu_error(r));
+}
+
+}  // namespace memo_elementwise

@@ -1,0 +1,8 @@
+package torchx
+
+// The kernels' host code, for the external tests.
+var (
+	SetElementwiseOnHost   = setElementwiseOnHost
+	ElementwiseCheckOnHost = elementwiseCheckOnHost
+	ElementwiseCalls       = elementwiseCalls
+)

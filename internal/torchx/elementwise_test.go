@@ -1,0 +1,250 @@
+package torchx_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// kernelDevices are the devices memo's elementwise kernels are checked on:
+// the CPU running their per-element code on the host, and the first GPU in
+// a CUDA build that sees one, which must have compiled and checked them.
+// Each test gets the kernels' code on the host and turns it off after.
+func kernelDevices(t *testing.T) []gotch.Device {
+	t.Helper()
+	torchx.SetElementwiseOnHost(true)
+	t.Cleanup(func() { torchx.SetElementwiseOnHost(false) })
+	devs := fusedDevices()
+	if len(devs) > 1 {
+		if why := torchx.ElementwiseStatus(0); why != "" {
+			t.Fatalf("cuda:0 keeps libtorch's compositions: %s", why)
+		}
+	}
+	return devs
+}
+
+// countsCalls runs f and reports how many kernel calls it made.
+func countsCalls(f func()) int64 {
+	before := torchx.ElementwiseCalls()
+	f()
+	return torchx.ElementwiseCalls() - before
+}
+
+// The start-up check a GPU runs before its first kernel call must pass
+// with the kernels' code on the host.
+func TestElementwiseCheckOnHost(t *testing.T) {
+	torchx.Init(1, 7)
+	if why := torchx.ElementwiseCheckOnHost(); why != "" {
+		t.Fatal(why)
+	}
+}
+
+// The rotary kernel must give the composition's output, cast to the
+// requested dtype, and x's gradient bit for bit: every pairing of float32
+// and bfloat16 in and out, for x contiguous and for x as attention holds q
+// (a transposed view of [B,T,H,D]), with tables that take no gradient.
+func TestRopeKernelMatchesComposition(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, xdt := range []gotch.DType{gotch.Float, gotch.BFloat16} {
+			for _, out := range []gotch.DType{gotch.Float, gotch.BFloat16} {
+				for _, transposed := range []bool{false, true} {
+					name := fmt.Sprintf("%v-%v-to-%v-transposed=%v", dev, xdt, out, transposed)
+					t.Run(name, func(t *testing.T) {
+						torchx.Seed(5)
+						x := randnOf([]int64{2, 3, 5, 8}, xdt, dev)
+						if transposed {
+							x = randnOf([]int64{2, 5, 3, 8}, xdt, dev).MustTranspose(1, 2, true)
+						}
+						cos := randnOf([]int64{5, 8}, gotch.Float, dev)
+						sin := randnOf([]int64{5, 8}, gotch.Float, dev)
+						calls := countsCalls(func() {
+							compareFused(t,
+								func(in []*ts.Tensor) *ts.Tensor { return torchx.RopeTo(in[0], cos, sin, 8, out) },
+								func(in []*ts.Tensor) *ts.Tensor {
+									return composedRope(in[0], cos, sin, 8).MustTotype(out, true)
+								},
+								[]*ts.Tensor{x}, []string{"x"})
+						})
+						if calls != 1 {
+							t.Fatalf("%d kernel calls, want 1", calls)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// Where the kernel does not apply, RopeTo is the composition: a partial
+// rotary dimension, per-row tables (a padded decode batch), tables that
+// take a gradient, a 3-D x.
+func TestRopeKernelLeavesTheRest(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, c := range []struct {
+			name      string
+			x, table  []int64
+			rot       int64
+			tableGrad bool
+		}{
+			{"partial", []int64{2, 3, 5, 16}, []int64{5, 8}, 8, false},
+			{"per-row", []int64{2, 3, 5, 8}, []int64{2, 1, 5, 8}, 8, false},
+			{"table-grad", []int64{2, 3, 5, 8}, []int64{5, 8}, 8, true},
+			{"3-D", []int64{3, 5, 8}, []int64{5, 8}, 8, false},
+		} {
+			t.Run(fmt.Sprintf("%v-%s", dev, c.name), func(t *testing.T) {
+				torchx.Seed(5)
+				x := randnOf(c.x, gotch.Float, dev)
+				cos := randnOf(c.table, gotch.Float, dev)
+				sin := randnOf(c.table, gotch.Float, dev)
+				inputs, names := []*ts.Tensor{x}, []string{"x"}
+				if c.tableGrad {
+					inputs, names = []*ts.Tensor{x, cos, sin}, []string{"x", "cos", "sinSigned"}
+				}
+				pick := func(in []*ts.Tensor) (*ts.Tensor, *ts.Tensor, *ts.Tensor) {
+					if c.tableGrad {
+						return in[0], in[1], in[2]
+					}
+					return in[0], cos, sin
+				}
+				calls := countsCalls(func() {
+					compareFused(t,
+						func(in []*ts.Tensor) *ts.Tensor {
+							x, cos, sin := pick(in)
+							return torchx.RopeTo(x, cos, sin, c.rot, gotch.Float)
+						},
+						func(in []*ts.Tensor) *ts.Tensor {
+							x, cos, sin := pick(in)
+							return composedRope(x, cos, sin, c.rot)
+						},
+						inputs, names)
+				})
+				if calls != 0 {
+					t.Fatalf("%d kernel calls, want none", calls)
+				}
+			})
+		}
+	}
+}
+
+func composedSwiGLU(gate, up *ts.Tensor) *ts.Tensor {
+	return gate.MustSilu(false).MustMul(up, true)
+}
+
+// composedSwiGLUFloat32 is composedSwiGLU as a GPU computes a bfloat16
+// one: each op in float32, its result rounded to the dtype. The CPU's
+// bfloat16 ops round after every step inside SiLU as well (libtorch's
+// vectorized bfloat16 arithmetic), which the kernel, made for the GPU,
+// does not reproduce; casts around float32 ops give the GPU's roundings
+// on the CPU, and the same gradients through autograd.
+func composedSwiGLUFloat32(gate, up *ts.Tensor) *ts.Tensor {
+	dt := gate.DType()
+	g32 := gate.MustTotype(gotch.Float, false)
+	u32 := up.MustTotype(gotch.Float, false)
+	act := g32.MustSilu(true).MustTotype(dt, true).MustTotype(gotch.Float, true)
+	return act.MustMul(u32, true).MustTotype(dt, true)
+}
+
+// requireWithinRounding fails unless a and b have one dtype and shape and
+// each element of a is within a few roundings of b's: float32 4 ulps (the
+// CPU's libm exp and libtorch's vectorized one differ by an ulp, which
+// SiLU's sum and quotient grow), bfloat16 two ulps (SiLU's result rounds
+// the other way, and so then may the product), each
+// relative to the larger of the element and a sixteenth of b's largest
+// (SiLU's slope 1 + g·(1 − σ) cancels near g = −1.28).
+func requireWithinRounding(t *testing.T, what string, a, b *ts.Tensor) {
+	t.Helper()
+	if a.DType() != b.DType() || fmt.Sprint(a.MustSize()) != fmt.Sprint(b.MustSize()) {
+		t.Fatalf("%s: %v %v, composed %v %v", what, a.DType(), a.MustSize(), b.DType(), b.MustSize())
+	}
+	rel := 1.0 / (1 << 21)
+	if b.DType() == gotch.BFloat16 {
+		rel = 1.0 / (1 << 6)
+	}
+	af, bf := a.MustTotype(gotch.Float, false).Float64Values(), b.MustTotype(gotch.Float, false).Float64Values()
+	largest := 0.0
+	for _, v := range bf {
+		largest = max(largest, abs(v))
+	}
+	differ := 0
+	for i := range af {
+		d := abs(af[i] - bf[i])
+		if d > 0 {
+			differ++
+		}
+		if d > rel*max(abs(bf[i]), largest/16) {
+			t.Fatalf("%s: element %d is %g, the composition's %g", what, i, af[i], bf[i])
+		}
+	}
+	t.Logf("%s: %d of %d elements differ from the composition's", what, differ, len(af))
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// The SwiGLU kernel must give the composition's output and both gradients
+// within requireWithinRounding's bounds (the CPU's libm and libtorch's
+// vectorized exp differ in last bits; on a GPU both use CUDA's expf, but
+// libtorch's compiled SiLU backward may contract its products), in
+// float32 and bfloat16; on the CPU, bfloat16 against the GPU's roundings
+// (composedSwiGLUFloat32).
+func TestSwiGLUKernelMatchesComposition(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16} {
+			t.Run(fmt.Sprintf("%v-%v", dev, dt), func(t *testing.T) {
+				torchx.Seed(5)
+				gate := randnOf([]int64{3, 7, 40}, dt, dev).MustMulScalar(ts.FloatScalar(3), true)
+				up := randnOf([]int64{3, 7, 40}, dt, dev)
+				var gotOut, wantOut *ts.Tensor
+				var gotGrads, wantGrads []*ts.Tensor
+				calls := countsCalls(func() {
+					gotOut, gotGrads = run(t, func(in []*ts.Tensor) *ts.Tensor { return torchx.SwiGLU(in[0], in[1]) },
+						[]*ts.Tensor{gate, up}, 11)
+				})
+				if calls != 1 {
+					t.Fatalf("%d kernel calls, want 1", calls)
+				}
+				composed := composedSwiGLU
+				if dev == gotch.CPU && dt == gotch.BFloat16 {
+					composed = composedSwiGLUFloat32
+				}
+				wantOut, wantGrads = run(t, func(in []*ts.Tensor) *ts.Tensor { return composed(in[0], in[1]) },
+					[]*ts.Tensor{gate, up}, 11)
+				requireWithinRounding(t, "output", gotOut, wantOut)
+				requireWithinRounding(t, "gradient of gate", gotGrads[0], wantGrads[0])
+				requireWithinRounding(t, "gradient of up", gotGrads[1], wantGrads[1])
+			})
+		}
+	}
+}
+
+// Gate and up that are views of one gate|up product (not contiguous) take
+// the composition, bit for bit.
+func TestSwiGLUKernelLeavesViews(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		t.Run(fmt.Sprint(dev), func(t *testing.T) {
+			torchx.Seed(5)
+			both := randnOf([]int64{3, 7, 80}, gotch.Float, dev)
+			half := func(in *ts.Tensor, i int64) *ts.Tensor { return in.MustNarrow(2, 40*i, 40, false) }
+			calls := countsCalls(func() {
+				compareFused(t,
+					func(in []*ts.Tensor) *ts.Tensor { return torchx.SwiGLU(half(in[0], 0), half(in[0], 1)) },
+					func(in []*ts.Tensor) *ts.Tensor { return composedSwiGLU(half(in[0], 0), half(in[0], 1)) },
+					[]*ts.Tensor{both}, []string{"gate|up"})
+			})
+			if calls != 0 {
+				t.Fatalf("%d kernel calls, want none", calls)
+			}
+		})
+	}
+}
