@@ -77,6 +77,9 @@ type BenchResult struct {
 	// waited; AdamW's kernels run on into the next step's host time.
 	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
 	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
+	// ElementwiseKernels is, on a GPU, whether memo's rotary and SwiGLU
+	// kernels ran ("on"), or why not (torchx.ElementwiseKernels).
+	ElementwiseKernels string `json:"elementwise_kernels,omitempty"`
 	// FirstLoss is the first step's loss (a forward pass of the initial
 	// weights), LastLoss the last step's, after every earlier backward
 	// pass and AdamW update: with the same seed, two devices agree on both
@@ -316,6 +319,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
 	}
 	res.setDatasheet(dev, cfg.Precision)
+	if dev.IsCuda() {
+		res.ElementwiseKernels = torchx.ElementwiseKernels(int(dev.Value))
+	}
 	return res, nil
 }
 

@@ -14,10 +14,11 @@
 // The kernels are compiled by NVRTC on a device's first call, then checked
 // against the composition on a small input, forward and backward; a
 // device whose compilation or check fails keeps the composition, and
-// memo_elementwise_status says why. The CPU always takes the composition,
+// memo_elementwise_status says why (torchx.ElementwiseKernels). The CPU always takes the composition,
 // except in tests, which run the kernels' per-element code on the host
 // (memo_elementwise_on_host) to check it against libtorch.
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -316,13 +317,18 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
       at::Tensor leafC = base.to(xt).detach().requires_grad_(true);
       at::Tensor yk = RopeFn::apply(leafK.transpose(1, 2), c, s, static_cast<int64_t>(yt), static_cast<int64_t>(where));
       at::Tensor yc = rope_composed(leafC.transpose(1, 2), c, s, d).to(yt);
+      // A dense gradient, and one broadcast over the batch (stride 0),
+      // which the kernel reads with strides other than the ones it writes.
       at::Tensor dy = dyBase.to(yt);
-      at::Tensor gk = torch::autograd::grad({yk}, {leafK}, {dy})[0];
-      at::Tensor gc = torch::autograd::grad({yc}, {leafC}, {dy})[0];
+      at::Tensor dyWide = dyBase.narrow(0, 0, 1).expand({b, h, t, d}).to(yt);
       std::string pair = std::string(dtype_name(xt)) + "→" + dtype_name(yt);
       const double tol = (xt == at::kFloat && yt == at::kFloat) ? 1e-6 : 1.0 / 128;
       if (!close_to("rotary " + pair + " forward", yk, yc, tol, why)) return false;
-      if (!close_to("rotary " + pair + " backward", gk, gc, tol, why)) return false;
+      for (const at::Tensor &g : {dy, dyWide}) {
+        at::Tensor gk = torch::autograd::grad({yk}, {leafK}, {g}, /*retain_graph=*/true)[0];
+        at::Tensor gc = torch::autograd::grad({yc}, {leafC}, {g}, /*retain_graph=*/true)[0];
+        if (!close_to("rotary " + pair + " backward", gk, gc, tol, why)) return false;
+      }
     }
     torch::AutoGradMode grad(true);
     at::Tensor g = base.view({-1, d}).to(xt);
@@ -351,12 +357,17 @@ struct DeviceState {
 };
 std::mutex states_mu;
 DeviceState states[64];
+// settled mirrors each state once decided, read without the lock on the
+// path every call takes.
+std::atomic<int> settled[64];
 
 bool gpu_ready(int device, std::string *why) {
   if (device < 0 || device >= 64) {
     if (why) *why = "device index out of range";
     return false;
   }
+  if (why == nullptr && settled[device].load(std::memory_order_acquire) != 0)
+    return settled[device].load(std::memory_order_relaxed) == 1;
   std::lock_guard<std::mutex> lock(states_mu);
   DeviceState &st = states[device];
   if (st.state == 0) {
@@ -373,6 +384,7 @@ bool gpu_ready(int device, std::string *why) {
     }
     st.state = ok ? 1 : 2;
     st.why = reason;
+    settled[device].store(st.state, std::memory_order_release);
   }
   if (why) *why = st.why;
   return st.state == 1;

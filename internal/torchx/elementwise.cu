@@ -14,9 +14,9 @@
 // separate, correctly rounded operation here (__fmul_rn, __fadd_rn,
 // __fdiv_rn, which no compiler contracts into a fused multiply-add), and
 // every result libtorch rounds to the tensor's dtype is rounded here, so
-// rotary embedding reproduces the composition exactly. Only the
-// standard library's expf (in SiLU) may differ in its last bit between a
-// CPU's libm and CUDA.
+// rotary embedding reproduces the composition exactly. SiLU's expf is
+// CUDA's own on a GPU, as libtorch's is, but the CPU's libm on the host,
+// which differs from libtorch's vectorized exp in last bits.
 //
 // No headers: NVRTC runs without the CUDA toolkit's include directory, and
 // bfloat16 is its bit pattern, converted as c10::BFloat16 converts it.
@@ -72,12 +72,26 @@ struct RopeShape {
 // rope_offsets places pair p (of B·H·T·D/2) in the tensors: the offsets
 // of its first-half element in the input and output, and its cos/sin row.
 MEMO_DEVICE void rope_offsets(const RopeShape &s, long long p, long long *in, long long *out, long long *row) {
-  const long long half = s.size[3] / 2;
-  long long d = p % half, r = p / half;
-  const long long t = r % s.size[2];
-  r /= s.size[2];
-  const long long h = r % s.size[1];
-  const long long b = r / s.size[1];
+  long long d, t, h, b;
+  if (p < 4294967296LL) {
+    // 32-bit division where the index allows: a GPU's 64-bit division is a
+    // long software routine, three of them a pair.
+    const unsigned half = (unsigned)(s.size[3] / 2), T = (unsigned)s.size[2], H = (unsigned)s.size[1];
+    unsigned q = (unsigned)p, r = q / half;
+    d = q % half;
+    t = r % T;
+    r /= T;
+    h = r % H;
+    b = r / H;
+  } else {
+    const long long half = s.size[3] / 2;
+    long long r = p / half;
+    d = p % half;
+    t = r % s.size[2];
+    r /= s.size[2];
+    h = r % s.size[1];
+    b = r / s.size[1];
+  }
   *in = b * s.in[0] + h * s.in[1] + t * s.in[2] + d * s.in[3];
   *out = b * s.out[0] + h * s.out[1] + t * s.out[2] + d * s.out[3];
   *row = t * s.size[3] + d;
@@ -116,6 +130,18 @@ MEMO_DEVICE void rope_backward_pair(const RopeShape &s, long long p, const TO *d
 // silu is x·σ(x) as libtorch's SiLU computes it: x / (1 + e^−x).
 MEMO_DEVICE float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
 
+// silu_slope is 1 + g·(1 − σ): one fused multiply-add on a GPU, as
+// nvcc (which contracts by default) compiles libtorch's CUDA SiLU
+// backward; a product and a sum on the host, as libtorch's CPU kernel
+// computes it.
+MEMO_DEVICE float silu_slope(float g, float sg) {
+#ifdef MEMO_ELEMENTWISE_HOST
+  return __fadd_rn(1.0f, __fmul_rn(g, __fadd_rn(1.0f, -sg)));
+#else
+  return __fmaf_rn(g, __fadd_rn(1.0f, -sg), 1.0f);
+#endif
+}
+
 // swiglu_forward_at is y = SiLU(gate)·up at element i, SiLU's result
 // rounded to the dtype as the composition's intermediate tensor is.
 template <typename T>
@@ -134,7 +160,7 @@ MEMO_DEVICE void swiglu_backward_at(long long i, const T *dy, const T *gate, con
   elem<T>::store(dup, i, __fmul_rn(d, a));
   const float da = elem<T>::round(__fmul_rn(d, u));
   const float sg = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-g)));
-  const float slope = __fadd_rn(1.0f, __fmul_rn(g, __fadd_rn(1.0f, -sg)));
+  const float slope = silu_slope(g, sg);
   elem<T>::store(dgate, i, __fmul_rn(__fmul_rn(da, sg), slope));
 }
 

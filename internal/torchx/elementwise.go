@@ -42,7 +42,7 @@ func Rope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
 // rotated over all of D, with float32 [T,D] tables, goes through memo's
 // kernel (elementwise.cu): one pass over x each way, where the
 // composition and the cast make seven forward, with the same results bit
-// for bit (ElementwiseStatus; MEMO_KERNELS=off or SetKernels(false) keeps
+// for bit (ElementwiseKernels; MEMO_KERNELS=off or SetKernels(false) keeps
 // the composition).
 func RopeTo(x, cos, sinSigned *ts.Tensor, rot int64, dt gotch.DType) *ts.Tensor {
 	return rope(x, cos, sinSigned, rot, int(dt.CInt()))
@@ -72,14 +72,21 @@ func SwiGLU(gate, up *ts.Tensor) *ts.Tensor {
 	return fusedResult("swiglu", p, e)
 }
 
-// ElementwiseStatus is "" when CUDA device index runs memo's elementwise
-// kernels, compiling and checking them first if no call has, else why it
-// keeps libtorch's compositions (a build without the cuda tag, no NVRTC,
+// ElementwiseKernels says whether CUDA device index runs memo's
+// elementwise kernels (RopeTo, SwiGLU): "on", compiling and checking them
+// first if no call has, or "off: " and why it keeps libtorch's
+// compositions (MEMO_KERNELS=off, a build without the cuda tag, no NVRTC,
 // a failed check against the composition).
-func ElementwiseStatus(index int) string {
+func ElementwiseKernels(index int) string {
+	if kernelsOff.Load() {
+		return "off: MEMO_KERNELS=off"
+	}
 	p := C.memo_elementwise_status(C.int(index))
 	defer C.free(unsafe.Pointer(p))
-	return C.GoString(p)
+	if why := C.GoString(p); why != "" {
+		return "off: " + why
+	}
+	return "on"
 }
 
 func kernelsOn() C.int {

@@ -7,9 +7,10 @@
 // do. Both libraries are opened with dlopen, so that memo links to neither:
 // a machine without NVRTC keeps libtorch's composition, and says so.
 //
-// NVRTC is looked for where MEMO_NVRTC names it, then under its versioned
-// and plain names on the loader's path, then beside the libcudart that
-// libtorch loaded (pip's nvidia packages), then in /usr/local/cuda.
+// NVRTC is looked for where MEMO_NVRTC names it, then beside the libcudart
+// that libtorch loaded (pip's nvidia packages: an NVRTC of libtorch's CUDA,
+// which the driver accepts), then under its versioned and plain names on
+// the loader's path, then in /usr/local/cuda.
 #include <dlfcn.h>
 #include <link.h>
 
@@ -94,14 +95,14 @@ std::string loaded_dir(const char *name) {
 void *open_nvrtc(std::string *tried) {
   std::vector<std::string> names;
   if (const char *env = std::getenv("MEMO_NVRTC")) names.push_back(env);
-  for (const char *n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.push_back(n);
-  for (const char *rt : {"libcudart.so.13", "libcudart.so.12"}) {
-    std::string dir = loaded_dir(rt);
-    if (!dir.empty()) {
-      names.push_back(dir + "/libnvrtc.so.13");
-      names.push_back(dir + "/libnvrtc.so.12");
-    }
+  std::string dir = loaded_dir("libcudart.so.13");
+  if (!dir.empty()) names.push_back(dir + "/libnvrtc.so.13");  // nvidia/cu13/lib
+  dir = loaded_dir("libcudart.so.12");
+  if (!dir.empty()) {
+    names.push_back(dir + "/libnvrtc.so.12");
+    names.push_back(dir + "/../../cuda_nvrtc/lib/libnvrtc.so.12");  // nvidia/cuda_runtime/lib
   }
+  for (const char *n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.push_back(n);
   names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
   for (const std::string &n : names) {
     if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
@@ -164,9 +165,11 @@ bool compile(int major, int minor, std::vector<char> *cubin, std::string *why) {
     return false;
   }
   const std::string arch = "--gpu-architecture=sm_" + std::to_string(major) + std::to_string(minor);
-  // --fmad=false: no multiply-add contraction, whatever the source says.
-  const char *opts[] = {arch.c_str(), "--std=c++17", "--fmad=false"};
-  r = rtc.compile(prog, 3, opts);
+  // NVRTC's defaults otherwise, as nvcc's built libtorch's kernels: the
+  // source's own arithmetic is explicitly rounded, and CUDA's expf is then
+  // libtorch's.
+  const char *opts[] = {arch.c_str(), "--std=c++17"};
+  r = rtc.compile(prog, 2, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
     rtc.log_size(prog, &n);
@@ -188,14 +191,29 @@ bool compile(int major, int minor, std::vector<char> *cubin, std::string *why) {
   return true;
 }
 
-// current makes ctx current on this thread (Go may call from any thread).
-void current(CUcontext ctx) {
-  CUcontext now = nullptr;
-  if (drv.ctx_get(&now) != CUDA_SUCCESS || now != ctx) {
+// Current makes a device's context current on this thread (Go may call
+// from any thread) for its life, then puts back the one that was: the
+// runtime reads the current device from it, and libtorch's calls on this
+// thread must find what they left.
+class Current {
+ public:
+  explicit Current(CUcontext ctx) {
+    if (drv.ctx_get(&prev_) != CUDA_SUCCESS) prev_ = nullptr;
+    if (prev_ == ctx) return;
     CUresult r = drv.ctx_set(ctx);
     if (r != CUDA_SUCCESS) throw std::runtime_error("elementwise kernels: cuCtxSetCurrent: " + cu_error(r));
+    switched_ = true;
   }
-}
+  ~Current() {
+    if (switched_) drv.ctx_set(prev_);
+  }
+  Current(const Current &) = delete;
+  Current &operator=(const Current &) = delete;
+
+ private:
+  CUcontext prev_ = nullptr;
+  bool switched_ = false;
+};
 
 }  // namespace
 
@@ -228,12 +246,12 @@ bool ready(int device, std::string *why) {
   std::vector<char> cubin;
   if (!compile(major, minor, &cubin, why)) return false;
   try {
-    current(l.ctx);
+    Current in(l.ctx);
+    r = drv.module_load(&l.module, cubin.data());
   } catch (const std::exception &e) {
     *why = e.what();
     return false;
   }
-  r = drv.module_load(&l.module, cubin.data());
   if (r != CUDA_SUCCESS) {
     *why = "loading the compiled kernels: " + cu_error(r);
     return false;
@@ -253,14 +271,14 @@ void launch(int device, const char *name, long long n, void **args) {
     for (auto &f : l.functions)
       if (f.first == name) fn = f.second;
     if (fn == nullptr) {
-      current(l.ctx);
+      Current in(l.ctx);
       CUresult r = drv.module_function(&fn, l.module, name);
       if (r != CUDA_SUCCESS) throw std::runtime_error(std::string("elementwise kernels: ") + name + ": " + cu_error(r));
       l.functions.emplace_back(name, fn);
     }
     ctx = l.ctx;
   }
-  current(ctx);
+  Current in(ctx);
   const unsigned threads = 256;
   long long blocks = (n + threads - 1) / threads;
   if (blocks > (1LL << 20)) blocks = 1LL << 20;  // the loops stride over the rest

@@ -19,8 +19,8 @@ func kernelDevices(t *testing.T) []gotch.Device {
 	t.Cleanup(func() { torchx.SetElementwiseOnHost(false) })
 	devs := fusedDevices()
 	if len(devs) > 1 {
-		if why := torchx.ElementwiseStatus(0); why != "" {
-			t.Fatalf("cuda:0 keeps libtorch's compositions: %s", why)
+		if on := torchx.ElementwiseKernels(0); on != "on" {
+			t.Fatalf("cuda:0's elementwise kernels: %s", on)
 		}
 	}
 	return devs

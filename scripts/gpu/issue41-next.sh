@@ -4,8 +4,13 @@
 # gpucarry/memo.xz built with -tags cuda, gpucarry/torchx.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
-#   b   the fused RMSNorm and rotary tests on CUDA (torchx.test: RMSNorm|Rope),
+#   b   the fused RMSNorm and rotary tests and memo's elementwise kernels
+#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU),
 #       then precision.test's and engine.test's CUDA tests
+#   k   memo's rotary and SwiGLU kernels at 8 x 2048 on the 1.1B shape: memo
+#       bench train with them (the default) and with MEMO_KERNELS=off,
+#       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
+#       losses, and whether the kernels ran (issue 41's 40 % MFU)
 #   p   issue 40's check by peft itself, on the CPU: memo LoRA runs
 #       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
 #       testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
@@ -49,7 +54,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b p c e a ec d"}
+PARTS=${PARTS:-"b k p c e a ec d"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -92,12 +97,14 @@ if [[ $small == 1 ]]; then
 	decode=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --batch $dbatch --reps 1)
 	export MFU_SHAPE="--dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 --vocab 256 --batch 2" MFU_DEVICE=$dev
 	pairs=2 steps=2
+	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16) kpairs=1
 else
 	nscan=100000 ngen=2048 dbatch=256
 	model=(--model "$W/tl" --precision bf16)
 	scan=(--sequences $nscan --batch-size 512 --generate $ngen --gen-batch 256 --plant 0.5)
 	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
 	pairs=5 steps=30
+	kshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 2048) kpairs=2
 fi
 {
 	date -u
@@ -108,9 +115,9 @@ fi
 
 if want b && fits b 60; then
 	{
-		echo "--- b: fused RMSNorm and rotary on $dev (TestRMSNormMatchesComposition, TestRopeMatchesComposition)"
+		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU)"
 		if [[ -x $T/torchx.test ]]; then
-			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope' -test.v >"$W/torchx.txt" 2>&1
+			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU' -test.v >"$W/torchx.txt" 2>&1
 				echo "rc=$?")
 			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
 			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
@@ -131,6 +138,29 @@ if want b && fits b 60; then
 			else
 				echo "no $C/$1.test.xz carried: skipped"
 			fi
+		done
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# Part k: the training step with memo's elementwise kernels and without,
+# alternating, each run saying whether the kernels ran.
+if want k && fits k 110; then
+	{
+		echo "--- k: memo's rotary and SwiGLU kernels on and off (MEMO_KERNELS=off), ${kshape[*]}, $kpairs pairs of $steps steps"
+		for i in $(seq "$kpairs"); do
+			for v in on off; do
+				e=MEMO_KERNELS=on
+				[[ $v == off ]] && e=MEMO_KERNELS=off
+				timed "k-$v-$i" 70 env "$e" "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps "$steps" &&
+					python3 - "$W/k-$v-$i.json" "k-$v-$i" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("%-9s %8.0f tokens/s  datasheet MFU %5.1f%%  step %.1f ms (GPU forward+backward %.1f ms)  loss %.4f -> %.4f  kernels: %s" % (
+    sys.argv[2], d["tokens_per_s"], 100 * d.get("datasheet_mfu", 0), 1e3 * d["step_s"], 1e3 * d.get("gpu_model_s", 0),
+    d["first_loss"], d["last_loss"], d.get("elementwise_kernels", "(a CPU)")))
+PY
+			done
 		done
 	} 2>&1 | tee -a "$sum"
 	pack
