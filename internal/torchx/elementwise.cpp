@@ -110,26 +110,31 @@ Place place_of(const at::Tensor &x, bool kernels) {
 }
 
 // rope_fits: x is [B,H,T,D] in float32 or bfloat16, rotated over all of
-// its even D, with float32 [T,D] tables on its device.
+// its even D, with contiguous float32 tables on its device, [T,D] or
+// [B,1,T,D].
 bool rope_fits(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, int64_t rot, at::ScalarType out) {
   if (x.dim() != 4 || x.numel() == 0 || rot != x.size(3) || rot % 2 != 0) return false;
-  if (!kernel_dtype(x.scalar_type()) || !kernel_dtype(out)) return false;
-  for (const at::Tensor *t : {&c, &s}) {
+  if (!kernel_dtype(x.scalar_type()) || !kernel_dtype(out) || c.sizes() != s.sizes()) return false;
+  const int64_t b = x.size(0), t = x.size(2), d = x.size(3);
+  const bool shared = c.dim() == 2 && c.size(0) == t && c.size(1) == d;
+  const bool perRow = c.dim() == 4 && c.size(0) == b && c.size(1) == 1 && c.size(2) == t && c.size(3) == d;
+  if (!shared && !perRow) return false;
+  for (const at::Tensor *tab : {&c, &s}) {
     // The tables take no gradient here: RopeFn gives them none.
-    if (t->requires_grad() || t->scalar_type() != at::kFloat || t->dim() != 2 || t->size(0) != x.size(2) || t->size(1) != x.size(3) ||
-        !t->is_contiguous() || t->device() != x.device())
+    if (tab->requires_grad() || tab->scalar_type() != at::kFloat || !tab->is_contiguous() || tab->device() != x.device())
       return false;
   }
   return true;
 }
 
-memo::RopeShape rope_shape(const at::Tensor &in, const at::Tensor &out) {
+memo::RopeShape rope_shape(const at::Tensor &in, const at::Tensor &out, const at::Tensor &table) {
   memo::RopeShape s;
   for (int i = 0; i < 4; i++) {
     s.size[i] = in.size(i);
     s.in[i] = in.stride(i);
     s.out[i] = out.stride(i);
   }
+  s.table_batch = table.dim() == 4 ? in.size(2) * in.size(3) : 0;
   return s;
 }
 
@@ -150,7 +155,7 @@ void rope_host(bool forward, const memo::RopeShape &s, long long n, const void *
 
 void rope_run(Place where, bool forward, at::ScalarType xt, at::ScalarType yt, const at::Tensor &in,
               const at::Tensor &out, const at::Tensor &c, const at::Tensor &sn) {
-  memo::RopeShape s = rope_shape(in, out);
+  memo::RopeShape s = rope_shape(in, out, c);
   long long n = rope_pairs(in);
   const void *ip = in.data_ptr();
   void *op = out.data_ptr();

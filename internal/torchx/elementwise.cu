@@ -62,11 +62,14 @@ struct elem<bf16> {
 
 // RopeShape is a rotary call's geometry: x (and the result, and their
 // gradients) are [B, H, T, D] with the strides given, D even, rotated by
-// rotate-half over all of D; cos and sinSigned are [T, D], row stride D.
+// rotate-half over all of D; cos and sinSigned are [T, D] (table_batch 0)
+// or one [T, D] table a row of the batch, table_batch = T·D apart (a
+// padded batch's own positions).
 struct RopeShape {
   long long size[4];
   long long in[4];   // strides of the tensor read (x, or the gradient dy)
   long long out[4];  // strides of the tensor written (y, or dx)
+  long long table_batch;
 };
 
 // rope_offsets places pair p (of B·H·T·D/2) in the tensors: the offsets
@@ -94,7 +97,7 @@ MEMO_DEVICE void rope_offsets(const RopeShape &s, long long p, long long *in, lo
   }
   *in = b * s.in[0] + h * s.in[1] + t * s.in[2] + d * s.in[3];
   *out = b * s.out[0] + h * s.out[1] + t * s.out[2] + d * s.out[3];
-  *row = t * s.size[3] + d;
+  *row = b * s.table_batch + t * s.size[3] + d;
 }
 
 // rope_forward_pair is y = x·cos + swapHalves(x)·sinSigned at the pair's

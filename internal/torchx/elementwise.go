@@ -39,7 +39,8 @@ func Rope(x, cos, sinSigned *ts.Tensor, rot int64) *ts.Tensor {
 
 // RopeTo is Rope with the result in dt, as casting Rope's result to dt
 // would give it. On a GPU, an x of [B,H,T,D] in float32 or bfloat16
-// rotated over all of D, with float32 [T,D] tables, goes through memo's
+// rotated over all of D, with float32 tables that take no gradient, [T,D]
+// or [B,1,T,D] (a padded batch's own positions), goes through memo's
 // kernel (elementwise.cu): one pass over x each way, where the
 // composition and the cast make seven forward, with the same results bit
 // for bit (ElementwiseKernels; MEMO_KERNELS=off or SetKernels(false) keeps

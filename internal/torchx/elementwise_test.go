@@ -79,9 +79,32 @@ func TestRopeKernelMatchesComposition(t *testing.T) {
 	}
 }
 
+// Per-row tables ([B,1,T,D], a padded batch's own positions, as a cached
+// decode step has them) go through the kernel too, bit for bit.
+func TestRopeKernelPerRowTables(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		t.Run(fmt.Sprint(dev), func(t *testing.T) {
+			torchx.Seed(5)
+			x := randnOf([]int64{3, 2, 5, 8}, gotch.BFloat16, dev)
+			cos := randnOf([]int64{3, 1, 5, 8}, gotch.Float, dev)
+			sin := randnOf([]int64{3, 1, 5, 8}, gotch.Float, dev)
+			calls := countsCalls(func() {
+				compareFused(t,
+					func(in []*ts.Tensor) *ts.Tensor { return torchx.Rope(in[0], cos, sin, 8) },
+					func(in []*ts.Tensor) *ts.Tensor { return composedRope(in[0], cos, sin, 8) },
+					[]*ts.Tensor{x}, []string{"x"})
+			})
+			if calls != 1 {
+				t.Fatalf("%d kernel calls, want 1", calls)
+			}
+		})
+	}
+}
+
 // Where the kernel does not apply, RopeTo is the composition: a partial
-// rotary dimension, per-row tables (a padded decode batch), tables that
-// take a gradient, a 3-D x.
+// rotary dimension, tables broadcast over the batch's rows ([1,1,T,D]),
+// tables that take a gradient, a 3-D x.
 func TestRopeKernelLeavesTheRest(t *testing.T) {
 	torchx.Init(1, 7)
 	for _, dev := range kernelDevices(t) {
@@ -92,7 +115,7 @@ func TestRopeKernelLeavesTheRest(t *testing.T) {
 			tableGrad bool
 		}{
 			{"partial", []int64{2, 3, 5, 16}, []int64{5, 8}, 8, false},
-			{"per-row", []int64{2, 3, 5, 8}, []int64{2, 1, 5, 8}, 8, false},
+			{"broadcast-rows", []int64{2, 3, 5, 8}, []int64{1, 1, 5, 8}, 8, false},
 			{"table-grad", []int64{2, 3, 5, 8}, []int64{5, 8}, 8, true},
 			{"3-D", []int64{3, 5, 8}, []int64{5, 8}, 8, false},
 		} {
