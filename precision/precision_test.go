@@ -286,18 +286,67 @@ func TestNativeGQA(t *testing.T) {
 	}
 	wantLogits, wantGrads := run(false)
 	gotLogits, gotGrads := run(true)
+	requireNearPass(t, "with grouped heads left to the kernel", gotLogits, wantLogits, gotGrads, wantGrads)
+}
+
+// requireNearPass fails unless two passes' logits and each parameter's
+// gradient agree within a 64th of the reference's largest magnitude (bf16
+// keeps 8 significant bits), saying how the passes differed (how).
+func requireNearPass(t *testing.T, how string, gotLogits, wantLogits *ts.Tensor, gotGrads, wantGrads map[string]*ts.Tensor) {
+	t.Helper()
 	scale := wantLogits.MustAbs(false).MustMax(true).Float64Values()[0]
 	d := maxAbsDiff(gotLogits, wantLogits)
-	t.Logf("logits differ by %g (largest %g)", d, scale)
+	t.Logf("logits differ by %g (largest %g) %s", d, scale, how)
 	if d > scale/64 {
-		t.Errorf("logits differ by %g (scale %g) with grouped heads left to the kernel", d, scale)
+		t.Errorf("logits differ by %g (scale %g) %s", d, scale, how)
 	}
 	for name, want := range wantGrads {
 		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
 		if d := maxAbsDiff(gotGrads[name], want); d > scale/64 {
-			t.Errorf("%s: gradient differs by %g (scale %g)", name, d, scale)
+			t.Errorf("%s: gradient differs by %g (scale %g) %s", name, d, scale, how)
 		}
 	}
+}
+
+// On a GPU, a bf16-mixed training pass of a Llama (q, k and v kept bf16,
+// separate gate and up products) goes through memo's rotary and SwiGLU
+// kernels, and gives the compositions' logits and gradients within bf16
+// rounding: rotary embedding is expected bit for bit, SwiGLU's backward
+// to a rounding (libtorch's compiled SiLU backward may contract
+// differently). MEMO_KERNELS=off's path (torchx.SetKernels(false)) is the
+// reference.
+func TestElementwiseKernelsInTraining(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() || !torchx.FusedAttentionAvailable() {
+		t.Skip("needs a GPU and libtorch's fused attention")
+	}
+	if on := torchx.ElementwiseKernels(0); on != "on" {
+		t.Fatalf("cuda:0's elementwise kernels: %s", on)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := gotch.CudaBuilder(0)
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
+	layers := 0
+	run := func(kernels bool) (*ts.Tensor, map[string]*ts.Tensor, int64) {
+		was := torchx.SetKernels(kernels)
+		defer torchx.SetKernels(was)
+		before := torchx.ElementwiseCalls()
+		logits, grads := bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
+			layers = g.Config().Layers
+			if !g.Backend().(*Backend).KeepsProjections() {
+				t.Fatal("q, k and v are not kept bf16 on the GPU")
+			}
+		})
+		return logits, grads, torchx.ElementwiseCalls() - before
+	}
+	wantLogits, wantGrads, off := run(false)
+	gotLogits, gotGrads, on := run(true)
+	// Two rotary calls (q, k) and one SwiGLU a layer.
+	if off != 0 || on != int64(3*layers) {
+		t.Fatalf("kernel calls: %d with the kernels, %d without; want 3 a layer (%d layers) with, none without", on, off, layers)
+	}
+	requireNearPass(t, fmt.Sprintf("with the kernels (%d calls)", on), gotLogits, wantLogits, gotGrads, wantGrads)
 }
 
 // bf16MixedPass builds cfg's model on dev in bf16-mixed, lets check see it,

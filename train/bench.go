@@ -78,7 +78,8 @@ type BenchResult struct {
 	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
 	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
 	// ElementwiseKernels is, on a GPU, whether memo's rotary and SwiGLU
-	// kernels ran ("on"), or why not (torchx.ElementwiseKernels).
+	// kernels run there, where a call's tensors fit them ("on"), or why
+	// not (torchx.ElementwiseKernels).
 	ElementwiseKernels string `json:"elementwise_kernels,omitempty"`
 	// FirstLoss is the first step's loss (a forward pass of the initial
 	// weights), LastLoss the last step's, after every earlier backward

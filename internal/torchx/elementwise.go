@@ -115,5 +115,7 @@ func elementwiseCheckOnHost() string {
 	return C.GoString(p)
 }
 
-// elementwiseCalls counts the kernels' forward calls so far (tests).
-func elementwiseCalls() int64 { return int64(C.memo_elementwise_calls()) }
+// ElementwiseCalls counts the forward calls memo's elementwise kernels
+// have taken in this process (on a GPU, or on the host in tests): how a
+// test sees that a pass went through them.
+func ElementwiseCalls() int64 { return int64(C.memo_elementwise_calls()) }

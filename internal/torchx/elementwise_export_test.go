@@ -4,5 +4,4 @@ package torchx
 var (
 	SetElementwiseOnHost   = setElementwiseOnHost
 	ElementwiseCheckOnHost = elementwiseCheckOnHost
-	ElementwiseCalls       = elementwiseCalls
 )

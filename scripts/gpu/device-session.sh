@@ -25,7 +25,7 @@ export MEMO_CACHE=$PWD/$C/cache
 	(cd train && timeout 150 "$T/train.test" -test.run 'Fused|AdamW|Clip|GradAccum' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	(cd model && timeout 150 "$T/model.test" -test.run 'Precision|MaskedAttention' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	# The reduced precisions' backend and GPU policy live in package precision.
-	(cd precision && timeout 150 "$T/precision.test" -test.run 'ReducedAttention|Precision|NativeGQA|Policy' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
+	(cd precision && timeout 150 "$T/precision.test" -test.run 'ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	# The fused RMSNorm and rotary, and memo's own elementwise kernels
 	# (compiled by NVRTC, checked against libtorch's compositions).
 	(cd internal/torchx && timeout 150 "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | grep -v '^    --- PASS' | tail -20)
