@@ -597,8 +597,9 @@ func (g *GPT) attnScale() float64 {
 	return 1 / math.Sqrt(float64(g.cfg.HeadDim))
 }
 
-// mlp is the feed-forward branch: gated (gate and up in one product) or
-// plain, with the family's activation.
+// mlp is the feed-forward branch: gated (gate and up in one product, or
+// two on a GPU) or plain, with the family's activation; SiLU's gate in one
+// C++ call (torchx.SwiGLU, SwiGLUJoined: memo's kernel on a GPU).
 func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 	blk, be := &g.blocks[li], g.backend(st)
 	down := blk.mods[modDown]
@@ -615,6 +616,9 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 		f := int64(g.cfg.FFN)
 		w, bias := g.fusedGateUp(s, li, st)
 		gateUp := s.keep(g.linear(be, xn, w, bias, InnerProduct)) // [B,T,2f]
+		if g.arch.Act == ActSiLU {
+			return g.linear(be, s.keep(torchx.SwiGLUJoined(gateUp)), down.w, down.b, InnerProduct)
+		}
 		gate = s.keep(gateUp.MustNarrow(2, 0, f, false))
 		up = s.keep(gateUp.MustNarrow(2, f, f, false))
 	}

@@ -214,51 +214,70 @@ at::Tensor rope(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, i
   return y.scalar_type() == out ? y : y.to(out);
 }
 
-// swiglu_run computes SwiGLU's forward (in: gate, up; out: y) or
-// backward (in: dy, gate, up; out: dgate, dup) over n contiguous elements.
-void swiglu_run(Place where, int device, bool forward, at::ScalarType t, long long n, std::vector<const void *> in,
-                std::vector<void *> out) {
+// SwiGLUPtrs are a SwiGLU call's tensors by address: gate and up (their
+// gradients, backward) at the shape's row stride, y (dy) contiguous.
+struct SwiGLUPtrs {
+  const void *gate, *up, *y;  // y: dy, backward
+  void *out, *dgate, *dup;    // out: y, forward
+};
+
+template <typename T>
+void swiglu_host(bool forward, const memo::SwiGLUShape &s, const SwiGLUPtrs &p) {
+  for (long long i = 0; i < s.n; i++) {
+    if (forward)
+      memo::swiglu_forward_at<T>(s, i, (const T *)p.gate, (const T *)p.up, (T *)p.out);
+    else
+      memo::swiglu_backward_at<T>(s, i, (const T *)p.y, (const T *)p.gate, (const T *)p.up, (T *)p.dgate,
+                                  (T *)p.dup);
+  }
+}
+
+// swiglu_run computes SwiGLU's forward (y from gate and up) or backward
+// (both gradients from dy, gate and up) on the host or device's GPU.
+void swiglu_run(Place where, int device, bool forward, at::ScalarType t, memo::SwiGLUShape s, SwiGLUPtrs p) {
   if (where == Place::gpu) {
     std::string name = std::string(forward ? "memo_swiglu_fwd_" : "memo_swiglu_bwd_") + dtype_name(t);
-    std::vector<void *> args{&n};
-    for (auto &p : in) args.push_back(&p);
-    for (auto &p : out) args.push_back(&p);
-    memo_elementwise::launch(device, name.c_str(), n, args.data());
+    void *fwd[] = {&s, &p.gate, &p.up, &p.out};
+    void *bwd[] = {&s, &p.y, &p.gate, &p.up, &p.dgate, &p.dup};
+    memo_elementwise::launch(device, name.c_str(), s.n, forward ? fwd : bwd);
     return;
   }
-  using memo::bf16;
-  for (long long i = 0; i < n; i++) {
-    if (t == at::kFloat && forward)
-      memo::swiglu_forward_at<float>(i, (const float *)in[0], (const float *)in[1], (float *)out[0]);
-    if (t == at::kFloat && !forward)
-      memo::swiglu_backward_at<float>(i, (const float *)in[0], (const float *)in[1], (const float *)in[2],
-                                      (float *)out[0], (float *)out[1]);
-    if (t != at::kFloat && forward)
-      memo::swiglu_forward_at<bf16>(i, (const bf16 *)in[0], (const bf16 *)in[1], (bf16 *)out[0]);
-    if (t != at::kFloat && !forward)
-      memo::swiglu_backward_at<bf16>(i, (const bf16 *)in[0], (const bf16 *)in[1], (const bf16 *)in[2],
-                                     (bf16 *)out[0], (bf16 *)out[1]);
-  }
+  if (t == at::kFloat)
+    swiglu_host<float>(forward, s, p);
+  else
+    swiglu_host<memo::bf16>(forward, s, p);
+}
+
+// half_of is the address f elements into t's data (the up half of a
+// gate|up row).
+const void *half_of(const at::Tensor &t, int64_t f) {
+  return static_cast<const char *>(t.data_ptr()) + f * static_cast<int64_t>(t.element_size());
 }
 
 // swiglu_fits: gate and up contiguous, of one shape, dtype and device.
 bool swiglu_fits(const at::Tensor &gate, const at::Tensor &up) {
   return kernel_dtype(gate.scalar_type()) && gate.scalar_type() == up.scalar_type() && gate.sizes() == up.sizes() &&
-         gate.device() == up.device() && gate.is_contiguous() && up.is_contiguous() && gate.numel() > 0;
+         gate.device() == up.device() && gate.is_contiguous() && up.is_contiguous() && gate.numel() > 0 &&
+         gate.dim() > 0;
 }
 
 // SwiGLUFn is the kernels' SiLU(gate)·up as an autograd function. It
 // keeps gate and up for the backward pass, where the composition keeps
 // SiLU(gate) as well.
 struct SwiGLUFn : public torch::autograd::Function<SwiGLUFn> {
+  static memo::SwiGLUShape shape(const at::Tensor &gate) {
+    const int64_t f = gate.size(-1);
+    return memo::SwiGLUShape{static_cast<long long>(gate.numel()), f, f};
+  }
+
   static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &gate, const at::Tensor &up,
                             int64_t where) {
     ctx->save_for_backward({gate, up});
     ctx->saved_data["where"] = where;
     at::Tensor y = at::empty_like(gate, at::MemoryFormat::Contiguous);
     kernel_calls++;
-    swiglu_run(static_cast<Place>(where), gate.get_device(), true, gate.scalar_type(), gate.numel(),
-               {gate.data_ptr(), up.data_ptr()}, {y.data_ptr()});
+    swiglu_run(static_cast<Place>(where), gate.get_device(), true, gate.scalar_type(), shape(gate),
+               {gate.data_ptr(), up.data_ptr(), nullptr, y.data_ptr(), nullptr, nullptr});
     return y;
   }
 
@@ -271,8 +290,45 @@ struct SwiGLUFn : public torch::autograd::Function<SwiGLUFn> {
     at::Tensor dgate = at::empty_like(gate, at::MemoryFormat::Contiguous);
     at::Tensor dup = at::empty_like(up, at::MemoryFormat::Contiguous);
     swiglu_run(static_cast<Place>(ctx->saved_data["where"].toInt()), gate.get_device(), false, gate.scalar_type(),
-               gate.numel(), {dy.data_ptr(), gate.data_ptr(), up.data_ptr()}, {dgate.data_ptr(), dup.data_ptr()});
+               shape(gate), {gate.data_ptr(), up.data_ptr(), dy.data_ptr(), nullptr, dgate.data_ptr(), dup.data_ptr()});
     return {dgate, dup, at::Tensor()};
+  }
+};
+
+// SwiGLUJoinedFn is SiLU(gate)·up of one gate|up product [..., 2f] (gate
+// the first f of each row, up the rest), as a joined model's MLP makes
+// it: no copies of the halves, and one gradient [..., 2f] where autograd
+// would sum two zero-padded ones through the halves' views.
+struct SwiGLUJoinedFn : public torch::autograd::Function<SwiGLUJoinedFn> {
+  static memo::SwiGLUShape shape(const at::Tensor &gu) {
+    const int64_t f = gu.size(-1) / 2;
+    return memo::SwiGLUShape{static_cast<long long>(gu.numel() / 2), f, 2 * f};
+  }
+
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &gu, int64_t where) {
+    ctx->save_for_backward({gu});
+    ctx->saved_data["where"] = where;
+    std::vector<int64_t> size = gu.sizes().vec();
+    size.back() /= 2;
+    at::Tensor y = at::empty(size, gu.options());
+    const memo::SwiGLUShape s = shape(gu);
+    kernel_calls++;
+    swiglu_run(static_cast<Place>(where), gu.get_device(), true, gu.scalar_type(), s,
+               {gu.data_ptr(), half_of(gu, s.f), nullptr, y.data_ptr(), nullptr, nullptr});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    const at::Tensor gu = ctx->get_saved_variables()[0];
+    at::Tensor dy = grads[0].to(gu.scalar_type()).contiguous();
+    at::Tensor dgu = at::empty_like(gu, at::MemoryFormat::Contiguous);
+    const memo::SwiGLUShape s = shape(gu);
+    swiglu_run(static_cast<Place>(ctx->saved_data["where"].toInt()), gu.get_device(), false, gu.scalar_type(), s,
+               {gu.data_ptr(), half_of(gu, s.f), dy.data_ptr(), nullptr, dgu.data_ptr(),
+                const_cast<void *>(half_of(dgu, s.f))});
+    return {dgu, at::Tensor()};
   }
 };
 
@@ -281,6 +337,16 @@ at::Tensor swiglu(const at::Tensor &gate, const at::Tensor &up, bool kernels) {
   if (where != Place::none && swiglu_fits(gate, up))
     return SwiGLUFn::apply(gate, up, static_cast<int64_t>(where));
   return swiglu_composed(gate, up);
+}
+
+// swiglu_joined is SiLU(gate)·up of the halves of gu's last dimension.
+at::Tensor swiglu_joined(const at::Tensor &gu, bool kernels) {
+  const int64_t f = gu.size(-1) / 2;
+  Place where = place_of(gu, kernels);
+  if (where != Place::none && kernel_dtype(gu.scalar_type()) && gu.is_contiguous() && gu.numel() > 0 &&
+      gu.size(-1) == 2 * f)
+    return SwiGLUJoinedFn::apply(gu, static_cast<int64_t>(where));
+  return swiglu_composed(torch::narrow(gu, -1, 0, f), torch::narrow(gu, -1, f, f));
 }
 
 // close_to reports whether a equals want within tol of want's largest
@@ -350,6 +416,15 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
     if (!close_to(name + " forward", yk, yc, tol, why)) return false;
     if (!close_to(name + " backward (gate)", dk[0], dc[0], tol, why)) return false;
     if (!close_to(name + " backward (up)", dk[1], dc[1], tol, why)) return false;
+    // The joined form: gate and up as the halves of one product's rows.
+    at::Tensor gu = torch::cat({g, u}, -1);
+    at::Tensor guk = gu.detach().requires_grad_(true), guc = gu.detach().requires_grad_(true);
+    at::Tensor jk = SwiGLUJoinedFn::apply(guk, static_cast<int64_t>(where));
+    at::Tensor jc = swiglu_composed(torch::narrow(guc, -1, 0, d), torch::narrow(guc, -1, d, d));
+    at::Tensor djk = torch::autograd::grad({jk}, {guk}, {dy})[0];
+    at::Tensor djc = torch::autograd::grad({jc}, {guc}, {dy})[0];
+    if (!close_to(name + " joined forward", jk, jc, tol, why)) return false;
+    if (!close_to(name + " joined backward", djk, djc, tol, why)) return false;
   }
   return true;
 }
@@ -419,6 +494,18 @@ void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, int out_dtype
 void *memo_swiglu(void *gate, void *up, int kernels, char **err) {
   try {
     return new at::Tensor(swiglu(*static_cast<at::Tensor *>(gate), *static_cast<at::Tensor *>(up), kernels != 0));
+  } catch (const std::exception &e) {
+    *err = copy_message(e.what());
+    return nullptr;
+  }
+}
+
+// memo_swiglu_joined is SiLU(gate)·up of the halves of gate_up's last
+// dimension (gate first), through memo's kernels where they apply (with
+// kernels). Returns nil and sets *err on failure.
+void *memo_swiglu_joined(void *gate_up, int kernels, char **err) {
+  try {
+    return new at::Tensor(swiglu_joined(*static_cast<at::Tensor *>(gate_up), kernels != 0));
   } catch (const std::exception &e) {
     *err = copy_message(e.what());
     return nullptr;

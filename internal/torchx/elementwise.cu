@@ -145,26 +145,46 @@ MEMO_DEVICE float silu_slope(float g, float sg) {
 #endif
 }
 
+// SwiGLUShape is a SwiGLU call's geometry: n elements of [N, F] (n = N·F),
+// y and dy contiguous; gate and up (and their gradients) in rows in
+// elements apart: F for two tensors of their own, 2F for the two halves
+// of one gate|up product.
+struct SwiGLUShape {
+  long long n, f, in;
+};
+
+// swiglu_offset is element i's offset in gate's and up's rows.
+MEMO_DEVICE long long swiglu_offset(const SwiGLUShape &s, long long i) {
+  if (i < 4294967296LL) {  // 32-bit division where it fits (see rope_offsets)
+    const unsigned q = (unsigned)i, f = (unsigned)s.f;
+    return (long long)(q / f) * s.in + (long long)(q % f);
+  }
+  return (i / s.f) * s.in + i % s.f;
+}
+
 // swiglu_forward_at is y = SiLU(gate)·up at element i, SiLU's result
 // rounded to the dtype as the composition's intermediate tensor is.
 template <typename T>
-MEMO_DEVICE void swiglu_forward_at(long long i, const T *gate, const T *up, T *y) {
-  const float a = elem<T>::round(silu(elem<T>::load(gate, i)));
-  elem<T>::store(y, i, __fmul_rn(a, elem<T>::load(up, i)));
+MEMO_DEVICE void swiglu_forward_at(const SwiGLUShape &s, long long i, const T *gate, const T *up, T *y) {
+  const long long o = swiglu_offset(s, i);
+  const float a = elem<T>::round(silu(elem<T>::load(gate, o)));
+  elem<T>::store(y, i, __fmul_rn(a, elem<T>::load(up, o)));
 }
 
 // swiglu_backward_at is both gradients at element i: d_up = dy·SiLU(gate)
 // and d_gate = (dy·up)·σ(g)·(1 + g·(1 − σ(g))), libtorch's SiLU backward,
 // each intermediate rounded where the composition stores a tensor.
 template <typename T>
-MEMO_DEVICE void swiglu_backward_at(long long i, const T *dy, const T *gate, const T *up, T *dgate, T *dup) {
-  const float g = elem<T>::load(gate, i), u = elem<T>::load(up, i), d = elem<T>::load(dy, i);
+MEMO_DEVICE void swiglu_backward_at(const SwiGLUShape &s, long long i, const T *dy, const T *gate, const T *up,
+                                    T *dgate, T *dup) {
+  const long long o = swiglu_offset(s, i);
+  const float g = elem<T>::load(gate, o), u = elem<T>::load(up, o), d = elem<T>::load(dy, i);
   const float a = elem<T>::round(silu(g));
-  elem<T>::store(dup, i, __fmul_rn(d, a));
+  elem<T>::store(dup, o, __fmul_rn(d, a));
   const float da = elem<T>::round(__fmul_rn(d, u));
   const float sg = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-g)));
   const float slope = silu_slope(g, sg);
-  elem<T>::store(dgate, i, __fmul_rn(__fmul_rn(da, sg), slope));
+  elem<T>::store(dgate, o, __fmul_rn(__fmul_rn(da, sg), slope));
 }
 
 }  // namespace memo
@@ -192,16 +212,16 @@ MEMO_ROPE_KERNELS(bf16_f32, memo::bf16, float)
 MEMO_ROPE_KERNELS(bf16_bf16, memo::bf16, memo::bf16)
 
 #define MEMO_SWIGLU_KERNELS(NAME, T)                                                                         \
-  extern "C" __global__ void memo_swiglu_fwd_##NAME(long long n, const T *gate, const T *up, T *y) {        \
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;                             \
+  extern "C" __global__ void memo_swiglu_fwd_##NAME(memo::SwiGLUShape s, const T *gate, const T *up, T *y) {  \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < s.n;                           \
          i += (long long)gridDim.x * blockDim.x)                                                            \
-      memo::swiglu_forward_at<T>(i, gate, up, y);                                                           \
+      memo::swiglu_forward_at<T>(s, i, gate, up, y);                                                        \
   }                                                                                                         \
-  extern "C" __global__ void memo_swiglu_bwd_##NAME(long long n, const T *dy, const T *gate, const T *up,   \
-                                                    T *dgate, T *dup) {                                     \
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;                             \
+  extern "C" __global__ void memo_swiglu_bwd_##NAME(memo::SwiGLUShape s, const T *dy, const T *gate,         \
+                                                    const T *up, T *dgate, T *dup) {                        \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < s.n;                           \
          i += (long long)gridDim.x * blockDim.x)                                                            \
-      memo::swiglu_backward_at<T>(i, dy, gate, up, dgate, dup);                                             \
+      memo::swiglu_backward_at<T>(s, i, dy, gate, up, dgate, dup);                                          \
   }
 
 MEMO_SWIGLU_KERNELS(f32, float)

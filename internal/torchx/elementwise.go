@@ -73,6 +73,19 @@ func SwiGLU(gate, up *ts.Tensor) *ts.Tensor {
 	return fusedResult("swiglu", p, e)
 }
 
+// SwiGLUJoined is SwiGLU of the two halves of gateUp's last dimension
+// (gate first, up second), as a joined gate|up product gives them. On a
+// GPU, a contiguous gateUp goes through memo's kernel, which reads the
+// halves in place and returns one gradient for gateUp, where autograd
+// would sum two zero-padded ones through the halves' views; otherwise
+// libtorch's narrow, silu and mul, as SwiGLU of the two views.
+func SwiGLUJoined(gateUp *ts.Tensor) *ts.Tensor {
+	var e *C.char
+	p := C.memo_swiglu_joined(gateUp.Ctensor(), kernelsOn(), &e)
+	runtime.KeepAlive(gateUp)
+	return fusedResult("swiglu", p, e)
+}
+
 // ElementwiseKernels says whether CUDA device index runs memo's
 // elementwise kernels (RopeTo, SwiGLU): "on", compiling and checking them
 // first if no call has, or "off: " and why it keeps libtorch's

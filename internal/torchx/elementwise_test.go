@@ -250,6 +250,54 @@ func TestSwiGLUKernelMatchesComposition(t *testing.T) {
 	}
 }
 
+// SwiGLUJoined, the halves of one gate|up product's rows, goes through the
+// kernel with one gradient for the product, within the same bounds as
+// SwiGLU's; a gate|up product that is not contiguous takes the
+// composition, bit for bit.
+func TestSwiGLUJoinedKernel(t *testing.T) {
+	torchx.Init(1, 7)
+	half := func(in *ts.Tensor, i int64) *ts.Tensor { return in.MustNarrow(2, 40*i, 40, false) }
+	for _, dev := range kernelDevices(t) {
+		for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16} {
+			t.Run(fmt.Sprintf("%v-%v", dev, dt), func(t *testing.T) {
+				torchx.Seed(5)
+				both := randnOf([]int64{3, 7, 80}, dt, dev).MustMulScalar(ts.FloatScalar(3), true)
+				composed := composedSwiGLU
+				if dev == gotch.CPU && dt == gotch.BFloat16 {
+					composed = composedSwiGLUFloat32
+				}
+				var gotOut *ts.Tensor
+				var gotGrads []*ts.Tensor
+				calls := countsCalls(func() {
+					gotOut, gotGrads = run(t, func(in []*ts.Tensor) *ts.Tensor { return torchx.SwiGLUJoined(in[0]) },
+						[]*ts.Tensor{both}, 11)
+				})
+				if calls != 1 {
+					t.Fatalf("%d kernel calls, want 1", calls)
+				}
+				wantOut, wantGrads := run(t, func(in []*ts.Tensor) *ts.Tensor { return composed(half(in[0], 0), half(in[0], 1)) },
+					[]*ts.Tensor{both}, 11)
+				requireWithinRounding(t, "output", gotOut, wantOut)
+				requireWithinRounding(t, "gradient of gate|up", gotGrads[0], wantGrads[0])
+			})
+		}
+		t.Run(fmt.Sprintf("%v-not-contiguous", dev), func(t *testing.T) {
+			torchx.Seed(5)
+			rows := randnOf([]int64{80, 7, 3}, gotch.Float, dev)
+			joined := func(in []*ts.Tensor) *ts.Tensor { return in[0].MustPermute([]int64{2, 1, 0}, false) }
+			calls := countsCalls(func() {
+				compareFused(t,
+					func(in []*ts.Tensor) *ts.Tensor { return torchx.SwiGLUJoined(joined(in)) },
+					func(in []*ts.Tensor) *ts.Tensor { return composedSwiGLU(half(joined(in), 0), half(joined(in), 1)) },
+					[]*ts.Tensor{rows}, []string{"gate|up"})
+			})
+			if calls != 0 {
+				t.Fatalf("%d kernel calls, want none", calls)
+			}
+		})
+	}
+}
+
 // Gate and up that are views of one gate|up product (not contiguous) take
 // the composition, bit for bit.
 func TestSwiGLUKernelLeavesViews(t *testing.T) {
