@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,7 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer l.Close()
 	_, err = FreePort(port)
-	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" on 127.0.0.1 is in use") {
+	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is in use") {
 		t.Fatalf("FreePort(%d) on a busy port: %v", port, err)
 	}
 	err = LaunchExe(context.Background(), 2, os.Args[0], nil, LaunchOptions{Port: port})
@@ -452,4 +453,49 @@ func compareRuns(t *testing.T, a, b string, steps int, lossTol, weightTol float6
 func relativeWeights(t *testing.T, a, b string) float64 {
 	t.Helper()
 	return testrun.RelDiff(t, testrun.Weights(t, b), testrun.Weights(t, a))
+}
+
+// A picked port that something else binds before rank 0 does makes the
+// launcher start the ranks again on another port, not fail the run.
+func TestLaunchRetriesTakenPort(t *testing.T) {
+	thief, err := listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thief.Close()
+	taken := thief.Addr().(*net.TCPAddr).Port
+	var picked []int
+	defer func(f func() (int, error)) { pickPort = f }(pickPort)
+	pickPort = func() (int, error) {
+		p := taken
+		if len(picked) > 0 {
+			var err error
+			if p, err = FreePort(0); err != nil {
+				return 0, err
+			}
+		}
+		picked = append(picked, p)
+		return p, nil
+	}
+	out, err := launchWorkers(t, 2, "sum")
+	if err != nil {
+		t.Fatalf("launch after a taken port: %v\n%s", err, out)
+	}
+	if len(picked) != 2 {
+		t.Fatalf("ports picked: %v, want the taken one and one more\n%s", picked, out)
+	}
+	if !strings.Contains(out, "launch: port "+strconv.Itoa(taken)+" was taken before rank 0 could bind it") {
+		t.Errorf("the retry is not reported:\n%s", out)
+	}
+	for r := 0; r < 2; r++ {
+		if lines(out, "[rank "+strconv.Itoa(r)+"] sum ok") != 1 {
+			t.Errorf("rank %d did not report success once:\n%s", r, out)
+		}
+	}
+
+	// A port the caller chose is never replaced.
+	err = LaunchExe(context.Background(), 2, os.Args[0], nil, LaunchOptions{Port: taken})
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("launch on a chosen busy port: %v", err)
+	}
 }

@@ -63,12 +63,17 @@ func Init(ctx context.Context, c Config) (*Group, error) {
 	return g, nil
 }
 
+// portTakenMsg follows "port N" when rank 0's store could not bind its
+// port. The launcher looks for it in rank 0's output to start the ranks
+// again on another port (see LaunchExe).
+const portTakenMsg = "is already in use (choose another MASTER_PORT)"
+
 // explain turns libtorch's socket errors into what the user should do.
 func explain(err error, c Config) error {
 	m := err.Error()
 	switch {
 	case strings.Contains(m, "in use"):
-		return fmt.Errorf("port %d is already in use (choose another MASTER_PORT): %w", c.Port, err)
+		return fmt.Errorf("port %d %s: %w", c.Port, portTakenMsg, err)
 	case strings.Contains(m, "imed out") || strings.Contains(m, "imeout"):
 		return fmt.Errorf("not all %d ranks arrived within %v (are they all started, with the same MASTER_ADDR/MASTER_PORT?): %w", c.Size, c.Timeout, err)
 	}

@@ -2,22 +2,27 @@ package dist
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // LaunchOptions tune LaunchExe. Zero values are sensible defaults.
 type LaunchOptions struct {
-	// Port is the rendezvous port; 0 picks a free one.
+	// Port is the rendezvous port; 0 picks a free one, and another if
+	// rank 0 finds it taken.
 	Port int
 	// Stdout and Stderr receive the ranks' output, each line prefixed with
 	// "[rank N] " (default: this process's).
@@ -32,9 +37,10 @@ type LaunchOptions struct {
 // Launch starts nproc copies of the running binary with arguments argv on
 // loopback, like torchrun --nproc-per-node: each gets RANK, WORLD_SIZE,
 // LOCAL_RANK, MASTER_ADDR=127.0.0.1 and MASTER_PORT: port, or with 0 a free
-// port (bound on :0 and released just before the ranks start). Their output
-// lines are prefixed with their rank. When one fails, the others are
-// stopped and the error names it.
+// port (see FreePort). Their output lines are prefixed with their rank. When
+// one fails, the others are stopped and the error names it. When a port
+// Launch picked was taken before rank 0 could bind it, the ranks start
+// again on another, at most four times in all.
 func Launch(ctx context.Context, nproc int, argv []string, port int) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -50,19 +56,70 @@ const launchedEnv = "MEMO_DIST_LAUNCHED"
 // command that launches itself (memo run --nproc N) does not recurse.
 func Launched() bool { return os.Getenv(launchedEnv) == "1" }
 
-// FreePort returns a TCP port on 127.0.0.1 that nothing listens on, or,
-// with want > 0, checks that want is free.
+// FreePort returns a TCP port that nothing on this machine listens on, or,
+// with want > 0, checks that want is free. A port it picks lies below the
+// kernel's ephemeral range where there is room: Gloo's pairs and every
+// outgoing connection take their ports from that range, so a port picked
+// there can be taken between this check and rank 0's bind.
 func FreePort(want int) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(want)))
-	if err != nil {
-		if want > 0 {
-			return 0, fmt.Errorf("port %d on 127.0.0.1 is in use or not available (choose another port): %w", want, err)
+	if want > 0 {
+		if err := portFree(want); err != nil {
+			return 0, fmt.Errorf("port %d is in use or not available (choose another port): %w", want, err)
 		}
+		return want, nil
+	}
+	lo, hi := pickRange()
+	for range 64 {
+		if hi <= lo {
+			break
+		}
+		p := lo + rand.IntN(hi-lo)
+		if portFree(p) == nil {
+			return p, nil
+		}
+	}
+	// No room below the ephemeral range, or all tries busy: let the kernel
+	// choose.
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// portFree checks that port can be bound on every address, as rank 0's
+// store binds it ([::] or 0.0.0.0).
+func portFree(port int) error {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// pickRange is [lo, hi): the ports FreePort picks from, below the kernel's
+// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range; Linux's default
+// starts at 32768) and above 20000, clear of the common services' ports.
+func pickRange() (lo, hi int) {
+	const floor = 20000
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				hi = v
+			}
+		}
+	}
+	return floor, hi
+}
+
+// launchAttempts bounds how often LaunchExe starts the ranks again because
+// a port it picked was taken before rank 0 could bind it.
+const launchAttempts = 4
+
+// pickPort is FreePort(0), replaced in tests to hand out a taken port.
+var pickPort = func() (int, error) { return FreePort(0) }
 
 // RankError reports the rank whose failure ended a launch.
 type RankError struct {
@@ -87,10 +144,35 @@ func LaunchExe(ctx context.Context, nproc int, exe string, argv []string, o Laun
 	if o.Grace == 0 {
 		o.Grace = 5 * time.Second
 	}
-	port, err := FreePort(o.Port)
-	if err != nil {
-		return fmt.Errorf("launch: %w", err)
+	if o.Port > 0 {
+		if _, err := FreePort(o.Port); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		_, err := launchOnce(ctx, nproc, exe, argv, o, o.Port)
+		return err
 	}
+	// A port picked here is free now, but something else can bind it
+	// before rank 0 does. When rank 0 says so, nothing has run past the
+	// rendezvous yet, so the ranks start again on another port.
+	for attempt := 1; ; attempt++ {
+		port, err := pickPort()
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		taken, err := launchOnce(ctx, nproc, exe, argv, o, port)
+		if !taken || attempt == launchAttempts || ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stderr, "launch: port %d was taken before rank 0 could bind it; starting the %d ranks again on another port (attempt %d of %d)\n",
+			port, nproc, attempt+1, launchAttempts)
+	}
+}
+
+// launchOnce runs the ranks on port until all have exited. taken reports
+// that rank 0 failed because its store could not bind port.
+func launchOnce(ctx context.Context, nproc int, exe string, argv []string, o LaunchOptions, port int) (taken bool, err error) {
+	var portTaken atomic.Bool
+	takenLine := fmt.Sprintf("port %d %s", port, portTakenMsg)
 	var outMu sync.Mutex // whole lines from different ranks never interleave
 	type exit struct {
 		rank int
@@ -118,17 +200,25 @@ func LaunchExe(ctx context.Context, nproc int, exe string, argv []string, o Laun
 		se, err2 := c.StderrPipe()
 		if err := errors.Join(err1, err2); err != nil {
 			stopAll(syscall.SIGKILL)
-			return fmt.Errorf("launch rank %d: %w", r, err)
+			return false, fmt.Errorf("launch rank %d: %w", r, err)
 		}
 		if err := c.Start(); err != nil {
 			stopAll(syscall.SIGKILL)
-			return fmt.Errorf("launch rank %d (%s): %w", r, exe, err)
+			return false, fmt.Errorf("launch rank %d (%s): %w", r, exe, err)
 		}
 		cmds = append(cmds, c)
 		pipes[r] = new(sync.WaitGroup)
 		pipes[r].Add(2)
-		go prefixLines(so, o.Stdout, prefix, &outMu, pipes[r])
-		go prefixLines(se, o.Stderr, prefix, &outMu, pipes[r])
+		var watch func(line []byte)
+		if r == 0 {
+			watch = func(line []byte) {
+				if bytes.Contains(line, []byte(takenLine)) {
+					portTaken.Store(true)
+				}
+			}
+		}
+		go prefixLines(so, o.Stdout, prefix, &outMu, pipes[r], watch)
+		go prefixLines(se, o.Stderr, prefix, &outMu, pipes[r], watch)
 	}
 	// Wait only after a rank's pipes drain (exec's rule).
 	for r, c := range cmds {
@@ -159,11 +249,13 @@ func LaunchExe(ctx context.Context, nproc int, exe string, argv []string, o Laun
 			stopAll(syscall.SIGKILL)
 		}
 	}
-	return first
+	var re *RankError
+	return errors.As(first, &re) && re.Rank == 0 && portTaken.Load(), first
 }
 
-// prefixLines copies r to w line by line, each line prefixed.
-func prefixLines(r io.Reader, w io.Writer, prefix string, mu *sync.Mutex, wg *sync.WaitGroup) {
+// prefixLines copies r to w line by line, each line prefixed, and shows
+// each line to watch when it is not nil.
+func prefixLines(r io.Reader, w io.Writer, prefix string, mu *sync.Mutex, wg *sync.WaitGroup, watch func([]byte)) {
 	defer wg.Done()
 	br := bufio.NewReader(r)
 	for {
@@ -171,6 +263,9 @@ func prefixLines(r io.Reader, w io.Writer, prefix string, mu *sync.Mutex, wg *sy
 		if len(line) > 0 {
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
+			}
+			if watch != nil {
+				watch(line)
 			}
 			mu.Lock()
 			_, _ = io.WriteString(w, prefix)
