@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "attention.h"
+#include "errmsg.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define MEMO_HAVE_SDPA 1
@@ -61,9 +62,7 @@ void *memo_sdpa(void *q, void *k, void *v, void *mask, double scale, int causal,
 #endif
     return new at::Tensor(out);
   } catch (const std::exception &e) {
-    std::string msg = e.what();
-    *err = static_cast<char *>(std::malloc(msg.size() + 1));
-    std::memcpy(*err, msg.c_str(), msg.size() + 1);
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 #else

@@ -21,12 +21,6 @@
 #include "c10d.h"
 #include "c10d_internal.hpp"
 
-char *memo_err(const std::string &msg) {
-  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
-  std::memcpy(s, msg.c_str(), msg.size() + 1);
-  return s;
-}
-
 c10::intrusive_ptr<c10d::TCPStore> memo_open_store(const std::string &addr,
                                                    int port, bool server,
                                                    int size,
@@ -140,7 +134,7 @@ memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
                           int64_t timeout_ms, int64_t dead_ms,
                           const char *iface, char **err) {
 #ifndef USE_C10D_GLOO
-  *err = memo_err("this memo was built without Gloo: the libtorch it was built "
+  *err = memo_copy_message("this memo was built without Gloo: the libtorch it was built "
                   "against has no Gloo headers (include/gloo); CPU data "
                   "parallelism needs a libtorch that ships them, such as "
                   "Debian's libtorch-dev with libgloo-dev");
@@ -169,9 +163,9 @@ memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
     memo_start_heartbeat(p.get());
     return p.release();
   } catch (const std::exception &e) {
-    *err = memo_err(e.what());
+    *err = memo_copy_message(e.what());
   } catch (...) {
-    *err = memo_err("unknown C++ exception");
+    *err = memo_copy_message("unknown C++ exception");
   }
   return nullptr;
 #endif
@@ -284,7 +278,7 @@ void waitAlive(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w) {
 }
 
 int fail(char **err, const char *what, const std::exception &e) {
-  *err = memo_err(std::string(what) + ": " + e.what());
+  *err = memo_copy_message(std::string(what) + ": " + e.what());
   return 1;
 }
 

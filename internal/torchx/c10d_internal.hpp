@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/version.h>
 
+#include "errmsg.h"
+
 // Since libtorch 2.0 the Gloo and NCCL classes derive from c10d::Backend (a
 // ProcessGroup wraps one backend per device type); in 1.x (Debian's 1.13)
 // they are ProcessGroups themselves. memo drives one backend directly, and
@@ -49,8 +51,6 @@ struct memo_pg {
   std::chrono::steady_clock::time_point storeOK;
 };
 
-// memo_err copies msg into a malloc'd C string.
-char *memo_err(const std::string &msg);
 // memo_open_store connects to (rank 0: serves) the TCPStore; size 0 opens
 // an extra client that the rendezvous does not count.
 c10::intrusive_ptr<c10d::TCPStore> memo_open_store(const std::string &addr,

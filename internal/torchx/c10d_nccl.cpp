@@ -24,7 +24,7 @@ extern "C" memo_pg *memo_pg_new_nccl(const char *addr, int port, int rank,
     memo_start_heartbeat(p.get());
     return p.release();
   } catch (const std::exception &e) {
-    *err = memo_err(e.what());
+    *err = memo_copy_message(e.what());
   }
   return nullptr;
 }

@@ -120,7 +120,7 @@ void exchange(memo_pg *p, const ring &r, at::Tensor s, at::Tensor v, int tag) {
 }
 
 int failShard(char **err, const char *what, const std::exception &e) {
-  *err = memo_err(std::string(what) + ": " + e.what());
+  *err = memo_copy_message(std::string(what) + ": " + e.what());
   return 1;
 }
 

@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "elementwise.h"
+#include "errmsg.h"
 #include "elementwise_loader.h"
 
 // The host's spelling of what elementwise.cu uses from CUDA: each a single
@@ -52,12 +53,6 @@ inline float __fdiv_rn(float a, float b) { return a / b; }
 #include "elementwise.cu"
 
 namespace {
-
-char *copy_message(const std::string &msg) {
-  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
-  std::memcpy(s, msg.c_str(), msg.size() + 1);
-  return s;
-}
 
 std::atomic<bool> on_host{false};
 
@@ -161,9 +156,9 @@ void rope_run(Place where, bool forward, at::ScalarType xt, at::ScalarType yt, c
   void *op = out.data_ptr();
   const float *cp = c.data_ptr<float>(), *sp = sn.data_ptr<float>();
   if (where == Place::gpu) {
-    std::string name = std::string(forward ? "memo_rope_fwd_" : "memo_rope_bwd_") + dtype_name(xt) + "_" + dtype_name(yt);
     void *args[] = {&s, &n, &ip, &op, &cp, &sp};
-    memo_elementwise::launch(in.get_device(), name.c_str(), n, args);
+    memo_elementwise::launch(in.get_device(),
+                             memo_elementwise::rope_kernel(forward, xt == at::kBFloat16, yt == at::kBFloat16), n, args);
     return;
   }
   using memo::bf16;
@@ -236,10 +231,10 @@ void swiglu_host(bool forward, const memo::SwiGLUShape &s, const SwiGLUPtrs &p) 
 // (both gradients from dy, gate and up) on the host or device's GPU.
 void swiglu_run(Place where, int device, bool forward, at::ScalarType t, memo::SwiGLUShape s, SwiGLUPtrs p) {
   if (where == Place::gpu) {
-    std::string name = std::string(forward ? "memo_swiglu_fwd_" : "memo_swiglu_bwd_") + dtype_name(t);
     void *fwd[] = {&s, &p.gate, &p.up, &p.out};
     void *bwd[] = {&s, &p.y, &p.gate, &p.up, &p.dgate, &p.dup};
-    memo_elementwise::launch(device, name.c_str(), s.n, forward ? fwd : bwd);
+    memo_elementwise::launch(device, memo_elementwise::swiglu_kernel(forward, t == at::kBFloat16), s.n,
+                             forward ? fwd : bwd);
     return;
   }
   if (t == at::kFloat)
@@ -484,7 +479,7 @@ void *memo_rope(void *x, void *cos, void *sin_signed, int64_t rot, int out_dtype
     return new at::Tensor(rope(*static_cast<at::Tensor *>(x), *static_cast<at::Tensor *>(cos),
                                *static_cast<at::Tensor *>(sin_signed), rot, out_dtype, kernels != 0));
   } catch (const std::exception &e) {
-    *err = copy_message(e.what());
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }
@@ -495,7 +490,7 @@ void *memo_swiglu(void *gate, void *up, int kernels, char **err) {
   try {
     return new at::Tensor(swiglu(*static_cast<at::Tensor *>(gate), *static_cast<at::Tensor *>(up), kernels != 0));
   } catch (const std::exception &e) {
-    *err = copy_message(e.what());
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }
@@ -507,7 +502,7 @@ void *memo_swiglu_joined(void *gate_up, int kernels, char **err) {
   try {
     return new at::Tensor(swiglu_joined(*static_cast<at::Tensor *>(gate_up), kernels != 0));
   } catch (const std::exception &e) {
-    *err = copy_message(e.what());
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }
@@ -523,7 +518,7 @@ char *memo_elementwise_status(int device) {
   } catch (const std::exception &e) {
     why = e.what();
   }
-  return copy_message(why);
+  return memo_copy_message(why);
 }
 
 void memo_elementwise_on_host(int on) { on_host.store(on != 0); }
@@ -539,6 +534,6 @@ char *memo_elementwise_check_host(void) {
   } catch (const std::exception &e) {
     why = e.what();
   }
-  return copy_message(why);
+  return memo_copy_message(why);
 }
 }

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -56,11 +57,13 @@ struct Compiler {
 };
 
 // A device's loaded kernels.
+// ok is set last, under mu, and read without it: once it is true, ctx and
+// functions never change.
 struct Loaded {
-  bool ok = false;
+  std::atomic<bool> ok{false};
   CUcontext ctx = nullptr;
   CUmodule module = nullptr;
-  std::vector<std::pair<std::string, CUfunction>> functions;
+  CUfunction functions[kernel_count] = {};
 };
 
 std::mutex mu;
@@ -223,9 +226,10 @@ void set_source(const char *text) {
 }
 
 bool ready(int device, std::string *why) {
-  std::lock_guard<std::mutex> lock(mu);
   Loaded &l = devices[device];
-  if (l.ok) return true;
+  if (l.ok.load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> lock(mu);
+  if (l.ok.load(std::memory_order_relaxed)) return true;
   if (source.empty()) {
     *why = "no kernel source was handed to the loader";
     return false;
@@ -247,44 +251,40 @@ bool ready(int device, std::string *why) {
   if (!compile(major, minor, &cubin, why)) return false;
   try {
     Current in(l.ctx);
-    r = drv.module_load(&l.module, cubin.data());
+    if (l.module == nullptr) {
+      r = drv.module_load(&l.module, cubin.data());
+      if (r != CUDA_SUCCESS) {
+        *why = "loading the compiled kernels: " + cu_error(r);
+        return false;
+      }
+    }
+    for (int k = 0; k < kernel_count; k++) {
+      r = drv.module_function(&l.functions[k], l.module, kernel_names[k]);
+      if (r != CUDA_SUCCESS) {
+        *why = std::string("the compiled kernels have no ") + kernel_names[k] + ": " + cu_error(r);
+        return false;
+      }
+    }
   } catch (const std::exception &e) {
     *why = e.what();
     return false;
   }
-  if (r != CUDA_SUCCESS) {
-    *why = "loading the compiled kernels: " + cu_error(r);
-    return false;
-  }
-  l.ok = true;
+  l.ok.store(true, std::memory_order_release);
   return true;
 }
 
-void launch(int device, const char *name, long long n, void **args) {
+void launch(int device, Kernel k, long long n, void **args) {
   if (n <= 0) return;
-  CUfunction fn = nullptr;
-  CUcontext ctx;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    Loaded &l = devices[device];
-    if (!l.ok) throw std::runtime_error("elementwise kernels: device not ready");
-    for (auto &f : l.functions)
-      if (f.first == name) fn = f.second;
-    if (fn == nullptr) {
-      Current in(l.ctx);
-      CUresult r = drv.module_function(&fn, l.module, name);
-      if (r != CUDA_SUCCESS) throw std::runtime_error(std::string("elementwise kernels: ") + name + ": " + cu_error(r));
-      l.functions.emplace_back(name, fn);
-    }
-    ctx = l.ctx;
-  }
-  Current in(ctx);
+  Loaded &l = devices[device];
+  if (!l.ok.load(std::memory_order_acquire)) throw std::runtime_error("elementwise kernels: device not ready");
+  Current in(l.ctx);
   const unsigned threads = 256;
   long long blocks = (n + threads - 1) / threads;
   if (blocks > (1LL << 20)) blocks = 1LL << 20;  // the loops stride over the rest
   CUstream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-  CUresult r = drv.launch(fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, args, nullptr);
-  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string("elementwise kernels: launching ") + name + ": " + cu_error(r));
+  CUresult r = drv.launch(l.functions[k], static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, args, nullptr);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(std::string("elementwise kernels: launching ") + kernel_names[k] + ": " + cu_error(r));
 }
 
 }  // namespace memo_elementwise

@@ -22,15 +22,9 @@
 #include <torch/version.h>
 
 #include "fused.h"
+#include "errmsg.h"
 
 namespace {
-
-char *fused_err(const std::exception &e) {
-  std::string msg = e.what();
-  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
-  std::memcpy(s, msg.c_str(), msg.size() + 1);
-  return s;
-}
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
 #define MEMO_HAVE_FUSED_RMS_NORM 1
@@ -84,7 +78,7 @@ void *memo_rms_norm(void *x, void *w, double eps, int offset, char **err) {
     at::Tensor y = torch::mul(xt, inv);
     return new at::Tensor(torch::mul(y, gain));
   } catch (const std::exception &e) {
-    *err = fused_err(e);
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }

@@ -22,14 +22,9 @@
 #include <torch/torch.h>
 
 #include "kernels.h"
+#include "errmsg.h"
 
 namespace {
-
-char *kernel_err(const std::string &msg) {
-  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
-  std::memcpy(s, msg.c_str(), msg.size() + 1);
-  return s;
-}
 
 bool cpu_has_avx2_fma() {
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -259,7 +254,7 @@ void *memo_linear_rows(void *x, void *w, void *bias, char **err) {
     return linearRows(*static_cast<at::Tensor *>(x), *static_cast<at::Tensor *>(w),
                       bias ? static_cast<at::Tensor *>(bias) : nullptr);
   } catch (const std::exception &e) {
-    *err = kernel_err(e.what());
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }
@@ -269,7 +264,7 @@ void *memo_attend_one(void *q, void *k, void *v, void *mask, double scale, char 
     return attendOne(*static_cast<at::Tensor *>(q), *static_cast<at::Tensor *>(k), *static_cast<at::Tensor *>(v),
                      mask ? static_cast<at::Tensor *>(mask) : nullptr, scale);
   } catch (const std::exception &e) {
-    *err = kernel_err(e.what());
+    *err = memo_copy_message(e.what());
     return nullptr;
   }
 }

@@ -17,14 +17,9 @@
 #include <torch/version.h>
 
 #include "optim.h"
+#include "errmsg.h"
 
 namespace {
-
-char *optim_err(const std::string &msg) {
-  char *s = static_cast<char *>(std::malloc(msg.size() + 1));
-  std::memcpy(s, msg.c_str(), msg.size() + 1);
-  return s;
-}
 
 std::vector<at::Tensor> listOf(void **ts, int64_t n) {
   std::vector<at::Tensor> out;
@@ -66,7 +61,7 @@ int memo_fused_adamw(void **params, void **grads, void **m, void **v, int64_t n,
                       /*maximize=*/false, c10::nullopt, c10::nullopt);
     return 1;
   } catch (const std::exception &e) {
-    *err = optim_err(e.what());
+    *err = memo_copy_message(e.what());
     return -1;
   }
 #else
@@ -99,7 +94,7 @@ int memo_foreach_grad_norm(void **grads, int64_t n, double clip, double *norm, c
     if (clip > 0 && value > clip) at::_foreach_mul_(g, clip / (value + 1e-6));
     return 1;
   } catch (const std::exception &e) {
-    *err = optim_err(e.what());
+    *err = memo_copy_message(e.what());
     return -1;
   }
 #else

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "storage.h"
+#include "errmsg.h"
 
 extern "C" {
 
@@ -29,9 +30,7 @@ int memo_set_data(void **dst, void **src, int64_t n, char **err) {
     }
     return 0;
   } catch (const std::exception &e) {
-    std::string m = std::string("set a parameter's data: ") + e.what();
-    *err = static_cast<char *>(std::malloc(m.size() + 1));
-    std::memcpy(*err, m.c_str(), m.size() + 1);
+    *err = memo_copy_message(std::string("set a parameter's data: ") + e.what());
     return 1;
   }
 }

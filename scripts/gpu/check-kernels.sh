@@ -6,7 +6,8 @@
 # parameters), before any GPU is lent. NVRTC's own built-ins are declared
 # here; clang 14 or later (Debian: apt-get install clang). Prints the
 # kernels' entry points and their parameter blocks; exits non-zero if
-# clang rejects the source or an entry point is missing.
+# clang rejects the source or an entry point the loader looks up
+# (elementwise_loader.h's kernel_names) is missing.
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 clang=${CLANG:-clang++}
@@ -30,9 +31,10 @@ PRELUDE
 	cat "$here/internal/torchx/elementwise.cu"
 } >"$w/k.cu"
 "$clang" -x cuda --cuda-device-only -nocudainc -nocudalib --cuda-gpu-arch=sm_80 -std=c++17 -O2 -Wall -S -o "$w/k.ptx" "$w/k.cu"
-want="memo_rope_fwd_f32_f32 memo_rope_bwd_f32_f32 memo_rope_fwd_f32_bf16 memo_rope_bwd_f32_bf16
-memo_rope_fwd_bf16_f32 memo_rope_bwd_bf16_f32 memo_rope_fwd_bf16_bf16 memo_rope_bwd_bf16_bf16
-memo_swiglu_fwd_f32 memo_swiglu_bwd_f32 memo_swiglu_fwd_bf16 memo_swiglu_bwd_bf16"
+# The names the loader resolves, from its table.
+want=$(sed -n '/kernel_names\[\] = {/,/};/p' "$here/internal/torchx/elementwise_loader.h" | grep -o '"memo_[a-z0-9_]*"' | tr -d '"')
+n=$(echo $want | wc -w)
+((n == 12)) || { echo "check-kernels: $n kernel names in elementwise_loader.h, want 12" >&2; exit 1; }
 missing=0
 for k in $want; do
 	grep -q "\.entry $k(" "$w/k.ptx" || { echo "check-kernels: no entry point $k" >&2; missing=1; }
