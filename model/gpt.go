@@ -540,8 +540,11 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 			kind = InnerProduct
 		}
 		if a.QKV == QKVSeparate && separateProducts(g, st, be) {
-			one := func(m module) *ts.Tensor { return s.keep(g.linear(be, xn, blk.mods[m].w, blk.mods[m].b, kind)) }
-			qf, kf, vf = one(modQ), one(modK), one(modV)
+			in := productInputs(s, xn, be, 3)
+			one := func(i int, m module) *ts.Tensor {
+				return s.keep(g.linear(be, in[i], blk.mods[m].w, blk.mods[m].b, kind))
+			}
+			qf, kf, vf = one(0, modQ), one(1, modK), one(2, modV)
 		} else {
 			w, bias := g.fusedQKV(s, li, st)
 			qkv := s.keep(g.linear(be, xn, w, bias, kind)) // [B,T,(H+2·KV)·hd]
@@ -611,7 +614,8 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 	var gate, up *ts.Tensor // [B,T,f] each
 	if g.arch.MLP == MLPGated && separateProducts(g, st, be) {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
-		gate, up = s.keep(g.linear(be, xn, gm.w, gm.b, InnerProduct)), s.keep(g.linear(be, xn, um.w, um.b, InnerProduct))
+		in := productInputs(s, xn, be, 2)
+		gate, up = s.keep(g.linear(be, in[0], gm.w, gm.b, InnerProduct)), s.keep(g.linear(be, in[1], um.w, um.b, InnerProduct))
 	} else {
 		f := int64(g.cfg.FFN)
 		w, bias := g.fusedGateUp(s, li, st)
@@ -745,6 +749,25 @@ func keepsProjections(g *GPT, st *PassState, be Backend) bool {
 	l, ok := be.(Layout)
 	return ok && !st.cached() && g.arch.QKNorm == QKNormNone && g.cfg.QKVClip == 0 &&
 		(g.arch.Positions != PosRotary || g.cfg.RotaryDim() == g.cfg.HeadDim) && l.KeepsProjections()
+}
+
+// productInputs is x as n separate products read it: x itself unless be
+// says it multiplies in another dtype (Base), else n copies in that dtype
+// (freed with s), the casts each product would make of x, made in one
+// pass and with their gradients summed in one (torchx.CastCopies).
+func productInputs(s *scope, x *ts.Tensor, be Backend, n int) []*ts.Tensor {
+	in := make([]*ts.Tensor, n)
+	b, ok := be.(Base)
+	if !ok || b.DType() == x.DType() {
+		for i := range in {
+			in[i] = x
+		}
+		return in
+	}
+	for i, c := range torchx.CastCopies(x, b.DType(), n) {
+		in[i] = s.keep(c)
+	}
+	return in
 }
 
 // separateProducts reports whether a block multiplies by its separate

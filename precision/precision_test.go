@@ -309,8 +309,8 @@ func requireNearPass(t *testing.T, how string, gotLogits, wantLogits *ts.Tensor,
 }
 
 // On a GPU, a bf16-mixed training pass of a Llama (q, k and v kept bf16,
-// separate gate and up products) goes through memo's rotary and SwiGLU
-// kernels, and gives the compositions' logits and gradients within bf16
+// separate gate and up products) goes through memo's rotary, SwiGLU and
+// copy kernels, and gives the compositions' logits and gradients within bf16
 // rounding: rotary embedding is expected bit for bit, SwiGLU's backward
 // to a rounding (libtorch's compiled SiLU backward may contract
 // differently). MEMO_KERNELS=off's path (torchx.SetKernels(false)) is the
@@ -324,7 +324,39 @@ func TestElementwiseKernelsInTraining(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dev := gotch.CudaBuilder(0)
+	passesThroughKernels(t, gotch.CudaBuilder(0), "with the kernels", func(g *model.GPT) {
+		if !g.Backend().(*Backend).KeepsProjections() {
+			t.Fatal("q, k and v are not kept bf16 on the GPU")
+		}
+	})
+}
+
+// The GPU's training layout on the CPU: a bf16-mixed backend that
+// multiplies q, k, v (gate, up) separately and keeps inner products bf16,
+// with memo's elementwise kernels run by their host code. The normalized
+// activations go to the products as bfloat16 copies made by one kernel
+// call each (two a layer), rotary embedding and SwiGLU take theirs, and
+// the pass gives the compositions' logits and gradients within bf16
+// rounding (the CPU's bfloat16 SiLU rounds differently from the kernel's
+// float32 one).
+func TestGPULayoutThroughKernelsOnHost(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torchx.ElementwiseOnHostForTest()()
+	// Rotary embedding takes float32 q and k here: the fused attention
+	// that would keep them bf16 is not in Debian's libtorch.
+	passesThroughKernels(t, gotch.CPU, "with the kernels on the host", func(g *model.GPT) {
+		g.SetBackend(&Backend{dt: gotch.BFloat16, keepInner: true, separate: true})
+	})
+}
+
+// passesThroughKernels runs a bf16-mixed Llama's pass on dev (setup sees
+// the model first) without memo's elementwise kernels and with them, and
+// requires five kernel calls a layer with them (two rotary calls, the
+// bfloat16 copies of the two normalized activations, SwiGLU), none
+// without, and logits and gradients within bf16 rounding of each other.
+func passesThroughKernels(t *testing.T, dev gotch.Device, how string, setup func(g *model.GPT)) {
+	t.Helper()
 	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	layers := 0
@@ -334,19 +366,16 @@ func TestElementwiseKernelsInTraining(t *testing.T) {
 		before := torchx.ElementwiseCalls()
 		logits, grads := bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
 			layers = g.Config().Layers
-			if !g.Backend().(*Backend).KeepsProjections() {
-				t.Fatal("q, k and v are not kept bf16 on the GPU")
-			}
+			setup(g)
 		})
 		return logits, grads, torchx.ElementwiseCalls() - before
 	}
 	wantLogits, wantGrads, off := run(false)
 	gotLogits, gotGrads, on := run(true)
-	// Two rotary calls (q, k) and one SwiGLU a layer.
-	if off != 0 || on != int64(3*layers) {
-		t.Fatalf("kernel calls: %d with the kernels, %d without; want 3 a layer (%d layers) with, none without", on, off, layers)
+	if off != 0 || on != int64(5*layers) {
+		t.Fatalf("kernel calls: %d with the kernels, %d without; want 5 a layer (%d layers) with, none without", on, off, layers)
 	}
-	requireNearPass(t, fmt.Sprintf("with the kernels (%d calls)", on), gotLogits, wantLogits, gotGrads, wantGrads)
+	requireNearPass(t, fmt.Sprintf("%s (%d calls)", how, on), gotLogits, wantLogits, gotGrads, wantGrads)
 }
 
 // bf16MixedPass builds cfg's model on dev in bf16-mixed, lets check see it,

@@ -1,5 +1,6 @@
-// Rotary embedding and the SwiGLU product: libtorch's composition, or on a
-// GPU memo's own kernels (elementwise.cu) as autograd functions.
+// Rotary embedding, the SwiGLU product and the bfloat16 copies of an
+// activation several products read: libtorch's composition, or on a GPU
+// memo's own kernels (elementwise.cu) as autograd functions.
 //
 // The composition is what gotch's ops would compute one by one, in one Go
 // → C call. On a GPU each of its ops is a kernel that reads and writes the
@@ -344,6 +345,104 @@ at::Tensor swiglu_joined(const at::Tensor &gu, bool kernels) {
   return swiglu_composed(torch::narrow(gu, -1, 0, f), torch::narrow(gu, -1, f, f));
 }
 
+// copies_run writes the k bfloat16 copies of float32 x (forward) or sums
+// their k gradients into float32 dx (backward), n elements, contiguous, on
+// the host or device's GPU. Unused pointers repeat the first.
+void copies_run(Place where, int device, bool forward, long long n, int k, const void *in[3], void *out[3]) {
+  if (where == Place::gpu) {
+    const void *x = in[0], *d0 = in[0], *d1 = in[1], *d2 = in[2];
+    void *y0 = out[0], *y1 = out[1], *y2 = out[2], *dx = out[0];
+    void *fwd[] = {&n, &k, &x, &y0, &y1, &y2};
+    void *bwd[] = {&n, &k, &d0, &d1, &d2, &dx};
+    memo_elementwise::launch(device, forward ? memo_elementwise::copies_fwd_bf16 : memo_elementwise::copies_bwd_bf16, n,
+                             forward ? fwd : bwd);
+    return;
+  }
+  using memo::bf16;
+  for (long long i = 0; i < n; i++) {
+    if (forward)
+      memo::cast_copies_forward_at(i, k, static_cast<const float *>(in[0]), static_cast<bf16 *>(out[0]),
+                                   static_cast<bf16 *>(out[1]), static_cast<bf16 *>(out[2]));
+    else
+      memo::cast_copies_backward_at(i, k, static_cast<const bf16 *>(in[0]), static_cast<const bf16 *>(in[1]),
+                                    static_cast<const bf16 *>(in[2]), static_cast<float *>(out[0]));
+  }
+}
+
+// copies_composed is k casts of x to t, each its own autograd node.
+std::vector<at::Tensor> copies_composed(const at::Tensor &x, at::ScalarType t, int64_t k) {
+  std::vector<at::Tensor> ys;
+  for (int64_t j = 0; j < k; j++) ys.push_back(x.to(t));
+  return ys;
+}
+
+// CastCopiesFn is k bfloat16 copies of a contiguous float32 x in one pass,
+// as an autograd function whose backward pass sums the copies' gradients
+// into float32 in one pass. The composition writes each copy in a pass of
+// its own, and backward widens each gradient in a pass and adds them in
+// k − 1 more.
+struct CastCopiesFn : public torch::autograd::Function<CastCopiesFn> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, int64_t k,
+                                                int64_t where) {
+    ctx->saved_data["where"] = where;
+    std::vector<at::Tensor> ys;
+    const void *in[3] = {x.data_ptr(), nullptr, nullptr};
+    void *out[3];
+    for (int64_t j = 0; j < k; j++) {
+      ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
+      out[j] = ys.back().data_ptr();
+    }
+    for (int64_t j = k; j < 3; j++) out[j] = out[0];
+    kernel_calls++;
+    copies_run(static_cast<Place>(where), x.get_device(), true, static_cast<long long>(x.numel()), static_cast<int>(k),
+               in, out);
+    return ys;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    // A copy that no product read has no gradient; one in another dtype
+    // or layout than a product's is not expected. Either takes the
+    // composition's sum.
+    bool fits = true;
+    std::vector<at::Tensor> defined;
+    for (const at::Tensor &g : grads) {
+      if (!g.defined()) {
+        fits = false;
+        continue;
+      }
+      defined.push_back(g);
+      if (g.scalar_type() != at::kBFloat16 || !g.is_contiguous() || g.sizes() != grads[0].sizes()) fits = false;
+    }
+    if (defined.empty()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    if (!fits) {
+      at::Tensor dx = defined[0].to(at::kFloat);
+      for (size_t j = 1; j < defined.size(); j++) dx = torch::add(dx, defined[j].to(at::kFloat));
+      return {dx, at::Tensor(), at::Tensor()};
+    }
+    const int k = static_cast<int>(grads.size());
+    at::Tensor dx = at::empty_like(grads[0], grads[0].options().dtype(at::kFloat), at::MemoryFormat::Contiguous);
+    const void *in[3];
+    for (int j = 0; j < 3; j++) in[j] = grads[j < k ? j : 0].data_ptr();
+    void *out[3] = {dx.data_ptr(), dx.data_ptr(), dx.data_ptr()};
+    copies_run(static_cast<Place>(ctx->saved_data["where"].toInt()), dx.get_device(), false,
+               static_cast<long long>(dx.numel()), k, in, out);
+    return {dx, at::Tensor(), at::Tensor()};
+  }
+};
+
+// cast_copies is k copies of x in dtype t, each its own tensor and its own
+// gradient's way back: memo's kernel for float32 → bfloat16 where it
+// runs, else k casts.
+std::vector<at::Tensor> cast_copies(const at::Tensor &x, at::ScalarType t, int64_t k, bool kernels) {
+  if (k < 1 || k > 3) throw std::invalid_argument("cast copies: k = " + std::to_string(k) + ", want 1 to 3");
+  Place where = place_of(x, kernels);
+  if (where != Place::none && x.scalar_type() == at::kFloat && t == at::kBFloat16 && x.is_contiguous() &&
+      x.numel() > 0)
+    return CastCopiesFn::apply(x, k, static_cast<int64_t>(where));
+  return copies_composed(x, t, k);
+}
+
 // close_to reports whether a equals want within tol of want's largest
 // magnitude everywhere, naming the largest difference otherwise. The check
 // is there to catch a kernel that computes something else (a wrong index
@@ -421,6 +520,20 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
     if (!close_to(name + " joined forward", jk, jc, tol, why)) return false;
     if (!close_to(name + " joined backward", djk, djc, tol, why)) return false;
   }
+  // Three bfloat16 copies of a float32 activation; the gradients of three
+  // products coming back, summed.
+  torch::AutoGradMode grad(true);
+  at::Tensor xk = base.view({-1, d}).detach().requires_grad_(true), xc = xk.detach().requires_grad_(true);
+  auto ck = CastCopiesFn::apply(xk, 3, static_cast<int64_t>(where));
+  auto cc = copies_composed(xc, at::kBFloat16, 3);
+  std::vector<at::Tensor> dys;
+  for (int j = 0; j < 3; j++) {
+    if (!close_to("copies forward", ck[j], cc[j], 0, why)) return false;
+    dys.push_back(torch::mul(dyBase.view({-1, d}), at::Scalar(j + 1.0)).to(at::kBFloat16));
+  }
+  at::Tensor dk = torch::autograd::grad({ck[0], ck[1], ck[2]}, {xk}, dys)[0];
+  at::Tensor dc = torch::autograd::grad({cc[0], cc[1], cc[2]}, {xc}, dys)[0];
+  if (!close_to("copies backward", dk, dc, 1e-6, why)) return false;
   return true;
 }
 
@@ -504,6 +617,20 @@ void *memo_swiglu_joined(void *gate_up, int kernels, char **err) {
   } catch (const std::exception &e) {
     *err = memo_copy_message(e.what());
     return nullptr;
+  }
+}
+
+// memo_cast_copies writes k (1 to 3) copies of x in dtype (a c10
+// ScalarType) to out[0..k), through memo's kernel where it applies (with
+// kernels). Returns 0, or 1 and sets *err on failure.
+int memo_cast_copies(void *x, int dtype, int k, int kernels, void **out, char **err) {
+  try {
+    auto ys = cast_copies(*static_cast<at::Tensor *>(x), static_cast<at::ScalarType>(dtype), k, kernels != 0);
+    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j]);
+    return 0;
+  } catch (const std::exception &e) {
+    *err = memo_copy_message(e.what());
+    return 1;
   }
 }
 

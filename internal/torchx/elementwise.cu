@@ -1,6 +1,7 @@
-// memo's elementwise kernels: rotary embedding and the SwiGLU product,
-// forward and backward, each one pass over memory where libtorch's
-// composition makes five to eight.
+// memo's elementwise kernels: rotary embedding, the SwiGLU product and
+// the bfloat16 copies of a normalized activation that several products
+// read, forward and backward, each one pass over memory where libtorch's
+// composition makes several.
 //
 // This file is compiled twice. On a GPU, NVRTC compiles it at run time
 // (elementwise_cuda.cpp hands it the text, embedded by elementwise.go),
@@ -187,6 +188,29 @@ MEMO_DEVICE void swiglu_backward_at(const SwiGLUShape &s, long long i, const T *
   elem<T>::store(dgate, o, __fmul_rn(__fmul_rn(da, sg), slope));
 }
 
+// cast_copies_forward_at writes element i of float32 x, rounded to
+// bfloat16, into each of the k (1 to 3) copies, as k casts would: one per
+// product that reads x, each copy its own tensor so that each product's
+// gradient comes back on its own.
+MEMO_DEVICE void cast_copies_forward_at(long long i, int k, const float *x, bf16 *y0, bf16 *y1, bf16 *y2) {
+  const bf16 v = float_to_bf16(x[i]);
+  y0[i] = v;
+  if (k > 1) y1[i] = v;
+  if (k > 2) y2[i] = v;
+}
+
+// cast_copies_backward_at is x's gradient at element i: each copy's
+// bfloat16 gradient widened to float32, as a cast's backward widens it,
+// and the k summed in float32 in copy order, as autograd sums the
+// gradients of a tensor read k times.
+MEMO_DEVICE void cast_copies_backward_at(long long i, int k, const bf16 *d0, const bf16 *d1, const bf16 *d2,
+                                         float *dx) {
+  float sum = bf16_to_float(d0[i]);
+  if (k > 1) sum = __fadd_rn(sum, bf16_to_float(d1[i]));
+  if (k > 2) sum = __fadd_rn(sum, bf16_to_float(d2[i]));
+  dx[i] = sum;
+}
+
 }  // namespace memo
 
 #ifndef MEMO_ELEMENTWISE_HOST
@@ -226,4 +250,16 @@ MEMO_ROPE_KERNELS(bf16_bf16, memo::bf16, memo::bf16)
 
 MEMO_SWIGLU_KERNELS(f32, float)
 MEMO_SWIGLU_KERNELS(bf16, memo::bf16)
+
+extern "C" __global__ void memo_copies_fwd_bf16(long long n, int k, const float *x, memo::bf16 *y0, memo::bf16 *y1,
+                                                memo::bf16 *y2) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    memo::cast_copies_forward_at(i, k, x, y0, y1, y2);
+}
+
+extern "C" __global__ void memo_copies_bwd_bf16(long long n, int k, const memo::bf16 *d0, const memo::bf16 *d1,
+                                                const memo::bf16 *d2, float *dx) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    memo::cast_copies_backward_at(i, k, d0, d1, d2, dx);
+}
 #endif

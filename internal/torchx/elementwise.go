@@ -6,10 +6,12 @@ import "C"
 
 import (
 	_ "embed"
+	"fmt"
 	"runtime"
 	"unsafe"
 
 	"github.com/sugarme/gotch"
+	lib "github.com/sugarme/gotch/libtch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -86,8 +88,40 @@ func SwiGLUJoined(gateUp *ts.Tensor) *ts.Tensor {
 	return fusedResult("swiglu", p, e)
 }
 
+// CastCopies is n (1 to 3) copies of x in dt, each its own tensor, as n
+// casts of x would give them: the inputs of n products that read one
+// activation (a block's normalized x, read by the q, k and v products, or
+// by gate and up), so that each product's gradient comes back on its own
+// and they are summed in x's dtype. On a GPU, a contiguous float32 x cast
+// to bfloat16 goes through memo's kernel: one pass writes all the copies,
+// and one pass sums their gradients into float32, where the composition
+// makes n passes forward and 2n − 1 backward. Its copies are the casts'
+// bit for bit; the gradient's sum may differ from autograd's in the last
+// bit, by the order of the additions. Panics, like gotch's Must
+// functions, if libtorch fails.
+func CastCopies(x *ts.Tensor, dt gotch.DType, n int) []*ts.Tensor {
+	var e *C.char
+	out := make([]unsafe.Pointer, n)
+	var first *unsafe.Pointer
+	if n > 0 {
+		first = &out[0]
+	}
+	// out is Go memory the C call fills with n tensor pointers: cgo allows
+	// it, since it holds no Go pointers.
+	rc := C.memo_cast_copies(x.Ctensor(), C.int(dt.CInt()), C.int(n), kernelsOn(), first, &e)
+	runtime.KeepAlive(x)
+	if rc != 0 {
+		panic(fmt.Sprintf("cast copies: %v", cErr(e)))
+	}
+	ys := make([]*ts.Tensor, n)
+	for i, p := range out {
+		ys[i] = ts.New(lib.Ctensor(p))
+	}
+	return ys
+}
+
 // ElementwiseKernels says whether CUDA device index runs memo's
-// elementwise kernels (RopeTo, SwiGLU): "on", compiling and checking them
+// elementwise kernels (RopeTo, SwiGLU, CastCopies): "on", compiling and checking them
 // first if no call has, or "off: " and why it keeps libtorch's
 // compositions (MEMO_KERNELS=off, a build without the cuda tag, no NVRTC,
 // a failed check against the composition).
@@ -118,6 +152,15 @@ func setElementwiseOnHost(on bool) {
 		v = 1
 	}
 	C.memo_elementwise_on_host(v)
+}
+
+// ElementwiseOnHostForTest runs the GPU kernels' per-element code on CPU
+// tensors until the returned function is called: how another package's
+// tests take a model's GPU path through the kernels on a machine without
+// a GPU. Never for anything but tests (it is slow, one element at a time).
+func ElementwiseOnHostForTest() (restore func()) {
+	setElementwiseOnHost(true)
+	return func() { setElementwiseOnHost(false) }
 }
 
 // elementwiseCheckOnHost runs a GPU's start-up check of the kernels with

@@ -8,7 +8,8 @@
 namespace memo_elementwise {
 
 // Kernel is one of elementwise.cu's entry points: rotary embedding by
-// direction and input/output dtypes, SwiGLU by direction and dtype.
+// direction and input/output dtypes, SwiGLU by direction and dtype, the
+// bfloat16 copies by direction.
 enum Kernel : int {
   rope_fwd_f32_f32,
   rope_fwd_f32_bf16,
@@ -22,6 +23,8 @@ enum Kernel : int {
   swiglu_fwd_bf16,
   swiglu_bwd_f32,
   swiglu_bwd_bf16,
+  copies_fwd_bf16,
+  copies_bwd_bf16,
   kernel_count
 };
 
@@ -31,6 +34,7 @@ inline constexpr const char *kernel_names[] = {
     "memo_rope_fwd_f32_f32",  "memo_rope_fwd_f32_bf16", "memo_rope_fwd_bf16_f32", "memo_rope_fwd_bf16_bf16",
     "memo_rope_bwd_f32_f32",  "memo_rope_bwd_f32_bf16", "memo_rope_bwd_bf16_f32", "memo_rope_bwd_bf16_bf16",
     "memo_swiglu_fwd_f32",    "memo_swiglu_fwd_bf16",   "memo_swiglu_bwd_f32",    "memo_swiglu_bwd_bf16",
+    "memo_copies_fwd_bf16",   "memo_copies_bwd_bf16",
 };
 static_assert(sizeof kernel_names / sizeof kernel_names[0] == kernel_count, "a Kernel without a name");
 

@@ -2,6 +2,7 @@ package torchx_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -317,5 +318,107 @@ func TestSwiGLUKernelLeavesViews(t *testing.T) {
 				t.Fatalf("%d kernel calls, want none", calls)
 			}
 		})
+	}
+}
+
+// castCopiesPass is copies(x)'s copies, and x's gradient of Σⱼ copyⱼ·wⱼ
+// (w in bfloat16, one per copy): what n products reading x hand back.
+func castCopiesPass(t *testing.T, x *ts.Tensor, w []*ts.Tensor, copies func(x *ts.Tensor) []*ts.Tensor) ([]*ts.Tensor, *ts.Tensor) {
+	t.Helper()
+	in := leaf(x)
+	ys := copies(in)
+	var loss *ts.Tensor
+	for j, y := range ys {
+		term := y.MustMul(w[j], false).MustSum(gotch.Float, true)
+		if loss == nil {
+			loss = term
+		} else {
+			loss = loss.MustAdd(term, true)
+		}
+	}
+	loss.MustBackward()
+	return ys, in.MustGrad(false)
+}
+
+// The copies are the casts' bit for bit, and x's gradient is the copies'
+// gradients widened to float32 and summed in copy order, bit for bit, in
+// one kernel call; the composition's autograd sum agrees to float32's
+// rounding.
+func TestCastCopiesKernel(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for n := 1; n <= 3; n++ {
+			t.Run(fmt.Sprintf("%v-%d", dev, n), func(t *testing.T) {
+				torchx.Seed(5)
+				x := randnOf([]int64{3, 7, 40}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(3), true)
+				w := make([]*ts.Tensor, n)
+				for j := range w {
+					w[j] = randnOf([]int64{3, 7, 40}, gotch.BFloat16, dev)
+				}
+				var ys []*ts.Tensor
+				var dx *ts.Tensor
+				calls := countsCalls(func() {
+					ys, dx = castCopiesPass(t, x, w, func(x *ts.Tensor) []*ts.Tensor { return torchx.CastCopies(x, gotch.BFloat16, n) })
+				})
+				if calls != 1 {
+					t.Fatalf("%d kernel calls, want 1", calls)
+				}
+				if len(ys) != n {
+					t.Fatalf("%d copies, want %d", len(ys), n)
+				}
+				cast := x.MustTotype(gotch.BFloat16, false)
+				for j, y := range ys {
+					requireSame(t, fmt.Sprintf("copy %d", j), y, cast)
+				}
+				want := w[0].MustTotype(gotch.Float, false)
+				for _, wj := range w[1:] {
+					want = want.MustAdd(wj.MustTotype(gotch.Float, false), true)
+				}
+				requireSame(t, "x's gradient", dx, want)
+
+				composed := func(x *ts.Tensor) []*ts.Tensor {
+					out := make([]*ts.Tensor, n)
+					for j := range out {
+						out[j] = x.MustTotype(gotch.BFloat16, false)
+					}
+					return out
+				}
+				_, dxComposed := castCopiesPass(t, x, w, composed)
+				requireWithinRounding(t, "x's gradient against autograd's sum", dx, dxComposed)
+			})
+		}
+		// What the kernel does not take is n casts: another dtype pair, a
+		// view that is not contiguous.
+		for _, tc := range []struct {
+			name string
+			x    func() *ts.Tensor
+			dt   gotch.DType
+		}{
+			{"to float32", func() *ts.Tensor { return randnOf([]int64{4, 6}, gotch.Float, dev) }, gotch.Float},
+			{"from bfloat16", func() *ts.Tensor { return randnOf([]int64{4, 6}, gotch.BFloat16, dev) }, gotch.BFloat16},
+			{"a transposed view", func() *ts.Tensor { return randnOf([]int64{4, 6}, gotch.Float, dev).MustT(true) }, gotch.BFloat16},
+		} {
+			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
+				x := tc.x()
+				var ys []*ts.Tensor
+				calls := countsCalls(func() { ys = torchx.CastCopies(x, tc.dt, 2) })
+				if calls != 0 {
+					t.Fatalf("%d kernel calls, want none", calls)
+				}
+				for j, y := range ys {
+					requireSame(t, fmt.Sprintf("copy %d", j), y, x.MustTotype(tc.dt, false))
+				}
+			})
+		}
+	}
+	for _, n := range []int{0, 4} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "want 1 to 3") {
+					t.Errorf("CastCopies(x, bf16, %d): %v, want a panic naming the range", n, r)
+				}
+			}()
+			torchx.CastCopies(ts.MustOnes([]int64{2}, gotch.Float, gotch.CPU), gotch.BFloat16, n)
+		}()
 	}
 }

@@ -34,11 +34,11 @@ PRELUDE
 # The names the loader resolves, from its table.
 want=$(sed -n '/kernel_names\[\] = {/,/};/p' "$here/internal/torchx/elementwise_loader.h" | grep -o '"memo_[a-z0-9_]*"' | tr -d '"')
 n=$(echo $want | wc -w)
-((n == 12)) || { echo "check-kernels: $n kernel names in elementwise_loader.h, want 12" >&2; exit 1; }
+((n > 0)) || { echo "check-kernels: no kernel names in elementwise_loader.h" >&2; exit 1; }
 missing=0
 for k in $want; do
 	grep -q "\.entry $k(" "$w/k.ptx" || { echo "check-kernels: no entry point $k" >&2; missing=1; }
 done
 grep -A8 '\.entry' "$w/k.ptx" | grep -E '\.entry|\.param' | sed 's/^[[:space:]]*//'
-((missing == 0)) && echo "check-kernels: 12 entry points compiled for sm_80"
+((missing == 0)) && echo "check-kernels: $n entry points compiled for sm_80"
 exit $missing

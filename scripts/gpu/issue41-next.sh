@@ -7,7 +7,7 @@
 #   b   the fused RMSNorm and rotary tests and memo's elementwise kernels
 #       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU),
 #       then precision.test's and engine.test's CUDA tests
-#   k   memo's rotary and SwiGLU kernels at 8 x 2048 on the 1.1B shape: memo
+#   k   memo's elementwise kernels (rotary, SwiGLU, copies) at 8 x 2048 on the 1.1B shape: memo
 #       bench train with them (the default) and with MEMO_KERNELS=off,
 #       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
 #       losses, and whether the kernels ran (issue 41's 40 % MFU)
@@ -147,7 +147,7 @@ fi
 # alternating, each run saying whether the kernels ran.
 if want k && fits k 110; then
 	{
-		echo "--- k: memo's rotary and SwiGLU kernels on and off (MEMO_KERNELS=off), ${kshape[*]}, $kpairs pairs of $steps steps"
+		echo "--- k: memo's elementwise kernels on and off (MEMO_KERNELS=off), ${kshape[*]}, $kpairs pairs of $steps steps"
 		for i in $(seq "$kpairs"); do
 			for v in on off; do
 				e=MEMO_KERNELS=on
