@@ -485,21 +485,67 @@ func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool) *ts.Tensor {
 // the last position only, [B,1,d] (see run).
 func (g *GPT) block(li int, x *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	b := &g.blocks[li]
+	be := g.backend(st)
 	var s scope
 	defer s.drop()
-	attn := s.keep(g.attend(&s, li, s.keep(g.branchNorm(x, b, modAttnNorm)), in, st, lastOnly))
+	xn, qkvIn := g.normFor(&s, x, b, modAttnNorm, be, g.qkvReaders(st, be))
+	attn := s.keep(g.attend(&s, li, xn, qkvIn, in, st, lastOnly))
 	attn = s.keep(g.branchNorm(attn, b, modAttnPostNorm))
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
+	mlpOf := func(x *ts.Tensor) *ts.Tensor {
+		xn, in := g.normFor(&s, x, b, modMLPNorm, be, g.gateUpReaders(st, be))
+		return s.keep(g.branchNorm(s.keep(g.mlp(&s, li, xn, in, st)), b, modMLPPostNorm))
+	}
 	if g.cfg.ParallelResidual {
-		mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(x, b, modMLPNorm)), st)), b, modMLPPostNorm))
+		mlp := mlpOf(x)
 		// Hugging Face's order of the sum: (mlp + attn) + x.
 		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false)
 	}
 	h := s.keep(x.MustAdd(attn, false))
-	mlp := s.keep(g.branchNorm(s.keep(g.mlp(&s, li, s.keep(g.branchNorm(h, b, modMLPNorm)), st)), b, modMLPPostNorm))
-	return h.MustAdd(mlp, false)
+	return h.MustAdd(mlpOf(h), false)
+}
+
+// normFor is block norm m of x for a branch whose first products read it
+// n times separately (0: one product or another recipe). It returns the
+// norm's result, and with n > 0 the n inputs of those products
+// (productInputs). On a GPU, the RMSNorm and the bfloat16 copies are one
+// kernel (torchx.RMSNormCopies), and xn is the first copy: the recipe
+// then reads xn only for its shape.
+func (g *GPT) normFor(s *scope, x *ts.Tensor, b *block, m module, be Backend, n int) (xn *ts.Tensor, in []*ts.Tensor) {
+	rms := g.arch.Norm == NormRMS || g.arch.Norm == NormRMSOffset
+	if base, ok := be.(Base); ok && n > 0 && rms && g.arch.uses(m) && base.DType() != x.DType() {
+		if ys, ok := torchx.RMSNormCopies(x, b.mods[m].w, g.cfg.NormEps, g.arch.Norm == NormRMSOffset, base.DType(), n); ok {
+			for _, y := range ys {
+				s.keep(y)
+			}
+			return ys[0], ys
+		}
+	}
+	xn = s.keep(g.branchNorm(x, b, m))
+	if n > 0 {
+		in = productInputs(s, xn, be, n)
+	}
+	return xn, in
+}
+
+// qkvReaders is how many products read the attention's normalized input
+// separately: three (q, k, v) where the recipe multiplies them one at a
+// time, else none.
+func (g *GPT) qkvReaders(st *PassState, be Backend) int {
+	if g.arch.QKV == QKVSeparate && separateProducts(g, st, be) {
+		return 3
+	}
+	return 0
+}
+
+// gateUpReaders is qkvReaders for the MLP's gate and up.
+func (g *GPT) gateUpReaders(st *PassState, be Backend) int {
+	if g.arch.MLP == MLPGated && separateProducts(g, st, be) {
+		return 2
+	}
+	return 0
 }
 
 // branchNorm applies block norm m to x, or returns a shallow copy of x
@@ -515,9 +561,10 @@ func (g *GPT) branchNorm(x *ts.Tensor, b *block, m module) *ts.Tensor {
 // family's recipe around the backend (Backend, chosen by whoever built
 // st): q, k and v in one product, query/key norms, rotary
 // positions, then the backend (cache, heads, kernel), then the output
-// projection. With lastOnly only the last position queries, and the
-// result is [B,1,d].
-func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
+// projection. qkvIn are the separate q, k and v products' inputs when
+// normFor made them (else nil). With lastOnly only the last position
+// queries, and the result is [B,1,d].
+func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, qkvIn []*ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	c, a, blk, be := g.cfg, g.arch, &g.blocks[li], g.backend(st)
 	size := xn.MustSize()
 	b, t := size[0], size[1]
@@ -539,10 +586,12 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, in *inputs, st *PassState,
 		if kept {
 			kind = InnerProduct
 		}
-		if a.QKV == QKVSeparate && separateProducts(g, st, be) {
-			in := productInputs(s, xn, be, 3)
+		if g.qkvReaders(st, be) == 3 {
+			if qkvIn == nil {
+				qkvIn = productInputs(s, xn, be, 3)
+			}
 			one := func(i int, m module) *ts.Tensor {
-				return s.keep(g.linear(be, in[i], blk.mods[m].w, blk.mods[m].b, kind))
+				return s.keep(g.linear(be, qkvIn[i], blk.mods[m].w, blk.mods[m].b, kind))
 			}
 			qf, kf, vf = one(0, modQ), one(1, modK), one(2, modV)
 		} else {
@@ -601,9 +650,10 @@ func (g *GPT) attnScale() float64 {
 }
 
 // mlp is the feed-forward branch: gated (gate and up in one product, or
-// two on a GPU) or plain, with the family's activation; SiLU's gate in one
-// C++ call (torchx.SwiGLU, SwiGLUJoined: memo's kernel on a GPU).
-func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
+// two on a GPU, reading in when normFor made their inputs) or plain, with
+// the family's activation; SiLU's gate in one C++ call (torchx.SwiGLU,
+// SwiGLUJoined: memo's kernel on a GPU).
+func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, in []*ts.Tensor, st *PassState) *ts.Tensor {
 	blk, be := &g.blocks[li], g.backend(st)
 	down := blk.mods[modDown]
 	if g.arch.MLP == MLPPlain {
@@ -612,9 +662,11 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, st *PassState) *ts.Tensor {
 		return g.linear(be, hidden, down.w, down.b, InnerProduct)
 	}
 	var gate, up *ts.Tensor // [B,T,f] each
-	if g.arch.MLP == MLPGated && separateProducts(g, st, be) {
+	if g.gateUpReaders(st, be) == 2 {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
-		in := productInputs(s, xn, be, 2)
+		if in == nil {
+			in = productInputs(s, xn, be, 2)
+		}
 		gate, up = s.keep(g.linear(be, in[0], gm.w, gm.b, InnerProduct)), s.keep(g.linear(be, in[1], um.w, um.b, InnerProduct))
 	} else {
 		f := int64(g.cfg.FFN)

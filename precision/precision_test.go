@@ -333,10 +333,9 @@ func TestElementwiseKernelsInTraining(t *testing.T) {
 
 // The GPU's training layout on the CPU: a bf16-mixed backend that
 // multiplies q, k, v (gate, up) separately and keeps inner products bf16,
-// with memo's elementwise kernels run by their host code. The normalized
-// activations go to the products as bfloat16 copies made by one kernel
-// call each (two a layer), rotary embedding and SwiGLU take theirs, and
-// the pass gives the compositions' logits and gradients within bf16
+// with memo's elementwise kernels run by their host code. Each norm writes
+// the bfloat16 copies its products read in one kernel call (two a layer),
+// rotary embedding and SwiGLU take theirs, and the pass gives the compositions' logits and gradients within bf16
 // rounding (the CPU's bfloat16 SiLU rounds differently from the kernel's
 // float32 one).
 func TestGPULayoutThroughKernelsOnHost(t *testing.T) {
@@ -353,29 +352,40 @@ func TestGPULayoutThroughKernelsOnHost(t *testing.T) {
 // passesThroughKernels runs a bf16-mixed Llama's pass on dev (setup sees
 // the model first) without memo's elementwise kernels and with them, and
 // requires five kernel calls a layer with them (two rotary calls, the
-// bfloat16 copies of the two normalized activations, SwiGLU), none
+// two norms each into its products' bfloat16 copies, SwiGLU), none
 // without, and logits and gradients within bf16 rounding of each other.
 func passesThroughKernels(t *testing.T, dev gotch.Device, how string, setup func(g *model.GPT)) {
 	t.Helper()
 	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	layers := 0
-	run := func(kernels bool) (*ts.Tensor, map[string]*ts.Tensor, int64) {
+	kinds := []string{"rope", "swiglu", "copies", "rms-copies"}
+	run := func(kernels bool) (*ts.Tensor, map[string]*ts.Tensor, map[string]int64) {
 		was := torchx.SetKernels(kernels)
 		defer torchx.SetKernels(was)
-		before := torchx.ElementwiseCalls()
+		before := map[string]int64{}
+		for _, k := range kinds {
+			before[k] = torchx.ElementwiseCallsOf(k)
+		}
 		logits, grads := bf16MixedPass(t, dev, cfg, ids, func(g *model.GPT) {
 			layers = g.Config().Layers
 			setup(g)
 		})
-		return logits, grads, torchx.ElementwiseCalls() - before
+		calls := map[string]int64{}
+		for _, k := range kinds {
+			calls[k] = torchx.ElementwiseCallsOf(k) - before[k]
+		}
+		return logits, grads, calls
 	}
 	wantLogits, wantGrads, off := run(false)
 	gotLogits, gotGrads, on := run(true)
-	if off != 0 || on != int64(5*layers) {
-		t.Fatalf("kernel calls: %d with the kernels, %d without; want 5 a layer (%d layers) with, none without", on, off, layers)
+	want := map[string]int64{"rope": int64(2 * layers), "swiglu": int64(layers), "copies": 0, "rms-copies": int64(2 * layers)}
+	for _, k := range kinds {
+		if off[k] != 0 || on[k] != want[k] {
+			t.Fatalf("%s kernel calls: %d with the kernels, %d without; want %d with (%d layers), none without", k, on[k], off[k], want[k], layers)
+		}
 	}
-	requireNearPass(t, fmt.Sprintf("%s (%d calls)", how, on), gotLogits, wantLogits, gotGrads, wantGrads)
+	requireNearPass(t, fmt.Sprintf("%s (%v calls)", how, on), gotLogits, wantLogits, gotGrads, wantGrads)
 }
 
 // bf16MixedPass builds cfg's model on dev in bf16-mixed, lets check see it,

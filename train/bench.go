@@ -78,8 +78,9 @@ type BenchResult struct {
 	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
 	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
 	// ElementwiseKernels is, on a GPU, whether memo's elementwise kernels
-	// (rotary, SwiGLU, bfloat16 copies) run there, where a call's tensors
-	// fit them ("on"), or why not (torchx.ElementwiseKernels).
+	// (rotary, SwiGLU, RMSNorm and bfloat16 copies) run there, where a
+	// call's tensors fit them ("on"), or why not
+	// (torchx.ElementwiseKernels).
 	ElementwiseKernels string `json:"elementwise_kernels,omitempty"`
 	// FirstLoss is the first step's loss (a forward pass of the initial
 	// weights), LastLoss the last step's, after every earlier backward

@@ -18,6 +18,7 @@
 // memo_elementwise_status says why (torchx.ElementwiseKernels). The CPU always takes the composition,
 // except in tests, which run the kernels' per-element code on the host
 // (memo_elementwise_on_host) to check it against libtorch.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -50,6 +51,7 @@ inline unsigned int __float_as_uint(float f) {
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 }  // namespace
 #include "elementwise.cu"
 
@@ -57,8 +59,10 @@ namespace {
 
 std::atomic<bool> on_host{false};
 
-// kernel_calls counts the kernels' forward calls, host and GPU (tests).
-std::atomic<long long> kernel_calls{0};
+// kernel_calls counts the kernels' forward calls, host and GPU, by kind
+// (tests): rotary, SwiGLU, copies, RMSNorm into copies.
+enum CallKind { call_rope, call_swiglu, call_copies, call_rms_copies, call_kinds };
+std::atomic<long long> kernel_calls[call_kinds];
 
 // rotate_half is x·cos + cat(x₂, x₁)·sinSigned, x₁ and x₂ the halves of
 // x's last dimension (sinSigned carries the sign of the rotation).
@@ -180,7 +184,7 @@ struct RopeFn : public torch::autograd::Function<RopeFn> {
     ctx->saved_data["x"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["where"] = where;
     at::Tensor y = at::empty_like(x, x.options().dtype(yt));
-    kernel_calls++;
+    kernel_calls[call_rope]++;
     rope_run(static_cast<Place>(where), true, x.scalar_type(), yt, x, y, c, s);
     return y;
   }
@@ -271,7 +275,7 @@ struct SwiGLUFn : public torch::autograd::Function<SwiGLUFn> {
     ctx->save_for_backward({gate, up});
     ctx->saved_data["where"] = where;
     at::Tensor y = at::empty_like(gate, at::MemoryFormat::Contiguous);
-    kernel_calls++;
+    kernel_calls[call_swiglu]++;
     swiglu_run(static_cast<Place>(where), gate.get_device(), true, gate.scalar_type(), shape(gate),
                {gate.data_ptr(), up.data_ptr(), nullptr, y.data_ptr(), nullptr, nullptr});
     return y;
@@ -308,7 +312,7 @@ struct SwiGLUJoinedFn : public torch::autograd::Function<SwiGLUJoinedFn> {
     size.back() /= 2;
     at::Tensor y = at::empty(size, gu.options());
     const memo::SwiGLUShape s = shape(gu);
-    kernel_calls++;
+    kernel_calls[call_swiglu]++;
     swiglu_run(static_cast<Place>(where), gu.get_device(), true, gu.scalar_type(), s,
                {gu.data_ptr(), half_of(gu, s.f), nullptr, y.data_ptr(), nullptr, nullptr});
     return y;
@@ -393,7 +397,7 @@ struct CastCopiesFn : public torch::autograd::Function<CastCopiesFn> {
       out[j] = ys.back().data_ptr();
     }
     for (int64_t j = k; j < 3; j++) out[j] = out[0];
-    kernel_calls++;
+    kernel_calls[call_copies]++;
     copies_run(static_cast<Place>(where), x.get_device(), true, static_cast<long long>(x.numel()), static_cast<int>(k),
                in, out);
     return ys;
@@ -441,6 +445,120 @@ std::vector<at::Tensor> cast_copies(const at::Tensor &x, at::ScalarType t, int64
       x.numel() > 0)
     return CastCopiesFn::apply(x, k, static_cast<int64_t>(where));
   return copies_composed(x, t, k);
+}
+
+// RMSPtrs are an RMSNorm-copies call's tensors by address.
+struct RMSPtrs {
+  const float *x, *gain;
+  float *rstd;
+  void *y[3];         // the copies (forward)
+  const void *dy[3];  // their gradients (backward)
+  float *dx, *dgain_part;
+};
+
+// rms_blocks is how many blocks the backward pass's grid has, each with a
+// partial row of the gain's gradient: enough to fill a GPU, few enough that
+// their rows are cheap to sum.
+long long rms_blocks(long long rows) { return std::min<long long>(rows, 1024); }
+
+// rms_run computes RMSNorm into the copies (forward) or x's and the gain's
+// gradients (backward) on the host, lane by lane as the GPU's blocks do,
+// or on device's GPU.
+void rms_run(Place where, int device, bool forward, const memo::RowShape &s, RMSPtrs p) {
+  using memo::bf16;
+  const bf16 *d0 = static_cast<const bf16 *>(p.dy[0]), *d1 = static_cast<const bf16 *>(p.dy[1]),
+             *d2 = static_cast<const bf16 *>(p.dy[2]);
+  bf16 *y0 = static_cast<bf16 *>(p.y[0]), *y1 = static_cast<bf16 *>(p.y[1]), *y2 = static_cast<bf16 *>(p.y[2]);
+  if (where == Place::gpu) {
+    void *fwd[] = {const_cast<memo::RowShape *>(&s), &p.x, &p.gain, &y0, &y1, &y2, &p.rstd};
+    void *bwd[] = {const_cast<memo::RowShape *>(&s), &d0, &d1, &d2, &p.x, &p.gain, &p.rstd, &p.dx, &p.dgain_part};
+    memo_elementwise::launch_blocks(device, forward ? memo_elementwise::rms_copies_fwd : memo_elementwise::rms_copies_bwd,
+                                    forward ? std::min<long long>(s.rows, 1LL << 20) : rms_blocks(s.rows),
+                                    MEMO_ROW_LANES, forward ? fwd : bwd);
+    return;
+  }
+  float part[MEMO_ROW_LANES];
+  auto tree = [&part] {
+    for (int h = MEMO_ROW_LANES / 2; h > 0; h >>= 1)
+      for (int l = 0; l < h; l++) part[l] = __fadd_rn(part[l], part[l + h]);
+    return part[0];
+  };
+  const long long blocks = rms_blocks(s.rows);
+  for (long long row = 0; row < s.rows; row++) {
+    if (forward) {
+      for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_sum_sq(s, p.x, row, l);
+      const float r = memo::rms_rstd(s, tree());
+      for (int l = 0; l < MEMO_ROW_LANES; l++) memo::rms_lane_write(s, p.x, p.gain, r, row, l, y0, y1, y2);
+      p.rstd[row] = r;
+    } else {
+      for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_dot(s, d0, d1, d2, p.x, p.gain, row, l);
+      const float dot = tree();
+      float *mine = p.dgain_part + (row % blocks) * s.d;  // the GPU's block for this row
+      for (int l = 0; l < MEMO_ROW_LANES; l++)
+        memo::rms_lane_grad(s, d0, d1, d2, p.x, p.gain, p.rstd[row], dot, row, l, p.dx, mine);
+    }
+  }
+}
+
+// RMSNormCopiesFn is RMSNorm of float32 x [..., d] with float32 gain [d],
+// into k bfloat16 copies (as CastCopiesFn makes them of RMSNorm's output),
+// as an autograd function: one pass over x forward, where RMSNorm and the
+// copies make two, and one backward from the copies' gradients to x's and
+// the gain's, where they make two and keep RMSNorm's float32 output's
+// gradient between them. It keeps x, the gain and each row's 1/rms.
+struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
+  static memo::RowShape shape(const at::Tensor &x, double eps, int64_t k) {
+    const int64_t d = x.size(-1);
+    return memo::RowShape{static_cast<long long>(x.numel() / d), static_cast<int>(d), static_cast<int>(k),
+                          static_cast<float>(eps)};
+  }
+
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
+                                                const at::Tensor &gain, double eps, int64_t k, int64_t where) {
+    const memo::RowShape s = shape(x, eps, k);
+    at::Tensor rstd = at::empty({s.rows}, x.options());
+    std::vector<at::Tensor> ys;
+    RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
+    for (int64_t j = 0; j < k; j++) {
+      ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
+      p.y[j] = ys.back().data_ptr();
+    }
+    for (int64_t j = k; j < 3; j++) p.y[j] = p.y[0];
+    kernel_calls[call_rms_copies]++;
+    rms_run(static_cast<Place>(where), x.get_device(), true, s, p);
+    ctx->save_for_backward({x, gain, rstd});
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["where"] = where;
+    return ys;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &gain = saved[1], &rstd = saved[2];
+    const int64_t k = static_cast<int64_t>(grads.size());
+    const memo::RowShape s = shape(x, ctx->saved_data["eps"].toDouble(), k);
+    std::vector<at::Tensor> dys;
+    for (const at::Tensor &g : grads)
+      dys.push_back(g.defined() ? g.to(at::kBFloat16).contiguous()
+                                : at::zeros_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
+    at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+    at::Tensor part = at::zeros({rms_blocks(s.rows), s.d}, x.options());
+    RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, dx.data_ptr<float>(),
+              part.data_ptr<float>()};
+    for (int j = 0; j < 3; j++) p.dy[j] = dys[j < k ? j : 0].data_ptr();
+    rms_run(static_cast<Place>(ctx->saved_data["where"].toInt()), x.get_device(), false, s, p);
+    const int64_t rows_dim[1] = {0};
+    return {dx, torch::sum(part, at::IntArrayRef(rows_dim, 1)), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// rms_norm_copies_fits: float32 x [..., d] contiguous, a float32 gain [d]
+// on its device, k bfloat16 copies.
+bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &gain, at::ScalarType t, int64_t k) {
+  return k >= 1 && k <= 3 && t == at::kBFloat16 && x.scalar_type() == at::kFloat && x.is_contiguous() &&
+         x.dim() >= 1 && x.numel() > 0 && x.size(-1) <= (1 << 30) && gain.scalar_type() == at::kFloat &&
+         gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device();
 }
 
 // close_to reports whether a equals want within tol of want's largest
@@ -534,6 +652,22 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
   at::Tensor dk = torch::autograd::grad({ck[0], ck[1], ck[2]}, {xk}, dys)[0];
   at::Tensor dc = torch::autograd::grad({cc[0], cc[1], cc[2]}, {xc}, dys)[0];
   if (!close_to("copies backward", dk, dc, 1e-6, why)) return false;
+  // RMSNorm into three copies against the norm's composition and the
+  // casts, rows of x and the gain taking gradients.
+  at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(d, f32)), at::Scalar(0.5)), at::Scalar(1.0));
+  at::Tensor nk = xk.detach().requires_grad_(true), nc = xk.detach().requires_grad_(true);
+  at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
+  auto rk = RMSNormCopiesFn::apply(nk, gk, 1e-5, 3, static_cast<int64_t>(where));
+  const int64_t last[1] = {-1};
+  at::Tensor ms = torch::mean(torch::square(nc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
+  auto rc = copies_composed(torch::mul(torch::mul(nc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
+                            at::kBFloat16, 3);
+  for (int j = 0; j < 3; j++)
+    if (!close_to("rms copies forward", rk[j], rc[j], 1.0 / 128, why)) return false;
+  auto drk = torch::autograd::grad({rk[0], rk[1], rk[2]}, {nk, gk}, dys);
+  auto drc = torch::autograd::grad({rc[0], rc[1], rc[2]}, {nc, gc}, dys);
+  if (!close_to("rms copies backward (x)", drk[0], drc[0], 1e-4, why)) return false;
+  if (!close_to("rms copies backward (gain)", drk[1], drc[1], 1e-4, why)) return false;
   return true;
 }
 
@@ -634,6 +768,27 @@ int memo_cast_copies(void *x, int dtype, int k, int kernels, void **out, char **
   }
 }
 
+// memo_rms_norm_copies writes to out[0..k) k copies in dtype of RMSNorm
+// of x with gain w (w + 1 with offset) and eps, through memo's kernel,
+// when it applies (with kernels): returns 1. Returns 0, and writes
+// nothing, where it does not apply; -1, setting *err, on failure.
+int memo_rms_norm_copies(void *x, void *w, double eps, int offset, int dtype, int k, int kernels, void **out,
+                         char **err) {
+  try {
+    const at::Tensor &xt = *static_cast<at::Tensor *>(x);
+    at::Tensor gain = *static_cast<at::Tensor *>(w);
+    Place where = place_of(xt, kernels != 0);
+    if (where == Place::none || !rms_norm_copies_fits(xt, gain, static_cast<at::ScalarType>(dtype), k)) return 0;
+    if (offset) gain = torch::add(gain, at::Scalar(1.0));
+    auto ys = RMSNormCopiesFn::apply(xt, gain, eps, k, static_cast<int64_t>(where));
+    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j]);
+    return 1;
+  } catch (const std::exception &e) {
+    *err = memo_copy_message(e.what());
+    return -1;
+  }
+}
+
 void memo_elementwise_source(const char *text) { memo_elementwise::set_source(text); }
 
 // memo_elementwise_status is "" when device's kernels run (compiling and
@@ -650,7 +805,12 @@ char *memo_elementwise_status(int device) {
 
 void memo_elementwise_on_host(int on) { on_host.store(on != 0); }
 
-long long memo_elementwise_calls(void) { return kernel_calls.load(); }
+long long memo_elementwise_calls(int kind) {
+  if (kind >= 0 && kind < call_kinds) return kernel_calls[kind].load();
+  long long n = 0;
+  for (auto &c : kernel_calls) n += c.load();
+  return n;
+}
 
 // memo_elementwise_check_host runs the GPU's start-up check with the
 // kernels' code on the host: "" when it passes, else why (tests).

@@ -211,6 +211,83 @@ MEMO_DEVICE void cast_copies_backward_at(long long i, int k, const bf16 *d0, con
   dx[i] = sum;
 }
 
+// RMSNorm into the copies: row `row` of float32 x [rows, d] divided by its
+// root mean square and scaled by the float32 gain (w, or w + 1), rounded
+// to bfloat16 into the k copies, and back. A block of MEMO_ROW_LANES
+// threads takes a row: each lane sums over its columns (lane, lane +
+// MEMO_ROW_LANES, ...), the lanes' sums are added pairwise in a fixed
+// tree, and each lane writes its columns. The host runs the same lane
+// functions one lane after another and adds in the same tree, so the two
+// agree bit for bit.
+#define MEMO_ROW_LANES 256
+
+struct RowShape {
+  long long rows;
+  int d, k;
+  float eps;
+};
+
+// rms_lane_sum_sq is lane's part of Σ x² over row.
+MEMO_DEVICE float rms_lane_sum_sq(const RowShape &s, const float *x, long long row, int lane) {
+  const float *xr = x + row * s.d;
+  float acc = 0.0f;
+  for (int c = lane; c < s.d; c += MEMO_ROW_LANES) acc = __fadd_rn(acc, __fmul_rn(xr[c], xr[c]));
+  return acc;
+}
+
+// rms_rstd is 1 / sqrt(Σx² / d + eps): a correctly rounded square root
+// and quotient, the same on the host and the GPU.
+MEMO_DEVICE float rms_rstd(const RowShape &s, float sum_sq) {
+  return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum_sq, (float)s.d), s.eps)));
+}
+
+// rms_lane_write writes lane's columns of the normalized row, (x·r)·gain
+// as libtorch's RMSNorm multiplies, rounded to bfloat16, into each copy.
+MEMO_DEVICE void rms_lane_write(const RowShape &s, const float *x, const float *gain, float r, long long row,
+                                int lane, bf16 *y0, bf16 *y1, bf16 *y2) {
+  const long long base = row * s.d;
+  for (int c = lane; c < s.d; c += MEMO_ROW_LANES) {
+    const bf16 v = float_to_bf16(__fmul_rn(__fmul_rn(x[base + c], r), gain[c]));
+    y0[base + c] = v;
+    if (s.k > 1) y1[base + c] = v;
+    if (s.k > 2) y2[base + c] = v;
+  }
+}
+
+// rms_grad_at is the normalized row's gradient at i: the copies' bfloat16
+// gradients summed in float32 in copy order (cast_copies_backward_at).
+MEMO_DEVICE float rms_grad_at(const RowShape &s, const bf16 *d0, const bf16 *d1, const bf16 *d2, long long i) {
+  float g = bf16_to_float(d0[i]);
+  if (s.k > 1) g = __fadd_rn(g, bf16_to_float(d1[i]));
+  if (s.k > 2) g = __fadd_rn(g, bf16_to_float(d2[i]));
+  return g;
+}
+
+// rms_lane_dot is lane's part of Σ g·gain·x over row.
+MEMO_DEVICE float rms_lane_dot(const RowShape &s, const bf16 *d0, const bf16 *d1, const bf16 *d2, const float *x,
+                               const float *gain, long long row, int lane) {
+  const long long base = row * s.d;
+  float acc = 0.0f;
+  for (int c = lane; c < s.d; c += MEMO_ROW_LANES)
+    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(rms_grad_at(s, d0, d1, d2, base + c), gain[c]), x[base + c]));
+  return acc;
+}
+
+// rms_lane_grad writes lane's columns of x's gradient, r·g·gain −
+// x·r³·(Σ g·gain·x)/d, and adds g·x·r into dgain_row, this block's own
+// partial sum of the gain's gradient over the rows it takes.
+MEMO_DEVICE void rms_lane_grad(const RowShape &s, const bf16 *d0, const bf16 *d1, const bf16 *d2, const float *x,
+                               const float *gain, float r, float dot, long long row, int lane, float *dx,
+                               float *dgain_row) {
+  const long long base = row * s.d;
+  const float coef = __fdiv_rn(__fmul_rn(__fmul_rn(__fmul_rn(r, r), r), dot), (float)s.d);
+  for (int c = lane; c < s.d; c += MEMO_ROW_LANES) {
+    const float g = rms_grad_at(s, d0, d1, d2, base + c), xv = x[base + c];
+    dx[base + c] = __fadd_rn(__fmul_rn(__fmul_rn(r, g), gain[c]), -__fmul_rn(xv, coef));
+    dgain_row[c] = __fadd_rn(dgain_row[c], __fmul_rn(g, __fmul_rn(xv, r)));
+  }
+}
+
 }  // namespace memo
 
 #ifndef MEMO_ELEMENTWISE_HOST
@@ -255,6 +332,47 @@ extern "C" __global__ void memo_copies_fwd_bf16(long long n, int k, const float 
                                                 memo::bf16 *y2) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     memo::cast_copies_forward_at(i, k, x, y0, y1, y2);
+}
+
+// memo_lanes_sum adds the block's lanes' values in memo's fixed tree,
+// leaving the total in part[0] for every lane to read.
+__device__ __forceinline__ float memo_lanes_sum(float *part, float v) {
+  const int lane = threadIdx.x;
+  part[lane] = v;
+  __syncthreads();
+  for (int h = MEMO_ROW_LANES / 2; h > 0; h >>= 1) {
+    if (lane < h) part[lane] = __fadd_rn(part[lane], part[lane + h]);
+    __syncthreads();
+  }
+  const float total = part[0];
+  __syncthreads();  // every lane has read part[0] before the next row writes it
+  return total;
+}
+
+// One block of MEMO_ROW_LANES threads a row, the rows strided over the grid.
+extern "C" __global__ void memo_rms_copies_fwd(memo::RowShape s, const float *x, const float *gain, memo::bf16 *y0,
+                                               memo::bf16 *y1, memo::bf16 *y2, float *rstd) {
+  __shared__ float part[MEMO_ROW_LANES];
+  const int lane = threadIdx.x;
+  for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const float r = memo::rms_rstd(s, memo_lanes_sum(part, memo::rms_lane_sum_sq(s, x, row, lane)));
+    memo::rms_lane_write(s, x, gain, r, row, lane, y0, y1, y2);
+    if (lane == 0) rstd[row] = r;
+  }
+}
+
+// dgain_part is [gridDim.x, d], zeroed by the caller: block b adds its rows'
+// part of the gain's gradient into row b, and the caller sums the rows.
+extern "C" __global__ void memo_rms_copies_bwd(memo::RowShape s, const memo::bf16 *d0, const memo::bf16 *d1,
+                                               const memo::bf16 *d2, const float *x, const float *gain,
+                                               const float *rstd, float *dx, float *dgain_part) {
+  __shared__ float part[MEMO_ROW_LANES];
+  const int lane = threadIdx.x;
+  float *mine = dgain_part + (long long)blockIdx.x * s.d;
+  for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const float dot = memo_lanes_sum(part, memo::rms_lane_dot(s, d0, d1, d2, x, gain, row, lane));
+    memo::rms_lane_grad(s, d0, d1, d2, x, gain, rstd[row], dot, row, lane, dx, mine);
+  }
 }
 
 extern "C" __global__ void memo_copies_bwd_bf16(long long n, int k, const memo::bf16 *d0, const memo::bf16 *d1,

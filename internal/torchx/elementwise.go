@@ -101,28 +101,57 @@ func SwiGLUJoined(gateUp *ts.Tensor) *ts.Tensor {
 // functions, if libtorch fails.
 func CastCopies(x *ts.Tensor, dt gotch.DType, n int) []*ts.Tensor {
 	var e *C.char
-	out := make([]unsafe.Pointer, n)
-	var first *unsafe.Pointer
-	if n > 0 {
-		first = &out[0]
-	}
-	// out is Go memory the C call fills with n tensor pointers: cgo allows
-	// it, since it holds no Go pointers.
-	rc := C.memo_cast_copies(x.Ctensor(), C.int(dt.CInt()), C.int(n), kernelsOn(), first, &e)
+	out := make([]unsafe.Pointer, max(n, 1))
+	rc := C.memo_cast_copies(x.Ctensor(), C.int(dt.CInt()), C.int(n), kernelsOn(), &out[0], &e)
 	runtime.KeepAlive(x)
 	if rc != 0 {
 		panic(fmt.Sprintf("cast copies: %v", cErr(e)))
 	}
-	ys := make([]*ts.Tensor, n)
-	for i, p := range out {
+	return wrapTensors(out[:n])
+}
+
+// RMSNormCopies is n (1 to 3) copies in dt of RMSNorm(x, w, eps, offset)
+// (RMSNorm's result as CastCopies would copy it) where memo's kernel
+// takes them: on a GPU, a contiguous float32 x [..., d] and float32 w [d],
+// bfloat16 copies. Its one pass over x forward replaces RMSNorm's and the
+// copies' two, and backward one pass gives x's and w's gradients from the
+// copies' where the two would keep a float32 gradient between them. The
+// results equal the two's within float32 rounding of the norm (its sums
+// are added in another order). ok is false, and nothing computed, where
+// the kernel does not apply: the caller calls RMSNorm and CastCopies.
+// Panics, like gotch's Must functions, if libtorch fails.
+func RMSNormCopies(x, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n int) (ys []*ts.Tensor, ok bool) {
+	var e *C.char
+	out := make([]unsafe.Pointer, max(n, 1))
+	off := C.int(0)
+	if offset {
+		off = 1
+	}
+	rc := C.memo_rms_norm_copies(x.Ctensor(), w.Ctensor(), C.double(eps), off, C.int(dt.CInt()), C.int(n), kernelsOn(), &out[0], &e)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(w)
+	switch rc {
+	case 0:
+		return nil, false
+	case 1:
+		return wrapTensors(out[:n]), true
+	}
+	panic(fmt.Sprintf("rms norm copies: %v", cErr(e)))
+}
+
+// wrapTensors wraps C tensor pointers a C call wrote into Go memory (which
+// cgo allows: it holds no Go pointers).
+func wrapTensors(ps []unsafe.Pointer) []*ts.Tensor {
+	ys := make([]*ts.Tensor, len(ps))
+	for i, p := range ps {
 		ys[i] = ts.New(lib.Ctensor(p))
 	}
 	return ys
 }
 
 // ElementwiseKernels says whether CUDA device index runs memo's
-// elementwise kernels (RopeTo, SwiGLU, CastCopies): "on", compiling and checking them
-// first if no call has, or "off: " and why it keeps libtorch's
+// elementwise kernels (RopeTo, SwiGLU, CastCopies, RMSNormCopies): "on",
+// compiling and checking them first if no call has, or "off: " and why it keeps libtorch's
 // compositions (MEMO_KERNELS=off, a build without the cuda tag, no NVRTC,
 // a failed check against the composition).
 func ElementwiseKernels(index int) string {
@@ -174,4 +203,16 @@ func elementwiseCheckOnHost() string {
 // ElementwiseCalls counts the forward calls memo's elementwise kernels
 // have taken in this process (on a GPU, or on the host in tests): how a
 // test sees that a pass went through them.
-func ElementwiseCalls() int64 { return int64(C.memo_elementwise_calls()) }
+func ElementwiseCalls() int64 { return int64(C.memo_elementwise_calls(-1)) }
+
+// ElementwiseCallsOf is ElementwiseCalls of one kernel: "rope", "swiglu"
+// (either form), "copies" (CastCopies) or "rms-copies" (RMSNormCopies).
+// Panics on another name.
+func ElementwiseCallsOf(kernel string) int64 {
+	kinds := map[string]C.int{"rope": 0, "swiglu": 1, "copies": 2, "rms-copies": 3}
+	k, ok := kinds[kernel]
+	if !ok {
+		panic("ElementwiseCallsOf: no kernel " + kernel)
+	}
+	return int64(C.memo_elementwise_calls(k))
+}

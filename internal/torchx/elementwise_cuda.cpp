@@ -273,18 +273,23 @@ bool ready(int device, std::string *why) {
   return true;
 }
 
-void launch(int device, Kernel k, long long n, void **args) {
-  if (n <= 0) return;
+void launch_blocks(int device, Kernel k, long long blocks, unsigned threads, void **args) {
+  if (blocks <= 0) return;
   Loaded &l = devices[device];
   if (!l.ok.load(std::memory_order_acquire)) throw std::runtime_error("elementwise kernels: device not ready");
   Current in(l.ctx);
-  const unsigned threads = 256;
-  long long blocks = (n + threads - 1) / threads;
-  if (blocks > (1LL << 20)) blocks = 1LL << 20;  // the loops stride over the rest
   CUstream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
   CUresult r = drv.launch(l.functions[k], static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, args, nullptr);
   if (r != CUDA_SUCCESS)
     throw std::runtime_error(std::string("elementwise kernels: launching ") + kernel_names[k] + ": " + cu_error(r));
+}
+
+void launch(int device, Kernel k, long long n, void **args) {
+  if (n <= 0) return;
+  const unsigned threads = 256;
+  long long blocks = (n + threads - 1) / threads;
+  if (blocks > (1LL << 20)) blocks = 1LL << 20;  // the loops stride over the rest
+  launch_blocks(device, k, blocks, threads, args);
 }
 
 }  // namespace memo_elementwise

@@ -9,7 +9,7 @@ namespace memo_elementwise {
 
 // Kernel is one of elementwise.cu's entry points: rotary embedding by
 // direction and input/output dtypes, SwiGLU by direction and dtype, the
-// bfloat16 copies by direction.
+// bfloat16 copies, alone or of an RMSNorm, by direction.
 enum Kernel : int {
   rope_fwd_f32_f32,
   rope_fwd_f32_bf16,
@@ -25,6 +25,8 @@ enum Kernel : int {
   swiglu_bwd_bf16,
   copies_fwd_bf16,
   copies_bwd_bf16,
+  rms_copies_fwd,
+  rms_copies_bwd,
   kernel_count
 };
 
@@ -34,7 +36,7 @@ inline constexpr const char *kernel_names[] = {
     "memo_rope_fwd_f32_f32",  "memo_rope_fwd_f32_bf16", "memo_rope_fwd_bf16_f32", "memo_rope_fwd_bf16_bf16",
     "memo_rope_bwd_f32_f32",  "memo_rope_bwd_f32_bf16", "memo_rope_bwd_bf16_f32", "memo_rope_bwd_bf16_bf16",
     "memo_swiglu_fwd_f32",    "memo_swiglu_fwd_bf16",   "memo_swiglu_bwd_f32",    "memo_swiglu_bwd_bf16",
-    "memo_copies_fwd_bf16",   "memo_copies_bwd_bf16",
+    "memo_copies_fwd_bf16",   "memo_copies_bwd_bf16",   "memo_rms_copies_fwd",    "memo_rms_copies_bwd",
 };
 static_assert(sizeof kernel_names / sizeof kernel_names[0] == kernel_count, "a Kernel without a name");
 
@@ -65,6 +67,9 @@ bool ready(int device, std::string *why);
 // launch runs kernel k over n work items with args (pointers to each
 // argument, as cuLaunchKernel takes them) on device's current stream.
 void launch(int device, Kernel k, long long n, void **args);
+
+// launch_blocks runs kernel k on blocks blocks of threads threads.
+void launch_blocks(int device, Kernel k, long long blocks, unsigned threads, void **args);
 
 }  // namespace memo_elementwise
 #endif

@@ -20,4 +20,8 @@ void launch(int, Kernel, long long, void **) {
   throw std::logic_error("elementwise kernels: launch in a build without the cuda tag");
 }
 
+void launch_blocks(int, Kernel, long long, unsigned, void **) {
+  throw std::logic_error("elementwise kernels: launch in a build without the cuda tag");
+}
+
 }  // namespace memo_elementwise

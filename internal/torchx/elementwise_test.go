@@ -207,6 +207,25 @@ func requireWithinRounding(t *testing.T, what string, a, b *ts.Tensor) {
 	t.Logf("%s: %d of %d elements differ from the composition's", what, differ, len(af))
 }
 
+// requireNear fails unless a and b have one dtype and shape and every
+// element of a is within rel of b's largest magnitude of b's.
+func requireNear(t *testing.T, what string, a, b *ts.Tensor, rel float64) {
+	t.Helper()
+	if a.DType() != b.DType() || fmt.Sprint(a.MustSize()) != fmt.Sprint(b.MustSize()) {
+		t.Fatalf("%s: %v %v, composed %v %v", what, a.DType(), a.MustSize(), b.DType(), b.MustSize())
+	}
+	af, bf := a.MustTotype(gotch.Float, false).Float64Values(), b.MustTotype(gotch.Float, false).Float64Values()
+	largest, worst := 0.0, 0.0
+	for i := range bf {
+		largest = max(largest, abs(bf[i]))
+		worst = max(worst, abs(af[i]-bf[i]))
+	}
+	if worst > rel*largest {
+		t.Fatalf("%s differs from the composition's by %g, of values up to %g", what, worst, largest)
+	}
+	t.Logf("%s: within %.2g of the composition's largest value", what, worst/largest)
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x
@@ -420,5 +439,86 @@ func TestCastCopiesKernel(t *testing.T) {
 			}()
 			torchx.CastCopies(ts.MustOnes([]int64{2}, gotch.Float, gotch.CPU), gotch.BFloat16, n)
 		}()
+	}
+}
+
+// The RMSNorm-copies kernel gives RMSNorm's copies (RMSNorm, then
+// CastCopies) within bfloat16's rounding, and x's and w's gradients within
+// float32's, in one kernel call: one to three copies, Gemma's offset gain,
+// rows shorter and longer than a block's lanes, more rows than the
+// backward pass has blocks (so blocks sum several rows' gain gradients).
+func TestRMSNormCopiesKernel(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, tc := range []struct {
+			name   string
+			dims   []int64
+			n      int
+			offset bool
+		}{
+			{"one copy", []int64{3, 7, 40}, 1, false},
+			{"two copies", []int64{3, 7, 40}, 2, false},
+			{"three copies", []int64{3, 7, 40}, 3, false},
+			{"offset gain", []int64{2, 5, 40}, 3, true},
+			{"rows longer than a block", []int64{2, 3, 600}, 2, false},
+			{"more rows than blocks", []int64{1030, 16}, 3, false},
+		} {
+			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
+				torchx.Seed(5)
+				d := tc.dims[len(tc.dims)-1]
+				x := randnOf(tc.dims, gotch.Float, dev).MustMulScalar(ts.FloatScalar(3), true)
+				w := randnOf([]int64{d}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(0.5), true).MustAddScalar(ts.FloatScalar(1), true)
+				up := make([]*ts.Tensor, tc.n)
+				for j := range up {
+					up[j] = randnOf(tc.dims, gotch.BFloat16, dev)
+				}
+				pass := func(copies func(x, w *ts.Tensor) []*ts.Tensor) ([]*ts.Tensor, *ts.Tensor, *ts.Tensor) {
+					wl := leaf(w)
+					ys, dx := castCopiesPass(t, x, up, func(x *ts.Tensor) []*ts.Tensor { return copies(x, wl) })
+					return ys, dx, wl.MustGrad(false)
+				}
+				var ys []*ts.Tensor
+				var dx, dw *ts.Tensor
+				calls := countsCalls(func() {
+					ys, dx, dw = pass(func(x, w *ts.Tensor) []*ts.Tensor {
+						out, ok := torchx.RMSNormCopies(x, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
+						if !ok {
+							t.Fatal("the kernel did not take a contiguous float32 x")
+						}
+						return out
+					})
+				})
+				if calls != 1 {
+					t.Fatalf("%d kernel calls, want 1", calls)
+				}
+				was := torchx.SetKernels(false)
+				wantYs, wantDx, wantDw := pass(func(x, w *ts.Tensor) []*ts.Tensor {
+					return torchx.CastCopies(torchx.RMSNorm(x, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
+				})
+				torchx.SetKernels(was)
+				for j := range ys {
+					requireWithinRounding(t, fmt.Sprintf("copy %d", j), ys[j], wantYs[j])
+				}
+				// The gradients are RMSNorm's backward formula, not autograd's
+				// chain through its ops: they agree to float32's rounding of
+				// the sums, some ulps.
+				requireNear(t, "x's gradient", dx, wantDx, 1e-5)
+				requireNear(t, "w's gradient", dw, wantDw, 1e-5)
+			})
+		}
+		t.Run(fmt.Sprintf("%v-not-taken", dev), func(t *testing.T) {
+			w := ts.MustOnes([]int64{6}, gotch.Float, dev)
+			for name, x := range map[string]*ts.Tensor{
+				"bfloat16 x":        randnOf([]int64{4, 6}, gotch.BFloat16, dev),
+				"a transposed view": randnOf([]int64{6, 4}, gotch.Float, dev).MustT(true),
+			} {
+				if _, ok := torchx.RMSNormCopies(x, w, 1e-5, false, gotch.BFloat16, 2); ok {
+					t.Errorf("%s: the kernel took it", name)
+				}
+			}
+			if _, ok := torchx.RMSNormCopies(randnOf([]int64{4, 6}, gotch.Float, dev), w, 1e-5, false, gotch.Float, 2); ok {
+				t.Error("float32 copies: the kernel took them")
+			}
+		})
 	}
 }

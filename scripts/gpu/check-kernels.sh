@@ -19,7 +19,10 @@ trap 'rm -rf "$w"' EXIT
 #define __device__ __attribute__((device))
 #define __global__ __attribute__((global))
 #define __forceinline__ __attribute__((always_inline)) inline
+#define __shared__ __attribute__((shared))
 #include <__clang_cuda_builtin_vars.h>
+__device__ void __syncthreads();
+__device__ float __fsqrt_rn(float);
 __device__ float __uint_as_float(unsigned int);
 __device__ unsigned int __float_as_uint(float);
 __device__ float __fmul_rn(float, float);

@@ -5,9 +5,9 @@
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
 #   b   the fused RMSNorm and rotary tests and memo's elementwise kernels
-#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU),
+#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies),
 #       then precision.test's and engine.test's CUDA tests
-#   k   memo's elementwise kernels (rotary, SwiGLU, copies) at 8 x 2048 on the 1.1B shape: memo
+#   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies) at 8 x 2048 on the 1.1B shape: memo
 #       bench train with them (the default) and with MEMO_KERNELS=off,
 #       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
 #       losses, and whether the kernels ran (issue 41's 40 % MFU)
@@ -115,9 +115,9 @@ fi
 
 if want b && fits b 60; then
 	{
-		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU)"
+		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU|CastCopies)"
 		if [[ -x $T/torchx.test ]]; then
-			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU' -test.v >"$W/torchx.txt" 2>&1
+			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies' -test.v >"$W/torchx.txt" 2>&1
 				echo "rc=$?")
 			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
 			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
