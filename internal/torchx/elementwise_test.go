@@ -506,6 +506,30 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 				requireNear(t, "w's gradient", dw, wantDw, 1e-5)
 			})
 		}
+		// A frozen gain (LoRA's base, a fine-tune that leaves the norms
+		// alone) takes no gradient; x's is still RMSNorm's.
+		t.Run(fmt.Sprintf("%v-frozen-gain", dev), func(t *testing.T) {
+			torchx.Seed(6)
+			x := randnOf([]int64{4, 40}, gotch.Float, dev)
+			w := randnOf([]int64{40}, gotch.Float, dev)
+			up := []*ts.Tensor{randnOf([]int64{4, 40}, gotch.BFloat16, dev), randnOf([]int64{4, 40}, gotch.BFloat16, dev)}
+			_, dx := castCopiesPass(t, x, up, func(x *ts.Tensor) []*ts.Tensor {
+				out, ok := torchx.RMSNormCopies(x, w, 1e-6, true, gotch.BFloat16, 2)
+				if !ok {
+					t.Fatal("the kernel did not take a contiguous float32 x")
+				}
+				return out
+			})
+			was := torchx.SetKernels(false)
+			_, want := castCopiesPass(t, x, up, func(x *ts.Tensor) []*ts.Tensor {
+				return torchx.CastCopies(torchx.RMSNorm(x, w, 1e-6, true), gotch.BFloat16, 2)
+			})
+			torchx.SetKernels(was)
+			requireNear(t, "x's gradient", dx, want, 1e-5)
+			if w.MustRequiresGrad() {
+				t.Fatal("the frozen gain requires a gradient")
+			}
+		})
 		t.Run(fmt.Sprintf("%v-not-taken", dev), func(t *testing.T) {
 			w := ts.MustOnes([]int64{6}, gotch.Float, dev)
 			for name, x := range map[string]*ts.Tensor{
