@@ -507,45 +507,49 @@ func (g *GPT) block(li int, x *ts.Tensor, in *inputs, st *PassState, lastOnly bo
 	return h.MustAdd(mlpOf(h), false)
 }
 
-// normFor is block norm m of x for a branch whose first products read it
-// n times separately (0: one product or another recipe). It returns the
-// norm's result, and with n > 0 the n inputs of those products
-// (productInputs). On a GPU, the RMSNorm and the bfloat16 copies are one
-// kernel (torchx.RMSNormCopies), and xn is the first copy: the recipe
-// then reads xn only for its shape.
+// normFor is block norm m of x for a branch whose first products read it,
+// n of them separately (n is 1 for one product). It returns the norm's
+// result xn, and with n > 1 the n inputs of those products
+// (productInputs). Every such product casts its input to be's dtype, so
+// on a GPU the RMSNorm writes it there, one copy a product, in one kernel
+// (torchx.RMSNormCopies): xn is then the first copy, which the recipe
+// multiplies by (n = 1) or reads only for its shape.
 func (g *GPT) normFor(s *scope, x *ts.Tensor, b *block, m module, be Backend, n int) (xn *ts.Tensor, in []*ts.Tensor) {
 	rms := g.arch.Norm == NormRMS || g.arch.Norm == NormRMSOffset
-	if base, ok := be.(Base); ok && n > 0 && rms && g.arch.uses(m) && base.DType() != x.DType() {
+	if base, ok := be.(Base); ok && rms && g.arch.uses(m) && base.DType() != x.DType() {
 		if ys, ok := torchx.RMSNormCopies(x, b.mods[m].w, g.cfg.NormEps, g.arch.Norm == NormRMSOffset, base.DType(), n); ok {
 			for _, y := range ys {
 				s.keep(y)
+			}
+			if n == 1 {
+				return ys[0], nil
 			}
 			return ys[0], ys
 		}
 	}
 	xn = s.keep(g.branchNorm(x, b, m))
-	if n > 0 {
+	if n > 1 {
 		in = productInputs(s, xn, be, n)
 	}
 	return xn, in
 }
 
-// qkvReaders is how many products read the attention's normalized input
-// separately: three (q, k, v) where the recipe multiplies them one at a
-// time, else none.
+// qkvReaders is how many products read the attention's normalized input:
+// three (q, k, v) where the recipe multiplies them one at a time, else
+// one.
 func (g *GPT) qkvReaders(st *PassState, be Backend) int {
 	if g.arch.QKV == QKVSeparate && separateProducts(g, st, be) {
 		return 3
 	}
-	return 0
+	return 1
 }
 
-// gateUpReaders is qkvReaders for the MLP's gate and up.
+// gateUpReaders is qkvReaders for the MLP: two (gate, up) or one.
 func (g *GPT) gateUpReaders(st *PassState, be Backend) int {
 	if g.arch.MLP == MLPGated && separateProducts(g, st, be) {
 		return 2
 	}
-	return 0
+	return 1
 }
 
 // branchNorm applies block norm m to x, or returns a shallow copy of x

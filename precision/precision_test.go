@@ -437,3 +437,42 @@ func TestBaseDType(t *testing.T) {
 		}
 	}
 }
+
+// A model held in bf16 for inference, scored on the CPU (one q|k|v and
+// one gate|up product a layer, as a joined model or the CPU's layout
+// multiplies) through the kernels' host code: each norm writes its one
+// product's bfloat16 input in one kernel call, and the logits stay within
+// bf16 rounding of the composition's (RMSNorm, then the product's cast).
+func TestInferenceNormsThroughKernelOnHost(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torchx.ElementwiseOnHostForTest()()
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true)
+	g, err := model.New(nn.NewVarStore(gotch.CPU).Root(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(g, BF16, false); err != nil {
+		t.Fatal(err)
+	}
+	forward := func(kernels bool) (*ts.Tensor, int64) {
+		was := torchx.SetKernels(kernels)
+		defer torchx.SetKernels(was)
+		before := torchx.ElementwiseCallsOf("rms-copies")
+		var logits *ts.Tensor
+		torchx.NoGrad(func() { logits = g.Forward(ids) })
+		return logits, torchx.ElementwiseCallsOf("rms-copies") - before
+	}
+	want, off := forward(false)
+	got, on := forward(true)
+	if layers := int64(g.Config().Layers); off != 0 || on != 2*layers {
+		t.Fatalf("norm kernel calls: %d with the kernels, %d without; want %d with (%d layers), none without", on, off, 2*layers, layers)
+	}
+	scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
+	if d := maxAbsDiff(got, want); d > scale/64 {
+		t.Fatalf("logits differ by %g (largest %g)", d, scale)
+	} else {
+		t.Logf("logits differ by %g (largest %g)", d, scale)
+	}
+}
