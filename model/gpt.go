@@ -565,8 +565,8 @@ func (g *GPT) branchNorm(x *ts.Tensor, b *block, m module) *ts.Tensor {
 // family's recipe around the backend (Backend, chosen by whoever built
 // st): q, k and v in one product, query/key norms, rotary
 // positions, then the backend (cache, heads, kernel), then the output
-// projection. qkvIn are the separate q, k and v products' inputs when
-// normFor made them (else nil). With lastOnly only the last position
+// projection. qkvIn are the separate q, k and v products' inputs, which
+// normFor makes where qkvReaders is 3 (else nil: one product). With lastOnly only the last position
 // queries, and the result is [B,1,d].
 func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, qkvIn []*ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	c, a, blk, be := g.cfg, g.arch, &g.blocks[li], g.backend(st)
@@ -590,10 +590,8 @@ func (g *GPT) attend(s *scope, li int, xn *ts.Tensor, qkvIn []*ts.Tensor, in *in
 		if kept {
 			kind = InnerProduct
 		}
-		if g.qkvReaders(st, be) == 3 {
-			if qkvIn == nil {
-				qkvIn = productInputs(s, xn, be, 3)
-			}
+		// normFor made qkvIn where q, k and v multiply separately.
+		if qkvIn != nil {
 			one := func(i int, m module) *ts.Tensor {
 				return s.keep(g.linear(be, qkvIn[i], blk.mods[m].w, blk.mods[m].b, kind))
 			}
@@ -654,9 +652,9 @@ func (g *GPT) attnScale() float64 {
 }
 
 // mlp is the feed-forward branch: gated (gate and up in one product, or
-// two on a GPU, reading in when normFor made their inputs) or plain, with
-// the family's activation; SiLU's gate in one C++ call (torchx.SwiGLU,
-// SwiGLUJoined: memo's kernel on a GPU).
+// two on a GPU, reading in, which normFor makes where gateUpReaders is 2)
+// or plain, with the family's activation; SiLU's gate in one C++ call
+// (torchx.SwiGLU, SwiGLUJoined: memo's kernel on a GPU).
 func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, in []*ts.Tensor, st *PassState) *ts.Tensor {
 	blk, be := &g.blocks[li], g.backend(st)
 	down := blk.mods[modDown]
@@ -666,11 +664,9 @@ func (g *GPT) mlp(s *scope, li int, xn *ts.Tensor, in []*ts.Tensor, st *PassStat
 		return g.linear(be, hidden, down.w, down.b, InnerProduct)
 	}
 	var gate, up *ts.Tensor // [B,T,f] each
-	if g.gateUpReaders(st, be) == 2 {
+	// normFor made in where gate and up multiply separately.
+	if in != nil {
 		gm, um := blk.mods[modGate], blk.mods[modUp]
-		if in == nil {
-			in = productInputs(s, xn, be, 2)
-		}
 		gate, up = s.keep(g.linear(be, in[0], gm.w, gm.b, InnerProduct)), s.keep(g.linear(be, in[1], um.w, um.b, InnerProduct))
 	} else {
 		f := int64(g.cfg.FFN)

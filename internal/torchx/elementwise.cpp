@@ -380,6 +380,33 @@ std::vector<at::Tensor> copies_composed(const at::Tensor &x, at::ScalarType t, i
   return ys;
 }
 
+// new_copies allocates k bfloat16 tensors shaped as x for the copies, and
+// points ptrs at their data, the unused ones repeating the first (the
+// kernels take three).
+std::vector<at::Tensor> new_copies(const at::Tensor &x, int64_t k, void *ptrs[3]) {
+  std::vector<at::Tensor> ys;
+  for (int64_t j = 0; j < k; j++) {
+    ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
+    ptrs[j] = ys.back().data_ptr();
+  }
+  for (int64_t j = k; j < 3; j++) ptrs[j] = ptrs[0];
+  return ys;
+}
+
+// copies_grads is the copies' gradients as the kernels read them:
+// bfloat16, contiguous, zeros for a copy no product read; ptrs as
+// new_copies sets them. Autograd hands each copy's gradient in the copy's
+// dtype and shape, so only the layout may need a pass.
+std::vector<at::Tensor> copies_grads(const torch::autograd::variable_list &grads, const at::Tensor &like,
+                                     const void *ptrs[3]) {
+  std::vector<at::Tensor> dys;
+  for (const at::Tensor &g : grads)
+    dys.push_back(g.defined() ? g.to(at::kBFloat16).contiguous()
+                              : at::zeros_like(like, like.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
+  for (size_t j = 0; j < 3; j++) ptrs[j] = dys[j < dys.size() ? j : 0].data_ptr();
+  return dys;
+}
+
 // CastCopiesFn is k bfloat16 copies of a contiguous float32 x in one pass,
 // as an autograd function whose backward pass sums the copies' gradients
 // into float32 in one pass. The composition writes each copy in a pass of
@@ -389,14 +416,9 @@ struct CastCopiesFn : public torch::autograd::Function<CastCopiesFn> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, int64_t k,
                                                 int64_t where) {
     ctx->saved_data["where"] = where;
-    std::vector<at::Tensor> ys;
     const void *in[3] = {x.data_ptr(), nullptr, nullptr};
     void *out[3];
-    for (int64_t j = 0; j < k; j++) {
-      ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
-      out[j] = ys.back().data_ptr();
-    }
-    for (int64_t j = k; j < 3; j++) out[j] = out[0];
+    std::vector<at::Tensor> ys = new_copies(x, k, out);
     kernel_calls[call_copies]++;
     copies_run(static_cast<Place>(where), x.get_device(), true, static_cast<long long>(x.numel()), static_cast<int>(k),
                in, out);
@@ -405,30 +427,13 @@ struct CastCopiesFn : public torch::autograd::Function<CastCopiesFn> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
                                                  torch::autograd::variable_list grads) {
-    // A copy that no product read has no gradient; one in another dtype
-    // or layout than a product's is not expected. Either takes the
-    // composition's sum.
-    bool fits = true;
-    std::vector<at::Tensor> defined;
-    for (const at::Tensor &g : grads) {
-      if (!g.defined()) {
-        fits = false;
-        continue;
-      }
-      defined.push_back(g);
-      if (g.scalar_type() != at::kBFloat16 || !g.is_contiguous() || g.sizes() != grads[0].sizes()) fits = false;
-    }
-    if (defined.empty()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-    if (!fits) {
-      at::Tensor dx = defined[0].to(at::kFloat);
-      for (size_t j = 1; j < defined.size(); j++) dx = torch::add(dx, defined[j].to(at::kFloat));
-      return {dx, at::Tensor(), at::Tensor()};
-    }
-    const int k = static_cast<int>(grads.size());
-    at::Tensor dx = at::empty_like(grads[0], grads[0].options().dtype(at::kFloat), at::MemoryFormat::Contiguous);
+    // Autograd hands a custom function zeros for an output no one read
+    // (materialized gradients, the default), so grads[0] is defined.
     const void *in[3];
-    for (int j = 0; j < 3; j++) in[j] = grads[j < k ? j : 0].data_ptr();
+    std::vector<at::Tensor> dys = copies_grads(grads, grads[0], in);
+    at::Tensor dx = at::empty_like(dys[0], dys[0].options().dtype(at::kFloat), at::MemoryFormat::Contiguous);
     void *out[3] = {dx.data_ptr(), dx.data_ptr(), dx.data_ptr()};
+    const int k = static_cast<int>(grads.size());
     copies_run(static_cast<Place>(ctx->saved_data["where"].toInt()), dx.get_device(), false,
                static_cast<long long>(dx.numel()), k, in, out);
     return {dx, at::Tensor(), at::Tensor()};
@@ -517,13 +522,8 @@ struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
                                                 const at::Tensor &gain, double eps, int64_t k, int64_t where) {
     const memo::RowShape s = shape(x, eps, k);
     at::Tensor rstd = at::empty({s.rows}, x.options());
-    std::vector<at::Tensor> ys;
     RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
-    for (int64_t j = 0; j < k; j++) {
-      ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
-      p.y[j] = ys.back().data_ptr();
-    }
-    for (int64_t j = k; j < 3; j++) p.y[j] = p.y[0];
+    std::vector<at::Tensor> ys = new_copies(x, k, p.y);
     kernel_calls[call_rms_copies]++;
     rms_run(static_cast<Place>(where), x.get_device(), true, s, p);
     ctx->save_for_backward({x, gain, rstd});
@@ -538,15 +538,11 @@ struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
     const at::Tensor &x = saved[0], &gain = saved[1], &rstd = saved[2];
     const int64_t k = static_cast<int64_t>(grads.size());
     const memo::RowShape s = shape(x, ctx->saved_data["eps"].toDouble(), k);
-    std::vector<at::Tensor> dys;
-    for (const at::Tensor &g : grads)
-      dys.push_back(g.defined() ? g.to(at::kBFloat16).contiguous()
-                                : at::zeros_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
     at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
     at::Tensor part = at::zeros({rms_blocks(s.rows), s.d}, x.options());
     RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, dx.data_ptr<float>(),
               part.data_ptr<float>()};
-    for (int j = 0; j < 3; j++) p.dy[j] = dys[j < k ? j : 0].data_ptr();
+    std::vector<at::Tensor> dys = copies_grads(grads, x, p.dy);
     rms_run(static_cast<Place>(ctx->saved_data["where"].toInt()), x.get_device(), false, s, p);
     const int64_t rows_dim[1] = {0};
     return {dx, torch::sum(part, at::IntArrayRef(rows_dim, 1)), at::Tensor(), at::Tensor(), at::Tensor()};
