@@ -106,43 +106,8 @@ func TestSilentRankStopsPeer(t *testing.T) {
 // sends sig to victim after a few steps and checks that the survivor exits
 // non-zero naming the victim within 60 s.
 func deadRank(t *testing.T, victim int, sig syscall.Signal) {
-	port, err := FreePort(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds := make([]*exec.Cmd, 2)
-	stdouts := make([]*bufio.Scanner, 2)
-	stderrs := make([]*strings.Builder, 2)
-	for r := range cmds {
-		c := exec.Command(os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), workerEnv+"=loop", defaultTimeoutEnv+"=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		so, err := c.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stderrs[r] = new(strings.Builder)
-		c.Stderr = stderrs[r]
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer c.Process.Kill()
-		cmds[r], stdouts[r] = c, bufio.NewScanner(so)
-	}
-	// Drain the survivor's output so it never blocks on a full pipe.
+	cmds, stdouts, stderrs := startLoopRanks(t, victim)
 	survivor := 1 - victim
-	go func() {
-		for stdouts[survivor].Scan() {
-		}
-	}()
-	for steps := 0; steps < 5; {
-		if !stdouts[victim].Scan() {
-			t.Fatalf("rank %d stopped before 5 steps: %s", victim, stderrs[victim])
-		}
-		if strings.HasPrefix(stdouts[victim].Text(), "step") {
-			steps++
-		}
-	}
 	if err := cmds[victim].Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +135,87 @@ func deadRank(t *testing.T, victim int, sig syscall.Signal) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("rank %d still running 60 s after rank %d got %v", survivor, victim, sig)
+	}
+}
+
+// startLoopRanks starts two ranks of the loop worker with the default
+// timeouts and returns once victim has taken 5 steps, with the survivor's
+// output drained in the background so it never blocks on a full pipe. Like
+// the launcher, it starts them again on another port when something else
+// bound the picked one before rank 0's store could (another test run on the
+// machine).
+func startLoopRanks(t *testing.T, victim int) ([]*exec.Cmd, []*bufio.Scanner, []*strings.Builder) {
+	t.Helper()
+	survivor := 1 - victim
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds := make([]*exec.Cmd, 2)
+		stdouts := make([]*bufio.Scanner, 2)
+		stderrs := make([]*strings.Builder, 2)
+		for r := range cmds {
+			c := exec.Command(os.Args[0], "-test.run=^$")
+			c.Env = append(os.Environ(), workerEnv+"=loop", defaultTimeoutEnv+"=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+			so, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderrs[r] = new(strings.Builder)
+			c.Stderr = stderrs[r]
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Process.Kill() })
+			cmds[r], stdouts[r] = c, bufio.NewScanner(so)
+		}
+		// Either rank ending early ends the wait: the survivor's output
+		// closes when it exits, the victim's when it does.
+		stepped, ended := make(chan bool, 1), make(chan struct{})
+		go func() {
+			for stdouts[survivor].Scan() {
+			}
+			close(ended)
+		}()
+		go func() {
+			for steps := 0; steps < 5; {
+				if !stdouts[victim].Scan() {
+					stepped <- false
+					return
+				}
+				if strings.HasPrefix(stdouts[victim].Text(), "step") {
+					steps++
+				}
+			}
+			stepped <- true
+		}()
+		survivorEnded := false
+		select {
+		case ok := <-stepped:
+			if ok {
+				return cmds, stdouts, stderrs
+			}
+		case <-ended:
+			survivorEnded = true
+		}
+		// Both readers finish before Wait closes the pipes.
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+		}
+		if survivorEnded {
+			<-stepped
+		} else {
+			<-ended
+		}
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+		if !strings.Contains(stderrs[0].String(), portTakenMsg) || attempt == 3 {
+			t.Fatalf("rank %d stopped before 5 steps: %s", victim, stderrs[victim])
+		}
+		t.Logf("port %d was taken before rank 0 could bind it; starting again", port)
 	}
 }
 

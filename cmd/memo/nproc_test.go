@@ -118,6 +118,14 @@ func TestRunNproc2(t *testing.T) {
 	}
 }
 
+// fakeJobID is a stand-in Slurm job id unique to this test process. memo
+// derives its rendezvous port and token from the job id, so two test runs
+// on one machine (two CIs) that used one fixed id would derive the same
+// ports, and one's rank could join the other's group.
+func fakeJobID(n int) string {
+	return fmt.Sprintf("%d%03d", os.Getpid(), n)
+}
+
 // fakeSlurm writes srun and scontrol stand-ins into a directory for PATH:
 // srun starts $SLURM_NTASKS copies of its command with SLURM_PROCID and
 // SLURM_LOCALID set, as one node would, and fails when one fails.
@@ -167,7 +175,7 @@ func TestSlurmScriptTrainsOnRanks(t *testing.T) {
 	cmd := exec.Command("bash", filepath.Join(runs, "tiny", "slurm.sh"))
 	// The batch shell's view of a one-node, two-task allocation.
 	cmd.Env = append(os.Environ(), "PATH="+fakeSlurm(t)+":"+os.Getenv("PATH"),
-		"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_JOB_ID=1", "SLURM_JOB_NODELIST=localhost",
+		"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_JOB_ID="+fakeJobID(1), "SLURM_JOB_ID="+fakeJobID(1), "SLURM_JOB_NODELIST=localhost",
 		"SLURM_NTASKS=2", "SLURM_PROCID=0", "SLURM_LOCALID=0")
 	out := combined(t, cmd)
 	if !strings.Contains(out, "processes=2") {
@@ -199,8 +207,9 @@ func TestSrunRunsTheWholeRun(t *testing.T) {
 	dir := t.TempDir()
 	spec := tinySpec(t, dir)
 	fake := fakeSlurm(t)
+	job := fakeJobID(77)
 	env := append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"),
-		"SLURM_JOB_ID=77", "SLURM_JOB_NODELIST=localhost", "SLURM_NTASKS=2", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0")
+		"SLURM_JOB_ID="+job, "SLURM_JOB_NODELIST=localhost", "SLURM_NTASKS=2", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0")
 	srun := exec.Command(filepath.Join(fake, "srun"), exe, "run", "--runs", filepath.Join(dir, "srun"), spec)
 	srun.Env = env
 	out := combined(t, srun)
@@ -214,8 +223,8 @@ func TestSrunRunsTheWholeRun(t *testing.T) {
 		t.Errorf("tables differ (%v):\n%s\n%s", err, a, b)
 	}
 	m, err := os.ReadFile(filepath.Join(dir, "srun", "tiny", "manifest.json"))
-	if err != nil || !strings.Contains(string(m), `"launcher": "slurm"`) || !strings.Contains(string(m), `"threads": 1`) || !strings.Contains(string(m), `"slurm_job_id": "77"`) {
-		t.Errorf("manifest.json does not record the launch (slurm, 1 thread, job 77):\n%s", m)
+	if err != nil || !strings.Contains(string(m), `"launcher": "slurm"`) || !strings.Contains(string(m), `"threads": 1`) || !strings.Contains(string(m), `"slurm_job_id": "`+job+`"`) {
+		t.Errorf("manifest.json does not record the launch (slurm, 1 thread, job %s):\n%s", job, m)
 	}
 	bad := exec.Command(filepath.Join(fake, "srun"), exe, "run", "--runs", filepath.Join(dir, "bad"), "--nproc", "3", spec)
 	bad.Env = env
