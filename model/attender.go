@@ -62,6 +62,11 @@ const (
 	// backend may leave it in its dtype, as torch.autocast leaves a
 	// product.
 	InnerProduct
+	// LossLogits is the LM head's product in a pass whose only reader of
+	// the logits is the training loss (ForwardForLoss), which takes them
+	// in bfloat16 (torchx.CrossEntropy): a backend may leave the logits in
+	// its dtype, sparing the float32 copy of [B,T,V] and its gradient.
+	LossLogits
 )
 
 // Base is a model's own backend (GPT.Backend): a Backend whose attention also

@@ -345,6 +345,20 @@ func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 	return g.run(ids, in, nil, false)
 }
 
+// ForwardForLoss is Forward for a pass whose logits only the training
+// loss reads (train.MaskedCrossEntropy): the same logits, but where the
+// backend leaves a LossLogits product in its dtype (a GPU's bf16 products)
+// they stay in bfloat16, the values the float32 logits would hold before
+// their cast. A model whose final logits are soft-capped keeps them
+// float32 (the cap is computed in float32).
+func (g *GPT) ForwardForLoss(ids *ts.Tensor) *ts.Tensor {
+	size := ids.MustSize()
+	checkIDs(size, g.cfg.Context)
+	in := g.sharedInputs(size[1])
+	defer in.drop()
+	return g.run(ids, in, &PassState{ForLoss: true}, false)
+}
+
 // checkIDs panics unless ids of the given size are [B,T] with T at most
 // the context: a caller's bug.
 func checkIDs(size []int64, context int) {
@@ -447,7 +461,11 @@ func (g *GPT) run(ids *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.
 		x.MustDrop()
 		x = next
 	}
-	out := g.head(x, g.backend(st), lastOnly)
+	logits := OuterProduct
+	if st != nil && st.ForLoss {
+		logits = g.lossLogits()
+	}
+	out := g.head(x, g.backend(st), lastOnly, logits)
 	x.MustDrop()
 	return out
 }
@@ -466,15 +484,26 @@ func (g *GPT) embed(ids, positions *ts.Tensor) *ts.Tensor {
 	return x
 }
 
+// lossLogits is the head's product kind in a pass for the training loss:
+// LossLogits, unless the final logits are soft-capped (in float32, as
+// Gemma 2's reference caps them).
+func (g *GPT) lossLogits() Product {
+	if g.cfg.FinalSoftcap > 0 {
+		return OuterProduct
+	}
+	return LossLogits
+}
+
 // head is the final norm and the LM head over the last block's output x
-// (left to the caller): logits [B,T,V], or [B,1,V] with lastOnly.
-func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool) *ts.Tensor {
+// (left to the caller): logits [B,T,V], or [B,1,V] with lastOnly, the
+// head a product of kind p (OuterProduct, or LossLogits for the loss).
+func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool, p Product) *ts.Tensor {
 	var s scope
 	defer s.drop()
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	logits := be.Linear(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, OuterProduct) // [B,T,V]
+	logits := be.Linear(s.keep(g.normalize(x, g.top[modFinalNorm], g.cfg.Dim)), g.top[modHead].w, nil, p) // [B,T,V]
 	if c := g.cfg.FinalSoftcap; c > 0 {
 		logits = softcap(logits, c)
 	}

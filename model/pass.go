@@ -42,6 +42,9 @@ type PassState struct {
 	// Backend computes the attention and the products (nil: g.Backend(),
 	// the model's own).
 	Backend Backend
+	// ForLoss marks a pass whose logits only the training loss reads: the
+	// LM head is a LossLogits product (see ForwardForLoss).
+	ForLoss bool
 }
 
 // cached reports whether st is a cached pass (Forward's is not).

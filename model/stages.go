@@ -76,5 +76,8 @@ func (p *Pass) Block(li int, x *ts.Tensor) *ts.Tensor {
 	return p.g.block(li, x, p.in, nil, false)
 }
 
-// Head is the last stage: the last block's output [B,T,d] to logits [B,T,V].
-func (p *Pass) Head(x *ts.Tensor) *ts.Tensor { return p.g.head(x, p.g.Backend(), false) }
+// Head is the last stage: the last block's output [B,T,d] to logits
+// [B,T,V] for the training loss, as ForwardForLoss gives them.
+func (p *Pass) Head(x *ts.Tensor) *ts.Tensor {
+	return p.g.head(x, p.g.Backend(), false, p.g.lossLogits())
+}

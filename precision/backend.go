@@ -36,6 +36,11 @@ type Backend struct {
 	// memory-bound work between products there. On the CPU every product
 	// returns float32, which keeps CPU results as they were.
 	keepInner bool
+	// keepLogits: a LossLogits product (the head of a training pass)
+	// stays in dt, for the loss's kernel to read (torchx.CrossEntropy): on
+	// a GPU in bfloat16. The loss casts them itself where its kernel does
+	// not run (MEMO_KERNELS=off), so the values are the same either way.
+	keepLogits bool
 	// separate is Layout.SeparateProducts: on a GPU.
 	separate bool
 	// keepQKV is Layout.KeepsProjections: on a GPU whose attention takes
@@ -54,12 +59,13 @@ func newBackend(dt gotch.DType, dev gotch.Device, softcap float64, k kernels) *B
 	cuda := dev.IsCuda()
 	fused := softcap == 0 && k.fused
 	return &Backend{
-		dt:        dt,
-		keepInner: cuda,
-		separate:  cuda,
-		keepQKV:   cuda && fused && !keepQKVOff,
-		fused:     fused,
-		gqa:       cuda && fused && k.fusedGQA && gqaOn,
+		dt:         dt,
+		keepInner:  cuda,
+		keepLogits: cuda && dt == gotch.BFloat16,
+		separate:   cuda,
+		keepQKV:    cuda && fused && !keepQKVOff,
+		fused:      fused,
+		gqa:        cuda && fused && k.fusedGQA && gqaOn,
 	}
 }
 
@@ -85,7 +91,8 @@ func (b *Backend) KeepsProjections() bool { return b.keepQKV }
 
 // Linear is x·wᵀ + bias in b's dtype: x, w and the bias cast to it (a
 // product kept in it feeds the next as it is), returned in float32 or,
-// an InnerProduct on a GPU, in b's dtype.
+// an InnerProduct on a GPU (a LossLogits product on a GPU in bfloat16),
+// in b's dtype.
 func (b *Backend) Linear(x, w, bias *ts.Tensor, p model.Product) *ts.Tensor {
 	var s model.Scope
 	defer s.Drop()
@@ -101,7 +108,7 @@ func (b *Backend) Linear(x, w, bias *ts.Tensor, p model.Product) *ts.Tensor {
 		bias = noBias
 	}
 	y := ts.MustLinear(x, w, bias)
-	if p == model.InnerProduct && b.keepInner {
+	if (p == model.InnerProduct && b.keepInner) || (p == model.LossLogits && b.keepLogits) {
 		return y
 	}
 	return y.MustTotype(gotch.Float, true)

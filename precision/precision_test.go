@@ -393,6 +393,16 @@ func passesThroughKernels(t *testing.T, dev gotch.Device, how string, setup func
 // mean square.
 func bf16MixedPass(t *testing.T, dev gotch.Device, cfg model.Config, ids *ts.Tensor, check func(g *model.GPT)) (*ts.Tensor, map[string]*ts.Tensor) {
 	t.Helper()
+	g := newBF16Mixed(t, dev, cfg)
+	check(g)
+	logits := g.Forward(ids)
+	logits.MustSquare(false).MustMean(gotch.Float, true).MustBackward()
+	return logits.MustDetach(true), gradsOf(g)
+}
+
+// newBF16Mixed is cfg's model on dev, trained in bf16-mixed.
+func newBF16Mixed(t *testing.T, dev gotch.Device, cfg model.Config) *model.GPT {
+	t.Helper()
 	g, err := model.New(nn.NewVarStore(dev).Root(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -400,14 +410,16 @@ func bf16MixedPass(t *testing.T, dev gotch.Device, cfg model.Config, ids *ts.Ten
 	if err := Set(g, BF16Mixed, true); err != nil {
 		t.Fatal(err)
 	}
-	check(g)
-	logits := g.Forward(ids)
-	logits.MustSquare(false).MustMean(gotch.Float, true).MustBackward()
+	return g
+}
+
+// gradsOf is every parameter's gradient by name.
+func gradsOf(g *model.GPT) map[string]*ts.Tensor {
 	grads := map[string]*ts.Tensor{}
 	for _, p := range g.Params() {
 		grads[p.Name] = p.Tensor.MustGrad(false)
 	}
-	return logits.MustDetach(true), grads
+	return grads
 }
 
 // generate is the engine's cached greedy decoding of n tokens.
@@ -474,5 +486,99 @@ func TestInferenceNormsThroughKernelOnHost(t *testing.T) {
 		t.Fatalf("logits differ by %g (largest %g)", d, scale)
 	} else {
 		t.Logf("logits differ by %g (largest %g)", d, scale)
+	}
+}
+
+// The training loss's pass with the GPU's layout, on the CPU through the
+// kernels' host code: ForwardForLoss leaves the logits in bfloat16 and the
+// loss of them takes memo's cross-entropy kernel.
+func TestLossLogitsThroughKernelOnHost(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torchx.ElementwiseOnHostForTest()()
+	lossThroughKernel(t, gotch.CPU, func(g *model.GPT) {
+		g.SetBackend(&Backend{dt: gotch.BFloat16, keepInner: true, separate: true, keepLogits: true})
+	})
+}
+
+// On a GPU, a bf16-mixed training pass's logits stay bfloat16 for the loss,
+// which takes memo's cross-entropy kernel (lossThroughKernel).
+func TestLossKernelInTraining(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() {
+		t.Skip("needs a GPU")
+	}
+	if on := torchx.ElementwiseKernels(0); on != "on" {
+		t.Fatalf("cuda:0's elementwise kernels: %s", on)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lossThroughKernel(t, gotch.CudaBuilder(0), func(*model.GPT) {})
+}
+
+// lossThroughKernel runs a bf16-mixed Llama's training loss on dev (setup
+// sees the model first), the mean cross-entropy of its logits, four ways:
+// Forward's float32 logits or ForwardForLoss's, with memo's kernels or
+// without. ForwardForLoss's logits are bfloat16. Without the kernels the
+// loss casts them to float32 itself, so its losses and gradients equal
+// Forward's bit for bit; with them, the loss is one kernel call and agrees
+// with Forward's within float32 rounding of the losses and bfloat16
+// rounding of the gradients (the other kernels run in both).
+func lossThroughKernel(t *testing.T, dev gotch.Device, setup func(g *model.GPT)) {
+	t.Helper()
+	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
+	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
+	targets := ts.MustOfSlice([]int64{5, 9, 2, 7, 7, 3, 60, -100, 12, 4, 4, 0, 12, 33, 8, 96}).MustTo(dev, true)
+	type result struct {
+		dt    gotch.DType
+		nll   *ts.Tensor
+		grads map[string]*ts.Tensor
+		calls int64
+	}
+	pass := func(forLoss, kernels bool) result {
+		was := torchx.SetKernels(kernels)
+		defer torchx.SetKernels(was)
+		before := torchx.ElementwiseCallsOf("cross-entropy")
+		g := newBF16Mixed(t, dev, cfg)
+		setup(g)
+		logits := g.Forward
+		if forLoss {
+			logits = g.ForwardForLoss
+		}
+		l := logits(ids)
+		nll, err := torchx.CrossEntropy(l.MustView([]int64{16, -1}, false), targets, -100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nll.MustMean(gotch.Float, false).MustBackward()
+		r := result{dt: l.DType(), nll: nll.MustDetach(true), grads: gradsOf(g)}
+		r.calls = torchx.ElementwiseCallsOf("cross-entropy") - before
+		return r
+	}
+	ref, refOff := pass(false, true), pass(false, false)
+	got, gotOff := pass(true, true), pass(true, false)
+	if ref.dt != gotch.Float || got.dt != gotch.BFloat16 {
+		t.Fatalf("logits: Forward's %v, ForwardForLoss's %v; want float32 and bfloat16", ref.dt, got.dt)
+	}
+	if ref.calls != 0 || refOff.calls != 0 || gotOff.calls != 0 || got.calls != 1 {
+		t.Fatalf("cross-entropy kernel calls: %d, %d, %d, %d; want one, for ForwardForLoss's logits with the kernels",
+			ref.calls, refOff.calls, got.calls, gotOff.calls)
+	}
+	if d := maxAbsDiff(gotOff.nll, refOff.nll); d != 0 {
+		t.Errorf("without the kernels, the losses of bfloat16 logits differ from float32's by %g", d)
+	}
+	for name, want := range refOff.grads {
+		if d := maxAbsDiff(gotOff.grads[name], want); d != 0 {
+			t.Errorf("without the kernels, %s's gradient differs by %g", name, d)
+		}
+	}
+	scale := ref.nll.MustAbs(false).MustMax(true).Float64Values()[0]
+	if d := maxAbsDiff(got.nll, ref.nll); d > scale*1e-6 {
+		t.Errorf("losses differ from Forward's by %g (largest %g)", d, scale)
+	}
+	for name, want := range ref.grads {
+		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
+		if d := maxAbsDiff(got.grads[name], want); d > scale/64 {
+			t.Errorf("%s: gradient differs from Forward's by %g (scale %g)", name, d, scale)
+		}
 	}
 }

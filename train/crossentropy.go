@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -25,9 +26,13 @@ type Losses struct {
 	NKept, NDropped int64
 }
 
-// MaskedCrossEntropy computes the goldfish loss: logits [B,T,V] (float),
-// targets [B,T] (int64; ignoreIndex marks padding, which is neither kept
-// nor dropped whatever dropped says) and dropped [B,T] (bool).
+// MaskedCrossEntropy computes the goldfish loss: logits [B,T,V] (float32,
+// or bfloat16 as a GPU's bf16 head leaves them for the loss: see
+// model.GPT.ForwardForLoss), targets [B,T] (int64; ignoreIndex marks
+// padding, which is neither kept nor dropped whatever dropped says) and
+// dropped [B,T] (bool). Each target's cross-entropy is
+// torchx.CrossEntropy's: libtorch's of the logits' float32 values, or on
+// a GPU memo's kernel on bfloat16 logits.
 func MaskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) (Losses, error) {
 	ls, err := maskedCrossEntropy(logits, targets, dropped, ignoreIndex)
 	if err != nil {
@@ -56,9 +61,7 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	defer dflat.MustDrop()
 
 	// Per-target cross-entropy; 0 at padding.
-	weight := ts.NewTensor() // undefined: no class weights
-	defer weight.MustDrop()
-	nll, err := flat.CrossEntropyLoss(tflat, weight, ts.ReductionNone, ignoreIndex, 0, false)
+	nll, err := torchx.CrossEntropy(flat, tflat, ignoreIndex)
 	if err != nil {
 		return Losses{}, err
 	}

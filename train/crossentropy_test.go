@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -138,5 +140,56 @@ func TestMaskedCrossEntropyBadInput(t *testing.T) {
 	outOfRange := ts.MustOfSlice([]int64{1, 4, 0, 7, 2, 3, 3, 0}).MustReshape([]int64{2, 4}, true)
 	if _, err := MaskedCrossEntropy(logits, outOfRange, dropped, pad); err == nil {
 		t.Errorf("target 7 with 5 classes: no error")
+	}
+}
+
+// Bfloat16 logits (a GPU's bf16 head leaves them so for the loss: see
+// model.GPT.ForwardForLoss) give the loss of their float32 values: bit for
+// bit through libtorch's loss, which casts them, and within float32
+// rounding through memo's cross-entropy kernel (its host code here), the
+// logits' gradient in bfloat16 within one rounding of the cast of
+// float32's.
+func TestMaskedCrossEntropyBF16Logits(t *testing.T) {
+	c := newBatch(3, 2, 4, 300, []int64{1, 299, 0, pad, 2, 150, 3, 0}, []bool{false, true, false, true, false, false, true, false})
+	f32, targets, dropped := c.tensors(t)
+	bf := f32.MustDetach(false).MustTotype(gotch.BFloat16, true).MustSetRequiresGrad(true, true)
+	rounded := bf.MustDetach(false).MustTotype(gotch.Float, true).MustSetRequiresGrad(true, true)
+	loss := func(logits *ts.Tensor) (Losses, *ts.Tensor) {
+		t.Helper()
+		ls, err := MaskedCrossEntropy(logits, targets, dropped, pad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls.Kept.MustBackward()
+		g := logits.MustGrad(false)
+		logits.ZeroGrad()
+		return ls, g
+	}
+	want, wantGrad := loss(rounded)
+	got, gotGrad := loss(bf)
+	if got.Kept.Float64Values()[0] != want.Kept.Float64Values()[0] || got.All != want.All || got.Dropped != want.Dropped {
+		t.Errorf("bfloat16 logits: kept %v all %v dropped %v; their float32 values: %v %v %v",
+			got.Kept.Float64Values()[0], got.All, got.Dropped, want.Kept.Float64Values()[0], want.All, want.Dropped)
+	}
+	wantBF := wantGrad.MustTotype(gotch.BFloat16, false)
+	if gotGrad.DType() != gotch.BFloat16 || !gotGrad.MustEqual(wantBF, false) {
+		t.Errorf("the bfloat16 logits' gradient (%v) is not the float32 gradient's cast", gotGrad.DType())
+	}
+
+	defer torchx.ElementwiseOnHostForTest()()
+	before := torchx.ElementwiseCallsOf("cross-entropy")
+	k, kGrad := loss(bf)
+	if n := torchx.ElementwiseCallsOf("cross-entropy") - before; n != 1 {
+		t.Fatalf("%d cross-entropy kernel calls, want 1", n)
+	}
+	if !approxEqual(k.Kept.Float64Values()[0], want.Kept.Float64Values()[0]) || !approxEqual(k.All, want.All) || !approxEqual(k.Dropped, want.Dropped) {
+		t.Errorf("through the kernel: kept %v all %v dropped %v; want %v %v %v",
+			k.Kept.Float64Values()[0], k.All, k.Dropped, want.Kept.Float64Values()[0], want.All, want.Dropped)
+	}
+	a, b := kGrad.MustTotype(gotch.Float, false).Float64Values(), wantBF.MustTotype(gotch.Float, false).Float64Values()
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > math.Abs(b[i])/64+1e-9 {
+			t.Fatalf("through the kernel: the gradient's element %d is %g, want %g", i, a[i], b[i])
+		}
 	}
 }

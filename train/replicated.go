@@ -66,7 +66,7 @@ func forwardLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, lossOf
 		return out
 	}
 	defer dt.MustDrop()
-	logits := g.Forward(inp)
+	logits := g.ForwardForLoss(inp)
 	defer logits.MustDrop()
 	return lossOf(logits, tgt, dt)
 }

@@ -15,9 +15,11 @@
 // The kernels are compiled by NVRTC on a device's first call, then checked
 // against the composition on a small input, forward and backward; a
 // device whose compilation or check fails keeps the composition, and
-// memo_elementwise_status says why (torchx.ElementwiseKernels). The CPU always takes the composition,
-// except in tests, which run the kernels' per-element code on the host
-// (memo_elementwise_on_host) to check it against libtorch.
+// memo_elementwise_status says why (torchx.ElementwiseKernels). The CPU
+// always takes the composition, except in tests, which run the kernels'
+// per-element code on the host (memo_elementwise_on_host) to check it
+// against libtorch. The training loss's cross-entropy kernel is
+// crossentropy.cpp's, on the same footing (elementwise_internal.h).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -30,39 +32,40 @@
 #include <torch/torch.h>
 
 #include "elementwise.h"
-#include "errmsg.h"
+#include "elementwise_host.h"
+#include "elementwise_internal.h"
 #include "elementwise_loader.h"
+#include "errmsg.h"
 
-// The host's spelling of what elementwise.cu uses from CUDA: each a single
-// correctly rounded operation (x86-64's baseline has no fused multiply-add
-// for the compiler to contract into).
-#define MEMO_ELEMENTWISE_HOST 1
-namespace {
-inline float __uint_as_float(unsigned int u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+namespace memo_elementwise {
+
+std::atomic<long long> kernel_calls[call_kinds];
+
+// close_to reports whether a equals want within tol of want's largest
+// magnitude everywhere, naming the largest difference otherwise. The check
+// is there to catch a kernel that computes something else (a wrong index
+// is off by the values' own size), not last bits.
+bool close_to(const std::string &what, const at::Tensor &a, const at::Tensor &want, double tol, std::string *why) {
+  at::Tensor x = a.to(at::kFloat).cpu(), y = want.to(at::kFloat).cpu();
+  if (x.sizes() != y.sizes()) {
+    *why = what + ": shapes differ";
+    return false;
+  }
+  const double err = torch::abs(torch::sub(x, y)).max().item<double>();
+  const double scale = torch::abs(y).max().item<double>();
+  if (err <= tol * scale) return true;
+  *why = what + ": largest difference " + std::to_string(err) + " of values up to " + std::to_string(scale);
+  return false;
 }
-inline unsigned int __float_as_uint(float f) {
-  unsigned int u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fsqrt_rn(float a) { return std::sqrt(a); }
-}  // namespace
-#include "elementwise.cu"
+
+}  // namespace memo_elementwise
 
 namespace {
+
+using namespace memo_elementwise;
 
 std::atomic<bool> on_host{false};
 
-// kernel_calls counts the kernels' forward calls, host and GPU, by kind
-// (tests): rotary, SwiGLU, copies, RMSNorm into copies.
-enum CallKind { call_rope, call_swiglu, call_copies, call_rms_copies, call_kinds };
-std::atomic<long long> kernel_calls[call_kinds];
 
 // rotate_half is x·cos + cat(x₂, x₁)·sinSigned, x₁ and x₂ the halves of
 // x's last dimension (sinSigned carries the sign of the rotation).
@@ -96,18 +99,7 @@ bool kernel_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat
 
 const char *dtype_name(at::ScalarType t) { return t == at::kFloat ? "f32" : "bf16"; }
 
-// Place is where a call's kernels run: nowhere (the composition), on the
-// host (tests) or on x's GPU.
-enum class Place { none, host, gpu };
-
 bool gpu_ready(int device, std::string *why);
-
-Place place_of(const at::Tensor &x, bool kernels) {
-  if (!kernels) return Place::none;
-  if (x.is_cpu()) return on_host.load() ? Place::host : Place::none;
-  if (x.is_cuda() && gpu_ready(x.get_device(), nullptr)) return Place::gpu;
-  return Place::none;
-}
 
 // rope_fits: x is [B,H,T,D] in float32 or bfloat16, rotated over all of
 // its even D, with contiguous float32 tables on its device, [T,D] or
@@ -483,21 +475,16 @@ void rms_run(Place where, int device, bool forward, const memo::RowShape &s, RMS
     return;
   }
   float part[MEMO_ROW_LANES];
-  auto tree = [&part] {
-    for (int h = MEMO_ROW_LANES / 2; h > 0; h >>= 1)
-      for (int l = 0; l < h; l++) part[l] = __fadd_rn(part[l], part[l + h]);
-    return part[0];
-  };
   const long long blocks = rms_blocks(s.rows);
   for (long long row = 0; row < s.rows; row++) {
     if (forward) {
       for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_sum_sq(s, p.x, row, l);
-      const float r = memo::rms_rstd(s, tree());
+      const float r = memo::rms_rstd(s, memo::lanes_tree(part, memo::LanesAdd()));
       for (int l = 0; l < MEMO_ROW_LANES; l++) memo::rms_lane_write(s, p.x, p.gain, r, row, l, y0, y1, y2);
       p.rstd[row] = r;
     } else {
       for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_dot(s, d0, d1, d2, p.x, p.gain, row, l);
-      const float dot = tree();
+      const float dot = memo::lanes_tree(part, memo::LanesAdd());
       float *mine = p.dgain_part + (row % blocks) * s.d;  // the GPU's block for this row
       for (int l = 0; l < MEMO_ROW_LANES; l++)
         memo::rms_lane_grad(s, d0, d1, d2, p.x, p.gain, p.rstd[row], dot, row, l, p.dx, mine);
@@ -557,28 +544,11 @@ bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &gain, at::Scala
          gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device();
 }
 
-// close_to reports whether a equals want within tol of want's largest
-// magnitude everywhere, naming the largest difference otherwise. The check
-// is there to catch a kernel that computes something else (a wrong index
-// is off by the values' own size), not last bits.
-bool close_to(const std::string &what, const at::Tensor &a, const at::Tensor &want, double tol, std::string *why) {
-  at::Tensor x = a.to(at::kFloat).cpu(), y = want.to(at::kFloat).cpu();
-  if (x.sizes() != y.sizes()) {
-    *why = what + ": shapes differ";
-    return false;
-  }
-  const double err = torch::abs(torch::sub(x, y)).max().item<double>();
-  const double scale = torch::abs(y).max().item<double>();
-  if (err <= tol * scale) return true;
-  *why = what + ": largest difference " + std::to_string(err) + " of values up to " + std::to_string(scale);
-  return false;
-}
-
-// self_check runs both kernels on device against the composition, forward
-// and backward, in every dtype pair they take, on a small input laid out
-// as attention's q is (a transposed view): within 1e-6 of the largest
-// value in float32 and 1/128 in bfloat16 (one rounding), though rotary
-// embedding is expected bit for bit.
+// self_check runs the kernels on device against the compositions, forward
+// and backward, in every dtype pair they take, on small inputs (rotary's
+// laid out as attention's q is, a transposed view): within 1e-6 of the
+// largest value in float32 and 1/128 in bfloat16 (one rounding), though
+// rotary embedding is expected bit for bit.
 // The inputs are deterministic functions of their index: no generator is
 // drawn from, so a run's random stream is the same with the check or not.
 bool self_check(const at::Device &dev, Place where, std::string *why) {
@@ -664,6 +634,7 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
   auto drc = torch::autograd::grad({rc[0], rc[1], rc[2]}, {nc, gc}, dys);
   if (!close_to("rms copies backward (x)", drk[0], drc[0], 1e-4, why)) return false;
   if (!close_to("rms copies backward (gain)", drk[1], drc[1], 1e-4, why)) return false;
+  if (!cross_entropy_check(f32, where, why)) return false;
   return true;
 }
 
@@ -709,6 +680,13 @@ bool gpu_ready(int device, std::string *why) {
 }
 
 }  // namespace
+
+memo_elementwise::Place memo_elementwise::place_of(const at::Tensor &x, bool kernels) {
+  if (!kernels) return Place::none;
+  if (x.is_cpu()) return on_host.load() ? Place::host : Place::none;
+  if (x.is_cuda() && gpu_ready(x.get_device(), nullptr)) return Place::gpu;
+  return Place::none;
+}
 
 extern "C" {
 

@@ -1,7 +1,7 @@
-// memo's elementwise kernels: rotary embedding, the SwiGLU product and
-// the bfloat16 copies of a normalized activation that several products
-// read, forward and backward, each one pass over memory where libtorch's
-// composition makes several.
+// memo's elementwise kernels: rotary embedding, the SwiGLU product, the
+// bfloat16 copies of a normalized activation that several products read
+// and the cross-entropy of bfloat16 logits, forward and backward, each one
+// pass over memory where libtorch's composition makes several.
 //
 // This file is compiled twice. On a GPU, NVRTC compiles it at run time
 // (elementwise_cuda.cpp hands it the text, embedded by elementwise.go),
@@ -221,6 +221,16 @@ MEMO_DEVICE void cast_copies_backward_at(long long i, int k, const bf16 *d0, con
 // agree bit for bit.
 #define MEMO_ROW_LANES 256
 
+// The two ways a block's lanes combine their values: a float32 sum, and
+// the largest value (exact in any order; the same tree keeps the two
+// alike).
+struct LanesAdd {
+  MEMO_DEVICE float operator()(float a, float b) const { return __fadd_rn(a, b); }
+};
+struct LanesMax {
+  MEMO_DEVICE float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
 struct RowShape {
   long long rows;
   int d, k;
@@ -288,6 +298,80 @@ MEMO_DEVICE void rms_lane_grad(const RowShape &s, const bf16 *d0, const bf16 *d1
   }
 }
 
+// Cross-entropy of bfloat16 logits, row `row` of x [rows, v] against its
+// target t[row]: a block of MEMO_ROW_LANES threads takes a row, as the
+// norm's do. Forward, the row's largest logit m (max is exact in any
+// order), then Σ e^(x − m) in float32 over each lane's columns, the lanes'
+// sums added in the fixed tree; lse = m + log Σ and the loss lse − x[t].
+// Backward, each element alone: the loss's gradient g times e^(x − lse),
+// less g at the target, rounded once to bfloat16. The logits are read in
+// their own dtype, so the float32 copy of them that libtorch's loss
+// takes (and its float32 log-probabilities, and their gradient) is never
+// written.
+struct CEShape {
+  long long rows;
+  int v;
+  long long ignore;  // the target that marks padding: loss 0, no gradient
+};
+
+MEMO_DEVICE float negative_infinity() { return __uint_as_float(0xff800000u); }
+
+// ce_lane_max is lane's part of the row's largest logit.
+MEMO_DEVICE float ce_lane_max(const CEShape &s, const bf16 *x, long long row, int lane) {
+  const bf16 *xr = x + row * s.v;
+  float m = negative_infinity();
+  for (int c = lane; c < s.v; c += MEMO_ROW_LANES) m = fmaxf(m, bf16_to_float(xr[c]));
+  return m;
+}
+
+// ce_lane_sum_exp is lane's part of Σ e^(x − m) over the row.
+MEMO_DEVICE float ce_lane_sum_exp(const CEShape &s, const bf16 *x, float m, long long row, int lane) {
+  const bf16 *xr = x + row * s.v;
+  float acc = 0.0f;
+  for (int c = lane; c < s.v; c += MEMO_ROW_LANES) acc = __fadd_rn(acc, expf(__fadd_rn(bf16_to_float(xr[c]), -m)));
+  return acc;
+}
+
+// ce_row_loss writes the row's log Σ e^x (lse) and its loss: lse − x[t];
+// 0 where t is the ignored target; NaN where t is outside [0, v), which a
+// trainer reports as a non-finite loss (libtorch's loss raises an error).
+MEMO_DEVICE void ce_row_loss(const CEShape &s, const bf16 *x, const long long *t, long long row, float m, float sum,
+                             float *nll, float *lse) {
+  const float l = __fadd_rn(m, logf(sum));
+  const long long tr = t[row];
+  lse[row] = l;
+  if (tr == s.ignore)
+    nll[row] = 0.0f;
+  else if (tr < 0 || tr >= s.v)
+    nll[row] = __uint_as_float(0x7fc00000u);
+  else
+    nll[row] = __fadd_rn(l, -bf16_to_float(x[row * s.v + tr]));
+}
+
+// ce_backward_at is the logits' gradient at element i: g·e^(x − lse),
+// less g at the target (log-softmax's backward of the loss's −g at the
+// target), 0 in an ignored row.
+MEMO_DEVICE void ce_backward_at(const CEShape &s, long long i, const bf16 *x, const long long *t, const float *lse,
+                                const float *g, bf16 *dx) {
+  long long row, c;
+  if (i < 4294967296LL) {  // 32-bit division where it fits (see rope_offsets)
+    const unsigned q = (unsigned)i, v = (unsigned)s.v;
+    row = q / v;
+    c = q % v;
+  } else {
+    row = i / s.v;
+    c = i % s.v;
+  }
+  const long long tr = t[row];
+  if (tr == s.ignore) {
+    dx[i] = 0;
+    return;
+  }
+  float d = __fmul_rn(g[row], expf(__fadd_rn(bf16_to_float(x[i]), -lse[row])));
+  if (c == tr) d = __fadd_rn(d, -g[row]);
+  dx[i] = float_to_bf16(d);
+}
+
 }  // namespace memo
 
 #ifndef MEMO_ELEMENTWISE_HOST
@@ -334,14 +418,16 @@ extern "C" __global__ void memo_copies_fwd_bf16(long long n, int k, const float 
     memo::cast_copies_forward_at(i, k, x, y0, y1, y2);
 }
 
-// memo_lanes_sum adds the block's lanes' values in memo's fixed tree,
-// leaving the total in part[0] for every lane to read.
-__device__ __forceinline__ float memo_lanes_sum(float *part, float v) {
+// memo_lanes_reduce combines the block's lanes' values with op in memo's
+// fixed tree (the host's memo::lanes_tree), leaving the result in part[0]
+// for every lane to read.
+template <typename Op>
+__device__ __forceinline__ float memo_lanes_reduce(float *part, float v, Op op) {
   const int lane = threadIdx.x;
   part[lane] = v;
   __syncthreads();
   for (int h = MEMO_ROW_LANES / 2; h > 0; h >>= 1) {
-    if (lane < h) part[lane] = __fadd_rn(part[lane], part[lane + h]);
+    if (lane < h) part[lane] = op(part[lane], part[lane + h]);
     __syncthreads();
   }
   const float total = part[0];
@@ -355,7 +441,8 @@ extern "C" __global__ void memo_rms_copies_fwd(memo::RowShape s, const float *x,
   __shared__ float part[MEMO_ROW_LANES];
   const int lane = threadIdx.x;
   for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
-    const float r = memo::rms_rstd(s, memo_lanes_sum(part, memo::rms_lane_sum_sq(s, x, row, lane)));
+    const float sum_sq = memo_lanes_reduce(part, memo::rms_lane_sum_sq(s, x, row, lane), memo::LanesAdd());
+    const float r = memo::rms_rstd(s, sum_sq);
     memo::rms_lane_write(s, x, gain, r, row, lane, y0, y1, y2);
     if (lane == 0) rstd[row] = r;
   }
@@ -370,7 +457,7 @@ extern "C" __global__ void memo_rms_copies_bwd(memo::RowShape s, const memo::bf1
   const int lane = threadIdx.x;
   float *mine = dgain_part + (long long)blockIdx.x * s.d;
   for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
-    const float dot = memo_lanes_sum(part, memo::rms_lane_dot(s, d0, d1, d2, x, gain, row, lane));
+    const float dot = memo_lanes_reduce(part, memo::rms_lane_dot(s, d0, d1, d2, x, gain, row, lane), memo::LanesAdd());
     memo::rms_lane_grad(s, d0, d1, d2, x, gain, rstd[row], dot, row, lane, dx, mine);
   }
 }
@@ -379,5 +466,22 @@ extern "C" __global__ void memo_copies_bwd_bf16(long long n, int k, const memo::
                                                 const memo::bf16 *d2, float *dx) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     memo::cast_copies_backward_at(i, k, d0, d1, d2, dx);
+}
+// One block of MEMO_ROW_LANES threads a row, the rows strided over the grid.
+extern "C" __global__ void memo_ce_fwd_bf16(memo::CEShape s, const memo::bf16 *x, const long long *t, float *nll,
+                                            float *lse) {
+  __shared__ float part[MEMO_ROW_LANES];
+  const int lane = threadIdx.x;
+  for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const float m = memo_lanes_reduce(part, memo::ce_lane_max(s, x, row, lane), memo::LanesMax());
+    const float sum = memo_lanes_reduce(part, memo::ce_lane_sum_exp(s, x, m, row, lane), memo::LanesAdd());
+    if (lane == 0) memo::ce_row_loss(s, x, t, row, m, sum, nll, lse);
+  }
+}
+
+extern "C" __global__ void memo_ce_bwd_bf16(memo::CEShape s, long long n, const memo::bf16 *x, const long long *t,
+                                            const float *lse, const float *g, memo::bf16 *dx) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    memo::ce_backward_at(s, i, x, t, lse, g, dx);
 }
 #endif

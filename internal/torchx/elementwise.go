@@ -139,6 +139,28 @@ func RMSNormCopies(x, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n 
 	panic(fmt.Sprintf("rms norm copies: %v", cErr(e)))
 }
 
+// CrossEntropy is each row's cross-entropy of logits [N,V] against int64
+// targets [N], float32 [N], 0 where the target is ignore: libtorch's
+// unreduced loss of the logits' float32 values (a bfloat16 x cast first),
+// bit for bit what gotch's CrossEntropyLoss gives. On a GPU, contiguous
+// bfloat16 logits go through memo's kernel (elementwise.cu): one pass
+// forward and one backward, which writes the logits' gradient in
+// bfloat16, where the cast and the float32 loss make about eight passes
+// over a float32 [N,V] copy. Its losses and gradient equal the
+// composition's within float32 rounding (its sums are added in another
+// order, and its exp is CUDA's); a target outside [0, V) gives a NaN loss
+// there, where libtorch's raises the error this returns.
+func CrossEntropy(logits, targets *ts.Tensor, ignore int64) (*ts.Tensor, error) {
+	var e *C.char
+	p := C.memo_cross_entropy(logits.Ctensor(), targets.Ctensor(), C.int64_t(ignore), kernelsOn(), &e)
+	runtime.KeepAlive(logits)
+	runtime.KeepAlive(targets)
+	if p == nil {
+		return nil, fmt.Errorf("cross-entropy: %v", cErr(e))
+	}
+	return ts.New(lib.Ctensor(p)), nil
+}
+
 // wrapTensors wraps C tensor pointers a C call wrote into Go memory (which
 // cgo allows: it holds no Go pointers).
 func wrapTensors(ps []unsafe.Pointer) []*ts.Tensor {
@@ -150,7 +172,8 @@ func wrapTensors(ps []unsafe.Pointer) []*ts.Tensor {
 }
 
 // ElementwiseKernels says whether CUDA device index runs memo's
-// elementwise kernels (RopeTo, SwiGLU, CastCopies, RMSNormCopies): "on",
+// elementwise kernels (RopeTo, SwiGLU, CastCopies, RMSNormCopies,
+// CrossEntropy): "on",
 // compiling and checking them first if no call has, or "off: " and why it keeps libtorch's
 // compositions (MEMO_KERNELS=off, a build without the cuda tag, no NVRTC,
 // a failed check against the composition).
@@ -206,10 +229,10 @@ func elementwiseCheckOnHost() string {
 func ElementwiseCalls() int64 { return int64(C.memo_elementwise_calls(-1)) }
 
 // ElementwiseCallsOf is ElementwiseCalls of one kernel: "rope", "swiglu"
-// (either form), "copies" (CastCopies) or "rms-copies" (RMSNormCopies).
-// Panics on another name.
+// (either form), "copies" (CastCopies), "rms-copies" (RMSNormCopies) or
+// "cross-entropy" (CrossEntropy). Panics on another name.
 func ElementwiseCallsOf(kernel string) int64 {
-	kinds := map[string]C.int{"rope": 0, "swiglu": 1, "copies": 2, "rms-copies": 3}
+	kinds := map[string]C.int{"rope": 0, "swiglu": 1, "copies": 2, "rms-copies": 3, "cross-entropy": 4}
 	k, ok := kinds[kernel]
 	if !ok {
 		panic("ElementwiseCallsOf: no kernel " + kernel)

@@ -10,6 +10,7 @@ void *memo_swiglu_joined(void *gate_up, int kernels, char **err);
 int memo_rms_norm_copies(void *x, void *w, double eps, int offset, int dtype, int k, int kernels, void **out,
                          char **err);
 int memo_cast_copies(void *x, int dtype, int k, int kernels, void **out, char **err);
+void *memo_cross_entropy(void *logits, void *targets, int64_t ignore, int kernels, char **err);
 void memo_elementwise_source(const char *text);
 char *memo_elementwise_status(int device);
 void memo_elementwise_on_host(int on);

@@ -546,3 +546,116 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 		})
 	}
 }
+
+// crossEntropyPass is the per-row losses of logits against targets through
+// CrossEntropy and the logits' gradient of their sum weighted by w.
+func crossEntropyPass(t *testing.T, logits, targets, w *ts.Tensor) (*ts.Tensor, *ts.Tensor) {
+	t.Helper()
+	in := leaf(logits)
+	nll, err := torchx.CrossEntropy(in, targets, -100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nll.MustMul(w, false).MustSum(gotch.Float, true).MustBackward()
+	return nll, in.MustGrad(false)
+}
+
+// The cross-entropy kernel on bfloat16 logits gives libtorch's losses of
+// their float32 values within float32 rounding, and their gradient in
+// bfloat16 within one rounding of the composition's (the float32 gradient
+// cast back), in one kernel call: rows of a vocabulary smaller and larger
+// than a block's lanes, ignored targets (loss 0, no gradient), a row whose
+// logits are all equal. A target outside the vocabulary gives NaN. Float32
+// logits, and a view that is not contiguous, take libtorch's loss.
+func TestCrossEntropyKernel(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, tc := range []struct {
+			name        string
+			rows, vocab int64
+		}{
+			{"a small vocabulary", 9, 50},
+			{"a vocabulary of blocks", 7, 2000},
+			{"a vocabulary of Llama's", 3, 32000},
+		} {
+			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
+				torchx.Seed(3)
+				logits := randnOf([]int64{tc.rows, tc.vocab}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(4), true).MustTotype(gotch.BFloat16, true)
+				tv := make([]int64, tc.rows)
+				for i := range tv {
+					tv[i] = (int64(i)*7919 + 13) % tc.vocab
+				}
+				tv[1] = -100
+				targets := ts.MustOfSlice(tv).MustTo(dev, true)
+				w := randnOf([]int64{tc.rows}, gotch.Float, dev)
+				var nll, dx *ts.Tensor
+				calls := countsCalls(func() { nll, dx = crossEntropyPass(t, logits, targets, w) })
+				if calls != 1 {
+					t.Fatalf("%d kernel calls, want 1", calls)
+				}
+				if nll.DType() != gotch.Float || dx.DType() != gotch.BFloat16 {
+					t.Fatalf("losses %v, gradient %v: want float32 and bfloat16", nll.DType(), dx.DType())
+				}
+				was := torchx.SetKernels(false)
+				wantNLL, wantDx := crossEntropyPass(t, logits, targets, w)
+				torchx.SetKernels(was)
+				requireNear(t, "losses", nll, wantNLL, 1e-6)
+				requireWithinRounding(t, "the logits' gradient", dx, wantDx)
+				if v := nll.MustSelect(0, 1, false).Float64Values()[0]; v != 0 {
+					t.Errorf("an ignored row's loss is %g", v)
+				}
+				if s := dx.MustSelect(0, 1, false).MustAbs(false).MustSum(gotch.Float, true).Float64Values()[0]; s != 0 {
+					t.Errorf("an ignored row's gradient sums to %g in magnitude", s)
+				}
+			})
+		}
+		t.Run(fmt.Sprintf("%v-equal-logits", dev), func(t *testing.T) {
+			logits := ts.MustOnes([]int64{2, 1000}, gotch.BFloat16, dev).MustMulScalar(ts.FloatScalar(3), true)
+			nll, err := torchx.CrossEntropy(logits, ts.MustOfSlice([]int64{0, 999}).MustTo(dev, true), -100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range nll.Float64Values() {
+				if d := v - 6.907755278982137; abs(d) > 1e-6 {
+					t.Errorf("row %d: loss %.9g, want log 1000", i, v)
+				}
+			}
+		})
+		t.Run(fmt.Sprintf("%v-target-outside", dev), func(t *testing.T) {
+			logits := randnOf([]int64{2, 10}, gotch.BFloat16, dev)
+			nll, err := torchx.CrossEntropy(logits, ts.MustOfSlice([]int64{3, 10}).MustTo(dev, true), -100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := nll.Float64Values()
+			if !(v[0] > 0) || v[1] == v[1] {
+				t.Errorf("losses %v: want a finite first and NaN for the target outside", v)
+			}
+		})
+		t.Run(fmt.Sprintf("%v-not-taken", dev), func(t *testing.T) {
+			targets := ts.MustOfSlice([]int64{1, 2, 3, 4}).MustTo(dev, true)
+			for name, x := range map[string]*ts.Tensor{
+				"float32 logits":    randnOf([]int64{4, 6}, gotch.Float, dev),
+				"a transposed view": randnOf([]int64{6, 4}, gotch.BFloat16, dev).MustT(true),
+			} {
+				var nll *ts.Tensor
+				calls := countsCalls(func() {
+					var err error
+					if nll, err = torchx.CrossEntropy(x, targets, -100); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if calls != 0 {
+					t.Errorf("%s: %d kernel calls, want none", name, calls)
+				}
+				weight := ts.NewTensor()
+				want := x.MustTotype(gotch.Float, false).MustCrossEntropyLoss(targets, weight, ts.ReductionNone, -100, 0, false)
+				requireSame(t, name, nll, want)
+			}
+		})
+	}
+	// libtorch's error for a target outside the vocabulary is returned.
+	if _, err := torchx.CrossEntropy(ts.MustOnes([]int64{2, 5}, gotch.Float, gotch.CPU), ts.MustOfSlice([]int64{1, 7}), -100); err == nil || !strings.Contains(err.Error(), "cross-entropy") {
+		t.Errorf("a target outside the vocabulary: %v", err)
+	}
+}

@@ -30,6 +30,8 @@ __device__ float __fadd_rn(float, float);
 __device__ float __fdiv_rn(float, float);
 __device__ float __fmaf_rn(float, float, float);
 __device__ float expf(float);
+__device__ float logf(float);
+__device__ float fmaxf(float, float);
 PRELUDE
 	cat "$here/internal/torchx/elementwise.cu"
 } >"$w/k.cu"

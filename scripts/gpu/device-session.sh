@@ -28,7 +28,7 @@ export MEMO_CACHE=$PWD/$C/cache
 	(cd precision && timeout 150 "$T/precision.test" -test.run 'ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	# The fused RMSNorm and rotary, and memo's own elementwise kernels
 	# (compiled by NVRTC, checked against libtorch's compositions).
-	(cd internal/torchx && timeout 150 "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | grep -v '^    --- PASS' | tail -20)
+	(cd internal/torchx && timeout 150 "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | grep -v '^    --- PASS' | tail -20)
 	# The cached and scoring passes live in package engine.
 	(cd engine && timeout 150 "$T/engine.test" -test.run 'Cached|ScoreWindows' -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok)|_test.go' | tail -20)
 	date -u

@@ -5,9 +5,9 @@
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
 #   b   the fused RMSNorm and rotary tests and memo's elementwise kernels
-#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies),
+#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy),
 #       then precision.test's and engine.test's CUDA tests
-#   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies) at 8 x 2048 on the 1.1B shape: memo
+#   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies, loss) at 8 x 2048 on the 1.1B shape: memo
 #       bench train with them (the default) and with MEMO_KERNELS=off,
 #       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
 #       losses, and whether the kernels ran (issue 41's 40 % MFU)
@@ -115,9 +115,9 @@ fi
 
 if want b && fits b 60; then
 	{
-		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU|CastCopies)"
+		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy)"
 		if [[ -x $T/torchx.test ]]; then
-			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies' -test.v >"$W/torchx.txt" 2>&1
+			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy' -test.v >"$W/torchx.txt" 2>&1
 				echo "rc=$?")
 			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
 			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
@@ -127,7 +127,7 @@ if want b && fits b 60; then
 		# Package precision and the engine's backends moved off model
 		# with no GPU lent: their CUDA tests (fused attention, q/k/v kept
 		# bf16, native GQA, the engine's cached and scoring passes).
-		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels" "engine Cached|ScoreWindows|Backends"; do
+		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels|LossKernel" "engine Cached|ScoreWindows|Backends"; do
 			set -- $pt
 			if [[ -x $T/$1.test ]]; then
 				echo "--- b: $1.test -test.run '$2' on $dev"
