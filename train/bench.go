@@ -38,6 +38,8 @@ type BenchConfig struct {
 	Shard string
 	// ShardGroup is train.shard_group (with Shard "full"; 0: no groups).
 	ShardGroup int
+	// ActivationCheckpointing is train.activation_checkpointing.
+	ActivationCheckpointing bool
 	// OnMeasure, when set, is called once the warm-up steps are done and
 	// before the first measured step (memo --cpu-profile starts its
 	// profile over there, so that building the model and the first
@@ -78,7 +80,7 @@ type BenchResult struct {
 	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
 	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
 	// ElementwiseKernels is, on a GPU, whether memo's elementwise kernels
-	// (rotary, SwiGLU, RMSNorm and bfloat16 copies) run there, where a
+	// (rotary, SwiGLU, RMSNorm and bfloat16 copies, the loss) run there, where a
 	// call's tensors fit them ("on"), or why not
 	// (torchx.ElementwiseKernels).
 	ElementwiseKernels string `json:"elementwise_kernels,omitempty"`
@@ -90,6 +92,12 @@ type BenchResult struct {
 	FirstLoss    float64 `json:"first_loss"`
 	LastLoss     float64 `json:"last_loss"`
 	LastGradNorm float64 `json:"last_grad_norm"`
+	// ActivationCheckpointing is train.activation_checkpointing: each
+	// block recomputed before its backward pass.
+	ActivationCheckpointing bool `json:"activation_checkpointing"`
+	// GPUPeakBytes is, on a GPU, the most memory libtorch's allocator held
+	// for tensors at once (the model, its state and a step's activations).
+	GPUPeakBytes int64 `json:"gpu_peak_bytes,omitempty"`
 	// Nproc is the number of ranks and Shard the train.shard they trained with.
 	Nproc      int    `json:"nproc"`
 	Shard      string `json:"shard"`
@@ -232,7 +240,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if cfg.Batch%size != 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d: must be a multiple of the %d processes", cfg.Batch, size)
 	}
-	tc.ShardGroup, tc.Precision = cfg.ShardGroup, cfg.Precision
+	tc.ShardGroup, tc.Precision, tc.ActivationCheckpointing = cfg.ShardGroup, cfg.Precision, cfg.ActivationCheckpointing
 	l := &loop{cfg: tc, block: cfg.Seq, total: cfg.Steps + cfg.Warmup, rank: rank, size: size, group: cfg.Group}
 	defer l.dropStrategy()
 	if err := l.newModel(mc, dev, cfg.Group); err != nil {
@@ -321,8 +329,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
 	}
 	res.setDatasheet(dev, cfg.Precision)
+	res.ActivationCheckpointing = cfg.ActivationCheckpointing
 	if dev.IsCuda() {
 		res.ElementwiseKernels = torchx.ElementwiseKernels(int(dev.Value))
+		res.GPUPeakBytes = torchx.GPUPeakAllocated(int(dev.Value))
 	}
 	return res, nil
 }

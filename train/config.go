@@ -64,6 +64,8 @@ type Config struct {
 	Shard string `toml:"shard"`
 	// ShardGroup K > 0 (with shard = "full") keeps a secondary copy of the weights cut over each group of K consecutive ranks (one node), so that the per-layer all-gathers run within the group; only the gradients' reduce-scatter and the updated weights' all-gather cross groups, once a step. Must divide the number of ranks. 0: one partition over all ranks.
 	ShardGroup int `toml:"shard_group"`
+	// ActivationCheckpointing keeps only each block's input through the forward pass and recomputes the block, with gradients, just before its backward pass: the activations held at once are one block's instead of every block's, for about a third more compute (a second forward pass of the blocks). train.shard = "full" always runs so. Not with train.dp.
+	ActivationCheckpointing bool `toml:"activation_checkpointing,omitempty"`
 	// NoResume starts afresh even when the run directory holds checkpoints (they are then overwritten).
 	NoResume bool `toml:"no_resume"`
 	// DP is the [train.dp] table: DP-SGD (dpconfig.go).

@@ -75,6 +75,9 @@ func (c Config) checkDPShard() error {
 	if c.DP.Enabled && c.sharded() {
 		return fmt.Errorf("train.dp.enabled = true with train.shard = %q: DP-SGD needs train.shard = \"none\" (each rank clips its rows on the whole model and the noise is added once to the summed gradients; the sharded strategies do not keep that)", c.Shard)
 	}
+	if c.DP.Enabled && c.ActivationCheckpointing {
+		return fmt.Errorf("train.activation_checkpointing = true with train.dp.enabled = true: DP-SGD's per-row passes do not recompute blocks; set one of them false")
+	}
 	return nil
 }
 

@@ -158,7 +158,7 @@ func (s loraReplicated) forwardBackward(rows [][]int32, dropped []bool, lossOf l
 	res := make([]workerLoss, l.work.n())
 	k := l.work.runSplit(len(rows), func(w int, g *model.GPT, lo, hi int) {
 		l.lora[w].Apply()
-		res[w] = forwardLoss(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, lossOf)
+		res[w] = forwardLoss(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, l.cfg.ActivationCheckpointing, lossOf)
 		l.lora[w].Restore()
 	})
 	return res[:k], nil

@@ -49,14 +49,22 @@ func (r *replicated) forwardBackward(rows [][]int32, dropped []bool, lossOf loss
 			return
 		}
 		lo, hi := split(len(rows), k, w)
-		res[w] = forwardLoss(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, lossOf)
+		res[w] = forwardLoss(g, rows[lo:hi], dropped[lo*l.block:hi*l.block], l.block, l.cfg.ActivationCheckpointing, lossOf)
 	})
 	return res, nil
 }
 
 // forwardLoss is one worker's part of a micro-batch: its forward pass and
-// lossOf its logits.
-func forwardLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, lossOf lossFunc) (out workerLoss) {
+// lossOf its logits; with checkpoint, by activation checkpointing
+// (stagedLoss).
+func forwardLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, checkpoint bool, lossOf lossFunc) (out workerLoss) {
+	if checkpoint {
+		res, err := stagedLoss(g, rows, dropped, block, lossOf, boundStages, nil)
+		if err != nil && res.err == nil {
+			res.err = err
+		}
+		return res
+	}
 	inp, tgt, _ := batchTensors(rows, block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()

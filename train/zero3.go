@@ -3,8 +3,9 @@ package train
 // ZeRO-3 (train.shard = "full"): each rank keeps only its ranges of the
 // weights, their gradients and AdamW moments (shardPlan, one unit per stage
 // of the forward pass), and the model's parameters hold no memory between
-// uses. A micro-batch runs as activation checkpointing with per-stage
-// gathers, which is how FSDP runs without autograd hooks (gotch has none):
+// uses. A micro-batch runs as activation checkpointing (stagedLoss,
+// staged.go) with per-stage gathers, which is how FSDP runs without
+// autograd hooks (gotch has none):
 //
 //	forward, no gradients: for each stage, all-gather its weights, run it,
 //	    keep its output (the next stage's input), free the weights;
@@ -412,97 +413,10 @@ func (f *fullState) stateBytes(out *StateBytes) {
 }
 
 // forwardBackward runs rows in one part (see the file's comment), stage by
-// stage.
+// stage, each stage's weights gathered for it alone.
 func (f *fullState) forwardBackward(rows [][]int32, dropped []bool, lossOf lossFunc) ([]workerLoss, error) {
-	l, g := f.l, f.l.g
-	inp, tgt, _ := batchTensors(rows, l.block, g.Device())
-	defer inp.MustDrop()
-	defer tgt.MustDrop()
-	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(l.block)}, g.Device())
+	res, err := stagedLoss(f.l.g, rows, dropped, f.l.block, lossOf, f.stage, f.heads)
 	if err != nil {
-		return nil, err
-	}
-	defer dt.MustDrop()
-	pass, err := g.NewPass(int64(l.block))
-	if err != nil {
-		return nil, err
-	}
-	defer pass.Drop()
-	nb := pass.Blocks()
-	xs := make([]*ts.Tensor, nb+1) // xs[i]: block i's input; xs[nb] the head's
-	defer func() {
-		for _, x := range xs {
-			if x != nil {
-				x.MustDrop()
-			}
-		}
-	}()
-	if err := f.stage([]int{0}, false, func() error {
-		torchx.NoGrad(func() { xs[0] = pass.Embed(inp) })
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	for li := 0; li < nb; li++ {
-		if err := f.stage([]int{1 + li}, false, func() error {
-			torchx.NoGrad(func() { xs[li+1] = pass.Block(li, xs[li]) })
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	var res workerLoss
-	var dx *ts.Tensor // the loss's gradient at the current stage's output
-	defer func() {
-		if dx != nil {
-			dx.MustDrop()
-		}
-	}()
-	// input runs fn on a leaf copy of x that requires grad and returns its gradient.
-	input := func(x *ts.Tensor, fn func(x *ts.Tensor) error) (*ts.Tensor, error) {
-		leaf := x.MustDetach(false).MustSetRequiresGrad(true, true)
-		defer leaf.MustDrop()
-		if err := fn(leaf); err != nil {
-			return nil, err
-		}
-		return leaf.MustGrad(false), nil
-	}
-	if err := f.stage(f.heads, true, func() error {
-		var err error
-		dx, err = input(xs[nb], func(x *ts.Tensor) error {
-			logits := pass.Head(x)
-			defer logits.MustDrop()
-			res = lossOf(logits, tgt, dt)
-			return res.err
-		})
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	// backFrom runs the backward pass of y from the loss's gradient at y.
-	backFrom := func(y *ts.Tensor) error {
-		defer y.MustDrop()
-		s := y.MustMul(dx, false).MustSum(gotch.Float, true)
-		defer s.MustDrop()
-		if err := s.Backward(); err != nil {
-			return fmt.Errorf("backward: %w", err)
-		}
-		return nil
-	}
-	for li := nb - 1; li >= 0; li-- {
-		if err := f.stage([]int{1 + li}, true, func() error {
-			grad, err := input(xs[li], func(x *ts.Tensor) error { return backFrom(pass.Block(li, x)) })
-			if err != nil {
-				return err
-			}
-			dx.MustDrop()
-			dx = grad
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.stage([]int{0}, true, func() error { return backFrom(pass.Embed(inp)) }); err != nil {
 		return nil, err
 	}
 	return []workerLoss{res}, nil

@@ -47,7 +47,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K --activation-checkpointing] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -70,7 +70,8 @@ func benchCommand() *cli.Command {
 				benchKey{"precision", "fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
 				benchKey{"threads", "(per rank; with --nproc, 0 divides the cores among the ranks)"},
 				benchKey{"shard", strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
-				benchKey{"shard_group", "with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"})),
+				benchKey{"shard_group", "with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"},
+				benchKey{"activation_checkpointing", "recompute each block before its backward pass (one block's activations held, about a third more compute)"})),
 			Action: runBenchTrain,
 		}, {
 			Name:      "decode",
@@ -350,7 +351,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	n, shard := c.Int("nproc"), c.String("shard")
 	tc := train.DefaultConfig()
-	tc.Shard, tc.ShardGroup = shard, c.Int("shard-group")
+	tc.Shard, tc.ShardGroup, tc.ActivationCheckpointing = shard, c.Int("shard-group"), c.Bool("activation-checkpointing")
 	if err := tc.Validate(); err != nil {
 		return usageError("bench train: --shard/--shard-group: %v", err)
 	}
@@ -367,7 +368,8 @@ func runBenchTrain(c *cli.Context) error {
 		return launchBenchTrain(c, n)
 	}
 	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
-		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup}
+		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup,
+		ActivationCheckpointing: tc.ActivationCheckpointing}
 	bc.OnMeasure = restartCPUProfile
 	var group *dist.Group
 	if n > 1 {
@@ -393,7 +395,11 @@ func runBenchTrain(c *cli.Context) error {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(res)
 	}
-	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision)
+	checkpointing := ""
+	if res.ActivationCheckpointing {
+		checkpointing = ", activation checkpointing"
+	}
+	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s%s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision, checkpointing)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	if res.GPUModelS > 0 {
@@ -404,6 +410,12 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s measured matmul: measured-matmul MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	fmt.Fprintln(stdout, datasheetLine(res))
+	if res.GPUPeakBytes > 0 {
+		fmt.Fprintf(stdout, "GPU memory   at most %.2f GB held for tensors\n", float64(res.GPUPeakBytes)/1e9)
+	}
+	if res.Nproc == 1 {
+		fmt.Fprintf(stdout, "memory       resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
+	}
 	if res.Nproc > 1 {
 		st, un := res.State, res.Unsharded
 		fmt.Fprintf(stdout, "rank 0 state %d ranks, shard %s: params %d B, grads %d B, optimizer %d B (unsharded %d B, %d B, %d B; padding %d elements)\n",
@@ -439,8 +451,10 @@ func launchBenchTrain(c *cli.Context, n int) error {
 			argv = append(argv, "--"+f, c.String(f))
 		}
 	}
-	if c.Bool("untied") {
-		argv = append(argv, "--untied")
+	for _, f := range []string{"untied", "activation-checkpointing"} {
+		if c.Bool(f) {
+			argv = append(argv, "--"+f)
+		}
 	}
 	threads := c.Int("threads")
 	if threads == 0 {

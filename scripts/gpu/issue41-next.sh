@@ -10,7 +10,8 @@
 #   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies, loss) at 8 x 2048 on the 1.1B shape: memo
 #       bench train with them (the default) and with MEMO_KERNELS=off,
 #       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
-#       losses, and whether the kernels ran (issue 41's 40 % MFU)
+#       losses, and whether the kernels ran (issue 41's 40 % MFU); then one
+#       run with --activation-checkpointing (its cost and GPU peak memory)
 #   p   issue 40's check by peft itself, on the CPU: memo LoRA runs
 #       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
 #       testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
@@ -145,22 +146,22 @@ fi
 
 # Part k: the training step with memo's elementwise kernels and without,
 # alternating, each run saying whether the kernels ran.
-if want k && fits k 110; then
+if want k && fits k 140; then
 	{
 		echo "--- k: memo's elementwise kernels on and off (MEMO_KERNELS=off), ${kshape[*]}, $kpairs pairs of $steps steps"
-		for i in $(seq "$kpairs"); do
-			for v in on off; do
-				e=MEMO_KERNELS=on
-				[[ $v == off ]] && e=MEMO_KERNELS=off
-				timed "k-$v-$i" 70 env "$e" "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps "$steps" &&
-					python3 - "$W/k-$v-$i.json" "k-$v-$i" <<'PY'
+		# The last run (ac) is activation checkpointing's cost and memory.
+		for run in $(seq "$kpairs" | sed 's/.*/on-& off-&/') ac-1; do
+			e=MEMO_KERNELS=on ac=()
+			[[ $run == off-* ]] && e=MEMO_KERNELS=off
+			[[ $run == ac-* ]] && ac=(--activation-checkpointing)
+			timed "k-$run" 70 env "$e" "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps "$steps" "${ac[@]}" &&
+				python3 - "$W/k-$run.json" "k-$run" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print("%-9s %8.0f tokens/s  datasheet MFU %5.1f%%  step %.1f ms (GPU forward+backward %.1f ms)  loss %.4f -> %.4f  kernels: %s" % (
+print("%-9s %8.0f tokens/s  datasheet MFU %5.1f%%  step %.1f ms (GPU forward+backward %.1f ms)  loss %.4f -> %.4f  GPU peak %.1f GB  kernels: %s" % (
     sys.argv[2], d["tokens_per_s"], 100 * d.get("datasheet_mfu", 0), 1e3 * d["step_s"], 1e3 * d.get("gpu_model_s", 0),
-    d["first_loss"], d["last_loss"], d.get("elementwise_kernels", "(a CPU)")))
+    d["first_loss"], d["last_loss"], d.get("gpu_peak_bytes", 0) / 1e9, d.get("elementwise_kernels", "(a CPU)")))
 PY
-			done
 		done
 	} 2>&1 | tee -a "$sum"
 	pack
