@@ -519,10 +519,10 @@ func TestLossKernelInTraining(t *testing.T) {
 // sees the model first), the mean cross-entropy of its logits, four ways:
 // Forward's float32 logits or ForwardForLoss's, with memo's kernels or
 // without. ForwardForLoss's logits are bfloat16. Without the kernels the
-// loss casts them to float32 itself, so its losses and gradients equal
-// Forward's bit for bit; with them, the loss is one kernel call and agrees
-// with Forward's within float32 rounding of the losses and bfloat16
-// rounding of the gradients (the other kernels run in both).
+// loss casts them to float32 itself, so its losses and (on the CPU)
+// gradients equal Forward's bit for bit; with them, the loss is one kernel
+// call and agrees with Forward's within float32 rounding of the losses and
+// bfloat16 rounding of the gradients (the other kernels run in both).
 func lossThroughKernel(t *testing.T, dev gotch.Device, setup func(g *model.GPT)) {
 	t.Helper()
 	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
@@ -567,7 +567,14 @@ func lossThroughKernel(t *testing.T, dev gotch.Device, setup func(g *model.GPT))
 		t.Errorf("without the kernels, the losses of bfloat16 logits differ from float32's by %g", d)
 	}
 	for name, want := range refOff.grads {
-		if d := maxAbsDiff(gotOff.grads[name], want); d != 0 {
+		// A GPU's attention backward may add in another order from one run
+		// to the next (flash attention's atomics), so there the gradients
+		// are held to bf16 rounding; the CPU's are deterministic.
+		tol := 0.0
+		if dev.IsCuda() {
+			tol = want.MustAbs(false).MustMax(true).Float64Values()[0] / 64
+		}
+		if d := maxAbsDiff(gotOff.grads[name], want); d > tol {
 			t.Errorf("without the kernels, %s's gradient differs by %g", name, d)
 		}
 	}

@@ -616,7 +616,7 @@ func TestCrossEntropyKernel(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, v := range nll.Float64Values() {
-				if d := v - 6.907755278982137; abs(d) > 1e-6 {
+				if d := v - 6.907755278982137; abs(d) > 2e-6 { // two float32 roundings near 10, and logf's
 					t.Errorf("row %d: loss %.9g, want log 1000", i, v)
 				}
 			}
