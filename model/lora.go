@@ -172,6 +172,14 @@ func (l *LoRA) Forward(ids *ts.Tensor) *ts.Tensor {
 	return l.g.Forward(ids)
 }
 
+// ForwardForLoss is Forward for a pass whose logits only the loss reads
+// (GPT.ForwardForLoss).
+func (l *LoRA) ForwardForLoss(ids *ts.Tensor) *ts.Tensor {
+	l.Apply()
+	defer l.Restore()
+	return l.g.ForwardForLoss(ids)
+}
+
 // Merge adds (alpha/r)·B·A into each adapted layer's weight in place
 // (PEFT's merge_and_unload), so that g alone computes the adapted model:
 // what `memo export --merge` writes. The adapters stay as they are; the

@@ -69,11 +69,12 @@ func PoissonSample(n int64, q float64, seed, step int64) ([]int64, error) {
 }
 
 // RowModel is what DP-SGD's per-row passes run: the logits of a batch of
-// token ids, on a device. A *model.GPT is one, and so is a LoRA run's
-// *model.LoRA, whose forward passes adapt the weights and whose backward
-// passes reach its adapters alone (the base is frozen).
+// token ids for the loss (ForwardForLoss), on a device. A *model.GPT is
+// one, and so is a LoRA run's *model.LoRA, whose forward passes adapt the
+// weights and whose backward passes reach its adapters alone (the base is
+// frozen).
 type RowModel interface {
-	Forward(ids *ts.Tensor) *ts.Tensor
+	ForwardForLoss(ids *ts.Tensor) *ts.Tensor
 	Device() gotch.Device
 }
 
@@ -194,7 +195,7 @@ func rowBackward(g RowModel, row DPRow, block int) (rowLoss, error) {
 		return rowLoss{}, err
 	}
 	defer dt.MustDrop()
-	logits := g.Forward(inp)
+	logits := g.ForwardForLoss(inp)
 	defer logits.MustDrop()
 	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
 	if err != nil {

@@ -78,7 +78,7 @@ func backwardAlone(t *testing.T, g RowModel, row DPRow, block int) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits := g.Forward(inp)
+	logits := g.ForwardForLoss(inp)
 	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
 	if err != nil {
 		t.Fatal(err)

@@ -182,7 +182,7 @@ func (s loraReplicated) eval(rows [][]int32) ([]evalSum, error) {
 	sums := make([]evalSum, l.work.n())
 	errs := make([]error, l.work.n())
 	k := l.work.runSplit(len(rows), func(w int, g *model.GPT, lo, hi int) {
-		fwd := func(ids *ts.Tensor) (*ts.Tensor, error) { return l.lora[w].Forward(ids), nil }
+		fwd := func(ids *ts.Tensor) (*ts.Tensor, error) { return l.lora[w].ForwardForLoss(ids), nil }
 		sums[w].sum, sums[w].n, errs[w] = evalLogits(fwd, rows[lo:hi], l.block, g.Device())
 	})
 	return sums[:k], errors.Join(errs...)

@@ -53,11 +53,12 @@ func (l *loop) validate() (float64, error) {
 
 // evalRows is the CE sum and target count of rows, without gradients.
 func evalRows(g *model.GPT, rows [][]int32, block int) (sum, n float64, err error) {
-	return evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return g.Forward(ids), nil }, rows, block, g.Device())
+	return evalLogits(func(ids *ts.Tensor) (*ts.Tensor, error) { return g.ForwardForLoss(ids), nil }, rows, block, g.Device())
 }
 
 // evalLogits is evalRows with the logits of forward (called without
-// gradients).
+// gradients): the loss's logits (ForwardForLoss), which MaskedCrossEntropy
+// alone reads.
 func evalLogits(forward func(ids *ts.Tensor) (*ts.Tensor, error), rows [][]int32, block int, dev gotch.Device) (sum, n float64, err error) {
 	torchx.NoGrad(func() {
 		inp, tgt, _ := batchTensors(rows, block, dev)
