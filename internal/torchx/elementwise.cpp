@@ -66,7 +66,6 @@ using namespace memo_elementwise;
 
 std::atomic<bool> on_host{false};
 
-
 // rotate_half is x·cos + cat(x₂, x₁)·sinSigned, x₁ and x₂ the halves of
 // x's last dimension (sinSigned carries the sign of the rotation).
 at::Tensor rotate_half(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin_signed) {

@@ -5,11 +5,11 @@
 //
 // This file is compiled twice. On a GPU, NVRTC compiles it at run time
 // (elementwise_cuda.cpp hands it the text, embedded by elementwise.go),
-// with the kernels at the end. On every machine, elementwise.cpp includes
-// it as host C++ (MEMO_ELEMENTWISE_HOST defined, the kernels left out) and
-// runs the same per-element functions in loops: the reference the tests
-// check against libtorch's composition, bit for bit where the arithmetic
-// allows.
+// with the kernels at the end. On every machine, elementwise_host.h
+// includes it as host C++ (MEMO_ELEMENTWISE_HOST defined, the kernels left
+// out) for elementwise.cpp and crossentropy.cpp, which run the same
+// per-element functions in loops: the reference the tests check against
+// libtorch's composition, bit for bit where the arithmetic allows.
 //
 // Every float operation that libtorch performs as a separate kernel is a
 // separate, correctly rounded operation here (__fmul_rn, __fadd_rn,
