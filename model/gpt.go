@@ -337,13 +337,7 @@ func (g *GPT) UntiedHeadName() string { return g.arch.headName() }
 
 // Forward maps token ids [B,T] (int64, T <= Context) to logits [B,T,V]. It
 // panics when T exceeds the context, a caller's bug.
-func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
-	size := ids.MustSize()
-	checkIDs(size, g.cfg.Context)
-	in := g.sharedInputs(size[1])
-	defer in.drop()
-	return g.run(ids, in, nil, false)
-}
+func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor { return g.uncached(ids, nil) }
 
 // ForwardForLoss is Forward for a pass whose logits only the training
 // loss reads (train.MaskedCrossEntropy): the same logits, but where the
@@ -352,11 +346,20 @@ func (g *GPT) Forward(ids *ts.Tensor) *ts.Tensor {
 // their cast. A model whose final logits are soft-capped keeps them
 // float32 (the cap is computed in float32).
 func (g *GPT) ForwardForLoss(ids *ts.Tensor) *ts.Tensor {
+	return g.uncached(ids, &PassState{ForLoss: true})
+}
+
+// uncached is an uncached pass of ids [B,T] over positions 0..T-1 of every
+// row, under st (nil: Forward's), with gradients where the caller's mode
+// has them: every position's logits, or the last's with st.LastOnly. It
+// panics when T exceeds the context.
+func (g *GPT) uncached(ids *ts.Tensor, st *PassState) *ts.Tensor {
 	size := ids.MustSize()
 	checkIDs(size, g.cfg.Context)
 	in := g.sharedInputs(size[1])
 	defer in.drop()
-	return g.run(ids, in, &PassState{ForLoss: true}, false)
+	lastOnly := st != nil && st.LastOnly
+	return g.run(ids, in, st, lastOnly)
 }
 
 // checkIDs panics unless ids of the given size are [B,T] with T at most

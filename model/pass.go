@@ -59,11 +59,8 @@ func (st *PassState) cached() bool { return st != nil && st.KV != nil }
 func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
 	size := ids.MustSize()
 	if !st.cached() {
-		checkIDs(size, g.cfg.Context)
-		in := g.sharedInputs(size[1])
-		defer in.drop()
 		var logits *ts.Tensor
-		torchx.NoGrad(func() { logits = g.run(ids, in, st, st.LastOnly) })
+		torchx.NoGrad(func() { logits = g.uncached(ids, st) })
 		return logits
 	}
 	if len(size) != 2 || size[0] != int64(len(st.Starts)) || st.Past+int(size[1]) > g.cfg.Context {
