@@ -154,13 +154,24 @@ struct SwiGLUShape {
   long long n, f, in;
 };
 
+// row_col splits element i of rows `width` long into its row and column,
+// with 32-bit division where the index allows (see rope_offsets).
+MEMO_DEVICE void row_col(long long i, long long width, long long *row, long long *col) {
+  if (i < 4294967296LL) {
+    const unsigned q = (unsigned)i, w = (unsigned)width;
+    *row = q / w;
+    *col = q % w;
+    return;
+  }
+  *row = i / width;
+  *col = i % width;
+}
+
 // swiglu_offset is element i's offset in gate's and up's rows.
 MEMO_DEVICE long long swiglu_offset(const SwiGLUShape &s, long long i) {
-  if (i < 4294967296LL) {  // 32-bit division where it fits (see rope_offsets)
-    const unsigned q = (unsigned)i, f = (unsigned)s.f;
-    return (long long)(q / f) * s.in + (long long)(q % f);
-  }
-  return (i / s.f) * s.in + i % s.f;
+  long long row, col;
+  row_col(i, s.f, &row, &col);
+  return row * s.in + col;
 }
 
 // swiglu_forward_at is y = SiLU(gate)·up at element i, SiLU's result
@@ -354,14 +365,7 @@ MEMO_DEVICE void ce_row_loss(const CEShape &s, const bf16 *x, const long long *t
 MEMO_DEVICE void ce_backward_at(const CEShape &s, long long i, const bf16 *x, const long long *t, const float *lse,
                                 const float *g, bf16 *dx) {
   long long row, c;
-  if (i < 4294967296LL) {  // 32-bit division where it fits (see rope_offsets)
-    const unsigned q = (unsigned)i, v = (unsigned)s.v;
-    row = q / v;
-    c = q % v;
-  } else {
-    row = i / s.v;
-    c = i % s.v;
-  }
+  row_col(i, s.v, &row, &c);
   const long long tr = t[row];
   if (tr == s.ignore) {
     dx[i] = 0;
@@ -467,6 +471,7 @@ extern "C" __global__ void memo_copies_bwd_bf16(long long n, int k, const memo::
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     memo::cast_copies_backward_at(i, k, d0, d1, d2, dx);
 }
+
 // One block of MEMO_ROW_LANES threads a row, the rows strided over the grid.
 extern "C" __global__ void memo_ce_fwd_bf16(memo::CEShape s, const memo::bf16 *x, const long long *t, float *nll,
                                             float *lse) {
