@@ -32,25 +32,89 @@ type Losses struct {
 // padding, which is neither kept nor dropped whatever dropped says) and
 // dropped [B,T] (bool). Each target's cross-entropy is
 // torchx.CrossEntropy's: libtorch's of the logits' float32 values, or on
-// a GPU memo's kernel on bfloat16 logits.
+// a GPU memo's kernel on bfloat16 logits. It reads the counts and the
+// logging means back to the host; the trainer's step takes the same loss
+// without those reads (goldfishTerms).
 func MaskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) (Losses, error) {
-	ls, err := maskedCrossEntropy(logits, targets, dropped, ignoreIndex)
+	gl, err := goldfishTerms(logits, targets, dropped, ignoreIndex, nil)
 	if err != nil {
 		return Losses{}, fmt.Errorf("masked cross-entropy: %w", err)
 	}
-	return ls, nil
+	defer gl.stats.MustDrop()
+	st := gl.partStats(gl.stats.Float64Values())
+	return Losses{Kept: gl.kept, All: st.allMean, Dropped: st.droppedMean, NKept: gl.n.kept, NDropped: gl.n.dropped}, nil
 }
 
-func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) (Losses, error) {
+// targetCounts are a part's kept and dropped targets (padding is in
+// neither).
+type targetCounts struct{ kept, dropped int64 }
+
+// countTargets counts rows' targets (each row's ids 1..block) on the host
+// as the loss's masks count them on the device: a target is kept when it
+// is not PadID and its dropped flag (block flags a row) is false, dropped
+// when it is not PadID and the flag is true.
+func countTargets(rows [][]int32, dropped []bool, block int) targetCounts {
+	var n targetCounts
+	for i, r := range rows {
+		for j, id := range r[1 : block+1] {
+			switch {
+			case id == PadID:
+			case dropped[i*block+j]:
+				n.dropped++
+			default:
+				n.kept++
+			}
+		}
+	}
+	return n
+}
+
+// goldfishLoss is one part's goldfish loss with its logging statistics
+// still on the device, so that a training step can launch its backward
+// pass without waiting for the forward one and read every part's
+// statistics at once, after the last backward pass (step.go).
+type goldfishLoss struct {
+	// kept is Losses.Kept: the differentiable mean over kept targets.
+	kept *ts.Tensor
+	// stats is detached float64 [3]: kept's value, and the CE summed over
+	// every non-padding target and over the dropped ones.
+	stats *ts.Tensor
+	n     targetCounts
+}
+
+// partStats turns stats' three values, read back, into the part's
+// statistics.
+func (gl goldfishLoss) partStats(v []float64) partStats {
+	return partStats{
+		targetCounts: gl.n,
+		keptMean:     v[0],
+		allMean:      meanOf(v[1], gl.n.kept+gl.n.dropped),
+		droppedMean:  meanOf(v[2], gl.n.dropped),
+	}
+}
+
+// meanOf is sum / n, NaN over nothing.
+func meanOf(sum float64, n int64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
+// goldfishTerms is MaskedCrossEntropy's loss with its statistics left on
+// the device. With counts nil it counts the kept and dropped targets on
+// the device (a read); a caller that knows them from the host passes them
+// (countTargets) and the function reads nothing.
+func goldfishTerms(logits, targets, dropped *ts.Tensor, ignoreIndex int64, counts *targetCounts) (goldfishLoss, error) {
 	ls, ts2, ds := logits.MustSize(), targets.MustSize(), dropped.MustSize()
 	if len(ls) != 3 || len(ts2) != 2 || len(ds) != 2 || ls[0] != ts2[0] || ls[1] != ts2[1] || ds[0] != ts2[0] || ds[1] != ts2[1] {
-		return Losses{}, fmt.Errorf("shapes logits %v, targets %v, dropped %v: want [B,T,V], [B,T], [B,T]", ls, ts2, ds)
+		return goldfishLoss{}, fmt.Errorf("shapes logits %v, targets %v, dropped %v: want [B,T,V], [B,T], [B,T]", ls, ts2, ds)
 	}
 	if k := targets.DType(); k != gotch.Int64 {
-		return Losses{}, fmt.Errorf("targets dtype %v: want int64", k)
+		return goldfishLoss{}, fmt.Errorf("targets dtype %v: want int64", k)
 	}
 	if k := dropped.DType(); k != gotch.Bool {
-		return Losses{}, fmt.Errorf("dropped dtype %v: want bool", k)
+		return goldfishLoss{}, fmt.Errorf("dropped dtype %v: want bool", k)
 	}
 	v := ls[2]
 	flat := logits.MustReshape([]int64{-1, v}, false)
@@ -63,7 +127,7 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	// Per-target cross-entropy; 0 at padding.
 	nll, err := torchx.CrossEntropy(flat, tflat, ignoreIndex)
 	if err != nil {
-		return Losses{}, err
+		return goldfishLoss{}, err
 	}
 	defer nll.MustDrop()
 
@@ -75,8 +139,12 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	defer keep.MustDrop()
 	drop := valid.MustLogicalAnd(dflat, false)
 	defer drop.MustDrop()
-	nKept := countTrue(keep)
-	nDropped := countTrue(drop)
+	var n targetCounts
+	if counts != nil {
+		n = *counts
+	} else {
+		n = targetCounts{kept: countTrue(keep), dropped: countTrue(drop)}
+	}
 
 	// masked_fill rather than a multiply, so an inf at a dropped target
 	// cannot turn the kept sum into NaN.
@@ -86,17 +154,18 @@ func maskedCrossEntropy(logits, targets, dropped *ts.Tensor, ignoreIndex int64) 
 	defer keptOnly.MustDrop()
 	keptSum := keptOnly.MustSum(nll.DType(), false)
 	defer keptSum.MustDrop()
-	kept := keptSum.MustDivScalar(ts.FloatScalar(float64(max(nKept, 1))), false)
+	kept := keptSum.MustDivScalar(ts.FloatScalar(float64(max(n.kept, 1))), false)
 
 	detached := nll.MustDetach(false)
 	defer detached.MustDrop()
-	return Losses{
-		Kept:     kept,
-		All:      maskedMean(detached, valid, nKept+nDropped),
-		Dropped:  maskedMean(detached, drop, nDropped),
-		NKept:    nKept,
-		NDropped: nDropped,
-	}, nil
+	keptValue := kept.MustDetach(false).MustTotype(gotch.Double, true)
+	defer keptValue.MustDrop()
+	allSum := maskedSum(detached, valid)
+	defer allSum.MustDrop()
+	droppedSum := maskedSum(detached, drop)
+	defer droppedSum.MustDrop()
+	stats := ts.MustStack([]*ts.Tensor{keptValue, allSum, droppedSum}, 0)
+	return goldfishLoss{kept: kept, stats: stats, n: n}, nil
 }
 
 func countTrue(mask *ts.Tensor) int64 {
@@ -105,16 +174,10 @@ func countTrue(mask *ts.Tensor) int64 {
 	return s.Int64Values()[0]
 }
 
-// maskedMean is the float64 mean of x where mask holds, NaN over nothing.
-func maskedMean(x, mask *ts.Tensor, n int64) float64 {
-	if n == 0 {
-		return math.NaN()
-	}
+// maskedSum is the float64 sum of x where mask holds, a 0-d tensor.
+func maskedSum(x, mask *ts.Tensor) *ts.Tensor {
 	notMask := mask.MustLogicalNot(false)
 	defer notMask.MustDrop()
 	sel := x.MustMaskedFill(notMask, ts.FloatScalar(0), false)
-	defer sel.MustDrop()
-	s := sel.MustSum(gotch.Double, false)
-	defer s.MustDrop()
-	return s.Float64Values()[0] / float64(n)
+	return sel.MustSum(gotch.Double, true)
 }

@@ -142,8 +142,8 @@ func ClippedNoisedSum(g RowModel, params []model.Param, rows []DPRow, block int,
 		if err != nil {
 			return fail(fmt.Errorf("DP-SGD row %d: %w", r, err))
 		}
-		st.sums.add(rowSums(ls))
-		if ls.NKept == 0 {
+		st.sums.add(ls.sums())
+		if ls.kept == 0 {
 			continue // a row whose targets are all dropped or padding
 		}
 		gs, err := grads(params)
@@ -184,57 +184,32 @@ func ClippedNoisedSum(g RowModel, params []model.Param, rows []DPRow, block int,
 
 // rowBackward runs the forward and backward pass of one row's goldfish
 // loss (the mean cross-entropy over its kept targets), accumulating into
-// the parameters' gradients, and returns its losses (Kept: the detached
-// mean, or 0 when it kept no target).
-func rowBackward(g RowModel, row DPRow, block int) (rowLoss, error) {
+// the parameters' gradients, and returns its statistics (kept mean 0 when
+// it kept no target, and then no backward pass).
+func rowBackward(g RowModel, row DPRow, block int) (partStats, error) {
 	inp, tgt, _ := batchTensors([][]int32{row.IDs}, block, g.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()
 	dt, err := boolTensor(row.Dropped, []int64{1, int64(block)}, g.Device())
 	if err != nil {
-		return rowLoss{}, err
+		return partStats{}, err
 	}
 	defer dt.MustDrop()
 	logits := g.ForwardForLoss(inp)
 	defer logits.MustDrop()
-	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
+	n := countTargets([][]int32{row.IDs}, row.Dropped, block)
+	gl, err := goldfishTerms(logits, tgt, dt, PadID, &n)
 	if err != nil {
-		return rowLoss{}, err
+		return partStats{}, fmt.Errorf("masked cross-entropy: %w", err)
 	}
-	kept := ls.Kept
-	defer kept.MustDrop()
-	out := rowLoss{Losses: ls}
-	out.Kept = nil
-	if ls.NKept == 0 {
-		return out, nil
+	defer gl.kept.MustDrop()
+	defer gl.stats.MustDrop()
+	if n.kept > 0 {
+		if err := gl.kept.Backward(); err != nil {
+			return partStats{}, fmt.Errorf("backward: %w", err)
+		}
 	}
-	if err := kept.Backward(); err != nil {
-		return rowLoss{}, fmt.Errorf("backward: %w", err)
-	}
-	d := kept.MustDetach(false)
-	out.keptMean = d.Float64Values()[0]
-	d.MustDrop()
-	return out, nil
-}
-
-// rowLoss is one row's losses with its kept mean read out (Kept is nil).
-type rowLoss struct {
-	Losses
-	keptMean float64
-}
-
-// rowSums is one row's loss statistics: its kept CE as a sum (lossSums.kept),
-// the CE sums and counts over all and over dropped targets.
-func rowSums(ls rowLoss) lossSums {
-	var s lossSums
-	s.kept = ls.keptMean * float64(ls.NKept)
-	if n := float64(ls.NKept + ls.NDropped); n > 0 {
-		s.allCE, s.allN = ls.All*n, n
-	}
-	if ls.NDropped > 0 {
-		s.droppedCE, s.droppedN = ls.Dropped*float64(ls.NDropped), float64(ls.NDropped)
-	}
-	return s
+	return gl.partStats(gl.stats.Float64Values()), nil
 }
 
 // gradNorm is the global L2 norm of gs, summed in float64.

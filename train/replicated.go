@@ -76,7 +76,7 @@ func forwardLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, checkp
 	defer dt.MustDrop()
 	logits := g.ForwardForLoss(inp)
 	defer logits.MustDrop()
-	return lossOf(logits, tgt, dt)
+	return lossOf(logits, tgt, dt, countTargets(rows, dropped, block))
 }
 
 // reduce adds the workers' gradients into the model's and all-reduces them

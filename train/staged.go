@@ -89,7 +89,7 @@ func stagedLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, lossOf 
 		dx, err = input(xs[nb], func(x *ts.Tensor) error {
 			logits := pass.Head(x)
 			defer logits.MustDrop()
-			res = lossOf(logits, tgt, dt)
+			res = lossOf(logits, tgt, dt, countTargets(rows, dropped, block))
 			return res.err
 		})
 		return err

@@ -31,18 +31,26 @@ func (l *loop) trainStep() (Metric, error) {
 	l.pos += int64(cfg.BatchSize)
 	l.strat.zeroGrads()
 
-	var sums lossSums
 	l.phases.mark(0)
 	t0 := time.Now()
+	parts := make([][]workerLoss, 0, len(shares))
+	defer func() { dropStats(parts) }()
 	for a, sh := range shares {
-		ms, err := l.microStep(sh, nKept[a], cfg.GradAccum)
+		res, err := l.microStep(sh, nKept[a], cfg.GradAccum)
+		parts = append(parts, res)
 		if err != nil {
 			return Metric{}, err
 		}
-		sums.add(ms)
 		if a+1 < cfg.GradAccum {
 			torchx.Collect() // between micro-batches: no libtorch call in flight
 		}
+	}
+	// The step's one read of its losses, after the last backward pass was
+	// launched: no micro-batch waits for its forward pass to end on the
+	// host before its backward pass starts.
+	sums, err := stepSums(parts, nKept)
+	if err != nil {
+		return Metric{}, err
 	}
 	l.phases.mark(1)
 	t1 := time.Now()
@@ -173,14 +181,7 @@ func (l *loop) readShares() ([]share, []int64, error) {
 		if err := loss.MaskBatch(l.masker, uint64(pos), targets, dropped); err != nil {
 			return nil, nil, err
 		}
-		sh := share{rows: rows, dropped: dropped}
-		for i, t := range targets {
-			for j, id := range t {
-				if id != PadID && !dropped[i*l.block+j] {
-					sh.kept++
-				}
-			}
-		}
+		sh := share{rows: rows, dropped: dropped, kept: countTargets(rows, dropped, l.block).kept}
 		shares[a], nKept[a] = sh, sh.kept
 	}
 	if l.group != nil && l.size > 1 {
@@ -200,70 +201,115 @@ func (l *loop) readShares() ([]share, []int64, error) {
 // kept targets / nKept, their number over all ranks' rows, so that hash
 // masks, which keep different numbers of targets per row, give every world
 // size the same loss), divided by accum so that accumulated gradients
-// average the micro-batches. It returns this rank's part of the kept loss,
-// and the CE sum and count over its targets and over its dropped ones
-// (lossSums).
-func (l *loop) microStep(sh share, nKept int64, accum int) (lossSums, error) {
-	res, err := l.strat.forwardBackward(sh.rows, sh.dropped, func(logits, tgt, dt *ts.Tensor) workerLoss {
-		return lossBackward(logits, tgt, dt, nKept, accum)
+// average the micro-batches. It returns each part's loss statistics, still
+// on the device (stepSums reads them).
+func (l *loop) microStep(sh share, nKept int64, accum int) ([]workerLoss, error) {
+	res, err := l.strat.forwardBackward(sh.rows, sh.dropped, func(logits, tgt, dt *ts.Tensor, n targetCounts) workerLoss {
+		return lossBackward(logits, tgt, dt, n, nKept, accum)
 	})
 	if err != nil {
-		return lossSums{}, err
+		return res, err
 	}
-	return shareSums(res, nKept)
-}
-
-// shareSums adds the workers' results of one share into its loss
-// statistics: the kept loss over the global micro-batch's nKept targets,
-// the CE sums and counts over all and over dropped targets.
-func shareSums(res []workerLoss, nKept int64) (lossSums, error) {
-	var out lossSums
 	for _, r := range res {
 		if r.err != nil {
-			return out, r.err
-		}
-		out.kept += r.keptSum
-		nAll := float64(r.NKept + r.NDropped)
-		if nAll > 0 {
-			out.allCE += r.All * nAll
-			out.allN += nAll
-		}
-		if r.NDropped > 0 {
-			out.droppedCE += r.Dropped * float64(r.NDropped)
-			out.droppedN += float64(r.NDropped)
+			return res, r.err
 		}
 	}
-	out.kept /= float64(max(nKept, 1))
-	// Non-finite here means this rank's share blew up (the sum over ranks
-	// would be non-finite too).
-	if math.IsNaN(out.kept) || math.IsInf(out.kept, 0) {
-		return out, fmt.Errorf("loss is %v", out.kept)
-	}
-	return out, nil
+	return res, nil
 }
 
+// stepSums reads every part's statistics of the step's micro-batches
+// (parts[a]: micro-batch a's) in one transfer, and adds them into the
+// step's loss statistics: micro-batch a's kept loss is over its global
+// nKept[a] targets.
+func stepSums(parts [][]workerLoss, nKept []int64) (lossSums, error) {
+	var all []*ts.Tensor
+	for _, res := range parts {
+		for _, r := range res {
+			all = append(all, r.stats)
+		}
+	}
+	var sums lossSums
+	if len(all) == 0 {
+		return sums, nil
+	}
+	cat := ts.MustCat(all, 0)
+	values := cat.Float64Values()
+	cat.MustDrop()
+	for a, res := range parts {
+		var share lossSums
+		for _, r := range res {
+			share.add(r.partStats(values[:3]).sums())
+			values = values[3:]
+		}
+		share.kept /= float64(max(nKept[a], 1))
+		// Non-finite here means this rank's share blew up (the sum over ranks
+		// would be non-finite too).
+		if math.IsNaN(share.kept) || math.IsInf(share.kept, 0) {
+			return sums, fmt.Errorf("loss is %v", share.kept)
+		}
+		sums.add(share)
+	}
+	return sums, nil
+}
+
+// dropStats frees the parts' statistics tensors.
+func dropStats(parts [][]workerLoss) {
+	for _, res := range parts {
+		for _, r := range res {
+			if r.stats != nil {
+				r.stats.MustDrop()
+			}
+		}
+	}
+}
+
+// partStats are one part's loss statistics on the host: its target counts,
+// its kept loss (the mean over its kept targets, 0 when it has none) and
+// the mean CE over every non-padding target and over the dropped ones
+// (NaN over none).
+type partStats struct {
+	targetCounts
+	keptMean, allMean, droppedMean float64
+}
+
+// sums is p as lossSums: the kept CE as a sum over p's kept targets (the
+// caller divides by the global count), the CE sums and counts over all
+// and over dropped targets.
+func (p partStats) sums() lossSums {
+	var s lossSums
+	s.kept = p.keptMean * float64(p.kept)
+	if n := float64(p.kept + p.dropped); n > 0 {
+		s.allCE, s.allN = p.allMean*n, n
+	}
+	if p.dropped > 0 {
+		s.droppedCE, s.droppedN = p.droppedMean*float64(p.dropped), float64(p.dropped)
+	}
+	return s
+}
+
+// workerLoss is one part's goldfish loss as the backward pass leaves it:
+// its statistics on the device (goldfishLoss.stats), read with every other
+// part's by stepSums.
 type workerLoss struct {
-	Losses
-	keptSum float64 // CE summed over this worker's kept targets
-	err     error
+	goldfishLoss
+	err error
 }
 
 // lossBackward is the goldfish loss of logits against tgt with the dropped
-// targets dt, and the backward pass of this share's part of it:
-// its kept-CE sum / nKept (the whole micro-batch's kept count) / accum.
-func lossBackward(logits, tgt, dt *ts.Tensor, nKept int64, accum int) (out workerLoss) {
-	ls, err := MaskedCrossEntropy(logits, tgt, dt, PadID)
+// targets dt (n: their counts, from the host), and the backward pass of
+// this share's part of it: its kept-CE sum / nKept (the whole
+// micro-batch's kept count) / accum. It reads nothing from the device.
+func lossBackward(logits, tgt, dt *ts.Tensor, n targetCounts, nKept int64, accum int) (out workerLoss) {
+	gl, err := goldfishTerms(logits, tgt, dt, PadID, &n)
 	if err != nil {
-		out.err = err
+		out.err = fmt.Errorf("masked cross-entropy: %w", err)
 		return out
 	}
-	defer ls.Kept.MustDrop()
-	out.Losses = ls
-	kept := ls.Kept.MustDetach(false)
-	out.keptSum = kept.Float64Values()[0] * float64(ls.NKept)
-	kept.MustDrop()
-	scale := float64(ls.NKept) / float64(max(nKept, 1)) / float64(accum)
-	scaled := ls.Kept.MustMulScalar(ts.FloatScalar(scale), false)
+	defer gl.kept.MustDrop()
+	out.goldfishLoss = goldfishLoss{stats: gl.stats, n: gl.n} // kept is dropped on return
+	scale := float64(n.kept) / float64(max(nKept, 1)) / float64(accum)
+	scaled := gl.kept.MustMulScalar(ts.FloatScalar(scale), false)
 	defer scaled.MustDrop()
 	if err := scaled.Backward(); err != nil {
 		out.err = fmt.Errorf("backward: %w", err)

@@ -70,8 +70,9 @@ type strategy interface {
 }
 
 // lossFunc is the loss of one part of a micro-batch from its logits,
-// targets and dropped-target mask, with its backward pass run.
-type lossFunc func(logits, tgt, dropped *ts.Tensor) workerLoss
+// targets and dropped-target mask (n: the part's target counts, from the
+// host: countTargets), with its backward pass run.
+type lossFunc func(logits, tgt, dropped *ts.Tensor, n targetCounts) workerLoss
 
 // evalSum is one part's CE sum and target count in validation.
 type evalSum struct{ sum, n float64 }

@@ -416,10 +416,7 @@ func (f *fullState) stateBytes(out *StateBytes) {
 // stage, each stage's weights gathered for it alone.
 func (f *fullState) forwardBackward(rows [][]int32, dropped []bool, lossOf lossFunc) ([]workerLoss, error) {
 	res, err := stagedLoss(f.l.g, rows, dropped, f.l.block, lossOf, f.stage, f.heads)
-	if err != nil {
-		return nil, err
-	}
-	return []workerLoss{res}, nil
+	return []workerLoss{res}, err // res's statistics, even on error, for the step to free
 }
 
 // eval is the CE sum and count of rows stage by stage (rows may be empty:
