@@ -49,6 +49,9 @@ type BenchConfig struct {
 	// Approximation decodes under extract.approximation's method ("" is
 	// exact decoding, unmeasured).
 	Approximation string
+	// CountOps counts libtorch's operator calls over the measured runs
+	// (BenchResult.OpCounts); counting slows them.
+	CountOps bool
 }
 
 // BenchResult is what `memo bench decode --json` prints. Times are seconds
@@ -93,6 +96,12 @@ type BenchResult struct {
 	// same prompts and its tokens can be compared.
 	Prompts   [][]int32 `json:"-"`
 	Generated [][]int32 `json:"-"`
+	// OpCounts, with BenchConfig.CountOps, are the libtorch operator calls
+	// and autograd nodes of all Reps measured runs together, by name
+	// (torchx.CountOps): Reps·Suffix token steps, the prompt pass counted
+	// in the first of each run's. The rates above then include counting's
+	// cost.
+	OpCounts *torchx.OpCounts `json:"op_counts,omitempty"`
 }
 
 // Memory is what a bench's model took: WeightBytes its weights as held
@@ -234,9 +243,16 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	var prefill, all time.Duration
 	var generated [][]int32
+	var opCount torchx.OpCounter
+	defer opCount.Stop() // on an error's return; the counts are not reported then
 	for r := 0; r < cfg.Warmup+cfg.Reps; r++ {
 		if r == cfg.Warmup {
 			ba.bytes, ba.accept, ba.runs = 0, 0, 0
+			if cfg.CountOps {
+				if err := opCount.Start(); err != nil {
+					return BenchResult{}, err
+				}
+			}
 		}
 		st, err := ba.stepper(g)
 		if err != nil {
@@ -265,6 +281,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			prefill += lm.prefill
 		}
 	}
+	ops, err := opCount.Stop()
+	if err != nil {
+		return BenchResult{}, err
+	}
 	n := float64(cfg.Reps)
 	decoded := len(rows) * per
 	if cfg.Decoding == DecodeBeam {
@@ -277,7 +297,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
-		Memory: memoryOf(g, cfg.Device), Prompts: rows, Generated: generated,
+		Memory: memoryOf(g, cfg.Device), Prompts: rows, Generated: generated, OpCounts: ops,
 	}, nil
 }
 

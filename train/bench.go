@@ -40,6 +40,9 @@ type BenchConfig struct {
 	ShardGroup int
 	// ActivationCheckpointing is train.activation_checkpointing.
 	ActivationCheckpointing bool
+	// CountOps counts libtorch's operator calls over the measured steps
+	// (BenchResult.OpCounts); counting slows them.
+	CountOps bool
 	// OnMeasure, when set, is called once the warm-up steps are done and
 	// before the first measured step (memo --cpu-profile starts its
 	// profile over there, so that building the model and the first
@@ -127,6 +130,11 @@ type BenchResult struct {
 	DatasheetPeakTFLOPs float64 `json:"datasheet_peak_tflops"`
 	DatasheetMFU        float64 `json:"datasheet_mfu"`
 	DatasheetNote       string  `json:"datasheet_note"`
+	// OpCounts, with BenchConfig.CountOps, are the libtorch operator calls
+	// and autograd nodes of all Steps measured steps together, by name
+	// (torchx.CountOps); memo's own kernels are not operators. The rates
+	// above then include counting's cost.
+	OpCounts *torchx.OpCounts `json:"op_counts,omitempty"`
 }
 
 // trafficCounter is a Group that tallies its collectives (dist.Group).
@@ -272,6 +280,8 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		l.phases = newPhaseEvents()
 		defer l.phases.free()
 	}
+	var opCount torchx.OpCounter
+	defer opCount.Stop() // on an error's return; the counts are not reported then
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
 			if cfg.OnMeasure != nil {
@@ -280,6 +290,11 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			l.tModel, l.tOpt = 0, 0
 			if counter != nil {
 				before = counter.Traffic()
+			}
+			if cfg.CountOps {
+				if err := opCount.Start(); err != nil {
+					return BenchResult{}, err
+				}
 			}
 		}
 		t0 := time.Now()
@@ -301,6 +316,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			all += d
 			stepsS = append(stepsS, d.Seconds())
 		}
+	}
+	ops, err := opCount.Stop()
+	if err != nil {
+		return BenchResult{}, err
 	}
 	l.phases.flush()
 	gpuModel, gpuUpdate := l.phases.seconds()
@@ -330,6 +349,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	res.setDatasheet(dev, cfg.Precision)
 	res.ActivationCheckpointing = cfg.ActivationCheckpointing
+	res.OpCounts = ops
 	if dev.IsCuda() {
 		res.ElementwiseKernels = torchx.ElementwiseKernels(int(dev.Value))
 		res.GPUPeakBytes = torchx.GPUPeakAllocated(int(dev.Value))

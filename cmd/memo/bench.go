@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,7 +48,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K --activation-checkpointing] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K --activation-checkpointing] [--count-ops] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -65,6 +66,7 @@ func benchCommand() *cli.Command {
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the weights and the random tokens"},
 				benchDeviceFlag(),
 				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
+				countOpsFlag(),
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			}, benchFlags("train", benchTrainDefaults,
 				benchKey{"precision", "fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
@@ -76,7 +78,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
-			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A --device D] [--json]",
+			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A --device D] [--count-ops] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
@@ -99,6 +101,7 @@ func benchCommand() *cli.Command {
 				benchDeviceFlag(),
 				&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "`P`: fp32, bf16 or fp16 (weights and products in that dtype, as extract.precision), or bf16-mixed (bfloat16 products of float32 weights, as train.precision)"},
 				&cli.StringFlag{Name: "rows-out", Usage: "write the prompts (and, greedy, the last run's generated ids) to `FILE` as JSON {\"prompts\": [...], \"generated\": [...]} for scripts/bench_generate.py --rows"},
+				countOpsFlag(),
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			}, benchFlags("model", benchShapeDefaults, benchKey{"preset", ""}, benchKey{"vocab", ""}),
 				benchFlags("extract", benchDecodeDefaults, benchKey{"decoding", ""}, benchKey{"samples", "guesses per prompt, with --decoding sample"},
@@ -225,7 +228,7 @@ func runBenchDecode(c *cli.Context) error {
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
-		Device: c.String("device"), Precision: c.String("precision")})
+		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops")})
 	if err != nil {
 		if strings.Contains(err.Error(), "precision") {
 			return usageError("bench decode: --precision: %v", err)
@@ -250,6 +253,7 @@ func runBenchDecode(c *cli.Context) error {
 	if res.Approximation != "" {
 		fmt.Fprintf(stdout, "approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
 	}
+	printOpCounts(res.OpCounts, res.Reps*res.Suffix, "token step")
 	printMemory(res.Memory)
 	return nil
 }
@@ -369,7 +373,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
 		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup,
-		ActivationCheckpointing: tc.ActivationCheckpointing}
+		ActivationCheckpointing: tc.ActivationCheckpointing, CountOps: c.Bool("count-ops")}
 	bc.OnMeasure = restartCPUProfile
 	var group *dist.Group
 	if n > 1 {
@@ -413,6 +417,7 @@ func runBenchTrain(c *cli.Context) error {
 	if res.GPUPeakBytes > 0 {
 		fmt.Fprintf(stdout, "GPU memory   at most %.2f GB held for tensors\n", float64(res.GPUPeakBytes)/1e9)
 	}
+	printOpCounts(res.OpCounts, res.Steps, "step")
 	if res.Nproc == 1 {
 		fmt.Fprintf(stdout, "memory       resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
 	}
@@ -451,7 +456,7 @@ func launchBenchTrain(c *cli.Context, n int) error {
 			argv = append(argv, "--"+f, c.String(f))
 		}
 	}
-	for _, f := range []string{"untied", "activation-checkpointing"} {
+	for _, f := range []string{"untied", "activation-checkpointing", "count-ops"} {
 		if c.Bool(f) {
 			argv = append(argv, "--"+f)
 		}
@@ -600,4 +605,33 @@ func modelLabel(preset, dir string) string {
 		return preset
 	}
 	return "custom"
+}
+
+// countOpsFlag is --count-ops of the benches that count libtorch's
+// operator calls.
+func countOpsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "count-ops", Usage: "count libtorch's operator calls over the measured work, by name (where the host bounds a GPU's step, its time goes in these calls); counting slows the work, so its rates are not the uncounted ones"}
+}
+
+// printOpCounts prints the operator counts of n units of work (steps,
+// decoded tokens), if any were counted.
+func printOpCounts(c *torchx.OpCounts, n int, unit string) {
+	if c == nil || n < 1 {
+		return
+	}
+	calls, outer, nodes := c.Calls()
+	per := func(x int64) float64 { return float64(x) / float64(n) }
+	fmt.Fprintf(stdout, "libtorch ops %.0f operator calls a %s: %.0f made by memo or an autograd node, the rest inside them; %.0f autograd nodes (counting slows the %s: the rates above include it)\n",
+		per(calls), unit, per(outer), per(nodes), unit)
+	top := slices.Clone(c.Ops)
+	slices.SortStableFunc(top, func(a, b torchx.OpCount) int { return cmp.Compare(b.Outer, a.Outer) })
+	var parts []string
+	for _, o := range top[:min(8, len(top))] {
+		if o.Outer > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", o.Name, per(o.Outer)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(stdout, "most called  %s (calls a %s by memo or a node)\n", strings.Join(parts, " · "), unit)
+	}
 }

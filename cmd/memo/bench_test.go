@@ -362,3 +362,70 @@ func TestBenchScoreAndShape(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCountOps: --count-ops adds the measured work's libtorch
+// operator calls to bench train's and bench decode's output; a second
+// layer adds calls a step, decoding runs no autograd node, and without
+// the flag nothing is counted.
+func TestBenchCountOps(t *testing.T) {
+	exe := buildMemo(t)
+	type counts struct {
+		Steps    int `json:"steps"`
+		OpCounts *struct {
+			Ops []struct {
+				Name  string `json:"name"`
+				Calls int64  `json:"calls"`
+				Outer int64  `json:"outer"`
+			} `json:"ops"`
+			Nodes []struct {
+				Calls int64 `json:"calls"`
+			} `json:"autograd_nodes"`
+		} `json:"op_counts"`
+	}
+	run := func(args ...string) (calls, outer, nodes int64, present bool) {
+		t.Helper()
+		r := execMemo(t, exe, t.TempDir(), args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit code %d; stderr %s", args, r.code, r.stderr)
+		}
+		var c counts
+		if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+			t.Fatalf("%v: %v: %s", args, err, r.stdout)
+		}
+		if c.OpCounts == nil {
+			return 0, 0, 0, false
+		}
+		for _, o := range c.OpCounts.Ops {
+			calls += o.Calls
+			outer += o.Outer
+		}
+		for _, n := range c.OpCounts.Nodes {
+			nodes += n.Calls
+		}
+		return calls, outer, nodes, true
+	}
+	train := func(layers string, extra ...string) []string {
+		return append([]string{"bench", "train", "--dim", "32", "--layers", layers, "--heads", "2", "--vocab", "50",
+			"--seq", "8", "--batch", "2", "--steps", "2", "--threads", "1", "--json"}, extra...)
+	}
+	c1, o1, n1, ok := run(train("1", "--count-ops")...)
+	if !ok || c1 <= o1 || o1 <= 0 || n1 <= 0 {
+		t.Fatalf("bench train --count-ops, 1 layer: present %v, %d calls, %d outer, %d autograd nodes: want calls > outer > 0 and nodes > 0", ok, c1, o1, n1)
+	}
+	if _, o2, n2, _ := run(train("2", "--count-ops")...); o2 <= o1 || n2 <= n1 {
+		t.Errorf("a second layer: %d outer calls and %d nodes for 2 steps, one layer's %d and %d: want more", o2, n2, o1, n1)
+	}
+	if _, _, _, ok := run(train("1")...); ok {
+		t.Error("bench train without --count-ops reported op_counts")
+	}
+	c, o, n, ok := run("bench", "decode", "--preset", "tiny", "--vocab", "64", "--prefix", "8", "--suffix", "3",
+		"--batch", "2", "--threads", "1", "--reps", "1", "--json", "--count-ops")
+	if !ok || c <= o || o <= 0 || n != 0 {
+		t.Errorf("bench decode --count-ops: present %v, %d calls, %d outer, %d autograd nodes: want calls > outer > 0 and no nodes", ok, c, o, n)
+	}
+	table := slices.DeleteFunc(train("1", "--count-ops"), func(a string) bool { return a == "--json" })
+	r := execMemo(t, exe, t.TempDir(), table...)
+	if r.code != 0 || !strings.Contains(r.stdout, "libtorch ops ") || !strings.Contains(r.stdout, "most called ") {
+		t.Errorf("bench train --count-ops as a table: exit %d, stdout %s: want the libtorch ops and most called lines", r.code, r.stdout)
+	}
+}

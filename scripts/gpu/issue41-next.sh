@@ -30,6 +30,10 @@
 #       tokens/s and the fraction of memo's tokens it reproduces
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
 #       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio
+#   o   libtorch's operator calls (memo bench --count-ops): a bf16-mixed
+#       training step of the 1.1B at 8 x 256 and a greedy decoding token
+#       step at batch 256, where the host's calls bound the time (the
+#       profile behind the 8 x 256 and decoding figures)
 #   ec  generate with a static cache as transformers runs it by default on a
 #       GPU (its decoding step under torch.compile; the compilation is in the
 #       warm-up call, not the measured ones)
@@ -39,7 +43,7 @@
 # A part runs only while the budget (BUDGET_S, default 520 s from the start)
 # leaves its usual time; each is under `timeout`, and a skipped or cut part
 # says so in summary.txt. With the time the first call leaves, a second call
-# on the same warm machine can run what was skipped (PARTS="ec d").
+# on the same warm machine can run what was skipped (PARTS="o ec d").
 # $OUT gets summary.txt and all.tgz (every command's JSON and stderr),
 # rewritten after each part.
 #
@@ -55,7 +59,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b k p c e a ec d"}
+PARTS=${PARTS:-"b k p c e a o ec d"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -99,6 +103,7 @@ if [[ $small == 1 ]]; then
 	export MFU_SHAPE="--dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 --vocab 256 --batch 2" MFU_DEVICE=$dev
 	pairs=2 steps=2
 	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16) kpairs=1
+	oshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16)
 else
 	nscan=100000 ngen=2048 dbatch=256
 	model=(--model "$W/tl" --precision bf16)
@@ -106,6 +111,7 @@ else
 	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
 	pairs=5 steps=30
 	kshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 2048) kpairs=2
+	oshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 256)
 fi
 {
 	date -u
@@ -302,6 +308,35 @@ if m and e:
         " ".join("%.0f" % x for x in e), statistics.median(e), min(e), max(e), statistics.median(m) / statistics.median(e)))
 else:
     print("pairs at 8 x 256: memo runs %d, eager runs %d: no ratio" % (len(m), len(e)))
+PY
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# Part o: what the host's calls into libtorch are, a training step and a
+# decoding token step (counting slows them: its rates are not measured ones).
+if want o && fits o 50; then
+	{
+		echo "--- o: libtorch operator calls (--count-ops): a training step at ${oshape[*]}, a greedy token step at batch $dbatch"
+		timed ops-train 40 "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${oshape[@]}" --steps 3 --count-ops
+		timed ops-decode 40 "$T/memo" bench decode "${decode[@]}" --reps 1 --device "$dev" --json --count-ops
+		python3 - "$W" <<'PY'
+import json, os, sys
+for name, unit in (("ops-train", "step"), ("ops-decode", "token step")):
+    try:
+        d = json.load(open(os.path.join(sys.argv[1], name + ".json")))
+    except (OSError, ValueError):
+        print("%s: no result" % name)
+        continue
+    n = d["steps"] if unit == "step" else d["reps"] * d["suffix"]
+    ops = d.get("op_counts") or {}
+    calls = sum(o["calls"] for o in (ops.get("ops") or [])) / n
+    outer = sum(o["outer"] for o in (ops.get("ops") or [])) / n
+    nodes = sum(o["calls"] for o in (ops.get("autograd_nodes") or [])) / n
+    top = sorted((ops.get("ops") or []), key=lambda o: -o["outer"])[:10]
+    print("%s: %.0f operator calls a %s, %.0f by memo or an autograd node, %.0f autograd nodes; counted run %.0f tokens/s" % (
+        name, calls, unit, outer, nodes, d["tokens_per_s"]))
+    print("  most called: " + ", ".join("%s %.0f" % (o["name"], o["outer"] / n) for o in top))
 PY
 	} 2>&1 | tee -a "$sum"
 	pack

@@ -1,0 +1,140 @@
+package torchx
+
+// #include <stdlib.h>
+// #include "opcount.h"
+import "C"
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// OpCount is one name's calls while counting: an operator's (aten::mm) or
+// an autograd node's (MmBackward0). Outer are the operator calls made
+// from outside any operator: memo's own, and those of autograd's nodes,
+// where the rest are made inside a composite (aten::linear calls
+// aten::matmul, which calls aten::mm).
+type OpCount struct {
+	Name  string `json:"name"`
+	Calls int64  `json:"calls"`
+	Outer int64  `json:"outer"`
+}
+
+// OpCounts are the operators and autograd nodes libtorch ran while
+// counting (CountOps), each sorted by calls, most first.
+type OpCounts struct {
+	Ops   []OpCount `json:"ops"`
+	Nodes []OpCount `json:"autograd_nodes"`
+}
+
+// Calls is the operator calls, nested ones included; outer those made
+// from outside any operator; nodeCalls the autograd nodes'.
+func (c OpCounts) Calls() (calls, outer, nodeCalls int64) {
+	for _, o := range c.Ops {
+		calls += o.Calls
+		outer += o.Outer
+	}
+	for _, n := range c.Nodes {
+		nodeCalls += n.Calls
+	}
+	return calls, outer, nodeCalls
+}
+
+// CountOps runs fn with every libtorch operator call counted
+// (StartOpCount, StopOpCount).
+func CountOps(fn func() error) (OpCounts, error) {
+	if err := StartOpCount(); err != nil {
+		return OpCounts{}, err
+	}
+	err := fn()
+	counts, cerr := StopOpCount()
+	if err != nil {
+		return counts, err
+	}
+	return counts, cerr
+}
+
+// StartOpCount starts counting every libtorch operator call, on every
+// thread (libtorch's RecordFunction callbacks), until StopOpCount.
+// Counting costs a lock a call, so time measured meanwhile is not the
+// uncounted rate. One count at a time: starting a second fails.
+func StartOpCount() error {
+	var e *C.char
+	if C.memo_opcount_start(&e) != 0 {
+		return fmt.Errorf("count libtorch operators: %v", cErr(e))
+	}
+	return nil
+}
+
+// StopOpCount stops counting and returns what was counted since
+// StartOpCount.
+func StopOpCount() (OpCounts, error) {
+	text := C.memo_opcount_stop()
+	defer C.free(unsafe.Pointer(text))
+	return parseOpCounts(C.GoString(text))
+}
+
+// parseOpCounts reads memo_opcount_stop's lines: kind, name, calls,
+// outer calls, tab-separated.
+func parseOpCounts(text string) (OpCounts, error) {
+	out := OpCounts{Ops: []OpCount{}, Nodes: []OpCount{}} // [] in JSON, not null
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			return out, fmt.Errorf("operator counts: line %q: want 4 fields", line)
+		}
+		calls, err1 := strconv.ParseInt(f[2], 10, 64)
+		outer, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			return out, fmt.Errorf("operator counts: line %q: calls and outer calls must be integers", line)
+		}
+		c := OpCount{Name: f[1], Calls: calls, Outer: outer}
+		if f[0] == "node" {
+			out.Nodes = append(out.Nodes, c)
+		} else {
+			out.Ops = append(out.Ops, c)
+		}
+	}
+	for _, list := range [][]OpCount{out.Ops, out.Nodes} {
+		sort.SliceStable(list, func(i, j int) bool {
+			if list[i].Calls != list[j].Calls {
+				return list[i].Calls > list[j].Calls
+			}
+			return list[i].Name < list[j].Name
+		})
+	}
+	return out, nil
+}
+
+// OpCounter is a count that may or may not be started: Stop returns nil
+// when Start was not called, and stops a started count once, so a
+// deferred Stop ends a count that an error path left running.
+type OpCounter struct{ counting bool }
+
+// Start starts counting (StartOpCount).
+func (c *OpCounter) Start() error {
+	if err := StartOpCount(); err != nil {
+		return err
+	}
+	c.counting = true
+	return nil
+}
+
+// Stop ends a started count and returns it; nil when none was started.
+func (c *OpCounter) Stop() (*OpCounts, error) {
+	if !c.counting {
+		return nil, nil
+	}
+	c.counting = false
+	counts, err := StopOpCount()
+	if err != nil {
+		return nil, err
+	}
+	return &counts, nil
+}
