@@ -543,6 +543,38 @@ bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &gain, at::Scala
          gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device();
 }
 
+// rms_copies_check runs RMSNormCopiesFn against the norm's composition
+// and the casts into k copies, on x of rows × width and a gain, forward
+// and backward (x's and the gain's gradients from k products' bfloat16
+// gradients). Inputs are deterministic functions of their index.
+bool rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows, int64_t width, int64_t k,
+                      std::string *why) {
+  torch::AutoGradMode grad(true);
+  at::Tensor x = torch::mul(torch::sin(torch::mul(torch::arange(rows * width, f32), at::Scalar(0.37))), at::Scalar(2.0))
+                     .view({rows, width});
+  at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(width, f32)), at::Scalar(0.5)), at::Scalar(1.0));
+  at::Tensor nk = x.detach().requires_grad_(true), nc = x.detach().requires_grad_(true);
+  at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
+  auto rk = RMSNormCopiesFn::apply(nk, gk, 1e-5, k, static_cast<int64_t>(where));
+  const int64_t last[1] = {-1};
+  at::Tensor ms = torch::mean(torch::square(nc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
+  auto rc = copies_composed(torch::mul(torch::mul(nc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
+                            at::kBFloat16, k);
+  std::vector<at::Tensor> dys;
+  const std::string shape = " [" + std::to_string(rows) + "," + std::to_string(width) + "] into " + std::to_string(k);
+  for (int64_t j = 0; j < k; j++) {
+    if (!close_to("rms copies forward" + shape, rk[j], rc[j], 1.0 / 128, why)) return false;
+    dys.push_back(torch::mul(torch::cos(torch::mul(torch::arange(rows * width, f32), at::Scalar(0.7))).view({rows, width}),
+                             at::Scalar(j + 1.0))
+                      .to(at::kBFloat16));
+  }
+  std::vector<at::Tensor> yk(rk.begin(), rk.begin() + k), yc(rc.begin(), rc.begin() + k);
+  auto drk = torch::autograd::grad(yk, {nk, gk}, dys);
+  auto drc = torch::autograd::grad(yc, {nc, gc}, dys);
+  if (!close_to("rms copies backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
+  return close_to("rms copies backward (gain)" + shape, drk[1], drc[1], 1e-4, why);
+}
+
 // self_check runs the kernels on device against the compositions, forward
 // and backward, in every dtype pair they take, on small inputs (rotary's
 // laid out as attention's q is, a transposed view): within 1e-6 of the
@@ -617,22 +649,11 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
   at::Tensor dk = torch::autograd::grad({ck[0], ck[1], ck[2]}, {xk}, dys)[0];
   at::Tensor dc = torch::autograd::grad({cc[0], cc[1], cc[2]}, {xc}, dys)[0];
   if (!close_to("copies backward", dk, dc, 1e-6, why)) return false;
-  // RMSNorm into three copies against the norm's composition and the
-  // casts, rows of x and the gain taking gradients.
-  at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(d, f32)), at::Scalar(0.5)), at::Scalar(1.0));
-  at::Tensor nk = xk.detach().requires_grad_(true), nc = xk.detach().requires_grad_(true);
-  at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
-  auto rk = RMSNormCopiesFn::apply(nk, gk, 1e-5, 3, static_cast<int64_t>(where));
-  const int64_t last[1] = {-1};
-  at::Tensor ms = torch::mean(torch::square(nc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
-  auto rc = copies_composed(torch::mul(torch::mul(nc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
-                            at::kBFloat16, 3);
-  for (int j = 0; j < 3; j++)
-    if (!close_to("rms copies forward", rk[j], rc[j], 1.0 / 128, why)) return false;
-  auto drk = torch::autograd::grad({rk[0], rk[1], rk[2]}, {nk, gk}, dys);
-  auto drc = torch::autograd::grad({rc[0], rc[1], rc[2]}, {nc, gc}, dys);
-  if (!close_to("rms copies backward (x)", drk[0], drc[0], 1e-4, why)) return false;
-  if (!close_to("rms copies backward (gain)", drk[1], drc[1], 1e-4, why)) return false;
+  // RMSNorm into copies: three of a few short rows; then two of rows past
+  // the backward pass's 1,024 blocks and wider than two blocks of 256
+  // lanes, so that each loop of the kernels runs more than once.
+  if (!rms_copies_check(f32, where, 30, 8, 3, why)) return false;
+  if (!rms_copies_check(f32, where, 1030, 520, 2, why)) return false;
   if (!cross_entropy_check(f32, where, why)) return false;
   return true;
 }

@@ -10,8 +10,14 @@
 // NVRTC is looked for where MEMO_NVRTC names it, then beside the libcudart
 // that libtorch loaded (pip's nvidia packages: an NVRTC of libtorch's CUDA,
 // which the driver accepts), then under its versioned and plain names on
-// the loader's path, then in /usr/local/cuda.
+// the loader's path, then in /usr/local/cuda. NVRTC opens its builtins
+// library by bare name when it compiles; where its directory is not on the
+// loader's path (pip's nvidia/cu13/lib is not) that fails ("failed to open
+// libnvrtc-builtins.so.13.0", a known trap of pip-installed NVRTC), so the
+// builtins beside the NVRTC that was opened are loaded first, and NVRTC
+// finds them loaded.
 #include <dlfcn.h>
+#include <glob.h>
 #include <link.h>
 
 #include <atomic>
@@ -95,6 +101,24 @@ std::string loaded_dir(const char *name) {
   return dir;
 }
 
+// preload_builtins loads NVRTC's builtins library from the directory the
+// NVRTC at h came from, where there is one (see the file's comment).
+void preload_builtins(void *h) {
+  struct link_map *map = nullptr;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return;
+  std::string dir = map->l_name;
+  size_t slash = dir.rfind('/');
+  if (slash == std::string::npos) return;
+  dir = dir.substr(0, slash);
+  glob_t found;
+  if (glob((dir + "/libnvrtc-builtins.so.*").c_str(), 0, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; i++) {
+      if (dlopen(found.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL) != nullptr) break;
+    }
+  }
+  globfree(&found);
+}
+
 void *open_nvrtc(std::string *tried) {
   std::vector<std::string> names;
   if (const char *env = std::getenv("MEMO_NVRTC")) names.push_back(env);
@@ -108,7 +132,10 @@ void *open_nvrtc(std::string *tried) {
   for (const char *n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.push_back(n);
   names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
   for (const std::string &n : names) {
-    if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      preload_builtins(h);
+      return h;
+    }
     *tried += (tried->empty() ? "" : ", ") + n;
   }
   return nullptr;
