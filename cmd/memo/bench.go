@@ -634,4 +634,7 @@ func printOpCounts(c *torchx.OpCounts, n int, unit string) {
 	if len(parts) > 0 {
 		fmt.Fprintf(stdout, "most called  %s (calls a %s by memo or a node)\n", strings.Join(parts, " · "), unit)
 	}
+	if c.KernelCalls > 0 {
+		fmt.Fprintf(stdout, "memo kernels %.0f calls a %s of memo's own kernels, not libtorch operators\n", per(c.KernelCalls), unit)
+	}
 }

@@ -24,10 +24,13 @@ type OpCount struct {
 }
 
 // OpCounts are the operators and autograd nodes libtorch ran while
-// counting (CountOps), each sorted by calls, most first.
+// counting (CountOps), each sorted by calls, most first, and the calls of
+// memo's own elementwise kernels meanwhile (ElementwiseCalls), which are
+// not libtorch operators.
 type OpCounts struct {
-	Ops   []OpCount `json:"ops"`
-	Nodes []OpCount `json:"autograd_nodes"`
+	Ops         []OpCount `json:"ops"`
+	Nodes       []OpCount `json:"autograd_nodes"`
+	KernelCalls int64     `json:"memo_kernel_calls"`
 }
 
 // Calls is the operator calls, nested ones included; outer those made
@@ -114,15 +117,19 @@ func parseOpCounts(text string) (OpCounts, error) {
 
 // OpCounter is a count that may or may not be started: Stop returns nil
 // when Start was not called, and stops a started count once, so a
-// deferred Stop ends a count that an error path left running.
-type OpCounter struct{ counting bool }
+// deferred Stop ends a count that an error path left running. Its counts
+// include memo's kernel calls (OpCounts.KernelCalls).
+type OpCounter struct {
+	counting bool
+	kernels  int64 // ElementwiseCalls at Start
+}
 
 // Start starts counting (StartOpCount).
 func (c *OpCounter) Start() error {
 	if err := StartOpCount(); err != nil {
 		return err
 	}
-	c.counting = true
+	c.counting, c.kernels = true, ElementwiseCalls()
 	return nil
 }
 
@@ -136,5 +143,6 @@ func (c *OpCounter) Stop() (*OpCounts, error) {
 	if err != nil {
 		return nil, err
 	}
+	counts.KernelCalls = ElementwiseCalls() - c.kernels
 	return &counts, nil
 }

@@ -63,3 +63,31 @@ func TestCountOps(t *testing.T) {
 		t.Errorf("nothing run while counting: %d calls, %d nodes counted", c, n)
 	}
 }
+
+// An OpCounter adds the calls of memo's own kernels (here their host
+// spelling), which libtorch does not see, and a Stop without a Start, or
+// a second Stop, is nil.
+func TestOpCounterCountsKernelCalls(t *testing.T) {
+	SetElementwiseOnHost(true)
+	t.Cleanup(func() { SetElementwiseOnHost(false) })
+	var c OpCounter
+	if got, err := c.Stop(); got != nil || err != nil {
+		t.Fatalf("Stop before Start: %v, %v; want nil, nil", got, err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := ts.MustRandn([]int64{3, 8}, gotch.Float, gotch.CPU)
+	u := ts.MustRandn([]int64{3, 8}, gotch.Float, gotch.CPU)
+	SwiGLU(g, u).MustDrop()
+	got, err := c.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.KernelCalls != 1 {
+		t.Fatalf("counts %+v: want one call of memo's kernels", got)
+	}
+	if again, err := c.Stop(); again != nil || err != nil {
+		t.Errorf("a second Stop: %v, %v; want nil, nil", again, err)
+	}
+}

@@ -334,8 +334,8 @@ for name, unit in (("ops-train", "step"), ("ops-decode", "token step")):
     outer = sum(o["outer"] for o in (ops.get("ops") or [])) / n
     nodes = sum(o["calls"] for o in (ops.get("autograd_nodes") or [])) / n
     top = sorted((ops.get("ops") or []), key=lambda o: -o["outer"])[:10]
-    print("%s: %.0f operator calls a %s, %.0f by memo or an autograd node, %.0f autograd nodes; counted run %.0f tokens/s" % (
-        name, calls, unit, outer, nodes, d["tokens_per_s"]))
+    print("%s: %.0f operator calls a %s, %.0f by memo or an autograd node, %.0f autograd nodes, %.0f calls of memo's kernels; counted run %.0f tokens/s" % (
+        name, calls, unit, outer, nodes, ops.get("memo_kernel_calls", 0) / n, d["tokens_per_s"]))
     print("  most called: " + ", ".join("%s %.0f" % (o["name"], o["outer"] / n) for o in top))
 PY
 	} 2>&1 | tee -a "$sum"
