@@ -224,8 +224,11 @@ func (l *loop) microStep(sh share, nKept int64, accum int) ([]workerLoss, error)
 // nKept[a] targets.
 func stepSums(parts [][]workerLoss, nKept []int64) (lossSums, error) {
 	var all []*ts.Tensor
-	for _, res := range parts {
-		for _, r := range res {
+	for a, res := range parts {
+		for w, r := range res {
+			if r.stats == nil {
+				return lossSums{}, fmt.Errorf("micro-batch %d, part %d: no loss statistics", a, w)
+			}
 			all = append(all, r.stats)
 		}
 	}
