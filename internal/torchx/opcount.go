@@ -46,25 +46,29 @@ func (c OpCounts) Calls() (calls, outer, nodeCalls int64) {
 	return calls, outer, nodeCalls
 }
 
-// CountOps runs fn with every libtorch operator call counted
-// (StartOpCount, StopOpCount).
+// CountOps runs fn with every libtorch operator call counted, and memo's
+// kernel calls (an OpCounter around it).
 func CountOps(fn func() error) (OpCounts, error) {
-	if err := StartOpCount(); err != nil {
+	var c OpCounter
+	if err := c.Start(); err != nil {
 		return OpCounts{}, err
 	}
 	err := fn()
-	counts, cerr := StopOpCount()
-	if err != nil {
-		return counts, err
+	counts, cerr := c.Stop()
+	if err == nil {
+		err = cerr
 	}
-	return counts, cerr
+	if counts == nil {
+		return OpCounts{}, err
+	}
+	return *counts, err
 }
 
-// StartOpCount starts counting every libtorch operator call, on every
-// thread (libtorch's RecordFunction callbacks), until StopOpCount.
+// startOpCount starts counting every libtorch operator call, on every
+// thread (libtorch's RecordFunction callbacks), until stopOpCount.
 // Counting costs a lock a call, so time measured meanwhile is not the
 // uncounted rate. One count at a time: starting a second fails.
-func StartOpCount() error {
+func startOpCount() error {
 	var e *C.char
 	if C.memo_opcount_start(&e) != 0 {
 		return fmt.Errorf("count libtorch operators: %v", cErr(e))
@@ -72,9 +76,9 @@ func StartOpCount() error {
 	return nil
 }
 
-// StopOpCount stops counting and returns what was counted since
-// StartOpCount.
-func StopOpCount() (OpCounts, error) {
+// stopOpCount stops counting and returns what was counted since
+// startOpCount.
+func stopOpCount() (OpCounts, error) {
 	text := C.memo_opcount_stop()
 	defer C.free(unsafe.Pointer(text))
 	return parseOpCounts(C.GoString(text))
@@ -124,9 +128,9 @@ type OpCounter struct {
 	kernels  int64 // ElementwiseCalls at Start
 }
 
-// Start starts counting (StartOpCount).
+// Start starts counting (startOpCount).
 func (c *OpCounter) Start() error {
-	if err := StartOpCount(); err != nil {
+	if err := startOpCount(); err != nil {
 		return err
 	}
 	c.counting, c.kernels = true, ElementwiseCalls()
@@ -139,7 +143,7 @@ func (c *OpCounter) Stop() (*OpCounts, error) {
 		return nil, nil
 	}
 	c.counting = false
-	counts, err := StopOpCount()
+	counts, err := stopOpCount()
 	if err != nil {
 		return nil, err
 	}
