@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -39,18 +41,38 @@ func NewStepper(g *model.GPT, useCache bool) *Stepper {
 // Start feeds the prompts (any lengths, none empty) and returns each row's
 // next-token logits; room is reserved for maxNew generated tokens.
 func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
+	if err := s.begin(prompts, maxNew); err != nil {
+		return nil, err
+	}
+	return s.feed()
+}
+
+// StartGreedy is Start returning each row's greedy next token (Argmax of
+// its logits) instead of the logits. The argmax is taken on the model's
+// device, so on a GPU b ids come back to the host a step rather than
+// b × vocab logits (32 MB at batch 256 and Llama's 32,000 tokens), and
+// the host no longer scans them.
+func (s *Stepper) StartGreedy(prompts [][]int32, maxNew int) ([]int32, error) {
+	if err := s.begin(prompts, maxNew); err != nil {
+		return nil, err
+	}
+	return s.feedGreedy()
+}
+
+// begin checks the prompts, left-pads them into seqs and makes the cache.
+func (s *Stepper) begin(prompts [][]int32, maxNew int) error {
 	if len(prompts) == 0 {
-		return nil, fmt.Errorf("decode: no prompts")
+		return fmt.Errorf("decode: no prompts")
 	}
 	vocab := s.g.Config().Vocab
 	longest := 0
 	for i, p := range prompts {
 		if len(p) == 0 {
-			return nil, fmt.Errorf("prompt %d is empty", i)
+			return fmt.Errorf("prompt %d is empty", i)
 		}
 		for _, id := range p {
 			if id < 0 || int(id) >= vocab {
-				return nil, fmt.Errorf("prompt %d: token %d outside the model's vocabulary [0, %d)", i, id, vocab)
+				return fmt.Errorf("prompt %d: token %d outside the model's vocabulary [0, %d)", i, id, vocab)
 			}
 		}
 		longest = max(longest, len(p))
@@ -58,7 +80,7 @@ func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
 	// The last generated token is never fed back.
 	s.maxLen = longest + max(maxNew, 1) - 1
 	if ctx := s.g.Config().Context; s.maxLen > ctx {
-		return nil, fmt.Errorf("prompt of %d tokens + %d generated exceed the model context %d", longest, maxNew, ctx)
+		return fmt.Errorf("prompt of %d tokens + %d generated exceed the model context %d", longest, maxNew, ctx)
 	}
 	s.seqs = make([][]int64, len(prompts))
 	s.starts = make([]int, len(prompts))
@@ -71,10 +93,7 @@ func (s *Stepper) Start(prompts [][]int32, maxNew int) ([][]float32, error) {
 		}
 		s.seqs[i] = row
 	}
-	if err := s.newCache(); err != nil {
-		return nil, err
-	}
-	return s.feed()
+	return s.newCache()
 }
 
 func (s *Stepper) newCache() error {
@@ -110,12 +129,44 @@ func (s *Stepper) feed() ([][]float32, error) {
 	return out, nil
 }
 
+// feedGreedy is feed returning each row's Argmax instead of its logits,
+// taken on the device (argmaxRows).
+func (s *Stepper) feedGreedy() ([]int32, error) {
+	logits, err := s.pass(true)
+	if err != nil {
+		return nil, err
+	}
+	defer logits.MustDrop()
+	return argmaxRows(logits), nil
+}
+
 // run feeds the positions of seqs not yet in the cache, in one forward
 // pass, and returns row i's logits at each position fed, out[i][j]; with
 // lastOnly, at the last position only (out[i][0]), and the model's head
 // runs on that position alone: feed for the next token, run(false) for
 // speculative decoding's verification of every drafted position (resync).
 func (s *Stepper) run(lastOnly bool) ([][][]float32, error) {
+	b, width := len(s.seqs), len(s.seqs[0])-s.fed
+	if lastOnly {
+		width = 1
+	}
+	logits, err := s.pass(lastOnly)
+	if err != nil {
+		return nil, err
+	}
+	rows := model.RowsOf(logits, b*width)
+	logits.MustDrop()
+	out := make([][][]float32, b)
+	for i := range out {
+		out[i] = rows[i*width : (i+1)*width]
+	}
+	return out, nil
+}
+
+// pass is run's forward pass, leaving the logits on the device: [b·width,
+// vocab], row i·width+j the logits after row i's j-th position fed
+// (width 1 with lastOnly).
+func (s *Stepper) pass(lastOnly bool) (*ts.Tensor, error) {
 	b, width := len(s.seqs), len(s.seqs[0])-s.fed
 	flat := make([]int64, 0, b*width)
 	for _, row := range s.seqs {
@@ -126,37 +177,76 @@ func (s *Stepper) run(lastOnly bool) ([][][]float32, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	defer ids.MustDrop()
-	var logits *ts.Tensor // [b·width, vocab], width 1 with lastOnly
+	var logits *ts.Tensor
 	if lastOnly {
 		logits = s.cache.ForwardLast(ids).MustSelect(1, 0, true)
-		width = 1
 	} else {
 		logits = s.cache.Forward(ids).MustReshape([]int64{int64(b * width), -1}, true)
 	}
-	rows := model.RowsOf(logits, b*width)
-	logits.MustDrop()
-	out := make([][][]float32, b)
-	for i := range out {
-		out[i] = rows[i*width : (i+1)*width]
-	}
 	s.fed = len(s.seqs[0])
-	return out, nil
+	return logits, nil
+}
+
+// argmaxRows is Argmax of each row of logits [b, V], taken on their
+// device: one transfer of each row's argmax and maximum (b pairs) comes
+// back instead of the logits. torch.argmax returns the first index among
+// equal maxima, Argmax's tie rule, but ranks NaN above every number where
+// Argmax ranks it below, so a row whose maximum is NaN is copied back and
+// decided by Argmax: the ids are Argmax's on every row.
+func argmaxRows(logits *ts.Tensor) []int32 {
+	b := logits.MustSize()[0]
+	var pairs []float64 // row i: argmax, maximum
+	torchx.NoGrad(func() {
+		am := logits.MustArgmax([]int64{-1}, true, false) // [b, 1]
+		top := logits.MustGather(1, am, false, false)
+		both := ts.MustCat([]*ts.Tensor{am.MustTotype(gotch.Double, true), top.MustTotype(gotch.Double, true)}, 1)
+		if both.MustDevice().IsCuda() {
+			both = both.MustTo(gotch.CPU, true)
+		}
+		pairs = both.MustView([]int64{-1}, true).Float64Values()
+	})
+	out := make([]int32, b)
+	for i := range out {
+		if math.IsNaN(pairs[2*i+1]) {
+			row := logits.MustSelect(0, int64(i), false)
+			out[i] = Argmax(model.RowsOf(row.MustView([]int64{1, -1}, true), 1)[0])
+			continue
+		}
+		out[i] = int32(pairs[2*i])
+	}
+	return out
 }
 
 // Next appends tokens[i] to row i and returns the next logits.
 func (s *Stepper) Next(tokens []int32) ([][]float32, error) {
+	if err := s.append(tokens); err != nil {
+		return nil, err
+	}
+	return s.feed()
+}
+
+// NextGreedy is Next returning each row's greedy next token, picked on
+// the device as StartGreedy's.
+func (s *Stepper) NextGreedy(tokens []int32) ([]int32, error) {
+	if err := s.append(tokens); err != nil {
+		return nil, err
+	}
+	return s.feedGreedy()
+}
+
+// append adds tokens[i] to row i; without the cache it starts a new one,
+// so that the next pass runs every position again.
+func (s *Stepper) append(tokens []int32) error {
 	if len(tokens) != len(s.seqs) {
-		return nil, fmt.Errorf("decode: %d tokens for %d rows", len(tokens), len(s.seqs))
+		return fmt.Errorf("decode: %d tokens for %d rows", len(tokens), len(s.seqs))
 	}
 	for i, t := range tokens {
 		s.seqs[i] = append(s.seqs[i], int64(t))
 	}
 	if !s.useCache {
-		if err := s.newCache(); err != nil {
-			return nil, err
-		}
+		return s.newCache()
 	}
-	return s.feed()
+	return nil
 }
 
 // Reorder makes row i continue the history of row rows[i]: beam search
@@ -202,44 +292,71 @@ func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32
 	}
 	s := NewStepper(g, opt.UseCache)
 	defer s.Close()
-	logits, err := s.Start(prompts, n)
+	first, err := s.StartGreedy(prompts, n)
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)
 	}
-	out, err := Continue(s.Next, logits, n, Greedy)
+	out, err := ContinueIDs(s.NextGreedy, first, n)
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)
 	}
 	return out, nil
 }
 
-// Continue is memo's one token loop: it extends every row of a decoding
-// by n tokens in lockstep, pick choosing row r's token from its logits.
-// The first token comes from logits (the rows' next-token logits after
-// Start, Reorder or a speculative resync); each later one from next
-// (Stepper.Next) fed the tokens just chosen. Generate, the speculative
-// draft, and extract's greedy, sampling and many-guess attacks all
-// decode through it. pick is called row by row, in row order.
+// Continue is memo's one token loop over logits: it extends every row of
+// a decoding by n tokens in lockstep, pick choosing row r's token from its
+// logits. The first token comes from logits (the rows' next-token logits
+// after Start, Reorder or a speculative resync); each later one from next
+// (Stepper.Next) fed the tokens just chosen. The speculative draft and
+// extract's sampling and many-guess attacks decode through it; greedy
+// decoding, which needs no logits on the host, through ContinueIDs. pick
+// is called row by row, in row order.
 func Continue(next func(tokens []int32) ([][]float32, error), logits [][]float32, n int, pick func(r int, logits []float32) int32) ([][]int32, error) {
-	out := make([][]int32, len(logits))
 	if n <= 0 || len(logits) == 0 {
-		return out, nil
+		return make([][]int32, len(logits)), nil
 	}
-	toks := make([]int32, len(logits))
-	for step := 0; ; step++ {
+	choose := func(logits [][]float32) []int32 {
+		toks := make([]int32, len(logits))
 		for r, l := range logits {
 			toks[r] = pick(r, l)
-			out[r] = append(out[r], toks[r])
+		}
+		return toks
+	}
+	return ContinueIDs(func(toks []int32) ([]int32, error) {
+		logits, err := next(toks)
+		if err != nil {
+			return nil, err
+		}
+		if len(logits) != len(toks) {
+			return nil, fmt.Errorf("decode: %d rows of logits for %d rows", len(logits), len(toks))
+		}
+		return choose(logits), nil
+	}, choose(logits), n)
+}
+
+// ContinueIDs is memo's one token loop: it extends every row by n tokens
+// in lockstep, first being each row's first token and next (Stepper.
+// NextGreedy, or Continue's pick over Stepper.Next) returning each row's
+// token after the ones fed.
+func ContinueIDs(next func(tokens []int32) ([]int32, error), first []int32, n int) ([][]int32, error) {
+	out := make([][]int32, len(first))
+	if n <= 0 || len(first) == 0 {
+		return out, nil
+	}
+	toks := first
+	for step := 0; ; step++ {
+		for r, t := range toks {
+			out[r] = append(out[r], t)
 		}
 		if step == n-1 {
 			return out, nil
 		}
 		var err error
-		if logits, err = next(toks); err != nil {
+		if toks, err = next(toks); err != nil {
 			return nil, err
 		}
-		if len(logits) != len(toks) {
-			return nil, fmt.Errorf("decode: %d rows of logits for %d rows", len(logits), len(toks))
+		if len(toks) != len(out) {
+			return nil, fmt.Errorf("decode: %d tokens for %d rows", len(toks), len(out))
 		}
 	}
 }

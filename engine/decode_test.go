@@ -2,8 +2,13 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"testing"
+
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 // Continue by hand: a counter "model" whose logits favour the token after
@@ -49,5 +54,111 @@ func TestContinue(t *testing.T) {
 	short := func([]int32) ([][]float32, error) { return logitsAfter([]int32{1}), nil }
 	if _, err := Continue(short, logitsAfter([]int32{1, 2}), 2, Greedy); err == nil {
 		t.Error("one row of logits for two rows: no error")
+	}
+}
+
+// ContinueIDs by hand: next is called n−1 times with the tokens just
+// chosen, and its errors and a wrong token count stop the loop.
+func TestContinueIDs(t *testing.T) {
+	var fed [][]int32
+	next := func(toks []int32) ([]int32, error) {
+		fed = append(fed, append([]int32(nil), toks...))
+		out := make([]int32, len(toks))
+		for r, tok := range toks {
+			out[r] = (tok + 1) % 8
+		}
+		return out, nil
+	}
+	got, err := ContinueIDs(next, []int32{3, 7}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]int32{{3, 4, 5}, {7, 0, 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if want := [][]int32{{3, 7}, {4, 0}}; !reflect.DeepEqual(fed, want) {
+		t.Errorf("next was fed %v, want %v", fed, want)
+	}
+	if got, err := ContinueIDs(next, []int32{1}, 0); err != nil || !reflect.DeepEqual(got, [][]int32{nil}) {
+		t.Errorf("n = 0: %v, %v; want one empty row", got, err)
+	}
+	boom := errors.New("boom")
+	if _, err := ContinueIDs(func([]int32) ([]int32, error) { return nil, boom }, []int32{1}, 2); !errors.Is(err, boom) {
+		t.Errorf("next's error: got %v", err)
+	}
+	if _, err := ContinueIDs(func([]int32) ([]int32, error) { return []int32{1}, nil }, []int32{1, 2}, 2); err == nil {
+		t.Error("one token for two rows: no error")
+	}
+}
+
+// argmaxRows, taken by libtorch, must pick Argmax's token on every row:
+// the first of equal maxima, +0 and −0 equal, infinities, and rows with a
+// NaN, which torch.argmax ranks first and Argmax never picks unless at 0.
+func TestArgmaxRowsIsArgmax(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	negZero := float32(math.Copysign(0, -1))
+	rows := [][]float32{
+		{0.5, 2, -1, 2, 1},          // tie: the first
+		{negZero, 0, negZero, 0, 0}, // ±0 equal: the first
+		{-inf, -inf, -inf, -inf, -inf},
+		{1, inf, 3, inf, -inf},
+		{1, nan, 3, 2, 0},    // a NaN inside: Argmax skips it
+		{nan, 5, 9, 9, 1},    // a NaN first: Argmax keeps index 0
+		{-3, -2, -1, -2, -9}, // all negative
+	}
+	flat := []float32{}
+	for _, r := range rows {
+		flat = append(flat, r...)
+	}
+	for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16, gotch.Half} {
+		x := ts.MustOfSlice(flat).MustView([]int64{int64(len(rows)), 5}, true).MustTotype(dt, true)
+		got := argmaxRows(x)
+		for i, r := range rows {
+			if want := Argmax(r); got[i] != want {
+				t.Errorf("%v row %d %v: argmaxRows %d, Argmax %d", dt, i, r, got[i], want)
+			}
+		}
+		x.MustDrop()
+	}
+}
+
+// Greedy decoding through StartGreedy and NextGreedy (the argmax on the
+// device) must give the tokens Greedy picks from Start's and Next's
+// logits, with and without the cache, on left-padded prompts.
+func TestGreedyOnDeviceMatchesLogits(t *testing.T) {
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 97, Context: 48, Seed: 3})
+	prompts := [][]int32{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}
+	const n = 12
+	for _, useCache := range []bool{true, false} {
+		s := NewStepper(g, useCache)
+		logits, err := s.Start(prompts, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Continue(s.Next, logits, n, Greedy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		d := NewStepper(g, useCache)
+		first, err := d.StartGreedy(prompts, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ContinueIDs(d.NextGreedy, first, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("cache %v: greedy on the device %v, from the logits %v", useCache, got, want)
+		}
+		gen, err := Generate(g, prompts, n, GenOptions{UseCache: useCache})
+		if err != nil || !reflect.DeepEqual(gen, want) {
+			t.Errorf("cache %v: Generate %v (%v), want %v", useCache, gen, err, want)
+		}
+	}
+	if _, err := NewStepper(g, true).StartGreedy([][]int32{{1, 200}}, 2); err == nil {
+		t.Error("StartGreedy took a token outside the vocabulary")
 	}
 }

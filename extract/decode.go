@@ -22,6 +22,17 @@ type stepper interface {
 	Close()
 }
 
+// greedyStepper is a stepper that also takes greedy decoding's argmax on
+// its device (engine.Stepper and approx.Stepper do), so that each step
+// reads back one id a row instead of the row's logits.
+type greedyStepper interface {
+	stepper
+	// StartGreedy is Start returning each row's Argmax.
+	StartGreedy(prompts [][]int32, maxNew int) ([]int32, error)
+	// NextGreedy is Next returning each row's Argmax.
+	NextGreedy(tokens []int32) ([]int32, error)
+}
+
 // decoder turns logits into tokens with one strategy.
 type decoder struct {
 	cfg Config

@@ -54,6 +54,9 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	if n <= 0 || len(prompts) == 0 {
 		return out, nil
 	}
+	if gl, ok := lm.(greedyStepper); ok && d.cfg.Decoding == DecodeGreedy && per == 1 {
+		return greedyGuesses(gl, prompts, n)
+	}
 	logits, err := lm.Start(prompts, n)
 	if err != nil {
 		return nil, err
@@ -88,6 +91,26 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 		for j := 0; j < per; j++ {
 			out[p] = append(out[p], Guess{Sample: j, IDs: seqs[p*per+j], LogProb: lps[p*per+j]})
 		}
+	}
+	return out, nil
+}
+
+// greedyGuesses is guesses' greedy decoding on a stepper that takes the
+// argmax on its device: the same tokens as engine.Greedy over the logits,
+// with b ids read back a step instead of b rows of logits.
+func greedyGuesses(lm greedyStepper, prompts [][]int32, n int) ([][]Guess, error) {
+	first, err := lm.StartGreedy(prompts, n)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	seqs, err := engine.ContinueIDs(lm.NextGreedy, first, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]Guess, len(prompts))
+	for p, ids := range seqs {
+		out[p] = []Guess{{IDs: ids}}
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // TestGuessLogProbByHand works the sequence log-probabilities of the toy
@@ -249,5 +250,55 @@ func TestSlugIgnoresDefaults(t *testing.T) {
 	e.Samples = 1
 	if d.Slug() == e.Slug() {
 		t.Error("samples = 10 and samples = 1 share a slug")
+	}
+}
+
+// logitsOnly hides a stepper's greedy methods, so that guesses decodes
+// greedily from the logits on the host, as before the argmax moved to
+// the device.
+type logitsOnly struct{ stepper }
+
+// Greedy guesses through the device's argmax (engine.Stepper's
+// StartGreedy and NextGreedy) must be the guesses engine.Greedy picks from
+// the logits, on a real model, exact and under an approximation, and the
+// decode bench's timing wrapper must keep the device path.
+func TestGreedyGuessesOnDeviceMatchLogits(t *testing.T) {
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 5})
+	d := decoder{cfg: DefaultConfig()}
+	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is"), []int32("x")}
+	const n = 16
+	steppers := map[string]func() stepper{
+		"exact": func() stepper { return engine.NewStepper(g, true) },
+		"kv8": func() stepper {
+			s, err := approx.NewStepper(g, approx.Approx{KVBits: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+	for name, mk := range steppers {
+		if _, ok := mk().(greedyStepper); !ok {
+			t.Fatalf("%s: the stepper takes no greedy steps on the device", name)
+		}
+		want, err := d.guesses(logitsOnly{mk()}, prompts, n, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.guesses(mk(), prompts, n, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: greedy on the device %v, from the logits %v", name, got, want)
+		}
+		lm, tm := timed(mk())
+		if _, ok := lm.(greedyStepper); !ok {
+			t.Errorf("%s: the bench's timed stepper hides the greedy steps", name)
+		}
+		timedGot, err := d.guesses(lm, prompts, n, 1, nil)
+		if err != nil || !reflect.DeepEqual(timedGot, want) || tm.prefill <= 0 {
+			t.Errorf("%s: timed greedy %v (%v, prefill %v), want %v and a prefill time", name, timedGot, err, tm.prefill, want)
+		}
 	}
 }
