@@ -110,15 +110,21 @@ func TestArgmaxRowsIsArgmax(t *testing.T) {
 	for _, r := range rows {
 		flat = append(flat, r...)
 	}
-	for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16, gotch.Half} {
-		x := ts.MustOfSlice(flat).MustView([]int64{int64(len(rows)), 5}, true).MustTotype(dt, true)
-		got := argmaxRows(x)
-		for i, r := range rows {
-			if want := Argmax(r); got[i] != want {
-				t.Errorf("%v row %d %v: argmaxRows %d, Argmax %d", dt, i, r, got[i], want)
+	devs := []gotch.Device{gotch.CPU}
+	if gotch.CUDA.IsAvailable() { // scripts/gpu/issue41-next.sh runs it there
+		devs = append(devs, gotch.CudaBuilder(0))
+	}
+	for _, dev := range devs {
+		for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16, gotch.Half} {
+			x := ts.MustOfSlice(flat).MustView([]int64{int64(len(rows)), 5}, true).MustTotype(dt, true).MustTo(dev, true)
+			got := argmaxRows(x)
+			for i, r := range rows {
+				if want := Argmax(r); got[i] != want {
+					t.Errorf("%v %v row %d %v: argmaxRows %d, Argmax %d", dev, dt, i, r, got[i], want)
+				}
 			}
+			x.MustDrop()
 		}
-		x.MustDrop()
 	}
 }
 
