@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/memo-research/memo/internal/parallel"
 	"github.com/memo-research/memo/internal/splitmix"
 )
 
@@ -348,7 +346,7 @@ const sharedBatch = 256
 // on GOMAXPROCS goroutines.
 func (x *windowIndex) sharedAll(docs []int32, tokens func(int32) []int32) []int32 {
 	out := make([]int32, len(docs))
-	parallel(len(docs), func() func(int) {
+	parallel.For(len(docs), func() func(int) {
 		var s scratch
 		return func(k int) { out[k] = x.sharedWith(tokens(docs[k]), tokens, &s) }
 	})
@@ -467,7 +465,7 @@ func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, textLen 
 			end++
 		}
 		hashes = slices.Grow(hashes[:0], end-from)[:end-from]
-		parallel(end-from, func() func(int) {
+		parallel.For(end-from, func() func(int) {
 			return func(k int) { hashes[k] = wordWindows(text(rows[from+k]), n) }
 		})
 		for k := from; k < end; k++ {
@@ -499,25 +497,6 @@ func dedupWords(rows []int32, n, maxSlots int, text func(int32) string, textLen 
 // dedupBatchBytes bounds the text whose passages dedupWords hashes at a
 // time (the hashes take about 1.3 times the text).
 const dedupBatchBytes = 16 << 20
-
-// parallel calls a function for each k in [0, n) on GOMAXPROCS
-// goroutines; each goroutine gets its function from worker (for buffers of
-// its own).
-func parallel(n int, worker func() func(k int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f := worker()
-			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
-				f(k)
-			}
-		}()
-	}
-	wg.Wait()
-}
 
 // dedupSlots is the size of data.dedup_words's passage set: 2^24 slots of
 // 8 bytes, 128 MiB at most, holding up to 8.4 million passages exactly

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memo-research/memo/internal/parallel"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -309,18 +310,15 @@ func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32
 // after Start, Reorder or a speculative resync); each later one from next
 // (Stepper.Next) fed the tokens just chosen. The speculative draft and
 // extract's sampling and many-guess attacks decode through it; greedy
-// decoding, which needs no logits on the host, through ContinueIDs. pick
-// is called row by row, in row order.
+// decoding, which needs no logits on the host, through ContinueIDs.
+//
+// pick is called once for each row at each step, for several rows at once
+// (pickRows), so it may read and write only row r's own state (its
+// generator, its sums): the tokens then do not depend on the order in
+// which rows are picked.
 func Continue(next func(tokens []int32) ([][]float32, error), logits [][]float32, n int, pick func(r int, logits []float32) int32) ([][]int32, error) {
 	if n <= 0 || len(logits) == 0 {
 		return make([][]int32, len(logits)), nil
-	}
-	choose := func(logits [][]float32) []int32 {
-		toks := make([]int32, len(logits))
-		for r, l := range logits {
-			toks[r] = pick(r, l)
-		}
-		return toks
 	}
 	return ContinueIDs(func(toks []int32) ([]int32, error) {
 		logits, err := next(toks)
@@ -330,8 +328,22 @@ func Continue(next func(tokens []int32) ([][]float32, error), logits [][]float32
 		if len(logits) != len(toks) {
 			return nil, fmt.Errorf("decode: %d rows of logits for %d rows", len(logits), len(toks))
 		}
-		return choose(logits), nil
-	}, choose(logits), n)
+		return pickRows(logits, pick), nil
+	}, pickRows(logits, pick), n)
+}
+
+// pickRows is pick's token for every row of logits. The rows are picked
+// by up to GOMAXPROCS goroutines at once, each taking the next row not yet
+// taken: sampling a row orders and sums its whole vocabulary on the host
+// (extract's candidates), about 1.5 ms a row at 32,000 tokens, which at
+// batch 256 was 0.4 s a step on one core while the model's step on a GPU
+// takes milliseconds.
+func pickRows(logits [][]float32, pick func(r int, logits []float32) int32) []int32 {
+	toks := make([]int32, len(logits))
+	parallel.For(len(logits), func() func(int) {
+		return func(r int) { toks[r] = pick(r, logits[r]) }
+	})
+	return toks
 }
 
 // ContinueIDs is memo's one token loop: it extends every row by n tokens

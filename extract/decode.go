@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
+
+	"github.com/memo-research/memo/internal/parallel"
 )
 
 // stepper is a language model decoding a batch of rows in lockstep.
@@ -52,19 +55,63 @@ type decoder struct {
 //
 // The probabilities returned sum to 1.
 func (d decoder) candidates(logits []float32) (ids []int, probs []float64) {
-	return d.candidatesOf(logits, nil)
+	return d.candidatesOf(logits, nil, new(sampleScratch))
+}
+
+// sampleScratch holds the vocabulary-sized buffers of one row's sampling
+// (candidatesOf, descendingOrder), reused from row to row and step to
+// step through scratchPool: allocated fresh, they were 1.5 MB a row at
+// 32,000 tokens, and writing into new memory cost more than the sort.
+type sampleScratch struct {
+	scaled, shifted, probs []float64
+	keys, keys2            []uint64
+	order, order2          []int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(sampleScratch) }}
+
+// floats is buf resized to n (its contents undefined), growing it only
+// when it is too small.
+func floats(buf *[]float64, n int) []float64 {
+	if cap(*buf) < n {
+		*buf = make([]float64, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+func words(buf *[]uint64, n int) []uint64 {
+	if cap(*buf) < n {
+		*buf = make([]uint64, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+func ints(buf *[]int, n int) []int {
+	if cap(*buf) < n {
+		*buf = make([]int, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
 
 // candidatesOf is candidates; shifted, when not nil, holds
 // exp(logit − max logit) by token id, which at temperature 1 are the
 // exponentials candidates needs (the caller computed them for the
 // sequence log-probability), so they are not computed twice.
-func (d decoder) candidatesOf(logits []float32, shifted []float64) (ids []int, probs []float64) {
-	scaled := make([]float64, len(logits))
-	for i, v := range logits {
-		scaled[i] = float64(v) / d.cfg.Temperature
+func (d decoder) candidatesOf(logits []float32, shifted []float64, sc *sampleScratch) (ids []int, probs []float64) {
+	scaled := floats(&sc.scaled, len(logits))
+	if t := d.cfg.Temperature; t == 1 {
+		for i, v := range logits {
+			scaled[i] = float64(v) // x / 1 is x: the same bits without a division
+		}
+	} else {
+		for i, v := range logits {
+			scaled[i] = float64(v) / t
+		}
 	}
-	order := descendingOrder(scaled)
+	order := descendingOrderIn(scaled, sc)
 	n := len(order)
 	if k := d.cfg.TopK; k > 0 && k < n {
 		kth := scaled[order[k-1]]
@@ -74,7 +121,7 @@ func (d decoder) candidatesOf(logits []float32, shifted []float64) (ids []int, p
 		}
 	}
 	ids = order[:n]
-	probs = make([]float64, n)
+	probs = floats(&sc.probs, n)
 	top := scaled[ids[0]]
 	var z float64
 	for i, id := range ids {
@@ -118,9 +165,13 @@ func (d decoder) candidatesOf(logits []float32, shifted []float64) (ids []int, p
 // comparison sort of the vocabulary, per row and step, cost more than the
 // model's step when sampling many rows). −0 and +0 are equal; with a NaN
 // it falls back to the comparison sort, which puts NaNs last.
-func descendingOrder(x []float64) []int {
+func descendingOrder(x []float64) []int { return descendingOrderIn(x, new(sampleScratch)) }
+
+// descendingOrderIn is descendingOrder sorting in sc's buffers; the order
+// returned is one of them.
+func descendingOrderIn(x []float64, sc *sampleScratch) []int {
 	n := len(x)
-	keys, order := make([]uint64, n), make([]int, n)
+	keys, order := words(&sc.keys, n), ints(&sc.order, n)
 	for i, v := range x {
 		if v != v {
 			return descendingOrderCompared(x)
@@ -136,19 +187,29 @@ func descendingOrder(x []float64) []int {
 		}
 		keys[i], order[i] = ^b, i // descending
 	}
-	keys2, order2 := make([]uint64, n), make([]int, n)
-	var count [256]int
-	for shift := uint(0); shift < 64; shift += 8 {
-		count = [256]int{}
-		for _, k := range keys {
-			count[byte(k>>shift)]++
-		}
+	keys2, order2 := words(&sc.keys2, n), ints(&sc.order2, n)
+	// Every byte's histogram in one read of the keys; a pass only permutes,
+	// so the histograms hold for every pass.
+	var counts [8][256]int
+	for _, k := range keys {
+		counts[0][byte(k)]++
+		counts[1][byte(k>>8)]++
+		counts[2][byte(k>>16)]++
+		counts[3][byte(k>>24)]++
+		counts[4][byte(k>>32)]++
+		counts[5][byte(k>>40)]++
+		counts[6][byte(k>>48)]++
+		counts[7][byte(k>>56)]++
+	}
+	for b := range counts {
+		shift := uint(8 * b)
+		count := &counts[b]
 		if count[byte(keys[0]>>shift)] == n {
 			continue // every key has this byte: the pass would not move anything
 		}
 		sum := 0
-		for b, c := range count {
-			count[b] = sum
+		for v, c := range count {
+			count[v] = sum
 			sum += c
 		}
 		for i, k := range keys {
@@ -178,13 +239,17 @@ func descendingOrderCompared(x []float64) []int {
 // exponentials.
 func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logProb float64) {
 	if d.cfg.Temperature != 1 {
-		ids, probs := d.candidates(logits)
+		sc := scratchPool.Get().(*sampleScratch)
+		defer scratchPool.Put(sc)
+		ids, probs := d.candidatesOf(logits, nil, sc)
 		tok = draw(ids, probs, rng)
 		return tok, logProbAt(logits, tok)
 	}
-	shifted := make([]float64, len(logits))
+	sc := scratchPool.Get().(*sampleScratch)
+	defer scratchPool.Put(sc)
+	shifted := floats(&sc.shifted, len(logits))
 	mx, z := shiftedExps(logits, shifted)
-	ids, probs := d.candidatesOf(logits, shifted)
+	ids, probs := d.candidatesOf(logits, shifted, sc)
 	tok = draw(ids, probs, rng)
 	return tok, float64(logits[tok]) - mx - math.Log(z)
 }
@@ -244,47 +309,53 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 		parent int
 		tok    int32
 	}
+	if vocab := len(logits[0]); vocab < width {
+		return nil, fmt.Errorf("beam search: vocabulary of %d tokens is smaller than %d beams", vocab, width)
+	}
 	for step := 0; step < n; step++ {
 		parents := make([]int, b*width)
 		toks := make([]int32, b*width)
 		newSeqs := make([][]int32, b*width)
 		newScore := make([]float64, b*width)
-		for p := 0; p < b; p++ {
-			var cands []cand
-			// At the first step all beams of a prompt are the same: expand one.
-			nb := width
-			if step == 0 {
-				nb = 1
-			}
-			for j := 0; j < nb; j++ {
-				r := p*width + j
-				row := logits[p] // the first step: the prompt's own row
-				if step > 0 {
-					row = logits[r]
+		// Each prompt's beams read and write only the prompt's rows, so
+		// prompts expand in parallel (a log-softmax of the vocabulary per
+		// beam, on the host).
+		parallel.For(b, func() func(int) {
+			var lp []float64
+			return func(p int) {
+				var cands []cand
+				// At the first step all beams of a prompt are the same: expand one.
+				nb := width
+				if step == 0 {
+					nb = 1
 				}
-				lp := logSoftmax(row)
-				for _, t := range topIndices(lp, width) {
-					cands = append(cands, cand{score[r] + lp[t], r, int32(t)})
+				for j := 0; j < nb; j++ {
+					r := p*width + j
+					row := logits[p] // the first step: the prompt's own row
+					if step > 0 {
+						row = logits[r]
+					}
+					lp = logSoftmaxInto(floats(&lp, len(row)), row)
+					for _, t := range topIndices(lp, width) {
+						cands = append(cands, cand{score[r] + lp[t], r, int32(t)})
+					}
+				}
+				sort.SliceStable(cands, func(x, y int) bool {
+					if cands[x].score != cands[y].score {
+						return cands[x].score > cands[y].score
+					}
+					if cands[x].parent != cands[y].parent {
+						return cands[x].parent < cands[y].parent
+					}
+					return cands[x].tok < cands[y].tok
+				})
+				for j := 0; j < width; j++ {
+					c, r := cands[j], p*width+j
+					parents[r], toks[r], newScore[r] = c.parent, c.tok, c.score
+					newSeqs[r] = append(append(make([]int32, 0, n), seqs[c.parent]...), c.tok)
 				}
 			}
-			sort.SliceStable(cands, func(x, y int) bool {
-				if cands[x].score != cands[y].score {
-					return cands[x].score > cands[y].score
-				}
-				if cands[x].parent != cands[y].parent {
-					return cands[x].parent < cands[y].parent
-				}
-				return cands[x].tok < cands[y].tok
-			})
-			if len(cands) < width {
-				return nil, fmt.Errorf("beam search: vocabulary of %d tokens is smaller than %d beams", len(logits[0]), width)
-			}
-			for j := 0; j < width; j++ {
-				c, r := cands[j], p*width+j
-				parents[r], toks[r], newScore[r] = c.parent, c.tok, c.score
-				newSeqs[r] = append(append(make([]int32, 0, n), seqs[c.parent]...), c.tok)
-			}
-		}
+		})
 		seqs, score = newSeqs, newScore
 		if step == n-1 {
 			break
@@ -310,10 +381,11 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 	return out, nil
 }
 
-func logSoftmax(l []float32) []float64 {
+// logSoftmaxInto writes log softmax(l) in float64 into out (len(l)) and
+// returns it.
+func logSoftmaxInto(out []float64, l []float32) []float64 {
 	mx, z := shiftedExps(l, nil)
 	lz := mx + math.Log(z)
-	out := make([]float64, len(l))
 	for i, v := range l {
 		out[i] = float64(v) - lz
 	}

@@ -125,10 +125,7 @@ func logProbAt(logits []float32, tok int32) float64 {
 // exp(logit − largest) in float64: a log-softmax's normalizer. With dst
 // not nil it also stores each exponential there, by token.
 func shiftedExps(logits []float32, dst []float64) (mx, z float64) {
-	mx = math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
+	mx = maxLogit(logits)
 	for i, v := range logits {
 		e := math.Exp(float64(v) - mx)
 		if dst != nil {
@@ -137,6 +134,34 @@ func shiftedExps(logits []float32, dst []float64) (mx, z float64) {
 		z += e
 	}
 	return mx, z
+}
+
+// maxLogit is the fold of math.Max over logits from −Inf, value for value
+// (+Inf over NaN, NaN over numbers, +0 over −0), with one comparison a
+// logit: math.Max's special cases, checked on each of a vocabulary's
+// values, cost as much as the exponentials after it.
+func maxLogit(logits []float32) float64 {
+	mx, nan := math.Inf(-1), false
+	for _, v := range logits {
+		if f := float64(v); f > mx {
+			mx = f
+		} else if f != f {
+			nan = true
+		}
+	}
+	switch {
+	case math.IsInf(mx, 1):
+		return mx
+	case nan:
+		return math.NaN()
+	case mx == 0: // math.Max(−0, +0) is +0
+		for _, v := range logits {
+			if v == 0 && !math.Signbit(float64(v)) {
+				return 0
+			}
+		}
+	}
+	return mx
 }
 
 // rankGuesses orders guesses by LogProb, highest first; equal ones keep the

@@ -302,3 +302,33 @@ func TestGreedyGuessesOnDeviceMatchLogits(t *testing.T) {
 		}
 	}
 }
+
+// maxLogit is math.Max folded over the logits, bit for bit: NaN, ±Inf
+// and the sign of a zero maximum included.
+func TestMaxLogitIsMathMax(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	negZero := float32(math.Copysign(0, -1))
+	for _, logits := range [][]float32{
+		{1, 3, 2},
+		{-5, -1, -7},
+		{negZero, -1},
+		{negZero, 0, negZero},
+		{0, negZero},
+		{-1, nan, 4},
+		{nan, inf, 1},
+		{inf, nan},
+		{-inf, -inf},
+		{-inf, nan},
+		{nan},
+		{},
+	} {
+		want := math.Inf(-1)
+		for _, v := range logits {
+			want = math.Max(want, float64(v))
+		}
+		got := maxLogit(logits)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("maxLogit(%v) = %v (bits %x), math.Max's fold %v (bits %x)", logits, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+}
