@@ -27,7 +27,9 @@
 #   e   greedy decoding at batch 256 (32 + 32 tokens, bf16): memo bench decode
 #       --rows-out, then transformers' generate on the same prompts with a
 #       static cache run eagerly (scripts/bench_generate.py --compile off):
-#       tokens/s and the fraction of memo's tokens it reproduces
+#       tokens/s and the fraction of memo's tokens it reproduces; then memo's
+#       sampling (16 x 16 rows) and beam search (64 x 4), whose per-row
+#       vocabulary work runs on the host's cores
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
 #       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio
 #   o   libtorch's operator calls (memo bench --count-ops): a bf16-mixed
@@ -100,6 +102,7 @@ if [[ $small == 1 ]]; then
 	model=(--preset nano --vocab 256)
 	scan=(--sequences $nscan --batch-size 256 --generate $ngen --gen-batch 64 --plant 0.5)
 	decode=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --batch $dbatch --reps 1)
+	dhost=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --reps 1)
 	export MFU_SHAPE="--dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 --vocab 256 --batch 2" MFU_DEVICE=$dev
 	pairs=2 steps=2
 	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16) kpairs=1
@@ -109,6 +112,7 @@ else
 	model=(--model "$W/tl" --precision bf16)
 	scan=(--sequences $nscan --batch-size 512 --generate $ngen --gen-batch 256 --plant 0.5)
 	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
+	dhost=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --reps 2)
 	pairs=5 steps=30
 	kshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 2048) kpairs=2
 	oshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 256)
@@ -244,7 +248,7 @@ PY
 	pack
 fi
 
-if want e && fits e 40; then
+if want e && fits e 70; then
 	{
 		echo "--- e: greedy decoding at batch $dbatch: memo beside transformers' generate (static cache, eager)"
 		rm -f "$W/dec-rows.json"
@@ -255,6 +259,13 @@ if want e && fits e 40; then
 		else
 			echo "transformers' generate: skipped (no python3 torch or no 1.1B checkpoint)"
 		fi
+		# Sampling and beam search, whose rows' vocabulary work runs on
+		# the host's cores (256 rows each): their rates with $(nproc) cores.
+		timed decode-sample 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding sample --samples 16 --batch 16 --json &&
+			python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("memo sampling, 16 prompts x 16 samples: %.0f tokens/s (decode %.3f s a run)" % (d["tokens_per_s"], d["decode_s"]))' "$W/decode-sample.json"
+		timed decode-beam 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding beam --beams 4 --batch 64 --json &&
+			python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("memo beam search, 64 prompts x 4 beams: %.0f tokens/s (decode %.3f s a run)" % (d["tokens_per_s"], d["decode_s"]))' "$W/decode-beam.json"
+		echo "host cores: $(nproc)"
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
