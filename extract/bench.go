@@ -36,10 +36,15 @@ type BenchConfig struct {
 	// expanded its KV cache to the samples (the baseline of that saving).
 	Replicate bool
 	Beams     int // beam width of beam search
-	Reps      int // measured runs
-	Warmup    int // unmeasured runs first
-	Threads   int // libtorch threads; 0 keeps the default
-	Seed      int64
+	// Temperature, TopK and TopP are sampling's warpers (extract's keys of
+	// those names); a zero Temperature or TopP keeps extract's default, 1.
+	Temperature float64
+	TopK        int
+	TopP        float64
+	Reps        int // measured runs
+	Warmup      int // unmeasured runs first
+	Threads     int // libtorch threads; 0 keeps the default
+	Seed        int64
 	// Device is where the model decodes: "cpu" (also when empty), "cuda"
 	// or "cuda:N".
 	Device string
@@ -74,14 +79,19 @@ type BenchResult struct {
 	// samples (false with Replicate or one sample).
 	SharedPrompt bool `json:"shared_prompt"`
 
-	Decoding   string  `json:"decoding"`
-	Device     string  `json:"device"`
-	Precision  string  `json:"precision"`
-	Threads    int     `json:"threads"`
-	Reps       int     `json:"reps"`
-	TokensPerS float64 `json:"tokens_per_s"`
-	PrefillS   float64 `json:"prefill_s"`
-	DecodeS    float64 `json:"decode_s"`
+	Decoding string `json:"decoding"`
+	// Temperature, TopK and TopP are the sampling warpers the run used
+	// (extract's defaults, unused, for greedy and beam search).
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	Device      string  `json:"device"`
+	Precision   string  `json:"precision"`
+	Threads     int     `json:"threads"`
+	Reps        int     `json:"reps"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	PrefillS    float64 `json:"prefill_s"`
+	DecodeS     float64 `json:"decode_s"`
 	// Approximation is the method; KVBytesPerToken its mean key/value bytes
 	// read per decode step (approx.Stats; 0 unmeasured: exact without
 	// --approximation, and quantspec), SpecAccept QuantSpec's acceptance.
@@ -228,7 +238,16 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			cfg.Prefix, cfg.Suffix, cfg.Batch, cfg.Reps, cfg.Warmup)
 	}
 	dc := DefaultConfig()
-	dc.Decoding, dc.Seed, dc.Beams = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1)
+	dc.Decoding, dc.Seed, dc.Beams, dc.TopK = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1), cfg.TopK
+	if cfg.Temperature != 0 {
+		dc.Temperature = cfg.Temperature
+	}
+	if cfg.TopP != 0 {
+		dc.TopP = cfg.TopP
+	}
+	if err := dc.Validate(); err != nil {
+		return BenchResult{}, fmt.Errorf("bench decode: %w", err)
+	}
 	samples := 1
 	switch cfg.Decoding {
 	case DecodeGreedy, DecodeBeam:
@@ -319,7 +338,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,

@@ -126,3 +126,56 @@ func TestSampleScoredMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// A small top-k's candidates found by selection (topKOrder) must be the
+// whole sort's, id for id and probability for probability, and the draws
+// from them the same: ties at the k-th value, ±0, infinities, a NaN
+// (which falls back to the sort), temperature and top-p.
+func TestTopKSelectionMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), -1, 1}
+	for it := 0; it < 1500; it++ {
+		logits := make([]float32, 16+rng.IntN(600))
+		for i := range logits {
+			switch rng.IntN(5) {
+			case 0:
+				logits[i] = special[rng.IntN(len(special))]
+			case 1:
+				logits[i] = float32(rng.IntN(5)) // ties
+			default:
+				logits[i] = float32(rng.NormFloat64() * 3)
+			}
+		}
+		if it%100 == 0 {
+			logits[rng.IntN(len(logits))] = float32(math.NaN())
+		}
+		if it%7 == 0 { // every value finite and far below: kth may be −Inf
+			for i := range logits {
+				logits[i] = float32(math.Inf(-1))
+			}
+			logits[rng.IntN(len(logits))] = 2
+		}
+		cfg := DefaultConfig()
+		cfg.TopK = 1 + rng.IntN(len(logits)/topKSelectRatio)
+		cfg.Temperature = []float64{1, 0.7, 1.3}[it%3]
+		cfg.TopP = []float64{1, 0.9, 0.5}[it%3]
+		d := decoder{cfg: cfg}
+		ids, probs := d.candidates(logits)
+		topKSelect = false
+		wantIDs, wantProbs := d.candidates(logits)
+		topKSelect = true
+		if !slices.Equal(ids, wantIDs) || !slices.EqualFunc(probs, wantProbs, func(a, b float64) bool {
+			return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+		}) {
+			t.Fatalf("case %d (k %d of %d): selected %v %v, sorted %v %v", it, cfg.TopK, len(logits), ids, probs, wantIDs, wantProbs)
+		}
+		seed := uint64(it)
+		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)))
+		topKSelect = false
+		wantTok, wantLP := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)))
+		topKSelect = true
+		if tok != wantTok || (math.Float64bits(lp) != math.Float64bits(wantLP) && !(math.IsNaN(lp) && math.IsNaN(wantLP))) {
+			t.Fatalf("case %d: selected draw %d (%v), sorted %d (%v)", it, tok, lp, wantTok, wantLP)
+		}
+	}
+}

@@ -64,6 +64,7 @@ func (d decoder) candidates(logits []float32) (ids []int, probs []float64) {
 // 32,000 tokens, and writing into new memory cost more than the sort.
 type sampleScratch struct {
 	scaled, shifted, probs []float64
+	heap                   []float64 // topKOrder's k largest values
 	keys, keys2            []uint64
 	order, order2          []int
 }
@@ -111,13 +112,20 @@ func (d decoder) candidatesOf(logits []float32, shifted []float64, sc *sampleScr
 			scaled[i] = float64(v) / t
 		}
 	}
-	order := descendingOrderIn(scaled, sc)
+	var order []int
+	if k := d.cfg.TopK; k > 0 && k <= len(scaled)/topKSelectRatio && topKSelect {
+		order = topKOrder(scaled, k, sc)
+	}
 	n := len(order)
-	if k := d.cfg.TopK; k > 0 && k < n {
-		kth := scaled[order[k-1]]
-		n = k
-		for n < len(order) && scaled[order[n]] >= kth {
-			n++
+	if order == nil {
+		order = descendingOrderIn(scaled, sc)
+		n = len(order)
+		if k := d.cfg.TopK; k > 0 && k < n {
+			kth := scaled[order[k-1]]
+			n = k
+			for n < len(order) && scaled[order[n]] >= kth {
+				n++
+			}
 		}
 	}
 	ids = order[:n]
@@ -157,6 +165,67 @@ func (d decoder) candidatesOf(logits []float32, shifted []float64, sc *sampleScr
 		}
 	}
 	return ids[:n], probs
+}
+
+// topKSelect lets candidatesOf find a small top-k's candidates by
+// topKOrder (off in a test, to compare with the whole sort), when k is at
+// most 1/topKSelectRatio of the vocabulary.
+var topKSelect = true
+
+const topKSelectRatio = 8
+
+// topKOrder is what candidatesOf keeps of descendingOrder(x) under top-k:
+// its first k indices and every later one whose value equals the k-th,
+// in the same order (larger first, lower index first among equals),
+// found without sorting the whole vocabulary: the k-th largest value
+// through a min-heap of the k largest seen, then the indices of the
+// values at least as large, sorted. nil when x holds a NaN, which
+// descendingOrder orders by its comparison sort.
+func topKOrder(x []float64, k int, sc *sampleScratch) []int {
+	h := floats(&sc.heap, k)[:0]
+	for _, v := range x {
+		switch {
+		case v != v:
+			return nil
+		case len(h) < k:
+			h = append(h, v)
+			for c := len(h) - 1; c > 0; { // sift up
+				p := (c - 1) / 2
+				if h[p] <= h[c] {
+					break
+				}
+				h[p], h[c] = h[c], h[p]
+				c = p
+			}
+		case v > h[0]:
+			h[0] = v
+			for p := 0; ; { // sift down
+				c := 2*p + 1
+				if c >= k {
+					break
+				}
+				if c+1 < k && h[c+1] < h[c] {
+					c++
+				}
+				if h[p] <= h[c] {
+					break
+				}
+				h[p], h[c] = h[c], h[p]
+				p = c
+			}
+		}
+	}
+	kth := h[0]
+	order := ints(&sc.order, len(x))[:0]
+	for i, v := range x {
+		if v >= kth {
+			order = append(order, i)
+		}
+	}
+	// Stable, so lower indices stay first among equal values (−0 and +0
+	// equal, as descendingOrder has them).
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(x[b], x[a]) })
+	return order
 }
 
 // descendingOrder is the indices of x, largest value first, lower index

@@ -78,7 +78,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
-			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --approximation A --device D] [--count-ops] [--json]",
+			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --temperature T --top-k K --top-p P --approximation A --device D] [--count-ops] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
@@ -105,7 +105,9 @@ func benchCommand() *cli.Command {
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			}, benchFlags("model", benchShapeDefaults, benchKey{"preset", ""}, benchKey{"vocab", ""}),
 				benchFlags("extract", benchDecodeDefaults, benchKey{"decoding", ""}, benchKey{"samples", "guesses per prompt, with --decoding sample"},
-					benchKey{"beams", "(with --decoding beam; 1 to 64)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
+					benchKey{"beams", "(with --decoding beam; 1 to 64)"},
+					benchKey{"temperature", "(with --decoding sample; > 0)"}, benchKey{"top_k", "the K most likely tokens sampling draws from, with --decoding sample (0: no limit)"},
+					benchKey{"top_p", "nucleus sampling's probability mass, in (0, 1], with --decoding sample (1: no limit)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
 			Action: runBenchDecode,
 		}, {
 			Name:      "score",
@@ -205,6 +207,15 @@ func runBenchDecode(c *cli.Context) error {
 	if b := c.Int("beams"); b < 1 || b > 64 {
 		return usageError("bench decode: --beams %d: must be between 1 and 64", b)
 	}
+	if t := c.Float64("temperature"); !(t > 0) {
+		return usageError("bench decode: --temperature %v: must be > 0", t)
+	}
+	if k := c.Int("top-k"); k < 0 {
+		return usageError("bench decode: --top-k %d: must be >= 0 (0: no limit)", k)
+	}
+	if p := c.Float64("top-p"); !(p > 0 && p <= 1) {
+		return usageError("bench decode: --top-p %v: must be in (0, 1] (1: no limit)", p)
+	}
 	dec := c.String("decoding")
 	if !slices.Contains(extract.Decodings, dec) {
 		return usageError("bench decode: --decoding %q: must be one of %s", dec, strings.Join(extract.Decodings, ", "))
@@ -227,6 +238,7 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
+		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
 		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops")})
 	if err != nil {
@@ -248,7 +260,11 @@ func runBenchDecode(c *cli.Context) error {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads)
-	fmt.Fprintf(stdout, "attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", res.Decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
+	decoding := res.Decoding
+	if decoding == extract.DecodeSample {
+		decoding = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g)", res.Temperature, res.TopK, res.TopP)
+	}
+	fmt.Fprintf(stdout, "attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)
 	if res.Approximation != "" {
 		fmt.Fprintf(stdout, "approx       %s: %.0f KV bytes read per token, QuantSpec acceptance %.3f\n", res.Approximation, res.KVBytesPerToken, res.SpecAccept)
@@ -552,7 +568,7 @@ func parseSize(s string) (int64, error) {
 var (
 	benchShapeDefaults  = model.Config{Preset: "small", Vocab: 4096}
 	benchTrainDefaults  = train.Config{Precision: "fp32", Shard: train.ShardNone}
-	benchDecodeDefaults = extract.Config{Decoding: extract.DecodeGreedy, Samples: 1, Beams: 4}
+	benchDecodeDefaults = extract.Config{Decoding: extract.DecodeGreedy, Samples: 1, Beams: 4, Temperature: 1, TopP: 1}
 )
 
 // shapeKeys are the model keys of a bench's random model.

@@ -26,7 +26,7 @@ func TestBenchDecodeCLI(t *testing.T) {
 		wantRows int
 	}{
 		{"greedy", nil, 2},
-		{"sample", []string{"--decoding", "sample", "--samples", "3"}, 6},
+		{"sample", []string{"--decoding", "sample", "--samples", "3", "--temperature", "0.8", "--top-k", "5", "--top-p", "0.9"}, 6},
 		{"beam", []string{"--decoding", "beam", "--beams", "2"}, 4},
 	}
 	for _, tt := range tests {
@@ -43,6 +43,9 @@ func TestBenchDecodeCLI(t *testing.T) {
 				TokensPerS *float64 `json:"tokens_per_s"`
 				PrefillS   *float64 `json:"prefill_s"`
 				DecodeS    *float64 `json:"decode_s"`
+				Temp       float64  `json:"temperature"`
+				TopK       int      `json:"top_k"`
+				TopP       float64  `json:"top_p"`
 			}
 			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
@@ -56,6 +59,13 @@ func TestBenchDecodeCLI(t *testing.T) {
 			if want := tt.name; got.Decoding != want || got.Rows != tt.wantRows || got.Suffix != 3 || got.Threads != 1 {
 				t.Errorf("decoding %q, rows %d, suffix %d, threads %d; want %q, %d, 3, 1",
 					got.Decoding, got.Rows, got.Suffix, got.Threads, want, tt.wantRows)
+			}
+			wantT, wantK, wantP := 1.0, 0, 1.0 // extract's defaults
+			if tt.name == "sample" {
+				wantT, wantK, wantP = 0.8, 5, 0.9
+			}
+			if got.Temp != wantT || got.TopK != wantK || got.TopP != wantP {
+				t.Errorf("temperature %v, top_k %d, top_p %v; want %v, %d, %v", got.Temp, got.TopK, got.TopP, wantT, wantK, wantP)
 			}
 		})
 	}
@@ -71,6 +81,9 @@ func TestBenchDecodeBadInput(t *testing.T) {
 		{[]string{"--decoding", "nucleus"}, `--decoding "nucleus": must be one of greedy, sample, beam`},
 		{[]string{"--suffix", "0"}, "--suffix 0: must be >= 1"},
 		{[]string{"--beams", "65"}, "--beams 65: must be between 1 and 64"},
+		{[]string{"--top-k", "-1"}, "--top-k -1: must be >= 0"},
+		{[]string{"--top-p", "0"}, "--top-p 0: must be in (0, 1]"},
+		{[]string{"--temperature", "-2"}, "--temperature -2: must be > 0"},
 		{[]string{"--preset", "huge-ish"}, "bench decode:"},
 	}
 	for _, tt := range tests {
