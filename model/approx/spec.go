@@ -104,11 +104,12 @@ func propose(ds *Stepper, kept [][]int32, g int) ([][]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	last := make([][]float32, len(dl))
+	first := make([]int32, len(dl))
 	for i, l := range dl {
-		last[i] = l[len(l)-1]
+		first[i] = engine.Argmax(l[len(l)-1])
 	}
-	return engine.Continue(ds.Next, last, g, engine.Greedy)
+	// The later proposals' argmax is taken on the draft's device.
+	return engine.ContinueIDs(ds.NextGreedy, first, g)
 }
 
 func cloneRows(x [][]int32) [][]int32 {
