@@ -88,10 +88,13 @@ type BenchResult struct {
 	Device      string  `json:"device"`
 	Precision   string  `json:"precision"`
 	Threads     int     `json:"threads"`
-	Reps        int     `json:"reps"`
-	TokensPerS  float64 `json:"tokens_per_s"`
-	PrefillS    float64 `json:"prefill_s"`
-	DecodeS     float64 `json:"decode_s"`
+	// HostProcs is GOMAXPROCS: the cores sampling and beam search pick a
+	// step's rows on (engine.Continue, beam search's prompts).
+	HostProcs  int     `json:"host_procs"`
+	Reps       int     `json:"reps"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	PrefillS   float64 `json:"prefill_s"`
+	DecodeS    float64 `json:"decode_s"`
 	// Approximation is the method; KVBytesPerToken its mean key/value bytes
 	// read per decode step (approx.Stats; 0 unmeasured: exact without
 	// --approximation, and quantspec), SpecAccept QuantSpec's acceptance.
@@ -338,7 +341,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), HostProcs: runtime.GOMAXPROCS(0), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,

@@ -259,7 +259,7 @@ func runBenchDecode(c *cli.Context) error {
 	if c.Bool("json") {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads)
+	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads, %d host cores\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads, res.HostProcs)
 	decoding := res.Decoding
 	if decoding == extract.DecodeSample {
 		decoding = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g)", res.Temperature, res.TopK, res.TopP)

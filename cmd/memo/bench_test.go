@@ -46,6 +46,7 @@ func TestBenchDecodeCLI(t *testing.T) {
 				Temp       float64  `json:"temperature"`
 				TopK       int      `json:"top_k"`
 				TopP       float64  `json:"top_p"`
+				HostProcs  int      `json:"host_procs"`
 			}
 			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
@@ -59,6 +60,9 @@ func TestBenchDecodeCLI(t *testing.T) {
 			if want := tt.name; got.Decoding != want || got.Rows != tt.wantRows || got.Suffix != 3 || got.Threads != 1 {
 				t.Errorf("decoding %q, rows %d, suffix %d, threads %d; want %q, %d, 3, 1",
 					got.Decoding, got.Rows, got.Suffix, got.Threads, want, tt.wantRows)
+			}
+			if got.HostProcs < 1 {
+				t.Errorf("host_procs %d, want the host's cores (>= 1)", got.HostProcs)
 			}
 			wantT, wantK, wantP := 1.0, 0, 1.0 // extract's defaults
 			if tt.name == "sample" {
