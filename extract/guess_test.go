@@ -332,3 +332,42 @@ func TestMaxLogitIsMathMax(t *testing.T) {
 		}
 	}
 }
+
+// Sampling and beam search pick a step's rows on every core: their
+// guesses, log-probabilities included, must not depend on how many.
+func TestGuessesIndependentOfCores(t *testing.T) {
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 512, Context: 64, Seed: 7})
+	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is"), []int32("x"), []int32("Opticks")}
+	const per, n = 3, 10
+	cfg := DefaultConfig()
+	cfg.Decoding, cfg.TopK, cfg.TopP = DecodeSample, 50, 0.95
+	sample := decoder{cfg: cfg}
+	cfg.Decoding = DecodeBeam
+	beam := decoder{cfg: cfg}
+	run := func(procs int) (samples, beams [][]Guess) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var rngs []*rand.Rand
+		for p := range prompts {
+			for j := 0; j < per; j++ {
+				rngs = append(rngs, guessRNG(11, int64(p), j))
+			}
+		}
+		samples, err := sample.guesses(engine.NewStepper(g, true), prompts, n, per, rngs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		beams, err = beam.beamGuesses(engine.NewStepper(g, true), prompts, n, per)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return samples, beams
+	}
+	s1, b1 := run(1)
+	s4, b4 := run(4)
+	if !reflect.DeepEqual(s1, s4) {
+		t.Errorf("sampling on 1 core %v, on 4 %v", s1, s4)
+	}
+	if !reflect.DeepEqual(b1, b4) {
+		t.Errorf("beam search on 1 core %v, on 4 %v", b1, b4)
+	}
+}
