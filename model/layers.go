@@ -136,12 +136,10 @@ func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.
 }
 
 // moveTo returns CPU tensor t on dev: t itself on the CPU, else a copy
-// there, t freed.
+// there, t freed (torchx.ToDevice: a small one without waiting for the
+// GPU).
 func moveTo(t *ts.Tensor, dev gotch.Device) (*ts.Tensor, error) {
-	if dev == gotch.CPU {
-		return t, nil
-	}
-	return t.To(dev, true)
+	return torchx.ToDevice(t, dev)
 }
 
 // softcap is tanh(x/cap)·cap (Gemma 2's soft-capping of attention scores

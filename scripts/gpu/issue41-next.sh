@@ -4,8 +4,9 @@
 # gpucarry/memo.xz built with -tags cuda, gpucarry/torchx.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
-#   b   the fused RMSNorm and rotary tests and memo's elementwise kernels
-#       against libtorch on CUDA (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy),
+#   b   the fused RMSNorm and rotary tests, memo's elementwise kernels
+#       against libtorch and the copies that do not wait, on CUDA
+#       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
 #       then precision.test's and engine.test's CUDA tests
 #   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies, loss) at 8 x 2048 on the 1.1B shape: memo
 #       bench train with them (the default) and with MEMO_KERNELS=off,
@@ -31,7 +32,8 @@
 #       sampling (16 x 16 rows) and beam search (64 x 4), whose per-row
 #       vocabulary work runs on the host's cores
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
-#       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio
+#       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio;
+#       then memo with MEMO_ASYNC_COPY=off (batches copied the blocking way)
 #   o   libtorch's operator calls (memo bench --count-ops): a bf16-mixed
 #       training step of the 1.1B at 8 x 256 and a greedy decoding token
 #       step at batch 256, where the host's calls bound the time (the
@@ -126,9 +128,9 @@ fi
 
 if want b && fits b 60; then
 	{
-		echo "--- b: fused RMSNorm, rotary and memo's elementwise kernels on $dev (RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy)"
+		echo "--- b: fused RMSNorm, rotary, memo's elementwise kernels and copies that do not wait on $dev (RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice)"
 		if [[ -x $T/torchx.test ]]; then
-			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy' -test.v >"$W/torchx.txt" 2>&1
+			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice' -test.v >"$W/torchx.txt" 2>&1
 				echo "rc=$?")
 			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
 			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
@@ -298,10 +300,12 @@ PY
 }
 want e && decode_table
 
-if want a && fits a 200; then
+if want a && fits a 220; then
 	{
 		echo "--- a: $pairs alternating memo/eager training pairs at 8 x 256, $steps measured steps each"
-		OUT=$W/mfu MFU_STAGE=pairs256 PAIRS=$pairs STEPS=$steps timeout "$(lim 300)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
+		# Then one memo run copying its batches the blocking way (memoB-256):
+		# what queueing them without waiting gives at 8 x 256.
+		OUT=$W/mfu MFU_STAGE=pairs256 PAIRS=$pairs STEPS=$steps MEMO_ENV_B=MEMO_ASYNC_COPY=off timeout "$(lim 300)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
 		python3 - "$W/mfu" <<'PY'
 import glob, json, os, statistics, sys
 def rates(side):
@@ -319,6 +323,12 @@ if m and e:
         " ".join("%.0f" % x for x in e), statistics.median(e), min(e), max(e), statistics.median(m) / statistics.median(e)))
 else:
     print("pairs at 8 x 256: memo runs %d, eager runs %d: no ratio" % (len(m), len(e)))
+try:
+    b = json.load(open(os.path.join(sys.argv[1], "memoB-256.json")))["tokens_per_s"]
+    print("memo with MEMO_ASYNC_COPY=off (batches copied the blocking way): %.0f tokens/s; memo's median / it %.2fx" % (
+        b, statistics.median(m) / b if m else float("nan")))
+except (OSError, ValueError, KeyError):
+    print("memo with MEMO_ASYNC_COPY=off: no result")
 PY
 	} 2>&1 | tee -a "$sum"
 	pack

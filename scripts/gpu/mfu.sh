@@ -67,6 +67,7 @@ peer() { # name, args...
 			memo "memo-256-$i" "" --seq 256 --steps "$steps"
 			peer "eager-256-$i" --seq 256 --steps "$steps" --autocast bf16
 		done
+		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-256" "$MEMO_ENV_B" --seq 256 --steps "$steps"
 	fi
 	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == main ]]; then
 		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
