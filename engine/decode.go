@@ -235,6 +235,96 @@ func (s *Stepper) NextGreedy(tokens []int32) ([]int32, error) {
 	return s.feedGreedy()
 }
 
+// ContinueGreedy is ContinueIDs(s.NextGreedy, first, n) right after
+// StartGreedy, with the same tokens: it extends every row by n tokens,
+// first being each row's first. Each step's argmax is fed to the next on
+// the device, so on a GPU the host queues every step without waiting for
+// one and reads every row's tokens once, at the end, instead of once a
+// step. A NaN maximum anywhere (where torch.argmax and Argmax disagree)
+// decodes the batch again the step-by-step way, whose argmaxRows decides
+// such rows as Argmax. Without the cache, or later than right after
+// StartGreedy, it is the step-by-step loop.
+func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
+	fresh := s.cache != nil && len(s.seqs) > 0 && len(s.seqs[0]) == s.promptLen && s.fed == s.promptLen
+	if !s.useCache || !fresh || n <= 1 {
+		return ContinueIDs(s.NextGreedy, first, n)
+	}
+	prompts := s.prompts()
+	maxNew := s.maxLen - s.promptLen + 1
+	if err := s.append(first); err != nil {
+		return nil, err
+	}
+	logits, err := s.pass(true)
+	if err != nil {
+		return nil, err
+	}
+	var picks, tops []*ts.Tensor // each step's argmax and maximum, [b, 1]
+	var pairs []float64          // row r: n−1 argmaxes, then their maxima
+	torchx.NoGrad(func() {
+		for step := 1; ; step++ {
+			am := logits.MustArgmax([]int64{-1}, true, false)
+			tops = append(tops, logits.MustGather(1, am, false, false).MustTotype(gotch.Double, true))
+			picks = append(picks, am.MustTotype(gotch.Double, false))
+			logits.MustDrop()
+			if step == n-1 {
+				am.MustDrop()
+				break
+			}
+			logits = s.cache.ForwardLast(am).MustSelect(1, 0, true)
+			am.MustDrop()
+		}
+		both := ts.MustCat(append(picks, tops...), 1)
+		if both.MustDevice().IsCuda() {
+			both = both.MustTo(gotch.CPU, true)
+		}
+		pairs = both.MustView([]int64{-1}, true).Float64Values()
+	})
+	for _, t := range append(picks, tops...) {
+		t.MustDrop()
+	}
+	b, m := len(first), n-1
+	out := make([][]int32, b)
+	for r := range out {
+		row := pairs[r*2*m : (r+1)*2*m]
+		out[r] = append(make([]int32, 0, n), first[r])
+		for j := 0; j < m; j++ {
+			if math.IsNaN(row[m+j]) {
+				return s.greedyAgain(prompts, maxNew, n)
+			}
+			out[r] = append(out[r], int32(row[j]))
+		}
+	}
+	// The cache holds every token but the last, as after the step loop.
+	for r := range out {
+		for _, t := range out[r][1 : n-1] {
+			s.seqs[r] = append(s.seqs[r], int64(t))
+		}
+	}
+	s.fed = len(s.seqs[0])
+	return out, nil
+}
+
+// greedyAgain decodes the prompts greedily the step-by-step way, in a new
+// cache: ContinueGreedy's answer to a NaN maximum.
+func (s *Stepper) greedyAgain(prompts [][]int32, maxNew, n int) ([][]int32, error) {
+	first, err := s.StartGreedy(prompts, maxNew)
+	if err != nil {
+		return nil, err
+	}
+	return ContinueIDs(s.NextGreedy, first, n)
+}
+
+// prompts are the rows' prompts, without their left padding.
+func (s *Stepper) prompts() [][]int32 {
+	out := make([][]int32, len(s.seqs))
+	for i, row := range s.seqs {
+		for _, id := range row[s.starts[i]:s.promptLen] {
+			out[i] = append(out[i], int32(id))
+		}
+	}
+	return out
+}
+
 // append adds tokens[i] to row i; without the cache it starts a new one,
 // so that the next pass runs every position again.
 func (s *Stepper) append(tokens []int32) error {
@@ -297,7 +387,7 @@ func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)
 	}
-	out, err := ContinueIDs(s.NextGreedy, first, n)
+	out, err := s.ContinueGreedy(first, n)
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)
 	}

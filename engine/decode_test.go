@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -170,5 +171,72 @@ func TestGreedyOnDeviceMatchesLogits(t *testing.T) {
 	}
 	if _, err := NewStepper(g, true).StartGreedy([][]int32{{1, 200}}, 2); err == nil {
 		t.Error("StartGreedy took a token outside the vocabulary")
+	}
+}
+
+// ContinueGreedy, feeding each step's argmax to the next on the device,
+// must give the step-by-step loop's tokens and leave the stepper where
+// that loop does (the next NextGreedy agrees), with and without the
+// cache; and where a logit is NaN (an LM-head row of NaNs here, which
+// torch.argmax would pick and Argmax never does) it must still give
+// Argmax's tokens.
+func TestContinueGreedyMatchesSteps(t *testing.T) {
+	for _, poisoned := range []bool{false, true} {
+		g := newTest(t, model.Config{Preset: "nano", Vocab: 97, Context: 48, Seed: 3, Untied: true})
+		if poisoned {
+			head, ok := g.Param("lm_head.weight")
+			if !ok {
+				t.Fatal("no lm_head.weight")
+			}
+			torchx.NoGrad(func() {
+				row := head.Tensor.MustNarrow(0, 5, 1, false)
+				row.MustFill_(ts.FloatScalar(math.NaN()))
+				row.MustDrop()
+			})
+		}
+		prompts := [][]int32{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}
+		const n = 12
+		for _, useCache := range []bool{true, false} {
+			steps := NewStepper(g, useCache)
+			logits, err := steps.Start(prompts, n+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Continue(steps.Next, logits, n, Greedy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := make([]int32, len(want))
+			for r := range want {
+				last[r] = want[r][n-1]
+			}
+			wantNext, err := steps.NextGreedy(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps.Close()
+			d := NewStepper(g, useCache)
+			first, err := d.StartGreedy(prompts, n+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.ContinueGreedy(first, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotNext, err := d.NextGreedy(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			if !reflect.DeepEqual(d.seqs, steps.seqs) || d.fed != steps.fed {
+				t.Errorf("NaN head row %v, cache %v: rows %v (%d fed) after ContinueGreedy, %v (%d fed) step by step",
+					poisoned, useCache, d.seqs, d.fed, steps.seqs, steps.fed)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotNext, wantNext) {
+				t.Errorf("NaN head row %v, cache %v: ContinueGreedy %v then %v; step by step %v then %v",
+					poisoned, useCache, got, gotNext, want, wantNext)
+			}
+		}
 	}
 }

@@ -167,6 +167,10 @@ func (t *timedGreedyStepper) NextGreedy(tokens []int32) ([]int32, error) {
 	return t.greedy.NextGreedy(tokens)
 }
 
+func (t *timedGreedyStepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
+	return t.greedy.ContinueGreedy(first, n)
+}
+
 // timed wraps st to time its prompt passes, keeping its greedy steps.
 func timed(st stepper) (stepper, *timedStepper) {
 	t := &timedStepper{stepper: st}

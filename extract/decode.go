@@ -34,6 +34,10 @@ type greedyStepper interface {
 	StartGreedy(prompts [][]int32, maxNew int) ([]int32, error)
 	// NextGreedy is Next returning each row's Argmax.
 	NextGreedy(tokens []int32) ([]int32, error)
+	// ContinueGreedy is engine.ContinueIDs(NextGreedy, first, n) right
+	// after StartGreedy, feeding each step's argmax to the next on the
+	// device.
+	ContinueGreedy(first []int32, n int) ([][]int32, error)
 }
 
 // decoder turns logits into tokens with one strategy.

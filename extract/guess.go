@@ -97,14 +97,15 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 
 // greedyGuesses is guesses' greedy decoding on a stepper that takes the
 // argmax on its device: the same tokens as engine.Greedy over the logits,
-// with b ids read back a step instead of b rows of logits.
+// with the ids read back once after the prompt pass and once at the end
+// instead of b rows of logits a step.
 func greedyGuesses(lm greedyStepper, prompts [][]int32, n int) ([][]Guess, error) {
 	first, err := lm.StartGreedy(prompts, n)
 	if err != nil {
 		return nil, err
 	}
 	defer lm.Close()
-	seqs, err := engine.ContinueIDs(lm.NextGreedy, first, n)
+	seqs, err := lm.ContinueGreedy(first, n)
 	if err != nil {
 		return nil, err
 	}
