@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/memo-research/memo/internal/parallel"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -58,14 +59,19 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 		if err != nil {
 			return nil, err
 		}
-		for k, i := range idx {
-			s := scores[k]
-			d := windowScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
-			if _, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
-				d.pExtract = dec.suffixLogProb(s.Logits, prompts[i].Suffix)
+		// Each document's scores are its own: they are derived on every
+		// core (a sampled suffix's probability orders the vocabulary at each
+		// of its tokens, on the host).
+		parallel.For(len(idx), func() func(int) {
+			return func(k int) {
+				i, s := idx[k], scores[k]
+				d := windowScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
+				if _, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
+					d.pExtract = dec.suffixLogProb(s.Logits, prompts[i].Suffix)
+				}
+				out[i] = d
 			}
-			out[i] = d
-		}
+		})
 		torchx.Collect()
 		torchx.ReleaseFreeMemory()
 		bar.Update(lo+len(idx), "")
@@ -93,9 +99,11 @@ func (d decoder) suffixLogProb(logits [][]float32, suffix []int32) float64 {
 		}
 		return 0
 	case DecodeSample:
+		sc := scratchPool.Get().(*sampleScratch)
+		defer scratchPool.Put(sc)
 		var lp float64
 		for t, l := range logits {
-			ids, probs := d.candidates(l)
+			ids, probs := d.candidatesOf(l, nil, sc)
 			p := 0.0
 			for j, id := range ids {
 				if int32(id) == suffix[t] {
