@@ -198,13 +198,9 @@ func argmaxRows(logits *ts.Tensor) []int32 {
 	b := logits.MustSize()[0]
 	var pairs []float64 // row i: argmax, maximum
 	torchx.NoGrad(func() {
-		am := logits.MustArgmax([]int64{-1}, true, false) // [b, 1]
-		top := logits.MustGather(1, am, false, false)
-		both := ts.MustCat([]*ts.Tensor{am.MustTotype(gotch.Double, true), top.MustTotype(gotch.Double, true)}, 1)
-		if both.MustDevice().IsCuda() {
-			both = both.MustTo(gotch.CPU, true)
-		}
-		pairs = both.MustView([]int64{-1}, true).Float64Values()
+		am, amCol, topCol := argmaxColumns(logits)
+		am.MustDrop()
+		pairs = readColumns([]*ts.Tensor{amCol, topCol})
 	})
 	out := make([]int32, b)
 	for i := range out {
@@ -216,6 +212,29 @@ func argmaxRows(logits *ts.Tensor) []int32 {
 		out[i] = int32(pairs[2*i])
 	}
 	return out
+}
+
+// argmaxColumns is the argmax of each row of logits [b, V] ([b, 1],
+// int64) and, as float64 columns for readColumns, that argmax and the
+// maximum it picked.
+func argmaxColumns(logits *ts.Tensor) (am, amCol, topCol *ts.Tensor) {
+	am = logits.MustArgmax([]int64{-1}, true, false)
+	topCol = logits.MustGather(1, am, false, false).MustTotype(gotch.Double, true)
+	return am, am.MustTotype(gotch.Double, false), topCol
+}
+
+// readColumns brings float64 columns [b, 1] of one device back to the
+// host in one transfer, row by row (row r holds each column's value in
+// turn), and frees them.
+func readColumns(cols []*ts.Tensor) []float64 {
+	all := ts.MustCat(cols, 1)
+	for _, c := range cols {
+		c.MustDrop()
+	}
+	if all.MustDevice().IsCuda() {
+		all = all.MustTo(gotch.CPU, true)
+	}
+	return all.MustView([]int64{-1}, true).Float64Values()
 }
 
 // Next appends tokens[i] to row i and returns the next logits.
@@ -262,9 +281,8 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 	var pairs []float64          // row r: n−1 argmaxes, then their maxima
 	torchx.NoGrad(func() {
 		for step := 1; ; step++ {
-			am := logits.MustArgmax([]int64{-1}, true, false)
-			tops = append(tops, logits.MustGather(1, am, false, false).MustTotype(gotch.Double, true))
-			picks = append(picks, am.MustTotype(gotch.Double, false))
+			am, amCol, topCol := argmaxColumns(logits)
+			picks, tops = append(picks, amCol), append(tops, topCol)
 			logits.MustDrop()
 			if step == n-1 {
 				am.MustDrop()
@@ -273,15 +291,8 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 			logits = s.cache.ForwardLast(am).MustSelect(1, 0, true)
 			am.MustDrop()
 		}
-		both := ts.MustCat(append(picks, tops...), 1)
-		if both.MustDevice().IsCuda() {
-			both = both.MustTo(gotch.CPU, true)
-		}
-		pairs = both.MustView([]int64{-1}, true).Float64Values()
+		pairs = readColumns(append(picks, tops...))
 	})
-	for _, t := range append(picks, tops...) {
-		t.MustDrop()
-	}
 	b, m := len(first), n-1
 	out := make([][]int32, b)
 	for r := range out {

@@ -75,27 +75,11 @@ type sampleScratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(sampleScratch) }}
 
-// floats is buf resized to n (its contents undefined), growing it only
+// grow is buf resized to n (its contents undefined), growing it only
 // when it is too small.
-func floats(buf *[]float64, n int) []float64 {
+func grow[T any](buf *[]T, n int) []T {
 	if cap(*buf) < n {
-		*buf = make([]float64, n)
-	}
-	*buf = (*buf)[:n]
-	return *buf
-}
-
-func words(buf *[]uint64, n int) []uint64 {
-	if cap(*buf) < n {
-		*buf = make([]uint64, n)
-	}
-	*buf = (*buf)[:n]
-	return *buf
-}
-
-func ints(buf *[]int, n int) []int {
-	if cap(*buf) < n {
-		*buf = make([]int, n)
+		*buf = make([]T, n)
 	}
 	*buf = (*buf)[:n]
 	return *buf
@@ -106,7 +90,7 @@ func ints(buf *[]int, n int) []int {
 // exponentials candidates needs (the caller computed them for the
 // sequence log-probability), so they are not computed twice.
 func (d decoder) candidatesOf(logits []float32, shifted []float64, sc *sampleScratch) (ids []int, probs []float64) {
-	scaled := floats(&sc.scaled, len(logits))
+	scaled := grow(&sc.scaled, len(logits))
 	if t := d.cfg.Temperature; t == 1 {
 		for i, v := range logits {
 			scaled[i] = float64(v) // x / 1 is x: the same bits without a division
@@ -133,7 +117,7 @@ func (d decoder) candidatesOf(logits []float32, shifted []float64, sc *sampleScr
 		}
 	}
 	ids = order[:n]
-	probs = floats(&sc.probs, n)
+	probs = grow(&sc.probs, n)
 	top := scaled[ids[0]]
 	var z float64
 	for i, id := range ids {
@@ -186,7 +170,7 @@ const topKSelectRatio = 8
 // values at least as large, sorted. nil when x holds a NaN, which
 // descendingOrder orders by its comparison sort.
 func topKOrder(x []float64, k int, sc *sampleScratch) []int {
-	h := floats(&sc.heap, k)[:0]
+	h := grow(&sc.heap, k)[:0]
 	for _, v := range x {
 		switch {
 		case v != v:
@@ -220,7 +204,7 @@ func topKOrder(x []float64, k int, sc *sampleScratch) []int {
 		}
 	}
 	kth := h[0]
-	order := ints(&sc.order, len(x))[:0]
+	order := grow(&sc.order, len(x))[:0]
 	for i, v := range x {
 		if v >= kth {
 			order = append(order, i)
@@ -244,7 +228,7 @@ func descendingOrder(x []float64) []int { return descendingOrderIn(x, new(sample
 // returned is one of them.
 func descendingOrderIn(x []float64, sc *sampleScratch) []int {
 	n := len(x)
-	keys, order := words(&sc.keys, n), ints(&sc.order, n)
+	keys, order := grow(&sc.keys, n), grow(&sc.order, n)
 	for i, v := range x {
 		if v != v {
 			return descendingOrderCompared(x)
@@ -260,7 +244,7 @@ func descendingOrderIn(x []float64, sc *sampleScratch) []int {
 		}
 		keys[i], order[i] = ^b, i // descending
 	}
-	keys2, order2 := words(&sc.keys2, n), ints(&sc.order2, n)
+	keys2, order2 := grow(&sc.keys2, n), grow(&sc.order2, n)
 	// Every byte's histogram in one read of the keys; a pass only permutes,
 	// so the histograms hold for every pass.
 	var counts [8][256]int
@@ -320,7 +304,7 @@ func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logP
 	}
 	sc := scratchPool.Get().(*sampleScratch)
 	defer scratchPool.Put(sc)
-	shifted := floats(&sc.shifted, len(logits))
+	shifted := grow(&sc.shifted, len(logits))
 	mx, z := shiftedExps(logits, shifted)
 	ids, probs := d.candidatesOf(logits, shifted, sc)
 	tok = draw(ids, probs, rng)
@@ -408,7 +392,7 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 					if step > 0 {
 						row = logits[r]
 					}
-					lp = logSoftmaxInto(floats(&lp, len(row)), row)
+					lp = logSoftmaxInto(grow(&lp, len(row)), row)
 					for _, t := range topIndices(lp, width) {
 						cands = append(cands, cand{score[r] + lp[t], r, int32(t)})
 					}

@@ -237,7 +237,7 @@ func newWeight(spec tensorSpec, norm NormKind, initialise bool, rng *rand.Rand, 
 		t.MustDrop()
 		return nil, err
 	}
-	return moveTo(t, dev)
+	return torchx.ToDevice(t, dev)
 }
 
 // initRNG is the source fresh weights are drawn from, in layout order.

@@ -132,13 +132,6 @@ func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.
 	if err != nil {
 		return nil, err
 	}
-	return moveTo(t, dev)
-}
-
-// moveTo returns CPU tensor t on dev: t itself on the CPU, else a copy
-// there, t freed (torchx.ToDevice: a small one without waiting for the
-// GPU).
-func moveTo(t *ts.Tensor, dev gotch.Device) (*ts.Tensor, error) {
 	return torchx.ToDevice(t, dev)
 }
 
