@@ -187,29 +187,21 @@ func ClippedNoisedSum(g RowModel, params []model.Param, rows []DPRow, block int,
 // the parameters' gradients, and returns its statistics (kept mean 0 when
 // it kept no target, and then no backward pass).
 func rowBackward(g RowModel, row DPRow, block int) (partStats, error) {
-	inp, tgt, _ := batchTensors([][]int32{row.IDs}, block, g.Device())
-	defer inp.MustDrop()
-	defer tgt.MustDrop()
-	dt, err := boolTensor(row.Dropped, []int64{1, int64(block)}, g.Device())
-	if err != nil {
-		return partStats{}, err
+	res := rowsLoss(g, [][]int32{row.IDs}, row.Dropped, block, func(logits, tgt, dt *ts.Tensor, n targetCounts) workerLoss {
+		return termsBackward(logits, tgt, dt, n, func(kept *ts.Tensor) error {
+			if n.kept == 0 {
+				return nil // nothing kept: no gradient, not a zero one
+			}
+			return kept.Backward()
+		})
+	})
+	if res.stats != nil {
+		defer res.stats.MustDrop()
 	}
-	defer dt.MustDrop()
-	logits := g.ForwardForLoss(inp)
-	defer logits.MustDrop()
-	n := countTargets([][]int32{row.IDs}, row.Dropped, block)
-	gl, err := goldfishTerms(logits, tgt, dt, PadID, &n)
-	if err != nil {
-		return partStats{}, fmt.Errorf("masked cross-entropy: %w", err)
+	if res.err != nil {
+		return partStats{}, res.err
 	}
-	defer gl.kept.MustDrop()
-	defer gl.stats.MustDrop()
-	if n.kept > 0 {
-		if err := gl.kept.Backward(); err != nil {
-			return partStats{}, fmt.Errorf("backward: %w", err)
-		}
-	}
-	return gl.partStats(gl.stats.Float64Values()), nil
+	return res.partStats(res.stats.Float64Values()), nil
 }
 
 // gradNorm is the global L2 norm of gs, summed in float64.

@@ -65,16 +65,23 @@ func forwardLoss(g *model.GPT, rows [][]int32, dropped []bool, block int, checkp
 		}
 		return res
 	}
-	inp, tgt, _ := batchTensors(rows, block, g.Device())
+	return rowsLoss(g, rows, dropped, block, lossOf)
+}
+
+// rowsLoss is lossOf the logits of rows (dropped: their goldfish mask,
+// block decisions a row) under m, with the ids, targets and mask moved to
+// m's device: a worker's part of a micro-batch, or one DP-SGD row.
+func rowsLoss(m RowModel, rows [][]int32, dropped []bool, block int, lossOf lossFunc) (out workerLoss) {
+	inp, tgt, _ := batchTensors(rows, block, m.Device())
 	defer inp.MustDrop()
 	defer tgt.MustDrop()
-	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)}, g.Device())
+	dt, err := boolTensor(dropped, []int64{int64(len(rows)), int64(block)}, m.Device())
 	if err != nil {
 		out.err = err
 		return out
 	}
 	defer dt.MustDrop()
-	logits := g.ForwardForLoss(inp)
+	logits := m.ForwardForLoss(inp)
 	defer logits.MustDrop()
 	return lossOf(logits, tgt, dt, countTargets(rows, dropped, block))
 }

@@ -303,7 +303,19 @@ type workerLoss struct {
 // targets dt (n: their counts, from the host), and the backward pass of
 // this share's part of it: its kept-CE sum / nKept (the whole
 // micro-batch's kept count) / accum. It reads nothing from the device.
-func lossBackward(logits, tgt, dt *ts.Tensor, n targetCounts, nKept int64, accum int) (out workerLoss) {
+func lossBackward(logits, tgt, dt *ts.Tensor, n targetCounts, nKept int64, accum int) workerLoss {
+	scale := float64(n.kept) / float64(max(nKept, 1)) / float64(accum)
+	return termsBackward(logits, tgt, dt, n, func(kept *ts.Tensor) error {
+		scaled := kept.MustMulScalar(ts.FloatScalar(scale), false)
+		defer scaled.MustDrop()
+		return scaled.Backward()
+	})
+}
+
+// termsBackward is the goldfish loss's terms of logits against tgt with
+// the dropped targets dt (n: their counts), with backward run on the
+// differentiable kept mean; it keeps the detached statistics.
+func termsBackward(logits, tgt, dt *ts.Tensor, n targetCounts, backward func(kept *ts.Tensor) error) (out workerLoss) {
 	gl, err := goldfishTerms(logits, tgt, dt, PadID, &n)
 	if err != nil {
 		out.err = fmt.Errorf("masked cross-entropy: %w", err)
@@ -311,10 +323,7 @@ func lossBackward(logits, tgt, dt *ts.Tensor, n targetCounts, nKept int64, accum
 	}
 	defer gl.kept.MustDrop()
 	out.goldfishLoss = goldfishLoss{stats: gl.stats, n: gl.n} // kept is dropped on return
-	scale := float64(n.kept) / float64(max(nKept, 1)) / float64(accum)
-	scaled := gl.kept.MustMulScalar(ts.FloatScalar(scale), false)
-	defer scaled.MustDrop()
-	if err := scaled.Backward(); err != nil {
+	if err := backward(gl.kept); err != nil {
 		out.err = fmt.Errorf("backward: %w", err)
 	}
 	return out
