@@ -106,6 +106,7 @@ func TestExitCodes(t *testing.T) {
 		{"an unknown shard setting", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.shard=zero3"}, `train.shard = "zero3": must be none, optimizer (ZeRO-1), gradients (ZeRO-2) or full (ZeRO-3)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case in its own directory
 			dir := t.TempDir()
 			for name, content := range files {
 				if strings.HasSuffix(name, "/") {

@@ -50,6 +50,7 @@ func TestScoreGenerateGoldens(t *testing.T) {
 	}
 	for name, dir := range dirs {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a memo process a case: each in its own directories
 			want, err := hfgolden.Read(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -180,6 +181,7 @@ func TestHFBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case reads its own damaged copy
 			for _, cmd := range []string{"score", "generate"} {
 				args := []string{cmd, "--model", c.model, "--ids-json", c.ids}
 				r := execMemo(t, exe, work, args...)
