@@ -83,6 +83,7 @@ func TestPortInUse(t *testing.T) {
 func TestKilledRankStopsPeer(t *testing.T) {
 	for _, victim := range []int{1, 0} {
 		t.Run("kill rank "+strconv.Itoa(victim), func(t *testing.T) {
+			t.Parallel() // two pairs of ranks on their own ports
 			deadRank(t, victim, syscall.SIGKILL)
 		})
 	}
@@ -97,6 +98,7 @@ func TestSilentRankStopsPeer(t *testing.T) {
 	}
 	for _, victim := range []int{1, 0} {
 		t.Run("stop rank "+strconv.Itoa(victim), func(t *testing.T) {
+			t.Parallel() // two pairs of ranks on their own ports
 			deadRank(t, victim, syscall.SIGSTOP)
 		})
 	}
