@@ -8,18 +8,14 @@
 #       against libtorch and the copies that do not wait, on CUDA
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
 #       then precision.test's and engine.test's CUDA tests
-#   k   memo's elementwise kernels (rotary, SwiGLU, norms, copies, loss) at 8 x 2048 on the 1.1B shape: memo
-#       bench train with them (the default) and with MEMO_KERNELS=off,
-#       alternating, 2 pairs of 30 measured steps: tokens/s, datasheet MFU,
-#       losses, and whether the kernels ran (issue 41's 40 % MFU); then one
-#       run with --activation-checkpointing (its cost and GPU peak memory)
-#   p   issue 40's check by peft itself, on the CPU: memo LoRA runs
-#       (scripts/gpu/peft-lora.toml, a few steps on the tiny Llama of
-#       testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
-#       memo score --logits-out on each and its base, memo export --merge,
-#       then scripts/peft_check.py: every adapter tensor
-#       loaded by PeftModel.from_pretrained under its name, logits against
-#       memo's to 1e-4, merge_and_unload against memo's merged export
+#   k   training at 8 x 2048 on the 1.1B shape (issue 41's 40 % MFU and
+#       >= 1.0x the stronger eager peer): memo bench train with its
+#       elementwise kernels (rotary, SwiGLU, norms, copies, loss) alternating
+#       with scripts/bench_train.py's bf16-master peer, 5 pairs of 30
+#       measured steps (scripts/gpu/mfu.sh, MFU_STAGE=pairs2048): medians,
+#       spread, datasheet MFU, ratio; then memo with MEMO_KERNELS=off (what
+#       the kernels give), one run with --activation-checkpointing (its cost
+#       and GPU peak memory) and one run of the torch.compile peer
 #   c   memo bench scan: 100,000 windows of 32 + 32 tokens through the
 #       teacher-forced pass on the 1.1B (random TinyLlama-shaped weights from
 #       scripts/gpu/make_tinyllama.py, bf16), the first 2,048 also decoded by
@@ -44,10 +40,18 @@
 #   d   the 2,000 + 2,000 document attack (scripts/gpu/attack-1b.toml), then
 #       memo extract --scan --scan-compare on its run: flags and matched
 #       lengths of the scan against generation's on every document, both times
+#   p   issue 40's check by peft itself, on the CPU (last: issue 40 is
+#       resolved, and this is the check it asked for where peft is installed):
+#       memo LoRA runs (scripts/gpu/peft-lora.toml, a few steps on the tiny
+#       Llama of testdata/hf and on the tiny GPT-2 of testdata/hf-transformers),
+#       memo score --logits-out on each and its base, memo export --merge,
+#       then scripts/peft_check.py: every adapter tensor
+#       loaded by PeftModel.from_pretrained under its name, logits against
+#       memo's to 1e-4, merge_and_unload against memo's merged export
 # A part runs only while the budget (BUDGET_S, default 520 s from the start)
 # leaves its usual time; each is under `timeout`, and a skipped or cut part
 # says so in summary.txt. With the time the first call leaves, a second call
-# on the same warm machine can run what was skipped (PARTS="o ec d").
+# on the same warm machine can run what was skipped (PARTS="e a o ec d p").
 # $OUT gets summary.txt and all.tgz (every command's JSON and stderr),
 # rewritten after each part.
 #
@@ -63,7 +67,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b k p c e a o ec d"}
+PARTS=${PARTS:-"b k c e a o ec d p"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -107,7 +111,7 @@ if [[ $small == 1 ]]; then
 	dhost=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --reps 1)
 	export MFU_SHAPE="--dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 --vocab 256 --batch 2" MFU_DEVICE=$dev
 	pairs=2 steps=2
-	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16) kpairs=1
+	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16)
 	oshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16)
 else
 	nscan=100000 ngen=2048 dbatch=256
@@ -116,7 +120,7 @@ else
 	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
 	dhost=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --reps 2)
 	pairs=5 steps=30
-	kshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 2048) kpairs=2
+	kshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 2048)
 	oshape=(--dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --untied --batch 8 --seq 256)
 fi
 {
@@ -156,64 +160,62 @@ if want b && fits b 60; then
 	pack
 fi
 
-# Part k: the training step with memo's elementwise kernels and without,
-# alternating, each run saying whether the kernels ran.
-if want k && fits k 140; then
+# pairs_summary DIR SEQ PEER WHAT: the alternating memo-SEQ-i and PEER-SEQ-i
+# runs in DIR (medians, spread, ratio, memo's datasheet MFU), and memo's
+# median beside memoB-SEQ, the memo run with WHAT changed.
+pairs_summary() {
+	python3 - "$@" <<'PY'
+import glob, json, os, statistics, sys
+d, seq, peer, what = sys.argv[1:5]
+def runs(side, key):
+    out = []
+    for f in sorted(glob.glob(os.path.join(d, "%s-%s-*.json" % (side, seq)))):
+        try:
+            out.append(json.load(open(f))[key])
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+m, e = runs("memo", "tokens_per_s"), runs(peer, "tokens_per_s")
+if m and e:
+    print("pairs at %s: memo %s (median %.0f, %.0f-%.0f), %s %s (median %.0f, %.0f-%.0f): memo / %s %.2fx (medians)" % (
+        seq, " ".join("%.0f" % x for x in m), statistics.median(m), min(m), max(m), peer,
+        " ".join("%.0f" % x for x in e), statistics.median(e), min(e), max(e), peer, statistics.median(m) / statistics.median(e)))
+else:
+    print("pairs at %s: memo runs %d, %s runs %d: no ratio" % (seq, len(m), peer, len(e)))
+u = runs("memo", "datasheet_mfu")
+if u:
+    print("memo's datasheet MFU at %s: median %.1f %% (%s)" % (seq, 100 * statistics.median(u), " ".join("%.1f" % (100 * x) for x in u)))
+try:
+    b = json.load(open(os.path.join(d, "memoB-%s.json" % seq)))
+    print("memo with %s: %.0f tokens/s; memo's median / it %.2fx%s" % (what, b["tokens_per_s"],
+        statistics.median(m) / b["tokens_per_s"] if m else float("nan"),
+        "; kernels: %s" % b["elementwise_kernels"] if "elementwise_kernels" in b else ""))
+except (OSError, ValueError, KeyError):
+    print("memo with %s: no result" % what)
+PY
+}
+
+# Part k: the 8 x 2048 training step, memo (with its kernels) alternating
+# with the stronger eager peer there; then memo without the kernels, with
+# activation checkpointing, and the torch.compile peer once.
+if want k && fits k 220; then
 	{
-		echo "--- k: memo's elementwise kernels on and off (MEMO_KERNELS=off), ${kshape[*]}, $kpairs pairs of $steps steps"
-		# The last run (ac) is activation checkpointing's cost and memory.
-		for run in $(seq "$kpairs" | sed 's/.*/on-& off-&/') ac-1; do
-			e=MEMO_KERNELS=on ac=()
-			[[ $run == off-* ]] && e=MEMO_KERNELS=off
-			[[ $run == ac-* ]] && ac=(--activation-checkpointing)
-			timed "k-$run" 70 env "$e" "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps "$steps" "${ac[@]}" &&
-				python3 - "$W/k-$run.json" "k-$run" <<'PY'
+		echo "--- k: $pairs alternating memo/bf16-master pairs at 8 x 2048, $steps measured steps each; memo with MEMO_KERNELS=off; activation checkpointing; torch.compile once"
+		OUT=$W/mfu2048 MFU_STAGE=pairs2048 PAIRS=$pairs STEPS=$steps MEMO_ENV_B=MEMO_KERNELS=off timeout "$(lim 330)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
+		python3 -c 'import json,sys; print("memo-2048-1 kernels:", json.load(open(sys.argv[1])).get("elementwise_kernels", "(not reported: a CPU)"))' "$W/mfu2048/memo-2048-1.json" 2>/dev/null
+		pairs_summary "$W/mfu2048" 2048 master "MEMO_KERNELS=off (libtorch's compositions)"
+		if fits k-ac 35; then
+			timed k-ac 60 "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps "$steps" --activation-checkpointing &&
+				python3 - "$W/k-ac.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print("%-9s %8.0f tokens/s  datasheet MFU %5.1f%%  step %.1f ms (GPU forward+backward %.1f ms)  loss %.4f -> %.4f  GPU peak %.1f GB  kernels: %s" % (
-    sys.argv[2], d["tokens_per_s"], 100 * d.get("datasheet_mfu", 0), 1e3 * d["step_s"], 1e3 * d.get("gpu_model_s", 0),
-    d["first_loss"], d["last_loss"], d.get("gpu_peak_bytes", 0) / 1e9, d.get("elementwise_kernels", "(a CPU)")))
+print("activation checkpointing: %.0f tokens/s, datasheet MFU %.1f%%, step %.1f ms, GPU peak %.1f GB" % (
+    d["tokens_per_s"], 100 * d.get("datasheet_mfu", 0), 1e3 * d["step_s"], d.get("gpu_peak_bytes", 0) / 1e9))
 PY
-		done
-	} 2>&1 | tee -a "$sum"
-	pack
-fi
-
-# Part p is CPU work (issue 40, not 41): memo LoRA runs' adapter
-# directories loaded by peft itself, their logits beside memo's: on the
-# tiny Llama of testdata/hf (all seven projections) and on transformers'
-# tiny GPT-2 of testdata/hf-transformers (Conv1D: fan_in_fan_out, the
-# fused c_attn).
-pw=$W/peft
-px=$((small == 1 ? 10 : 1)) # the dry run's 2 busy cores take far longer
-if want p && fits p 60; then
-	{
-		echo "--- p: memo LoRA adapters loaded by peft (scripts/peft_check.py; issue 40)"
-		rm -rf "$pw" && mkdir -p "$pw"
-		has_peft=0
-		python3 -c 'import torch, transformers, peft' 2>/dev/null && has_peft=1
-		# Three fixed rows of token ids below both bases' vocabularies (320, 336).
-		echo '[[1,17,99,250,3,41,8,77,120,299,12,64,31,7,200,150,5,88],[1,260,4,4,91,33,180,2,57,300,19,222,6,140],[1,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63]]' >"$pw/ids.json"
-		for fam in llama:hf/llama-gqa-tied:'["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"]' \
-			gpt2:hf-transformers/gpt2-f32:'["c_attn","c_proj","c_fc"]'; do
-			IFS=: read -r f src targets <<<"$fam"
-			d=$pw/$f
-			mkdir -p "$d" && cp -r "testdata/$src" "$d/base"
-			echo "$f: base testdata/$src, targets $targets"
-			timed "peft-$f-run" $((40 * px)) "$T/memo" run --runs "$d/runs" --threads "$((small == 1 ? 2 : 8))" scripts/gpu/peft-lora.toml \
-				--set "model.init_from=hf:$d/base" --set "train.lora.targets=$targets" &&
-				timed "peft-$f-score" $((10 * px)) "$T/memo" score --model "$d/runs/peft-lora" --ids-json "$pw/ids.json" --logits-out "$d/lora-logits.json" &&
-				timed "peft-$f-score-base" $((10 * px)) "$T/memo" score --model "$d/base" --ids-json "$pw/ids.json" --logits-out "$d/base-logits.json" &&
-				timed "peft-$f-export" $((10 * px)) "$T/memo" export --merge "$d/runs/peft-lora" "$d/merged" &&
-				if ((has_peft)); then
-					ck=$d/runs/peft-lora/checkpoints/$(cat "$d/runs/peft-lora/checkpoints/latest")
-					timed "peft-$f-check" 60 python3 scripts/peft_check.py --base "$d/base" --adapter "$ck" \
-						--memo-logits "$d/lora-logits.json" --memo-base-logits "$d/base-logits.json" --merged "$d/merged"
-					grep -v '^{' "$W/peft-$f-check.json"
-				else
-					echo "peft check: skipped (python3 lacks torch, transformers or peft); memo's side is in $d"
-				fi
-		done
+		fi
+		if fits k-compile 90; then
+			OUT=$W/mfu2048 MFU_STAGE=compile STEPS=$steps timeout "$(lim 150)" bash "$here/mfu.sh" 2>&1 | grep -E 'compile|FAILED'
+		fi
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
@@ -306,30 +308,7 @@ if want a && fits a 220; then
 		# Then one memo run copying its batches the blocking way (memoB-256):
 		# what queueing them without waiting gives at 8 x 256.
 		OUT=$W/mfu MFU_STAGE=pairs256 PAIRS=$pairs STEPS=$steps MEMO_ENV_B=MEMO_ASYNC_COPY=off timeout "$(lim 300)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
-		python3 - "$W/mfu" <<'PY'
-import glob, json, os, statistics, sys
-def rates(side):
-    out = []
-    for f in sorted(glob.glob(os.path.join(sys.argv[1], side + "-256-*.json"))):
-        try:
-            out.append(json.load(open(f))["tokens_per_s"])
-        except (OSError, ValueError, KeyError):
-            pass
-    return out
-m, e = rates("memo"), rates("eager")
-if m and e:
-    print("pairs at 8 x 256: memo %s (median %.0f, %.0f-%.0f), eager %s (median %.0f, %.0f-%.0f): memo / eager %.2fx (medians)" % (
-        " ".join("%.0f" % x for x in m), statistics.median(m), min(m), max(m),
-        " ".join("%.0f" % x for x in e), statistics.median(e), min(e), max(e), statistics.median(m) / statistics.median(e)))
-else:
-    print("pairs at 8 x 256: memo runs %d, eager runs %d: no ratio" % (len(m), len(e)))
-try:
-    b = json.load(open(os.path.join(sys.argv[1], "memoB-256.json")))["tokens_per_s"]
-    print("memo with MEMO_ASYNC_COPY=off (batches copied the blocking way): %.0f tokens/s; memo's median / it %.2fx" % (
-        b, statistics.median(m) / b if m else float("nan")))
-except (OSError, ValueError, KeyError):
-    print("memo with MEMO_ASYNC_COPY=off: no result")
-PY
+		pairs_summary "$W/mfu" 256 eager "MEMO_ASYNC_COPY=off (batches copied the blocking way)"
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
@@ -403,5 +382,44 @@ if want d && fits d 170; then
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
+# Part p is CPU work (issue 40, not 41): memo LoRA runs' adapter
+# directories loaded by peft itself, their logits beside memo's: on the
+# tiny Llama of testdata/hf (all seven projections) and on transformers'
+# tiny GPT-2 of testdata/hf-transformers (Conv1D: fan_in_fan_out, the
+# fused c_attn).
+pw=$W/peft
+px=$((small == 1 ? 10 : 1)) # the dry run's 2 busy cores take far longer
+if want p && fits p 60; then
+	{
+		echo "--- p: memo LoRA adapters loaded by peft (scripts/peft_check.py; issue 40)"
+		rm -rf "$pw" && mkdir -p "$pw"
+		has_peft=0
+		python3 -c 'import torch, transformers, peft' 2>/dev/null && has_peft=1
+		# Three fixed rows of token ids below both bases' vocabularies (320, 336).
+		echo '[[1,17,99,250,3,41,8,77,120,299,12,64,31,7,200,150,5,88],[1,260,4,4,91,33,180,2,57,300,19,222,6,140],[1,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63]]' >"$pw/ids.json"
+		for fam in llama:hf/llama-gqa-tied:'["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"]' \
+			gpt2:hf-transformers/gpt2-f32:'["c_attn","c_proj","c_fc"]'; do
+			IFS=: read -r f src targets <<<"$fam"
+			d=$pw/$f
+			mkdir -p "$d" && cp -r "testdata/$src" "$d/base"
+			echo "$f: base testdata/$src, targets $targets"
+			timed "peft-$f-run" $((40 * px)) "$T/memo" run --runs "$d/runs" --threads "$((small == 1 ? 2 : 8))" scripts/gpu/peft-lora.toml \
+				--set "model.init_from=hf:$d/base" --set "train.lora.targets=$targets" &&
+				timed "peft-$f-score" $((10 * px)) "$T/memo" score --model "$d/runs/peft-lora" --ids-json "$pw/ids.json" --logits-out "$d/lora-logits.json" &&
+				timed "peft-$f-score-base" $((10 * px)) "$T/memo" score --model "$d/base" --ids-json "$pw/ids.json" --logits-out "$d/base-logits.json" &&
+				timed "peft-$f-export" $((10 * px)) "$T/memo" export --merge "$d/runs/peft-lora" "$d/merged" &&
+				if ((has_peft)); then
+					ck=$d/runs/peft-lora/checkpoints/$(cat "$d/runs/peft-lora/checkpoints/latest")
+					timed "peft-$f-check" 60 python3 scripts/peft_check.py --base "$d/base" --adapter "$ck" \
+						--memo-logits "$d/lora-logits.json" --memo-base-logits "$d/base-logits.json" --merged "$d/merged"
+					grep -v '^{' "$W/peft-$f-check.json"
+				else
+					echo "peft check: skipped (python3 lacks torch, transformers or peft); memo's side is in $d"
+				fi
+		done
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
 echo "--- done: $(($(date +%s) - t_start)) s of $BUDGET_S; $(date -u)" | tee -a "$sum"
 pack

@@ -10,7 +10,9 @@
 # adds a memo run with those variables (an A/B of one change in one call).
 # MFU_STAGE=main runs the pairs and the bf16-master peer, extra the
 # torch.compile peer and the profile, all (the default) both; pairs256 only
-# PAIRS alternating memo/eager pairs at 8 x 256. MFU_SHAPE replaces the
+# PAIRS alternating memo/eager pairs at 8 x 256; pairs2048 only PAIRS
+# alternating pairs of memo and the bf16-master peer (the stronger eager
+# one there) at 8 x 2048; compile only the torch.compile peer at 8 x 2048. MFU_SHAPE replaces the
 # model's shape flags (a CPU dry run of the plumbing: a small --dim ...),
 # MFU_DEVICE (default cuda) the device of both sides.
 set -u
@@ -68,6 +70,16 @@ peer() { # name, args...
 			peer "eager-256-$i" --seq 256 --steps "$steps" --autocast bf16
 		done
 		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-256" "$MEMO_ENV_B" --seq 256 --steps "$steps"
+	fi
+	if [[ ${MFU_STAGE:-all} == pairs2048 ]]; then
+		for i in $(seq "$pairs"); do
+			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
+			peer "master-2048-$i" --seq 2048 --steps "$steps" --master
+		done
+		[[ -n ${MEMO_ENV_B:-} ]] && memo "memoB-2048" "$MEMO_ENV_B" --seq 2048 --steps "$steps"
+	fi
+	if [[ ${MFU_STAGE:-all} == compile ]]; then
+		peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
 	fi
 	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == main ]]; then
 		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
