@@ -26,13 +26,13 @@ import (
 func TestInputErrorContract(t *testing.T) {
 	exe := buildMemo(t)
 	src, _ := hfGolden(t, "llama-gqa-tied")
-	hfWith := func(key string, value float64) func(string) {
-		return func(dir string) {
+	hfWith := func(key string, value float64) func(*testing.T, string) {
+		return func(t *testing.T, dir string) {
 			copyDir(t, src, dir)
 			editJSONFile(t, filepath.Join(dir, "config.json"), func(c map[string]any) { c[key] = value })
 		}
 	}
-	truncated := func(dir string) {
+	truncated := func(t *testing.T, dir string) {
 		copyDir(t, src, dir)
 		truncateBy(t, filepath.Join(dir, "model.safetensors"), 100)
 	}
@@ -50,12 +50,12 @@ func TestInputErrorContract(t *testing.T) {
 		"jp.toml":     "name = \"実験\"\n",
 		"grid.toml":   "name = \"g\"\n[sweep]\n\"goldfish.k\" = [2, 4]\n",
 	}
-	dirs := map[string]func(string){
+	dirs := map[string]func(*testing.T, string){
 		"context": hfWith("max_position_embeddings", 1e12),
 		"vocab":   hfWith("vocab_size", 1e11),
 		"ffn":     hfWith("intermediate_size", 1e12),
 		"cut":     truncated,
-		"hf":      func(dir string) { copyDir(t, src, dir) },
+		"hf":      func(t *testing.T, dir string) { copyDir(t, src, dir) },
 	}
 	_, cudaErr := torchx.ResolveDevice("cuda")
 	fp16Err := precision.Check(precision.FP16, false, gotch.CPU) // Debian's CPU libtorch has no float16 products
@@ -92,6 +92,7 @@ func TestInputErrorContract(t *testing.T) {
 		{"sweep --slurm: --runs with a space", []string{"sweep", "--slurm", "--dry-run", "--runs", "dir with space", "grid.toml"}, "holds a space", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case in its own directory, with its own copies
 			if tc.skip {
 				t.Skip("this libtorch has what the case needs missing (CUDA, float16 products on the CPU)")
 			}
@@ -100,7 +101,7 @@ func TestInputErrorContract(t *testing.T) {
 				writeTestFile(t, filepath.Join(dir, name), content)
 			}
 			for name, make := range dirs {
-				make(filepath.Join(dir, name))
+				make(t, filepath.Join(dir, name))
 			}
 			r := execMemo(t, exe, dir, append([]string{"--log-level", "warn"}, tc.args...)...)
 			wantOneLine(t, r, tc.want)
