@@ -4,7 +4,8 @@
 # kernels, then scripts/gpu-check.sh --quick --large. Results go under $OUT
 # (tests.txt, gpu-check.txt, work.tgz with every check's JSON, attack-report.tgz).
 #
-# Prepare the carried folder (default gpucarry/, git-ignored) on the build machine:
+# Prepare the carried folder (default gpucarry/, git-ignored) on the build machine with
+# `TESTS="train model precision engine internal/torchx" bash scripts/gpu/make-carry.sh`, which runs:
 #   bash ../shared/gpu/build-for-gpu.sh . && strip bin/memo-gpu && xz -c bin/memo-gpu >gpucarry/memo.xz
 #   for p in train model precision engine internal/torchx; do n=$(basename $p); CGO_CPPFLAGS=-I$WORK/cudainc CGO_LDFLAGS=-Wl,--no-as-needed \
 #     go test -c -tags cuda -o bin/$n.test ./$p && strip bin/$n.test && xz -c bin/$n.test >gpucarry/$n.test.xz; done

@@ -1,9 +1,9 @@
 #!/bin/bash
 # What issue 41 still lacks, in one call of at most ~520 s on a lent GPU
-# machine with no Go (binaries carried as device-session.sh prepares them:
-# gpucarry/memo.xz built with -tags cuda, gpucarry/torchx.test.xz, and for
+# machine with no Go (what scripts/gpu/make-carry.sh puts in gpucarry/:
+# memo.xz built with -tags cuda, {torchx,precision,engine}.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
-# gpucarry/cache/corpora/). Parts, in this order (PARTS, default all):
+# cache/corpora/). Parts, in this order (PARTS, default all):
 #   b   the fused RMSNorm and rotary tests, memo's elementwise kernels
 #       against libtorch and the copies that do not wait, on CUDA
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
