@@ -295,15 +295,13 @@ func descendingOrderCompared(x []float64) []int {
 // (logProbAt's, bit for bit); at temperature 1 the two share their
 // exponentials.
 func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logProb float64) {
+	sc := scratchPool.Get().(*sampleScratch)
+	defer scratchPool.Put(sc)
 	if d.cfg.Temperature != 1 {
-		sc := scratchPool.Get().(*sampleScratch)
-		defer scratchPool.Put(sc)
 		ids, probs := d.candidatesOf(logits, nil, sc)
 		tok = draw(ids, probs, rng)
 		return tok, logProbAt(logits, tok)
 	}
-	sc := scratchPool.Get().(*sampleScratch)
-	defer scratchPool.Put(sc)
 	shifted := grow(&sc.shifted, len(logits))
 	mx, z := shiftedExps(logits, shifted)
 	ids, probs := d.candidatesOf(logits, shifted, sc)
