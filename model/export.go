@@ -44,7 +44,7 @@ func rowsOf(t *ts.Tensor, b int) [][]float32 {
 }
 
 // TensorOf copies a Go slice into a tensor of the given shape on dev.
-func TensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
+func TensorOf[T float32 | float64 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
 	return tensorOf(vals, dims, dev)
 }
 

@@ -127,7 +127,7 @@ func maskedAttention(q, k, v, mask *ts.Tensor, scale, cap float64) *ts.Tensor {
 // tensorOf copies a Go slice into a tensor of the given shape on dev. The
 // tensor owns its storage (it is not a view), so it can become a parameter
 // that the optimizer updates in place.
-func tensorOf[T float32 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
+func tensorOf[T float32 | float64 | int64](vals []T, dims []int64, dev gotch.Device) (*ts.Tensor, error) {
 	t, err := torchx.TensorOf(vals, dims)
 	if err != nil {
 		return nil, err

@@ -16,8 +16,10 @@ import (
 // through unsafe.
 
 // Element is a Go type whose memory layout is a libtorch dtype's: bool (one
-// byte holding 0 or 1), float32 and int64.
-type Element interface{ bool | float32 | int64 }
+// byte holding 0 or 1), float32, float64 and int64.
+type Element interface {
+	bool | float32 | float64 | int64
+}
 
 // Bytes is the memory of s as bytes, not a copy; nil when s is empty.
 func Bytes[T Element](s []T) []byte {
@@ -36,6 +38,8 @@ func DType[T Element]() gotch.DType {
 		return gotch.Bool
 	case int64:
 		return gotch.Int64
+	case float64:
+		return gotch.Double
 	}
 	return gotch.Float
 }

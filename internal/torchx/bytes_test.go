@@ -51,6 +51,11 @@ func TestBytesAndTensorOf(t *testing.T) {
 	if err != nil || it.DType() != gotch.Int64 || !slices.Equal(it.Int64Values(), []int64{3, -1, 1 << 40}) {
 		t.Fatalf("torchx.TensorOf(int64s) = %v, %v", it.Int64Values(), err)
 	}
+	dv := []float64{0.1, -math.MaxFloat64, math.SmallestNonzeroFloat64}
+	dt, err := torchx.TensorOf(dv, []int64{3, 1})
+	if err != nil || dt.DType() != gotch.Double || !slices.Equal(dt.Float64Values(), dv) {
+		t.Fatalf("torchx.TensorOf(float64s) = %v, %v; want %v in float64", dt.Float64Values(), err, dv)
+	}
 	bt, err := torchx.TensorOf([]bool{true, false, true}, []int64{3})
 	if err != nil || bt.DType() != gotch.Bool {
 		t.Fatalf("torchx.TensorOf(bools): %v", err)
