@@ -27,6 +27,9 @@ type Stepper struct {
 	fed      int // positions of seqs already in the cache
 	// promptLen is the length of the left-padded prompts in seqs.
 	promptLen int
+	// sampling holds StartSampled's logits [rows, vocab] on the device
+	// until ContinueSampled draws from them.
+	sampling *ts.Tensor
 	// newApprox, when not nil, makes the approximation each cache
 	// decodes under (NewStepperUnder; exact decoding has none).
 	newApprox func(rows int) Approximation
@@ -38,6 +41,9 @@ type Stepper struct {
 func NewStepper(g *model.GPT, useCache bool) *Stepper {
 	return &Stepper{g: g, useCache: useCache}
 }
+
+// Device is where the stepper's model runs.
+func (s *Stepper) Device() gotch.Device { return s.g.Device() }
 
 // Start feeds the prompts (any lengths, none empty) and returns each row's
 // next-token logits; room is reserved for maxNew generated tokens.
@@ -98,6 +104,7 @@ func (s *Stepper) begin(prompts [][]int32, maxNew int) error {
 }
 
 func (s *Stepper) newCache() error {
+	s.dropSampling()
 	if s.cache != nil {
 		s.cache.Drop()
 	}
@@ -373,6 +380,7 @@ func (s *Stepper) Reorder(rows []int) error {
 
 // Close frees what Start allocated.
 func (s *Stepper) Close() {
+	s.dropSampling()
 	if s.cache != nil {
 		s.cache.Drop()
 		s.cache = nil

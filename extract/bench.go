@@ -41,10 +41,12 @@ type BenchConfig struct {
 	Temperature float64
 	TopK        int
 	TopP        float64
-	Reps        int // measured runs
-	Warmup      int // unmeasured runs first
-	Threads     int // libtorch threads; 0 keeps the default
-	Seed        int64
+	// Sampler is extract.sampler: where sampling draws ("" is auto).
+	Sampler string
+	Reps    int // measured runs
+	Warmup  int // unmeasured runs first
+	Threads int // libtorch threads; 0 keeps the default
+	Seed    int64
 	// Device is where the model decodes: "cpu" (also when empty), "cuda"
 	// or "cuda:N".
 	Device string
@@ -85,9 +87,12 @@ type BenchResult struct {
 	Temperature float64 `json:"temperature"`
 	TopK        int     `json:"top_k"`
 	TopP        float64 `json:"top_p"`
-	Device      string  `json:"device"`
-	Precision   string  `json:"precision"`
-	Threads     int     `json:"threads"`
+	// Sampler is where sampling drew: "host" or "device" (extract.sampler
+	// resolved for the model's device); empty for greedy and beam search.
+	Sampler   string `json:"sampler,omitempty"`
+	Device    string `json:"device"`
+	Precision string `json:"precision"`
+	Threads   int    `json:"threads"`
 	// HostProcs is GOMAXPROCS: the cores sampling and beam search pick a
 	// step's rows on (engine.Continue, beam search's prompts).
 	HostProcs  int     `json:"host_procs"`
@@ -171,13 +176,39 @@ func (t *timedGreedyStepper) ContinueGreedy(first []int32, n int) ([][]int32, er
 	return t.greedy.ContinueGreedy(first, n)
 }
 
-// timed wraps st to time its prompt passes, keeping its greedy steps.
+// timedSamplingStepper is a timedGreedyStepper that also samples on its
+// device, as an attack's stepper does.
+type timedSamplingStepper struct {
+	*timedGreedyStepper
+	sampler deviceSampler
+}
+
+func (t *timedSamplingStepper) StartSampled(prompts [][]int32, per, maxNew int) (bool, error) {
+	t0 := time.Now()
+	ok, err := t.sampler.StartSampled(prompts, per, maxNew)
+	t.prefill += time.Since(t0)
+	return ok, err
+}
+
+func (t *timedSamplingStepper) ContinueSampled(n int, w engine.Warpers, u [][]float64) ([]engine.Sampled, bool, error) {
+	return t.sampler.ContinueSampled(n, w, u)
+}
+
+func (t *timedSamplingStepper) Device() gotch.Device { return t.sampler.Device() }
+
+// timed wraps st to time its prompt passes, keeping its greedy steps and
+// its sampling on the device.
 func timed(st stepper) (stepper, *timedStepper) {
 	t := &timedStepper{stepper: st}
-	if g, ok := st.(greedyStepper); ok {
-		return &timedGreedyStepper{timedStepper: t, greedy: g}, t
+	g, ok := st.(greedyStepper)
+	if !ok {
+		return t, t
 	}
-	return t, t
+	tg := &timedGreedyStepper{timedStepper: t, greedy: g}
+	if ds, ok := st.(deviceSampler); ok {
+		return &timedSamplingStepper{timedGreedyStepper: tg, sampler: ds}, t
+	}
+	return tg, t
 }
 
 // benchModel is the model Bench decodes with: cfg.ModelDir's, whose
@@ -245,7 +276,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			cfg.Prefix, cfg.Suffix, cfg.Batch, cfg.Reps, cfg.Warmup)
 	}
 	dc := DefaultConfig()
-	dc.Decoding, dc.Seed, dc.Beams, dc.TopK = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1), cfg.TopK
+	dc.Decoding, dc.Seed, dc.Beams, dc.TopK, dc.Sampler = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1), cfg.TopK, cfg.Sampler
 	if cfg.Temperature != 0 {
 		dc.Temperature = cfg.Temperature
 	}
@@ -339,13 +370,20 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	n := float64(cfg.Reps)
+	var sampler string
+	if cfg.Decoding == DecodeSample {
+		sampler = SamplerHost
+		if dec.samplesOn(g.Device()) {
+			sampler = SamplerDevice
+		}
+	}
 	decoded := len(rows) * per
 	if cfg.Decoding == DecodeBeam {
 		decoded *= dc.Beams
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), HostProcs: runtime.GOMAXPROCS(0), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Sampler: sampler, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), HostProcs: runtime.GOMAXPROCS(0), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,

@@ -119,7 +119,7 @@ func TestSampleScoredMatchesReference(t *testing.T) {
 		cfg.TopK = []int{0, 0, 5, 40}[it%4]
 		d := decoder{cfg: cfg}
 		seed := uint64(it)
-		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 9)))
+		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 9)).Float64())
 		wantTok, wantLP := referenceSample(d, logits, rand.New(rand.NewPCG(seed, 9)))
 		if tok != wantTok || math.Float64bits(lp) != math.Float64bits(wantLP) {
 			t.Fatalf("case %d (T %v, top-k %d): drew %d (log p %v), reference %d (%v)", it, cfg.Temperature, cfg.TopK, tok, lp, wantTok, wantLP)
@@ -170,9 +170,9 @@ func TestTopKSelectionMatchesSort(t *testing.T) {
 			t.Fatalf("case %d (k %d of %d): selected %v %v, sorted %v %v", it, cfg.TopK, len(logits), ids, probs, wantIDs, wantProbs)
 		}
 		seed := uint64(it)
-		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)))
+		tok, lp := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)).Float64())
 		topKSelect = false
-		wantTok, wantLP := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)))
+		wantTok, wantLP := d.sampleScored(logits, rand.New(rand.NewPCG(seed, 1)).Float64())
 		topKSelect = true
 		if tok != wantTok || (math.Float64bits(lp) != math.Float64bits(wantLP) && !(math.IsNaN(lp) && math.IsNaN(wantLP))) {
 			t.Fatalf("case %d: selected draw %d (%v), sorted %d (%v)", it, tok, lp, wantTok, wantLP)

@@ -29,10 +29,18 @@ const (
 // pythiaLen is Pythia's memorization prefix and suffix length.
 const pythiaLen = 32
 
-// Modes and Decodings list the accepted values, for help texts.
+// Where sampling draws (Config.Sampler).
+const (
+	SamplerAuto   = "auto"
+	SamplerHost   = "host"
+	SamplerDevice = "device"
+)
+
+// Modes, Decodings and Samplers list the accepted values, for help texts.
 var (
 	Modes     = []string{ModeReference, ModeFixed, ModePythia}
 	Decodings = []string{DecodeGreedy, DecodeSample, DecodeBeam}
+	Samplers  = []string{SamplerAuto, SamplerHost, SamplerDevice}
 	// knownSplits are the splits of docs.arrow.
 	knownSplits = []string{"target", "control", "background", "validation"}
 )
@@ -59,6 +67,15 @@ type Config struct {
 	// probability reaches P, taken on the distribution renormalized after
 	// TopK (Hugging Face's order: temperature, top-k, top-p); 1 means all.
 	TopP float64 `toml:"top_p" json:"top_p"`
+	// Sampler is where decoding = "sample" draws its tokens: "host" (each
+	// step's logits copied to the host and drawn from there in float64, the
+	// rows on every core), "device" (where the model runs: the logits stay
+	// there and each row's tokens and log-probabilities come back once a
+	// batch) or "auto", also when empty: device on a GPU, host on the CPU.
+	// With the same random numbers both draw the same tokens but where
+	// rounding moves a cumulative probability across a draw (the device
+	// sums in another order); log-probabilities agree to about 1e-12.
+	Sampler string `toml:"sampler,omitempty" json:"sampler,omitempty"`
 	// Beams is the beam width of beam search.
 	Beams int `toml:"beams" json:"beams"`
 	// Seed seeds sampling.
@@ -195,6 +212,9 @@ func (c Config) Validate() error {
 	}
 	if math.IsNaN(c.TopP) || c.TopP <= 0 || c.TopP > 1 {
 		return fmt.Errorf("extract.top_p = %v: must be in (0, 1] (1 = no limit)", c.TopP)
+	}
+	if c.Sampler != "" && !oneOf(c.Sampler, Samplers) {
+		return fmt.Errorf("extract.sampler = %q: must be one of %s", c.Sampler, strings.Join(Samplers, ", "))
 	}
 	if c.Beams < 1 || c.Beams > 64 {
 		return fmt.Errorf("extract.beams = %d: must be between 1 and 64", c.Beams)

@@ -290,29 +290,28 @@ func descendingOrderCompared(x []float64) []int {
 	return order
 }
 
-// sampleScored draws one token from the candidates and returns it with
-// its log-probability under the untruncated distribution at temperature 1
-// (logProbAt's, bit for bit); at temperature 1 the two share their
-// exponentials.
-func (d decoder) sampleScored(logits []float32, rng *rand.Rand) (tok int32, logProb float64) {
+// sampleScored draws one token from the candidates with the uniform draw
+// u in [0, 1) and returns it with its log-probability under the
+// untruncated distribution at temperature 1 (logProbAt's, bit for bit);
+// at temperature 1 the two share their exponentials.
+func (d decoder) sampleScored(logits []float32, u float64) (tok int32, logProb float64) {
 	sc := scratchPool.Get().(*sampleScratch)
 	defer scratchPool.Put(sc)
 	if d.cfg.Temperature != 1 {
 		ids, probs := d.candidatesOf(logits, nil, sc)
-		tok = draw(ids, probs, rng)
+		tok = draw(ids, probs, u)
 		return tok, logProbAt(logits, tok)
 	}
 	shifted := grow(&sc.shifted, len(logits))
 	mx, z := shiftedExps(logits, shifted)
 	ids, probs := d.candidatesOf(logits, shifted, sc)
-	tok = draw(ids, probs, rng)
+	tok = draw(ids, probs, u)
 	return tok, float64(logits[tok]) - mx - math.Log(z)
 }
 
 // draw draws one of ids with probabilities probs by inverting the
-// cumulative distribution in their order.
-func draw(ids []int, probs []float64, rng *rand.Rand) int32 {
-	u := rng.Float64()
+// cumulative distribution in their order at u, uniform in [0, 1).
+func draw(ids []int, probs []float64, u float64) int32 {
 	for i, p := range probs {
 		u -= p
 		if u < 0 {

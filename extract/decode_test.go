@@ -82,7 +82,7 @@ func TestSampling(t *testing.T) {
 		rng := sampleRNG(9, 1)
 		hits := make([]int, len(logits))
 		for range n {
-			tok, _ := d.sampleScored(logits, rng)
+			tok, _ := d.sampleScored(logits, rng.Float64())
 			hits[tok]++
 		}
 		return hits

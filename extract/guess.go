@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/sugarme/gotch"
 )
 
 // Guess is one continuation of a prompt.
@@ -57,6 +58,16 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	if gl, ok := lm.(greedyStepper); ok && d.cfg.Decoding == DecodeGreedy && per == 1 {
 		return greedyGuesses(gl, prompts, n)
 	}
+	var draws [][]float64 // row r's uniform draw at each step, taken before any decoding
+	if d.cfg.Decoding == DecodeSample {
+		draws = uniforms(rngs, n)
+		if ds, ok := lm.(deviceSampler); ok && d.samplesOn(ds.Device()) {
+			out, ok, err := d.guessesOnDevice(ds, prompts, n, per, draws)
+			if err != nil || ok {
+				return out, err
+			}
+		}
+	}
 	logits, err := lm.Start(prompts, n)
 	if err != nil {
 		return nil, err
@@ -77,8 +88,10 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	lps := make([]float64, rows)
 	pick := engine.Greedy // greedy's one guess has no log-probability: nothing ranks or records it
 	if d.cfg.Decoding == DecodeSample {
+		steps := make([]int, rows) // each row's tokens drawn so far: pick runs rows in parallel, each its own
 		pick = func(r int, l []float32) int32 {
-			t, lp := d.sampleScored(l, rngs[r])
+			t, lp := d.sampleScored(l, draws[r][steps[r]])
+			steps[r]++
 			lps[r] += lp
 			return t
 		}
@@ -93,6 +106,72 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 		}
 	}
 	return out, nil
+}
+
+// deviceSampler is a stepper that can also sample on its model's device
+// (engine.Stepper, approx.Stepper): StartSampled is Start followed by
+// Reorder's expansion of each prompt into per rows, keeping the logits on
+// the device, and ContinueSampled draws n tokens a row there.
+type deviceSampler interface {
+	stepper
+	StartSampled(prompts [][]int32, per, maxNew int) (bool, error)
+	ContinueSampled(n int, w engine.Warpers, u [][]float64) ([]engine.Sampled, bool, error)
+	Device() gotch.Device
+}
+
+// samplesOn reports whether extract.sampler sends the sampling of a
+// model on dev to that device: "device" always, "host" never, "auto" on
+// a GPU.
+func (d decoder) samplesOn(dev gotch.Device) bool {
+	switch d.cfg.Sampler {
+	case SamplerDevice:
+		return true
+	case SamplerHost:
+		return false
+	}
+	return dev.IsCuda()
+}
+
+// guessesOnDevice is guesses' sampling on the stepper's device, with the
+// rows' draws: the same tokens as the host's (but where rounding moves a
+// cumulative probability across a draw) and each guess's LogProb summed
+// over its tokens in the same order. ok is false, with nothing decoded,
+// where the stepper declined (guesses then samples on the host).
+func (d decoder) guessesOnDevice(lm deviceSampler, prompts [][]int32, n, per int, draws [][]float64) (out [][]Guess, ok bool, err error) {
+	if ok, err := lm.StartSampled(prompts, per, n); err != nil || !ok {
+		return nil, false, err
+	}
+	defer lm.Close()
+	w := engine.Warpers{Temperature: d.cfg.Temperature, TopK: d.cfg.TopK, TopP: d.cfg.TopP}
+	rows, ok, err := lm.ContinueSampled(n, w, draws)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	out = make([][]Guess, len(prompts))
+	for p := range out {
+		for j := 0; j < per; j++ {
+			row := rows[p*per+j]
+			var lp float64
+			for _, v := range row.LogProbs {
+				lp += v
+			}
+			out[p] = append(out[p], Guess{Sample: j, IDs: row.IDs, LogProb: lp})
+		}
+	}
+	return out, true, nil
+}
+
+// uniforms are n draws of each generator in turn, what sampling's steps
+// take from them one at a time.
+func uniforms(rngs []*rand.Rand, n int) [][]float64 {
+	out := make([][]float64, len(rngs))
+	for r, rng := range rngs {
+		out[r] = make([]float64, n)
+		for j := range out[r] {
+			out[r][j] = rng.Float64()
+		}
+	}
+	return out
 }
 
 // greedyGuesses is guesses' greedy decoding on a stepper that takes the

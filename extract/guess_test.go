@@ -267,17 +267,7 @@ func TestGreedyGuessesOnDeviceMatchLogits(t *testing.T) {
 	d := decoder{cfg: DefaultConfig()}
 	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is"), []int32("x")}
 	const n = 16
-	steppers := map[string]func() stepper{
-		"exact": func() stepper { return engine.NewStepper(g, true) },
-		"kv8": func() stepper {
-			s, err := approx.NewStepper(g, approx.Approx{KVBits: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	}
-	for name, mk := range steppers {
+	for name, mk := range exactAndKV8(t, g) {
 		if _, ok := mk().(greedyStepper); !ok {
 			t.Fatalf("%s: the stepper takes no greedy steps on the device", name)
 		}
@@ -300,6 +290,21 @@ func TestGreedyGuessesOnDeviceMatchLogits(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(timedGot, want) || tm.prefill <= 0 {
 			t.Errorf("%s: timed greedy %v (%v, prefill %v), want %v and a prefill time", name, timedGot, err, tm.prefill, want)
 		}
+	}
+}
+
+// exactAndKV8 makes g's steppers of the exact cache and of an 8-bit
+// quantized one (package approx), by name.
+func exactAndKV8(t *testing.T, g *model.GPT) map[string]func() stepper {
+	return map[string]func() stepper{
+		"exact": func() stepper { return engine.NewStepper(g, true) },
+		"kv8": func() stepper {
+			s, err := approx.NewStepper(g, approx.Approx{KVBits: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
 	}
 }
 

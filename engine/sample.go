@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// Warpers are sampling's logits warpers, applied in Hugging Face's order:
+// temperature, then top-k, then top-p on the distribution renormalized
+// after top-k (extract.Config's keys of the same names).
+type Warpers struct {
+	// Temperature divides the logits (> 0).
+	Temperature float64
+	// TopK keeps the TopK largest scaled logits and every one tied with
+	// the K-th; 0 keeps all.
+	TopK int
+	// TopP keeps, in decreasing probability, the fewest tokens whose
+	// probability reaches TopP (the most likely always stays); 1 keeps all.
+	TopP float64
+}
+
+// Sampled is what ContinueSampled drew for one row.
+type Sampled struct {
+	// IDs are the row's n tokens.
+	IDs []int32
+	// LogProbs are each token's log-probability under the model's
+	// untruncated distribution at temperature 1, in float64.
+	LogProbs []float64
+}
+
+// StartSampled feeds the prompts and gives prompt p the rows p·per …
+// p·per+per−1 (the prompt runs once and its KV cache is copied, as
+// Reorder does), keeping their next-token logits on the device for
+// ContinueSampled, which draws the tokens there. ok is false, with
+// nothing started, without the cache: ContinueSampled feeds each step's
+// tokens through it.
+func (s *Stepper) StartSampled(prompts [][]int32, per, maxNew int) (ok bool, err error) {
+	if !s.useCache {
+		return false, nil
+	}
+	if per < 1 {
+		return false, fmt.Errorf("sample on the device: %d rows a prompt: want >= 1", per)
+	}
+	if err := s.begin(prompts, maxNew); err != nil {
+		return false, err
+	}
+	logits, err := s.pass(true)
+	if err != nil {
+		return false, err
+	}
+	if per > 1 {
+		if logits, err = s.expand(logits, len(prompts), per); err != nil {
+			return false, err
+		}
+	}
+	s.sampling = logits
+	return true, nil
+}
+
+// ContinueSampled extends every row started by StartSampled by n sampled
+// tokens, drawn where the logits are: row r's token at step j is the
+// candidate (by the warpers, most likely first, lower id first among
+// equals) at which the cumulative probability first exceeds u[r][j], a
+// uniform draw in [0, 1). That is the inverse-CDF draw extract's host
+// sampler makes with the same u from the same candidates; the two differ
+// only where rounding moves a cumulative sum across u (the device sums
+// in another order), and a token's log-probability differs from the
+// host's in its last bits.
+//
+// Each step's token is fed to the next on the device, and every row's
+// tokens and log-probabilities come back once, at the end: on a GPU the
+// host neither copies b rows of logits a step (32 MB at batch 256 and a
+// 32,000-token vocabulary) nor sorts them, and it queues the steps
+// without waiting for one. ok is false where a row's largest scaled
+// logit is NaN or infinite at some step (libtorch and the host order NaN
+// differently): nothing is returned and the caller samples the host way,
+// from a new Start.
+func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampled, ok bool, err error) {
+	logits := s.sampling
+	if logits == nil {
+		return nil, false, fmt.Errorf("sample on the device: ContinueSampled without StartSampled")
+	}
+	s.sampling = nil
+	b := len(s.seqs)
+	if n < 1 || n > s.maxLen-s.promptLen+1 {
+		logits.MustDrop()
+		return nil, false, fmt.Errorf("sample on the device: %d tokens: want 1 to the %d started for", n, s.maxLen-s.promptLen+1)
+	}
+	flat := make([]float64, 0, b*n)
+	if len(u) != b {
+		logits.MustDrop()
+		return nil, false, fmt.Errorf("sample on the device: %d rows of draws for %d rows", len(u), b)
+	}
+	for r, ur := range u {
+		if len(ur) != n {
+			logits.MustDrop()
+			return nil, false, fmt.Errorf("sample on the device: row %d has %d draws for %d tokens", r, len(ur), n)
+		}
+		flat = append(flat, ur...)
+	}
+	draws, err := model.TensorOf(flat, []int64{int64(b), int64(n)}, s.g.Device())
+	if err != nil {
+		logits.MustDrop()
+		return nil, false, fmt.Errorf("sample on the device: %w", err)
+	}
+	var vals []float64 // row r: n tokens, then their log-probabilities, then the steps' largest scaled logits
+	torchx.NoGrad(func() {
+		var toks, lps, tops []*ts.Tensor
+		for step := 0; ; step++ {
+			uc := draws.MustNarrow(1, int64(step), 1, false)
+			tok, tokCol, lpCol, topCol := sampleColumns(logits, uc, w)
+			uc.MustDrop()
+			logits.MustDrop()
+			toks, lps, tops = append(toks, tokCol), append(lps, lpCol), append(tops, topCol)
+			if step == n-1 {
+				tok.MustDrop()
+				break
+			}
+			logits = s.cache.ForwardLast(tok).MustSelect(1, 0, true)
+			tok.MustDrop()
+		}
+		vals = readColumns(append(append(toks, lps...), tops...))
+	})
+	draws.MustDrop()
+	rows = make([]Sampled, b)
+	for r := range rows {
+		row := vals[r*3*n : (r+1)*3*n]
+		for _, top := range row[2*n:] {
+			if math.IsNaN(top) || math.IsInf(top, 0) {
+				return nil, false, nil
+			}
+		}
+		rows[r].IDs = make([]int32, n)
+		for j, t := range row[:n] {
+			rows[r].IDs[j] = int32(t)
+		}
+		rows[r].LogProbs = append([]float64(nil), row[n:2*n]...)
+	}
+	// The cache holds every token but the last, as after a step loop.
+	for r := range rows {
+		for _, t := range rows[r].IDs[:n-1] {
+			s.seqs[r] = append(s.seqs[r], int64(t))
+		}
+	}
+	s.fed = len(s.seqs[0])
+	return rows, true, nil
+}
+
+// expand is Reorder's expansion of every one of the b rows into per rows
+// (row p to rows p·per … p·per+per−1), applied to the rows' logits too.
+func (s *Stepper) expand(logits *ts.Tensor, b, per int) (*ts.Tensor, error) {
+	src := make([]int, b*per)
+	idx := make([]int64, b*per)
+	for r := range src {
+		src[r], idx[r] = r/per, int64(r/per)
+	}
+	if err := s.Reorder(src); err != nil {
+		logits.MustDrop()
+		return nil, err
+	}
+	it, err := model.TensorOf(idx, []int64{int64(len(idx))}, s.g.Device())
+	if err != nil {
+		logits.MustDrop()
+		return nil, fmt.Errorf("sample on the device: %w", err)
+	}
+	defer it.MustDrop()
+	return logits.MustIndexSelect(0, it, true), nil
+}
+
+// sampleColumns draws one token for each row of logits [b, V] with the
+// uniforms u [b, 1] (float64), on their device, by the warpers in
+// extract's order (its candidatesOf and draw, in float64):
+//
+//  1. x = float64(logits) / T, ordered most likely first, lower id first
+//     among equals (a stable descending sort);
+//  2. top-k: the sorted values at least the k-th;
+//  3. e = exp(x − max) over those kept, p = e / Σe;
+//  4. top-p: from the least likely end, every kept token but the first
+//     whose tail sum (itself and all less likely) is <= 1 − P is dropped,
+//     and p renormalized over the rest;
+//  5. the token is the first candidate whose cumulative probability
+//     exceeds u, or the last kept where rounding leaves the sum at most u.
+//
+// It returns the tokens [b, 1] (int64, to feed the next step) and, as
+// float64 columns for readColumns, the tokens, their log-probabilities
+// under log_softmax(float64(logits)) (temperature 1, no warpers) and each
+// row's largest scaled logit, which the caller checks is finite.
+func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol *ts.Tensor) {
+	v := logits.MustSize()[1]
+	x := logits.MustTotype(gotch.Double, false)
+	scaled := x
+	if w.Temperature != 1 {
+		scaled = x.MustDivScalar(ts.FloatScalar(w.Temperature), false)
+	}
+	sorted, order := scaled.MustSortStable(true, 1, true, false)
+	if scaled != x {
+		scaled.MustDrop()
+	}
+	top := sorted.MustNarrow(1, 0, 1, false)
+	probs := sorted.MustSub(top, false).MustExp(true)
+	var keep *ts.Tensor // which sorted positions are candidates (a prefix); nil: all
+	if k := int64(w.TopK); k > 0 && k < v {
+		kth := sorted.MustNarrow(1, k-1, 1, false)
+		keep = sorted.MustGeTensor(kth, false)
+		kth.MustDrop()
+		probs = probs.MustMaskedFill(keep.MustLogicalNot(false), ts.FloatScalar(0), true)
+	}
+	sorted.MustDrop()
+	probs = normalize(probs)
+	if w.TopP < 1 {
+		tail := probs.MustFlip([]int64{1}, false).MustCumsum(1, gotch.Double, true).MustFlip([]int64{1}, true)
+		drop := tail.MustLe(ts.FloatScalar(1-w.TopP), true)
+		first := drop.MustNarrow(1, 0, 1, false) // the most likely token always stays
+		first.MustFill_(ts.IntScalar(0))
+		first.MustDrop()
+		probs = normalize(probs.MustMaskedFill(drop, ts.FloatScalar(0), true))
+		kept := drop.MustLogicalNot(true)
+		if keep != nil {
+			kept = kept.MustLogicalAnd(keep, true)
+			keep.MustDrop()
+		}
+		keep = kept
+	}
+	// The first position whose cumulative probability exceeds u is the
+	// number of positions at most u; the last kept where there is none.
+	below := probs.MustCumsum(1, gotch.Double, true).MustLeTensor(u, true)
+	pos := below.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true)
+	if keep == nil {
+		pos = pos.MustClampMax(ts.IntScalar(v-1), true)
+	} else {
+		last := keep.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustSubScalar(ts.IntScalar(1), true)
+		pos = pos.MustMinimum(last, true)
+		last.MustDrop()
+	}
+	tok = order.MustGather(1, pos, false, true)
+	pos.MustDrop()
+	lpCol = x.MustLogSoftmax(1, gotch.Double, true).MustGather(1, tok, false, true)
+	return tok, tok.MustTotype(gotch.Double, false), lpCol, top
+}
+
+// normalize divides each row of p by its sum, taking ownership of p.
+func normalize(p *ts.Tensor) *ts.Tensor {
+	z := p.MustSumDimIntlist([]int64{1}, true, gotch.Double, false)
+	defer z.MustDrop()
+	return p.MustDiv(z, true)
+}
+
+// dropSampling frees logits StartSampled kept that no ContinueSampled took.
+func (s *Stepper) dropSampling() {
+	if s.sampling != nil {
+		s.sampling.MustDrop()
+		s.sampling = nil
+	}
+}

@@ -1,0 +1,160 @@
+package extract
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/torchx"
+	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch/ts"
+)
+
+// tiedModel is a small random model whose embedding rows 8 to 15 (its
+// output rows too: the embedding is tied) are zero, so that those eight
+// tokens' logits are exactly 0 at every step: ties that sampling must
+// order lower id first, as the host does.
+func tiedModel(t *testing.T) *model.GPT {
+	t.Helper()
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 5})
+	torchx.NoGrad(func() {
+		w := g.Params()[0].Tensor.MustNarrow(0, 8, 8, false)
+		w.MustZero_()
+		w.MustDrop()
+	})
+	return g
+}
+
+// Sampling on the device (engine.Stepper's StartSampled and
+// ContinueSampled) must draw the tokens the host sampler draws with the
+// same random streams, and sum the same log-probabilities to within
+// rounding, for every warper: temperatures, top-k (1, 3, 40, with ties at
+// the k-th), top-p, both together, one and several samples a prompt,
+// exactly and under a quantized cache.
+func TestDeviceSamplingMatchesHost(t *testing.T) {
+	g := tiedModel(t)
+	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is"), []int32("x")}
+	const n = 12
+	type warp struct {
+		temp float64
+		k    int
+		p    float64
+	}
+	warps := []warp{{1, 0, 1}, {0.7, 0, 1}, {1.6, 0, 1}, {1, 1, 1}, {1, 3, 1}, {0.8, 40, 1}, {1, 0, 0.9}, {1, 0, 0.3}, {1.3, 40, 0.8}, {1, 200, 0.95}, {1, 0, 1e-17}}
+	agree, total, tied := 0, 0, 0
+	for name, mk := range exactAndKV8(t, g) {
+		for i, w := range warps {
+			for _, per := range []int{1, 3} {
+				cfg := DefaultConfig()
+				cfg.Decoding, cfg.Temperature, cfg.TopK, cfg.TopP = DecodeSample, w.temp, w.k, w.p
+				rngsOf := func() []*rand.Rand {
+					var rs []*rand.Rand
+					for p := range prompts {
+						for j := 0; j < per; j++ {
+							rs = append(rs, guessRNG(int64(i), int64(p), j))
+						}
+					}
+					return rs
+				}
+				host := cfg
+				host.Sampler = SamplerHost
+				want, err := decoder{cfg: host}.guesses(mk(), prompts, n, per, rngsOf())
+				if err != nil {
+					t.Fatal(err)
+				}
+				dev := cfg
+				dev.Sampler = SamplerDevice
+				lm, ok := mk().(deviceSampler)
+				if !ok {
+					t.Fatalf("%s: the stepper does not sample on the device", name)
+				}
+				got, ok, err := decoder{cfg: dev}.guessesOnDevice(lm, prompts, n, per, uniforms(rngsOf(), n))
+				if err != nil || !ok {
+					t.Fatalf("%s, %+v: the device path declined (%v)", name, w, err)
+				}
+				for p := range want {
+					for j := range want[p] {
+						a, b := got[p][j], want[p][j]
+						total++
+						for _, id := range b.IDs {
+							if id >= 8 && id < 16 {
+								tied++
+							}
+						}
+						if slices.Equal(a.IDs, b.IDs) && a.Sample == b.Sample && math.Abs(a.LogProb-b.LogProb) <= 1e-9*math.Max(1, math.Abs(b.LogProb)) {
+							agree++
+							continue
+						}
+						t.Errorf("%s, %+v, %d a prompt, prompt %d sample %d: device %v (log p %.15g), host %v (%.15g)", name, w, per, p, j, a.IDs, a.LogProb, b.IDs, b.LogProb)
+					}
+				}
+			}
+		}
+	}
+	if agree != total || total != 2*len(warps)*len(prompts)*4 {
+		t.Errorf("%d of %d guesses agree", agree, total)
+	}
+	if tied == 0 {
+		t.Error("no guess drew one of the eight tied tokens: the test does not exercise ties")
+	}
+	t.Logf("%d of %d guesses agree; %d tokens drawn among the tied", agree, total, tied)
+}
+
+// With extract.sampler auto, a CPU model samples on the host (the same
+// bits as before the device sampler existed); a logits row with a NaN
+// (here every row: a NaN in the final norm's gain) makes the device path
+// decline, and guesses falls back to the host's draws.
+func TestDeviceSamplingDeclines(t *testing.T) {
+	g := tiedModel(t)
+	st := engine.NewStepper(g, true)
+	if (decoder{cfg: DefaultConfig()}).samplesOn(st.Device()) {
+		t.Error("sampler auto samples a CPU model on the device")
+	}
+	if ok, err := engine.NewStepper(g, false).StartSampled([][]int32{{1}}, 1, 2); ok || err != nil {
+		t.Errorf("StartSampled without the cache: ok %v, %v; want it to decline", ok, err)
+	}
+	if _, _, err := st.ContinueSampled(2, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.5, 0.5}}); err == nil {
+		t.Error("ContinueSampled before StartSampled: no error")
+	}
+	if ok, err := st.StartSampled([][]int32{{1}, {2}}, 2, 2); !ok || err != nil {
+		t.Fatalf("StartSampled: %v, %v", ok, err)
+	}
+	if _, _, err := st.ContinueSampled(2, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.5, 0.5}}); err == nil {
+		t.Error("ContinueSampled with one row of draws for four rows: no error")
+	}
+	st.Close()
+
+	norm := g.Params()[len(g.Params())-1]
+	torchx.NoGrad(func() {
+		one := norm.Tensor.MustNarrow(0, 3, 1, false)
+		one.MustFill_(ts.FloatScalar(math.NaN()))
+		one.MustDrop()
+	})
+	if ok, err := st.StartSampled([][]int32{{1}}, 1, 3); !ok || err != nil {
+		t.Fatalf("StartSampled: %v, %v", ok, err)
+	}
+	if rows, ok, err := st.ContinueSampled(3, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.1, 0.2, 0.3}}); ok || err != nil || rows != nil {
+		t.Errorf("NaN logits: ContinueSampled gave %v, ok %v, %v; want it to decline", rows, ok, err)
+	}
+	st.Close()
+	cfg := DefaultConfig()
+	cfg.Decoding = DecodeSample
+	rngs := func() []*rand.Rand { return []*rand.Rand{guessRNG(1, 0, 0)} }
+	host := cfg
+	host.Sampler = SamplerHost
+	want, err := decoder{cfg: host}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}}, 3, 1, rngs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sampler = SamplerDevice
+	got, err := decoder{cfg: cfg}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}}, 3, 1, rngs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("NaN logits: device path gave %v, host %v", got, want)
+	}
+}
