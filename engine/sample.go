@@ -172,9 +172,8 @@ func (s *Stepper) expand(logits *ts.Tensor, b, per int) (*ts.Tensor, error) {
 	return logits.MustIndexSelect(0, it, true), nil
 }
 
-// sampleColumns draws one token for each row of logits [b, V] with the
-// uniforms u [b, 1] (float64), on their device, by the warpers in
-// extract's order (its candidatesOf and draw, in float64):
+// warped applies the warpers, in extract's order (its candidatesOf, in
+// float64), to each row of logits [R, V] on their device:
 //
 //  1. x = float64(logits) / T, ordered most likely first, lower id first
 //     among equals (a stable descending sort);
@@ -182,28 +181,23 @@ func (s *Stepper) expand(logits *ts.Tensor, b, per int) (*ts.Tensor, error) {
 //  3. e = exp(x − max) over those kept, p = e / Σe;
 //  4. top-p: from the least likely end, every kept token but the first
 //     whose tail sum (itself and all less likely) is <= 1 − P is dropped,
-//     and p renormalized over the rest;
-//  5. the token is the first candidate whose cumulative probability
-//     exceeds u, or the last kept where rounding leaves the sum at most u.
+//     and p renormalized over the rest.
 //
-// It returns the tokens [b, 1] (int64, to feed the next step) and, as
-// float64 columns for readColumns, the tokens, their log-probabilities
-// under log_softmax(float64(logits)) (temperature 1, no warpers) and each
-// row's largest scaled logit, which the caller checks is finite.
-func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol *ts.Tensor) {
+// It returns the candidates' probabilities in that order (0 where
+// dropped; [R, V] float64), the ids in that order, the position of the
+// last candidate kept ([R, 1] int64; the candidates are a prefix) and
+// each row's largest scaled logit ([R, 1] float64), which a caller checks
+// is finite: libtorch sorts NaN first where the host sorts it last.
+func warped(logits *ts.Tensor, w Warpers) (probs, order, last, top *ts.Tensor) {
 	v := logits.MustSize()[1]
-	x := logits.MustTotype(gotch.Double, false)
-	scaled := x
+	scaled := logits.MustTotype(gotch.Double, false)
 	if w.Temperature != 1 {
-		scaled = x.MustDivScalar(ts.FloatScalar(w.Temperature), false)
+		scaled = scaled.MustDivScalar(ts.FloatScalar(w.Temperature), true)
 	}
-	sorted, order := scaled.MustSortStable(true, 1, true, false)
-	if scaled != x {
-		scaled.MustDrop()
-	}
-	top := sorted.MustNarrow(1, 0, 1, false)
-	probs := sorted.MustSub(top, false).MustExp(true)
-	var keep *ts.Tensor // which sorted positions are candidates (a prefix); nil: all
+	sorted, order := scaled.MustSortStable(true, 1, true, true)
+	top = sorted.MustNarrow(1, 0, 1, false)
+	probs = sorted.MustSub(top, false).MustExp(true)
+	var keep *ts.Tensor // which sorted positions are candidates; nil: all
 	if k := int64(w.TopK); k > 0 && k < v {
 		kth := sorted.MustNarrow(1, k-1, 1, false)
 		keep = sorted.MustGeTensor(kth, false)
@@ -226,21 +220,48 @@ func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol 
 		}
 		keep = kept
 	}
-	// The first position whose cumulative probability exceeds u is the
-	// number of positions at most u; the last kept where there is none.
-	below := probs.MustCumsum(1, gotch.Double, true).MustLeTensor(u, true)
-	pos := below.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true)
 	if keep == nil {
-		pos = pos.MustClampMax(ts.IntScalar(v-1), true)
+		last = ts.MustFull(top.MustSize(), ts.IntScalar(v-1), gotch.Int64, top.MustDevice())
 	} else {
-		last := keep.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustSubScalar(ts.IntScalar(1), true)
-		pos = pos.MustMinimum(last, true)
-		last.MustDrop()
+		last = keep.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustSubScalar(ts.IntScalar(1), true)
 	}
+	return probs, order, last, top
+}
+
+// sampleColumns draws one token for each row of logits [b, V] with the
+// uniforms u [b, 1] (float64), on their device: the first of warped's
+// candidates whose cumulative probability exceeds u, or the last kept
+// where rounding leaves the sum at most u (extract's draw).
+//
+// It returns the tokens [b, 1] (int64, to feed the next step) and, as
+// float64 columns for readColumns, the tokens, their log-probabilities
+// under log_softmax(float64(logits)) (temperature 1, no warpers) and each
+// row's largest scaled logit, which the caller checks is finite.
+func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol *ts.Tensor) {
+	probs, order, last, top := warped(logits, w)
+	// The first position whose cumulative probability exceeds u is the
+	// number of positions at most u.
+	below := probs.MustCumsum(1, gotch.Double, true).MustLeTensor(u, true)
+	pos := below.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustMinimum(last, true)
+	last.MustDrop()
 	tok = order.MustGather(1, pos, false, true)
 	pos.MustDrop()
-	lpCol = x.MustLogSoftmax(1, gotch.Double, true).MustGather(1, tok, false, true)
+	lpCol = logits.MustLogSoftmax(1, gotch.Double, false).MustGather(1, tok, false, true)
 	return tok, tok.MustTotype(gotch.Double, false), lpCol, top
+}
+
+// warpedLogProbs is, for each row of logits [R, V], the natural log of
+// the probability of targets[r] ([R, 1] int64) among warped's candidates
+// (−Inf where they drop it), as a float64 column [R, 1]: Hayes et al.
+// 2024's per-token factor of a sampled suffix's probability (extract's
+// suffixLogProb). top is as warped's.
+func warpedLogProbs(logits, targets *ts.Tensor, w Warpers) (lp, top *ts.Tensor) {
+	probs, order, last, top := warped(logits, w)
+	last.MustDrop()
+	byID := probs.MustZerosLike(false).MustScatter(1, order, probs, true)
+	probs.MustDrop()
+	order.MustDrop()
+	return byID.MustGather(1, targets, false, true).MustLog(true), top
 }
 
 // normalize divides each row of p by its sum, taking ownership of p.

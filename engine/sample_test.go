@@ -11,16 +11,18 @@ import (
 )
 
 // sampleRows runs sampleColumns on logits [rows, v] (flat, float32,
-// converted to dt) on dev with the draws u and returns each row's token
-// and log-probability.
-func sampleRows(t *testing.T, flat []float32, rows int, u []float64, w Warpers, dt gotch.DType, dev gotch.Device) ([]int64, []float64) {
+// converted to dt) on dev with the draws u and returns each row's token,
+// its log-probability, and its log-probability among the candidates
+// (warpedLogProbs).
+func sampleRows(t *testing.T, flat []float32, rows int, u []float64, w Warpers, dt gotch.DType, dev gotch.Device) (toks []int64, lps, warpedLPs []float64) {
 	t.Helper()
 	x := ts.MustOfSlice(flat).MustView([]int64{int64(rows), -1}, true).MustTotype(dt, true).MustTo(dev, true)
 	uc := ts.MustOfSlice(u).MustView([]int64{int64(rows), 1}, true).MustTo(dev, true)
-	var toks []int64
-	var lps []float64
 	torchx.NoGrad(func() {
 		tok, tokCol, lpCol, topCol := sampleColumns(x, uc, w)
+		wlp, top := warpedLogProbs(x, tok, w)
+		top.MustDrop()
+		warpedLPs = wlp.MustTo(gotch.CPU, true).Float64Values()
 		toks = tok.MustTo(gotch.CPU, true).Int64Values()
 		tokCol.MustDrop()
 		topCol.MustDrop()
@@ -28,16 +30,18 @@ func sampleRows(t *testing.T, flat []float32, rows int, u []float64, w Warpers, 
 	})
 	x.MustDrop()
 	uc.MustDrop()
-	return toks, lps
+	return toks, lps, warpedLPs
 }
 
 // sampleColumns must draw what its definition says on every device: the
 // log-probability is log_softmax's at temperature 1 (checked against one
-// worked in Go), top-k 1 and a top-p below any token's mass are the first
-// maximum (ties included, the logits rounded to bfloat16 so that many
-// are equal), a draw of 0 is the most likely candidate, and, on a GPU
+// worked in Go), the drawn token is a candidate (warpedLogProbs finite,
+// and at temperature 1 at least its untruncated log-probability, to
+// rounding), top-k 1 and a top-p below any token's mass are the first
+// maximum with probability 1 among the candidates (ties included, the
+// logits rounded to bfloat16 so that many are equal), a draw of 0 is the most likely candidate, and, on a GPU
 // (scripts/gpu/issue41-next.sh runs it there), the tokens are the CPU's
-// for the same logits and draws, with log-probabilities within 1e-12.
+// for the same logits and draws, with both log-probabilities within 1e-12.
 func TestSampleColumns(t *testing.T) {
 	const rows, v = 48, 1000
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -63,7 +67,7 @@ func TestSampleColumns(t *testing.T) {
 			logits[i] = float32(x)
 		}
 		for _, w := range warps {
-			cpuToks, cpuLPs := sampleRows(t, flat, rows, u, w, dt, gotch.CPU)
+			cpuToks, cpuLPs, cpuWarped := sampleRows(t, flat, rows, u, w, dt, gotch.CPU)
 			for r := 0; r < rows; r++ {
 				row := logits[r*v : (r+1)*v]
 				best, mx := 0, math.Inf(-1)
@@ -80,21 +84,24 @@ func TestSampleColumns(t *testing.T) {
 				if want := float64(row[tok]) - mx - math.Log(z); math.Abs(cpuLPs[r]-want) > 1e-12 {
 					t.Errorf("%v %+v row %d: log p of %d = %.15g, want %.15g", dt, w, r, tok, cpuLPs[r], want)
 				}
-				if (w.TopK == 1 || w.TopP < 1e-6) && tok != int64(best) {
-					t.Errorf("%v %+v row %d: drew %d, want the first maximum %d", dt, w, r, tok, best)
+				if (w.TopK == 1 || w.TopP < 1e-6) && (tok != int64(best) || cpuWarped[r] != 0) {
+					t.Errorf("%v %+v row %d: drew %d (log p among the candidates %v), want the first maximum %d (0)", dt, w, r, tok, cpuWarped[r], best)
+				}
+				if lw := cpuWarped[r]; math.IsInf(lw, 0) || math.IsNaN(lw) || lw > 0 || lw < cpuLPs[r]-1e-12 && w.Temperature == 1 {
+					t.Errorf("%v %+v row %d: drawn token's log p among the candidates %v (untruncated %v)", dt, w, r, lw, cpuLPs[r])
 				}
 			}
 			for _, dev := range devs[1:] {
-				toks, lps := sampleRows(t, flat, rows, u, w, dt, dev)
+				toks, lps, warpedLPs := sampleRows(t, flat, rows, u, w, dt, dev)
 				for r := range toks {
-					if toks[r] != cpuToks[r] || math.Abs(lps[r]-cpuLPs[r]) > 1e-12 {
-						t.Errorf("%v %v %+v row %d: drew %d (log p %.15g), the CPU %d (%.15g)", dev, dt, w, r, toks[r], lps[r], cpuToks[r], cpuLPs[r])
+					if toks[r] != cpuToks[r] || math.Abs(lps[r]-cpuLPs[r]) > 1e-12 || math.Abs(warpedLPs[r]-cpuWarped[r]) > 1e-12 {
+						t.Errorf("%v %v %+v row %d: drew %d (log p %.15g, among the candidates %.15g), the CPU %d (%.15g, %.15g)", dev, dt, w, r, toks[r], lps[r], warpedLPs[r], cpuToks[r], cpuLPs[r], cpuWarped[r])
 					}
 				}
 			}
 		}
 		zero := make([]float64, rows)
-		toks, _ := sampleRows(t, flat, rows, zero, Warpers{Temperature: 1, TopP: 1}, dt, gotch.CPU)
+		toks, _, _ := sampleRows(t, flat, rows, zero, Warpers{Temperature: 1, TopP: 1}, dt, gotch.CPU)
 		for r, tok := range toks {
 			row := logits[r*v : (r+1)*v]
 			for i, x := range row {

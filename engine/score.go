@@ -20,15 +20,39 @@ type WindowScore struct {
 	// al. 2024): Mean = Σ_v p(v) log p(v), Var = Σ_v p(v) (log p(v) − Mean)².
 	Mean, Var []float64
 	// Logits are the raw next-token logits of the positions in the span
-	// asked for (ScoreWindows), in order.
+	// asked for (ScoreWindows), in order (SpanOptions.Logits).
 	Logits [][]float32
+	// GreedyMatch (SpanOptions.Greedy) is whether at every position of the
+	// span the argmax of the logits (the lowest id among equal maxima,
+	// Argmax's rule) is the window's next token: greedy decoding would
+	// reproduce the span's tokens. True for an empty span.
+	GreedyMatch bool
+	// SampledLogProb (SpanOptions.Sample) is the sum over the span's
+	// positions, in order, of the natural log of the window's next token's
+	// probability among the warpers' candidates (−Inf where they drop it);
+	// 0 for an empty span, NaN where a position's largest scaled logit is
+	// not finite (the caller then works it from the logits).
+	SampledLogProb float64
+}
+
+// SpanOptions says what ScoreWindows derives over each window's span:
+// the distributions a decoding scheme would draw the window's tokens from.
+type SpanOptions struct {
+	// Logits copies the span's logits to the host (WindowScore.Logits).
+	Logits bool
+	// Greedy decides WindowScore.GreedyMatch on the model's device.
+	Greedy bool
+	// Sample, when not nil, computes WindowScore.SampledLogProb under
+	// these warpers on the model's device.
+	Sample *Warpers
 }
 
 // ScoreWindows is TokenNLL plus, from the same forward pass, each
-// position's Min-K%++ statistics and the logits of the positions
-// [spans[i][0], spans[i][1]) of window i (an empty span for none), the
-// distributions a decoding scheme would draw the window's tokens from.
-func ScoreWindows(g *model.GPT, windows [][]int32, spans [][2]int) ([]WindowScore, error) {
+// position's Min-K%++ statistics and what opt asks of the positions
+// [spans[i][0], spans[i][1]) of window i (an empty span for none). Greedy
+// and Sample read back a value a position instead of its logits (at
+// 32,000 tokens, 128 KB a position in float32 from a GPU).
+func ScoreWindows(g *model.GPT, windows [][]int32, spans [][2]int, opt SpanOptions) ([]WindowScore, error) {
 	if len(spans) != len(windows) {
 		return nil, fmt.Errorf("score windows: %d spans for %d windows", len(spans), len(windows))
 	}
@@ -53,11 +77,11 @@ func ScoreWindows(g *model.GPT, windows [][]int32, spans [][2]int) ([]WindowScor
 				out[i].Var = append([]float64(nil), variance[i*t:i*t+n]...)
 			}
 		}
-		return nil
+		return spanScores(logits, t, windows, spans, opt, out)
 	}
 	err := teacherForced(g, windows, all, func(i int, nll []float32, logits *ts.Tensor) error {
 		out[i].NLL = nll
-		if sp := spans[i]; logits != nil && sp[1] > sp[0] {
+		if sp := spans[i]; opt.Logits && logits != nil && sp[1] > sp[0] {
 			rows := logits.MustNarrow(0, int64(sp[0]), int64(sp[1]-sp[0]), false)
 			out[i].Logits = model.RowsOf(rows, sp[1]-sp[0])
 			rows.MustDrop()
@@ -68,6 +92,88 @@ func ScoreWindows(g *model.GPT, windows [][]int32, spans [][2]int) ([]WindowScor
 		return nil, err
 	}
 	return out, nil
+}
+
+// spanScores sets out's GreedyMatch and SampledLogProb, as opt asks,
+// from the batch's logits [B·T, V] (window i's position j at row i·T+j):
+// the span positions' rows are taken together, and one value a row
+// comes back.
+func spanScores(logits *ts.Tensor, t int, windows [][]int32, spans [][2]int, opt SpanOptions, out []WindowScore) error {
+	var rows, next []int64 // the span positions' rows, and the token each predicts
+	for i, sp := range spans {
+		out[i].GreedyMatch = opt.Greedy
+		for j := sp[0]; j < sp[1]; j++ {
+			rows, next = append(rows, int64(i*t+j)), append(next, int64(windows[i][j+1]))
+		}
+	}
+	if len(rows) == 0 || !opt.Greedy && opt.Sample == nil {
+		return nil
+	}
+	dev := logits.MustDevice()
+	idx, err := model.TensorOf(rows, []int64{int64(len(rows))}, dev)
+	if err != nil {
+		return fmt.Errorf("score windows: %w", err)
+	}
+	sel := logits.MustIndexSelect(0, idx, false)
+	idx.MustDrop()
+	defer sel.MustDrop()
+	if opt.Greedy {
+		am := argmaxRows(sel)
+		k := 0
+		for i, sp := range spans {
+			for j := sp[0]; j < sp[1]; j, k = j+1, k+1 {
+				out[i].GreedyMatch = out[i].GreedyMatch && int64(am[k]) == next[k]
+			}
+		}
+	}
+	if opt.Sample != nil {
+		lps, err := sampledLogProbs(sel, next, *opt.Sample)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for i, sp := range spans {
+			for j := sp[0]; j < sp[1]; j, k = j+1, k+1 {
+				out[i].SampledLogProb += lps[k]
+			}
+		}
+	}
+	return nil
+}
+
+// sampledLogProbs is warpedLogProbs of each row of logits [R, V] at
+// next[r], in chunks of momentElems logits (its float64 temporaries are
+// several [rows, V] tensors), NaN where the row's largest scaled logit is
+// not finite.
+func sampledLogProbs(logits *ts.Tensor, next []int64, w Warpers) ([]float64, error) {
+	size := logits.MustSize()
+	n := int(size[0])
+	chunk := max(1, momentElems/int(size[1]))
+	out := make([]float64, 0, n)
+	var ferr error
+	torchx.NoGrad(func() {
+		for lo := 0; lo < n; lo += chunk {
+			m := min(chunk, n-lo)
+			tg, err := model.TensorOf(next[lo:lo+m], []int64{int64(m), 1}, logits.MustDevice())
+			if err != nil {
+				ferr = fmt.Errorf("score windows: %w", err)
+				return
+			}
+			rows := logits.MustNarrow(0, int64(lo), int64(m), false)
+			lp, top := warpedLogProbs(rows, tg, w)
+			rows.MustDrop()
+			tg.MustDrop()
+			vals := readColumns([]*ts.Tensor{lp, top}) // row r: its log-probability, its largest scaled logit
+			for r := 0; r < m; r++ {
+				v := vals[2*r]
+				if top := vals[2*r+1]; math.IsNaN(top) || math.IsInf(top, 0) {
+					v = math.NaN()
+				}
+				out = append(out, v)
+			}
+		}
+	})
+	return out, ferr
 }
 
 // momentElems bounds how many logits logProbMoments takes at a time: its

@@ -27,7 +27,7 @@ func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ScoreWindows(g, windows, spans)
+	got, err := ScoreWindows(g, windows, spans, SpanOptions{Logits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestScoreWindowsMatchesTokenNLLAndLogits(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ScoreWindows(g, windows, [][2]int{{0, 7}, {0, 0}, {0, 0}}); err == nil {
+	if _, err := ScoreWindows(g, windows, [][2]int{{0, 7}, {0, 0}, {0, 0}}, SpanOptions{}); err == nil {
 		t.Error("a span past the window's positions was accepted")
 	}
 }

@@ -176,7 +176,7 @@ func (m *AuditModel) Score(ctx context.Context, texts []AuditInput, cfg AuditCon
 		windows[i] = j.ids
 	}
 	err = inBatches(ctx, windows, batch, "audit: scoring windows", func(idx []int, ws [][]int32) error {
-		scores, err := engine.ScoreWindows(m.g, ws, make([][2]int, len(ws)))
+		scores, err := engine.ScoreWindows(m.g, ws, make([][2]int, len(ws)), engine.SpanOptions{})
 		if err != nil {
 			return err
 		}

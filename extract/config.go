@@ -67,14 +67,16 @@ type Config struct {
 	// probability reaches P, taken on the distribution renormalized after
 	// TopK (Hugging Face's order: temperature, top-k, top-p); 1 means all.
 	TopP float64 `toml:"top_p" json:"top_p"`
-	// Sampler is where decoding = "sample" draws its tokens: "host" (each
-	// step's logits copied to the host and drawn from there in float64, the
-	// rows on every core), "device" (where the model runs: the logits stay
-	// there and each row's tokens and log-probabilities come back once a
-	// batch) or "auto", also when empty: device on a GPU, host on the CPU.
-	// With the same random numbers both draw the same tokens but where
-	// rounding moves a cumulative probability across a draw (the device
-	// sums in another order); log-probabilities agree to about 1e-12.
+	// Sampler is where decoding = "sample" draws its tokens, and where the
+	// scoring pass computes p_extract (the probability that the decoding
+	// scheme reproduces the suffix): "host" (the logits copied to the host
+	// and worked there in float64, the rows on every core), "device"
+	// (where the model runs: the logits stay there and a value a token
+	// comes back) or "auto", also when empty: device on a GPU, host on the
+	// CPU. With the same random numbers both draw the same tokens but
+	// where rounding moves a cumulative probability across a draw (the
+	// device sums in another order); log-probabilities agree to about
+	// 1e-12, and greedy's p_extract is the same bits.
 	Sampler string `toml:"sampler,omitempty" json:"sampler,omitempty"`
 	// Beams is the beam width of beam search.
 	Beams int `toml:"beams" json:"beams"`

@@ -1,9 +1,11 @@
 package extract
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -157,4 +159,71 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("NaN logits: device path gave %v, host %v", got, want)
 	}
+}
+
+// The scoring pass's p_extract computed on the device (extract.sampler
+// device: greedy's argmax check and sampling's warped probabilities,
+// one value a position read back) must be the host's from the copied
+// logits: greedy's bit for bit, with suffixes that greedy decoding
+// reproduces and ones it does not; sampling's within rounding, for
+// top-k and top-p settings that drop true tokens (−Inf) and ones that
+// keep them. Every other score is the same bits.
+func TestDeviceScoringMatchesHost(t *testing.T) {
+	docs := opticksDocs(t, 4, 48)
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 21})
+	memorize(t, g, [][]int32{docs[0].IDs, docs[1].IDs}, 120, 0.3)
+	type scheme struct {
+		decoding string
+		temp     float64
+		k        int
+		p        float64
+	}
+	var zero, inf, finite int
+	for _, sc := range []scheme{{DecodeGreedy, 1, 0, 1}, {DecodeSample, 1, 0, 1}, {DecodeSample, 0.9, 8, 0.95}, {DecodeSample, 1.2, 0, 0.5}, {DecodeSample, 0.7, 1, 1}} {
+		for _, suffix := range []int{4, 16} {
+			cfg := DefaultConfig()
+			cfg.Mode, cfg.Prefix, cfg.Suffix = ModeFixed, 16, suffix
+			cfg.Decoding, cfg.Temperature, cfg.TopK, cfg.TopP = sc.decoding, sc.temp, sc.k, sc.p
+			cfg.BatchSize = 3 // two batches
+			prompts := BuildPrompts(cfg, docs, 48)
+			cfg.Sampler = SamplerHost
+			want, err := scoreAll(context.Background(), g, cfg, prompts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Sampler = SamplerDevice
+			if opt := (decoder{cfg: cfg}).spanOptions(g.Device()); opt.Logits {
+				t.Fatalf("%+v: the device sampler still copies the logits", sc)
+			}
+			got, err := scoreAll(context.Background(), g, cfg, prompts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				a, b := got[i], want[i]
+				if !reflect.DeepEqual(a.losses, b.losses) || math.Float64bits(a.minKPP) != math.Float64bits(b.minKPP) {
+					t.Errorf("%+v doc %d: losses or Min-K%%++ differ", sc, i)
+				}
+				same := math.Float64bits(a.pExtract) == math.Float64bits(b.pExtract)
+				if sc.decoding == DecodeSample && !math.IsInf(b.pExtract, 0) {
+					same = math.Abs(a.pExtract-b.pExtract) <= 1e-9*math.Max(1, math.Abs(b.pExtract))
+				}
+				if !same {
+					t.Errorf("%+v, suffix %d, doc %d: p_extract %.15g on the device, %.15g on the host", sc, suffix, i, a.pExtract, b.pExtract)
+				}
+				switch {
+				case b.pExtract == 0:
+					zero++
+				case math.IsInf(b.pExtract, -1):
+					inf++
+				default:
+					finite++
+				}
+			}
+		}
+	}
+	if zero == 0 || inf == 0 || finite == 0 {
+		t.Errorf("p_extract 0 in %d cases, −Inf in %d, in between in %d: want each at least once", zero, inf, finite)
+	}
+	t.Logf("p_extract 0 in %d cases, −Inf in %d, in between in %d", zero, inf, finite)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/sugarme/gotch"
 )
 
 // windowScore is what the scoring pass computes over one document's attack window.
@@ -40,6 +41,7 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 	order := byLength(len(prompts), func(i int) int { return len(prompts[i].Window) })
 	out := make([]windowScore, len(prompts))
 	dec := decoder{cfg: cfg}
+	opt := dec.spanOptions(g.Device())
 	bar := progress.New("extract: scoring", len(prompts))
 	defer bar.Done()
 	for lo := 0; lo < len(order); lo += cfg.BatchSize {
@@ -55,19 +57,28 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 				spans[k] = sp
 			}
 		}
-		scores, err := engine.ScoreWindows(g, ws, spans)
+		scores, err := engine.ScoreWindows(g, ws, spans, opt)
 		if err != nil {
 			return nil, err
 		}
+		batchOpt := opt
+		if undecided(scores, opt) {
+			// A position's largest logit was not finite, where libtorch and
+			// the host order NaN differently: the batch the host's way.
+			batchOpt = engine.SpanOptions{Logits: true}
+			if scores, err = engine.ScoreWindows(g, ws, spans, batchOpt); err != nil {
+				return nil, err
+			}
+		}
 		// Each document's scores are its own: they are derived on every
-		// core (a sampled suffix's probability orders the vocabulary at each
-		// of its tokens, on the host).
+		// core (with the logits on the host, a sampled suffix's probability
+		// orders the vocabulary at each of its tokens).
 		parallel.For(len(idx), func() func(int) {
 			return func(k int) {
 				i, s := idx[k], scores[k]
 				d := windowScore{losses: s.NLL, minKPP: MinKPlusPlus(s.NLL, s.Mean, s.Var, cfg.MinKFraction), pExtract: math.NaN()}
 				if _, ok := suffixSpan(prompts[i]); ok && cfg.Decoding != DecodeBeam {
-					d.pExtract = dec.suffixLogProb(s.Logits, prompts[i].Suffix)
+					d.pExtract = dec.pExtract(s, prompts[i].Suffix, batchOpt)
 				}
 				out[i] = d
 			}
@@ -77,6 +88,53 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 		bar.Update(lo+len(idx), "")
 	}
 	return out, nil
+}
+
+// spanOptions is what the scoring pass asks of each suffix's positions on
+// a model on dev: with extract.sampler on the device (auto: on a GPU),
+// greedy's argmax check or sampling's probabilities there, one value a
+// position read back; on the host, the positions' logits, which
+// suffixLogProb reads. Both give the same p_extract (greedy's bit for
+// bit; sampling's to its last bits, as the sampler's log-probabilities).
+func (d decoder) spanOptions(dev gotch.Device) engine.SpanOptions {
+	switch {
+	case d.cfg.Decoding == DecodeBeam:
+		return engine.SpanOptions{}
+	case !d.samplesOn(dev):
+		return engine.SpanOptions{Logits: true}
+	case d.cfg.Decoding == DecodeGreedy:
+		return engine.SpanOptions{Greedy: true}
+	}
+	return engine.SpanOptions{Sample: &engine.Warpers{Temperature: d.cfg.Temperature, TopK: d.cfg.TopK, TopP: d.cfg.TopP}}
+}
+
+// undecided reports whether a score computed on the device under opt
+// needs the host: a sampled suffix's log-probability is NaN where a
+// position's largest scaled logit was not finite.
+func undecided(scores []engine.WindowScore, opt engine.SpanOptions) bool {
+	if opt.Sample == nil {
+		return false
+	}
+	for _, s := range scores {
+		if math.IsNaN(s.SampledLogProb) {
+			return true
+		}
+	}
+	return false
+}
+
+// pExtract is suffixLogProb of s's span, from what ScoreWindows computed
+// under opt.
+func (d decoder) pExtract(s engine.WindowScore, suffix []int32, opt engine.SpanOptions) float64 {
+	switch {
+	case opt.Greedy && s.GreedyMatch:
+		return 0
+	case opt.Greedy:
+		return math.Inf(-1)
+	case opt.Sample != nil:
+		return s.SampledLogProb
+	}
+	return d.suffixLogProb(s.Logits, suffix)
 }
 
 // suffixLogProb is the natural log of the probability that the decoding

@@ -261,7 +261,7 @@ func scoreLogits(g *model.GPT, batch [][]int32, logits *[][][]float32) ([][]floa
 	for i, r := range batch {
 		spans[i] = [2]int{0, len(r) - 1}
 	}
-	scores, err := engine.ScoreWindows(g, batch, spans)
+	scores, err := engine.ScoreWindows(g, batch, spans, engine.SpanOptions{Logits: true})
 	if err != nil {
 		return nil, err
 	}
