@@ -102,17 +102,25 @@ func (kc *Cache) Reorder(rows []int) error {
 		return fmt.Errorf("model: reorder: %w", err)
 	}
 	defer it.MustDrop()
-	torchx.NoGrad(func() {
-		for l := range kc.k {
-			kc.k[l] = kc.k[l].MustIndexSelect(0, it, true)
-			kc.v[l] = kc.v[l].MustIndexSelect(0, it, true)
-		}
-	})
-	kc.starts, kc.batch = starts, len(rows)
+	kc.reorderBy(it, starts)
 	if kc.approx != nil {
 		kc.approx.Reorder(rows)
 	}
 	return nil
+}
+
+// reorderBy is Reorder by the rows in idx, an int64 tensor on the
+// cache's device that the host need not read (beam search's parents on
+// the device), the new rows starting at starts. An approximation's state
+// is not reordered: callers decline under one.
+func (kc *Cache) reorderBy(idx *ts.Tensor, starts []int) {
+	torchx.NoGrad(func() {
+		for l := range kc.k {
+			kc.k[l] = kc.k[l].MustIndexSelect(0, idx, true)
+			kc.v[l] = kc.v[l].MustIndexSelect(0, idx, true)
+		}
+	})
+	kc.starts, kc.batch = starts, len(starts)
 }
 
 // Drop frees the cache's tensors now rather than at the next collection.

@@ -27,9 +27,9 @@ type Stepper struct {
 	fed      int // positions of seqs already in the cache
 	// promptLen is the length of the left-padded prompts in seqs.
 	promptLen int
-	// sampling holds StartSampled's logits [rows, vocab] on the device
-	// until ContinueSampled draws from them.
-	sampling *ts.Tensor
+	// pending holds StartOnDevice's logits [rows, vocab] on the device
+	// until ContinueSampled or ContinueBeams takes them.
+	pending *ts.Tensor
 	// newApprox, when not nil, makes the approximation each cache
 	// decodes under (NewStepperUnder; exact decoding has none).
 	newApprox func(rows int) Approximation
@@ -104,7 +104,7 @@ func (s *Stepper) begin(prompts [][]int32, maxNew int) error {
 }
 
 func (s *Stepper) newCache() error {
-	s.dropSampling()
+	s.dropPending()
 	if s.cache != nil {
 		s.cache.Drop()
 	}
@@ -380,7 +380,7 @@ func (s *Stepper) Reorder(rows []int) error {
 
 // Close frees what Start allocated.
 func (s *Stepper) Close() {
-	s.dropSampling()
+	s.dropPending()
 	if s.cache != nil {
 		s.cache.Drop()
 		s.cache = nil

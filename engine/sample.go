@@ -33,13 +33,13 @@ type Sampled struct {
 	LogProbs []float64
 }
 
-// StartSampled feeds the prompts and gives prompt p the rows p·per …
+// StartOnDevice feeds the prompts and gives prompt p the rows p·per …
 // p·per+per−1 (the prompt runs once and its KV cache is copied, as
 // Reorder does), keeping their next-token logits on the device for
-// ContinueSampled, which draws the tokens there. ok is false, with
-// nothing started, without the cache: ContinueSampled feeds each step's
+// ContinueSampled or ContinueBeams, which choose the tokens there. ok is
+// false, with nothing started, without the cache: they feed each step's
 // tokens through it.
-func (s *Stepper) StartSampled(prompts [][]int32, per, maxNew int) (ok bool, err error) {
+func (s *Stepper) StartOnDevice(prompts [][]int32, per, maxNew int) (ok bool, err error) {
 	if !s.useCache {
 		return false, nil
 	}
@@ -58,11 +58,11 @@ func (s *Stepper) StartSampled(prompts [][]int32, per, maxNew int) (ok bool, err
 			return false, err
 		}
 	}
-	s.sampling = logits
+	s.pending = logits
 	return true, nil
 }
 
-// ContinueSampled extends every row started by StartSampled by n sampled
+// ContinueSampled extends every row started by StartOnDevice by n sampled
 // tokens, drawn where the logits are: row r's token at step j is the
 // candidate (by the warpers, most likely first, lower id first among
 // equals) at which the cumulative probability first exceeds u[r][j], a
@@ -81,11 +81,11 @@ func (s *Stepper) StartSampled(prompts [][]int32, per, maxNew int) (ok bool, err
 // differently): nothing is returned and the caller samples the host way,
 // from a new Start.
 func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampled, ok bool, err error) {
-	logits := s.sampling
+	logits := s.pending
 	if logits == nil {
-		return nil, false, fmt.Errorf("sample on the device: ContinueSampled without StartSampled")
+		return nil, false, fmt.Errorf("sample on the device: ContinueSampled without StartOnDevice")
 	}
-	s.sampling = nil
+	s.pending = nil
 	b := len(s.seqs)
 	if n < 1 || n > s.maxLen-s.promptLen+1 {
 		logits.MustDrop()
@@ -271,10 +271,10 @@ func normalize(p *ts.Tensor) *ts.Tensor {
 	return p.MustDiv(z, true)
 }
 
-// dropSampling frees logits StartSampled kept that no ContinueSampled took.
-func (s *Stepper) dropSampling() {
-	if s.sampling != nil {
-		s.sampling.MustDrop()
-		s.sampling = nil
+// dropPending frees logits StartOnDevice kept that nothing took.
+func (s *Stepper) dropPending() {
+	if s.pending != nil {
+		s.pending.MustDrop()
+		s.pending = nil
 	}
 }

@@ -41,12 +41,13 @@ type BenchConfig struct {
 	Temperature float64
 	TopK        int
 	TopP        float64
-	// Sampler is extract.sampler: where sampling draws ("" is auto).
-	Sampler string
-	Reps    int // measured runs
-	Warmup  int // unmeasured runs first
-	Threads int // libtorch threads; 0 keeps the default
-	Seed    int64
+	// DecodeOn is extract.decode_on: where sampling draws and beam search
+	// ranks ("" is auto).
+	DecodeOn string
+	Reps     int // measured runs
+	Warmup   int // unmeasured runs first
+	Threads  int // libtorch threads; 0 keeps the default
+	Seed     int64
 	// Device is where the model decodes: "cpu" (also when empty), "cuda"
 	// or "cuda:N".
 	Device string
@@ -87,9 +88,10 @@ type BenchResult struct {
 	Temperature float64 `json:"temperature"`
 	TopK        int     `json:"top_k"`
 	TopP        float64 `json:"top_p"`
-	// Sampler is where sampling drew: "host" or "device" (extract.sampler
-	// resolved for the model's device); empty for greedy and beam search.
-	Sampler   string `json:"sampler,omitempty"`
+	// DecodeOn is where sampling drew or beam search ranked: "host" or
+	// "device" (extract.decode_on resolved for the model's device); empty
+	// for greedy decoding.
+	DecodeOn  string `json:"decode_on,omitempty"`
 	Device    string `json:"device"`
 	Precision string `json:"precision"`
 	Threads   int    `json:"threads"`
@@ -176,25 +178,29 @@ func (t *timedGreedyStepper) ContinueGreedy(first []int32, n int) ([][]int32, er
 	return t.greedy.ContinueGreedy(first, n)
 }
 
-// timedSamplingStepper is a timedGreedyStepper that also samples on its
-// device, as an attack's stepper does.
-type timedSamplingStepper struct {
+// timedDeviceStepper is a timedGreedyStepper that also samples and
+// searches beams on its device, as an attack's stepper does.
+type timedDeviceStepper struct {
 	*timedGreedyStepper
-	sampler deviceSampler
+	dev deviceDecoder
 }
 
-func (t *timedSamplingStepper) StartSampled(prompts [][]int32, per, maxNew int) (bool, error) {
+func (t *timedDeviceStepper) StartOnDevice(prompts [][]int32, per, maxNew int) (bool, error) {
 	t0 := time.Now()
-	ok, err := t.sampler.StartSampled(prompts, per, maxNew)
+	ok, err := t.dev.StartOnDevice(prompts, per, maxNew)
 	t.prefill += time.Since(t0)
 	return ok, err
 }
 
-func (t *timedSamplingStepper) ContinueSampled(n int, w engine.Warpers, u [][]float64) ([]engine.Sampled, bool, error) {
-	return t.sampler.ContinueSampled(n, w, u)
+func (t *timedDeviceStepper) ContinueSampled(n int, w engine.Warpers, u [][]float64) ([]engine.Sampled, bool, error) {
+	return t.dev.ContinueSampled(n, w, u)
 }
 
-func (t *timedSamplingStepper) Device() gotch.Device { return t.sampler.Device() }
+func (t *timedDeviceStepper) ContinueBeams(n, width int) ([]engine.Beam, bool, error) {
+	return t.dev.ContinueBeams(n, width)
+}
+
+func (t *timedDeviceStepper) Device() gotch.Device { return t.dev.Device() }
 
 // timed wraps st to time its prompt passes, keeping its greedy steps and
 // its sampling on the device.
@@ -205,8 +211,8 @@ func timed(st stepper) (stepper, *timedStepper) {
 		return t, t
 	}
 	tg := &timedGreedyStepper{timedStepper: t, greedy: g}
-	if ds, ok := st.(deviceSampler); ok {
-		return &timedSamplingStepper{timedGreedyStepper: tg, sampler: ds}, t
+	if ds, ok := st.(deviceDecoder); ok {
+		return &timedDeviceStepper{timedGreedyStepper: tg, dev: ds}, t
 	}
 	return tg, t
 }
@@ -276,7 +282,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			cfg.Prefix, cfg.Suffix, cfg.Batch, cfg.Reps, cfg.Warmup)
 	}
 	dc := DefaultConfig()
-	dc.Decoding, dc.Seed, dc.Beams, dc.TopK, dc.Sampler = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1), cfg.TopK, cfg.Sampler
+	dc.Decoding, dc.Seed, dc.Beams, dc.TopK, dc.DecodeOn = cfg.Decoding, cfg.Seed, max(cfg.Beams, 1), cfg.TopK, cfg.DecodeOn
 	if cfg.Temperature != 0 {
 		dc.Temperature = cfg.Temperature
 	}
@@ -370,11 +376,11 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	n := float64(cfg.Reps)
-	var sampler string
-	if cfg.Decoding == DecodeSample {
-		sampler = SamplerHost
-		if dec.samplesOn(g.Device()) {
-			sampler = SamplerDevice
+	var decodeOn string
+	if cfg.Decoding != DecodeGreedy {
+		decodeOn = OnHost
+		if dec.decodesOn(g.Device()) {
+			decodeOn = OnDevice
 		}
 	}
 	decoded := len(rows) * per
@@ -383,7 +389,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	return BenchResult{
 		Preset: mc.Preset, ModelDir: cfg.ModelDir, Params: mc.Params(), Vocab: mc.Vocab, Prefix: cfg.Prefix, Suffix: cfg.Suffix,
-		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, Sampler: sampler, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), HostProcs: runtime.GOMAXPROCS(0), Reps: cfg.Reps,
+		Batch: cfg.Batch, Rows: decoded, SharedPrompt: shared, Decoding: cfg.Decoding, Temperature: dc.Temperature, TopK: dc.TopK, TopP: dc.TopP, DecodeOn: decodeOn, Device: deviceName(cfg.Device), Precision: precision.Name(cfg.Precision), Threads: torchx.Threads(), HostProcs: runtime.GOMAXPROCS(0), Reps: cfg.Reps,
 		TokensPerS:    float64(len(rows)*per*cfg.Suffix) * n / all.Seconds(),
 		PrefillS:      prefill.Seconds() / n,
 		DecodeS:       (all - prefill).Seconds() / n,

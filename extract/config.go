@@ -29,18 +29,19 @@ const (
 // pythiaLen is Pythia's memorization prefix and suffix length.
 const pythiaLen = 32
 
-// Where sampling draws (Config.Sampler).
+// Where decoding chooses its tokens (Config.DecodeOn).
 const (
-	SamplerAuto   = "auto"
-	SamplerHost   = "host"
-	SamplerDevice = "device"
+	OnAuto   = "auto"
+	OnHost   = "host"
+	OnDevice = "device"
 )
 
-// Modes, Decodings and Samplers list the accepted values, for help texts.
+// Modes, Decodings and DecodeOnValues list the accepted values, for help
+// texts.
 var (
-	Modes     = []string{ModeReference, ModeFixed, ModePythia}
-	Decodings = []string{DecodeGreedy, DecodeSample, DecodeBeam}
-	Samplers  = []string{SamplerAuto, SamplerHost, SamplerDevice}
+	Modes          = []string{ModeReference, ModeFixed, ModePythia}
+	Decodings      = []string{DecodeGreedy, DecodeSample, DecodeBeam}
+	DecodeOnValues = []string{OnAuto, OnHost, OnDevice}
 	// knownSplits are the splits of docs.arrow.
 	knownSplits = []string{"target", "control", "background", "validation"}
 )
@@ -67,17 +68,19 @@ type Config struct {
 	// probability reaches P, taken on the distribution renormalized after
 	// TopK (Hugging Face's order: temperature, top-k, top-p); 1 means all.
 	TopP float64 `toml:"top_p" json:"top_p"`
-	// Sampler is where decoding = "sample" draws its tokens, and where the
-	// scoring pass computes p_extract (the probability that the decoding
-	// scheme reproduces the suffix): "host" (the logits copied to the host
-	// and worked there in float64, the rows on every core), "device"
-	// (where the model runs: the logits stay there and a value a token
-	// comes back) or "auto", also when empty: device on a GPU, host on the
-	// CPU. With the same random numbers both draw the same tokens but
-	// where rounding moves a cumulative probability across a draw (the
-	// device sums in another order); log-probabilities agree to about
-	// 1e-12, and greedy's p_extract is the same bits.
-	Sampler string `toml:"sampler,omitempty" json:"sampler,omitempty"`
+	// DecodeOn is where decoding chooses its tokens from the logits:
+	// sampling's draws, beam search's ranking and the scoring pass's
+	// p_extract (the probability that the decoding scheme reproduces the
+	// suffix). "host": the logits are copied to the host and worked there
+	// in float64, the rows on every core; "device": where the model runs,
+	// the logits staying there and a token or value a row coming back;
+	// "auto", also when empty: device on a GPU, host on the CPU. Both
+	// choose the same tokens (sampling with the same random numbers) but
+	// where two sums within rounding of each other decide (the device sums
+	// in another order); log-probabilities agree to about 1e-12, and
+	// greedy's p_extract is the same bits. Greedy decoding takes its
+	// argmax on the device either way.
+	DecodeOn string `toml:"decode_on,omitempty" json:"decode_on,omitempty"`
 	// Beams is the beam width of beam search.
 	Beams int `toml:"beams" json:"beams"`
 	// Seed seeds sampling.
@@ -215,8 +218,8 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.TopP) || c.TopP <= 0 || c.TopP > 1 {
 		return fmt.Errorf("extract.top_p = %v: must be in (0, 1] (1 = no limit)", c.TopP)
 	}
-	if c.Sampler != "" && !oneOf(c.Sampler, Samplers) {
-		return fmt.Errorf("extract.sampler = %q: must be one of %s", c.Sampler, strings.Join(Samplers, ", "))
+	if c.DecodeOn != "" && !oneOf(c.DecodeOn, DecodeOnValues) {
+		return fmt.Errorf("extract.decode_on = %q: must be one of %s", c.DecodeOn, strings.Join(DecodeOnValues, ", "))
 	}
 	if c.Beams < 1 || c.Beams > 64 {
 		return fmt.Errorf("extract.beams = %d: must be between 1 and 64", c.Beams)

@@ -348,6 +348,12 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 	if n <= 0 || b == 0 {
 		return out, nil
 	}
+	if dd, ok := lm.(deviceDecoder); ok && d.decodesOn(dd.Device()) {
+		out, ok, err := beamGuessesOnDevice(dd, prompts, n, width)
+		if err != nil || ok {
+			return out, err
+		}
+	}
 	// Each prompt runs once; its first step's candidates come from that
 	// row, and Reorder then copies its cache to the prompt's beams (as
 	// samples share their prompt's), instead of a prompt pass per beam.
@@ -433,6 +439,29 @@ func (d decoder) beamGuesses(lm stepper, prompts [][]int32, n, width int) ([][]G
 		}
 	}
 	return out, nil
+}
+
+// beamGuessesOnDevice is beamGuesses ranked on the stepper's device
+// (engine.Stepper.ContinueBeams): the same beams but where two
+// candidates' scores are within rounding, LogProb to its last bits. ok is
+// false, with nothing decoded, where the stepper declined.
+func beamGuessesOnDevice(lm deviceDecoder, prompts [][]int32, n, width int) (out [][]Guess, ok bool, err error) {
+	if ok, err := lm.StartOnDevice(prompts, 1, n); err != nil || !ok {
+		return nil, false, err
+	}
+	defer lm.Close()
+	beams, ok, err := lm.ContinueBeams(n, width)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	out = make([][]Guess, len(prompts))
+	for p := range out {
+		for j := 0; j < width; j++ {
+			bm := beams[p*width+j]
+			out[p] = append(out[p], Guess{Sample: j, IDs: bm.IDs, LogProb: bm.LogProb})
+		}
+	}
+	return out, true, nil
 }
 
 // logSoftmaxInto writes log softmax(l) in float64 into out (len(l)) and

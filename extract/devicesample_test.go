@@ -12,6 +12,7 @@ import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/precision"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -30,7 +31,7 @@ func tiedModel(t *testing.T) *model.GPT {
 	return g
 }
 
-// Sampling on the device (engine.Stepper's StartSampled and
+// Sampling on the device (engine.Stepper's StartOnDevice and
 // ContinueSampled) must draw the tokens the host sampler draws with the
 // same random streams, and sum the same log-probabilities to within
 // rounding, for every warper: temperatures, top-k (1, 3, 40, with ties at
@@ -62,14 +63,14 @@ func TestDeviceSamplingMatchesHost(t *testing.T) {
 					return rs
 				}
 				host := cfg
-				host.Sampler = SamplerHost
+				host.DecodeOn = OnHost
 				want, err := decoder{cfg: host}.guesses(mk(), prompts, n, per, rngsOf())
 				if err != nil {
 					t.Fatal(err)
 				}
 				dev := cfg
-				dev.Sampler = SamplerDevice
-				lm, ok := mk().(deviceSampler)
+				dev.DecodeOn = OnDevice
+				lm, ok := mk().(deviceDecoder)
 				if !ok {
 					t.Fatalf("%s: the stepper does not sample on the device", name)
 				}
@@ -105,24 +106,24 @@ func TestDeviceSamplingMatchesHost(t *testing.T) {
 	t.Logf("%d of %d guesses agree; %d tokens drawn among the tied", agree, total, tied)
 }
 
-// With extract.sampler auto, a CPU model samples on the host (the same
+// With extract.decode_on auto, a CPU model samples on the host (the same
 // bits as before the device sampler existed); a logits row with a NaN
 // (here every row: a NaN in the final norm's gain) makes the device path
 // decline, and guesses falls back to the host's draws.
 func TestDeviceSamplingDeclines(t *testing.T) {
 	g := tiedModel(t)
 	st := engine.NewStepper(g, true)
-	if (decoder{cfg: DefaultConfig()}).samplesOn(st.Device()) {
-		t.Error("sampler auto samples a CPU model on the device")
+	if (decoder{cfg: DefaultConfig()}).decodesOn(st.Device()) {
+		t.Error("decode_on auto samples a CPU model on the device")
 	}
-	if ok, err := engine.NewStepper(g, false).StartSampled([][]int32{{1}}, 1, 2); ok || err != nil {
-		t.Errorf("StartSampled without the cache: ok %v, %v; want it to decline", ok, err)
+	if ok, err := engine.NewStepper(g, false).StartOnDevice([][]int32{{1}}, 1, 2); ok || err != nil {
+		t.Errorf("StartOnDevice without the cache: ok %v, %v; want it to decline", ok, err)
 	}
 	if _, _, err := st.ContinueSampled(2, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.5, 0.5}}); err == nil {
-		t.Error("ContinueSampled before StartSampled: no error")
+		t.Error("ContinueSampled before StartOnDevice: no error")
 	}
-	if ok, err := st.StartSampled([][]int32{{1}, {2}}, 2, 2); !ok || err != nil {
-		t.Fatalf("StartSampled: %v, %v", ok, err)
+	if ok, err := st.StartOnDevice([][]int32{{1}, {2}}, 2, 2); !ok || err != nil {
+		t.Fatalf("StartOnDevice: %v, %v", ok, err)
 	}
 	if _, _, err := st.ContinueSampled(2, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.5, 0.5}}); err == nil {
 		t.Error("ContinueSampled with one row of draws for four rows: no error")
@@ -135,8 +136,8 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 		one.MustFill_(ts.FloatScalar(math.NaN()))
 		one.MustDrop()
 	})
-	if ok, err := st.StartSampled([][]int32{{1}}, 1, 3); !ok || err != nil {
-		t.Fatalf("StartSampled: %v, %v", ok, err)
+	if ok, err := st.StartOnDevice([][]int32{{1}}, 1, 3); !ok || err != nil {
+		t.Fatalf("StartOnDevice: %v, %v", ok, err)
 	}
 	if rows, ok, err := st.ContinueSampled(3, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.1, 0.2, 0.3}}); ok || err != nil || rows != nil {
 		t.Errorf("NaN logits: ContinueSampled gave %v, ok %v, %v; want it to decline", rows, ok, err)
@@ -146,12 +147,12 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 	cfg.Decoding = DecodeSample
 	rngs := func() []*rand.Rand { return []*rand.Rand{guessRNG(1, 0, 0)} }
 	host := cfg
-	host.Sampler = SamplerHost
+	host.DecodeOn = OnHost
 	want, err := decoder{cfg: host}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}}, 3, 1, rngs())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Sampler = SamplerDevice
+	cfg.DecodeOn = OnDevice
 	got, err := decoder{cfg: cfg}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}}, 3, 1, rngs())
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 	}
 }
 
-// The scoring pass's p_extract computed on the device (extract.sampler
+// The scoring pass's p_extract computed on the device (extract.decode_on
 // device: greedy's argmax check and sampling's warped probabilities,
 // one value a position read back) must be the host's from the copied
 // logits: greedy's bit for bit, with suffixes that greedy decoding
@@ -186,12 +187,12 @@ func TestDeviceScoringMatchesHost(t *testing.T) {
 			cfg.Decoding, cfg.Temperature, cfg.TopK, cfg.TopP = sc.decoding, sc.temp, sc.k, sc.p
 			cfg.BatchSize = 3 // two batches
 			prompts := BuildPrompts(cfg, docs, 48)
-			cfg.Sampler = SamplerHost
+			cfg.DecodeOn = OnHost
 			want, err := scoreAll(context.Background(), g, cfg, prompts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Sampler = SamplerDevice
+			cfg.DecodeOn = OnDevice
 			if opt := (decoder{cfg: cfg}).spanOptions(g.Device()); opt.Logits {
 				t.Fatalf("%+v: the device sampler still copies the logits", sc)
 			}
@@ -226,4 +227,88 @@ func TestDeviceScoringMatchesHost(t *testing.T) {
 		t.Errorf("p_extract 0 in %d cases, −Inf in %d, in between in %d: want each at least once", zero, inf, finite)
 	}
 	t.Logf("p_extract 0 in %d cases, −Inf in %d, in between in %d", zero, inf, finite)
+}
+
+// Beam search ranked on the device (engine.Stepper.ContinueBeams) must
+// keep the beams the host's search keeps, best first, with their summed
+// log-probabilities to rounding, at widths 1, 2 and 4, in float32 and in
+// bfloat16, whose logits tie often among a beam's most likely tokens;
+// under an approximation the device path declines and the host's beams
+// come back.
+func TestDeviceBeamsMatchHost(t *testing.T) {
+	for _, prec := range []string{precision.FP32, precision.BF16} {
+		g := tiedModel(t)
+		if err := precision.Set(g, prec, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(prec, func(t *testing.T) { deviceBeamsMatchHost(t, g) })
+	}
+	t.Run("tied at the top", func(t *testing.T) { deviceBeamsMatchHost(t, topTiedModel(t)) })
+}
+
+// topTiedModel is tiedModel with its final norm's gain zero but in one
+// dimension, where the embedding (the output rows too) holds +1 for
+// tokens 16 to 23 and −1 for tokens 24 to 31, the rest staying near 0:
+// every step's eight most likely tokens tie (16 to 23 where that
+// dimension of the last hidden state is positive, 24 to 31 where it is
+// negative), so a beam's candidates are decided by the tie rule alone.
+func topTiedModel(t *testing.T) *model.GPT {
+	g := tiedModel(t)
+	ps := g.Params()
+	torchx.NoGrad(func() {
+		gain := ps[len(ps)-1].Tensor
+		gain.MustFill_(ts.FloatScalar(0))
+		one := gain.MustNarrow(0, 0, 1, false)
+		one.MustFill_(ts.FloatScalar(1))
+		one.MustDrop()
+		for _, r := range []struct {
+			from int64
+			v    float64
+		}{{16, 1}, {24, -1}} {
+			cell := ps[0].Tensor.MustNarrow(0, r.from, 8, false).MustNarrow(1, 0, 1, true)
+			cell.MustFill_(ts.FloatScalar(r.v))
+			cell.MustDrop()
+		}
+	})
+	return g
+}
+
+func deviceBeamsMatchHost(t *testing.T, g *model.GPT) {
+	prompts := [][]int32{[]int32("Of the Refractions"), []int32("Light is"), []int32("x")}
+	const n = 10
+	for name, mk := range exactAndKV8(t, g) {
+		for _, width := range []int{1, 2, 4} {
+			cfg := DefaultConfig()
+			cfg.Decoding, cfg.Beams = DecodeBeam, width
+			cfg.DecodeOn = OnHost
+			want, err := decoder{cfg: cfg}.beamGuesses(mk(), prompts, n, width)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lm := mk().(deviceDecoder)
+			got, ok, err := beamGuessesOnDevice(lm, prompts, n, width)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "kv8" {
+				if ok {
+					t.Errorf("kv8, width %d: beam search on the device under an approximation", width)
+				}
+				cfg.DecodeOn = OnDevice
+				if got, err = (decoder{cfg: cfg}).beamGuesses(mk(), prompts, n, width); err != nil {
+					t.Fatal(err)
+				}
+			} else if !ok {
+				t.Fatalf("width %d: the device path declined", width)
+			}
+			for p := range want {
+				for j := range want[p] {
+					a, b := got[p][j], want[p][j]
+					if !slices.Equal(a.IDs, b.IDs) || a.Sample != b.Sample || math.Abs(a.LogProb-b.LogProb) > 1e-9*math.Max(1, math.Abs(b.LogProb)) {
+						t.Errorf("%s, width %d, prompt %d beam %d: device %v (%.15g), host %v (%.15g)", name, width, p, j, a.IDs, a.LogProb, b.IDs, b.LogProb)
+					}
+				}
+			}
+		}
+	}
 }

@@ -61,7 +61,7 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	var draws [][]float64 // row r's uniform draw at each step, taken before any decoding
 	if d.cfg.Decoding == DecodeSample {
 		draws = uniforms(rngs, n)
-		if ds, ok := lm.(deviceSampler); ok && d.samplesOn(ds.Device()) {
+		if ds, ok := lm.(deviceDecoder); ok && d.decodesOn(ds.Device()) {
 			out, ok, err := d.guessesOnDevice(ds, prompts, n, per, draws)
 			if err != nil || ok {
 				return out, err
@@ -108,25 +108,27 @@ func (d decoder) guesses(lm stepper, prompts [][]int32, n, per int, rngs []*rand
 	return out, nil
 }
 
-// deviceSampler is a stepper that can also sample on its model's device
-// (engine.Stepper, approx.Stepper): StartSampled is Start followed by
-// Reorder's expansion of each prompt into per rows, keeping the logits on
-// the device, and ContinueSampled draws n tokens a row there.
-type deviceSampler interface {
+// deviceDecoder is a stepper that can also choose its tokens on its
+// model's device (engine.Stepper, approx.Stepper): StartOnDevice is Start
+// followed by Reorder's expansion of each prompt into per rows, keeping
+// the logits on the device; ContinueSampled draws n tokens a row there,
+// and ContinueBeams runs beam search there.
+type deviceDecoder interface {
 	stepper
-	StartSampled(prompts [][]int32, per, maxNew int) (bool, error)
+	StartOnDevice(prompts [][]int32, per, maxNew int) (bool, error)
 	ContinueSampled(n int, w engine.Warpers, u [][]float64) ([]engine.Sampled, bool, error)
+	ContinueBeams(n, width int) ([]engine.Beam, bool, error)
 	Device() gotch.Device
 }
 
-// samplesOn reports whether extract.sampler sends the sampling of a
+// samplesOn reports whether extract.decode_on sends the sampling of a
 // model on dev to that device: "device" always, "host" never, "auto" on
 // a GPU.
-func (d decoder) samplesOn(dev gotch.Device) bool {
-	switch d.cfg.Sampler {
-	case SamplerDevice:
+func (d decoder) decodesOn(dev gotch.Device) bool {
+	switch d.cfg.DecodeOn {
+	case OnDevice:
 		return true
-	case SamplerHost:
+	case OnHost:
 		return false
 	}
 	return dev.IsCuda()
@@ -137,8 +139,8 @@ func (d decoder) samplesOn(dev gotch.Device) bool {
 // cumulative probability across a draw) and each guess's LogProb summed
 // over its tokens in the same order. ok is false, with nothing decoded,
 // where the stepper declined (guesses then samples on the host).
-func (d decoder) guessesOnDevice(lm deviceSampler, prompts [][]int32, n, per int, draws [][]float64) (out [][]Guess, ok bool, err error) {
-	if ok, err := lm.StartSampled(prompts, per, n); err != nil || !ok {
+func (d decoder) guessesOnDevice(lm deviceDecoder, prompts [][]int32, n, per int, draws [][]float64) (out [][]Guess, ok bool, err error) {
+	if ok, err := lm.StartOnDevice(prompts, per, n); err != nil || !ok {
 		return nil, false, err
 	}
 	defer lm.Close()

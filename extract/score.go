@@ -91,16 +91,17 @@ func scoreAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) (
 }
 
 // spanOptions is what the scoring pass asks of each suffix's positions on
-// a model on dev: with extract.sampler on the device (auto: on a GPU),
+// a model on dev: with extract.decode_on on the device (auto: on a GPU),
 // greedy's argmax check or sampling's probabilities there, one value a
 // position read back; on the host, the positions' logits, which
 // suffixLogProb reads. Both give the same p_extract (greedy's bit for
-// bit; sampling's to its last bits, as the sampler's log-probabilities).
+// bit; sampling's to its last bits, as the device sampler's
+// log-probabilities).
 func (d decoder) spanOptions(dev gotch.Device) engine.SpanOptions {
 	switch {
 	case d.cfg.Decoding == DecodeBeam:
 		return engine.SpanOptions{}
-	case !d.samplesOn(dev):
+	case !d.decodesOn(dev):
 		return engine.SpanOptions{Logits: true}
 	case d.cfg.Decoding == DecodeGreedy:
 		return engine.SpanOptions{Greedy: true}

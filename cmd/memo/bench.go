@@ -108,7 +108,7 @@ func benchCommand() *cli.Command {
 					benchKey{"beams", "(with --decoding beam; 1 to 64)"},
 					benchKey{"temperature", "(with --decoding sample; > 0)"}, benchKey{"top_k", "the K most likely tokens sampling draws from, with --decoding sample (0: no limit)"},
 					benchKey{"top_p", "nucleus sampling's probability mass, in (0, 1], with --decoding sample (1: no limit)"},
-					benchKey{"sampler", "where --decoding sample draws: host, device (the model's), or auto (device on a GPU)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
+					benchKey{"decode_on", "where --decoding sample draws and beam search ranks: host, device (the model's), or auto (device on a GPU)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
 			Action: runBenchDecode,
 		}, {
 			Name:      "score",
@@ -239,7 +239,7 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
-		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), Sampler: c.String("sampler"),
+		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), DecodeOn: c.String("decode-on"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
 		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops")})
 	if err != nil {
@@ -262,8 +262,11 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads, %d host cores\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads, res.HostProcs)
 	decoding := res.Decoding
-	if decoding == extract.DecodeSample {
-		decoding = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g) on the %s", res.Temperature, res.TopK, res.TopP, res.Sampler)
+	switch decoding {
+	case extract.DecodeSample:
+		decoding = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g) on the %s", res.Temperature, res.TopK, res.TopP, res.DecodeOn)
+	case extract.DecodeBeam:
+		decoding = "beam search on the " + res.DecodeOn
 	}
 	fmt.Fprintf(stdout, "attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)

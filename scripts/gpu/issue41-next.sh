@@ -25,9 +25,9 @@
 #       --rows-out, then transformers' generate on the same prompts with a
 #       static cache run eagerly (scripts/bench_generate.py --compile off):
 #       tokens/s and the fraction of memo's tokens it reproduces; then memo's
-#       sampling (16 x 16 rows) drawn on the GPU and on the host's cores
-#       (--sampler device, host), and beam search (64 x 4), whose per-row
-#       vocabulary work runs on the host's cores
+#       sampling (16 x 16 rows) and beam search (64 x 4), each with its
+#       choices made on the GPU and on the host's cores (--decode-on
+#       device, host)
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
 #       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio;
 #       then memo with MEMO_ASYNC_COPY=off (batches copied the blocking way)
@@ -145,7 +145,7 @@ if want b && fits b 60; then
 		# Package precision and the engine's backends moved off model
 		# with no GPU lent: their CUDA tests (fused attention, q/k/v kept
 		# bf16, native GQA, the engine's cached and scoring passes).
-		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels|LossKernel" "engine Cached|ScoreWindows|Backends|ArgmaxRows|SampleColumns"; do
+		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels|LossKernel" "engine Cached|ScoreWindows|Backends|ArgmaxRows|SampleColumns|TopFirst"; do
 			set -- $pt
 			if [[ -x $T/$1.test ]]; then
 				echo "--- b: $1.test -test.run '$2' on $dev"
@@ -264,28 +264,28 @@ if want e && fits e 70; then
 		else
 			echo "transformers' generate: skipped (no python3 torch or no 1.1B checkpoint)"
 		fi
-		# Sampling drawn on the GPU (the logits stay there; extract.sampler
-		# auto's choice on a GPU) and on the host (each step's logits
-		# copied back and drawn on the host's cores), 256 rows each; then
-		# beam search, whose rows' vocabulary work runs on the host's cores.
+		# Sampling and beam search with their choices made on the GPU (the
+		# logits stay there; extract.decode_on auto's choice on a GPU) and
+		# on the host (each step's logits copied back and worked on the
+		# host's cores), 256 rows each.
 		for where in device host; do
-			timed decode-sample-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding sample --samples 16 --batch 16 --sampler $where --json
+			timed decode-sample-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding sample --samples 16 --batch 16 --decode-on $where --json
+			timed decode-beam-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding beam --beams 4 --batch 64 --decode-on $where --json
 		done
-		python3 - "$W/decode-sample-device.json" "$W/decode-sample-host.json" <<'PY'
-import json, sys
-r = {}
-for f in sys.argv[1:]:
-    try:
-        d = json.load(open(f))
-    except (OSError, ValueError):
-        continue
-    r[d["sampler"]] = d["tokens_per_s"]
-    print("memo sampling on the %s, 16 prompts x 16 samples: %.0f tokens/s (decode %.3f s a run)" % (d["sampler"], d["tokens_per_s"], d["decode_s"]))
-if len(r) == 2:
-    print("sampling on the device / on the host: %.2fx" % (r["device"] / r["host"]))
+		python3 - "$W" <<'PY'
+import json, os, sys
+for what, label in (("sample", "sampling, 16 prompts x 16 samples"), ("beam", "beam search, 64 prompts x 4 beams")):
+    r = {}
+    for where in ("device", "host"):
+        try:
+            d = json.load(open(os.path.join(sys.argv[1], "decode-%s-%s.json" % (what, where))))
+        except (OSError, ValueError):
+            continue
+        r[where] = d["tokens_per_s"]
+        print("memo %s on the %s: %.0f tokens/s (decode %.3f s a run)" % (label, d["decode_on"], d["tokens_per_s"], d["decode_s"]))
+    if len(r) == 2:
+        print("  on the device / on the host: %.2fx" % (r["device"] / r["host"]))
 PY
-		timed decode-beam 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding beam --beams 4 --batch 64 --json &&
-			python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("memo beam search, 64 prompts x 4 beams: %.0f tokens/s (decode %.3f s a run)" % (d["tokens_per_s"], d["decode_s"]))' "$W/decode-beam.json"
 		echo "host cores: $(nproc)"
 	} 2>&1 | tee -a "$sum"
 	pack
