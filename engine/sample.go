@@ -44,7 +44,7 @@ func (s *Stepper) StartOnDevice(prompts [][]int32, per, maxNew int) (ok bool, er
 		return false, nil
 	}
 	if per < 1 {
-		return false, fmt.Errorf("sample on the device: %d rows a prompt: want >= 1", per)
+		return false, fmt.Errorf("decode on the device: %d rows a prompt: want >= 1", per)
 	}
 	if err := s.begin(prompts, maxNew); err != nil {
 		return false, err

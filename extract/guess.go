@@ -121,9 +121,9 @@ type deviceDecoder interface {
 	Device() gotch.Device
 }
 
-// samplesOn reports whether extract.decode_on sends the sampling of a
-// model on dev to that device: "device" always, "host" never, "auto" on
-// a GPU.
+// decodesOn reports whether extract.decode_on sends the choices of a
+// model on dev (sampling's draws, beam search's ranks, p_extract) to that
+// device: "device" always, "host" never, "auto" on a GPU.
 func (d decoder) decodesOn(dev gotch.Device) bool {
 	switch d.cfg.DecodeOn {
 	case OnDevice:
@@ -144,8 +144,7 @@ func (d decoder) guessesOnDevice(lm deviceDecoder, prompts [][]int32, n, per int
 		return nil, false, err
 	}
 	defer lm.Close()
-	w := engine.Warpers{Temperature: d.cfg.Temperature, TopK: d.cfg.TopK, TopP: d.cfg.TopP}
-	rows, ok, err := lm.ContinueSampled(n, w, draws)
+	rows, ok, err := lm.ContinueSampled(n, d.warpers(), draws)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -161,6 +160,11 @@ func (d decoder) guessesOnDevice(lm deviceDecoder, prompts [][]int32, n, per int
 		}
 	}
 	return out, true, nil
+}
+
+// warpers are the config's temperature, top-k and top-p, for the device.
+func (d decoder) warpers() engine.Warpers {
+	return engine.Warpers{Temperature: d.cfg.Temperature, TopK: d.cfg.TopK, TopP: d.cfg.TopP}
 }
 
 // uniforms are n draws of each generator in turn, what sampling's steps

@@ -106,7 +106,8 @@ func (d decoder) spanOptions(dev gotch.Device) engine.SpanOptions {
 	case d.cfg.Decoding == DecodeGreedy:
 		return engine.SpanOptions{Greedy: true}
 	}
-	return engine.SpanOptions{Sample: &engine.Warpers{Temperature: d.cfg.Temperature, TopK: d.cfg.TopK, TopP: d.cfg.TopP}}
+	w := d.warpers()
+	return engine.SpanOptions{Sample: &w}
 }
 
 // undecided reports whether a score computed on the device under opt
