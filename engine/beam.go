@@ -183,7 +183,9 @@ func topFirst(x *ts.Tensor, w int) (vals, ids *ts.Tensor) {
 }
 
 // allFinite reports whether every value of the float64 columns [1, 1]
-// is finite, and frees them.
+// is finite, and frees them: ContinueSampled's and ContinueBeams' check,
+// one sum a step, that no row's largest value was NaN or infinite (a sum
+// of finite log-probabilities or logits stays finite).
 func allFinite(cols []*ts.Tensor) bool {
 	if len(cols) == 0 {
 		return true

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -108,15 +107,17 @@ func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampl
 		logits.MustDrop()
 		return nil, false, fmt.Errorf("sample on the device: %w", err)
 	}
-	var vals []float64 // row r: n tokens, then their log-probabilities, then the steps' largest scaled logits
+	var vals []float64 // row r: n tokens, then their log-probabilities
+	var finite bool    // every step's rows had a finite largest scaled logit
 	torchx.NoGrad(func() {
-		var toks, lps, tops []*ts.Tensor
+		var toks, lps, best []*ts.Tensor // best: each step's rows' largest scaled logits, summed ([1, 1])
 		for step := 0; ; step++ {
 			uc := draws.MustNarrow(1, int64(step), 1, false)
 			tok, tokCol, lpCol, topCol := sampleColumns(logits, uc, w)
 			uc.MustDrop()
 			logits.MustDrop()
-			toks, lps, tops = append(toks, tokCol), append(lps, lpCol), append(tops, topCol)
+			toks, lps = append(toks, tokCol), append(lps, lpCol)
+			best = append(best, topCol.MustSumDimIntlist([]int64{0}, true, gotch.Double, true))
 			if step == n-1 {
 				tok.MustDrop()
 				break
@@ -124,22 +125,21 @@ func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampl
 			logits = s.cache.ForwardLast(tok).MustSelect(1, 0, true)
 			tok.MustDrop()
 		}
-		vals = readColumns(append(append(toks, lps...), tops...))
+		vals = readColumns(append(toks, lps...))
+		finite = allFinite(best)
 	})
 	draws.MustDrop()
+	if !finite {
+		return nil, false, nil
+	}
 	rows = make([]Sampled, b)
 	for r := range rows {
-		row := vals[r*3*n : (r+1)*3*n]
-		for _, top := range row[2*n:] {
-			if math.IsNaN(top) || math.IsInf(top, 0) {
-				return nil, false, nil
-			}
-		}
+		row := vals[r*2*n : (r+1)*2*n]
 		rows[r].IDs = make([]int32, n)
 		for j, t := range row[:n] {
 			rows[r].IDs[j] = int32(t)
 		}
-		rows[r].LogProbs = append([]float64(nil), row[n:2*n]...)
+		rows[r].LogProbs = append([]float64(nil), row[n:]...)
 	}
 	// The cache holds every token but the last, as after a step loop.
 	for r := range rows {
