@@ -82,7 +82,7 @@ func (s *Stepper) ContinueBeams(n, width int) (beams []Beam, ok bool, err error)
 		var parents, toks []*ts.Tensor // each step's [b·width, 1], as float64 columns
 		var best []*ts.Tensor          // each step's sum of its rows' largest log-probabilities, [1, 1]
 		var score *ts.Tensor           // [b·width, 1] float64
-		for step := 0; ; step++ {
+		s.stepOnDevice(logits, n, func(step int, logits *ts.Tensor) *ts.Tensor {
 			lp := logits.MustLogSoftmax(1, gotch.Double, false)
 			top, ids := topFirst(lp, width)
 			lp.MustDrop()
@@ -106,18 +106,12 @@ func (s *Stepper) ContinueBeams(n, width int) (beams []Beam, ok bool, err error)
 			}
 			parents = append(parents, parent.MustTotype(gotch.Double, false).MustView([]int64{-1, 1}, true))
 			toks = append(toks, tok.MustTotype(gotch.Double, false).MustView([]int64{-1, 1}, true))
-			logits.MustDrop()
-			if step == n-1 {
-				parent.MustDrop()
-				tok.MustDrop()
-				break
+			if step < n-1 { // the kept beams' histories, for the next step's pass
+				s.cache.reorderBy(parent, starts)
 			}
-			s.cache.reorderBy(parent, starts)
 			parent.MustDrop()
-			feed := tok.MustView([]int64{-1, 1}, true)
-			logits = s.cache.ForwardLast(feed).MustSelect(1, 0, true)
-			feed.MustDrop()
-		}
+			return tok.MustView([]int64{-1, 1}, true)
+		})
 		vals = readColumns(append(append(parents, toks...), score))
 		finite = allFinite(best)
 	})

@@ -287,17 +287,11 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 	var picks, tops []*ts.Tensor // each step's argmax and maximum, [b, 1]
 	var pairs []float64          // row r: n−1 argmaxes, then their maxima
 	torchx.NoGrad(func() {
-		for step := 1; ; step++ {
+		s.stepOnDevice(logits, n-1, func(_ int, logits *ts.Tensor) *ts.Tensor {
 			am, amCol, topCol := argmaxColumns(logits)
 			picks, tops = append(picks, amCol), append(tops, topCol)
-			logits.MustDrop()
-			if step == n-1 {
-				am.MustDrop()
-				break
-			}
-			logits = s.cache.ForwardLast(am).MustSelect(1, 0, true)
-			am.MustDrop()
-		}
+			return am
+		})
 		pairs = readColumns(append(picks, tops...))
 	})
 	b, m := len(first), n-1
@@ -320,6 +314,26 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 	}
 	s.fed = len(s.seqs[0])
 	return out, nil
+}
+
+// stepOnDevice is the token loop of a decoding whose choices stay on the
+// device (ContinueGreedy, ContinueSampled, ContinueBeams): choose takes
+// step j's logits [rows, V] (taking ownership of nothing, keeping only
+// what it reads back later) and returns the tokens it chose, [rows, 1]
+// int64; each step's but the last are fed through the cache to give the
+// next step's logits. It takes ownership of logits, and runs n steps
+// under the caller's NoGrad.
+func (s *Stepper) stepOnDevice(logits *ts.Tensor, n int, choose func(step int, logits *ts.Tensor) *ts.Tensor) {
+	for step := 0; ; step++ {
+		tok := choose(step, logits)
+		logits.MustDrop()
+		if step == n-1 {
+			tok.MustDrop()
+			return
+		}
+		logits = s.cache.ForwardLast(tok).MustSelect(1, 0, true)
+		tok.MustDrop()
+	}
 }
 
 // greedyAgain decodes the prompts greedily the step-by-step way, in a new

@@ -111,20 +111,14 @@ func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampl
 	var finite bool    // every step's rows had a finite largest scaled logit
 	torchx.NoGrad(func() {
 		var toks, lps, best []*ts.Tensor // best: each step's rows' largest scaled logits, summed ([1, 1])
-		for step := 0; ; step++ {
+		s.stepOnDevice(logits, n, func(step int, logits *ts.Tensor) *ts.Tensor {
 			uc := draws.MustNarrow(1, int64(step), 1, false)
 			tok, tokCol, lpCol, topCol := sampleColumns(logits, uc, w)
 			uc.MustDrop()
-			logits.MustDrop()
 			toks, lps = append(toks, tokCol), append(lps, lpCol)
 			best = append(best, topCol.MustSumDimIntlist([]int64{0}, true, gotch.Double, true))
-			if step == n-1 {
-				tok.MustDrop()
-				break
-			}
-			logits = s.cache.ForwardLast(tok).MustSelect(1, 0, true)
-			tok.MustDrop()
-		}
+			return tok
+		})
 		vals = readColumns(append(toks, lps...))
 		finite = allFinite(best)
 	})
