@@ -202,8 +202,8 @@ func (t *timedDeviceStepper) ContinueBeams(n, width int) ([]engine.Beam, bool, e
 
 func (t *timedDeviceStepper) Device() gotch.Device { return t.dev.Device() }
 
-// timed wraps st to time its prompt passes, keeping its greedy steps and
-// its sampling on the device.
+// timed wraps st to time its prompt passes, keeping its greedy steps, its
+// sampling and its beam search on the device.
 func timed(st stepper) (stepper, *timedStepper) {
 	t := &timedStepper{stepper: st}
 	g, ok := st.(greedyStepper)
