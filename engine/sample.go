@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -75,10 +76,11 @@ func (s *Stepper) StartOnDevice(prompts [][]int32, per, maxNew int) (ok bool, er
 // tokens and log-probabilities come back once, at the end: on a GPU the
 // host neither copies b rows of logits a step (32 MB at batch 256 and a
 // 32,000-token vocabulary) nor sorts them, and it queues the steps
-// without waiting for one. ok is false where a row's largest scaled
-// logit is NaN or infinite at some step (libtorch and the host order NaN
-// differently): nothing is returned and the caller samples the host way,
-// from a new Start.
+// without waiting for one. ok is false where warped's guard is not
+// finite for some row at some step (a scaled logit NaN or infinite, which
+// libtorch and the host order differently, or top-k's ties reaching past
+// what was ordered): nothing is returned and the caller samples the host
+// way, from a new Start.
 func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampled, ok bool, err error) {
 	logits := s.pending
 	if logits == nil {
@@ -108,19 +110,19 @@ func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampl
 		return nil, false, fmt.Errorf("sample on the device: %w", err)
 	}
 	var vals []float64 // row r: n tokens, then their log-probabilities
-	var finite bool    // every step's rows had a finite largest scaled logit
+	var finite bool    // every step's rows had a finite guard
 	torchx.NoGrad(func() {
-		var toks, lps, best []*ts.Tensor // best: each step's rows' largest scaled logits, summed ([1, 1])
+		var toks, lps, guards []*ts.Tensor // guards: each step's rows' guards (warped's), summed ([1, 1])
 		s.stepOnDevice(logits, n, func(step int, logits *ts.Tensor) *ts.Tensor {
 			uc := draws.MustNarrow(1, int64(step), 1, false)
-			tok, tokCol, lpCol, topCol := sampleColumns(logits, uc, w)
+			tok, tokCol, lpCol, guard := sampleColumns(logits, uc, w)
 			uc.MustDrop()
 			toks, lps = append(toks, tokCol), append(lps, lpCol)
-			best = append(best, topCol.MustSumDimIntlist([]int64{0}, true, gotch.Double, true))
+			guards = append(guards, guard.MustSumDimIntlist([]int64{0}, true, gotch.Double, true))
 			return tok
 		})
 		vals = readColumns(append(toks, lps...))
-		finite = allFinite(best)
+		finite = allFinite(guards)
 	})
 	draws.MustDrop()
 	if !finite {
@@ -166,11 +168,19 @@ func (s *Stepper) expand(logits *ts.Tensor, b, per int) (*ts.Tensor, error) {
 	return logits.MustIndexSelect(0, it, true), nil
 }
 
+// tieSlack is how many positions past the k-th top-k's candidates take
+// when warped finds them without sorting the vocabulary: room for the
+// tokens tied with the k-th value, which top-k keeps and which are many
+// where logits are bfloat16. A row with more ties than that is flagged
+// (warped's guard) and the caller makes the host's choice instead.
+const tieSlack = 64
+
 // warped applies the warpers, in extract's order (its candidatesOf, in
 // float64), to each row of logits [R, V] on their device:
 //
 //  1. x = float64(logits) / T, ordered most likely first, lower id first
-//     among equals (a stable descending sort);
+//     among equals (a stable descending sort; with top-k, the first
+//     k+tieSlack of that order by topFirst, without sorting the row);
 //  2. top-k: the sorted values at least the k-th;
 //  3. e = exp(x − max) over those kept, p = e / Σe;
 //  4. top-p: from the least likely end, every kept token but the first
@@ -178,23 +188,57 @@ func (s *Stepper) expand(logits *ts.Tensor, b, per int) (*ts.Tensor, error) {
 //     and p renormalized over the rest.
 //
 // It returns the candidates' probabilities in that order (0 where
-// dropped; [R, V] float64), the ids in that order, the position of the
-// last candidate kept ([R, 1] int64; the candidates are a prefix) and
-// each row's largest scaled logit ([R, 1] float64), which a caller checks
-// is finite: libtorch sorts NaN first where the host sorts it last.
-func warped(logits *ts.Tensor, w Warpers) (probs, order, last, top *ts.Tensor) {
+// dropped; [R, C] float64, C the positions ordered: V, or k+tieSlack),
+// their ids in that order, the position of the last candidate kept
+// ([R, 1] int64; the candidates are a prefix) and a guard ([R, 1]
+// float64) that a caller checks is finite: it is not where a row's
+// values are not all finite (libtorch sorts NaN first where the host
+// sorts it last, and topk may pass over a NaN) or where the ties at the
+// k-th value may reach past the k+tieSlack positions ordered.
+func warped(logits *ts.Tensor, w Warpers) (probs, order, last, guard *ts.Tensor) {
+	c := logits.MustSize()[1]
+	if k := int64(w.TopK); k > 0 && k+tieSlack < c {
+		c = k + tieSlack
+	}
+	return warpedFirst(logits, w, c)
+}
+
+// warpedFirst is warped ordering the first c positions of each row: all
+// of them (a sort) where c is V, else topFirst's c (c >= top-k's k).
+func warpedFirst(logits *ts.Tensor, w Warpers, c int64) (probs, order, last, guard *ts.Tensor) {
 	v := logits.MustSize()[1]
 	scaled := logits.MustTotype(gotch.Double, false)
 	if w.Temperature != 1 {
 		scaled = scaled.MustDivScalar(ts.FloatScalar(w.Temperature), true)
 	}
-	sorted, order := scaled.MustSortStable(true, 1, true, true)
-	top = sorted.MustNarrow(1, 0, 1, false)
+	k := int64(w.TopK)
+	var sorted *ts.Tensor
+	if c < v {
+		sorted, order = topFirst(scaled, int(c))
+		// Finite exactly where every value of the row is: a sum of finite
+		// float64s of logits' range does not overflow.
+		guard = scaled.MustSumDimIntlist([]int64{1}, true, gotch.Double, true)
+	} else {
+		sorted, order = scaled.MustSortStable(true, 1, true, true)
+	}
+	top := sorted.MustNarrow(1, 0, 1, false)
 	probs = sorted.MustSub(top, false).MustExp(true)
+	if guard == nil {
+		guard = top // NaN sorts first, so the largest is finite only where all are
+	} else {
+		top.MustDrop()
+	}
 	var keep *ts.Tensor // which sorted positions are candidates; nil: all
-	if k := int64(w.TopK); k > 0 && k < v {
+	if k > 0 && k < v {
 		kth := sorted.MustNarrow(1, k-1, 1, false)
 		keep = sorted.MustGeTensor(kth, false)
+		if c < v {
+			// The last position ordered tied with the k-th: more ties may
+			// lie past it.
+			past := sorted.MustNarrow(1, c-1, 1, false).MustGeTensor(kth, true)
+			guard = guard.MustMaskedFill(past, ts.FloatScalar(math.NaN()), true)
+			past.MustDrop()
+		}
 		kth.MustDrop()
 		probs = probs.MustMaskedFill(keep.MustLogicalNot(false), ts.FloatScalar(0), true)
 	}
@@ -215,11 +259,14 @@ func warped(logits *ts.Tensor, w Warpers) (probs, order, last, top *ts.Tensor) {
 		keep = kept
 	}
 	if keep == nil {
-		last = ts.MustFull(top.MustSize(), ts.IntScalar(v-1), gotch.Int64, top.MustDevice())
+		last = ts.MustFull(guard.MustSize(), ts.IntScalar(c-1), gotch.Int64, guard.MustDevice())
 	} else {
-		last = keep.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustSubScalar(ts.IntScalar(1), true)
+		// At least 0: a row with a NaN keeps none (its guard is NaN and the
+		// caller discards it), and a gather at −1 would fail (on a GPU, a
+		// device-side assert that ends the process's CUDA work).
+		last = keep.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustSubScalar(ts.IntScalar(1), true).MustClampMin(ts.IntScalar(0), true)
 	}
-	return probs, order, last, top
+	return probs, order, last, guard
 }
 
 // sampleColumns draws one token for each row of logits [b, V] with the
@@ -229,10 +276,10 @@ func warped(logits *ts.Tensor, w Warpers) (probs, order, last, top *ts.Tensor) {
 //
 // It returns the tokens [b, 1] (int64, to feed the next step) and, as
 // float64 columns for readColumns, the tokens, their log-probabilities
-// under log_softmax(float64(logits)) (temperature 1, no warpers) and each
-// row's largest scaled logit, which the caller checks is finite.
-func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol *ts.Tensor) {
-	probs, order, last, top := warped(logits, w)
+// under log_softmax(float64(logits)) (temperature 1, no warpers) and
+// warped's guard, which the caller checks is finite.
+func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, guard *ts.Tensor) {
+	probs, order, last, guard := warped(logits, w)
 	// The first position whose cumulative probability exceeds u is the
 	// number of positions at most u.
 	below := probs.MustCumsum(1, gotch.Double, true).MustLeTensor(u, true)
@@ -241,21 +288,21 @@ func sampleColumns(logits, u *ts.Tensor, w Warpers) (tok, tokCol, lpCol, topCol 
 	tok = order.MustGather(1, pos, false, true)
 	pos.MustDrop()
 	lpCol = logits.MustLogSoftmax(1, gotch.Double, false).MustGather(1, tok, false, true)
-	return tok, tok.MustTotype(gotch.Double, false), lpCol, top
+	return tok, tok.MustTotype(gotch.Double, false), lpCol, guard
 }
 
 // warpedLogProbs is, for each row of logits [R, V], the natural log of
 // the probability of targets[r] ([R, 1] int64) among warped's candidates
 // (−Inf where they drop it), as a float64 column [R, 1]: Hayes et al.
 // 2024's per-token factor of a sampled suffix's probability (extract's
-// suffixLogProb). top is as warped's.
-func warpedLogProbs(logits, targets *ts.Tensor, w Warpers) (lp, top *ts.Tensor) {
-	probs, order, last, top := warped(logits, w)
+// suffixLogProb). guard is warped's.
+func warpedLogProbs(logits, targets *ts.Tensor, w Warpers) (lp, guard *ts.Tensor) {
+	probs, order, last, guard := warped(logits, w)
 	last.MustDrop()
-	byID := probs.MustZerosLike(false).MustScatter(1, order, probs, true)
+	byID := ts.MustZeros(logits.MustSize(), gotch.Double, logits.MustDevice()).MustScatter(1, order, probs, true)
 	probs.MustDrop()
 	order.MustDrop()
-	return byID.MustGather(1, targets, false, true).MustLog(true), top
+	return byID.MustGather(1, targets, false, true).MustLog(true), guard
 }
 
 // normalize divides each row of p by its sum, taking ownership of p.

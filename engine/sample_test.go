@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -111,5 +113,95 @@ func TestSampleColumns(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// warped's top-k orders only k+tieSlack positions (topFirst) instead of
+// sorting the row; it must give every token the probability the full
+// sort gives it and draw the same token for the same uniform, and flag
+// by a guard that is not finite exactly the rows it cannot decide: those
+// whose ties at the k-th value may reach past the positions ordered, and
+// those with a NaN (topk may pass over it).
+func TestWarpedTopKWithoutSort(t *testing.T) {
+	const rows, v = 24, 600
+	rng := rand.New(rand.NewPCG(7, 8))
+	flat := make([]float64, rows*v)
+	for i := range flat {
+		flat[i] = math.Round(rng.NormFloat64()*8) / 4 // quarters: ties everywhere
+	}
+	for i := 0; i < 100; i++ {
+		flat[i*5] = 9 // row 0: 100 tokens share the largest value
+	}
+	for i := 0; i < 30; i++ {
+		flat[v+i*7] = 9 // row 1: 30 do
+	}
+	flat[2*v+17] = math.NaN() // row 2: a NaN among the others
+	u := make([]float64, rows)
+	for i := range u {
+		u[i] = rng.Float64()
+	}
+	x := ts.MustOfSlice(flat).MustView([]int64{rows, v}, true)
+	defer x.MustDrop()
+	uc := ts.MustOfSlice(u).MustView([]int64{rows, 1}, true)
+	defer uc.MustDrop()
+	// byID is each row's candidates' probabilities by token id, the id
+	// drawn at u and the guard.
+	byID := func(probs, order, last, guard *ts.Tensor) (p []float64, toks []int64, g []float64) {
+		p = ts.MustZeros([]int64{rows, v}, gotch.Double, gotch.CPU).MustScatter(1, order, probs, true).Float64Values(true)
+		below := probs.MustCumsum(1, gotch.Double, false).MustLeTensor(uc, true)
+		pos := below.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustMinimum(last, true)
+		toks = order.MustGather(1, pos, false, true).Int64Values(true)
+		g = guard.Float64Values(true)
+		for _, t := range []*ts.Tensor{probs, order, last} {
+			t.MustDrop()
+		}
+		return p, toks, g
+	}
+	flagged := 0
+	for _, w := range []Warpers{{1, 1, 1}, {1, 5, 1}, {0.8, 40, 1}, {1.2, 40, 0.7}, {1, 300, 0.9}, {1, 0, 1}} {
+		var p, fp []float64
+		var toks, ftoks []int64
+		var g []float64
+		torchx.NoGrad(func() {
+			p, toks, g = byID(warped(x, w))
+			fp, ftoks, _ = byID(warpedFirst(x, w, v))
+		})
+		for r := 0; r < rows; r++ {
+			row := flat[r*v : (r+1)*v]
+			// The rows warped cannot decide: a NaN, or at least k+tieSlack
+			// values at least the k-th (the last ordered ties with it).
+			undecidable := r == 2
+			if c := w.TopK + tieSlack; w.TopK > 0 && c < v && !undecidable {
+				desc := append([]float64(nil), row...)
+				slices.SortFunc(desc, func(a, b float64) int { return cmp.Compare(b, a) })
+				n := 0
+				for _, y := range desc {
+					if y >= desc[w.TopK-1] {
+						n++
+					}
+				}
+				undecidable = n >= c
+			}
+			finite := !math.IsNaN(g[r]) && !math.IsInf(g[r], 0)
+			if finite == undecidable {
+				t.Errorf("%+v row %d: guard %v, want finite %v", w, r, g[r], !undecidable)
+			}
+			if !finite {
+				flagged++
+				continue
+			}
+			if toks[r] != ftoks[r] {
+				t.Errorf("%+v row %d: drew %d, the full sort %d", w, r, toks[r], ftoks[r])
+			}
+			for i := r * v; i < (r+1)*v; i++ {
+				if math.Abs(p[i]-fp[i]) > 1e-15 {
+					t.Errorf("%+v row %d: token %d has probability %.17g, by the full sort %.17g", w, r, i-r*v, p[i], fp[i])
+					break
+				}
+			}
+		}
+	}
+	if flagged < 3 {
+		t.Errorf("%d rows flagged: the test does not reach the ties past the positions ordered", flagged)
 	}
 }

@@ -30,8 +30,10 @@ type WindowScore struct {
 	// SampledLogProb (SpanOptions.Sample) is the sum over the span's
 	// positions, in order, of the natural log of the window's next token's
 	// probability among the warpers' candidates (−Inf where they drop it);
-	// 0 for an empty span, NaN where a position's largest scaled logit is
-	// not finite (the caller then works it from the logits).
+	// 0 for an empty span, NaN where the warpers' candidates at a position
+	// could not be found on the device (a scaled logit not finite, or
+	// top-k's ties past what was ordered: engine's warped); the caller then
+	// works it from the logits.
 	SampledLogProb float64
 }
 
@@ -143,8 +145,7 @@ func spanScores(logits *ts.Tensor, t int, windows [][]int32, spans [][2]int, opt
 
 // sampledLogProbs is warpedLogProbs of each row of logits [R, V] at
 // next[r], in chunks of momentElems logits (its float64 temporaries are
-// several [rows, V] tensors), NaN where the row's largest scaled logit is
-// not finite.
+// several [rows, V] tensors), NaN where warped's guard is not finite.
 func sampledLogProbs(logits *ts.Tensor, next []int64, w Warpers) ([]float64, error) {
 	size := logits.MustSize()
 	n := int(size[0])
@@ -160,13 +161,13 @@ func sampledLogProbs(logits *ts.Tensor, next []int64, w Warpers) ([]float64, err
 				return
 			}
 			rows := logits.MustNarrow(0, int64(lo), int64(m), false)
-			lp, top := warpedLogProbs(rows, tg, w)
+			lp, guard := warpedLogProbs(rows, tg, w)
 			rows.MustDrop()
 			tg.MustDrop()
-			vals := readColumns([]*ts.Tensor{lp, top}) // row r: its log-probability, its largest scaled logit
+			vals := readColumns([]*ts.Tensor{lp, guard}) // row r: its log-probability, its guard
 			for r := 0; r < m; r++ {
 				v := vals[2*r]
-				if top := vals[2*r+1]; math.IsNaN(top) || math.IsInf(top, 0) {
+				if g := vals[2*r+1]; math.IsNaN(g) || math.IsInf(g, 0) {
 					v = math.NaN()
 				}
 				out = append(out, v)

@@ -136,13 +136,17 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 		one.MustFill_(ts.FloatScalar(math.NaN()))
 		one.MustDrop()
 	})
-	if ok, err := st.StartOnDevice([][]int32{{1}}, 1, 3); !ok || err != nil {
-		t.Fatalf("StartOnDevice: %v, %v", ok, err)
+	// Top-k 1 keeps no NaN token: the draw must still not index before
+	// the candidates (a gather at −1 fails; on a GPU it ends the process).
+	for _, w := range []engine.Warpers{{Temperature: 1, TopP: 1}, {Temperature: 1, TopK: 1, TopP: 1}, {Temperature: 1, TopK: 40, TopP: 0.9}} {
+		if ok, err := st.StartOnDevice([][]int32{{1}}, 1, 3); !ok || err != nil {
+			t.Fatalf("StartOnDevice: %v, %v", ok, err)
+		}
+		if rows, ok, err := st.ContinueSampled(3, w, [][]float64{{0.1, 0.2, 0.3}}); ok || err != nil || rows != nil {
+			t.Errorf("NaN logits, %+v: ContinueSampled gave %v, ok %v, %v; want it to decline", w, rows, ok, err)
+		}
+		st.Close()
 	}
-	if rows, ok, err := st.ContinueSampled(3, engine.Warpers{Temperature: 1, TopP: 1}, [][]float64{{0.1, 0.2, 0.3}}); ok || err != nil || rows != nil {
-		t.Errorf("NaN logits: ContinueSampled gave %v, ok %v, %v; want it to decline", rows, ok, err)
-	}
-	st.Close()
 	cfg := DefaultConfig()
 	cfg.Decoding = DecodeSample
 	rngs := func() []*rand.Rand { return []*rand.Rand{guessRNG(1, 0, 0)} }
@@ -159,6 +163,59 @@ func TestDeviceSamplingDeclines(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("NaN logits: device path gave %v, host %v", got, want)
+	}
+}
+
+// Top-k on the device orders only k+64 tokens of the vocabulary; where
+// more than that tie with the k-th (here all 256: the embedding, tied to
+// the output, is zero, so every logit is exactly 0, and top-k keeps every
+// token) it declines, and the guesses are the host's.
+func TestDeviceSamplingDeclinesTiesPastTopK(t *testing.T) {
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 5})
+	torchx.NoGrad(func() { g.Params()[0].Tensor.MustZero_() })
+	for _, w := range []engine.Warpers{{Temperature: 1, TopK: 1, TopP: 1}, {Temperature: 0.7, TopK: 40, TopP: 0.9}} {
+		st := engine.NewStepper(g, true)
+		if ok, err := st.StartOnDevice([][]int32{{1, 2}, {3}}, 2, 4); !ok || err != nil {
+			t.Fatalf("StartOnDevice: %v, %v", ok, err)
+		}
+		u := [][]float64{{0.1, 0.5, 0.9, 0.3}, {0.2, 0.4, 0.6, 0.8}, {0, 0.99, 0.5, 0.5}, {0.7, 0.7, 0.7, 0.7}}
+		if rows, ok, err := st.ContinueSampled(4, w, u); ok || err != nil || rows != nil {
+			t.Errorf("%+v: ContinueSampled gave %v, ok %v, %v; want it to decline", w, rows, ok, err)
+		}
+		st.Close()
+
+		cfg := DefaultConfig()
+		cfg.Decoding, cfg.Temperature, cfg.TopK, cfg.TopP = DecodeSample, w.Temperature, w.TopK, w.TopP
+		rngs := func() []*rand.Rand {
+			return []*rand.Rand{guessRNG(1, 0, 0), guessRNG(1, 0, 1), guessRNG(1, 1, 0), guessRNG(1, 1, 1)}
+		}
+		host := cfg
+		host.DecodeOn = OnHost
+		want, err := decoder{cfg: host}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}, {3}}, 4, 2, rngs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DecodeOn = OnDevice
+		got, err := decoder{cfg: cfg}.guesses(engine.NewStepper(g, true), [][]int32{{1, 2}, {3}}, 4, 2, rngs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%+v: device path gave %v, host %v", w, got, want)
+		}
+		past := 0 // tokens drawn that the first k+64 of the order do not hold
+		for _, gs := range want {
+			for _, gu := range gs {
+				for _, id := range gu.IDs {
+					if int(id) >= w.TopK+64 {
+						past++
+					}
+				}
+			}
+		}
+		if past == 0 {
+			t.Errorf("%+v: no token drawn past the first %d: the test does not reach the ties top-k keeps", w, w.TopK+64)
+		}
 	}
 }
 

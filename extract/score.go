@@ -111,8 +111,8 @@ func (d decoder) spanOptions(dev gotch.Device) engine.SpanOptions {
 }
 
 // undecided reports whether a score computed on the device under opt
-// needs the host: a sampled suffix's log-probability is NaN where a
-// position's largest scaled logit was not finite.
+// needs the host: a sampled suffix's log-probability is NaN where the
+// device could not find a position's candidates (engine.WindowScore).
 func undecided(scores []engine.WindowScore, opt engine.SpanOptions) bool {
 	if opt.Sample == nil {
 		return false
