@@ -140,68 +140,91 @@ func TestWarpedTopKWithoutSort(t *testing.T) {
 	for i := range u {
 		u[i] = rng.Float64()
 	}
-	x := ts.MustOfSlice(flat).MustView([]int64{rows, v}, true)
-	defer x.MustDrop()
-	uc := ts.MustOfSlice(u).MustView([]int64{rows, 1}, true)
-	defer uc.MustDrop()
+	devs := []gotch.Device{gotch.CPU}
+	if gotch.CUDA.IsAvailable() {
+		devs = append(devs, gotch.CudaBuilder(0))
+	}
 	// byID is each row's candidates' probabilities by token id, the id
-	// drawn at u and the guard.
-	byID := func(probs, order, last, guard *ts.Tensor) (p []float64, toks []int64, g []float64) {
-		p = ts.MustZeros([]int64{rows, v}, gotch.Double, gotch.CPU).MustScatter(1, order, probs, true).Float64Values(true)
+	// drawn at u and the guard, on the host.
+	byID := func(uc, probs, order, last, guard *ts.Tensor) (p []float64, toks []int64, g []float64) {
+		host := func(t *ts.Tensor) *ts.Tensor { return t.MustTo(gotch.CPU, true) }
+		p = host(ts.MustZeros([]int64{rows, v}, gotch.Double, probs.MustDevice()).MustScatter(1, order, probs, true)).Float64Values(true)
 		below := probs.MustCumsum(1, gotch.Double, false).MustLeTensor(uc, true)
 		pos := below.MustSumDimIntlist([]int64{1}, true, gotch.Int64, true).MustMinimum(last, true)
-		toks = order.MustGather(1, pos, false, true).Int64Values(true)
-		g = guard.Float64Values(true)
+		toks = host(order.MustGather(1, pos, false, true)).Int64Values(true)
+		g = host(guard).Float64Values(true)
 		for _, t := range []*ts.Tensor{probs, order, last} {
 			t.MustDrop()
 		}
 		return p, toks, g
 	}
 	flagged := 0
-	for _, w := range []Warpers{{1, 1, 1}, {1, 5, 1}, {0.8, 40, 1}, {1.2, 40, 0.7}, {1, 300, 0.9}, {1, 0, 1}} {
-		var p, fp []float64
-		var toks, ftoks []int64
-		var g []float64
-		torchx.NoGrad(func() {
-			p, toks, g = byID(warped(x, w))
-			fp, ftoks, _ = byID(warpedFirst(x, w, v))
-		})
-		for r := 0; r < rows; r++ {
-			row := flat[r*v : (r+1)*v]
-			// The rows warped cannot decide: a NaN, or at least k+tieSlack
-			// values at least the k-th (the last ordered ties with it).
-			undecidable := r == 2
-			if c := w.TopK + tieSlack; w.TopK > 0 && c < v && !undecidable {
-				desc := append([]float64(nil), row...)
-				slices.SortFunc(desc, func(a, b float64) int { return cmp.Compare(b, a) })
-				n := 0
-				for _, y := range desc {
-					if y >= desc[w.TopK-1] {
-						n++
-					}
+	for _, dev := range devs {
+		x := ts.MustOfSlice(flat).MustView([]int64{rows, v}, true).MustTo(dev, true)
+		uc := ts.MustOfSlice(u).MustView([]int64{rows, 1}, true).MustTo(dev, true)
+		for _, w := range []Warpers{{1, 1, 1}, {1, 5, 1}, {0.8, 40, 1}, {1.2, 40, 0.7}, {1, 300, 0.9}, {1, 0, 1}} {
+			var p, fp []float64
+			var toks, ftoks []int64
+			var g []float64
+			torchx.NoGrad(func() {
+				probs, order, last, guard := warped(x, w)
+				p, toks, g = byID(uc, probs, order, last, guard)
+				// The reference: the full sort, on the CPU.
+				xc, ucc := x.MustTo(gotch.CPU, false), uc.MustTo(gotch.CPU, false)
+				probs, order, last, guard = warpedFirst(xc, w, v)
+				fp, ftoks, _ = byID(ucc, probs, order, last, guard)
+				xc.MustDrop()
+				ucc.MustDrop()
+			})
+			flagged += checkWarped(t, dev, w, flat, v, p, fp, toks, ftoks, g)
+		}
+		x.MustDrop()
+		uc.MustDrop()
+	}
+	if flagged < 3*len(devs) {
+		t.Errorf("%d rows flagged: the test does not reach the ties past the positions ordered", flagged)
+	}
+}
+
+// checkWarped compares warped's probabilities by id p, draws toks and
+// guards g on dev with the full sort's fp and ftoks over the rows of flat
+// (v values each), and returns how many rows the guard flagged.
+func checkWarped(t *testing.T, dev gotch.Device, w Warpers, flat []float64, v int, p, fp []float64, toks, ftoks []int64, g []float64) (flagged int) {
+	t.Helper()
+	rows := len(toks)
+	for r := 0; r < rows; r++ {
+		row := flat[r*v : (r+1)*v]
+		// The rows warped cannot decide: a NaN, or at least k+tieSlack
+		// values at least the k-th (the last ordered ties with it).
+		undecidable := r == 2
+		if c := w.TopK + tieSlack; w.TopK > 0 && c < v && !undecidable {
+			desc := append([]float64(nil), row...)
+			slices.SortFunc(desc, func(a, b float64) int { return cmp.Compare(b, a) })
+			n := 0
+			for _, y := range desc {
+				if y >= desc[w.TopK-1] {
+					n++
 				}
-				undecidable = n >= c
 			}
-			finite := !math.IsNaN(g[r]) && !math.IsInf(g[r], 0)
-			if finite == undecidable {
-				t.Errorf("%+v row %d: guard %v, want finite %v", w, r, g[r], !undecidable)
-			}
-			if !finite {
-				flagged++
-				continue
-			}
-			if toks[r] != ftoks[r] {
-				t.Errorf("%+v row %d: drew %d, the full sort %d", w, r, toks[r], ftoks[r])
-			}
-			for i := r * v; i < (r+1)*v; i++ {
-				if math.Abs(p[i]-fp[i]) > 1e-15 {
-					t.Errorf("%+v row %d: token %d has probability %.17g, by the full sort %.17g", w, r, i-r*v, p[i], fp[i])
-					break
-				}
+			undecidable = n >= c
+		}
+		finite := !math.IsNaN(g[r]) && !math.IsInf(g[r], 0)
+		if finite == undecidable {
+			t.Errorf("%v %+v row %d: guard %v, want finite %v", dev, w, r, g[r], !undecidable)
+		}
+		if !finite {
+			flagged++
+			continue
+		}
+		if toks[r] != ftoks[r] {
+			t.Errorf("%v %+v row %d: drew %d, the full sort %d", dev, w, r, toks[r], ftoks[r])
+		}
+		for i := r * v; i < (r+1)*v; i++ {
+			if math.Abs(p[i]-fp[i]) > 1e-15 {
+				t.Errorf("%v %+v row %d: token %d has probability %.17g, by the full sort %.17g", dev, w, r, i-r*v, p[i], fp[i])
+				break
 			}
 		}
 	}
-	if flagged < 3 {
-		t.Errorf("%d rows flagged: the test does not reach the ties past the positions ordered", flagged)
-	}
+	return flagged
 }
