@@ -82,7 +82,7 @@ func (s *Stepper) ContinueBeams(n, width int) (beams []Beam, ok bool, err error)
 		var parents, toks []*ts.Tensor // each step's [b·width, 1], as float64 columns
 		var best []*ts.Tensor          // each step's sum of its rows' largest log-probabilities, [1, 1]
 		var score *ts.Tensor           // [b·width, 1] float64
-		s.stepOnDevice(logits, n, func(step int, logits *ts.Tensor) *ts.Tensor {
+		s.stepOnDevice(logits, n, false, func(step int, logits *ts.Tensor) *ts.Tensor {
 			lp := logits.MustLogSoftmax(1, gotch.Double, false)
 			top, ids := topFirst(lp, width)
 			lp.MustDrop()

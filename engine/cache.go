@@ -29,6 +29,9 @@ type Cache struct {
 	approx Approximation
 	// backend computes the attention and products of every pass.
 	backend model.Backend
+	// graphs are greedy decoding's captured token steps on this cache's
+	// tensors (graph.go); nil where none was tried.
+	graphs *cacheGraphs
 }
 
 // NewCache makes an empty cache of g for batch rows of up to maxLen
@@ -114,6 +117,7 @@ func (kc *Cache) Reorder(rows []int) error {
 // the device), the new rows starting at starts. An approximation's state
 // is not reordered: callers decline under one.
 func (kc *Cache) reorderBy(idx *ts.Tensor, starts []int) {
+	kc.dropGraphs() // captured on the tensors replaced here
 	torchx.NoGrad(func() {
 		for l := range kc.k {
 			kc.k[l] = kc.k[l].MustIndexSelect(0, idx, true)
@@ -125,6 +129,7 @@ func (kc *Cache) reorderBy(idx *ts.Tensor, starts []int) {
 
 // Drop frees the cache's tensors now rather than at the next collection.
 func (kc *Cache) Drop() {
+	kc.dropGraphs()
 	for l := range kc.k {
 		kc.k[l].MustDrop()
 		kc.v[l].MustDrop()

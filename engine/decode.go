@@ -105,6 +105,15 @@ func (s *Stepper) begin(prompts [][]int32, maxNew int) error {
 
 func (s *Stepper) newCache() error {
 	s.dropPending()
+	if s.cache != nil && s.cache.reusable(len(s.seqs), s.maxLen) {
+		// The same shape again: keep the cache's tensors and the token
+		// steps captured on them (graph.go).
+		if err := s.cache.reset(s.starts); err != nil {
+			return err
+		}
+		s.fed = 0
+		return nil
+	}
 	if s.cache != nil {
 		s.cache.Drop()
 	}
@@ -287,7 +296,7 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 	var picks, tops []*ts.Tensor // each step's argmax and maximum, [b, 1]
 	var pairs []float64          // row r: n−1 argmaxes, then their maxima
 	torchx.NoGrad(func() {
-		s.stepOnDevice(logits, n-1, func(_ int, logits *ts.Tensor) *ts.Tensor {
+		s.stepOnDevice(logits, n-1, true, func(_ int, logits *ts.Tensor) *ts.Tensor {
 			am, amCol, topCol := argmaxColumns(logits)
 			picks, tops = append(picks, amCol), append(tops, topCol)
 			return am
@@ -321,9 +330,11 @@ func (s *Stepper) ContinueGreedy(first []int32, n int) ([][]int32, error) {
 // step j's logits [rows, V] (taking ownership of nothing, keeping only
 // what it reads back later) and returns the tokens it chose, [rows, 1]
 // int64; each step's but the last are fed through the cache to give the
-// next step's logits. It takes ownership of logits, and runs n steps
-// under the caller's NoGrad.
-func (s *Stepper) stepOnDevice(logits *ts.Tensor, n int, choose func(step int, logits *ts.Tensor) *ts.Tensor) {
+// next step's logits, with graphed by the steps' captured CUDA graphs
+// where the cache can have them (graph.go; greedy's rows stay in place,
+// where beam search reorders them). It takes ownership of logits, and
+// runs n steps under the caller's NoGrad.
+func (s *Stepper) stepOnDevice(logits *ts.Tensor, n int, graphed bool, choose func(step int, logits *ts.Tensor) *ts.Tensor) {
 	for step := 0; ; step++ {
 		tok := choose(step, logits)
 		logits.MustDrop()
@@ -331,7 +342,7 @@ func (s *Stepper) stepOnDevice(logits *ts.Tensor, n int, choose func(step int, l
 			tok.MustDrop()
 			return
 		}
-		logits = s.cache.ForwardLast(tok).MustSelect(1, 0, true)
+		logits = s.cache.forwardToken(tok, graphed).MustSelect(1, 0, true)
 		tok.MustDrop()
 	}
 }

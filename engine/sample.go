@@ -113,7 +113,7 @@ func (s *Stepper) ContinueSampled(n int, w Warpers, u [][]float64) (rows []Sampl
 	var finite bool    // every step's rows had a finite guard
 	torchx.NoGrad(func() {
 		var toks, lps, guards []*ts.Tensor // guards: each step's rows' guards (warped's), summed ([1, 1])
-		s.stepOnDevice(logits, n, func(step int, logits *ts.Tensor) *ts.Tensor {
+		s.stepOnDevice(logits, n, false, func(step int, logits *ts.Tensor) *ts.Tensor {
 			uc := draws.MustNarrow(1, int64(step), 1, false)
 			tok, tokCol, lpCol, guard := sampleColumns(logits, uc, w)
 			uc.MustDrop()

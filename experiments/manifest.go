@@ -167,8 +167,10 @@ func newManifest(name, hash string) *Manifest {
 // decode kernels), MEMO_FUSED_OPTIM=off (train's fused AdamW on a GPU),
 // MEMO_KEEP_QKV=off (precision's bf16 q, k, v on a GPU), MEMO_FUSED_NORM=off
 // (torchx's fused RMSNorm on a GPU), MEMO_GQA=off (precision's unrepeated
-// grouped-query heads on a GPU).
-var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV", "MEMO_FUSED_NORM", "MEMO_GQA"}
+// grouped-query heads on a GPU), MEMO_CUDA_GRAPHS=on (engine's greedy
+// token steps replayed as CUDA graphs; the same kernels, recorded in case
+// a capture on a stream of its own picks others).
+var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV", "MEMO_FUSED_NORM", "MEMO_GQA", "MEMO_CUDA_GRAPHS"}
 
 // resultEnvironment is the set ones of ResultEnvironment; nil when none is.
 func resultEnvironment() map[string]string {

@@ -12,6 +12,10 @@ import (
 // syntax; "" decodes exactly without measuring).
 type benchApprox struct {
 	m *approxMethod // nil: exact
+	// exact is the exact decoding's stepper, kept from run to run as an
+	// attack keeps its stepper from batch to batch (its cache, and the
+	// token steps captured on it, stay).
+	exact *engine.Stepper
 	// bytes and accept sum the measured runs' per-row means.
 	bytes, accept float64
 	runs          int
@@ -46,9 +50,28 @@ func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding strin
 // stepper is the Stepper of one run.
 func (b *benchApprox) stepper(g *model.GPT) (stepper, error) {
 	if b.m == nil {
-		return engine.NewStepper(g, true), nil
+		if b.exact == nil {
+			b.exact = engine.NewStepper(g, true)
+		}
+		return b.exact, nil
 	}
 	return b.m.stepper(g)
+}
+
+// graphsCaptured is how many token steps the exact stepper holds as CUDA
+// graphs.
+func (b *benchApprox) graphsCaptured() int {
+	if b.exact == nil {
+		return 0
+	}
+	return b.exact.GraphsCaptured()
+}
+
+// close frees the exact stepper's cache.
+func (b *benchApprox) close() {
+	if b.exact != nil {
+		b.exact.Close()
+	}
 }
 
 // speculative runs QuantSpec when that is the method (ok false otherwise).

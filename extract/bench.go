@@ -60,6 +60,9 @@ type BenchConfig struct {
 	// CountOps counts libtorch's operator calls over the measured runs
 	// (BenchResult.OpCounts); counting slows them.
 	CountOps bool
+	// CUDAGraphs replays greedy decoding's token steps as CUDA graphs
+	// (engine.SetCUDAGraphs), captured in the warm-up run.
+	CUDAGraphs bool
 }
 
 // BenchResult is what `memo bench decode --json` prints. Times are seconds
@@ -109,6 +112,11 @@ type BenchResult struct {
 	Approximation   string  `json:"approximation,omitempty"`
 	KVBytesPerToken float64 `json:"kv_bytes_per_token,omitempty"`
 	SpecAccept      float64 `json:"spec_accept,omitempty"`
+	// CUDAGraphs is whether token steps were replayed as CUDA graphs,
+	// GraphsCaptured how many the stepper held at the end (0 where every
+	// capture failed and the steps ran one call at a time).
+	CUDAGraphs     bool `json:"cuda_graphs,omitempty"`
+	GraphsCaptured int  `json:"graphs_captured,omitempty"`
 	Memory
 	// Prompts are the decoded prompts (Batch of Prefix ids), and, for
 	// exact greedy decoding, Generated the last measured run's tokens of
@@ -305,6 +313,10 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
+	if cfg.CUDAGraphs {
+		defer engine.SetCUDAGraphs(engine.CUDAGraphs())
+		engine.SetCUDAGraphs(true)
+	}
 	mc := g.Config()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x62656e6368)) // "bench"
 	shared := samples > 1 && !cfg.Replicate
@@ -331,6 +343,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
+	defer ba.close()
 	var prefill, all time.Duration
 	var generated [][]int32
 	var opCount torchx.OpCounter
@@ -395,6 +408,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		DecodeS:       (all - prefill).Seconds() / n,
 		Approximation: cfg.Approximation, KVBytesPerToken: ba.mean(ba.bytes), SpecAccept: ba.mean(ba.accept),
 		Memory: memoryOf(g, cfg.Device), Prompts: rows, Generated: generated, OpCounts: ops,
+		CUDAGraphs: cfg.CUDAGraphs, GraphsCaptured: ba.graphsCaptured(),
 	}, nil
 }
 

@@ -45,6 +45,38 @@ type PassState struct {
 	// ForLoss marks a pass whose logits only the training loss reads: the
 	// LM head is a LossLogits product (see ForwardForLoss).
 	ForLoss bool
+	// Static, when set, holds a cached pass's per-position inputs already
+	// on the device, so that the pass makes no tensor from host memory:
+	// what a CUDA graph can capture and replay with new values copied in.
+	Static *StaticInputs
+}
+
+// StaticInputs are a cached pass's inputs kept on the device between
+// passes (PassState.Static) for a model without sliding windows: the
+// rows' positions, [B·t] int64 (StepValues' pos), and the additive mask,
+// [B,1,t,S] float32, nil where the pass needs none (StepValues' mask).
+// The pass reads them and frees neither.
+type StaticInputs struct{ Positions, Mask *ts.Tensor }
+
+// StepValues are the host values of the inputs of st's next pass of t
+// positions a row that StaticInputs hold: each row's positions, and the
+// additive mask with its dims (nil where the pass needs none) for a
+// model without sliding windows.
+func (st *PassState) StepValues(t int) (pos []int64, mask []float32, maskDims []int64) {
+	mask, maskDims = st.maskValues(t, 0)
+	return st.positions(t), mask, maskDims
+}
+
+// positions are the rotary and learned positions of st's next t
+// positions in every row, row by row: a row's first real token is at 0.
+func (st *PassState) positions(t int) []int64 {
+	pos := make([]int64, len(st.Starts)*t)
+	for r, start := range st.Starts {
+		for i := 0; i < t; i++ {
+			pos[r*t+i] = int64(max(0, st.Past+i-start))
+		}
+	}
+	return pos
 }
 
 // cached reports whether st is a cached pass (Forward's is not).
@@ -67,15 +99,15 @@ func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
 		panic(fmt.Sprintf("model: ForwardWith on ids %v with %d rows, %d positions past, context %d", size, len(st.Starts), st.Past, g.cfg.Context))
 	}
 	b, t := int(size[0]), int(size[1])
-	pos := make([]int64, b*t)
-	for r := 0; r < b; r++ {
-		for i := 0; i < t; i++ {
-			pos[r*t+i] = int64(max(0, st.Past+i-st.Starts[r]))
-		}
-	}
 	var logits *ts.Tensor
 	torchx.NoGrad(func() {
-		in, err := g.cachedInputs(st, pos, b, t)
+		var in *inputs
+		var err error
+		if st.Static != nil {
+			in, err = g.staticInputs(st, b, t)
+		} else {
+			in, err = g.cachedInputs(st, st.positions(t), b, t)
+		}
 		if err != nil {
 			panic(fmt.Sprintf("model: %v", err))
 		}
@@ -93,6 +125,16 @@ func (g *GPT) ForwardWith(ids *ts.Tensor, st *PassState) *ts.Tensor {
 // [B,1,t,S]. With a window w > 0 a query also ignores keys w or more
 // positions back.
 func (st *PassState) mask(t, window int, dev gotch.Device) (*ts.Tensor, error) {
+	vals, dims := st.maskValues(t, window)
+	if vals == nil {
+		return nil, nil
+	}
+	return tensorOf(vals, dims, dev)
+}
+
+// maskValues are mask's values and dims on the host; nil where the pass
+// needs no mask.
+func (st *PassState) maskValues(t, window int) ([]float32, []int64) {
 	s := st.Past + t
 	// A sliding window that leaves keys out is a per-row mask too, so that
 	// a decode step's attention kernel applies it.
@@ -104,10 +146,10 @@ func (st *PassState) mask(t, window int, dev gotch.Device) (*ts.Tensor, error) {
 		if t == 1 {
 			return nil, nil
 		}
-		return tensorOf(maskValues([]int{0}, st.Past, t, 0), []int64{int64(t), int64(s)}, dev)
+		return maskValues([]int{0}, st.Past, t, 0), []int64{int64(t), int64(s)}
 	}
 	b := len(st.Starts)
-	return tensorOf(maskValues(st.Starts, st.Past, t, window), []int64{int64(b), 1, int64(t), int64(s)}, dev)
+	return maskValues(st.Starts, st.Past, t, window), []int64{int64(b), 1, int64(t), int64(s)}
 }
 
 // maskValues is memo's one builder of additive attention masks: for each
@@ -140,20 +182,12 @@ func maskValues(starts []int, n, t, window int) []float32 {
 // the given positions (b·t of them, row by row): rotary rows and learned
 // position embeddings gathered per row, and st's masks.
 func (g *GPT) cachedInputs(st *PassState, pos []int64, b, t int) (*inputs, error) {
-	in := &inputs{masks: map[int]*ts.Tensor{}}
 	pt, err := tensorOf(pos, []int64{int64(b * t)}, g.device)
 	if err != nil {
 		return nil, fmt.Errorf("positions: %w", err)
 	}
 	defer pt.MustDrop()
-	rot := int64(g.cfg.RotaryDim())
-	for _, r := range g.ropes {
-		in.cos = append(in.cos, r.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
-		in.sin = append(in.sin, r.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
-	}
-	if pe := g.top[modPositions].w; pe != nil {
-		in.positions = pe.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), int64(t), -1}, true)
-	}
+	in := g.positionInputs(pt, b, t)
 	for _, blk := range g.blocks {
 		if _, ok := in.masks[blk.window]; !ok {
 			m, err := st.mask(t, blk.window, g.device)
@@ -165,6 +199,42 @@ func (g *GPT) cachedInputs(st *PassState, pos []int64, b, t int) (*inputs, error
 		}
 	}
 	return in, nil
+}
+
+// staticInputs are cachedInputs from st.Static's device tensors: the
+// rotary rows and learned position embeddings gathered at its positions
+// on the device, and its mask (a view, so that dropping the inputs
+// leaves it), for a model without sliding windows.
+func (g *GPT) staticInputs(st *PassState, b, t int) (*inputs, error) {
+	if g.cfg.SlidingWindow > 0 {
+		return nil, fmt.Errorf("static inputs: a sliding window (%d) needs a mask of its own", g.cfg.SlidingWindow)
+	}
+	pt := st.Static.Positions
+	if pt == nil || pt.Numel() != uint(b*t) {
+		return nil, fmt.Errorf("static inputs: positions for %d rows × %d positions, got %v", b, t, pt)
+	}
+	in := g.positionInputs(pt, b, t)
+	in.masks[0] = nil
+	if m := st.Static.Mask; m != nil {
+		in.masks[0] = m.MustAlias(false)
+	}
+	return in, nil
+}
+
+// positionInputs are a cached pass's rotary rows and learned position
+// embeddings gathered at positions pt ([b·t] int64 on the model's
+// device), with no masks yet.
+func (g *GPT) positionInputs(pt *ts.Tensor, b, t int) *inputs {
+	in := &inputs{masks: map[int]*ts.Tensor{}}
+	rot := int64(g.cfg.RotaryDim())
+	for _, r := range g.ropes {
+		in.cos = append(in.cos, r.cos.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+		in.sin = append(in.sin, r.sinSigned.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), 1, int64(t), rot}, true))
+	}
+	if pe := g.top[modPositions].w; pe != nil {
+		in.positions = pe.MustIndexSelect(0, pt, false).MustView([]int64{int64(b), int64(t), -1}, true)
+	}
+	return in
 }
 
 // Joined is one layer's separately stored weights concatenated for one

@@ -78,7 +78,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
-			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --temperature T --top-k K --top-p P --approximation A --device D] [--count-ops] [--json]",
+			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --temperature T --top-k K --top-p P --approximation A --device D] [--cuda-graphs] [--count-ops] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +
 				"stepper and the greedy, sampling or beam decoder), once to warm up and then\n" +
@@ -88,9 +88,12 @@ func benchCommand() *cli.Command {
 				"its KV cache is copied to its samples, as extract.samples does (--replicate runs\n" +
 				"every sample's prompt instead, the baseline). --model DIR decodes with that\n" +
 				"model's weights (a Hugging Face directory, a memo run or checkpoint) instead of\n" +
-				"a random model's. Writes no files.",
+				"a random model's. --cuda-graphs (greedy, on a GPU) captures each token step as\n" +
+				"a CUDA graph in the warm-up run and replays it in the measured ones, where\n" +
+				"launching a step's kernels one call at a time bounds the time. Writes no files.",
 			Flags: slices.Concat([]cli.Flag{
 				&cli.StringFlag{Name: "model", Usage: "decode with the weights of `DIR` (a Hugging Face directory, a memo run or checkpoint) instead of a random --preset model"},
+				&cli.BoolFlag{Name: "cuda-graphs", Usage: "with --decoding greedy on --device cuda, replay each token step as a captured CUDA graph (as MEMO_CUDA_GRAPHS=on; not yet measured on a GPU)"},
 				&cli.IntFlag{Name: "prefix", Value: 256, Usage: "prompt tokens `N` (>= 1)"},
 				&cli.IntFlag{Name: "suffix", Value: 50, Usage: "generated tokens `M` (>= 1)"},
 				&cli.IntFlag{Name: "batch", Value: 8, Usage: "prompts decoded together `B` (>= 1)"},
@@ -221,6 +224,9 @@ func runBenchDecode(c *cli.Context) error {
 	if !slices.Contains(extract.Decodings, dec) {
 		return usageError("bench decode: --decoding %q: must be one of %s", dec, strings.Join(extract.Decodings, ", "))
 	}
+	if c.Bool("cuda-graphs") && (dec != extract.DecodeGreedy || !strings.HasPrefix(c.String("device"), "cuda") || c.String("approximation") != "") {
+		return usageError("bench decode: --cuda-graphs: captured token steps are greedy decoding's on --device cuda without --approximation (got --decoding %s --device %s)", dec, c.String("device"))
+	}
 	mc := model.Config{Preset: c.String("preset"), Vocab: c.Int("vocab"), Context: c.Int("prefix") + c.Int("suffix"), Seed: c.Int64("seed")}
 	dir := c.String("model")
 	if dir != "" && (c.IsSet("preset") || c.IsSet("vocab")) {
@@ -241,7 +247,7 @@ func runBenchDecode(c *cli.Context) error {
 		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
 		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), DecodeOn: c.String("decode-on"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
-		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops")})
+		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops"), CUDAGraphs: c.Bool("cuda-graphs")})
 	if err != nil {
 		if strings.Contains(err.Error(), "precision") {
 			return usageError("bench decode: --precision: %v", err)
@@ -267,6 +273,9 @@ func runBenchDecode(c *cli.Context) error {
 		decoding = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g) on the %s", res.Temperature, res.TopK, res.TopP, res.DecodeOn)
 	case extract.DecodeBeam:
 		decoding = "beam search on the " + res.DecodeOn
+	}
+	if res.CUDAGraphs {
+		decoding += fmt.Sprintf(", token steps replayed as CUDA graphs (%d captured)", res.GraphsCaptured)
 	}
 	fmt.Fprintf(stdout, "attack       %s, %d prompts (%d rows) of %d tokens, %d generated\n", decoding, res.Batch, res.Rows, res.Prefix, res.Suffix)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s; per run %.3f s prefill + %.3f s decode\n", res.TokensPerS, res.PrefillS, res.DecodeS)

@@ -89,6 +89,8 @@ func TestBenchDecodeBadInput(t *testing.T) {
 		{[]string{"--top-p", "0"}, "--top-p 0: must be in (0, 1]"},
 		{[]string{"--temperature", "-2"}, "--temperature -2: must be > 0"},
 		{[]string{"--preset", "huge-ish"}, "bench decode:"},
+		{[]string{"--cuda-graphs"}, "--cuda-graphs: captured token steps are greedy decoding's on --device cuda"},
+		{[]string{"--cuda-graphs", "--decoding", "beam"}, "(got --decoding beam --device cpu)"},
 	}
 	for _, tt := range tests {
 		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--preset", "tiny"}, tt.args...)...)

@@ -3,6 +3,7 @@ package torchx
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/sugarme/gotch"
@@ -44,6 +45,14 @@ func DType[T Element]() gotch.DType {
 	return gotch.Float
 }
 
+// hostTensors counts TensorOf's tensors (HostTensorsMade).
+var hostTensors atomic.Int64
+
+// HostTensorsMade is how many tensors TensorOf has made from Go values
+// in this process: a test's check that a pass meant for a CUDA graph
+// makes none (a graph would replay the copy of the capture's values).
+func HostTensorsMade() int64 { return hostTensors.Load() }
+
 // TensorOf copies vals into a new CPU tensor of shape dims and T's dtype.
 // The tensor owns its storage (it is not a view of vals).
 // One copy, into the new tensor's storage: gotch's OfDataSize copies
@@ -63,6 +72,7 @@ func TensorOf[T Element](vals []T, dims []int64) (*ts.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostTensors.Add(1)
 	if n > 0 {
 		src := Bytes(vals)
 		copy(unsafe.Slice((*byte)(t.MustDataPtr()), len(src)), src)

@@ -24,7 +24,9 @@
 #   e   greedy decoding at batch 256 (32 + 32 tokens, bf16): memo bench decode
 #       --rows-out, then transformers' generate on the same prompts with a
 #       static cache run eagerly (scripts/bench_generate.py --compile off):
-#       tokens/s and the fraction of memo's tokens it reproduces; then memo's
+#       tokens/s and the fraction of memo's tokens it reproduces; memo again
+#       with --cuda-graphs (token steps replayed as captured CUDA graphs:
+#       rate, steps captured, tokens against the run without); then memo's
 #       sampling (16 x 16 rows) and beam search (64 x 4), each with its
 #       choices made on the GPU and on the host's cores (--decode-on
 #       device, host)
@@ -253,11 +255,36 @@ PY
 	pack
 fi
 
-if want e && fits e 70; then
+if want e && fits e 100; then
 	{
 		echo "--- e: greedy decoding at batch $dbatch: memo beside transformers' generate (static cache, eager)"
 		rm -f "$W/dec-rows.json"
 		timed decode-memo 90 "$T/memo" bench decode "${decode[@]}" --device "$dev" --rows-out "$W/dec-rows.json" --json
+		# The same decoding with each token step captured as a CUDA graph in
+		# the warm-up run and replayed in the measured ones (engine/graph.go;
+		# never run on a GPU before this call): its rate, and whether its
+		# tokens are the ones above.
+		if [[ $dev == cuda* ]]; then
+			timed decode-memo-graphs 90 "$T/memo" bench decode "${decode[@]}" --device "$dev" --cuda-graphs --rows-out "$W/dec-rows-graphs.json" --json
+			python3 - "$W" <<'PY'
+import json, os, sys
+w = sys.argv[1]
+try:
+    a, b = (json.load(open(os.path.join(w, n + ".json"))) for n in ("decode-memo", "decode-memo-graphs"))
+    ra, rb = (json.load(open(os.path.join(w, n))) for n in ("dec-rows.json", "dec-rows-graphs.json"))
+except (OSError, ValueError) as e:
+    print("CUDA graphs: no comparison (%s)" % e)
+else:
+    ga, gb = ra.get("generated") or [], rb.get("generated") or []
+    same = sum(x == y for r, q in zip(ga, gb) for x, y in zip(r, q))
+    total = sum(len(r) for r in ga)
+    print("memo greedy with CUDA graphs: %.0f tokens/s (decode %.3f s a run), %d steps captured; without %.0f; %.2fx; tokens equal %d of %d%s" % (
+        b["tokens_per_s"], b["decode_s"], b.get("graphs_captured", 0), a["tokens_per_s"], b["tokens_per_s"] / a["tokens_per_s"],
+        same, total, "" if same == total else "  <-- DIFFER"))
+PY
+		else
+			echo "CUDA graphs: skipped on $dev"
+		fi
 		if ((has_torch)) && [[ -f $W/dec-rows.json && $small != 1 ]]; then
 			timed gen-eager 120 python3 scripts/bench_generate.py --model "$W/tl" --rows "$W/dec-rows.json" --device "$dev" \
 				--dtype bf16 --cache static --compile off --reps 3 --ids-out "$W/gen-eager-ids.json"
