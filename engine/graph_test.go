@@ -8,6 +8,7 @@ import (
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
 )
 
 // fakeGraph stands in for a CUDA graph on the CPU: the capture keeps the
@@ -134,5 +135,50 @@ func TestGraphedGreedyMatchesEager(t *testing.T) {
 		if !graphsFailed.Load() {
 			t.Errorf("%s: graphs not marked failed", name)
 		}
+	}
+}
+
+// On a GPU (scripts/gpu/issue41-next.sh's part b runs it there), the
+// real capture: greedy decoding with its token steps captured and
+// replayed as CUDA graphs gives the tokens of decoding without, and the
+// steps were captured, not left to run one call at a time.
+func TestCUDAGraphGreedyOnGPU(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() || !torchx.GraphsAvailable() {
+		t.Skip("no GPU, or a build without the cuda tag")
+	}
+	oldOn, oldCapture := CUDAGraphs(), captureStep
+	captures := 0
+	captureStep = func(dev gotch.Device, warm, run func()) (stepGraph, error) {
+		captures++
+		return oldCapture(dev, warm, run)
+	}
+	SetCUDAGraphs(true)
+	graphsFailed.Store(false)
+	defer func() {
+		SetCUDAGraphs(oldOn)
+		captureStep = oldCapture
+		graphsFailed.Store(false)
+	}()
+	vs := nn.NewVarStore(gotch.CudaBuilder(0))
+	g, err := model.New(vs.Root(), model.Config{Preset: "nano", Vocab: 97, Context: 48, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 9
+	batches := [][][]int32{
+		{{5, 17, 2, 90, 41}, {8, 1, 1, 1, 1}, {33, 33, 33, 2, 2}, {1, 2, 3, 4, 5}},
+		{{9, 9, 9, 9, 9}, {4, 3, 2, 1, 0}, {7, 7, 1, 2, 3}, {60, 61, 62, 63, 64}},
+		{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5}},
+		{{1}, {2, 3}, {4, 5, 6}, {7, 8, 9, 10, 11}},
+	}
+	got, want := greedyBatches(t, g, batches, n)
+	if graphsFailed.Load() {
+		t.Fatal("a capture failed (its warning above says why)")
+	}
+	if captures != 2*(n-2) {
+		t.Errorf("%d steps captured, want %d", captures, 2*(n-2))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("graphed %v, eager %v", got, want)
 	}
 }

@@ -147,7 +147,7 @@ if want b && fits b 60; then
 		# Package precision and the engine's backends moved off model
 		# with no GPU lent: their CUDA tests (fused attention, q/k/v kept
 		# bf16, native GQA, the engine's cached and scoring passes).
-		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels|LossKernel" "engine Cached|ScoreWindows|Backends|ArgmaxRows|SampleColumns|TopFirst|WarpedTopK"; do
+		for pt in "precision ReducedAttention|Precision|NativeGQA|Policy|ElementwiseKernels|LossKernel" "engine Cached|ScoreWindows|Backends|ArgmaxRows|SampleColumns|TopFirst|WarpedTopK|Graph"; do
 			set -- $pt
 			if [[ -x $T/$1.test ]]; then
 				echo "--- b: $1.test -test.run '$2' on $dev"
