@@ -48,6 +48,15 @@ func withFakeGraphs(t *testing.T, capture func(dev gotch.Device, warm, run func(
 	})
 }
 
+// graphBatches are four batches of one shape (4 rows, 5 positions of
+// prompt): two unpadded, then two padded.
+var graphBatches = [][][]int32{
+	{{5, 17, 2, 90, 41}, {8, 1, 1, 1, 1}, {33, 33, 33, 2, 2}, {1, 2, 3, 4, 5}},
+	{{9, 9, 9, 9, 9}, {4, 3, 2, 1, 0}, {7, 7, 1, 2, 3}, {60, 61, 62, 63, 64}},
+	{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5}},
+	{{1}, {2, 3}, {4, 5, 6}, {7, 8, 9, 10, 11}},
+}
+
 // greedyBatches decodes each batch of prompts by n greedy tokens with one
 // stepper (as an attack does, batch after batch), and each with a new
 // stepper with graphs off.
@@ -92,12 +101,6 @@ func greedyBatches(t *testing.T, g *model.GPT, batches [][][]int32, n int) (got,
 // capture stream that refuses, leaves the steps to run as without.
 func TestGraphedGreedyMatchesEager(t *testing.T) {
 	const n = 9
-	batches := [][][]int32{
-		{{5, 17, 2, 90, 41}, {8, 1, 1, 1, 1}, {33, 33, 33, 2, 2}, {1, 2, 3, 4, 5}},
-		{{9, 9, 9, 9, 9}, {4, 3, 2, 1, 0}, {7, 7, 1, 2, 3}, {60, 61, 62, 63, 64}},
-		{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5}},
-		{{1}, {2, 3}, {4, 5, 6}, {7, 8, 9, 10, 11}},
-	}
 	for _, arch := range []string{"", "gpt2"} {
 		g := newTest(t, model.Config{Preset: "nano", Arch: arch, Vocab: 97, Context: 48, Seed: 3})
 		captures, replays := 0, 0
@@ -106,7 +109,7 @@ func TestGraphedGreedyMatchesEager(t *testing.T) {
 			captures++
 			return &fakeGraph{t: t, run: run, replays: &replays}, nil
 		})
-		got, want := greedyBatches(t, g, batches, n)
+		got, want := greedyBatches(t, g, graphBatches, n)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("arch %q: graphed %v, eager %v", arch, got, want)
 		}
@@ -128,7 +131,7 @@ func TestGraphedGreedyMatchesEager(t *testing.T) {
 		},
 	} {
 		withFakeGraphs(t, capture)
-		got, want := greedyBatches(t, g, batches, n)
+		got, want := greedyBatches(t, g, graphBatches, n)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: graphed %v, eager %v", name, got, want)
 		}
@@ -165,13 +168,7 @@ func TestCUDAGraphGreedyOnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 9
-	batches := [][][]int32{
-		{{5, 17, 2, 90, 41}, {8, 1, 1, 1, 1}, {33, 33, 33, 2, 2}, {1, 2, 3, 4, 5}},
-		{{9, 9, 9, 9, 9}, {4, 3, 2, 1, 0}, {7, 7, 1, 2, 3}, {60, 61, 62, 63, 64}},
-		{{5, 17, 2, 90, 41}, {8}, {33, 33, 33}, {1, 2, 3, 4, 5}},
-		{{1}, {2, 3}, {4, 5, 6}, {7, 8, 9, 10, 11}},
-	}
-	got, want := greedyBatches(t, g, batches, n)
+	got, want := greedyBatches(t, g, graphBatches, n)
 	if graphsFailed.Load() {
 		t.Fatal("a capture failed (its warning above says why)")
 	}
