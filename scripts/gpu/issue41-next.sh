@@ -27,7 +27,7 @@
 #       tokens/s and the fraction of memo's tokens it reproduces; memo again
 #       with --cuda-graphs (token steps replayed as captured CUDA graphs:
 #       rate, steps captured, tokens against the run without); then memo's
-#       sampling (16 x 16 rows) and beam search (64 x 4), each with its
+#       sampling (16 x 16 rows, top-k 40) and beam search (64 x 4), each with its
 #       choices made on the GPU and on the host's cores (--decode-on
 #       device, host)
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
@@ -296,12 +296,12 @@ PY
 		# on the host (each step's logits copied back and worked on the
 		# host's cores), 256 rows each.
 		for where in device host; do
-			timed decode-sample-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding sample --samples 16 --batch 16 --decode-on $where --json
+			timed decode-sample-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding sample --samples 16 --batch 16 --top-k 40 --decode-on $where --json
 			timed decode-beam-$where 60 "$T/memo" bench decode "${dhost[@]}" --device "$dev" --decoding beam --beams 4 --batch 64 --decode-on $where --json
 		done
 		python3 - "$W" <<'PY'
 import json, os, sys
-for what, label in (("sample", "sampling, 16 prompts x 16 samples"), ("beam", "beam search, 64 prompts x 4 beams")):
+for what, label in (("sample", "sampling (top-k 40), 16 prompts x 16 samples"), ("beam", "beam search, 64 prompts x 4 beams")):
     r = {}
     for where in ("device", "host"):
         try:
