@@ -25,10 +25,7 @@ func TestTopFirst(t *testing.T) {
 			flat[i] = math.Copysign(0, -1)
 		}
 	}
-	devs := []gotch.Device{gotch.CPU}
-	if gotch.CUDA.IsAvailable() {
-		devs = append(devs, gotch.CudaBuilder(0))
-	}
+	devs := testDevices()
 	for _, dev := range devs {
 		x := ts.MustOfSlice(flat).MustView([]int64{rows, v}, true).MustTo(dev, true)
 		for _, w := range []int{1, 2, 4, 7} {

@@ -115,10 +115,7 @@ func TestArgmaxRowsIsArgmax(t *testing.T) {
 	for _, r := range rows {
 		flat = append(flat, r...)
 	}
-	devs := []gotch.Device{gotch.CPU}
-	if gotch.CUDA.IsAvailable() { // scripts/gpu/issue41-next.sh runs it there
-		devs = append(devs, gotch.CudaBuilder(0))
-	}
+	devs := testDevices()
 	for _, dev := range devs {
 		for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16, gotch.Half} {
 			x := ts.MustOfSlice(flat).MustView([]int64{int64(len(rows)), 5}, true).MustTotype(dt, true).MustTo(dev, true)

@@ -41,3 +41,14 @@ func maxAbsDiff(a, b *ts.Tensor) float64 {
 	d := a.MustSub(b, false).MustAbs(true).MustMax(true)
 	return d.Float64Values()[0]
 }
+
+// testDevices are the devices a test checks the same work on: the CPU,
+// and the first GPU where there is one (scripts/gpu/issue41-next.sh runs
+// the engine's tests there).
+func testDevices() []gotch.Device {
+	devs := []gotch.Device{gotch.CPU}
+	if gotch.CUDA.IsAvailable() {
+		devs = append(devs, gotch.CudaBuilder(0))
+	}
+	return devs
+}

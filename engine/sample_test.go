@@ -58,10 +58,7 @@ func TestSampleColumns(t *testing.T) {
 	for i := range u {
 		u[i] = rng.Float64()
 	}
-	devs := []gotch.Device{gotch.CPU}
-	if gotch.CUDA.IsAvailable() {
-		devs = append(devs, gotch.CudaBuilder(0))
-	}
+	devs := testDevices()
 	warps := []Warpers{{1, 0, 1}, {0.7, 0, 1}, {1, 1, 1}, {1.3, 5, 1}, {1, 0, 0.9}, {0.9, 50, 0.5}, {1, 0, 1e-9}}
 	for _, dt := range []gotch.DType{gotch.Float, gotch.BFloat16} {
 		logits := make([]float32, len(flat)) // the values dt holds
@@ -140,10 +137,7 @@ func TestWarpedTopKWithoutSort(t *testing.T) {
 	for i := range u {
 		u[i] = rng.Float64()
 	}
-	devs := []gotch.Device{gotch.CPU}
-	if gotch.CUDA.IsAvailable() {
-		devs = append(devs, gotch.CudaBuilder(0))
-	}
+	devs := testDevices()
 	// byID is each row's candidates' probabilities by token id, the id
 	// drawn at u and the guard, on the host.
 	byID := func(uc, probs, order, last, guard *ts.Tensor) (p []float64, toks []int64, g []float64) {
