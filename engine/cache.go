@@ -180,9 +180,12 @@ func (kc *Cache) forward(ids *ts.Tensor, lastOnly bool) *ts.Tensor {
 	if len(size) != 2 || size[0] != int64(kc.batch) || kc.n+int(size[1]) > kc.maxLen {
 		panic(fmt.Sprintf("engine: Forward on ids %v with a cache of %d rows, %d/%d positions filled", size, kc.batch, kc.n, kc.maxLen))
 	}
-	logits := kc.g.ForwardWith(ids, &model.PassState{
-		Past: kc.n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: lastOnly, Backend: kc.backend,
-	})
+	logits := kc.g.ForwardWith(ids, kc.passState(lastOnly))
 	kc.n += int(size[1])
 	return logits
+}
+
+// passState is the model's view of the cache for its next pass.
+func (kc *Cache) passState(lastOnly bool) *model.PassState {
+	return &model.PassState{Past: kc.n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: lastOnly, Backend: kc.backend}
 }

@@ -82,7 +82,6 @@ type graphStep struct {
 type cacheGraphs struct {
 	ids, pos *ts.Tensor // [B,1] and [B] int64
 	steps    map[graphKey]*graphStep
-	off      bool // a capture failed: every step runs as without
 }
 
 func (cg *cacheGraphs) drop() {
@@ -116,10 +115,8 @@ func (kc *Cache) forwardToken(tok *ts.Tensor, graphed bool) *ts.Tensor {
 		if kc.graphs == nil {
 			kc.graphs = &cacheGraphs{steps: map[graphKey]*graphStep{}}
 		}
-		if !kc.graphs.off {
-			if out := kc.graphedStep(tok); out != nil {
-				return out
-			}
+		if out := kc.graphedStep(tok); out != nil {
+			return out
 		}
 	}
 	return kc.ForwardLast(tok)
@@ -130,7 +127,7 @@ func (kc *Cache) forwardToken(tok *ts.Tensor, graphed bool) *ts.Tensor {
 // captures it; nil (nothing run) where the capture's stream refused.
 func (kc *Cache) graphedStep(tok *ts.Tensor) *ts.Tensor {
 	cg, dev, n := kc.graphs, kc.g.Device(), kc.n
-	st := &model.PassState{Past: n, Starts: kc.starts, KV: kc, Joins: kc.joins, LastOnly: true, Backend: kc.backend}
+	st := kc.passState(true)
 	pos, mask, maskDims := st.StepValues(1)
 	key := graphKey{past: n, padded: mask != nil}
 	step := cg.steps[key]
@@ -176,7 +173,6 @@ func (kc *Cache) graphedStep(tok *ts.Tensor) *ts.Tensor {
 		if !graphsFailed.Swap(true) {
 			slog.Warn("engine: CUDA graphs off: a token step could not be captured, so every step runs one call at a time", "rows", kc.batch, "position", n, "err", err)
 		}
-		cg.off = true
 		step.drop()
 		if out == nil { // nothing ran
 			kc.n = n
@@ -212,8 +208,8 @@ func (kc *Cache) reset(starts []int) error {
 // reusable reports whether a stepper's next batch of rows rows and maxLen
 // positions can decode in kc, keeping its captured steps.
 func (kc *Cache) reusable(rows, maxLen int) bool {
-	return kc.graphs != nil && !kc.graphs.off && len(kc.graphs.steps) > 0 &&
-		kc.approx == nil && kc.batch == rows && kc.maxLen == maxLen && kc.k != nil
+	return kc.graphs != nil && len(kc.graphs.steps) > 0 && !graphsFailed.Load() &&
+		kc.batch == rows && kc.maxLen == maxLen
 }
 
 // dropGraphs frees the captured steps: the cache's tensors moved.
@@ -227,7 +223,7 @@ func (kc *Cache) dropGraphs() {
 // GraphsCaptured is how many token steps the stepper's cache holds as
 // captured graphs (0 with graphs off, or after a capture failed).
 func (s *Stepper) GraphsCaptured() int {
-	if s.cache == nil || s.cache.graphs == nil || s.cache.graphs.off {
+	if s.cache == nil || s.cache.graphs == nil || graphsFailed.Load() {
 		return 0
 	}
 	return len(s.cache.graphs.steps)

@@ -80,7 +80,7 @@ func greedyBatches(t *testing.T, g *model.GPT, batches [][][]int32, n int) (got,
 		got = append(got, decode(graphed, prompts))
 		if i == 0 {
 			cache = graphed.cache
-		} else if graphed.cache != cache && cache.graphs != nil && !cache.graphs.off {
+		} else if graphed.cache != cache && cache.graphs != nil && !graphsFailed.Load() {
 			t.Errorf("batch %d: a new cache for the same shape; its captured steps were dropped", i)
 		}
 		SetCUDAGraphs(false)
