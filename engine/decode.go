@@ -403,8 +403,21 @@ func (s *Stepper) Reorder(rows []int) error {
 	return nil
 }
 
-// Close frees what Start allocated.
+// Close ends a decoding and frees what Start allocated, except a cache
+// holding token steps captured as CUDA graphs (graph.go): that stays for
+// the stepper's next batch of the same shape, where the steps replay
+// instead of being captured again, until Release or a batch of another
+// shape frees it.
 func (s *Stepper) Close() {
+	s.dropPending()
+	if s.cache != nil && !s.cache.reusable(s.cache.batch, s.cache.maxLen) {
+		s.cache.Drop()
+		s.cache = nil
+	}
+}
+
+// Release frees everything the stepper holds, captured token steps too.
+func (s *Stepper) Release() {
 	s.dropPending()
 	if s.cache != nil {
 		s.cache.Drop()
@@ -426,7 +439,7 @@ func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32
 		return make([][]int32, len(prompts)), nil
 	}
 	s := NewStepper(g, opt.UseCache)
-	defer s.Close()
+	defer s.Release()
 	first, err := s.StartGreedy(prompts, n)
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: %w", err)

@@ -67,10 +67,10 @@ func (b *benchApprox) graphsCaptured() int {
 	return b.exact.GraphsCaptured()
 }
 
-// close frees the exact stepper's cache.
+// close frees the exact stepper's cache and the steps captured on it.
 func (b *benchApprox) close() {
 	if b.exact != nil {
-		b.exact.Close()
+		b.exact.Release()
 	}
 }
 

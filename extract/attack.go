@@ -55,6 +55,11 @@ func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 		ms = make([]*runfiles.CompletionApprox, len(prompts))
 	}
 	dec := decoder{cfg: cfg}
+	// One exact stepper for every batch: a cache holding greedy's token
+	// steps captured as CUDA graphs outlives a batch (Stepper.Close), so
+	// that later batches of the same shape replay them.
+	exact := engine.NewStepper(g, useCache)
+	defer exact.Release()
 	bar := progress.New("extract: generating", len(order))
 	done := 0
 	for lo := 0; lo < len(order); lo += batch {
@@ -76,7 +81,7 @@ func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 				rngs = append(rngs, guessRNG(cfg.Seed, prompts[i].Doc.ID, j))
 			}
 		}
-		gen, rowMs, err := dec.decodeBatch(g, m, pre, n, samples, rngs, useCache)
+		gen, rowMs, err := dec.decodeBatch(g, m, exact, pre, n, samples, rngs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -105,9 +110,10 @@ func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 
 // decodeBatch decodes one batch of prompts by n tokens: samples guesses
 // each (rows p·samples+j drawing with rngs[p·samples+j]), or the beams of
-// beam search, exactly (m nil, with or without the KV cache) or under m.
+// beam search, exactly (m nil: with exact, the attack's one stepper, with
+// or without the KV cache) or under m.
 // rowMs holds each decoded row's measurements when m is not nil.
-func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, samples int, rngs []*rand.Rand, useCache bool) (gen [][]Guess, rowMs []runfiles.CompletionApprox, err error) {
+func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, exact *engine.Stepper, pre [][]int32, n, samples int, rngs []*rand.Rand) (gen [][]Guess, rowMs []runfiles.CompletionApprox, err error) {
 	unmeasured := runfiles.CompletionApprox{AttnMassKept: 1, KVBytesPerToken: math.NaN(), SpecAccept: math.NaN()}
 	if m != nil && m.draft != nil { // QuantSpec: greedy, one row per prompt
 		out, stats, err := m.speculative(g, pre, n)
@@ -125,7 +131,7 @@ func (d decoder) decodeBatch(g *model.GPT, m *approxMethod, pre [][]int32, n, sa
 		}
 		return gen, rowMs, nil
 	}
-	var lm stepper = engine.NewStepper(g, useCache)
+	var lm stepper = exact
 	var measured *approx.Stepper
 	if m != nil {
 		if measured, err = m.stepper(g); err != nil {

@@ -284,8 +284,12 @@ func benchGenerate(g *model.GPT, windows [][]int32, prefix, suffix, batch int) (
 	for i, w := range windows {
 		prompts[i] = w[:prefix]
 	}
+	// One stepper, as an attack's: steps captured as CUDA graphs replay
+	// in later batches of the same shape (engine.Stepper.Close).
+	st := engine.NewStepper(g, true)
+	defer st.Release()
 	run := func(ps [][]int32) ([][]int32, error) {
-		gs, err := dec.guesses(engine.NewStepper(g, true), ps, suffix, 1, nil)
+		gs, err := dec.guesses(st, ps, suffix, 1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("bench scan: generation: %w", err)
 		}

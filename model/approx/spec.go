@@ -34,7 +34,7 @@ func Speculative(target, draft *model.GPT, draftApprox Approx, prompts [][]int32
 		return nil, nil, fmt.Errorf("model: speculative gamma %d: want >= 1", gamma)
 	}
 	ts := engine.NewStepper(target, true)
-	defer ts.Close()
+	defer ts.Release()
 	ds, err := NewStepper(draft, draftApprox)
 	if err != nil {
 		return nil, nil, err
