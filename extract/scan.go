@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -91,10 +92,11 @@ func Scan(ctx context.Context, cfg Config, checkpointDir string, ds *data.Datase
 	return nil
 }
 
-// scanAll is each prompt's matched length (engine.GreedyMatch over its
-// prefix + suffix; −1 for a prompt not attacked), cfg.BatchSize windows a
-// pass, ordered by length so that a batch pads little.
-func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]int, error) {
+// scanAll is what greedy decoding reproduces of each prompt's suffix
+// (engine.GreedyMatch over its prefix + suffix; Len −1 for a prompt not
+// attacked), cfg.BatchSize windows a pass, ordered by length so that a
+// batch pads little.
+func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([]engine.Match, error) {
 	var todo []int
 	for i, p := range prompts {
 		if p.Status == StatusOK {
@@ -104,9 +106,9 @@ func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([
 	// Prefix and suffix are consecutive tokens of the document.
 	win := func(p Prompt) []int32 { return p.Doc.IDs[:len(p.Prefix)+len(p.Suffix)] }
 	order := byLength(len(todo), func(k int) int { return len(prompts[todo[k]].Prefix) + len(prompts[todo[k]].Suffix) })
-	out := make([]int, len(prompts))
+	out := make([]engine.Match, len(prompts))
 	for i := range out {
-		out[i] = -1
+		out[i] = engine.Match{Len: -1, Margin: float32(math.NaN())}
 	}
 	batch := max(cfg.BatchSize, 1)
 	bar := progress.New("extract: scanning", len(order))
@@ -136,13 +138,14 @@ func scanAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt) ([
 }
 
 // scanRows are the scan file's rows, in the prompts' order.
-func scanRows(prompts []Prompt, matched []int) []runfiles.ScanRow {
+func scanRows(prompts []Prompt, matched []engine.Match) []runfiles.ScanRow {
 	rows := make([]runfiles.ScanRow, len(prompts))
 	for i, p := range prompts {
-		r := runfiles.ScanRow{DocID: p.Doc.ID, Split: p.Doc.Split, Status: p.Status, Repetitions: p.Doc.Repetitions}
+		r := runfiles.ScanRow{DocID: p.Doc.ID, Split: p.Doc.Split, Status: p.Status, Repetitions: p.Doc.Repetitions, Margin: float32(math.NaN())}
 		if p.Status == StatusOK {
-			r.PrefixLen, r.SuffixLen, r.MatchedLen = len(p.Prefix), len(p.Suffix), matched[i]
-			r.ExactMatch = matched[i] == len(p.Suffix)
+			r.PrefixLen, r.SuffixLen, r.MatchedLen = len(p.Prefix), len(p.Suffix), matched[i].Len
+			r.ExactMatch = matched[i].Len == len(p.Suffix)
+			r.Margin = matched[i].Margin
 		}
 		rows[i] = r
 	}

@@ -2,8 +2,11 @@ package extract
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,9 +54,9 @@ func TestScanMatchesGreedyGeneration(t *testing.T) {
 				t.Fatalf("%s: %s not attacked: %s", mode, p.Doc.Title, p.Reason)
 			}
 			want := commonPrefix(gen[i], p.Suffix)
-			if matched[i] != want {
+			if matched[i].Len != want {
 				t.Errorf("%s: %s: scan matched %d tokens, greedy generation %d of %d (%q vs %q)",
-					mode, p.Doc.Title, matched[i], want, len(p.Suffix), bytesOf(gen[i]), bytesOf(p.Suffix))
+					mode, p.Doc.Title, matched[i].Len, want, len(p.Suffix), bytesOf(gen[i]), bytesOf(p.Suffix))
 			}
 			switch want {
 			case len(p.Suffix):
@@ -119,6 +122,10 @@ func TestScanOnATrainedRun(t *testing.T) {
 		}
 		if r.ExactMatch {
 			exact++
+		}
+		// Written and read back: a lead in logits where scanned, NaN where not.
+		if ok := r.Status == StatusOK; ok != (r.Margin >= 0 && !math.IsInf(float64(r.Margin), 0)) || !ok && !math.IsNaN(float64(r.Margin)) {
+			t.Errorf("doc %d (%s): margin %v", c.DocID, r.Status, r.Margin)
 		}
 	}
 	t.Logf("%d documents, %d exact", len(rows), exact)
@@ -190,8 +197,12 @@ func TestScanTiesGoToTheLowestID(t *testing.T) {
 	}
 	want := []int{2, 3, 0, 0}
 	for i := range prompts {
-		if matched[i] != want[i] || commonPrefix(gen[i], prompts[i].Suffix) != want[i] {
-			t.Errorf("doc %d: scan matched %d, generation %v matched %d; want %d", i, matched[i], gen[i], commonPrefix(gen[i], prompts[i].Suffix), want[i])
+		if matched[i].Len != want[i] || commonPrefix(gen[i], prompts[i].Suffix) != want[i] {
+			t.Errorf("doc %d: scan matched %d, generation %v matched %d; want %d", i, matched[i].Len, gen[i], commonPrefix(gen[i], prompts[i].Suffix), want[i])
+		}
+		// Every logit equal: each verdict is a tie, broken by the rule.
+		if matched[i].Margin != 0 {
+			t.Errorf("doc %d: margin %v, want 0 (a tie)", i, matched[i].Margin)
 		}
 	}
 }
@@ -200,8 +211,12 @@ func TestCompareScan(t *testing.T) {
 	ok := func(doc int64, pre, suf, gen []int32) runfiles.Completion {
 		return runfiles.Completion{DocID: doc, Status: StatusOK, Prefix: pre, Suffix: suf, Generated: gen}
 	}
-	row := func(doc int64, pre, suf, m int) runfiles.ScanRow {
-		return runfiles.ScanRow{DocID: doc, Status: StatusOK, PrefixLen: pre, SuffixLen: suf, MatchedLen: m, ExactMatch: m == suf}
+	row := func(doc int64, pre, suf, m int, margin ...float32) runfiles.ScanRow {
+		r := runfiles.ScanRow{DocID: doc, Status: StatusOK, PrefixLen: pre, SuffixLen: suf, MatchedLen: m, ExactMatch: m == suf, Margin: 1}
+		if len(margin) > 0 {
+			r.Margin = margin[0]
+		}
+		return r
 	}
 	comps := []runfiles.Completion{
 		ok(1, []int32{9}, []int32{1, 2, 3}, []int32{1, 2, 3}),
@@ -214,9 +229,14 @@ func TestCompareScan(t *testing.T) {
 	if err != nil || a.Compared != 3 || a.Exact != 1 || len(a.Differ) != 0 {
 		t.Errorf("agreeing scan: %+v, %v", a, err)
 	}
-	differ := []runfiles.ScanRow{row(1, 1, 3, 2), row(2, 1, 3, 1), row(3, 1, 3, 1)}
-	if a, err := CompareScan(differ, comps); err != nil || len(a.Differ) != 2 || a.Differ[0] != 1 || a.Differ[1] != 3 {
-		t.Errorf("differing scan: %+v, %v: want docs 1 and 3", a, err)
+	// Docs 1 and 3 part, at margins 0.25 and 0.125; doc 2 agrees at 0.2,
+	// as near a tie as doc 1.
+	differ := []runfiles.ScanRow{row(1, 1, 3, 2, 0.25), row(2, 1, 3, 1, 0.2), row(3, 1, 3, 1, 0.125)}
+	if a, err := CompareScan(differ, comps); err != nil || len(a.Differ) != 2 || a.Differ[0] != 1 || a.Differ[1] != 3 ||
+		!slices.Equal(a.DifferMargins, []float32{0.25, 0.125}) || a.AsNear != 3 {
+		t.Errorf("differing scan: %+v, %v: want docs 1 and 3 at margins 0.25 and 0.125, 3 as near", a, err)
+	} else if s := a.String(); !strings.Contains(s, "doc_ids [1 3], the scan's margins there [0.25 0.125] logits; 3 of 3 documents") {
+		t.Errorf("differing scan reads %q", s)
 	}
 	if _, err := CompareScan([]runfiles.ScanRow{row(1, 2, 2, 0)}, comps); err == nil {
 		t.Error("another prompt geometry: no error")

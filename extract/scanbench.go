@@ -72,7 +72,9 @@ type ScanBenchResult struct {
 // windows generation reproduces whole; Differ those where the scan's
 // matched length (hence possibly its exact-match flag) is not
 // generation's, DifferExact those where the flags themselves differ,
-// FirstDiffer up to ten of their indices. Planted is how many suffixes
+// FirstDiffer up to ten of their indices and FirstDifferMargins the
+// scan's margins there (engine.Match: near 0, a near-tie that the two
+// orders of arithmetic can break apart). Planted is how many suffixes
 // were replaced by greedy's own continuation (ScanBenchConfig.Plant).
 type ScanBenchGeneration struct {
 	Sequences     int     `json:"sequences"`
@@ -85,6 +87,8 @@ type ScanBenchGeneration struct {
 	Differ        int     `json:"differ"`
 	DifferExact   int     `json:"differ_exact"`
 	FirstDiffer   []int   `json:"first_differ,omitempty"`
+	// FirstDifferMargins are the scan's margins of FirstDiffer's windows.
+	FirstDifferMargins []float32 `json:"first_differ_margins,omitempty"`
 	// ScanSpeedup is generation's seconds a window over the scan's.
 	ScanSpeedup float64 `json:"scan_speedup"`
 }
@@ -146,8 +150,8 @@ func BenchScan(cfg ScanBenchConfig) (ScanBenchResult, error) {
 	res.TokensPerS = float64(cfg.Sequences*(cfg.Prefix+cfg.Suffix)) / el.Seconds()
 	sum := 0
 	for _, m := range matched {
-		sum += m
-		if m == cfg.Suffix {
+		sum += m.Len
+		if m.Len == cfg.Suffix {
 			res.Exact++
 		}
 	}
@@ -158,13 +162,14 @@ func BenchScan(cfg ScanBenchConfig) (ScanBenchResult, error) {
 			if m == cfg.Suffix {
 				gr.Exact++
 			}
-			if matched[i] != m {
+			if matched[i].Len != m {
 				gr.Differ++
 				if len(gr.FirstDiffer) < 10 {
 					gr.FirstDiffer = append(gr.FirstDiffer, i)
+					gr.FirstDifferMargins = append(gr.FirstDifferMargins, matched[i].Margin)
 				}
 			}
-			if (matched[i] == cfg.Suffix) != (m == cfg.Suffix) {
+			if (matched[i].Len == cfg.Suffix) != (m == cfg.Suffix) {
 				gr.DifferExact++
 			}
 		}
@@ -250,7 +255,7 @@ func plant(rng *rand.Rand, windows, gen [][]int32, prefix int, frac float64, voc
 // the first batch (the device's first kernels, the allocator's first
 // blocks). The ids come back to the host each pass, which waits for the
 // device: the time is the device's.
-func benchGreedyMatch(g *model.GPT, windows [][]int32, prefix, batch int) ([]int, time.Duration, error) {
+func benchGreedyMatch(g *model.GPT, windows [][]int32, prefix, batch int) ([]engine.Match, time.Duration, error) {
 	pre := make([]int, len(windows))
 	for i := range pre {
 		pre[i] = prefix
@@ -259,7 +264,7 @@ func benchGreedyMatch(g *model.GPT, windows [][]int32, prefix, batch int) ([]int
 		return nil, 0, fmt.Errorf("bench scan: %w", err)
 	}
 	torchx.Collect()
-	out := make([]int, 0, len(windows))
+	out := make([]engine.Match, 0, len(windows))
 	t0 := time.Now()
 	for lo := 0; lo < len(windows); lo += batch {
 		hi := min(lo+batch, len(windows))

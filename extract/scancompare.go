@@ -2,6 +2,7 @@ package extract
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -10,10 +11,16 @@ import (
 // ScanAgreement is how a scan compares with a greedy attack's completions
 // of the same documents: Compared documents were attacked in both, Exact
 // of them reproduced exactly by generation, and Differ lists the doc_ids
-// whose matched length or exact match the scan got otherwise.
+// whose matched length or exact match the scan got otherwise, with the
+// scan's margins there (runfiles.ScanRow.Margin; NaN from a scan written
+// before margins were recorded). AsNear counts the compared documents
+// whose margin is at most the largest of Differ's: how many verdicts were
+// as close to a tie as the ones that parted.
 type ScanAgreement struct {
 	Compared, Exact int
 	Differ          []int64
+	DifferMargins   []float32
+	AsNear          int
 }
 
 // CompareScan checks a scan against completions of the same attack:
@@ -27,6 +34,7 @@ func CompareScan(scan []runfiles.ScanRow, comps []runfiles.Completion) (ScanAgre
 		byDoc[r.DocID] = r
 	}
 	var a ScanAgreement
+	var margins []float32 // of every compared document
 	for _, c := range comps {
 		r, ok := byDoc[c.DocID]
 		if !ok || c.Status != StatusOK || r.Status != StatusOK {
@@ -41,11 +49,21 @@ func CompareScan(scan []runfiles.ScanRow, comps []runfiles.Completion) (ScanAgre
 		}
 		if r.MatchedLen != m || r.ExactMatch != (m == len(c.Suffix)) {
 			a.Differ = append(a.Differ, c.DocID)
+			a.DifferMargins = append(a.DifferMargins, r.Margin)
 		}
+		margins = append(margins, r.Margin)
 		a.Compared++
 	}
 	if a.Compared == 0 {
 		return a, badinput.Errorf("no attacked document in common: not the same attack")
+	}
+	if len(a.DifferMargins) > 0 {
+		worst := slices.Max(a.DifferMargins)
+		for _, x := range margins {
+			if x <= worst {
+				a.AsNear++
+			}
+		}
 	}
 	return a, nil
 }
@@ -63,7 +81,8 @@ func CompareScanFile(path string, comps []runfiles.Completion) (ScanAgreement, e
 func (a ScanAgreement) String() string {
 	s := fmt.Sprintf("%d documents compared, %d exact by generation, %d differ", a.Compared, a.Exact, len(a.Differ))
 	if n := len(a.Differ); n > 0 {
-		s += fmt.Sprintf(" (doc_ids %v)", a.Differ[:min(n, 10)])
+		s += fmt.Sprintf(" (doc_ids %v, the scan's margins there %v logits; %d of %d documents' verdicts were as near a tie)",
+			a.Differ[:min(n, 10)], a.DifferMargins[:min(n, 10)], a.AsNear, a.Compared)
 	}
 	return s
 }

@@ -6,17 +6,21 @@ package runfiles
 // generating. MatchedLen is the number of leading suffix tokens greedy
 // decoding reproduces (0 … SuffixLen); ExactMatch is MatchedLen ==
 // SuffixLen, the exact_match of completions.arrow's greedy attack.
-// Status is "ok", or why the document was not scanned ("too_short"; then
+// Margin is how near that verdict came to another, in logits
+// (engine.Match: 0 is a tie, where generation's arithmetic may decide
+// otherwise); NaN for a document not scanned, and in files written before
+// memo recorded it. Status is "ok", or why the document was not scanned ("too_short"; then
 // the lengths are 0 and ExactMatch false).
 type ScanRow struct {
-	DocID       int64  `arrow:"doc_id,required"`
-	Split       string `arrow:"split,required"`
-	Status      string `arrow:"status,required"`
-	Repetitions int    `arrow:"repetitions"`
-	PrefixLen   int    `arrow:"prefix_len,required"`
-	SuffixLen   int    `arrow:"suffix_len,required"`
-	MatchedLen  int    `arrow:"matched_len,required"`
-	ExactMatch  bool   `arrow:"exact_match,required"`
+	DocID       int64   `arrow:"doc_id,required"`
+	Split       string  `arrow:"split,required"`
+	Status      string  `arrow:"status,required"`
+	Repetitions int     `arrow:"repetitions"`
+	PrefixLen   int     `arrow:"prefix_len,required"`
+	SuffixLen   int     `arrow:"suffix_len,required"`
+	MatchedLen  int     `arrow:"matched_len,required"`
+	ExactMatch  bool    `arrow:"exact_match,required"`
+	Margin      float32 `arrow:"margin"`
 }
 
 // Scans is the scan file's codec (Parquet).
