@@ -1,9 +1,11 @@
 #!/bin/bash
-# What issue 41 still lacks, in one call of at most ~520 s on a lent GPU
+# What issue 41 still lacks, in one call of at most ~565 s on a lent GPU
 # machine with no Go (what scripts/gpu/make-carry.sh puts in gpucarry/:
 # memo.xz built with -tags cuda, {torchx,precision,engine}.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
-# cache/corpora/). Parts, in this order (PARTS, default all):
+# cache/corpora/). Parts, in this order (PARTS, default "b s e d a ec o p":
+# k and c were measured on one H200 at e96eff0, docs/GPU.md; kc takes a
+# call of its own):
 #   b   the fused RMSNorm and rotary tests, memo's elementwise kernels
 #       against libtorch and the copies that do not wait, on CUDA
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
@@ -16,20 +18,31 @@
 #       spread, datasheet MFU, ratio; then memo with MEMO_KERNELS=off (what
 #       the kernels give), one run with --activation-checkpointing (its cost
 #       and GPU peak memory) and one run of the torch.compile peer
+#   kc  5 alternating pairs of memo and the torch.compile peer at 8 x 2048
+#       (MFU_STAGE=compilepairs; about 5 x 115 s: PARTS=kc BUDGET_S=580)
 #   c   memo bench scan: 100,000 windows of 32 + 32 tokens through the
 #       teacher-forced pass on the 1.1B (random TinyLlama-shaped weights from
 #       scripts/gpu/make_tinyllama.py, bf16), the first 2,048 also decoded by
 #       generation (half their suffixes planted from it): both rates, and
-#       whether the verdicts agree window by window
+#       whether the verdicts agree window by window (with the scan's margins
+#       where they do not)
+#   s   scoring, 5 alternating pairs of memo bench score --precision bf16 and
+#       scripts/bench_score.py --dtype bf16 (PyTorch with bf16 weights) on the
+#       same 4 x 1,024 rows: medians, ratio, the two mean NLLs
 #   e   greedy decoding at batch 256 (32 + 32 tokens, bf16): memo bench decode
 #       --rows-out, then transformers' generate on the same prompts with a
 #       static cache run eagerly (scripts/bench_generate.py --compile off):
 #       tokens/s and the fraction of memo's tokens it reproduces; memo again
-#       with --cuda-graphs (token steps replayed as captured CUDA graphs:
-#       rate, steps captured, tokens against the run without); then memo's
+#       with --cuda-graphs (token steps captured in the warm-up run and
+#       replayed in the measured ones: rate, steps captured, tokens against
+#       the run without); then memo's
 #       sampling (16 x 16 rows, top-k 40) and beam search (64 x 4), each with its
 #       choices made on the GPU and on the host's cores (--decode-on
 #       device, host)
+#   d   the 2,000 + 2,000 document attack (scripts/gpu/attack-1b.toml), then
+#       memo extract --scan --scan-compare on its run: flags and matched
+#       lengths of the scan against generation's on every document, both
+#       times, and the scan's margins of any document where they differ
 #   a   5 alternating memo/eager training pairs at 8 x 256, 30 measured steps
 #       each (scripts/gpu/mfu.sh, MFU_STAGE=pairs256): medians, spread, ratio;
 #       then memo with MEMO_ASYNC_COPY=off (batches copied the blocking way)
@@ -40,9 +53,6 @@
 #   ec  generate with a static cache as transformers runs it by default on a
 #       GPU (its decoding step under torch.compile; the compilation is in the
 #       warm-up call, not the measured ones)
-#   d   the 2,000 + 2,000 document attack (scripts/gpu/attack-1b.toml), then
-#       memo extract --scan --scan-compare on its run: flags and matched
-#       lengths of the scan against generation's on every document, both times
 #   p   issue 40's check by peft itself, on the CPU (last: issue 40 is
 #       resolved, and this is the check it asked for where peft is installed):
 #       memo LoRA runs (scripts/gpu/peft-lora.toml, a few steps on the tiny
@@ -54,7 +64,7 @@
 # A part runs only while the budget (BUDGET_S, default 520 s from the start)
 # leaves its usual time; each is under `timeout`, and a skipped or cut part
 # says so in summary.txt. With the time the first call leaves, a second call
-# on the same warm machine can run what was skipped (PARTS="e a o ec d p").
+# on the same warm machine can run what was skipped (PARTS="ec o p", say).
 # $OUT gets summary.txt and all.tgz (every command's JSON and stderr),
 # rewritten after each part.
 #
@@ -70,7 +80,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b k c e a o ec d p"}
+PARTS=${PARTS:-"b s e d a ec o p"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -107,7 +117,7 @@ pack() { (cd "$W" && tar czf "$OUT/all.tgz" --exclude=tl --exclude=checkpoints -
 has_torch=0
 python3 -c 'import torch, transformers' 2>/dev/null && has_torch=1
 if [[ $small == 1 ]]; then
-	nscan=2000 ngen=128 dbatch=16
+	nscan=2000 ngen=128 dbatch=16 sseq=32
 	model=(--preset nano --vocab 256)
 	scan=(--sequences $nscan --batch-size 256 --generate $ngen --gen-batch 64 --plant 0.5)
 	decode=(--preset tiny --vocab 256 --prefix 8 --suffix 8 --batch $dbatch --reps 1)
@@ -117,7 +127,7 @@ if [[ $small == 1 ]]; then
 	kshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16)
 	oshape=(--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 2 --seq 16)
 else
-	nscan=100000 ngen=2048 dbatch=256
+	nscan=100000 ngen=2048 dbatch=256 sseq=1024
 	model=(--model "$W/tl" --precision bf16)
 	scan=(--sequences $nscan --batch-size 512 --generate $ngen --gen-batch 256 --plant 0.5)
 	decode=(--model "$W/tl" --precision bf16 --prefix 32 --suffix 32 --batch $dbatch --reps 3)
@@ -140,7 +150,7 @@ if want b && fits b 60; then
 			(cd internal/torchx && timeout "$(lim 60)" "$T/torchx.test" -test.run 'RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice' -test.v >"$W/torchx.txt" 2>&1
 				echo "rc=$?")
 			grep -E '^(--- FAIL|PASS|FAIL|ok|panic)|_test.go|differ' "$W/torchx.txt" | tail -12
-			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -c -- '--- PASS.*cuda' "$W/torchx.txt") passed"
+			echo "$(grep -c -- '--- PASS' "$W/torchx.txt") subtests passed, $(grep -c -- '--- FAIL' "$W/torchx.txt") failed; on CUDA: $(grep -ci -- '--- PASS.*cuda' "$W/torchx.txt") passed"
 		else
 			echo "no $C/torchx.test.xz carried: skipped"
 		fi
@@ -189,12 +199,15 @@ u = runs("memo", "datasheet_mfu")
 if u:
     print("memo's datasheet MFU at %s: median %.1f %% (%s)" % (seq, 100 * statistics.median(u), " ".join("%.1f" % (100 * x) for x in u)))
 try:
+    if not what:
+        raise OSError("no B run")
     b = json.load(open(os.path.join(d, "memoB-%s.json" % seq)))
     print("memo with %s: %.0f tokens/s; memo's median / it %.2fx%s" % (what, b["tokens_per_s"],
         statistics.median(m) / b["tokens_per_s"] if m else float("nan"),
         "; kernels: %s" % b["elementwise_kernels"] if "elementwise_kernels" in b else ""))
 except (OSError, ValueError, KeyError):
-    print("memo with %s: no result" % what)
+    if what:
+        print("memo with %s: no result" % what)
 PY
 }
 
@@ -223,8 +236,20 @@ PY
 	pack
 fi
 
+# Part kc: five pairs of memo and the torch.compile peer at 8 x 2048
+# (issue 41's ">= 0.9x the torch.compile peer, over 5 pairs"): a call of
+# its own (about 5 x 115 s), not in the default parts: PARTS=kc BUDGET_S=580.
+if want kc && fits kc 300; then
+	{
+		echo "--- kc: $pairs alternating memo/torch.compile pairs at 8 x 2048, $steps measured steps each"
+		OUT=$W/mfuc MFU_STAGE=compilepairs PAIRS=$pairs STEPS=$steps timeout "$(lim 600)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
+		pairs_summary "$W/mfuc" 2048 compile ""
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
 # The 1.1B checkpoint parts c, e, ec and d read.
-if [[ $small != 1 && ! -f $W/tl/config.json ]] && { want c || want e || want ec || want d; }; then
+if [[ $small != 1 && ! -f $W/tl/config.json ]] && { want c || want s || want e || want ec || want d; }; then
 	if ((has_torch)); then
 		# With the Llama 2 tokenizer when carried (part d's attack reads it), as gpu-check does.
 		tokjson=$MEMO_CACHE/corpora/llama2-tokenizer/package/models/tokenizer.json
@@ -248,8 +273,49 @@ if g:
     print("generation: %d windows, batch %d, in %.1f s: %.0f sequences/s, %.0f generated tokens/s; the scan %.1fx faster a window" % (
         g["sequences"], g["batch"], g["generate_s"], g["sequences_per_s"], g["tokens_per_s"], g["scan_speedup"]))
     print("  100,000 windows by generation at that rate: %.0f s, by the scan %.1f s" % (1e5 / g["sequences_per_s"], 1e5 / d["sequences_per_s"]))
-    print("agreement: %d planted, %d exact by generation; matched length differs on %d, exact-match flag on %d (first: %s)" % (
-        g["planted"], g["exact"], g["differ"], g["differ_exact"], g.get("first_differ")))
+    print("agreement: %d planted, %d exact by generation; matched length differs on %d, exact-match flag on %d (first: %s, the scan's margins there %s)" % (
+        g["planted"], g["exact"], g["differ"], g["differ_exact"], g.get("first_differ"), g.get("first_differ_margins")))
+PY
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+# Part s: scoring, memo beside PyTorch with bf16 weights on the same rows,
+# alternating pairs (issue 41's "scoring >= 1.0x PyTorch with bf16
+# weights"), with the two mean NLLs of the same weights and rows.
+if want s && fits s 100; then
+	{
+		echo "--- s: scoring, $pairs alternating pairs: memo bench score --precision bf16 beside scripts/bench_score.py --dtype bf16 (4 x 1,024 tokens, the same rows)"
+		rm -f "$W/score-rows.json"
+		for i in $(seq 1 "$pairs"); do
+			# The first run writes its rows; every run scores the same ones (one seed).
+			rows=()
+			[[ -f $W/score-rows.json ]] || rows=(--rows-out "$W/score-rows.json")
+			timed "score-memo-$i" 40 "$T/memo" bench score "${model[@]}" --seq "$sseq" --batch 4 --device "$dev" --json "${rows[@]}"
+			if ((has_torch)) && [[ $small != 1 ]]; then
+				timed "score-torch-$i" 40 python3 scripts/bench_score.py --model "$W/tl" --rows "$W/score-rows.json" --device "$dev" --dtype bf16
+			fi
+		done
+		python3 - "$W" <<'PY'
+import glob, json, os, statistics, sys
+w = sys.argv[1]
+def runs(side):
+    out = []
+    for f in sorted(glob.glob(os.path.join(w, "score-%s-*.json" % side))):
+        try:
+            out.append(json.load(open(f)))
+        except (OSError, ValueError):
+            pass
+    return out
+m, p = runs("memo"), runs("torch")
+mt, pt = [d["tokens_per_s"] for d in m], [d["tokens_per_s"] for d in p]
+if mt:
+    print("memo scoring: %s tokens/s (median %.0f); mean NLL %s" % (" ".join("%.0f" % x for x in mt), statistics.median(mt), m[0].get("mean_nll")))
+if pt:
+    print("PyTorch bf16 weights: %s tokens/s (median %.0f); mean NLL %s" % (" ".join("%.0f" % x for x in pt), statistics.median(pt), p[0].get("mean_nll")))
+if mt and pt:
+    print("memo / PyTorch bf16 weights: %.2fx (medians); |NLL difference| %.2g (gpu-check's bf16 tolerance 0.02)" % (
+        statistics.median(mt) / statistics.median(pt), abs(m[0]["mean_nll"] - p[0]["mean_nll"])))
 PY
 	} 2>&1 | tee -a "$sum"
 	pack
@@ -346,6 +412,33 @@ PY
 }
 want e && decode_table
 
+if want d && fits d 170; then
+	{
+		if [[ $small == 1 ]]; then
+			echo "--- d: scan against generation on exp/smoke.toml's attack (the dry run's stand-in for attack-1b)"
+			spec=(exp/smoke.toml --set "device=$dev")
+			run=$W/runs-d/smoke
+		else
+			echo "--- d: the 2,000 + 2,000 document attack, then its scan compared with its generation"
+			tok=$MEMO_CACHE/corpora/llama2-tokenizer/package/models
+			spec=(scripts/gpu/attack-1b.toml --set "device=$dev" --set "model.init_from=hf:$W/tl" --set "data.tokenizer=hf:$tok")
+			run=$W/runs-d/attack-1b
+		fi
+		rm -rf "$W/runs-d"
+		timed attack 260 "$T/memo" run --runs "$W/runs-d" "${spec[@]}" &&
+			grep -h -m1 "^| $(basename "$run")" "$run"/report/*.md | cut -c1-200
+		if [[ -f $run/completions.arrow ]]; then
+			rm -f "$run/scan.parquet"
+			timed attack-scan 120 "$T/memo" extract "$run" --scan --scan-compare "$run/completions.arrow"
+			cat "$W/attack-scan.json"
+			# The attack's generation and whole extraction beside the scan.
+			grep -h -E 'msg="extract: (generating|done)"' "$W/attack.err" | tail -2
+			grep -h -E 'scan done' "$W/attack-scan.err" | tail -1
+		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
 if want a && fits a 220; then
 	{
 		echo "--- a: $pairs alternating memo/eager training pairs at 8 x 256, $steps measured steps each"
@@ -400,32 +493,6 @@ if want ec && fits ec 60; then
 	pack
 fi
 
-if want d && fits d 170; then
-	{
-		if [[ $small == 1 ]]; then
-			echo "--- d: scan against generation on exp/smoke.toml's attack (the dry run's stand-in for attack-1b)"
-			spec=(exp/smoke.toml --set "device=$dev")
-			run=$W/runs-d/smoke
-		else
-			echo "--- d: the 2,000 + 2,000 document attack, then its scan compared with its generation"
-			tok=$MEMO_CACHE/corpora/llama2-tokenizer/package/models
-			spec=(scripts/gpu/attack-1b.toml --set "device=$dev" --set "model.init_from=hf:$W/tl" --set "data.tokenizer=hf:$tok")
-			run=$W/runs-d/attack-1b
-		fi
-		rm -rf "$W/runs-d"
-		timed attack 260 "$T/memo" run --runs "$W/runs-d" "${spec[@]}" &&
-			grep -h -m1 "^| $(basename "$run")" "$run"/report/*.md | cut -c1-200
-		if [[ -f $run/completions.arrow ]]; then
-			rm -f "$run/scan.parquet"
-			timed attack-scan 120 "$T/memo" extract "$run" --scan --scan-compare "$run/completions.arrow"
-			cat "$W/attack-scan.json"
-			# The attack's generation and whole extraction beside the scan.
-			grep -h -E 'msg="extract: (generating|done)"' "$W/attack.err" | tail -2
-			grep -h -E 'scan done' "$W/attack-scan.err" | tail -1
-		fi
-	} 2>&1 | tee -a "$sum"
-	pack
-fi
 # Part p is CPU work (issue 40, not 41): memo LoRA runs' adapter
 # directories loaded by peft itself, their logits beside memo's: on the
 # tiny Llama of testdata/hf (all seven projections) and on transformers'

@@ -12,7 +12,10 @@
 # torch.compile peer and the profile, all (the default) both; pairs256 only
 # PAIRS alternating memo/eager pairs at 8 x 256; pairs2048 only PAIRS
 # alternating pairs of memo and the bf16-master peer (the stronger eager
-# one there) at 8 x 2048; compile only the torch.compile peer at 8 x 2048. MFU_SHAPE replaces the
+# one there) at 8 x 2048; compile only the torch.compile peer at 8 x 2048;
+# compilepairs PAIRS alternating pairs of memo and that peer (each peer run
+# compiles again; inductor's cache on the machine shortens the later
+# ones' compiling, which the measured steps exclude). MFU_SHAPE replaces the
 # model's shape flags (a CPU dry run of the plumbing: a small --dim ...),
 # MFU_DEVICE (default cuda) the device of both sides.
 set -u
@@ -80,6 +83,12 @@ peer() { # name, args...
 	fi
 	if [[ ${MFU_STAGE:-all} == compile ]]; then
 		peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
+	fi
+	if [[ ${MFU_STAGE:-all} == compilepairs ]]; then
+		for i in $(seq "$pairs"); do
+			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
+			peer "compile-2048-$i" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
+		done
 	fi
 	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == main ]]; then
 		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
