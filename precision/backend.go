@@ -135,9 +135,11 @@ func (b *Backend) AttendOver(c *model.AttentionCall, k, v *ts.Tensor) *ts.Tensor
 // fusedAttention is b's fused attention (model.Fused).
 type fusedAttention struct{ b *Backend }
 
-// GroupedHeads says whether a full pass's grouped-query attention leaves
-// k and v unrepeated for libtorch's fused kernel to share (enable_gqa),
-// saving the H/KV-fold copies and their backward's sums: on a GPU in
+// GroupedHeads says whether grouped-query attention (a full pass's, or a
+// decoding step's of one query over the cache without padding: see
+// model.AttendWith) leaves k and v unrepeated for libtorch's fused kernel
+// to share (enable_gqa), saving the H/KV-fold copies (and in training
+// their backward's sums): on a GPU in
 // reduced precision under the plain causal mask, where the flash kernel
 // takes grouped heads itself (a padding or window mask would send it to a
 // kernel that does not). The CPU always repeats, so its results stay bit

@@ -289,6 +289,66 @@ func TestNativeGQA(t *testing.T) {
 	requireNearPass(t, "with grouped heads left to the kernel", gotLogits, wantLogits, gotGrads, wantGrads)
 }
 
+// TestNativeGQADecode: on a GPU in bf16, a decoding step of one query
+// over the KV cache hands grouped heads to the fused kernel (enable_gqa)
+// instead of repeating every cached key and value; the prompt's pass and
+// each step's logits equal the repeated heads' within bf16's resolution.
+func TestNativeGQADecode(t *testing.T) {
+	if !gotch.CUDA.IsAvailable() || !torchx.FusedAttentionGQAAvailable() {
+		t.Skip("needs a GPU and libtorch's fused attention with grouped heads")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := gotch.CudaBuilder(0)
+	g, err := model.New(nn.NewVarStore(dev).Root(), model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(g, BF16, false); err != nil {
+		t.Fatal(err)
+	}
+	on := func(rows [][]int64) *ts.Tensor {
+		var flat []int64
+		for _, r := range rows {
+			flat = append(flat, r...)
+		}
+		return ts.MustOfSlice(flat).MustView([]int64{int64(len(rows)), -1}, true).MustTo(dev, true)
+	}
+	prompt := on([][]int64{{1, 5, 9, 2, 7, 7}, {11, 12, 4, 4, 0, 12}})
+	steps := []*ts.Tensor{on([][]int64{{3}, {60}}), on([][]int64{{8}, {8}}), on([][]int64{{96}, {1}}), on([][]int64{{0}, {33}})}
+	run := func(native bool) []*ts.Tensor {
+		was := gqaOn
+		gqaOn = native
+		defer func() { gqaOn = was }()
+		g.SetBackend(New(g, gotch.BFloat16))
+		if got := g.Backend().(*Backend).gqa; got != native {
+			t.Fatalf("the backend's native GQA = %v with gqaOn = %v", got, native)
+		}
+		c, err := engine.NewCache(g, 2, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Drop()
+		out := []*ts.Tensor{c.ForwardLast(prompt)}
+		for _, s := range steps {
+			out = append(out, c.ForwardLast(s))
+		}
+		for i, x := range out {
+			out[i] = x.MustTotype(gotch.Float, true).MustTo(gotch.CPU, true)
+		}
+		return out
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		scale := want[i].MustAbs(false).MustMax(true).Float64Values()[0]
+		d := maxAbsDiff(got[i], want[i])
+		t.Logf("pass %d: logits differ by %g (largest %g) with grouped heads left to the kernel", i, d, scale)
+		if d > scale/64 {
+			t.Errorf("pass %d: logits differ by %g (scale %g)", i, d, scale)
+		}
+	}
+}
+
 // requireNearPass fails unless two passes' logits and each parameter's
 // gradient agree within a 64th of the reference's largest magnitude (bf16
 // keeps 8 significant bits), saying how the passes differed (how).
