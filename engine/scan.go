@@ -38,10 +38,11 @@ type Match struct {
 // and the whole suffix is reproduced when m = len(suffix).
 //
 // The argmax is taken on the device (torch.argmax: the first index among
-// equal maxima, Argmax's tie rule), and so are the leads, so only b × t
-// ids and b × t leads come back to the host, not the logits. A NaN logit
-// is an error: torch.argmax ranks NaN above every number and Argmax
-// below, so the two could disagree.
+// equal maxima, Argmax's tie rule), and so are the three logits a margin
+// needs at each deciding position, so only b × t ids and three values a
+// decided position come back to the host, not the logits. A NaN logit is
+// an error: torch.argmax ranks NaN above every number and Argmax below,
+// so the two could disagree.
 func GreedyMatch(g *model.GPT, windows [][]int32, prefixes []int) ([]Match, error) {
 	cfg := g.Config()
 	vocab := cfg.Vocab
@@ -118,11 +119,17 @@ func GreedyMatch(g *model.GPT, windows [][]int32, prefixes []int) ([]Match, erro
 		at, e1 := model.TensorOf(decided, []int64{n}, g.Device())
 		which, e2 := model.TensorOf(pick, []int64{n, 2}, g.Device())
 		if err = errors.Join(e1, e2); err != nil {
+			for _, x := range []*ts.Tensor{at, which} {
+				if x != nil {
+					x.MustDrop()
+				}
+			}
 			return
 		}
 		rows := logits.MustReshape([]int64{int64(b * t), -1}, false).MustIndexSelect(0, at, true)
 		at.MustDrop()
-		two, _ := rows.MustTopk(2, -1, true, true, false)
+		two, twoIDs := rows.MustTopk(2, -1, true, true, false)
+		twoIDs.MustDrop()
 		second := two.MustNarrow(1, 1, 1, true)
 		both := rows.MustGather(1, which, false, true)
 		which.MustDrop()
