@@ -410,7 +410,7 @@ func (s *Stepper) Reorder(rows []int) error {
 // shape frees it.
 func (s *Stepper) Close() {
 	s.dropPending()
-	if s.cache != nil && !s.cache.reusable(s.cache.batch, s.cache.maxLen) {
+	if s.cache != nil && s.cache.capturedSteps() == 0 {
 		s.cache.Drop()
 		s.cache = nil
 	}

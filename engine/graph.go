@@ -206,11 +206,19 @@ func (kc *Cache) reset(starts []int) error {
 	return nil
 }
 
+// capturedSteps is how many token steps kc holds as captured graphs that
+// can replay (0 with graphs off, or after a capture failed).
+func (kc *Cache) capturedSteps() int {
+	if kc.graphs == nil || graphsFailed.Load() {
+		return 0
+	}
+	return len(kc.graphs.steps)
+}
+
 // reusable reports whether a stepper's next batch of rows rows and maxLen
 // positions can decode in kc, keeping its captured steps.
 func (kc *Cache) reusable(rows, maxLen int) bool {
-	return kc.graphs != nil && len(kc.graphs.steps) > 0 && !graphsFailed.Load() &&
-		kc.batch == rows && kc.maxLen == maxLen
+	return kc.capturedSteps() > 0 && kc.batch == rows && kc.maxLen == maxLen
 }
 
 // dropGraphs frees the captured steps: the cache's tensors moved.
@@ -224,8 +232,8 @@ func (kc *Cache) dropGraphs() {
 // GraphsCaptured is how many token steps the stepper's cache holds as
 // captured graphs (0 with graphs off, or after a capture failed).
 func (s *Stepper) GraphsCaptured() int {
-	if s.cache == nil || s.cache.graphs == nil || graphsFailed.Load() {
+	if s.cache == nil {
 		return 0
 	}
-	return len(s.cache.graphs.steps)
+	return s.cache.capturedSteps()
 }
