@@ -294,11 +294,12 @@ func TestTrainParity(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%d ranks: %v\n%s", tc.nproc, err, out)
 			}
-			worst, maxDiff := compareRuns(t, single, multi, steps, 1e-6, 1e-5)
+			tol := parityTol()
+			worst, maxDiff := compareRuns(t, single, multi, steps, tol, 10*tol)
 			rel := relativeWeights(t, single, multi)
-			t.Logf("against one process: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2)", worst, maxDiff, rel)
-			if !(rel <= 1e-6) {
-				t.Errorf("final weights differ from one process's by %.2g relative (L2), want <= 1e-6", rel)
+			t.Logf("on %s against one process: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2)", parityDevice(), worst, maxDiff, rel)
+			if !(rel <= tol) {
+				t.Errorf("final weights differ from one process's by %.2g relative (L2), want <= %.0e", rel, tol)
 			}
 			if tc.asNone >= 0 {
 				plain := t.TempDir()
@@ -306,12 +307,16 @@ func TestTrainParity(t *testing.T) {
 				if out, err := launchWorkers(t, tc.nproc, "train", append(env, "MEMO_DIST_SHARD=none", "MEMO_DIST_SHARD_GROUP=0")...); err != nil {
 					t.Fatalf("%d ranks unsharded: %v\n%s", tc.nproc, err, out)
 				}
-				worst, maxDiff := compareRuns(t, plain, multi, steps, tc.asNone, tc.asNone)
+				asNone := tc.asNone
+				if parityDevice() != "cpu" {
+					asNone = max(asNone, 10*tol) // the GPU's shape-chosen reductions, as above
+				}
+				worst, maxDiff := compareRuns(t, plain, multi, steps, asNone, asNone)
 				rel := relativeWeights(t, plain, multi)
 				t.Logf("against %d unsharded ranks: losses agree to %.2g relative; weights to %.2g absolute, %.2g relative (L2)", tc.nproc, worst, maxDiff, rel)
 				// Sharding adds no more than rounding to data parallelism.
-				if !(worst <= 1e-6 && rel <= 1e-6) {
-					t.Errorf("against %d unsharded ranks: losses %.2g, weights %.2g relative, want <= 1e-6", tc.nproc, worst, rel)
+				if !(worst <= tol && rel <= tol) {
+					t.Errorf("against %d unsharded ranks: losses %.2g, weights %.2g relative, want <= %.0e", tc.nproc, worst, rel, tol)
 				}
 			}
 			if tc.lazy {

@@ -112,6 +112,27 @@ func readReads(path string) ([]int64, error) {
 	return out, nil
 }
 
+// parityDevice is where the parity runs train, one process and the ranks
+// alike: MEMO_DIST_DEVICE, default the CPU. "cuda" on a machine with one GPU
+// puts every rank on it over Gloo (scripts/gpu/issue41-next.sh, part g).
+func parityDevice() string {
+	if d := os.Getenv("MEMO_DIST_DEVICE"); d != "" {
+		return d
+	}
+	return "cpu"
+}
+
+// parityTol is how near the ranks' losses and weights must come to one
+// process's: on the CPU, rounding (1e-6 relative); on a GPU 1e-4, since
+// CUDA's kernels choose their reductions by shape and each rank's half
+// batch has another shape than the whole.
+func parityTol() float64 {
+	if parityDevice() == "cpu" {
+		return 1e-6
+	}
+	return 1e-4
+}
+
 // parityRun is the training run shared by the single-process and the
 // multi-rank side of TestTrainParity (steps, mask strategy, accumulation
 // and train.shard from MEMO_DIST_STEPS, MEMO_DIST_MASK, MEMO_DIST_ACCUM and
@@ -129,6 +150,7 @@ func parityRun(steps int, strategy string, accum int) (train.Config, model.Confi
 	cfg.LogEvery = 5
 	cfg.Seed = 7
 	cfg.Threads = 1
+	cfg.Device = parityDevice()
 	mcfg := model.Config{Preset: "nano", Vocab: 256, Context: 64, Seed: 3}
 	// Hash masks keep different numbers of targets per row: the ranks must
 	// normalise by the global micro-batch's kept count to match one process.

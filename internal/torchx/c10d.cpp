@@ -160,6 +160,7 @@ memo_pg *memo_pg_new_gloo(const char *addr, int port, int rank, int size,
       opts->devices = {c10d::ProcessGroupGloo::createDefaultDevice()};
     }
     p->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(p->store, rank, size, opts);
+    p->hostP2P = true;
     memo_start_heartbeat(p.get());
     return p.release();
   } catch (const std::exception &e) {

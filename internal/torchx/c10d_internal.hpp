@@ -38,6 +38,10 @@ struct memo_pg {
   std::string addr;
   int port = 0;
   std::chrono::milliseconds timeout{60000};
+  // Gloo's send and recv move a tensor's bytes through its data pointer,
+  // which for a CUDA tensor is device memory: such a tensor goes through a
+  // host copy (c10d_shard.cpp). Its collectives take CUDA tensors as they are.
+  bool hostP2P = false;
   // Liveness, kept by the heartbeat thread while a collective is waited on
   // for longer than a moment (watching set): when each peer's counter last
   // moved and when the store last answered. A stopped machine keeps its

@@ -109,14 +109,32 @@ struct ring {
 // stopped one, only after the group's timeout.
 void waitP2P(memo_pg *p, const c10::intrusive_ptr<c10d::Work> &w) { w->wait(p->timeout); }
 
+// sendable is what a send of t hands the backend: t, or its host copy
+// where the backend reads the bytes with the host (hostP2P).
+at::Tensor sendable(memo_pg *p, const at::Tensor &t) {
+  return p->hostP2P && t.is_cuda() ? t.to(at::kCPU) : t.contiguous();
+}
+
+// receivable is the buffer a receive into t fills: t, or a host tensor of
+// its shape that landed copies into t afterwards.
+at::Tensor receivable(memo_pg *p, const at::Tensor &t) {
+  return p->hostP2P && t.is_cuda() ? torch::empty(t.sizes(), t.options().device(at::kCPU)) : t;
+}
+
+// landed copies a receive's host buffer into its tensor, where they differ.
+void landed(const at::Tensor &t, const at::Tensor &buf) {
+  if (!buf.is_same(t)) t.copy_(buf);
+}
+
 // exchange sends s to the next rank of r and receives v from the previous.
 void exchange(memo_pg *p, const ring &r, at::Tensor s, at::Tensor v, int tag) {
-  std::vector<at::Tensor> sv{s.contiguous()};
-  std::vector<at::Tensor> vv{v};
+  std::vector<at::Tensor> sv{sendable(p, s)};
+  std::vector<at::Tensor> vv{receivable(p, v)};
   auto ws = p->pg->send(sv, r.next(), tag);
   auto wr = p->pg->recv(vv, r.prev(), tag);
   waitP2P(p, wr);
   waitP2P(p, ws);
+  landed(v, vv[0]);
 }
 
 int failShard(char **err, const char *what, const std::exception &e) {
@@ -215,8 +233,9 @@ int memo_pg_shard_root(memo_pg *p, void **tensors, int n, void *local,
     const int N = p->size, r = p->rank;
     auto slot = [&](int q) { return int64_t(slots == nullptr ? q : slots[q]); };
     if (r != root) {
-      std::vector<at::Tensor> v{loc};
+      std::vector<at::Tensor> v{toRoot ? sendable(p, loc) : receivable(p, loc)};
       waitP2P(p, toRoot ? p->pg->send(v, root, 1 << 20) : p->pg->recv(v, root, 1 << 20));
+      if (!toRoot) landed(loc, v[0]);
       return 0;
     }
     flatList f(tensors, n);
@@ -226,12 +245,14 @@ int memo_pg_shard_root(memo_pg *p, void **tensors, int n, void *local,
     at::Tensor buf = torch::empty({shard}, loc.options());
     for (int q = 0; q < N; q++) {
       if (q == r) continue;
-      std::vector<at::Tensor> v{buf};
       if (toRoot) {
+        std::vector<at::Tensor> v{receivable(p, buf)};
         waitP2P(p, p->pg->recv(v, q, 1 << 20));
+        landed(buf, v[0]);
         f.write(slot(q) * shard, buf);
       } else {
         f.read(slot(q) * shard, buf);
+        std::vector<at::Tensor> v{sendable(p, buf)};
         waitP2P(p, p->pg->send(v, q, 1 << 20));
       }
     }

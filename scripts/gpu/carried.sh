@@ -8,7 +8,7 @@ T=/tmp/memo-device-bin
 mkdir -p "$T"
 # Each once: scripts that source this again (mfu.sh from issue41*.sh) find
 # the binary already unpacked, newer than its .xz.
-for f in memo train.test model.test precision.test engine.test torchx.test; do
+for f in memo train.test model.test precision.test engine.test torchx.test dist.test; do
 	[[ -f $C/$f.xz && ! $T/$f -nt $C/$f.xz ]] && xz -dc "$C/$f.xz" >"$T/$f" && chmod +x "$T/$f"
 done
 export PATH=/opt/torch/.venv/bin:$PATH

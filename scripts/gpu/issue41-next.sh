@@ -3,13 +3,18 @@
 # machine with no Go (what scripts/gpu/make-carry.sh puts in gpucarry/:
 # memo.xz built with -tags cuda, {torchx,precision,engine}.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
-# cache/corpora/). Parts, in this order (PARTS, default "b s e d a ec o p":
+# cache/corpora/; dist.test.xz built with Gloo for part g). Parts, in this
+# order (PARTS, default "b g s e a d o ec p":
 # k and c were measured on one H200 at e96eff0, docs/GPU.md; kc takes a
 # call of its own):
 #   b   the fused RMSNorm and rotary tests, memo's elementwise kernels
 #       against libtorch and the copies that do not wait, on CUDA
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
 #       then precision.test's and engine.test's CUDA tests
+#   g   two ranks sharing the GPU over Gloo against one process
+#       (dist.test TestTrainParity with MEMO_DIST_DEVICE=cuda: plain data
+#       parallelism and train.shard = full, 20 steps of the nano model;
+#       losses and final weights within 1e-4 relative)
 #   k   training at 8 x 2048 on the 1.1B shape (issue 41's 40 % MFU and
 #       >= 1.0x the stronger eager peer): memo bench train with its
 #       elementwise kernels (rotary, SwiGLU, norms, copies, loss) alternating
@@ -80,7 +85,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b s e d a ec o p"}
+PARTS=${PARTS:-"b g s e a d o ec p"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -249,6 +254,21 @@ if want kc && fits kc 300; then
 fi
 
 # The 1.1B checkpoint parts c, e, ec and d read.
+if want g && fits g 90; then
+	{
+		echo "--- g: two ranks sharing one $dev device over Gloo against one process (dist.test TestTrainParity)"
+		if [[ -x $T/dist.test ]]; then
+			(cd dist && MEMO_DIST_DEVICE=$dev timeout "$(lim 150)" "$T/dist.test" -test.count=1 -test.v \
+				-test.run 'TestTrainParity/^(static|shard_full_2_ranks)$' >"$W/dist.txt" 2>&1
+				echo "rc=$?")
+			grep -E '^ *(--- |PASS|FAIL|ok|panic)|against|_test.go|more ranks than GPUs|without Gloo' "$W/dist.txt" | head -16
+		else
+			echo "no $C/dist.test.xz carried: skipped"
+		fi
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
 if [[ $small != 1 && ! -f $W/tl/config.json ]] && { want c || want s || want e || want ec || want d; }; then
 	if ((has_torch)); then
 		# With the Llama 2 tokenizer when carried (part d's attack reads it), as gpu-check does.

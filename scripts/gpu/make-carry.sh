@@ -4,8 +4,9 @@
 #   memo.xz         memo built against the GPU machine's PyTorch 2.11.0+cu130
 #                   with -tags cuda (../shared/gpu/build-for-gpu.sh), stripped
 #   NAME.test.xz    the test binaries of TESTS (default: internal/torchx,
-#                   precision and engine, which issue41-next.sh's part b runs;
-#                   device-session.sh also runs train and model), built the same way
+#                   precision and engine, which issue41-next.sh's part b runs,
+#                   and dist, part g's; device-session.sh also runs train and
+#                   model), built the same way
 #   cache/corpora/  memo's cache entries kjv and llama2-tokenizer (part d's
 #                   attack and gpu-check's), from MEMO_CACHE or ~/.cache/memo
 # It builds a fresh clone of HEAD, so what is not committed is not carried, and
@@ -16,6 +17,13 @@
 #             reused, so a second run takes about the Go build alone)
 #      CLONE  the clone built (default /tmp/memo-gpu-clone; replaced)
 #      TESTS  the packages whose test binaries are carried
+#      GLOO_INCLUDE  Gloo's headers (default /usr/include/gloo, Debian's
+#             libgloo-dev, which scripts/setup.sh installs; "" for none):
+#             pip's torch ships none, and without them the build has no
+#             Gloo and cannot put two ranks on one GPU. Only ProcessGroupGloo's
+#             declarations are read; its members hold Gloo objects by
+#             pointer, so the layout memo compiles against is that of the
+#             Gloo inside the machine's libtorch (docs/GPU.md)
 # Then, on the lent machine: run(command="bash scripts/gpu/issue41-next.sh",
 # carry=["gpucarry"]).
 set -euo pipefail
@@ -23,7 +31,8 @@ repo=$(git rev-parse --show-toplevel)
 shared=${1:-$repo/../shared/gpu}
 work=${WORK:-/tmp/memo-gpu-libtorch}
 clone=${CLONE:-/tmp/memo-gpu-clone}
-tests=${TESTS:-internal/torchx precision engine}
+tests=${TESTS:-internal/torchx precision engine dist}
+gloo=${GLOO_INCLUDE-/usr/include/gloo}
 cache=${MEMO_CACHE:-$HOME/.cache/memo}
 out=$repo/gpucarry
 limit=$((64 << 20))
@@ -33,6 +42,15 @@ say() { echo "make-carry: $*"; }
 say "cloning $(git -C "$repo" rev-parse --short HEAD) into $clone"
 rm -rf "$clone"
 git clone -q "$repo" "$clone"
+# build-for-gpu.sh unpacks torch's headers beside the link, and scripts/
+# gotchgen compiles Gloo in when include/gloo/config.h is there.
+mkdir -p "$work/libtorch/include"
+if [[ -n $gloo && -f $gloo/config.h ]]; then
+	ln -sfn "$gloo" "$work/libtorch/include/gloo"
+else
+	rm -f "$work/libtorch/include/gloo"
+	say "no Gloo headers${gloo:+ in $gloo}: the build has no Gloo (two ranks cannot share a GPU; part g fails)"
+fi
 bash "$shared/build-for-gpu.sh" "$clone" "$work"
 
 # Written beside, then moved in, so a failed run leaves no half-made file.
