@@ -294,6 +294,9 @@ func TestTrainParity(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%d ranks: %v\n%s", tc.nproc, err, out)
 			}
+			if parityDevice() != "cpu" { // the ranks' own word that they share the one GPU (train.rankDevice)
+				t.Logf("%d of %d ranks logged sharing a GPU", strings.Count(out, "more ranks than GPUs"), tc.nproc)
+			}
 			tol := parityTol()
 			worst, maxDiff := compareRuns(t, single, multi, steps, tol, 10*tol)
 			rel := relativeWeights(t, single, multi)

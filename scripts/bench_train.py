@@ -25,6 +25,12 @@ CUDA events too (step_ms_median, step_ms_min, step_ms_max). --profile N prints
 the N most expensive CUDA kernels of 3 extra steps to stderr
 (torch.profiler). flops_per_token is 6N + 12·L·s·d (N: every weight but the
 input embedding), and mfu divides by --peak-tflops when given.
+
+--blocks N measures N blocks of --steps after one warm-up, one JSON line each;
+with --go FILE (a FIFO) the process prints {"ready": ...} once warm and reads a
+line from FILE before each block, so that it alternates with another program
+while it stays compiled (scripts/gpu/mfu.sh's compilepairs: each pair's peer
+does not compile again).
 """
 import argparse
 import json
@@ -123,6 +129,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
     ap.add_argument("--profile", type=int, default=0, help="print this many top CUDA kernels of 3 extra steps")
     ap.add_argument("--peak-tflops", type=float, default=0, help="the card's dense peak, for mfu")
+    ap.add_argument("--blocks", type=int, default=1, help="measure this many blocks of --steps, one JSON line each")
+    ap.add_argument("--go", default="", help="a FIFO: print a ready line once warm, then read a line from it before each block")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -168,11 +176,27 @@ def main():
             opt.zero_grad(set_to_none=True)
         return loss.item()  # synchronizes, as memo's loss read does
 
-    losses, total, events = [], 0.0, []
+    losses = []
     t_compile = time.perf_counter()
     for _ in range(a.warmup):
         losses.append(step())
     t_compile = time.perf_counter() - t_compile
+    go = None
+    if a.go:
+        print(json.dumps({"ready": True, "compile_s": t_compile}), flush=True)
+        go = open(a.go)
+    for _ in range(a.blocks):
+        if go is not None and not go.readline():
+            break  # the other side closed the FIFO: no more blocks
+        measure(a, step, losses, t_compile, m, dev, dim, layers, sync, cuda)
+
+
+def measure(a, step, losses, t_compile, m, dev, dim, layers, sync, cuda):
+    """One block of a.steps measured steps; prints its JSON line."""
+    total, events = 0.0, []
+    first = len(losses)
+    if cuda and a.blocks > 1:
+        torch.cuda.reset_peak_memory_stats(dev)  # each block's own peak
     for _ in range(a.steps):
         sync()
         t0 = time.perf_counter()
@@ -200,7 +224,7 @@ def main():
            "steps": a.steps, "device": str(dev), "autocast": a.autocast, "fused": a.fused, "master": a.master,
            "compile": a.compile, "threads": torch.get_num_threads(), "tokens_per_s": a.batch * a.seq * a.steps / total,
            "step_s": total / a.steps, "first_loss": losses[0], "last_loss": losses[-1],
-           "flops_per_token": flops_per_token}
+           "block_first_loss": losses[first], "flops_per_token": flops_per_token}
     if cuda:
         out["gpu"] = torch.cuda.get_device_name(dev)
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated(dev)
@@ -210,7 +234,7 @@ def main():
         out["compile_s"] = t_compile
     if a.peak_tflops > 0:
         out["mfu"] = out["tokens_per_s"] * flops_per_token / (a.peak_tflops * 1e12)
-    print(json.dumps(out))
+    print(json.dumps(out), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -13,9 +13,12 @@
 # PAIRS alternating memo/eager pairs at 8 x 256; pairs2048 only PAIRS
 # alternating pairs of memo and the bf16-master peer (the stronger eager
 # one there) at 8 x 2048; compile only the torch.compile peer at 8 x 2048;
-# compilepairs PAIRS alternating pairs of memo and that peer (each peer run
-# compiles again; inductor's cache on the machine shortens the later
-# ones' compiling, which the measured steps exclude). MFU_SHAPE replaces the
+# compilepairs PAIRS alternating pairs of memo and that peer: on a GPU of
+# 120 GB or more (both sides' memory at once) one peer process compiles once
+# and measures a block after each memo run (COMPILE_ONCE=on/off forces the
+# choice); otherwise each peer run compiles again (inductor's cache on the
+# machine shortens the later ones' compiling, which the measured steps
+# exclude). PEER_PYTHON replaces python3 for that peer. MFU_SHAPE replaces the
 # model's shape flags (a CPU dry run of the plumbing: a small --dim ...),
 # MFU_DEVICE (default cuda) the device of both sides.
 set -u
@@ -64,6 +67,37 @@ peer() { # name, args...
 	timeout 200 python3 scripts/bench_train.py --device "$dev" --fused --peak-tflops "$peak" "${shape[@]}" "$@" >"$OUT/$n.json" 2>"$OUT/$n.err" &&
 		summary "$OUT/$n.json" "$n" || { echo "$n FAILED"; tail -3 "$OUT/$n.err"; }
 }
+# compilepairs_once: one torch.compile peer process measuring a block after
+# each memo run, compiled once before the first (its JSON lines in
+# compile-blocks.jsonl, each block also as compile-2048-I.json).
+compilepairs_once() {
+	local fifo=$OUT/compile-go lines=$OUT/compile-blocks.jsonl pid i
+	rm -f "$fifo" "$lines"
+	mkfifo "$fifo"
+	timeout $((200 + 60 * pairs)) ${PEER_PYTHON:-python3} scripts/bench_train.py --device "$dev" --fused --peak-tflops "$peak" "${shape[@]}" \
+		--seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3 --blocks "$pairs" --go "$fifo" >"$lines" 2>"$OUT/compile-blocks.err" &
+	pid=$!
+	exec 9<>"$fifo" # read-write: opening does not wait for the peer, and it never sees an end while held
+	waitlines() { while (($(wc -l <"$lines") < $1)) && kill -0 "$pid" 2>/dev/null; do sleep 0.2; done; (($(wc -l <"$lines") >= $1)); }
+	if ! waitlines 1; then
+		echo "compile peer FAILED before it was ready"; tail -3 "$OUT/compile-blocks.err"
+	else
+		echo "compile peer ready: $(head -1 "$lines")"
+		for i in $(seq "$pairs"); do
+			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
+			echo go >&9
+			if waitlines $((i + 1)); then
+				sed -n "$((i + 1))p" "$lines" >"$OUT/compile-2048-$i.json"
+				summary "$OUT/compile-2048-$i.json" "compile-2048-$i"
+			else
+				echo "compile-2048-$i FAILED"; tail -3 "$OUT/compile-blocks.err"; break
+			fi
+		done
+	fi
+	exec 9>&-
+	wait "$pid"
+	rm -f "$fifo"
+}
 {
 	date -u
 	echo "gpu: $gpu, dense bf16 peak $peak TFLOP/s"
@@ -85,10 +119,18 @@ peer() { # name, args...
 		peer "compile-2048" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
 	fi
 	if [[ ${MFU_STAGE:-all} == compilepairs ]]; then
-		for i in $(seq "$pairs"); do
-			memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
-			peer "compile-2048-$i" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
-		done
+		# The compiled peer stays up between its blocks (bench_train.py
+		# --blocks --go) where the GPU holds both sides at once: compiled
+		# once, idle while memo runs. Elsewhere each peer run compiles.
+		mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+		if [[ ${COMPILE_ONCE:-auto} == on || (${COMPILE_ONCE:-auto} == auto && ${mib:-0} -ge 120000) ]]; then
+			compilepairs_once
+		else
+			for i in $(seq "$pairs"); do
+				memo "memo-2048-$i" "" --seq 2048 --steps "$steps"
+				peer "compile-2048-$i" --seq 2048 --steps "$steps" --autocast bf16 --compile --warmup 3
+			done
+		fi
 	fi
 	if [[ ${MFU_STAGE:-all} == all || ${MFU_STAGE:-all} == main ]]; then
 		nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
