@@ -87,7 +87,7 @@ func Scan(ctx context.Context, cfg Config, checkpointDir string, ds *data.Datase
 		}
 	}
 	el := time.Since(start)
-	slog.Info("extract: scan done", "out", out, "rows", len(rows), "exact", exact,
+	slog.Info("extract: scan done", "out", out, "rows", len(rows), "exact", exact, "ties", TiedVerdicts(rows),
 		"elapsed", el.Round(time.Millisecond).String(), "sequences_per_s", fmt.Sprintf("%.1f", float64(len(rows))/el.Seconds()))
 	return nil
 }
@@ -150,6 +150,21 @@ func scanRows(prompts []Prompt, matched []engine.Match) []runfiles.ScanRow {
 		rows[i] = r
 	}
 	return rows
+}
+
+// TiedVerdicts counts the scanned rows whose verdict was decided at a tie
+// (margin 0: the two leading logits equal at the deciding position). There
+// the token greedy decoding picks depends on the order of the arithmetic
+// that made the logits, so generation, whose logits come from its cache,
+// may decide otherwise; on a GPU in bf16 a few per thousand (docs/DECODING.md).
+func TiedVerdicts(rows []runfiles.ScanRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.Status == StatusOK && r.Margin == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // ScanPath is where a scan of the attack whose completions would be

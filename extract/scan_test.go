@@ -205,6 +205,9 @@ func TestScanTiesGoToTheLowestID(t *testing.T) {
 			t.Errorf("doc %d: margin %v, want 0 (a tie)", i, matched[i].Margin)
 		}
 	}
+	if n := TiedVerdicts(scanRows(prompts, matched)); n != len(prompts) {
+		t.Errorf("TiedVerdicts = %d, want all %d", n, len(prompts))
+	}
 }
 
 func TestCompareScan(t *testing.T) {
@@ -243,5 +246,25 @@ func TestCompareScan(t *testing.T) {
 	}
 	if _, err := CompareScan([]runfiles.ScanRow{row(7, 1, 3, 0)}, comps); err == nil {
 		t.Error("no document in common: no error")
+	}
+}
+
+func TestTiedVerdicts(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, tc := range []struct {
+		name string
+		rows []runfiles.ScanRow
+		want int
+	}{
+		{"none", nil, 0},
+		{"a tie", []runfiles.ScanRow{{Status: StatusOK, Margin: 0}}, 1},
+		{"a lead", []runfiles.ScanRow{{Status: StatusOK, Margin: 0.0625}}, 0},
+		{"not scanned", []runfiles.ScanRow{{Status: StatusTooShort, Margin: nan}}, 0},
+		{"written before margins", []runfiles.ScanRow{{Status: StatusOK, Margin: nan}}, 0},
+		{"mixed", []runfiles.ScanRow{{Status: StatusOK, Margin: 0}, {Status: StatusOK, Margin: 1}, {Status: StatusOK, Margin: 0}}, 2},
+	} {
+		if got := TiedVerdicts(tc.rows); got != tc.want {
+			t.Errorf("%s: TiedVerdicts = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
