@@ -43,6 +43,9 @@ type BenchConfig struct {
 	// CountOps counts libtorch's operator calls over the measured steps
 	// (BenchResult.OpCounts); counting slows them.
 	CountOps bool
+	// ProfileKernels records the measured steps' kernels with libtorch's
+	// profiler (BenchResult.Kernels); recording slows the host's calls.
+	ProfileKernels bool
 	// OnMeasure, when set, is called once the warm-up steps are done and
 	// before the first measured step (memo --cpu-profile starts its
 	// profile over there, so that building the model and the first
@@ -135,7 +138,19 @@ type BenchResult struct {
 	// (torchx.CountOps); memo's own kernels are not operators. The rates
 	// above then include counting's cost.
 	OpCounts *torchx.OpCounts `json:"op_counts,omitempty"`
+	// Kernels, with BenchConfig.ProfileKernels, are the measured steps'
+	// kernels on the device trained on, by name, the most time first (at
+	// most BenchKernels of them; torchx.ProfileKernels): on a GPU CUDA
+	// kernels and their device time, on the CPU libtorch's operators and
+	// their time including the operators they call. KernelSPerStep is the
+	// GPU's kernel time a step, all kernels (0 on the CPU, where nested
+	// operators make a sum meaningless).
+	Kernels        torchx.KernelProfile `json:"kernels,omitempty"`
+	KernelSPerStep float64              `json:"kernel_s_per_step,omitempty"`
 }
+
+// BenchKernels is how many kernels BenchResult.Kernels keeps.
+const BenchKernels = 40
 
 // trafficCounter is a Group that tallies its collectives (dist.Group).
 type trafficCounter interface{ Traffic() []Traffic }
@@ -282,6 +297,8 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	var opCount torchx.OpCounter
 	defer opCount.Stop() // on an error's return; the counts are not reported then
+	var kernels torchx.KernelProfiler
+	defer kernels.Stop() // likewise
 	for s := 0; s < cfg.Warmup+cfg.Steps; s++ {
 		if s == cfg.Warmup {
 			if cfg.OnMeasure != nil {
@@ -293,6 +310,11 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 			}
 			if cfg.CountOps {
 				if err := opCount.Start(); err != nil {
+					return BenchResult{}, err
+				}
+			}
+			if cfg.ProfileKernels {
+				if err := kernels.Start(dev.IsCuda()); err != nil {
 					return BenchResult{}, err
 				}
 			}
@@ -318,6 +340,17 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		}
 	}
 	ops, err := opCount.Stop()
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if cfg.ProfileKernels && dev.IsCuda() {
+		// The last step's AdamW may still be queued: the profile ends
+		// once every kernel it launched has run.
+		if err := ts.CudaSynchronize(int(dev.Value)); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	prof, err := kernels.Stop()
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -350,6 +383,14 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	res.setDatasheet(dev, cfg.Precision)
 	res.ActivationCheckpointing = cfg.ActivationCheckpointing
 	res.OpCounts = ops
+	if cfg.ProfileKernels {
+		on := "cpu"
+		if dev.IsCuda() {
+			on = "cuda"
+			res.KernelSPerStep = prof.DeviceSeconds(on) / n
+		}
+		res.Kernels = prof.Top(on, BenchKernels)
+	}
 	if dev.IsCuda() {
 		res.ElementwiseKernels = torchx.ElementwiseKernels(int(dev.Value))
 		res.GPUPeakBytes = torchx.GPUPeakAllocated(int(dev.Value))

@@ -48,7 +48,7 @@ func benchCommand() *cli.Command {
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
-			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K --activation-checkpointing] [--count-ops] [--json]",
+			UsageText: "memo bench train [--preset P --vocab V | --dim D --layers L --heads H --kv-heads K --ffn F --vocab V --untied] [--seq T --batch B --steps N --threads K --precision fp32|bf16-mixed --device D --nproc N --shard S --shard-group K --activation-checkpointing] [--count-ops] [--profile-kernels] [--json]",
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
@@ -67,6 +67,7 @@ func benchCommand() *cli.Command {
 				benchDeviceFlag(),
 				&cli.IntFlag{Name: "nproc", Value: 1, Usage: "data-parallel ranks `N` on this machine (Gloo on loopback); --batch is split among them"},
 				countOpsFlag(),
+				&cli.BoolFlag{Name: "profile-kernels", Usage: "record the measured steps' kernels with libtorch's profiler and print the costliest by name: on a GPU each CUDA kernel's device time (where the GPU bounds a step, its time goes in these kernels), on the CPU libtorch's operators with the time of those they call; recording slows the host, so the rates are not the unrecorded ones"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			}, benchFlags("train", benchTrainDefaults,
 				benchKey{"precision", "fp32, or bf16-mixed (bfloat16 products of float32 master weights)"},
@@ -402,7 +403,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	bc := train.BenchConfig{Model: mc, Seq: c.Int("seq"), Batch: c.Int("batch"), Steps: c.Int("steps"),
 		Warmup: 2, Threads: c.Int("threads"), Seed: c.Int64("seed"), Precision: c.String("precision"), Device: c.String("device"), Shard: shard, ShardGroup: tc.ShardGroup,
-		ActivationCheckpointing: tc.ActivationCheckpointing, CountOps: c.Bool("count-ops")}
+		ActivationCheckpointing: tc.ActivationCheckpointing, CountOps: c.Bool("count-ops"), ProfileKernels: c.Bool("profile-kernels")}
 	bc.OnMeasure = restartCPUProfile
 	var group *dist.Group
 	if n > 1 {
@@ -447,6 +448,7 @@ func runBenchTrain(c *cli.Context) error {
 		fmt.Fprintf(stdout, "GPU memory   at most %.2f GB held for tensors\n", float64(res.GPUPeakBytes)/1e9)
 	}
 	printOpCounts(res.OpCounts, res.Steps, "step")
+	printKernels(res)
 	if res.Nproc == 1 {
 		fmt.Fprintf(stdout, "memory       resident set after the last step %.0f MB, at most %.0f MB\n", float64(res.RSS)/1e6, float64(res.PeakRSS)/1e6)
 	}
@@ -485,7 +487,7 @@ func launchBenchTrain(c *cli.Context, n int) error {
 			argv = append(argv, "--"+f, c.String(f))
 		}
 	}
-	for _, f := range []string{"untied", "activation-checkpointing", "count-ops"} {
+	for _, f := range []string{"untied", "activation-checkpointing", "count-ops", "profile-kernels"} {
 		if c.Bool(f) {
 			argv = append(argv, "--"+f)
 		}
@@ -634,6 +636,31 @@ func modelLabel(preset, dir string) string {
 		return preset
 	}
 	return "custom"
+}
+
+// printKernels prints bench train's costliest kernels a step, if it
+// profiled them (--profile-kernels).
+func printKernels(res train.BenchResult) {
+	if len(res.Kernels) == 0 || res.Steps < 1 {
+		return
+	}
+	n := float64(res.Steps)
+	if res.KernelSPerStep > 0 {
+		fmt.Fprintf(stdout, "kernels      %.1f ms of CUDA kernels a step (profiled: the rates above include the profiler's cost); the costliest:\n", 1e3*res.KernelSPerStep)
+	} else {
+		fmt.Fprintf(stdout, "operators    the costliest libtorch operators a step, each with the operators it calls (profiled):\n")
+	}
+	for _, k := range res.Kernels[:min(15, len(res.Kernels))] {
+		share := ""
+		if res.KernelSPerStep > 0 {
+			share = fmt.Sprintf(" %5.1f %%", 100*k.Secs/n/res.KernelSPerStep)
+		}
+		name := k.Name
+		if len(name) > 90 {
+			name = name[:87] + "..."
+		}
+		fmt.Fprintf(stdout, "  %8.3f ms%s %6.0f calls  %s\n", 1e3*k.Secs/n, share, float64(k.Calls)/n, name)
+	}
 }
 
 // countOpsFlag is --count-ops of the benches that count libtorch's

@@ -448,3 +448,64 @@ func TestBenchCountOps(t *testing.T) {
 		t.Errorf("bench train --count-ops as a table: exit %d, stdout %s: want the libtorch ops and most called lines", r.code, r.stdout)
 	}
 }
+
+// TestBenchProfileKernels: --profile-kernels adds the measured steps'
+// costliest kernels to bench train's output; on the CPU these are
+// libtorch's operators, the forward's products among them once a step or
+// more, and without the flag nothing is recorded.
+func TestBenchProfileKernels(t *testing.T) {
+	exe := buildMemo(t)
+	args := []string{"bench", "train", "--dim", "32", "--layers", "1", "--heads", "2", "--vocab", "50",
+		"--seq", "8", "--batch", "2", "--steps", "2", "--threads", "1"}
+	type result struct {
+		Steps   int `json:"steps"`
+		Kernels []struct {
+			Device string  `json:"device"`
+			Name   string  `json:"name"`
+			Calls  int64   `json:"calls"`
+			Secs   float64 `json:"seconds"`
+		} `json:"kernels"`
+		KernelSPerStep float64 `json:"kernel_s_per_step"`
+	}
+	run := func(extra ...string) result {
+		t.Helper()
+		r := execMemo(t, exe, t.TempDir(), append(append(slices.Clone(args), "--json"), extra...)...)
+		if r.code != 0 {
+			t.Fatalf("exit code %d; stderr %s", r.code, r.stderr)
+		}
+		var res result
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		return res
+	}
+	res := run("--profile-kernels")
+	if len(res.Kernels) == 0 || len(res.Kernels) > 40 {
+		t.Fatalf("--profile-kernels: %d kernels, want 1 to 40", len(res.Kernels))
+	}
+	products := int64(0)
+	for i, k := range res.Kernels {
+		if k.Device != "cpu" || !(k.Secs >= 0) {
+			t.Errorf("kernel %d: %+v: want device cpu and a time", i, k)
+		}
+		if i > 0 && res.Kernels[i-1].Secs < k.Secs {
+			t.Errorf("kernel %d (%s) costs more than the one before it", i, k.Name)
+		}
+		if k.Name == "aten::mm" || k.Name == "aten::addmm" || k.Name == "aten::matmul" {
+			products += k.Calls
+		}
+	}
+	if products < int64(res.Steps) {
+		t.Errorf("%d matrix products recorded over %d steps, want one a step at least: %+v", products, res.Steps, res.Kernels)
+	}
+	if res.KernelSPerStep != 0 {
+		t.Errorf("kernel_s_per_step %g on the CPU, want 0 (nested operators)", res.KernelSPerStep)
+	}
+	if res := run(); len(res.Kernels) != 0 {
+		t.Errorf("without --profile-kernels: %d kernels reported", len(res.Kernels))
+	}
+	r := execMemo(t, exe, t.TempDir(), append(slices.Clone(args), "--profile-kernels")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "operators    the costliest") {
+		t.Errorf("as a table: exit %d, stdout %s: want the operators line", r.code, r.stdout)
+	}
+}

@@ -88,21 +88,13 @@ func stopOpCount() (OpCounts, error) {
 // outer calls, tab-separated.
 func parseOpCounts(text string) (OpCounts, error) {
 	out := OpCounts{Ops: []OpCount{}, Nodes: []OpCount{}} // [] in JSON, not null
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 4 {
-			return out, fmt.Errorf("operator counts: line %q: want 4 fields", line)
-		}
-		calls, err1 := strconv.ParseInt(f[2], 10, 64)
-		outer, err2 := strconv.ParseInt(f[3], 10, 64)
-		if err1 != nil || err2 != nil {
-			return out, fmt.Errorf("operator counts: line %q: calls and outer calls must be integers", line)
-		}
-		c := OpCount{Name: f[1], Calls: calls, Outer: outer}
-		if f[0] == "node" {
+	lines, err := parseTallies(text, "operator counts", "calls and outer calls")
+	if err != nil {
+		return out, err
+	}
+	for _, l := range lines {
+		c := OpCount{Name: l.name, Calls: l.a, Outer: l.b}
+		if l.kind == "node" {
 			out.Nodes = append(out.Nodes, c)
 		} else {
 			out.Ops = append(out.Ops, c)
@@ -115,6 +107,35 @@ func parseOpCounts(text string) (OpCounts, error) {
 			}
 			return list[i].Name < list[j].Name
 		})
+	}
+	return out, nil
+}
+
+// tally is one line of the C side's tallies (memo_opcount_stop,
+// memo_kernelprof_stop): a kind, a name and two integers, tab-separated.
+type tally struct {
+	kind, name string
+	a, b       int64
+}
+
+// parseTallies reads tally lines; what names the tallies in errors and
+// counts their two integers.
+func parseTallies(text, what, counts string) ([]tally, error) {
+	var out []tally
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("%s: line %q: want 4 fields", what, line)
+		}
+		a, err1 := strconv.ParseInt(f[2], 10, 64)
+		b, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s: line %q: %s must be integers", what, line, counts)
+		}
+		out = append(out, tally{kind: f[0], name: f[1], a: a, b: b})
 	}
 	return out, nil
 }

@@ -4,12 +4,15 @@
 # memo.xz built with -tags cuda, {torchx,precision,engine}.test.xz, and for
 # part d memo's cache entries corpora/kjv and corpora/llama2-tokenizer under
 # cache/corpora/; dist.test.xz built with Gloo for part g). Parts, in this
-# order (PARTS, default "b kc d32": what one H200 left unmeasured at
+# order (PARTS, default "b kc d32 kp": what one H200 left unmeasured at
 # e212662; the others run by name, and docs/GPU.md gives each one's time):
 #   b   the fused RMSNorm and rotary tests, memo's elementwise kernels
 #       against libtorch and the copies that do not wait, on CUDA
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
 #       then precision.test's and engine.test's CUDA tests
+#   kp  where a step at 8 x 2048 goes: memo bench train --profile-kernels
+#       (its CUDA kernels by device time, libtorch's Kineto profiler) and
+#       the torch.compile peer's --profile table, for what kc leaves
 #   g   two ranks sharing the GPU over Gloo against one process
 #       (dist.test TestTrainParity with MEMO_DIST_DEVICE=cuda: plain data
 #       parallelism and train.shard = full, 20 steps of the nano model;
@@ -87,7 +90,7 @@ set -u
 OUT=${OUT:-/tmp/memo-issue41-next}
 W=${WORKDIR:-/tmp/issue41-next}
 BUDGET_S=${BUDGET_S:-520}
-PARTS=${PARTS:-"b kc d32"}
+PARTS=${PARTS:-"b kc d32 kp"}
 dev=${MEMO_DEVICE:-cuda}
 small=${SMALL:-0}
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -251,6 +254,26 @@ if want kc && fits kc 280; then
 		echo "--- kc: $pairs alternating memo/torch.compile pairs at 8 x 2048, $steps measured steps each"
 		OUT=$W/mfuc MFU_STAGE=compilepairs PAIRS=$pairs STEPS=$steps timeout "$(lim 600)" bash "$here/mfu.sh" 2>&1 | grep -v '^$'
 		pairs_summary "$W/mfuc" 2048 compile ""
+	} 2>&1 | tee -a "$sum"
+	pack
+fi
+
+if want kp && fits kp 150; then
+	{
+		echo "--- kp: where a step at ${kshape[*]} goes: memo's CUDA kernels by device time (--profile-kernels), then the torch.compile peer's (--profile)"
+		timed kp-memo 90 "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps 5 --profile-kernels &&
+			python3 - "$W/kp-memo.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n, per = d["steps"], d.get("kernel_s_per_step", 0)
+print("memo: %.0f tokens/s profiled; %.1f ms of kernels a step, %.1f ms a step by the host's clock" % (d["tokens_per_s"], 1e3 * per, 1e3 * d["step_s"]))
+for k in (d.get("kernels") or [])[:25]:
+    print("  %8.2f ms %5.1f %% %5.0f calls  %s" % (1e3 * k["seconds"] / n, 100 * k["seconds"] / n / per if per else 0, k["calls"] / n, k["name"][:110]))
+PY
+		if ((has_torch)); then
+			timed kp-compile 120 python3 scripts/bench_train.py --device "$dev" --fused "${kshape[@]}" --steps 5 --autocast bf16 --compile --warmup 3 --profile 25
+			sed -n '/Name/,$p' "$W/kp-compile.err" | cut -c1-60,100-200 | head -32
+		fi
 	} 2>&1 | tee -a "$sum"
 	pack
 fi
