@@ -15,8 +15,9 @@ package engine
 // by ContinueGreedy on a CUDA model without sliding windows or an
 // approximation; a capture that fails turns them off for the rest of the
 // process (the steps run as without) and says so once. On one H200 the
-// GPU test's captures replayed the tokens of decoding without; what they
-// give at batch 256 is not yet measured.
+// GPU test's captures replayed the tokens of decoding without, and at
+// batch 256 on a 1.1B model replay ran 2.53x the steps without
+// (docs/DECODING.md).
 
 import (
 	"fmt"

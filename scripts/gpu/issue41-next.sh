@@ -372,9 +372,8 @@ if want e && fits e 100; then
 		rm -f "$W/dec-rows.json"
 		timed decode-memo 90 "$T/memo" bench decode "${decode[@]}" --device "$dev" --rows-out "$W/dec-rows.json" --json
 		# The same decoding with each token step captured as a CUDA graph in
-		# the warm-up run and replayed in the measured ones (engine/graph.go;
-		# never run on a GPU before this call): its rate, and whether its
-		# tokens are the ones above.
+		# the warm-up run and replayed in the measured ones (engine/graph.go):
+		# its rate, and whether its tokens are the ones above.
 		if [[ $dev == cuda* ]]; then
 			timed decode-memo-graphs 90 "$T/memo" bench decode "${decode[@]}" --device "$dev" --cuda-graphs --rows-out "$W/dec-rows-graphs.json" --json
 			# A decoding step without padding hands grouped heads to the
