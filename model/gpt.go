@@ -459,11 +459,18 @@ func newCausalMask(t int64, w int, dev gotch.Device) *ts.Tensor {
 // its attention, output projection and MLP, most of a block's work.
 func (g *GPT) run(ids *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
 	x := g.embed(ids, in.positions)
+	// branch is the last block's MLP output, which the next block's norm
+	// adds into x (see block).
+	var branch *ts.Tensor
 	for li := range g.blocks {
-		next := g.block(li, x, in, st, lastOnly && li == len(g.blocks)-1)
+		h, mlp := g.block(li, x, branch, in, st, lastOnly && li == len(g.blocks)-1)
 		x.MustDrop()
-		x = next
+		if branch != nil {
+			branch.MustDrop()
+		}
+		x, branch = h, mlp
 	}
+	x = settle(x, branch)
 	logits := OuterProduct
 	if st != nil && st.ForLoss {
 		logits = g.lossLogits()
@@ -513,57 +520,97 @@ func (g *GPT) head(x *ts.Tensor, be Backend, lastOnly bool, p Product) *ts.Tenso
 	return logits
 }
 
-// block is one layer (see the package comment). With lastOnly it returns
+// block is one layer (see the package comment) over x + branch, branch
+// being the previous block's MLP output, which its caller has not added
+// into x (nil: none). It returns the layer's output as two tensors for
+// the caller, h and its own MLP output, whose sum is the output (mlp nil
+// where the family sums the branches itself): the next block's norm adds
+// them, in the same pass as it normalizes where memo's kernel runs
+// (normFor), and settle adds them elsewhere. With lastOnly the output is
 // the last position only, [B,1,d] (see run).
-func (g *GPT) block(li int, x *ts.Tensor, in *inputs, st *PassState, lastOnly bool) *ts.Tensor {
+func (g *GPT) block(li int, x, branch *ts.Tensor, in *inputs, st *PassState, lastOnly bool) (h, mlp *ts.Tensor) {
 	b := &g.blocks[li]
 	be := g.backend(st)
 	var s scope
 	defer s.drop()
-	xn, qkvIn := g.normFor(&s, x, b, modAttnNorm, be, g.qkvReaders(st, be))
+	x, xn, qkvIn := g.normFor(&s, x, branch, b, modAttnNorm, be, g.qkvReaders(st, be))
 	attn := s.keep(g.attend(&s, li, xn, qkvIn, in, st, lastOnly))
 	attn = s.keep(g.branchNorm(attn, b, modAttnPostNorm))
 	if t := x.MustSize()[1]; lastOnly && t > 1 {
 		x = s.keep(x.MustNarrow(1, t-1, 1, false))
 	}
-	mlpOf := func(x *ts.Tensor) *ts.Tensor {
-		xn, in := g.normFor(&s, x, b, modMLPNorm, be, g.gateUpReaders(st, be))
-		return s.keep(g.branchNorm(s.keep(g.mlp(&s, li, xn, in, st)), b, modMLPPostNorm))
+	// mlpOf is the MLP branch of x + delta (delta may be nil), with that
+	// sum.
+	mlpOf := func(x, delta *ts.Tensor) (sum, mlp *ts.Tensor) {
+		sum, xn, in := g.normFor(&s, x, delta, b, modMLPNorm, be, g.gateUpReaders(st, be))
+		return sum, s.keep(g.branchNorm(s.keep(g.mlp(&s, li, xn, in, st)), b, modMLPPostNorm))
 	}
 	if g.cfg.ParallelResidual {
-		mlp := mlpOf(x)
+		_, mlp := mlpOf(x, nil)
 		// Hugging Face's order of the sum: (mlp + attn) + x.
-		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false)
+		return s.keep(mlp.MustAdd(attn, false)).MustAdd(x, false), nil
 	}
-	h := s.keep(x.MustAdd(attn, false))
-	return h.MustAdd(mlpOf(h), false)
+	h, mlp = mlpOf(x, attn)
+	// Both live on in the caller, past the scope's end.
+	return h.MustShallowClone(), mlp.MustShallowClone()
 }
 
-// normFor is block norm m of x for a branch whose first products read it,
-// n of them separately (n is 1 for one product). It returns the norm's
+// settle is the layer output h + mlp that block returns in two parts
+// (h itself where mlp is nil); it takes ownership of both.
+func settle(h, mlp *ts.Tensor) *ts.Tensor {
+	if mlp == nil {
+		return h
+	}
+	out := h.MustAdd(mlp, false)
+	h.MustDrop()
+	mlp.MustDrop()
+	return out
+}
+
+// normFor is block norm m of the residual sum x + delta (delta, a branch
+// output not yet added into x, may be nil) for a branch whose first
+// products read it, n of them separately (n is 1 for one product). It
+// returns the sum (x where delta is nil, else a tensor of s's), the norm's
 // result xn, and with n > 1 the n inputs of those products
 // (productInputs). Every such product casts its input to be's dtype, so
 // on a GPU the RMSNorm writes it there, one copy a product, in one kernel
-// (torchx.RMSNormCopies): xn is then the first copy, which the recipe
+// (torchx.RMSNormCopies), which adds delta in the same pass
+// (torchx.AddRMSNormCopies): xn is then the first copy, which the recipe
 // multiplies by (n = 1) or reads only for its shape.
-func (g *GPT) normFor(s *scope, x *ts.Tensor, b *block, m module, be Backend, n int) (xn *ts.Tensor, in []*ts.Tensor) {
+func (g *GPT) normFor(s *scope, x, delta *ts.Tensor, b *block, m module, be Backend, n int) (sum, xn *ts.Tensor, in []*ts.Tensor) {
 	rms := g.arch.Norm == NormRMS || g.arch.Norm == NormRMSOffset
-	if base, ok := be.(Base); ok && rms && g.arch.uses(m) && base.DType() != x.DType() {
-		if ys, ok := torchx.RMSNormCopies(x, b.mods[m].w, g.cfg.NormEps, g.arch.Norm == NormRMSOffset, base.DType(), n); ok {
-			for _, y := range ys {
-				s.keep(y)
+	base, ok := be.(Base)
+	kernel := ok && rms && g.arch.uses(m) && base.DType() != x.DType()
+	copies := func(ys []*ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
+		for _, y := range ys {
+			s.keep(y)
+		}
+		if n == 1 {
+			return ys[0], nil
+		}
+		return ys[0], ys
+	}
+	offset := g.arch.Norm == NormRMSOffset
+	if delta != nil {
+		if kernel {
+			if h, ys, ok := torchx.AddRMSNormCopies(x, delta, b.mods[m].w, g.cfg.NormEps, offset, base.DType(), n); ok {
+				xn, in = copies(ys)
+				return s.keep(h), xn, in
 			}
-			if n == 1 {
-				return ys[0], nil
-			}
-			return ys[0], ys
+		}
+		x = s.keep(x.MustAdd(delta, false))
+	}
+	if kernel {
+		if ys, ok := torchx.RMSNormCopies(x, b.mods[m].w, g.cfg.NormEps, offset, base.DType(), n); ok {
+			xn, in = copies(ys)
+			return x, xn, in
 		}
 	}
 	xn = s.keep(g.branchNorm(x, b, m))
 	if n > 1 {
 		in = productInputs(s, xn, be, n)
 	}
-	return xn, in
+	return x, xn, in
 }
 
 // qkvReaders is how many products read the attention's normalized input:

@@ -73,7 +73,7 @@ func (p *Pass) Embed(ids *ts.Tensor) *ts.Tensor {
 
 // Block is block li's stage: its input x [B,T,d] to its output.
 func (p *Pass) Block(li int, x *ts.Tensor) *ts.Tensor {
-	return p.g.block(li, x, p.in, nil, false)
+	return settle(p.g.block(li, x, nil, p.in, nil, false))
 }
 
 // Head is the last stage: the last block's output [B,T,d] to logits

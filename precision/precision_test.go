@@ -395,6 +395,7 @@ func TestElementwiseKernelsInTraining(t *testing.T) {
 // multiplies q, k, v (gate, up) separately and keeps inner products bf16,
 // with memo's elementwise kernels run by their host code. Each norm writes
 // the bfloat16 copies its products read in one kernel call (two a layer),
+// which adds the residual branch before it (all but the first),
 // rotary embedding and SwiGLU take theirs, and the pass gives the compositions' logits and gradients within bf16
 // rounding (the CPU's bfloat16 SiLU rounds differently from the kernel's
 // float32 one).
@@ -412,14 +413,15 @@ func TestGPULayoutThroughKernelsOnHost(t *testing.T) {
 // passesThroughKernels runs a bf16-mixed Llama's pass on dev (setup sees
 // the model first) without memo's elementwise kernels and with them, and
 // requires five kernel calls a layer with them (two rotary calls, the
-// two norms each into its products' bfloat16 copies, SwiGLU), none
-// without, and logits and gradients within bf16 rounding of each other.
+// two norms each into its products' bfloat16 copies, every norm after the
+// first adding the residual branch before it, SwiGLU), none without, and
+// logits and gradients within bf16 rounding of each other.
 func passesThroughKernels(t *testing.T, dev gotch.Device, how string, setup func(g *model.GPT)) {
 	t.Helper()
 	cfg := model.Config{Preset: "nano", Vocab: 97, Context: 32, Seed: 9, KVHeads: 2, Untied: true}
 	ids := ts.MustOfSlice([]int64{1, 5, 9, 2, 7, 7, 3, 60, 11, 12, 4, 4, 0, 12, 33, 8}).MustView([]int64{2, 8}, true).MustTo(dev, true)
 	layers := 0
-	kinds := []string{"rope", "swiglu", "copies", "rms-copies"}
+	kinds := []string{"rope", "swiglu", "copies", "rms-copies", "add-rms-copies"}
 	run := func(kernels bool) (*ts.Tensor, map[string]*ts.Tensor, map[string]int64) {
 		was := torchx.SetKernels(kernels)
 		defer torchx.SetKernels(was)
@@ -439,7 +441,9 @@ func passesThroughKernels(t *testing.T, dev gotch.Device, how string, setup func
 	}
 	wantLogits, wantGrads, off := run(false)
 	gotLogits, gotGrads, on := run(true)
-	want := map[string]int64{"rope": int64(2 * layers), "swiglu": int64(layers), "copies": 0, "rms-copies": int64(2 * layers)}
+	// Every norm but the first adds the residual branch before it in the
+	// same call.
+	want := map[string]int64{"rope": int64(2 * layers), "swiglu": int64(layers), "copies": 0, "rms-copies": 1, "add-rms-copies": int64(2*layers - 1)}
 	for _, k := range kinds {
 		if off[k] != 0 || on[k] != want[k] {
 			t.Fatalf("%s kernel calls: %d with the kernels, %d without; want %d with (%d layers), none without", k, on[k], off[k], want[k], layers)

@@ -86,9 +86,10 @@ type BenchResult struct {
 	GPUModelS  float64 `json:"gpu_model_s,omitempty"`
 	GPUUpdateS float64 `json:"gpu_update_s,omitempty"`
 	// ElementwiseKernels is, on a GPU, whether memo's elementwise kernels
-	// (rotary, SwiGLU, RMSNorm and bfloat16 copies, the loss) run there, where a
-	// call's tensors fit them ("on"), or why not
-	// (torchx.ElementwiseKernels).
+	// (rotary, SwiGLU, RMSNorm and bfloat16 copies with the residual sum
+	// before them, the loss) run there, where a call's tensors fit them
+	// ("on"), or why not (torchx.ElementwiseKernels); MEMO_FUSED_ADD=off
+	// is noted after it.
 	ElementwiseKernels string `json:"elementwise_kernels,omitempty"`
 	// FirstLoss is the first step's loss (a forward pass of the initial
 	// weights), LastLoss the last step's, after every earlier backward
@@ -393,6 +394,9 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	}
 	if dev.IsCuda() {
 		res.ElementwiseKernels = torchx.ElementwiseKernels(int(dev.Value))
+		if !torchx.FusedAdd() {
+			res.ElementwiseKernels += " (residual sums apart: MEMO_FUSED_ADD=off)"
+		}
 		res.GPUPeakBytes = torchx.GPUPeakAllocated(int(dev.Value))
 	}
 	return res, nil

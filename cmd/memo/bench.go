@@ -440,7 +440,7 @@ func runBenchTrain(c *cli.Context) error {
 		fmt.Fprintf(stdout, "on the GPU   forward+backward %.3f s, reduce+clip+AdamW %.3f s a step (CUDA events)\n", res.GPUModelS, res.GPUUpdateS)
 	}
 	if res.ElementwiseKernels != "" {
-		fmt.Fprintf(stdout, "kernels      memo's rotary, SwiGLU, norms, copies and loss: %s\n", res.ElementwiseKernels)
+		fmt.Fprintf(stdout, "kernels      memo's rotary, SwiGLU, residual sums and norms, copies and loss: %s\n", res.ElementwiseKernels)
 	}
 	fmt.Fprintf(stdout, "compute      %.1f GFLOP/s of a %.1f GFLOP/s measured matmul: measured-matmul MFU %.3f\n", res.GFLOPs, res.PeakGFLOPs, res.MFU)
 	fmt.Fprintln(stdout, datasheetLine(res))

@@ -443,13 +443,20 @@ std::vector<at::Tensor> cast_copies(const at::Tensor &x, at::ScalarType t, int64
   return copies_composed(x, t, k);
 }
 
-// RMSPtrs are an RMSNorm-copies call's tensors by address.
+// RMSPtrs are an RMSNorm-copies call's tensors by address. With a
+// residual sum (AddRMSNormCopiesFn), forward reads x and delta and writes
+// h, the norm's input; backward reads h as x, adds gh into dx and writes
+// dd; without one, delta, h, gh and dd are null.
 struct RMSPtrs {
   const float *x, *gain;
   float *rstd;
   void *y[3];         // the copies (forward)
   const void *dy[3];  // their gradients (backward)
   float *dx, *dgain_part;
+  const void *delta = nullptr;
+  float *h = nullptr;
+  const float *gh = nullptr;
+  void *dd = nullptr;
 };
 
 // rms_blocks is how many blocks the backward pass's grid has, each with a
@@ -465,28 +472,45 @@ void rms_run(Place where, int device, bool forward, const memo::RowShape &s, RMS
   const bf16 *d0 = static_cast<const bf16 *>(p.dy[0]), *d1 = static_cast<const bf16 *>(p.dy[1]),
              *d2 = static_cast<const bf16 *>(p.dy[2]);
   bf16 *y0 = static_cast<bf16 *>(p.y[0]), *y1 = static_cast<bf16 *>(p.y[1]), *y2 = static_cast<bf16 *>(p.y[2]);
+  const bf16 *delta = static_cast<const bf16 *>(p.delta);
+  bf16 *dd = static_cast<bf16 *>(p.dd);
+  // A residual sum's norm: forward has delta; backward has gh (h's
+  // gradient from its other readers, which autograd always hands).
+  const bool sum = forward ? p.delta != nullptr : p.gh != nullptr;
   if (where == Place::gpu) {
+    using memo_elementwise::Kernel;
     void *fwd[] = {const_cast<memo::RowShape *>(&s), &p.x, &p.gain, &y0, &y1, &y2, &p.rstd};
     void *bwd[] = {const_cast<memo::RowShape *>(&s), &d0, &d1, &d2, &p.x, &p.gain, &p.rstd, &p.dx, &p.dgain_part};
-    memo_elementwise::launch_blocks(device, forward ? memo_elementwise::rms_copies_fwd : memo_elementwise::rms_copies_bwd,
-                                    forward ? std::min<long long>(s.rows, 1LL << 20) : rms_blocks(s.rows),
-                                    MEMO_ROW_LANES, forward ? fwd : bwd);
+    void *add_fwd[] = {const_cast<memo::RowShape *>(&s), &p.x, &delta, &p.h, &p.gain, &y0, &y1, &y2, &p.rstd};
+    void *add_bwd[] = {const_cast<memo::RowShape *>(&s), &d0, &d1, &d2, &p.x, &p.gain, &p.rstd, &p.gh, &p.dx, &dd,
+                       &p.dgain_part};
+    const Kernel k = forward ? (sum ? memo_elementwise::add_rms_copies_fwd : memo_elementwise::rms_copies_fwd)
+                             : (sum ? memo_elementwise::add_rms_copies_bwd : memo_elementwise::rms_copies_bwd);
+    void **args = forward ? (sum ? add_fwd : fwd) : (sum ? add_bwd : bwd);
+    memo_elementwise::launch_blocks(device, k, forward ? std::min<long long>(s.rows, 1LL << 20) : rms_blocks(s.rows),
+                                    MEMO_ROW_LANES, args);
     return;
   }
   float part[MEMO_ROW_LANES];
   const long long blocks = rms_blocks(s.rows);
   for (long long row = 0; row < s.rows; row++) {
     if (forward) {
-      for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_sum_sq(s, p.x, row, l);
+      const float *x = p.x;
+      if (sum) {
+        for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::add_lane_sum_sq(s, p.x, delta, p.h, row, l);
+        x = p.h;
+      } else {
+        for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_sum_sq(s, p.x, row, l);
+      }
       const float r = memo::rms_rstd(s, memo::lanes_tree(part, memo::LanesAdd()));
-      for (int l = 0; l < MEMO_ROW_LANES; l++) memo::rms_lane_write(s, p.x, p.gain, r, row, l, y0, y1, y2);
+      for (int l = 0; l < MEMO_ROW_LANES; l++) memo::rms_lane_write(s, x, p.gain, r, row, l, y0, y1, y2);
       p.rstd[row] = r;
     } else {
       for (int l = 0; l < MEMO_ROW_LANES; l++) part[l] = memo::rms_lane_dot(s, d0, d1, d2, p.x, p.gain, row, l);
       const float dot = memo::lanes_tree(part, memo::LanesAdd());
       float *mine = p.dgain_part + (row % blocks) * s.d;  // the GPU's block for this row
       for (int l = 0; l < MEMO_ROW_LANES; l++)
-        memo::rms_lane_grad(s, d0, d1, d2, p.x, p.gain, p.rstd[row], dot, row, l, p.dx, mine);
+        memo::rms_lane_grad(s, d0, d1, d2, p.x, p.gain, p.rstd[row], dot, row, l, p.dx, mine, p.gh, dd);
     }
   }
 }
@@ -535,12 +559,73 @@ struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
   }
 };
 
+// AddRMSNormCopiesFn is RMSNormCopiesFn of the residual sum h = x + delta
+// (float32 x, bfloat16 delta of x's shape, both contiguous), which it
+// returns first, then the copies: one pass forward where the addition
+// and the norm make two (and the norm reads back the sum the addition
+// wrote). Backward, one pass adds the norm's gradient of h to the one h's
+// other readers give it, and writes the sum as x's gradient and, in
+// bfloat16, as delta's, where autograd writes the norm's gradient, adds
+// the two in another pass and casts the sum in a third. It keeps h, the
+// gain and each row's 1/rms.
+struct AddRMSNormCopiesFn : public torch::autograd::Function<AddRMSNormCopiesFn> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
+                                                const at::Tensor &delta, const at::Tensor &gain, double eps, int64_t k,
+                                                int64_t where) {
+    const memo::RowShape s = RMSNormCopiesFn::shape(x, eps, k);
+    at::Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
+    at::Tensor rstd = at::empty({s.rows}, x.options());
+    RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
+    p.delta = delta.data_ptr();
+    p.h = h.data_ptr<float>();
+    std::vector<at::Tensor> ys = new_copies(x, k, p.y);
+    kernel_calls[call_add_rms_copies]++;
+    rms_run(static_cast<Place>(where), x.get_device(), true, s, p);
+    ctx->save_for_backward({h, gain, rstd});
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["where"] = where;
+    ys.insert(ys.begin(), h);
+    return ys;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &h = saved[0], &gain = saved[1], &rstd = saved[2];
+    // Autograd hands a custom function zeros for an output no one read,
+    // so h's gradient, grads[0], is defined.
+    at::Tensor gh = grads[0].to(at::kFloat).contiguous();
+    torch::autograd::variable_list copy_grads(grads.begin() + 1, grads.end());
+    const int64_t k = static_cast<int64_t>(copy_grads.size());
+    const memo::RowShape s = RMSNormCopiesFn::shape(h, ctx->saved_data["eps"].toDouble(), k);
+    at::Tensor dx = at::empty_like(h, at::MemoryFormat::Contiguous);
+    at::Tensor dd = at::empty_like(h, h.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous);
+    at::Tensor part = at::zeros({rms_blocks(s.rows), s.d}, h.options());
+    RMSPtrs p{h.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, dx.data_ptr<float>(),
+              part.data_ptr<float>()};
+    p.gh = gh.data_ptr<float>();
+    p.dd = dd.data_ptr();
+    std::vector<at::Tensor> dys = copies_grads(copy_grads, h, p.dy);
+    rms_run(static_cast<Place>(ctx->saved_data["where"].toInt()), h.get_device(), false, s, p);
+    const int64_t rows_dim[1] = {0};
+    return {dx, dd, torch::sum(part, at::IntArrayRef(rows_dim, 1)), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 // rms_norm_copies_fits: float32 x [..., d] contiguous, a float32 gain [d]
 // on its device, k bfloat16 copies.
 bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &gain, at::ScalarType t, int64_t k) {
   return k >= 1 && k <= 3 && t == at::kBFloat16 && x.scalar_type() == at::kFloat && x.is_contiguous() &&
          x.dim() >= 1 && x.numel() > 0 && x.size(-1) <= (1 << 30) && gain.scalar_type() == at::kFloat &&
          gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device();
+}
+
+// add_rms_norm_copies_fits: as rms_norm_copies_fits, and a contiguous
+// bfloat16 delta of x's shape on its device.
+bool add_rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &delta, const at::Tensor &gain, at::ScalarType t,
+                              int64_t k) {
+  return rms_norm_copies_fits(x, gain, t, k) && delta.scalar_type() == at::kBFloat16 && delta.is_contiguous() &&
+         delta.sizes() == x.sizes() && delta.device() == x.device();
 }
 
 // rms_copies_check runs RMSNormCopiesFn against the norm's composition
@@ -573,6 +658,44 @@ bool rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows
   auto drc = torch::autograd::grad(yc, {nc, gc}, dys);
   if (!close_to("rms copies backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
   return close_to("rms copies backward (gain)" + shape, drk[1], drc[1], 1e-4, why);
+}
+
+// add_rms_copies_check runs AddRMSNormCopiesFn against the composition
+// (the residual sum, RMSNorm, the casts into k copies) on rows × width:
+// the sum bit for bit, the copies within a bfloat16 rounding, and
+// backward, from a gradient of the sum and the copies', x's, delta's and
+// the gain's gradients. Inputs are deterministic functions of their index.
+bool add_rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows, int64_t width, int64_t k,
+                          std::string *why) {
+  torch::AutoGradMode grad(true);
+  auto wave = [&](double freq, double scale) {
+    return torch::mul(torch::sin(torch::mul(torch::arange(rows * width, f32), at::Scalar(freq))), at::Scalar(scale))
+        .view({rows, width});
+  };
+  at::Tensor x = wave(0.37, 2.0), delta = wave(0.11, 1.5).to(at::kBFloat16);
+  at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(width, f32)), at::Scalar(0.5)), at::Scalar(1.0));
+  at::Tensor xk = x.detach().requires_grad_(true), xc = x.detach().requires_grad_(true);
+  at::Tensor dk = delta.detach().requires_grad_(true), dc = delta.detach().requires_grad_(true);
+  at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
+  auto rk = AddRMSNormCopiesFn::apply(xk, dk, gk, 1e-5, k, static_cast<int64_t>(where));
+  at::Tensor hc = torch::add(xc, dc);
+  const int64_t last[1] = {-1};
+  at::Tensor ms = torch::mean(torch::square(hc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
+  auto rc = copies_composed(torch::mul(torch::mul(hc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
+                            at::kBFloat16, k);
+  rc.insert(rc.begin(), hc);
+  const std::string shape = " [" + std::to_string(rows) + "," + std::to_string(width) + "] into " + std::to_string(k);
+  if (!close_to("residual sum" + shape, rk[0], rc[0], 0, why)) return false;
+  std::vector<at::Tensor> dys = {wave(0.23, 0.5)};
+  for (int64_t j = 1; j <= k; j++) {
+    if (!close_to("residual rms copies forward" + shape, rk[j], rc[j], 1.0 / 128, why)) return false;
+    dys.push_back(torch::mul(wave(0.7, 1.0), at::Scalar(j + 0.0)).to(at::kBFloat16));
+  }
+  auto drk = torch::autograd::grad(rk, {xk, dk, gk}, dys);
+  auto drc = torch::autograd::grad(rc, {xc, dc, gc}, dys);
+  if (!close_to("residual rms copies backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
+  if (!close_to("residual rms copies backward (delta)" + shape, drk[1], drc[1], 1.0 / 128, why)) return false;
+  return close_to("residual rms copies backward (gain)" + shape, drk[2], drc[2], 1e-4, why);
 }
 
 // self_check runs the kernels on device against the compositions, forward
@@ -654,6 +777,9 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
   // lanes, so that each loop of the kernels runs more than once.
   if (!rms_copies_check(f32, where, 30, 8, 3, why)) return false;
   if (!rms_copies_check(f32, where, 1030, 520, 2, why)) return false;
+  // The same with a residual sum before the norm.
+  if (!add_rms_copies_check(f32, where, 30, 8, 3, why)) return false;
+  if (!add_rms_copies_check(f32, where, 1030, 520, 1, why)) return false;
   if (!cross_entropy_check(f32, where, why)) return false;
   return true;
 }
@@ -776,6 +902,29 @@ int memo_rms_norm_copies(void *x, void *w, double eps, int offset, int dtype, in
     if (offset) gain = torch::add(gain, at::Scalar(1.0));
     auto ys = RMSNormCopiesFn::apply(xt, gain, eps, k, static_cast<int64_t>(where));
     for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j]);
+    return 1;
+  } catch (const std::exception &e) {
+    *err = memo_copy_message(e.what());
+    return -1;
+  }
+}
+
+// memo_add_rms_norm_copies is memo_rms_norm_copies of the residual sum
+// x + delta, which it writes to *h, through memo's kernel, when it applies
+// (with kernels): returns 1. Returns 0, and writes nothing, where it does
+// not apply; -1, setting *err, on failure.
+int memo_add_rms_norm_copies(void *x, void *delta, void *w, double eps, int offset, int dtype, int k, int kernels,
+                             void **h, void **out, char **err) {
+  try {
+    const at::Tensor &xt = *static_cast<at::Tensor *>(x), &dt = *static_cast<at::Tensor *>(delta);
+    at::Tensor gain = *static_cast<at::Tensor *>(w);
+    Place where = place_of(xt, kernels != 0);
+    if (where == Place::none || !add_rms_norm_copies_fits(xt, dt, gain, static_cast<at::ScalarType>(dtype), k))
+      return 0;
+    if (offset) gain = torch::add(gain, at::Scalar(1.0));
+    auto ys = AddRMSNormCopiesFn::apply(xt, dt, gain, eps, k, static_cast<int64_t>(where));
+    *h = new at::Tensor(ys[0]);
+    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j + 1]);
     return 1;
   } catch (const std::exception &e) {
     *err = memo_copy_message(e.what());

@@ -256,6 +256,23 @@ MEMO_DEVICE float rms_lane_sum_sq(const RowShape &s, const float *x, long long r
   return acc;
 }
 
+// add_lane_sum_sq writes lane's columns of the residual sum h = x + delta
+// (float32 x, bfloat16 delta widened: one correctly rounded addition, as
+// libtorch adds a bfloat16 tensor to a float32 one) and returns lane's part
+// of Σ h² over the row, in rms_lane_sum_sq's order, so that the norm of h
+// is RMSNorm's of the sum bit for bit.
+MEMO_DEVICE float add_lane_sum_sq(const RowShape &s, const float *x, const bf16 *delta, float *h, long long row,
+                                  int lane) {
+  const long long base = row * s.d;
+  float acc = 0.0f;
+  for (int c = lane; c < s.d; c += MEMO_ROW_LANES) {
+    const float v = __fadd_rn(x[base + c], bf16_to_float(delta[base + c]));
+    h[base + c] = v;
+    acc = __fadd_rn(acc, __fmul_rn(v, v));
+  }
+  return acc;
+}
+
 // rms_rstd is 1 / sqrt(Σx² / d + eps): a correctly rounded square root
 // and quotient, the same on the host and the GPU.
 MEMO_DEVICE float rms_rstd(const RowShape &s, float sum_sq) {
@@ -296,15 +313,23 @@ MEMO_DEVICE float rms_lane_dot(const RowShape &s, const bf16 *d0, const bf16 *d1
 
 // rms_lane_grad writes lane's columns of x's gradient, r·g·gain −
 // x·r³·(Σ g·gain·x)/d, and adds g·x·r into dgain_row, this block's own
-// partial sum of the gain's gradient over the rows it takes.
+// partial sum of the gain's gradient over the rows it takes. Where x is a
+// residual sum h = x' + delta (add_lane_sum_sq), gh is the gradient h
+// receives from its other readers: it is added to the norm's, as autograd
+// adds a tensor's gradients, and dd, when not null, receives that sum
+// rounded to bfloat16 (delta's gradient, as the addition's backward casts
+// it); without a sum, gh and dd are null.
 MEMO_DEVICE void rms_lane_grad(const RowShape &s, const bf16 *d0, const bf16 *d1, const bf16 *d2, const float *x,
                                const float *gain, float r, float dot, long long row, int lane, float *dx,
-                               float *dgain_row) {
+                               float *dgain_row, const float *gh, bf16 *dd) {
   const long long base = row * s.d;
   const float coef = __fdiv_rn(__fmul_rn(__fmul_rn(__fmul_rn(r, r), r), dot), (float)s.d);
   for (int c = lane; c < s.d; c += MEMO_ROW_LANES) {
     const float g = rms_grad_at(s, d0, d1, d2, base + c), xv = x[base + c];
-    dx[base + c] = __fadd_rn(__fmul_rn(__fmul_rn(r, g), gain[c]), -__fmul_rn(xv, coef));
+    float v = __fadd_rn(__fmul_rn(__fmul_rn(r, g), gain[c]), -__fmul_rn(xv, coef));
+    if (gh) v = __fadd_rn(v, gh[base + c]);
+    dx[base + c] = v;
+    if (dd) dd[base + c] = float_to_bf16(v);
     dgain_row[c] = __fadd_rn(dgain_row[c], __fmul_rn(g, __fmul_rn(xv, r)));
   }
 }
@@ -462,7 +487,38 @@ extern "C" __global__ void memo_rms_copies_bwd(memo::RowShape s, const memo::bf1
   float *mine = dgain_part + (long long)blockIdx.x * s.d;
   for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
     const float dot = memo_lanes_reduce(part, memo::rms_lane_dot(s, d0, d1, d2, x, gain, row, lane), memo::LanesAdd());
-    memo::rms_lane_grad(s, d0, d1, d2, x, gain, rstd[row], dot, row, lane, dx, mine);
+    memo::rms_lane_grad(s, d0, d1, d2, x, gain, rstd[row], dot, row, lane, dx, mine, nullptr, nullptr);
+  }
+}
+
+// The residual sum h = x + delta and RMSNorm of h into the copies, in one
+// pass: memo_rms_copies_fwd of the sum, which it also writes to h.
+extern "C" __global__ void memo_add_rms_copies_fwd(memo::RowShape s, const float *x, const memo::bf16 *delta, float *h,
+                                                   const float *gain, memo::bf16 *y0, memo::bf16 *y1, memo::bf16 *y2,
+                                                   float *rstd) {
+  __shared__ float part[MEMO_ROW_LANES];
+  const int lane = threadIdx.x;
+  for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const float sum_sq = memo_lanes_reduce(part, memo::add_lane_sum_sq(s, x, delta, h, row, lane), memo::LanesAdd());
+    const float r = memo::rms_rstd(s, sum_sq);
+    // Each lane reads back only the columns it wrote.
+    memo::rms_lane_write(s, h, gain, r, row, lane, y0, y1, y2);
+    if (lane == 0) rstd[row] = r;
+  }
+}
+
+// memo_rms_copies_bwd over h, with gh (h's gradient from its other
+// readers) added into dx, which is x's gradient, and dd, delta's.
+extern "C" __global__ void memo_add_rms_copies_bwd(memo::RowShape s, const memo::bf16 *d0, const memo::bf16 *d1,
+                                                   const memo::bf16 *d2, const float *h, const float *gain,
+                                                   const float *rstd, const float *gh, float *dx, memo::bf16 *dd,
+                                                   float *dgain_part) {
+  __shared__ float part[MEMO_ROW_LANES];
+  const int lane = threadIdx.x;
+  float *mine = dgain_part + (long long)blockIdx.x * s.d;
+  for (long long row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const float dot = memo_lanes_reduce(part, memo::rms_lane_dot(s, d0, d1, d2, h, gain, row, lane), memo::LanesAdd());
+    memo::rms_lane_grad(s, d0, d1, d2, h, gain, rstd[row], dot, row, lane, dx, mine, gh, dd);
   }
 }
 

@@ -7,6 +7,7 @@ import "C"
 import (
 	_ "embed"
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -139,6 +140,50 @@ func RMSNormCopies(x, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n 
 	panic(fmt.Sprintf("rms norm copies: %v", cErr(e)))
 }
 
+// AddRMSNormCopies is RMSNormCopies of the residual sum h = x + delta,
+// with h, where memo's kernel takes them: on a GPU, contiguous float32 x
+// [..., d] and bfloat16 delta of x's shape (a block's branch output added
+// into the residual stream), with RMSNormCopies' w and dt. One pass
+// forward, where the addition and the norm make two; backward, one pass
+// adds the norm's gradient of h to the gradient h's other readers give
+// it and writes x's gradient and delta's, where autograd adds them in a
+// pass of its own and casts delta's in another. h is libtorch's sum bit
+// for bit; the copies and gradients are RMSNormCopies' of it. ok is false,
+// and nothing computed, where the kernel does not apply: the caller adds
+// and normalizes. Panics, like gotch's Must functions, if libtorch fails.
+func AddRMSNormCopies(x, delta, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n int) (h *ts.Tensor, ys []*ts.Tensor, ok bool) {
+	if fusedAddOff {
+		return nil, nil, false
+	}
+	var e *C.char
+	var hp unsafe.Pointer
+	out := make([]unsafe.Pointer, max(n, 1))
+	off := C.int(0)
+	if offset {
+		off = 1
+	}
+	rc := C.memo_add_rms_norm_copies(x.Ctensor(), delta.Ctensor(), w.Ctensor(), C.double(eps), off, C.int(dt.CInt()), C.int(n), kernelsOn(), &hp, &out[0], &e)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(delta)
+	runtime.KeepAlive(w)
+	switch rc {
+	case 0:
+		return nil, nil, false
+	case 1:
+		return ts.New(lib.Ctensor(hp)), wrapTensors(out[:n]), true
+	}
+	panic(fmt.Sprintf("residual rms norm copies: %v", cErr(e)))
+}
+
+// fusedAddOff is MEMO_FUSED_ADD=off, read once: AddRMSNormCopies never
+// takes its kernel, so a residual sum is libtorch's addition and its norm
+// RMSNormCopies', to measure what the one pass gives.
+var fusedAddOff = os.Getenv("MEMO_FUSED_ADD") == "off"
+
+// FusedAdd reports whether AddRMSNormCopies may take its kernel (not
+// MEMO_FUSED_ADD=off).
+func FusedAdd() bool { return !fusedAddOff }
+
 // CrossEntropy is each row's cross-entropy of logits [N,V] against int64
 // targets [N], float32 [N], 0 where the target is ignore: libtorch's
 // unreduced loss of the logits' float32 values (a bfloat16 x cast first),
@@ -173,7 +218,7 @@ func wrapTensors(ps []unsafe.Pointer) []*ts.Tensor {
 
 // ElementwiseKernels says whether CUDA device index runs memo's
 // elementwise kernels (RopeTo, SwiGLU, CastCopies, RMSNormCopies,
-// CrossEntropy): "on",
+// AddRMSNormCopies, CrossEntropy): "on",
 // compiling and checking them first if no call has, or "off: " and why it keeps libtorch's
 // compositions (MEMO_KERNELS=off, a build without the cuda tag, no NVRTC,
 // a failed check against the composition).
@@ -229,10 +274,11 @@ func elementwiseCheckOnHost() string {
 func ElementwiseCalls() int64 { return int64(C.memo_elementwise_calls(-1)) }
 
 // ElementwiseCallsOf is ElementwiseCalls of one kernel: "rope", "swiglu"
-// (either form), "copies" (CastCopies), "rms-copies" (RMSNormCopies) or
-// "cross-entropy" (CrossEntropy). Panics on another name.
+// (either form), "copies" (CastCopies), "rms-copies" (RMSNormCopies),
+// "add-rms-copies" (AddRMSNormCopies) or "cross-entropy" (CrossEntropy).
+// Panics on another name.
 func ElementwiseCallsOf(kernel string) int64 {
-	kinds := map[string]C.int{"rope": 0, "swiglu": 1, "copies": 2, "rms-copies": 3, "cross-entropy": 4}
+	kinds := map[string]C.int{"rope": 0, "swiglu": 1, "copies": 2, "rms-copies": 3, "cross-entropy": 4, "add-rms-copies": 5}
 	k, ok := kinds[kernel]
 	if !ok {
 		panic("ElementwiseCallsOf: no kernel " + kernel)

@@ -21,8 +21,9 @@ enum class Place { none, host, gpu };
 Place place_of(const at::Tensor &x, bool kernels);
 
 // kernel_calls counts the kernels' forward calls, host and GPU, by kind
-// (tests): rotary, SwiGLU, copies, RMSNorm into copies, cross-entropy.
-enum CallKind { call_rope, call_swiglu, call_copies, call_rms_copies, call_ce, call_kinds };
+// (tests): rotary, SwiGLU, copies, RMSNorm into copies, cross-entropy,
+// a residual sum's RMSNorm into copies.
+enum CallKind { call_rope, call_swiglu, call_copies, call_rms_copies, call_ce, call_add_rms_copies, call_kinds };
 extern std::atomic<long long> kernel_calls[call_kinds];
 
 // close_to reports whether a equals want within tol of want's largest

@@ -9,8 +9,8 @@ namespace memo_elementwise {
 
 // Kernel is one of elementwise.cu's entry points: rotary embedding by
 // direction and input/output dtypes, SwiGLU by direction and dtype, the
-// bfloat16 copies, alone or of an RMSNorm, by direction; the cross-entropy
-// of bfloat16 logits by direction.
+// bfloat16 copies, alone, of an RMSNorm, or of an RMSNorm of a residual
+// sum, by direction; the cross-entropy of bfloat16 logits by direction.
 enum Kernel : int {
   rope_fwd_f32_f32,
   rope_fwd_f32_bf16,
@@ -30,6 +30,8 @@ enum Kernel : int {
   rms_copies_bwd,
   ce_fwd_bf16,
   ce_bwd_bf16,
+  add_rms_copies_fwd,
+  add_rms_copies_bwd,
   kernel_count
 };
 
@@ -40,7 +42,7 @@ inline constexpr const char *kernel_names[] = {
     "memo_rope_bwd_f32_f32",  "memo_rope_bwd_f32_bf16", "memo_rope_bwd_bf16_f32", "memo_rope_bwd_bf16_bf16",
     "memo_swiglu_fwd_f32",    "memo_swiglu_fwd_bf16",   "memo_swiglu_bwd_f32",    "memo_swiglu_bwd_bf16",
     "memo_copies_fwd_bf16",   "memo_copies_bwd_bf16",   "memo_rms_copies_fwd",    "memo_rms_copies_bwd",
-    "memo_ce_fwd_bf16",       "memo_ce_bwd_bf16",
+    "memo_ce_fwd_bf16",       "memo_ce_bwd_bf16",       "memo_add_rms_copies_fwd", "memo_add_rms_copies_bwd",
 };
 static_assert(sizeof kernel_names / sizeof kernel_names[0] == kernel_count, "a Kernel without a name");
 

@@ -547,6 +547,97 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 	}
 }
 
+// The residual-sum kernel gives libtorch's sum x + delta bit for bit, the
+// RMSNorm copies of the sum within bfloat16's rounding, and x's, delta's
+// and w's gradients from the copies' and from the sum's other readers
+// within float32's rounding (delta's within a bfloat16 rounding), in one
+// kernel call. Views, float32 deltas and shapes that differ take the
+// composition.
+func TestAddRMSNormCopiesKernel(t *testing.T) {
+	torchx.Init(1, 7)
+	for _, dev := range kernelDevices(t) {
+		for _, tc := range []struct {
+			name   string
+			dims   []int64
+			n      int
+			offset bool
+		}{
+			{"one copy", []int64{3, 7, 40}, 1, false},
+			{"three copies", []int64{3, 7, 40}, 3, false},
+			{"offset gain", []int64{2, 5, 40}, 2, true},
+			{"rows longer than a block", []int64{2, 3, 600}, 2, false},
+			{"more rows than blocks", []int64{1030, 16}, 3, false},
+		} {
+			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
+				torchx.Seed(9)
+				d := tc.dims[len(tc.dims)-1]
+				x := randnOf(tc.dims, gotch.Float, dev).MustMulScalar(ts.FloatScalar(3), true)
+				delta := randnOf(tc.dims, gotch.BFloat16, dev)
+				w := randnOf([]int64{d}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(0.5), true).MustAddScalar(ts.FloatScalar(1), true)
+				// The sum's other reader (the next residual) and the products
+				// reading the copies weigh the loss.
+				onH := randnOf(tc.dims, gotch.Float, dev)
+				up := make([]*ts.Tensor, tc.n)
+				for j := range up {
+					up[j] = randnOf(tc.dims, gotch.BFloat16, dev)
+				}
+				pass := func(norm func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor)) (h *ts.Tensor, ys []*ts.Tensor, dx, dd, dw *ts.Tensor) {
+					xl, dl, wl := leaf(x), leaf(delta), leaf(w)
+					h, ys = norm(xl, dl, wl)
+					loss := h.MustMul(onH, false).MustSum(gotch.Float, true)
+					for j, y := range ys {
+						loss = loss.MustAdd(y.MustMul(up[j], false).MustSum(gotch.Float, true), true)
+					}
+					loss.MustBackward()
+					return h, ys, xl.MustGrad(false), dl.MustGrad(false), wl.MustGrad(false)
+				}
+				var h, dx, dd, dw *ts.Tensor
+				var ys []*ts.Tensor
+				calls := countsCalls(func() {
+					h, ys, dx, dd, dw = pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
+						h, ys, ok := torchx.AddRMSNormCopies(x, delta, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
+						if !ok {
+							t.Fatal("the kernel did not take a contiguous float32 x and bfloat16 delta")
+						}
+						return h, ys
+					})
+				})
+				if calls != 1 || torchx.ElementwiseCallsOf("add-rms-copies") == 0 {
+					t.Fatalf("%d kernel calls, want 1 of add-rms-copies", calls)
+				}
+				was := torchx.SetKernels(false)
+				wantH, wantYs, wantDx, wantDd, wantDw := pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
+					h := x.MustAdd(delta, false)
+					return h, torchx.CastCopies(torchx.RMSNorm(h, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
+				})
+				torchx.SetKernels(was)
+				if !h.MustEqual(wantH, false) {
+					t.Fatal("the sum differs from libtorch's x + delta")
+				}
+				for j := range ys {
+					requireWithinRounding(t, fmt.Sprintf("copy %d", j), ys[j], wantYs[j])
+				}
+				requireNear(t, "x's gradient", dx, wantDx, 1e-5)
+				requireWithinRounding(t, "delta's gradient", dd, wantDd)
+				requireNear(t, "w's gradient", dw, wantDw, 1e-5)
+			})
+		}
+		t.Run(fmt.Sprintf("%v-not-taken", dev), func(t *testing.T) {
+			w := ts.MustOnes([]int64{6}, gotch.Float, dev)
+			x := randnOf([]int64{4, 6}, gotch.Float, dev)
+			for name, delta := range map[string]*ts.Tensor{
+				"a float32 delta":   randnOf([]int64{4, 6}, gotch.Float, dev),
+				"a transposed view": randnOf([]int64{6, 4}, gotch.BFloat16, dev).MustT(true),
+				"another shape":     randnOf([]int64{2, 2, 6}, gotch.BFloat16, dev),
+			} {
+				if _, _, ok := torchx.AddRMSNormCopies(x, delta, w, 1e-5, false, gotch.BFloat16, 2); ok {
+					t.Errorf("%s: the kernel took it", name)
+				}
+			}
+		})
+	}
+}
+
 // crossEntropyPass is the per-row losses of logits against targets through
 // CrossEntropy and the logits' gradient of their sum weighted by w.
 func crossEntropyPass(t *testing.T, logits, targets, w *ts.Tensor) (*ts.Tensor, *ts.Tensor) {

@@ -11,8 +11,10 @@
 #       (torchx.test: RMSNorm|Rope|Elementwise|SwiGLU|CastCopies|CrossEntropy|ToDevice),
 #       then precision.test's and engine.test's CUDA tests
 #   kp  where a step at 8 x 2048 goes: memo bench train --profile-kernels
-#       (its CUDA kernels by device time, libtorch's Kineto profiler) and
-#       the torch.compile peer's --profile table, for what kc leaves
+#       (its CUDA kernels by device time, libtorch's Kineto profiler), the
+#       same with MEMO_FUSED_ADD=off (what the residual sums' kernel saves
+#       a step) and the torch.compile peer's --profile table, for what kc
+#       leaves
 #   g   two ranks sharing the GPU over Gloo against one process
 #       (dist.test TestTrainParity with MEMO_DIST_DEVICE=cuda: plain data
 #       parallelism and train.shard = full, 20 steps of the nano model;
@@ -258,17 +260,27 @@ if want kc && fits kc 280; then
 	pack
 fi
 
-if want kp && fits kp 150; then
+if want kp && fits kp 180; then
 	{
-		echo "--- kp: where a step at ${kshape[*]} goes: memo's CUDA kernels by device time (--profile-kernels), then the torch.compile peer's (--profile)"
+		echo "--- kp: where a step at ${kshape[*]} goes: memo's CUDA kernels by device time (--profile-kernels), then with MEMO_FUSED_ADD=off (each residual sum added apart from its norm), then the torch.compile peer's (--profile)"
 		timed kp-memo 90 "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps 5 --profile-kernels &&
 			python3 - "$W/kp-memo.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 n, per = d["steps"], d.get("kernel_s_per_step", 0)
-print("memo: %.0f tokens/s profiled; %.1f ms of kernels a step, %.1f ms a step by the host's clock" % (d["tokens_per_s"], 1e3 * per, 1e3 * d["step_s"]))
+print("memo: %.0f tokens/s profiled; %.1f ms of kernels a step, %.1f ms a step by the host's clock; kernels %s" % (d["tokens_per_s"], 1e3 * per, 1e3 * d["step_s"], d.get("elementwise_kernels")))
 for k in (d.get("kernels") or [])[:25]:
     print("  %8.2f ms %5.1f %% %5.0f calls  %s" % (1e3 * k["seconds"] / n, 100 * k["seconds"] / n / per if per else 0, k["calls"] / n, k["name"][:110]))
+PY
+		# What the residual sums' kernel (AddRMSNormCopies) saves, by the
+		# device's own time a step, the figure least moved by the host.
+		timed kp-memo-apart 90 env MEMO_FUSED_ADD=off "$T/memo" bench train --precision bf16-mixed --device "$dev" --json "${kshape[@]}" --steps 5 --profile-kernels &&
+			python3 - "$W/kp-memo.json" "$W/kp-memo-apart.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+ka, kb = a.get("kernel_s_per_step", 0), b.get("kernel_s_per_step", 0)
+print("MEMO_FUSED_ADD=off: %.0f tokens/s profiled, %.1f ms of kernels a step (%s); with the kernel %.1f ms: %.1f ms a step less (%.1f %%)" % (
+    b["tokens_per_s"], 1e3 * kb, b.get("elementwise_kernels"), 1e3 * ka, 1e3 * (kb - ka), 100 * (kb - ka) / kb if kb else 0))
 PY
 		if ((has_torch)); then
 			timed kp-compile 120 python3 scripts/bench_train.py --device "$dev" --fused "${kshape[@]}" --steps 5 --autocast bf16 --compile --warmup 3 --profile 25
