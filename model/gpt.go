@@ -14,6 +14,9 @@
 //	out = h + post(mlp(pre(h)))          identity where the family has none)
 //
 // or, with the parallel residual (GPT-NeoX), out = mlp(pre(x)) + attn(pre(x)) + x.
+// Each residual addition is made where the next norm reads its sum (the
+// last one in the next block), so that on a GPU one kernel adds and
+// normalizes.
 // memo's own models are llama: RMSNorm, rotary attention over grouped-query
 // heads, SwiGLU. Fresh weights are N(0, 0.02), norm gains 1, biases 0.
 // Tensor names are Hugging Face's for the family (see Params).

@@ -1,7 +1,8 @@
 // memo's elementwise kernels: rotary embedding, the SwiGLU product, the
 // bfloat16 copies of a normalized activation that several products read
-// and the cross-entropy of bfloat16 logits, forward and backward, each one
-// pass over memory where libtorch's composition makes several.
+// (with the residual sum before the norm), and the cross-entropy of
+// bfloat16 logits, forward and backward, each one pass over memory where
+// libtorch's composition makes several.
 //
 // This file is compiled twice. On a GPU, NVRTC compiles it at run time
 // (elementwise_cuda.cpp hands it the text, embedded by elementwise.go),
