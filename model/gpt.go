@@ -576,10 +576,10 @@ func settle(h, mlp *ts.Tensor) *ts.Tensor {
 // returns the sum (x where delta is nil, else a tensor of s's), the norm's
 // result xn, and with n > 1 the n inputs of those products
 // (productInputs). Every such product casts its input to be's dtype, so
-// on a GPU the RMSNorm writes it there, one copy a product, in one kernel
-// (torchx.RMSNormCopies), which adds delta in the same pass
-// (torchx.AddRMSNormCopies): xn is then the first copy, which the recipe
-// multiplies by (n = 1) or reads only for its shape.
+// on a GPU the RMSNorm writes it there, one copy a product (over one
+// buffer), in one kernel (torchx.RMSNormCopies), which adds delta in the
+// same pass (torchx.AddRMSNormCopies): xn is then the first copy, which
+// the recipe multiplies by (n = 1) or reads only for its shape.
 func (g *GPT) normFor(s *scope, x, delta *ts.Tensor, b *block, m module, be Backend, n int) (sum, xn *ts.Tensor, in []*ts.Tensor) {
 	rms := g.arch.Norm == NormRMS || g.arch.Norm == NormRMSOffset
 	base, ok := be.(Base)

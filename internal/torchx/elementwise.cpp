@@ -371,18 +371,28 @@ std::vector<at::Tensor> copies_composed(const at::Tensor &x, at::ScalarType t, i
   return ys;
 }
 
-// new_copies allocates k bfloat16 tensors shaped as x for the copies, and
-// points ptrs at their data, the unused ones repeating the first (the
-// kernels take three).
+// new_copies allocates one bfloat16 buffer shaped as x for the k copies
+// and returns k tensors over it, pointing ptrs at it (the kernels take
+// three). The copies hold the same values and are only read (each by a
+// product), so one buffer serves them: autograd still sees k outputs and
+// hands each product's gradient back on its own, while the forward pass
+// writes one copy instead of k, and the products, which each keep their
+// input for the backward pass, keep one buffer between them instead of k
+// (on the 1.1B shape at 8 x 2048, 201 MB a layer). A forward kernel is
+// therefore run with one copy to write (copies_written).
 std::vector<at::Tensor> new_copies(const at::Tensor &x, int64_t k, void *ptrs[3]) {
-  std::vector<at::Tensor> ys;
-  for (int64_t j = 0; j < k; j++) {
-    ys.push_back(at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous));
-    ptrs[j] = ys.back().data_ptr();
-  }
-  for (int64_t j = k; j < 3; j++) ptrs[j] = ptrs[0];
+  at::Tensor y = at::empty_like(x, x.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous);
+  std::vector<at::Tensor> ys{y};
+  // set_, not a view: autograd treats each as an output of its own.
+  for (int64_t j = 1; j < k; j++)
+    ys.push_back(at::empty({0}, y.options()).set_(y.storage(), y.storage_offset(), y.sizes(), y.strides()));
+  for (int j = 0; j < 3; j++) ptrs[j] = y.data_ptr();
   return ys;
 }
+
+// copies_written is how many copies a forward kernel writes into
+// new_copies' buffer: one, whatever k.
+constexpr int copies_written = 1;
 
 // copies_grads is the copies' gradients as the kernels read them:
 // bfloat16, contiguous, zeros for a copy no product read; ptrs as
@@ -411,8 +421,8 @@ struct CastCopiesFn : public torch::autograd::Function<CastCopiesFn> {
     void *out[3];
     std::vector<at::Tensor> ys = new_copies(x, k, out);
     kernel_calls[call_copies]++;
-    copies_run(static_cast<Place>(where), x.get_device(), true, static_cast<long long>(x.numel()), static_cast<int>(k),
-               in, out);
+    copies_run(static_cast<Place>(where), x.get_device(), true, static_cast<long long>(x.numel()), copies_written, in,
+               out);
     return ys;
   }
 
@@ -530,7 +540,7 @@ struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
 
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 const at::Tensor &gain, double eps, int64_t k, int64_t where) {
-    const memo::RowShape s = shape(x, eps, k);
+    const memo::RowShape s = shape(x, eps, copies_written);
     at::Tensor rstd = at::empty({s.rows}, x.options());
     RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
     std::vector<at::Tensor> ys = new_copies(x, k, p.y);
@@ -572,7 +582,7 @@ struct AddRMSNormCopiesFn : public torch::autograd::Function<AddRMSNormCopiesFn>
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 const at::Tensor &delta, const at::Tensor &gain, double eps, int64_t k,
                                                 int64_t where) {
-    const memo::RowShape s = RMSNormCopiesFn::shape(x, eps, k);
+    const memo::RowShape s = RMSNormCopiesFn::shape(x, eps, copies_written);
     at::Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
     at::Tensor rstd = at::empty({s.rows}, x.options());
     RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};

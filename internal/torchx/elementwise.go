@@ -94,9 +94,12 @@ func SwiGLUJoined(gateUp *ts.Tensor) *ts.Tensor {
 // activation (a block's normalized x, read by the q, k and v products, or
 // by gate and up), so that each product's gradient comes back on its own
 // and they are summed in x's dtype. On a GPU, a contiguous float32 x cast
-// to bfloat16 goes through memo's kernel: one pass writes all the copies,
-// and one pass sums their gradients into float32, where the composition
-// makes n passes forward and 2n − 1 backward. Its copies are the casts'
+// to bfloat16 goes through memo's kernel: one pass writes one buffer that
+// the n copies share (they are only read, and each product keeps its
+// input for the backward pass: n buffers would keep n − 1 needless
+// copies), and one pass sums their gradients into float32, where the
+// composition makes n passes forward and 2n − 1 backward. The copies
+// must not be modified in place. Its copies are the casts'
 // bit for bit; the gradient's sum may differ from autograd's in the last
 // bit, by the order of the additions. Panics, like gotch's Must
 // functions, if libtorch fails.
@@ -112,7 +115,8 @@ func CastCopies(x *ts.Tensor, dt gotch.DType, n int) []*ts.Tensor {
 }
 
 // RMSNormCopies is n (1 to 3) copies in dt of RMSNorm(x, w, eps, offset)
-// (RMSNorm's result as CastCopies would copy it) where memo's kernel
+// (RMSNorm's result as CastCopies would copy it, into one shared buffer)
+// where memo's kernel
 // takes them: on a GPU, a contiguous float32 x [..., d] and float32 w [d],
 // bfloat16 copies. Its one pass over x forward replaces RMSNorm's and the
 // copies' two, and backward one pass gives x's and w's gradients from the

@@ -359,6 +359,18 @@ func castCopiesPass(t *testing.T, x *ts.Tensor, w []*ts.Tensor, copies func(x *t
 	return ys, in.MustGrad(false)
 }
 
+// requireOneBuffer fails unless the kernel's copies lie in one buffer:
+// they hold the same values, and each product that reads one keeps it for
+// its backward pass, so k buffers would hold k − 1 needless copies.
+func requireOneBuffer(t *testing.T, ys []*ts.Tensor) {
+	t.Helper()
+	for j, y := range ys[1:] {
+		if y.MustDataPtr() != ys[0].MustDataPtr() {
+			t.Fatalf("copy %d has a buffer of its own", j+1)
+		}
+	}
+}
+
 // The copies are the casts' bit for bit, and x's gradient is the copies'
 // gradients widened to float32 and summed in copy order, bit for bit, in
 // one kernel call; the composition's autograd sum agrees to float32's
@@ -385,6 +397,7 @@ func TestCastCopiesKernel(t *testing.T) {
 				if len(ys) != n {
 					t.Fatalf("%d copies, want %d", len(ys), n)
 				}
+				requireOneBuffer(t, ys)
 				cast := x.MustTotype(gotch.BFloat16, false)
 				for j, y := range ys {
 					requireSame(t, fmt.Sprintf("copy %d", j), y, cast)
@@ -491,6 +504,7 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 				if calls != 1 {
 					t.Fatalf("%d kernel calls, want 1", calls)
 				}
+				requireOneBuffer(t, ys)
 				was := torchx.SetKernels(false)
 				wantYs, wantDx, wantDw := pass(func(x, w *ts.Tensor) []*ts.Tensor {
 					return torchx.CastCopies(torchx.RMSNorm(x, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
@@ -605,6 +619,7 @@ func TestAddRMSNormCopiesKernel(t *testing.T) {
 				if calls != 1 || torchx.ElementwiseCallsOf("add-rms-copies") == 0 {
 					t.Fatalf("%d kernel calls, want 1 of add-rms-copies", calls)
 				}
+				requireOneBuffer(t, ys)
 				was := torchx.SetKernels(false)
 				wantH, wantYs, wantDx, wantDd, wantDw := pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
 					h := x.MustAdd(delta, false)
