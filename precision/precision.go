@@ -11,6 +11,7 @@ package precision
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -151,17 +152,29 @@ func productsWork(dt gotch.DType, dev gotch.Device) error {
 		err, _ := v.(error)
 		return err
 	}
+	err := probeProducts(dt, dev)
+	probed.Store(key, err)
+	return err
+}
+
+// probeProducts is productsWork's probe, uncached. gotch reads libtorch's
+// error from a thread-local slot in a second C call after the failing
+// one, so the goroutine holds its OS thread across both: moved between
+// them, it would miss the error and wrap an unwritten result as a tensor
+// (a crash when dropped), and the error would stay on the first thread
+// for another goroutine's next call there to read as its own. Both were
+// seen when the input-error contract's cases ran side by side.
+func probeProducts(dt gotch.DType, dev gotch.Device) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	x := ts.MustOnes([]int64{2, 8}, dt, dev)
 	defer x.MustDrop()
 	y, err := ts.Linear(x, x, noBias)
 	if err == nil {
 		y.MustDrop()
-		probed.Store(key, nil)
 		return nil
 	}
-	err = fmt.Errorf("libtorch computes no %s matrix products there (%s); use fp32%s", model.DTypeName(dt), firstLine(err.Error()), otherHint(dt))
-	probed.Store(key, err)
-	return err
+	return fmt.Errorf("libtorch computes no %s matrix products there (%s); use fp32%s", model.DTypeName(dt), firstLine(err.Error()), otherHint(dt))
 }
 
 func otherHint(dt gotch.DType) string {
