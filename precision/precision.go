@@ -11,7 +11,6 @@ package precision
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/memo-research/memo/internal/torchx"
@@ -157,16 +156,12 @@ func productsWork(dt gotch.DType, dev gotch.Device) error {
 	return err
 }
 
-// probeProducts is productsWork's probe, uncached. gotch reads libtorch's
-// error from a thread-local slot in a second C call after the failing
-// one, so the goroutine holds its OS thread across both: moved between
-// them, it would miss the error and wrap an unwritten result as a tensor
-// (a crash when dropped), and the error would stay on the first thread
-// for another goroutine's next call there to read as its own. Both were
-// seen when the input-error contract's cases ran side by side.
+// probeProducts is productsWork's probe, uncached. It expects a libtorch
+// error from goroutines that hold no thread: gotch's Linear keeps the
+// failing call and the read of its thread-local error on one OS thread
+// (scripts/gotchgen/patch.go), which the input-error contract's cases,
+// running side by side, once showed it did not.
 func probeProducts(dt gotch.DType, dev gotch.Device) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	x := ts.MustOnes([]int64{2, 8}, dt, dev)
 	defer x.MustDrop()
 	y, err := ts.Linear(x, x, noBias)

@@ -20,6 +20,11 @@ import (
 // optimizer in train uses them.)
 
 func inplace(name string, t *ts.Tensor, op func(out *lib.Ctensor, self lib.Ctensor)) {
+	// libtorch's error is thread-local and read by a second C call: hold
+	// the thread across both, as memo's copy of gotch does in its own
+	// wrappers (scripts/gotchgen/patch.go).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var out lib.Ctensor
 	op(&out, lib.Ctensor(t.Ctensor()))
 	if err := ts.TorchErr(); err != nil {

@@ -76,6 +76,10 @@ func main() {
 	if err := applyPatches(tmp, patches); err != nil {
 		fatal(err)
 	}
+	held, err := holdThreadForErrors(tmp)
+	if err != nil {
+		fatal(err)
+	}
 	stubbed, err := stubUntilCompiles(tmp, lt)
 	if err != nil {
 		fatal(err)
@@ -89,8 +93,8 @@ func main() {
 	if err := os.Rename(tmp, *out); err != nil {
 		fatal(err)
 	}
-	fmt.Printf("gotch: prepared %s for libtorch %s (cuda=%v, gloo=%v%s): %d wrappers stubbed, %s\n",
-		*out, lt.version, lt.cuda, lt.gloo, abiNote(lt.cxxABI), stubbed, time.Since(start).Round(time.Second))
+	fmt.Printf("gotch: prepared %s for libtorch %s (cuda=%v, gloo=%v%s): %d wrappers stubbed, %d hold their thread, %s\n",
+		*out, lt.version, lt.cuda, lt.gloo, abiNote(lt.cxxABI), stubbed, held, time.Since(start).Round(time.Second))
 }
 
 func fatal(err error) {
