@@ -454,7 +454,7 @@ std::vector<at::Tensor> cast_copies(const at::Tensor &x, at::ScalarType t, int64
 }
 
 // RMSPtrs are an RMSNorm-copies call's tensors by address. With a
-// residual sum (AddRMSNormCopiesFn), forward reads x and delta and writes
+// residual sum (RMSNormCopiesFn with a delta), forward reads x and delta and writes
 // h, the norm's input; backward reads h as x, adds gh into dx and writes
 // dd; without one, delta, h, gh and dd are null.
 struct RMSPtrs {
@@ -530,7 +530,18 @@ void rms_run(Place where, int device, bool forward, const memo::RowShape &s, RMS
 // as an autograd function: one pass over x forward, where RMSNorm and the
 // copies make two, and one backward from the copies' gradients to x's and
 // the gain's, where they make two and keep RMSNorm's float32 output's
-// gradient between them. It keeps x, the gain and each row's 1/rms.
+// gradient between them. It keeps the norm's input, the gain and each
+// row's 1/rms.
+//
+// With a delta (bfloat16, x's shape, both contiguous; an empty tensor for
+// none, since libtorch's custom functions take no undefined input) it
+// normalizes the residual sum h = x + delta, which it returns before
+// the copies: forward, one pass where the addition and the norm make two
+// (and the norm reads back the sum the addition wrote); backward, one
+// pass adds the norm's gradient of h to the one h's other readers give
+// it, and writes the sum as x's gradient and, in bfloat16, as delta's,
+// where autograd writes the norm's gradient, adds the two in another pass
+// and casts the sum in a third.
 struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
   static memo::RowShape shape(const at::Tensor &x, double eps, int64_t k) {
     const int64_t d = x.size(-1);
@@ -539,62 +550,26 @@ struct RMSNormCopiesFn : public torch::autograd::Function<RMSNormCopiesFn> {
   }
 
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
-                                                const at::Tensor &gain, double eps, int64_t k, int64_t where) {
+                                                const at::Tensor &delta, const at::Tensor &gain, double eps, int64_t k,
+                                                int64_t where) {
+    const bool sum = delta.numel() > 0;
     const memo::RowShape s = shape(x, eps, copies_written);
     at::Tensor rstd = at::empty({s.rows}, x.options());
     RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
+    at::Tensor h = x;
+    if (sum) {
+      h = at::empty_like(x, at::MemoryFormat::Contiguous);
+      p.delta = delta.data_ptr();
+      p.h = h.data_ptr<float>();
+    }
     std::vector<at::Tensor> ys = new_copies(x, k, p.y);
-    kernel_calls[call_rms_copies]++;
-    rms_run(static_cast<Place>(where), x.get_device(), true, s, p);
-    ctx->save_for_backward({x, gain, rstd});
-    ctx->saved_data["eps"] = eps;
-    ctx->saved_data["where"] = where;
-    return ys;
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
-                                                 torch::autograd::variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &gain = saved[1], &rstd = saved[2];
-    const int64_t k = static_cast<int64_t>(grads.size());
-    const memo::RowShape s = shape(x, ctx->saved_data["eps"].toDouble(), k);
-    at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-    at::Tensor part = at::zeros({rms_blocks(s.rows), s.d}, x.options());
-    RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, dx.data_ptr<float>(),
-              part.data_ptr<float>()};
-    std::vector<at::Tensor> dys = copies_grads(grads, x, p.dy);
-    rms_run(static_cast<Place>(ctx->saved_data["where"].toInt()), x.get_device(), false, s, p);
-    const int64_t rows_dim[1] = {0};
-    return {dx, torch::sum(part, at::IntArrayRef(rows_dim, 1)), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-};
-
-// AddRMSNormCopiesFn is RMSNormCopiesFn of the residual sum h = x + delta
-// (float32 x, bfloat16 delta of x's shape, both contiguous), which it
-// returns first, then the copies: one pass forward where the addition
-// and the norm make two (and the norm reads back the sum the addition
-// wrote). Backward, one pass adds the norm's gradient of h to the one h's
-// other readers give it, and writes the sum as x's gradient and, in
-// bfloat16, as delta's, where autograd writes the norm's gradient, adds
-// the two in another pass and casts the sum in a third. It keeps h, the
-// gain and each row's 1/rms.
-struct AddRMSNormCopiesFn : public torch::autograd::Function<AddRMSNormCopiesFn> {
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
-                                                const at::Tensor &delta, const at::Tensor &gain, double eps, int64_t k,
-                                                int64_t where) {
-    const memo::RowShape s = RMSNormCopiesFn::shape(x, eps, copies_written);
-    at::Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
-    at::Tensor rstd = at::empty({s.rows}, x.options());
-    RMSPtrs p{x.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, nullptr, nullptr};
-    p.delta = delta.data_ptr();
-    p.h = h.data_ptr<float>();
-    std::vector<at::Tensor> ys = new_copies(x, k, p.y);
-    kernel_calls[call_add_rms_copies]++;
+    kernel_calls[sum ? call_add_rms_copies : call_rms_copies]++;
     rms_run(static_cast<Place>(where), x.get_device(), true, s, p);
     ctx->save_for_backward({h, gain, rstd});
     ctx->saved_data["eps"] = eps;
     ctx->saved_data["where"] = where;
-    ys.insert(ys.begin(), h);
+    ctx->saved_data["sum"] = sum;
+    if (sum) ys.insert(ys.begin(), h);
     return ys;
   }
 
@@ -602,19 +577,23 @@ struct AddRMSNormCopiesFn : public torch::autograd::Function<AddRMSNormCopiesFn>
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &gain = saved[1], &rstd = saved[2];
-    // Autograd hands a custom function zeros for an output no one read,
-    // so h's gradient, grads[0], is defined.
-    at::Tensor gh = grads[0].to(at::kFloat).contiguous();
-    torch::autograd::variable_list copy_grads(grads.begin() + 1, grads.end());
-    const int64_t k = static_cast<int64_t>(copy_grads.size());
-    const memo::RowShape s = RMSNormCopiesFn::shape(h, ctx->saved_data["eps"].toDouble(), k);
+    const bool sum = ctx->saved_data["sum"].toBool();
+    const int64_t k = static_cast<int64_t>(grads.size()) - (sum ? 1 : 0);
+    const memo::RowShape s = shape(h, ctx->saved_data["eps"].toDouble(), k);
     at::Tensor dx = at::empty_like(h, at::MemoryFormat::Contiguous);
-    at::Tensor dd = at::empty_like(h, h.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous);
     at::Tensor part = at::zeros({rms_blocks(s.rows), s.d}, h.options());
     RMSPtrs p{h.data_ptr<float>(), gain.data_ptr<float>(), rstd.data_ptr<float>(), {}, {}, dx.data_ptr<float>(),
               part.data_ptr<float>()};
-    p.gh = gh.data_ptr<float>();
-    p.dd = dd.data_ptr();
+    at::Tensor gh, dd;
+    if (sum) {
+      // Autograd hands a custom function zeros for an output no one read,
+      // so h's gradient, grads[0], is defined.
+      gh = grads[0].to(at::kFloat).contiguous();
+      dd = at::empty_like(h, h.options().dtype(at::kBFloat16), at::MemoryFormat::Contiguous);
+      p.gh = gh.data_ptr<float>();
+      p.dd = dd.data_ptr();
+    }
+    torch::autograd::variable_list copy_grads(grads.begin() + (sum ? 1 : 0), grads.end());
     std::vector<at::Tensor> dys = copies_grads(copy_grads, h, p.dy);
     rms_run(static_cast<Place>(ctx->saved_data["where"].toInt()), h.get_device(), false, s, p);
     const int64_t rows_dim[1] = {0};
@@ -622,90 +601,72 @@ struct AddRMSNormCopiesFn : public torch::autograd::Function<AddRMSNormCopiesFn>
   }
 };
 
+// no_delta is RMSNormCopiesFn's delta for a norm of x itself.
+at::Tensor no_delta(const at::Tensor &x) { return at::empty({0}, x.options().dtype(at::kBFloat16)); }
+
 // rms_norm_copies_fits: float32 x [..., d] contiguous, a float32 gain [d]
-// on its device, k bfloat16 copies.
-bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &gain, at::ScalarType t, int64_t k) {
+// on its device, k bfloat16 copies, and a delta that is empty (none) or a
+// contiguous bfloat16 tensor of x's shape on its device.
+bool rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &delta, const at::Tensor &gain, at::ScalarType t,
+                          int64_t k) {
   return k >= 1 && k <= 3 && t == at::kBFloat16 && x.scalar_type() == at::kFloat && x.is_contiguous() &&
          x.dim() >= 1 && x.numel() > 0 && x.size(-1) <= (1 << 30) && gain.scalar_type() == at::kFloat &&
-         gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device();
+         gain.dim() == 1 && gain.size(0) == x.size(-1) && gain.is_contiguous() && gain.device() == x.device() &&
+         (delta.numel() == 0 || (delta.scalar_type() == at::kBFloat16 && delta.is_contiguous() &&
+                               delta.sizes() == x.sizes() && delta.device() == x.device()));
 }
 
-// add_rms_norm_copies_fits: as rms_norm_copies_fits, and a contiguous
-// bfloat16 delta of x's shape on its device.
-bool add_rms_norm_copies_fits(const at::Tensor &x, const at::Tensor &delta, const at::Tensor &gain, at::ScalarType t,
-                              int64_t k) {
-  return rms_norm_copies_fits(x, gain, t, k) && delta.scalar_type() == at::kBFloat16 && delta.is_contiguous() &&
-         delta.sizes() == x.sizes() && delta.device() == x.device();
-}
-
-// rms_copies_check runs RMSNormCopiesFn against the norm's composition
-// and the casts into k copies, on x of rows × width and a gain, forward
-// and backward (x's and the gain's gradients from k products' bfloat16
-// gradients). Inputs are deterministic functions of their index.
-bool rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows, int64_t width, int64_t k,
+// rms_copies_check runs RMSNormCopiesFn against the composition (with
+// sum, the residual sum; RMSNorm; the casts into k copies) on x of rows ×
+// width and a gain: the sum bit for bit, the copies within a bfloat16
+// rounding, and backward, from the copies' bfloat16 gradients (and a
+// gradient of the sum), x's, the gain's (and delta's) gradients. Inputs
+// are deterministic functions of their index.
+bool rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows, int64_t width, int64_t k, bool sum,
                       std::string *why) {
-  torch::AutoGradMode grad(true);
-  at::Tensor x = torch::mul(torch::sin(torch::mul(torch::arange(rows * width, f32), at::Scalar(0.37))), at::Scalar(2.0))
-                     .view({rows, width});
-  at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(width, f32)), at::Scalar(0.5)), at::Scalar(1.0));
-  at::Tensor nk = x.detach().requires_grad_(true), nc = x.detach().requires_grad_(true);
-  at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
-  auto rk = RMSNormCopiesFn::apply(nk, gk, 1e-5, k, static_cast<int64_t>(where));
-  const int64_t last[1] = {-1};
-  at::Tensor ms = torch::mean(torch::square(nc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
-  auto rc = copies_composed(torch::mul(torch::mul(nc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
-                            at::kBFloat16, k);
-  std::vector<at::Tensor> dys;
-  const std::string shape = " [" + std::to_string(rows) + "," + std::to_string(width) + "] into " + std::to_string(k);
-  for (int64_t j = 0; j < k; j++) {
-    if (!close_to("rms copies forward" + shape, rk[j], rc[j], 1.0 / 128, why)) return false;
-    dys.push_back(torch::mul(torch::cos(torch::mul(torch::arange(rows * width, f32), at::Scalar(0.7))).view({rows, width}),
-                             at::Scalar(j + 1.0))
-                      .to(at::kBFloat16));
-  }
-  std::vector<at::Tensor> yk(rk.begin(), rk.begin() + k), yc(rc.begin(), rc.begin() + k);
-  auto drk = torch::autograd::grad(yk, {nk, gk}, dys);
-  auto drc = torch::autograd::grad(yc, {nc, gc}, dys);
-  if (!close_to("rms copies backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
-  return close_to("rms copies backward (gain)" + shape, drk[1], drc[1], 1e-4, why);
-}
-
-// add_rms_copies_check runs AddRMSNormCopiesFn against the composition
-// (the residual sum, RMSNorm, the casts into k copies) on rows × width:
-// the sum bit for bit, the copies within a bfloat16 rounding, and
-// backward, from a gradient of the sum and the copies', x's, delta's and
-// the gain's gradients. Inputs are deterministic functions of their index.
-bool add_rms_copies_check(const torch::TensorOptions &f32, Place where, int64_t rows, int64_t width, int64_t k,
-                          std::string *why) {
   torch::AutoGradMode grad(true);
   auto wave = [&](double freq, double scale) {
     return torch::mul(torch::sin(torch::mul(torch::arange(rows * width, f32), at::Scalar(freq))), at::Scalar(scale))
         .view({rows, width});
   };
-  at::Tensor x = wave(0.37, 2.0), delta = wave(0.11, 1.5).to(at::kBFloat16);
+  at::Tensor x = wave(0.37, 2.0);
   at::Tensor gain = torch::add(torch::mul(torch::cos(torch::arange(width, f32)), at::Scalar(0.5)), at::Scalar(1.0));
   at::Tensor xk = x.detach().requires_grad_(true), xc = x.detach().requires_grad_(true);
-  at::Tensor dk = delta.detach().requires_grad_(true), dc = delta.detach().requires_grad_(true);
   at::Tensor gk = gain.detach().requires_grad_(true), gc = gain.detach().requires_grad_(true);
-  auto rk = AddRMSNormCopiesFn::apply(xk, dk, gk, 1e-5, k, static_cast<int64_t>(where));
-  at::Tensor hc = torch::add(xc, dc);
+  at::Tensor dk = no_delta(x), dc;
+  std::vector<at::Tensor> wrt_k = {xk, gk}, wrt_c = {xc, gc};
+  at::Tensor hc = xc;
+  if (sum) {
+    at::Tensor delta = wave(0.11, 1.5).to(at::kBFloat16);
+    dk = delta.detach().requires_grad_(true);
+    dc = delta.detach().requires_grad_(true);
+    wrt_k.push_back(dk);
+    wrt_c.push_back(dc);
+    hc = torch::add(xc, dc);
+  }
+  auto rk = RMSNormCopiesFn::apply(xk, dk, gk, 1e-5, k, static_cast<int64_t>(where));
   const int64_t last[1] = {-1};
   at::Tensor ms = torch::mean(torch::square(hc), at::IntArrayRef(last, 1), true, at::ScalarType::Float);
   auto rc = copies_composed(torch::mul(torch::mul(hc, torch::rsqrt(torch::add(ms, at::Scalar(1e-5)))), gc),
                             at::kBFloat16, k);
-  rc.insert(rc.begin(), hc);
+  const std::string what = sum ? "residual rms copies" : "rms copies";
   const std::string shape = " [" + std::to_string(rows) + "," + std::to_string(width) + "] into " + std::to_string(k);
-  if (!close_to("residual sum" + shape, rk[0], rc[0], 0, why)) return false;
-  std::vector<at::Tensor> dys = {wave(0.23, 0.5)};
-  for (int64_t j = 1; j <= k; j++) {
-    if (!close_to("residual rms copies forward" + shape, rk[j], rc[j], 1.0 / 128, why)) return false;
-    dys.push_back(torch::mul(wave(0.7, 1.0), at::Scalar(j + 0.0)).to(at::kBFloat16));
+  std::vector<at::Tensor> dys;
+  if (sum) {
+    rc.insert(rc.begin(), hc);
+    if (!close_to("residual sum" + shape, rk[0], rc[0], 0, why)) return false;
+    dys.push_back(wave(0.23, 0.5));
   }
-  auto drk = torch::autograd::grad(rk, {xk, dk, gk}, dys);
-  auto drc = torch::autograd::grad(rc, {xc, dc, gc}, dys);
-  if (!close_to("residual rms copies backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
-  if (!close_to("residual rms copies backward (delta)" + shape, drk[1], drc[1], 1.0 / 128, why)) return false;
-  return close_to("residual rms copies backward (gain)" + shape, drk[2], drc[2], 1e-4, why);
+  const size_t first = sum ? 1 : 0;
+  for (int64_t j = 0; j < k; j++) {
+    if (!close_to(what + " forward" + shape, rk[first + j], rc[first + j], 1.0 / 128, why)) return false;
+    dys.push_back(torch::mul(wave(0.7, 1.0), at::Scalar(j + 1.0)).to(at::kBFloat16));
+  }
+  auto drk = torch::autograd::grad(rk, wrt_k, dys);
+  auto drc = torch::autograd::grad(rc, wrt_c, dys);
+  if (!close_to(what + " backward (x)" + shape, drk[0], drc[0], 1e-4, why)) return false;
+  if (!close_to(what + " backward (gain)" + shape, drk[1], drc[1], 1e-4, why)) return false;
+  return !sum || close_to(what + " backward (delta)" + shape, drk[2], drc[2], 1.0 / 128, why);
 }
 
 // self_check runs the kernels on device against the compositions, forward
@@ -785,11 +746,11 @@ bool self_check(const at::Device &dev, Place where, std::string *why) {
   // RMSNorm into copies: three of a few short rows; then two of rows past
   // the backward pass's 1,024 blocks and wider than two blocks of 256
   // lanes, so that each loop of the kernels runs more than once.
-  if (!rms_copies_check(f32, where, 30, 8, 3, why)) return false;
-  if (!rms_copies_check(f32, where, 1030, 520, 2, why)) return false;
+  if (!rms_copies_check(f32, where, 30, 8, 3, false, why)) return false;
+  if (!rms_copies_check(f32, where, 1030, 520, 2, false, why)) return false;
   // The same with a residual sum before the norm.
-  if (!add_rms_copies_check(f32, where, 30, 8, 3, why)) return false;
-  if (!add_rms_copies_check(f32, where, 1030, 520, 1, why)) return false;
+  if (!rms_copies_check(f32, where, 30, 8, 3, true, why)) return false;
+  if (!rms_copies_check(f32, where, 1030, 520, 1, true, why)) return false;
   if (!cross_entropy_check(f32, where, why)) return false;
   return true;
 }
@@ -900,41 +861,23 @@ int memo_cast_copies(void *x, int dtype, int k, int kernels, void **out, char **
 
 // memo_rms_norm_copies writes to out[0..k) k copies in dtype of RMSNorm
 // of x with gain w (w + 1 with offset) and eps, through memo's kernel,
-// when it applies (with kernels): returns 1. Returns 0, and writes
-// nothing, where it does not apply; -1, setting *err, on failure.
-int memo_rms_norm_copies(void *x, void *w, double eps, int offset, int dtype, int k, int kernels, void **out,
-                         char **err) {
+// when it applies (with kernels): returns 1. With a delta (null for none)
+// it normalizes the residual sum x + delta, which it writes to *h. Returns
+// 0, and writes nothing, where the kernel does not apply; -1, setting
+// *err, on failure.
+int memo_rms_norm_copies(void *x, void *delta, void *w, double eps, int offset, int dtype, int k, int kernels,
+                         void **h, void **out, char **err) {
   try {
     const at::Tensor &xt = *static_cast<at::Tensor *>(x);
+    const at::Tensor dt = delta ? *static_cast<at::Tensor *>(delta) : no_delta(xt);
     at::Tensor gain = *static_cast<at::Tensor *>(w);
     Place where = place_of(xt, kernels != 0);
-    if (where == Place::none || !rms_norm_copies_fits(xt, gain, static_cast<at::ScalarType>(dtype), k)) return 0;
+    if (where == Place::none || !rms_norm_copies_fits(xt, dt, gain, static_cast<at::ScalarType>(dtype), k)) return 0;
     if (offset) gain = torch::add(gain, at::Scalar(1.0));
-    auto ys = RMSNormCopiesFn::apply(xt, gain, eps, k, static_cast<int64_t>(where));
-    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j]);
-    return 1;
-  } catch (const std::exception &e) {
-    *err = memo_copy_message(e.what());
-    return -1;
-  }
-}
-
-// memo_add_rms_norm_copies is memo_rms_norm_copies of the residual sum
-// x + delta, which it writes to *h, through memo's kernel, when it applies
-// (with kernels): returns 1. Returns 0, and writes nothing, where it does
-// not apply; -1, setting *err, on failure.
-int memo_add_rms_norm_copies(void *x, void *delta, void *w, double eps, int offset, int dtype, int k, int kernels,
-                             void **h, void **out, char **err) {
-  try {
-    const at::Tensor &xt = *static_cast<at::Tensor *>(x), &dt = *static_cast<at::Tensor *>(delta);
-    at::Tensor gain = *static_cast<at::Tensor *>(w);
-    Place where = place_of(xt, kernels != 0);
-    if (where == Place::none || !add_rms_norm_copies_fits(xt, dt, gain, static_cast<at::ScalarType>(dtype), k))
-      return 0;
-    if (offset) gain = torch::add(gain, at::Scalar(1.0));
-    auto ys = AddRMSNormCopiesFn::apply(xt, dt, gain, eps, k, static_cast<int64_t>(where));
-    *h = new at::Tensor(ys[0]);
-    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[j + 1]);
+    auto ys = RMSNormCopiesFn::apply(xt, dt, gain, eps, k, static_cast<int64_t>(where));
+    const int first = delta ? 1 : 0;
+    if (delta) *h = new at::Tensor(ys[0]);
+    for (int j = 0; j < k; j++) out[j] = new at::Tensor(ys[first + j]);
     return 1;
   } catch (const std::exception &e) {
     *err = memo_copy_message(e.what());

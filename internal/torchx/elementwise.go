@@ -126,22 +126,8 @@ func CastCopies(x *ts.Tensor, dt gotch.DType, n int) []*ts.Tensor {
 // the kernel does not apply: the caller calls RMSNorm and CastCopies.
 // Panics, like gotch's Must functions, if libtorch fails.
 func RMSNormCopies(x, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n int) (ys []*ts.Tensor, ok bool) {
-	var e *C.char
-	out := make([]unsafe.Pointer, max(n, 1))
-	off := C.int(0)
-	if offset {
-		off = 1
-	}
-	rc := C.memo_rms_norm_copies(x.Ctensor(), w.Ctensor(), C.double(eps), off, C.int(dt.CInt()), C.int(n), kernelsOn(), &out[0], &e)
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(w)
-	switch rc {
-	case 0:
-		return nil, false
-	case 1:
-		return wrapTensors(out[:n]), true
-	}
-	panic(fmt.Sprintf("rms norm copies: %v", cErr(e)))
+	_, ys, ok = rmsNormCopies(x, nil, w, eps, offset, dt, n)
+	return ys, ok
 }
 
 // AddRMSNormCopies is RMSNormCopies of the residual sum h = x + delta,
@@ -159,14 +145,23 @@ func AddRMSNormCopies(x, delta, w *ts.Tensor, eps float64, offset bool, dt gotch
 	if fusedAddOff {
 		return nil, nil, false
 	}
+	return rmsNormCopies(x, delta, w, eps, offset, dt, n)
+}
+
+// rmsNormCopies is AddRMSNormCopies, or RMSNormCopies (h nil) where delta
+// is nil.
+func rmsNormCopies(x, delta, w *ts.Tensor, eps float64, offset bool, dt gotch.DType, n int) (h *ts.Tensor, ys []*ts.Tensor, ok bool) {
 	var e *C.char
-	var hp unsafe.Pointer
+	var hp, dp unsafe.Pointer
+	if delta != nil {
+		dp = delta.Ctensor()
+	}
 	out := make([]unsafe.Pointer, max(n, 1))
 	off := C.int(0)
 	if offset {
 		off = 1
 	}
-	rc := C.memo_add_rms_norm_copies(x.Ctensor(), delta.Ctensor(), w.Ctensor(), C.double(eps), off, C.int(dt.CInt()), C.int(n), kernelsOn(), &hp, &out[0], &e)
+	rc := C.memo_rms_norm_copies(x.Ctensor(), dp, w.Ctensor(), C.double(eps), off, C.int(dt.CInt()), C.int(n), kernelsOn(), &hp, &out[0], &e)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(delta)
 	runtime.KeepAlive(w)
@@ -174,9 +169,12 @@ func AddRMSNormCopies(x, delta, w *ts.Tensor, eps float64, offset bool, dt gotch
 	case 0:
 		return nil, nil, false
 	case 1:
-		return ts.New(lib.Ctensor(hp)), wrapTensors(out[:n]), true
+		if hp != nil {
+			h = ts.New(lib.Ctensor(hp))
+		}
+		return h, wrapTensors(out[:n]), true
 	}
-	panic(fmt.Sprintf("residual rms norm copies: %v", cErr(e)))
+	panic(fmt.Sprintf("rms norm copies: %v", cErr(e)))
 }
 
 // fusedAddOff is MEMO_FUSED_ADD=off, read once: AddRMSNormCopies never

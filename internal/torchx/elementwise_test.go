@@ -460,6 +460,9 @@ func TestCastCopiesKernel(t *testing.T) {
 // float32's, in one kernel call: one to three copies, Gemma's offset gain,
 // rows shorter and longer than a block's lanes, more rows than the
 // backward pass has blocks (so blocks sum several rows' gain gradients).
+// With a residual sum (AddRMSNormCopies) it gives libtorch's x + delta bit
+// for bit and the copies of the sum, and x's gradient adds the one from
+// the sum's other readers; delta's is within a bfloat16 rounding.
 func TestRMSNormCopiesKernel(t *testing.T) {
 	torchx.Init(1, 7)
 	for _, dev := range kernelDevices(t) {
@@ -468,56 +471,105 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 			dims   []int64
 			n      int
 			offset bool
+			sum    bool // AddRMSNormCopies of x + delta
 		}{
-			{"one copy", []int64{3, 7, 40}, 1, false},
-			{"two copies", []int64{3, 7, 40}, 2, false},
-			{"three copies", []int64{3, 7, 40}, 3, false},
-			{"offset gain", []int64{2, 5, 40}, 3, true},
-			{"rows longer than a block", []int64{2, 3, 600}, 2, false},
-			{"more rows than blocks", []int64{1030, 16}, 3, false},
+			{"one copy", []int64{3, 7, 40}, 1, false, false},
+			{"two copies", []int64{3, 7, 40}, 2, false, false},
+			{"three copies", []int64{3, 7, 40}, 3, false, false},
+			{"offset gain", []int64{2, 5, 40}, 3, true, false},
+			{"rows longer than a block", []int64{2, 3, 600}, 2, false, false},
+			{"more rows than blocks", []int64{1030, 16}, 3, false, false},
+			{"sum one copy", []int64{3, 7, 40}, 1, false, true},
+			{"sum three copies", []int64{3, 7, 40}, 3, false, true},
+			{"sum offset gain", []int64{2, 5, 40}, 2, true, true},
+			{"sum rows longer than a block", []int64{2, 3, 600}, 2, false, true},
+			{"sum more rows than blocks", []int64{1030, 16}, 3, false, true},
 		} {
 			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
 				torchx.Seed(5)
 				d := tc.dims[len(tc.dims)-1]
 				x := randnOf(tc.dims, gotch.Float, dev).MustMulScalar(ts.FloatScalar(3), true)
 				w := randnOf([]int64{d}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(0.5), true).MustAddScalar(ts.FloatScalar(1), true)
+				// The products reading the copies and, with a sum, its other
+				// reader (the next residual) weigh the loss.
 				up := make([]*ts.Tensor, tc.n)
 				for j := range up {
 					up[j] = randnOf(tc.dims, gotch.BFloat16, dev)
 				}
-				pass := func(copies func(x, w *ts.Tensor) []*ts.Tensor) ([]*ts.Tensor, *ts.Tensor, *ts.Tensor) {
-					wl := leaf(w)
-					ys, dx := castCopiesPass(t, x, up, func(x *ts.Tensor) []*ts.Tensor { return copies(x, wl) })
-					return ys, dx, wl.MustGrad(false)
+				var delta, onH *ts.Tensor
+				if tc.sum {
+					delta = randnOf(tc.dims, gotch.BFloat16, dev)
+					onH = randnOf(tc.dims, gotch.Float, dev)
 				}
+				// pass is norm's outputs and x's, delta's and w's gradients.
+				pass := func(norm func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor)) (h *ts.Tensor, ys []*ts.Tensor, grads [3]*ts.Tensor) {
+					xl, wl := leaf(x), leaf(w)
+					var dl *ts.Tensor
+					if tc.sum {
+						dl = leaf(delta)
+					}
+					h, ys = norm(xl, dl, wl)
+					loss := ys[0].MustMul(up[0], false).MustSum(gotch.Float, true)
+					for j, y := range ys[1:] {
+						loss = loss.MustAdd(y.MustMul(up[j+1], false).MustSum(gotch.Float, true), true)
+					}
+					if tc.sum {
+						loss = loss.MustAdd(h.MustMul(onH, false).MustSum(gotch.Float, true), true)
+					}
+					loss.MustBackward()
+					grads = [3]*ts.Tensor{xl.MustGrad(false), nil, wl.MustGrad(false)}
+					if tc.sum {
+						grads[1] = dl.MustGrad(false)
+					}
+					return h, ys, grads
+				}
+				var h *ts.Tensor
 				var ys []*ts.Tensor
-				var dx, dw *ts.Tensor
+				var got [3]*ts.Tensor
 				calls := countsCalls(func() {
-					ys, dx, dw = pass(func(x, w *ts.Tensor) []*ts.Tensor {
-						out, ok := torchx.RMSNormCopies(x, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
-						if !ok {
-							t.Fatal("the kernel did not take a contiguous float32 x")
+					h, ys, got = pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
+						if !tc.sum {
+							ys, ok := torchx.RMSNormCopies(x, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
+							if !ok {
+								t.Fatal("the kernel did not take a contiguous float32 x")
+							}
+							return nil, ys
 						}
-						return out
+						h, ys, ok := torchx.AddRMSNormCopies(x, delta, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
+						if !ok {
+							t.Fatal("the kernel did not take a contiguous float32 x and bfloat16 delta")
+						}
+						return h, ys
 					})
 				})
-				if calls != 1 {
-					t.Fatalf("%d kernel calls, want 1", calls)
+				kind := map[bool]string{false: "rms-copies", true: "add-rms-copies"}[tc.sum]
+				if calls != 1 || torchx.ElementwiseCallsOf(kind) == 0 {
+					t.Fatalf("%d kernel calls, want 1 of %s", calls, kind)
 				}
 				requireOneBuffer(t, ys)
 				was := torchx.SetKernels(false)
-				wantYs, wantDx, wantDw := pass(func(x, w *ts.Tensor) []*ts.Tensor {
-					return torchx.CastCopies(torchx.RMSNorm(x, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
+				wantH, wantYs, want := pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
+					h := x
+					if tc.sum {
+						h = x.MustAdd(delta, false)
+					}
+					return h, torchx.CastCopies(torchx.RMSNorm(h, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
 				})
 				torchx.SetKernels(was)
+				if tc.sum && !h.MustEqual(wantH, false) {
+					t.Fatal("the sum differs from libtorch's x + delta")
+				}
 				for j := range ys {
 					requireWithinRounding(t, fmt.Sprintf("copy %d", j), ys[j], wantYs[j])
 				}
 				// The gradients are RMSNorm's backward formula, not autograd's
 				// chain through its ops: they agree to float32's rounding of
 				// the sums, some ulps.
-				requireNear(t, "x's gradient", dx, wantDx, 1e-5)
-				requireNear(t, "w's gradient", dw, wantDw, 1e-5)
+				requireNear(t, "x's gradient", got[0], want[0], 1e-5)
+				if tc.sum {
+					requireWithinRounding(t, "delta's gradient", got[1], want[1])
+				}
+				requireNear(t, "w's gradient", got[2], want[2], 1e-5)
 			})
 		}
 		// A frozen gain (LoRA's base, a fine-tune that leaves the norms
@@ -558,86 +610,7 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 				t.Error("float32 copies: the kernel took them")
 			}
 		})
-	}
-}
-
-// The residual-sum kernel gives libtorch's sum x + delta bit for bit, the
-// RMSNorm copies of the sum within bfloat16's rounding, and x's, delta's
-// and w's gradients from the copies' and from the sum's other readers
-// within float32's rounding (delta's within a bfloat16 rounding), in one
-// kernel call. Views, float32 deltas and shapes that differ take the
-// composition.
-func TestAddRMSNormCopiesKernel(t *testing.T) {
-	torchx.Init(1, 7)
-	for _, dev := range kernelDevices(t) {
-		for _, tc := range []struct {
-			name   string
-			dims   []int64
-			n      int
-			offset bool
-		}{
-			{"one copy", []int64{3, 7, 40}, 1, false},
-			{"three copies", []int64{3, 7, 40}, 3, false},
-			{"offset gain", []int64{2, 5, 40}, 2, true},
-			{"rows longer than a block", []int64{2, 3, 600}, 2, false},
-			{"more rows than blocks", []int64{1030, 16}, 3, false},
-		} {
-			t.Run(fmt.Sprintf("%v-%s", dev, tc.name), func(t *testing.T) {
-				torchx.Seed(9)
-				d := tc.dims[len(tc.dims)-1]
-				x := randnOf(tc.dims, gotch.Float, dev).MustMulScalar(ts.FloatScalar(3), true)
-				delta := randnOf(tc.dims, gotch.BFloat16, dev)
-				w := randnOf([]int64{d}, gotch.Float, dev).MustMulScalar(ts.FloatScalar(0.5), true).MustAddScalar(ts.FloatScalar(1), true)
-				// The sum's other reader (the next residual) and the products
-				// reading the copies weigh the loss.
-				onH := randnOf(tc.dims, gotch.Float, dev)
-				up := make([]*ts.Tensor, tc.n)
-				for j := range up {
-					up[j] = randnOf(tc.dims, gotch.BFloat16, dev)
-				}
-				pass := func(norm func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor)) (h *ts.Tensor, ys []*ts.Tensor, dx, dd, dw *ts.Tensor) {
-					xl, dl, wl := leaf(x), leaf(delta), leaf(w)
-					h, ys = norm(xl, dl, wl)
-					loss := h.MustMul(onH, false).MustSum(gotch.Float, true)
-					for j, y := range ys {
-						loss = loss.MustAdd(y.MustMul(up[j], false).MustSum(gotch.Float, true), true)
-					}
-					loss.MustBackward()
-					return h, ys, xl.MustGrad(false), dl.MustGrad(false), wl.MustGrad(false)
-				}
-				var h, dx, dd, dw *ts.Tensor
-				var ys []*ts.Tensor
-				calls := countsCalls(func() {
-					h, ys, dx, dd, dw = pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
-						h, ys, ok := torchx.AddRMSNormCopies(x, delta, w, 1e-5, tc.offset, gotch.BFloat16, tc.n)
-						if !ok {
-							t.Fatal("the kernel did not take a contiguous float32 x and bfloat16 delta")
-						}
-						return h, ys
-					})
-				})
-				if calls != 1 || torchx.ElementwiseCallsOf("add-rms-copies") == 0 {
-					t.Fatalf("%d kernel calls, want 1 of add-rms-copies", calls)
-				}
-				requireOneBuffer(t, ys)
-				was := torchx.SetKernels(false)
-				wantH, wantYs, wantDx, wantDd, wantDw := pass(func(x, delta, w *ts.Tensor) (*ts.Tensor, []*ts.Tensor) {
-					h := x.MustAdd(delta, false)
-					return h, torchx.CastCopies(torchx.RMSNorm(h, w, 1e-5, tc.offset), gotch.BFloat16, tc.n)
-				})
-				torchx.SetKernels(was)
-				if !h.MustEqual(wantH, false) {
-					t.Fatal("the sum differs from libtorch's x + delta")
-				}
-				for j := range ys {
-					requireWithinRounding(t, fmt.Sprintf("copy %d", j), ys[j], wantYs[j])
-				}
-				requireNear(t, "x's gradient", dx, wantDx, 1e-5)
-				requireWithinRounding(t, "delta's gradient", dd, wantDd)
-				requireNear(t, "w's gradient", dw, wantDw, 1e-5)
-			})
-		}
-		t.Run(fmt.Sprintf("%v-not-taken", dev), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v-sum-not-taken", dev), func(t *testing.T) {
 			w := ts.MustOnes([]int64{6}, gotch.Float, dev)
 			x := randnOf([]int64{4, 6}, gotch.Float, dev)
 			for name, delta := range map[string]*ts.Tensor{
