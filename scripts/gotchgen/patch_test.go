@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -176,4 +177,32 @@ func pinnedGotch(t *testing.T) string {
 		t.Skip("gotch v0.9.1 is not in the module cache (scripts/setup.sh downloads it)")
 	}
 	return src
+}
+
+//go:noinline
+func callPlain(x int) int { return x + 1 }
+
+//go:noinline
+func callHeld(x int) int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return x + 1
+}
+
+// BenchmarkHoldThread is what holding the thread adds to each edited
+// wrapper: the lock and the deferred unlock, beside a plain call
+// (go test -run - -bench HoldThread ./scripts/gotchgen).
+func BenchmarkHoldThread(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		f    func(int) int
+	}{{"plain", callPlain}, {"held", callHeld}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := 0
+			for b.Loop() {
+				s = bc.f(s)
+			}
+			_ = s
+		})
+	}
 }
