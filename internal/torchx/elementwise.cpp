@@ -454,9 +454,9 @@ std::vector<at::Tensor> cast_copies(const at::Tensor &x, at::ScalarType t, int64
 }
 
 // RMSPtrs are an RMSNorm-copies call's tensors by address. With a
-// residual sum (RMSNormCopiesFn with a delta), forward reads x and delta and writes
-// h, the norm's input; backward reads h as x, adds gh into dx and writes
-// dd; without one, delta, h, gh and dd are null.
+// residual sum (RMSNormCopiesFn with a delta), forward reads x and delta
+// and writes h, the norm's input; backward reads h as x, adds gh into dx
+// and writes dd; without one, delta, h, gh and dd are null.
 struct RMSPtrs {
   const float *x, *gain;
   float *rstd;
@@ -869,10 +869,11 @@ int memo_rms_norm_copies(void *x, void *delta, void *w, double eps, int offset, 
                          void **h, void **out, char **err) {
   try {
     const at::Tensor &xt = *static_cast<at::Tensor *>(x);
+    Place where = place_of(xt, kernels != 0);
+    if (where == Place::none) return 0;  // before no_delta's allocation: the CPU's every norm
     const at::Tensor dt = delta ? *static_cast<at::Tensor *>(delta) : no_delta(xt);
     at::Tensor gain = *static_cast<at::Tensor *>(w);
-    Place where = place_of(xt, kernels != 0);
-    if (where == Place::none || !rms_norm_copies_fits(xt, dt, gain, static_cast<at::ScalarType>(dtype), k)) return 0;
+    if (!rms_norm_copies_fits(xt, dt, gain, static_cast<at::ScalarType>(dtype), k)) return 0;
     if (offset) gain = torch::add(gain, at::Scalar(1.0));
     auto ys = RMSNormCopiesFn::apply(xt, dt, gain, eps, k, static_cast<int64_t>(where));
     const int first = delta ? 1 : 0;
