@@ -346,17 +346,17 @@ func castCopiesPass(t *testing.T, x *ts.Tensor, w []*ts.Tensor, copies func(x *t
 	t.Helper()
 	in := leaf(x)
 	ys := copies(in)
-	var loss *ts.Tensor
-	for j, y := range ys {
-		term := y.MustMul(w[j], false).MustSum(gotch.Float, true)
-		if loss == nil {
-			loss = term
-		} else {
-			loss = loss.MustAdd(term, true)
-		}
-	}
-	loss.MustBackward()
+	copiesLoss(ys, w).MustBackward()
 	return ys, in.MustGrad(false)
+}
+
+// copiesLoss is Σⱼ Σ copyⱼ·wⱼ, one w per copy.
+func copiesLoss(ys, w []*ts.Tensor) *ts.Tensor {
+	loss := ys[0].MustMul(w[0], false).MustSum(gotch.Float, true)
+	for j, y := range ys[1:] {
+		loss = loss.MustAdd(y.MustMul(w[j+1], false).MustSum(gotch.Float, true), true)
+	}
+	return loss
 }
 
 // requireOneBuffer fails unless the kernel's copies lie in one buffer:
@@ -509,10 +509,7 @@ func TestRMSNormCopiesKernel(t *testing.T) {
 						dl = leaf(delta)
 					}
 					h, ys = norm(xl, dl, wl)
-					loss := ys[0].MustMul(up[0], false).MustSum(gotch.Float, true)
-					for j, y := range ys[1:] {
-						loss = loss.MustAdd(y.MustMul(up[j+1], false).MustSum(gotch.Float, true), true)
-					}
+					loss := copiesLoss(ys, up)
 					if tc.sum {
 						loss = loss.MustAdd(h.MustMul(onH, false).MustSum(gotch.Float, true), true)
 					}
