@@ -169,8 +169,9 @@ func newManifest(name, hash string) *Manifest {
 // (torchx's fused RMSNorm on a GPU), MEMO_GQA=off (precision's unrepeated
 // grouped-query heads on a GPU), MEMO_CUDA_GRAPHS=on (engine's greedy
 // token steps replayed as CUDA graphs; the same kernels, recorded in case
-// a capture on a stream of its own picks others).
-var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV", "MEMO_FUSED_NORM", "MEMO_GQA", "MEMO_CUDA_GRAPHS"}
+// a capture on a stream of its own picks others), MEMO_FUSED_ADD=off
+// (torchx's residual sums added apart from their norms on a GPU).
+var ResultEnvironment = []string{"MEMO_KERNELS", "MEMO_FUSED_OPTIM", "MEMO_KEEP_QKV", "MEMO_FUSED_NORM", "MEMO_GQA", "MEMO_CUDA_GRAPHS", "MEMO_FUSED_ADD"}
 
 // resultEnvironment is the set ones of ResultEnvironment; nil when none is.
 func resultEnvironment() map[string]string {
@@ -235,30 +236,7 @@ func libtorchVersion() string {
 func currentMachine() Machine {
 	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, Cores: runtime.NumCPU()}
 	m.Hostname, _ = os.Hostname()
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if !ok {
-				continue
-			}
-			switch strings.TrimSpace(k) {
-			case "model name":
-				m.CPUModel = strings.TrimSpace(v)
-			case "flags", "Features":
-				for _, f := range strings.Fields(v) {
-					if numericFeature(f) {
-						m.CPUFeatures = append(m.CPUFeatures, f)
-					}
-				}
-			}
-			if m.CPUModel != "" && m.CPUFeatures != nil {
-				break // the first processor's lines describe them all
-			}
-		}
-		f.Close()
-	}
-	sort.Strings(m.CPUFeatures)
+	m.CPUModel, m.CPUFeatures = cpuInfo()
 	m.Kernels = torchx.CPUKernels()
 	if gotch.CUDA.IsAvailable() {
 		m.GPUs = int(gotch.CUDA.DeviceCount())
@@ -276,6 +254,38 @@ func currentMachine() Machine {
 		f.Close()
 	}
 	return m
+}
+
+// cpuInfo is the CPU's model name and its numeric features (numericFeature),
+// sorted, from /proc/cpuinfo; empty where it cannot be read.
+func cpuInfo() (model string, features []string) {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
+			model = strings.TrimSpace(v)
+		case "flags", "Features":
+			for _, f := range strings.Fields(v) {
+				if numericFeature(f) {
+					features = append(features, f)
+				}
+			}
+		}
+		if model != "" && features != nil {
+			break // the first processor's lines describe them all
+		}
+	}
+	sort.Strings(features)
+	return model, features
 }
 
 // CurrentMachine is the machine record manifest.json would get here (memo

@@ -23,6 +23,11 @@ import (
 // Stages are the stages of a run, in order.
 var Stages = []string{"data", "train", "references", "extract", "eval", "plots"}
 
+// modelStages are the stages that run models, each with the manifest's
+// Machine.Devices key of the device it runs them on: on the CPU, where
+// OpenBLAS's kernel sets their speed.
+var modelStages = map[string]string{"train": "train", "references": "train", "extract": "extract", "eval": "extract"}
+
 // Options adjust Run.
 type Options struct {
 	// Force restarts a run whose directory holds a different spec; the old
@@ -177,6 +182,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
 		if err := m.write(dir); err != nil {
 			return dir, err
+		}
+		if key, ok := modelStages[st]; ok && m.Machine.Devices[key] == "cpu" {
+			warnBLAS()
 		}
 		slog.Info("stage start", "run", spec.Name, "stage", st)
 		switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/dist"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
@@ -268,6 +269,7 @@ func runBenchDecode(c *cli.Context) error {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %d threads, %d host cores\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Threads, res.HostProcs)
+	printBLASAdvice(res.Device)
 	decoding := res.Decoding
 	switch decoding {
 	case extract.DecodeSample:
@@ -357,6 +359,7 @@ func runBenchScore(c *cli.Context) error {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, %s, %s, %d threads\n", modelLabel(res.Preset, res.ModelDir), res.Params, res.Vocab, res.Device, res.Precision, res.Threads)
+	printBLASAdvice(res.Device)
 	fmt.Fprintf(stdout, "rows         %d of %d tokens, %d runs\n", res.Batch, res.Seq, res.Reps)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s (%.3f s a run), mean NLL %.4f\n", res.TokensPerS, res.RunS, res.MeanNLL)
 	printMemory(res.Memory)
@@ -434,6 +437,7 @@ func runBenchTrain(c *cli.Context) error {
 		checkpointing = ", activation checkpointing"
 	}
 	fmt.Fprintf(stdout, "model        %s: %d params, vocab %d, seq %d, batch %d, %s, %d threads, %s%s\n", modelLabel(res.Preset, ""), res.Params, res.Vocab, res.Seq, res.Batch, res.Device, res.Threads, res.Precision, checkpointing)
+	printBLASAdvice(res.Device)
 	fmt.Fprintf(stdout, "throughput   %.0f tokens/s, %.3f s/step (forward+backward %.3f, optimizer %.3f, collect %.3f)\n",
 		res.TokensPerS, res.StepS, res.ModelS, res.OptimizerS, res.CollectS)
 	if res.GPUModelS > 0 {
@@ -636,6 +640,18 @@ func modelLabel(preset, dir string) string {
 		return preset
 	}
 	return "custom"
+}
+
+// printBLASAdvice says, on the CPU, that OpenBLAS runs a kernel older
+// than the CPU (experiments.BLASAdvice): the rates printed are that
+// kernel's.
+func printBLASAdvice(device string) {
+	if device != "cpu" {
+		return
+	}
+	if advice := experiments.BLASAdvice(); advice != "" {
+		fmt.Fprintf(stdout, "blas         %s\n", advice)
+	}
 }
 
 // printKernels prints bench train's costliest kernels a step, if it
