@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/memlimit"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -234,8 +235,10 @@ func runBenchDecode(c *cli.Context) error {
 	if dir != "" && (c.IsSet("preset") || c.IsSet("vocab")) {
 		return usageError("bench decode: --model %s sets the model; leave --preset and --vocab unset", dir)
 	}
-	if _, err := mc.Resolve(); err != nil && dir == "" {
-		return usageError("bench decode: %v", err)
+	if dir == "" {
+		if err := checkBenchPass("bench decode", mc, 4, c.Int("batch"), c.Int("prefix")+c.Int("suffix"), fmt.Sprintf("--prefix %d --suffix %d --batch %d", c.Int("prefix"), c.Int("suffix"), c.Int("batch"))); err != nil {
+			return err
+		}
 	}
 	if err := checkBenchModelDir("bench decode", dir); err != nil {
 		return err
@@ -335,6 +338,9 @@ func runBenchScore(c *cli.Context) error {
 		if mc, err = benchModel(c, "bench score", c.Int("seq")+1); err != nil {
 			return err
 		}
+		if err := checkBenchPass("bench score", mc, 4, c.Int("batch"), c.Int("seq"), fmt.Sprintf("--seq %d --batch %d", c.Int("seq"), c.Int("batch"))); err != nil {
+			return err
+		}
 		mc.Seed = c.Int64("seed")
 	}
 	res, err := extract.BenchScore(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("seq"), Batch: c.Int("batch"),
@@ -380,6 +386,9 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	mc, err := benchModel(c, "bench train", c.Int("seq"))
 	if err != nil {
+		return err
+	}
+	if err := checkBenchPass("bench train", mc, 16, c.Int("batch"), c.Int("seq"), fmt.Sprintf("--seq %d --batch %d", c.Int("seq"), c.Int("batch"))); err != nil {
 		return err
 	}
 	mc.Seed = c.Int64("seed")
@@ -616,6 +625,21 @@ func benchModel(c *cli.Context, cmd string, context int) (model.Config, error) {
 		return model.Config{}, usageError("%s: %v", cmd, err)
 	}
 	return mc, nil
+}
+
+// checkBenchPass refuses a random model of config mc (its preset or
+// shape) whose weights, at perParam bytes each, and one pass of batch rows
+// of seq positions would not fit in memory, before anything is allocated;
+// flags names the flags that set the pass.
+func checkBenchPass(cmd string, mc model.Config, perParam float64, batch, seq int, flags string) error {
+	r, err := mc.Resolve()
+	if err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	if err := memlimit.CheckPass(cmd+": "+flags, r, perParam, batch, seq); err != nil {
+		return usageError("%v", err)
+	}
+	return nil
 }
 
 // checkBenchModelDir checks a --model DIR: a Hugging Face directory, or a

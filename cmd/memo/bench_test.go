@@ -91,6 +91,8 @@ func TestBenchDecodeBadInput(t *testing.T) {
 		{[]string{"--preset", "huge-ish"}, "bench decode:"},
 		{[]string{"--cuda-graphs"}, "--cuda-graphs: captured token steps are greedy decoding's on --device cuda"},
 		{[]string{"--cuda-graphs", "--decoding", "beam"}, "(got --decoding beam --device cpu)"},
+		// An 80 GB causal mask: refused, not Go's fatal out of memory.
+		{[]string{"--prefix", "100000"}, "--prefix 100000 --suffix 50 --batch 8: a model of"},
 	}
 	for _, tt := range tests {
 		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--preset", "tiny"}, tt.args...)...)
@@ -374,6 +376,8 @@ func TestBenchScoreAndShape(t *testing.T) {
 		{[]string{"score", "--seq", "0"}, "--seq 0: must be >= 1"},
 		{[]string{"score", "--precision", "bf16-mixed"}, "bench score: --precision"},
 		{[]string{"train", "--layers", "2"}, "need --dim"},
+		{[]string{"train", "--preset", "nano", "--seq", "100000"}, "needs at least"},
+		{[]string{"score", "--seq", "100000"}, "--seq 100000 --batch 4: a model of"},
 	} {
 		r := execMemo(t, exe, t.TempDir(), append([]string{"bench"}, tt.args...)...)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {

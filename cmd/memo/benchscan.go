@@ -99,6 +99,9 @@ func runBenchScan(c *cli.Context) error {
 		if mc, err = benchModel(c, "bench scan", ec.Prefix+ec.Suffix); err != nil {
 			return err
 		}
+		if err := checkBenchPass("bench scan", mc, 4, ec.BatchSize, ec.Prefix+ec.Suffix, fmt.Sprintf("--prefix %d --suffix %d --batch-size %d", ec.Prefix, ec.Suffix, ec.BatchSize)); err != nil {
+			return err
+		}
 		mc.Seed = c.Int64("seed")
 	}
 	if run := c.String("data"); run != "" {

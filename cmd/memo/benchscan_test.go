@@ -76,6 +76,7 @@ func TestBenchScanBadInput(t *testing.T) {
 		{[]string{"--data", t.TempDir()}, "bench scan: --data"},
 		{[]string{"--model", t.TempDir()}, "not a Hugging Face directory"},
 		{[]string{"--device", "cuda:7"}, "bench scan:"},
+		{[]string{"--prefix", "100000"}, "needs at least"},
 	} {
 		args := []string{"bench", "scan", "--preset", "tiny", "--vocab", "64", "--sequences", "10"}
 		if tt.args[0] == "--model" { // --model takes no shape flags

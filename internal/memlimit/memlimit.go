@@ -72,6 +72,31 @@ func Floor(c model.Config, perParam float64) float64 {
 	return perParam*params + 4*float64(c.Context)*hd
 }
 
+// PassFloor is a lower bound on the bytes one forward pass of batch rows of
+// seq positions adds to a model of config c: the float32 causal mask, made
+// on the host and copied into a tensor (8·seq² bytes), and the float32
+// logits of every position (4·batch·seq·vocab). At seq = 100,000 the mask
+// alone is 80 GB, which Go's allocator dies of rather than refuses.
+func PassFloor(c model.Config, batch, seq int) float64 {
+	t := float64(seq)
+	return 8*t*t + 4*float64(batch)*t*float64(c.Vocab)
+}
+
+// CheckPass is Check for a model of config c together with one pass of
+// batch rows of seq positions through it (PassFloor); what names the
+// flags or keys that set them.
+func CheckPass(what string, c model.Config, perParam float64, batch, seq int) error {
+	total := Total()
+	if total == 0 {
+		return nil
+	}
+	need := Floor(c, perParam) + PassFloor(c, batch, seq)
+	if need <= float64(total) && !math.IsInf(need, 0) && !math.IsNaN(need) {
+		return nil
+	}
+	return badinput.Errorf("%s: a model of %s with a pass over %d × %d positions (rows × length) needs at least %s; this machine has %s", what, sizes(c), batch, seq, gib(need), gib(float64(total)))
+}
+
 // Check refuses, as bad input, a model of config c that needs more than
 // the machine has; what names it in the message (a file, a flag).
 func Check(what string, c model.Config, perParam float64) error {

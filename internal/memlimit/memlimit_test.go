@@ -58,3 +58,37 @@ func TestFloorCountsTheGatedMLP(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPass: a pass's mask and logits count beside the weights, so a
+// small model with a sequence of 100,000 positions (whose weights Check
+// passes, with an 80 GB mask in the pass) is refused, and a bench's usual
+// shapes pass.
+func TestCheckPass(t *testing.T) {
+	if Total() == 0 {
+		t.Skip("no /proc/meminfo here")
+	}
+	nano := model.Config{Vocab: 4096, Dim: 64, Layers: 2, Heads: 4, FFN: 176}
+	for _, tc := range []struct {
+		name       string
+		batch, seq int
+		refused    bool
+	}{
+		{"bench train's default", 16, 256, false},
+		{"8 x 2048", 8, 2048, false},
+		{"seq 100,000", 1, 100_000, true},
+		{"batch 1e6 of 4,096", 1_000_000, 4096, true},
+	} {
+		c := nano
+		c.Context = tc.seq
+		if err := Check(tc.name, c, 16); err != nil {
+			t.Fatalf("%s: the weights alone refused: %v", tc.name, err)
+		}
+		err := CheckPass(tc.name, c, 16, tc.batch, tc.seq)
+		if tc.refused != (err != nil) || err != nil && !badinput.Is(err) {
+			t.Errorf("%s: CheckPass = %v, want refused %v (as bad input)", tc.name, err, tc.refused)
+		}
+	}
+	if got, want := PassFloor(nano, 2, 1000), 8e6+4*2*1000*4096.0; got != want {
+		t.Errorf("PassFloor(batch 2, seq 1000) = %g, want %g", got, want)
+	}
+}
