@@ -46,6 +46,9 @@ type StageRecord struct {
 	Outputs map[string]Output `json:"outputs,omitempty"`
 }
 
+// ManifestFile is a run directory's manifest, beside RunConfig.
+const ManifestFile = "manifest.json"
+
 // Manifest is manifest.json: what ran, on what, from which code and config.
 type Manifest struct {
 	Name       string    `json:"name"`
@@ -134,15 +137,35 @@ func (m *Manifest) Done(stages []string) bool {
 	return true
 }
 
+// UnfinishedTraining says how a run directory's training stands when it
+// has not finished ("failed: interrupted at step 17 of 20: context
+// canceled"), or "" when it has, or when dir has no readable manifest (a
+// bare checkpoint directory): the run's own outputs after training are
+// the finished model's.
+func UnfinishedTraining(dir string) string {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return ""
+	}
+	rec := m.Stage("train")
+	if rec.Status == StatusDone {
+		return ""
+	}
+	if rec.Error != "" {
+		return rec.Status + ": " + rec.Error
+	}
+	return rec.Status
+}
+
 // ReadManifest reads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return nil, err
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "manifest.json"), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, ManifestFile), err)
 	}
 	return &m, nil
 }
@@ -153,7 +176,7 @@ func (m *Manifest) write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'))
 }
 
 func newManifest(name, hash string) *Manifest {

@@ -53,7 +53,7 @@ func runFiles(dir string) (map[string]Output, error) {
 			return nil
 		}
 		switch rel {
-		case RunConfig, "manifest.json", runlock.FileName:
+		case RunConfig, ManifestFile, runlock.FileName:
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {

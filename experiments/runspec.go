@@ -24,11 +24,16 @@ const RunConfig = "config.toml"
 // fetched, source paths and model directories present): a finished run is
 // read wherever it sits and whatever cache its machine had. ok is false,
 // with Default(), when dir has no config.toml (a bare checkpoint
-// directory, an imported model).
+// directory, an imported model). A run directory (one with manifest.json)
+// without its config.toml is a *ConfigError: its settings are lost, and
+// the defaults in their place would attack and score it otherwise.
 func ReadRun(dir string) (s *Spec, ok bool, err error) {
 	path := filepath.Join(dir, RunConfig)
 	doc, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, merr := os.Stat(filepath.Join(dir, ManifestFile)); merr == nil {
+			return nil, false, &ConfigError{File: path, Msg: "missing from a run directory (it has manifest.json): the run's settings are read from it; restore it, or run the spec again"}
+		}
 		return Default(), false, nil
 	}
 	if err != nil {

@@ -229,6 +229,13 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	default:
 		out = defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir)
 	}
+	// The run's own completions are the finished model's: eval, report and
+	// `memo run` take them for it.
+	if !foreign && !c.Bool("scan") && outguard.Same(out, filepath.Join(runDir, "completions.arrow")) {
+		if why := experiments.UnfinishedTraining(runDir); why != "" {
+			return usageError("extract: %s has not finished training (manifest.json: train %s): resume it with memo run, or attack the checkpoint by naming it (memo extract %s), which writes beside it", runDir, why, ckpt)
+		}
+	}
 	threads := c.Int("threads")
 	if threads == 0 {
 		threads = runtime.NumCPU()
