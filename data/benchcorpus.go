@@ -55,7 +55,7 @@ func WriteBenchCorpus(w io.Writer, cfg BenchCorpusConfig) (docs int, written int
 			}
 		}, func(Rejected) {})
 		if err != nil {
-			return 0, 0, fmt.Errorf("bench corpus: %w (run `memo data fetch %s` first)", err, name)
+			return 0, 0, fmt.Errorf("bench corpus: %w", err)
 		}
 	}
 	rng := newSplitMix(uint64(cfg.Seed) ^ 0x62656e6368)

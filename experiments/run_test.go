@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // fakeStages replaces the stage packages with a recorder; failAt names a
@@ -130,8 +132,48 @@ func TestRunOnlySomeStages(t *testing.T) {
 	if !reflect.DeepEqual(calls, []string{"data"}) {
 		t.Errorf("calls = %v, want [data]", calls)
 	}
-	if _, err := Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"bogus"}}); err == nil {
-		t.Error("unknown stage accepted")
+	if _, err := Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"bogus"}}); err == nil || !badinput.Is(err) {
+		t.Errorf("unknown stage: %v, want a bad-input refusal", err)
+	}
+}
+
+// TestRunStagesNeedWhatTheyRead: a stage runs only where the stages it
+// reads are done for this spec or asked for with it; a refusal writes
+// nothing into the run directory.
+func TestRunStagesNeedWhatTheyRead(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	other, _ := ParseBytes("mini.toml", []byte(miniSpec+"\n[train]\nlr = 0.5\n"))
+	root := t.TempDir()
+	for i, tc := range []struct {
+		spec   *Spec
+		stages []string
+		want   string // a refusal naming the stage to add; "" runs them
+	}{
+		{spec, []string{"eval"}, "add extract"},
+		{spec, []string{"train"}, "add data"},
+		{spec, []string{"data"}, ""},
+		{spec, []string{"train"}, ""},
+		{other, []string{"train"}, "add data"}, // a changed spec starts anew
+		{spec, []string{"extract", "eval", "plots"}, ""},
+	} {
+		calls = nil
+		_, err := Run(context.Background(), tc.spec, root, Options{Stages: tc.stages})
+		if i == 0 {
+			if _, err := os.Stat(filepath.Join(root, "mini")); err == nil {
+				t.Errorf("the refusal of %v made the run directory", tc.stages)
+			}
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("stages %v: %v", tc.stages, err)
+		case tc.want == "" && !reflect.DeepEqual(calls, tc.stages):
+			t.Errorf("stages %v ran %v", tc.stages, calls)
+		case tc.want != "" && (err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || len(calls) > 0):
+			t.Errorf("stages %v: %v after running %v; want a bad-input refusal saying %q, nothing run", tc.stages, err, calls, tc.want)
+		}
 	}
 }
 

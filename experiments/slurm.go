@@ -69,14 +69,16 @@ func (o SlurmOptions) validate() error {
 	if o.Time != "" && !slurmTime.MatchString(o.Time) {
 		return fmt.Errorf("--time %q: want minutes, MM:SS, HH:MM:SS or D-HH:MM:SS", o.Time)
 	}
-	if o.GPUs < 0 || o.Nodes < 0 || o.Nproc < 0 || o.CPUs < 0 {
-		return fmt.Errorf("--gpus, --nodes, --nproc and --cpus must be >= 0")
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"gpus", o.GPUs}, {"nodes", o.Nodes}, {"nproc", o.Nproc}, {"cpus", o.CPUs}, {"gpus-per-task", o.GPUsPerTask}, {"array-throttle", o.ArrayThrottle}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s %d: must be >= 0", f.flag, f.v)
+		}
 	}
 	if o.Mem != "" && !slurmMem.MatchString(o.Mem) {
 		return fmt.Errorf("--mem %q: want a size in MB or with a K, M, G or T suffix (16G)", o.Mem)
-	}
-	if o.GPUsPerTask < 0 || o.ArrayThrottle < 0 {
-		return fmt.Errorf("--gpus-per-task and --array-throttle must be >= 0")
 	}
 	for _, l := range o.Extra {
 		if err := CheckSbatchLine(l); err != nil {

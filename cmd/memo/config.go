@@ -21,13 +21,15 @@ func configCommand() *cli.Command {
 			"types, cross-table rules) and prints it with every default filled in.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "defaults", Usage: "print the default spec with every key documented"},
-			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "check the spec for training on this many processes, as `memo run --nproc` would"},
+			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "check the spec for training on this many processes, as memo run --nproc would"},
 			setFlag,
 		},
 		Action: func(c *cli.Context) error {
 			var out string
 			var err error
 			switch {
+			case c.Bool("defaults") && (c.IsSet("set") || c.IsSet("nproc")):
+				return usageError("config: --defaults prints the built-in defaults alone; --set and --nproc check a spec FILE (memo config --set KEY=VALUE FILE)")
 			case c.Bool("defaults") && c.NArg() == 0:
 				out, err = experiments.DefaultsTOML()
 			case !c.Bool("defaults") && c.NArg() == 1:

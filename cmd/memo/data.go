@@ -154,7 +154,11 @@ func runDataFetch(c *cli.Context) error {
 			return usageError("data fetch: unknown corpus %q: want one of %s", n, strings.Join(data.FetchNames(), ", "))
 		}
 	}
-	return data.Fetch(c.Context, data.ResolveCacheDir(c.String("cache")), names)
+	cache, err := cacheDir(c, "data fetch")
+	if err != nil {
+		return err
+	}
+	return data.Fetch(c.Context, cache, names)
 }
 
 func contains(list []string, s string) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -10,11 +11,25 @@ import (
 	"github.com/memo-research/memo/data"
 )
 
+// cacheDir is --cache, else MEMO_CACHE, else the default cache
+// (data.ResolveCacheDir); a path there that is not a directory is refused,
+// named with cmd.
+func cacheDir(c *cli.Context, cmd string) (string, error) {
+	dir := data.ResolveCacheDir(c.String("cache"))
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return "", usageError("%s: the cache %s is not a directory (--cache or MEMO_CACHE names a directory)", cmd, dir)
+	}
+	return dir, nil
+}
+
 func runDataLs(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError("data ls: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
 	}
-	cache := data.ResolveCacheDir(c.String("cache"))
+	cache, err := cacheDir(c, "data ls")
+	if err != nil {
+		return err
+	}
 	ents, err := data.ListCache(cache)
 	if err != nil {
 		return err
@@ -62,7 +77,10 @@ func runDataGC(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError("data gc: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
 	}
-	cache := data.ResolveCacheDir(c.String("cache"))
+	cache, err := cacheDir(c, "data gc")
+	if err != nil {
+		return err
+	}
 	opt := data.GCOptions{Unused: c.Bool("unused"), All: c.Bool("all"), DryRun: c.Bool("dry-run")}
 	removed, err := data.GCCache(cache, opt)
 	if err != nil {

@@ -68,6 +68,11 @@ func dpEpsilonCommand() *cli.Command {
 				out.Noise = &sigma
 			}
 			eps, order, err := dpaccount.Epsilon([]dpaccount.Phase{{SampleRate: q, Noise: *out.Noise, Steps: steps}}, delta, nil)
+			if err != nil && !c.IsSet("target-epsilon") {
+				// Only a noise far below any in use (1e-160) takes the
+				// accountant's series past its bound.
+				return usageError("dp-epsilon: --noise %v: the RDP accountant cannot bound ε at so little noise (%v); noise multipliers in use are around 0.5 to 10", *out.Noise, err)
+			}
 			if err != nil {
 				return fmt.Errorf("dp-epsilon: %w", err)
 			}

@@ -104,6 +104,17 @@ func TestExitCodes(t *testing.T) {
 		{"groups without ZeRO-3", []string{"config", "warmup.toml", "--nproc", "4", "--set", "train.steps=100", "--set", "train.shard=gradients", "--set", "train.shard_group=2"}, `train.shard_group = 2: keeps a secondary copy of the gathered weights, which only train.shard = "full" gathers`},
 		{"a checkpoint of another model", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.steps=100", "--set", "train.shard=full", "--set", `train.init_from="` + otherModel + `"`}, "the weights do not fit"},
 		{"an unknown shard setting", []string{"config", "warmup.toml", "--nproc", "2", "--set", "train.shard=zero3"}, `train.shard = "zero3": must be none, optimizer (ZeRO-1), gradients (ZeRO-2) or full (ZeRO-3)`},
+		// A file where a directory goes, and flags a sibling command
+		// refuses: each the user's to mend (a probe saw exit 1 or a
+		// silent default).
+		{"a file as --runs", []string{"run", "--runs", "one.jsonl", "parquet.toml"}, "--runs one.jsonl: not a directory"},
+		{"a file as the cache", []string{"data", "ls", "--cache", "one.jsonl"}, "data ls: the cache one.jsonl is not a directory"},
+		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
+		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
+		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
+		{"no ranks for a sweep", []string{"sweep", "--nproc", "0", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nproc 0: must be >= 1"},
+		{"--defaults with --set", []string{"config", "--defaults", "--set", "train.lr=-1"}, "--defaults prints the built-in defaults alone"},
+		{"noise the accountant cannot bound", []string{"dp-epsilon", "--sample-rate", "0.04", "--noise", "1e-160", "--steps", "10", "--delta", "1e-5"}, "--noise 1e-160: the RDP accountant cannot bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case in its own directory

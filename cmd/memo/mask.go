@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/data"
@@ -102,9 +103,13 @@ func maskConfig(c *cli.Context) (loss.Config, error) {
 		if cfg.Strategy != loss.StrategyRolling {
 			return cfg, usageError("mask: --exempt applies to --strategy rolling only, not %q", cfg.Strategy)
 		}
-		ids, err := loss.ParseIDsJSON(strings.NewReader("[" + s + "]"))
-		if err != nil {
-			return cfg, usageError("mask: --exempt %q: %v", s, err)
+		var ids []int32
+		for _, f := range strings.Split(s, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+			if err != nil || id < 0 {
+				return cfg, usageError("mask: --exempt %q: %q is not a token id: want comma-separated integer ids >= 0 (e.g. --exempt 0,2)", s, strings.TrimSpace(f))
+			}
+			ids = append(ids, int32(id))
 		}
 		cfg.ExemptIDs = ids
 	}

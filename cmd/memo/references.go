@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/torchx"
 )
@@ -47,7 +46,10 @@ func referencesCommand() *cli.Command {
 					if c.NArg() != 0 {
 						return usageError("references ls: takes no arguments (got %q)", c.Args().Slice())
 					}
-					cache := data.ResolveCacheDir(c.String("cache"))
+					cache, err := cacheDir(c, "references ls")
+					if err != nil {
+						return err
+					}
 					ents, err := experiments.ListReferences(cache)
 					if err != nil {
 						return err
@@ -81,7 +83,10 @@ func referencesCommand() *cli.Command {
 					if c.NArg() == 0 {
 						return usageError("references rm: want one or more KEYs (see `memo references ls`)")
 					}
-					cache := data.ResolveCacheDir(c.String("cache"))
+					cache, err := cacheDir(c, "references rm")
+					if err != nil {
+						return err
+					}
 					for _, key := range c.Args().Slice() {
 						if err := experiments.RemoveReference(cache, key); err != nil {
 							return err

@@ -38,7 +38,7 @@ func runSpecCommand() *cli.Command {
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel. Under srun or torchrun, which start the ranks themselves, leave it out (or give their number of tasks)"},
 			&cli.IntFlag{Name: "master-port", Usage: "rendezvous port of rank 0 for multi-process training (default: $MASTER_PORT, else a free port)"},
 			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval or plots keys)"},
-			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,extract,eval,plots); default all. Under a launcher, give the same stages to every rank; only train runs on more than one", Hidden: true},
+			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,references,extract,eval,plots); default all. A stage needs the ones it reads done or listed with it. Under a launcher, give the same stages to every rank; only train runs on more than one"},
 		),
 		Action: runAction,
 	}
@@ -72,6 +72,9 @@ func checkRunFlags(c *cli.Context) error {
 // `data gc` would delete the runs it found there).
 func checkRunsRoot(c *cli.Context, spec *experiments.Spec) error {
 	runs := c.String("runs")
+	if st, err := os.Stat(runs); err == nil && !st.IsDir() {
+		return usageError("--runs %s: not a directory (the run directories go under it)", runs)
+	}
 	if where := outguard.Inside(runs, data.ResolveCacheDir(""), data.ResolveCacheDir(spec.Data.CacheDir)); where != "" {
 		return usageError("--runs %s: is in %s; run directories never go there: name a directory elsewhere", runs, where)
 	}

@@ -68,6 +68,11 @@ func sweepCommand() *cli.Command {
 			if !spec.IsSweep() {
 				return usageError("sweep: %s has no [sweep] table; use `memo run` for a single run", spec.File())
 			}
+			for _, f := range []string{"nodes", "nproc"} {
+				if c.Int(f) < 1 {
+					return usageError("sweep: --%s %d: must be >= 1", f, c.Int(f))
+				}
+			}
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
 			}
