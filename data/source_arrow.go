@@ -16,6 +16,20 @@ func init() {
 			return loadArrowText(src.Path, src.Field, r.add, r.bad)
 		},
 		key: oneFileKey,
+		check: func(src Source) error {
+			f, err := os.Open(src.Path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r, err := arrowsafe.NewFileReader(src.Path, f, nil, 64)
+			if err != nil {
+				return fmt.Errorf("%w (is it an Arrow IPC file?)", err)
+			}
+			defer r.Close()
+			_, err = textField(r.Schema(), src.Field, src.Path)
+			return err
+		},
 	})
 }
 

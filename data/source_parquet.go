@@ -17,6 +17,14 @@ func init() {
 			return loadParquet(src.Path, src.Field, r.add, r.bad)
 		},
 		key: oneFileKey,
+		check: func(src Source) error {
+			schema, err := arrowsafe.ParquetSchema(src.Path)
+			if err != nil {
+				return fmt.Errorf("%w (is it a Parquet file?)", err)
+			}
+			_, err = textField(schema, src.Field, src.Path)
+			return err
+		},
 	})
 }
 

@@ -174,6 +174,48 @@ not json
 	}
 }
 
+// TestCheckSourceReadsTableSchemas: the look a spec gets before a run opens
+// an Arrow or Parquet source's footer, so a file that is not one (cut
+// short, another format, a directory) or lacks the text column is refused
+// by `memo config`, as the data stage would refuse it, naming the file.
+func TestCheckSourceReadsTableSchemas(t *testing.T) {
+	dir := t.TempDir()
+	pq, ar := filepath.Join(dir, "d.parquet"), filepath.Join(dir, "d.arrow")
+	writeTextTable(t, pq, ar)
+	for _, name := range []string{"d.parquet", "d.arrow"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, "cut-"+name), string(b[:len(b)/2]))
+	}
+	writeFile(t, filepath.Join(dir, "d.jsonl"), `{"text": "a"}`+"\n")
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		source, want string // want: "" passes
+	}{
+		{"parquet:" + pq, ""},
+		{"arrow:" + ar + "#text", ""},
+		{"parquet:" + pq + "#nope", `has no column "nope" (columns: id, text)`},
+		{"arrow:" + ar + "#id", `column "id" is int64, want a string column`},
+		{"parquet:" + filepath.Join(dir, "cut-d.parquet"), "is it a Parquet file?"},
+		{"arrow:" + filepath.Join(dir, "cut-d.arrow"), "is it an Arrow IPC file?"},
+		{"parquet:" + filepath.Join(dir, "d.jsonl"), "is it a Parquet file?"},
+		{"arrow:" + filepath.Join(dir, "adir"), "is it an Arrow IPC file?"},
+	} {
+		src, err := ParseSource(tc.source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckSource(src)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckSource(%s) = %v, want %q", tc.source, err, tc.want)
+		}
+	}
+}
+
 // writeTextTable writes a three-row table (the middle text null) as Parquet
 // and as Arrow IPC.
 func writeTextTable(t *testing.T, parquetPath, arrowPath string) {

@@ -236,33 +236,11 @@ func ReadParquet(path string, src Source, expand int) (arrow.Table, error) {
 	err = Guard(func() error {
 		// pqarrow.ReadTable reads each column in a goroutine of its own, where
 		// a panic cannot be recovered here: read them one by one instead.
-		pf, err := file.NewParquetReader(src, file.WithReadProps(parquet.NewReaderProperties(mem)))
+		pf, fr, schema, err := openParquet(src, mem)
 		if err != nil {
 			return err
 		}
 		defer pf.Close()
-		// A Parquet writer that stores the Arrow schema (memo's does) puts it
-		// in the metadata as a base64 IPC stream, which pqarrow hands to the
-		// IPC reader: check it as any stream.
-		if v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema"); v != nil {
-			decoded, err := base64.StdEncoding.DecodeString(*v)
-			if len(decoded) == 0 || err != nil {
-				decoded, err = base64.RawStdEncoding.DecodeString(*v)
-			}
-			if err == nil {
-				if err := CheckStream(bytes.NewReader(decoded)); err != nil {
-					return fmt.Errorf("%w: the Arrow schema in the metadata: %v", ErrCorrupt, err)
-				}
-			}
-		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-		if err != nil {
-			return err
-		}
-		schema, err := fr.Schema()
-		if err != nil {
-			return err
-		}
 		groups := make([]int, pf.NumRowGroups())
 		for i := range groups {
 			groups[i] = i
@@ -301,6 +279,68 @@ func ReadParquet(path string, src Source, expand int) (arrow.Table, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return tbl, nil
+}
+
+// openParquet opens the Parquet file in src and reads its schema: the
+// footer alone. The caller closes pf, and calls it under Guard.
+func openParquet(src Source, mem memory.Allocator) (pf *file.Reader, fr *pqarrow.FileReader, schema *arrow.Schema, err error) {
+	pf, err = file.NewParquetReader(src, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			pf.Close()
+		}
+	}()
+	// A Parquet writer that stores the Arrow schema (memo's does) puts it
+	// in the metadata as a base64 IPC stream, which pqarrow hands to the
+	// IPC reader: check it as any stream.
+	if v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema"); v != nil {
+		decoded, derr := base64.StdEncoding.DecodeString(*v)
+		if len(decoded) == 0 || derr != nil {
+			decoded, derr = base64.RawStdEncoding.DecodeString(*v)
+		}
+		if derr == nil {
+			if cerr := CheckStream(bytes.NewReader(decoded)); cerr != nil {
+				return nil, nil, nil, fmt.Errorf("%w: the Arrow schema in the metadata: %v", ErrCorrupt, cerr)
+			}
+		}
+	}
+	if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem); err != nil {
+		return nil, nil, nil, err
+	}
+	if schema, err = fr.Schema(); err != nil {
+		return nil, nil, nil, err
+	}
+	return pf, fr, schema, nil
+}
+
+// ParquetSchema is the Arrow schema of the Parquet file at path, from its
+// footer alone: what a check before reading it needs.
+func ParquetSchema(path string) (*arrow.Schema, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer fh.Close()
+	n, err := size(fh)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var schema *arrow.Schema
+	err = Guard(func() error {
+		pf, _, s, err := openParquet(fh, capped{memory.NewGoAllocator(), int(n) + 1<<20})
+		if err != nil {
+			return err
+		}
+		schema = s
+		return pf.Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return schema, nil
 }
 
 // ReadParquetFile is ReadParquet on the file at path.
