@@ -88,8 +88,6 @@ func auditArgs(c *cli.Context) error {
 		return usageError("audit: give --data FILE, or --members FILE and --nonmembers FILE")
 	case c.String("data") == "" && (c.String("members") == "" || c.String("nonmembers") == ""):
 		return usageError("audit: --members and --nonmembers go together")
-	case c.Int("stride") < 0 || c.Int("window") < 0:
-		return usageError("audit: --stride and --window must be >= 0")
 	case !(c.Float64("mink-fraction") > 0 && c.Float64("mink-fraction") <= 1):
 		return usageError("audit: --mink-fraction %v: must be in (0, 1]", c.Float64("mink-fraction"))
 	case !(c.Float64("dcpdd-cap") > 0):
@@ -98,8 +96,9 @@ func auditArgs(c *cli.Context) error {
 		return usageError("audit: --bootstrap %d: must be 0 or at least 100", c.Int("bootstrap"))
 	case c.Int("folds") < 2:
 		return usageError("audit: --folds %d: must be >= 2", c.Int("folds"))
-	case c.Int("batch-size") < 0 || c.Int("threads") < 0:
-		return usageError("audit: --batch-size and --threads must be >= 0")
+	}
+	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size", "threads"); err != nil {
+		return err
 	}
 	out := c.String("out")
 	if err := checkNewFile("audit: --out", out); err != nil {

@@ -169,7 +169,9 @@ func runBenchCheckpoint(c *cli.Context) error {
 		return err
 	}
 	if d := c.String("dir"); d != "" {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+		if st, err := os.Stat(d); err != nil {
+			return usageError("bench checkpoint: --dir %s: does not exist (it writes under an existing directory)", d)
+		} else if !st.IsDir() {
 			return usageError("bench checkpoint: --dir %s: not a directory", d)
 		}
 	}

@@ -134,3 +134,14 @@ func helpRequest(app *cli.App, args []string) ([]string, bool) {
 	}
 	return nil, false
 }
+
+// atLeast refuses the first of the int flags below min, naming it and its
+// value ("audit: --window -1: must be >= 0").
+func atLeast(c *cli.Context, cmd string, min int, flags ...string) error {
+	for _, f := range flags {
+		if v := c.Int(f); v < min {
+			return usageError("%s: --%s %d: must be >= %d", cmd, f, v, min)
+		}
+	}
+	return nil
+}

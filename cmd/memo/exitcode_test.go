@@ -81,12 +81,12 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
 		{"unknown flag of run", []string{"run", "--bogus", "parquet.toml"}, "run: flag provided but not defined: -bogus"},
 		{"unknown flag of a subcommand", []string{"data", "build", "--bogus"}, "data build: flag provided but not defined"},
-		{"text file named .parquet", []string{"data", "build", "--out", "out", "parquet.toml"}, "source parquet:fake.parquet"},
+		{"text file named .parquet", []string{"data", "build", "--out", "out", "parquet.toml"}, `data.sources: "parquet:fake.parquet": read fake.parquet`},
 		{"empty txt directory", []string{"data", "build", "--out", "out", "emptytxt.toml"}, "no .txt files under emptydir"},
 		{"empty JSONL", []string{"data", "build", "--out", "out", "emptyjsonl.toml"}, "data.sources: \"jsonl:empty.jsonl\": empty.jsonl is empty"},
 		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, "no usable documents (1 rejected)"},
 		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
-		{"run: text file named .parquet", []string{"run", "parquet.toml"}, "stage data: source parquet:fake.parquet"},
+		{"run: text file named .parquet", []string{"run", "parquet.toml"}, `parquet.toml:3: data.sources: "parquet:fake.parquet": read fake.parquet: parquet: file is smaller than indicated metadata size (is it a Parquet file?)`},
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"report of a directory without scores", []string{"report", "emptydir"}, "emptydir"},
 		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},
@@ -107,13 +107,15 @@ func TestExitCodes(t *testing.T) {
 		// A file where a directory goes, and flags a sibling command
 		// refuses: each the user's to mend (a probe saw exit 1 or a
 		// silent default).
-		{"a file as --runs", []string{"run", "--runs", "one.jsonl", "parquet.toml"}, "--runs one.jsonl: not a directory"},
+		{"a file as --runs", []string{"run", "--runs", "one.jsonl", "warmup.toml", "--set", "train.steps=100"}, "--runs one.jsonl: not a directory"},
 		{"a file as the cache", []string{"data", "ls", "--cache", "one.jsonl"}, "data ls: the cache one.jsonl is not a directory"},
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
 		{"no ranks for a sweep", []string{"sweep", "--nproc", "0", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nproc 0: must be >= 1"},
 		{"--defaults with --set", []string{"config", "--defaults", "--set", "train.lr=-1"}, "--defaults prints the built-in defaults alone"},
+		{"an audit window below 0", []string{"audit", "--model", "m", "--out", "o", "--data", "one.jsonl", "--window", "-1"}, "audit: --window -1: must be >= 0"},
+		{"an index window of 0", []string{"index", "count", "--window", "0", "emptydir"}, "index count: --window 0: must be >= 1"},
 		{"noise the accountant cannot bound", []string{"dp-epsilon", "--sample-rate", "0.04", "--noise", "1e-160", "--steps", "10", "--delta", "1e-5"}, "--noise 1e-160: the RDP accountant cannot bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -100,8 +100,11 @@ func runIndexBuild(c *cli.Context) error {
 }
 
 func runIndexCount(c *cli.Context) error {
-	if c.Int("limit") < 0 || c.Int("random") < 0 || c.Int("window") < 1 {
-		return usageError("index count: --limit, --random want >= 0 and --window >= 1")
+	if err := atLeast(c, "index count", 0, "limit", "random"); err != nil {
+		return err
+	}
+	if err := atLeast(c, "index count", 1, "window"); err != nil {
+		return err
 	}
 	ds, err := indexDataset(c, "count")
 	if err != nil {

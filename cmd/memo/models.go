@@ -356,15 +356,17 @@ func exportAction(c *cli.Context) error {
 		return usageError("export: want CHECKPOINT OUT, got %d arguments", c.NArg())
 	}
 	src, out := c.Args().Get(0), c.Args().Get(1)
+	// An existing OUT first: an earlier export holds model.safetensors and
+	// would otherwise be named as a checkpoint directory.
+	if outguard.Exists(out) {
+		return usageError("export: %s exists; export writes a new directory", out)
+	}
 	if where := outguard.Inside(out, data.ResolveCacheDir("")); where != "" {
 		return usageError("export: %s is in %s; an export never goes there: name a new directory elsewhere", out, where)
 	}
 	dir, err := checkpoint.Resolve(src)
 	if err != nil {
 		return usageError("export: %s: %v", src, oneLine(err.Error()))
-	}
-	if outguard.Exists(out) {
-		return usageError("export: %s exists; export writes a new directory", out)
 	}
 	_, isLoRA := checkpoint.ReadLoRAState(dir)
 	merge := c.Bool("merge")
