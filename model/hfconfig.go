@@ -370,7 +370,11 @@ func FromHF(configJSON []byte) (Config, error) {
 	}
 	r, err := c.Resolve()
 	if err != nil {
-		return Config{}, fmt.Errorf("config.json: %w", err)
+		file := map[string]bool{}
+		for k := range h.raw {
+			file[k] = true
+		}
+		return Config{}, fmt.Errorf("config.json: %s", hfNames(c, err.Error(), file))
 	}
 	return r, nil
 }
