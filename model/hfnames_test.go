@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -11,8 +10,7 @@ import (
 // spec key it maps to (the probe saw "model.heads = 3" for a file holding
 // num_attention_heads).
 func TestFromHFNamesTheFilesKeys(t *testing.T) {
-	llama := map[string]any{"model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 176,
-		"num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 256}
+	llama := smallLlamaHF()
 	gpt2 := map[string]any{"model_type": "gpt2", "vocab_size": 320, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 256}
 	for _, tc := range []struct {
 		name      string
@@ -28,16 +26,7 @@ func TestFromHFNamesTheFilesKeys(t *testing.T) {
 		{"llama context", llama, "max_position_embeddings", 0, "max_position_embeddings = 0: must be > 0", "model."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := map[string]any{}
-			for k, v := range tc.base {
-				c[k] = v
-			}
-			c[tc.key] = tc.bad
-			b, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = FromHF(b)
+			_, err := FromHF(hfConfigWith(t, tc.base, tc.key, tc.bad))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
 				t.Errorf("%s = %v: %v; want it to say %q and not %q", tc.key, tc.bad, err, tc.want, tc.not)
 			}
