@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -545,21 +546,23 @@ func runBenchCorpus(c *cli.Context) error {
 	if err := checkNewFile("bench corpus: --out", out); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return usageError("bench corpus: --out %s: %v", out, err)
+	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+		return usageError("bench corpus: --out %s: directory %s does not exist", out, filepath.Dir(out))
 	}
-	defer os.Remove(tmp.Name())
-	docs, n, err := data.WriteBenchCorpus(tmp, data.BenchCorpusConfig{CacheDir: data.ResolveCacheDir(c.String("cache")),
-		Bytes: size["bytes"], DocBytes: int(size["doc-bytes"]), Seed: c.Int64("seed")})
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("bench corpus: write %s: %w", out, cerr)
-	}
+	cache, err := cacheDir(c, "bench corpus")
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("bench corpus: %w", err)
+	var docs int
+	var n int64
+	err = atomicfile.Write(out, func(w io.Writer) error {
+		var werr error
+		docs, n, werr = data.WriteBenchCorpus(w, data.BenchCorpusConfig{CacheDir: cache,
+			Bytes: size["bytes"], DocBytes: int(size["doc-bytes"]), Seed: c.Int64("seed")})
+		return werr
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d documents, %d bytes\n", out, docs, n)
 	return nil
