@@ -48,6 +48,26 @@ var reusedStages = map[string][]string{
 // finds dir/checkpoints, plots dir/metrics.arrow) while the trained files
 // exist once, in src.
 func linkTrained(stage string, spec *Spec, dir, src string) error {
+	if err := checkReusable(stage, spec, src); err != nil {
+		return err
+	}
+	for _, name := range reusedStages[stage] {
+		target := filepath.Join(src, name)
+		if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) && name == runfiles.MetricsFile {
+			continue // a run trained by an older memo may lack it; figures skip the curve
+		} else if err != nil {
+			return fmt.Errorf("reuse training of %s: %w", src, err)
+		}
+		if err := linkInto(dir, name, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReusable refuses src as the stage's source for spec unless src is
+// a run that trained exactly what spec asks for and finished the stage.
+func checkReusable(stage string, spec *Spec, src string) error {
 	srcSpec, ok, err := ReadRun(src)
 	if err != nil {
 		return fmt.Errorf("reuse training of %s: %w", src, err)
@@ -72,17 +92,6 @@ func linkTrained(stage string, spec *Spec, dir, src string) error {
 	}
 	if rec := m.Stage(stage); rec.Status != StatusDone {
 		return badinput.Errorf("reuse training of %s: its %s stage is %s, not done (run it first)", src, stage, rec.Status)
-	}
-	for _, name := range reusedStages[stage] {
-		target := filepath.Join(src, name)
-		if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) && name == runfiles.MetricsFile {
-			continue // a run trained by an older memo may lack it; figures skip the curve
-		} else if err != nil {
-			return fmt.Errorf("reuse training of %s: %w", src, err)
-		}
-		if err := linkInto(dir, name, target); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -96,6 +96,11 @@ func TestRunReusesTraining(t *testing.T) {
 	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "only extract, eval and plots may differ") {
 		t.Errorf("reusing a run trained with goldfish k=4 for k=8: err = %v, want bad input", err)
 	}
+	// Refused before the run directory is made (it held config.toml and
+	// manifest.json of a run that could never start).
+	if _, err := os.Stat(filepath.Join(root, "c")); !os.IsNotExist(err) {
+		t.Errorf("the refused reuse left %s (%v)", filepath.Join(root, "c"), err)
+	}
 }
 
 func writeTestFile(t *testing.T, path, s string) {

@@ -89,6 +89,15 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err := checkStages(spec, RunDir(spec, runsRoot), opt); err != nil {
 		return "", err
 	}
+	// A source that cannot be reused is refused before the run directory
+	// is made; the stage checks again when it links.
+	for _, st := range Stages {
+		if opt.ReuseTrain != "" && reusedStages[st] != nil && (len(opt.Stages) == 0 || contains(opt.Stages, st)) {
+			if err := checkReusable(st, spec, opt.ReuseTrain); err != nil {
+				return "", err
+			}
+		}
+	}
 	dir := RunDir(spec, runsRoot)
 	if processRank() > 0 {
 		// Other ranks of a multi-process stage do the work and leave
