@@ -37,7 +37,53 @@ func decodeStrict(file string, doc []byte, v any) error {
 		key := keyAt(doc, line)
 		return &ConfigError{File: file, Line: line, Key: key, Msg: typeMessage(de.Error())}
 	}
+	return syntaxError(file, doc, err)
+}
+
+// syntaxError is err, go-toml's failure to read doc, as a ConfigError with
+// the line where go-toml gives one or where a key is set twice (for which
+// it gives none).
+func syntaxError(file string, doc []byte, err error) *ConfigError {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, _ := de.Position()
+		return &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")}
+	}
+	if m := duplicateRE.FindStringSubmatch(err.Error()); m != nil {
+		if line, key := secondDefinition(doc, m[1]); line > 0 {
+			return &ConfigError{File: file, Line: line, Key: key, Msg: fmt.Sprintf("%s is set twice (once above); keep one", key)}
+		}
+	}
 	return &ConfigError{File: file, Msg: err.Error()}
+}
+
+var duplicateRE = regexp.MustCompile(`^toml: key (\S+) is already defined$`)
+
+// secondDefinition is the line and dotted key of the first key of doc set
+// a second time whose last part is name; 0 when none is.
+func secondDefinition(doc []byte, name string) (int, string) {
+	table, seen := "", map[string]bool{}
+	for i, l := range strings.Split(string(doc), "\n") {
+		s := strings.TrimSpace(l)
+		if h, ok := tableHeader(s); ok {
+			table = h
+			continue
+		}
+		k, _, ok := strings.Cut(s, "=")
+		if !ok || strings.HasPrefix(s, "#") {
+			continue
+		}
+		k = unquoteKey(strings.TrimSpace(k))
+		full := k
+		if table != "" {
+			full = table + "." + k
+		}
+		if seen[full] && (k == name || strings.HasSuffix(k, "."+name)) {
+			return i + 1, full
+		}
+		seen[full] = true
+	}
+	return 0, ""
 }
 
 func unknownKey(file string, line int, key []string, t reflect.Type) *ConfigError {
@@ -93,8 +139,8 @@ func describeGoType(t string) string {
 		return "a string"
 	case t == "bool":
 		return "true or false"
-	case strings.HasPrefix(t, "map["):
-		return "a table"
+	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
+		return "a table" // a map, or a struct of memo's (train.Config)
 	}
 	return "a " + t
 }

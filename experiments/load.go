@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -20,12 +19,7 @@ type validator interface{ Validate() error }
 func loadInto(file string, doc []byte, spec any, skip ...string) (map[string]any, error) {
 	raw := map[string]any{}
 	if err := toml.Unmarshal(doc, &raw); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			line, _ := de.Position()
-			return nil, &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")}
-		}
-		return nil, &ConfigError{File: file, Msg: err.Error()}
+		return nil, syntaxError(file, doc, err)
 	}
 	if err := checkKeyCase(file, doc, raw, reflect.TypeOf(spec)); err != nil {
 		return nil, err

@@ -42,6 +42,8 @@ func TestLoadIntoErrors(t *testing.T) {
 		{"wrong type", "[goldfish]\nk = 'four'\n", []string{"x.toml:2: goldfish.k: wrong type: the file has a TOML string, the key takes an integer"}, 2},
 		{"wrong type array", "[train]\ntags = 3\n", []string{"x.toml:2: train.tags: wrong type"}, 2},
 		{"syntax", "[goldfish]\nk = = 3\n", []string{"x.toml:2", "TOML syntax"}, 2},
+		{"a key set twice", "[goldfish]\nk = 4\nh = 13\n\nk = 8\n", []string{"x.toml:5: goldfish.k is set twice (once above); keep one"}, 5},
+		{"a table given a number", "goldfish = 3\n", []string{"goldfish: wrong type: the file has a TOML integer, the key takes a table"}, 1},
 		{"validate", "[goldfish]\nh = 2\nk = 1\n", []string{"x.toml:3: goldfish.k = 1: must be 0 (standard loss) or >= 2"}, 3},
 		{"sweep axis typo", "[sweep]\n\"goldfish.kk\" = [0, 4]\n", []string{`x.toml:2: sweep.goldfish.kk: sweep axis "goldfish.kk" is not a key of the spec; did you mean "goldfish.k"?`}, 2},
 		{"sweep axis empty", "[sweep]\n\"goldfish.k\" = []\n", []string{"non-empty array"}, 2},
