@@ -61,29 +61,17 @@ var duplicateRE = regexp.MustCompile(`^toml: key (\S+) is already defined$`)
 
 // secondDefinition is the line and dotted key of the first key of doc set
 // a second time whose last part is name; 0 when none is.
-func secondDefinition(doc []byte, name string) (int, string) {
-	table, seen := "", map[string]bool{}
-	for i, l := range strings.Split(string(doc), "\n") {
-		s := strings.TrimSpace(l)
-		if h, ok := tableHeader(s); ok {
-			table = h
-			continue
-		}
-		k, _, ok := strings.Cut(s, "=")
-		if !ok || strings.HasPrefix(s, "#") {
-			continue
-		}
-		k = unquoteKey(strings.TrimSpace(k))
-		full := k
-		if table != "" {
-			full = table + "." + k
-		}
+func secondDefinition(doc []byte, name string) (line int, key string) {
+	seen := map[string]bool{}
+	eachKey(doc, func(l int, full, k string) bool {
 		if seen[full] && (k == name || strings.HasSuffix(k, "."+name)) {
-			return i + 1, full
+			line, key = l, full
+			return false
 		}
 		seen[full] = true
-	}
-	return 0, ""
+		return true
+	})
+	return line, key
 }
 
 func unknownKey(file string, line int, key []string, t reflect.Type) *ConfigError {
@@ -176,6 +164,20 @@ func keyAt(doc []byte, line int) string {
 
 // keyLine finds the line defining a dotted key, 0 when the file does not set it.
 func keyLine(doc []byte, key string) int {
+	line := 0
+	eachKey(doc, func(l int, full, _ string) bool {
+		if full == key {
+			line = l
+		}
+		return line == 0
+	})
+	return line
+}
+
+// eachKey calls fn with the line, the dotted key (under its [table]) and
+// the key as written of each key = value line of doc, in order, until fn
+// returns false.
+func eachKey(doc []byte, fn func(line int, full, key string) bool) {
 	table := ""
 	for i, l := range strings.Split(string(doc), "\n") {
 		s := strings.TrimSpace(l)
@@ -187,15 +189,15 @@ func keyLine(doc []byte, key string) int {
 		if !ok || strings.HasPrefix(s, "#") {
 			continue
 		}
-		full := unquoteKey(strings.TrimSpace(k))
+		k = unquoteKey(strings.TrimSpace(k))
+		full := k
 		if table != "" {
-			full = table + "." + full
+			full = table + "." + k
 		}
-		if full == key {
-			return i + 1
+		if !fn(i+1, full, k) {
+			return
 		}
 	}
-	return 0
 }
 
 func tableHeader(s string) (string, bool) {
