@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -66,6 +67,12 @@ func evalAction(c *cli.Context) error {
 	setTableFlags(c, "eval", &cfg)
 	if err := cfg.Validate(); err != nil {
 		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
+	}
+	// The reference's own problem before any about where the scores go.
+	if ref := cfg.Reference; ref != "" {
+		if _, err := os.Stat(ref); err != nil {
+			return usageError("eval: reference %s: %v (eval.reference or --reference: a run directory or its completions.arrow)", ref, errors.Unwrap(err))
+		}
 	}
 	scores, summary := eval.OutputPaths(comps)
 	if out := c.String("out"); out != "" {

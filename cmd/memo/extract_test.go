@@ -338,3 +338,14 @@ func fileExistsTest(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
 }
+
+// TestEvalNamesAMissingReference: a --reference that is not there is the
+// error, not where the scores of those settings would go (the probe saw
+// the second for a run's own summary).
+func TestEvalNamesAMissingReference(t *testing.T) {
+	dir := trainedRun(t)
+	r := memoIn(t, buildMemo(t), dir)("eval", "runs/tiny", "--reference", "no/such/run")
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); r.code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "reference no/such/run: no such file or directory") {
+		t.Errorf("eval --reference no/such/run: exit %d, stderr %q; want 2 and one line naming the reference", r.code, r.stderr)
+	}
+}
