@@ -21,10 +21,10 @@ import (
 // this attack is the run's own (its newest checkpoint, its settings).
 func CheckOut(out, ckpt string, cfg Config, runOwn bool) error {
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return badinput.Errorf("extract: --out %s is a directory: want a FILE ending in .completions.arrow", out)
+		return badinput.Errorf("extract: --out %s is a directory: want a FILE ending in .arrow (NAME.completions.arrow by convention)", out)
 	}
 	if !strings.HasSuffix(out, ".arrow") {
-		return badinput.Errorf("extract: --out %s: want a FILE ending in .completions.arrow (completions are Arrow)", out)
+		return badinput.Errorf("extract: --out %s: want a FILE ending in .arrow (completions are Arrow IPC; NAME.completions.arrow by convention)", out)
 	}
 	dir := filepath.Dir(out)
 	if err := outguard.Place("extract: --out "+out, dir); err != nil {

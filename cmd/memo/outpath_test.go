@@ -136,7 +136,7 @@ func TestOutputNeverReplacesOthers(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"extract over config.toml", []string{"extract", "runs/tiny", "--out", "runs/tiny/config.toml"}, "want a FILE ending in .completions.arrow"},
+		{"extract over config.toml", []string{"extract", "runs/tiny", "--out", "runs/tiny/config.toml"}, "want a FILE ending in .arrow (completions are Arrow IPC"},
 		{"extract over summary.json", []string{"extract", "runs/tiny", "--out", "runs/tiny/summary.json"}, "want a FILE"},
 		{"extract over the weights", []string{"extract", "runs/tiny", "--out", "runs/tiny/checkpoints/step-000006/model.safetensors"}, "want a FILE"},
 		{"extract into the run directory", []string{"extract", "runs/tiny", "--out", "runs/tiny"}, "is a directory"},
