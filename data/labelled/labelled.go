@@ -109,6 +109,10 @@ func ReadClass(path string, member bool, field string) ([]Text, error) {
 		}
 		var out []Text
 		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			// A Windows line ending is the line's end, not its text: a
+			// class written with CRLF would otherwise score differently
+			// from the same texts with LF.
+			line = strings.TrimSuffix(line, "\r")
 			where := fmt.Sprintf("%s:%d", path, i+1)
 			if strings.TrimSpace(line) == "" {
 				return nil, badinput.Errorf("%s: empty text", where)

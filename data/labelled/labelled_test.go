@@ -71,6 +71,11 @@ func TestReadClass(t *testing.T) {
 	if err != nil || len(m) != 2 || !m[1].Member || m[1].Text != "two" {
 		t.Fatalf("txt: %+v %v", m, err)
 	}
+	// Windows line endings give the same texts.
+	crlf, err := ReadClass(write(t, "crlf.txt", "one\r\ntwo\r\n"), true, "")
+	if err != nil || len(crlf) != 2 || crlf[0].Text != "one" || crlf[1].Text != "two" {
+		t.Fatalf("CRLF txt: %+v %v, want one and two", crlf, err)
+	}
 	n, err := ReadClass(write(t, "n.jsonl", `{"text":"x"}`), false, "")
 	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" {
 		t.Fatalf("jsonl: %+v %v", n, err)
