@@ -335,3 +335,44 @@ func TestMatchedTokensLabel(t *testing.T) {
 		t.Errorf("other label %q, want empty", got)
 	}
 }
+
+// TestReportReplacedWhole: a report is built beside report/ and renamed
+// into place, so a second report leaves nothing of the first (a figure of
+// another format, a file of its own) and no temporary directory; a
+// report that fails leaves the old one as it was.
+func TestReportReplacedWhole(t *testing.T) {
+	dir := outDir(t, "whole")
+	writeSynthRun(t, filepath.Join(dir, "k=0"), synthRun{name: "k=0", k: 0, preset: "tiny", targets: 32, exact: 28, rouge: 0.9, steps: 400}, 1)
+	writeSweepIndex(t, dir, "whole", []string{"goldfish.k"}, []synthPoint{{"k=0", "k=0", map[string]any{"goldfish.k": 0}}})
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ReportDir, "figures", "stale.svg")
+	if err := os.WriteFile(stale, []byte("<svg/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a file of the earlier report is still in report/")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReportDir, TableFile)); err != nil {
+		t.Errorf("the new report has no %s: %v", TableFile, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, ReportDir)); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("report/ mode %v (%v), want 0755 like every other directory", st.Mode().Perm(), err)
+	}
+	bad := DefaultConfig()
+	bad.Formats = []string{"bmp"}
+	if err := Report(dir, bad, readSynthSpec); err == nil {
+		t.Error("a report in an unknown format was written")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReportDir, TableFile)); err != nil {
+		t.Errorf("a failed report took the old one away: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "."+ReportDir+".tmp-*"))
+	if len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
+	}
+}

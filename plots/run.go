@@ -47,10 +47,48 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	for _, m := range missing {
 		slog.Warn("report: run has no scores.parquet and summary.json yet, left out", "run", m)
 	}
-	out := filepath.Join(dir, ReportDir)
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	// The report is built beside report/ and renamed into place whole: a
+	// report cut short (a kill, a full disk) is never taken for a finished
+	// one, and files of an earlier report (figures of another format) do
+	// not linger in the new one.
+	tmp, err := os.MkdirTemp(dir, "."+ReportDir+".tmp-")
+	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := writeReport(tmp, cfg, runs, axes); err != nil {
+		return err
+	}
+	return replaceDir(tmp, filepath.Join(dir, ReportDir))
+}
+
+// replaceDir renames the directory tmp to out, moving an existing out
+// aside first and removing it after.
+func replaceDir(tmp, out string) error {
+	old := ""
+	if _, err := os.Lstat(out); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(out, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		if old != "" {
+			_ = os.Rename(old, out) // the old report back in place
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
+
+// writeReport writes the report's tables and figures into out.
+func writeReport(out string, cfg Config, runs []*runData, axes []string) error {
 	if _, err := writeTables(out, axes, tableRows(runs, axes)); err != nil {
 		return err
 	}
@@ -69,7 +107,7 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	if _, err := writeCountTables(out, runs); err != nil {
 		return err
 	}
-	_, err = drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir))
+	_, err := drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir))
 	return err
 }
 
