@@ -172,7 +172,7 @@ func TestSIGTERMLikeSIGINT(t *testing.T) {
 		err = cmd.Wait()
 		stdin.Close()
 		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != exitInterrupted || strings.TrimSpace(stderr.String()) != "memo: interrupted; the same command resumes" {
+		if !ok || ee.ExitCode() != exitInterrupted || strings.TrimSpace(stderr.String()) != "memo: "+errInterruptedAtOnce.Error() {
 			t.Errorf("%v: %v, stderr %q; want exit %d and the interrupted line", sig, err, stderr.String(), exitInterrupted)
 		}
 	}

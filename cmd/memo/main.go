@@ -20,6 +20,7 @@ import (
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/malloctune"
 	"github.com/memo-research/memo/internal/runlock"
@@ -52,6 +53,10 @@ var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": tr
 // script sees one interruption whichever signal stopped them. Those
 // commands write their files under temporary names, so stopping them at
 // once loses only the work in flight.
+// errInterruptedAtOnce is what a command without a save of its own says
+// when interrupted: what it was writing is gone, nothing resumes.
+var errInterruptedAtOnce = errors.New("interrupted; what it was writing was removed; the same command starts over")
+
 func exitOnInterrupt(args []string) {
 	if gracefulCommands[commandName(args)] {
 		return
@@ -60,9 +65,12 @@ func exitOnInterrupt(args []string) {
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ch
-		msg, code := failure(context.Canceled)
-		fmt.Fprintln(os.Stderr, "memo: "+msg)
-		os.Exit(code)
+		// The process ends here, where no deferred clean-up runs: remove
+		// the half-written files, which would otherwise stay as
+		// .NAME.tmp-* beside their final names.
+		atomicfile.RemoveTemps()
+		fmt.Fprintln(os.Stderr, "memo: "+errInterruptedAtOnce.Error())
+		os.Exit(exitInterrupted)
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Mode is the permission of every file written: readable by all, as
@@ -65,6 +66,8 @@ func create(path string, write func(*os.File) error, sync bool) (err error) {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	writing.Store(f.Name(), true)
+	defer writing.Delete(f.Name())
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -87,6 +90,20 @@ func create(path string, write func(*os.File) error, sync bool) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// writing holds the temporary files of the writes in progress.
+var writing sync.Map
+
+// RemoveTemps removes the temporary files of the writes in progress: what
+// a process that exits at once on an interrupt calls, since their own
+// clean-ups never run then. A write it cuts short fails; none is renamed
+// into place after it.
+func RemoveTemps() {
+	writing.Range(func(name, _ any) bool {
+		os.Remove(name.(string))
+		return true
+	})
 }
 
 // IsTemp reports whether name, a file name in the directory of a file named

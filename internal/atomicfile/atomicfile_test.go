@@ -107,3 +107,40 @@ func TestIsTemp(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveTempsCutsAWriteShort: an interrupt handler that exits at once
+// removes the temporary file of a write in progress, and that write then
+// fails instead of renaming anything into place.
+func TestRemoveTempsCutsAWriteShort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.json")
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- Write(path, func(w io.Writer) error {
+			if _, err := w.Write([]byte("half")); err != nil {
+				return err
+			}
+			close(started)
+			<-release
+			_, err := w.Write([]byte(" and the rest"))
+			return err
+		})
+	}()
+	<-started
+	if temps, _ := filepath.Glob(filepath.Join(dir, ".out.json.tmp-*")); len(temps) != 1 {
+		t.Fatalf("temporary files while writing: %v, want one", temps)
+	}
+	RemoveTemps()
+	close(release)
+	if err := <-done; err == nil {
+		t.Error("the write whose temporary file was removed succeeded")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("left in the directory: %v, want nothing", left)
+	}
+	hidden, _ := filepath.Glob(filepath.Join(dir, ".*"))
+	if len(hidden) != 0 {
+		t.Errorf("left in the directory: %v, want nothing", hidden)
+	}
+}
