@@ -45,7 +45,7 @@ func repeatedSpans(dir string, n, vocab, L, partition int, ids func(k int) ([]in
 		return fmt.Errorf("data: dedup window %d", L)
 	}
 	width := sufsort.Width(vocab)
-	f, err := os.CreateTemp(dir, ".build-spool-dedup-*")
+	f, err := os.CreateTemp(dir, spoolPrefix+"dedup-*")
 	if err != nil {
 		return fmt.Errorf("data: dedup stream: %w", err)
 	}

@@ -125,6 +125,9 @@ func foreignEntry(dir, key string) string {
 // ownEntryFile reports whether name is a file the cache's builder writes
 // into an entry.
 func ownEntryFile(name string) bool {
+	if strings.HasPrefix(name, spoolPrefix) {
+		return true // a killed builder's spool
+	}
 	for _, f := range append([]string{entryFile, IndexFile}, datasetFiles...) {
 		if name == f || atomicfile.IsTemp(name, f) {
 			return true

@@ -276,6 +276,8 @@ func TestDatasetCacheGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(cache, datasetsDir, tmpPrefix+"0123-456", "docs.arrow"), "a dead builder's")
+	// with its spool, which it removes when it lives to (a probe's kill -9)
+	writeFile(t, filepath.Join(cache, datasetsDir, tmpPrefix+"0123-456", spoolPrefix+"3998980171"), "ids")
 	// An index beside an entry's files (memo index build) is the entry's own.
 	writeFile(t, filepath.Join(cache, datasetsDir, readCacheLink(t, kept).Key, IndexFile), "an index")
 	ents, err := ListCache(cache)

@@ -24,8 +24,13 @@ type spool struct {
 	buf  []byte // add's encoding of the ids, reused
 }
 
+// spoolPrefix begins the names of a build's spool files in the directory
+// it builds (the dataset cache's temporary entry): a builder killed
+// mid-build leaves them there, for data gc to remove with the entry.
+const spoolPrefix = ".build-spool-"
+
 func newSpool(dir string) (*spool, error) {
-	f, err := os.CreateTemp(dir, ".build-spool-*")
+	f, err := os.CreateTemp(dir, spoolPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("data: create build spool in %s: %w", dir, err)
 	}
