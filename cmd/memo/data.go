@@ -253,7 +253,8 @@ func runDataInspect(c *cli.Context) error {
 	return nil
 }
 
-// printHistogram shows document lengths in tokens in ten equal-width bins.
+// printHistogram shows document lengths in tokens in at most ten
+// equal-width bins, from the shortest to the longest.
 func printHistogram(docs []data.Doc) {
 	if len(docs) == 0 {
 		return
@@ -262,8 +263,9 @@ func printHistogram(docs []data.Doc) {
 	for _, d := range docs {
 		lo, hi = min(lo, len(d.IDs)), max(hi, len(d.IDs))
 	}
-	const bins = 10
-	width := max(1, (hi-lo+bins)/bins)
+	const maxBins = 10
+	width := max(1, (hi-lo+maxBins)/maxBins) // ⌈(hi−lo+1)/10⌉
+	bins := (hi-lo)/width + 1                // no bin past hi
 	counts := make([]int, bins)
 	most := 0
 	for _, d := range docs {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/data"
 )
 
 // runMemo runs the memo binary in dir with a private cache and returns its
@@ -109,5 +111,30 @@ func writeTestFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHistogramBins: document lengths of 42 to 62 tokens (the smoke
+// spec's) make seven bins of three, the last ending at 62; a probe saw
+// three more past it, labelled 63-62, 66-62 and 69-62.
+func TestHistogramBins(t *testing.T) {
+	var docs []data.Doc
+	for _, n := range []int{42, 44, 45, 50, 53, 62} {
+		docs = append(docs, data.Doc{IDs: make([]int32, n)})
+	}
+	var buf strings.Builder
+	old := stdout
+	stdout = &checkedWriter{w: &buf}
+	defer func() { stdout = old }()
+	printHistogram(docs)
+	var bins []string
+	for _, line := range strings.Split(buf.String(), "\n")[1:] {
+		if f := strings.Fields(line); len(f) >= 2 {
+			bins = append(bins, f[0]+":"+f[1])
+		}
+	}
+	want := []string{"42-44:2", "45-47:1", "48-50:1", "51-53:1", "54-56:0", "57-59:0", "60-62:1"}
+	if strings.Join(bins, " ") != strings.Join(want, " ") {
+		t.Errorf("bins %v, want %v", bins, want)
 	}
 }
