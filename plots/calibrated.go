@@ -89,7 +89,7 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 
 func writeCalibratedCSV(out io.Writer, rows []calibratedRow) error {
 	cw := csv.NewWriter(out)
-	f := func(v eval.Num) string { return strconv.FormatFloat(float64(v), 'g', 6, 64) }
+	f := func(v eval.Num) string { return csvFloat(float64(v)) }
 	if err := cw.Write([]string{"run", "attack", "k", "auc", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr", "n_members", "n_controls"}); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 	}
 	csvOut := func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+		f := csvFloat
 		if err := cw.Write([]string{"model", "count_lo", "count_hi", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "loss_auc"}); err != nil {
 			return err
 		}

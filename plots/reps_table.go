@@ -65,7 +65,7 @@ func writeRepsMarkdown(out io.Writer, rows []repsRow) error {
 
 func writeRepsCSV(out io.Writer, rows []repsRow) error {
 	cw := csv.NewWriter(out)
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	f := csvFloat
 	if err := cw.Write([]string{"model", "repetitions", "targets", "exact_match", "exact_match_ci_low",
 		"exact_match_ci_high", "rouge_l", "rouge_l_ci_low", "rouge_l_ci_high"}); err != nil {
 		return err

@@ -120,8 +120,8 @@ func writeMarkdown(out io.Writer, axes []string, rows []row) error {
 
 // csvColumns are table.csv's numeric columns after run, the axes, loss,
 // model: the name and the value of a row. Numbers are plain fractions
-// written with the fewest digits that read back as the same float64, so the
-// file agrees with summary.json to the last bit and feeds other tools.
+// (csvFloat: the fewest digits that read back as the same float64, so the
+// file agrees with summary.json to the last bit) or counts (csvCounts).
 var csvColumns = []struct {
 	name string
 	val  func(row) float64
@@ -148,6 +148,10 @@ var csvColumns = []struct {
 	{"final_train_loss", func(w row) float64 { return w.FinalLoss }},
 }
 
+// csvCounts are the columns of table.csv that count (documents, steps):
+// integers there, where every other number is a float (csvFloat).
+var csvCounts = map[string]bool{"targets": true, "controls": true, "dp_steps": true}
+
 func writeCSV(out io.Writer, axes []string, rows []row) error {
 	cw := csv.NewWriter(out)
 	h := []string{"run"}
@@ -172,10 +176,13 @@ func writeCSV(out io.Writer, axes []string, rows []row) error {
 		rec = append(rec, w.Loss, w.Model)
 		for _, c := range cols {
 			v := c.val(w)
-			if math.IsNaN(v) {
+			switch {
+			case math.IsNaN(v):
 				rec = append(rec, "")
-			} else {
-				rec = append(rec, strconv.FormatFloat(v, 'g', -1, 64))
+			case csvCounts[c.name]:
+				rec = append(rec, strconv.FormatFloat(v, 'f', -1, 64))
+			default:
+				rec = append(rec, csvFloat(v))
 			}
 		}
 		if err := cw.Write(rec); err != nil {
