@@ -42,7 +42,8 @@ func auditCommand() *cli.Command {
 			"begin every --stride tokens, each scoring only the tokens the earlier ones did not (as\n" +
 			"transformers' perplexity guide does). Beside the statistics it runs the blind baseline,\n" +
 			"a classifier that reads the texts and never the model (Das et al. 2024): when it reaches\n" +
-			"AUC 0.6 the labels are separable without the model, and the report says so.\n" +
+			"AUC 0.6 (or falls to 0.4, ranking them backwards) the labels are separable without the\n" +
+			"model, and the report says so.\n" +
 			"\n" +
 			"Writes a new directory --out (refused if it exists): scores.parquet (an attack's columns,\n" +
 			"the tokens each text contributed, the blind score), summary.json (per statistic AUC and\n" +
@@ -397,13 +398,22 @@ func untilInterrupted(ctx context.Context, f func() error) error {
 // auditVerdict is the report's sentence on the blind baseline.
 func auditVerdict(b eval.AuditStat, separable bool) string {
 	auc := fmt.Sprintf("AUC %.3f [%.3f, %.3f]", float64(b.AUC), float64(b.AUCCI[0]), float64(b.AUCCI[1]))
+	if math.IsNaN(float64(b.AUCCI[0])) {
+		auc = fmt.Sprintf("AUC %.3f (no interval: --bootstrap 0)", float64(b.AUC))
+	}
+	if separable && float64(b.AUC) < 0.5 {
+		return fmt.Sprintf("The blind baseline, which reads the texts and never the model, ranks members and non-members "+
+			"backwards with %s, at or below %.1f: the texts alone still tell the classes apart (inverted out of fold; "+
+			"on a small set this is often the cross-validation's own artifact), so the statistics' AUCs here cannot be read as "+
+			"the model's without a larger or better-matched set.", auc, 1-blind.SeparableAUC)
+	}
 	if separable {
 		return fmt.Sprintf("The blind baseline, which reads the texts and never the model, tells members from non-members "+
 			"with %s, at or above %.1f: the labels are separable without the model (the classes differ in "+
 			"distribution: dates, topics, sources), so the statistics' AUCs here do not measure memorization.", auc, blind.SeparableAUC)
 	}
-	return fmt.Sprintf("The blind baseline, which reads the texts and never the model, reaches %s, below %.1f: the texts "+
-		"alone do not give the labels away, and the statistics' AUCs can be read as the model's.", auc, blind.SeparableAUC)
+	return fmt.Sprintf("The blind baseline, which reads the texts and never the model, reaches %s, within %.1f of 0.5: the "+
+		"texts alone do not give the labels away, and the statistics' AUCs can be read as the model's.", auc, blind.SeparableAUC-0.5)
 }
 
 // writeAudit writes every output into a temporary directory beside out

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/eval/blind"
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
@@ -169,6 +170,28 @@ func TestAuditBadInput(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, out)); err == nil {
 			t.Errorf("%s: wrote %s", tc.name, out)
+		}
+	}
+}
+
+// TestAuditVerdict: the report's sentence on the blind baseline for an AUC
+// above, around and far below 0.5, and without bootstrap intervals (a
+// probe read "AUC 1.000 [NaN, NaN]", and "the texts alone do not give the
+// labels away" for a blind AUC of 0).
+func TestAuditVerdict(t *testing.T) {
+	nan := eval.Num(math.NaN())
+	for _, tc := range []struct {
+		b         eval.AuditStat
+		want, not string
+	}{
+		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0.9, AUCCI: [2]eval.Num{0.85, 0.95}}}, "separable without the model", "backwards"},
+		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0.52, AUCCI: [2]eval.Num{0.45, 0.6}}}, "do not give the labels away", "separable"},
+		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0, AUCCI: [2]eval.Num{0, 0}}}, "ranks members and non-members backwards", "do not give"},
+		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 1, AUCCI: [2]eval.Num{nan, nan}}}, "AUC 1.000 (no interval: --bootstrap 0)", "NaN"},
+	} {
+		got := auditVerdict(tc.b, blind.Result{AuditStat: tc.b}.Separable())
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("AUC %v: %q; want it to say %q and not %q", tc.b.AUC, got, tc.want, tc.not)
 		}
 	}
 }

@@ -179,9 +179,14 @@ type Result struct {
 	eval.AuditStat
 }
 
-// Separable says the texts alone tell the classes apart (AUC at least
-// SeparableAUC).
-func (r Result) Separable() bool { return float64(r.AUC) >= SeparableAUC }
+// Separable says the texts alone tell the classes apart: an AUC at least
+// SeparableAUC, or as far below 0.5 (the classes told apart and ranked
+// backwards out of fold; on a small set often cross-validation's own
+// artifact, the held-out class being scarcer in its training folds).
+func (r Result) Separable() bool {
+	a := float64(r.AUC)
+	return a >= SeparableAUC || a <= 1-SeparableAUC
+}
 
 // Evaluate scores the texts (Scores) and the scores against the labels
 // with eval's AUC and stratified bootstrap (b resamples, seed bootSeed).

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/eval"
 )
 
 // corpus draws n texts of 40 words from a vocabulary of 300; plant, when
@@ -102,6 +104,20 @@ func TestBadInput(t *testing.T) {
 		texts := make([]string, len(tc.member))
 		if _, err := Scores(texts, tc.member, tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// TestSeparableBothWays: a blind AUC as far below 0.5 as SeparableAUC is
+// above it separates the classes too (ranked backwards); near 0.5 does not.
+func TestSeparableBothWays(t *testing.T) {
+	for _, tc := range []struct {
+		auc float64
+		sep bool
+	}{{1, true}, {0.6, true}, {0.55, false}, {0.5, false}, {0.45, false}, {0.4, true}, {0, true}} {
+		r := Result{AuditStat: eval.AuditStat{MIAStat: eval.MIAStat{AUC: eval.Num(tc.auc)}}}
+		if r.Separable() != tc.sep {
+			t.Errorf("AUC %v: separable %v, want %v", tc.auc, r.Separable(), tc.sep)
 		}
 	}
 }
