@@ -22,6 +22,7 @@ func hoistFlags(app *cli.App, args []string) []string {
 		i += flagArgs(app.Flags, args[i:])
 	}
 	out = append(out, args[1:i]...)
+	appEnd := len(out) // where the app's flags found later go
 	cmds := app.Commands
 	var cmd *cli.Command
 	for i < len(args) && !isFlag(args[i]) {
@@ -36,13 +37,19 @@ func hoistFlags(app *cli.App, args []string) []string {
 	if cmd == nil || cmd.SkipFlagParsing {
 		return append(out, args[i:]...)
 	}
-	var flags, positional []string
+	var global, flags, positional []string
 	for i < len(args) {
 		a := args[i]
 		switch {
 		case a == "--":
 			positional = append(positional, args[i:]...)
 			i = len(args)
+		case isFlag(a) && !hasFlag(cmd.Flags, a) && hasFlag(app.Flags, a):
+			// The app's own flag after the command (memo run x.toml
+			// --log-level debug) goes before the command, where it is read.
+			n := flagArgs(app.Flags, args[i:])
+			global = append(global, args[i:i+n]...)
+			i += n
 		case isFlag(a):
 			n := flagArgs(cmd.Flags, args[i:])
 			flags = append(flags, args[i:i+n]...)
@@ -52,8 +59,23 @@ func hoistFlags(app *cli.App, args []string) []string {
 			i++
 		}
 	}
+	out = append(out[:appEnd], append(global, out[appEnd:]...)...)
 	out = append(out, flags...)
 	return append(out, positional...)
+}
+
+// hasFlag reports whether the flag argument a (-x, --name or --name=v)
+// names one of flags.
+func hasFlag(flags []cli.Flag, a string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isFlag reports whether an argument is a flag: a dash and a name ("-" alone

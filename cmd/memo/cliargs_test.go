@@ -29,6 +29,10 @@ func TestHoistFlags(t *testing.T) {
 		{"memo run x.toml -- --nproc", "memo run x.toml -- --nproc"},
 		{"memo nosuch x --nproc 2", "memo nosuch x --nproc 2"},
 		{"memo run x.toml -", "memo run x.toml -"},
+		// The app's flags after the command go before it (COMMANDS.md:
+		// flags anywhere).
+		{"memo run x.toml --log-level debug --force", "memo --log-level debug run --force x.toml"},
+		{"memo --log-level info data build x.toml --log-level=warn --out d", "memo --log-level info --log-level=warn data build --out d x.toml"},
 	} {
 		got := hoistFlags(app, strings.Fields(tc.in))
 		if want := strings.Fields(tc.want); !reflect.DeepEqual(got, want) {

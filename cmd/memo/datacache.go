@@ -13,14 +13,23 @@ import (
 
 // cacheDir is --cache, else MEMO_CACHE, else the default cache
 // (data.ResolveCacheDir); a path there that is not a directory is refused,
-// named with cmd.
+// named with cmd, and so is a --cache that does not exist for a command
+// that only reads the cache (a typo would list an empty one).
 func cacheDir(c *cli.Context, cmd string) (string, error) {
 	dir := data.ResolveCacheDir(c.String("cache"))
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
 		return "", usageError("%s: the cache %s is not a directory (--cache or MEMO_CACHE names a directory)", cmd, dir)
+	case err != nil && c.IsSet("cache") && readsCache[cmd]:
+		return "", usageError("%s: --cache %s does not exist", cmd, dir)
 	}
 	return dir, nil
 }
+
+// readsCache are the commands that only read or prune a cache, never
+// start one.
+var readsCache = map[string]bool{"data ls": true, "data gc": true, "references ls": true, "references rm": true}
 
 func runDataLs(c *cli.Context) error {
 	if c.NArg() != 0 {

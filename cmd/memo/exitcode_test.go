@@ -109,6 +109,7 @@ func TestExitCodes(t *testing.T) {
 		// silent default).
 		{"a file as --runs", []string{"run", "--runs", "one.jsonl", "warmup.toml", "--set", "train.steps=100"}, "--runs one.jsonl: not a directory"},
 		{"a file as the cache", []string{"data", "ls", "--cache", "one.jsonl"}, "data ls: the cache one.jsonl is not a directory"},
+		{"a cache that is not there", []string{"data", "ls", "--cache", "no/such/cache"}, "data ls: --cache no/such/cache does not exist"},
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},

@@ -178,6 +178,9 @@ func modelArgs(cmd string, c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError("%s: unexpected argument %q: the model is --model DIR and the input --ids-json FILE%s", cmd, c.Args().First(), map[bool]string{true: " or --prompt TEXT"}[cmd == "generate"])
 	}
+	if _, err := os.Stat(c.String("model")); err != nil {
+		return usageError("%s: --model %s does not exist", cmd, c.String("model"))
+	}
 	return nil
 }
 
@@ -298,6 +301,9 @@ func generateAction(c *cli.Context) error {
 		return err
 	}
 	prompt := c.String("prompt")
+	if c.IsSet("prompt") && prompt == "" {
+		return usageError("generate: --prompt is empty: give the text to continue")
+	}
 	if (prompt == "") == (c.String("ids-json") == "") {
 		return usageError("generate: give exactly one of --ids-json FILE and --prompt TEXT")
 	}

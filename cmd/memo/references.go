@@ -14,7 +14,7 @@ func referencesCommand() *cli.Command {
 	cacheFlag := &cli.StringFlag{Name: "cache", Usage: "cache `DIR` (default $MEMO_CACHE or ~/.cache/memo)"}
 	return &cli.Command{
 		Name:  "references",
-		Usage: "list or remove the reference models of calibrated attacks (CACHE/references)",
+		Usage: "train, list or remove the reference models of calibrated attacks (CACHE/references)",
 		Description: "A spec with mia.references = K trains K reference models once and keeps them in the\n" +
 			"cache, keyed by the dataset, the settings and the half of the candidate pool each trained\n" +
 			"on; any later run that asks for the same model reuses it (docs/ATTACKS.md).",

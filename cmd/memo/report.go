@@ -32,8 +32,10 @@ func reportCommand() *cli.Command {
 				return usageError("report: want one directory, got %d arguments", c.NArg())
 			}
 			dir := c.Args().First()
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return usageError("report: %s is not a directory", dir)
+			if st, err := os.Stat(dir); err != nil {
+				return usageError("report: %s does not exist (want a run or sweep directory)", dir)
+			} else if !st.IsDir() {
+				return usageError("report: %s is not a directory (want a run or sweep directory)", dir)
 			}
 			if err := checkReportDir(dir); err != nil {
 				return err
