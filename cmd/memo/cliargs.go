@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -166,4 +170,46 @@ func atLeast(c *cli.Context, cmd string, min int, flags ...string) error {
 		}
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a JSON input in the user's terms:
+// encoding/json names Go types ("[][]json.RawMessage").
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := ""
+		if te.Field != "" {
+			where = " in " + te.Field
+		}
+		return fmt.Sprintf("a JSON %s%s where %s goes", te.Value, where, jsonKind(te.Type))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("not JSON at byte %d: %v", se.Offset, se)
+	}
+	return err.Error()
+}
+
+// jsonKind names what JSON value decodes into t.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 { // json.RawMessage: any value
+			return "a value"
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }

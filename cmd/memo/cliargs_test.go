@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,6 +38,37 @@ func TestHoistFlags(t *testing.T) {
 		got := hoistFlags(app, strings.Fields(tc.in))
 		if want := strings.Fields(tc.want); !reflect.DeepEqual(got, want) {
 			t.Errorf("hoistFlags(%q) = %q, want %q", tc.in, got, want)
+		}
+	}
+}
+
+// TestJSONProblem: a JSON input's problem in the file's terms, never a Go
+// type (a probe read "into Go value of type [][]json.RawMessage").
+func TestJSONProblem(t *testing.T) {
+	var rows [][]json.RawMessage
+	var wrapped struct {
+		IDs [][]json.RawMessage `json:"ids"`
+	}
+	var req struct {
+		IDs *[]int64 `json:"ids"`
+	}
+	for _, tc := range []struct {
+		in   string
+		into any
+		want string
+	}{
+		{`{"ids": [5, 6]}`, &wrapped, "a JSON number in ids where an array goes"},
+		{`[[1, 2], 3]`, &rows, "a JSON number where an array goes"},
+		{`[1, 2, 3]`, &req, "a JSON array where an object goes"},
+		{`{"ids": "x"}`, &req, "a JSON string in ids where an array goes"},
+		{`nope`, &rows, "not JSON at byte 2"},
+	} {
+		err := json.Unmarshal([]byte(tc.in), tc.into)
+		if err == nil {
+			t.Fatalf("%s: decoded", tc.in)
+		}
+		if got := jsonProblem(err); !strings.Contains(got, tc.want) || strings.Contains(got, "Go ") {
+			t.Errorf("%s: %q, want it to say %q", tc.in, got, tc.want)
 		}
 	}
 }

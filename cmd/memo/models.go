@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,8 +128,11 @@ func readIDRows(cmd, src string) ([][]int32, error) {
 	var loose [][]json.RawMessage
 	if err := json.Unmarshal(raw, &wrapped); err == nil && wrapped.IDs != nil {
 		loose = wrapped.IDs
-	} else if err := json.Unmarshal(raw, &loose); err != nil {
-		return nil, usageError("%s: --ids-json %s: want {\"ids\": [[...], ...]} or [[...], ...] of token ids (%v)", cmd, src, err)
+	} else if lerr := json.Unmarshal(raw, &loose); lerr != nil {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' && err != nil {
+			lerr = err // an object: what is wrong inside it
+		}
+		return nil, usageError("%s: --ids-json %s: want {\"ids\": [[...], ...]} or [[...], ...], rows of token ids (found %s)", cmd, src, jsonProblem(lerr))
 	}
 	if len(loose) == 0 {
 		return nil, usageError("%s: --ids-json %s holds no rows", cmd, src)

@@ -89,7 +89,7 @@ func decodeIDs(c *cli.Context, tok *data.Tokenizer, in []byte) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(in))
 	if err := dec.Decode(&req); err != nil {
-		return usageError("tokenize --decode: stdin: want {\"ids\": [...]} of integer ids: %v", err)
+		return usageError("tokenize --decode: stdin: want {\"ids\": [...]} of integer ids (found %s)", jsonProblem(err))
 	}
 	if dec.More() {
 		return usageError("tokenize --decode: stdin: want one JSON object {\"ids\": [...]}, found more after it")
