@@ -40,13 +40,13 @@ func indexCommand() *cli.Command {
 			},
 			{
 				Name:      "count",
-				Usage:     "count a text on stdin (tokenized as the corpus was) or --ids-json ids in DIR's index",
+				Usage:     "count a text on stdin (tokenized as the corpus was, so a leading space counts) or --ids-json ids in DIR's index",
 				ArgsUsage: "DIR",
 				Description: "Prints the count (each training document counted as often as an epoch holds it)\n" +
 					"and the occurrences (positions); --json prints {\"count\": N, ...}. --random N\n" +
 					"times N counts of random windows of the corpus instead. " + where,
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "ids-json", Usage: "stdin is {\"ids\": [...]}, token ids, not text"},
+					&cli.BoolFlag{Name: "ids-json", Usage: "stdin is {\"ids\": [...]}, token ids, not text (a switch: give the file on stdin, < FILE)"},
 					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 					&cli.BoolFlag{Name: "locate", Usage: "also list where: doc_id and token offset of each occurrence"},
 					&cli.IntFlag{Name: "limit", Value: 100, Usage: "list at most `N` occurrences with --locate (0: all)"},
@@ -63,7 +63,11 @@ func indexCommand() *cli.Command {
 // indexDataset opens the dataset named by a command's one argument.
 func indexDataset(c *cli.Context, cmd string) (*data.Dataset, error) {
 	if c.NArg() != 1 {
-		return nil, usageError("index %s: want one argument, a run directory, its data/ or a dataset-cache entry (got %q)", cmd, c.Args().Slice())
+		hint := ""
+		if cmd == "count" && c.Bool("ids-json") && c.NArg() == 2 {
+			hint = "; --ids-json is a switch here: the ids come on stdin (memo index count DIR --ids-json < FILE)"
+		}
+		return nil, usageError("index %s: want one argument, a run directory, its data/ or a dataset-cache entry (got %q)%s", cmd, c.Args().Slice(), hint)
 	}
 	return openDatasetArg(c.Args().First(), "index "+cmd)
 }
