@@ -155,7 +155,8 @@ func TestStdoutWriteErrors(t *testing.T) {
 func TestSIGTERMLikeSIGINT(t *testing.T) {
 	exe := buildMemo(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		cmd := exec.Command(exe, "score", "--model", "unused", "--ids-json", "-")
+		// --model must exist (it is looked for first); it is never loaded.
+		cmd := exec.Command(exe, "score", "--model", t.TempDir(), "--ids-json", "-")
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
