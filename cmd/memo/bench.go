@@ -309,13 +309,11 @@ func runBenchScore(c *cli.Context) error {
 	if err := checkDevice("bench score", c); err != nil {
 		return err
 	}
-	for _, f := range []string{"seq", "batch", "reps"} {
-		if c.Int(f) < 1 {
-			return usageError("bench score: --%s %d: must be >= 1", f, c.Int(f))
-		}
+	if err := atLeast(c, "bench score", 1, "seq", "batch", "reps"); err != nil {
+		return err
 	}
-	if c.Int("threads") < 0 {
-		return usageError("bench score: --threads %d: must be >= 0", c.Int("threads"))
+	if err := atLeast(c, "bench score", 0, "threads"); err != nil {
+		return err
 	}
 	if _, err := precision.Parse(c.String("precision"), false); err != nil {
 		return usageError("bench score: --precision: %v", err)

@@ -67,10 +67,8 @@ func runBenchScan(c *cli.Context) error {
 			return usageError("bench scan: --%s %d: must be >= 1", f.name, f.v)
 		}
 	}
-	for _, f := range []string{"threads", "generate", "gen-batch"} {
-		if c.Int(f) < 0 {
-			return usageError("bench scan: --%s %d: must be >= 0", f, c.Int(f))
-		}
+	if err := atLeast(c, "bench scan", 0, "threads", "generate", "gen-batch"); err != nil {
+		return err
 	}
 	if k := c.Int("generate"); k > c.Int("sequences") {
 		return usageError("bench scan: --generate %d: more than --sequences %d", k, c.Int("sequences"))

@@ -70,16 +70,20 @@ func hoistFlags(app *cli.App, args []string) []string {
 
 // hasFlag reports whether the flag argument a (-x, --name or --name=v)
 // names one of flags.
-func hasFlag(flags []cli.Flag, a string) bool {
+func hasFlag(flags []cli.Flag, a string) bool { return lookupFlag(flags, a) != nil }
+
+// lookupFlag is the one of flags that the flag argument a (-x, --name or
+// --name=v) names, or nil.
+func lookupFlag(flags []cli.Flag, a string) cli.Flag {
 	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
-				return true
+				return f
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 // isFlag reports whether an argument is a flag: a dash and a name ("-" alone
@@ -90,20 +94,11 @@ func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
 // flag with a separate value (--nproc 2), else 1 (--force, --nproc=2, or an
 // unknown flag, which the command's parser will then refuse).
 func flagArgs(flags []cli.Flag, args []string) int {
-	name := strings.TrimLeft(args[0], "-")
-	if strings.Contains(name, "=") || len(args) < 2 {
+	if strings.Contains(args[0], "=") || len(args) < 2 {
 		return 1
 	}
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if v, ok := f.(cli.DocGenerationFlag); ok && v.TakesValue() {
-				return 2
-			}
-			return 1
-		}
+	if v, ok := lookupFlag(flags, args[0]).(cli.DocGenerationFlag); ok && v.TakesValue() {
+		return 2
 	}
 	return 1
 }

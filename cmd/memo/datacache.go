@@ -13,29 +13,34 @@ import (
 
 // cacheDir is --cache, else MEMO_CACHE, else the default cache
 // (data.ResolveCacheDir); a path there that is not a directory is refused,
-// named with cmd, and so is a --cache that does not exist for a command
-// that only reads the cache (a typo would list an empty one).
+// named with cmd.
 func cacheDir(c *cli.Context, cmd string) (string, error) {
 	dir := data.ResolveCacheDir(c.String("cache"))
-	st, err := os.Stat(dir)
-	switch {
-	case err == nil && !st.IsDir():
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return "", usageError("%s: the cache %s is not a directory (--cache or MEMO_CACHE names a directory)", cmd, dir)
-	case err != nil && c.IsSet("cache") && readsCache[cmd]:
+	}
+	return dir, nil
+}
+
+// existingCache is cacheDir for a command that only reads or prunes a
+// cache: a --cache that does not exist is refused too (a typo would list
+// an empty one).
+func existingCache(c *cli.Context, cmd string) (string, error) {
+	dir, err := cacheDir(c, cmd)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(dir); err != nil && c.IsSet("cache") {
 		return "", usageError("%s: --cache %s does not exist", cmd, dir)
 	}
 	return dir, nil
 }
 
-// readsCache are the commands that only read or prune a cache, never
-// start one.
-var readsCache = map[string]bool{"data ls": true, "data gc": true, "references ls": true, "references rm": true}
-
 func runDataLs(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError("data ls: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
 	}
-	cache, err := cacheDir(c, "data ls")
+	cache, err := existingCache(c, "data ls")
 	if err != nil {
 		return err
 	}
@@ -86,7 +91,7 @@ func runDataGC(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError("data gc: takes no arguments (got %q); the cache is --cache DIR", c.Args().Slice())
 	}
-	cache, err := cacheDir(c, "data gc")
+	cache, err := existingCache(c, "data gc")
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func referencesCommand() *cli.Command {
 					if c.NArg() != 0 {
 						return usageError("references ls: takes no arguments (got %q)", c.Args().Slice())
 					}
-					cache, err := cacheDir(c, "references ls")
+					cache, err := existingCache(c, "references ls")
 					if err != nil {
 						return err
 					}
@@ -83,7 +83,7 @@ func referencesCommand() *cli.Command {
 					if c.NArg() == 0 {
 						return usageError("references rm: want one or more KEYs (see `memo references ls`)")
 					}
-					cache, err := cacheDir(c, "references rm")
+					cache, err := existingCache(c, "references rm")
 					if err != nil {
 						return err
 					}
