@@ -101,6 +101,9 @@ func auditArgs(c *cli.Context) error {
 	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size", "threads"); err != nil {
 		return err
 	}
+	if err := checkInferenceFlags(c, "audit"); err != nil {
+		return err
+	}
 	out := c.String("out")
 	if err := checkNewFile("audit: --out", out); err != nil {
 		return err

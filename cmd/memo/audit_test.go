@@ -157,6 +157,10 @@ func TestAuditBadInput(t *testing.T) {
 		{"stride at the window", []string{"--data", good, "--window", "16", "--stride", "16"}, "--stride 16"},
 		{"window past the context", []string{"--data", good, "--window", "100000"}, "--window 100000"},
 		{"no data", nil, "give --data FILE"},
+		// The flags, not the spec keys extract.device and .precision
+		// they fill, and before any text is read or tokenized.
+		{"a device that is none", []string{"--data", good, "--device", "cuda:x"}, `--device "cuda:x": want`},
+		{"a precision that is none", []string{"--data", good, "--precision", "fp8"}, `--precision: precision "fp8"`},
 	} {
 		out := fmt.Sprintf("out%d", i)
 		r := memo(append([]string{"audit", "--model", run, "--out", out}, tc.args...)...)
@@ -164,6 +168,9 @@ func TestAuditBadInput(t *testing.T) {
 		last := lines[len(lines)-1]
 		if r.code != 2 || !strings.HasPrefix(last, "memo: ") || !strings.Contains(last, tc.want) || strings.Contains(r.stderr, "goroutine") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and one memo: line with %q", tc.name, r.code, r.stderr, tc.want)
+		}
+		if strings.Contains(r.stderr, "extract.") {
+			t.Errorf("%s: stderr %q names a spec key; audit has only flags", tc.name, r.stderr)
 		}
 		if strings.Contains(r.stderr, "scoring windows") {
 			t.Errorf("%s: scoring began before the refusal", tc.name)

@@ -86,7 +86,7 @@ func TestInputErrorContract(t *testing.T) {
 		{"score: an extra argument", []string{"score", "--model", "hf", "--ids-json", "ids.json", "other"}, `unexpected argument "other"`, false},
 		{"score: a value that is no id", []string{"score", "--model", "hf", "--ids-json", "bad.json"}, `row 1, position 1: "a" is not a token id`, false},
 		{"score: a one-token row", []string{"score", "--model", "hf", "--ids-json", "one.json"}, "row 1 has one token", false},
-		{"score: --device, not train.device", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--device", "cuda"}, `--device = "cuda": CUDA is not available`, cudaErr == nil},
+		{"score: --device, not train.device", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--device", "cuda"}, `--device "cuda": CUDA is not available`, cudaErr == nil},
 		{"extract --set of a training key", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "train.lr=1"}, "extract takes only extract.KEY=VALUE; train.lr is not an attack setting", false},
 		{"a run name in another script", []string{"config", "jp.toml"}, "use ASCII letters", false},
 		{"sweep --slurm: --runs with a space", []string{"sweep", "--slurm", "--dry-run", "--runs", "dir with space", "grid.toml"}, "holds a space", false},

@@ -88,12 +88,8 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 // are bad input (exit 2): the user named the model.
 func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
 	path, device, prec := c.String("model"), c.String("device"), c.String("precision")
-	dev, err := torchx.ResolveDeviceFor("--device", device)
-	if err != nil {
-		return nil, "", usageError("%s: %v", cmd, err)
-	}
-	if err := precision.Check(prec, false, dev); err != nil {
-		return nil, "", usageError("%s: --precision: %v", cmd, err)
+	if err := checkInferenceFlags(c, cmd); err != nil {
+		return nil, "", err
 	}
 	t0 := time.Now()
 	g, dir, err := checkpoint.LoadModel(path, device, prec)
@@ -104,6 +100,19 @@ func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil
+}
+
+// checkInferenceFlags refuses, as bad input naming the flag, a --device
+// this process cannot use or a --precision inference does not take there.
+func checkInferenceFlags(c *cli.Context, cmd string) error {
+	dev, err := torchx.ResolveDeviceFor("--device", c.String("device"))
+	if err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	if err := precision.Check(c.String("precision"), false, dev); err != nil {
+		return usageError("%s: --precision: %v", cmd, err)
+	}
+	return nil
 }
 
 // readIDRows reads {"ids": [[...]]} or [[...]] from a file or stdin.

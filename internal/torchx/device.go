@@ -51,19 +51,25 @@ func ResolveDevice(name string) (gotch.Device, error) {
 // ResolveDeviceFor is ResolveDevice with errors naming key, the spec key
 // or flag the name came from ("extract.device", "--device").
 func ResolveDeviceFor(key, name string) (gotch.Device, error) {
+	// A flag reads as typed (--device "cuda:x"), a spec key as in the TOML.
+	sep := " = "
+	if strings.HasPrefix(key, "-") {
+		sep = " "
+	}
+	key += sep
 	cuda, index, err := ParseDevice(name)
 	if err != nil {
-		return gotch.CPU, fmt.Errorf("%s = %q: %w", key, name, err)
+		return gotch.CPU, fmt.Errorf("%s%q: %w", key, name, err)
 	}
 	if !cuda {
 		return gotch.CPU, nil
 	}
 	if !gotch.CUDA.IsAvailable() {
-		return gotch.CPU, fmt.Errorf("%s = %q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
+		return gotch.CPU, fmt.Errorf("%s%q: CUDA is not available to this libtorch (a CPU-only build, or no GPU visible to the process); "+
 			"use \"cpu\", or build memo against a CUDA libtorch (LIBTORCH=python or LIBTORCH=/path/to/libtorch bash scripts/setup.sh; docs/GPU.md, \"PyTorch, CUDA and devices\")", key, name)
 	}
 	if n := gotch.CUDA.DeviceCount(); int64(index) >= n {
-		return gotch.CPU, fmt.Errorf("%s = %q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", key, name, n, n-1)
+		return gotch.CPU, fmt.Errorf("%s%q: libtorch sees %d GPU(s), cuda:0 to cuda:%d", key, name, n, n-1)
 	}
 	return gotch.CudaBuilder(uint(index)), nil
 }
