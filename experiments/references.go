@@ -124,7 +124,12 @@ func TrainReferences(ctx context.Context, spec *Spec, runsRoot string, indices [
 	}
 	dir := RunDir(spec, runsRoot)
 	if _, err := os.Stat(filepath.Join(dir, "data", "report.json")); err != nil {
-		return badinput.Errorf("%s has no dataset yet: build it first with `memo run --stages data %s`", dir, spec.file)
+		// The command to paste must build where this one looks.
+		runs := ""
+		if filepath.Clean(runsRoot) != "runs" {
+			runs = " --runs " + runsRoot
+		}
+		return badinput.Errorf("%s has no dataset yet: build it first with `memo run --stages data%s %s`", dir, runs, spec.file)
 	}
 	return trainReferences(ctx, spec, dir, indices, false)
 }

@@ -105,8 +105,10 @@ func TestReferences(t *testing.T) {
 	s := *spec
 	s.Name, s.Data.CacheDir = "d", t.TempDir()
 	runsD := filepath.Join(t.TempDir(), "runs")
-	if err := TrainReferences(context.Background(), &s, runsD, []int{1}); err == nil {
-		t.Error("TrainReferences without the run's dataset succeeded")
+	// Refused, with a command that builds where it looked (a suggestion
+	// without --runs built into ./runs and was refused again).
+	if err := TrainReferences(context.Background(), &s, runsD, []int{1}); err == nil || !strings.Contains(err.Error(), "memo run --stages data --runs "+runsD+" ") {
+		t.Errorf("TrainReferences without the run's dataset: %v; want a refusal naming memo run --stages data --runs %s", err, runsD)
 	}
 	if _, err := Run(context.Background(), &s, runsD, Options{Stages: []string{"data"}}); err != nil {
 		t.Fatal(err)
