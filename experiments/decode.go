@@ -134,32 +134,21 @@ func describeGoType(t string) string {
 }
 
 // keyAt names the dotted key defined on a line of doc, tracking [table]
-// headers above it ("" when the line holds no key).
+// headers above it: a header line names its table, any other line that
+// sets no key the table it sits in ("" at the top level).
 func keyAt(doc []byte, line int) string {
-	table := ""
-	for i, l := range strings.Split(string(doc), "\n") {
-		s := strings.TrimSpace(l)
-		if h, ok := tableHeader(s); ok {
-			table = h
-			if i+1 == line {
-				return h
-			}
-			continue
+	name := ""
+	walkSpec(doc, func(l int, table, key string) bool {
+		if l < line {
+			return true
 		}
-		if i+1 != line {
-			continue
+		name = table
+		if key != "" {
+			name = joinKey(table, key)
 		}
-		k, _, ok := strings.Cut(s, "=")
-		if !ok {
-			return table
-		}
-		k = unquoteKey(strings.TrimSpace(k))
-		if table == "" {
-			return k
-		}
-		return table + "." + k
-	}
-	return ""
+		return false
+	})
+	return name
 }
 
 // keyLine finds the line defining a dotted key, 0 when the file does not set it.
@@ -178,26 +167,35 @@ func keyLine(doc []byte, key string) int {
 // the key as written of each key = value line of doc, in order, until fn
 // returns false.
 func eachKey(doc []byte, fn func(line int, full, key string) bool) {
+	walkSpec(doc, func(line int, table, key string) bool {
+		return key == "" || fn(line, joinKey(table, key), key)
+	})
+}
+
+// walkSpec calls fn with each line of doc, in order, until fn returns
+// false: its number, the [table] it sits in (or heads) and the key it
+// sets, "" for a header, comment or any line without key = value.
+func walkSpec(doc []byte, fn func(line int, table, key string) bool) {
 	table := ""
 	for i, l := range strings.Split(string(doc), "\n") {
 		s := strings.TrimSpace(l)
+		key := ""
 		if h, ok := tableHeader(s); ok {
 			table = h
-			continue
+		} else if k, _, ok := strings.Cut(s, "="); ok && !strings.HasPrefix(s, "#") {
+			key = unquoteKey(strings.TrimSpace(k))
 		}
-		k, _, ok := strings.Cut(s, "=")
-		if !ok || strings.HasPrefix(s, "#") {
-			continue
-		}
-		k = unquoteKey(strings.TrimSpace(k))
-		full := k
-		if table != "" {
-			full = table + "." + k
-		}
-		if !fn(i+1, full, k) {
+		if !fn(i+1, table, key) {
 			return
 		}
 	}
+}
+
+func joinKey(table, key string) string {
+	if table == "" {
+		return key
+	}
+	return table + "." + key
 }
 
 func tableHeader(s string) (string, bool) {

@@ -112,9 +112,19 @@ func TestClosest(t *testing.T) {
 }
 
 func TestKeyAtAndLine(t *testing.T) {
-	doc := []byte("name = 'x'\n[goldfish]\n# comment\nk = 4\n[sweep]\n\"model.preset\" = ['a']\n")
-	if got := keyAt(doc, 4); got != "goldfish.k" {
-		t.Errorf("keyAt(4) = %q", got)
+	doc := []byte("name = 'x'\n[goldfish]\n# comment = 1\nk = 4\n[sweep]\n\"model.preset\" = ['a']\n")
+	for line, want := range map[int]string{
+		1: "name",               // a top-level key
+		2: "goldfish",           // a header names its table
+		3: "goldfish",           // a comment, even with "=", sets no key
+		4: "goldfish.k",         // a key under its table
+		6: "sweep.model.preset", // a quoted dotted key
+		7: "sweep",              // the empty last line
+		9: "",                   // past the end
+	} {
+		if got := keyAt(doc, line); got != want {
+			t.Errorf("keyAt(%d) = %q, want %q", line, got, want)
+		}
 	}
 	if got := keyLine(doc, "sweep.model.preset"); got != 6 {
 		t.Errorf("keyLine = %d, want 6", got)
