@@ -93,7 +93,11 @@ func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath
 	if gs != nil {
 		sum.Guesses = summarizeGuesses(rows, gs, samples, cfg)
 	}
-	sum.Completions = path
+	// Absolute, as extract records the checkpoint and run beside it: a
+	// summary names the same files wherever it is read from.
+	if sum.Completions, err = filepath.Abs(path); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
 	sum.Calibrated = cal
 	sum.Approx = summarizeApprox(comps, meta[provenance.Approx])
 	if err := sum.setProvenance(meta); err != nil {

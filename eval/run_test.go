@@ -170,6 +170,17 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 	if again.Members.ExactMatchCI != sum.Members.ExactMatchCI {
 		t.Errorf("CI changed between runs: %v vs %v", again.Members.ExactMatchCI, sum.Members.ExactMatchCI)
 	}
+
+	// The completions' path is absolute, as the checkpoint's and run's
+	// are, however eval was given it.
+	t.Chdir(dir)
+	rel, err := Run(DefaultConfig(), "completions.arrow", gf, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "completions.arrow"); rel.Completions != want || sum.Completions != want {
+		t.Errorf("completions %q (given a relative path), %q (a directory); want %q", rel.Completions, sum.Completions, want)
+	}
 }
 
 func TestRunReferenceAndErrors(t *testing.T) {

@@ -45,6 +45,7 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 
 // Summary is summary.json.
 type Summary struct {
+	// Completions is the absolute path of the completions scored.
 	Completions string `json:"completions"`
 	// Checkpoint, Run, Step, ModelSHA256 and Model identify the model
 	// attacked (its checkpoint directory, run directory, optimizer step,
