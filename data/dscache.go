@@ -168,6 +168,23 @@ func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
 	}
 }
 
+// LockEntry takes the lock of the cache entry in dir, waiting while
+// another live process holds it, and keeps it fresh until release: what a
+// writer of a file into an existing entry (an index build) holds, so that
+// gc neither removes the entry under it nor takes its temporary file for
+// a dead writer's.
+func LockEntry(ctx context.Context, dir string) (release func() error, err error) {
+	lock, err := waitLock(ctx, filepath.Join(filepath.Dir(dir), locksDir, filepath.Base(dir)))
+	if err != nil {
+		return nil, err
+	}
+	stop := lock.Heartbeat(lockHeartbeat)
+	return func() error {
+		stop()
+		return lock.Release()
+	}, nil
+}
+
 // buildEntry builds into a temporary directory and renames it to the
 // entry; the caller holds the key's lock, so temporary directories of this
 // key are leftovers of builders that died, and an existing entry is one

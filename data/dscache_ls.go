@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -122,6 +123,49 @@ func foreignEntry(dir, key string) string {
 	return ""
 }
 
+// underEntryLock runs fn holding the lock of the entry key under root, or
+// returns the *runlock.HeldError of the live process that holds it.
+func underEntryLock(root, key string, fn func() error) error {
+	lockDir := filepath.Join(root, locksDir, key)
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return err
+	}
+	lock, err := runlock.AcquireStaleAfter(lockDir, lockStaleAfter)
+	if err != nil {
+		return err
+	}
+	err = fn()
+	if rerr := lock.Release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// deadWrites lists the temporary files of writes into the entry in dir
+// (of its files and tokens.idx) and builders' spools: a write in progress
+// holds the entry's lock (LockEntry), so under that lock each is a dead
+// writer's.
+func deadWrites(dir string) []CacheEntry {
+	ents, _ := os.ReadDir(dir)
+	var out []CacheEntry
+	for _, d := range ents {
+		if !d.Type().IsRegular() || !ownEntryFile(d.Name()) || isEntryFile(d.Name()) {
+			continue
+		}
+		t := CacheEntry{Key: filepath.Base(dir), Dir: filepath.Join(dir, d.Name()), Temporary: true}
+		if fi, err := d.Info(); err == nil {
+			t.Bytes, t.Created = fi.Size(), fi.ModTime()
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// isEntryFile reports whether name is one of an entry's own files.
+func isEntryFile(name string) bool {
+	return slices.Contains(append([]string{entryFile, IndexFile}, datasetFiles...), name)
+}
+
 // ownEntryFile reports whether name is a file the cache's builder writes
 // into an entry.
 func ownEntryFile(name string) bool {
@@ -203,9 +247,12 @@ type GCOptions struct {
 }
 
 // GCCache removes cache entries as opt says and returns them. An entry
-// whose key's lock is held (a build or a link in progress) is left alone.
-// Runs keep their own hard links or copies: removing an entry never breaks
-// a run, only makes the next build of its key build again.
+// whose key's lock is held (a build, a link or an index build in
+// progress) is left alone. Runs keep their own hard links or copies:
+// removing an entry never breaks a run, only makes the next build of its
+// key build again. In an entry it keeps, GCCache removes the temporary
+// files of writes that died (an index build killed outright), returned
+// with Dir the file's path.
 func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 	ents, err := ListCache(cache)
 	if err != nil {
@@ -218,37 +265,43 @@ func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 			slog.Info("data gc: not an entry memo made, left alone", "dir", e.Dir, "why", e.Foreign)
 			continue
 		}
-		if !(e.Temporary || e.Problem != "" || opt.All || (opt.Unused && e.Runs <= 0)) {
+		whole := e.Temporary || e.Problem != "" || opt.All || (opt.Unused && e.Runs <= 0)
+		temps := deadWrites(e.Dir)
+		if !whole && len(temps) == 0 {
 			continue
 		}
-		lockDir := filepath.Join(root, locksDir, e.Key)
-		if err := os.MkdirAll(lockDir, 0o755); err != nil {
-			return removed, fmt.Errorf("dataset cache: %w", err)
-		}
-		lock, err := runlock.AcquireStaleAfter(lockDir, lockStaleAfter)
-		var held *runlock.HeldError
-		if errors.As(err, &held) {
-			slog.Info("data gc: in use, left alone", "entry", e.Dir, "pid", held.Holder.PID, "host", held.Holder.Host)
-			continue
-		}
-		if err != nil {
-			return removed, err
-		}
-		if !opt.DryRun {
-			// Renamed first, so that no reader ever sees a half-removed entry.
-			aside := filepath.Join(root, fmt.Sprintf("%s%s-gc-%d", tmpPrefix, e.Key, time.Now().UnixNano()))
-			err = os.Rename(e.Dir, aside)
-			if err == nil {
-				err = os.RemoveAll(aside)
+		err := underEntryLock(root, e.Key, func() error {
+			if !whole {
+				for _, t := range temps {
+					if !opt.DryRun {
+						if err := os.Remove(t.Dir); err != nil {
+							return err
+						}
+					}
+					removed = append(removed, t)
+				}
+				return nil
 			}
+			if !opt.DryRun {
+				// Renamed first, so that no reader ever sees a half-removed entry.
+				aside := filepath.Join(root, fmt.Sprintf("%s%s-gc-%d", tmpPrefix, e.Key, time.Now().UnixNano()))
+				if err := os.Rename(e.Dir, aside); err != nil {
+					return err
+				}
+				if err := os.RemoveAll(aside); err != nil {
+					return err
+				}
+			}
+			removed = append(removed, e)
+			return nil
+		})
+		var held *runlock.HeldError
+		switch {
+		case errors.As(err, &held):
+			slog.Info("data gc: in use, left alone", "entry", e.Dir, "pid", held.Holder.PID, "host", held.Holder.Host)
+		case err != nil:
+			return removed, fmt.Errorf("dataset cache: remove from %s: %w", e.Dir, err)
 		}
-		if rerr := lock.Release(); err == nil {
-			err = rerr
-		}
-		if err != nil {
-			return removed, fmt.Errorf("dataset cache: remove %s: %w", e.Dir, err)
-		}
-		removed = append(removed, e)
 	}
 	if opt.All {
 		for _, tok := range TrainedTokenizers(cache) {

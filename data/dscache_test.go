@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,9 +258,10 @@ func TestDatasetCacheDeadBuilder(t *testing.T) {
 	}
 }
 
-// TestDatasetCacheGC: gc removes dead builders' temporary directories
-// always, entries no run links to with Unused, everything with All, and a
-// run keeps its dataset when its entry is removed.
+// TestDatasetCacheGC: gc removes dead builders' temporary directories and
+// dead writes' files in kept entries always, entries no run links to with
+// Unused, everything with All, and a run keeps its dataset when its entry
+// is removed.
 func TestDatasetCacheGC(t *testing.T) {
 	cache := t.TempDir()
 	cfg := concurrentConfig(cache)
@@ -300,16 +302,46 @@ func TestDatasetCacheGC(t *testing.T) {
 	if len(ents) != 3 || runs[keep] != 1 || runs[drop] != 0 || runs["0123"] != 0 {
 		t.Fatalf("ls: %+v, want the kept run's entry (1 run), the removed run's (0) and a temporary one", ents)
 	}
+
+	// A killed index build's temporary file in the kept entry goes; while
+	// an index build holds the entry's lock, its file stays.
+	keptDir := filepath.Join(cache, datasetsDir, keep)
+	dead := filepath.Join(keptDir, "."+IndexFile+".tmp-123456")
+	writeFile(t, dead, "half an index")
+	release, err := LockEntry(context.Background(), keptDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := GCCache(cache, GCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 1 || first[0].Dir != filepath.Join(cache, datasetsDir, tmpPrefix+"0123-456") {
+		t.Errorf("gc removed %+v, want only the dead builder's temporary directory", first)
+	}
+	if _, err := os.Stat(dead); err != nil {
+		t.Errorf("gc removed %s while the entry's lock was held: %v", dead, err)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+
 	removed, err := GCCache(cache, GCOptions{Unused: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, e := range removed {
-		got = append(got, e.Key)
+		got = append(got, e.Dir)
 	}
-	if len(got) != 2 || got[0] == keep || got[1] == keep {
-		t.Errorf("gc --unused removed %v, want the temporary directory and %s", got, drop)
+	if len(got) != 2 || !slices.Contains(got, dead) || !slices.Contains(got, filepath.Join(cache, datasetsDir, drop)) {
+		t.Errorf("gc --unused removed %v, want %s and %s", got, drop, dead)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", dead, err)
+	}
+	if _, err := os.Stat(filepath.Join(keptDir, IndexFile)); err != nil {
+		t.Errorf("the kept entry lost its index: %v", err)
 	}
 	if names := cacheEntries(t, cache); len(names) != 1 || names[0] != keep {
 		t.Errorf("after gc --unused: %v, want only %s", names, keep)

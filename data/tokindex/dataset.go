@@ -1,6 +1,7 @@
 package tokindex
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -58,11 +60,23 @@ func PathFor(ds *data.Dataset) string {
 }
 
 // BuildDataset indexes the training documents of ds (each weighted by
-// the times an epoch holds it) into path.
+// the times an epoch holds it) into path. Into a shared cache entry it
+// writes holding the entry's lock, waiting for another index build of it.
 func BuildDataset(ds *data.Dataset, path string, maxWindow int, progress io.Writer) (Stats, error) {
 	id, err := DatasetIdentity(ds)
 	if err != nil {
 		return Stats{}, err
+	}
+	if link, err := readCacheLink(ds.Dir()); err == nil && link.Entry != "" && filepath.Clean(filepath.Dir(path)) == filepath.Clean(link.Entry) {
+		release, err := data.LockEntry(context.Background(), link.Entry)
+		if err != nil {
+			return Stats{}, fmt.Errorf("index build: %w", err)
+		}
+		defer func() {
+			if err := release(); err != nil {
+				slog.Warn("index build: release the dataset cache lock", "entry", link.Entry, "err", err)
+			}
+		}()
 	}
 	opt := Options{Identity: id, Vocab: ds.Report().VocabSize, MaxWindow: maxWindow, Progress: progress}
 	return Build(path, opt, ds.ScanTrainDocs)
