@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
 )
@@ -48,7 +49,9 @@ func maskCommand() *cli.Command {
 			&cli.IntFlag{Name: "k", Value: 4, Usage: "drop about one target in `K` (>= 2)"},
 			&cli.IntFlag{Name: "h", Value: 13, Usage: "context width `H` of the hashed strategies (>= 1)"},
 			&cli.IntFlag{Name: "start", Usage: "first dropped position of the static strategy (>= 0)"},
-			&cli.Int64Flag{Name: "seed", Usage: "seed of the random strategy and key of the rolling hash"},
+			// A spec's goldfish.seed is its top-level seed unless set: the
+			// mask a default run trains with.
+			&cli.Int64Flag{Name: "seed", Value: experiments.Default().Seed, Usage: "seed of the random strategy and key of the rolling hash (a spec's goldfish.seed, which is its top-level seed unless set)"},
 			&cli.StringFlag{Name: "exempt", Usage: "comma-separated token `IDS` the rolling strategy never drops (e.g. EOS)"},
 			&cli.StringFlag{Name: "ids-json", Usage: "`FILE` holding a JSON array of target ids, or - for stdin"},
 			&cli.StringFlag{Name: "text", Usage: "text `FILE` to tokenize and show with dropped tokens marked"},

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/experiments"
 	"github.com/urfave/cli/v2"
 )
 
@@ -64,6 +66,34 @@ func TestMaskIDs(t *testing.T) {
 				t.Errorf("stdout %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMaskDefaultSeedIsASpecs: with no --seed, the seeded strategies drop
+// what a run with the default seed drops (a probe found --seed 0 against
+// a spec's 1234, another mask than training's).
+func TestMaskDefaultSeedIsASpecs(t *testing.T) {
+	ids := "[" + strings.TrimSuffix(strings.Repeat("7,3,9,", 40), ",") + "]"
+	for _, strategy := range []string{"random", "rolling"} {
+		spec, err := experiments.ParseBytes("x.toml", []byte("[goldfish]\nstrategy = \""+strategy+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := runMaskCmd(t, ids, "--strategy", strategy, "--ids-json", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeded, err := runMaskCmd(t, ids, "--strategy", strategy, "--seed", strconv.FormatInt(spec.Goldfish.Seed, 10), "--ids-json", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := runMaskCmd(t, ids, "--strategy", strategy, "--seed", "0", "--ids-json", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain != seeded || plain == other {
+			t.Errorf("%s: default %s, the spec's seed %d %s, seed 0 %s: want the default to be the spec's", strategy, plain, spec.Goldfish.Seed, seeded, other)
+		}
 	}
 }
 
