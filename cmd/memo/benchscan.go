@@ -46,8 +46,10 @@ func benchScanCommand() *cli.Command {
 			benchDeviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 		}, benchFlags("extract", benchScanDefaults,
-			benchKey{"prefix", "(>= 1)"}, benchKey{"suffix", "(>= 1)"},
-			benchKey{"batch_size", "(windows a pass, >= 1)"},
+			// The attack's keys, read here as the fixed mode reads them: a
+			// window is --prefix tokens of prompt and --suffix to match.
+			benchKey{"prefix", "(>= 1): here each window's prompt"}, benchKey{"suffix", "(>= 1): here each window's tokens after its prompt"},
+			benchKey{"batch_size", "windows a pass (>= 1)"},
 			benchKey{"precision", "(fp32, bf16 or fp16)"})),
 		Action: runBenchScan,
 	}
