@@ -41,7 +41,9 @@ func extractCommand() *cli.Command {
 			"with the run's own settings (its config.toml, no flag changing them, no --data);\n" +
 			"otherwise beside the checkpoint, under a name derived from the settings, e.g.\n" +
 			"RUN/checkpoints/step-000100.fixed-p50-s50.greedy.1a2b3c4d.completions.arrow, so\n" +
-			"another attack never overwrites the run's own completions.\n" +
+			"another attack never overwrites the run's own completions. With --model, in the\n" +
+			"--data run's directory (a Hugging Face directory is not memo's to write in):\n" +
+			"RUN/<model>.<settings>.completions.arrow.\n" +
 			"\n" +
 			"Prompt modes: reference cuts each document to the model's context and takes its last\n" +
 			"SUFFIX tokens as the suffix (the goldfish repository's evaluation); fixed takes the\n" +
@@ -52,7 +54,7 @@ func extractCommand() *cli.Command {
 		Flags: append(tableFlags("extract", extract.DefaultConfig()),
 			&cli.StringFlag{Name: "data", Usage: "run `DIR` whose data/ holds the documents (default: the model's run directory)"},
 			&cli.StringFlag{Name: "model", Usage: "attack this model instead of a run's: a Hugging Face directory or any memo checkpoint (`DIR`; needs --data and no RUN-DIR), e.g. a Pythia-style audit of an off-the-shelf model"},
-			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint)"},
+			&cli.StringFlag{Name: "out", Usage: "output `FILE` (default: RUN-DIR/completions.arrow for the run's own settings, else a name derived from the settings beside the checkpoint; with --model, in the --data run's directory)"},
 			&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 			&cli.StringSliceFlag{Name: "set", Usage: "override any [extract] key, `extract.KEY=VALUE` as in TOML (--set extract.top_k=40, --set extract.loki.rank=8), after config.toml and the flags; repeatable"},
 			&cli.BoolFlag{Name: "scan", Usage: "decide only greedy decoding's exact match and matched length, by one teacher-forced pass per batch instead of generating, into a .scan.parquet (no completions; see docs/DECODING.md, \"Scanning\")"},

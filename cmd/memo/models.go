@@ -54,7 +54,8 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 		Description: "With --ids-json prints {\"ids\": [[...], ...]}, the new tokens of each row (greedy,\n" +
 			"ties to the lowest id, the KV cache on). With --prompt TEXT the text is encoded with\n" +
 			"the model's own tokenizer (special tokens added as the tokenizer does) and the\n" +
-			"continuation printed as text; --json prints ids and text.\n" + modelArgHelp,
+			"prompt printed with its continuation as text; --json prints the continuation alone,\n" +
+			"its ids and text.\n" + modelArgHelp,
 		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag,
 			&cli.StringFlag{Name: "prompt", Usage: "a text prompt instead of --ids-json"},
 			&cli.IntFlag{Name: "max-new", Value: 32, Usage: "tokens to generate per row"},
