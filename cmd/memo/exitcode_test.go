@@ -37,7 +37,10 @@ func TestFailure(t *testing.T) {
 			"interrupted at step 7 of 20 (saved); the same command resumes"},
 		{"libtorch exception", fmt.Errorf("score: %w", errors.New("Libtorch API Error: index out of range in self\nException raised from operator() at ../aten/src/ATen/native/TensorAdvancedIndexing.cpp:1189\nframe #0: c10::Error::Error\n\ngoroutine 1 [running]:\nruntime/debug.Stack()")), 1,
 			"score: libtorch: index out of range in self"},
-		{"interrupted elsewhere", fmt.Errorf("extract: %w", context.Canceled), 130, "interrupted; the same command resumes"},
+		{"interrupted elsewhere", fmt.Errorf("run x: stage data: %w", context.Canceled), 130, "interrupted; the same command resumes"},
+		// extract and export keep nothing: they start over (a probe read
+		// "resumes" from extract, which then took as long as a fresh one).
+		{"interrupted, keeping nothing", errInterruptedAtOnce, 130, "interrupted; what it was writing was removed; the same command starts over"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg, code := failure(tc.err)

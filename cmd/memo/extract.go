@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -245,12 +246,22 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	torchx.Init(threads, uint64(cfg.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()
+	// Interrupted, extract keeps nothing: its files are written whole or
+	// not at all, and the same command starts over.
 	if c.Bool("scan") {
-		return scanWith(c, ctx, cfg, ckpt, ds, out)
+		if err := scanWith(c, ctx, cfg, ckpt, ds, out); ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return errInterruptedAtOnce
+		} else if err != nil {
+			return err
+		}
+		return nil
 	}
 	if err := extract.Run(ctx, cfg, ckpt, ds, out, trained); err != nil {
-		if errors.Is(err, extract.ErrConfig) {
+		switch {
+		case errors.Is(err, extract.ErrConfig):
 			return usageError("%v", err)
+		case ctx.Err() != nil && errors.Is(err, context.Canceled):
+			return errInterruptedAtOnce
 		}
 		return err
 	}

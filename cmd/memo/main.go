@@ -54,7 +54,8 @@ var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": tr
 // commands write their files under temporary names, so stopping them at
 // once loses only the work in flight.
 // errInterruptedAtOnce is what a command without a save of its own says
-// when interrupted: what it was writing is gone, nothing resumes.
+// when interrupted: what it was writing is gone, nothing resumes. extract
+// and export, which stop by themselves, say it too.
 var errInterruptedAtOnce = errors.New("interrupted; what it was writing was removed; the same command starts over")
 
 func exitOnInterrupt(args []string) {
@@ -238,6 +239,8 @@ func failure(err error) (string, int) {
 		return fmt.Sprintf("interrupted at step %d of %d (saved); the same command resumes", intr.Step, intr.Total), exitInterrupted
 	case errors.Is(err, errAuditInterrupted):
 		return errAuditInterrupted.Error(), exitInterrupted
+	case errors.Is(err, errInterruptedAtOnce):
+		return errInterruptedAtOnce.Error(), exitInterrupted
 	case errors.Is(err, context.Canceled):
 		return "interrupted; the same command resumes", exitInterrupted
 	case badinput.Is(err), errors.As(err, &held), errors.As(err, &ce),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -434,7 +433,7 @@ func exportAction(c *cli.Context) error {
 	}
 	if err := export(ctx, dir, out, opt); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("export: %w", context.Canceled) // its temporary directory is gone
+			return errInterruptedAtOnce // its temporary directory is gone
 		}
 		return usageError("export: %s", oneLine(err.Error()))
 	}
