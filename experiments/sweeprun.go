@@ -20,6 +20,8 @@ const (
 	PointFailed  = "failed"
 	// PointInterrupted is a run stopped by SIGINT or SIGTERM: it resumes.
 	PointInterrupted = "interrupted"
+	// PointNotStarted is a run the sweep was stopped before starting.
+	PointNotStarted = "not started"
 )
 
 // PointResult is how one grid point of a local sweep ended.
@@ -100,7 +102,7 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 				select {
 				case <-trained[p.Reuses]:
 				case <-ctx.Done():
-					res.Status, res.Err = PointInterrupted, ctx.Err()
+					res.Status = PointNotStarted
 					return
 				}
 				// Whether that run got as far as a trained model (it may
@@ -111,7 +113,7 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				res.Status, res.Err = PointInterrupted, ctx.Err()
+				res.Status = PointNotStarted
 				return
 			}
 			defer func() { <-sem }()
@@ -185,7 +187,7 @@ func lastErrorLine(path string) string {
 
 // Summary is a one-line-per-point account of a sweep for the terminal.
 func Summary(results []PointResult) string {
-	var done, skipped, failed, interrupted int
+	var done, skipped, failed, interrupted, notStarted int
 	out := ""
 	for _, r := range results {
 		switch r.Status {
@@ -195,10 +197,12 @@ func Summary(results []PointResult) string {
 			skipped++
 		case PointInterrupted:
 			interrupted++
+		case PointNotStarted:
+			notStarted++
 		default:
 			failed++
 		}
-		line := fmt.Sprintf("  %-8s %s", r.Status, r.Name)
+		line := fmt.Sprintf("  %-11s %s", r.Status, r.Name)
 		if r.Seconds > 0 {
 			line += fmt.Sprintf(" (%.0f s)", r.Seconds)
 		}
@@ -210,6 +214,9 @@ func Summary(results []PointResult) string {
 	head := fmt.Sprintf("sweep: %d done, %d already finished, %d failed", done, skipped, failed)
 	if interrupted > 0 {
 		head += fmt.Sprintf(", %d interrupted (the same command resumes them)", interrupted)
+	}
+	if notStarted > 0 {
+		head += fmt.Sprintf(", %d not started", notStarted)
 	}
 	return head + "\n" + out
 }

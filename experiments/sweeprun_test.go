@@ -63,3 +63,50 @@ func TestRunSweepFailureAndSkip(t *testing.T) {
 		t.Errorf("subprocess arguments:\n%s", b)
 	}
 }
+
+// TestRunSweepInterrupted: a sweep stopped while its first run goes has
+// that run interrupted (it resumes) and the others not started, said as
+// such, not as runs that failed with "context canceled".
+func TestRunSweepInterrupted(t *testing.T) {
+	root := t.TempDir()
+	exe := filepath.Join(root, "fake-memo")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseBytes("gvs.toml", []byte("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4, 8]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := &startWatcher{started: make(chan struct{}, 3)}
+	go func() {
+		<-progress.started
+		cancel()
+	}()
+	_, res, err := RunSweep(ctx, spec, root, SweepOptions{Jobs: 1, Exe: exe, Progress: progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range res {
+		count[r.Status]++
+	}
+	if count[PointInterrupted] != 1 || count[PointNotStarted] != 2 {
+		t.Errorf("statuses %v, want 1 interrupted and 2 not started", count)
+	}
+	sum := Summary(res)
+	if !strings.Contains(sum, "0 failed, 1 interrupted (the same command resumes them), 2 not started") || strings.Count(sum, "context canceled") > 1 {
+		t.Errorf("summary:\n%s", sum)
+	}
+}
+
+// startWatcher is a sweep's progress writer that signals each started run.
+type startWatcher struct{ started chan struct{} }
+
+func (w *startWatcher) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), ": started") {
+		w.started <- struct{}{}
+	}
+	return len(p), nil
+}
