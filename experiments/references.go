@@ -244,7 +244,7 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 			return badinput.Errorf("reference %d: %s was trained on another pool or dataset than this run's (key %s): remove it to train it again", r.Index, r.Dir, have.Key)
 		}
 		if have.Trained {
-			slog.Info("mia: reference model already trained", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "dir", r.Dir)
+			slog.Info("mia: reference model already trained", "reference", referenceLabel(r.Index, K), "dir", r.Dir)
 			r.Trained = true
 			return nil
 		}
@@ -255,15 +255,15 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}
 	start := time.Now()
-	slog.Info("mia: training reference model", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "members", len(r.Members), "dir", r.Dir)
+	slog.Info("mia: training reference model", "reference", referenceLabel(r.Index, K), "members", len(r.Members), "dir", r.Dir)
 	if err := train.Run(ctx, tc, mc, spec.Goldfish, datasetSource{view}, r.Dir, train.Options{Progress: true}); err != nil {
-		return fmt.Errorf("reference %d of %d: %w", r.Index+1, K, err)
+		return fmt.Errorf("reference %s: %w", referenceLabel(r.Index, K), err)
 	}
 	r.Trained = true
 	if err := writeJSON(path, r); err != nil {
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}
-	slog.Info("mia: reference model trained", "reference", fmt.Sprintf("%d of %d", r.Index+1, K), "seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+	slog.Info("mia: reference model trained", "reference", referenceLabel(r.Index, K), "seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
 	return nil
 }
 
@@ -312,7 +312,7 @@ func writeSignals(ctx context.Context, spec *Spec, dir string, ds *data.Dataset,
 	}
 	add(runfiles.TargetModel, -1, lls, func(j int) bool { return docs[j].Split == data.SplitTarget })
 	for _, r := range rec.Models {
-		lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(r.Dir, checkpoint.DirName), ds, docs, fmt.Sprintf("mia: reference %d of %d", r.Index+1, rec.References))
+		lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(r.Dir, checkpoint.DirName), ds, docs, "mia: reference "+referenceLabel(r.Index, rec.References))
 		if err != nil {
 			return err
 		}
@@ -406,4 +406,10 @@ func RemoveReference(cache, key string) error {
 	// The lock file goes with the directory.
 	_ = lock
 	return os.RemoveAll(dir)
+}
+
+// referenceLabel names reference index of k as `references train --index`
+// counts (from 0), with its place among them: "index 1 (2 of 4)".
+func referenceLabel(index, k int) string {
+	return fmt.Sprintf("index %d (%d of %d)", index, index+1, k)
 }
