@@ -131,7 +131,7 @@ func runBenchScan(c *cli.Context) error {
 	fmt.Fprintf(stdout, "windows      %d of %d + %d tokens (%s), %d a pass\n", res.Sequences, res.Prefix, res.Suffix, src, res.Batch)
 	fmt.Fprintf(stdout, "scan         %.0f sequences/s, %.0f tokens/s (%.2f s); exact %d, mean matched %.2f tokens\n", res.SequencesPerS, res.TokensPerS, res.ScanS, res.Exact, res.MeanMatched)
 	if g := res.Generation; g != nil {
-		fmt.Fprintf(stdout, "generation   %d windows, %d a batch: %.0f sequences/s, %.0f generated tokens/s (%.2f s); the scan %.1fx faster a window\n",
+		fmt.Fprintf(stdout, "generation   %d windows, %d a batch: %.0f sequences/s, %.0f generated tokens/s (%.2f s); the scan at %.1fx its rate a window\n",
 			g.Sequences, g.Batch, g.SequencesPerS, g.TokensPerS, g.GenerateS, g.ScanSpeedup)
 		fmt.Fprintf(stdout, "agreement    %d planted, %d exact by generation; matched length differs on %d, exact match on %d", g.Planted, g.Exact, g.Differ, g.DifferExact)
 		if len(g.FirstDiffer) > 0 {
