@@ -13,7 +13,9 @@ import (
 // training (extract.checkpoints): one row group per checkpoint step, one
 // row per split (members, controls) in it. Every value is copied from
 // that checkpoint's summary.json, none recomputed: n, the extraction rates
-// and their bootstrap 95 % intervals (_lo, _hi), the mean loss; the
+// and their 95 % intervals (_lo, _hi: Wilson's for the exact-match rates,
+// which a bootstrap shrinks to nothing at 0 and 100 %; the bootstrap's for
+// token accuracy and RougeL), the mean loss; the
 // any-of-N exact match of extract.samples > 1 (NaN with one guess); and
 // the step's membership inference, members against controls (the same on
 // both rows of a step).
@@ -80,10 +82,10 @@ func memorizationRows(s *Summary) []Memorization {
 	loss := s.MIA.Stat("loss")
 	row := func(split string, m SplitSummary, any GuessSplit) Memorization {
 		return Memorization{Step: int64(*s.Step), Split: split, Checkpoint: s.Checkpoint, N: m.N,
-			ExactMatch: float64(m.ExactMatch), ExactMatchLo: float64(m.ExactMatchCI[0]), ExactMatchHi: float64(m.ExactMatchCI[1]),
+			ExactMatch: float64(m.ExactMatch), ExactMatchLo: float64(m.ExactMatchWilsonCI[0]), ExactMatchHi: float64(m.ExactMatchWilsonCI[1]),
 			TokenAccuracy: float64(m.TokenAccuracy), TokenAccuracyLo: float64(m.TokenAccuracyCI[0]), TokenAccuracyHi: float64(m.TokenAccuracyCI[1]),
 			RougeL: float64(m.RougeL), RougeLLo: float64(m.RougeLCI[0]), RougeLHi: float64(m.RougeLCI[1]), Loss: float64(m.Loss),
-			AnyExactMatch: float64(any.AnyExact), AnyExactMatchLo: float64(any.AnyExactCI[0]), AnyExactMatchHi: float64(any.AnyExactCI[1]),
+			AnyExactMatch: float64(any.AnyExact), AnyExactMatchLo: float64(any.AnyExactWilsonCI[0]), AnyExactMatchHi: float64(any.AnyExactWilsonCI[1]),
 			LossAUC: float64(loss.AUC), LossAUCLo: float64(loss.AUCCI[0]), LossAUCHi: float64(loss.AUCCI[1]),
 			ZlibAUC: float64(s.MIA.Stat("zlib").AUC), MinKAUC: float64(s.MIA.Stat("mink").AUC)}
 	}
@@ -95,7 +97,7 @@ func memorizationRows(s *Summary) []Memorization {
 func guessSplit(s *Summary, members bool) GuessSplit {
 	if s.Guesses == nil {
 		n := Num(nan())
-		return GuessSplit{AnyExact: n, AnyExactCI: [2]Num{n, n}}
+		return GuessSplit{AnyExact: n, AnyExactCI: [2]Num{n, n}, AnyExactWilsonCI: [2]Num{n, n}}
 	}
 	if members {
 		return s.Guesses.Members

@@ -20,7 +20,7 @@ func TestWriteMemorization(t *testing.T) {
 		return m
 	}
 	late := &Summary{Step: step(20), Checkpoint: "c/step-000020",
-		Members:  SplitSummary{N: 4, ExactMatch: 0.75, ExactMatchCI: [2]Num{0.5, 1}, RougeL: 0.9, RougeLCI: [2]Num{0.8, 1}, Loss: 0.2},
+		Members:  SplitSummary{N: 4, ExactMatch: 0.75, ExactMatchCI: [2]Num{0.5, 1}, ExactMatchWilsonCI: [2]Num{0.3, 0.95}, RougeL: 0.9, RougeLCI: [2]Num{0.8, 1}, Loss: 0.2},
 		Controls: SplitSummary{N: 4, ExactMatch: 0, RougeL: 0.1, Loss: 3},
 		MIA:      lossOnly(MIAStat{AUC: 0.95, AUCCI: [2]Num{0.9, 1}}),
 		Guesses:  &GuessSummary{Members: GuessSplit{AnyExact: 1, AnyExactCI: [2]Num{0.6, 1}}}}
@@ -64,7 +64,7 @@ func TestWriteMemorization(t *testing.T) {
 		return out
 	}
 	for name, want := range map[string][]float64{
-		"step": {10, 10, 20, 20}, "exact_match": {0.25, 0, 0.75, 0}, "exact_match_hi": {0, 0, 1, 0},
+		"step": {10, 10, 20, 20}, "exact_match": {0.25, 0, 0.75, 0}, "exact_match_hi": {0, 0, 0.95, 0}, // Wilson's, not the bootstrap's
 		"rougeL": {0.4, 0.1, 0.9, 0.1}, "loss_auc": {0.6, 0.6, 0.95, 0.95}, "loss": {1.5, 3.1, 0.2, 3},
 	} {
 		got := col(name)
