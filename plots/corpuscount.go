@@ -23,13 +23,18 @@ type countRow struct {
 	exLo, exHi float64
 }
 
-func countRows(runs []*runData) []countRow {
+// countRows are the runs' count buckets, each under the run's directory
+// name (the tables' model column) or, for a legend, its Label.
+func countRows(runs []*runData, legend bool) []countRow {
 	var rows []countRow
 	for _, r := range runs {
 		if r.Summary == nil {
 			continue
 		}
 		name := r.Name
+		if legend {
+			name = r.Label
+		}
 		if name == "" {
 			name = "run"
 		}
@@ -46,7 +51,7 @@ func countRows(runs []*runData) []countRow {
 // when a run's summary holds counts, nothing otherwise (new files, so the
 // other tables keep their bytes).
 func writeCountTables(dir string, runs []*runData) ([]string, error) {
-	rows := countRows(runs)
+	rows := countRows(runs, false)
 	if rows == nil {
 		return nil, nil
 	}
@@ -93,7 +98,7 @@ func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 	var series []string
 	by := map[string]*errPoints{}
 	counts := map[int64]bool{}
-	for _, r := range countRows(runs) {
+	for _, r := range countRows(runs, true) {
 		if r.b.Lo < 1 {
 			continue
 		}

@@ -79,7 +79,7 @@ func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 		p.Add(ln)
 		label := fmt.Sprintf("%d guesses/doc: recall %.2f at <= %d wrong", g.Samples, float64(g.RecallAtMaxWrong), g.MaxWrong)
 		if len(runs) > 1 {
-			label = r.Name + ", " + label
+			label = r.Label + ", " + label
 		}
 		p.Legend.Add(label, ln)
 		added++
@@ -142,7 +142,7 @@ func memorizationCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 			}
 			c, label := colorAt(mi), m.label
 			if len(runs) > 1 {
-				c, label = colorAt(ri), r.goldfishLabel()+": "+m.label
+				c, label = colorAt(ri), r.Label+": "+m.label
 				ln.LineStyle.Dashes = dashes[mi%len(dashes)]
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)

@@ -56,7 +56,7 @@ func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 			}
 			label := side.name
 			if len(have) > 1 {
-				label = r.Name + ", " + side.name
+				label = r.Label + ", " + side.name
 			}
 			if err := addErrSeries(p, pts, colorAt(ri), dashes[si%len(dashes)], draw.CircleGlyph{}, label); err != nil {
 				return nil, err

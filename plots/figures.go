@@ -105,21 +105,6 @@ func crowdedK(ticks []string) (label string, short []string, ok bool) {
 	return "training objective: standard loss, or goldfish loss with k", short, true
 }
 
-// otherLabel names a run by its sweep values on axes other than the goldfish
-// ones, so that each such combination is one series.
-func otherLabel(r *runData, axes []string) string {
-	var parts []string
-	for _, a := range axes {
-		if lossKey(a) {
-			continue
-		}
-		if v, ok := r.Values[a]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%v", a[strings.LastIndex(a, ".")+1:], v))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
 func joinLabel(a, b string) string {
 	switch {
 	case a == "":
@@ -135,7 +120,7 @@ func joinLabel(a, b string) string {
 func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 	cats := kOrder(runs)
 	catOf := shortK
-	groupOf := func(r *runData) string { return otherLabel(r, axes) }
+	groupOf := func(r *runData) string { return r.Variant }
 	xlabel := "training objective"
 	var groups []string
 	seen := map[string]bool{}
@@ -254,7 +239,7 @@ func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) 
 	cats := kOrder(runs)
 	multi := false
 	for _, r := range runs {
-		multi = multi || otherLabel(r, axes) != ""
+		multi = multi || r.Variant != ""
 	}
 	var names []string
 	var boxes []box
@@ -265,10 +250,12 @@ func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) 
 			}
 			name := c
 			switch {
+			// A tick line a part: a label as long as a legend's would
+			// squeeze the boxes into one place.
 			case multi && len(cats) == 1:
-				name = otherLabel(r, axes)
+				name = strings.ReplaceAll(r.Variant, ", ", "\n")
 			case multi:
-				name = c + "\n" + otherLabel(r, axes)
+				name = c + "\n" + strings.ReplaceAll(r.Variant, ", ", "\n")
 			}
 			names = append(names, name)
 			for _, split := range []string{splitTarget, splitControl} {
@@ -512,7 +499,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 			if len(runs) > 1 {
 				c = colorAt(ri)
 				ln.LineStyle.Dashes = dashes[ki]
-				label = r.Name + ": " + kind.label
+				label = r.Label + ": " + kind.label
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.3)
 			p.Add(ln)
@@ -536,7 +523,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 				}
 				c, label := colorAt(len(lossKinds)), "validation (no mask)"
 				if len(runs) > 1 {
-					c, label = colorAt(ri), r.Name+": validation"
+					c, label = colorAt(ri), r.Label+": validation"
 				}
 				ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
 				sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.BoxGlyph{}}
@@ -611,7 +598,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			c := colorAt(si)
 			ln.LineStyle.Width = vg.Points(1.5)
 			if len(runs) > 1 {
-				label, c = r.Name, colorAt(ri)
+				label, c = r.Label, colorAt(ri)
 				// Curves of strong attacks coincide along the axes: dashes
 				// keep each visible.
 				ln.LineStyle.Dashes = dashes[ri%len(dashes)]

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/provenance"
 )
 
 // outDir returns a temp dir, or $MEMO_PLOTS_OUT/name when set so that the
@@ -331,8 +332,49 @@ func TestMatchedTokensLabel(t *testing.T) {
 	if got := strings.Join(kOrder([]*runData{gf, matched, std}), " | "); got != "standard | standard, tokens of k=4 | goldfish k=4" {
 		t.Errorf("k order %q", got)
 	}
-	if got := otherLabel(matched, []string{"goldfish.k", "train.match_supervised_tokens"}); got != "" {
-		t.Errorf("other label %q, want empty", got)
+	labelRuns([]*runData{gf, matched, std}, []string{"goldfish.k", "train.match_supervised_tokens"})
+	if matched.Variant != "" || matched.Label != "standard, tokens of k=4" {
+		t.Errorf("matched variant %q, label %q; want none and its loss", matched.Variant, matched.Label)
+	}
+}
+
+// TestLabelRuns: a mitigations sweep's legends say each run in words,
+// never by its directory name, and key names shared by two axes keep
+// enough of their key to differ.
+func TestLabelRuns(t *testing.T) {
+	eps := 7.994
+	lora := func(rank int) RunSpec {
+		return RunSpec{Value: func(key string) any {
+			return map[string]any{"train.lora.enabled": true, "train.lora.rank": int64(rank)}[key]
+		}}
+	}
+	vals := func(k int, lr float64, more ...any) map[string]any {
+		m := map[string]any{"goldfish.k": int64(k), "train.lr": lr, "train.dp.enabled": false, "train.lora.enabled": false, "extract.top_k": int64(0)}
+		for i := 0; i+1 < len(more); i += 2 {
+			m[more[i].(string)] = more[i+1]
+		}
+		return m
+	}
+	runs := []*runData{
+		{Name: "k=0", K: 0, Strategy: "hash-table", Values: vals(0, 0.003)},
+		{Name: "k=4", K: 4, H: 13, Strategy: "hash-table", Values: vals(4, 0.003)},
+		{Name: "k=0_enabled=true_target_epsilon=8", K: 0, Strategy: "hash-table", Values: vals(0, 0.003, "train.dp.enabled", true),
+			Summary: &eval.Summary{DP: &provenance.DPRecord{Epsilon: &eps}}},
+		{Name: "k=4_train-lora-enabled=true_lr=0.01", K: 4, H: 13, Strategy: "hash-table", Values: vals(4, 0.01, "train.lora.enabled", true), Spec: lora(8)},
+	}
+	labelRuns(runs, []string{"extract.top_k", "goldfish.k", "train.dp.enabled", "train.lora.enabled", "train.lr"})
+	for i, want := range []string{
+		"standard, lr=0.003",
+		"goldfish k=4, h=13, lr=0.003",
+		"standard, DP-SGD ε=7.99, lr=0.003",
+		"goldfish k=4, h=13, LoRA r=8, lr=0.01",
+	} {
+		if runs[i].Label != want {
+			t.Errorf("run %s: label %q, want %q", runs[i].Name, runs[i].Label, want)
+		}
+	}
+	if got := shortKeys([]string{"train.dp.enabled", "train.lora.enabled", "train.lr"}); got["train.dp.enabled"] != "dp.enabled" || got["train.lora.enabled"] != "lora.enabled" || got["train.lr"] != "lr" {
+		t.Errorf("short keys %v", got)
 	}
 }
 

@@ -114,6 +114,7 @@ func writeReport(out string, cfg Config, runs []*runData, axes []string) error {
 // drawAll makes every figure the data support; a figure without data (no
 // metrics, one repetition count, no MIA scores) is skipped, not faked.
 func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, error) {
+	labelRuns(runs, axes)
 	var written []string
 	emit := func(name string, p *plot.Plot, err error) error {
 		if err != nil {

@@ -43,6 +43,9 @@ type runData struct {
 	K, H         int
 	Strategy     string
 	Preset       string
+	// Label names the run in legends, Variant what sets it apart besides
+	// its loss (labelRuns).
+	Label, Variant string
 }
 
 // standard says the run trained with the standard loss (perhaps shortened

@@ -35,7 +35,7 @@ func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
 		m := r.Summary.Members
 		pts := &errPoints{}
 		pts.add(v, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
-		points = append(points, point{r.Name, pts})
+		points = append(points, point{r.Label, pts})
 	}
 	if !dp || len(points) < 2 {
 		return nil, nil
