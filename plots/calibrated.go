@@ -103,28 +103,42 @@ func writeCalibratedCSV(out io.Writer, rows []calibratedRow) error {
 	return cw.Error()
 }
 
-// rocLogLog draws every membership statistic of one run with calibrated
-// attacks on log-log axes, the figure of Carlini et al. 2022 that shows
-// the low false-positive rates where attacks differ. Rates of zero sit at
-// the axis floor, half of one control's share.
+// rocLogLog draws ROC curves on log-log axes, the figure of Carlini et
+// al. 2022 that shows the low false-positive rates where attacks differ
+// and the tables' TPR at 0.1 and 1 % FPR: for one run with calibrated
+// attacks, every membership statistic; for several runs (a sweep), the
+// loss attack of each, as mia-roc draws them on linear axes. Rates of
+// zero sit at the axis floor, half of one document's share.
 func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
-	if len(runs) != 1 || runs[0].Summary.Calibrated == nil {
+	type curve struct {
+		r *runData
+		s eval.MIAStatistic
+	}
+	var curves []curve
+	switch {
+	case len(runs) == 1 && runs[0].Summary.Calibrated != nil:
+		for _, s := range eval.MIAStatistics() {
+			curves = append(curves, curve{runs[0], s})
+		}
+	case len(runs) > 1:
+		for _, r := range runs {
+			curves = append(curves, curve{r, eval.MIAStatistics()[0]})
+		}
+	default:
 		return nil, nil
 	}
-	r := runs[0]
 	p := newPlot(cfg, "Membership inference (log-log)", "false-positive rate", "true-positive rate")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = false, false
 	floor := 1.0
-	for _, s := range eval.MIAStatistics() {
-		if c := len(finiteOf(r.miaValues(splitControl, s))); c > 0 {
-			floor = math.Min(floor, 0.5/float64(c))
-		}
-		if m := len(finiteOf(r.miaValues(splitTarget, s))); m > 0 {
-			floor = math.Min(floor, 0.5/float64(m))
+	for _, c := range curves {
+		for _, split := range []string{splitControl, splitTarget} {
+			if n := len(finiteOf(c.r.miaValues(split, c.s))); n > 0 {
+				floor = math.Min(floor, 0.5/float64(n))
+			}
 		}
 	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = rateTicks(floor), rateTicks(floor)
 	diag, err := plotter.NewLine(plotter.XYs{{X: floor, Y: floor}, {X: 1, Y: 1}})
 	if err != nil {
 		return nil, err
@@ -132,8 +146,8 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
 	p.Add(diag)
 	added := 0
-	for si, s := range eval.MIAStatistics() {
-		pts := eval.ROC(r.miaValues(splitTarget, s), r.miaValues(splitControl, s))
+	for i, c := range curves {
+		pts := eval.ROC(c.r.miaValues(splitTarget, c.s), c.r.miaValues(splitControl, c.s))
 		if pts == nil {
 			continue
 		}
@@ -146,9 +160,13 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 			return nil, err
 		}
 		ln.LineStyle.Width = vg.Points(1.5)
-		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(si), seriesDashes(si)
+		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(i), seriesDashes(i)
 		p.Add(ln)
-		p.Legend.Add(aucLegend(s.Label, r.Summary.MIA.Stat(s.Name)), ln)
+		label := c.s.Label
+		if len(runs) > 1 {
+			label = c.r.Label
+		}
+		p.Legend.Add(aucLegend(label, c.r.Summary.MIA.Stat(c.s.Name)), ln)
 		added++
 	}
 	if added == 0 {
@@ -156,6 +174,26 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = floor, 1, floor, 1
 	return p, nil
+}
+
+// rateTicks labels a log axis of rates from floor to 1 at 1, 2 and 5
+// times each power of ten, so that a range shorter than two decades (a
+// few dozen documents) still reads; decades alone past that.
+func rateTicks(floor float64) plot.ConstantTicks {
+	steps := []float64{1, 2, 5}
+	if floor < 0.01 {
+		steps = []float64{1}
+	}
+	var ticks plot.ConstantTicks
+	for e := math.Floor(math.Log10(floor)); e <= 0; e++ {
+		for _, m := range steps {
+			v := m * math.Pow(10, e)
+			if v >= floor*(1-1e-9) && v <= 1 {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ticks
 }
 
 func finiteOf(xs []float64) []float64 {

@@ -24,8 +24,8 @@ var palette = []color.Color{
 	color.RGBA{204, 121, 167, 255}, // reddish purple
 	color.RGBA{230, 159, 0, 255},   // orange
 	color.RGBA{86, 180, 233, 255},  // sky blue
-	color.RGBA{240, 228, 66, 255},  // yellow
 	color.RGBA{0, 0, 0, 255},       // black
+	color.RGBA{240, 228, 66, 255},  // yellow: faint on white, so last
 }
 
 var grey = color.RGBA{120, 120, 120, 255}
