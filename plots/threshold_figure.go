@@ -82,7 +82,10 @@ func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
 	}
 	for li, l := range losses {
 		for _, m := range measures {
-			pts := &errPoints{}
+			// A threshold past every count tested is censored: drawn as an
+			// open ring at "> max", joined to no measured one (a line into
+			// it would draw a slope the data do not have).
+			pts, censored := &errPoints{}, &errPoints{}
 			for _, w := range rows {
 				if w.loss != l || w.params <= 0 {
 					continue
@@ -90,13 +93,29 @@ func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
 				t := m.get(w.t)
 				// Nudge the four series apart so equal values stay visible.
 				x := float64(w.params) * math.Pow(2, 0.06*(m.nudge+2*float64(li)-float64(len(losses)-1)))
-				pts.add(x, y(t.Repetitions), y(t.CI[0]), y(t.CI[1]))
+				into := pts
+				if t.Repetitions == nil {
+					into = censored
+				}
+				into.add(x, y(t.Repetitions), y(t.CI[0]), y(t.CI[1]))
 			}
-			if pts.Len() == 0 {
-				continue
+			label := l + ", " + m.name
+			if pts.Len() > 0 {
+				if err := addErrSeries(p, pts, colorAt(li), m.dash, m.shape, label); err != nil {
+					return nil, err
+				}
 			}
-			if err := addErrSeries(p, pts, colorAt(li), m.dash, m.shape, l+", "+m.name); err != nil {
-				return nil, err
+			if censored.Len() > 0 {
+				sc, bars, err := scatterBars(censored)
+				if err != nil {
+					return nil, err
+				}
+				sc.GlyphStyle = draw.GlyphStyle{Color: colorAt(li), Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}
+				bars.LineStyle.Color, bars.CapWidth = colorAt(li), vg.Points(5)
+				p.Add(bars, sc)
+				if pts.Len() == 0 {
+					p.Legend.Add(label+" (past every count tested)", sc)
+				}
 			}
 		}
 	}
