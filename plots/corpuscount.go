@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/memo-research/memo/eval"
@@ -90,25 +92,42 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 
 // extractionVsCount is Carlini et al. 2023's figure: the fraction of
 // targets extracted against how often their window occurs in the training
-// corpus, on a log axis (each bucket at its geometric middle; count 0,
+// corpus, on a log axis (each bucket at its geometric middle, with a
+// horizontal bar over the counts it holds, series nudged apart; count 0,
 // which a log axis cannot show, left out). Nil without two distinct
 // counts: one bucket (every target repeated alike, as in a sweep over k)
 // would be a figure with no axis to read.
 func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 	var series []string
 	by := map[string]*errPoints{}
+	spans := map[string]*spanBars{}
 	counts := map[int64]bool{}
-	for _, r := range countRows(runs, true) {
+	rows := countRows(runs, true)
+	index := map[string]int{}
+	for _, r := range rows {
+		if _, ok := index[r.series]; !ok {
+			index[r.series] = len(index)
+		}
+	}
+	for _, r := range rows {
 		if r.b.Lo < 1 {
 			continue
 		}
 		pts := by[r.series]
 		if pts == nil {
-			pts = &errPoints{}
+			pts, spans[r.series] = &errPoints{}, &spanBars{}
 			by[r.series] = pts
 			series = append(series, r.series)
 		}
-		pts.add(math.Sqrt(float64(r.b.Lo)*float64(r.b.Hi)), 100*float64(r.b.ExactMatch), 100*r.exLo, 100*r.exHi)
+		// Series nudged apart on the log axis, so that one's markers and
+		// bars do not hide another's.
+		nudge := math.Pow(2, 0.08*(float64(index[r.series])-float64(len(index)-1)/2))
+		x := math.Sqrt(float64(r.b.Lo)*float64(r.b.Hi)) * nudge
+		y := 100 * float64(r.b.ExactMatch)
+		pts.add(x, y, 100*r.exLo, 100*r.exHi)
+		sp := spans[r.series]
+		sp.xs, sp.ys = append(sp.xs, x), append(sp.ys, y)
+		sp.lo, sp.hi = append(sp.lo, float64(r.b.Lo)*nudge), append(sp.hi, float64(r.b.Hi)*nudge)
 		counts[r.b.Lo] = true
 	}
 	if len(counts) < 2 {
@@ -121,9 +140,23 @@ func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 		if err := addErrSeries(p, by[s], colorAt(i), nil, []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[i%2], s); err != nil {
 			return nil, err
 		}
+		xb, err := plotter.NewXErrorBars(spans[s])
+		if err != nil {
+			return nil, err
+		}
+		xb.LineStyle.Color, xb.LineStyle.Width, xb.CapWidth = colorAt(i), vg.Points(0.8), vg.Points(4)
+		p.Add(xb)
 	}
 	p.Y.Min, p.Y.Max = 0, 130
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil
 }
+
+// spanBars are points with the range of counts each bucket holds, drawn
+// as horizontal bars.
+type spanBars struct{ xs, ys, lo, hi []float64 }
+
+func (b *spanBars) Len() int                        { return len(b.xs) }
+func (b *spanBars) XY(i int) (float64, float64)     { return b.xs[i], b.ys[i] }
+func (b *spanBars) XError(i int) (float64, float64) { return b.xs[i] - b.lo[i], b.hi[i] - b.xs[i] }
