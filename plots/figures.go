@@ -386,7 +386,7 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 		return nil, nil
 	}
 	series, reps := g.series, g.reps
-	title, ylabel, scale := "Memorization against repetitions", "targets extracted exactly (%)", 100.0
+	title, ylabel, scale := "Memorization against repetitions", "targets extracted (exact match %)", 100.0
 	if metric == "rougeL" {
 		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets", 1
 	}
@@ -433,14 +433,16 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 	return p, nil
 }
 
-// lossKinds are the metrics.arrow columns of a loss figure.
+// lossKinds are the metrics.arrow columns of a loss figure: losses over
+// predicted tokens, all, those the goldfish mask keeps and those it drops
+// ("tokens": every other figure's "targets" are trained documents).
 var lossKinds = []struct {
 	label string
 	value func(m runfiles.Metric) float64
 }{
-	{"all targets", func(m runfiles.Metric) float64 { return m.LossAll }},
-	{"kept targets", func(m runfiles.Metric) float64 { return m.LossKept }},
-	{"dropped targets", func(m runfiles.Metric) float64 { return m.LossDropped }},
+	{"all tokens", func(m runfiles.Metric) float64 { return m.LossAll }},
+	{"kept tokens", func(m runfiles.Metric) float64 { return m.LossKept }},
+	{"dropped tokens", func(m runfiles.Metric) float64 { return m.LossDropped }},
 }
 
 // metricSeries is one column of metrics.arrow's rows.
@@ -523,7 +525,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 				}
 				c, label := colorAt(len(lossKinds)), "validation (no mask)"
 				if len(runs) > 1 {
-					c, label = colorAt(ri), r.Label+": validation"
+					c, label = colorAt(ri), r.Label+": validation (no mask)"
 				}
 				ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
 				sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.BoxGlyph{}}

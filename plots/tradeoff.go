@@ -40,7 +40,7 @@ func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
 	if !dp || len(points) < 2 {
 		return nil, nil
 	}
-	p := newPlot(cfg, "Memorization against utility", "final validation loss (held-out text)", "targets extracted (exact match %)")
+	p := newPlot(cfg, "Memorization against utility", "final validation loss (nats/token, held-out text; lower is better)", "targets extracted (exact match %)")
 	for i, pt := range points {
 		sc, err := plotter.NewScatter(pt.pts)
 		if err != nil {
