@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
@@ -106,7 +107,13 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	p := newPlot(cfg, title, xlabel, "targets extracted (exact match %)")
 	if logX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, pts := range byLoss {
+			for _, v := range pts.xs {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		p.X.Tick.Marker = countTicks(lo, hi)
 	}
 	for li, l := range losses {
 		pts := byLoss[l]
@@ -124,4 +131,32 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil
+}
+
+// countTicks labels a log axis from lo to hi at 1, 2 and 5 times each
+// power of ten (10k, 20k, 50k): a span of under a decade otherwise gets
+// the one label "1e+04".
+func countTicks(lo, hi float64) plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= lo/1.5 && v <= hi*1.5 {
+				ticks = append(ticks, plot.Tick{Value: v, Label: siCount(v)})
+			}
+		}
+	}
+	return ticks
+}
+
+// siCount writes a count with a k, M or G suffix: 20000 is "20k".
+func siCount(v float64) string {
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if v >= u.div {
+			return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.name
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
