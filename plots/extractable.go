@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -13,11 +14,14 @@ import (
 // members and of controls that are (n, q)-extractable against the sample
 // budget n, with eval's Wilson intervals, from each run's summary.json
 // (nil when no run has the table). Colour tells runs apart; members are
-// solid, controls dashed.
+// solid, controls dashed. A greedy attack's rows are left out: its
+// p_extract is 0 or −∞, so its curve is flat at its exact-match rate by
+// construction, a figure that says nothing (a review found ten such
+// lines over one another).
 func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 	var have []*runData
 	for _, r := range runs {
-		if r.Summary.Extractable != nil {
+		if r.Summary.Extractable != nil && attackDecoding(r) != "greedy" {
 			have = append(have, r)
 		}
 	}
@@ -70,4 +74,16 @@ func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(hgrid())
 	return p, nil
+}
+
+// attackDecoding is the decoding of the run's attack as extract recorded
+// it in summary.json ("" when it did not).
+func attackDecoding(r *runData) string {
+	var x struct {
+		Decoding string `json:"decoding"`
+	}
+	if r.Summary == nil || json.Unmarshal(r.Summary.Extract, &x) != nil {
+		return ""
+	}
+	return x.Decoding
 }

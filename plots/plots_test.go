@@ -418,3 +418,20 @@ func TestReportReplacedWhole(t *testing.T) {
 		t.Errorf("temporary directories left: %v", left)
 	}
 }
+
+// TestExtractableSkipsGreedy: a greedy attack's probabilistic extraction
+// is flat by construction and draws no figure; a sampled one draws it.
+func TestExtractableSkipsGreedy(t *testing.T) {
+	run := func(decoding string) *runData {
+		at := []eval.ExtractableAt{{N: 1, Total: 4, Fraction: 0.25, WilsonCI: [2]eval.Num{0.05, 0.7}}, {N: 10, Total: 4, Fraction: 0.5, WilsonCI: [2]eval.Num{0.15, 0.85}}}
+		return &runData{Name: decoding, Summary: &eval.Summary{Extract: []byte(`{"decoding":"` + decoding + `"}`),
+			Extractable: &eval.ExtractableSummary{Q: 0.5, Members: at, Controls: at}}}
+	}
+	cfg := DefaultConfig()
+	if p, err := extractableCurves(cfg, []*runData{run("greedy")}); err != nil || p != nil {
+		t.Errorf("greedy: figure %v, err %v; want none", p != nil, err)
+	}
+	if p, err := extractableCurves(cfg, []*runData{run("greedy"), run("sample")}); err != nil || p == nil {
+		t.Errorf("sample: figure %v, err %v; want one", p != nil, err)
+	}
+}
