@@ -77,7 +77,7 @@ func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 		}
 		ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = colorAt(ri), vg.Points(1.5), dashes[ri%len(dashes)]
 		p.Add(ln)
-		label := fmt.Sprintf("%d guesses/doc: recall %.2f at <= %d wrong", g.Samples, float64(g.RecallAtMaxWrong), g.MaxWrong)
+		label := fmt.Sprintf("%d guesses/doc: recall %.2f at ≤ %d wrong", g.Samples, float64(g.RecallAtMaxWrong), g.MaxWrong)
 		if len(runs) > 1 {
 			label = r.Label + ", " + label
 		}
