@@ -140,7 +140,7 @@ func cacheKeyInput(cfg Config, cache string) ([]keyedFile, string, error) {
 }
 
 // waitLock takes the lock in dir, waiting while another live process holds
-// it (it is building the same dataset, or linking it).
+// it (it is building the same dataset, linking it or indexing it).
 func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset cache: %w", err)
@@ -156,7 +156,7 @@ func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
 			return lock, nil
 		}
 		if time.Since(lastSaid) > 30*time.Second {
-			slog.Info("data: waiting for another process building this dataset", "lock", held.Path,
+			slog.Info("data: waiting for another process building, linking or indexing this dataset", "lock", held.Path,
 				"pid", held.Holder.PID, "host", held.Holder.Host, "since", held.Holder.Started)
 			lastSaid = time.Now()
 		}
