@@ -137,15 +137,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 // power of ten (10k, 20k, 50k): a span of under a decade otherwise gets
 // the one label "1e+04".
 func countTicks(lo, hi float64) plot.ConstantTicks {
-	var ticks plot.ConstantTicks
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-		for _, m := range []float64{1, 2, 5} {
-			if v := m * math.Pow(10, e); v >= lo/1.5 && v <= hi*1.5 {
-				ticks = append(ticks, plot.Tick{Value: v, Label: siCount(v)})
-			}
-		}
-	}
-	return ticks
+	return logTicks(lo/1.5, hi*1.5, []float64{1, 2, 5}, siCount)
 }
 
 // siCount writes a count with a k, M or G suffix: 20000 is "20k".

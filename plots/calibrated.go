@@ -184,16 +184,7 @@ func rateTicks(floor float64) plot.ConstantTicks {
 	if floor < 0.01 {
 		steps = []float64{1}
 	}
-	var ticks plot.ConstantTicks
-	for e := math.Floor(math.Log10(floor)); e <= 0; e++ {
-		for _, m := range steps {
-			v := m * math.Pow(10, e)
-			if v >= floor*(1-1e-9) && v <= 1 {
-				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
-			}
-		}
-	}
-	return ticks
+	return logTicks(floor*(1-1e-9), 1, steps, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 }
 
 func finiteOf(xs []float64) []float64 {

@@ -60,6 +60,20 @@ func addErrSeries(p *plot.Plot, pts *errPoints, c color.Color, dash []vg.Length,
 // percentTicks labels a 0–100 axis every 20 %, leaving headroom above 100 for the legend.
 var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
 
+// logTicks labels a log axis at steps (1, 2, 5) times each power of ten
+// from lo to hi, named by label.
+func logTicks(lo, hi float64, steps []float64, label func(float64) string) plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range steps {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: label(v)})
+			}
+		}
+	}
+	return ticks
+}
+
 // kOrder sorts goldfish settings: the standard loss first, then by k.
 func kOrder(runs []*runData) []string {
 	seen := map[string]int{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/provenance"
+	"gonum.org/v1/plot"
 )
 
 // outDir returns a temp dir, or $MEMO_PLOTS_OUT/name when set so that the
@@ -433,5 +434,31 @@ func TestExtractableSkipsGreedy(t *testing.T) {
 	}
 	if p, err := extractableCurves(cfg, []*runData{run("greedy"), run("sample")}); err != nil || p == nil {
 		t.Errorf("sample: figure %v, err %v; want one", p != nil, err)
+	}
+}
+
+// TestLogTicks: rate axes get 1-2-5 labels under two decades and decades
+// past them; byte axes 1-2-5 with SI suffixes within half a step of the data.
+func TestLogTicks(t *testing.T) {
+	labels := func(ts plot.ConstantTicks) string {
+		var out []string
+		for _, tk := range ts {
+			out = append(out, tk.Label)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		got  plot.ConstantTicks
+		want string
+	}{
+		{rateTicks(0.0625), "0.1 0.2 0.5 1"},
+		{rateTicks(0.005), "0.01 0.1 1"},
+		{rateTicks(0.01), "0.01 0.02 0.05 0.1 0.2 0.5 1"},
+		{countTicks(9500, 52000), "10k 20k 50k"},
+		{countTicks(800, 3e6), "1k 2k 5k 10k 20k 50k 100k 200k 500k 1M 2M"},
+	} {
+		if got := labels(tc.got); got != tc.want {
+			t.Errorf("ticks %q, want %q", got, tc.want)
+		}
 	}
 }
