@@ -161,10 +161,12 @@ func deadWrites(dir string) []CacheEntry {
 	return out
 }
 
+// entryFiles are the files an entry holds when complete: entry.json,
+// the index and the dataset's.
+var entryFiles = append([]string{entryFile, IndexFile}, datasetFiles...)
+
 // isEntryFile reports whether name is one of an entry's own files.
-func isEntryFile(name string) bool {
-	return slices.Contains(append([]string{entryFile, IndexFile}, datasetFiles...), name)
-}
+func isEntryFile(name string) bool { return slices.Contains(entryFiles, name) }
 
 // ownEntryFile reports whether name is a file the cache's builder writes
 // into an entry.
@@ -172,7 +174,7 @@ func ownEntryFile(name string) bool {
 	if strings.HasPrefix(name, spoolPrefix) {
 		return true // a killed builder's spool
 	}
-	for _, f := range append([]string{entryFile, IndexFile}, datasetFiles...) {
+	for _, f := range entryFiles {
 		if name == f || atomicfile.IsTemp(name, f) {
 			return true
 		}
