@@ -51,6 +51,32 @@ func TestFailure(t *testing.T) {
 	}
 }
 
+// TestStartsOver: a command that keeps nothing reports any failure under
+// a cancelled context as starting over, and anything else unchanged.
+func TestStartsOver(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	diskFull := errors.New("write x: no space left on device")
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"finished", context.Background(), nil, nil},
+		{"failed", context.Background(), diskFull, diskFull},
+		{"interrupted", cancelled, fmt.Errorf("scan: %w", context.Canceled), errInterruptedAtOnce},
+		{"interrupted mid-write", cancelled, diskFull, errInterruptedAtOnce},
+		{"finished as the signal came", cancelled, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := startsOver(tc.ctx, tc.err); got != tc.want {
+				t.Errorf("startsOver = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestExitCodes runs the binary on bad input of every kind the contract
 // names: each ends with one memo: line and exit code 2, and writes no run.
 func TestExitCodes(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -249,21 +248,13 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	// Interrupted, extract keeps nothing: its files are written whole or
 	// not at all, and the same command starts over.
 	if c.Bool("scan") {
-		if err := scanWith(c, ctx, cfg, ckpt, ds, out); ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return errInterruptedAtOnce
-		} else if err != nil {
-			return err
-		}
-		return nil
+		return startsOver(ctx, scanWith(c, ctx, cfg, ckpt, ds, out))
 	}
 	if err := extract.Run(ctx, cfg, ckpt, ds, out, trained); err != nil {
-		switch {
-		case errors.Is(err, extract.ErrConfig):
+		if errors.Is(err, extract.ErrConfig) {
 			return usageError("%v", err)
-		case ctx.Err() != nil && errors.Is(err, context.Canceled):
-			return errInterruptedAtOnce
 		}
-		return err
+		return startsOver(ctx, err)
 	}
 	fmt.Fprintf(c.App.Writer, "completions: %s\nscore them with: memo eval %s\n", out, out)
 	return nil

@@ -48,16 +48,26 @@ var modelCommands = map[string]bool{"run": true, "bench": true, "extract": true,
 // contract's line.
 var gracefulCommands = map[string]bool{"run": true, "extract": true, "sweep": true, "export": true, "references": true, "audit": true}
 
+// errInterruptedAtOnce is what a command without a save of its own says
+// when interrupted: what it was writing is gone, nothing resumes. extract
+// and export, which stop by themselves, say it too (startsOver).
+var errInterruptedAtOnce = errors.New("interrupted; what it was writing was removed; the same command starts over")
+
+// startsOver is how a command that keeps nothing when interrupted reports
+// err: errInterruptedAtOnce when ctx was cancelled under it, whatever the
+// cancellation made fail, and err unchanged otherwise.
+func startsOver(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return errInterruptedAtOnce
+	}
+	return err
+}
+
 // exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
 // one line and exit code 130, rather than SIGTERM's silent 143, so that a
 // script sees one interruption whichever signal stopped them. Those
 // commands write their files under temporary names, so stopping them at
 // once loses only the work in flight.
-// errInterruptedAtOnce is what a command without a save of its own says
-// when interrupted: what it was writing is gone, nothing resumes. extract
-// and export, which stop by themselves, say it too.
-var errInterruptedAtOnce = errors.New("interrupted; what it was writing was removed; the same command starts over")
-
 func exitOnInterrupt(args []string) {
 	if gracefulCommands[commandName(args)] {
 		return

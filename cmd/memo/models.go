@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -431,9 +432,9 @@ func exportAction(c *cli.Context) error {
 	if merge {
 		export = checkpoint.ExportMerged
 	}
-	if err := export(ctx, dir, out, opt); err != nil {
-		if ctx.Err() != nil {
-			return errInterruptedAtOnce // its temporary directory is gone
+	if err := startsOver(ctx, export(ctx, dir, out, opt)); err != nil {
+		if errors.Is(err, errInterruptedAtOnce) {
+			return err // its temporary directory is gone
 		}
 		return usageError("export: %s", oneLine(err.Error()))
 	}
