@@ -22,6 +22,13 @@ func TestRougeTokens(t *testing.T) {
 		{"!!! ... ---", []string{}},
 		{"", []string{}},
 		{"a_b\tc\nd", []string{"a", "b", "c", "d"}},
+		// A decode cut inside a character, and the same text as the
+		// completions file stores it (stray bytes as U+FFFD): the same
+		// words, so RougeL reads either alike.
+		{"caf\xc3", []string{"caf"}},
+		{"caf\uFFFD", []string{"caf"}},
+		{"x\xe2\x82y \xff\xfez", []string{"x", "y", "z"}},
+		{"x\uFFFDy \uFFFDz", []string{"x", "y", "z"}},
 	} {
 		got := RougeTokens(tc.in)
 		if len(got) == 0 && len(tc.want) == 0 {

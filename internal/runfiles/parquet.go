@@ -10,8 +10,14 @@ import (
 )
 
 // parquetProps are the writer settings of every Parquet file of a run.
+// The schema's root is required: arrow-go v17 writes it as repeated by
+// default, which the Parquet format forbids and which stricter readers
+// (hyparquet, Impala) refuse (apache/arrow-go#722, fixed after v17).
 func parquetProps() *parquet.WriterProperties {
-	return parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(1<<16))
+	return parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithMaxRowGroupLength(1<<16),
+		parquet.WithRootRepetition(parquet.Repetitions.Required))
 }
 
 // writeParquet writes records as one Parquet file, one row group per

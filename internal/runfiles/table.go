@@ -264,8 +264,14 @@ func appendRows(b *array.RecordBuilder, cols []*column, rows reflect.Value) {
 				fb.Append(value(i).Bool())
 			}
 		case *array.StringBuilder:
+			// Arrow's utf8 type holds valid UTF-8 only, and readers that
+			// check it (polars, pandas) refuse the whole file otherwise.
+			// A byte-level decode of a token slice can end inside a
+			// character; its stray bytes become U+FFFD, as Hugging Face's
+			// decode writes them. The token ids beside the text keep the
+			// exact bytes, and RougeL's words are the same either way.
 			for i := 0; i < n; i++ {
-				fb.Append(value(i).String())
+				fb.Append(strings.ToValidUTF8(value(i).String(), "\uFFFD"))
 			}
 		case *array.ListBuilder:
 			switch vb := fb.ValueBuilder().(type) {

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/file"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
 )
@@ -164,18 +166,7 @@ func TestTableRoundTrip(t *testing.T) {
 	}
 
 	// Parquet: one row group per group of rows.
-	var buf bytes.Buffer
-	if err := tbl.WriteParquet(&buf, want[:1], want[1:]); err != nil {
-		t.Fatal(err)
-	}
-	pq := filepath.Join(dir, "rows.parquet")
-	if err := os.WriteFile(pq, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	back, err := tbl.ReadParquet(pq)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back, _ := parquetRoundTrip(t, tbl, want[:1], want[1:])
 	if !sameRows(back, want) {
 		t.Errorf("parquet read back\n%+v\nwant\n%+v", back, want)
 	}
@@ -300,4 +291,57 @@ func nanFree[T any](rows []T) any {
 		fix(out.Index(i))
 	}
 	return out.Interface()
+}
+
+// TestTableValidUTF8: a string cut inside a character (a byte-level
+// decode of a token slice) is written as valid UTF-8, stray bytes as
+// U+FFFD, in both formats, so that readers that check UTF-8 open the file;
+// and a Parquet file's root is required, as the format demands.
+func TestTableValidUTF8(t *testing.T) {
+	tbl := NewTable[tableRow]("rows.arrow")
+	rows := []tableRow{{ID: 1, Name: "caf\xc3"}, {ID: 2, Name: "\xe2\x82 ok \xff\xfe"}, {ID: 3, Name: "naïve"}}
+	want := []string{"caf\uFFFD", "\uFFFD ok \uFFFD", "naïve"}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rows.arrow")
+	if err := tbl.WriteIPC(path, rows, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := readIPC(tbl, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, pq := parquetRoundTrip(t, tbl, rows)
+	for i := range want {
+		if got[i].Name != want[i] || back[i].Name != want[i] {
+			t.Errorf("row %d: arrow %q, parquet %q; want %q", i, got[i].Name, back[i].Name, want[i])
+		}
+	}
+
+	rdr, err := file.OpenParquetFile(pq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	if rep := rdr.MetaData().Schema.Root().RepetitionType(); rep != parquet.Repetitions.Required {
+		t.Errorf("parquet root repetition %v, want required", rep)
+	}
+}
+
+// parquetRoundTrip writes groups as one Parquet file (a row group each)
+// in a temporary directory and reads it back.
+func parquetRoundTrip[T any](t *testing.T, tbl *Table[T], groups ...[]T) (back []T, path string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tbl.WriteParquet(&buf, groups...); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "rows.parquet")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := tbl.ReadParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back, path
 }
