@@ -49,6 +49,27 @@ func (w approxRow) cells() []string {
 		num(float64(a.AttnMassKept), 3), num(float64(a.KVBytesPerToken), 0), pct(float64(a.SpecAccept))}
 }
 
+// writeApproxCSV writes approx.csv: approx.md's numbers unrounded, in
+// summary.json's names (approx.exact_agree, …), one column a number as
+// the report's other CSV tables have them (csvFloat).
+func writeApproxCSV(out io.Writer, rows []approxRow) error {
+	cw := csv.NewWriter(out)
+	if err := cw.Write([]string{"run", "loss", "method", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high",
+		"rougeL", "controls_exact_match", "exact_agree", "full_agreement", "attn_mass_kept", "kv_bytes_per_token", "spec_accept"}); err != nil {
+		return err
+	}
+	f := func(v eval.Num) string { return csvFloat(float64(v)) }
+	for _, w := range rows {
+		a, m := w.a, w.members
+		if err := cw.Write([]string{w.run, w.loss, a.Method, strconv.Itoa(m.N), f(m.ExactMatch), f(m.ExactMatchWilsonCI[0]), f(m.ExactMatchWilsonCI[1]),
+			f(m.RougeL), f(w.controls.ExactMatch), f(a.ExactAgree), f(a.FullAgreement), f(a.AttnMassKept), f(a.KVBytesPerToken), f(a.SpecAccept)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
 // writeApproxTables writes approx.md and approx.csv into dir when some
 // run is an approximate attack.
 func writeApproxTables(dir string, runs []*runData) ([]string, error) {
@@ -65,15 +86,7 @@ func writeApproxTables(dir string, runs []*runData) ([]string, error) {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	csvOut := func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		cw.Write(approxHeader)
-		for _, r := range rows {
-			cw.Write(r.cells())
-		}
-		cw.Flush()
-		return cw.Error()
-	}
+	csvOut := func(w io.Writer) error { return writeApproxCSV(w, rows) }
 	return writeFiles(dir, namedWriter{"approx.csv", csvOut}, namedWriter{"approx.md", md})
 }
 

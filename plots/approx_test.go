@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"encoding/csv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,16 @@ func TestApproxTableAndFigures(t *testing.T) {
 			t.Errorf("approx.md lacks %q:\n%s", want, md)
 		}
 	}
+	// approx.csv holds the same numbers unrounded, one a column.
+	recs, err := csv.NewReader(strings.NewReader(mustRead(t, filepath.Join(dir, "approx.csv")))).ReadAll()
+	if err != nil || len(recs) != 7 {
+		t.Fatalf("approx.csv: %d records, %v", len(recs), err)
+	}
+	wantRow := []string{"loki-r4-k0.25", "standard", "loki-r4-k0.25", "8", "0.16666666666666666", "0.1", "0.8",
+		"0.0", "0.0", "16.0", "0.5", "0.6", "1536.0", ""}
+	if strings.Join(recs[3], ",") != strings.Join(wantRow, ",") {
+		t.Errorf("approx.csv row 3 %q, want %q", recs[3], wantRow)
+	}
 	cfg := DefaultConfig()
 	for name, x := range map[string]func(*eval.ApproxSummary) float64{
 		"mass":  func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) },
@@ -54,4 +65,13 @@ func TestApproxTableAndFigures(t *testing.T) {
 	if w, _ := writeApproxTables(dir, exact); w != nil {
 		t.Error("tables without approximate attacks")
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

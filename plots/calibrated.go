@@ -20,10 +20,10 @@ import (
 // calibrated.by_references, with each run's reference-free loss attack
 // beside it for comparison.
 type calibratedRow struct {
-	run    string
-	k      int
-	attack string
-	st     eval.CalibratedAUC
+	run        string
+	references int // reference models the attack was calibrated with
+	attack     string
+	st         eval.CalibratedAUC
 }
 
 func calibratedRows(runs []*runData) []calibratedRow {
@@ -90,11 +90,11 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 func writeCalibratedCSV(out io.Writer, rows []calibratedRow) error {
 	cw := csv.NewWriter(out)
 	f := func(v eval.Num) string { return csvFloat(float64(v)) }
-	if err := cw.Write([]string{"run", "attack", "k", "auc", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr", "n_members", "n_controls"}); err != nil {
+	if err := cw.Write([]string{"run", "attack", "references", "auc", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr", "n_members", "n_controls"}); err != nil {
 		return err
 	}
 	for _, w := range rows {
-		if err := cw.Write([]string{w.run, w.attack, strconv.Itoa(w.k), f(w.st.AUC), f(w.st.TPR0_1), f(w.st.TPR1),
+		if err := cw.Write([]string{w.run, w.attack, strconv.Itoa(w.references), f(w.st.AUC), f(w.st.TPR0_1), f(w.st.TPR1),
 			strconv.Itoa(w.st.NMembers), strconv.Itoa(w.st.NControls)}); err != nil {
 			return err
 		}

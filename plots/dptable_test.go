@@ -83,8 +83,10 @@ func TestReportDPColumns(t *testing.T) {
 	if got := byRun["k=0"][col["dp_epsilon"]]; got != "" {
 		t.Errorf("k=0's dp_epsilon = %q, want empty", got)
 	}
-	if got := byRun["dp-inf"][col["dp_epsilon"]]; got != "+Inf" {
-		t.Errorf("σ = 0's dp_epsilon = %q, want +Inf", got)
+	// ε of σ = 0 is infinite: empty, as summary.json's null, with the
+	// row's noise multiplier 0 saying why.
+	if got, sigma := byRun["dp-inf"][col["dp_epsilon"]], byRun["dp-inf"][col["dp_noise_multiplier"]]; got != "" || sigma != "0.0" {
+		t.Errorf("σ = 0's dp_epsilon = %q, dp_noise_multiplier = %q; want empty and 0.0", got, sigma)
 	}
 	if v, err := strconv.ParseFloat(byRun["k=4"][col["final_val_loss"]], 64); err != nil || !(v > 0) {
 		t.Errorf("k=4's final_val_loss = %q (%v), want the last validation loss", byRun["k=4"][col["final_val_loss"]], err)

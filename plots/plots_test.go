@@ -275,7 +275,8 @@ func TestReportThresholdVsParams(t *testing.T) {
 	// of its interval are the first count memorized; goldfish never
 	// reaches half, so its cells are empty (above max_repetitions 16).
 	want := [][]string{
-		{"model", "params", "loss", "goldfish_k", "max_repetitions", "exact_threshold", "exact_ci_low", "exact_ci_high", "rougeL_threshold", "rougeL_ci_low", "rougeL_ci_high"},
+		{"model", "params", "loss", "goldfish_k", "max_repetitions", "exact_match_threshold", "exact_match_threshold_ci_low", "exact_match_threshold_ci_high",
+			"rougeL_threshold", "rougeL_threshold_ci_low", "rougeL_threshold_ci_high"},
 		{"nano", "150000", "standard", "0", "16", "16", "16", "16", "16", "16", "16"},
 		{"nano", "150000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
 		{"tiny", "560000", "standard", "0", "16", "8", "8", "8", "8", "8", "8"},

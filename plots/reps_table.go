@@ -67,7 +67,7 @@ func writeRepsCSV(out io.Writer, rows []repsRow) error {
 	cw := csv.NewWriter(out)
 	f := csvFloat
 	if err := cw.Write([]string{"model", "repetitions", "targets", "exact_match", "exact_match_ci_low",
-		"exact_match_ci_high", "rouge_l", "rouge_l_ci_low", "rouge_l_ci_high"}); err != nil {
+		"exact_match_ci_high", "rougeL", "rougeL_ci_low", "rougeL_ci_high"}); err != nil {
 		return err
 	}
 	for _, w := range rows {

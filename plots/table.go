@@ -130,12 +130,12 @@ var csvColumns = []struct {
 	{"exact_match", func(w row) float64 { return w.Exact }},
 	{"exact_match_ci_low", func(w row) float64 { return w.ExactLo }},
 	{"exact_match_ci_high", func(w row) float64 { return w.ExactHi }},
-	{"rouge_l", func(w row) float64 { return w.Rouge }},
+	{"rougeL", func(w row) float64 { return w.Rouge }},
 	{"controls", func(w row) float64 { return float64(w.Controls) }},
 	{"controls_exact_match", func(w row) float64 { return w.CExact }},
 	{"controls_exact_match_ci_low", func(w row) float64 { return w.CExactLo }},
 	{"controls_exact_match_ci_high", func(w row) float64 { return w.CExHi }},
-	{"controls_rouge_l", func(w row) float64 { return w.CRouge }},
+	{"controls_rougeL", func(w row) float64 { return w.CRouge }},
 	{"mia_auc_loss", func(w row) float64 { return float64(w.MIA.AUC) }},
 	{"mia_auc_loss_ci_low", func(w row) float64 { return float64(w.MIA.AUCCI[0]) }},
 	{"mia_auc_loss_ci_high", func(w row) float64 { return float64(w.MIA.AUCCI[1]) }},
@@ -177,9 +177,7 @@ func writeCSV(out io.Writer, axes []string, rows []row) error {
 		for _, c := range cols {
 			v := c.val(w)
 			switch {
-			case math.IsNaN(v):
-				rec = append(rec, "")
-			case csvCounts[c.name]:
+			case csvCounts[c.name] && !math.IsNaN(v):
 				rec = append(rec, strconv.FormatFloat(v, 'f', -1, 64))
 			default:
 				rec = append(rec, csvFloat(v))

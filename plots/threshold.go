@@ -89,7 +89,8 @@ func writeThresholdMarkdown(out io.Writer, rows []thresholdRow) error {
 func writeThresholdCSV(out io.Writer, rows []thresholdRow) error {
 	cw := csv.NewWriter(out)
 	if err := cw.Write([]string{"model", "params", "loss", "goldfish_k", "max_repetitions",
-		"exact_threshold", "exact_ci_low", "exact_ci_high", "rougeL_threshold", "rougeL_ci_low", "rougeL_ci_high"}); err != nil {
+		"exact_match_threshold", "exact_match_threshold_ci_low", "exact_match_threshold_ci_high",
+		"rougeL_threshold", "rougeL_threshold_ci_low", "rougeL_threshold_ci_high"}); err != nil {
 		return err
 	}
 	cnt := func(v *int) string {
