@@ -45,7 +45,7 @@ var keyDocs = map[string]string{
 	"extract.loki.rank":              "Rank is the number of principal dimensions of the post-rotary keys\nthat score the cached tokens (at most the head dimension).",
 	"extract.loki.top_k":             "TopK is the fraction (<= 1) or the count (> 1) of each query's\ncached tokens attended at every decode step.",
 	"extract.max_docs":               "MaxDocs caps the documents attacked per split (the first by doc_id); 0 means all.",
-	"extract.mink_fraction":          "MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).",
+	"extract.mink_fraction":          "MinKFraction is the k of Min-K%++ (0.2 = the 20 % least likely\ntokens), which only extract can score (it needs the model's whole\nnext-token distribution), and of completions.arrow's mink column;\nscores.parquet's Min-K% is recomputed from the token losses with\neval.mink_fraction.",
 	"extract.mode":                   "Mode builds the prompts: reference, fixed or pythia (see the package\ndoc; pythia takes 32 + 32 tokens from the start of each document, not\nof each training row).",
 	"extract.precision":              "Precision is \"fp32\" (the default), \"bf16\" or \"fp16\": the attacked and reference models' linear layers hold their weights and compute their products in that dtype, and so does attention where libtorch has its fused kernel (2.1 and later: on a GPU, or a CPU built against a pip PyTorch); norms, the softmax over the vocabulary and the scores stay float32. fp16 needs a device whose libtorch multiplies float16 (not Debian's CPU libtorch).",
 	"extract.prefix":                 "Prefix is the prompt length in tokens of the fixed mode.",

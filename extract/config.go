@@ -101,7 +101,11 @@ type Config struct {
 	Splits []string `toml:"splits" json:"splits"`
 	// MaxDocs caps the documents attacked per split (the first by doc_id); 0 means all.
 	MaxDocs int `toml:"max_docs" json:"max_docs"`
-	// MinKFraction is the K of the Min-K% Prob column (0.2 = the 20 % least likely tokens).
+	// MinKFraction is the k of Min-K%++ (0.2 = the 20 % least likely
+	// tokens), which only extract can score (it needs the model's whole
+	// next-token distribution), and of completions.arrow's mink column;
+	// scores.parquet's Min-K% is recomputed from the token losses with
+	// eval.mink_fraction.
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
 	// Samples is the number of guesses per prompt (the extraction
 	// benchmark's many guesses, Carlini et al. 2021 and 2023): with

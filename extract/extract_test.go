@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/model"
 )
 
@@ -49,7 +50,7 @@ func TestMemorizedDocumentsExtractExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, l := range ls {
-		mean, mink := meanAndMinK(l, 0.2)
+		mean, mink := eval.MeanLoss(l), eval.MinK(l, 0.2)
 		if len(l) != len(docs[i].IDs)-1 || mean > 0.05 || mink < mean {
 			t.Errorf("doc %d: %d losses, mean %.4f, mink %.4f: want %d, mean near the training loss, mink >= mean", i, len(l), mean, mink, len(docs[i].IDs)-1)
 		}

@@ -2,7 +2,6 @@ package extract
 
 import (
 	"context"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,15 +107,5 @@ func TestConfigValidate(t *testing.T) {
 func TestGenerateAllNoPrompts(t *testing.T) {
 	if _, err := generateAll(context.Background(), nil, DefaultConfig(), nil, true); err != nil {
 		t.Errorf("no prompts: %v", err)
-	}
-}
-
-func TestMeanAndMinK(t *testing.T) {
-	m, k := meanAndMinK([]float32{1, 5, 2, 4, 3}, 0.4)
-	if m != 3 || k != 4.5 {
-		t.Errorf("mean %v mink %v, want 3 and 4.5", m, k)
-	}
-	if m, _ := meanAndMinK(nil, 0.2); !math.IsNaN(m) {
-		t.Error("no tokens: want NaN")
 	}
 }

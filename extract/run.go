@@ -16,6 +16,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
@@ -108,9 +109,9 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		r.PrefixText = tok.Decode(r.Prefix)
 		r.SuffixText, r.GeneratedText = scoredTexts(tok, r.Suffix, r.Generated)
 		r.WindowText = tok.Decode(p.Window)
-		r.Loss, r.MinK = meanAndMinK(losses[i], cfg.MinKFraction)
+		r.Loss, r.MinK = eval.MeanLoss(losses[i]), eval.MinK(losses[i], cfg.MinKFraction)
 		if refLosses != nil {
-			r.RefLoss, _ = meanAndMinK(refLosses[i], cfg.MinKFraction)
+			r.RefLoss = eval.MeanLoss(refLosses[i])
 		}
 		rows[i] = r
 	}
