@@ -46,7 +46,10 @@ type CountBucket struct {
 	Hi         int64 `json:"hi"`
 	Members    int   `json:"n_members"`
 	ExactMatch Num   `json:"exact_match"`
-	LossAUC    Num   `json:"loss_auc"`
+	// ExactMatchWilsonCI is the Wilson score interval of ExactMatch, as
+	// every split's; null in files written before it was.
+	ExactMatchWilsonCI *[2]Num `json:"exact_match_wilson_ci,omitempty"`
+	LossAUC            Num     `json:"loss_auc"`
 }
 
 // countCompletions counts each completion's window and suffix.
@@ -119,8 +122,9 @@ func summarizeCounts(rows []Score, counts []CorpusCount) []CountBucket {
 	for _, lo := range los {
 		a := byLo[lo]
 		_, hi := countBucketOf(lo)
-		out = append(out, CountBucket{Lo: lo, Hi: hi, Members: a.n,
-			ExactMatch: Num(float64(a.exact) / float64(a.n)), LossAUC: Num(AUC(a.scores, controls))})
+		ci := wilson(a.exact, a.n)
+		out = append(out, CountBucket{Lo: lo, Hi: hi, Members: a.n, ExactMatch: Num(float64(a.exact) / float64(a.n)),
+			ExactMatchWilsonCI: &ci, LossAUC: Num(AUC(a.scores, controls))})
 	}
 	return out
 }

@@ -81,8 +81,15 @@ func TestRunCounted(t *testing.T) {
 	if a := AUC([]float64{-scored[0].Loss}, controls); !near(float64(got[1].LossAUC), a) {
 		t.Errorf("bucket [4, 7] loss AUC %v, want %v", got[1].LossAUC, a)
 	}
+	// Each bucket carries its Wilson interval: 1 of 1 and 0 of 1.
+	for i, k := range []int{0, 1, 0} {
+		lo, hi := WilsonCI(k, 1)
+		if ci := got[i].ExactMatchWilsonCI; ci == nil || ci[0] != Num(lo) || ci[1] != Num(hi) {
+			t.Errorf("bucket %d: interval %v, want [%v, %v]", i, ci, lo, hi)
+		}
+	}
 	read, err := ReadSummary(summary)
-	if err != nil || len(read.ByCorpusCount) != 3 {
+	if err != nil || len(read.ByCorpusCount) != 3 || read.ByCorpusCount[1].ExactMatchWilsonCI == nil {
 		t.Fatalf("summary.json by_corpus_count: %v, %v", read, err)
 	}
 }

@@ -41,8 +41,12 @@ func countRows(runs []*runData, legend bool) []countRow {
 			name = "run"
 		}
 		for _, b := range r.Summary.ByCorpusCount {
-			k := int(math.Round(float64(b.ExactMatch) * float64(b.Members)))
-			lo, hi := eval.WilsonCI(k, b.Members)
+			// eval's interval; a summary written before it had one
+			// shows none rather than one computed here.
+			lo, hi := math.NaN(), math.NaN()
+			if ci := b.ExactMatchWilsonCI; ci != nil {
+				lo, hi = float64(ci[0]), float64(ci[1])
+			}
 			rows = append(rows, countRow{series: name, b: b, exLo: lo, exHi: hi})
 		}
 	}
@@ -66,8 +70,8 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 			if r.b.Hi != r.b.Lo {
 				span += "–" + strconv.FormatInt(r.b.Hi, 10)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s [%s, %s] | %s |\n", r.series, span, r.b.Members,
-				pct(float64(r.b.ExactMatch)), pct(r.exLo), pct(r.exHi), num(float64(r.b.LossAUC), 3))
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", r.series, span, r.b.Members,
+				interval(float64(r.b.ExactMatch), [2]eval.Num{eval.Num(r.exLo), eval.Num(r.exHi)}, pct), num(float64(r.b.LossAUC), 3))
 		}
 		_, err := io.WriteString(w, b.String())
 		return err
@@ -124,7 +128,11 @@ func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 		nudge := math.Pow(2, 0.08*(float64(index[r.series])-float64(len(index)-1)/2))
 		x := math.Sqrt(float64(r.b.Lo)*float64(r.b.Hi)) * nudge
 		y := 100 * float64(r.b.ExactMatch)
-		pts.add(x, y, 100*r.exLo, 100*r.exHi)
+		if math.IsNaN(r.exLo) {
+			pts.add(x, y, y, y) // no interval recorded: no bar
+		} else {
+			pts.add(x, y, 100*r.exLo, 100*r.exHi)
+		}
 		sp := spans[r.series]
 		sp.xs, sp.ys = append(sp.xs, x), append(sp.ys, y)
 		sp.lo, sp.hi = append(sp.lo, float64(r.b.Lo)*nudge), append(sp.hi, float64(r.b.Hi)*nudge)

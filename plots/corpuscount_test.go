@@ -30,7 +30,7 @@ func TestCountTablesAndFigure(t *testing.T) {
 	runs := []*runData{{Name: "a", Summary: &eval.Summary{ByCorpusCount: []eval.CountBucket{
 		{Lo: 0, Hi: 0, Members: 2, ExactMatch: 0, LossAUC: 0.5},
 		{Lo: 1, Hi: 1, Members: 10, ExactMatch: 0.1, LossAUC: 0.6},
-		{Lo: 16, Hi: 31, Members: 4, ExactMatch: 0.75, LossAUC: 0.9},
+		{Lo: 16, Hi: 31, Members: 4, ExactMatch: 0.75, LossAUC: 0.9, ExactMatchWilsonCI: &[2]eval.Num{0.3, 0.95}},
 	}}}}
 	if _, err := writeCountTables(dir, runs); err != nil {
 		t.Fatal(err)
@@ -39,13 +39,14 @@ func TestCountTablesAndFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| a | 16–31 | 4 | 75", "| a | 1 | 10 | 10"} {
+	// The interval is eval's; a bucket from an older summary has none.
+	for _, want := range []string{"| a | 16–31 | 4 | 75.0 [30.0, 95.0] |", "| a | 1 | 10 | 10.0 | 0.600 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("corpus-counts.md lacks %q:\n%s", want, md)
 		}
 	}
 	csv, err := os.ReadFile(filepath.Join(dir, "corpus-counts.csv"))
-	if err != nil || !strings.Contains(string(csv), "a,16,31,4,0.75,") {
+	if err != nil || !strings.Contains(string(csv), "a,16,31,4,0.75,0.3,0.95,0.9") {
 		t.Errorf("corpus-counts.csv: %v\n%s", err, csv)
 	}
 	p, err := extractionVsCount(DefaultConfig(), runs)

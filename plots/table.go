@@ -84,6 +84,9 @@ func header(axes []string) []string {
 
 // interval formats a value and its interval with f ("–" for undefined).
 func interval(v float64, ci [2]eval.Num, f func(float64) string) string {
+	if math.IsNaN(float64(ci[0])) && math.IsNaN(float64(ci[1])) {
+		return f(v) // no interval: none of "[–, –]"
+	}
 	return fmt.Sprintf("%s [%s, %s]", f(v), f(float64(ci[0])), f(float64(ci[1])))
 }
 
