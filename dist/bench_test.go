@@ -73,7 +73,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	const steps = 30
 	src, err := newOpticks(4000, 64)
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	stepTime := func(dir string) float64 {
 		m, err := runfiles.ReadMetrics(filepath.Join(dir, runfiles.MetricsFile))

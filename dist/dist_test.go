@@ -273,7 +273,7 @@ func TestTrainParity(t *testing.T) {
 			single, multi := t.TempDir(), t.TempDir()
 			src, err := newOpticks(4000, 64)
 			if err != nil {
-				t.Skip(err)
+				t.Fatal(err)
 			}
 			cfg, mcfg, lcfg := parityRun(steps, tc.strategy, tc.accum)
 			mcfg.Arch, mcfg.Untied = tc.arch, tc.arch == "untied"
@@ -339,7 +339,7 @@ func TestResumeOtherWorldSize(t *testing.T) {
 	const steps, every, stop = 20, 5, 12 // checkpoint at 10; steps 11-12 are redone
 	src, err := newOpticks(4000, 64)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	cfg, mcfg, lcfg := parityRun(steps, loss.StrategyHashTable, 1)
 	cfg.CheckpointEvery = every

@@ -43,7 +43,7 @@ func TestDPParity(t *testing.T) {
 			single, multi := t.TempDir(), t.TempDir()
 			src, err := newOpticks(4000, 64)
 			if err != nil {
-				t.Skip(err)
+				t.Fatal(err)
 			}
 			cfg, mcfg, lcfg := parityRun(steps, loss.StrategyHashTable, 2)
 			withDP(&cfg, sigma)

@@ -128,7 +128,7 @@ func TestDPLoRATwoRanks(t *testing.T) {
 	const steps = 6
 	src, err := newOpticks(4000, 64)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -265,7 +265,7 @@ func TestDPLoRAResumeTwoRanks(t *testing.T) {
 	const steps, every, stop = 8, 3, 5 // checkpoint at 3; steps 4-5 are redone
 	src, err := newOpticks(4000, 64)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	cfg, mcfg, lcfg := dpLoRAParity(steps)
 	cfg.CheckpointEvery = every

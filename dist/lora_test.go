@@ -27,7 +27,7 @@ func TestLoRATrainParity(t *testing.T) {
 	single, multi := t.TempDir(), t.TempDir()
 	src, err := newOpticks(4000, 64)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	cfg, mcfg, lcfg := parityRun(steps, loss.StrategyHashTable, 2)
 	cfg.LoRA = loraParity()

@@ -198,8 +198,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model.rotary_pct = %g: must be in (0, 1] and rotate an even number of each head's %d dimensions (it rotates %d)", c.RotaryPct, c.HeadDim, c.RotaryDim())
 	case c.SlidingWindow < 0:
 		return fmt.Errorf("model.sliding_window = %d: must be >= 0", c.SlidingWindow)
-	case c.AttnSoftcap < 0 || c.FinalSoftcap < 0 || c.QueryScalar < 0 || c.QKVClip < 0 || c.LocalRopeTheta < 0:
-		return fmt.Errorf("model: attn_softcap, final_softcap, query_scalar, qkv_clip and local_rope_theta must be >= 0 (0: off)")
+	case negativeOption(c) != "":
+		return fmt.Errorf("model.%s: must be >= 0 (0: off)", negativeOption(c))
 	case c.DType != "float32" && c.DType != "bfloat16" && c.DType != "float16":
 		return fmt.Errorf("model.dtype = %q: must be float32, bfloat16 or float16", c.DType)
 	case c.InitFrom != "" && !strings.HasPrefix(c.InitFrom, "hf:"):
@@ -358,4 +358,21 @@ func (c Config) String() string {
 	}
 	return fmt.Sprintf("preset=%s vocab=%d dim=%d layers=%d heads=%d ffn=%d context=%d untied=%v%s params=%d flops/token=%.3g",
 		c.Preset, c.Vocab, c.Dim, c.Layers, c.Heads, c.FFN, c.Context, c.Untied, arch, c.Params(), c.FLOPsPerToken())
+}
+
+// negativeOption is "key = value" of the first family option that is
+// negative or NaN (each is off at 0), or "".
+func negativeOption(c Config) string {
+	for _, o := range []struct {
+		key string
+		v   float64
+	}{
+		{"attn_softcap", c.AttnSoftcap}, {"final_softcap", c.FinalSoftcap}, {"query_scalar", c.QueryScalar},
+		{"qkv_clip", c.QKVClip}, {"local_rope_theta", c.LocalRopeTheta},
+	} {
+		if !(o.v >= 0) {
+			return fmt.Sprintf("%s = %g", o.key, o.v)
+		}
+	}
+	return ""
 }

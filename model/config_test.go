@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,10 @@ func TestOverridesAndErrors(t *testing.T) {
 		{Config{Preset: "nano", Vocab: 10, Heads: 3}, "model.heads"},
 		{Config{Preset: "nano", Vocab: 10, Heads: 64}, "head size 1"},
 		{Config{Vocab: 10}, "model.dim"},
+		// Each family option names itself and its value.
+		{Config{Preset: "nano", Vocab: 10, AttnSoftcap: -50}, "model.attn_softcap = -50: must be >= 0"},
+		{Config{Preset: "nano", Vocab: 10, QKVClip: math.NaN()}, "model.qkv_clip = NaN: must be >= 0"},
+		{Config{Preset: "nano", Vocab: 10, LocalRopeTheta: -1}, "model.local_rope_theta = -1"},
 	}
 	for _, b := range bad {
 		_, err := b.cfg.Resolve()

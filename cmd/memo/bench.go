@@ -597,9 +597,6 @@ func parseSize(s string) (int64, error) {
 	return n * mult, err
 }
 
-// shapeFlags choose a model for bench train and bench checkpoint: a
-// --preset, or an explicit shape from --dim (a Hugging Face model's, such as
-// TinyLlama-1.1B's), with --vocab either way.
 // The benches' own defaults for the spec keys they take as flags.
 var (
 	benchShapeDefaults  = model.Config{Preset: "small", Vocab: 4096}
@@ -610,6 +607,9 @@ var (
 // shapeKeys are the model keys of a bench's random model.
 var shapeKeys = []string{"preset", "vocab", "dim", "layers", "heads", "kv_heads", "ffn", "untied"}
 
+// shapeFlags choose a model for bench train and bench checkpoint: a
+// --preset, or an explicit shape from --dim (a Hugging Face model's, such as
+// TinyLlama-1.1B's), with --vocab either way.
 func shapeFlags() []cli.Flag {
 	return benchFlags("model", benchShapeDefaults,
 		benchKey{"preset", "(ignored when --dim is set)"},

@@ -123,6 +123,17 @@ func clip(r json.RawMessage) string {
 	return s
 }
 
+// replacement reads a Replace step, normalizer or decoder alike: what
+// its pattern matches and the content that takes its place.
+func (o *obj) replacement() (matcher, string, error) {
+	m, _, err := o.pattern("pattern")
+	if err != nil {
+		return nil, "", err
+	}
+	content, err := o.str("content", "")
+	return m, content, err
+}
+
 // pattern is the {"String": s} or {"Regex": r} of Split, Replace.
 func (o *obj) pattern(key string) (matcher, string, error) {
 	var p struct {

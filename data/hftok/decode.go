@@ -24,11 +24,7 @@ func decoderOf(o *obj, where, t string) (decoder, error) {
 		o.ignore("add_prefix_space", "trim_offsets", "use_regex") // encoding options
 		d = byteLevelDecoder{}
 	case "Replace":
-		m, _, err := o.pattern("pattern")
-		if err != nil {
-			return nil, err
-		}
-		content, err := o.str("content", "")
+		m, content, err := o.replacement()
 		if err != nil {
 			return nil, err
 		}

@@ -49,11 +49,7 @@ func normalizerOf(o *obj, where, t string) (normalizer, error) {
 		}
 		n = prepend(s)
 	case "Replace":
-		m, _, err := o.pattern("pattern")
-		if err != nil {
-			return nil, err
-		}
-		content, err := o.str("content", "")
+		m, content, err := o.replacement()
 		if err != nil {
 			return nil, err
 		}
