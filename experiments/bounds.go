@@ -24,6 +24,12 @@ type bound struct {
 // core is a typo (libtorch aborts creating 1e12).
 const maxThreadsPerCore = 64
 
+// MaxThreads is the most libtorch threads train.threads and every
+// command's --threads take on this machine: past it a process spends its
+// memory on thread stacks (a probe's --threads 100000 made 32,000 and
+// outlived SIGTERM).
+func MaxThreads() int { return maxThreadsPerCore * runtime.NumCPU() }
+
 // maxBatchSize bounds train.batch_size: past it no machine holds a step.
 const maxBatchSize = 1 << 20
 
@@ -54,7 +60,7 @@ func bounds() []bound {
 		nonNeg("train.eps", ""),
 		nonNeg("train.min_lr", ""),
 		{key: "train.epochs", min: 0, max: maxEpochs},
-		{key: "train.threads", min: 0, max: float64(maxThreadsPerCore * runtime.NumCPU()),
+		{key: "train.threads", min: 0, max: float64(MaxThreads()),
 			why: fmt.Sprintf("at most %d threads for each of this machine's %d cores; 0 keeps libtorch's default", maxThreadsPerCore, runtime.NumCPU())},
 		{key: "train.batch_size", min: math.Inf(-1), max: maxBatchSize, why: "rows per step over all processes"},
 		nonNeg("train.dp.noise_multiplier", "σ; 0 clips without noise"),

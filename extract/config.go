@@ -207,14 +207,17 @@ func (c Config) Validate() error {
 	if c.Mode == ModeFixed && c.Prefix < 1 {
 		return fmt.Errorf("extract.prefix = %d: must be >= 1 in mode %q", c.Prefix, c.Mode)
 	}
+	if c.Prefix < 0 {
+		return fmt.Errorf("extract.prefix = %d: must be >= 1 (mode %q does not use it)", c.Prefix, c.Mode)
+	}
 	if c.Mode != ModePythia && c.Suffix < 1 {
 		return fmt.Errorf("extract.suffix = %d: must be >= 1", c.Suffix)
 	}
 	if !oneOf(c.Decoding, Decodings) {
 		return fmt.Errorf("extract.decoding = %q: must be one of %s", c.Decoding, strings.Join(Decodings, ", "))
 	}
-	if math.IsNaN(c.Temperature) || c.Temperature <= 0 {
-		return fmt.Errorf("extract.temperature = %v: must be > 0", c.Temperature)
+	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 1) {
+		return fmt.Errorf("extract.temperature = %v: must be a finite number > 0", c.Temperature)
 	}
 	if c.TopK < 0 {
 		return fmt.Errorf("extract.top_k = %d: must be >= 0 (0 = no limit)", c.TopK)

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,6 +74,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Suffix = 0 }, "extract.suffix"},
 		{func(c *Config) { c.Decoding = "nucleus" }, "extract.decoding"},
 		{func(c *Config) { c.Temperature = 0 }, "extract.temperature"},
+		// A flag takes inf, which the spec's parser refuses.
+		{func(c *Config) { c.Temperature = math.Inf(1) }, "extract.temperature = +Inf: must be a finite number > 0"},
+		{func(c *Config) { c.Prefix = -1 }, "extract.prefix = -1: must be >= 1 (mode \"reference\" does not use it)"},
 		{func(c *Config) { c.TopK = -1 }, "extract.top_k"},
 		{func(c *Config) { c.TopP = 1.5 }, "extract.top_p"},
 		{func(c *Config) { c.Beams = 0 }, "extract.beams"},

@@ -91,14 +91,14 @@ func auditArgs(c *cli.Context) error {
 		return usageError("audit: --members and --nonmembers go together")
 	case !(c.Float64("mink-fraction") > 0 && c.Float64("mink-fraction") <= 1):
 		return usageError("audit: --mink-fraction %v: must be in (0, 1]", c.Float64("mink-fraction"))
-	case !(c.Float64("dcpdd-cap") > 0):
-		return usageError("audit: --dcpdd-cap %v: must be positive", c.Float64("dcpdd-cap"))
+	case !(c.Float64("dcpdd-cap") > 0) || math.IsInf(c.Float64("dcpdd-cap"), 1):
+		return usageError("audit: --dcpdd-cap %v: must be a finite number > 0", c.Float64("dcpdd-cap"))
 	case c.Int("bootstrap") < 0 || c.Int("bootstrap") > 0 && c.Int("bootstrap") < 100:
 		return usageError("audit: --bootstrap %d: must be 0 or at least 100", c.Int("bootstrap"))
 	case c.Int("folds") < 2:
 		return usageError("audit: --folds %d: must be >= 2", c.Int("folds"))
 	}
-	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size", "threads"); err != nil {
+	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size"); err != nil {
 		return err
 	}
 	if err := checkInferenceFlags(c, "audit"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -216,14 +217,11 @@ func runBenchDecode(c *cli.Context) error {
 			return usageError("bench decode: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
 		}
 	}
-	if c.Int("threads") < 0 {
-		return usageError("bench decode: --threads %d: must be >= 0", c.Int("threads"))
-	}
 	if b := c.Int("beams"); b < 1 || b > 64 {
 		return usageError("bench decode: --beams %d: must be between 1 and 64", b)
 	}
-	if t := c.Float64("temperature"); !(t > 0) {
-		return usageError("bench decode: --temperature %v: must be > 0", t)
+	if t := c.Float64("temperature"); !(t > 0) || math.IsInf(t, 1) {
+		return usageError("bench decode: --temperature %v: must be a finite number > 0", t)
 	}
 	if k := c.Int("top-k"); k < 0 {
 		return usageError("bench decode: --top-k %d: must be >= 0 (0: no limit)", k)
@@ -317,9 +315,6 @@ func runBenchScore(c *cli.Context) error {
 	if err := atLeast(c, "bench score", 1, "seq", "batch", "reps"); err != nil {
 		return err
 	}
-	if err := atLeast(c, "bench score", 0, "threads"); err != nil {
-		return err
-	}
 	if _, err := precision.Parse(c.String("precision"), false); err != nil {
 		return usageError("bench score: --precision: %v", err)
 	}
@@ -386,9 +381,6 @@ func runBenchTrain(c *cli.Context) error {
 		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
 			return usageError("bench train: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
 		}
-	}
-	if c.Int("threads") < 0 {
-		return usageError("bench train: --threads %d: must be >= 0", c.Int("threads"))
 	}
 	mc, err := benchModel(c, "bench train", c.Int("seq"))
 	if err != nil {

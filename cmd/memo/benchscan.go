@@ -69,13 +69,13 @@ func runBenchScan(c *cli.Context) error {
 			return usageError("bench scan: --%s %d: must be >= 1", f.name, f.v)
 		}
 	}
-	if err := atLeast(c, "bench scan", 0, "threads", "generate", "gen-batch"); err != nil {
+	if err := atLeast(c, "bench scan", 0, "generate", "gen-batch"); err != nil {
 		return err
 	}
 	if k := c.Int("generate"); k > c.Int("sequences") {
 		return usageError("bench scan: --generate %d: more than --sequences %d", k, c.Int("sequences"))
 	}
-	if p := c.Float64("plant"); p < 0 || p > 1 {
+	if p := c.Float64("plant"); !(p >= 0 && p <= 1) {
 		return usageError("bench scan: --plant %g: must be between 0 and 1", p)
 	} else if p > 0 && c.Int("generate") == 0 {
 		return usageError("bench scan: --plant needs --generate K (the planted suffixes are generation's)")

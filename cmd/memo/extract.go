@@ -185,9 +185,6 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 		return usageError("extract: %v", err)
 	}
 	cfg = holder.Extract
-	if c.Int("threads") < 0 {
-		return usageError("extract: --threads %d: must be >= 0", c.Int("threads"))
-	}
 	dataDir := runDir
 	if c.IsSet("data") {
 		dataDir = c.String("data")

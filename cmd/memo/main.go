@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -310,13 +311,26 @@ func crashReport() {
 
 // usageErrors makes a bad flag of any command (an unknown one, a value
 // that does not parse) the one-line, exit-2 error the app's own flags give;
-// urfave/cli applies the app's OnUsageError to the app's flags only.
+// urfave/cli applies the app's OnUsageError to the app's flags only. It
+// also bounds every command's --threads, as train.threads is bounded.
 func usageErrors(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
 		if c.OnUsageError == nil {
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 				return usageError("%s: %v", name, err)
+			}
+		}
+		if hasFlag(c.Flags, "threads") {
+			before := c.Before
+			c.Before = func(ctx *cli.Context) error {
+				if t, most := ctx.Int("threads"), experiments.MaxThreads(); t < 0 || t > most {
+					return usageError("%s: --threads %d: must be in [0, %d] (%d a core; 0: the default)", name, t, most, most/runtime.NumCPU())
+				}
+				if before != nil {
+					return before(ctx)
+				}
+				return nil
 			}
 		}
 		if len(c.Subcommands) > 0 && c.Action == nil {

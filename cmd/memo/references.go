@@ -104,9 +104,6 @@ func referencesTrainAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError("references train: want one spec FILE, got %d arguments", c.NArg())
 	}
-	if t := c.Int("threads"); t < 0 {
-		return usageError("--threads %d: want >= 0 (0: all cores)", t)
-	}
 	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))
 	if err != nil {
 		return err

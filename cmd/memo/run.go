@@ -58,9 +58,6 @@ func runFlags() []cli.Flag {
 // checkRunFlags refuses values of the shared flags that mean nothing,
 // whether or not the spec has a sweep that would use them.
 func checkRunFlags(c *cli.Context) error {
-	if t := c.Int("threads"); t < 0 {
-		return usageError("--threads %d: want >= 0 (0: all cores)", t)
-	}
 	if j := c.Int("jobs"); j < 1 {
 		return usageError("-j %d: want >= 1", j)
 	}
