@@ -148,6 +148,9 @@ func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) er
 	return nil
 }
 
+// summaryKeys are the keys every summary.json has held since the first.
+var summaryKeys = []string{"n_documents", "members", "mia"}
+
 // ReadSummary reads a summary.json that Run wrote. A summary written
 // before the per-statistic MIA fields existed reads them as undefined
 // (NaN), not 0, except the AUC, which it copies from the flat *_auc field
@@ -160,6 +163,18 @@ func ReadSummary(path string) (*Summary, error) {
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	// A file that parses but holds none of a summary ({} or another
+	// tool's JSON) would read as a run of zeros: a report printed 0
+	// targets and an AUC of 0.000 from one.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, k := range summaryKeys {
+		if _, ok := keys[k]; !ok {
+			return nil, fmt.Errorf("read %s: not a summary memo eval wrote: no %q (rerun memo eval on the completions)", path, k)
+		}
 	}
 	for name, flat := range map[string]Num{"loss": s.MIA.LossAUC, "zlib": s.MIA.ZlibAUC, "mink": s.MIA.MinKAUC, "ref": s.MIA.RefAUC} {
 		if st := s.MIA.Stat(name); math.IsNaN(float64(st.AUC)) {

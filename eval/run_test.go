@@ -357,3 +357,24 @@ func TestReadSummaryOfAnOlderSummary(t *testing.T) {
 		t.Errorf("members %+v", s.Members)
 	}
 }
+
+// A JSON file that holds no summary is refused, naming what it lacks,
+// rather than read as a run of zeros.
+func TestReadSummaryRefusesOtherJSON(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"empty object", `{}`, `no "n_documents"`},
+		{"another tool's", `{"n_documents": 3, "accuracy": 0.5}`, `no "members"`},
+		{"no mia", `{"n_documents": 3, "members": {"n": 1}}`, `no "mia"`},
+		{"an array", `[1, 2]`, "cannot unmarshal array"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "summary.json")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ReadSummary(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadSummary(%s) = %v, want an error with %q", tc.text, err, tc.want)
+			}
+		})
+	}
+}
