@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/memo-research/memo/data/hftok"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // EOSToken is the end-of-text token of trained and GPT-2 tokenizers.
@@ -124,7 +125,7 @@ func trainBPE(counts map[string]int, vocabSize int) (*Tokenizer, error) {
 	if len(tokens) < vocabSize-1 {
 		// The model's vocabulary is sized from the spec ("bpe:N" means N ids),
 		// so a smaller tokenizer would break that contract.
-		return nil, fmt.Errorf("the corpus supports only %d tokens, fewer than the %d asked: lower N or add text", len(tokens)+1, vocabSize)
+		return nil, badinput.Errorf("the corpus supports only %d tokens, fewer than the %d asked: lower N or add text", len(tokens)+1, vocabSize)
 	}
 	tokens = append(tokens, EOSToken)
 	return byteLevelTokenizer(tokens, merges)

@@ -242,7 +242,7 @@ func writeGuessResults(path string, gs []GuessScore) error {
 		return nil
 	}
 	if err := atomicfile.Write(path, func(w io.Writer) error { return GuessScores.WriteParquet(w, gs) }); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err // atomicfile names the file
 	}
 	return nil
 }

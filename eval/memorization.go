@@ -72,7 +72,7 @@ func WriteMemorization(path string, sums []*Summary) error {
 	}
 	err := atomicfile.Write(path, func(w io.Writer) error { return Memorizations.WriteParquet(w, steps...) })
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err // atomicfile names the file
 	}
 	return nil
 }

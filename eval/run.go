@@ -135,17 +135,13 @@ func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath
 // eval output without a model.
 func WriteResults(rows []Score, sum *Summary, scoresPath, summaryPath string) error {
 	if err := atomicfile.Write(scoresPath, func(w io.Writer) error { return Scores().WriteParquet(w, rows) }); err != nil {
-		return fmt.Errorf("write %s: %w", scoresPath, err)
+		return err // atomicfile names the file
 	}
-	err := atomicfile.Write(summaryPath, func(w io.Writer) error {
+	return atomicfile.Write(summaryPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)
 	})
-	if err != nil {
-		return fmt.Errorf("write %s: %w", summaryPath, err)
-	}
-	return nil
 }
 
 // summaryKeys are the keys every summary.json has held since the first.

@@ -282,7 +282,9 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 			return m, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			// Without its record the run is still whole: run again, each
+			// stage checks what is on disk and training resumes.
+			return nil, badinput.Errorf("%v: the run's record is damaged; move it aside and run again to redo each stage from what is on disk (training resumes from its newest checkpoint)", err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, RunConfig), err)

@@ -121,6 +121,34 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	}
 }
 
+// A damaged manifest.json is bad input that says how to go on, and
+// moving it aside lets the run redo its stages.
+func TestRunDamagedManifest(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(root, "mini", ManifestFile)
+	if err := os.WriteFile(manifest, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls = nil
+	_, err := Run(context.Background(), spec, root, Options{})
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "manifest.json: unexpected end of JSON input: the run's record is damaged; move it aside") || len(calls) != 0 {
+		t.Fatalf("damaged manifest: %v (stages %v), want bad input saying what to do, no stage run", err, calls)
+	}
+	if err := os.Rename(manifest, manifest+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil || len(calls) == 0 {
+		t.Errorf("after moving the manifest aside: %v, stages %v", err, calls)
+	}
+}
+
 func TestRunOnlySomeStages(t *testing.T) {
 	var calls []string
 	none := ""

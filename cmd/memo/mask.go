@@ -178,7 +178,7 @@ func maskText(c *cli.Context, m loss.Masker, cfg loss.Config, path, spec string)
 	}
 	tok, err := data.LoadTokenizer(spec)
 	if err != nil {
-		return fmt.Errorf("mask: --tokenizer %s: %w", spec, err)
+		return usageError("mask: --tokenizer %s: %v", spec, err)
 	}
 	ids, err := tok.Encode(string(raw))
 	if err != nil {
