@@ -86,6 +86,11 @@ func setOverride(raw map[string]any, key string, v any) error {
 func overrideValue(text string) (any, error) {
 	var holder map[string]any
 	if err := toml.Unmarshal([]byte("v = "+text), &holder); err == nil {
+		if len(holder) != 1 {
+			// "5\nbogus = 1" parses as two keys; taking v alone would drop
+			// the rest without a word.
+			return nil, fmt.Errorf("value %q is more than one TOML value: give one key=value a --set", text)
+		}
 		return holder["v"], nil
 	}
 	if strings.ContainsAny(text, "\"[]{}\n") {

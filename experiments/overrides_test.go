@@ -24,6 +24,10 @@ func TestParseWithOverrides(t *testing.T) {
 			return err == nil && len(pts) == 3
 		}},
 		{"top-level key", []string{"seed=7"}, func(s *Spec) bool { return s.Seed == 7 }},
+		{"an array over two lines", []string{"sweep.\"goldfish.k\"=[0,\n4]"}, func(s *Spec) bool {
+			pts, err := s.Expand()
+			return err == nil && len(pts) == 2
+		}},
 	}
 	for _, c := range good {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +58,8 @@ func TestParseWithOverrides(t *testing.T) {
 		{"no equals sign", []string{"train.lr"}, "KEY=VALUE"},
 		{"key into a value", []string{"seed.x=1"}, "seed"},
 		{"broken TOML value", []string{"data.sources=[\"opticks\""}, "not valid TOML"},
+		{"a second key after a newline", []string{"train.steps=5\nbogus=1"}, "is more than one TOML value"},
+		{"a table after a newline", []string{"train.steps=5\n[model]\npreset=\"base\""}, "is more than one TOML value"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,10 +79,29 @@ func Default() *Spec {
 	}
 }
 
+// maxSpecBytes bounds a spec file: every shipped spec is under 4 KiB,
+// and reading /dev/zero or an endless pipe must end.
+const maxSpecBytes = 16 << 20
+
+// readSpecFile reads path, a file or a pipe (memo run <(…)), refusing one
+// longer than maxSpecBytes.
+func readSpecFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
+	if err == nil && len(b) > maxSpecBytes {
+		err = fmt.Errorf("longer than %d MiB: not a spec", maxSpecBytes>>20)
+	}
+	return b, err
+}
+
 // Parse reads, resolves and validates a spec file. Every error is a
 // *ConfigError whose message is one line naming the file.
 func Parse(path string) (*Spec, error) {
-	doc, err := os.ReadFile(path)
+	doc, err := readSpecFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", unwrapPath(err))}
 	}

@@ -149,6 +149,8 @@ func TestExitCodes(t *testing.T) {
 		{"an infinite dcpdd cap", []string{"audit", "--model", "m", "--out", "o", "--data", "one.jsonl", "--dcpdd-cap", "inf"}, "audit: --dcpdd-cap +Inf: must be a finite number > 0"},
 		{"an infinite decode temperature", []string{"bench", "decode", "--decoding", "sample", "--temperature", "inf"}, "bench decode: --temperature +Inf: must be a finite number > 0"},
 		{"a NaN share of planted windows", []string{"bench", "scan", "--plant", "nan"}, "bench scan: --plant NaN: must be between 0 and 1"},
+		{"an endless spec", []string{"config", "/dev/zero"}, "/dev/zero: cannot read the spec: longer than 16 MiB: not a spec"},
+		{"endless ids", []string{"generate", "--model", "emptydir", "--ids-json", "/dev/zero"}, "generate: --ids-json /dev/zero: longer than 256 MiB"},
 		{"mask with a missing tokenizer", []string{"mask", "--text", "one.jsonl", "--tokenizer", "no/such.json"}, "mask: --tokenizer no/such.json: load tokenizer"},
 		{"an index window of 0", []string{"index", "count", "--window", "0", "emptydir"}, "index count: --window 0: must be >= 1"},
 		{"noise the accountant cannot bound", []string{"dp-epsilon", "--sample-rate", "0.04", "--noise", "1e-160", "--steps", "10", "--delta", "1e-5"}, "--noise 1e-160: the RDP accountant cannot bound"},

@@ -117,16 +117,27 @@ func checkInferenceFlags(c *cli.Context, cmd string) error {
 }
 
 // readIDRows reads {"ids": [[...]]} or [[...]] from a file or stdin.
+// maxIDsJSONBytes bounds --ids-json: some 30 million ids.
+const maxIDsJSONBytes = 256 << 20
+
 func readIDRows(cmd, src string) ([][]int32, error) {
 	if src == "" {
 		return nil, usageError("%s: give --ids-json FILE (or - for stdin)", cmd)
 	}
-	var raw []byte
-	var err error
-	if src == "-" {
-		raw, err = io.ReadAll(os.Stdin)
-	} else {
-		raw, err = os.ReadFile(src)
+	in := io.Reader(os.Stdin)
+	if src != "-" {
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, usageError("%s: --ids-json %s: %v", cmd, src, err)
+		}
+		defer f.Close()
+		in = f
+	}
+	// Bounded, so that /dev/zero or an endless pipe is refused, not read
+	// until memory runs out.
+	raw, err := io.ReadAll(io.LimitReader(in, maxIDsJSONBytes+1))
+	if err == nil && len(raw) > maxIDsJSONBytes {
+		err = fmt.Errorf("longer than %d MiB", maxIDsJSONBytes>>20)
 	}
 	if err != nil {
 		return nil, usageError("%s: --ids-json %s: %v", cmd, src, err)
