@@ -54,7 +54,37 @@ func syntaxError(file string, doc []byte, err error) *ConfigError {
 			return &ConfigError{File: file, Line: line, Key: key, Msg: fmt.Sprintf("%s is set twice (once above); keep one", key)}
 		}
 	}
+	if m := tableTwiceRE.FindStringSubmatch(err.Error()); m != nil {
+		if line := secondHeader(doc, m[1]); line > 0 {
+			return &ConfigError{File: file, Line: line, Key: m[1], Msg: fmt.Sprintf("[%s] is opened twice (once above); keep one, holding all its keys", m[1])}
+		}
+	}
 	return &ConfigError{File: file, Msg: err.Error()}
+}
+
+// tableTwiceRE is go-toml's message for a [table] header written twice,
+// which gives no line.
+var tableTwiceRE = regexp.MustCompile(`^toml: table (\S+) already exists$`)
+
+// secondHeader is the line of the second [table] header of doc, 0 when
+// there is none.
+func secondHeader(doc []byte, table string) int {
+	seen := false
+	for i, l := range strings.Split(string(doc), "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "[") || strings.HasPrefix(l, "[[") || !strings.HasSuffix(l, "]") {
+			continue
+		}
+		if strings.TrimSpace(l[1:len(l)-1]) != table {
+			continue
+		}
+		if seen {
+			return i + 1
+		}
+		seen = true
+	}
+	return 0
 }
 
 var duplicateRE = regexp.MustCompile(`^toml: key (\S+) is already defined$`)
@@ -104,10 +134,17 @@ func unknownKey(file string, line int, key []string, t reflect.Type) *ConfigErro
 
 var mismatchRE = regexp.MustCompile(`cannot decode TOML (\w+(?: \w+)?) into (?:struct field \S+ of type|a Go value of type) (\S+)`)
 
+// floatToIntRE is go-toml's message for a float (1e3, inf) given to an
+// integer key.
+var floatToIntRE = regexp.MustCompile(`^float cannot be assigned to u?int\d*$`)
+
 // typeMessage turns go-toml's message, which names Go types, into one that
 // names what the file should say.
 func typeMessage(msg string) string {
 	msg = strings.TrimPrefix(msg, "toml: ")
+	if floatToIntRE.MatchString(msg) {
+		return "wrong type: the file has a TOML float, the key takes an integer (write 1000, not 1e3 or 1000.0)"
+	}
 	m := mismatchRE.FindStringSubmatch(msg)
 	if m == nil {
 		return msg

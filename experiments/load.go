@@ -96,7 +96,11 @@ func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error
 				Msg: fmt.Sprintf("[[sweep_points]] number %d sets no key; give it dotted keys with one value each, e.g. \"goldfish.k\" = 0", i+1)}
 		}
 		for key := range m {
-			if !isValid[key] || key == "name" {
+			if key == "name" {
+				return &ConfigError{File: file, Line: keyLine(doc, "sweep_points."+key), Key: "sweep_points." + key,
+					Msg: fmt.Sprintf("[[sweep_points]] number %d: name cannot vary: each point's directory is named from the keys it sets", i+1)}
+			}
+			if !isValid[key] {
 				return &ConfigError{File: file, Line: keyLine(doc, "sweep_points."+key), Key: "sweep_points." + key,
 					Msg: fmt.Sprintf("[[sweep_points]] number %d: %q is not a key of the spec; %swrite keys as \"table.key\", e.g. \"goldfish.k\"", i+1, key, suggestion(key, valid))}
 			}
@@ -108,7 +112,11 @@ func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error
 	}
 	for axis, vals := range sw {
 		line := keyLine(doc, "sweep."+axis)
-		if !isValid[axis] || axis == "name" {
+		if axis == "name" {
+			return &ConfigError{File: file, Line: line, Key: "sweep." + axis,
+				Msg: "name cannot be a sweep axis: each point's directory is named from the values it sweeps"}
+		}
+		if !isValid[axis] {
 			return &ConfigError{File: file, Line: line, Key: "sweep." + axis,
 				Msg: fmt.Sprintf("sweep axis %q is not a key of the spec; %swrite axes as \"table.key\", e.g. \"goldfish.k\"", axis, suggestion(axis, valid))}
 		}
