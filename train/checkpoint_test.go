@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // captureLog sends slog's default logger to a buffer for the test.
@@ -123,6 +124,33 @@ func TestAllCheckpointsCorruptRefusesToResume(t *testing.T) {
 	}
 	if _, st, err := checkpoint.LatestGood(dir); err != nil || st.Step != 4 {
 		t.Errorf("after a fresh start, latest good checkpoint is step %d (%v), want 4", st.Step, err)
+	}
+}
+
+// A finished run whose metrics.arrow is damaged, run again, mends the
+// file at once (the rows it lost are gone, and the log says so), for the
+// last checkpoint saves nothing more that would rewrite it.
+func TestDamagedMetricsOfFinishedRunRewritten(t *testing.T) {
+	cfg, mcfg, lcfg := smallRun()
+	cfg.Steps = 2
+	src := textSource{ids: opticks(t, 2000), rows: 24}
+	dir := t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, runfiles.MetricsFile)
+	if err := os.Truncate(path, 100); err != nil {
+		t.Fatal(err)
+	}
+	log := captureLog(t)
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := runfiles.ReadMetrics(path); err != nil || len(rows) != 0 {
+		t.Errorf("metrics.arrow after the rerun: %d rows, %v; want a readable empty table", len(rows), err)
+	}
+	if !strings.Contains(log.String(), "rows up to this step are lost") {
+		t.Errorf("no warning of the lost rows:\n%s", log)
 	}
 }
 

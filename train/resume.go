@@ -50,13 +50,21 @@ func (l *loop) restore() error {
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
 			warnThreadChange(dir, st, l.cfg.Threads)
-			old, err := runfiles.ReadMetrics(filepath.Join(l.runDir, runfiles.MetricsFile))
-			if err != nil {
-				slog.Warn("metrics of the interrupted run unreadable; starting the table afresh", "err", err)
-			}
+			metricsPath := filepath.Join(l.runDir, runfiles.MetricsFile)
+			old, err := runfiles.ReadMetrics(metricsPath)
 			for _, m := range old {
 				if m.Step <= int64(l.step) {
 					l.metrics = append(l.metrics, m)
+				}
+			}
+			if err != nil && l.rank == 0 {
+				// Rewritten now, not at the next save: a finished run
+				// resumed only to mend its outputs saves nothing more,
+				// and the damaged file would fail the report.
+				slog.Warn("metrics.arrow unreadable: its rows up to this step are lost (memo run --force trains again to get them back); starting it afresh",
+					"step", l.step, "err", err)
+				if err := runfiles.WriteMetrics(metricsPath, l.metrics); err != nil {
+					return err
 				}
 			}
 			if l.rank == 0 {
