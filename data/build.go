@@ -98,6 +98,17 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 						reject(r, reasonKey(r.Reason))
 					}
 					slog.Info("data: source read", "source", src.Name(), "documents", n, "rejected", len(rej))
+					if len(rej) > 0 {
+						// A malformed line is a fault of the file the user
+						// may want to mend: name the first where it is.
+						r := rej[0]
+						where := r.Title
+						if r.File != "" && r.Line > 0 {
+							where = fmt.Sprintf("%s:%d", r.File, r.Line)
+						}
+						slog.Warn("data: documents rejected; report.json's rejected lists them all", "source", src.Name(), "count", len(rej),
+							"first", where, "reason", r.Reason)
+					}
 				}
 			}
 			return nil

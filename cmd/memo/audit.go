@@ -304,7 +304,11 @@ func auditAction(c *cli.Context) error {
 			nm++
 		}
 	}
-	bcfg.Folds = min(bcfg.Folds, nm, len(member)-nm)
+	fit := min(bcfg.Folds, nm, len(member)-nm)
+	if fit >= 2 && fit < bcfg.Folds {
+		slog.Warn("audit: fewer blind-baseline folds than --folds: a class is smaller", "folds", fit, "asked", bcfg.Folds, "members", nm, "nonmembers", len(member)-nm)
+	}
+	bcfg.Folds = fit
 	if bcfg.Folds < 2 {
 		return usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
 	}

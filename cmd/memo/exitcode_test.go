@@ -143,6 +143,8 @@ func TestExitCodes(t *testing.T) {
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
+		{"a Slurm flag on a local sweep", []string{"sweep", "--account", "proj", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --account is a Slurm setting: add --slurm"},
+		{"submit and dry-run", []string{"sweep", "--slurm", "--submit", "--dry-run", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "--submit and --dry-run exclude each other"},
 		{"no ranks for a sweep", []string{"sweep", "--nproc", "0", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nproc 0: must be >= 1"},
 		{"--defaults with --set", []string{"config", "--defaults", "--set", "train.lr=-1"}, "--defaults prints the built-in defaults alone"},
 		{"an audit window below 0", []string{"audit", "--model", "m", "--out", "o", "--data", "one.jsonl", "--window", "-1"}, "audit: --window -1: must be >= 0"},

@@ -76,6 +76,18 @@ func sweepCommand() *cli.Command {
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
 			}
+			if c.Bool("submit") && c.Bool("dry-run") {
+				return usageError("sweep --slurm: --submit and --dry-run exclude each other: --dry-run writes and submits nothing")
+			}
+			if !c.Bool("slurm") {
+				// A local sweep would ignore them: say so rather than run
+				// without the limits the user thinks are set.
+				for _, f := range slurmOnlyFlags {
+					if c.IsSet(f) {
+						return usageError("sweep: --%s is a Slurm setting: add --slurm, or leave it out to run here", f)
+					}
+				}
+			}
 			if err := checkRunsRoot(c, spec); err != nil {
 				return err
 			}
@@ -155,6 +167,9 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 }
 
 var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
+
+// slurmOnlyFlags are the sweep's flags that only a job script uses.
+var slurmOnlyFlags = []string{"account", "partition", "time", "gpus", "cpus", "mem", "qos", "constraint", "gpus-per-task", "array-throttle", "sbatch"}
 
 // slurmSweep writes (and maybe submits) the job array of a sweep.
 func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
