@@ -95,14 +95,14 @@ func buildCached(ctx context.Context, cfg Config, runDir string) error {
 	}
 	root := filepath.Join(cache, datasetsDir)
 	entry := filepath.Join(root, key)
-	if err := os.MkdirAll(filepath.Join(root, locksDir, key), 0o755); err != nil {
+	if err := os.MkdirAll(entryLockDir(root, key), 0o755); err != nil {
 		// A cache this user cannot write (another user's, a read-only file
 		// system, a file in the way): the run still gets its dataset,
 		// built in place.
 		slog.Warn("data: dataset cache not writable, building in the run directory", "cache", root, "err", err)
 		return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
 	}
-	lock, err := waitLock(ctx, filepath.Join(root, locksDir, key))
+	lock, err := waitLock(ctx, entryLockDir(root, key))
 	if err != nil {
 		return err
 	}
@@ -168,13 +168,17 @@ func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
 	}
 }
 
+// entryLockDir is where the lock of the entry key under root lives: beside
+// the entries, not in one, so that removing an entry leaves its lock.
+func entryLockDir(root, key string) string { return filepath.Join(root, locksDir, key) }
+
 // LockEntry takes the lock of the cache entry in dir, waiting while
 // another live process holds it, and keeps it fresh until release: what a
 // writer of a file into an existing entry (an index build) holds, so that
 // gc neither removes the entry under it nor takes its temporary file for
 // a dead writer's.
 func LockEntry(ctx context.Context, dir string) (release func() error, err error) {
-	lock, err := waitLock(ctx, filepath.Join(filepath.Dir(dir), locksDir, filepath.Base(dir)))
+	lock, err := waitLock(ctx, entryLockDir(filepath.Dir(dir), filepath.Base(dir)))
 	if err != nil {
 		return nil, err
 	}

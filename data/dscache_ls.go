@@ -126,7 +126,7 @@ func foreignEntry(dir, key string) string {
 // underEntryLock runs fn holding the lock of the entry key under root, or
 // returns the *runlock.HeldError of the live process that holds it.
 func underEntryLock(root, key string, fn func() error) error {
-	lockDir := filepath.Join(root, locksDir, key)
+	lockDir := entryLockDir(root, key)
 	if err := os.MkdirAll(lockDir, 0o755); err != nil {
 		return err
 	}
