@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/model/approx"
 )
@@ -31,10 +32,10 @@ func newBenchApprox(name string, g *model.GPT, prompts [][]int32, decoding strin
 	cfg := DefaultConfig()
 	cfg.Decoding = decoding
 	if err := cfg.parseApproximation(name); err != nil {
-		return nil, fmt.Errorf("bench decode: --approximation: %w", err)
+		return nil, badinput.Errorf("bench decode: --approximation: %v", err)
 	}
 	if err := cfg.validateApprox(); err != nil {
-		return nil, fmt.Errorf("bench decode: --approximation %q: %w", name, err)
+		return nil, badinput.Errorf("bench decode: --approximation %q: %v", name, err)
 	}
 	var basis *approx.LokiBasis
 	if cfg.Attention == approx.AttnLoki {

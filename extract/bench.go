@@ -8,6 +8,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/precision"
@@ -235,7 +236,7 @@ func benchModel(cfg BenchConfig, cmd string) (*model.GPT, error) {
 		return nil, err
 	}
 	if err := precision.Check(cfg.Precision, training, dev); err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
+		return nil, badinput.Errorf("%s: --precision: %v", cmd, err)
 	}
 	g, err := benchWeights(cfg, dev, cmd)
 	if err != nil {
@@ -265,7 +266,7 @@ func benchWeights(cfg BenchConfig, dev gotch.Device, cmd string) (*model.GPT, er
 			if cmd == "bench score" {
 				need = fmt.Sprintf("--seq %d needs %d (the tokens scored and the one before them)", cfg.Prefix, n)
 			}
-			return nil, fmt.Errorf("%s: --model %s holds %d positions; %s", cmd, cfg.ModelDir, c, need)
+			return nil, badinput.Errorf("%s: --model %s holds %d positions; %s", cmd, cfg.ModelDir, c, need)
 		}
 		return g, nil
 	}

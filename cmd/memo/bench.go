@@ -260,14 +260,7 @@ func runBenchDecode(c *cli.Context) error {
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
 		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops"), CUDAGraphs: c.Bool("cuda-graphs")})
 	if err != nil {
-		if strings.Contains(err.Error(), "precision") {
-			return usageError("bench decode: --precision: %v", err)
-		}
-		if c.String("approximation") != "" && strings.Contains(err.Error(), "--approximation") ||
-			dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
-			return usageError("%v", err)
-		}
-		return err
+		return err // a flag's fault is badinput's, exit 2
 	}
 	if f := c.String("rows-out"); f != "" {
 		if err := writeDecodeRows(f, res.Prompts, res.Generated); err != nil {
@@ -348,10 +341,7 @@ func runBenchScore(c *cli.Context) error {
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Device: c.String("device"),
 		Precision: c.String("precision")})
 	if err != nil {
-		if strings.Contains(err.Error(), "precision") || dir != "" && strings.Contains(err.Error(), "positions; --seq") {
-			return usageError("%v", err)
-		}
-		return err
+		return err // a flag's fault is badinput's, exit 2
 	}
 	if f := c.String("rows-out"); f != "" {
 		b, err := json.Marshal(res.Rows)

@@ -87,8 +87,11 @@ func TestBenchDecodeBadInput(t *testing.T) {
 		{[]string{"--beams", "65"}, "--beams 65: must be between 1 and 64"},
 		{[]string{"--top-k", "-1"}, "--top-k -1: must be >= 0"},
 		{[]string{"--top-p", "0"}, "--top-p 0: must be in (0, 1]"},
-		{[]string{"--temperature", "-2"}, "--temperature -2: must be > 0"},
+		{[]string{"--temperature", "-2"}, "--temperature -2: must be a finite number > 0"},
 		{[]string{"--preset", "huge-ish"}, "bench decode:"},
+		// Refused inside extract.Bench, as bad input (not by the text).
+		{[]string{"--precision", "fp8"}, `bench decode: --precision: precision "fp8": inference takes fp32, bf16 or fp16`},
+		{[]string{"--approximation", "kv3"}, `bench decode: --approximation: extract.approximation = "kv3"`},
 		{[]string{"--cuda-graphs"}, "--cuda-graphs: captured token steps are greedy decoding's on --device cuda"},
 		{[]string{"--cuda-graphs", "--decoding", "beam"}, "(got --decoding beam --device cpu)"},
 		// An 80 GB causal mask: refused, not Go's fatal out of memory.

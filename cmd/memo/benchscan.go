@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
@@ -115,10 +114,7 @@ func runBenchScan(c *cli.Context) error {
 		Sequences: c.Int("sequences"), Data: c.String("data"), Generate: c.Int("generate"), GenBatch: c.Int("gen-batch"), Plant: c.Float64("plant"),
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "precision") || dir != "" && strings.Contains(err.Error(), "positions; --prefix") {
-			return usageError("%v", err)
-		}
-		return err
+		return err // a flag's fault is badinput's, exit 2
 	}
 	if c.Bool("json") {
 		return json.NewEncoder(stdout).Encode(res)
