@@ -47,7 +47,7 @@ var auditTable = sync.OnceValue(func() *runfiles.Table[AuditScore] {
 			cols = append(cols, x.Name)
 		}
 	}
-	return runfiles.NewTable[AuditScore]("scores.parquet", cols...)
+	return runfiles.NewTable[AuditScore](runfiles.ScoresFile, cols...)
 })
 
 // AuditScores is memo audit's scores.parquet codec.

@@ -307,7 +307,7 @@ func (m *signalMatrix) offlineA(K int, cfg calibrated.Config) (float64, error) {
 // scores of completions: the run's own, beside its completions.arrow
 // (attacks of other settings or checkpoints have none).
 func SignalsPath(completions string) string {
-	if filepath.Base(completions) != "completions.arrow" {
+	if filepath.Base(completions) != runfiles.CompletionsFile {
 		return ""
 	}
 	return filepath.Join(filepath.Dir(completions), runfiles.MIASignalsFile)

@@ -33,7 +33,7 @@ func readCompletions(path string) ([]runfiles.Completion, map[string]string, err
 // completionsPath accepts a run directory or a completions file.
 func completionsPath(p string) string {
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return filepath.Join(p, "completions.arrow")
+		return filepath.Join(p, runfiles.CompletionsFile)
 	}
 	return p
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -30,12 +29,12 @@ type CorpusCount struct {
 }
 
 // CorpusCounts is corpus_counts.parquet's codec.
-var CorpusCounts = runfiles.NewTable[CorpusCount]("corpus_counts.parquet")
+var CorpusCounts = runfiles.NewTable[CorpusCount](runfiles.CorpusCountsFile)
 
 // CorpusCountsPath names the counts beside a scores file: scores.parquet
 // gives corpus_counts.parquet, NAME.scores.parquet NAME.corpus_counts.parquet.
 func CorpusCountsPath(scores string) string {
-	return strings.TrimSuffix(scores, "scores.parquet") + "corpus_counts.parquet"
+	return runfiles.BesideScores(scores, runfiles.CorpusCountsFile)
 }
 
 // CountBucket is exact match and membership AUC of the members whose

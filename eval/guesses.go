@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
@@ -33,13 +32,13 @@ type GuessScore struct {
 }
 
 // GuessScores is guess_scores.parquet's codec.
-var GuessScores = runfiles.NewTable[GuessScore]("guess_scores.parquet")
+var GuessScores = runfiles.NewTable[GuessScore](runfiles.GuessScoresFile)
 
 // GuessScoresPath names the guess scores beside a scores file:
 // scores.parquet gives guess_scores.parquet, NAME.scores.parquet gives
 // NAME.guess_scores.parquet.
 func GuessScoresPath(scores string) string {
-	return strings.TrimSuffix(scores, "scores.parquet") + "guess_scores.parquet"
+	return runfiles.BesideScores(scores, runfiles.GuessScoresFile)
 }
 
 // PRPoint is the precision–recall curve after the first Guesses guesses:

@@ -45,7 +45,7 @@ type Memorization struct {
 }
 
 // Memorizations is memorization.parquet's codec.
-var Memorizations = runfiles.NewTable[Memorization]("memorization.parquet")
+var Memorizations = runfiles.NewTable[Memorization](runfiles.MemorizationFile)
 
 // ReadMemorization reads a memorization.parquet that WriteMemorization wrote.
 func ReadMemorization(path string) ([]Memorization, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // CheckOut refuses, before any scoring, output paths that would replace
@@ -28,8 +29,8 @@ func CheckOut(scores, summary, completions string, cfg, runCfg Config) error {
 			return badinput.Errorf("eval: output %s is a directory", p)
 		}
 	}
-	if filepath.Base(summary) == "summary.json" && outguard.IsRunDir(dir) {
-		own := filepath.Join(dir, "completions.arrow")
+	if filepath.Base(summary) == runfiles.SummaryFile && outguard.IsRunDir(dir) {
+		own := filepath.Join(dir, runfiles.CompletionsFile)
 		if !outguard.Same(completionsPath(completions), own) {
 			return badinput.Errorf("eval: %s is the run's own summary, of %s; these are other completions: give --out DIR outside the run", summary, own)
 		}

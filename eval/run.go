@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
 
@@ -25,7 +25,7 @@ import (
 // file lives. goldfish is recorded instead only when the completions hold
 // none (written by an older memo, or from a checkpoint outside a run).
 func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*Summary, error) {
-	return RunFiles(cfg, completions, goldfish, filepath.Join(outDir, "scores.parquet"), filepath.Join(outDir, "summary.json"))
+	return RunFiles(cfg, completions, goldfish, filepath.Join(outDir, runfiles.ScoresFile), filepath.Join(outDir, runfiles.SummaryFile))
 }
 
 // OutputPaths names the scores and summary of a completions file beside
@@ -33,13 +33,7 @@ func Run(cfg Config, completions string, goldfish loss.Config, outDir string) (*
 // NAME.completions.arrow (or NAME.arrow) gives NAME.scores.parquet and
 // NAME.summary.json, so attacks kept side by side keep their own scores.
 func OutputPaths(completions string) (scores, summary string) {
-	dir, base := filepath.Split(completions)
-	stem := strings.TrimSuffix(base, ".arrow")
-	stem = strings.TrimSuffix(strings.TrimSuffix(stem, "completions"), ".")
-	if stem != "" {
-		stem += "."
-	}
-	return filepath.Join(dir, stem+"scores.parquet"), filepath.Join(dir, stem+"summary.json")
+	return runfiles.Beside(completions, runfiles.ScoresFile), runfiles.Beside(completions, runfiles.SummaryFile)
 }
 
 // RunFiles is Run writing the scores and the summary to the paths given.

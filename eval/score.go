@@ -56,7 +56,7 @@ type Score struct {
 // scoresTable is scores.parquet's codec, built on first use, once every
 // statistic has registered: Stats' columns are the registry's.
 var scoresTable = sync.OnceValue(func() *runfiles.Table[Score] {
-	return runfiles.NewTable[Score]("scores.parquet", statColumns()...)
+	return runfiles.NewTable[Score](runfiles.ScoresFile, statColumns()...)
 })
 
 // Scores is scores.parquet's codec.

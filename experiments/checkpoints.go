@@ -12,11 +12,8 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/runfiles"
 )
-
-// MemorizationFile is the run directory's memorization over training
-// (extract.checkpoints other than "last").
-const MemorizationFile = "memorization.parquet"
 
 // checkCheckpointAttacks makes the interaction of extract.checkpoints with
 // the checkpoints training keeps explicit: a pruned checkpoint cannot be
@@ -97,7 +94,7 @@ func checkpointAttacks(spec *Spec, dir string) ([]checkpointAttack, error) {
 			return nil, fmt.Errorf("extract.checkpoints = %v: %w", spec.Extract.Checkpoints, err)
 		}
 		a := checkpointAttack{Step: st.Step, Dir: d, Own: filepath.Clean(d) == filepath.Clean(newest)}
-		a.Completions = filepath.Join(dir, "completions.arrow")
+		a.Completions = filepath.Join(dir, runfiles.CompletionsFile)
 		if !a.Own {
 			a.Completions = extract.BesidePath(d, spec.ExtractStage(), dir)
 		}
@@ -154,7 +151,7 @@ func evalCheckpoints(spec *Spec, dir string, own *eval.Summary) error {
 		}
 		sums = append(sums, s)
 	}
-	path := filepath.Join(dir, MemorizationFile)
+	path := filepath.Join(dir, runfiles.MemorizationFile)
 	if err := eval.WriteMemorization(path, sums); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // smokeWith is exp/smoke.toml with its [train] and [extract] tables
@@ -56,7 +57,7 @@ func TestCheckpointsAllWritesMemorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, MemorizationFile)
+	path := filepath.Join(dir, runfiles.MemorizationFile)
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ type StageRecord struct {
 	Outputs map[string]Output `json:"outputs,omitempty"`
 }
 
-// ManifestFile is a run directory's manifest, beside RunConfig.
+// ManifestFile is a run directory's manifest, beside runfiles.ConfigFile.
 const ManifestFile = "manifest.json"
 
 // Manifest is manifest.json: what ran, on what, from which code and config.

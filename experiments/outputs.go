@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/runlock"
 )
 
@@ -53,7 +54,7 @@ func runFiles(dir string) (map[string]Output, error) {
 			return nil
 		}
 		switch rel {
-		case RunConfig, ManifestFile, runlock.FileName:
+		case runfiles.ConfigFile, ManifestFile, runlock.FileName:
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {

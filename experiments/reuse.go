@@ -73,7 +73,7 @@ func checkReusable(stage string, spec *Spec, src string) error {
 		return fmt.Errorf("reuse training of %s: %w", src, err)
 	}
 	if !ok {
-		return badinput.Errorf("reuse training of %s: not a run directory (no %s)", src, RunConfig)
+		return badinput.Errorf("reuse training of %s: not a run directory (no %s)", src, runfiles.ConfigFile)
 	}
 	want, err := spec.TrainingKey()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/rankenv"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
 )
@@ -120,7 +121,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	// A sweep's directory (memo sweep's marker, and no run's config.toml)
 	// is no run's: a run there would mix its files with the grid's.
 	if _, err := os.Stat(filepath.Join(dir, SweepIndexFile)); err == nil {
-		if _, err := os.Stat(filepath.Join(dir, RunConfig)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); errors.Is(err, fs.ErrNotExist) {
 			return dir, badinput.Errorf("run %s: %s is a sweep's directory (it holds %s): give this run another name, or --runs DIR", spec.Name, dir, SweepIndexFile)
 		}
 	}
@@ -257,7 +258,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 // openRunDir creates the run directory with config.toml and manifest.json,
 // or reopens an existing one after checking it holds the same spec.
 func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manifest, error) {
-	old, err := os.ReadFile(filepath.Join(dir, RunConfig))
+	old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile))
 	switch {
 	case err == nil && !bytes.Equal(old, conf):
 		if !force {
@@ -287,12 +288,12 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 			return nil, badinput.Errorf("%v: the run's record is damaged; move it aside and run again to redo each stage from what is on disk (training resumes from its newest checkpoint)", err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, RunConfig), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, runfiles.ConfigFile), err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, RunConfig), conf); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, runfiles.ConfigFile), conf); err != nil {
 		return nil, err
 	}
 	m := newManifest(name, hash)
@@ -339,7 +340,7 @@ func checkStages(spec *Spec, dir string, opt Options) error {
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(filepath.Join(dir, RunConfig)); err == nil && bytes.Equal(old, conf) {
+	if old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile)); err == nil && bytes.Equal(old, conf) {
 		if m, err := ReadManifest(dir); err == nil {
 			for _, st := range Stages {
 				done[st] = done[st] || m.Stage(st).Status == StatusDone
@@ -365,7 +366,7 @@ func Finished(spec *Spec, runDir string) bool {
 	if err != nil {
 		return false
 	}
-	old, err := os.ReadFile(filepath.Join(runDir, RunConfig))
+	old, err := os.ReadFile(filepath.Join(runDir, runfiles.ConfigFile))
 	if err != nil || !bytes.Equal(old, conf) {
 		return false
 	}

@@ -9,12 +9,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/plots"
 )
-
-// RunConfig is the name of the resolved spec memo run writes into a run
-// directory.
-const RunConfig = "config.toml"
 
 // ReadRun reads a run directory's config.toml into its Spec: the one
 // reader of a run's settings for every command (extract, eval, report,
@@ -28,7 +25,7 @@ const RunConfig = "config.toml"
 // without its config.toml is a *ConfigError: its settings are lost, and
 // the defaults in their place would attack and score it otherwise.
 func ReadRun(dir string) (s *Spec, ok bool, err error) {
-	path := filepath.Join(dir, RunConfig)
+	path := filepath.Join(dir, runfiles.ConfigFile)
 	doc, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, merr := os.Stat(filepath.Join(dir, ManifestFile)); merr == nil {

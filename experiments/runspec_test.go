@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"github.com/memo-research/memo/internal/runfiles"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,7 +15,7 @@ import (
 func writeRun(t *testing.T, doc string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, RunConfig), []byte(doc), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfiles.ConfigFile), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/plots"
@@ -51,7 +52,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		// train resolves checkpoints/ to its newest verified checkpoint.
-		if err := extract.Run(ctx, spec.ExtractStage(), filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, "completions.arrow"), &spec.Goldfish); err != nil {
+		if err := extract.Run(ctx, spec.ExtractStage(), filepath.Join(dir, checkpoint.DirName), ds, filepath.Join(dir, runfiles.CompletionsFile), &spec.Goldfish); err != nil {
 			return err
 		}
 		return extractCheckpoints(ctx, spec, dir, ds)
@@ -61,8 +62,8 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 			return err
 		}
 		defer release()
-		own, err := eval.RunCounted(spec.EvalStage(), filepath.Join(dir, "completions.arrow"), spec.Goldfish,
-			filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json"), count)
+		own, err := eval.RunCounted(spec.EvalStage(), filepath.Join(dir, runfiles.CompletionsFile), spec.Goldfish,
+			filepath.Join(dir, runfiles.ScoresFile), filepath.Join(dir, runfiles.SummaryFile), count)
 		if err != nil {
 			return err
 		}

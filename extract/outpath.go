@@ -33,7 +33,7 @@ func CheckOut(out, ckpt string, cfg Config, runOwn bool) error {
 	if runOwn {
 		return nil // the run's own attack owns the run's own file
 	}
-	if filepath.Base(out) == "completions.arrow" && outguard.IsRunDir(dir) {
+	if filepath.Base(out) == runfiles.CompletionsFile && outguard.IsRunDir(dir) {
 		return badinput.Errorf("extract: --out %s is the run's own completions (its newest checkpoint under its config.toml settings); this attack is another: name another file", out)
 	}
 	if outguard.Exists(out) {

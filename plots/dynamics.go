@@ -13,6 +13,7 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // readOptional reads a Parquet file eval writes only for some attacks
@@ -32,10 +33,10 @@ func readOptional[T any](path string, read func(string) ([]T, error)) ([]T, erro
 // and memorization.parquet (extract.checkpoints), when eval wrote them.
 func (r *runData) loadDynamics() error {
 	var err error
-	if r.GuessScores, err = readOptional(eval.GuessScoresPath(filepath.Join(r.Dir, "scores.parquet")), eval.GuessScores.ReadParquet); err != nil {
+	if r.GuessScores, err = readOptional(eval.GuessScoresPath(filepath.Join(r.Dir, runfiles.ScoresFile)), eval.GuessScores.ReadParquet); err != nil {
 		return err
 	}
-	r.Memorization, err = readOptional(filepath.Join(r.Dir, "memorization.parquet"), eval.ReadMemorization)
+	r.Memorization, err = readOptional(filepath.Join(r.Dir, runfiles.MemorizationFile), eval.ReadMemorization)
 	return err
 }
 

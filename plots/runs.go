@@ -109,12 +109,12 @@ func loadRun(dir, name string, values map[string]any, read SpecReader) (*runData
 	r.Preset = r.Spec.Model
 
 	// A file eval wrote that cannot be read is bad input (exit 2 in the CLI).
-	docs, err := readScores(filepath.Join(dir, "scores.parquet"))
+	docs, err := readScores(filepath.Join(dir, runfiles.ScoresFile))
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
 	r.Docs = docs
-	if r.Summary, err = eval.ReadSummary(filepath.Join(dir, "summary.json")); err != nil {
+	if r.Summary, err = eval.ReadSummary(filepath.Join(dir, runfiles.SummaryFile)); err != nil {
 		return nil, badinput.Errorf("the run's numbers come from eval: %w", err)
 	}
 

@@ -24,6 +24,7 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
@@ -431,7 +432,7 @@ func writeAudit(ctx context.Context, out string, rows []eval.AuditScore, sum *Au
 		return fmt.Errorf("audit: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := atomicfile.Write(filepath.Join(tmp, "scores.parquet"), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(tmp, runfiles.ScoresFile), func(w io.Writer) error {
 		return eval.AuditScores().WriteParquet(w, rows)
 	}); err != nil {
 		return fmt.Errorf("audit: scores.parquet: %w", err)
@@ -440,7 +441,7 @@ func writeAudit(ctx context.Context, out string, rows []eval.AuditScore, sum *Au
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "summary.json"), append(js, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, runfiles.SummaryFile), append(js, '\n')); err != nil {
 		return fmt.Errorf("audit: summary.json: %w", err)
 	}
 	var rep bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
 )
@@ -49,7 +50,7 @@ func evalAction(c *cli.Context) error {
 	}
 	comps, runDir := arg, runDirOfCompletions(arg)
 	if st.IsDir() {
-		comps, runDir = filepath.Join(arg, "completions.arrow"), arg
+		comps, runDir = filepath.Join(arg, runfiles.CompletionsFile), arg
 	}
 	if _, err := os.Stat(comps); err != nil {
 		return usageError("eval: %s: no completions (run `memo extract %s` first)", comps, runDir)
@@ -66,7 +67,7 @@ func evalAction(c *cli.Context) error {
 	cfg := run.EvalStage() // run.Eval stays the run's own settings
 	setTableFlags(c, "eval", &cfg)
 	if err := cfg.Validate(); err != nil {
-		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
+		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, runfiles.ConfigFile))
 	}
 	// The reference's own problem before any about where the scores go.
 	if ref := cfg.Reference; ref != "" {
@@ -79,7 +80,7 @@ func evalAction(c *cli.Context) error {
 		if st, err := os.Stat(out); err == nil && !st.IsDir() {
 			return usageError("eval: --out %s is a file: want a DIR for scores.parquet and summary.json", out)
 		}
-		scores, summary = filepath.Join(out, "scores.parquet"), filepath.Join(out, "summary.json")
+		scores, summary = filepath.Join(out, runfiles.ScoresFile), filepath.Join(out, runfiles.SummaryFile)
 	}
 	if err := eval.CheckOut(scores, summary, comps, cfg, run.EvalStage()); err != nil {
 		return err
@@ -150,7 +151,7 @@ func evalAction(c *cli.Context) error {
 // file beside a checkpoint (RUN/checkpoints/step-N.….completions.arrow).
 func runDirOfCompletions(path string) string {
 	dir := filepath.Dir(path)
-	if _, err := os.Stat(filepath.Join(dir, "config.toml")); err != nil && filepath.Base(dir) == "checkpoints" {
+	if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); err != nil && filepath.Base(dir) == "checkpoints" {
 		return filepath.Dir(dir)
 	}
 	return dir

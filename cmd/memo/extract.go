@@ -14,6 +14,7 @@ import (
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
@@ -169,7 +170,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	cfg := run.Extract
 	setTableFlags(c, "extract", &cfg)
 	if err := cfg.Validate(); err != nil {
-		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, "config.toml"))
+		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, runfiles.ConfigFile))
 	}
 	for _, set := range c.StringSlice("set") {
 		if !strings.HasPrefix(strings.TrimSpace(set), "extract.") {
@@ -214,7 +215,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	case out != "":
 		// The run's own completions only for the run's own attack; any
 		// other file only if it is this attack's (or new).
-		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, "completions.arrow")) &&
+		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) &&
 			outguard.Same(out, defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir))
 		if err := extract.CheckOut(out, ckpt, cfg, runOwn); err != nil {
 			return err
@@ -230,7 +231,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	}
 	// The run's own completions are the finished model's: eval, report and
 	// `memo run` take them for it.
-	if !foreign && !c.Bool("scan") && outguard.Same(out, filepath.Join(runDir, "completions.arrow")) {
+	if !foreign && !c.Bool("scan") && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) {
 		if why := experiments.UnfinishedTraining(runDir); why != "" {
 			return usageError("extract: %s has not finished training (manifest.json: train %s): resume it with memo run, or attack the checkpoint by naming it (memo extract %s), which writes beside it", runDir, why, ckpt)
 		}
@@ -269,7 +270,7 @@ func defaultCompletions(target, runDir, ckpt string, cfg, runCfg extract.Config,
 	// The batch size does not change the completions.
 	cfg.BatchSize, runCfg.BatchSize = 0, 0
 	if isRun && ownSettings && reflect.DeepEqual(cfg, runCfg) {
-		return filepath.Join(runDir, "completions.arrow")
+		return filepath.Join(runDir, runfiles.CompletionsFile)
 	}
 	return extract.BesidePath(ckpt, cfg, dataDir)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
 )
@@ -85,7 +86,7 @@ func unfinishedPoints(dir string) []string {
 // reportConfig takes the [plots] table of the run's config.toml, or of the
 // first sweep run that has one.
 func reportConfig(dir string) (plots.Config, error) {
-	more, _ := filepath.Glob(filepath.Join(dir, "*", experiments.RunConfig))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", runfiles.ConfigFile))
 	for _, runDir := range append([]string{dir}, dirsOf(more)...) {
 		spec, ok, err := experiments.ReadRun(runDir)
 		if err != nil {

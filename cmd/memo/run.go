@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/rankenv"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
@@ -149,7 +150,7 @@ func runAction(c *cli.Context) (err error) {
 	}
 	opt := experiments.Options{Force: c.Bool("force"), ReuseTrain: c.String("reuse-train")}
 	if src := opt.ReuseTrain; src != "" {
-		if st, err := os.Stat(filepath.Join(src, "config.toml")); err != nil || st.IsDir() {
+		if st, err := os.Stat(filepath.Join(src, runfiles.ConfigFile)); err != nil || st.IsDir() {
 			return usageError("run: --reuse-train %s: not a run directory (no config.toml)", src)
 		}
 	}

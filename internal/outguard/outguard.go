@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // Files that mark a directory as something other than a place for results.
@@ -21,7 +22,7 @@ const (
 	checkpointModel = "model.safetensors" // checkpoint.ModelFile
 	dataTokens      = "tokens.arrow"      // a run's data/ (data.Build)
 	dataDocs        = "docs.arrow"
-	runConfig       = "config.toml" // a run directory (memo run)
+	runConfig       = runfiles.ConfigFile // a run directory (memo run)
 )
 
 // Exists reports whether path names anything, a dangling link included.

@@ -80,7 +80,7 @@ type CompletionApprox struct {
 }
 
 // Completions is completions.arrow's codec.
-var Completions = NewTable[Completion]("completions.arrow")
+var Completions = NewTable[Completion](CompletionsFile)
 
 // CompletionsSchema is the schema of completions.arrow with every column;
 // an exact attack's file has all but CompletionApprox's.

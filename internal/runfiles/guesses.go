@@ -3,8 +3,6 @@ package runfiles
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 )
 
 // guesses.arrow holds an attack's many guesses per prompt
@@ -29,19 +27,11 @@ type Guess struct {
 }
 
 // Guesses is guesses.arrow's codec.
-var Guesses = NewTable[Guess]("guesses.arrow")
+var Guesses = NewTable[Guess](GuessesFile)
 
 // GuessesPath names the guesses of a completions file: completions.arrow gives
 // guesses.arrow, NAME.completions.arrow gives NAME.guesses.arrow.
-func GuessesPath(completions string) string {
-	dir, base := filepath.Split(completions)
-	stem := strings.TrimSuffix(base, ".arrow")
-	stem = strings.TrimSuffix(strings.TrimSuffix(stem, "completions"), ".")
-	if stem != "" {
-		stem += "."
-	}
-	return filepath.Join(dir, stem+"guesses.arrow")
-}
+func GuessesPath(completions string) string { return Beside(completions, GuessesFile) }
 
 // guessBatchRows is the number of guesses per record batch.
 const guessBatchRows = 4096

@@ -38,3 +38,19 @@ func TestGuessesRoundTrip(t *testing.T) {
 		t.Error("reading a missing file did not fail")
 	}
 }
+
+func TestBeside(t *testing.T) {
+	for _, tc := range []struct{ completions, file, want string }{
+		{"run/completions.arrow", ScoresFile, "run/scores.parquet"},
+		{"run/k4.completions.arrow", SummaryFile, "run/k4.summary.json"},
+		{"out/greedy.arrow", GuessesFile, "out/greedy.guesses.arrow"},
+		{"completions.arrow", GuessesFile, "guesses.arrow"},
+	} {
+		if got := Beside(tc.completions, tc.file); got != tc.want {
+			t.Errorf("Beside(%q, %q) = %q, want %q", tc.completions, tc.file, got, tc.want)
+		}
+	}
+	if got := BesideScores("run/k4.scores.parquet", CorpusCountsFile); got != "run/k4.corpus_counts.parquet" {
+		t.Errorf("BesideScores = %q", got)
+	}
+}

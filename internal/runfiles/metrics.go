@@ -10,9 +10,6 @@ import (
 	"github.com/memo-research/memo/internal/arrowsafe"
 )
 
-// MetricsFile is the per-step metrics table in the run directory.
-const MetricsFile = "metrics.arrow"
-
 // Metric is one optimizer step's row of metrics.arrow. Losses are mean
 // cross-entropy in nats; LossDropped is NaN when the mask dropped nothing and
 // ValLoss is NaN on steps without validation.

@@ -24,10 +24,7 @@ type MIASignal struct {
 }
 
 // MIASignals is mia_signals.parquet's codec.
-var MIASignals = NewTable[MIASignal]("mia_signals.parquet")
-
-// MIASignalsFile is the file's name in a run directory.
-const MIASignalsFile = "mia_signals.parquet"
+var MIASignals = NewTable[MIASignal](MIASignalsFile)
 
 // TargetModel is MIASignal.Model of the attacked model's rows.
 const TargetModel = "target"
