@@ -78,28 +78,10 @@ func RunDir(spec *Spec, runsRoot string) string { return filepath.Join(runsRoot,
 // finished run is a no-op and an interrupted one resumes at the stage that
 // stopped; training itself resumes from its latest checkpoint.
 func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string, error) {
-	if spec.IsSweep() {
-		return "", fmt.Errorf("%s is a sweep: run it with RunSweep", spec.file)
-	}
-	if err := checkLaunchEnv(); err != nil {
-		return "", err
-	}
-	if err := spec.CheckRanks(max(opt.Ranks, worldSize())); err != nil {
-		return "", err
-	}
-	if err := checkStages(spec, RunDir(spec, runsRoot), opt); err != nil {
-		return "", err
-	}
-	// A source that cannot be reused is refused before the run directory
-	// is made; the stage checks again when it links.
-	for _, st := range Stages {
-		if opt.ReuseTrain != "" && reusedStages[st] != nil && (len(opt.Stages) == 0 || contains(opt.Stages, st)) {
-			if err := checkReusable(st, spec, opt.ReuseTrain); err != nil {
-				return "", err
-			}
-		}
-	}
 	dir := RunDir(spec, runsRoot)
+	if err := checkRun(spec, dir, opt); err != nil {
+		return "", err
+	}
 	if processRank() > 0 {
 		// Other ranks of a multi-process stage do the work and leave
 		// config.toml and manifest.json to rank 0.
@@ -168,7 +150,6 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			continue
 		}
 		rec := m.Stage(st)
-		prevOutputs := rec.Outputs
 		if rec.Status == StatusDone {
 			broken := brokenOutput(dir, rec.Outputs)
 			if broken == "" && !upstreamChanged {
@@ -184,75 +165,118 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		if err := ctx.Err(); err != nil {
 			return dir, err
 		}
-		before, err := runFiles(dir)
+		changed, err := recordStage(ctx, st, spec, dir, opt, m)
 		if err != nil {
-			return dir, err
-		}
-		rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
-		if err := m.write(dir); err != nil {
-			return dir, err
-		}
-		if key, ok := modelStages[st]; ok && m.Machine.Devices[key] == "cpu" {
-			warnBLAS()
-		}
-		slog.Info("stage start", "run", spec.Name, "stage", st)
-		switch {
-		case st == "references" && spec.MIA.References == 0:
-			// Nothing to train or score: the stage is done as it starts.
-		case opt.ReuseTrain != "" && reusedStages[st] != nil:
-			err = linkTrained(st, spec, dir, opt.ReuseTrain)
-		default:
-			err = stageFunc(ctx, st, spec, dir, opt)
-		}
-		rec = m.Stage(st)
-		rec.ReusedFrom = ""
-		if opt.ReuseTrain != "" && reusedStages[st] != nil {
-			rec.ReusedFrom = opt.ReuseTrain
-		}
-		rec.Finished = time.Now().UTC()
-		rec.Seconds = rec.Finished.Sub(rec.Started).Seconds()
-		if err != nil {
-			rec.Status, rec.Error = StatusFailed, err.Error()
-			if werr := m.write(dir); werr != nil {
-				slog.Error("write manifest", "err", werr)
-			}
 			return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, err)
 		}
-		after, err := runFiles(dir)
-		if err != nil {
-			return dir, err
-		}
-		wrote, err := stageOutputs(dir, before, after)
-		if err != nil {
-			return dir, err
-		}
-		// A stage run again may rewrite only some of its outputs (extract
-		// keeps an intact attack of extract.checkpoints): the rest stand.
-		outs := map[string]Output{}
-		for rel, o := range prevOutputs {
-			if _, ok := after[rel]; ok {
-				outs[rel] = o
-			}
-		}
-		for rel, o := range wrote {
-			outs[rel] = o
-		}
-		if prevOutputs != nil && !sameOutputs(prevOutputs, outs) {
-			upstreamChanged = true
-		}
-		rec.Outputs = outs
-		rec.Status = StatusDone
-		if st == "train" && spec.Train.DP.Enabled {
-			if m.DP, err = trainedDP(dir); err != nil {
-				return dir, err
-			}
-		}
-		if err := m.write(dir); err != nil {
-			return dir, err
-		}
-		slog.Info("stage done", "run", spec.Name, "stage", st, "seconds", fmt.Sprintf("%.1f", rec.Seconds))
+		upstreamChanged = upstreamChanged || changed
 	}
 	return dir, nil
+}
+
+// checkRun refuses, before the run directory is made, what would fail
+// later: a sweep, a launch without its environment, ranks the batch
+// cannot split, stages without what they read, a source --reuse-train
+// cannot link.
+func checkRun(spec *Spec, dir string, opt Options) error {
+	if spec.IsSweep() {
+		return fmt.Errorf("%s is a sweep: run it with RunSweep", spec.file)
+	}
+	if err := checkLaunchEnv(); err != nil {
+		return err
+	}
+	if err := spec.CheckRanks(max(opt.Ranks, worldSize())); err != nil {
+		return err
+	}
+	if err := checkStages(spec, dir, opt); err != nil {
+		return err
+	}
+	for _, st := range Stages {
+		if reuses(opt, st) && (len(opt.Stages) == 0 || contains(opt.Stages, st)) {
+			if err := checkReusable(st, spec, opt.ReuseTrain); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reuses reports whether stage st links another run's outputs
+// (--reuse-train) instead of running.
+func reuses(opt Options, st string) bool { return opt.ReuseTrain != "" && reusedStages[st] != nil }
+
+// recordStage runs (or links) stage st and records it in m, its outputs
+// with their sums; changed reports whether it wrote other outputs than
+// the run recorded before, so that the stages after it run again.
+func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Options, m *Manifest) (changed bool, err error) {
+	rec := m.Stage(st)
+	prevOutputs := rec.Outputs
+	before, err := runFiles(dir)
+	if err != nil {
+		return false, err
+	}
+	rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
+	if err := m.write(dir); err != nil {
+		return false, err
+	}
+	if key, ok := modelStages[st]; ok && m.Machine.Devices[key] == "cpu" {
+		warnBLAS()
+	}
+	slog.Info("stage start", "run", spec.Name, "stage", st)
+	switch {
+	case st == "references" && spec.MIA.References == 0:
+		// Nothing to train or score: the stage is done as it starts.
+	case reuses(opt, st):
+		err = linkTrained(st, spec, dir, opt.ReuseTrain)
+	default:
+		err = stageFunc(ctx, st, spec, dir, opt)
+	}
+	rec = m.Stage(st)
+	rec.ReusedFrom = ""
+	if reuses(opt, st) {
+		rec.ReusedFrom = opt.ReuseTrain
+	}
+	rec.Finished = time.Now().UTC()
+	rec.Seconds = rec.Finished.Sub(rec.Started).Seconds()
+	if err != nil {
+		rec.Status, rec.Error = StatusFailed, err.Error()
+		if werr := m.write(dir); werr != nil {
+			slog.Error("write manifest", "err", werr)
+		}
+		return false, err
+	}
+	after, err := runFiles(dir)
+	if err != nil {
+		return false, fmt.Errorf("record outputs: %w", err)
+	}
+	wrote, err := stageOutputs(dir, before, after)
+	if err != nil {
+		return false, fmt.Errorf("record outputs: %w", err)
+	}
+	// A stage run again may rewrite only some of its outputs (extract
+	// keeps an intact attack of extract.checkpoints): the rest stand.
+	outs := map[string]Output{}
+	for rel, o := range prevOutputs {
+		if _, ok := after[rel]; ok {
+			outs[rel] = o
+		}
+	}
+	for rel, o := range wrote {
+		outs[rel] = o
+	}
+	changed = prevOutputs != nil && !sameOutputs(prevOutputs, outs)
+	rec.Outputs = outs
+	rec.Status = StatusDone
+	if st == "train" && spec.Train.DP.Enabled {
+		if m.DP, err = trainedDP(dir); err != nil {
+			return changed, fmt.Errorf("record DP-SGD's guarantee: %w", err)
+		}
+	}
+	if err := m.write(dir); err != nil {
+		return changed, fmt.Errorf("record outputs: %w", err)
+	}
+	slog.Info("stage done", "run", spec.Name, "stage", st, "seconds", fmt.Sprintf("%.1f", rec.Seconds))
+	return changed, nil
 }
 
 // openRunDir creates the run directory with config.toml and manifest.json,
