@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
@@ -286,6 +288,11 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 	switch {
 	case err == nil && !bytes.Equal(old, conf):
 		if !force {
+			var anyTOML map[string]any
+			if terr := toml.Unmarshal(old, &anyTOML); terr != nil {
+				return nil, fmt.Errorf("%w: %s is damaged (not TOML: %v); pass --force to move the old run aside and start again", ErrSpecChanged,
+					filepath.Join(dir, runfiles.ConfigFile), strings.ReplaceAll(terr.Error(), "\n", " "))
+			}
 			return nil, fmt.Errorf("%w: %s was made from another spec; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir)
 		}
 		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))

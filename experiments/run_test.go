@@ -109,6 +109,19 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	if len(calls) != 0 {
 		t.Errorf("a refused run called stages %v", calls)
 	}
+	// A config.toml that is not TOML is named as damaged, not as another
+	// spec.
+	conf := filepath.Join(root, "mini", "config.toml")
+	good, _ := os.ReadFile(conf)
+	if err := os.WriteFile(conf, []byte("\x00\x01 garbage ="), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), a, root, Options{}); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "config.toml is damaged (not TOML") {
+		t.Errorf("damaged config.toml: %v", err)
+	}
+	if err := os.WriteFile(conf, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Run(context.Background(), b, root, Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
