@@ -293,3 +293,30 @@ func TestInterruptThenResumeIsExact(t *testing.T) {
 		t.Error("the resumed run's final weights differ from the uninterrupted run's")
 	}
 }
+
+// TestProfileOfAUsageError: a command refused for its flags leaves no
+// --cpu-profile file, not even an empty one under the name asked for;
+// a command that runs leaves a whole profile and no temporary file.
+func TestProfileOfAUsageError(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	r := execMemo(t, exe, dir, "--cpu-profile", "bad.prof", "dp-epsilon", "--sample-rate", "5")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2: %s", r.code, r.stderr)
+	}
+	r = execMemo(t, exe, dir, "--cpu-profile", "good.prof", "dp-epsilon", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5", "--noise", "1")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "good.prof" {
+		t.Errorf("files left: %v, want good.prof alone", names)
+	}
+}

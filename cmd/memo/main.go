@@ -136,6 +136,12 @@ func main() {
 	defer crashReport()
 	exitOnInterrupt(os.Args[1:])
 	app.Writer = stdout
+	// urfave/cli exits on a usage error inside Run, where the After hook
+	// that ends a --cpu-profile does not run.
+	cli.OsExiter = func(code int) {
+		abandonCPUProfile()
+		os.Exit(code)
+	}
 	err := app.Run(commandLine(app, os.Args))
 	if err == nil && stdout.err != nil {
 		// A command's output that did not arrive (a full disk, a closed

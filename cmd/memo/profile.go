@@ -8,14 +8,21 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/outguard"
 )
 
-// cpuProfile is the open --cpu-profile file while the profiler runs.
-var cpuProfile *os.File
+// cpuProfile is the open --cpu-profile file while the profiler runs: a
+// temporary name beside cpuProfilePath, renamed when the profile ends, so
+// that a profile never stopped (a usage error's exit) is not taken for
+// a finished one.
+var (
+	cpuProfile     *os.File
+	cpuProfilePath string
+)
 
 // startCPUProfile starts Go's CPU profiler into path. Time spent inside
 // libtorch shows as runtime.cgocall under the Go function that called it,
@@ -25,17 +32,34 @@ func startCPUProfile(path string) error {
 	if err := checkProfilePath(path); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil { // as os.Create makes it
+		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(f.Name())
 		return err
 	}
-	cpuProfile = f
+	cpuProfile, cpuProfilePath = f, path
 	return nil
+}
+
+// abandonCPUProfile stops a running profile and removes it: the command
+// ended on a usage error before doing its work.
+func abandonCPUProfile() {
+	if cpuProfile == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	cpuProfile.Close()
+	os.Remove(cpuProfile.Name())
+	cpuProfile = nil
 }
 
 // stopCPUProfile ends the profile started by startCPUProfile, if any.
@@ -47,7 +71,12 @@ func stopCPUProfile() error {
 	f := cpuProfile
 	cpuProfile = nil
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write --cpu-profile %s: %w", f.Name(), err)
+		os.Remove(f.Name())
+		return fmt.Errorf("write --cpu-profile %s: %w", cpuProfilePath, err)
+	}
+	if err := os.Rename(f.Name(), cpuProfilePath); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write --cpu-profile %s: %w", cpuProfilePath, err)
 	}
 	return nil
 }
