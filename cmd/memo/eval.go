@@ -52,8 +52,10 @@ func evalAction(c *cli.Context) error {
 	if st.IsDir() {
 		comps, runDir = filepath.Join(arg, runfiles.CompletionsFile), arg
 	}
-	if _, err := os.Stat(comps); err != nil {
+	if cst, err := os.Stat(comps); err != nil {
 		return usageError("eval: %s: no completions (run `memo extract %s` first)", comps, runDir)
+	} else if cst.IsDir() {
+		return usageError("eval: %s is a directory, not the completions file extract writes", comps)
 	}
 	run, hasConfig, err := readRun(runDir)
 	if err != nil {

@@ -89,18 +89,19 @@ func TestExitCodes(t *testing.T) {
 		return "name = \"x\"\n[data]\nsources = [" + sources + "]\ntokenizer = \"bpe:300\"\nchunk_tokens = 64\nmin_tokens = 40\n" + extra
 	}
 	files := map[string]string{
-		"fake.parquet":    "this is text\n",
-		"empty.jsonl":     "",
-		"one.jsonl":       "{\"text\": \"hello world, a document long enough to keep\"}\n",
-		"text.arrow":      "not arrow either\n",
-		"emptydir/":       "",
-		"bom.toml":        "\ufeffname = \"bom\"\n[goldfish]\nk = 1\n",
-		"warmup.toml":     "name = \"w\"\n[train]\nsteps = 10\nwarmup_steps = 50\n",
-		"parquet.toml":    spec(`"parquet:fake.parquet"`, ""),
-		"emptytxt.toml":   spec(`"txt:emptydir"`, ""),
-		"emptyjsonl.toml": spec(`"jsonl:empty.jsonl"`, ""),
-		"field.toml":      spec(`"jsonl:one.jsonl#body"`, ""),
-		"targets.toml":    spec(`"opticks"`, "targets = 100000\n"),
+		"fake.parquet":              "this is text\n",
+		"empty.jsonl":               "",
+		"one.jsonl":                 "{\"text\": \"hello world, a document long enough to keep\"}\n",
+		"text.arrow":                "not arrow either\n",
+		"emptydir/":                 "",
+		"dirrun/completions.arrow/": "",
+		"bom.toml":                  "\ufeffname = \"bom\"\n[goldfish]\nk = 1\n",
+		"warmup.toml":               "name = \"w\"\n[train]\nsteps = 10\nwarmup_steps = 50\n",
+		"parquet.toml":              spec(`"parquet:fake.parquet"`, ""),
+		"emptytxt.toml":             spec(`"txt:emptydir"`, ""),
+		"emptyjsonl.toml":           spec(`"jsonl:empty.jsonl"`, ""),
+		"field.toml":                spec(`"jsonl:one.jsonl#body"`, ""),
+		"targets.toml":              spec(`"opticks"`, "targets = 100000\n"),
 	}
 	for _, tc := range []struct {
 		name string
@@ -116,6 +117,7 @@ func TestExitCodes(t *testing.T) {
 		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, "no usable documents (1 rejected)"},
 		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
 		{"run: text file named .parquet", []string{"run", "parquet.toml"}, `parquet.toml:3: data.sources: "parquet:fake.parquet": read fake.parquet: parquet: file is smaller than indicated metadata size (is it a Parquet file?)`},
+		{"completions that are a directory", []string{"eval", "dirrun"}, "is a directory, not the completions file extract writes"},
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"report of a directory without scores", []string{"report", "emptydir"}, "emptydir"},
 		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},
