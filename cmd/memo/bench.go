@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -217,22 +217,13 @@ func runBenchDecode(c *cli.Context) error {
 			return usageError("bench decode: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
 		}
 	}
-	if b := c.Int("beams"); b < 1 || b > 64 {
-		return usageError("bench decode: --beams %d: must be between 1 and 64", b)
+	// The decoding flags are extract's keys: extract's rules check them.
+	ec := extract.DefaultConfig()
+	setBenchFlags(c, "extract", &ec, "decoding", "samples", "beams", "temperature", "top_k", "top_p", "decode_on")
+	if err := ec.Validate(); err != nil {
+		return usageError("bench decode: %s", keysAsFlags("extract", err.Error()))
 	}
-	if t := c.Float64("temperature"); !(t > 0) || math.IsInf(t, 1) {
-		return usageError("bench decode: --temperature %v: must be a finite number > 0", t)
-	}
-	if k := c.Int("top-k"); k < 0 {
-		return usageError("bench decode: --top-k %d: must be >= 0 (0: no limit)", k)
-	}
-	if p := c.Float64("top-p"); !(p > 0 && p <= 1) {
-		return usageError("bench decode: --top-p %v: must be in (0, 1] (1: no limit)", p)
-	}
-	dec := c.String("decoding")
-	if !slices.Contains(extract.Decodings, dec) {
-		return usageError("bench decode: --decoding %q: must be one of %s", dec, strings.Join(extract.Decodings, ", "))
-	}
+	dec := ec.Decoding
 	if c.Bool("cuda-graphs") && (dec != extract.DecodeGreedy || !strings.HasPrefix(c.String("device"), "cuda") || c.String("approximation") != "") {
 		return usageError("bench decode: --cuda-graphs: captured token steps are greedy decoding's on --device cuda without --approximation (got --decoding %s --device %s)", dec, c.String("device"))
 	}
@@ -255,8 +246,8 @@ func runBenchDecode(c *cli.Context) error {
 		}
 	}
 	res, err := extract.Bench(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("prefix"), Suffix: c.Int("suffix"),
-		Batch: c.Int("batch"), Decoding: dec, Samples: c.Int("samples"), Replicate: c.Bool("replicate"), Beams: c.Int("beams"),
-		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), DecodeOn: c.String("decode-on"),
+		Batch: c.Int("batch"), Decoding: dec, Samples: ec.Samples, Replicate: c.Bool("replicate"), Beams: ec.Beams,
+		Temperature: ec.Temperature, TopK: ec.TopK, TopP: ec.TopP, DecodeOn: ec.DecodeOn,
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Approximation: c.String("approximation"),
 		Device: c.String("device"), Precision: c.String("precision"), CountOps: c.Bool("count-ops"), CUDAGraphs: c.Bool("cuda-graphs")})
 	if err != nil {
@@ -301,6 +292,39 @@ func printMemory(m extract.Memory) {
 	fmt.Fprintln(stdout, line)
 }
 
+// keysAsFlags writes the keys of table that msg names (extract.top_k =
+// 5: …) as the bench flags that set them (--top-k 5: …).
+func keysAsFlags(table, msg string) string {
+	return regexp.MustCompile(regexp.QuoteMeta(table)+`\.([a-z_]+)( =)?`).ReplaceAllStringFunc(msg, func(m string) string {
+		key := strings.TrimSuffix(strings.TrimPrefix(m, table+"."), " =")
+		return "--" + strings.ReplaceAll(key, "_", "-")
+	})
+}
+
+// benchModelOrDir is the model bench score and bench scan run: --model
+// DIR's, beside which no shape flag may be set, or a random one of the
+// shape flags with a context of at least context tokens, whose pass of
+// batch rows of positions tokens must fit in memory (passFlags names
+// those flags in the message when not).
+func benchModelOrDir(c *cli.Context, cmd string, context, positions, batch int, passFlags string) (mc model.Config, dir string, err error) {
+	if dir = c.String("model"); dir != "" {
+		for _, k := range shapeKeys {
+			if f := strings.ReplaceAll(k, "_", "-"); c.IsSet(f) {
+				return mc, "", usageError("%s: --model %s sets the model; leave --%s unset", cmd, dir, f)
+			}
+		}
+		return mc, dir, checkBenchModelDir(cmd, dir)
+	}
+	if mc, err = benchModel(c, cmd, context); err != nil {
+		return mc, "", err
+	}
+	if err := checkBenchPass(cmd, mc, 4, batch, positions, passFlags); err != nil {
+		return mc, "", err
+	}
+	mc.Seed = c.Int64("seed")
+	return mc, "", nil
+}
+
 func runBenchScore(c *cli.Context) error {
 	if err := checkDevice("bench score", c); err != nil {
 		return err
@@ -316,26 +340,9 @@ func runBenchScore(c *cli.Context) error {
 			return err
 		}
 	}
-	dir := c.String("model")
-	var mc model.Config
-	if dir != "" {
-		for _, f := range []string{"preset", "vocab", "dim", "layers", "heads", "kv-heads", "ffn", "untied"} {
-			if c.IsSet(f) {
-				return usageError("bench score: --model %s sets the model; leave --%s unset", dir, f)
-			}
-		}
-		if err := checkBenchModelDir("bench score", dir); err != nil {
-			return err
-		}
-	} else {
-		var err error
-		if mc, err = benchModel(c, "bench score", c.Int("seq")+1); err != nil {
-			return err
-		}
-		if err := checkBenchPass("bench score", mc, 4, c.Int("batch"), c.Int("seq"), fmt.Sprintf("--seq %d --batch %d", c.Int("seq"), c.Int("batch"))); err != nil {
-			return err
-		}
-		mc.Seed = c.Int64("seed")
+	mc, dir, err := benchModelOrDir(c, "bench score", c.Int("seq")+1, c.Int("seq"), c.Int("batch"), fmt.Sprintf("--seq %d --batch %d", c.Int("seq"), c.Int("batch")))
+	if err != nil {
+		return err
 	}
 	res, err := extract.BenchScore(extract.BenchConfig{Model: mc, ModelDir: dir, Prefix: c.Int("seq"), Batch: c.Int("batch"),
 		Reps: c.Int("reps"), Warmup: 1, Threads: c.Int("threads"), Seed: c.Int64("seed"), Device: c.String("device"),

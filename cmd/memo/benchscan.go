@@ -8,7 +8,6 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/atomicfile"
-	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/precision"
 	"github.com/urfave/cli/v2"
 )
@@ -82,26 +81,10 @@ func runBenchScan(c *cli.Context) error {
 	if _, err := precision.Parse(ec.Precision, false); err != nil {
 		return usageError("bench scan: --precision: %v", err)
 	}
-	dir := c.String("model")
-	var mc model.Config
-	if dir != "" {
-		for _, f := range []string{"preset", "vocab", "dim", "layers", "heads", "kv-heads", "ffn", "untied"} {
-			if c.IsSet(f) {
-				return usageError("bench scan: --model %s sets the model; leave --%s unset", dir, f)
-			}
-		}
-		if err := checkBenchModelDir("bench scan", dir); err != nil {
-			return err
-		}
-	} else {
-		var err error
-		if mc, err = benchModel(c, "bench scan", ec.Prefix+ec.Suffix); err != nil {
-			return err
-		}
-		if err := checkBenchPass("bench scan", mc, 4, ec.BatchSize, ec.Prefix+ec.Suffix, fmt.Sprintf("--prefix %d --suffix %d --batch-size %d", ec.Prefix, ec.Suffix, ec.BatchSize)); err != nil {
-			return err
-		}
-		mc.Seed = c.Int64("seed")
+	n := ec.Prefix + ec.Suffix
+	mc, dir, err := benchModelOrDir(c, "bench scan", n, n, ec.BatchSize, fmt.Sprintf("--prefix %d --suffix %d --batch-size %d", ec.Prefix, ec.Suffix, ec.BatchSize))
+	if err != nil {
+		return err
 	}
 	if run := c.String("data"); run != "" {
 		if _, err := data.Open(run); err != nil {

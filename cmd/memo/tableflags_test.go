@@ -160,3 +160,16 @@ func TestFirstSentence(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysAsFlags(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"extract.top_k = -1: must be >= 0", "--top-k -1: must be >= 0"},
+		{`extract.decoding = "x": must be one of greedy`, `--decoding "x": must be one of greedy`},
+		{"extract.samples = 9: beam search returns at most its 4 beams (extract.beams)", "--samples 9: beam search returns at most its 4 beams (--beams)"},
+		{"no key here", "no key here"},
+	} {
+		if got := keysAsFlags("extract", tc.in); got != tc.want {
+			t.Errorf("keysAsFlags(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
