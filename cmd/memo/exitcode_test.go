@@ -117,6 +117,8 @@ func TestExitCodes(t *testing.T) {
 		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, "no usable documents (1 rejected)"},
 		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
 		{"run: text file named .parquet", []string{"run", "parquet.toml"}, `parquet.toml:3: data.sources: "parquet:fake.parquet": read fake.parquet: parquet: file is smaller than indicated metadata size (is it a Parquet file?)`},
+		{"export of a Hugging Face directory", []string{"export", otherModel, "out"}, "is a Hugging Face directory already: export writes one from a memo checkpoint or run"},
+		{"export of nothing", []string{"export", "emptydir", "out"}, "export: emptydir: no complete checkpoint"},
 		{"completions that are a directory", []string{"eval", "dirrun"}, "is a directory, not the completions file extract writes"},
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"report of a directory without scores", []string{"report", "emptydir"}, "emptydir"},

@@ -395,9 +395,12 @@ func exportAction(c *cli.Context) error {
 	if where := outguard.Inside(out, data.ResolveCacheDir("")); where != "" {
 		return usageError("export: %s is in %s; an export never goes there: name a new directory elsewhere", out, where)
 	}
+	if checkpoint.IsHFDir(src) {
+		return usageError("export: %s is a Hugging Face directory already: export writes one from a memo checkpoint or run", src)
+	}
 	dir, err := checkpoint.Resolve(src)
 	if err != nil {
-		return usageError("export: %s: %v", src, oneLine(err.Error()))
+		return usageError("export: %v", oneLine(err.Error()))
 	}
 	_, isLoRA := checkpoint.ReadLoRAState(dir)
 	merge := c.Bool("merge")
