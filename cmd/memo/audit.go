@@ -204,6 +204,72 @@ type auditBlind struct {
 	eval.AuditStat
 }
 
+// tokenizeAudit encodes each text, and its lowercase copy for the
+// lowercase statistic when lowercase is set.
+func tokenizeAudit(ctx context.Context, tok *data.Tokenizer, texts []labelled.Text, lowercase bool) ([]extract.AuditInput, error) {
+	t0 := time.Now()
+	inputs := make([]extract.AuditInput, len(texts))
+	for i, t := range texts {
+		if ctx.Err() != nil {
+			return nil, errAuditInterrupted
+		}
+		ids, err := tok.Encode(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("audit: %s: %w", t.Where, err)
+		}
+		var lower []int32
+		if lowercase {
+			if lower, err = tok.Encode(strings.ToLower(t.Text)); err != nil {
+				return nil, fmt.Errorf("audit: %s: %w", t.Where, err)
+			}
+		}
+		inputs[i] = extract.AuditInput{Where: t.Where, Tokens: ids, LowerTokens: lower}
+	}
+	slog.Info("tokenized", "texts", len(texts), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
+	return inputs, nil
+}
+
+// blindBaseline tells members from non-members by their text alone, in
+// folds stratified by class (fewer than folds where a class is smaller),
+// with bootstrap resamples of its AUC.
+func blindBaseline(ctx context.Context, texts []labelled.Text, folds, bootstrap int, seed int64) (blind.Result, blind.Config, error) {
+	bodies := make([]string, len(texts))
+	member := make([]bool, len(texts))
+	nm := 0
+	for i, t := range texts {
+		bodies[i], member[i] = t.Text, t.Member
+		if t.Member {
+			nm++
+		}
+	}
+	bcfg := blind.DefaultConfig()
+	bcfg.Folds, bcfg.Seed = min(folds, nm, len(member)-nm), uint64(seed)
+	if bcfg.Folds < 2 {
+		return blind.Result{}, bcfg, usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
+	}
+	if bcfg.Folds < folds {
+		slog.Warn("audit: fewer blind-baseline folds than --folds: a class is smaller", "folds", bcfg.Folds, "asked", folds, "members", nm, "nonmembers", len(member)-nm)
+	}
+	// Progress between the steps that have no bar of their own: at 10,000
+	// texts the baseline alone is a minute of silence on a loaded machine.
+	slog.Info("audit: blind baseline", "texts", len(texts), "folds", bcfg.Folds)
+	t0 := time.Now()
+	// The collector runs for the steps that make no libtorch call:
+	// torchx.Init paused it, and the baseline's and the bootstrap's
+	// garbage, kept, was most of a 10,000-text audit's peak memory.
+	var br blind.Result
+	if err := untilInterrupted(ctx, func() (err error) {
+		br, err = blind.Evaluate(bodies, member, bcfg, bootstrap, uint64(seed)^0x626c696e64)
+		return err
+	}); errors.Is(err, errAuditInterrupted) {
+		return br, bcfg, err
+	} else if err != nil {
+		return br, bcfg, usageError("audit: %v", err)
+	}
+	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
+	return br, bcfg, nil
+}
+
 func auditAction(c *cli.Context) error {
 	if err := auditArgs(c); err != nil {
 		return err
@@ -233,25 +299,10 @@ func auditAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("audit: --model %s: %v", modelArg, oneLine(err.Error()))
 	}
-	t0 := time.Now()
-	inputs := make([]extract.AuditInput, len(texts))
-	for i, t := range texts {
-		if ctx.Err() != nil {
-			return errAuditInterrupted
-		}
-		ids, err := tok.Encode(t.Text)
-		if err != nil {
-			return fmt.Errorf("audit: %s: %w", t.Where, err)
-		}
-		var lower []int32
-		if c.Bool("lowercase") {
-			if lower, err = tok.Encode(strings.ToLower(t.Text)); err != nil {
-				return fmt.Errorf("audit: %s: %w", t.Where, err)
-			}
-		}
-		inputs[i] = extract.AuditInput{Where: t.Where, Tokens: ids, LowerTokens: lower}
+	inputs, err := tokenizeAudit(ctx, tok, texts, c.Bool("lowercase"))
+	if err != nil {
+		return err
 	}
-	slog.Info("tokenized", "texts", len(texts), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 
 	threads := c.Int("threads")
 	if threads == 0 {
@@ -291,45 +342,10 @@ func auditAction(c *cli.Context) error {
 	}
 
 	// The blind baseline first: it needs no model and takes seconds.
-	bodies := make([]string, len(texts))
-	member := make([]bool, len(texts))
-	for i, t := range texts {
-		bodies[i], member[i] = t.Text, t.Member
-	}
-	bcfg := blind.DefaultConfig()
-	bcfg.Folds, bcfg.Seed = c.Int("folds"), uint64(c.Int64("seed"))
-	// A class smaller than --folds fills fewer folds: as many as it has.
-	nm := 0
-	for _, m := range member {
-		if m {
-			nm++
-		}
-	}
-	fit := min(bcfg.Folds, nm, len(member)-nm)
-	if fit >= 2 && fit < bcfg.Folds {
-		slog.Warn("audit: fewer blind-baseline folds than --folds: a class is smaller", "folds", fit, "asked", bcfg.Folds, "members", nm, "nonmembers", len(member)-nm)
-	}
-	bcfg.Folds = fit
-	if bcfg.Folds < 2 {
-		return usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
-	}
-	// Progress between the steps that have no bar of their own: at 10,000
-	// texts the baseline alone is a minute of silence on a loaded machine.
-	slog.Info("audit: blind baseline", "texts", len(texts), "folds", bcfg.Folds)
-	t0 = time.Now()
-	// The collector runs for the steps that make no libtorch call:
-	// torchx.Init paused it, and the baseline's and the bootstrap's
-	// garbage, kept, was most of a 10,000-text audit's peak memory.
-	var br blind.Result
-	if err := untilInterrupted(ctx, func() (err error) {
-		br, err = blind.Evaluate(bodies, member, bcfg, c.Int("bootstrap"), uint64(c.Int64("seed"))^0x626c696e64)
+	br, bcfg, err := blindBaseline(ctx, texts, c.Int("folds"), c.Int("bootstrap"), c.Int64("seed"))
+	if err != nil {
 		return err
-	}); errors.Is(err, errAuditInterrupted) {
-		return err
-	} else if err != nil {
-		return usageError("audit: %v", err)
 	}
-	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 
 	scored, err := m.Score(ctx, inputs, acfg)
 	if ctx.Err() != nil {
