@@ -2,6 +2,7 @@ package eval
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -152,6 +153,15 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			// Not Go's type names (eval.miaFixed): which key, and what it holds.
+			where := ute.Field
+			if where == "" {
+				where = "the file"
+			}
+			return nil, fmt.Errorf("read %s: not a summary memo eval wrote: %s holds a JSON %s (rerun memo eval on the completions)", path, where, ute.Value)
+		}
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	// A file that parses but holds none of a summary ({} or another

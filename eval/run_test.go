@@ -365,7 +365,8 @@ func TestReadSummaryRefusesOtherJSON(t *testing.T) {
 		{"empty object", `{}`, `no "n_documents"`},
 		{"another tool's", `{"n_documents": 3, "accuracy": 0.5}`, `no "members"`},
 		{"no mia", `{"n_documents": 3, "members": {"n": 1}}`, `no "mia"`},
-		{"an array", `[1, 2]`, "cannot unmarshal array"},
+		{"an array", `[1, 2]`, "not a summary memo eval wrote: the file holds a JSON array"},
+		{"a number for a table", `{"n_documents": 3, "members": {"n": 1}, "mia": 5}`, "not a summary memo eval wrote: mia holds a JSON number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "summary.json")

@@ -26,7 +26,7 @@ type countRow struct {
 }
 
 // countRows are the runs' count buckets, each under the run's directory
-// name (the tables' model column) or, for a legend, its Label.
+// name (the tables' run column) or, for a legend, its Label.
 func countRows(runs []*runData, legend bool) []countRow {
 	var rows []countRow
 	for _, r := range runs {
@@ -63,7 +63,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 	}
 	md := func(w io.Writer) error {
 		var b strings.Builder
-		b.WriteString("| model | count in the training corpus | targets | exact match % [95% CI] | loss AUC |\n")
+		b.WriteString("| run | count in the training corpus | targets | exact match % [95% CI] | loss AUC |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
 		for _, r := range rows {
 			span := strconv.FormatInt(r.b.Lo, 10)
@@ -79,7 +79,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 	csvOut := func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		f := csvFloat
-		if err := cw.Write([]string{"model", "count_lo", "count_hi", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "loss_auc"}); err != nil {
+		if err := cw.Write([]string{"run", "count_lo", "count_hi", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "loss_auc"}); err != nil {
 			return err
 		}
 		for _, r := range rows {
