@@ -81,6 +81,10 @@ func exitOnInterrupt(args []string) {
 		// the half-written files, which would otherwise stay as
 		// .NAME.tmp-* beside their final names.
 		atomicfile.RemoveTemps()
+		// A --cpu-profile keeps what it measured up to the signal.
+		if err := stopCPUProfile(); err != nil {
+			slog.Warn("--cpu-profile", "err", err)
+		}
 		fmt.Fprintln(os.Stderr, "memo: "+errInterruptedAtOnce.Error())
 		os.Exit(exitInterrupted)
 	}()
