@@ -54,37 +54,38 @@ func syntaxError(file string, doc []byte, err error) *ConfigError {
 			return &ConfigError{File: file, Line: line, Key: key, Msg: fmt.Sprintf("%s is set twice (once above); keep one", key)}
 		}
 	}
+	if m := valueThenTableRE.FindStringSubmatch(err.Error()); m != nil {
+		if lines := headerLines(doc, m[1]); len(lines) > 0 {
+			return &ConfigError{File: file, Line: lines[0], Key: m[1], Msg: fmt.Sprintf("[%s] is opened as a table after %s was set as a value; keep the table", m[1], m[1])}
+		}
+	}
 	if m := tableTwiceRE.FindStringSubmatch(err.Error()); m != nil {
-		if line := secondHeader(doc, m[1]); line > 0 {
-			return &ConfigError{File: file, Line: line, Key: m[1], Msg: fmt.Sprintf("[%s] is opened twice (once above); keep one, holding all its keys", m[1])}
+		if lines := headerLines(doc, m[1]); len(lines) > 1 {
+			return &ConfigError{File: file, Line: lines[1], Key: m[1], Msg: fmt.Sprintf("[%s] is opened twice (once above); keep one, holding all its keys", m[1])}
 		}
 	}
 	return &ConfigError{File: file, Msg: err.Error()}
 }
 
+// valueThenTableRE is go-toml's message for a key set as a value and then
+// opened as a [table], which gives no line.
+var valueThenTableRE = regexp.MustCompile(`^toml: key (\S+) should be a table, not a value$`)
+
 // tableTwiceRE is go-toml's message for a [table] header written twice,
 // which gives no line.
 var tableTwiceRE = regexp.MustCompile(`^toml: table (\S+) already exists$`)
 
-// secondHeader is the line of the second [table] header of doc, 0 when
-// there is none.
-func secondHeader(doc []byte, table string) int {
-	seen := false
+// headerLines are the lines of doc's [table] headers.
+func headerLines(doc []byte, table string) []int {
+	var lines []int
 	for i, l := range strings.Split(string(doc), "\n") {
 		l, _, _ = strings.Cut(l, "#")
 		l = strings.TrimSpace(l)
-		if !strings.HasPrefix(l, "[") || strings.HasPrefix(l, "[[") || !strings.HasSuffix(l, "]") {
-			continue
+		if strings.HasPrefix(l, "[") && !strings.HasPrefix(l, "[[") && strings.HasSuffix(l, "]") && strings.TrimSpace(l[1:len(l)-1]) == table {
+			lines = append(lines, i+1)
 		}
-		if strings.TrimSpace(l[1:len(l)-1]) != table {
-			continue
-		}
-		if seen {
-			return i + 1
-		}
-		seen = true
 	}
-	return 0
+	return lines
 }
 
 var duplicateRE = regexp.MustCompile(`^toml: key (\S+) is already defined$`)

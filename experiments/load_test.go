@@ -48,6 +48,7 @@ func TestLoadIntoErrors(t *testing.T) {
 		{"sweep axis typo", "[sweep]\n\"goldfish.kk\" = [0, 4]\n", []string{`x.toml:2: sweep.goldfish.kk: sweep axis "goldfish.kk" is not a key of the spec; did you mean "goldfish.k"?`}, 2},
 		{"sweep axis empty", "[sweep]\n\"goldfish.k\" = []\n", []string{"non-empty array"}, 2},
 		{"a float for an integer", "[goldfish]\nk = 1e3\n", []string{"x.toml:2: goldfish.k: wrong type: the file has a TOML float, the key takes an integer"}, 2},
+		{"a value, then a table of that name", "name = 'x'\ngoldfish = 3\n[goldfish]\nk = 4\n", []string{"x.toml:3: goldfish: [goldfish] is opened as a table after goldfish was set as a value"}, 3},
 		{"a table opened twice", "name = 'x'\n[goldfish]\nk = 4\n\n[goldfish] # again\nh = 7\n", []string{"x.toml:5: goldfish: [goldfish] is opened twice (once above)"}, 5},
 		{"name as a sweep axis", "[sweep]\nname = [\"a\", \"b\"]\n", []string{"sweep.name: name cannot be a sweep axis"}, 2},
 	} {

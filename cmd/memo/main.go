@@ -186,7 +186,7 @@ func newApp() *cli.App {
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 			if f := c.String("cpu-profile"); f != "" {
 				if err := startCPUProfile(f); err != nil {
-					return usageError("--cpu-profile %s: %v", f, err)
+					return err
 				}
 			}
 			return nil

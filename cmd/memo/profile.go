@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,21 +31,27 @@ var (
 // and libtorch.
 func startCPUProfile(path string) error {
 	if err := checkProfilePath(path); err != nil {
-		return err
+		return usageError("--cpu-profile %s: %v", path, err)
 	}
+	// A file that cannot be written is a failure (exit 1), as every
+	// command's unwritable output is; the guard's refusals are bad input.
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary name is not the user's
+		}
+		return fmt.Errorf("--cpu-profile %s: %w", path, err)
 	}
 	if err := f.Chmod(0o644); err != nil { // as os.Create makes it
 		f.Close()
 		os.Remove(f.Name())
-		return err
+		return fmt.Errorf("--cpu-profile %s: %w", path, err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return err
+		return fmt.Errorf("--cpu-profile %s: %w", path, err)
 	}
 	cpuProfile, cpuProfilePath = f, path
 	return nil
