@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/readcap"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -91,11 +91,11 @@ func readSpecFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
-	if err == nil && len(b) > maxSpecBytes {
-		err = fmt.Errorf("longer than %d MiB: not a spec", maxSpecBytes>>20)
+	b, err := readcap.All(f, maxSpecBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a spec", err)
 	}
-	return b, err
+	return b, nil
 }
 
 // Parse reads, resolves and validates a spec file. Every error is a

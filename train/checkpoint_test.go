@@ -12,6 +12,8 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/loss"
+	"github.com/memo-research/memo/model"
 )
 
 // captureLog sends slog's default logger to a buffer for the test.
@@ -127,10 +129,10 @@ func TestAllCheckpointsCorruptRefusesToResume(t *testing.T) {
 	}
 }
 
-// A finished run whose metrics.arrow is damaged, run again, mends the
-// file at once (the rows it lost are gone, and the log says so), for the
-// last checkpoint saves nothing more that would rewrite it.
-func TestDamagedMetricsOfFinishedRunRewritten(t *testing.T) {
+// finishedRun trains a 2-step run into a temporary directory and returns
+// its configuration, so that a test can damage the run and start it again.
+func finishedRun(t *testing.T) (Config, model.Config, loss.Config, textSource, string) {
+	t.Helper()
 	cfg, mcfg, lcfg := smallRun()
 	cfg.Steps = 2
 	src := textSource{ids: opticks(t, 2000), rows: 24}
@@ -138,6 +140,14 @@ func TestDamagedMetricsOfFinishedRunRewritten(t *testing.T) {
 	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, mcfg, lcfg, src, dir
+}
+
+// A finished run whose metrics.arrow is damaged, run again, mends the
+// file at once (the rows it lost are gone, and the log says so), for the
+// last checkpoint saves nothing more that would rewrite it.
+func TestDamagedMetricsOfFinishedRunRewritten(t *testing.T) {
+	cfg, mcfg, lcfg, src, dir := finishedRun(t)
 	path := filepath.Join(dir, runfiles.MetricsFile)
 	if err := os.Truncate(path, 100); err != nil {
 		t.Fatal(err)
@@ -158,13 +168,7 @@ func TestDamagedMetricsOfFinishedRunRewritten(t *testing.T) {
 // maybe latest's temporary copy); the next start removes those, and only
 // those.
 func TestStaleTempsRemovedOnStart(t *testing.T) {
-	cfg, mcfg, lcfg := smallRun()
-	cfg.Steps = 2
-	src := textSource{ids: opticks(t, 2000), rows: 24}
-	dir := t.TempDir()
-	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	cfg, mcfg, lcfg, src, dir := finishedRun(t)
 	root := filepath.Join(dir, checkpoint.DirName)
 	stale := []string{".tmp-step-000004-2718281828", ".tmp-step-000002-31415"}
 	for _, d := range stale {

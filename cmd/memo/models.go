@@ -20,6 +20,7 @@ import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/readcap"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/precision"
@@ -135,10 +136,7 @@ func readIDRows(cmd, src string) ([][]int32, error) {
 	}
 	// Bounded, so that /dev/zero or an endless pipe is refused, not read
 	// until memory runs out.
-	raw, err := io.ReadAll(io.LimitReader(in, maxIDsJSONBytes+1))
-	if err == nil && len(raw) > maxIDsJSONBytes {
-		err = fmt.Errorf("longer than %d MiB", maxIDsJSONBytes>>20)
-	}
+	raw, err := readcap.All(in, maxIDsJSONBytes)
 	if err != nil {
 		return nil, usageError("%s: --ids-json %s: %v", cmd, src, err)
 	}
