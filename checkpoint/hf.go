@@ -227,7 +227,7 @@ func ExportMerged(ctx context.Context, dir, out string, opt ExportOptions) error
 	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
-		return err
+		return badinput.Wrap(err)
 	}
 	vs := nn.NewVarStore(gotch.CPU)
 	g, err := loadLoRA(vs, dir, cfg, st)
@@ -243,11 +243,11 @@ func ExportMerged(ctx context.Context, dir, out string, opt ExportOptions) error
 // with weights writing model.safetensors into the temporary directory.
 func export(ctx context.Context, dir, out string, opt ExportOptions, weights func(tmp string) error) error {
 	if _, err := os.Stat(out); err == nil {
-		return fmt.Errorf("%s exists; export writes a new directory", out)
+		return badinput.Errorf("%s exists; export writes a new directory", out)
 	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
-		return err
+		return badinput.Wrap(err)
 	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
 		return err

@@ -180,7 +180,7 @@ func loadLoRA(vs *nn.VarStore, dir string, cfg model.Config, st State) (*model.G
 	}
 	g, err := build(vs.Root(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
 	}
 	if err := st.LoRABase.Fill(g); err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func loadLoRA(vs *nn.VarStore, dir string, cfg model.Config, st State) (*model.G
 		return nil, badinput.Errorf("checkpoint %s: %w", dir, err)
 	}
 	if err := LoadAdapter(l, dir); err != nil {
-		return nil, err
+		return nil, badinput.Wrap(err)
 	}
 	base, err := precision.BaseDType(st.LoRABase.Precision)
 	if err != nil {

@@ -448,7 +448,9 @@ func exportAction(c *cli.Context) error {
 		if errors.Is(err, errInterruptedAtOnce) {
 			return err // its temporary directory is gone
 		}
-		return usageError("export: %s", oneLine(err.Error()))
+		// A damaged source is bad input (exit 2); an output that cannot
+		// be written is a failure (exit 1), as for every command.
+		return fmt.Errorf("export: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "memo: exported %s to %s\n", dir, out)
 	return nil

@@ -240,6 +240,14 @@ func TestFinetuneImportedThenExport(t *testing.T) {
 			t.Errorf("export lacks %s", f)
 		}
 	}
+	// Exporting again: OUT taken is bad input (exit 2); OUT under a file
+	// cannot be written, a failure (exit 1), as any unwritable output.
+	if r := execMemo(t, exe, work, "export", run, out); r.code != 2 || !strings.Contains(r.stderr, "exists; export writes a new directory") {
+		t.Errorf("export onto an export: exit %d, %q; want 2", r.code, r.stderr)
+	}
+	if r := execMemo(t, exe, work, "export", run, filepath.Join(work, "ft.toml", "out")); r.code != 1 || !strings.Contains(r.stderr, "not a directory") {
+		t.Errorf("export under a file: exit %d, %q; want 1", r.code, r.stderr)
+	}
 	t.Run("tokenizer in Hugging Face's library", func(t *testing.T) {
 		hflib.Need(t)
 		checkExportedTokenizer(t, filepath.Join(run, "data", "tokenizer.json"), filepath.Join(out, "tokenizer.json"))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -26,9 +27,12 @@ const (
 )
 
 // Exists reports whether path names anything, a dangling link included.
+// A path it cannot look at (permission denied) counts as taken, so that a
+// guard refuses rather than overwrite; one under a file (ENOTDIR) names
+// nothing, and the write that follows says why it cannot be made.
 func Exists(path string) bool {
 	_, err := os.Lstat(path)
-	return !errors.Is(err, fs.ErrNotExist)
+	return !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR)
 }
 
 // Place refuses to write a result file into dir when dir is a checkpoint

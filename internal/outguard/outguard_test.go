@@ -91,3 +91,31 @@ func TestClaim(t *testing.T) {
 		}
 	}
 }
+
+func TestExists(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "gone"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+		want bool
+	}{
+		{"a file", file, true},
+		{"a directory", dir, true},
+		{"a dangling link", dangling, true},
+		{"nothing", filepath.Join(dir, "none"), false},
+		{"under a file", filepath.Join(file, "out"), false},
+	}
+	for _, tt := range tests {
+		if got := Exists(tt.path); got != tt.want {
+			t.Errorf("%s: Exists(%s) = %v, want %v", tt.name, tt.path, got, tt.want)
+		}
+	}
+}
