@@ -94,7 +94,7 @@ func writeApproxTables(dir string, runs []*runData) ([]string, error) {
 // Wilson interval) against x of each approximate attack, one series per
 // loss; logX for byte counts. Points whose x is NaN (unmeasured) are left
 // out; nil without two measured points.
-func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eval.ApproxSummary) float64, logX bool) (*plot.Plot, error) {
+func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eval.ApproxSummary) float64, logX bool) (*figure, error) {
 	rows := approxRows(runs)
 	var losses []string
 	byLoss := map[string]*errPoints{}
@@ -138,9 +138,9 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[li%2]}
 		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
 		p.Add(eb, sc)
-		p.Legend.Add(l, sc)
+		p.addLegend(l, sc)
 	}
-	p.Y.Min, p.Y.Max = 0, 130
+	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil

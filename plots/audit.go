@@ -42,7 +42,7 @@ func AuditROC(dir string, cfg Config, curves []AuditCurve) ([]string, error) {
 			ln.LineStyle.Width, ln.LineStyle.Color, ln.LineStyle.Dashes = vg.Points(3), grey, nil
 		}
 		p.Add(ln)
-		p.Legend.Add(aucLegend(c.Label, c.Stat), ln)
+		p.addLegend(aucLegend(c.Label, c.Stat), ln)
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	p.Add(hgrid())

@@ -109,7 +109,7 @@ func writeCalibratedCSV(out io.Writer, rows []calibratedRow) error {
 // attacks, every membership statistic; for several runs (a sweep), the
 // loss attack of each, as mia-roc draws them on linear axes. Rates of
 // zero sit at the axis floor, half of one document's share.
-func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
+func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 	type curve struct {
 		r *runData
 		s eval.MIAStatistic
@@ -129,7 +129,6 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 	}
 	p := newPlot(cfg, "Membership inference (log-log)", "false-positive rate", "true-positive rate")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.Legend.Top, p.Legend.Left = false, false
 	floor := 1.0
 	for _, c := range curves {
 		for _, split := range []string{splitControl, splitTarget} {
@@ -166,7 +165,7 @@ func rocLogLog(cfg Config, runs []*runData) (*plot.Plot, error) {
 		if len(runs) > 1 {
 			label = c.r.Label
 		}
-		p.Legend.Add(aucLegend(label, c.r.Summary.MIA.Stat(c.s.Name)), ln)
+		p.addLegend(aucLegend(label, c.r.Summary.MIA.Stat(c.s.Name)), ln)
 		added++
 	}
 	if added == 0 {

@@ -101,7 +101,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 // which a log axis cannot show, left out). Nil without two distinct
 // counts: one bucket (every target repeated alike, as in a sweep over k)
 // would be a figure with no axis to read.
-func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
+func extractionVsCount(cfg Config, runs []*runData) (*figure, error) {
 	var series []string
 	by := map[string]*errPoints{}
 	spans := map[string]*spanBars{}
@@ -155,7 +155,7 @@ func extractionVsCount(cfg Config, runs []*runData) (*plot.Plot, error) {
 		xb.LineStyle.Color, xb.LineStyle.Width, xb.CapWidth = colorAt(i), vg.Points(0.8), vg.Points(4)
 		p.Add(xb)
 	}
-	p.Y.Min, p.Y.Max = 0, 130
+	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -55,9 +54,8 @@ func (r *runData) memberGuesses() []eval.GuessScore {
 // run with many guesses per document: eval.PRCurve over the members'
 // guesses (the curve whose recall at <= 100 wrong guesses summary.json
 // holds, quoted in the legend).
-func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+func prCurves(cfg Config, runs []*runData) (*figure, error) {
 	p := newPlot(cfg, "Extraction with many guesses: precision–recall", "recall (members extracted)", "precision (guesses exact)")
-	p.Legend.Top, p.Legend.Left = true, false
 	added := 0
 	for ri, r := range runs {
 		g := r.Summary.Guesses
@@ -82,7 +80,7 @@ func prCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 		if len(runs) > 1 {
 			label = r.Label + ", " + label
 		}
-		p.Legend.Add(label, ln)
+		p.addLegend(label, ln)
 		added++
 	}
 	if added == 0 {
@@ -112,9 +110,8 @@ var memoMetrics = []struct {
 // (eval's summaries of each checkpoint): one colour per metric for one
 // run; for several (a sweep: standard vs goldfish), one colour per run and
 // one dash pattern per metric.
-func memorizationCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	p := newPlot(cfg, "Memorization over training", "optimizer step", "rate / AUC (members)")
-	p.Legend.Top, p.Legend.Left = true, true
 	added := 0
 	for ri, r := range runs {
 		for mi, m := range memoMetrics {
@@ -149,14 +146,14 @@ func memorizationCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)
 			pts.Color, bars.LineStyle.Color = c, c
 			p.Add(ln, pts, bars)
-			p.Legend.Add(label, ln, pts)
+			p.addLegend(label, ln, pts)
 			added++
 		}
 	}
 	if added == 0 {
 		return nil, nil
 	}
-	p.Y.Min, p.Y.Max = 0, 1.05+0.08*float64(added)
+	p.Y.Min, p.Y.Max = 0, 1.05
 	p.Add(hgrid())
 	return p, nil
 }

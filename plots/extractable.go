@@ -18,7 +18,7 @@ import (
 // p_extract is 0 or −∞, so its curve is flat at its exact-match rate by
 // construction, a figure that says nothing (a review found ten such
 // lines over one another).
-func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
+func extractableCurves(cfg Config, runs []*runData) (*figure, error) {
 	var have []*runData
 	for _, r := range runs {
 		if r.Summary.Extractable != nil && attackDecoding(r) != "greedy" {
@@ -69,9 +69,8 @@ func extractableCurves(cfg Config, runs []*runData) (*plot.Plot, error) {
 	}
 	ns := eval.ExtractableNs
 	p.X.Min, p.X.Max = float64(ns[0])/1.5, float64(ns[len(ns)-1])*1.5
-	p.Y.Min, p.Y.Max = -3, 100*(1+0.1*float64(series))
+	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
-	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(hgrid())
 	return p, nil
 }

@@ -40,7 +40,7 @@ func scatterBars(pts *errPoints) (*plotter.Scatter, *plotter.YErrorBars, error) 
 
 // addErrSeries draws pts as a line with point markers and error bars in
 // colour c, dash pattern dash and marker shape, under label in the legend.
-func addErrSeries(p *plot.Plot, pts *errPoints, c color.Color, dash []vg.Length, shape draw.GlyphDrawer, label string) error {
+func addErrSeries(p *figure, pts *errPoints, c color.Color, dash []vg.Length, shape draw.GlyphDrawer, label string) error {
 	ln, sc, err := plotter.NewLinePoints(pts)
 	if err != nil {
 		return err
@@ -53,11 +53,11 @@ func addErrSeries(p *plot.Plot, pts *errPoints, c color.Color, dash []vg.Length,
 	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: shape}
 	eb.LineStyle.Color, eb.CapWidth = c, vg.Points(5)
 	p.Add(ln, eb, sc)
-	p.Legend.Add(label, ln, sc)
+	p.addLegend(label, ln, sc)
 	return nil
 }
 
-// percentTicks labels a 0–100 axis every 20 %, leaving headroom above 100 for the legend.
+// percentTicks labels a 0–100 axis every 20 %.
 var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
 
 // logTicks labels a log axis at steps (1, 2, 5) times each power of ten
@@ -131,7 +131,7 @@ func joinLabel(a, b string) string {
 
 // exactVsK plots the exact-match rate of targets and controls against the
 // goldfish setting, with 95 % Wilson intervals.
-func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
+func exactVsK(cfg Config, runs []*runData, axes []string) (*figure, error) {
 	cats := kOrder(runs)
 	catOf := shortK
 	groupOf := func(r *runData) string { return r.Variant }
@@ -215,11 +215,11 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
 			if len(groups) > 1 {
 				name = joinLabel(g, name)
 			}
-			p.Legend.Add(name, sc)
+			p.addLegend(name, sc)
 		}
 	}
 	p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
-	p.Y.Min, p.Y.Max = -3, 100+12*float64(nSeries)
+	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil
@@ -244,7 +244,7 @@ func nonGoldfish(axes []string) []string {
 
 // rougeBoxes shows the distribution of per-document RougeL for targets and
 // controls under each goldfish setting.
-func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) {
+func rougeBoxes(cfg Config, runs []*runData, axes []string) (*figure, error) {
 	type box struct {
 		cat   string
 		split string
@@ -315,11 +315,11 @@ func rougeBoxes(cfg Config, runs []*runData, axes []string) (*plot.Plot, error) 
 		p.Add(bp)
 		if !legendDone[label] {
 			legendDone[label] = true
-			p.Legend.Add(label, swatch{fill: fade(c), line: c})
+			p.addLegend(label, swatch{fill: fade(c), line: c})
 		}
 	}
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	p.Y.Min, p.Y.Max = 0, 1.3
+	p.Y.Min, p.Y.Max = 0, 1.05
 	p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
 	p.Add(hgrid())
 	return p, nil
@@ -394,7 +394,7 @@ func groupByReps(runs []*runData) repsGroups {
 // the mean RougeL with its 95 % bootstrap interval (which still moves when
 // no document is reproduced in full), both from summary.json. It returns nil when the data hold a
 // single repetition count.
-func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) {
+func repsCurves(cfg Config, runs []*runData, metric string) (*figure, error) {
 	g := groupByReps(runs)
 	if len(g.reps) < 2 {
 		return nil, nil
@@ -437,7 +437,7 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*plot.Plot, error) 
 		}
 	}
 	p.X.Min, p.X.Max = float64(reps[0])/1.3, float64(reps[len(reps)-1])*1.3
-	p.Y.Min, p.Y.Max = -0.03*scale, scale*(1+0.1*float64(len(series)))
+	p.Y.Min, p.Y.Max = -0.03*scale, 1.05*scale
 	if metric == "rougeL" {
 		p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
 	} else {
@@ -471,7 +471,7 @@ func metricSeries(ms []runfiles.Metric, value func(m runfiles.Metric) float64) [
 // lossCurves plots training loss against step for each run: colour tells
 // runs apart, dash pattern the kind of loss. Kept equals all under the
 // standard loss and dropped is empty, so those are left out there.
-func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
+func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 	title := "Training loss"
 	p := newPlot(cfg, title, "optimizer step", "cross-entropy (nats/token)")
 	added, window := 0, 1
@@ -519,7 +519,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.3)
 			p.Add(ln)
-			p.Legend.Add(label, ln)
+			p.addLegend(label, ln)
 			added++
 		}
 		// Validation loss (no goldfish mask) exists only at evaluation steps:
@@ -544,7 +544,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 				ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
 				sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.BoxGlyph{}}
 				p.Add(ln, sc)
-				p.Legend.Add(label, ln, sc)
+				p.addLegend(label, ln, sc)
 				added++
 			}
 		}
@@ -555,8 +555,7 @@ func lossCurves(cfg Config, runs []*runData) (*plot.Plot, int, error) {
 	if window > 1 {
 		p.Title.Text = fmt.Sprintf("%s (moving average over %d steps)", title, window)
 	}
-	// Leave room above the curves for the legend.
-	p.Y.Min, p.Y.Max = math.Max(0, ymin-0.05*(ymax-ymin)), ymax+(ymax-ymin)*0.12*float64(added)
+	p.Y.Min, p.Y.Max = math.Max(0, ymin-0.05*(ymax-ymin)), ymax+0.05*(ymax-ymin)
 	p.Add(hgrid())
 	return p, added, nil
 }
@@ -585,7 +584,7 @@ func sameSeries(a, b []float64) bool {
 // rocCurves plots membership-inference ROC curves, targets (members) against
 // controls (non-members). With one run every score gets a curve; with several,
 // every run gets a curve of the given score.
-func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
+func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 	p, err := rocPlot(cfg, "Membership inference")
 	if err != nil {
 		return nil, err
@@ -623,7 +622,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
-			p.Legend.Add(aucLegend(label, r.Summary.MIA.Stat(s.Name)), ln)
+			p.addLegend(aucLegend(label, r.Summary.MIA.Stat(s.Name)), ln)
 			added++
 		}
 	}
@@ -639,9 +638,8 @@ func rocCurves(cfg Config, runs []*runData, score string) (*plot.Plot, error) {
 }
 
 // rocPlot is an empty ROC figure: the axes and the chance diagonal.
-func rocPlot(cfg Config, title string) (*plot.Plot, error) {
+func rocPlot(cfg Config, title string) (*figure, error) {
 	p := newPlot(cfg, title, "false-positive rate", "true-positive rate")
-	p.Legend.Top, p.Legend.Left = false, false
 	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
 	if err != nil {
 		return nil, err

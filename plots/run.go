@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/eval"
-	"gonum.org/v1/plot"
 )
 
 // Run draws the figures of one run directory into runDir/figures; read
@@ -116,7 +115,7 @@ func writeReport(out string, cfg Config, runs []*runData, axes []string) error {
 func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, error) {
 	labelRuns(runs, axes)
 	var written []string
-	emit := func(name string, p *plot.Plot, err error) error {
+	emit := func(name string, p *figure, err error) error {
 		if err != nil {
 			return fmt.Errorf("figure %s: %w", name, err)
 		}

@@ -39,9 +39,9 @@ func seriesDashes(i int) []vg.Length { return dashes[(i+i/len(palette))%len(dash
 // dashes cycle after colours so that series stay distinct past eight.
 var dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}
 
-// newPlot makes a plot with the house style: font sizes from the config,
-// a light grid, legend inside the top right.
-func newPlot(cfg Config, title, xlabel, ylabel string) *plot.Plot {
+// newPlot makes a figure with the house style: font sizes from the
+// config, a light grid, the legend below the axes (figure.Draw).
+func newPlot(cfg Config, title, xlabel, ylabel string) *figure {
 	p := plot.New()
 	fs := vg.Points(cfg.FontSize)
 	p.Title.Text = title
@@ -57,7 +57,7 @@ func newPlot(cfg Config, title, xlabel, ylabel string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Padding = vg.Points(1)
 	p.Legend.ThumbnailWidth = vg.Points(18)
-	return p
+	return &figure{Plot: p}
 }
 
 // namedWriter is one file of a table: its name and what writes it.
@@ -81,26 +81,26 @@ func writeFiles(dir string, files ...namedWriter) ([]string, error) {
 }
 
 // save writes p as name.<format> into dir for every configured format.
-func save(p *plot.Plot, cfg Config, dir, name string) ([]string, error) {
+func save(p *figure, cfg Config, dir, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
 	var written []string
 	for _, f := range cfg.Formats {
-		var wt io.WriterTo
+		var c vg.CanvasWriterTo
 		if f == "png" {
-			c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(cfg.DPI))
-			p.Draw(draw.New(c))
-			wt = vgimg.PngCanvas{Canvas: c}
+			img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(cfg.DPI))
+			c = vgimg.PngCanvas{Canvas: img}
 		} else {
 			var err error
-			if wt, err = p.WriterTo(w, h, f); err != nil {
+			if c, err = draw.NewFormattedCanvas(w, h, f); err != nil {
 				return written, fmt.Errorf("figure %s.%s: %w", name, f, err)
 			}
 		}
+		p.Draw(draw.New(c))
 		path := filepath.Join(dir, name+"."+f)
-		if err := atomicfile.Write(path, func(out io.Writer) error { _, err := wt.WriteTo(out); return err }); err != nil {
+		if err := atomicfile.Write(path, func(out io.Writer) error { _, err := c.WriteTo(out); return err }); err != nil {
 			return written, err
 		}
 		written = append(written, path)

@@ -15,7 +15,7 @@ import (
 // circles exact match and dashed squares RougeL >= 0.5, bars the threshold's
 // interval. A threshold above the largest count tested is drawn at twice
 // that count, on a row labelled "> max". nil without two model sizes.
-func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
+func thresholdVsParams(cfg Config, runs []*runData) (*figure, error) {
 	rows := thresholdRows(runs)
 	sizes, maxReps, minReps := map[int64]bool{}, 0, math.MaxInt
 	for _, w := range rows {
@@ -114,12 +114,12 @@ func thresholdVsParams(cfg Config, runs []*runData) (*plot.Plot, error) {
 				bars.LineStyle.Color, bars.CapWidth = colorAt(li), vg.Points(5)
 				p.Add(bars, sc)
 				if pts.Len() == 0 {
-					p.Legend.Add(label+" (past every count tested)", sc)
+					p.addLegend(label+" (past every count tested)", sc)
 				}
 			}
 		}
 	}
-	p.Y.Min, p.Y.Max = float64(minReps)/1.5, above*float64(2+len(losses))
+	p.Y.Min, p.Y.Max = float64(minReps)/1.5, above*1.5
 	p.Add(hgrid())
 	return p, nil
 }

@@ -3,7 +3,6 @@ package plots
 import (
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -17,7 +16,7 @@ import (
 // x axis. Drawn for comparisons in which a run trained with DP-SGD (the
 // table's DP columns), from the runs that have a validation loss; nil
 // with fewer than two.
-func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
+func tradeoffFigure(cfg Config, runs []*runData) (*figure, error) {
 	dp := false
 	type point struct {
 		name string
@@ -55,7 +54,7 @@ func tradeoffFigure(cfg Config, runs []*runData) (*plot.Plot, error) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: shapes[i%len(shapes)]}
 		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
 		p.Add(eb, sc)
-		p.Legend.Add(pt.name, sc)
+		p.addLegend(pt.name, sc)
 	}
 	// Room beside the outermost points, whose glyphs would sit on the axes.
 	pad := math.Max(0.08*(hi-lo), 0.05)

@@ -1,0 +1,102 @@
+package plots
+
+import (
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// figure is a plot whose legend save draws below the axes, in as many
+// columns as the width holds, rather than inside them: a legend inside
+// covers data or needs headroom above it, and a sweep's many series
+// crowded both (a figure review's finding).
+type figure struct {
+	*plot.Plot
+	entries []legendEntry
+}
+
+// legendEntry is one line of a figure's legend.
+type legendEntry struct {
+	name   string
+	thumbs []plot.Thumbnailer
+}
+
+// addLegend adds a legend line: name beside the composite of thumbs.
+func (f *figure) addLegend(name string, thumbs ...plot.Thumbnailer) {
+	f.entries = append(f.entries, legendEntry{name, thumbs})
+}
+
+// legendGap is the space between the axes and the legend, and between
+// legend columns.
+const legendGap = vg.Length(6)
+
+// Draw draws the axes into the top of c and the legend, if any, into a
+// band at the bottom.
+func (f *figure) Draw(c draw.Canvas) {
+	if len(f.entries) == 0 {
+		f.Plot.Draw(c)
+		return
+	}
+	if f.BackgroundColor != nil { // the band is outside the plot's own fill
+		c.SetColor(f.BackgroundColor)
+		c.Fill(c.Rectangle.Path())
+	}
+	cols, rows, colWidth, rowHeight := f.legendGrid(c.Size().X)
+	band := f.legendBand(rows, rowHeight)
+	f.Plot.Draw(draw.Crop(c, 0, 0, band, 0))
+	total := vg.Length(cols)*colWidth + vg.Length(cols-1)*legendGap
+	left := c.Min.X + (c.Size().X-total)/2
+	if left < c.Min.X {
+		left = c.Min.X
+	}
+	for col := 0; col < cols; col++ {
+		l := f.Legend // the style newPlot set; entries added below
+		l.Top, l.Left = true, true
+		for r := 0; r < rows; r++ {
+			if i := col*rows + r; i < len(f.entries) {
+				l.Add(f.entries[i].name, f.entries[i].thumbs...)
+			}
+		}
+		x := left + vg.Length(col)*(colWidth+legendGap)
+		l.Draw(draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: x, Y: c.Min.Y},
+			Max: vg.Point{X: x + colWidth, Y: c.Min.Y + band - legendGap},
+		}})
+	}
+}
+
+// legendBand is the height of a legend of rows rows: plot.Legend draws
+// its first row a font descent below the top, and the last row's
+// thumbnails reach a descent below its text.
+func (f *figure) legendBand(rows int, rowHeight vg.Length) vg.Length {
+	return vg.Length(rows)*rowHeight + 2*f.Legend.TextStyle.FontExtents().Descent + legendGap
+}
+
+// legendGrid lays the entries out for a canvas width: gridShape's columns
+// of the widest entry's width, each row as tall as the tallest entry.
+func (f *figure) legendGrid(width vg.Length) (cols, rows int, colWidth, rowHeight vg.Length) {
+	sty := f.Legend.TextStyle
+	for _, e := range f.entries {
+		colWidth = max(colWidth, f.Legend.ThumbnailWidth+sty.Rectangle(" "+e.name).Max.X)
+		rowHeight = max(rowHeight, sty.Rectangle(e.name).Max.Y)
+	}
+	cols, rows = gridShape(len(f.entries), width, colWidth)
+	return cols, rows, colWidth, rowHeight + f.Legend.Padding
+}
+
+// gridShape is the legend grid of n entries of width colWidth across
+// width: the most columns that fit (at least one), then as few columns as
+// hold the entries in the fewest rows, filled top to bottom so that a
+// run's series stay together.
+func gridShape(n int, width, colWidth vg.Length) (cols, rows int) {
+	if n == 0 {
+		return 0, 0
+	}
+	cols = 1
+	for cols < n && vg.Length(cols+1)*colWidth+vg.Length(cols)*legendGap <= width {
+		cols++
+	}
+	rows = (n + cols - 1) / cols
+	cols = (n + rows - 1) / rows
+	return cols, rows
+}

@@ -1,0 +1,114 @@
+package plots
+
+import (
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func TestGridShape(t *testing.T) {
+	tests := []struct {
+		name             string
+		n                int
+		width, colWidth  vg.Length
+		wantCols, wantRs int
+	}{
+		{"no entries", 0, 100, 30, 0, 0},
+		{"two of three fit", 3, 100, 30, 2, 2},
+		{"all in one row", 5, 1000, 10, 5, 1},
+		{"wider than the canvas", 4, 50, 80, 1, 4},
+		{"three fit, seven entries", 7, 3*30 + 2*legendGap, 30, 3, 3},
+		{"three fit, four entries: two by two", 4, 3*30 + 2*legendGap, 30, 2, 2},
+	}
+	for _, tt := range tests {
+		cols, rows := gridShape(tt.n, tt.width, tt.colWidth)
+		if cols != tt.wantCols || rows != tt.wantRs {
+			t.Errorf("%s: gridShape(%d, %v, %v) = %d×%d, want %d×%d", tt.name, tt.n, tt.width, tt.colWidth, cols, rows, tt.wantCols, tt.wantRs)
+		}
+		if cols*rows < tt.n {
+			t.Errorf("%s: %d×%d holds fewer than %d entries", tt.name, cols, rows, tt.n)
+		}
+	}
+}
+
+// TestLegendBelowAxes draws the log-log ROC's ten entries at the default
+// size and at a single paper column (3.3 in, 8 pt): the legend lies in a
+// band below the axes that leaves them most of the height, and both the
+// band and the axes above it are drawn.
+func TestLegendBelowAxes(t *testing.T) {
+	names := []string{"loss", "zlib ratio", "min-k% loss", "min-k%++", "ReCaLL", "LiRA online", "LiRA offline", "RMIA", "RMIA offline", "counterfactual memorization"}
+	column := DefaultConfig()
+	column.WidthIn, column.HeightIn, column.FontSize, column.Formats = 3.3, 2.6, 8, []string{"png", "svg", "pdf"}
+	for _, cfg := range []Config{DefaultConfig(), column} {
+		f := newPlot(cfg, "Membership inference", "false-positive rate", "true-positive rate")
+		for i, n := range names {
+			ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: float64(i) / 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.LineStyle.Color = colorAt(i)
+			f.Add(ln)
+			f.addLegend(n+" (AUC 0.89 [0.85, 0.93])", ln)
+		}
+		w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
+		cols, rows, colWidth, rowHeight := f.legendGrid(w)
+		band := f.legendBand(rows, rowHeight)
+		if cols < 1 || vg.Length(cols)*colWidth > w || band > 0.45*h {
+			t.Errorf("%.1f in: legend %d×%d, %.0f pt wide, %.0f of %.0f pt high: want it within the width and under 45%% of the height", cfg.WidthIn, cols, rows, float64(vg.Length(cols)*colWidth), float64(band), float64(h))
+		}
+		dir := t.TempDir()
+		written, err := save(f, cfg, dir, "roc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(written) != len(cfg.Formats) {
+			t.Errorf("wrote %v, want one file a format", written)
+		}
+		img := readPNG(t, filepath.Join(dir, "roc.png"))
+		dpi := float64(cfg.DPI)
+		bandPx := int(float64(band) / 72 * dpi)
+		b := img.Bounds()
+		if got := inked(img, image.Rect(0, b.Max.Y-bandPx, b.Max.X, b.Max.Y)); got < 0.01 {
+			t.Errorf("%.1f in: the legend band is %.2f%% inked: no legend drawn there", cfg.WidthIn, 100*got)
+		}
+		if got := inked(img, image.Rect(0, 0, b.Max.X, b.Max.Y-bandPx)); got < 0.01 {
+			t.Errorf("%.1f in: the axes are %.2f%% inked", cfg.WidthIn, 100*got)
+		}
+	}
+}
+
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// inked is the fraction of r's pixels that are not white.
+func inked(img image.Image, r image.Rectangle) float64 {
+	var n, total int
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); cr < 0xf000 || cg < 0xf000 || cb < 0xf000 {
+				n++
+			}
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
