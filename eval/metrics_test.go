@@ -291,13 +291,16 @@ func TestWilsonCIPaperRates(t *testing.T) {
 		k, n   int
 		lo, hi float64
 	}{
-		{0, 32, 0, 0.1072},
-		{32, 32, 0.8928, 1},
-		{84, 100, 0.7552, 0.8991},
+		// Computed apart (the formula in Python, z = 1.959963984540054): for
+		// 0/32 the upper end is
+		// (z²/n)/(1 + z²/n); 84/100 is centre 0.8274222 ± 0.0716249.
+		{0, 32, 0, 0.107179},
+		{32, 32, 0.892821, 1},
+		{84, 100, 0.755797, 0.899047},
 	} {
 		lo, hi := WilsonCI(tc.k, tc.n)
-		if math.Abs(lo-tc.lo) > 1e-3 || math.Abs(hi-tc.hi) > 1e-3 {
-			t.Errorf("WilsonCI(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
+		if math.Abs(lo-tc.lo) > 1e-6 || math.Abs(hi-tc.hi) > 1e-6 {
+			t.Errorf("WilsonCI(%d, %d) = [%.6f, %.6f], want [%.6f, %.6f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
 		}
 	}
 	if lo, _ := WilsonCI(0, 0); !math.IsNaN(lo) {
