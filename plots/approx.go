@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -98,6 +99,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	rows := approxRows(runs)
 	var losses []string
 	byLoss := map[string]*errPoints{}
+	methods := map[string][]string{} // each point's method, by loss
 	n := 0
 	for _, w := range rows {
 		xv := x(w.a)
@@ -112,6 +114,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 		}
 		m := w.members
 		pts.add(xv, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
+		methods[w.loss] = append(methods[w.loss], w.a.Method)
 		n++
 	}
 	if n < 2 {
@@ -139,11 +142,39 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
 		p.Add(eb, sc)
 		p.addLegend(l, sc)
+		if li == 0 {
+			// The first loss's points name their method (kv8, loki-r4-k0.5):
+			// the approximations are what the figure compares. The other
+			// losses' points sit at about the same x, so one set suffices.
+			lb, err := methodLabels(pts, methods[l], cfg)
+			if err != nil {
+				return nil, err
+			}
+			p.Add(lb)
+		}
 	}
 	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
 	return p, nil
+}
+
+// methodLabels writes each point's method beside it, small, to its right.
+func methodLabels(pts *errPoints, methods []string, cfg Config) (*plotter.Labels, error) {
+	xys := make(plotter.XYs, pts.Len())
+	for i := range xys {
+		xys[i].X, xys[i].Y = pts.XY(i)
+	}
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: methods})
+	if err != nil {
+		return nil, err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(cfg.FontSize * 0.7)
+		lb.TextStyle[i].Color = grey
+	}
+	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-cfg.FontSize * 0.25)}
+	return lb, nil
 }
 
 // countTicks labels a log axis from lo to hi at 1, 2 and 5 times each

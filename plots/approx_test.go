@@ -56,6 +56,9 @@ func TestApproxTableAndFigures(t *testing.T) {
 		if err != nil || p == nil {
 			t.Fatalf("%s: %v %v", name, p, err)
 		}
+		if _, err := save(p, cfg, figureDir(t), "approx-"+name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Without approximate attacks there is nothing to draw or tabulate.
 	exact := []*runData{{Name: "plain", Summary: &eval.Summary{}}}

@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -61,15 +62,15 @@ func TestLegendBelowAxes(t *testing.T) {
 		if cols < 1 || vg.Length(cols)*colWidth > w || band > 0.45*h {
 			t.Errorf("%.1f in: legend %d×%d, %.0f pt wide, %.0f of %.0f pt high: want it within the width and under 45%% of the height", cfg.WidthIn, cols, rows, float64(vg.Length(cols)*colWidth), float64(band), float64(h))
 		}
-		dir := t.TempDir()
-		written, err := save(f, cfg, dir, "roc")
+		dir := figureDir(t)
+		written, err := save(f, cfg, dir, fmt.Sprintf("roc-%gin", cfg.WidthIn))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(written) != len(cfg.Formats) {
 			t.Errorf("wrote %v, want one file a format", written)
 		}
-		img := readPNG(t, filepath.Join(dir, "roc.png"))
+		img := readPNG(t, filepath.Join(dir, fmt.Sprintf("roc-%gin.png", cfg.WidthIn)))
 		dpi := float64(cfg.DPI)
 		bandPx := int(float64(band) / 72 * dpi)
 		b := img.Bounds()
@@ -80,6 +81,15 @@ func TestLegendBelowAxes(t *testing.T) {
 			t.Errorf("%.1f in: the axes are %.2f%% inked", cfg.WidthIn, 100*got)
 		}
 	}
+}
+
+// figureDir is where a test draws its figures: MEMO_KEEP_FIGURES, to look
+// at them, or else a temporary directory.
+func figureDir(t *testing.T) string {
+	if d := os.Getenv("MEMO_KEEP_FIGURES"); d != "" {
+		return d
+	}
+	return t.TempDir()
 }
 
 func readPNG(t *testing.T, path string) image.Image {
