@@ -93,26 +93,32 @@ func prCurves(cfg Config, runs []*runData) (*figure, error) {
 
 // memoMetrics are the curves of the memorization-over-training figure:
 // columns of memorization.parquet (members' rows), drawn with error bars
-// from their _lo and _hi columns.
+// from their _lo and _hi columns. The rates go in the upper panel, the
+// AUC (another kind of number) in the lower.
 var memoMetrics = []struct {
 	label string
+	auc   bool
 	value func(m *eval.Memorization) (y, lo, hi float64)
 }{
-	{"exact match", func(m *eval.Memorization) (float64, float64, float64) {
+	{"exact match", false, func(m *eval.Memorization) (float64, float64, float64) {
 		return m.ExactMatch, m.ExactMatchLo, m.ExactMatchHi
 	}},
-	{"RougeL", func(m *eval.Memorization) (float64, float64, float64) { return m.RougeL, m.RougeLLo, m.RougeLHi }},
-	{"membership AUC (loss attack)", func(m *eval.Memorization) (float64, float64, float64) { return m.LossAUC, m.LossAUCLo, m.LossAUCHi }},
+	{"RougeL", false, func(m *eval.Memorization) (float64, float64, float64) { return m.RougeL, m.RougeLLo, m.RougeLHi }},
+	{"membership AUC (loss attack)", true, func(m *eval.Memorization) (float64, float64, float64) {
+		return m.LossAUC, m.LossAUCLo, m.LossAUCHi
+	}},
 }
 
-// memorizationCurves draws exact match, RougeL and the loss attack's AUC
-// of the members against the training step, from memorization.parquet
-// (eval's summaries of each checkpoint): one colour per metric for one
-// run; for several (a sweep: standard vs goldfish), one colour per run and
-// one dash pattern per metric.
+// memorizationCurves draws, against the training step, the members'
+// exact match and RougeL in the upper panel and the loss attack's AUC
+// in the lower, from memorization.parquet (eval's summaries of each
+// checkpoint): one colour per metric for one run; for several (a sweep:
+// standard vs goldfish), one colour per run and one dash pattern per
+// metric.
 func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
-	p := newPlot(cfg, "Memorization over training", "optimizer step", "rate / AUC (members)")
-	added := 0
+	p := newPlot(cfg, "Memorization over training", "", "rate (members)")
+	lower := newPlot(cfg, "", "optimizer step", "membership AUC").Plot
+	added, aucs := 0, 0
 	for ri, r := range runs {
 		for mi, m := range memoMetrics {
 			e := &errPoints{}
@@ -145,7 +151,12 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)
 			pts.Color, bars.LineStyle.Color = c, c
-			p.Add(ln, pts, bars)
+			if m.auc {
+				lower.Add(ln, pts, bars)
+				aucs++
+			} else {
+				p.Add(ln, pts, bars)
+			}
 			p.addLegend(label, ln, pts)
 			added++
 		}
@@ -155,5 +166,19 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	}
 	p.Y.Min, p.Y.Max = 0, 1.05
 	p.Add(hgrid())
+	if aucs == 0 {
+		return p, nil
+	}
+	// One x range for both panels, so that a step lines up.
+	lo, hi := math.Min(p.X.Min, lower.X.Min), math.Max(p.X.Max, lower.X.Max)
+	p.X.Min, p.X.Max, lower.X.Min, lower.X.Max = lo, hi, lo, hi
+	lower.Y.Min, lower.Y.Max = 0, 1.05
+	chance, err := plotter.NewLine(plotter.XYs{{X: lo, Y: 0.5}, {X: hi, Y: 0.5}})
+	if err != nil {
+		return nil, err
+	}
+	chance.LineStyle.Color, chance.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
+	lower.Add(hgrid(), chance)
+	p.lower = lower
 	return p, nil
 }

@@ -13,6 +13,10 @@ import (
 type figure struct {
 	*plot.Plot
 	entries []legendEntry
+	// lower, when set, is a second panel under the first with its own y
+	// axis, aligned to it: a quantity on another scale or of another
+	// kind, sharing the x axis and the legend.
+	lower *plot.Plot
 }
 
 // legendEntry is one line of a figure's legend.
@@ -34,7 +38,7 @@ const legendGap = vg.Length(6)
 // band at the bottom.
 func (f *figure) Draw(c draw.Canvas) {
 	if len(f.entries) == 0 {
-		f.Plot.Draw(c)
+		f.drawAxes(c)
 		return
 	}
 	if f.BackgroundColor != nil { // the band is outside the plot's own fill
@@ -43,7 +47,7 @@ func (f *figure) Draw(c draw.Canvas) {
 	}
 	cols, rows, colWidth, rowHeight := f.legendGrid(c.Size().X)
 	band := f.legendBand(rows, rowHeight)
-	f.Plot.Draw(draw.Crop(c, 0, 0, band, 0))
+	f.drawAxes(draw.Crop(c, 0, 0, band, 0))
 	total := vg.Length(cols)*colWidth + vg.Length(cols-1)*legendGap
 	left := c.Min.X + (c.Size().X-total)/2
 	if left < c.Min.X {
@@ -63,6 +67,18 @@ func (f *figure) Draw(c draw.Canvas) {
 			Max: vg.Point{X: x + colWidth, Y: c.Min.Y + band - legendGap},
 		}})
 	}
+}
+
+// drawAxes draws the panel, or both panels aligned one above the other.
+func (f *figure) drawAxes(c draw.Canvas) {
+	if f.lower == nil {
+		f.Plot.Draw(c)
+		return
+	}
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: legendGap}
+	canvases := plot.Align([][]*plot.Plot{{f.Plot}, {f.lower}}, tiles, c)
+	f.Plot.Draw(canvases[0][0])
+	f.lower.Draw(canvases[1][0])
 }
 
 // legendBand is the height of a legend of rows rows: plot.Legend draws

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -121,4 +123,46 @@ func inked(img image.Image, r image.Rectangle) float64 {
 		return 0
 	}
 	return float64(n) / float64(total)
+}
+
+// TestMemorizationPanels: the rates and the AUC of memorization over
+// training go in two panels, the AUC's only when some step has one.
+func TestMemorizationPanels(t *testing.T) {
+	nan := math.NaN()
+	run := func(label string, auc float64) *runData {
+		r := &runData{Label: label}
+		for step := int64(40); step <= 200; step += 40 {
+			f := float64(step) / 200
+			r.Memorization = append(r.Memorization, eval.Memorization{Step: step, Split: splitTarget, N: 32,
+				ExactMatch: f, ExactMatchLo: f * 0.8, ExactMatchHi: f, RougeL: f, RougeLLo: nan, RougeLHi: nan,
+				LossAUC: auc, LossAUCLo: nan, LossAUCHi: nan})
+		}
+		return r
+	}
+	cfg := DefaultConfig()
+	cfg.Formats = []string{"png"}
+	f, err := memorizationCurves(cfg, []*runData{run("standard", 0.9), run("goldfish", 0.8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.lower == nil || len(f.entries) != 6 {
+		t.Fatalf("figure %v: want a lower AUC panel and six legend entries", f)
+	}
+	if f.Y.Max > 1.05 || f.lower.Y.Min != 0 || f.X.Min != f.lower.X.Min || f.X.Max != f.lower.X.Max {
+		t.Errorf("upper y to %g, panels' x [%g, %g] and [%g, %g]: want rates within 1.05 and one x range", f.Y.Max, f.X.Min, f.X.Max, f.lower.X.Min, f.lower.X.Max)
+	}
+	dir := figureDir(t)
+	if _, err := save(f, cfg, dir, "memorization-over-training"); err != nil {
+		t.Fatal(err)
+	}
+	img := readPNG(t, filepath.Join(dir, "memorization-over-training.png"))
+	b := img.Bounds()
+	if top, bottom := inked(img, image.Rect(0, 0, b.Max.X, b.Max.Y/3)), inked(img, image.Rect(0, b.Max.Y/3, b.Max.X, 2*b.Max.Y/3)); top < 0.01 || bottom < 0.01 {
+		t.Errorf("panels inked %.3f and %.3f: want both drawn", top, bottom)
+	}
+
+	f, err = memorizationCurves(cfg, []*runData{run("standard", nan)})
+	if err != nil || f == nil || f.lower != nil {
+		t.Errorf("without AUC: figure %v, %v; want the rates alone", f, err)
+	}
 }
