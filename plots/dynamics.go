@@ -3,12 +3,15 @@ package plots
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/badinput"
@@ -119,6 +122,7 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	p := newPlot(cfg, "Memorization over training", "", "rate (members)")
 	lower := newPlot(cfg, "", "optimizer step", "membership AUC").Plot
 	added, aucs := 0, 0
+	drawnRun, drawnMetric := make([]bool, len(runs)), make([]bool, len(memoMetrics))
 	for ri, r := range runs {
 		for mi, m := range memoMetrics {
 			e := &errPoints{}
@@ -144,9 +148,9 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, label := colorAt(mi), m.label
+			c := colorAt(mi)
 			if len(runs) > 1 {
-				c, label = colorAt(ri), r.Label+": "+m.label
+				c = colorAt(ri)
 				ln.LineStyle.Dashes = dashes[mi%len(dashes)]
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)
@@ -157,8 +161,25 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 			} else {
 				p.Add(ln, pts, bars)
 			}
-			p.addLegend(label, ln, pts)
+			if len(runs) == 1 {
+				p.addLegend(m.label, ln, pts)
+			}
+			drawnRun[ri], drawnMetric[mi] = true, true
 			added++
+		}
+	}
+	if len(runs) > 1 && added > 0 {
+		// A colour per run and a dash per metric, each named once: six
+		// "run: metric" lines were too wide for two legend columns.
+		for ri, r := range runs {
+			if drawnRun[ri] {
+				p.addLegend(r.Label, legendLine(colorAt(ri), nil))
+			}
+		}
+		for mi, m := range memoMetrics {
+			if drawnMetric[mi] {
+				p.addLegend(m.label, legendLine(grey, dashes[mi%len(dashes)]))
+			}
 		}
 	}
 	if added == 0 {
@@ -181,4 +202,9 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	lower.Add(hgrid(), chance)
 	p.lower = lower
 	return p, nil
+}
+
+// legendLine is a legend thumbnail: a line of colour c and dash pattern.
+func legendLine(c color.Color, dash []vg.Length) plot.Thumbnailer {
+	return &plotter.Line{LineStyle: draw.LineStyle{Color: c, Width: vg.Points(1.5), Dashes: dash}}
 }

@@ -145,8 +145,8 @@ func TestMemorizationPanels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f == nil || f.lower == nil || len(f.entries) != 6 {
-		t.Fatalf("figure %v: want a lower AUC panel and six legend entries", f)
+	if f == nil || f.lower == nil || len(f.entries) != 5 {
+		t.Fatalf("figure %v: want a lower AUC panel and five legend entries (two runs, three metrics)", f)
 	}
 	if f.Y.Max > 1.05 || f.lower.Y.Min != 0 || f.X.Min != f.lower.X.Min || f.X.Max != f.lower.X.Max {
 		t.Errorf("upper y to %g, panels' x [%g, %g] and [%g, %g]: want rates within 1.05 and one x range", f.Y.Max, f.X.Min, f.X.Max, f.lower.X.Min, f.lower.X.Max)
