@@ -152,11 +152,13 @@ func TestLiRAMissingAndConstant(t *testing.T) {
 		// Candidate 1: z = 2e30, log Φ = 0 (rounded). Candidate 2: z = 0,
 		// log Φ(0) = -ln 2. Candidate 3: z = -3e30, log Φ ≈ -½(3e30)² = -4.5e60.
 		{"offline", true, LiRAOptions{}, []float64{nan, 0, -math.Ln2, -4.5e60}},
-		// Pooled: σout² = (0 + 8 + 0)/4 = 2 (candidate 2: (3-5)² + (7-5)²),
-		// candidate 0 without OUT values adds nothing. Candidate 2:
-		// z = 0 → -ln 2; candidate 1: z = 2/√2 = √2, log Φ(√2) (mpmath);
-		// candidate 3: z = -3/√2, log Φ(-2.1213203435596424) (mpmath).
-		{"offline global", true, LiRAOptions{GlobalVariance: true}, []float64{nan, -0.081914862881874814775, -math.Ln2, -4.0776392701114980297}},
+		// Pooled over candidates with two OUT values, candidate 2 alone:
+		// σout² = ((3-5)² + (7-5)²)/2 = 4; candidates 1 and 3 have one
+		// each and candidate 0 none, which add nothing. Candidate 2:
+		// z = 0 → -ln 2; candidate 1: z = (4-2)/2 = 1, log Φ(1) =
+		// ln 0.8413447460685429; candidate 3: z = (0-3)/2 = -1.5,
+		// log Φ(-1.5) = ln 0.0668072012688581 (standard normal tables).
+		{"offline global", true, LiRAOptions{GlobalVariance: true}, []float64{nan, -0.17275377902344988, -math.Ln2, -2.7059444008238893}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := LiRAOnline
@@ -170,6 +172,44 @@ func TestLiRAMissingAndConstant(t *testing.T) {
 			checkScores(t, got, c.want)
 		})
 	}
+}
+
+// TestLiRAOneValuePerCandidate: at K = 2 every candidate is IN for one
+// model and OUT for the other, so no candidate has a spread of its own.
+// The shared σ is then np.std of every value on the side (plot.py's
+// fix_variance), not zero: offline scores rank by t − μout instead of
+// tying at log Φ = 0, and online scores are finite.
+func TestLiRAOneValuePerCandidate(t *testing.T) {
+	in := [][]bool{{true, false, true, false}, {false, true, false, true}}
+	sig := [][]float64{{1, 2, 3, 4}, {5, 6, 7, 8}}
+	target := []float64{9, 8, 5, 4}
+	// OUT values: 5, 2, 7, 4 (mean 4.5; squared deviations 0.25, 6.25,
+	// 6.25, 0.25: σ² = 13/4). IN values: 1, 6, 3, 8 (mean 4.5; 12.25,
+	// 2.25, 2.25, 12.25: σ² = 29/4).
+	sdOut, sdIn := math.Sqrt(13.0/4), math.Sqrt(29.0/4)
+	muOut := []float64{5, 2, 7, 4}
+	muIn := []float64{1, 6, 3, 8}
+	var wantOff, wantOn []float64
+	for j, x := range target {
+		z := (x - muOut[j]) / sdOut
+		wantOff = append(wantOff, math.Log(0.5*math.Erfc(-z/math.Sqrt2)))
+		wantOn = append(wantOn, logNormal(x, muIn[j], sdIn)-logNormal(x, muOut[j], sdOut))
+	}
+	opt := LiRAOptions{GlobalVariance: true}
+	off, err := LiRAOffline(target, sig, in, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, off, wantOff)
+	// The ranking is that of t − μout: 4, 6, -2, 0.
+	if !(off[1] > off[0] && off[0] > off[3] && off[3] > off[2]) {
+		t.Errorf("offline scores %v do not rank by t − μout", off)
+	}
+	on, err := LiRAOnline(target, sig, in, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, on, wantOn)
 }
 
 func TestLogNormalCDF(t *testing.T) {

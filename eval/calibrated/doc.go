@@ -37,12 +37,18 @@
 // does, so constant reference values give a finite score.
 //
 // With LiRAOptions.GlobalVariance every candidate shares one σin² and one
-// σout²: the within-candidate variance pooled over candidates,
-// Σ_j Σ_k (x_kj − μ_j)² / Σ_j n_j. That is our choice. plot.py's
-// fix_variance takes np.std of all values around their global mean, which
-// for text, whose per-document means differ by nats, would measure the
-// spread between documents instead of the noise of one; its online branch
-// also uses the IN spread for σout.
+// σout²: the within-candidate variance pooled over the candidates with at
+// least two values on that side, Σ_j Σ_k (x_kj − μ_j)² / Σ_j n_j. That is
+// our choice. plot.py's fix_variance takes np.std of all values around
+// their global mean, which for text, whose per-document means differ by
+// nats, would measure the spread between documents instead of the noise
+// of one; its online branch also uses the IN spread for σout. A candidate
+// with one value on a side adds nothing to that side's pool: its one
+// deviation is zero by construction. When no candidate has two (K = 1 or
+// 2 with each candidate IN for half the models: one OUT value each),
+// there is no within-candidate spread, and that side takes plot.py's
+// np.std of all its values; the scores then rank candidates by the gap
+// t − μ, where a σ of zero plus 1e-30 tied most of them at log Φ = 0.
 //
 // Where plot.py differs otherwise we follow the paper: μ is the mean
 // (plot.py takes the median), every reference value counts (plot.py cuts

@@ -13,10 +13,11 @@ const sigmaFloor = 1e-30
 // LiRAOptions configures LiRAOnline and LiRAOffline.
 type LiRAOptions struct {
 	// GlobalVariance gives every candidate one σin² and one σout², the
-	// within-candidate variance pooled over candidates, instead of its
-	// own: steadier with few reference models, where Carlini et al. 2022
-	// report a fixed variance helps. See the package doc for why we pool
-	// within candidates.
+	// within-candidate variance pooled over the candidates with two or
+	// more values on that side, instead of its own: steadier with few
+	// reference models, where Carlini et al. 2022 report a fixed variance
+	// helps. See the package doc for why we pool within candidates and
+	// what stands in when no candidate has two values.
 	GlobalVariance bool
 }
 
@@ -76,8 +77,7 @@ func fitLiRA(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions,
 		return nil, err
 	}
 	fit := make([]gauss, len(target))
-	var ssIn, ssOut float64
-	var nIn, nOut int
+	var poolIn, poolOut pool
 	for j := range fit {
 		mi, mo := refMoments(signal, in, j, true), refMoments(signal, in, j, false)
 		fit[j] = gauss{
@@ -85,20 +85,67 @@ func fitLiRA(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions,
 			muOut: mo.mean, sdOut: sd(mo.ss, mo.n),
 			nIn: mi.n, nOut: mo.n,
 		}
-		if mi.n > 0 {
-			ssIn, nIn = ssIn+mi.ss, nIn+mi.n
-		}
-		if mo.n > 0 {
-			ssOut, nOut = ssOut+mo.ss, nOut+mo.n
-		}
+		poolIn.add(mi)
+		poolOut.add(mo)
 	}
 	if opt.GlobalVariance {
-		gIn, gOut := sd(ssIn, nIn), sd(ssOut, nOut)
+		gIn := poolIn.sd(signal, in, true)
+		gOut := poolOut.sd(signal, in, false)
 		for j := range fit {
 			fit[j].sdIn, fit[j].sdOut = gIn, gOut
 		}
 	}
 	return fit, nil
+}
+
+// pool sums the within-candidate squared deviations of one side (IN or
+// OUT) over the candidates with at least two values there: a candidate
+// with one value deviates from its own mean by nothing, and counting it
+// would pull the shared variance towards zero (to exactly zero at K <= 2
+// offline, where every candidate has one OUT value).
+type pool struct {
+	ss float64
+	n  int
+}
+
+func (p *pool) add(m moments) {
+	if m.n >= 2 {
+		p.ss, p.n = p.ss+m.ss, p.n+m.n
+	}
+}
+
+// sd is the pooled σ of side want, plus sigmaFloor. With no candidate
+// holding two values there is no within-candidate spread to pool; it is
+// then the spread of all the side's values around their one mean, which
+// is plot.py's fix_variance (np.std of every value): wider than the noise
+// of one candidate, but shared, so that scores still rank by the gap to
+// each candidate's mean.
+func (p pool) sd(signal [][]float64, in [][]bool, want bool) float64 {
+	if p.n > 0 {
+		return sd(p.ss, p.n)
+	}
+	var sum, ss float64
+	var n int
+	for k := range signal {
+		for j, v := range signal[k] {
+			if in[k][j] == want {
+				sum += v
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	mean := sum / float64(n)
+	for k := range signal {
+		for j, v := range signal[k] {
+			if in[k][j] == want {
+				ss += (v - mean) * (v - mean)
+			}
+		}
+	}
+	return sd(ss, n)
 }
 
 // sd is the population standard deviation (numpy's np.std, ddof 0) of n
