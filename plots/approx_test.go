@@ -56,7 +56,7 @@ func TestApproxTableAndFigures(t *testing.T) {
 		if err != nil || p == nil {
 			t.Fatalf("%s: %v %v", name, p, err)
 		}
-		if _, err := save(p, cfg, figureDir(t), "approx-"+name); err != nil {
+		if _, err := save(p, cfg, outDir(t, "approx-"+name), "approx-"+name); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,7 +64,7 @@ func TestLegendBelowAxes(t *testing.T) {
 		if cols < 1 || vg.Length(cols)*colWidth > w || band > 0.45*h {
 			t.Errorf("%.1f in: legend %d×%d, %.0f pt wide, %.0f of %.0f pt high: want it within the width and under 45%% of the height", cfg.WidthIn, cols, rows, float64(vg.Length(cols)*colWidth), float64(band), float64(h))
 		}
-		dir := figureDir(t)
+		dir := outDir(t, fmt.Sprintf("legend-%gin", cfg.WidthIn))
 		written, err := save(f, cfg, dir, fmt.Sprintf("roc-%gin", cfg.WidthIn))
 		if err != nil {
 			t.Fatal(err)
@@ -83,15 +83,6 @@ func TestLegendBelowAxes(t *testing.T) {
 			t.Errorf("%.1f in: the axes are %.2f%% inked", cfg.WidthIn, 100*got)
 		}
 	}
-}
-
-// figureDir is where a test draws its figures: MEMO_KEEP_FIGURES, to look
-// at them, or else a temporary directory.
-func figureDir(t *testing.T) string {
-	if d := os.Getenv("MEMO_KEEP_FIGURES"); d != "" {
-		return d
-	}
-	return t.TempDir()
 }
 
 func readPNG(t *testing.T, path string) image.Image {
@@ -151,7 +142,7 @@ func TestMemorizationPanels(t *testing.T) {
 	if f.Y.Max > 1.05 || f.lower.Y.Min != 0 || f.X.Min != f.lower.X.Min || f.X.Max != f.lower.X.Max {
 		t.Errorf("upper y to %g, panels' x [%g, %g] and [%g, %g]: want rates within 1.05 and one x range", f.Y.Max, f.X.Min, f.X.Max, f.lower.X.Min, f.lower.X.Max)
 	}
-	dir := figureDir(t)
+	dir := outDir(t, "memorization-panels")
 	if _, err := save(f, cfg, dir, "memorization-over-training"); err != nil {
 		t.Fatal(err)
 	}
