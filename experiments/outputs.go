@@ -98,6 +98,20 @@ func stageOutputs(dir string, before, after map[string]Output) (map[string]Outpu
 	return outs, nil
 }
 
+// recordedOnly is the files of snapshot that some stage of m recorded as
+// its output.
+func recordedOnly(snapshot map[string]Output, m *Manifest) map[string]Output {
+	kept := map[string]Output{}
+	for _, rec := range m.Stages {
+		for rel := range rec.Outputs {
+			if o, ok := snapshot[rel]; ok {
+				kept[rel] = o
+			}
+		}
+	}
+	return kept
+}
+
 // brokenOutput names the first recorded output of a stage that is missing
 // or no longer what the stage wrote ("" when all are intact).
 func brokenOutput(dir string, outs map[string]Output) string {

@@ -212,10 +212,16 @@ func reuses(opt Options, st string) bool { return opt.ReuseTrain != "" && reused
 // the run recorded before, so that the stages after it run again.
 func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Options, m *Manifest) (changed bool, err error) {
 	rec := m.Stage(st)
-	prevOutputs := rec.Outputs
+	prevOutputs, interrupted := rec.Outputs, rec.Status == StatusRunning || rec.Status == StatusFailed
 	before, err := runFiles(dir)
 	if err != nil {
 		return false, err
+	}
+	if interrupted {
+		// An attempt killed before it recorded anything may have written
+		// files this attempt keeps as they are (a dataset linked in): no
+		// stage accounts for them, and they are this stage's outputs too.
+		before = recordedOnly(before, m)
 	}
 	rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
 	if err := m.write(dir); err != nil {

@@ -305,3 +305,63 @@ func TestRunOnOtherRankKeepsNoBooks(t *testing.T) {
 		t.Errorf("rank 1 wrote manifest.json (err %v)", err)
 	}
 }
+
+// TestInterruptedStageKeepsItsFiles: an attempt killed after it wrote a
+// file (data linked in from the cache) records nothing; the next attempt
+// finds the file in place and keeps it, and must still record it as the
+// stage's output, so that deleting it later runs the stage again.
+func TestInterruptedStageKeepsItsFiles(t *testing.T) {
+	var calls []string
+	old := stageFunc
+	t.Cleanup(func() { stageFunc = old })
+	kill := true
+	stageFunc = func(ctx context.Context, stage string, spec *Spec, dir string, opt Options) error {
+		calls = append(calls, stage)
+		if stage != "data" {
+			return nil
+		}
+		p := filepath.Join(dir, "data", "tokens.arrow")
+		if _, err := os.Stat(p); err != nil { // as a cache link: made once, then kept
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, []byte("tokens"), 0o644); err != nil {
+				return err
+			}
+		}
+		if kill {
+			kill = false
+			return errors.New("killed")
+		}
+		return nil
+	}
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	root := t.TempDir()
+	if _, err := Run(context.Background(), spec, root, Options{}); err == nil {
+		t.Fatal("the first attempt did not fail")
+	}
+	dir, err := Run(context.Background(), spec, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Stage("data").Outputs["data/tokens.arrow"]; !ok {
+		t.Fatalf("data's outputs %v lack data/tokens.arrow, which the killed attempt wrote", m.Stage("data").Outputs)
+	}
+	if err := os.Remove(filepath.Join(dir, "data", "tokens.arrow")); err != nil {
+		t.Fatal(err)
+	}
+	calls = nil
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) == 0 || calls[0] != "data" {
+		t.Errorf("after deleting data/tokens.arrow the run called %v, want data first", calls)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "tokens.arrow")); err != nil {
+		t.Errorf("data/tokens.arrow not made again: %v", err)
+	}
+}
