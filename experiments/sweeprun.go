@@ -143,7 +143,9 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 }
 
 func runPoint(ctx context.Context, opt SweepOptions, extra []string, sweepDir, spec, logPath string) error {
-	logf, err := os.Create(logPath)
+	// Appended to, not truncated: a failed attempt's log stays above the
+	// next one's, each under a line saying when it started.
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -154,7 +156,14 @@ func runPoint(ctx context.Context, opt SweepOptions, extra []string, sweepDir, s
 	}
 	args = append(args, spec)
 	cmd := exec.CommandContext(ctx, opt.Exe, args...)
+	if _, err := fmt.Fprintf(logf, "== memo sweep, %s: %s\n", time.Now().UTC().Format(time.RFC3339), cmd.String()); err != nil {
+		return err
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// A sweep killed outright (SIGKILL, an out-of-memory kill) cannot
+	// forward a signal; the kernel sends its runs SIGINT instead, so that
+	// none trains on unseen, holding its run's lock.
+	cmd.SysProcAttr = interruptWhenParentDies()
 	// Let a cancelled sweep stop its runs cleanly: SIGINT first, so training
 	// can finish its step, then SIGKILL after a grace period.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

@@ -2,10 +2,13 @@ package experiments
 
 import (
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRunSweepFailureAndSkip runs a sweep with a stand-in for the memo
@@ -62,6 +65,74 @@ func TestRunSweepFailureAndSkip(t *testing.T) {
 	if !strings.Contains(string(b), "run --runs "+spec.SweepDir(root)+" --threads 1 "+filepath.Join(spec.SweepDir(root), "specs", "k=0.toml")) {
 		t.Errorf("subprocess arguments:\n%s", b)
 	}
+
+	// Run again, k=4 fails again: its log keeps the first attempt's
+	// output above the second's, each under its own header.
+	if _, _, err := RunSweep(context.Background(), spec, root, SweepOptions{Jobs: 2, Exe: exe, Args: []string{"--threads", "1"}, Progress: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(spec.SweepDir(root), "logs", "k=4.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(log), "== memo sweep, ") != 2 || strings.Count(string(log), "out of luck") != 2 {
+		t.Errorf("k=4.log after two failed attempts:\n%s\nwant both, each under a header", log)
+	}
+}
+
+// TestSweepKilledInterruptsItsRuns: a sweep killed with SIGKILL cannot
+// forward a signal; its runs get SIGINT from the kernel all the same.
+func TestSweepKilledInterruptsItsRuns(t *testing.T) {
+	if dir := os.Getenv("MEMO_TEST_SWEEP_ROOT"); dir != "" {
+		sweepForever(t, dir) // the process the test kills
+		return
+	}
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepKilledInterruptsItsRuns$")
+	cmd.Env = append(os.Environ(), "MEMO_TEST_SWEEP_ROOT="+root)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile, got := filepath.Join(root, "pid"), filepath.Join(root, "interrupted")
+	deadline := time.Now().Add(30 * time.Second)
+	for !fileExistsTest(pidFile) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the sweep's run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for !fileExistsTest(got) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run of a killed sweep was not interrupted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sweepForever runs a one-point sweep in root whose run records its pid
+// and waits, writing root/interrupted when SIGINT comes.
+func sweepForever(t *testing.T, root string) {
+	exe := filepath.Join(root, "fake-memo")
+	script := "#!/bin/sh\ntrap 'touch " + filepath.Join(root, "interrupted") + "; exit 130' INT\n" +
+		"echo $$ > " + filepath.Join(root, "pid") + "\nwhile :; do sleep 0.05; done\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseBytes("one.toml", []byte("name = \"one\"\n[sweep]\n\"goldfish.k\" = [0]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	RunSweep(context.Background(), spec, root, SweepOptions{Jobs: 1, Exe: exe, Progress: io.Discard})
+}
+
+func fileExistsTest(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // TestRunSweepInterrupted: a sweep stopped while its first run goes has
