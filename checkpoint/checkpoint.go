@@ -146,7 +146,7 @@ func save(runDir string, cfg model.Config, files []tensorFile, extra func(tmp st
 		return "", err
 	}
 	name := StepName(st.Step)
-	tmp, err := os.MkdirTemp(root, ".tmp-"+name+"-")
+	tmp, err := atomicfile.MkdirTemp(root, ".tmp-"+name+"-")
 	if err != nil {
 		return "", err
 	}

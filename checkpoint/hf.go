@@ -252,7 +252,7 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	tmp, err := atomicfile.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return err
 	}

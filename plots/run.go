@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // Run draws the figures of one run directory into runDir/figures; read
@@ -50,14 +51,11 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	// report cut short (a kill, a full disk) is never taken for a finished
 	// one, and files of an earlier report (figures of another format) do
 	// not linger in the new one.
-	tmp, err := os.MkdirTemp(dir, "."+ReportDir+".tmp-")
+	tmp, err := atomicfile.MkdirTemp(dir, "."+ReportDir+".tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
 	if err := writeReport(tmp, cfg, runs, axes); err != nil {
 		return err
 	}

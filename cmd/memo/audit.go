@@ -443,7 +443,7 @@ func auditVerdict(b eval.AuditStat, separable bool) string {
 // writeAudit writes every output into a temporary directory beside out
 // and renames it to out, so that out appears whole or not at all.
 func writeAudit(ctx context.Context, out string, rows []eval.AuditScore, sum *AuditSummary, stdout io.Writer) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	tmp, err := atomicfile.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}

@@ -92,6 +92,27 @@ func create(path string, write func(*os.File) error, sync bool) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
+// DirMode is the permission of a directory assembled under a temporary
+// name and renamed into place: readable by all, as a directory MkdirAll
+// makes, where os.MkdirTemp makes it private.
+const DirMode os.FileMode = 0o755
+
+// MkdirTemp is os.MkdirTemp for a directory that is renamed into place
+// when complete (a checkpoint, an export, a report): it gets DirMode, so
+// that others on a shared machine read it as they read every file memo
+// writes.
+func MkdirTemp(dir, pattern string) (string, error) {
+	tmp, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, DirMode); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
 // writing holds the temporary files of the writes in progress.
 var writing sync.Map
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -142,5 +143,29 @@ func TestRemoveTempsCutsAWriteShort(t *testing.T) {
 	hidden, _ := filepath.Glob(filepath.Join(dir, ".*"))
 	if len(hidden) != 0 {
 		t.Errorf("left in the directory: %v, want nothing", hidden)
+	}
+}
+
+// TestMkdirTemp: a directory assembled under a temporary name is
+// readable by all once renamed, as a directory MkdirAll makes, where
+// os.MkdirTemp's is private (a probe found audits and checkpoints 0700).
+func TestMkdirTemp(t *testing.T) {
+	dir := t.TempDir()
+	tmp, err := MkdirTemp(dir, ".x.tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().Perm(); got != DirMode {
+		t.Errorf("mode %v, want %v", got, DirMode)
+	}
+	if !strings.HasPrefix(filepath.Base(tmp), ".x.tmp-") {
+		t.Errorf("name %s lacks the pattern's prefix", tmp)
+	}
+	if _, err := MkdirTemp(filepath.Join(dir, "none"), "x"); err == nil {
+		t.Error("MkdirTemp in a missing directory: no error")
 	}
 }
