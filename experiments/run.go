@@ -3,6 +3,7 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -294,12 +296,18 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 	switch {
 	case err == nil && !bytes.Equal(old, conf):
 		if !force {
-			var anyTOML map[string]any
-			if terr := toml.Unmarshal(old, &anyTOML); terr != nil {
+			var was, now map[string]any
+			if terr := toml.Unmarshal(old, &was); terr != nil {
 				return nil, fmt.Errorf("%w: %s is damaged (not TOML: %v); pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), strings.ReplaceAll(terr.Error(), "\n", " "))
 			}
-			return nil, fmt.Errorf("%w: %s was made from another spec; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir)
+			differ := ""
+			if toml.Unmarshal(conf, &now) == nil {
+				if d := specDiff(was, now); d != "" {
+					differ = " (" + d + ")"
+				}
+			}
+			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differ)
 		}
 		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))
 		if err := os.Rename(dir, aside); err != nil {
@@ -420,4 +428,59 @@ func deviceName(d string) string {
 		return fmt.Sprintf("cuda:%d", i)
 	}
 	return d
+}
+
+// specDiff names the keys whose values differ between two resolved specs,
+// as "key: old → new", the first three in key order and a count of the
+// rest; "" when none differs.
+func specDiff(was, now map[string]any) string {
+	a, b := map[string]string{}, map[string]string{}
+	flattenSpec("", was, a)
+	flattenSpec("", now, b)
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		va, okA := a[k]
+		vb, okB := b[k]
+		switch {
+		case va == vb && okA == okB:
+			continue
+		case !okA:
+			va = "unset"
+		case !okB:
+			vb = "unset"
+		}
+		diffs = append(diffs, k+": "+va+" → "+vb)
+	}
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("and %d more", len(diffs)-3))
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// flattenSpec writes each leaf of a decoded TOML table into out under its
+// dotted key, with its value as TOML would print it.
+func flattenSpec(prefix string, table map[string]any, out map[string]string) {
+	for k, v := range table {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flattenSpec(key, sub, out)
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			out[key] = fmt.Sprint(v)
+			continue
+		}
+		out[key] = string(b)
+	}
 }

@@ -103,8 +103,8 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	}
 	calls = nil
 	_, err = Run(context.Background(), b, root, Options{})
-	if !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "--force") {
-		t.Fatalf("err = %v, want ErrSpecChanged mentioning --force", err)
+	if !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "(goldfish.k: 4 → 8)") {
+		t.Fatalf("err = %v, want ErrSpecChanged naming goldfish.k and mentioning --force", err)
 	}
 	if len(calls) != 0 {
 		t.Errorf("a refused run called stages %v", calls)
@@ -310,6 +310,24 @@ func TestRunOnOtherRankKeepsNoBooks(t *testing.T) {
 // file (data linked in from the cache) records nothing; the next attempt
 // finds the file in place and keeps it, and must still record it as the
 // stage's output, so that deleting it later runs the stage again.
+func TestSpecDiff(t *testing.T) {
+	tests := []struct {
+		name     string
+		was, now map[string]any
+		want     string
+	}{
+		{"same", map[string]any{"a": int64(1)}, map[string]any{"a": int64(1)}, ""},
+		{"nested", map[string]any{"train": map[string]any{"steps": int64(30), "lr": 0.1}}, map[string]any{"train": map[string]any{"steps": int64(80), "lr": 0.1}}, "train.steps: 30 → 80"},
+		{"added and removed", map[string]any{"a": "x"}, map[string]any{"b": []any{int64(1), int64(2)}}, `a: "x" → unset, b: unset → [1,2]`},
+		{"many", map[string]any{"a": int64(1), "b": int64(1), "c": int64(1), "d": int64(1), "e": int64(1)}, map[string]any{"a": int64(2), "b": int64(2), "c": int64(2), "d": int64(2), "e": int64(2)}, "a: 1 → 2, b: 1 → 2, c: 1 → 2, and 2 more"},
+	}
+	for _, tt := range tests {
+		if got := specDiff(tt.was, tt.now); got != tt.want {
+			t.Errorf("%s: specDiff = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestInterruptedStageKeepsItsFiles(t *testing.T) {
 	var calls []string
 	old := stageFunc
