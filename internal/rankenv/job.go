@@ -108,17 +108,33 @@ func TasksOnNode(list string, node int) (int, error) {
 // told (--threads 0), and whence: the CPUs this process may run on (its
 // affinity mask, which Slurm's and taskset's binding restrict; Go's
 // runtime.NumCPU reads it with sched_getaffinity) divided among the ranks
-// that share this node, and no more than SLURM_CPUS_PER_TASK inside a
-// Slurm job. A process outside any launcher and job keeps every CPU of its
-// mask, as before.
+// that share this node, and inside a Slurm job no more than the CPUs the
+// job holds on this node (SLURM_CPUS_ON_NODE) divided among those ranks,
+// nor than SLURM_CPUS_PER_TASK. A process outside any launcher and job
+// keeps every CPU of its mask, as before.
 func Threads(c Config) (int, string) {
 	return threads(c, runtime.NumCPU(), os.LookupEnv)
 }
 
 func threads(c Config, cpus int, env func(string) (string, bool)) (int, string) {
 	n, from := max(cpus, 1), "affinity"
-	if local := localSize(c, env); local > 1 {
+	local := localSize(c, env)
+	if local > 1 {
 		n, from = max(1, n/local), fmt.Sprintf("affinity/%d local ranks", local)
+	}
+	// Without CPU binding (TaskPlugin=task/none) the mask is the whole
+	// node, and two array tasks of one CPU each took two threads apiece: a
+	// probe measured training 6× slower than with one. What Slurm
+	// allocated on this node bounds it too.
+	if v, ok := env("SLURM_CPUS_ON_NODE"); ok {
+		if k, err := strconv.Atoi(v); err == nil && k > 0 {
+			if per := max(1, k/max(local, 1)); per < n {
+				n, from = per, "SLURM_CPUS_ON_NODE"
+				if local > 1 {
+					from = fmt.Sprintf("SLURM_CPUS_ON_NODE/%d local ranks", local)
+				}
+			}
+		}
 	}
 	if v, ok := env("SLURM_CPUS_PER_TASK"); ok {
 		if k, err := strconv.Atoi(v); err == nil && k > 0 && k < n {

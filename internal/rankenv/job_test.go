@@ -53,6 +53,11 @@ func TestThreads(t *testing.T) {
 		{"torchrun 4 local ranks", map[string]string{"RANK": "0", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4"}, 16, 4, "affinity/4 local ranks"},
 		{"batch shell -c 4", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_CPUS_PER_TASK": "4"}, 8, 4, "SLURM_CPUS_PER_TASK"},
 		{"one CPU, two ranks", step, 1, 1, "affinity/2 local ranks"},
+		// Unbound (task/none): the mask is the node, the allocation is not.
+		{"array task -c1 unbound on 2 cores", map[string]string{"SLURM_JOB_ID": "9", "SLURM_CPUS_ON_NODE": "1"}, 2, 1, "SLURM_CPUS_ON_NODE"},
+		{"srun -n2 unbound, 4 of 16 cores", merge(step, map[string]string{"SLURM_CPUS_ON_NODE": "4"}), 16, 2, "SLURM_CPUS_ON_NODE/2 local ranks"},
+		{"allocation above the mask", map[string]string{"SLURM_JOB_ID": "9", "SLURM_CPUS_ON_NODE": "8"}, 2, 2, "affinity"},
+		{"bad SLURM_CPUS_ON_NODE ignored", map[string]string{"SLURM_JOB_ID": "9", "SLURM_CPUS_ON_NODE": "x"}, 2, 2, "affinity"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := discover(Unset(), envOf(c.env))
