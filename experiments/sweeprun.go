@@ -117,6 +117,12 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 				return
 			}
 			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				// Both cases of the select were ready (a slot freed as the
+				// sweep stopped) and Go picked the slot.
+				res.Status = PointNotStarted
+				return
+			}
 			say("[%d/%d] %s: started (log %s)", i+1, len(pts), p.Name, res.Log)
 			if p.Reuses != "" {
 				say("[%d/%d] %s: attacks the model %s trained (only extract, eval or plots settings differ)", i+1, len(pts), p.Name, p.Reuses)
