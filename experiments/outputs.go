@@ -98,6 +98,58 @@ func stageOutputs(dir string, before, after map[string]Output) (map[string]Outpu
 	return outs, nil
 }
 
+// staleTemp reports whether name is what memo's writers leave when their
+// process dies mid-write: ".NAME.tmp-DIGITS" (atomicfile's files and
+// directories renamed into place) or ".NAME.link-DIGITS" (a dataset file
+// being linked in).
+func staleTemp(name string) bool {
+	if !strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, infix := range []string{".tmp-", ".link-"} {
+		i := strings.LastIndex(name, infix)
+		if i <= 1 {
+			continue
+		}
+		digits := name[i+len(infix):]
+		if digits != "" && strings.Trim(digits, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// removeStaleTemps removes from the run directory dir what writers killed
+// mid-write left behind (staleTemp), and returns their paths. Only the
+// process that holds the run directory may call it, before any stage
+// runs: no write of this run is under way then. Checkpoints' own
+// temporaries are checkpoint.RemoveStaleTemps's.
+func removeStaleTemps(dir string) ([]string, error) {
+	var stale []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		// The lock's own heartbeat writes beside it as this runs.
+		if p != dir && staleTemp(d.Name()) && !strings.HasPrefix(d.Name(), "."+runlock.FileName) {
+			stale = append(stale, p)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range stale {
+		if err := os.RemoveAll(p); err != nil {
+			return nil, err
+		}
+	}
+	return stale, nil
+}
+
 // recordedOnly is the files of snapshot that some stage of m recorded as
 // its output.
 func recordedOnly(snapshot map[string]Output, m *Manifest) map[string]Output {

@@ -134,6 +134,11 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	if err != nil {
 		return dir, err
 	}
+	if stale, err := removeStaleTemps(dir); err != nil {
+		return dir, fmt.Errorf("run %s: remove what a killed run left: %w", spec.Name, err)
+	} else if len(stale) > 0 {
+		slog.Info("removed what a killed run was writing", "run", spec.Name, "paths", stale)
+	}
 	if env := resultEnvironment(); !maps.Equal(env, m.Environment) {
 		if m.Stage(Stages[0]).Status == StatusDone {
 			slog.Warn("the environment variables that change results differ from the run's earlier process; manifest.json records this one's", "now", env, "before", m.Environment)

@@ -383,3 +383,59 @@ func TestInterruptedStageKeepsItsFiles(t *testing.T) {
 		t.Errorf("data/tokens.arrow not made again: %v", err)
 	}
 }
+
+func TestStaleTemp(t *testing.T) {
+	for name, want := range map[string]bool{
+		".scores.parquet.tmp-123":     true,
+		".report.tmp-4567":            true,
+		".docs.arrow.link-99":         true,
+		".loss.png.tmp-1":             true,
+		"scores.parquet.tmp-123":      false, // not hidden
+		".tmp-step-000004-2718281828": false, // checkpoint's own
+		".scores.parquet.tmp-12a":     false,
+		".scores.parquet.tmp-":        false,
+		".notes":                      false,
+	} {
+		if got := staleTemp(name); got != want {
+			t.Errorf("staleTemp(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestRunRemovesStaleTemps: what writers killed mid-write left in the run
+// directory goes when the run starts again; other files stay.
+func TestRunRemovesStaleTemps(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	spec, _ := ParseBytes("mini.toml", []byte(miniSpec))
+	dir, err := Run(context.Background(), spec, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{".summary.json.tmp-42", "figures/.loss.png.tmp-7", "data/.docs.arrow.link-3", ".report.tmp-9/table.md"}
+	kept := []string{"notes.txt", ".hidden", "figures/.loss.png.tmp-x"}
+	for _, f := range append(append([]string{}, stale...), kept...) {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(stale, ".report.tmp-9") {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s survived: %v", f, err)
+		}
+	}
+	for _, f := range kept {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s, not a writer's leftover, is gone: %v", f, err)
+		}
+	}
+}
