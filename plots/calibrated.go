@@ -128,6 +128,7 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 		return nil, nil
 	}
 	p := newPlot(cfg, "Membership inference (log-log)", "false-positive rate", "true-positive rate")
+	p.Legend.Top = false // where a crowded legend goes inside: under the curves
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	floor := 1.0
 	for _, c := range curves {
@@ -145,7 +146,7 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 	diag.LineStyle.Color, diag.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
 	p.Add(diag)
 	added := 0
-	for i, c := range curves {
+	for _, c := range curves {
 		pts := eval.ROC(c.r.miaValues(splitTarget, c.s), c.r.miaValues(splitControl, c.s))
 		if pts == nil {
 			continue
@@ -159,7 +160,9 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 			return nil, err
 		}
 		ln.LineStyle.Width = vg.Points(1.5)
-		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(i), seriesDashes(i)
+		// By the curves drawn, so that a statistic without scores leaves
+		// no hole in the palette (yellow, faint on white, comes last).
+		ln.LineStyle.Color, ln.LineStyle.Dashes = colorAt(added), seriesDashes(added)
 		p.Add(ln)
 		label := c.s.Label
 		if len(runs) > 1 {

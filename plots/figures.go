@@ -591,7 +591,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 	}
 	added := 0
 	for ri, r := range runs {
-		for si, s := range eval.MIAStatistics() {
+		for _, s := range eval.MIAStatistics() {
 			if len(runs) > 1 && s.Label != score {
 				continue
 			}
@@ -610,7 +610,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 				return nil, err
 			}
 			label := s.Label
-			c := colorAt(si)
+			c := colorAt(added) // by curves drawn: no hole for a statistic without scores
 			ln.LineStyle.Width = vg.Points(1.5)
 			if len(runs) > 1 {
 				label, c = r.Label, colorAt(ri)
@@ -618,7 +618,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 				// keep each visible.
 				ln.LineStyle.Dashes = dashes[ri%len(dashes)]
 			} else {
-				ln.LineStyle.Dashes = seriesDashes(si)
+				ln.LineStyle.Dashes = seriesDashes(added)
 			}
 			ln.LineStyle.Color = c
 			p.Add(ln)
@@ -640,6 +640,7 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 // rocPlot is an empty ROC figure: the axes and the chance diagonal.
 func rocPlot(cfg Config, title string) (*figure, error) {
 	p := newPlot(cfg, title, "false-positive rate", "true-positive rate")
+	p.Legend.Top = false // where a crowded legend goes inside: under the curves
 	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@ import (
 // figure is a plot whose legend save draws below the axes, in as many
 // columns as the width holds, rather than inside them: a legend inside
 // covers data or needs headroom above it, and a sweep's many series
-// crowded both (a figure review's finding).
+// crowded both (a figure review's finding). A legend that would take more
+// than maxLegendShare of the height goes inside after all.
 type figure struct {
 	*plot.Plot
 	entries []legendEntry
@@ -30,6 +31,14 @@ func (f *figure) addLegend(name string, thumbs ...plot.Thumbnailer) {
 	f.entries = append(f.entries, legendEntry{name, thumbs})
 }
 
+// maxLegendShare is the most of a figure's height a legend below the
+// axes may take; a taller one goes inside the axes.
+const maxLegendShare = 0.3
+
+// legendFitsBelow reports whether a legend band of that height leaves the
+// axes enough of a figure of height h.
+func legendFitsBelow(band, h vg.Length) bool { return band <= maxLegendShare*h }
+
 // legendGap is the space between the axes and the legend, and between
 // legend columns.
 const legendGap = vg.Length(6)
@@ -47,6 +56,18 @@ func (f *figure) Draw(c draw.Canvas) {
 	}
 	cols, rows, colWidth, rowHeight := f.legendGrid(c.Size().X)
 	band := f.legendBand(rows, rowHeight)
+	if !legendFitsBelow(band, c.Size().Y) {
+		// Below, it would squash the axes (ten AUC-labelled ROC curves
+		// are one column of ten rows at 5 in): inside the axes instead,
+		// where plot.Legend's Top and Left put it.
+		inside := f.Legend
+		for _, e := range f.entries {
+			f.Legend.Add(e.name, e.thumbs...)
+		}
+		f.drawAxes(c)
+		f.Legend = inside
+		return
+	}
 	f.drawAxes(draw.Crop(c, 0, 0, band, 0))
 	total := vg.Length(cols)*colWidth + vg.Length(cols-1)*legendGap
 	left := c.Min.X + (c.Size().X-total)/2
