@@ -144,8 +144,13 @@ func TestSlurmScriptOptions(t *testing.T) {
 			t.Errorf("script lacks %q:\n%s", want, s)
 		}
 	}
+	// MEMO_CACHE as the sweep saw it is exported by the script, quoted.
+	o.Cache = "/scratch/my cache"
+	if s, err := SlurmScript(o); err != nil || !strings.Contains(s, "export MEMO_CACHE='/scratch/my cache'\n") {
+		t.Errorf("script with a cache (%v):\n%s", err, s)
+	}
 	for _, bad := range []SlurmOptions{{Mem: "lots"}, {Extra: []string{"--colour=red"}}, {Extra: []string{"mail-type=END"}},
-		{Extra: []string{"--array=0-9"}}, {QOS: "a b"}, {ArrayThrottle: -1}} {
+		{Extra: []string{"--array=0-9"}}, {QOS: "a b"}, {ArrayThrottle: -1}, {Extra: []string{"--comment=a b"}}} {
 		bad.Exe, bad.SweepDir, bad.Specs, bad.JobName = "/bin/memo", "/s", []string{"a.toml"}, "x"
 		if _, err := SlurmScript(bad); err == nil {
 			t.Errorf("%+v: no error", bad)

@@ -33,6 +33,11 @@ type SlurmOptions struct {
 	GPUsPerTask   int
 	ArrayThrottle int
 	Extra         []string
+	// Cache, when set, is MEMO_CACHE as the sweep saw it: the script
+	// exports it, so that tasks share the sweep's dataset cache however
+	// sbatch passes the environment (--export=NONE, a later submission
+	// from another shell).
+	Cache string
 }
 
 // sbatchOptions are the long options sbatch 22.05 knows (sbatch --help):
@@ -55,6 +60,10 @@ func CheckSbatchLine(line string) error {
 	switch {
 	case !strings.HasPrefix(line, "--") || strings.ContainsAny(line, "\n\r"):
 		return fmt.Errorf("#SBATCH line %q: want one long option, e.g. --mail-type=END", line)
+	case strings.ContainsAny(line, " \t"):
+		// sbatch reads "--comment=a b" as an option and a stray
+		// directive "b", and refuses the whole script when submitted.
+		return fmt.Errorf("#SBATCH line %q: no spaces (sbatch would read a second directive after one)", line)
 	case !contains(sbatchOptions, name):
 		return fmt.Errorf("#SBATCH line %q: sbatch has no option --%s", line, name)
 	case name == "array" || name == "output" || name == "job-name":
@@ -160,6 +169,9 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	}
 	w("#SBATCH --output=%s/logs/%%x_%%A_%%a.out", o.SweepDir)
 	w("set -euo pipefail")
+	if o.Cache != "" {
+		w("export MEMO_CACHE=%s", shq(o.Cache))
+	}
 	w("MEMO=%s", shq(o.Exe))
 	w("SWEEP=%s", shq(o.SweepDir))
 	w("SPECS=(")

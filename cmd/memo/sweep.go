@@ -206,6 +206,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Mem: str("mem", sl.Mem), QOS: str("qos", sl.QOS), Constraint: str("constraint", sl.Constraint),
 		GPUsPerTask: num("gpus-per-task", sl.GPUsPerTask), ArrayThrottle: num("array-throttle", sl.ArrayThrottle),
 		Extra: append(append([]string(nil), sl.Sbatch...), c.StringSlice("sbatch")...),
+		Cache: os.Getenv("MEMO_CACHE"),
 	}
 	// Refused before anything is written or submitted.
 	probe := opt
