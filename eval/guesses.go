@@ -3,7 +3,6 @@ package eval
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -235,10 +234,7 @@ func summarizeGuesses(rows []Score, gs []GuessScore, samples int, cfg Config) *G
 // removes a stale one (an earlier attack's) when there are none.
 func writeGuessResults(path string, gs []GuessScore) error {
 	if gs == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove stale %s: %w", path, err)
-		}
-		return nil
+		return atomicfile.RemoveStale(path)
 	}
 	if err := atomicfile.Write(path, func(w io.Writer) error { return GuessScores.WriteParquet(w, gs) }); err != nil {
 		return err // atomicfile names the file

@@ -470,7 +470,7 @@ func specDiff(was, now map[string]any) string {
 }
 
 // flattenSpec writes each leaf of a decoded TOML table into out under its
-// dotted key, with its value as TOML would print it.
+// dotted key, with its value as JSON writes it.
 func flattenSpec(prefix string, table map[string]any, out map[string]string) {
 	for k, v := range table {
 		key := k

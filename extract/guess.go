@@ -2,17 +2,15 @@ package extract
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/sugarme/gotch"
 )
@@ -279,10 +277,7 @@ func topIDs(gs [][]Guess) [][]int32 {
 func writeGuesses(completions string, cfg Config, tok *data.Tokenizer, prompts []Prompt, gs [][]Guess) error {
 	path := runfiles.GuessesPath(completions)
 	if cfg.Samples <= 1 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove stale %s: %w", path, err)
-		}
-		return nil
+		return atomicfile.RemoveStale(path)
 	}
 	var rows []runfiles.Guess
 	for i, p := range prompts {

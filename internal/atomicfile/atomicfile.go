@@ -3,8 +3,10 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +113,20 @@ func MkdirTemp(dir, pattern string) (string, error) {
 		return "", err
 	}
 	return tmp, nil
+}
+
+// RemoveStale removes path, a file an earlier write left that must not
+// outlive this one, and is nil when there is none: also on a read-only
+// file system, where removing a missing file fails with EROFS rather than
+// ENOENT and the error would name a file that never existed.
+func RemoveStale(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", path, err)
+	}
+	return nil
 }
 
 // writing holds the temporary files of the writes in progress.

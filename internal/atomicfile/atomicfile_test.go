@@ -169,3 +169,27 @@ func TestMkdirTemp(t *testing.T) {
 		t.Error("MkdirTemp in a missing directory: no error")
 	}
 }
+
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	if err := RemoveStale(filepath.Join(dir, "none")); err != nil {
+		t.Errorf("a missing file: %v, want nil", err)
+	}
+	p := filepath.Join(dir, "old")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStale(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Errorf("%s survived: %v", p, err)
+	}
+	full := filepath.Join(dir, "full")
+	if err := os.MkdirAll(filepath.Join(full, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStale(full); err == nil || !strings.Contains(err.Error(), "remove stale "+full) {
+		t.Errorf("a directory with files: %v, want an error naming it", err)
+	}
+}
