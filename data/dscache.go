@@ -315,6 +315,20 @@ func linkRun(entry, dst string, link CacheLink) error {
 	return nil
 }
 
+// linkInfix names placeFile's temporary link: ".NAME.link-PID".
+const linkInfix = ".link-"
+
+// IsLinkTemp reports whether name is placeFile's temporary link, which a
+// process killed between linking and renaming leaves beside the file.
+func IsLinkTemp(name string) bool {
+	i := strings.LastIndex(name, linkInfix)
+	if !strings.HasPrefix(name, ".") || i <= 1 {
+		return false
+	}
+	pid := name[i+len(linkInfix):]
+	return pid != "" && strings.Trim(pid, "0123456789") == ""
+}
+
 // placeFile replaces dst by a hard link to src (through a temporary name,
 // so dst is never missing or partial), or by a copy when linking fails.
 func placeFile(src, dst string) (string, error) {
@@ -325,7 +339,7 @@ func placeFile(src, dst string) (string, error) {
 			return "hardlink", nil
 		}
 	}
-	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.link-%d", filepath.Base(dst), os.Getpid()))
+	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s%s%d", filepath.Base(dst), linkInfix, os.Getpid()))
 	_ = os.Remove(tmp)
 	if err := os.Link(src, tmp); err == nil {
 		err := os.Rename(tmp, dst)

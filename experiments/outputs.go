@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/runlock"
 )
@@ -99,25 +101,9 @@ func stageOutputs(dir string, before, after map[string]Output) (map[string]Outpu
 }
 
 // staleTemp reports whether name is what memo's writers leave when their
-// process dies mid-write: ".NAME.tmp-DIGITS" (atomicfile's files and
-// directories renamed into place) or ".NAME.link-DIGITS" (a dataset file
-// being linked in).
-func staleTemp(name string) bool {
-	if !strings.HasPrefix(name, ".") {
-		return false
-	}
-	for _, infix := range []string{".tmp-", ".link-"} {
-		i := strings.LastIndex(name, infix)
-		if i <= 1 {
-			continue
-		}
-		digits := name[i+len(infix):]
-		if digits != "" && strings.Trim(digits, "0123456789") == "" {
-			return true
-		}
-	}
-	return false
-}
+// process dies mid-write: atomicfile's temporary files and directories
+// (".NAME.tmp-DIGITS") or a dataset file being linked in (".NAME.link-PID").
+func staleTemp(name string) bool { return atomicfile.IsTempName(name) || data.IsLinkTemp(name) }
 
 // removeStaleTemps removes from the run directory dir what writers killed
 // mid-write left behind (staleTemp), and returns their paths. Only the

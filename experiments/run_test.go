@@ -395,6 +395,9 @@ func TestStaleTemp(t *testing.T) {
 		".scores.parquet.tmp-12a":     false,
 		".scores.parquet.tmp-":        false,
 		".notes":                      false,
+		".link-1":                     false, // no name before the infix
+		".x":                          false,
+		"":                            false,
 	} {
 		if got := staleTemp(name); got != want {
 			t.Errorf("staleTemp(%q) = %v, want %v", name, got, want)

@@ -148,13 +148,18 @@ func RemoveTemps() {
 // process died mid-write (a clean-up may remove it when no write runs).
 func IsTemp(name, base string) bool {
 	rest, ok := strings.CutPrefix(name, "."+base+tempInfix)
-	if !ok || rest == "" {
-		return false
-	}
-	for _, r := range rest {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+	return ok && digitsOnly(rest)
+}
+
+// IsTempName reports whether name is a temporary name of a write of any
+// file: "."+base+tempInfix+digits with base not empty. A directory
+// MkdirTemp made for a pattern "."+base+".tmp-" has such a name too.
+func IsTempName(name string) bool {
+	i := strings.LastIndex(name, tempInfix)
+	return strings.HasPrefix(name, ".") && i > 1 && digitsOnly(name[i+len(tempInfix):])
+}
+
+// digitsOnly reports whether s is one or more decimal digits.
+func digitsOnly(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
