@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// ParseIDsJSON reads a JSON array of token ids (integers in int32 range),
+// ParseIDsJSON reads a JSON array of token ids (non-negative int32 values),
 // as `memo mask --ids-json` takes them. Errors name the offending element.
 func ParseIDsJSON(r io.Reader) ([]int32, error) {
 	dec := json.NewDecoder(r)
@@ -36,9 +36,9 @@ func ParseIDsJSON(r io.Reader) ([]int32, error) {
 		if ok {
 			x, err = strconv.ParseInt(string(n), 10, 64)
 		}
-		if !ok || err != nil || x < math.MinInt32 || x > math.MaxInt32 {
+		if !ok || err != nil || x < 0 || x > math.MaxInt32 {
 			b, _ := json.Marshal(v)
-			return nil, fmt.Errorf("element %d is %s: want an integer token id in [%d, %d]", i, b, math.MinInt32, math.MaxInt32)
+			return nil, fmt.Errorf("element %d is %s: want an integer token id in [0, %d]", i, b, math.MaxInt32)
 		}
 		ids[i] = int32(x)
 	}

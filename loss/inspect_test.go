@@ -14,7 +14,8 @@ func TestParseIDsJSON(t *testing.T) {
 	}{
 		{"[1, 2, 3]", []int32{1, 2, 3}, ""},
 		{" [ ]\n", []int32{}, ""},
-		{"[2147483647, -1, 0]", []int32{2147483647, -1, 0}, ""},
+		{"[2147483647, 1, 0]", []int32{2147483647, 1, 0}, ""},
+		{"[1, -1]", nil, "element 1 is -1: want an integer token id in [0, 2147483647]"},
 		{"[1, 2.5]", nil, "element 1 is 2.5: want an integer token id"},
 		{"[1, 1e3]", nil, "element 1 is 1e3"},
 		{`[1, "7"]`, nil, `element 1 is "7"`},
