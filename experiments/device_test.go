@@ -15,7 +15,7 @@ func TestDeviceInheritance(t *testing.T) {
 		name, doc            string
 		train, extract, what string
 	}{
-		{"unset", "", "cpu", "", "the CPU everywhere"},
+		{"unset", "name = \"x\"", "cpu", "", "the CPU everywhere"},
 		{"top level", `device = "cuda:1"`, "cuda:1", "cuda:1", "every stage"},
 		{"train only", "[train]\ndevice = \"cuda\"", "cuda", "cuda", "extraction follows training"},
 		{"stage override", "device = \"cuda\"\n[extract]\ndevice = \"cpu\"", "cuda", "cpu", "extract keeps its own"},

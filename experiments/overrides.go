@@ -3,7 +3,6 @@ package experiments
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -21,7 +20,7 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 	if len(sets) == 0 {
 		return Parse(path)
 	}
-	doc, err := os.ReadFile(path)
+	doc, err := readSpecFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", unwrapPath(err))}
 	}

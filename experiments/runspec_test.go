@@ -25,7 +25,7 @@ func writeRun(t *testing.T, doc string) string {
 // spec) reads back as the spec that wrote it, key for key.
 func TestReadRunRoundTrip(t *testing.T) {
 	for _, tc := range []struct{ name, doc string }{
-		{"defaults", ""},
+		{"defaults", "name = \"x\"\n"},
 		{"goldfish and a device", "device = \"cuda:1\"\n[goldfish]\nstrategy = \"hash-table\"\nk = 4\nh = 13\n[extract]\nsplits = [\"target\"]\n"},
 		{"a model without preset and checkpoint steps", "[model]\npreset = \"\"\ndim = 64\nlayers = 2\nheads = 2\ncontext = 256\n[train]\nkeep_checkpoints = 0\n[extract]\ncheckpoints = [2, 4]\n"},
 	} {

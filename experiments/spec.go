@@ -118,6 +118,11 @@ func ParseBytes(file string, doc []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(s.raw) == 0 {
+		// An empty or truncated file would otherwise run the defaults
+		// under the file's name, which is rarely what was meant.
+		return nil, &ConfigError{File: file, Msg: "the spec sets no key: write at least name = \"...\" (memo config --defaults prints every key to start from)"}
+	}
 	if err := s.check(s.doc); err != nil {
 		return nil, err
 	}
