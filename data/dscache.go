@@ -145,27 +145,11 @@ func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset cache: %w", err)
 	}
-	var lastSaid time.Time
-	for {
-		lock, err := runlock.AcquireStaleAfter(dir, lockStaleAfter)
-		var held *runlock.HeldError
-		if !errors.As(err, &held) {
-			if err != nil {
-				return nil, fmt.Errorf("dataset cache: %w", err)
-			}
-			return lock, nil
-		}
-		if time.Since(lastSaid) > 30*time.Second {
-			slog.Info("data: waiting for another process building, linking or indexing this dataset", "lock", held.Path,
-				"pid", held.Holder.PID, "host", held.Holder.Host, "since", held.Holder.Started)
-			lastSaid = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	lock, err := runlock.Wait(ctx, dir, lockStaleAfter, "data: waiting for another process building, linking or indexing this dataset")
+	if err != nil {
+		return nil, fmt.Errorf("dataset cache: %w", err)
 	}
+	return lock, nil
 }
 
 // entryLockDir is where the lock of the entry key under root lives: beside

@@ -228,11 +228,17 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}
-	lock, err := runlock.Acquire(r.Dir)
+	// Another run (a sweep point, an array task) may be training this very
+	// model: wait for it, then find it trained, rather than refuse.
+	lock, err := runlock.Wait(ctx, r.Dir, RunLockStale, "mia: waiting for another process training this reference model")
 	if err != nil {
-		return fmt.Errorf("reference %d: %w", r.Index, err)
+		return fmt.Errorf("reference %s: %w", referenceLabel(r.Index, K), err)
 	}
-	defer lock.Release()
+	stop := lock.Heartbeat(RunLockStale / 10)
+	defer func() {
+		stop()
+		_ = lock.Release()
+	}()
 	path := filepath.Join(r.Dir, referenceFile)
 	var have referenceRecord
 	switch b, err := os.ReadFile(path); {

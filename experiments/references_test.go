@@ -9,10 +9,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/train"
 )
 
 // TestReferences trains exp/smoke.toml with two reference models and
@@ -201,4 +205,26 @@ func readSignalsAndRefs(t *testing.T, dir string) ([]runfiles.MIASignal, referen
 		t.Fatalf("%d reference models recorded, want 2", len(refs.Models))
 	}
 	return sig, refs
+}
+
+// TestReferenceInTrainingWaits: a reference model whose directory another
+// live process holds (it is training it) is waited for, not refused; the
+// wait ends with the context.
+func TestReferenceInTrainingWaits(t *testing.T) {
+	dir := t.TempDir()
+	host, _ := os.Hostname()
+	raw, _ := json.Marshal(runlock.Holder{PID: os.Getpid(), Host: host})
+	if err := os.WriteFile(filepath.Join(dir, runlock.FileName), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	r := &referenceRecord{Index: 1, Dir: dir}
+	err := trainReference(ctx, r, 2, nil, model.Config{}, train.Config{}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("trainReference on a held directory = %v; want it to wait until the context ends", err)
+	}
+	if !strings.Contains(err.Error(), "reference index 1 (2 of 2)") {
+		t.Errorf("error %q does not name the reference", err)
+	}
 }

@@ -16,6 +16,7 @@ package runlock
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,32 @@ func Acquire(dir string) (*Lock, error) {
 // decides, whatever its heartbeat: a live holder keeps its lock.
 func AcquireStaleAfter(dir string, staleAfter time.Duration) (*Lock, error) {
 	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)}, staleAfter)
+}
+
+// Wait is AcquireStaleAfter that waits while another live process holds
+// the lock, polling five times a second and logging waiting (with the
+// holder) every 30 seconds, until it takes the lock or ctx ends (ctx's
+// error, unwrapped). It is for work two processes may both need done
+// once, a dataset or a reference model: the second waits and then finds
+// it done, rather than refusing.
+func Wait(ctx context.Context, dir string, staleAfter time.Duration, waiting string) (*Lock, error) {
+	var lastSaid time.Time
+	for {
+		lock, err := AcquireStaleAfter(dir, staleAfter)
+		var held *HeldError
+		if !errors.As(err, &held) {
+			return lock, err
+		}
+		if time.Since(lastSaid) > 30*time.Second {
+			slog.Info(waiting, "lock", held.Path, "pid", held.Holder.PID, "host", held.Holder.Host, "since", held.Holder.Started)
+			lastSaid = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Touch marks the lock as alive now (see AcquireStaleAfter).

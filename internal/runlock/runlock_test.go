@@ -1,6 +1,7 @@
 package runlock
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -200,6 +201,40 @@ func TestHeartbeat(t *testing.T) {
 	var held *HeldError
 	if !errors.As(err, &held) || !strings.Contains(err.Error(), "taken over after 5m0s without one") {
 		t.Fatalf("fresh lock from another host: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWait: Wait waits while a live process holds the lock, takes it once
+// the holder lets go, and gives up with ctx's error when ctx ends first.
+func TestWait(t *testing.T) {
+	dir := t.TempDir()
+	live := Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC()}
+	writeHolder(t, dir, live)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if l, err := Wait(ctx, dir, time.Minute, "waiting"); !errors.Is(err, context.DeadlineExceeded) || l != nil {
+		t.Fatalf("held lock: Wait = %v, %v; want context.DeadlineExceeded", l, err)
+	}
+
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = os.Remove(filepath.Join(dir, FileName))
+		close(released)
+	}()
+	start := time.Now()
+	l, err := Wait(context.Background(), dir, time.Minute, "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released:
+	default:
+		t.Fatalf("Wait took the lock after %v, before its holder let go", time.Since(start))
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
