@@ -205,6 +205,40 @@ func TrainedTokenizers(cache string) []CacheEntry {
 	return out
 }
 
+// deadCacheTemps lists the cache's temporary files that no process holds
+// a lock for, last changed before cutoff: a tokenizer's write
+// (.bpeV-HASH.json.tmp-N, written in a moment after training) and the
+// files taking an entry's lock writes for an instant (runlock.IsLeftover).
+// Anything this old was left by a process that died mid-write.
+func deadCacheTemps(cache string, cutoff time.Time) []CacheEntry {
+	var out []CacheEntry
+	add := func(dir, key string, match func(name string) bool) {
+		ents, _ := os.ReadDir(dir)
+		for _, d := range ents {
+			if !d.Type().IsRegular() || !match(d.Name()) {
+				continue
+			}
+			fi, err := d.Info()
+			if err != nil || !fi.ModTime().Before(cutoff) {
+				continue
+			}
+			out = append(out, CacheEntry{Key: key, Dir: filepath.Join(dir, d.Name()), Bytes: fi.Size(), Created: fi.ModTime(), Temporary: true})
+		}
+	}
+	add(filepath.Join(cache, tokenizersDir), tokenizersDir, func(name string) bool {
+		base, _, ok := strings.Cut(strings.TrimPrefix(name, "."), ".json.tmp-")
+		return ok && atomicfile.IsTemp(name, base+".json") && trainedTokenizerRE.MatchString(base+".json")
+	})
+	locks := filepath.Join(cache, datasetsDir, locksDir)
+	keys, _ := os.ReadDir(locks)
+	for _, k := range keys {
+		if k.IsDir() {
+			add(filepath.Join(locks, k.Name()), k.Name(), runlock.IsLeftover)
+		}
+	}
+	return out
+}
+
 // keyOfTemp is the key a temporary directory's name carries
 // (".tmp-KEY-RANDOM").
 func keyOfTemp(name string) string {
@@ -304,6 +338,14 @@ func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 		case err != nil:
 			return removed, fmt.Errorf("dataset cache: remove from %s: %w", e.Dir, err)
 		}
+	}
+	for _, t := range deadCacheTemps(cache, time.Now().Add(-lockStaleAfter)) {
+		if !opt.DryRun {
+			if err := os.Remove(t.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return removed, fmt.Errorf("dataset cache: %w", err)
+			}
+		}
+		removed = append(removed, t)
 	}
 	if opt.All {
 		for _, tok := range TrainedTokenizers(cache) {

@@ -454,3 +454,61 @@ func TestPlaceFileTwice(t *testing.T) {
 		t.Errorf("after placing twice the run's data holds %v, want only docs.arrow", names)
 	}
 }
+
+// TestGCDeadCacheTemps: gc removes the temporaries a killed tokenizer
+// write and a killed lock taking left in the cache once they are older
+// than a live write could be, and nothing else there.
+func TestGCDeadCacheTemps(t *testing.T) {
+	cache := t.TempDir()
+	tok := filepath.Join(cache, tokenizersDir)
+	lock := filepath.Join(cache, datasetsDir, locksDir, "0123456789abcdef01234567")
+	old := time.Now().Add(-2 * lockStaleAfter)
+	files := []struct {
+		path string
+		old  bool
+		dead bool
+	}{
+		{filepath.Join(tok, ".bpe300-0123456789abcdef0123.json.tmp-4242"), true, true},
+		{filepath.Join(tok, ".bpe300-0123456789abcdef0123.json.tmp-77"), false, false}, // a write in progress
+		{filepath.Join(tok, "bpe300-0123456789abcdef0123.json"), true, false},          // the tokenizer
+		{filepath.Join(tok, ".notes.txt.tmp-1"), true, false},                          // not memo's name
+		{filepath.Join(lock, "memo.lock.tmp-918273"), true, true},
+		{filepath.Join(lock, "memo.lock.stale-31337"), true, true},
+		{filepath.Join(lock, "memo.lock.tmp-5"), false, false},
+		{filepath.Join(lock, "memo.lock"), true, false},
+		{filepath.Join(lock, "memo.lock.tmp-x"), true, false},
+	}
+	var want []string
+	for _, f := range files {
+		writeFile(t, f.path, "x")
+		if f.old {
+			if err := os.Chtimes(f.path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f.dead {
+			want = append(want, f.path)
+		}
+	}
+	slices.Sort(want)
+	for _, dry := range []bool{true, false} {
+		removed, err := GCCache(cache, GCOptions{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range removed {
+			got = append(got, e.Dir)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("dry run %v: gc listed %q, want %q", dry, got, want)
+		}
+	}
+	for _, f := range files {
+		_, err := os.Stat(f.path)
+		if gone := os.IsNotExist(err); gone != f.dead {
+			t.Errorf("%s: removed %v, want %v", f.path, gone, f.dead)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,26 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("%s is in use by memo process %d on %s since %s (remove %s if that process is gone)",
 		filepath.Dir(e.Path), e.Holder.PID, e.Holder.Host, e.Holder.Started.Format(time.RFC3339), e.Path)
 }
+
+// IsLeftover reports whether name, a file beside a lock file, is one that
+// taking the lock writes for an instant (the file linked into place, or a
+// stale lock moved aside): one that outlives that instant was left by a
+// process that died then.
+func IsLeftover(name string) bool {
+	for _, infix := range []string{tempInfix, staleInfix} {
+		if rest, ok := strings.CutPrefix(name, FileName+infix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// The names IsLeftover knows: FileName+tempInfix+random digits
+// (os.CreateTemp) and FileName+staleInfix+PID.
+const (
+	tempInfix  = ".tmp-"
+	staleInfix = ".stale-"
+)
 
 // Lock is a held lock; Release gives it up.
 type Lock struct {
@@ -173,7 +194,7 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 		return nil, err
 	}
 	raw = append(raw, '\n')
-	tmp, err := os.CreateTemp(dir, FileName+".tmp-*")
+	tmp, err := os.CreateTemp(dir, FileName+tempInfix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
@@ -219,7 +240,7 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 		// Stale: move it aside under a name of our own, and check that what
 		// moved is the lock we judged stale (another process may have taken
 		// it over between the read and the rename).
-		aside := fmt.Sprintf("%s.stale-%d", path, me.PID)
+		aside := fmt.Sprintf("%s%s%d", path, staleInfix, me.PID)
 		if err := os.Rename(path, aside); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue

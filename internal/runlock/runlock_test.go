@@ -240,3 +240,19 @@ func TestWait(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestIsLeftover(t *testing.T) {
+	for name, want := range map[string]bool{
+		"memo.lock.tmp-1234567": true,
+		"memo.lock.stale-42":    true,
+		"memo.lock":             false,
+		"memo.lock.tmp-":        false,
+		"memo.lock.tmp-12a":     false,
+		"other.lock.tmp-1":      false,
+		".memo.lock.tmp-1":      false,
+	} {
+		if got := IsLeftover(name); got != want {
+			t.Errorf("IsLeftover(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
