@@ -1,6 +1,8 @@
 package plots
 
 import (
+	"math"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -93,7 +95,7 @@ func (f *figure) Draw(c draw.Canvas) {
 // drawAxes draws the panel, or both panels aligned one above the other.
 func (f *figure) drawAxes(c draw.Canvas) {
 	if f.lower == nil {
-		f.Plot.Draw(c)
+		drawPanel(f.Plot, c)
 		return
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: legendGap}
@@ -136,4 +138,55 @@ func gridShape(n int, width, colWidth vg.Length) (cols, rows int) {
 	rows = (n + cols - 1) / cols
 	cols = (n + rows - 1) / rows
 	return cols, rows
+}
+
+// drawPanel draws p into c and returns the canvas of its data area. On a
+// log axis gonum reserves room for a centred axis label as if it stood at
+// the range's arithmetic midpoint (near the top of a log range) while it
+// draws the label at the centre: a long label then pushed the axes a
+// quarter of the width off centre. For such an axis drawPanel leaves the
+// label out of gonum's layout and draws it itself where gonum would.
+func drawPanel(p *plot.Plot, c draw.Canvas) draw.Canvas {
+	fixX, fixY := logLabel(p.X), logLabel(p.Y)
+	if !fixX && !fixY {
+		p.Draw(c)
+		return p.DataCanvas(c)
+	}
+	title, xl, yl := p.Title, p.X.Label, p.Y.Label
+	defer func() { p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title.Text, xl.Text, yl.Text }()
+	inner := c
+	if title.Text != "" { // drawn here, so that it stays centred on c
+		if p.BackgroundColor != nil {
+			c.SetColor(p.BackgroundColor)
+			c.Fill(c.Rectangle.Path())
+		}
+		c.FillText(title.TextStyle, vg.Point{X: c.Center().X, Y: c.Max.Y + title.TextStyle.FontExtents().Descent}, title.Text)
+		inner.Max.Y -= title.TextStyle.Rectangle(title.Text).Size().Y + title.Padding
+		p.Title.Text = ""
+	}
+	if fixX {
+		inner.Min.Y += xl.TextStyle.Height(xl.Text) + xl.Padding
+		p.X.Label.Text = ""
+	}
+	if fixY {
+		inner.Min.X += yl.TextStyle.Height(yl.Text) + yl.TextStyle.FontExtents().Descent + yl.Padding
+		p.Y.Label.Text = ""
+	}
+	p.Draw(inner)
+	data := p.DataCanvas(inner)
+	if fixX {
+		c.FillText(xl.TextStyle, vg.Point{X: data.Center().X, Y: c.Min.Y + xl.TextStyle.FontExtents().Descent}, xl.Text)
+	}
+	if fixY {
+		sty := yl.TextStyle
+		sty.Rotation += math.Pi / 2
+		c.FillText(sty, vg.Point{X: c.Min.X + yl.TextStyle.Height(yl.Text) - yl.TextStyle.FontExtents().Descent, Y: data.Center().Y}, yl.Text)
+	}
+	return data
+}
+
+// logLabel reports whether axis a has a centred label on a log scale.
+func logLabel(a plot.Axis) bool {
+	_, log := a.Scale.(plot.LogScale)
+	return log && a.Label.Text != "" && a.Label.Position == draw.PosCenter
 }

@@ -10,8 +10,11 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func TestGridShape(t *testing.T) {
@@ -175,5 +178,41 @@ func TestMemorizationPanels(t *testing.T) {
 	f, err = memorizationCurves(cfg, []*runData{run("standard", nan)})
 	if err != nil || f == nil || f.lower != nil {
 		t.Errorf("without AUC: figure %v, %v; want the rates alone", f, err)
+	}
+}
+
+// TestLogAxisCentred: a figure on log axes with long centred labels keeps
+// its axes where linear axes with the same labels put them, give or take
+// a tick label; gonum alone pushed them a quarter of the width left and
+// down (it reserves the label's room at the range's arithmetic midpoint).
+func TestLogAxisCentred(t *testing.T) {
+	cfg := DefaultConfig()
+	c := draw.New(vgimg.New(vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch))
+	area := func(log bool) draw.Canvas {
+		p := newPlot(cfg, "a title", "occurrences of the target's window in the training corpus", "targets extracted (exact match %)")
+		pts := plotter.XYs{{X: 1, Y: 0.001}, {X: 255, Y: 1}}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Add(sc)
+		if log {
+			p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+			p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		}
+		return drawPanel(p.Plot, c)
+	}
+	lin, log := area(false), area(true)
+	slack := vg.Points(cfg.FontSize * 3) // tick labels of other widths
+	for _, d := range []struct {
+		name     string
+		lin, log vg.Length
+	}{
+		{"left", lin.Min.X, log.Min.X}, {"right", lin.Max.X, log.Max.X},
+		{"bottom", lin.Min.Y, log.Min.Y}, {"top", lin.Max.Y, log.Max.Y},
+	} {
+		if diff := d.log - d.lin; diff > slack || -diff > slack {
+			t.Errorf("%s edge of the data area: %.1f pt on log axes, %.1f pt on linear ones", d.name, d.log.Points(), d.lin.Points())
+		}
 	}
 }
