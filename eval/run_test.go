@@ -148,6 +148,10 @@ func TestRunWritesScoresAndSummary(t *testing.T) {
 	if js["goldfish"]["k"] != 4.0 || js["mia"]["ref_auc"] != nil {
 		t.Errorf("goldfish %v, mia.ref_auc %v", js["goldfish"], js["mia"]["ref_auc"])
 	}
+	// Two controls: the smallest false positive rate they show is 1/2.
+	if r := js["mia"]["fpr_resolution"]; r != 0.5 {
+		t.Errorf("mia.fpr_resolution %v with 2 controls, want 0.5", r)
+	}
 
 	// scores.parquet: one row per document, readable by a Parquet reader.
 	tbl, err := arrowsafe.ReadParquetFile(filepath.Join(dir, "scores.parquet"), 64)

@@ -140,10 +140,15 @@ type RepetitionSummary struct {
 type MIASummary struct {
 	NMembers  int `json:"n_members"`
 	NControls int `json:"n_controls"`
-	LossAUC   Num `json:"loss_auc"`
-	ZlibAUC   Num `json:"zlib_auc"`
-	MinKAUC   Num `json:"mink_auc"`
-	RefAUC    Num `json:"ref_auc"`
+	// FPRResolution is 1/NControls, the smallest nonzero false positive
+	// rate the controls can show: a TPR at an FPR of at most this is the
+	// TPR at no false positive (with 32 controls, TPR at 0.1 % and at 1 %
+	// FPR are one number). Null without controls.
+	FPRResolution Num `json:"fpr_resolution"`
+	LossAUC       Num `json:"loss_auc"`
+	ZlibAUC       Num `json:"zlib_auc"`
+	MinKAUC       Num `json:"mink_auc"`
+	RefAUC        Num `json:"ref_auc"`
 	// FPR is the false positive rate the *_tpr fields are read at
 	// (Config.FPR, strictly below).
 	FPR     float64 `json:"fpr"`
@@ -348,7 +353,10 @@ func summarizeSplit(rows []Score, label string, cfg Config) SplitSummary {
 }
 
 func summarizeMIA(members, controls []Score, cfg Config) MIASummary {
-	m := MIASummary{NMembers: len(members), NControls: len(controls), FPR: cfg.FPR}
+	m := MIASummary{NMembers: len(members), NControls: len(controls), FPRResolution: Num(math.NaN()), FPR: cfg.FPR}
+	if len(controls) > 0 {
+		m.FPRResolution = Num(1 / float64(len(controls)))
+	}
 	// The flat fields of the first four statistics (older readers).
 	flat := map[string][2]*Num{
 		"loss": {&m.LossAUC, &m.LossTPR}, "zlib": {&m.ZlibAUC, &m.ZlibTPR},
