@@ -2,6 +2,7 @@ package calibrated
 
 import (
 	"fmt"
+	"iter"
 	"math"
 )
 
@@ -61,25 +62,33 @@ type moments struct {
 }
 
 // refMoments gathers candidate j's values from the models whose
-// membership is want, in two passes so that ss does not cancel.
+// membership is want.
 func refMoments(signal [][]float64, in [][]bool, j int, want bool) moments {
+	return momentsOf(func(yield func(float64) bool) {
+		for k := range signal {
+			if in[k][j] == want && !yield(signal[k][j]) {
+				return
+			}
+		}
+	})
+}
+
+// momentsOf is the moments of the values seq gives, in two passes so that
+// ss does not cancel; NaN for none.
+func momentsOf(seq iter.Seq[float64]) moments {
 	var m moments
 	var sum float64
-	for k := range signal {
-		if in[k][j] == want {
-			sum += signal[k][j]
-			m.n++
-		}
+	for v := range seq {
+		sum += v
+		m.n++
 	}
 	if m.n == 0 {
 		return moments{mean: math.NaN(), ss: math.NaN()}
 	}
 	m.mean = sum / float64(m.n)
-	for k := range signal {
-		if in[k][j] == want {
-			d := signal[k][j] - m.mean
-			m.ss += d * d
-		}
+	for v := range seq {
+		d := v - m.mean
+		m.ss += d * d
 	}
 	return m
 }

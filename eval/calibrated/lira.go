@@ -124,28 +124,16 @@ func (p pool) sd(signal [][]float64, in [][]bool, want bool) float64 {
 	if p.n > 0 {
 		return sd(p.ss, p.n)
 	}
-	var sum, ss float64
-	var n int
-	for k := range signal {
-		for j, v := range signal[k] {
-			if in[k][j] == want {
-				sum += v
-				n++
+	all := momentsOf(func(yield func(float64) bool) {
+		for k := range signal {
+			for j, v := range signal[k] {
+				if in[k][j] == want && !yield(v) {
+					return
+				}
 			}
 		}
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	mean := sum / float64(n)
-	for k := range signal {
-		for j, v := range signal[k] {
-			if in[k][j] == want {
-				ss += (v - mean) * (v - mean)
-			}
-		}
-	}
-	return sd(ss, n)
+	})
+	return sd(all.ss, all.n)
 }
 
 // sd is the population standard deviation (numpy's np.std, ddof 0) of n
