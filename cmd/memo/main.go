@@ -24,6 +24,7 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/malloctune"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/train"
 )
@@ -161,9 +162,21 @@ func main() {
 			os.Exit(exit.ExitCode())
 		}
 		msg, code := failure(err)
-		fmt.Fprintln(os.Stderr, "memo: "+msg)
+		fmt.Fprintln(os.Stderr, "memo: "+rankPrefix()+msg)
 		os.Exit(code)
 	}
+}
+
+// rankPrefix names this process's rank on its last line when it is one
+// rank of several other than rank 0 ("rank 1 of 2: "): a launcher (srun
+// -n 2, torchrun) shows every rank's line, and they were otherwise the
+// same line twice.
+func rankPrefix() string {
+	c, err := rankenv.Discover(rankenv.Unset())
+	if err != nil || c.Size <= 1 || c.Rank <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("rank %d of %d: ", c.Rank, c.Size)
 }
 
 // newApp is memo's command-line application.

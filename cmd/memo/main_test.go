@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestRunsModels(t *testing.T) {
 	tests := []struct {
@@ -19,6 +22,34 @@ func TestRunsModels(t *testing.T) {
 	for _, tt := range tests {
 		if got := runsModels(tt.args); got != tt.want {
 			t.Errorf("runsModels(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestRankPrefix: a rank other than 0 of a launch names itself on its last
+// line; rank 0 and a single process do not.
+func TestRankPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		rank, size string
+		want       string
+	}{
+		{"", "", ""},
+		{"0", "2", ""},
+		{"1", "2", "rank 1 of 2: "},
+		{"3", "4", "rank 3 of 4: "},
+	} {
+		for _, k := range []string{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+		t.Setenv("RANK", tc.rank)
+		t.Setenv("WORLD_SIZE", tc.size)
+		if tc.rank == "" {
+			os.Unsetenv("RANK")
+			os.Unsetenv("WORLD_SIZE")
+		}
+		if got := rankPrefix(); got != tc.want {
+			t.Errorf("RANK=%q WORLD_SIZE=%q: rankPrefix() = %q, want %q", tc.rank, tc.size, got, tc.want)
 		}
 	}
 }
