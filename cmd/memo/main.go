@@ -19,6 +19,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/atomicfile"
@@ -162,7 +163,10 @@ func main() {
 			os.Exit(exit.ExitCode())
 		}
 		msg, code := failure(err)
-		fmt.Fprintln(os.Stderr, "memo: "+rankPrefix()+msg)
+		if p := rankPrefix(); !strings.HasPrefix(msg, p) { // a launch's errors may name the rank already
+			msg = p + msg
+		}
+		fmt.Fprintln(os.Stderr, "memo: "+msg)
 		os.Exit(code)
 	}
 }
@@ -170,8 +174,11 @@ func main() {
 // rankPrefix names this process's rank on its last line when it is one
 // rank of several other than rank 0 ("rank 1 of 2: "): a launcher (srun
 // -n 2, torchrun) shows every rank's line, and they were otherwise the
-// same line twice.
+// same line twice. memo run --nproc labels its ranks' lines itself.
 func rankPrefix() string {
+	if dist.Launched() {
+		return ""
+	}
 	c, err := rankenv.Discover(rankenv.Unset())
 	if err != nil || c.Size <= 1 || c.Rank <= 0 {
 		return ""

@@ -31,13 +31,19 @@ func TestRunsModels(t *testing.T) {
 func TestRankPrefix(t *testing.T) {
 	for _, tc := range []struct {
 		rank, size string
+		nproc      bool // started by memo run --nproc, which labels its ranks' lines
 		want       string
 	}{
-		{"", "", ""},
-		{"0", "2", ""},
-		{"1", "2", "rank 1 of 2: "},
-		{"3", "4", "rank 3 of 4: "},
+		{"", "", false, ""},
+		{"0", "2", false, ""},
+		{"1", "2", false, "rank 1 of 2: "},
+		{"3", "4", false, "rank 3 of 4: "},
+		{"1", "2", true, ""},
 	} {
+		t.Setenv("MEMO_DIST_LAUNCHED", "")
+		if tc.nproc {
+			t.Setenv("MEMO_DIST_LAUNCHED", "1")
+		}
 		for _, k := range []string{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
