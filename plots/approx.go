@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -146,11 +148,11 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 			// The first loss's points name their method (kv8, loki-r4-k0.5):
 			// the approximations are what the figure compares. The other
 			// losses' points sit at about the same x, so one set suffices.
-			lb, err := methodLabels(pts, methods[l], cfg)
+			lbs, err := methodLabels(pts, methods[l], cfg, logX)
 			if err != nil {
 				return nil, err
 			}
-			p.Add(lb)
+			p.Add(lbs...)
 		}
 	}
 	p.Y.Min, p.Y.Max = -3, 105
@@ -159,22 +161,66 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	return p, nil
 }
 
-// methodLabels writes each point's method beside it, small, to its right.
-func methodLabels(pts *errPoints, methods []string, cfg Config) (*plotter.Labels, error) {
-	xys := make(plotter.XYs, pts.Len())
-	for i := range xys {
-		xys[i].X, xys[i].Y = pts.XY(i)
+// methodLabels writes each point's method beside it, small: to its right,
+// or to its left for a point in the last fifth of the x range, where the
+// text would run off the axes. Methods at the same point (exact, kv8 and
+// QuantSpec all keep the whole attention mass) share one label, a line
+// each, hanging below the point, rather than being drawn over each other.
+func methodLabels(pts *errPoints, methods []string, cfg Config, logX bool) ([]plot.Plotter, error) {
+	type group struct {
+		x, y  float64
+		names []string
 	}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: methods})
-	if err != nil {
-		return nil, err
+	var groups []*group
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := 0; i < pts.Len(); i++ {
+		x, y := pts.XY(i)
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+		at := slices.IndexFunc(groups, func(g *group) bool { return g.x == x && g.y == y })
+		if at < 0 {
+			groups = append(groups, &group{x: x, y: y})
+			at = len(groups) - 1
+		}
+		groups[at].names = append(groups[at].names, methods[i])
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(cfg.FontSize * 0.7)
-		lb.TextStyle[i].Color = grey
+	pos := func(v float64) float64 { return v }
+	if logX {
+		pos = math.Log
 	}
-	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-cfg.FontSize * 0.25)}
-	return lb, nil
+	var right, left plotter.XYLabels
+	for _, g := range groups {
+		side := &right
+		if hi > lo && pos(g.x)-pos(lo) > 0.8*(pos(hi)-pos(lo)) {
+			side = &left
+		}
+		side.XYs = append(side.XYs, plotter.XY{X: g.x, Y: g.y})
+		side.Labels = append(side.Labels, strings.Join(g.names, "\n"))
+	}
+	var out []plot.Plotter
+	for _, side := range []struct {
+		labels plotter.XYLabels
+		dx     float64
+		align  text.XAlignment
+	}{{right, 5, draw.XLeft}, {left, -5, draw.XRight}} {
+		if len(side.labels.XYs) == 0 {
+			continue
+		}
+		lb, err := plotter.NewLabels(side.labels)
+		if err != nil {
+			return nil, err
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Font.Size = vg.Points(cfg.FontSize * 0.7)
+			lb.TextStyle[i].Color = grey
+			lb.TextStyle[i].XAlign = side.align
+			if strings.Contains(side.labels.Labels[i], "\n") {
+				lb.TextStyle[i].YAlign = draw.YTop // a list hangs below its point
+			}
+		}
+		lb.Offset = vg.Point{X: vg.Points(side.dx), Y: vg.Points(-cfg.FontSize * 0.25)}
+		out = append(out, lb)
+	}
+	return out, nil
 }
 
 // countTicks labels a log axis from lo to hi at 1, 2 and 5 times each

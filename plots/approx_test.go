@@ -4,10 +4,13 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // The approx table and figures take their numbers from summary.json's
@@ -77,4 +80,27 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMethodLabels: methods at one point share a label, a line each;
+// a point in the last fifth of the x range is labelled on its left.
+func TestMethodLabels(t *testing.T) {
+	pts := &errPoints{}
+	for _, x := range []float64{0.4, 1, 0.8, 1} {
+		pts.add(x, 100, 80, 100)
+	}
+	lbs, err := methodLabels(pts, []string{"loki", "exact", "sift", "kv8"}, DefaultConfig(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lbs) != 2 {
+		t.Fatalf("%d label sets, want one right and one left", len(lbs))
+	}
+	right, left := lbs[0].(*plotter.Labels), lbs[1].(*plotter.Labels)
+	if !slices.Equal(right.Labels, []string{"loki", "sift"}) || right.Offset.X <= 0 {
+		t.Errorf("right of their points: %q offset %v", right.Labels, right.Offset.X)
+	}
+	if !slices.Equal(left.Labels, []string{"exact\nkv8"}) || left.Offset.X >= 0 || left.TextStyle[0].XAlign != draw.XRight {
+		t.Errorf("left of its point: %q offset %v", left.Labels, left.Offset.X)
+	}
 }
