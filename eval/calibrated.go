@@ -146,8 +146,8 @@ func readSignals(path string) (*signalMatrix, error) {
 		}
 		m.ref[r.RefIndex][j] = r
 		if j < len(m.candidates) {
-			m.in[r.RefIndex][j] = r.In
-		} else if r.In {
+			m.in[r.RefIndex][j] = r.TrainedOn
+		} else if r.TrainedOn {
 			return nil, badinput.Errorf("eval: %s: reference %d trained on population document %d", path, r.RefIndex, r.DocID)
 		}
 	}

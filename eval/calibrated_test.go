@@ -42,7 +42,7 @@ func syntheticSignals(t *testing.T, nc, np, K int) (string, []runfiles.MIASignal
 			mean += 0.3
 		}
 		rows = append(rows, runfiles.MIASignal{Model: model, RefIndex: idx, DocID: int64(100 + j), Split: split,
-			In: member, NTokens: n, LLSum: mean * float64(n), LLMean: mean})
+			TrainedOn: member, NTokens: n, LLSum: mean * float64(n), LLMean: mean})
 	}
 	for j := 0; j < nc+np; j++ {
 		row(runfiles.TargetModel, -1, j, j < nc/2)
@@ -126,7 +126,7 @@ func TestCalibratedFromSignals(t *testing.T) {
 		for k := 0; k < K; k++ {
 			s := refs[k][r.DocID]
 			allP += math.Exp(s.LLMean)
-			if s.In {
+			if s.TrainedOn {
 				inL, inM = append(inL, logit(s.LLSum)), append(inM, s.LLMean)
 			} else {
 				outL, outM, outP = append(outL, logit(s.LLSum)), append(outM, s.LLMean), append(outP, math.Exp(s.LLMean))
@@ -231,7 +231,7 @@ func TestCalibratedBadSignals(t *testing.T) {
 	missing := append([]runfiles.MIASignal(nil), sig[:len(sig)-1]...)
 	dup := append(append([]runfiles.MIASignal(nil), sig...), sig[len(sig)-1])
 	popIn := append([]runfiles.MIASignal(nil), sig...)
-	popIn[len(popIn)-1].In = true
+	popIn[len(popIn)-1].TrainedOn = true
 	for name, rows := range map[string][]runfiles.MIASignal{"missing row": missing, "duplicate row": dup, "population trained on": popIn} {
 		if _, err := applyCalibrated(nil, write(rows), calibrated.DefaultConfig()); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -308,7 +308,7 @@ func writeSignals(ctx context.Context, spec *Spec, dir string, ds *data.Dataset,
 	add := func(name string, idx int, lls []extract.WindowLikelihood, inOf func(j int) bool) {
 		for j, d := range docs {
 			rows = append(rows, runfiles.MIASignal{Model: name, RefIndex: idx, DocID: d.ID, Split: d.Split,
-				In: inOf(j), NTokens: lls[j].NTokens, LLSum: lls[j].Sum, LLMean: lls[j].Mean})
+				TrainedOn: inOf(j), NTokens: lls[j].NTokens, LLSum: lls[j].Sum, LLMean: lls[j].Mean})
 		}
 	}
 	cfg := spec.ExtractStage()

@@ -49,11 +49,11 @@ func TestReferences(t *testing.T) {
 	// Each candidate is in exactly one of the two references.
 	inCount := map[int64]int{}
 	for _, r := range sigA {
-		if r.RefIndex >= 0 && r.In {
+		if r.RefIndex >= 0 && r.TrainedOn {
 			inCount[r.DocID]++
 		}
-		if r.RefIndex == -1 && (r.Split == "target") != r.In {
-			t.Errorf("target row of doc %d (%s) has in = %v", r.DocID, r.Split, r.In)
+		if r.RefIndex == -1 && (r.Split == "target") != r.TrainedOn {
+			t.Errorf("target row of doc %d (%s) has trained_on = %v", r.DocID, r.Split, r.TrainedOn)
 		}
 	}
 	for _, r := range sigA {

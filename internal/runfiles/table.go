@@ -22,6 +22,8 @@ import (
 //	`arrow:"NAME"`              the column NAME
 //	`arrow:"NAME,required"`     a reader refuses a file without it
 //	`arrow:"NAME,absent=TEXT"`  a string column read as TEXT when missing
+//	`arrow:"NAME,was=OLD"`      read from a column OLD in files written
+//	                            before the column was renamed
 //	`arrow:"-"`                 not a column
 //	`arrow:",columns"`          a map[string]float64 holding a group of
 //	                            double columns named when the table is
@@ -59,6 +61,21 @@ type column struct {
 	required bool
 	missing  reflect.Value // what a missing column or a nil group reads and writes as
 	key      string        // the map key of a ",columns" column; "" for a field
+	was      string        // the column's name in older files; "" for none
+}
+
+// index is the position of c's column in schema, under its name or the
+// name it had before ("was="); -1 when schema has neither.
+func (c *column) index(schema *arrow.Schema) int {
+	for _, name := range []string{c.field.Name, c.was} {
+		if name == "" {
+			continue
+		}
+		if idx := schema.FieldIndices(name); len(idx) > 0 {
+			return idx[0]
+		}
+	}
+	return -1
 }
 
 // NewTable is the codec of rows of type T in the file name; columns name
@@ -134,6 +151,8 @@ func (t *Table[T]) addFields(typ reflect.Type, path []int, group int, columns []
 				c.required = true
 			case isAbsent && f.Type.Kind() == reflect.String:
 				c.missing.SetString(text)
+			case strings.HasPrefix(o, "was=") && len(o) > len("was="):
+				c.was = strings.TrimPrefix(o, "was=")
 			default:
 				panic(fmt.Sprintf("runfiles: %s: field %s: unknown tag option %q", t.name, f.Name, o))
 			}
@@ -331,12 +350,12 @@ func (t *Table[T]) WriteParquet(w io.Writer, groups ...[]T) error {
 // naming the first required column it lacks, or one of another type.
 func (t *Table[T]) Check(schema *arrow.Schema) error {
 	for _, c := range t.cols {
-		idx := schema.FieldIndices(c.field.Name)
+		idx := c.index(schema)
 		switch {
-		case len(idx) == 0 && c.required:
+		case idx < 0 && c.required:
 			return fmt.Errorf("no column %q", c.field.Name)
-		case len(idx) > 0 && !arrow.TypeEqual(schema.Field(idx[0]).Type, c.field.Type):
-			return fmt.Errorf("column %q has type %s, want %s", c.field.Name, schema.Field(idx[0]).Type, c.field.Type)
+		case idx >= 0 && !arrow.TypeEqual(schema.Field(idx).Type, c.field.Type):
+			return fmt.Errorf("column %q has type %s, want %s", schema.Field(idx).Name, schema.Field(idx).Type, c.field.Type)
 		}
 	}
 	return nil
@@ -355,7 +374,7 @@ func (t *Table[T]) Rows(dst []T, rec arrow.Record) ([]T, error) {
 	for _, c := range t.cols {
 		if c.group >= 0 {
 			ok, seen := groups[c.group]
-			groups[c.group] = (ok || !seen) && len(rec.Schema().FieldIndices(c.field.Name)) > 0
+			groups[c.group] = (ok || !seen) && c.index(rec.Schema()) >= 0
 		}
 	}
 	for _, c := range t.cols {
@@ -363,8 +382,8 @@ func (t *Table[T]) Rows(dst []T, rec arrow.Record) ([]T, error) {
 			continue
 		}
 		var col arrow.Array
-		if idx := rec.Schema().FieldIndices(c.field.Name); len(idx) > 0 {
-			col = rec.Column(idx[0])
+		if idx := c.index(rec.Schema()); idx >= 0 {
+			col = rec.Column(idx)
 		}
 		if c.key != "" {
 			if col == nil {

@@ -2,10 +2,12 @@ package runfiles
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -344,4 +346,45 @@ func parquetRoundTrip[T any](t *testing.T, tbl *Table[T], groups ...[]T) (back [
 		t.Fatal(err)
 	}
 	return back, path
+}
+
+// TestRenamedColumn: a column tagged was=OLD is written under its new
+// name and read from a file that has it under either.
+func TestRenamedColumn(t *testing.T) {
+	type now struct {
+		ID        int64 `arrow:"id,required"`
+		TrainedOn bool  `arrow:"trained_on,required,was=in"`
+	}
+	type before struct {
+		ID int64 `arrow:"id,required"`
+		In bool  `arrow:"in,required"`
+	}
+	tab := NewTable[now]("x.parquet")
+	if got := tab.Schema().Field(1).Name; got != "trained_on" {
+		t.Fatalf("written as %q, want trained_on", got)
+	}
+	dir := t.TempDir()
+	for name, write := range map[string]func(w io.Writer) error{
+		"new.parquet": func(w io.Writer) error { return tab.WriteParquet(w, []now{{1, true}, {2, false}}) },
+		"old.parquet": func(w io.Writer) error {
+			return NewTable[before]("x.parquet").WriteParquet(w, []before{{1, true}, {2, false}})
+		},
+	} {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		rows, err := tab.ReadParquet(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(rows, []now{{1, true}, {2, false}}) {
+			t.Errorf("%s: read %+v", name, rows)
+		}
+	}
 }
