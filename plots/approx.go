@@ -122,15 +122,15 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	if n < 2 {
 		return nil, nil
 	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pts := range byLoss {
+		for _, v := range pts.xs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
 	p := newPlot(cfg, title, xlabel, "targets extracted (exact match %)")
 	if logX {
 		p.X.Scale = plot.LogScale{}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, pts := range byLoss {
-			for _, v := range pts.xs {
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
-			}
-		}
 		p.X.Tick.Marker = countTicks(lo, hi)
 	}
 	for li, l := range losses {
@@ -144,16 +144,21 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 		eb.LineStyle.Color, eb.CapWidth = c, vg.Points(4)
 		p.Add(eb, sc)
 		p.addLegend(l, sc)
-		if li == 0 {
-			// The first loss's points name their method (kv8, loki-r4-k0.5):
-			// the approximations are what the figure compares. The other
-			// losses' points sit at about the same x, so one set suffices.
-			lbs, err := methodLabels(pts, methods[l], cfg, logX)
-			if err != nil {
-				return nil, err
-			}
-			p.Add(lbs...)
-		}
+	}
+	// The first loss's points name their method (kv8, loki-r4-k0.5): the
+	// approximations are what the figure compares. Added last, so that no
+	// series is drawn over them.
+	lbs, err := methodLabels(byLoss[losses[0]], methods[losses[0]], cfg, logX)
+	if err != nil {
+		return nil, err
+	}
+	p.Add(lbs...)
+	// A margin, so that the outermost points, their caps and labels stay
+	// inside the axes.
+	if logX {
+		p.X.Min, p.X.Max = lo/1.15, hi*1.15
+	} else if pad := 0.04 * (hi - lo); pad > 0 {
+		p.X.Min, p.X.Max = lo-pad, hi+pad
 	}
 	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks

@@ -198,8 +198,18 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	chance.LineStyle.Color, chance.LineStyle.Dashes = grey, []vg.Length{vg.Points(3), vg.Points(3)}
-	lower.Add(hgrid(), chance)
+	// Light, thin and named where it ends: the legend's grey lines are the
+	// metrics, dashed by metric, and a grey dashed chance line read as one.
+	chance.LineStyle.Color, chance.LineStyle.Width = color.Gray{Y: 170}, vg.Points(0.75)
+	name, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: hi, Y: 0.5}}, Labels: []string{"chance"}})
+	if err != nil {
+		return nil, err
+	}
+	name.TextStyle[0].Font.Size = vg.Points(cfg.FontSize * 0.7)
+	name.TextStyle[0].Color = grey
+	name.TextStyle[0].XAlign = draw.XRight
+	name.Offset = vg.Point{X: vg.Points(-2), Y: vg.Points(2)}
+	lower.Add(hgrid(), chance, name)
 	p.lower = lower
 	return p, nil
 }

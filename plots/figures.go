@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,6 +120,53 @@ func crowdedK(ticks []string) (label string, short []string, ok bool) {
 	return "training objective: standard loss, or goldfish loss with k", short, true
 }
 
+// nominalSpace is about the width a category of n gets on a nominal x
+// axis of a figure cfg.WidthIn wide (the axes take about 80 % of it).
+func nominalSpace(cfg Config, n int) vg.Length {
+	return vg.Length(cfg.WidthIn) * vg.Inch * 0.8 / vg.Length(max(n, 1))
+}
+
+// widestTick is the width of the widest of ticks in p's x tick style.
+func widestTick(p *figure, ticks []string) vg.Length {
+	var w vg.Length
+	for _, t := range ticks {
+		w = max(w, p.X.Tick.Label.Rectangle(t).Size().X)
+	}
+	return w
+}
+
+// nominalX makes p's x axis nominal with ticks, turned vertical when the
+// widest is wider than the space a category gets (twenty sweep points
+// otherwise print over each other), and returns that space.
+func nominalX(p *figure, cfg Config, ticks []string) vg.Length {
+	space := nominalSpace(cfg, len(ticks))
+	if widestTick(p, ticks) > space {
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		// gonum sets a label's end a font descent above its band, into
+		// the tick marks: two spaces keep the text clear of the axis.
+		ticks = slices.Clone(ticks)
+		for i := range ticks {
+			ticks[i] += "  "
+		}
+	}
+	p.NominalX(ticks...)
+	return space
+}
+
+// oneKeyValues: when every label is KEY=VALUE of one KEY, that key and the
+// values alone (the axis label names the key once).
+func oneKeyValues(labels []string) (key string, values []string, ok bool) {
+	for _, l := range labels {
+		k, v, found := strings.Cut(l, "=")
+		if !found || strings.Contains(l, ", ") || (key != "" && k != key) {
+			return "", nil, false
+		}
+		key, values = k, append(values, v)
+	}
+	return key, values, key != ""
+}
+
 func joinLabel(a, b string) string {
 	switch {
 	case a == "":
@@ -144,11 +192,12 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*figure, error) {
 			groups = append(groups, g)
 		}
 	}
-	// With one goldfish setting and several other values, those values are
-	// the x axis: a single crowded category says nothing.
+	// With more other values than goldfish settings, those values are the
+	// x axis and the settings the series: one crowded category, or twenty
+	// series dodged into two, say nothing.
 	kOnX := true
-	if len(cats) == 1 && len(groups) > 1 {
-		cats, groups = groups, []string{cats[0]}
+	if len(groups) > len(cats) {
+		cats, groups = groups, cats
 		catOf, groupOf = groupOf, shortK
 		xlabel = strings.Join(nonGoldfish(axes), ", ")
 		kOnX = false
@@ -162,9 +211,11 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*figure, error) {
 		if l, short, ok := crowdedK(cats); ok {
 			xlabel, ticks = l, short
 		}
+	} else if key, values, ok := oneKeyValues(cats); ok {
+		xlabel, ticks = key, values
 	}
-	p := newPlot(cfg, "Extraction of training documents", xlabel, "documents with exact suffix match (%)")
-	p.NominalX(ticks...)
+	p := newPlot(cfg, "Extraction of training documents", xlabel, "exact suffix match (%, 95 % CI)")
+	nominalX(p, cfg, ticks)
 	nSeries := 2 * len(groups)
 	width := 0.3
 	series := 0
@@ -243,82 +294,87 @@ func nonGoldfish(axes []string) []string {
 }
 
 // rougeBoxes shows the distribution of per-document RougeL for targets and
-// controls under each goldfish setting.
+// controls under each goldfish setting. When other sweep values vary too,
+// those values are the x axis and each goldfish setting gets a colour: a
+// box per run and split on one axis would not fit twenty points.
 func rougeBoxes(cfg Config, runs []*runData, axes []string) (*figure, error) {
-	type box struct {
-		cat   string
-		split string
-		vals  plotter.Values
-	}
-	cats := kOrder(runs)
-	multi := false
+	ks := kOrder(runs)
+	var variants []string
 	for _, r := range runs {
-		multi = multi || r.Variant != ""
-	}
-	var names []string
-	var boxes []box
-	for _, c := range cats {
-		for _, r := range runs {
-			if shortK(r) != c {
-				continue
-			}
-			name := c
-			switch {
-			// A tick line a part: a label as long as a legend's would
-			// squeeze the boxes into one place.
-			case multi && len(cats) == 1:
-				name = strings.ReplaceAll(r.Variant, ", ", "\n")
-			case multi:
-				name = c + "\n" + strings.ReplaceAll(r.Variant, ", ", "\n")
-			}
-			names = append(names, name)
-			for _, split := range []string{splitTarget, splitControl} {
-				var v plotter.Values
-				for _, d := range r.docs(split) {
-					v = append(v, d.RougeL)
-				}
-				boxes = append(boxes, box{name, split, v})
-			}
+		if !slices.Contains(variants, r.Variant) {
+			variants = append(variants, r.Variant)
 		}
 	}
-	xlabel := "training objective"
-	ticks := names
-	if multi && len(cats) == 1 {
-		xlabel = strings.Join(nonGoldfish(axes), ", ")
-	} else if l, short, ok := crowdedK(names); ok {
+	byVariant := len(variants) > 1
+	ticks, xlabel := ks, "training objective"
+	catOf, groupOf := shortK, func(*runData) string { return "" }
+	groups := []string{""}
+	if byVariant {
+		ticks, xlabel = slices.Clone(variants), strings.Join(nonGoldfish(axes), ", ")
+		for i, v := range ticks {
+			if v == "" {
+				ticks[i] = "none" // the run the others vary from (no DP-SGD, no LoRA)
+			}
+		}
+		if key, values, ok := oneKeyValues(ticks); ok {
+			ticks, xlabel = values, key
+		}
+		catOf = func(r *runData) string { return r.Variant }
+		groupOf, groups = shortK, ks
+	} else if l, short, ok := crowdedK(ticks); ok {
 		xlabel, ticks = l, short
 	}
+	cats := variants
+	if !byVariant {
+		cats = ks
+	}
 	p := newPlot(cfg, "RougeL of extracted suffixes", xlabel, "RougeL F1, generated vs. true suffix")
-	p.NominalX(ticks...)
-	idx := map[string]int{}
-	for i, n := range names {
-		idx[n] = i
-	}
+	space := nominalX(p, cfg, ticks)
+	perCat := 2 * len(groups) // each group's targets and controls
+	step := min(0.34, 0.8/float64(perCat))
+	w := min(vg.Points(cfg.FontSize*2.2), space*vg.Length(step)*0.9)
 	legendDone := map[string]bool{}
-	w := vg.Points(cfg.FontSize * 2.2)
-	for _, b := range boxes {
-		if len(b.vals) == 0 {
-			continue
-		}
-		loc, c, label := float64(idx[b.cat])-0.17, colorAt(0), "targets (trained on)"
-		if b.split == splitControl {
-			loc, c, label = float64(idx[b.cat])+0.17, grey, "controls (held out)"
-		}
-		bp, err := plotter.NewBoxPlot(w, loc, b.vals)
-		if err != nil {
-			return nil, err
-		}
-		bp.FillColor = fade(c)
-		bp.BoxStyle.Color, bp.MedianStyle.Color, bp.WhiskerStyle.Color = c, c, c
-		bp.MedianStyle.Width = vg.Points(2)
-		bp.GlyphStyle.Color = c
-		p.Add(bp)
-		if !legendDone[label] {
-			legendDone[label] = true
-			p.addLegend(label, swatch{fill: fade(c), line: c})
+	for _, r := range runs {
+		x := slices.Index(cats, catOf(r))
+		g := slices.Index(groups, groupOf(r))
+		for si, split := range []string{splitTarget, splitControl} {
+			var vals plotter.Values
+			for _, d := range r.docs(split) {
+				vals = append(vals, d.RougeL)
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			slot := float64(2*g + si)
+			loc := float64(x) + (slot-float64(perCat-1)/2)*step
+			c := colorAt(g)
+			var fill color.Color = fade(c)
+			label := "targets (trained on)"
+			if split == splitControl {
+				label = "controls (held out)"
+				if len(groups) == 1 {
+					c, fill = grey, fade(grey)
+				} else {
+					fill = color.White // the group's colour, hollow
+				}
+			}
+			label = joinLabel(groups[g], label)
+			bp, err := plotter.NewBoxPlot(w, loc, vals)
+			if err != nil {
+				return nil, err
+			}
+			bp.FillColor = fill
+			bp.BoxStyle.Color, bp.MedianStyle.Color, bp.WhiskerStyle.Color = c, c, c
+			bp.MedianStyle.Width = vg.Points(2)
+			bp.GlyphStyle.Color = c
+			p.Add(bp)
+			if !legendDone[label] {
+				legendDone[label] = true
+				p.addLegend(label, swatch{fill: fill, line: c})
+			}
 		}
 	}
-	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.X.Min, p.X.Max = -0.6, float64(len(cats))-0.4
 	p.Y.Min, p.Y.Max = 0, 1.05
 	p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
 	p.Add(hgrid())
@@ -476,6 +532,7 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 	p := newPlot(cfg, title, "optimizer step", "cross-entropy (nats/token)")
 	added, window := 0, 1
 	ymin, ymax := math.Inf(1), math.Inf(-1)
+	runs, labels := distinctTrainings(runs)
 	for ri, r := range runs {
 		if r.Metrics == nil {
 			continue
@@ -515,7 +572,7 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 			if len(runs) > 1 {
 				c = colorAt(ri)
 				ln.LineStyle.Dashes = dashes[ki]
-				label = r.Label + ": " + kind.label
+				label = labels[ri] + ": " + kind.label
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.3)
 			p.Add(ln)
@@ -539,7 +596,7 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 				}
 				c, label := colorAt(len(lossKinds)), "validation (no mask)"
 				if len(runs) > 1 {
-					c, label = colorAt(ri), r.Label+": validation (no mask)"
+					c, label = colorAt(ri), labels[ri]+": validation (no mask)"
 				}
 				ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = c, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
 				sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.BoxGlyph{}}
@@ -558,6 +615,40 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 	p.Y.Min, p.Y.Max = math.Max(0, ymin-0.05*(ymax-ymin)), ymax+0.05*(ymax-ymin)
 	p.Add(hgrid())
 	return p, added, nil
+}
+
+// distinctTrainings keeps one run of those that share a training (a
+// sweep's attack-only points link the metrics.arrow of the run that
+// trained): their loss curves are one curve, drawn once. Each kept run is
+// labelled by its loss when that alone tells the kept runs apart, else by
+// its own label.
+func distinctTrainings(runs []*runData) ([]*runData, []string) {
+	var kept []*runData
+	for _, r := range runs {
+		if r.Metrics == nil || !slices.ContainsFunc(kept, func(k *runData) bool { return sameTraining(k.Metrics, r.Metrics) }) {
+			kept = append(kept, r)
+		}
+	}
+	labels := make([]string, len(kept))
+	byLoss := map[string]bool{}
+	for i, r := range kept {
+		labels[i] = r.Label
+		byLoss[r.goldfishLabel()] = true
+	}
+	if len(kept) < len(runs) && len(byLoss) == len(kept) {
+		for i, r := range kept {
+			labels[i] = r.goldfishLabel()
+		}
+	}
+	return kept, labels
+}
+
+// sameTraining reports whether two runs' metrics are one training's: the
+// same steps with the same losses, bit for bit.
+func sameTraining(a, b []runfiles.Metric) bool {
+	return len(a) > 0 && slices.EqualFunc(a, b, func(x, y runfiles.Metric) bool {
+		return x.Step == y.Step && math.Float64bits(x.LossAll) == math.Float64bits(y.LossAll)
+	})
 }
 
 func allNaN(y []float64) bool {
@@ -615,8 +706,10 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 			if len(runs) > 1 {
 				label, c = r.Label, colorAt(ri)
 				// Curves of strong attacks coincide along the axes: dashes
-				// keep each visible.
-				ln.LineStyle.Dashes = dashes[ri%len(dashes)]
+				// keep each visible, and past the palette's eight colours
+				// the colour and dash pairs stay distinct (as in the
+				// log-log figure, where run ri is the ri-th curve too).
+				ln.LineStyle.Dashes = seriesDashes(ri)
 			} else {
 				ln.LineStyle.Dashes = seriesDashes(added)
 			}

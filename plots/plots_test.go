@@ -13,6 +13,7 @@ import (
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 	"gonum.org/v1/plot"
 )
 
@@ -461,5 +462,30 @@ func TestLogTicks(t *testing.T) {
 		if got := labels(tc.got); got != tc.want {
 			t.Errorf("ticks %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestDistinctTrainings: attack-only points share their trainer's
+// metrics and draw one loss curve, labelled by its loss.
+func TestDistinctTrainings(t *testing.T) {
+	m := func(loss float64) []runfiles.Metric {
+		return []runfiles.Metric{{Step: 1, LossAll: loss}, {Step: 2, LossAll: loss / 2}}
+	}
+	runs := []*runData{
+		{Label: "standard, approximation=exact", Metrics: m(3)},
+		{Label: "standard, approximation=kv8", Metrics: m(3)},
+		{Label: "goldfish, approximation=exact", K: 4, H: 13, Strategy: "hash-table", Metrics: m(4)},
+		{Label: "goldfish, approximation=kv8", K: 4, H: 13, Strategy: "hash-table", Metrics: m(4)},
+	}
+	kept, labels := distinctTrainings(runs)
+	if len(kept) != 2 || kept[0] != runs[0] || kept[1] != runs[2] {
+		t.Fatalf("kept %d runs, want the first and third", len(kept))
+	}
+	if labels[0] != runs[0].goldfishLabel() || labels[1] != runs[2].goldfishLabel() || labels[0] == labels[1] {
+		t.Errorf("labels %q, want each run's loss", labels)
+	}
+	// Runs that each trained keep their own labels.
+	if kept, labels := distinctTrainings(runs[1:3]); len(kept) != 2 || labels[0] != runs[1].Label {
+		t.Errorf("two trainings: kept %d, labels %q", len(kept), labels)
 	}
 }
