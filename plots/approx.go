@@ -128,7 +128,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 	}
-	p := newPlot(cfg, title, xlabel, "targets extracted (exact match %)")
+	p := newPlot(cfg, title, xlabel, "targets extracted (exact match %, 95 % CI)")
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = countTicks(lo, hi)

@@ -141,7 +141,7 @@ func extractionVsCount(cfg Config, runs []*runData) (*figure, error) {
 	if len(counts) < 2 {
 		return nil, nil
 	}
-	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window in the training corpus", "targets extracted (exact match %)")
+	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window in the training corpus", "targets extracted (exact match %, 95 % CI)")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	for i, s := range series {
@@ -155,6 +155,14 @@ func extractionVsCount(cfg Config, runs []*runData) (*figure, error) {
 		xb.LineStyle.Color, xb.LineStyle.Width, xb.CapWidth = colorAt(i), vg.Points(0.8), vg.Points(4)
 		p.Add(xb)
 	}
+	// A margin, so that the outermost count ranges' caps stay inside.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, sp := range spans {
+		for i := range sp.lo {
+			lo, hi = math.Min(lo, sp.lo[i]), math.Max(hi, sp.hi[i])
+		}
+	}
+	p.X.Min, p.X.Max = lo/1.25, hi*1.25
 	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())

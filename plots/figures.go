@@ -456,9 +456,9 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*figure, error) {
 		return nil, nil
 	}
 	series, reps := g.series, g.reps
-	title, ylabel, scale := "Memorization against repetitions", "targets extracted (exact match %)", 100.0
+	title, ylabel, scale := "Memorization against repetitions", "targets extracted (exact match %, 95 % CI)", 100.0
 	if metric == "rougeL" {
-		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets", 1
+		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets (95 % CI)", 1
 	}
 	p := newPlot(cfg, title, "times each target was seen in training", ylabel)
 	p.X.Scale = plot.LogScale{}

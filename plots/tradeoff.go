@@ -39,7 +39,7 @@ func tradeoffFigure(cfg Config, runs []*runData) (*figure, error) {
 	if !dp || len(points) < 2 {
 		return nil, nil
 	}
-	p := newPlot(cfg, "Memorization against utility", "final validation loss (nats/token, held-out text; lower is better)", "targets extracted (exact match %)")
+	p := newPlot(cfg, "Memorization against utility", "final validation loss (nats/token, held-out text; lower is better)", "targets extracted (exact match %, 95 % CI)")
 	for i, pt := range points {
 		sc, err := plotter.NewScatter(pt.pts)
 		if err != nil {
