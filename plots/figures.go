@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/eval"
@@ -60,6 +61,43 @@ func addErrSeries(p *figure, pts *errPoints, c color.Color, dash []vg.Length, sh
 
 // percentTicks labels a 0–100 axis every 20 %.
 var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
+
+// stepTicks labels a linear axis at multiples of 1, 2 or 5 times a power
+// of ten, the step that gives four to eight labels, with a minor tick
+// between labels: gonum's default picks steps such as 40 (40, 120, 200)
+// and prints 25.00 for 25.
+type stepTicks struct{}
+
+func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	var step float64
+	for e := math.Floor(math.Log10(hi-lo)) - 1; step == 0; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if s := m * math.Pow(10, e); (hi-lo)/s <= 8 {
+				step = s
+				break
+			}
+		}
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	var ticks []plot.Tick
+	for i := math.Ceil(lo/step*2-1e-9) / 2; i*step <= hi+step*1e-9; i += 0.5 {
+		v := i * step
+		if i != math.Trunc(i) {
+			ticks = append(ticks, plot.Tick{Value: v}) // minor
+			continue
+		}
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		// Rounded to the step's decimals, then written shortest: 0.6, 1.
+		r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', decimals, 64), 64)
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(r, 'f', -1, 64)})
+	}
+	return ticks
+}
 
 // logTicks labels a log axis at steps (1, 2, 5) times each power of ten
 // from lo to hi, named by label.

@@ -489,3 +489,26 @@ func TestDistinctTrainings(t *testing.T) {
 		t.Errorf("two trainings: kept %d, labels %q", len(kept), labels)
 	}
 }
+
+func TestStepTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string // the labelled ticks
+	}{
+		{1, 200, []string{"50", "100", "150", "200"}},
+		{0, 100, []string{"0", "20", "40", "60", "80", "100"}},
+		{0.05, 7.7, []string{"1", "2", "3", "4", "5", "6", "7"}},
+		{0, 1, []string{"0", "0.2", "0.4", "0.6", "0.8", "1"}},
+		{-0.3, 0.3, []string{"-0.3", "-0.2", "-0.1", "0", "0.1", "0.2", "0.3"}},
+	} {
+		var got []string
+		for _, tk := range (stepTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("[%v, %v]: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func newPlot(cfg Config, title, xlabel, ylabel string) *figure {
 		a.Label.TextStyle.Font.Size = fs
 		a.Tick.Label.Font.Size = fs * 0.9
 		a.Padding = vg.Points(2)
+		a.Tick.Marker = stepTicks{} // figures on log or nominal axes set their own
 	}
 	p.Legend.TextStyle.Font.Size = fs * 0.85
 	p.Legend.Top = true
