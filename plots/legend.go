@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -61,13 +62,16 @@ func (f *figure) Draw(c draw.Canvas) {
 	if !legendFitsBelow(band, c.Size().Y) {
 		// Below, it would squash the axes (ten AUC-labelled ROC curves
 		// are one column of ten rows at 5 in): inside the axes instead,
-		// where plot.Legend's Top and Left put it.
-		inside := f.Legend
+		// where plot.Legend's Top and Left put it, on a pale box so that
+		// the curves under it do not run through its text.
+		l := f.Legend // the style newPlot set; the plot itself draws none
 		for _, e := range f.entries {
-			f.Legend.Add(e.name, e.thumbs...)
+			l.Add(e.name, e.thumbs...)
 		}
-		f.drawAxes(c)
-		f.Legend = inside
+		data := f.drawAxes(c)
+		c.SetColor(legendBackground)
+		c.Fill(f.insideLegendRect(data).Path())
+		l.Draw(data)
 		return
 	}
 	f.drawAxes(draw.Crop(c, 0, 0, band, 0))
@@ -92,16 +96,45 @@ func (f *figure) Draw(c draw.Canvas) {
 	}
 }
 
-// drawAxes draws the panel, or both panels aligned one above the other.
-func (f *figure) drawAxes(c draw.Canvas) {
+// drawAxes draws the panel, or both panels aligned one above the other,
+// and returns the (upper) panel's data area.
+func (f *figure) drawAxes(c draw.Canvas) draw.Canvas {
 	if f.lower == nil {
-		drawPanel(f.Plot, c)
-		return
+		return drawPanel(f.Plot, c)
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: legendGap}
 	canvases := plot.Align([][]*plot.Plot{{f.Plot}, {f.lower}}, tiles, c)
 	f.Plot.Draw(canvases[0][0])
 	f.lower.Draw(canvases[1][0])
+	return f.Plot.DataCanvas(canvases[0][0])
+}
+
+// legendBackground is the box under a legend drawn inside the axes:
+// white, a little transparent, so that what it covers still shows.
+var legendBackground = color.NRGBA{R: 255, G: 255, B: 255, A: 215}
+
+// insideLegendRect is where plot.Legend draws the figure's entries in
+// data, as Legend.Draw lays them out, with a little margin (gonum's
+// Legend.Rectangle swaps Left's sides).
+func (f *figure) insideLegendRect(data draw.Canvas) vg.Rectangle {
+	sty := f.Legend.TextStyle
+	var width, rowHeight vg.Length
+	for _, e := range f.entries {
+		width = max(width, f.Legend.ThumbnailWidth+sty.Rectangle(" "+e.name).Max.X)
+		rowHeight = max(rowHeight, sty.Rectangle(e.name).Max.Y)
+	}
+	n := vg.Length(len(f.entries))
+	height := n*rowHeight + (n-1)*f.Legend.Padding + sty.FontExtents().Descent
+	r := vg.Rectangle{Min: vg.Point{X: data.Max.X - width, Y: data.Min.Y}, Max: vg.Point{X: data.Max.X, Y: data.Min.Y + height}}
+	if f.Legend.Left {
+		r.Min.X, r.Max.X = data.Min.X, data.Min.X+width
+	}
+	if f.Legend.Top {
+		r.Min.Y, r.Max.Y = data.Max.Y-height, data.Max.Y
+	}
+	const margin = vg.Length(2)
+	r.Min.X, r.Min.Y, r.Max.X, r.Max.Y = r.Min.X-margin, r.Min.Y-margin, r.Max.X+margin, r.Max.Y+margin
+	return r
 }
 
 // legendBand is the height of a legend of rows rows: plot.Legend draws
