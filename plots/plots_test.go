@@ -199,8 +199,22 @@ func TestRunSingle(t *testing.T) {
 	writeSynthRun(t, dir, synthRun{name: "goldfish-k4", k: 4, preset: "tiny", targets: 16, exact: 1, rouge: 0.5, steps: 1000, unattacked: 3}, 3)
 	cfg := DefaultConfig()
 	cfg.Formats = []string{"png"}
+	// What an earlier memo drew and this one does not: gone after Run.
+	stale := filepath.Join(dir, "figures", "extractable-vs-n.pdf")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := Run(dir, cfg, readSynthSpec); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an earlier run's figure %s is still there (%v)", stale, err)
+	}
+	if ents, _ := os.ReadDir(dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".figures") }) {
+		t.Error("a temporary figures directory is left in the run directory")
 	}
 	for _, n := range figureNames {
 		if _, err := os.Stat(filepath.Join(dir, "figures", n+".png")); err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
-// Run draws the figures of one run directory into runDir/figures; read
-// reads its spec.
+// Run draws the figures of one run directory into runDir/figures,
+// replacing what was there; read reads its spec.
 func Run(runDir string, cfg Config, read SpecReader) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -20,8 +20,18 @@ func Run(runDir string, cfg Config, read SpecReader) error {
 	if err != nil {
 		return fmt.Errorf("plots %s: %w", runDir, err)
 	}
-	_, err = drawAll(cfg, []*runData{r}, nil, filepath.Join(runDir, "figures"))
-	return err
+	// Drawn beside figures/ and renamed into place whole, as a report is:
+	// a figure an earlier memo drew and this one no longer draws, or one
+	// in a format no longer asked for, does not linger beside the new ones.
+	tmp, err := atomicfile.MkdirTemp(runDir, "."+FiguresDir+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
+	if _, err := drawAll(cfg, []*runData{r}, nil, tmp); err != nil {
+		return err
+	}
+	return replaceDir(tmp, filepath.Join(runDir, FiguresDir))
 }
 
 // The report's places in a sweep or run directory: memo report writes
