@@ -123,6 +123,22 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	lower := newPlot(cfg, "", "optimizer step", "membership AUC").Plot
 	added, aucs := 0, 0
 	drawnRun, drawnMetric := make([]bool, len(runs)), make([]bool, len(memoMetrics))
+	// Runs measured at the same steps are nudged apart on x, each with a
+	// marker of its own, so that one run's points at 0 do not hide
+	// another's there (a figure review's finding).
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range runs {
+		for i := range r.Memorization {
+			lo, hi = math.Min(lo, float64(r.Memorization[i].Step)), math.Max(hi, float64(r.Memorization[i].Step))
+		}
+	}
+	nudge := func(ri int) float64 {
+		if len(runs) < 2 || !(hi > lo) {
+			return 0
+		}
+		return (float64(ri) - float64(len(runs)-1)/2) * 0.008 * (hi - lo)
+	}
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 	for ri, r := range runs {
 		for mi, m := range memoMetrics {
 			e := &errPoints{}
@@ -135,7 +151,7 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 				if math.IsNaN(l) || math.IsNaN(h) {
 					l, h = y, y
 				}
-				e.add(float64(row.Step), y, l, h)
+				e.add(float64(row.Step)+nudge(ri), y, l, h)
 			}
 			if e.Len() == 0 {
 				continue
@@ -152,6 +168,7 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 			if len(runs) > 1 {
 				c = colorAt(ri)
 				ln.LineStyle.Dashes = dashes[mi%len(dashes)]
+				pts.Shape = shapes[ri%len(shapes)]
 			}
 			ln.LineStyle.Color, ln.LineStyle.Width = c, vg.Points(1.5)
 			pts.Color, bars.LineStyle.Color = c, c
@@ -173,7 +190,8 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 		// "run: metric" lines were too wide for two legend columns.
 		for ri, r := range runs {
 			if drawnRun[ri] {
-				p.addLegend(r.Label, legendLine(colorAt(ri), nil))
+				marker := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: colorAt(ri), Radius: vg.Points(2.5), Shape: shapes[ri%len(shapes)]}}
+				p.addLegend(r.Label, legendLine(colorAt(ri), nil), marker)
 			}
 		}
 		for mi, m := range memoMetrics {
@@ -191,7 +209,7 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 		return p, nil
 	}
 	// One x range for both panels, so that a step lines up.
-	lo, hi := math.Min(p.X.Min, lower.X.Min), math.Max(p.X.Max, lower.X.Max)
+	lo, hi = math.Min(p.X.Min, lower.X.Min), math.Max(p.X.Max, lower.X.Max)
 	p.X.Min, p.X.Max, lower.X.Min, lower.X.Max = lo, hi, lo, hi
 	lower.Y.Min, lower.Y.Max = 0, 1.05
 	chance, err := plotter.NewLine(plotter.XYs{{X: lo, Y: 0.5}, {X: hi, Y: 0.5}})
