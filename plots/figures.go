@@ -464,7 +464,12 @@ func groupByReps(runs []*runData) repsGroups {
 		// pool recomputed here.
 		s := label(r)
 		if names[s] > 1 {
-			s += " (" + r.Name + ")"
+			// What the legends of the sweep's other figures call the run.
+			if r.Variant != "" {
+				s = joinLabel(s, r.Variant)
+			} else {
+				s += " (" + r.Name + ")"
+			}
 		}
 		g.series = append(g.series, s)
 		for _, b := range r.Summary.ByRepetitions {

@@ -96,6 +96,7 @@ func replaceDir(tmp, out string) error {
 
 // writeReport writes the report's tables and figures into out.
 func writeReport(out string, cfg Config, runs []*runData, axes []string) error {
+	labelRuns(runs, axes) // the tables name runs as the figures' legends do
 	if _, err := writeTables(out, axes, tableRows(runs, axes)); err != nil {
 		return err
 	}
