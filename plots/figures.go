@@ -63,29 +63,43 @@ func addErrSeries(p *figure, pts *errPoints, c color.Color, dash []vg.Length, sh
 var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label: "20"}, {Value: 40, Label: "40"}, {Value: 60, Label: "60"}, {Value: 80, Label: "80"}, {Value: 100, Label: "100"}}
 
 // stepTicks labels a linear axis at multiples of 1, 2 or 5 times a power
-// of ten, the step that gives four to eight labels, with a minor tick
-// between labels: gonum's default picks steps such as 40 (40, 120, 200)
-// and prints 25.00 for 25.
+// of ten, the smallest such step that gives at most eight labels (three
+// to eight), with a minor tick between labels: gonum's default picks
+// steps such as 40 (40, 120, 200) and prints 25.00 for 25. A range too
+// narrow for its magnitude (a float's rounding apart), or not finite,
+// gets its two ends labelled.
 type stepTicks struct{}
 
 func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
-	if !(hi > lo) || math.IsInf(hi-lo, 0) {
-		return plot.DefaultTicks{}.Ticks(lo, hi)
+	span := hi - lo
+	if !(span > 0) || math.IsInf(span, 0) || span < 1e-9*math.Max(math.Abs(lo), math.Abs(hi)) {
+		var ends []plot.Tick
+		for _, v := range []float64{lo, hi} {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) && (len(ends) == 0 || v != ends[0].Value) {
+				ends = append(ends, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+			}
+		}
+		return ends
 	}
 	var step float64
-	for e := math.Floor(math.Log10(hi-lo)) - 1; step == 0; e++ {
+	for e := math.Floor(math.Log10(span)) - 1; step == 0; e++ {
 		for _, m := range []float64{1, 2, 5} {
-			if s := m * math.Pow(10, e); (hi-lo)/s <= 8 {
+			if s := m * math.Pow(10, e); span/s < 8-1e-9 {
 				step = s
 				break
 			}
 		}
 	}
 	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	first := math.Ceil(lo/step*2 - 1e-9) // in half steps
 	var ticks []plot.Tick
-	for i := math.Ceil(lo/step*2-1e-9) / 2; i*step <= hi+step*1e-9; i += 0.5 {
-		v := i * step
-		if i != math.Trunc(i) {
+	for i := 0; i <= 17; i++ { // at most 8 steps: 17 half steps
+		half := first + float64(i)
+		v := half / 2 * step
+		if v > hi+step*1e-9 {
+			break
+		}
+		if math.Mod(half, 2) != 0 {
 			ticks = append(ticks, plot.Tick{Value: v}) // minor
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/provenance"
@@ -76,7 +77,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-var figureNames = []string{"exact-match-vs-k", "rougel", "loss", "mia-roc", "extractable-vs-n"}
+var singleRunFigures = []string{"exact-match-vs-k", "rougel", "loss", "mia-roc", "extractable-vs-n"}
 
 func checkFigures(t *testing.T, dir string, names []string) {
 	t.Helper()
@@ -107,7 +108,7 @@ func TestReportGoldfishSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report")
-	checkFigures(t, filepath.Join(out, "figures"), figureNames)
+	checkFigures(t, filepath.Join(out, "figures"), singleRunFigures)
 	if _, err := os.Stat(filepath.Join(out, "figures", "memorization-vs-repetitions.png")); err == nil {
 		t.Error("repetitions figure drawn though every target was seen once")
 	}
@@ -170,7 +171,7 @@ func TestReportRepetitionsPerModel(t *testing.T) {
 	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
 		t.Fatal(err)
 	}
-	checkFigures(t, filepath.Join(dir, "report", "figures"), append(figureNames, "memorization-vs-repetitions", "rougel-vs-repetitions"))
+	checkFigures(t, filepath.Join(dir, "report", "figures"), append(singleRunFigures, "memorization-vs-repetitions", "rougel-vs-repetitions"))
 
 	// The same points as numbers: 40 targets over 5 counts is 8 per point;
 	// preset i memorizes from 16>>i repetitions on.
@@ -199,12 +200,17 @@ func TestRunSingle(t *testing.T) {
 	writeSynthRun(t, dir, synthRun{name: "goldfish-k4", k: 4, preset: "tiny", targets: 16, exact: 1, rouge: 0.5, steps: 1000, unattacked: 3}, 3)
 	cfg := DefaultConfig()
 	cfg.Formats = []string{"png"}
-	// What an earlier memo drew and this one does not: gone after Run.
+	// What an earlier memo drew and this one does not: gone after Run;
+	// the user's own file stays.
 	stale := filepath.Join(dir, "figures", "extractable-vs-n.pdf")
 	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "figures", "my-own.svg") // not a name memo draws
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := Run(dir, cfg, readSynthSpec); err != nil {
@@ -213,10 +219,10 @@ func TestRunSingle(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("an earlier run's figure %s is still there (%v)", stale, err)
 	}
-	if ents, _ := os.ReadDir(dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".figures") }) {
-		t.Error("a temporary figures directory is left in the run directory")
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine" {
+		t.Errorf("the user's own %s: %q, %v; want it untouched", mine, b, err)
 	}
-	for _, n := range figureNames {
+	for _, n := range singleRunFigures {
 		if _, err := os.Stat(filepath.Join(dir, "figures", n+".png")); err != nil {
 			t.Error(err)
 		}
@@ -514,6 +520,8 @@ func TestStepTicks(t *testing.T) {
 		{0.05, 7.7, []string{"1", "2", "3", "4", "5", "6", "7"}},
 		{0, 1, []string{"0", "0.2", "0.4", "0.6", "0.8", "1"}},
 		{-0.3, 0.3, []string{"-0.3", "-0.2", "-0.1", "0", "0.1", "0.2", "0.3"}},
+		{0, 80, []string{"0", "20", "40", "60", "80"}},
+		{25, 200, []string{"50", "100", "150", "200"}},
 	} {
 		var got []string
 		for _, tk := range (stepTicks{}).Ticks(tc.lo, tc.hi) {
@@ -523,6 +531,17 @@ func TestStepTicks(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("[%v, %v]: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+	// Ranges a float's rounding wide, huge or empty end (a review found
+	// the first three looping forever) with some ticks.
+	for _, r := range [][2]float64{{1, 1 + 4e-16}, {123.456, 123.456 + 1e-13}, {1e17, 1e17 + 100}, {5, 5}, {0, math.Inf(1)}, {math.NaN(), 1}, {-1e300, 1e300}} {
+		done := make(chan int)
+		go func() { done <- len((stepTicks{}).Ticks(r[0], r[1])) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Ticks(%v, %v) did not return", r[0], r[1])
 		}
 	}
 }

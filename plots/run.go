@@ -5,13 +5,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/atomicfile"
 )
 
-// Run draws the figures of one run directory into runDir/figures,
-// replacing what was there; read reads its spec.
+// Run draws the figures of one run directory into runDir/figures, and
+// removes the figures memo draws that this run no longer has (one an
+// earlier memo drew, a format no longer asked for); any other file
+// there is left alone. read reads its spec.
 func Run(runDir string, cfg Config, read SpecReader) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -20,18 +23,38 @@ func Run(runDir string, cfg Config, read SpecReader) error {
 	if err != nil {
 		return fmt.Errorf("plots %s: %w", runDir, err)
 	}
-	// Drawn beside figures/ and renamed into place whole, as a report is:
-	// a figure an earlier memo drew and this one no longer draws, or one
-	// in a format no longer asked for, does not linger beside the new ones.
-	tmp, err := atomicfile.MkdirTemp(runDir, "."+FiguresDir+".tmp-")
+	dir := filepath.Join(runDir, FiguresDir)
+	written, err := drawAll(cfg, []*runData{r}, nil, dir)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
-	if _, err := drawAll(cfg, []*runData{r}, nil, tmp); err != nil {
-		return err
+	return removeStaleFigures(dir, written)
+}
+
+// figureNames are the names of every figure drawAll may draw: a figure
+// file of one of these names and a format memo writes is memo's.
+var figureNames = []string{
+	"exact-match-vs-k", "rougel", "memorization-vs-repetitions", "rougel-vs-repetitions",
+	"loss", "mia-roc", "mia-roc-loglog", "extractable-vs-n", "extraction-pr",
+	"threshold-vs-params", "extraction-vs-corpus-count", "memorization-over-training",
+	"extraction-vs-mass-kept", "extraction-vs-kv-bytes", "memorization-vs-utility",
+}
+
+// removeStaleFigures removes from dir the files named as memo names
+// figures (figureNames, in any format) that are not among written.
+func removeStaleFigures(dir string, written []string) error {
+	for _, name := range figureNames {
+		for _, format := range Formats {
+			path := filepath.Join(dir, name+"."+format)
+			if slices.Contains(written, path) {
+				continue
+			}
+			if err := atomicfile.RemoveStale(path); err != nil {
+				return err
+			}
+		}
 	}
-	return replaceDir(tmp, filepath.Join(runDir, FiguresDir))
+	return nil
 }
 
 // The report's places in a sweep or run directory: memo report writes
@@ -125,6 +148,9 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 	labelRuns(runs, axes)
 	var written []string
 	emit := func(name string, p *figure, err error) error {
+		if !slices.Contains(figureNames, name) {
+			panic("plots: figure " + name + " is missing from figureNames") // removeStaleFigures would leave it
+		}
 		if err != nil {
 			return fmt.Errorf("figure %s: %w", name, err)
 		}
