@@ -205,11 +205,16 @@ func TrainedTokenizers(cache string) []CacheEntry {
 	return out
 }
 
+// gcNow is the clock gc judges temporaries' age by (tests move it on).
+var gcNow = time.Now
+
 // deadCacheTemps lists the cache's temporary files that no process holds
 // a lock for, last changed before cutoff: a tokenizer's write
 // (.bpeV-HASH.json.tmp-N, written in a moment after training) and the
 // files taking an entry's lock writes for an instant (runlock.IsLeftover).
-// Anything this old was left by a process that died mid-write.
+// Anything this old was left by a process that died mid-write. The age
+// is the inode's change time where there is one: a lock moved aside as
+// stale keeps its old modification time but is new.
 func deadCacheTemps(cache string, cutoff time.Time) []CacheEntry {
 	var out []CacheEntry
 	add := func(dir, key string, match func(name string) bool) {
@@ -219,7 +224,7 @@ func deadCacheTemps(cache string, cutoff time.Time) []CacheEntry {
 				continue
 			}
 			fi, err := d.Info()
-			if err != nil || !fi.ModTime().Before(cutoff) {
+			if err != nil || !changedAt(fi).Before(cutoff) {
 				continue
 			}
 			out = append(out, CacheEntry{Key: key, Dir: filepath.Join(dir, d.Name()), Bytes: fi.Size(), Created: fi.ModTime(), Temporary: true})
@@ -339,7 +344,7 @@ func GCCache(cache string, opt GCOptions) ([]CacheEntry, error) {
 			return removed, fmt.Errorf("dataset cache: remove from %s: %w", e.Dir, err)
 		}
 	}
-	for _, t := range deadCacheTemps(cache, time.Now().Add(-lockStaleAfter)) {
+	for _, t := range deadCacheTemps(cache, gcNow().Add(-lockStaleAfter)) {
 		if !opt.DryRun {
 			if err := os.Remove(t.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return removed, fmt.Errorf("dataset cache: %w", err)

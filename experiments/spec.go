@@ -118,7 +118,7 @@ func ParseBytes(file string, doc []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(s.raw) == 0 {
+	if valueCount(s.raw) == 0 {
 		// An empty or truncated file would otherwise run the defaults
 		// under the file's name, which is rarely what was meant.
 		return nil, &ConfigError{File: file, Msg: "the spec sets no key: write at least name = \"...\" (memo config --defaults prints every key to start from)"}
@@ -127,6 +127,20 @@ func ParseBytes(file string, doc []byte) (*Spec, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// valueCount counts the keys of a decoded TOML document that hold values,
+// not tables: "[train]" alone sets nothing.
+func valueCount(m map[string]any) int {
+	n := 0
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			n += valueCount(sub)
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // decode is the part of reading a spec that depends on the document

@@ -20,6 +20,7 @@ func TestParseErrorsOnSpec(t *testing.T) {
 	}{
 		{"empty spec", "", 0, "", []string{"x.toml: the spec sets no key: write at least name"}},
 		{"comments only", "\ufeff# a comment\n\n", 0, "", []string{"x.toml: the spec sets no key"}},
+		{"empty tables only", "[model]\n[train]\n", 0, "", []string{"x.toml: the spec sets no key"}},
 		{"unknown nested key", "name = 'x'\n[train]\nsteps = 10\nlearning_rat = 1e-3\n", 4, "train.learning_rat",
 			[]string{`x.toml:4: train.learning_rat: unknown key "learning_rat" in [train]`, `see ` + "`memo config --defaults`"}},
 		{"unknown nested key suggests", "[goldfish]\nstrategie = 'static'\n", 2, "goldfish.strategie",

@@ -206,6 +206,18 @@ func nominalX(p *figure, cfg Config, ticks []string) vg.Length {
 	return space
 }
 
+// namedVariants are variants as tick labels: the run the others vary
+// from (no DP-SGD, no LoRA: no variant) is "none".
+func namedVariants(variants []string) []string {
+	out := slices.Clone(variants)
+	for i, v := range out {
+		if v == "" {
+			out[i] = "none"
+		}
+	}
+	return out
+}
+
 // oneKeyValues: when every label is KEY=VALUE of one KEY, that key and the
 // values alone (the axis label names the key once).
 func oneKeyValues(labels []string) (key string, values []string, ok bool) {
@@ -263,8 +275,11 @@ func exactVsK(cfg Config, runs []*runData, axes []string) (*figure, error) {
 		if l, short, ok := crowdedK(cats); ok {
 			xlabel, ticks = l, short
 		}
-	} else if key, values, ok := oneKeyValues(cats); ok {
-		xlabel, ticks = key, values
+	} else {
+		ticks = namedVariants(cats)
+		if key, values, ok := oneKeyValues(ticks); ok {
+			xlabel, ticks = key, values
+		}
 	}
 	p := newPlot(cfg, "Extraction of training documents", xlabel, "exact suffix match (%, 95 % CI)")
 	nominalX(p, cfg, ticks)
@@ -362,12 +377,7 @@ func rougeBoxes(cfg Config, runs []*runData, axes []string) (*figure, error) {
 	catOf, groupOf := shortK, func(*runData) string { return "" }
 	groups := []string{""}
 	if byVariant {
-		ticks, xlabel = slices.Clone(variants), strings.Join(nonGoldfish(axes), ", ")
-		for i, v := range ticks {
-			if v == "" {
-				ticks[i] = "none" // the run the others vary from (no DP-SGD, no LoRA)
-			}
-		}
+		ticks, xlabel = namedVariants(variants), strings.Join(nonGoldfish(axes), ", ")
 		if key, values, ok := oneKeyValues(ticks); ok {
 			ticks, xlabel = values, key
 		}
@@ -676,21 +686,31 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 
 // distinctTrainings keeps one run of those that share a training (a
 // sweep's attack-only points link the metrics.arrow of the run that
-// trained): their loss curves are one curve, drawn once. Each kept run is
-// labelled by its loss when that alone tells the kept runs apart, else by
-// its own label.
+// trained): their loss curves are one curve, drawn once. A kept run that
+// stands for several is labelled by its loss when that alone tells the
+// kept runs apart, else by its loss and the settings all its runs share
+// (not the attack's, which differ among them); a run alone keeps its label.
 func distinctTrainings(runs []*runData) ([]*runData, []string) {
-	var kept []*runData
+	var groups [][]*runData
 	for _, r := range runs {
-		if r.Metrics == nil || !slices.ContainsFunc(kept, func(k *runData) bool { return sameTraining(k.Metrics, r.Metrics) }) {
-			kept = append(kept, r)
+		at := -1
+		if r.Metrics != nil {
+			at = slices.IndexFunc(groups, func(g []*runData) bool { return sameTraining(g[0].Metrics, r.Metrics) })
+		}
+		if at < 0 {
+			groups = append(groups, []*runData{r})
+		} else {
+			groups[at] = append(groups[at], r)
 		}
 	}
-	labels := make([]string, len(kept))
+	kept, labels := make([]*runData, len(groups)), make([]string, len(groups))
 	byLoss := map[string]bool{}
-	for i, r := range kept {
-		labels[i] = r.Label
-		byLoss[r.goldfishLabel()] = true
+	for i, g := range groups {
+		kept[i], labels[i] = g[0], g[0].Label
+		byLoss[g[0].goldfishLabel()] = true
+		if len(g) > 1 {
+			labels[i] = joinLabel(g[0].goldfishLabel(), sharedParts(g))
+		}
 	}
 	if len(kept) < len(runs) && len(byLoss) == len(kept) {
 		for i, r := range kept {
@@ -698,6 +718,17 @@ func distinctTrainings(runs []*runData) ([]*runData, []string) {
 		}
 	}
 	return kept, labels
+}
+
+// sharedParts are the parts of the runs' variants ("lr=0.001,
+// approximation=kv8") that every one of them has.
+func sharedParts(runs []*runData) string {
+	parts := strings.Split(runs[0].Variant, ", ")
+	for _, r := range runs[1:] {
+		theirs := strings.Split(r.Variant, ", ")
+		parts = slices.DeleteFunc(parts, func(p string) bool { return !slices.Contains(theirs, p) })
+	}
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), ", ")
 }
 
 // sameTraining reports whether two runs' metrics are one training's: the

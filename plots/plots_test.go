@@ -508,6 +508,21 @@ func TestDistinctTrainings(t *testing.T) {
 	if kept, labels := distinctTrainings(runs[1:3]); len(kept) != 2 || labels[0] != runs[1].Label {
 		t.Errorf("two trainings: kept %d, labels %q", len(kept), labels)
 	}
+	// One loss, two learning rates, each attacked two ways: a curve a
+	// rate, named by the rate alone (a review's case).
+	lr := []*runData{
+		{Variant: "lr=0.001, approximation=exact", Metrics: m(3)},
+		{Variant: "lr=0.001, approximation=kv8", Metrics: m(3)},
+		{Variant: "lr=0.01, approximation=exact", Metrics: m(5)},
+		{Variant: "lr=0.01, approximation=kv8", Metrics: m(5)},
+	}
+	for _, r := range lr {
+		r.Label = joinLabel(r.goldfishLabel(), r.Variant)
+	}
+	want := []string{joinLabel(lr[0].goldfishLabel(), "lr=0.001"), joinLabel(lr[0].goldfishLabel(), "lr=0.01")}
+	if _, labels := distinctTrainings(lr); !slices.Equal(labels, want) {
+		t.Errorf("shared trainings of one loss: labels %q, want %q", labels, want)
+	}
 }
 
 func TestStepTicks(t *testing.T) {

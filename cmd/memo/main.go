@@ -163,7 +163,7 @@ func main() {
 			os.Exit(exit.ExitCode())
 		}
 		msg, code := failure(err)
-		if p := rankPrefix(); !strings.HasPrefix(msg, p) { // a launch's errors may name the rank already
+		if p := rankPrefix(); !strings.Contains(msg, strings.TrimSuffix(p, ": ")) { // a launch's errors may name the rank already
 			msg = p + msg
 		}
 		fmt.Fprintln(os.Stderr, "memo: "+msg)

@@ -352,6 +352,8 @@ func (t *Table[T]) Check(schema *arrow.Schema) error {
 	for _, c := range t.cols {
 		idx := c.index(schema)
 		switch {
+		case idx < 0 && c.required && c.was != "":
+			return fmt.Errorf("no column %q (nor %q, its name before)", c.field.Name, c.was)
 		case idx < 0 && c.required:
 			return fmt.Errorf("no column %q", c.field.Name)
 		case idx >= 0 && !arrow.TypeEqual(schema.Field(idx).Type, c.field.Type):

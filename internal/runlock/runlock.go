@@ -120,6 +120,10 @@ func AcquireStaleAfter(dir string, staleAfter time.Duration) (*Lock, error) {
 	return acquire(dir, Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second)}, staleAfter)
 }
 
+// errChangedHands is acquire's answer when another process took a stale
+// lock over at the same moment: trying again settles who holds it.
+var errChangedHands = errors.New("the lock changed hands while being taken; try again")
+
 // Wait is AcquireStaleAfter that waits while another live process holds
 // the lock, polling five times a second and logging waiting (with the
 // holder) every 30 seconds, until it takes the lock or ctx ends (ctx's
@@ -131,10 +135,11 @@ func Wait(ctx context.Context, dir string, staleAfter time.Duration, waiting str
 	for {
 		lock, err := AcquireStaleAfter(dir, staleAfter)
 		var held *HeldError
-		if !errors.As(err, &held) {
+		switch {
+		case errors.Is(err, errChangedHands): // try again
+		case !errors.As(err, &held):
 			return lock, err
-		}
-		if time.Since(lastSaid) > 30*time.Second {
+		case time.Since(lastSaid) > 30*time.Second:
 			slog.Info(waiting, "lock", held.Path, "pid", held.Holder.PID, "host", held.Holder.Host, "since", held.Holder.Started)
 			lastSaid = time.Now()
 		}
@@ -263,7 +268,7 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 				"silent", silent.Truncate(time.Second).String(), "stale_after", staleAfter.String())
 		}
 	}
-	return nil, fmt.Errorf("lock %s: the lock changed hands while being taken; try again", dir)
+	return nil, fmt.Errorf("lock %s: %w", dir, errChangedHands)
 }
 
 // Release removes the lock file if it is still this lock's.

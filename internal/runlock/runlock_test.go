@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -220,20 +221,18 @@ func TestWait(t *testing.T) {
 		t.Fatalf("held lock: Wait = %v, %v; want context.DeadlineExceeded", l, err)
 	}
 
-	released := make(chan struct{})
+	var released atomic.Bool
 	go func() {
 		time.Sleep(300 * time.Millisecond)
+		released.Store(true) // before the removal Wait may see at once
 		_ = os.Remove(filepath.Join(dir, FileName))
-		close(released)
 	}()
 	start := time.Now()
 	l, err := Wait(context.Background(), dir, time.Minute, "waiting")
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-released:
-	default:
+	if !released.Load() {
 		t.Fatalf("Wait took the lock after %v, before its holder let go", time.Since(start))
 	}
 	if err := l.Release(); err != nil {
