@@ -187,19 +187,26 @@ func widestTick(p *figure, ticks []string) vg.Length {
 	return w
 }
 
-// nominalX makes p's x axis nominal with ticks, turned vertical when the
-// widest is wider than the space a category gets (twenty sweep points
-// otherwise print over each other), and returns that space.
+// nominalX makes p's x axis nominal with ticks, fitted to the space a
+// category gets (twenty sweep points otherwise print over each other):
+// a label wider than that is broken into lines at its commas, and if one
+// is still wider, every label is turned 45 degrees (upright, a long label
+// would take the height the data need). It returns that space.
 func nominalX(p *figure, cfg Config, ticks []string) vg.Length {
 	space := nominalSpace(cfg, len(ticks))
 	if widestTick(p, ticks) > space {
-		p.X.Tick.Label.Rotation = math.Pi / 2
-		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		ticks = slices.Clone(ticks)
+		for i, t := range ticks {
+			ticks[i] = strings.ReplaceAll(t, ", ", ",\n")
+		}
+	}
+	if widestTick(p, ticks) > space {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YTop
 		// gonum sets a label's end a font descent above its band, into
 		// the tick marks: two spaces keep the text clear of the axis.
-		ticks = slices.Clone(ticks)
 		for i := range ticks {
-			ticks[i] += "  "
+			ticks[i] = strings.ReplaceAll(ticks[i], "\n", "  \n") + "  "
 		}
 	}
 	p.NominalX(ticks...)
