@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/train"
 	"github.com/sugarme/gotch/ts"
@@ -53,11 +54,11 @@ func Init(ctx context.Context, c Config) (*Group, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("rank %d of %d: join %s group at %s:%d: %w", c.Rank, c.Size, c.Backend, c.Addr, c.Port, explain(r.err, c))
+			return nil, rankenv.Tag(c.Rank, c.Size, fmt.Errorf("join %s group at %s:%d: %w", c.Backend, c.Addr, c.Port, explain(r.err, c)))
 		}
 		g.pg = r.pg
 	case <-ctx.Done():
-		return nil, fmt.Errorf("rank %d of %d: join group at %s:%d: %w", c.Rank, c.Size, c.Addr, c.Port, ctx.Err())
+		return nil, rankenv.Tag(c.Rank, c.Size, fmt.Errorf("join group at %s:%d: %w", c.Addr, c.Port, ctx.Err()))
 	}
 	slog.Debug("dist: joined", "rank", c.Rank, "size", c.Size, "backend", c.Backend, "addr", c.Addr, "port", c.Port, "from", c.Source)
 	return g, nil
@@ -158,7 +159,7 @@ func (g *Group) fault(op string, err error) error {
 	if strings.Contains(err.Error(), torchx.NoHeartbeat) {
 		// The collective was ended by a silent peer and says which; asking
 		// the store again could hang on a stopped rank 0.
-		return fmt.Errorf("rank %d of %d: %s failed: %w", g.cfg.Rank, g.cfg.Size, op, err)
+		return rankenv.Tag(g.cfg.Rank, g.cfg.Size, fmt.Errorf("%s failed: %w", op, err))
 	}
 	who := "a peer"
 	if silent, ok := g.pg.SilentRanks(heartbeatWait); !ok {
@@ -170,5 +171,5 @@ func (g *Group) fault(op string, err error) error {
 		}
 		who = "rank " + strings.Join(s, ", rank ")
 	}
-	return fmt.Errorf("rank %d of %d: %s failed, %s stopped responding: %w", g.cfg.Rank, g.cfg.Size, op, who, err)
+	return rankenv.Tag(g.cfg.Rank, g.cfg.Size, fmt.Errorf("%s failed, %s stopped responding: %w", op, who, err))
 }

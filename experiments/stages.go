@@ -11,6 +11,7 @@ import (
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -41,7 +42,7 @@ func runStage(ctx context.Context, stage string, spec *Spec, dir string, opt Opt
 	if r := processRank(); r > 0 {
 		// Only training is data-parallel; the other stages run once, on
 		// rank 0 (memo run under a launcher arranges that).
-		return fmt.Errorf("stage %s runs on one process, but this one is rank %d of %d (RANK / SLURM_PROCID): leave it to rank 0", stage, r, worldSize())
+		return rankenv.Tag(r, worldSize(), fmt.Errorf("stage %s runs on one process: leave it to rank 0 (this one is not, by RANK / SLURM_PROCID)", stage))
 	}
 	switch stage {
 	case "references":
@@ -98,10 +99,10 @@ func trainStage(ctx context.Context, spec *Spec, dir string) error {
 	if err := train.Run(ctx, tcfg, mcfg, spec.Goldfish, datasetSource{ds}, dir, opts); err != nil {
 		// A failed collective leaves the group broken: no closing barrier,
 		// the process's exit tears it down.
-		return fmt.Errorf("rank %d of %d: %w", g.Rank(), g.Size(), err)
+		return rankenv.Tag(g.Rank(), g.Size(), err)
 	}
 	if err := g.Close(); err != nil {
-		return fmt.Errorf("rank %d of %d: leave the group: %w", g.Rank(), g.Size(), err)
+		return rankenv.Tag(g.Rank(), g.Size(), fmt.Errorf("leave the group: %w", err))
 	}
 	return nil
 }

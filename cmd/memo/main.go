@@ -162,13 +162,22 @@ func main() {
 			}
 			os.Exit(exit.ExitCode())
 		}
-		msg, code := failure(err)
-		if p := rankPrefix(); !strings.Contains(msg, strings.TrimSuffix(p, ": ")) { // a launch's errors may name the rank already
-			msg = p + msg
-		}
+		msg, code := lastLine(err)
 		fmt.Fprintln(os.Stderr, "memo: "+msg)
 		os.Exit(code)
 	}
+}
+
+// lastLine is the line memo's failure prints and its exit code: failure's,
+// naming this process's rank when it is one of several and the line does
+// not (an error a rank raised names it itself; an interruption is reported
+// in words of its own, without the error's text).
+func lastLine(err error) (string, int) {
+	msg, code := failure(err)
+	if !rankenv.Tagged(err) || code == exitInterrupted {
+		msg = rankPrefix() + msg
+	}
+	return msg, code
 }
 
 // rankPrefix names this process's rank on its last line when it is one

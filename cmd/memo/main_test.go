@@ -1,8 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"testing"
+
+	"github.com/memo-research/memo/internal/rankenv"
+	"github.com/memo-research/memo/train"
 )
 
 func TestRunsModels(t *testing.T) {
@@ -40,22 +45,51 @@ func TestRankPrefix(t *testing.T) {
 		{"3", "4", false, "rank 3 of 4: "},
 		{"1", "2", true, ""},
 	} {
-		t.Setenv("MEMO_DIST_LAUNCHED", "")
-		if tc.nproc {
-			t.Setenv("MEMO_DIST_LAUNCHED", "1")
-		}
-		for _, k := range []string{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-		t.Setenv("RANK", tc.rank)
-		t.Setenv("WORLD_SIZE", tc.size)
-		if tc.rank == "" {
-			os.Unsetenv("RANK")
-			os.Unsetenv("WORLD_SIZE")
-		}
+		setRank(t, tc.rank, tc.size, tc.nproc)
 		if got := rankPrefix(); got != tc.want {
 			t.Errorf("RANK=%q WORLD_SIZE=%q: rankPrefix() = %q, want %q", tc.rank, tc.size, got, tc.want)
+		}
+	}
+}
+
+// setRank sets the environment of rank of size of a launch ("" for a
+// single process), started by memo run --nproc when nproc is set.
+func setRank(t *testing.T, rank, size string, nproc bool) {
+	t.Helper()
+	t.Setenv("MEMO_DIST_LAUNCHED", "")
+	if nproc {
+		t.Setenv("MEMO_DIST_LAUNCHED", "1")
+	}
+	for _, k := range []string{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("RANK", rank)
+	t.Setenv("WORLD_SIZE", size)
+	if rank == "" {
+		os.Unsetenv("RANK")
+		os.Unsetenv("WORLD_SIZE")
+	}
+}
+
+// TestLastLine: rank 1 of 2's last line names the rank once, whether the
+// error named it (a failed collective, wrapped on its way up) or not.
+func TestLastLine(t *testing.T) {
+	setRank(t, "1", "2", false)
+	collective := rankenv.Tag(1, 2, errors.New("all-reduce failed, rank 0 stopped responding"))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"untagged", errors.New("open data: no such file"), "rank 1 of 2: open data: no such file"},
+		{"tagged", collective, "rank 1 of 2: all-reduce failed, rank 0 stopped responding"},
+		{"tagged, wrapped", fmt.Errorf("train step 7: %w", collective), "train step 7: rank 1 of 2: all-reduce failed, rank 0 stopped responding"},
+		{"tagged twice", rankenv.Tag(1, 2, fmt.Errorf("train: %w", collective)), "train: rank 1 of 2: all-reduce failed, rank 0 stopped responding"},
+		{"interrupted", rankenv.Tag(1, 2, &train.InterruptedError{Step: 3, Total: 10}), "rank 1 of 2: interrupted at step 3 of 10 (saved); the same command resumes"},
+	} {
+		if got, _ := lastLine(tc.err); got != tc.want {
+			t.Errorf("%s: lastLine = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

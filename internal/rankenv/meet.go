@@ -212,8 +212,8 @@ func follow(ctx context.Context, c Config, wait time.Duration, env func(string) 
 			}
 		}
 		if time.Now().After(deadline) {
-			return Verdict{}, fmt.Errorf("rank %d of %d: rank 0 did not answer at %s on port %s within %v (is it started, with the same MASTER_ADDR/MASTER_PORT?)",
-				c.Rank, c.Size, c.Addr, portRange(ports), wait)
+			return Verdict{}, Tag(c.Rank, c.Size, fmt.Errorf("rank 0 did not answer at %s on port %s within %v (is it started, with the same MASTER_ADDR/MASTER_PORT?)",
+				c.Addr, portRange(ports), wait))
 		}
 		select {
 		case <-ctx.Done():
@@ -256,7 +256,7 @@ func try(ctx context.Context, c Config, p int, token string) (v Verdict, ok bool
 		if ctx.Err() != nil {
 			return v, true, ctx.Err()
 		}
-		return v, true, fmt.Errorf("rank %d of %d: rank 0 ended before training started, without a word (see its output)", c.Rank, c.Size)
+		return v, true, Tag(c.Rank, c.Size, errors.New("rank 0 ended before training started, without a word (see its output)"))
 	}
 	return parseVerdict(strings.TrimSuffix(line, "\n"))
 }
