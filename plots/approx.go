@@ -148,17 +148,15 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	// The first loss's points name their method (kv8, loki-r4-k0.5): the
 	// approximations are what the figure compares. Added last, so that no
 	// series is drawn over them.
-	lbs, err := methodLabels(byLoss[losses[0]], methods[losses[0]], cfg, logX)
+	lbs, err := methodLabels(byLoss[losses[0]], methods[losses[0]], cfg, lo, hi, logX)
 	if err != nil {
 		return nil, err
 	}
 	p.Add(lbs...)
-	// A margin, so that the outermost points, their caps and labels stay
-	// inside the axes.
 	if logX {
-		p.X.Min, p.X.Max = lo/1.15, hi*1.15
-	} else if pad := 0.04 * (hi - lo); pad > 0 {
-		p.X.Min, p.X.Max = lo-pad, hi+pad
+		padAxis(&p.X, lo, hi, 0.15, 0, true)
+	} else {
+		padAxis(&p.X, lo, hi, 0.04, 0, false)
 	}
 	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
@@ -168,19 +166,17 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 
 // methodLabels writes each point's method beside it, small: to its right,
 // or to its left for a point in the last fifth of the x range, where the
-// text would run off the axes. Methods at the same point (exact, kv8 and
+// text would run off the axes (lo and hi are the x range of every point). Methods at the same point (exact, kv8 and
 // QuantSpec all keep the whole attention mass) share one label, a line
 // each, hanging below the point, rather than being drawn over each other.
-func methodLabels(pts *errPoints, methods []string, cfg Config, logX bool) ([]plot.Plotter, error) {
+func methodLabels(pts *errPoints, methods []string, cfg Config, lo, hi float64, logX bool) ([]plot.Plotter, error) {
 	type group struct {
 		x, y  float64
 		names []string
 	}
 	var groups []*group
-	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := 0; i < pts.Len(); i++ {
 		x, y := pts.XY(i)
-		lo, hi = math.Min(lo, x), math.Max(hi, x)
 		at := slices.IndexFunc(groups, func(g *group) bool { return g.x == x && g.y == y })
 		if at < 0 {
 			groups = append(groups, &group{x: x, y: y})

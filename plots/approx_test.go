@@ -2,6 +2,7 @@ package plots
 
 import (
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/eval"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -89,7 +91,7 @@ func TestMethodLabels(t *testing.T) {
 	for _, x := range []float64{0.4, 1, 0.8, 1} {
 		pts.add(x, 100, 80, 100)
 	}
-	lbs, err := methodLabels(pts, []string{"loki", "exact", "sift", "kv8"}, DefaultConfig(), false)
+	lbs, err := methodLabels(pts, []string{"loki", "exact", "sift", "kv8"}, DefaultConfig(), 0.4, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +104,27 @@ func TestMethodLabels(t *testing.T) {
 	}
 	if !slices.Equal(left.Labels, []string{"exact\nkv8"}) || left.Offset.X >= 0 || left.TextStyle[0].XAlign != draw.XRight {
 		t.Errorf("left of its point: %q offset %v", left.Labels, left.Offset.X)
+	}
+}
+
+// TestPadAxis: the range widens by a fraction of its width (a factor on a
+// log axis), by at least the floor, and not at all with neither.
+func TestPadAxis(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		lo, hi, frac, floor float64
+		log                 bool
+		wantMin, wantMax    float64
+	}{
+		{"linear", 2, 4, 0.1, 0, false, 1.8, 4.2},
+		{"linear floor", 3, 3.1, 0.1, 0.05, false, 2.95, 3.15},
+		{"log", 100, 1000, 0.25, 0, true, 80, 1250},
+		{"one value, no floor", 5, 5, 0.1, 0, false, 0, 0},
+	} {
+		var ax plot.Axis
+		padAxis(&ax, tc.lo, tc.hi, tc.frac, tc.floor, tc.log)
+		if math.Abs(ax.Min-tc.wantMin) > 1e-12 || math.Abs(ax.Max-tc.wantMax) > 1e-12 {
+			t.Errorf("%s: [%g, %g], want [%g, %g]", tc.name, ax.Min, ax.Max, tc.wantMin, tc.wantMax)
+		}
 	}
 }

@@ -155,14 +155,13 @@ func extractionVsCount(cfg Config, runs []*runData) (*figure, error) {
 		xb.LineStyle.Color, xb.LineStyle.Width, xb.CapWidth = colorAt(i), vg.Points(0.8), vg.Points(4)
 		p.Add(xb)
 	}
-	// A margin, so that the outermost count ranges' caps stay inside.
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, sp := range spans {
 		for i := range sp.lo {
 			lo, hi = math.Min(lo, sp.lo[i]), math.Max(hi, sp.hi[i])
 		}
 	}
-	p.X.Min, p.X.Max = lo/1.25, hi*1.25
+	padAxis(&p.X, lo, hi, 0.25, 0, true)
 	p.Y.Min, p.Y.Max = -3, 105
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())

@@ -67,7 +67,7 @@ var percentTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 20, Label:
 // to eight), with a minor tick between labels: gonum's default picks
 // steps such as 40 (40, 120, 200) and prints 25.00 for 25. A range too
 // narrow for its magnitude (a float's rounding apart), or not finite,
-// gets its two ends labelled.
+// gets its two ends labelled. Labels share the step's decimals.
 type stepTicks struct{}
 
 func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -106,9 +106,9 @@ func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
 		if math.Abs(v) < step*1e-9 {
 			v = 0
 		}
-		// Rounded to the step's decimals, then written shortest: 0.6, 1.
-		r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', decimals, 64), 64)
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(r, 'f', -1, 64)})
+		// Every label with the step's decimals (0.8, 1.0), as a reader
+		// compares them down the axis.
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
 	}
 	return ticks
 }
@@ -855,6 +855,21 @@ func hgrid() *plotter.Grid {
 	g.Vertical.Color = nil
 	g.Horizontal.Color = color.Gray{Y: 220}
 	return g
+}
+
+// padAxis sets ax's range to [lo, hi] widened on each side by frac of its
+// width (by a factor of 1+frac on a log axis), so that the glyphs, caps and
+// labels of the outermost values stay inside the axes. A linear range is
+// widened by at least floor; one of no width and no floor is left to the
+// plotters' own range.
+func padAxis(ax *plot.Axis, lo, hi, frac, floor float64, logScale bool) {
+	if logScale {
+		ax.Min, ax.Max = lo/(1+frac), hi*(1+frac)
+		return
+	}
+	if pad := math.Max(frac*(hi-lo), floor); pad > 0 {
+		ax.Min, ax.Max = lo-pad, hi+pad
+	}
 }
 
 // aucLegend labels a ROC curve with summary.json's AUC and, when eval

@@ -49,7 +49,7 @@ func thresholdVsParams(cfg Config, runs []*runData) (*figure, error) {
 			losses = append(losses, w.loss)
 		}
 	}
-	p := newPlot(cfg, "Repetitions until half the targets are extracted", "parameters", "repetitions")
+	p := newPlot(cfg, "Repetitions until half the targets are extracted", "parameters", "repetitions (pointwise Wilson 95 % CI)")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	var ticks plot.ConstantTicks
 	for r := minReps; r <= maxReps; r *= 2 {

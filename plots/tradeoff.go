@@ -56,9 +56,7 @@ func tradeoffFigure(cfg Config, runs []*runData) (*figure, error) {
 		p.Add(eb, sc)
 		p.addLegend(pt.name, sc)
 	}
-	// Room beside the outermost points, whose glyphs would sit on the axes.
-	pad := math.Max(0.08*(hi-lo), 0.05)
-	p.X.Min, p.X.Max = lo-pad, hi+pad
+	padAxis(&p.X, lo, hi, 0.08, 0.05, false)
 	p.Y.Min, p.Y.Max = 0, 130
 	p.Y.Tick.Marker = percentTicks
 	p.Add(hgrid())
