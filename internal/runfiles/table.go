@@ -97,6 +97,13 @@ func NewTable[T any](name string, columns ...string) *Table[T] {
 		seen[c.field.Name] = true
 		fields[i] = c.field
 	}
+	// A column's old name read in place of another column would read the
+	// wrong values from a new file, silently.
+	for _, c := range t.cols {
+		if c.was != "" && (seen[c.was] || c.was == c.field.Name) {
+			panic(fmt.Sprintf("runfiles: %s: column %q was %q, the name of a column", name, c.field.Name, c.was))
+		}
+	}
 	t.schema = arrow.NewSchema(fields, nil)
 	return t
 }

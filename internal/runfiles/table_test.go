@@ -88,6 +88,17 @@ func TestTableRefusesBadTags(t *testing.T) {
 				A, B int `arrow:"a"`
 			}]("x")
 		},
+		"old name of another column": func() {
+			NewTable[struct {
+				A int `arrow:"a"`
+				B int `arrow:"b,was=a"`
+			}]("x")
+		},
+		"old name its own": func() {
+			NewTable[struct {
+				A int `arrow:"a,was=a"`
+			}]("x")
+		},
 		"no column name": func() {
 			NewTable[struct {
 				A int `arrow:",required"`
