@@ -150,6 +150,7 @@ func TestExitCodes(t *testing.T) {
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
 		{"a Slurm flag on a local sweep", []string{"sweep", "--account", "proj", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --account is a Slurm setting: add --slurm"},
+		{"--nodes on a local sweep", []string{"sweep", "--nodes", "2", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nodes is a Slurm setting: add --slurm"},
 		{"submit and dry-run", []string{"sweep", "--slurm", "--submit", "--dry-run", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "--submit and --dry-run exclude each other"},
 		{"no ranks for a sweep", []string{"sweep", "--nproc", "0", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nproc 0: must be >= 1"},
 		{"--defaults with --set", []string{"config", "--defaults", "--set", "train.lr=-1"}, "--defaults prints the built-in defaults alone"},

@@ -139,6 +139,16 @@ func runAction(c *cli.Context) (err error) {
 		if place.Size > 1 {
 			return usageError("run: %s is a sweep; under a launcher run one grid point at a time (memo sweep --slurm writes the job array)", spec.File())
 		}
+		// A sweep runs every stage of every point and chooses itself which
+		// points reuse a training: these would be dropped without a word.
+		for _, f := range []string{"stages", "reuse-train"} {
+			if c.IsSet(f) {
+				return usageError("run: --%s does not go with a sweep (%s has a [sweep] table): give it to one point: memo run --%s ... RUNS/SWEEP/specs/POINT.toml", f, spec.File(), f)
+			}
+		}
+		if err := checkSweepDir(c, spec); err != nil {
+			return err
+		}
 		return localSweep(ctx, c, spec)
 	}
 	nproc := c.Int("nproc")

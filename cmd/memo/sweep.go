@@ -91,11 +91,8 @@ func sweepCommand() *cli.Command {
 			if err := checkRunsRoot(c, spec); err != nil {
 				return err
 			}
-			// The sweep writes specs/, logs/, report/ and slurm.sh into its
-			// directory: only a new one or one an earlier sweep made.
-			if dir := spec.SweepDir(c.String("runs")); outguard.Claim(dir, []string{experiments.SweepIndexFile}) != "" {
-				return usageError("sweep: %s %s; a sweep writes only into a new directory or its own: rename the sweep (name = ...) or give --runs DIR",
-					dir, outguard.Claim(dir, []string{experiments.SweepIndexFile}))
+			if err := checkSweepDir(c, spec); err != nil {
+				return err
 			}
 			if !c.Bool("slurm") {
 				// A Slurm script runs elsewhere: its nodes' GPUs are not ours.
@@ -111,6 +108,18 @@ func sweepCommand() *cli.Command {
 			return localSweep(ctx, c, spec)
 		},
 	}
+}
+
+// checkSweepDir refuses a sweep's directory that is neither new nor one an
+// earlier sweep made: the sweep writes specs/, logs/, report/ and slurm.sh
+// into it, and its points' directories.
+func checkSweepDir(c *cli.Context, spec *experiments.Spec) error {
+	dir := spec.SweepDir(c.String("runs"))
+	if why := outguard.Claim(dir, []string{experiments.SweepIndexFile}); why != "" {
+		return usageError("%s: %s %s; a sweep writes only into a new directory or its own: rename the sweep (name = ...) or give --runs DIR",
+			c.Command.Name, dir, why)
+	}
+	return nil
 }
 
 // localSweep runs a sweep's grid on this machine, then reports over it.
@@ -169,7 +178,7 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
 
 // slurmOnlyFlags are the sweep's flags that only a job script uses.
-var slurmOnlyFlags = []string{"account", "partition", "time", "gpus", "cpus", "mem", "qos", "constraint", "gpus-per-task", "array-throttle", "sbatch"}
+var slurmOnlyFlags = []string{"account", "partition", "time", "gpus", "cpus", "mem", "qos", "constraint", "gpus-per-task", "array-throttle", "sbatch", "nodes"}
 
 // slurmSweep writes (and maybe submits) the job array of a sweep.
 func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
