@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
@@ -316,7 +317,15 @@ func copyFile(ctx context.Context, from, to string) error {
 // ReadSource finds the weights a run starts from (train.init_from): a
 // Hugging Face directory, or a memo run, checkpoints/ directory or
 // checkpoint (its newest good one). It returns their directory and model.
+// "hf:DIR" (extract.reference's form) must be a Hugging Face directory.
 func ReadSource(path string) (string, model.Config, error) {
+	if dir, ok := strings.CutPrefix(path, "hf:"); ok {
+		c, err := ReadHFConfig(dir)
+		if err == nil && !IsHFDir(dir) {
+			err = fmt.Errorf("%s has a config.json but no %s or %s", dir, ModelFile, safetensors.IndexFile)
+		}
+		return dir, c, err
+	}
 	if IsHFDir(path) {
 		c, err := ReadHFConfig(path)
 		return path, c, err

@@ -13,6 +13,7 @@ import (
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
+	"github.com/memo-research/memo/model/approx"
 )
 
 // gpt2Vocab is the size of GPT-2's BPE vocabulary.
@@ -127,6 +128,21 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 				s.Data.Tokenizer, n, m.InitFrom, m.Vocab)
 		}
 	}
+	if s.Model.Vocab != 0 && m.InitFrom == "" {
+		// A vocabulary the spec sets: the tokenizer's ids must all fit,
+		// found now rather than when training starts.
+		if n, err := tokenizerVocab(); err == nil && n > m.Vocab {
+			return fail("model.vocab", "model.vocab = %d, but data.tokenizer = %q has %d tokens: ids past %d would have no embedding; want model.vocab >= %d or leave it out (the tokenizer's size)",
+				m.Vocab, s.Data.Tokenizer, n, m.Vocab-1, n)
+		}
+	}
+	if x, err := s.Extract.Resolved(); err == nil && x.Attention == approx.AttnLoki && x.Loki.Rank > m.HeadDim {
+		key := "extract.loki.rank"
+		if s.Extract.Approximation != "" {
+			key = "extract.approximation"
+		}
+		return fail(key, "extract.loki.rank = %d: must be at most the model's head dimension %d (the keys' PCA basis has that many components)", x.Loki.Rank, m.HeadDim)
+	}
 	if s.MIA.References > 0 {
 		switch {
 		case s.Data.Targets < 1 || s.Data.Controls < 1:
@@ -180,7 +196,7 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 func (s *Spec) checkModelPaths(m model.Config, tokenizerVocab func() (int, error), fail func(key, format string, args ...any) error) error {
 	for _, ref := range []struct{ key, path string }{
 		{"train.init_from", s.Train.InitFrom},
-		{"extract.reference", strings.TrimPrefix(s.Extract.Reference, "hf:")},
+		{"extract.reference", s.Extract.Reference},
 	} {
 		if ref.path == "" {
 			continue

@@ -86,11 +86,13 @@ func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds 
 	}
 	var basis *approx.LokiBasis
 	if cfg.Attention == approx.AttnLoki {
-		if basis, err = lokiBasis(g, ckpt, ds, cfg, window); err != nil {
-			return nil, nil, err
-		}
 		if hd := g.Config().HeadDim; cfg.Loki.Rank > hd {
 			return nil, nil, fmt.Errorf("%w: extract.loki.rank = %d: must be at most the model's head dimension %d", ErrConfig, cfg.Loki.Rank, hd)
+		}
+		// Checked first: the basis is calibrated and saved beside the
+		// checkpoint, work a bad rank would waste.
+		if basis, err = lokiBasis(g, ckpt, ds, cfg, window); err != nil {
+			return nil, nil, err
 		}
 	}
 	slog.Info("extract: approximate decoding", "method", cfg.approxName())

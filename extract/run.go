@@ -34,6 +34,16 @@ func Run(ctx context.Context, cfg Config, checkpointDir string, ds *data.Dataset
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cfg, _ = cfg.Resolved() // Validate checked it
+	if cfg.Reference != "" {
+		// Found now: the reference model is loaded after the whole attack.
+		ckpt, _, err := checkpoint.ReadSource(cfg.Reference)
+		if err == nil {
+			err = sameTokenizer(ds, ckpt)
+		}
+		if err != nil {
+			return badinput.Errorf("extract.reference = %q: %w", cfg.Reference, err)
+		}
+	}
 
 	// libtorch's grad mode (ts.NoGrad) is per OS thread: a goroutine that
 	// moved between threads would build autograd graphs while decoding.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
@@ -166,6 +167,19 @@ func TestRunOnATrainedRun(t *testing.T) {
 	bad.Reference, bad.Suffix = "", 300
 	if err := Run(ctx, bad, dir, ds, out, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("suffix 300 on a 256-token context: %v, want ErrConfig", err)
+	}
+	// A reference model that is not there is refused before the attack
+	// (it is loaded after it): under a context already cancelled, which
+	// the attack would report first.
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	for _, ref := range []string{filepath.Join(t.TempDir(), "none"), "hf:" + dir} {
+		bad = cfg
+		bad.Reference = ref
+		err := Run(stopped, bad, dir, ds, filepath.Join(t.TempDir(), "ref.arrow"), nil)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "extract.reference = ") {
+			t.Errorf("extract.reference = %q: %v, want bad input naming the key", ref, err)
+		}
 	}
 	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))
 }
