@@ -110,8 +110,9 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
-		{"unknown flag of run", []string{"run", "--bogus", "parquet.toml"}, "run: flag provided but not defined: -bogus"},
-		{"unknown flag of a subcommand", []string{"data", "build", "--bogus"}, "data build: flag provided but not defined"},
+		{"unknown flag of run", []string{"run", "--bogus", "parquet.toml"}, "run: unknown flag --bogus; see `memo run --help`"},
+		{"a flag's value of the wrong kind", []string{"run", "--nproc", "two", "parquet.toml"}, `run: --nproc "two": want an integer`},
+		{"unknown flag of a subcommand", []string{"data", "build", "--bogus"}, "data build: unknown flag --bogus; see `memo data build --help`"},
 		{"text file named .parquet", []string{"data", "build", "--out", "out", "parquet.toml"}, `data.sources: "parquet:fake.parquet": read fake.parquet`},
 		{"spec without keys", []string{"run", "empty.toml"}, "empty.toml: the spec sets no key"},
 		{"empty txt directory", []string{"data", "build", "--out", "out", "emptytxt.toml"}, "no .txt files under emptydir"},

@@ -226,7 +226,7 @@ func newApp() *cli.App {
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
-			return usageError("%v", err)
+			return usageError("%s", flagMessage("", c.App.Flags, err))
 		},
 	}
 	usageErrors(app.Commands, "")
@@ -356,8 +356,9 @@ func usageErrors(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
 		if c.OnUsageError == nil {
+			flags := c.Flags
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return usageError("%s: %v", name, err)
+				return usageError("%s: %s", name, flagMessage(name, flags, err))
 			}
 		}
 		if hasFlag(c.Flags, "threads") {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -58,22 +57,13 @@ func maskCommand() *cli.Command {
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `SPEC` for --text: gpt2, hf:PATH or a tokenizer.json path"},
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usageError("mask: %v%s", err, maskFlagHint(err.Error()))
+			if m := flagBadValue.FindStringSubmatch(err.Error()); m != nil && maskFlagRanges[m[2]] != "" {
+				return usageError("mask: --%s %s: want %s", m[2], m[1], maskFlagRanges[m[2]])
+			}
+			return usageError("mask: %s", flagMessage("mask", c.Command.Flags, err))
 		},
 		Action: runMask,
 	}
-}
-
-var flagInError = regexp.MustCompile(`flag -{1,2}([a-z-]+)`)
-
-// maskFlagHint appends what the named flag accepts to a parse error.
-func maskFlagHint(msg string) string {
-	if m := flagInError.FindStringSubmatch(msg); m != nil {
-		if r, ok := maskFlagRanges[m[1]]; ok {
-			return fmt.Sprintf(" (--%s: want %s)", m[1], r)
-		}
-	}
-	return ""
 }
 
 func maskConfig(c *cli.Context) (loss.Config, error) {

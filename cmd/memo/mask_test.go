@@ -104,7 +104,7 @@ func TestMaskBadInput(t *testing.T) {
 		want        string // in the one-line message
 	}{
 		{"k=1", "[1]", []string{"--k", "1", "--ids-json", "-"}, "--k 1: want an integer >= 2"},
-		{"k not a number", "[1]", []string{"--k", "x", "--ids-json", "-"}, "--k: want an integer >= 2"},
+		{"k not a number", "[1]", []string{"--k", "x", "--ids-json", "-"}, `--k "x": want an integer >= 2`},
 		{"h=0", "[1]", []string{"--h", "0", "--ids-json", "-"}, "--h 0: want an integer >= 1"},
 		{"unknown strategy", "[1]", []string{"--strategy", "hash", "--ids-json", "-"}, `--strategy "hash": want one of none, static, hash-table`},
 		{"float id", "[1, 2.5]", []string{"--ids-json", "-"}, "--ids-json -: element 1 is 2.5: want an integer token id"},

@@ -30,7 +30,7 @@ func tokenizeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "encode: also print the tokens; decode: print {\"text\": ...}"},
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usageError("tokenize: %v", err)
+			return usageError("tokenize: %s", flagMessage("tokenize", c.Command.Flags, err))
 		},
 		Action: runTokenize,
 	}

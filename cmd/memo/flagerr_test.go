@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// TestFlagMessage: Go's flag errors in memo's words, naming the flag as a
+// user types it and what it takes.
+func TestFlagMessage(t *testing.T) {
+	flags := []cli.Flag{
+		&cli.Float64Flag{Name: "sample-rate"},
+		&cli.IntFlag{Name: "seed"},
+		&cli.BoolFlag{Name: "lowercase"},
+		&cli.DurationFlag{Name: "wait"},
+		&cli.StringFlag{Name: "out"},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"flag provided but not defined: -frobnicate", "unknown flag --frobnicate; see `memo audit --help`"},
+		{`invalid value "abc" for flag -sample-rate: parse error`, `--sample-rate "abc": want a number`},
+		{`invalid value "x" for flag -seed: parse error`, `--seed "x": want an integer`},
+		{`invalid boolean value "maybe" for -lowercase: parse error`, `--lowercase "maybe": want true or false, written --lowercase=false`},
+		{`invalid value "soon" for flag -wait: parse error`, `--wait "soon": want a duration such as 1m30s`},
+		{"flag needs an argument: -out", "--out needs a value"},
+		{"flag needs an argument: -seed", "--seed needs a value (an integer)"},
+		{"something else", "something else"},
+	} {
+		if got := flagMessage("audit", flags, errors.New(tc.in)); got != tc.want {
+			t.Errorf("%q:\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
