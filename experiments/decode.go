@@ -27,7 +27,13 @@ func decodeStrict(file string, doc []byte, v any) error {
 		line, _ := e.Position()
 		ce := unknownKey(file, line, e.Key(), reflect.TypeOf(v))
 		if n := len(missing.Errors) - 1; n > 0 {
-			ce.Msg += fmt.Sprintf(" (and %d more unknown keys)", n)
+			// Named, so that one run of memo config finds every typo.
+			var more []string
+			for _, e := range missing.Errors[1:] {
+				l, _ := e.Position()
+				more = append(more, fmt.Sprintf("%s (line %d)", strings.Join(e.Key(), "."), l))
+			}
+			ce.Msg += "; also unknown: " + strings.Join(more, ", ")
 		}
 		return ce
 	}
@@ -47,7 +53,12 @@ func syntaxError(file string, doc []byte, err error) *ConfigError {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, _ := de.Position()
-		return &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")}
+		msg := "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")
+		if strings.Contains(msg, "value out of range") {
+			// strconv's words: the number is written right but too large.
+			msg = "the integer is out of range (TOML integers are 64-bit: at most 9223372036854775807)"
+		}
+		return &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: msg}
 	}
 	if m := duplicateRE.FindStringSubmatch(err.Error()); m != nil {
 		if line, key := secondDefinition(doc, m[1]); line > 0 {
@@ -144,13 +155,13 @@ var floatToIntRE = regexp.MustCompile(`^float cannot be assigned to u?int\d*$`)
 func typeMessage(msg string) string {
 	msg = strings.TrimPrefix(msg, "toml: ")
 	if floatToIntRE.MatchString(msg) {
-		return "wrong type: the file has a TOML float, the key takes an integer (write 1000, not 1e3 or 1000.0)"
+		return "wrong type: the value is a TOML float, the key takes an integer (write 1000, not 1e3 or 1000.0)"
 	}
 	m := mismatchRE.FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}
-	return fmt.Sprintf("wrong type: the file has a TOML %s, the key takes %s", m[1], describeGoType(m[2]))
+	return fmt.Sprintf("wrong type: the value is a TOML %s, the key takes %s", m[1], describeGoType(m[2]))
 }
 
 func describeGoType(t string) string {

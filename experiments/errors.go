@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -75,6 +76,9 @@ func levenshtein(a, b string) int {
 // closest returns the valid key nearest to key, or "" when nothing is near
 // enough to be a plausible typo (more than half the key's length away).
 func closest(key string, valid []string) string {
+	if name, ok := otherNames[strings.ToLower(key)]; ok && slices.Contains(valid, name) {
+		return name
+	}
 	best, bestD := "", 1<<30
 	for _, v := range valid {
 		d := levenshtein(strings.ToLower(key), strings.ToLower(v))
@@ -86,6 +90,17 @@ func closest(key string, valid []string) string {
 		return ""
 	}
 	return best
+}
+
+// otherNames are the names other trainers (nanoGPT, Hugging Face, litgpt)
+// give memo's keys: too far from memo's by spelling to be suggested by it.
+var otherNames = map[string]string{
+	"learning_rate": "lr", "max_lr": "lr", "max_iters": "steps", "max_steps": "steps",
+	"warmup_iters": "warmup_steps", "lr_decay_iters": "steps",
+	"n_layer": "layers", "num_hidden_layers": "layers", "n_head": "heads", "num_attention_heads": "heads",
+	"n_embd": "dim", "hidden_size": "dim", "d_model": "dim", "vocab_size": "vocab",
+	"block_size": "block", "max_position_embeddings": "context", "n_positions": "context",
+	"micro_batch_size": "batch_size", "per_device_train_batch_size": "batch_size", "gradient_accumulation_steps": "grad_accum",
 }
 
 // suggestion formats the "did you mean" part of an unknown-key message.

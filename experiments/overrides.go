@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -95,6 +96,10 @@ func overrideValue(text string) (any, error) {
 	if strings.ContainsAny(text, "\"[]{}\n") {
 		return nil, fmt.Errorf("value %s is not valid TOML", text)
 	}
+	if _, err := strconv.ParseInt(text, 10, 64); errors.Is(err, strconv.ErrRange) {
+		// A number too large, not a string.
+		return nil, fmt.Errorf("value %s is out of range (TOML integers are 64-bit: at most 9223372036854775807)", text)
+	}
 	return text, nil
 }
 
@@ -119,5 +124,9 @@ func OverrideTables(v any, sets []string) error {
 		return &ConfigError{File: "--set", Msg: err.Error()}
 	}
 	_, err = loadInto("--set "+strings.Join(sets, " "), out, v)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		ce.Line = 0 // a line of the document memo wrote, not of anything the user wrote
+	}
 	return err
 }

@@ -60,6 +60,7 @@ func TestParseWithOverrides(t *testing.T) {
 		{"broken TOML value", []string{"data.sources=[\"opticks\""}, "not valid TOML"},
 		{"a second key after a newline", []string{"train.steps=5\nbogus=1"}, "is more than one TOML value"},
 		{"a table after a newline", []string{"train.steps=5\n[model]\npreset=\"base\""}, "is more than one TOML value"},
+		{"an integer past 64 bits", []string{"train.steps=99999999999999999999"}, "value 99999999999999999999 is out of range"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestOverrideTables(t *testing.T) {
 		{"none", nil, "", func(c extract.Config) bool { return c.TopK == 0 }},
 		{"a key no flag copies", []string{"extract.top_k=40", "extract.mink_fraction=0.1"}, "", func(c extract.Config) bool { return c.TopK == 40 && c.MinKFraction == 0.1 }},
 		{"later wins", []string{"extract.suffix=20", "extract.suffix=30"}, "", func(c extract.Config) bool { return c.Suffix == 30 }},
-		{"typo suggests", []string{"extract.topk=4"}, `unknown key "topk" in [extract]; did you mean "top_k"?`, nil},
+		{"typo suggests", []string{"extract.topk=4"}, `--set extract.topk=4: extract.topk: unknown key "topk" in [extract]; did you mean "top_k"?`, nil},
 		{"another table", []string{"train.lr=1e-3"}, `unknown key "train"`, nil},
 		{"out of range", []string{"extract.top_p=2"}, "extract.top_p", nil},
 		{"wrong type", []string{"extract.suffix=many"}, "extract.suffix: wrong type", nil},
