@@ -80,3 +80,18 @@ func TestNewMIAStatisticsDirection(t *testing.T) {
 		t.Errorf("ref without numbers: AUC %v, want NaN", ref.AUC)
 	}
 }
+
+// TestExtractableAtExactlyQ: (n, q)-extractable means 1 − (1 − p)^n >= q,
+// so a document whose probability equals q counts. p = 0.5 at n = 1 is
+// exactly 0.5 in floating point; a strict > would leave it out, and
+// TestExtractableByHand has no document on the boundary.
+func TestExtractableAtExactlyQ(t *testing.T) {
+	if got := ExtractProb(math.Log(0.5), 1); got != 0.5 {
+		t.Fatalf("ExtractProb(log 0.5, 1) = %v, want exactly 0.5", got)
+	}
+	rows := []Score{{Split: "target", Status: StatusOK, PExtract: math.Log(0.5)}}
+	at := summarizeExtractable(rows, 0.5)
+	if got := at[0]; got.N != 1 || got.Count != 1 || got.Total != 1 {
+		t.Errorf("n = 1, p = q = 0.5: %+v, want count 1 of 1", got)
+	}
+}

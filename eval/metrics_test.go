@@ -54,6 +54,15 @@ func TestRougeLHandWorked(t *testing.T) {
 		// LCS 3: P = 3/3, R = 3/5, F = 2·1·0.6/1.6.
 		{"prediction shorter", "a b c d e", "a c e", 1, 0.6, 0.75},
 		{"repeated tokens", "a a a", "a", 1, 1.0 / 3, 0.5},
+		// Repeats in the prediction (RougeL's second argument): one "a"
+		// of the target matches one of the two, LCS 1, P = 1/2, R = 1.
+		// Pins the LCS recurrence's diagonal step (prev[j] + 1): counting
+		// from the current row (cur[j] + 1) would match the target's
+		// single "a" twice, LCS 2.
+		{"repeats in the prediction", "a", "a a", 0.5, 1, 2.0 / 3},
+		{"repeats in the target", "a a", "a", 1, 0.5, 2.0 / 3},
+		// LCS "a b" = 2 of 4 predicted, 2 of 2 target.
+		{"each target token repeated in the prediction", "a b", "a a b b", 0.5, 1, 2.0 / 3},
 		{"nothing shared", "one two", "three four", 0, 0, 0},
 		{"empty target", "", "some words", 0, 0, 0},
 		{"empty prediction", "some words", "", 0, 0, 0},
@@ -221,15 +230,22 @@ func TestROCAgreesWithAUCAndTPR(t *testing.T) {
 	}
 }
 
-func TestMIABootstrap(t *testing.T) {
+// shiftedNormals are 60 member scores from N(1, 1) and 200 control
+// scores from N(0, 1), the same every call.
+func shiftedNormals() (members, controls []float64) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	m, c := make([]float64, 60), make([]float64, 200)
-	for i := range m {
-		m[i] = rng.NormFloat64() + 1
+	members, controls = make([]float64, 60), make([]float64, 200)
+	for i := range members {
+		members[i] = rng.NormFloat64() + 1
 	}
-	for i := range c {
-		c[i] = rng.NormFloat64()
+	for i := range controls {
+		controls[i] = rng.NormFloat64()
 	}
+	return members, controls
+}
+
+func TestMIABootstrap(t *testing.T) {
+	m, c := shiftedNormals()
 	auc, tpr := MIABootstrap(m, c, LowFPRs, 500, 9)
 	a := AUC(m, c)
 	if !(auc[0] < a && a < auc[1]) || auc[1]-auc[0] > 0.25 {
@@ -252,6 +268,43 @@ func TestMIABootstrap(t *testing.T) {
 	}
 	if none, tp := MIABootstrap(m, nil, LowFPRs, 200, 9); !math.IsNaN(none[0]) || !math.IsNaN(tp[1][1]) {
 		t.Error("no controls: intervals should be NaN")
+	}
+}
+
+// TestQuantileLinear pins quantile to numpy's default (linear) rule,
+// sorted[i] + f·(sorted[i+1] − sorted[i]) at position q·(n−1): a flipped
+// interpolation sign or a dropped interpolation term (the lower order
+// statistic alone) moves every bootstrap interval, which the bootstrap
+// tests' loose bounds do not notice. Values from numpy.quantile.
+func TestQuantileLinear(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5}
+	for _, tc := range []struct{ q, want float64 }{
+		{0, 1},
+		{0.025, 1.1}, // position 0.1
+		{0.5, 3},
+		{0.975, 4.9}, // position 3.9
+		{1, 5},
+	} {
+		if got := quantile(xs, tc.q); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("quantile(%v, %v) = %v, want %v", xs, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestMIABootstrapEachFPR: the TPR interval at each FPR is computed at that
+// FPR, not at fprs[0]. The resamples are drawn from the generator alone
+// (fprs only choose where TPR is read), so the interval at 0.5 must be the
+// same whether 0.5 is asked for first or second; TestMIABootstrap's
+// fprs (0.1 %, 1 %) are too close together to tell.
+func TestMIABootstrapEachFPR(t *testing.T) {
+	m, c := shiftedNormals()
+	_, two := MIABootstrap(m, c, []float64{0.001, 0.5}, 300, 9)
+	_, alone := MIABootstrap(m, c, []float64{0.5}, 300, 9)
+	if two[1] != alone[0] {
+		t.Errorf("TPR interval at 50 %% FPR asked second = %v, asked alone = %v; want equal", two[1], alone[0])
+	}
+	if two[0] == two[1] {
+		t.Errorf("TPR intervals at 0.1 %% and 50 %% FPR both %v; want different", two[0])
 	}
 }
 

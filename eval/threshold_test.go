@@ -90,3 +90,21 @@ func TestRepetitionThresholdNotReached(t *testing.T) {
 		t.Error("a single repetition group has no threshold")
 	}
 }
+
+// TestThresholdCIUpperEndAtRate: CI[1] is the smallest count whose Wilson
+// interval lies at or above Rate, lower bound >= 0.5, so a lower bound of
+// exactly 0.5 qualifies. TestRepetitionThreshold's lower bounds (0.596,
+// 0.722) are all well above 0.5 and do not tell >= from >.
+func TestThresholdCIUpperEndAtRate(t *testing.T) {
+	groups := []RepetitionSummary{
+		{Repetitions: 1, SplitSummary: SplitSummary{N: 10, ExactMatch: 0.2, ExactMatchWilsonCI: [2]Num{0.05, 0.45}}},
+		{Repetitions: 2, SplitSummary: SplitSummary{N: 10, ExactMatch: 0.7, ExactMatchWilsonCI: [2]Num{0.5, 0.9}}},
+	}
+	got := thresholdOf(groups, func(g RepetitionSummary) (Num, [2]Num) { return g.ExactMatch, g.ExactMatchWilsonCI })
+	want := Threshold{intp(2), [2]*int{intp(2), intp(2)}}
+	if !sameIntp(got.Repetitions, want.Repetitions) || !sameIntp(got.CI[0], want.CI[0]) || !sameIntp(got.CI[1], want.CI[1]) {
+		b, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("threshold %s, want %s", b, w)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/model"
@@ -207,6 +208,31 @@ func TestScanTiesGoToTheLowestID(t *testing.T) {
 	}
 	if n := TiedVerdicts(scanRows(prompts, matched)); n != len(prompts) {
 		t.Errorf("TiedVerdicts = %d, want all %d", n, len(prompts))
+	}
+}
+
+// TestScanRowsExactMatch: a scan row is an exact match only when the
+// whole suffix is reproduced, matched length == suffix length; one token
+// short (Len 3 of 4) is a partial match. The trained-model scan test has
+// no suffix matched all but its last token, so a verdict that let the
+// last token go (Len >= len(Suffix)-1) would pass there.
+func TestScanRowsExactMatch(t *testing.T) {
+	suffix := []int32{11, 12, 13, 14}
+	for _, tc := range []struct {
+		len  int
+		want bool
+	}{
+		{0, false},
+		{3, false},
+		{4, true},
+	} {
+		prompts := []Prompt{{Doc: data.Doc{ID: 1, Split: "target"}, Prefix: []int32{7, 8}, Suffix: suffix, Status: StatusOK}}
+		rows := scanRows(prompts, []engine.Match{{Len: tc.len, Margin: 1}})
+		r := rows[0]
+		if r.ExactMatch != tc.want || r.MatchedLen != tc.len || r.SuffixLen != 4 || r.PrefixLen != 2 {
+			t.Errorf("Match{Len: %d} of a 4-token suffix: exact %v, matched %d, suffix %d, prefix %d; want exact %v, matched %d, suffix 4, prefix 2",
+				tc.len, r.ExactMatch, r.MatchedLen, r.SuffixLen, r.PrefixLen, tc.want, tc.len)
+		}
 	}
 }
 
