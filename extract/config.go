@@ -48,9 +48,10 @@ var (
 
 // Config is the [extract] table of an experiment spec.
 type Config struct {
-	// Mode builds the prompts: reference, fixed or pythia (see the package
-	// doc; pythia takes 32 + 32 tokens from the start of each document, not
-	// of each training row).
+	// Mode is how prompts are cut from a document: reference (the end of
+	// its training row), fixed (extract.prefix + extract.suffix tokens) or
+	// pythia (32 + 32 tokens from the start of each document, not of each
+	// training row); docs/ATTACKS.md has each.
 	Mode string `toml:"mode" json:"mode"`
 	// Prefix is the prompt length in tokens of the fixed mode.
 	Prefix int `toml:"prefix" json:"prefix"`
@@ -61,12 +62,13 @@ type Config struct {
 	Decoding string `toml:"decoding" json:"decoding"`
 	// Temperature divides the logits before sampling.
 	Temperature float64 `toml:"temperature" json:"temperature"`
-	// TopK samples among the K most likely tokens (and any tied with the
-	// K-th, as Hugging Face does); 0 means all.
+	// TopK is the K of top-k sampling: draws only among the K most likely
+	// tokens (and any tied with the K-th, as Hugging Face does); 0 means all.
 	TopK int `toml:"top_k" json:"top_k"`
-	// TopP samples from the smallest set of most likely tokens whose
-	// probability reaches P, taken on the distribution renormalized after
-	// TopK (Hugging Face's order: temperature, top-k, top-p); 1 means all.
+	// TopP is the P of nucleus sampling: draws from the smallest set of
+	// most likely tokens whose probability reaches P, taken on the
+	// distribution renormalized after top_k (Hugging Face's order:
+	// temperature, top-k, top-p); 1 means all.
 	TopP float64 `toml:"top_p" json:"top_p"`
 	// DecodeOn is where decoding chooses its tokens from the logits:
 	// sampling's draws, beam search's ranking and the scoring pass's
@@ -83,7 +85,8 @@ type Config struct {
 	DecodeOn string `toml:"decode_on,omitempty" json:"decode_on,omitempty"`
 	// Beams is the beam width of beam search.
 	Beams int `toml:"beams" json:"beams"`
-	// Seed seeds sampling.
+	// Seed is the seed of sampling's random numbers (a document's draws
+	// depend on it and the document's doc_id alone, not on the batch).
 	Seed int64 `toml:"seed" json:"seed"`
 	// Device is where the attacked model (and the reference model) run,
 	// for decoding and every scoring pass: "cpu", "cuda" or "cuda:N".
@@ -94,12 +97,13 @@ type Config struct {
 	// (4 bytes a parameter; 2 for the linear layers' under extract.precision
 	// bf16 or fp16), divided by 4·window·(2·layers·dim + vocab) bytes per
 	// row (key/value cache plus one row of scoring logits), clamped to
-	// [1, 64] (on a GPU [1, 512]; see AutoBatch).
+	// [1, 64] (on a GPU [1, 512]).
 	BatchSize int `toml:"batch_size" json:"batch_size"`
 	// Splits are the document splits attacked: members ("target") and
 	// non-members ("control") by default.
 	Splits []string `toml:"splits" json:"splits"`
-	// MaxDocs caps the documents attacked per split (the first by doc_id); 0 means all.
+	// MaxDocs is the most documents attacked per split (the first by
+	// doc_id); 0 means all.
 	MaxDocs int `toml:"max_docs" json:"max_docs"`
 	// MinKFraction is the k of Min-K%++ (0.2 = the 20 % least likely
 	// tokens), which only extract can score (it needs the model's whole
@@ -132,7 +136,7 @@ type Config struct {
 	// attack window is used, so that the document keeps the other half. 0
 	// turns ReCaLL off (recall is NaN).
 	RecallPrefix int `toml:"recall_prefix" json:"recall_prefix"`
-	// GradNorm fills the grad_norm column with ‖∇θ L‖₂ of each window's mean
+	// GradNorm, when true, fills the grad_norm column with ‖∇θ L‖₂ of each window's mean
 	// loss, a membership statistic. Off by default (grad_norm is NaN): it
 	// costs a forward and a backward pass per document, about three
 	// forward passes, several times what greedy decoding the same

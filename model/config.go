@@ -27,9 +27,10 @@ type Config struct {
 	FFN int `toml:"ffn" json:"ffn"`
 	// Context is the longest sequence the rotary tables cover.
 	Context int `toml:"context" json:"context"`
-	// Untied gives the LM head its own matrix instead of the embedding's.
+	// Untied, when true, gives the LM head its own matrix instead of the
+	// embedding's.
 	Untied bool `toml:"untied" json:"untied"`
-	// Seed seeds the weight initialisation.
+	// Seed is the seed of the weight initialisation.
 	Seed int64 `toml:"seed" json:"seed"`
 
 	// Arch is the decoder family, each declared by its model/arch_<name>.go: "llama" is memo's own (RMSNorm, SwiGLU, rotary), the others are families memo imports from Hugging Face.

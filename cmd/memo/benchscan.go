@@ -46,9 +46,9 @@ func benchScanCommand() *cli.Command {
 		}, benchFlags("extract", benchScanDefaults,
 			// The attack's keys, read here as the fixed mode reads them: a
 			// window is --prefix tokens of prompt and --suffix to match.
-			benchKey{"prefix", "(>= 1): here each window's prompt"}, benchKey{"suffix", "(>= 1): here each window's tokens after its prompt"},
+			benchKey{"prefix", "each window's prompt, in tokens (>= 1)"}, benchKey{"suffix", "each window's tokens after its prompt, to match (>= 1)"},
 			benchKey{"batch_size", "windows a pass (>= 1)"},
-			benchKey{"precision", "(fp32, bf16 or fp16)"})),
+			benchKey{"precision", "fp32, bf16 or fp16: the dtype of the linear layers' weights and products"})),
 		Action: runBenchScan,
 	}
 }

@@ -23,11 +23,11 @@ func dpEpsilonCommand() *cli.Command {
 			"whose ε is at most the target and within 1 % of it (Opacus's search).\n" +
 			"Example: memo dp-epsilon --sample-rate 0.04 --noise 1.5 --steps 2250 --delta 1e-5 --json",
 		Flags: []cli.Flag{
-			&cli.Float64Flag{Name: "sample-rate", Usage: "`Q`, the probability that a step draws each example, in (0, 1] (1: no subsampling)"},
-			&cli.Float64Flag{Name: "noise", Usage: "`SIGMA`, the noise multiplier: the noise's standard deviation over the clipping norm, > 0"},
-			&cli.Int64Flag{Name: "steps", Usage: "`T`, the number of noised steps, >= 1"},
-			&cli.Float64Flag{Name: "delta", Usage: "`D`, the δ of (ε, δ)-DP, in (0, 1); usually below 1/N for N examples"},
-			&cli.Float64Flag{Name: "target-epsilon", Usage: "`E`: print the noise multiplier that reaches ε = E instead of the ε of --noise"},
+			&cli.Float64Flag{Name: "sample-rate", Usage: "`Q`, the probability that a step draws each example, in (0, 1] (1: no subsampling)", DefaultText: "required"},
+			&cli.Float64Flag{Name: "noise", Usage: "`SIGMA`, the noise multiplier: the noise's standard deviation over the clipping norm, > 0 (or --target-epsilon)", DefaultText: "none"},
+			&cli.Int64Flag{Name: "steps", Usage: "`T`, the number of noised steps, >= 1", DefaultText: "required"},
+			&cli.Float64Flag{Name: "delta", Usage: "`D`, the δ of (ε, δ)-DP, in (0, 1); usually below 1/N for N examples", DefaultText: "required"},
+			&cli.Float64Flag{Name: "target-epsilon", Usage: "`E`: print the noise multiplier that reaches ε = E instead of the ε of --noise", DefaultText: "none"},
 			&cli.BoolFlag{Name: "json", Usage: `print {"epsilon": ...} (and "noise_multiplier" with --target-epsilon) as JSON`},
 		},
 		Action: func(c *cli.Context) error {

@@ -37,7 +37,7 @@ func runSpecCommand() *cli.Command {
 			"grid point (like `memo sweep`) and ends with the comparison table and figures.",
 		Flags: append(runFlags(),
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel. Under srun or torchrun, which start the ranks themselves, leave it out (or give their number of tasks)"},
-			&cli.IntFlag{Name: "master-port", Usage: "rendezvous port of rank 0 for multi-process training (default: $MASTER_PORT, else a free port)"},
+			&cli.IntFlag{Name: "master-port", Usage: "rendezvous port of rank 0 for multi-process training", DefaultText: "$MASTER_PORT, else a free port"},
 			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval or plots keys)"},
 			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,references,extract,eval,plots); default all. A stage needs the ones it reads done or listed with it. Under a launcher, give the same stages to every rank; only train runs on more than one"},
 		),

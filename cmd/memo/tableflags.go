@@ -52,6 +52,14 @@ func flaggable(t reflect.Type) bool {
 	return false
 }
 
+// emptyMeans is what an empty string key means, where it means a setting
+// rather than nothing: the help's default says that setting.
+var emptyMeans = map[string]string{
+	"extract.precision": "fp32",
+	"extract.decode_on": "auto",
+	"extract.device":    "train.device, else auto",
+}
+
 // tableFlags are the flags of table's keys; defaults (the table's Config,
 // as the stage package's DefaultConfig gives it) fills in the help's
 // "config.toml, else …".
@@ -67,6 +75,9 @@ func tableFlags(table string, defaults any) []cli.Flag {
 			def = strings.Join(f.Interface().([]string), ",")
 		case f.Kind() == reflect.String && def == "":
 			def = "unset"
+			if means, ok := emptyMeans[k.key]; ok {
+				def = means
+			}
 		}
 		shown := fromConfig(def)
 		var flag cli.Flag
@@ -149,8 +160,10 @@ type benchKey struct{ name, extra string }
 
 // benchFlags are the flags of some keys of table for a memo bench command:
 // each is named and typed after its key (model.kv_heads: --kv-heads), its
-// help is the first sentence of the key's doc comment and then extra (when
-// that sentence is long, the key's name and extra), and
+// help is the first sentence of the key's doc comment, then extra when it
+// is a note in parentheses (when that sentence is long, the key's name and
+// the note); any other extra is the flag's help in place of the key's doc,
+// and
 // its default is the bench's own, the field's value in defaults (the
 // table's Config). A bench flag that sets a spec key thus never restates
 // the key by hand; the bench's own settings (--steps, --reps) stay flags of
@@ -167,13 +180,15 @@ func benchFlags(table string, defaults any, keys ...benchKey) []cli.Flag {
 		if !ok {
 			panic(fmt.Sprintf("benchFlags: %s.%s is not a key a flag can set", table, bk.name))
 		}
-		usage := firstSentence(flagUsage(k.key, v.Type().Field(k.index).Name))
-		switch {
-		case len(usage) > maxBenchUsage && bk.extra != "":
-			usage = "sets " + k.key + ": " + bk.extra
+		usage := strings.TrimSuffix(firstSentence(flagUsage(k.key, v.Type().Field(k.index).Name)), ".")
+		switch note := strings.HasPrefix(bk.extra, "("); {
+		case bk.extra != "" && !note:
+			usage = bk.extra + " (sets " + k.key + ")" // the bench's own words
+		case len(usage) > maxBenchUsage && note:
+			usage = "sets " + k.key + " " + bk.extra
 		case len(usage) > maxBenchUsage:
 			usage = "sets " + k.key + " (memo config --defaults explains it)"
-		case bk.extra != "":
+		case note:
 			usage += " " + bk.extra
 		}
 		f := v.Field(k.index)

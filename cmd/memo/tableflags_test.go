@@ -78,7 +78,8 @@ func TestSetTableFlags(t *testing.T) {
 func TestFlagUsage(t *testing.T) {
 	for _, tc := range []struct{ key, field, want string }{
 		{"extract.beams", "Beams", "the beam width of beam search."},
-		{"extract.top_k", "TopK", "top_k samples among the K most likely tokens"},
+		{"extract.top_k", "TopK", "the K of top-k sampling: draws only among"},
+		{"extract.grad_norm", "GradNorm", "grad_norm, when true, fills the grad_norm column"},
 		{"eval.reference", "Reference", "reference, when set, is another run directory"},
 		{"extract.samples", "Samples", "the number of guesses per prompt"},
 	} {
@@ -99,8 +100,8 @@ func TestBenchFlagsFollowTheStruct(t *testing.T) {
 		value           any
 	}{
 		{"preset", "one of nano, tiny", "tiny"},
-		{"kv-heads", "key/value heads (grouped-query attention); 0 means Heads. (bench note)", 2},
-		{"untied", "untied gives the LM head", false},
+		{"kv-heads", "key/value heads (grouped-query attention); 0 means Heads (bench note)", 2},
+		{"untied", "untied, when true, gives the LM head", false},
 	}
 	if len(flags) != len(want) {
 		t.Fatalf("%d flags, want %d", len(flags), len(want))
