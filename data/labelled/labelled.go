@@ -8,7 +8,9 @@ package labelled
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -196,7 +198,7 @@ func CheckClasses(texts []Text) error {
 		}
 	}
 	if n[0] == 0 || n[1] == 0 {
-		return badinput.Errorf("the set has %d members and %d non-members: an audit needs both classes", n[1], n[0])
+		return badinput.Errorf("the labelled set has %s and %s: an audit needs both classes", plural(n[1], "member"), plural(n[0], "non-member"))
 	}
 	return nil
 }
@@ -221,15 +223,51 @@ func (r row) text(name string) (string, error) {
 	return s, nil
 }
 
+// plural writes n things: "1 member", "2 members".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// jsonKind names the JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// pathError is err without the operation and path of an *fs.PathError,
+// for a message that names the path itself.
+func pathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func readRows(path string) ([]row, error) {
 	if strings.EqualFold(filepath.Ext(path), ".parquet") {
 		return readParquet(path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, badinput.Wrap(err)
+		return nil, badinput.Errorf("%s: %w", path, pathError(err))
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, badinput.Errorf("%s is a directory: want a JSONL file (one JSON object a line) or a .parquet file", path)
+	}
 	var rows []row
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
@@ -241,7 +279,12 @@ func readRows(path string) ([]row, error) {
 		where := fmt.Sprintf("%s:%d", path, n)
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			return nil, badinput.Errorf("%s: not a JSON object: %v", where, err)
+			// encoding/json's words name Go types; say what the line is.
+			what := "not valid JSON"
+			if json.Valid([]byte(line)) {
+				what = "a JSON " + jsonKind(line[0]) + ", not an object"
+			}
+			return nil, badinput.Errorf("%s: %s: want one JSON object a line, e.g. {\"text\": \"...\", \"label\": 1}", where, what)
 		}
 		rows = append(rows, row{m, where})
 	}

@@ -52,11 +52,16 @@ func TestBadInput(t *testing.T) {
 		{"label not a membership value", `{"input":"a","label":2}`, "not a member/non-member value"},
 		{"label word", `{"input":"a","label":"maybe"}`, "not a member/non-member value"},
 		{"no text field", `{"body":"a","label":1}`, "no text field"},
-		{"not JSON", `{"input":`, "not a JSON object"},
-		{"one class", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":1}`, "an audit needs both classes"},
+		{"not JSON", `{"input":`, "set.jsonl:1: not valid JSON: want one JSON object a line"},
+		{"a JSON array", `[1, 2]`, "set.jsonl:1: a JSON array, not an object"},
+		{"one class", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":1}`, "the labelled set has 2 members and 0 non-members: an audit needs both classes"},
+		{"a directory", "", "is a directory: want a JSONL file"},
 		{"empty text", `{"input":" ","label":1}` + "\n" + `{"input":"b","label":0}`, "set.jsonl:1: empty text"},
 	} {
 		texts, err := Read(write(t, "set.jsonl", tc.body), Fields{})
+		if tc.name == "a directory" {
+			texts, err = Read(t.TempDir(), Fields{})
+		}
 		if err == nil {
 			err = CheckClasses(texts)
 		}
