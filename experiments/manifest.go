@@ -181,7 +181,7 @@ func (m *Manifest) write(dir string) error {
 
 func newManifest(name, hash string) *Manifest {
 	now := time.Now().UTC()
-	return &Manifest{Name: name, ConfigHash: hash, Created: now, Updated: now, Versions: currentVersions(), Machine: currentMachine(), Environment: resultEnvironment()}
+	return &Manifest{Name: name, ConfigHash: hash, Created: now, Updated: now, Versions: CurrentVersions(), Machine: currentMachine(), Environment: resultEnvironment()}
 }
 
 // ResultEnvironment are the environment variables that switch a
@@ -210,7 +210,9 @@ func resultEnvironment() map[string]string {
 	return env
 }
 
-func currentVersions() Versions {
+// CurrentVersions are the versions of this binary, its Go and its libtorch,
+// as manifest.json records them.
+func CurrentVersions() Versions {
 	v := Versions{Go: runtime.Version(), Libtorch: libtorchVersion()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.MemoVersion = bi.Main.Version

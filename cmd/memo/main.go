@@ -223,6 +223,7 @@ func newApp() *cli.App {
 		After:           func(c *cli.Context) error { return stopCPUProfile() },
 		Commands:        commands(),
 		HideHelpCommand: true,
+		Version:         versionLine(experiments.CurrentVersions()),
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
@@ -396,4 +397,21 @@ func commandNames(cmds []*cli.Command) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// versionLine is what memo --version prints after "memo version": the
+// revision memo was built from (as manifest.json records it), its Go and
+// its libtorch.
+func versionLine(v experiments.Versions) string {
+	rev := v.Memo
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if v.MemoDirty {
+		rev += "+modified"
+	}
+	if v.MemoVersion != "" && v.MemoVersion != "(devel)" {
+		rev = v.MemoVersion + " (" + rev + ")"
+	}
+	return fmt.Sprintf("%s, %s, libtorch %s", rev, v.Go, v.Libtorch)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/train"
 )
@@ -90,6 +91,23 @@ func TestLastLine(t *testing.T) {
 	} {
 		if got, _ := lastLine(tc.err); got != tc.want {
 			t.Errorf("%s: lastLine = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestVersionLine: memo --version names the revision (short), whether the
+// tree was modified, a module version when built as one, Go and libtorch.
+func TestVersionLine(t *testing.T) {
+	for _, tc := range []struct {
+		v    experiments.Versions
+		want string
+	}{
+		{experiments.Versions{Go: "go1.26.8", Memo: "b860c6ad5281aaaa", Libtorch: "2.4.1"}, "b860c6ad5281, go1.26.8, libtorch 2.4.1"},
+		{experiments.Versions{Go: "go1.26.8", Memo: "b860c6ad5281aaaa", MemoDirty: true, MemoVersion: "(devel)", Libtorch: "2.4.1"}, "b860c6ad5281+modified, go1.26.8, libtorch 2.4.1"},
+		{experiments.Versions{Go: "go1.26.8", Memo: "b860c6ad5281", MemoVersion: "v0.4.0", Libtorch: "2.4.1"}, "v0.4.0 (b860c6ad5281), go1.26.8, libtorch 2.4.1"},
+	} {
+		if got := versionLine(tc.v); got != tc.want {
+			t.Errorf("versionLine(%+v) = %q, want %q", tc.v, got, tc.want)
 		}
 	}
 }
