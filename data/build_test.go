@@ -439,6 +439,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) {}, ""},
 		{func(c *Config) { c.Sources = nil }, "data.sources"},
 		{func(c *Config) { c.Sources = []string{"wikipedia"} }, "data.sources"},
+		{func(c *Config) { c.Sources = []string{"opticks", "opticks"} }, `data.sources lists "opticks" twice`},
 		{func(c *Config) { c.Tokenizer = "bpe:10" }, "data.tokenizer"},
 		{func(c *Config) { c.Tokenizer = "gpt3" }, "data.tokenizer"},
 		{func(c *Config) { c.Targets = -1 }, "data.targets"},

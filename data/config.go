@@ -144,10 +144,16 @@ func (c Config) Validate() error {
 	if len(c.Sources) == 0 {
 		bad("data.sources is empty: want at least one of %s, or txt:DIR, jsonl:FILE, parquet:FILE, arrow:FILE", strings.Join(BuiltinSources, ", "))
 	}
+	seen := map[string]bool{}
 	for _, s := range c.Sources {
 		if _, err := ParseSource(s); err != nil {
 			bad("data.sources: %w", err)
 		}
+		if seen[s] {
+			// Its documents would be read twice: every one a duplicate.
+			bad("data.sources lists %q twice: keep one", s)
+		}
+		seen[s] = true
 	}
 	for _, s := range c.TargetSources {
 		found := false

@@ -36,6 +36,10 @@ type sourceKind struct {
 	// check is the cheap look a spec gets before a run that the source
 	// holds documents; nil: its path exists and is not an empty file.
 	check func(src Source) error
+	// reads tells, for a kind that takes a directory, the file names it
+	// reads under it (the others, a pipe among them, are none of its
+	// business); nil: every file.
+	reads func(name string) bool
 }
 
 // sourceForm is how a kind's entries are spelled.
@@ -118,7 +122,7 @@ func CheckSource(src Source) error {
 	if err != nil {
 		return err
 	}
-	if err := regularSource(src.Path, st); err != nil {
+	if err := regularSource(src.Path, st, sourceKinds[src.Kind].reads); err != nil {
 		return err
 	}
 	if k, ok := sourceKinds[src.Kind]; ok && k.check != nil {
@@ -130,11 +134,12 @@ func CheckSource(src Source) error {
 	return nil
 }
 
-// regularSource refuses a source that is, or under a directory holds, a
-// named pipe, a device or a socket: the data stage reads every source
-// twice (once for the dataset's cache key, once to build it), and a pipe
-// gives its lines only once, so the second read would wait forever.
-func regularSource(path string, st fs.FileInfo) error {
+// regularSource refuses a source that is, or under a directory holds among
+// the files it reads (reads; nil: all), a named pipe, a device or a socket:
+// the data stage reads every source twice (once for the dataset's cache
+// key, once to build it), and a pipe gives its lines only once, so the
+// second read would wait forever.
+func regularSource(path string, st fs.FileInfo, reads func(name string) bool) error {
 	const special = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice | fs.ModeSocket
 	why := func(p string) error {
 		return fmt.Errorf("%s is a named pipe, device or socket, not a file: memo reads its sources twice (for the dataset's cache key, then to build it); write it to a file first", p)
@@ -147,7 +152,7 @@ func regularSource(path string, st fs.FileInfo) error {
 	}
 	var bad error
 	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type()&special != 0 {
+		if err == nil && d.Type()&special != 0 && (reads == nil || reads(d.Name())) {
 			bad = why(p)
 			return filepath.SkipAll
 		}

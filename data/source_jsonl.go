@@ -21,6 +21,7 @@ func init() {
 		read: func(src Source, _ string, r sourceReader) error {
 			return loadJSONL(src.Path, src.Field, r.add, r.badAt)
 		},
+		reads: isJSONLName,
 		key: func(src Source, cache string) ([]keyedFile, error) {
 			if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() {
 				files, err := walkFiles(src.Path, isJSONLName)

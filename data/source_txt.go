@@ -16,8 +16,9 @@ func init() {
 		usage: "txt:DIR",
 		form:  pathOnly,
 		read:  func(src Source, _ string, r sourceReader) error { return loadTxtDir(src.Path, r) },
+		reads: isTxtName,
 		key: func(src Source, _ string) ([]keyedFile, error) {
-			files, err := walkFiles(src.Path, func(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".txt") })
+			files, err := walkFiles(src.Path, isTxtName)
 			return hashFiles(src, src.Path, files), err
 		},
 		check: func(src Source) error {
@@ -42,6 +43,9 @@ func init() {
 		},
 	})
 }
+
+// isTxtName reports whether txt: reads a file of this name.
+func isTxtName(name string) bool { return strings.EqualFold(filepath.Ext(name), ".txt") }
 
 // loadTxtDir reads every *.txt file under dir (recursively, sorted); the
 // title is the path relative to dir.

@@ -442,11 +442,11 @@ func Generate(g *model.GPT, prompts [][]int32, n int, opt GenOptions) ([][]int32
 	defer s.Release()
 	first, err := s.StartGreedy(prompts, n)
 	if err != nil {
-		return nil, fmt.Errorf("model: generate: %w", err)
+		return nil, fmt.Errorf("greedy decoding: %w", err)
 	}
 	out, err := s.ContinueGreedy(first, n)
 	if err != nil {
-		return nil, fmt.Errorf("model: generate: %w", err)
+		return nil, fmt.Errorf("greedy decoding: %w", err)
 	}
 	return out, nil
 }

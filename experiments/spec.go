@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,6 +92,9 @@ func readSpecFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, errors.New("is a directory, not a spec file")
+	}
 	b, err := readcap.All(f, maxSpecBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a spec", err)

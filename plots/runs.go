@@ -166,6 +166,9 @@ type sweepIndex struct {
 func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missing []string, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); errors.Is(err, os.ErrNotExist) {
+			return nil, nil, nil, badinput.Errorf("holds neither a run's %s nor a sweep's sweep.json: want a run or sweep directory", runfiles.ConfigFile)
+		}
 		r, err := loadRun(dir, "", nil, read)
 		if err != nil {
 			return nil, nil, nil, err

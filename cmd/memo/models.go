@@ -98,7 +98,10 @@ func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
 	if err != nil {
 		// The device is this command's --device, not a spec key.
 		msg := strings.ReplaceAll(oneLine(err.Error()), "train.device = ", "--device ")
-		return nil, "", usageError("%s: --model %s: %s", cmd, path, msg)
+		if !strings.HasPrefix(msg, path+":") && !strings.HasPrefix(msg, path+" ") {
+			msg = path + ": " + msg // the checkpoint's errors mostly begin with it
+		}
+		return nil, "", usageError("%s: --model %s", cmd, msg)
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
 	return g, dir, nil
@@ -364,6 +367,13 @@ func generateAction(c *cli.Context) error {
 		return err
 	}
 	t0 := time.Now()
+	longest := 0
+	for _, r := range rows {
+		longest = max(longest, len(r))
+	}
+	if ctx := g.Config().Context; longest+c.Int("max-new") > ctx {
+		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones exceed the model's context of %d tokens", c.Int("max-new"), longest, c.Int("max-new"), ctx)
+	}
 	out, err := engine.Generate(g, rows, c.Int("max-new"), engine.GenOptions{UseCache: !c.Bool("no-cache")})
 	if err != nil {
 		return usageError("generate: %v", err)
