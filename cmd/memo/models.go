@@ -45,7 +45,7 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 		Description: "Prints {\"nll\": [[...], ...]}: for each row, the natural-log NLL of every id after\n" +
 			"the first given the ids before it (what transformers' loss computes per token).\n" +
 			modelArgHelp,
-		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag, &cli.IntFlag{Name: "batch", Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"},
+		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag, &cli.IntFlag{Name: "batch", Aliases: []string{"batch-size"}, Value: 8, Usage: "rows scored per forward pass"}, &cli.BoolFlag{Name: "json", Usage: "print JSON only (the default output is JSON too; kept for symmetry)"},
 			&cli.StringFlag{Name: "logits-out", Usage: "also write every row's next-token logits to `FILE` (a new file) as JSON {\"ids\": rows, \"logits\": [row][position][vocab]}, position j predicting token j+1 (scripts/peft_check.py compares them with peft's)"}},
 		Action: scoreAction,
 	})
