@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
@@ -36,4 +37,15 @@ func completionsPath(p string) string {
 		return filepath.Join(p, runfiles.CompletionsFile)
 	}
 	return p
+}
+
+// CompletionsRun is the run directory extract recorded in the completions
+// file at path (the run whose model it attacked; "" when none, as for an
+// imported model), read from the file's metadata without its rows.
+func CompletionsRun(path string) (string, error) {
+	meta, err := runfiles.Completions.ReadIPCMeta(path)
+	if err != nil {
+		return "", badinput.Wrap(err)
+	}
+	return meta[provenance.Run], nil
 }

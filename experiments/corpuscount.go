@@ -18,6 +18,26 @@ import (
 // `memo index build` has indexed them.
 const autoIndexTokens = 20_000_000
 
+// IndexedCorpusCounter returns a counter over the training corpus of the
+// run in dir when that corpus has an index (memo index build, or the eval
+// stage's own), and nil otherwise: it builds none.
+func IndexedCorpusCounter(dir string) (eval.CountWindow, func(), error) {
+	none := func() {}
+	ds, err := data.Open(dir)
+	if err != nil {
+		return nil, none, nil // not a run with data: nothing to count against
+	}
+	ix, err := tokindex.OpenDataset(ds)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			// Stale or damaged: the counts are an extra, not the job.
+			slog.Warn("eval: the corpus index does not open, so no corpus counts; `memo index build` remakes it", "dataset", ds.Dir(), "err", err)
+		}
+		return nil, none, nil
+	}
+	return ix.CountWindow, func() { ix.Close() }, nil
+}
+
 // corpusCounter returns a counter over the run's training corpus (nil when
 // there is none to use) and a function releasing it.
 func corpusCounter(dir string) (eval.CountWindow, func(), error) {

@@ -28,14 +28,15 @@ func evalCommand() *cli.Command {
 			"FPR of the loss, zlib, Min-K% and reference attacks) beside it, or into --out.\n" +
 			"Beside NAME.completions.arrow they are NAME.scores.parquet and NAME.summary.json.\n" +
 			"Settings come from the [eval] table of the config.toml beside the completions (or of\n" +
-			"the run, for completions beside a checkpoint); flags override them, one per [eval]\n" +
+			"the run, for completions beside a checkpoint, or of the run extract recorded, for\n" +
+			"completions written elsewhere); flags override them, one per [eval]\n" +
 			"key (extractable_q: --extractable-q). The goldfish\n" +
 			"settings and model recorded in summary.json are those extract stored in the\n" +
 			"completions: the attacked checkpoint's own.",
 		// The [eval] keys' flags, then the command's own.
 		Flags: append(tableFlags("eval", eval.DefaultConfig()),
 			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
-			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by memo index build): corpus_counts.parquet and summary.json's by_corpus_count"},
+			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by memo index build): corpus_counts.parquet and summary.json's by_corpus_count (default: the run's own corpus when it is indexed, as memo run's eval stage counts)"},
 		),
 		Action: evalAction,
 	}
@@ -65,6 +66,16 @@ func evalAction(c *cli.Context) error {
 		return usageError("eval: %s: no completions (run `memo extract %s` first)", comps, runDir)
 	} else if cst.IsDir() {
 		return usageError("eval: %s is a directory, not the completions file extract writes", comps)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, runfiles.ConfigFile)); err != nil {
+		// Completions written elsewhere (memo extract --out) are scored
+		// with the [eval] settings of the run extract recorded, as the
+		// run's own are: the defaults would give other intervals.
+		if recorded, err := eval.CompletionsRun(comps); err == nil && recorded != "" {
+			if _, err := os.Stat(filepath.Join(recorded, runfiles.ConfigFile)); err == nil {
+				runDir = recorded
+			}
+		}
 	}
 	run, hasConfig, err := readRun(runDir)
 	if err != nil {
@@ -103,7 +114,7 @@ func evalAction(c *cli.Context) error {
 			return usageError("eval: --out %s is in %s; results never go there: name a directory elsewhere", out, where)
 		}
 	}
-	count, release, err := evalCounter(c)
+	count, release, err := evalCounter(c, runDir)
 	if err != nil {
 		return err
 	}
@@ -119,13 +130,14 @@ func evalAction(c *cli.Context) error {
 		}
 		return fmt.Sprintf("%.3f", float64(n))
 	}
+	// Exact match with Wilson's interval, as every table and figure has it.
 	fmt.Fprintf(w, "%-9s %5s %-22s %-15s %s\n", "split", "n", "exact match [95% CI]", "token accuracy", "rougeL")
 	for _, s := range []struct {
 		name string
 		s    eval.SplitSummary
 	}{{"members", sum.Members}, {"controls", sum.Controls}} {
 		fmt.Fprintf(w, "%-9s %5d %-22s %-15s %s\n", s.name, s.s.N,
-			fmt.Sprintf("%s [%s, %s]", f(s.s.ExactMatch), f(s.s.ExactMatchCI[0]), f(s.s.ExactMatchCI[1])), f(s.s.TokenAccuracy), f(s.s.RougeL))
+			fmt.Sprintf("%s [%s, %s]", f(s.s.ExactMatch), f(s.s.ExactMatchWilsonCI[0]), f(s.s.ExactMatchWilsonCI[1])), f(s.s.TokenAccuracy), f(s.s.RougeL))
 	}
 	m := sum.MIA
 	ls := m.Stat("loss")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -106,15 +107,7 @@ type summaryJSON struct {
 
 func readSummary(t *testing.T, path string) summaryJSON {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s summaryJSON
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return s
+	return readJSON[summaryJSON](t, path)
 }
 
 // TestExtractAndEvalCLI attacks a tiny trained run again with other
@@ -166,6 +159,10 @@ func TestExtractAndEvalCLI(t *testing.T) {
 		if s.Extract.Mode != "fixed" {
 			t.Errorf("summary extract mode %q, want fixed", s.Extract.Mode)
 		}
+		// Not the defaults (1000): the [eval] of the run extract recorded.
+		if s.Eval.Bootstrap != 100 {
+			t.Errorf("eval.bootstrap %d, want the recorded run's 100", s.Eval.Bootstrap)
+		}
 		if _, err := os.Stat(filepath.Join(other, "attack.scores.parquet")); err != nil {
 			t.Error(err)
 		}
@@ -184,6 +181,17 @@ func TestExtractAndEvalCLI(t *testing.T) {
 			t.Errorf("eval printed %q", out)
 		}
 		wantGoldfish(t, readSummary(t, filepath.Join(other, "run-scores", "summary.json")))
+		// The run's own summary again, by_corpus_count and all: only the
+		// completions' path may differ.
+		again, own := readJSON[map[string]any](t, filepath.Join(other, "run-scores", "summary.json")), readJSON[map[string]any](t, filepath.Join(run, "summary.json"))
+		if _, ok := own["by_corpus_count"]; !ok {
+			t.Error("the run's summary.json has no by_corpus_count to compare")
+		}
+		delete(again, "completions")
+		delete(own, "completions")
+		if !reflect.DeepEqual(again, own) {
+			t.Errorf("memo eval of the run differs from its summary.json:\n%v\n%v", again, own)
+		}
 	})
 	if msg := memoCmd(t, exe, dir, 2, "eval", other); !strings.Contains(msg, "no completions") {
 		t.Errorf("eval of a directory without completions: stderr %q", msg)
@@ -348,4 +356,18 @@ func TestEvalNamesAMissingReference(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); r.code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "reference no/such/run: no such file or directory") {
 		t.Errorf("eval --reference no/such/run: exit %d, stderr %q; want 2 and one line naming the reference", r.code, r.stderr)
 	}
+}
+
+// readJSON reads the JSON file at path into a T.
+func readJSON[T any](t *testing.T, path string) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/data/tokindex"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/experiments"
 )
 
 func indexCommand() *cli.Command {
@@ -230,9 +231,12 @@ func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
 
 // evalCounter is memo eval --counts DIR's counter over DIR's index (nil
 // without the flag).
-func evalCounter(c *cli.Context) (eval.CountWindow, func(), error) {
+func evalCounter(c *cli.Context, runDir string) (eval.CountWindow, func(), error) {
 	if c.String("counts") == "" {
-		return nil, func() {}, nil
+		// The run's own corpus when it is indexed, as the run's eval stage
+		// counts: a summary rewritten without its by_corpus_count would
+		// lose what the run had.
+		return experiments.IndexedCorpusCounter(runDir)
 	}
 	ds, err := openDatasetArg(c.String("counts"), "eval --counts")
 	if err != nil {

@@ -74,20 +74,14 @@ func TestRunOutputsNeedAFinishedRun(t *testing.T) {
 func stopTraining(t *testing.T, run string) {
 	t.Helper()
 	path := filepath.Join(run, "manifest.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readJSON[map[string]any](t, path)
 	for _, s := range m["stages"].([]any) {
 		if st := s.(map[string]any); st["name"] == "train" {
 			st["status"], st["error"] = "failed", "interrupted at step 3 of 4: context canceled"
 		}
 	}
-	if b, err = json.Marshal(m); err != nil {
+	b, err := json.Marshal(m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {

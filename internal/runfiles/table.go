@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -461,19 +462,11 @@ func setValue(dst reflect.Value, col arrow.Array, i int, missing reflect.Value) 
 // errors), and its schema metadata; every batch is validated (arrowsafe)
 // before a value is read, so a corrupt file is an error, never a panic.
 func (t *Table[T]) ReadIPC(path string, src arrowsafe.Source) ([]T, map[string]string, error) {
-	r, err := arrowsafe.NewFileReader(path, src, nil, 1)
+	r, meta, err := t.openIPC(path, src)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer r.Close()
-	if err := t.Check(r.Schema()); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	meta := map[string]string{}
-	md := r.Schema().Metadata()
-	for i, k := range md.Keys() {
-		meta[k] = md.Values()[i]
-	}
 	var out []T
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
@@ -485,6 +478,41 @@ func (t *Table[T]) ReadIPC(path string, src arrowsafe.Source) ([]T, map[string]s
 		}
 	}
 	return out, meta, nil
+}
+
+// ReadIPCMeta reads the schema metadata of the Arrow IPC file at path,
+// checked against the table, and no row.
+func (t *Table[T]) ReadIPCMeta(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, meta, err := t.openIPC(path, f)
+	if err != nil {
+		return nil, err
+	}
+	r.Close()
+	return meta, nil
+}
+
+// openIPC opens an Arrow IPC file of the table and reads its schema's
+// metadata.
+func (t *Table[T]) openIPC(path string, src arrowsafe.Source) (*arrowsafe.FileReader, map[string]string, error) {
+	r, err := arrowsafe.NewFileReader(path, src, nil, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := t.Check(r.Schema()); err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	meta := map[string]string{}
+	md := r.Schema().Metadata()
+	for i, k := range md.Keys() {
+		meta[k] = md.Values()[i]
+	}
+	return r, meta, nil
 }
 
 // ReadParquet reads every row of the Parquet file at path, validated
