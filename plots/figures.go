@@ -873,11 +873,11 @@ func padAxis(ax *plot.Axis, lo, hi, frac, floor float64, logScale bool) {
 }
 
 // aucLegend labels a ROC curve with summary.json's AUC and, when eval
-// bootstrapped one, its 95 % interval.
+// bootstrapped one, its 95 % interval, to three decimals as the tables.
 func aucLegend(label string, st eval.MIAStat) string {
 	lo, hi := float64(st.AUCCI[0]), float64(st.AUCCI[1])
 	if math.IsNaN(lo) || math.IsNaN(hi) {
-		return fmt.Sprintf("%s (AUC %.2f)", label, float64(st.AUC))
+		return fmt.Sprintf("%s (AUC %.3f)", label, float64(st.AUC))
 	}
-	return fmt.Sprintf("%s (AUC %.2f [%.2f, %.2f])", label, float64(st.AUC), lo, hi)
+	return fmt.Sprintf("%s (AUC %.3f [%.3f, %.3f])", label, float64(st.AUC), lo, hi)
 }

@@ -71,7 +71,7 @@ func TestLegendBelowAxes(t *testing.T) {
 			ln.LineStyle.Color = colorAt(i)
 			f.Add(ln)
 			if !tc.below {
-				n += " (AUC 0.89 [0.85, 0.93])"
+				n += " (AUC 0.891 [0.851, 0.927])"
 			}
 			f.addLegend(n, ln)
 		}
