@@ -362,7 +362,13 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		m.ElapsedS = l.elapsed
 		l.metrics = append(l.metrics, m)
 		if bar != nil {
-			bar.Update(l.step, fmt.Sprintf("loss=%.4f lr=%.2e tok/s=%.0f", m.LossKept, m.LR, m.TokensPerS))
+			loss := fmt.Sprintf("loss=%.4f", m.LossKept)
+			if m.LossAll != m.LossKept && !math.IsNaN(m.LossAll) {
+				// Goldfish trains on the kept tokens; the tables' final
+				// train loss is over all of them, which this names.
+				loss += fmt.Sprintf(" (all tokens %.4f)", m.LossAll)
+			}
+			bar.Update(l.step, fmt.Sprintf("%s lr=%.2e tok/s=%.0f", loss, m.LR, m.TokensPerS))
 		}
 		if last || (l.cfg.CheckpointEvery > 0 && l.step%l.cfg.CheckpointEvery == 0) {
 			if err := l.checkpoint(); err != nil {
