@@ -7,8 +7,13 @@ DEFAULT_EXPERIMENT ?= exp/goldfish-vs-standard.toml
 
 all: build
 
+# The revision memo --version and manifest.json name: a workspace build
+# (go.work) carries no VCS stamp of its own.
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+REVISION := $(if $(REVISION),$(REVISION)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified))
+
 build:
-	$(GO) build -o bin/memo ./cmd/memo
+	$(GO) build -ldflags "-X github.com/memo-research/memo/experiments.builtRevision=$(REVISION)" -o bin/memo ./cmd/memo
 
 # run builds memo and runs the default experiment end to end into runs/.
 # Where OPENBLAS_CORETYPE is unset and the CPU has AVX2 and FMA, it asks

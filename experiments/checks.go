@@ -201,6 +201,11 @@ func (s *Spec) checkModelPaths(m model.Config, tokenizerVocab func() (int, error
 		if ref.path == "" {
 			continue
 		}
+		if dir, ok := strings.CutPrefix(ref.path, "hf:"); ok && ref.key == "train.init_from" {
+			// hf: is extract.reference's form; an imported model's
+			// architecture comes with it, which model.init_from takes.
+			return fail(ref.key, "%s = %q: a Hugging Face model goes in model.init_from = %q (with its architecture); train.init_from takes a memo run, checkpoint or Hugging Face directory named without hf:", ref.key, ref.path, "hf:"+dir)
+		}
 		_, c, err := checkpoint.ReadSource(ref.path)
 		if err != nil {
 			return fail(ref.key, "%s = %q: %v", ref.key, ref.path, unwrapPath(err))

@@ -54,9 +54,12 @@ func syntaxError(file string, doc []byte, err error) *ConfigError {
 	if errors.As(err, &de) {
 		line, _ := de.Position()
 		msg := "TOML syntax: " + strings.TrimPrefix(de.Error(), "toml: ")
-		if strings.Contains(msg, "value out of range") {
-			// strconv's words: the number is written right but too large.
-			msg = "the integer is out of range (TOML integers are 64-bit: at most 9223372036854775807)"
+		switch {
+		// strconv's words: the number is written right but too large.
+		case strings.Contains(msg, "value out of range") && strings.Contains(msg, "ParseFloat"):
+			msg = "the number is out of range (a TOML float is at most about 1.8e308 in magnitude)"
+		case strings.Contains(msg, "value out of range"):
+			msg = "the integer is out of range (TOML integers are 64-bit: -9223372036854775808 to 9223372036854775807)"
 		}
 		return &ConfigError{File: file, Line: line, Key: keyAt(doc, line), Msg: msg}
 	}

@@ -213,6 +213,28 @@ func resultEnvironment() map[string]string {
 // CurrentVersions are the versions of this binary, its Go and its libtorch,
 // as manifest.json records them.
 func CurrentVersions() Versions {
+	v := BuiltVersions()
+	if v.Memo == "" {
+		// `go run` and `go test` builds carry no VCS stamp: ask git.
+		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			v.Memo = strings.TrimSpace(string(out))
+			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+				v.MemoDirty = len(strings.TrimSpace(string(st))) > 0
+			}
+		} else {
+			v.Memo = "unknown"
+		}
+	}
+	return v
+}
+
+// builtRevision is the revision `make build` stamps (-ldflags -X),
+// "REV" or "REV+modified": a workspace build carries no VCS stamp.
+var builtRevision string
+
+// BuiltVersions is CurrentVersions from what the binary records alone (its
+// VCS stamp, else make build's): Memo is empty in a build with neither.
+func BuiltVersions() Versions {
 	v := Versions{Go: runtime.Version(), Libtorch: libtorchVersion()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.MemoVersion = bi.Main.Version
@@ -225,16 +247,8 @@ func CurrentVersions() Versions {
 			}
 		}
 	}
-	if v.Memo == "" {
-		// `go run` and `go test` builds carry no VCS stamp: ask git.
-		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-			v.Memo = strings.TrimSpace(string(out))
-			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-				v.MemoDirty = len(strings.TrimSpace(string(st))) > 0
-			}
-		} else {
-			v.Memo = "unknown"
-		}
+	if v.Memo == "" && builtRevision != "" {
+		v.Memo, v.MemoDirty = strings.CutSuffix(builtRevision, "+modified")
 	}
 	return v
 }

@@ -98,7 +98,10 @@ func overrideValue(text string) (any, error) {
 	}
 	if _, err := strconv.ParseInt(text, 10, 64); errors.Is(err, strconv.ErrRange) {
 		// A number too large, not a string.
-		return nil, fmt.Errorf("value %s is out of range (TOML integers are 64-bit: at most 9223372036854775807)", text)
+		return nil, fmt.Errorf("value %s is out of range (TOML integers are 64-bit: -9223372036854775808 to 9223372036854775807)", text)
+	}
+	if _, err := strconv.ParseFloat(text, 64); errors.Is(err, strconv.ErrRange) {
+		return nil, fmt.Errorf("value %s is out of range (a TOML float is at most about 1.8e308 in magnitude)", text)
 	}
 	return text, nil
 }

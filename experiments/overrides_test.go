@@ -61,6 +61,7 @@ func TestParseWithOverrides(t *testing.T) {
 		{"a second key after a newline", []string{"train.steps=5\nbogus=1"}, "is more than one TOML value"},
 		{"a table after a newline", []string{"train.steps=5\n[model]\npreset=\"base\""}, "is more than one TOML value"},
 		{"an integer past 64 bits", []string{"train.steps=99999999999999999999"}, "value 99999999999999999999 is out of range"},
+		{"a float past 1.8e308", []string{"train.lr=1e400"}, "value 1e400 is out of range (a TOML float"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

@@ -91,7 +91,8 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		// config.toml and manifest.json to rank 0.
 		for _, st := range opt.Stages {
 			if err := stageFunc(ctx, st, spec, dir, opt); err != nil {
-				return dir, fmt.Errorf("run %s: stage %s (rank %d): %w", spec.Name, st, processRank(), err)
+				// The stage's error names the rank (rankenv.Tag).
+				return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, rankenv.Tag(processRank(), worldSize(), err))
 			}
 		}
 		return dir, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"gonum.org/v1/plot"
@@ -561,5 +562,23 @@ func TestStepTicks(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("Ticks(%v, %v) did not return", r[0], r[1])
 		}
+	}
+}
+
+// TestReportOfOneDirectory: a run's directory, or memo eval --out's (scores
+// without a config.toml), is reported; a directory with neither a run, a
+// sweep nor scores is refused as bad input, naming what it lacks.
+func TestReportOfOneDirectory(t *testing.T) {
+	scored := outDir(t, "scored")
+	writeSynthRun(t, scored, synthRun{name: "scored", k: 4, preset: "tiny", targets: 8, exact: 0, rouge: 0.3, steps: 40}, 1)
+	if _, err := os.Stat(filepath.Join(scored, runfiles.ConfigFile)); err == nil {
+		t.Fatal("the synthetic run has a config.toml: it does not stand for memo eval --out")
+	}
+	if err := Report(scored, DefaultConfig(), readSynthSpec); err != nil {
+		t.Errorf("scores without a config.toml: %v", err)
+	}
+	err := Report(t.TempDir(), DefaultConfig(), readSynthSpec)
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "holds neither a run's config.toml, a sweep's sweep.json nor memo eval's scores.parquet") {
+		t.Errorf("an empty directory: %v, want bad input naming what it lacks", err)
 	}
 }

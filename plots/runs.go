@@ -166,8 +166,11 @@ type sweepIndex struct {
 func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missing []string, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, runfiles.ConfigFile)); errors.Is(err, os.ErrNotExist) {
-			return nil, nil, nil, badinput.Errorf("holds neither a run's %s nor a sweep's sweep.json: want a run or sweep directory", runfiles.ConfigFile)
+		_, errConfig := os.Stat(filepath.Join(dir, runfiles.ConfigFile))
+		_, errScores := os.Stat(filepath.Join(dir, runfiles.ScoresFile))
+		if errors.Is(errConfig, os.ErrNotExist) && errors.Is(errScores, os.ErrNotExist) {
+			// A run, or memo eval --out's scores without one, is reported.
+			return nil, nil, nil, badinput.Errorf("holds neither a run's %s, a sweep's sweep.json nor memo eval's %s: want a run or sweep directory", runfiles.ConfigFile, runfiles.ScoresFile)
 		}
 		r, err := loadRun(dir, "", nil, read)
 		if err != nil {

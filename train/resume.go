@@ -137,8 +137,8 @@ func (l *loop) syncStart() error {
 		}
 	}
 	if int(v[3]) != l.total || int(v[4]) != l.stream.perEpoch {
-		return fmt.Errorf("rank %d: rank 0 trains %d steps over %d rows per epoch, this rank %d steps over %d rows: the ranks read different data or configs",
-			l.rank, v[3], v[4], l.total, l.stream.perEpoch)
+		return fmt.Errorf("rank 0 trains %d steps over %d rows per epoch, this rank %d steps over %d rows: the ranks read different data or configs",
+			v[3], v[4], l.total, l.stream.perEpoch)
 	}
 	l.step, l.pos, l.opt.step = int(v[0]), v[1], int(v[2])
 	l.lastSaved = l.step

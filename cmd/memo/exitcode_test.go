@@ -125,7 +125,7 @@ func TestExitCodes(t *testing.T) {
 		{"completions that are a directory", []string{"eval", "dirrun"}, "is a directory, not the completions file extract writes"},
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"eval of a spec", []string{"eval", "parquet.toml"}, "eval: parquet.toml: not a run directory nor a completions .arrow file"},
-		{"report of a directory without scores", []string{"report", "emptydir"}, "report emptydir: holds neither a run's config.toml nor a sweep's sweep.json"},
+		{"report of a directory without scores", []string{"report", "emptydir"}, "report emptydir: holds neither a run's config.toml, a sweep's sweep.json nor memo eval's scores.parquet"},
 		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},
 		{"negative threads", []string{"run", "--threads", "-4", "parquet.toml"}, "run: --threads -4: must be in [0, "},
 		{"threads past 64 a core", []string{"extract", "--threads", "100000", "x"}, "extract: --threads 100000: must be in [0, "},

@@ -40,8 +40,13 @@ func flagMessage(name string, flags []cli.Flag, err error) string {
 	return msg
 }
 
-// dashed writes a flag's name as memo's help does: --sample-rate, --k.
-func dashed(name string) string { return "--" + name }
+// dashed writes a flag's name as memo's help does: --sample-rate, -v.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
 
 // flagTakes says what kind of value the flag named takes.
 func flagTakes(flags []cli.Flag, name string) string {

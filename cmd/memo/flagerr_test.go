@@ -25,6 +25,7 @@ func TestFlagMessage(t *testing.T) {
 		{`invalid value "soon" for flag -wait: parse error`, `--wait "soon": want a duration such as 1m30s`},
 		{"flag needs an argument: -out", "--out needs a value"},
 		{"flag needs an argument: -seed", "--seed needs a value (an integer)"},
+		{"flag provided but not defined: -v", "unknown flag -v; see `memo audit --help`"},
 		{"something else", "something else"},
 	} {
 		if got := flagMessage("audit", flags, errors.New(tc.in)); got != tc.want {
@@ -56,6 +57,24 @@ func TestSetBy(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestSetByKeyEndings: the key ends at a space, a colon or an equals sign,
+// however the message goes on ("eval.fpr: ...", "eval.fpr=2 ...").
+func TestSetByKeyEndings(t *testing.T) {
+	for _, msg := range []string{"eval.fpr = 2: must be in (0, 1)", "eval.fpr: must be in (0, 1)", "eval.fpr=2 is out of range"} {
+		var got string
+		app := &cli.App{Flags: []cli.Flag{&cli.Float64Flag{Name: "fpr"}}, Action: func(c *cli.Context) error {
+			got = setBy(c, "eval", errors.New(msg), "RUN/config.toml", true)
+			return nil
+		}}
+		if err := app.Run([]string{"eval", "--fpr", "2"}); err != nil {
+			t.Fatal(err)
+		}
+		if got != "set by --fpr" {
+			t.Errorf("%q: %q, want set by --fpr", msg, got)
 		}
 	}
 }

@@ -223,7 +223,8 @@ func newApp() *cli.App {
 		After:           func(c *cli.Context) error { return stopCPUProfile() },
 		Commands:        commands(),
 		HideHelpCommand: true,
-		Version:         versionLine(experiments.CurrentVersions()),
+		// Set for the --version flag to exist; memoVersion prints it.
+		Version: "set by memoVersion",
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
@@ -231,6 +232,7 @@ func newApp() *cli.App {
 		},
 	}
 	usageErrors(app.Commands, "")
+	cli.VersionPrinter = memoVersion
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Present() {
 			c.App.CommandNotFound(c, c.Args().First())
@@ -399,11 +401,21 @@ func commandNames(cmds []*cli.Command) string {
 	return strings.Join(names, ", ")
 }
 
+// memoVersion prints memo --version's line, asked only then: reading the
+// libtorch version costs a moment, and the revision is the build's own,
+// never that of a git checkout the command runs in.
+func memoVersion(c *cli.Context) {
+	fmt.Fprintf(c.App.Writer, "memo version %s\n", versionLine(experiments.BuiltVersions()))
+}
+
 // versionLine is what memo --version prints after "memo version": the
-// revision memo was built from (as manifest.json records it), its Go and
-// its libtorch.
+// revision memo was built from (as manifest.json records it; "unknown"
+// for a build without one), its Go and its libtorch.
 func versionLine(v experiments.Versions) string {
 	rev := v.Memo
+	if rev == "" {
+		rev = "unknown"
+	}
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}

@@ -371,8 +371,10 @@ func generateAction(c *cli.Context) error {
 	for _, r := range rows {
 		longest = max(longest, len(r))
 	}
-	if ctx := g.Config().Context; longest+c.Int("max-new") > ctx {
-		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones exceed the model's context of %d tokens", c.Int("max-new"), longest, c.Int("max-new"), ctx)
+	// The last new token is never fed back: it needs no position.
+	if ctx, n := g.Config().Context, c.Int("max-new"); longest+n-1 > ctx {
+		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones need %d positions, the model's context has %d (at most --max-new %d)",
+			n, longest, n, longest+n-1, ctx, ctx-longest+1)
 	}
 	out, err := engine.Generate(g, rows, c.Int("max-new"), engine.GenOptions{UseCache: !c.Bool("no-cache")})
 	if err != nil {

@@ -269,6 +269,18 @@ func TestFinetuneImportedThenExport(t *testing.T) {
 	if r := execMemo(t, exe, work, "generate", "--model", out, "--prompt", "Light is", "--max-new", "5"); r.code != 0 || !strings.HasPrefix(r.stdout, "Light is") {
 		t.Errorf("generate --prompt on the export: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
+	// A row fills the context exactly: the last new token is never fed
+	// back, so a 3-token row takes context-2 new ones, and not one more.
+	hfc := readJSON[struct {
+		Context int `json:"max_position_embeddings"`
+	}](t, filepath.Join(out, "config.json"))
+	writeJSONFile(t, filepath.Join(work, "three.json"), [][]int32{{5, 17, 99}})
+	if r := execMemo(t, exe, work, "generate", "--model", out, "--ids-json", "three.json", "--max-new", itoa(hfc.Context-2)); r.code != 0 {
+		t.Errorf("generate of a row to the end of the %d-token context: exit %d, %s", hfc.Context, r.code, r.stderr)
+	}
+	if r := execMemo(t, exe, work, "generate", "--model", out, "--ids-json", "three.json", "--max-new", itoa(hfc.Context-1)); r.code != 2 || !strings.Contains(r.stderr, "(at most --max-new "+itoa(hfc.Context-2)+")") {
+		t.Errorf("generate one token past the context: exit %d, %s", r.code, r.stderr)
+	}
 	// A Pythia-style audit: the imported model, untrained on these
 	// documents, attacked on the run's data with the imported model as the
 	// reference too (hf:DIR), then scored.

@@ -57,14 +57,15 @@ func flaggable(t reflect.Type) bool {
 var emptyMeans = map[string]string{
 	"extract.precision": "fp32",
 	"extract.decode_on": "auto",
-	"extract.device":    "train.device, else auto",
+	"extract.device":    "cpu",
 }
 
 // setBy says where the value of the key a Validate error of table names
 // came from: its flag, the run's config.toml (config), or memo's default
 // where the run has none.
 func setBy(c *cli.Context, table string, err error, config string, hasConfig bool) string {
-	key, _, _ := strings.Cut(err.Error(), " ")
+	msg := err.Error()
+	key := msg[:strings.IndexFunc(msg+" ", func(r rune) bool { return r == ' ' || r == ':' || r == '=' })]
 	if name, ok := strings.CutPrefix(key, table+"."); ok && !strings.Contains(name, ".") {
 		if flag := strings.ReplaceAll(name, "_", "-"); c.IsSet(flag) {
 			return "set by --" + flag
