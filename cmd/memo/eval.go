@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
@@ -67,10 +68,11 @@ func evalAction(c *cli.Context) error {
 	} else if cst.IsDir() {
 		return usageError("eval: %s is a directory, not the completions file extract writes", comps)
 	}
-	if _, err := os.Stat(filepath.Join(runDir, runfiles.ConfigFile)); err != nil {
-		// Completions written elsewhere (memo extract --out) are scored
-		// with the [eval] settings of the run extract recorded, as the
-		// run's own are: the defaults would give other intervals.
+	if !outguard.Exists(filepath.Join(runDir, runfiles.ConfigFile)) && !outguard.Exists(filepath.Join(runDir, experiments.ManifestFile)) {
+		// Completions written outside any run (memo extract --out) are
+		// scored with the [eval] settings of the run extract recorded, as
+		// the run's own are: the defaults would give other intervals. A
+		// run directory that lost its config.toml is refused by readRun.
 		if recorded, err := eval.CompletionsRun(comps); err == nil && recorded != "" {
 			if _, err := os.Stat(filepath.Join(recorded, runfiles.ConfigFile)); err == nil {
 				runDir = recorded
