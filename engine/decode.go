@@ -87,7 +87,7 @@ func (s *Stepper) begin(prompts [][]int32, maxNew int) error {
 	// The last generated token is never fed back.
 	s.maxLen = longest + max(maxNew, 1) - 1
 	if ctx := s.g.Config().Context; s.maxLen > ctx {
-		return fmt.Errorf("prompt of %d tokens + %d generated exceed the model context %d", longest, maxNew, ctx)
+		return &ContextError{Longest: longest, New: maxNew, Context: ctx}
 	}
 	s.seqs = make([][]int64, len(prompts))
 	s.starts = make([]int, len(prompts))
@@ -431,6 +431,18 @@ type GenOptions struct {
 	// whole sequence for every new token (slow; a check on the cache).
 	UseCache bool
 }
+
+// ContextError is a decoding asked for more positions than the model
+// has: the longest prompt and the new tokens, of which the last is never
+// fed back.
+type ContextError struct{ Longest, New, Context int }
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("prompt of %d tokens + %d generated need %d positions, the model's context has %d", e.Longest, e.New, e.Longest+e.New-1, e.Context)
+}
+
+// MostNew is the most new tokens the longest prompt leaves room for.
+func (e *ContextError) MostNew() int { return e.Context - e.Longest + 1 }
 
 // Generate greedily continues each prompt by n tokens (ties go to the
 // lowest id, as torch.argmax).

@@ -367,16 +367,11 @@ func generateAction(c *cli.Context) error {
 		return err
 	}
 	t0 := time.Now()
-	longest := 0
-	for _, r := range rows {
-		longest = max(longest, len(r))
-	}
-	// The last new token is never fed back: it needs no position.
-	if ctx, n := g.Config().Context, c.Int("max-new"); longest+n-1 > ctx {
-		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones need %d positions, the model's context has %d (at most --max-new %d)",
-			n, longest, n, longest+n-1, ctx, ctx-longest+1)
-	}
 	out, err := engine.Generate(g, rows, c.Int("max-new"), engine.GenOptions{UseCache: !c.Bool("no-cache")})
+	if ce := (*engine.ContextError)(nil); errors.As(err, &ce) {
+		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones need %d positions, the model's context has %d (at most --max-new %d)",
+			ce.New, ce.Longest, ce.New, ce.Longest+ce.New-1, ce.Context, ce.MostNew())
+	}
 	if err != nil {
 		return usageError("generate: %v", err)
 	}
