@@ -11,9 +11,9 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // gpt2Vocab is the size of GPT-2's BPE vocabulary.
@@ -117,31 +117,29 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	// An hf: or file tokenizer is parsed once for the checks below, not
 	// once per model they compare it with.
 	tokenizerVocab := sync.OnceValues(s.tokenizerVocab)
-	if m.InitFrom != "" {
-		// Found now rather than after the data stage has run.
+	if m.InitFrom != "" || s.Model.Vocab != 0 {
+		// An imported model's or the spec's own vocabulary: the
+		// tokenizer's ids must all fit, found now rather than after the
+		// data stage has run. (An unreadable tokenizer is named here for
+		// an import; otherwise the data checks below name it.)
 		n, err := tokenizerVocab()
-		if err != nil {
+		if err != nil && m.InitFrom != "" {
 			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, err)
 		}
-		if n > m.Vocab {
-			return fail("data.tokenizer", "data.tokenizer = %q has %d tokens, the model of model.init_from = %q a vocabulary of %d: they do not belong together (use the model's own, hf:DIR)",
-				s.Data.Tokenizer, n, m.InitFrom, m.Vocab)
+		if err == nil {
+			if key, err := s.tokenizerFits(m, n); err != nil {
+				return fail(key, "%v", err)
+			}
 		}
 	}
-	if s.Model.Vocab != 0 && m.InitFrom == "" {
-		// A vocabulary the spec sets: the tokenizer's ids must all fit,
-		// found now rather than when training starts.
-		if n, err := tokenizerVocab(); err == nil && n > m.Vocab {
-			return fail("model.vocab", "model.vocab = %d, but data.tokenizer = %q has %d tokens: ids past %d would have no embedding; want model.vocab >= %d or leave it out (the tokenizer's size)",
-				m.Vocab, s.Data.Tokenizer, n, m.Vocab-1, n)
+	if x, err := s.Extract.Resolved(); err == nil {
+		if err := x.CheckHeadDim(m.HeadDim); err != nil {
+			key := "extract.loki.rank"
+			if s.Extract.Approximation != "" {
+				key = "extract.approximation"
+			}
+			return fail(key, "%v", err)
 		}
-	}
-	if x, err := s.Extract.Resolved(); err == nil && x.Attention == approx.AttnLoki && x.Loki.Rank > m.HeadDim {
-		key := "extract.loki.rank"
-		if s.Extract.Approximation != "" {
-			key = "extract.approximation"
-		}
-		return fail(key, "extract.loki.rank = %d: must be at most the model's head dimension %d (the keys' PCA basis has that many components)", x.Loki.Rank, m.HeadDim)
 	}
 	if s.MIA.References > 0 {
 		switch {
@@ -187,6 +185,23 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	return s.checkCheckpointAttacks(fail)
 }
 
+// tokenizerFits reports a tokenizer of tokens ids that model m has no
+// embedding for, with the key to change: an imported model's vocabulary
+// is its own (the tokenizer is the mistake), a spec's model.vocab can grow.
+// The spec check and training share it, so both say the same.
+func (s *Spec) tokenizerFits(m model.Config, tokens int) (key string, err error) {
+	switch {
+	case tokens <= m.Vocab:
+		return "", nil
+	case m.InitFrom != "":
+		return "data.tokenizer", fmt.Errorf("data.tokenizer = %q has %d tokens, the model of model.init_from = %q a vocabulary of %d: they do not belong together (use the model's own, hf:DIR)",
+			s.Data.Tokenizer, tokens, m.InitFrom, m.Vocab)
+	default:
+		return "model.vocab", fmt.Errorf("model.vocab = %d, but data.tokenizer = %q has %d tokens: ids past %d would have no embedding; want model.vocab >= %d or leave it out (the tokenizer's size)",
+			m.Vocab, s.Data.Tokenizer, tokens, m.Vocab-1, tokens)
+	}
+}
+
 // checkModelPaths checks the models a spec points at besides its own —
 // train.init_from (weights to start from) and extract.reference (the
 // reference model of the loss-difference attack) — before any work, so that
@@ -208,7 +223,7 @@ func (s *Spec) checkModelPaths(m model.Config, tokenizerVocab func() (int, error
 		}
 		_, c, err := checkpoint.ReadSource(ref.path)
 		if err != nil {
-			return fail(ref.key, "%s = %q: %v", ref.key, ref.path, unwrapPath(err))
+			return fail(ref.key, "%s = %q: %v", ref.key, ref.path, badinput.PathCause(err))
 		}
 		if ref.key == "train.init_from" {
 			want := m

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // ParseWithOverrides is Parse with `--set key=value` overrides applied to
@@ -23,7 +25,7 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 	}
 	doc, err := readSpecFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", unwrapPath(err))}
+		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", badinput.PathCause(err))}
 	}
 	out, err := applyOverrides(doc, sets)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/plots"
 )
@@ -34,7 +35,7 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 		return Default(), false, nil
 	}
 	if err != nil {
-		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", unwrapPath(err))}
+		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
 	if s, err = decode(path, doc, filepath.Base(filepath.Clean(dir))); err != nil {
 		return nil, false, err

@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/readcap"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -21,7 +24,6 @@ import (
 	"github.com/memo-research/memo/plots"
 	"github.com/memo-research/memo/precision"
 	"github.com/memo-research/memo/train"
-	"github.com/pelletier/go-toml/v2"
 )
 
 // Spec is one experiment: a TOML file with a table per stage. Keys the file
@@ -107,7 +109,7 @@ func readSpecFile(path string) ([]byte, error) {
 func Parse(path string) (*Spec, error) {
 	doc, err := readSpecFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", unwrapPath(err))}
+		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the spec: %v", badinput.PathCause(err))}
 	}
 	s, err := ParseBytes(path, doc)
 	if err != nil {
@@ -163,13 +165,6 @@ func decode(file string, doc []byte, name string) (*Spec, error) {
 	s.file, s.doc, s.raw = file, doc, raw
 	s.inheritDevice()
 	return s, nil
-}
-
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // inheritDevice gives the stages that set no device of their own the
@@ -263,7 +258,7 @@ func (s *Spec) check(doc []byte) error {
 			continue
 		}
 		if _, err := os.Stat(p.Path); err != nil {
-			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, unwrapPath(err))
+			return fail("data.sources", "data.sources: %q: %v (relative paths are read from the directory memo runs in)", src, badinput.PathCause(err))
 		}
 		if err := data.CheckSource(p); err != nil {
 			return fail("data.sources", "data.sources: %q: %v", src, err)
@@ -276,7 +271,7 @@ func (s *Spec) check(doc []byte) error {
 	}
 	if hf, ok := strings.CutPrefix(s.Data.Tokenizer, "hf:"); ok {
 		if _, err := os.Stat(hf); err != nil {
-			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, unwrapPath(err))
+			return fail("data.tokenizer", "data.tokenizer = %q: %v", s.Data.Tokenizer, badinput.PathCause(err))
 		}
 	}
 	if s.Train.Steps > 0 && s.Train.WarmupSteps > s.Train.Steps {

@@ -45,6 +45,8 @@ func TestParseErrorsOnSpec(t *testing.T) {
 			[]string{"a Hugging Face model goes in model.init_from"}},
 		{"two unknown keys, both named", "[train]\nlearning_rate = 1e-3\n[model]\nn_layer = 2\n", 2, "train.learning_rate",
 			[]string{`x.toml:2: train.learning_rate: unknown key "learning_rate" in [train]; did you mean "lr"?`, "; also unknown: model.n_layer (line 4)"}},
+		{"tokenizer past an imported vocabulary", "[data]\ntokenizer = 'bpe:400'\n[model]\ninit_from = 'hf:../testdata/hf/llama-gqa-tied'\n", 2, "data.tokenizer",
+			[]string{`x.toml:2: data.tokenizer = "bpe:400" has 400 tokens, the model of model.init_from`, "they do not belong together"}},
 		{"k below 2", "[goldfish]\nk = 1\n", 2, "goldfish.k",
 			[]string{"x.toml:2: goldfish.k = 1: must be 0 (standard loss) or >= 2"}},
 		{"prefix+suffix over context", "[model]\npreset = 'tiny'\n[extract]\nmode = 'fixed'\nprefix = 200\nsuffix = 100\n", 5, "extract.prefix",

@@ -128,9 +128,8 @@ func trainConfigs(spec *Spec, ds *data.Dataset) (model.Config, train.Config, err
 		// The vocabulary is the tokenizer's, known once data has run.
 		mcfg.Vocab = tok.VocabSize()
 	}
-	if tok.VocabSize() > mcfg.Vocab {
-		return mcfg, tcfg, fmt.Errorf("data.tokenizer = %q has %d tokens but the model's vocabulary is %d: ids past %d have no embedding (use the model's own tokenizer, data.tokenizer = \"hf:DIR\")",
-			spec.Data.Tokenizer, tok.VocabSize(), mcfg.Vocab, mcfg.Vocab-1)
+	if _, err := spec.tokenizerFits(mcfg, tok.VocabSize()); err != nil {
+		return mcfg, tcfg, err
 	}
 	return mcfg, tcfg, nil
 }

@@ -130,6 +130,18 @@ func (c Config) validateApprox() error {
 	return nil
 }
 
+// CheckHeadDim reports a Loki rank the model cannot serve: the keys' PCA
+// basis has one component per head dimension. It is checked when a spec
+// is loaded (the model's shape known from the spec) and again before a
+// basis is calibrated (the shape known from the checkpoint), with one
+// message for both.
+func (c Config) CheckHeadDim(headDim int) error {
+	if c.Attention == approx.AttnLoki && c.Loki.Rank > headDim {
+		return fmt.Errorf("extract.loki.rank = %d: must be at most the model's head dimension %d (the keys' PCA basis has that many components)", c.Loki.Rank, headDim)
+	}
+	return nil
+}
+
 // modelApprox is the model's approximation for this attack (basis: the
 // Loki key basis, nil unless attention is loki).
 func (c Config) modelApprox(basis *approx.LokiBasis) approx.Approx {

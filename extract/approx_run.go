@@ -86,8 +86,8 @@ func generateFor(ctx context.Context, g *model.GPT, cfg Config, ckpt string, ds 
 	}
 	var basis *approx.LokiBasis
 	if cfg.Attention == approx.AttnLoki {
-		if hd := g.Config().HeadDim; cfg.Loki.Rank > hd {
-			return nil, nil, fmt.Errorf("%w: extract.loki.rank = %d: must be at most the model's head dimension %d", ErrConfig, cfg.Loki.Rank, hd)
+		if err := cfg.CheckHeadDim(g.Config().HeadDim); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		// Checked first: the basis is calibrated and saved beside the
 		// checkpoint, work a bad rank would waste.

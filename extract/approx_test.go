@@ -66,6 +66,31 @@ func TestApproxConfigErrors(t *testing.T) {
 // every document exactly as plain greedy does; the others record their
 // columns, Loki caches its key basis beside the checkpoint, and eval
 // summarizes them.
+// The Loki rank is bounded by the head dimension only when Loki attends;
+// the spec check and the extract stage share the message.
+func TestCheckHeadDim(t *testing.T) {
+	tests := []struct {
+		attention string
+		rank      int
+		wantErr   string
+	}{
+		{"loki", 16, ""},
+		{"loki", 17, "extract.loki.rank = 17: must be at most the model's head dimension 16"},
+		{"exact", 64, ""},
+	}
+	for _, tt := range tests {
+		cfg := DefaultConfig()
+		cfg.Attention, cfg.Loki.Rank = tt.attention, tt.rank
+		err := cfg.CheckHeadDim(16)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s rank %d: unexpected %v", tt.attention, tt.rank, err)
+		case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)):
+			t.Errorf("%s rank %d: got %v, want %q", tt.attention, tt.rank, err, tt.wantErr)
+		}
+	}
+}
+
 func TestApproxRunOnATrainedRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a dataset and trains a model")

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
 )
 
@@ -37,11 +37,8 @@ func startCPUProfile(path string) error {
 	// command's unwritable output is; the guard's refusals are bad input.
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the temporary name is not the user's
-		}
-		return fmt.Errorf("--cpu-profile %s: %w", path, err)
+		// The temporary name is not the user's.
+		return fmt.Errorf("--cpu-profile %s: %w", path, badinput.PathCause(err))
 	}
 	if err := f.Chmod(0o644); err != nil { // as os.Create makes it
 		f.Close()

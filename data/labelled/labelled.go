@@ -8,9 +8,7 @@ package labelled
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -246,23 +244,13 @@ func jsonKind(c byte) string {
 	return "number"
 }
 
-// pathError is err without the operation and path of an *fs.PathError,
-// for a message that names the path itself.
-func pathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func readRows(path string) ([]row, error) {
 	if strings.EqualFold(filepath.Ext(path), ".parquet") {
 		return readParquet(path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, badinput.Errorf("%s: %w", path, pathError(err))
+		return nil, badinput.Errorf("%s: %w", path, badinput.PathCause(err))
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {

@@ -7,6 +7,7 @@ package badinput
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Error is an error marked as bad input; its message is the wrapped one.
@@ -30,4 +31,17 @@ func Errorf(format string, args ...any) error { return &Error{fmt.Errorf(format,
 func Is(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// PathCause is err without the operation and path an *fs.PathError adds,
+// for a message that names the path itself (or a path the user never gave,
+// such as a temporary name): "x.toml: no such file or directory", not
+// "x.toml: open x.toml: no such file or directory". Other errors are
+// returned as they are.
+func PathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
