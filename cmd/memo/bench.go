@@ -214,7 +214,7 @@ func runBenchDecode(c *cli.Context) error {
 	}
 	for _, f := range []string{"vocab", "prefix", "suffix", "batch", "samples", "reps"} {
 		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
-			return usageError("bench decode: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
+			return usageError("bench decode: --%s %d: must be >= %d", typedName(c, f), c.Int(f), max(min, 1))
 		}
 	}
 	// The decoding flags are extract's keys: extract's rules check them.
@@ -376,7 +376,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	for _, f := range []string{"vocab", "seq", "batch", "steps"} {
 		if min := map[string]int{"vocab": 2}[f]; c.Int(f) < max(min, 1) {
-			return usageError("bench train: --%s %d: must be >= %d", f, c.Int(f), max(min, 1))
+			return usageError("bench train: --%s %d: must be >= %d", typedName(c, f), c.Int(f), max(min, 1))
 		}
 	}
 	mc, err := benchModel(c, "bench train", c.Int("seq"))

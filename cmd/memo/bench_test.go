@@ -377,6 +377,8 @@ func TestBenchScoreAndShape(t *testing.T) {
 	}{
 		{[]string{"score", "--model", dir, "--preset", "tiny"}, "leave --preset unset"},
 		{[]string{"score", "--seq", "0"}, "--seq 0: must be >= 1"},
+		{[]string{"score", "--batch-size", "0"}, "--batch-size 0: must be >= 1"}, // the alias typed, not --batch
+		{[]string{"score", "--batch", "0"}, "--batch 0: must be >= 1"},
 		{[]string{"score", "--precision", "bf16-mixed"}, "bench score: --precision"},
 		{[]string{"train", "--layers", "2"}, "need --dim"},
 		{[]string{"train", "--preset", "nano", "--seq", "100000"}, "needs at least"},

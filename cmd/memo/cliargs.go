@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -161,10 +163,37 @@ func helpRequest(app *cli.App, args []string) ([]string, bool) {
 func atLeast(c *cli.Context, cmd string, min int, flags ...string) error {
 	for _, f := range flags {
 		if v := c.Int(f); v < min {
-			return usageError("%s: --%s %d: must be >= %d", cmd, f, v, min)
+			return usageError("%s: --%s %d: must be >= %d", cmd, typedName(c, f), v, min)
 		}
 	}
 	return nil
+}
+
+// typedName is the name the user gave flag name on the command line, an
+// alias (--batch-size for --batch) or name itself, so that an error
+// echoes what was typed. The context cannot tell: urfave/cli marks every
+// alias of a set flag as set, so the command line is read again.
+func typedName(c *cli.Context, name string) string {
+	var names []string
+	for _, f := range c.Command.Flags {
+		if slices.Contains(f.Names(), name) {
+			names = f.Names()
+		}
+	}
+	typed := name
+	for _, arg := range os.Args[1:] {
+		if arg == "--" {
+			break
+		}
+		if !strings.HasPrefix(arg, "-") {
+			continue
+		}
+		arg, _, _ = strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if slices.Contains(names, arg) {
+			typed = arg // the last one given is the value used
+		}
+	}
+	return typed
 }
 
 // jsonProblem says what is wrong with a JSON input in the user's terms:
