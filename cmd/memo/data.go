@@ -137,7 +137,7 @@ func runDataBuild(c *cli.Context) error {
 	if out == "" {
 		out = filepath.Join("runs", name)
 	}
-	if err := checkDataOut(out, cfg); err != nil {
+	if err := checkDataOut(out, name, cfg); err != nil {
 		return err
 	}
 	if err := data.Build(c.Context, cfg, out); err != nil {
@@ -293,10 +293,16 @@ func sortedKeys[V any](m map[string]V) []string {
 // of a run (its config.toml or checkpoints/ trained on it) or any complete
 // build (report.json) is rebuilt only from the same [data] settings, which
 // make the same files. Anything else would leave a run whose model never
-// saw the documents later commands attack as its members.
-func checkDataOut(out string, cfg data.Config) error {
+// saw the documents later commands attack as its members. A folder of runs
+// (a runs root, a sweep's directory) is refused too: data put there is no
+// run's, and `memo run` would never find it (name is the spec's, for the
+// run DIR the message suggests).
+func checkDataOut(out, name string, cfg data.Config) error {
 	if st, err := os.Stat(out); err == nil && !st.IsDir() {
 		return usageError("data build: --out %s is a file: want a run DIR (data goes into DIR/data)", out)
+	}
+	if what := folderOfRuns(out); what != "" {
+		return usageError("data build: --out %s %s: data goes into a run's own DIR/data; name one, such as --out %s", out, what, filepath.Join(out, name))
 	}
 	if err := outguard.Place("data build: --out", out); err != nil {
 		return err
@@ -373,4 +379,33 @@ func sameDataConfig(a, b data.Config) bool {
 		return raw
 	}
 	return bytes.Equal(canon(a), canon(b))
+}
+
+// folderOfRuns says what dir is when it is a folder of runs rather than a
+// run — a sweep's directory, or a folder holding runs or sweeps (up to
+// three named) — and "" otherwise, or when dir holds a config.toml or
+// data/ of its own.
+func folderOfRuns(dir string) string {
+	if outguard.IsRunDir(dir) || outguard.Exists(filepath.Join(dir, "data")) {
+		return ""
+	}
+	if outguard.Exists(filepath.Join(dir, experiments.SweepIndexFile)) {
+		return "is a sweep's directory (it holds " + experiments.SweepIndexFile + "; its points are the runs)"
+	}
+	var runs []string
+	ents, _ := os.ReadDir(dir) // unreadable: the build's own error says why
+	for _, e := range ents {
+		sub := filepath.Join(dir, e.Name())
+		if e.IsDir() && (outguard.IsRunDir(sub) || outguard.Exists(filepath.Join(sub, experiments.SweepIndexFile))) {
+			if len(runs) == 3 {
+				runs = append(runs, "…")
+				break
+			}
+			runs = append(runs, e.Name())
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return "holds runs (" + strings.Join(runs, ", ") + "), not a run's files"
 }
