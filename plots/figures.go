@@ -127,35 +127,55 @@ func logTicks(lo, hi float64, steps []float64, label func(float64) string) plot.
 	return ticks
 }
 
-// kOrder sorts goldfish settings: the standard loss first, then by k.
-func kOrder(runs []*runData) []string {
-	seen := map[string]int{}
+// kOrder sorts goldfish settings, as catOf names them: the standard loss
+// first, then by k and h.
+func kOrder(runs []*runData, catOf func(*runData) string) []string {
+	type order struct{ k, h int }
+	seen := map[string]order{}
 	for _, r := range runs {
-		k := r.K
+		o := order{r.K, r.H}
 		if r.standard() {
-			k = -1
+			o = order{-1, 0}
 		}
-		seen[shortK(r)] = k
+		seen[catOf(r)] = o
 	}
 	labels := make([]string, 0, len(seen))
 	for l := range seen {
 		labels = append(labels, l)
 	}
 	sort.Slice(labels, func(i, j int) bool {
-		if seen[labels[i]] != seen[labels[j]] {
-			return seen[labels[i]] < seen[labels[j]]
+		a, b := seen[labels[i]], seen[labels[j]]
+		if a != b {
+			return a.k < b.k || a.k == b.k && a.h < b.h
 		}
 		return labels[i] < labels[j]
 	})
 	return labels
 }
 
-// shortK is the x-axis category of a run in the k figures.
-func shortK(r *runData) string {
-	if r.standard() {
-		return r.goldfishLabel()
+// kCategory is the x-axis category of a run in the k figures: its loss,
+// shortened to "goldfish k=4" when every goldfish run of runs shares its
+// context width and strategy, and its whole goldfishLabel when they
+// differ, so that runs of two h never share one category.
+func kCategory(runs []*runData) func(*runData) string {
+	short := true
+	var first *runData
+	for _, r := range runs {
+		if r.standard() {
+			continue
+		}
+		if first == nil {
+			first = r
+		} else if r.H != first.H || r.Strategy != first.Strategy {
+			short = false
+		}
 	}
-	return fmt.Sprintf("goldfish k=%d", r.K)
+	return func(r *runData) string {
+		if r.standard() || !short {
+			return r.goldfishLabel()
+		}
+		return fmt.Sprintf("goldfish k=%d", r.K)
+	}
 }
 
 // crowdedK is the x-axis label and tick labels for many goldfish settings
@@ -251,7 +271,8 @@ func joinLabel(a, b string) string {
 // exactVsK plots the exact-match rate of targets and controls against the
 // goldfish setting, with 95 % Wilson intervals.
 func exactVsK(cfg Config, runs []*runData, axes []string) (*figure, error) {
-	cats := kOrder(runs)
+	shortK := kCategory(runs)
+	cats := kOrder(runs, shortK)
 	catOf := shortK
 	groupOf := func(r *runData) string { return r.Variant }
 	xlabel := "training objective"
@@ -372,7 +393,8 @@ func nonGoldfish(axes []string) []string {
 // those values are the x axis and each goldfish setting gets a colour: a
 // box per run and split on one axis would not fit twenty points.
 func rougeBoxes(cfg Config, runs []*runData, axes []string) (*figure, error) {
-	ks := kOrder(runs)
+	shortK := kCategory(runs)
+	ks := kOrder(runs, shortK)
 	var variants []string
 	for _, r := range runs {
 		if !slices.Contains(variants, r.Variant) {
@@ -474,7 +496,7 @@ type repsGroups struct {
 func groupByReps(runs []*runData) repsGroups {
 	g := repsGroups{points: map[repsKey]eval.SplitSummary{}}
 	repsSeen := map[int]bool{}
-	kVaries := len(kOrder(runs)) > 1
+	kVaries := len(kOrder(runs, kCategory(runs))) > 1
 	names := map[string]int{}
 	label := func(r *runData) string {
 		s := r.Preset

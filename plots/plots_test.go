@@ -355,12 +355,59 @@ func TestMatchedTokensLabel(t *testing.T) {
 	if got := matched.goldfishLabel(); got != "standard, tokens of k=4" {
 		t.Errorf("matched label %q", got)
 	}
-	if got := strings.Join(kOrder([]*runData{gf, matched, std}), " | "); got != "standard | standard, tokens of k=4 | goldfish k=4" {
+	runs := []*runData{gf, matched, std}
+	if got := strings.Join(kOrder(runs, kCategory(runs)), " | "); got != "standard | standard, tokens of k=4 | goldfish k=4" {
 		t.Errorf("k order %q", got)
 	}
 	labelRuns([]*runData{gf, matched, std}, []string{"goldfish.k", "train.match_supervised_tokens"})
 	if matched.Variant != "" || matched.Label != "standard, tokens of k=4" {
 		t.Errorf("matched variant %q, label %q; want none and its loss", matched.Variant, matched.Label)
+	}
+}
+
+// TestKCategoryByH: a sweep over the goldfish context width gives each h
+// a category of its own (they shared "goldfish k=4" and were drawn over
+// each other), while runs of one h keep the short name.
+func TestKCategoryByH(t *testing.T) {
+	std := &runData{K: 0, Strategy: "hash-table"}
+	h7 := &runData{K: 4, H: 7, Strategy: "hash-table"}
+	h13 := &runData{K: 4, H: 13, Strategy: "hash-table"}
+	k8 := &runData{K: 8, H: 13, Strategy: "hash-table"}
+	tests := []struct {
+		runs []*runData
+		want string
+	}{
+		{[]*runData{k8, h13, std}, "standard | goldfish k=4 | goldfish k=8"},
+		{[]*runData{h13, std, h7}, "standard | goldfish k=4, h=7 | goldfish k=4, h=13"},
+		{[]*runData{k8, h7, h13}, "goldfish k=4, h=7 | goldfish k=4, h=13 | goldfish k=8, h=13"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(kOrder(tt.runs, kCategory(tt.runs)), " | "); got != tt.want {
+			t.Errorf("categories %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestReportGoldfishHSweep: a sweep over goldfish.h reports each width as
+// a row and draws the k figures.
+func TestReportGoldfishHSweep(t *testing.T) {
+	dir := outDir(t, "goldfish-h")
+	var points []synthPoint
+	for i, h := range []int{7, 13} {
+		name := fmt.Sprintf("h=%d", h)
+		writeSynthRun(t, filepath.Join(dir, name), synthRun{name: name, k: 4, h: h, preset: "tiny", targets: 32, exact: 4 * i, rouge: 0.5, steps: 100}, uint64(i+1))
+		points = append(points, synthPoint{name, name, map[string]any{"goldfish.h": h}})
+	}
+	writeSweepIndex(t, dir, "goldfish-h", []string{"goldfish.h"}, points)
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
+		t.Fatal(err)
+	}
+	checkFigures(t, filepath.Join(dir, "report", "figures"), singleRunFigures)
+	md := mustRead(t, filepath.Join(dir, "report", "table.md"))
+	for _, want := range []string{"| goldfish k=4, h=7 |", "| goldfish k=4, h=13 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table.md lacks %q:\n%s", want, md)
+		}
 	}
 }
 

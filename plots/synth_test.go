@@ -21,6 +21,7 @@ import (
 type synthRun struct {
 	name      string
 	k         int
+	h         int // goldfish context width; 0: 13
 	preset    string
 	targets   int
 	exact     int            // targets extracted exactly
@@ -51,13 +52,19 @@ func writeSynthRun(t *testing.T, dir string, s synthRun, seed uint64) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	h := s.h
+	if h == 0 {
+		h = 13
+	}
 	synthSpecs.Store(filepath.Clean(dir), &RunSpec{
-		Goldfish: loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: 13},
+		Goldfish: loss.Config{Strategy: loss.StrategyHashTable, K: s.k, H: h},
 		Model:    s.preset,
 		Value: func(key string) any {
 			switch key {
 			case "goldfish.k":
 				return s.k
+			case "goldfish.h":
+				return h
 			case "model.preset":
 				return s.preset
 			}
