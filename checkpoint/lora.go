@@ -77,9 +77,41 @@ func baseDigest(dir string) (string, error) {
 		return "", err
 	}
 	if st.LoRABase != nil {
-		return "", badinput.Errorf("%s is a LoRA checkpoint (adapters only): a base must be a whole model; export it with memo export --merge and start from that", dir)
+		return "", adaptersOnly(dir)
 	}
 	return st.SHA256[ModelFile], nil
+}
+
+// CheckWhole refuses dir, a directory ReadSource returned, when it is a
+// LoRA checkpoint: it holds adapters only, no weights a run can start
+// from. It reads state.json alone, so a spec is checked without hashing
+// the weights (a checkpoint that is not one is left to the reads that
+// follow).
+func CheckWhole(dir string) error {
+	if IsHFDir(dir) {
+		return nil
+	}
+	var st State
+	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil || json.Unmarshal(raw, &st) != nil || st.LoRABase == nil {
+		return nil
+	}
+	return adaptersOnly(dir)
+}
+
+func adaptersOnly(dir string) error {
+	return badinput.Errorf("%s is a LoRA checkpoint (adapters only): a base must be a whole model; export it with memo export --merge and start from that", dir)
+}
+
+// SourceDigest is the digest of the weights a run starting from path
+// (train.init_from in any of ReadSource's forms) loads, as a LoRA base
+// records it; a LoRA checkpoint, adapters only, is refused as bad input.
+func SourceDigest(path string) (string, error) {
+	dir, _, err := ReadSource(path)
+	if err != nil {
+		return "", err
+	}
+	return baseDigest(dir)
 }
 
 // Check fails, as bad input, unless b's weights are still there and

@@ -221,11 +221,16 @@ func (s *Spec) checkModelPaths(m model.Config, tokenizerVocab func() (int, error
 			// architecture comes with it, which model.init_from takes.
 			return fail(ref.key, "%s = %q: a Hugging Face model goes in model.init_from = %q (with its architecture); train.init_from takes a memo run, checkpoint or Hugging Face directory named without hf:", ref.key, ref.path, "hf:"+dir)
 		}
-		_, c, err := checkpoint.ReadSource(ref.path)
+		dir, c, err := checkpoint.ReadSource(ref.path)
 		if err != nil {
 			return fail(ref.key, "%s = %q: %v", ref.key, ref.path, badinput.PathCause(err))
 		}
 		if ref.key == "train.init_from" {
+			// Found now: a full fine-tune failed after the data stage on
+			// the missing model.safetensors, a LoRA one with these words.
+			if err := checkpoint.CheckWhole(dir); err != nil {
+				return fail(ref.key, "%s = %q: %v", ref.key, ref.path, err)
+			}
 			want := m
 			if s.Model.Vocab == 0 {
 				want.Vocab = c.Vocab // the spec leaves the vocabulary to the tokenizer

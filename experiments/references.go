@@ -157,6 +157,14 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	if err != nil {
 		return err
 	}
+	// The weights a fine-tune starts from are named by their digest: the
+	// path alone would find references trained on a base since replaced.
+	var base string
+	if tcfg.InitFrom != "" {
+		if base, err = checkpoint.SourceDigest(tcfg.InitFrom); err != nil {
+			return badinput.Errorf("train.init_from = %q: %w", tcfg.InitFrom, err)
+		}
+	}
 	root := ReferencesDir(data.ResolveCacheDir(spec.Data.CacheDir))
 	dsSums := map[string]string{}
 	for name, f := range ds.Report().Files {
@@ -175,9 +183,8 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 				r.Members = append(r.Members, referenceMember{d.ID, reps[j]})
 			}
 		}
-		rt, rm := tcfg, mcfg
-		rt.Seed, rm.Seed = referenceSeed(tcfg.Seed, k), referenceSeed(mcfg.Seed, k)
-		if r.Key, err = referenceKey(dsSums, rm, rt, spec, r.Members); err != nil {
+		rm, rt := referenceConfigs(mcfg, tcfg, k)
+		if r.Key, err = referenceKey(dsSums, base, rm, rt, spec, r.Members); err != nil {
 			return err
 		}
 		r.Dir = filepath.Join(root, r.Key)
@@ -196,20 +203,37 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	return writeSignals(ctx, spec, dir, ds, pool, population, in, rec)
 }
 
+// referenceConfigs are reference k's model and training settings: the
+// target's, with seeds of its own, trained in one process (this one, or
+// `memo references train --index`'s), so never sharded over ranks —
+// sharding changes where the training state lives, not what is learned.
+// (Unsharded settings are left as given: they are in every key.)
+func referenceConfigs(mc model.Config, tc train.Config, k int) (model.Config, train.Config) {
+	mc.Seed, tc.Seed = referenceSeed(mc.Seed, k), referenceSeed(tc.Seed, k)
+	if tc.Shard != "" && tc.Shard != train.ShardNone {
+		tc.Shard, tc.ShardGroup = "", 0
+	}
+	return mc, tc
+}
+
 // referenceKey names a reference model by everything that determines its
-// weights: the dataset's files, the model, training and goldfish settings
+// weights: the dataset's files, the digest of the weights it starts from
+// (base, "" for the seed's), the model, training and goldfish settings
 // with its seeds, and the candidates it trains on.
-func referenceKey(dsSums map[string]string, mc model.Config, tc train.Config, spec *Spec, members []referenceMember) (string, error) {
+func referenceKey(dsSums map[string]string, base string, mc model.Config, tc train.Config, spec *Spec, members []referenceMember) (string, error) {
 	// Where and how fast it trains does not change what it learns, up to
-	// the last bits; the key keeps them so that reuse stays exact.
+	// the last bits; the key keeps them so that reuse stays exact. Base is
+	// left out when empty, so that a reference trained from the seed keeps
+	// the key it had before base was part of it.
 	b, err := json.Marshal(struct {
 		Format   int
 		Dataset  map[string]string
+		Base     string `json:",omitempty"`
 		Model    model.Config
 		Train    train.Config
 		Goldfish loss.Config
 		Members  []referenceMember
-	}{1, dsSums, mc, tc, spec.Goldfish, members})
+	}{1, dsSums, base, mc, tc, spec.Goldfish, members})
 	if err != nil {
 		return "", err
 	}

@@ -187,6 +187,49 @@ func TestReferencesCache(t *testing.T) {
 	}
 }
 
+// TestReferenceKey: a reference's key names the digest of the weights it
+// starts from, so a fine-tune's references are not found again after its
+// base is replaced; a reference trained from the seed keeps the key it had
+// before the base was part of it (0bfc35b1e34f… at 5099134), so caches
+// stay valid.
+func TestReferenceKey(t *testing.T) {
+	key := func(base string) string {
+		k, err := referenceKey(map[string]string{"docs.arrow": "d0"}, base, model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, &Spec{}, []referenceMember{{1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if got := key(""); got != "0bfc35b1e34fe936e251964d" {
+		t.Errorf("key from the seed = %s, want 0bfc35b1e34fe936e251964d as before", got)
+	}
+	if a, b := key("aaaa"), key("bbbb"); a == b || a == key("") {
+		t.Errorf("keys of two bases %s, %s (seed's %s): want three different keys", a, b, key(""))
+	}
+}
+
+// TestReferenceConfigsUnsharded: a target trained with ZeRO over ranks
+// has references trained in one process, unsharded (they failed after the
+// target's training, "needs 2 or more processes"), with seeds of their own.
+func TestReferenceConfigsUnsharded(t *testing.T) {
+	for _, shard := range []string{"", train.ShardNone, train.ShardOptimizer, train.ShardFull} {
+		tc := train.Config{Seed: 1, Shard: shard}
+		if shard == train.ShardFull {
+			tc.ShardGroup = 2
+		}
+		mc, rt := referenceConfigs(model.Config{Seed: 1}, tc, 0)
+		if err := rt.CheckShardRanks(1); err != nil {
+			t.Errorf("shard %q: reference settings refused in one process: %v", shard, err)
+		}
+		if rt.Seed == 1 || mc.Seed == 1 {
+			t.Errorf("shard %q: reference seeds %d, %d: want their own", shard, mc.Seed, rt.Seed)
+		}
+		if (shard == "" || shard == train.ShardNone) && rt.Shard != shard {
+			t.Errorf("shard %q became %q: an unsharded setting is kept as given (it is in the key)", shard, rt.Shard)
+		}
+	}
+}
+
 func readSignalsAndRefs(t *testing.T, dir string) ([]runfiles.MIASignal, referencesFile) {
 	t.Helper()
 	sig, err := runfiles.MIASignals.ReadParquet(filepath.Join(dir, runfiles.MIASignalsFile))
