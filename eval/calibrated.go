@@ -21,8 +21,9 @@ type CalibratedSummary struct {
 	// Signals is the mia_signals.parquet the scores were computed from.
 	Signals    string `json:"signals"`
 	References int    `json:"references"`
-	// Candidates and Population count the documents scored (targets and
-	// controls) and the population samples RMIA compares them with.
+	// Candidates and Population count the documents the target and the
+	// references scored (targets and controls, attacked or not) and the
+	// population samples RMIA compares them with.
 	Candidates int               `json:"candidates"`
 	Population int               `json:"population"`
 	Settings   calibrated.Config `json:"settings"`
@@ -30,7 +31,9 @@ type CalibratedSummary struct {
 	// setting's, or the one it chose (settings.rmia_a = -1).
 	RMIAA float64 `json:"rmia_a"`
 	// ByReferences scores every attack with the first K reference models,
-	// for K = 1, 2, 4, … up to all of them (AUC and TPR without intervals).
+	// for K = 1, 2, 4, … up to all of them (AUC and TPR without intervals),
+	// over the documents mia.* is: the targets and controls attacked. With
+	// all K it is mia.<attack>.
 	ByReferences []CalibratedAtK `json:"by_references"`
 	// CounterfactualSpearman is Spearman's rank correlation of the members'
 	// counterfactual memorization with their repetitions; null with one
@@ -75,7 +78,6 @@ func CalibratedAttacks() []MIAStatistic {
 // on which candidate.
 type signalMatrix struct {
 	candidates []int64 // doc_ids
-	split      []string
 	population []int64
 	// tgt and ref hold each model's rows by document: candidates first,
 	// then population.
@@ -99,7 +101,6 @@ func readSignals(path string) (*signalMatrix, error) {
 			case splitTarget, splitControl:
 				col[r.DocID] = len(m.candidates)
 				m.candidates = append(m.candidates, r.DocID)
-				m.split = append(m.split, r.Split)
 			case "validation":
 				m.population = append(m.population, r.DocID)
 			default:
@@ -336,6 +337,15 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		at[id] = j
 	}
 	attacks := CalibratedAttacks()
+	// The by-references rows are the documents mia.* is computed over
+	// (Summarize): the targets and controls attacked, which
+	// extract.max_docs and extract.splits make fewer than the candidates
+	// the references scored. With all K references they are mia.<attack>.
+	type scoredDoc struct {
+		j      int // candidate
+		member bool
+	}
+	var scored []scoredDoc
 	for i := range rows {
 		j, ok := at[rows[i].DocID]
 		if !ok {
@@ -343,6 +353,9 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		}
 		for _, st := range attacks {
 			st.set(&rows[i], all[st.Name][j])
+		}
+		if sp := rows[i].Split; sp == splitTarget || sp == splitControl {
+			scored = append(scored, scoredDoc{j, sp == splitTarget})
 		}
 	}
 	sum := &CalibratedSummary{Signals: path, References: K, Candidates: len(m.candidates), Population: len(m.population), Settings: cfg}
@@ -361,11 +374,12 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		for _, st := range attacks {
 			name := st.Name
 			var mem, ctl []float64
-			for j, v := range s[name] {
+			for _, d := range scored {
+				v := s[name][d.j]
 				if math.IsNaN(v) {
 					continue
 				}
-				if m.split[j] == splitTarget {
+				if d.member {
 					mem = append(mem, v)
 				} else {
 					ctl = append(ctl, v)

@@ -12,6 +12,7 @@ import (
 	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/loss"
 )
 
 // syntheticSignals writes a mia_signals.parquet of nc candidates (the first
@@ -191,6 +192,75 @@ func TestCalibratedFromSignals(t *testing.T) {
 	}
 }
 
+// TestCalibratedByReferencesIsMIA: calibrated.by_references with all K
+// references is mia.<attack>, the same documents and the same numbers,
+// also when extract.max_docs or extract.splits attack fewer documents than
+// the references scored. It was computed over every candidate in
+// mia_signals.parquet: with 2 of 4 targets and 2 of 4 controls attacked,
+// LiRA online's AUC read 1.0 under mia and 0.75 under by_references, and
+// with only the targets attacked, null under mia and 0.75 over controls
+// the user had left out.
+func TestCalibratedByReferencesIsMIA(t *testing.T) {
+	const nc, np, K = 40, 12, 4
+	path, _ := syntheticSignals(t, nc, np, K)
+	docs := func(from, to int) []int {
+		var out []int
+		for j := from; j < to; j++ {
+			out = append(out, j)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name              string
+		docs              []int // candidates attacked; the first nc/2 are targets
+		members, controls int
+	}{
+		{"every candidate", docs(0, nc), nc / 2, nc / 2},
+		{"max_docs 5", append(docs(0, 5), docs(nc/2, nc/2+5)...), 5, 5},
+		{"splits target", docs(0, nc/2), nc / 2, 0},
+		{"splits control", docs(nc/2, nc), 0, nc / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := make([]Score, len(tc.docs))
+			for i, j := range tc.docs {
+				rows[i] = Score{DocID: int64(100 + j), Split: splitControl, Repetitions: 1 + j%4}
+				if j < nc/2 {
+					rows[i].Split = splitTarget
+				}
+			}
+			cal, err := applyCalibrated(rows, path, calibrated.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cal.Candidates != nc {
+				t.Errorf("calibrated.candidates = %d, want the %d the references scored", cal.Candidates, nc)
+			}
+			cfg := DefaultConfig()
+			cfg.Bootstrap = 0
+			mia := Summarize(rows, cfg, loss.Config{Strategy: loss.StrategyNone}).MIA
+			if mia.NMembers != tc.members || mia.NControls != tc.controls {
+				t.Fatalf("mia counts %d members, %d controls, want %d, %d", mia.NMembers, mia.NControls, tc.members, tc.controls)
+			}
+			same := func(a, b Num) bool { return a == b || math.IsNaN(float64(a)) && math.IsNaN(float64(b)) }
+			last := cal.ByReferences[len(cal.ByReferences)-1]
+			if last.K != K {
+				t.Fatalf("last by_references row has K = %d, want %d", last.K, K)
+			}
+			for _, st := range CalibratedAttacks() {
+				got, want := last.Attacks[st.Name], mia.Stat(st.Name)
+				if !same(got.AUC, want.AUC) || !same(got.TPR0_1, want.TPR0_1) || !same(got.TPR1, want.TPR1) {
+					t.Errorf("%s at K = %d: AUC %v, TPR %v %v; mia.%s: AUC %v, TPR %v %v", st.Name, K,
+						got.AUC, got.TPR0_1, got.TPR1, st.Name, want.AUC, want.TPR0_1, want.TPR1)
+				}
+				if got.NMembers != mia.NMembers || got.NControls != mia.NControls {
+					t.Errorf("%s at K = %d over %d members, %d controls; mia over %d, %d", st.Name, K,
+						got.NMembers, got.NControls, mia.NMembers, mia.NControls)
+				}
+			}
+		})
+	}
+}
+
 // TestRMIAChosenA: with rmia_a = -1 eval picks a from the grid with
 // reference 0 as the target, records it, and scores exactly as the same a
 // given by hand.
@@ -343,7 +413,6 @@ func TestRMIAChosenASmallestOnTies(t *testing.T) {
 	half := rows(0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5)
 	m := &signalMatrix{
 		candidates: []int64{0, 1, 2, 3},
-		split:      []string{splitTarget, splitControl, splitTarget, splitControl},
 		population: []int64{4, 5, 6},
 		// Candidates first, then the population.
 		ref: [][]runfiles.MIASignal{rows(0.4, 0.1, 0.3, 0.2, 0.15, 0.25, 0.35), half, half, half},

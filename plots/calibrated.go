@@ -62,9 +62,12 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 		if cal == nil {
 			continue
 		}
-		loss := r.Summary.MIA.Stat("loss")
-		fmt.Fprintf(&b, "%s: %d candidates (%d members), %d population samples; loss attack AUC %s, TPR@0.1%%FPR %s %%, TPR@1%%FPR %s %%\n\n",
-			r.Name, cal.Candidates, r.Summary.MIA.NMembers, cal.Population, num(float64(loss.AUC), 3), pct(float64(loss.TPR0_1)), pct(float64(loss.TPR1)))
+		// The documents attacked, as mia counts them: those the loss
+		// attack and the table's rows with all references score.
+		mia := r.Summary.MIA
+		loss := mia.Stat("loss")
+		fmt.Fprintf(&b, "%s: %d members, %d controls, %d population samples; loss attack AUC %s, TPR@0.1%%FPR %s %%, TPR@1%%FPR %s %%\n\n",
+			r.Name, mia.NMembers, mia.NControls, cal.Population, num(float64(loss.AUC), 3), pct(float64(loss.TPR0_1)), pct(float64(loss.TPR1)))
 		b.WriteString("| attack | K | AUC | TPR@0.1%FPR % | TPR@1%FPR % | members, controls scored |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, a := range eval.CalibratedAttacks() {
