@@ -137,7 +137,7 @@ func (c Config) Validate() error {
 	if err := c.DP.Validate(); err != nil {
 		return err
 	}
-	if err := c.checkDPShard(); err != nil {
+	if err := c.checkDPWith(); err != nil {
 		return err
 	}
 	if err := c.LoRA.Validate(); err != nil {

@@ -68,15 +68,24 @@ func ReadDPReport(st checkpoint.State) (DPReport, bool, error) {
 	return r, true, nil
 }
 
-// checkDPShard refuses DP-SGD with a sharded training state: the DP step
-// sums per-row gradients on whole replicas and noises the sum once, which
-// the sharded strategies' reduce-scatters and gathered weights do not do.
-func (c Config) checkDPShard() error {
+// checkDPWith refuses DP-SGD with the training settings its step cannot
+// keep: a sharded training state (the DP step sums per-row gradients on
+// whole replicas and noises the sum once, which the sharded strategies'
+// reduce-scatters and gathered weights do not do), activation
+// checkpointing, and the equal-supervised-tokens control.
+func (c Config) checkDPWith() error {
 	if c.DP.Enabled && c.sharded() {
 		return fmt.Errorf("train.dp.enabled = true with train.shard = %q: DP-SGD needs train.shard = \"none\" (each rank clips its rows on the whole model and the noise is added once to the summed gradients; the sharded strategies do not keep that)", c.Shard)
 	}
 	if c.DP.Enabled && c.ActivationCheckpointing {
 		return fmt.Errorf("train.activation_checkpointing = true with train.dp.enabled = true: DP-SGD's per-row passes do not recompute blocks; set one of them false")
+	}
+	if c.DP.Enabled && c.MatchSupervisedTokens > 0 {
+		// The control stops the stream where goldfish k's supervised
+		// targets run out; Poisson sampling draws from the whole training
+		// set every step, so that point in the stream is never reached
+		// and the run was only a shorter one.
+		return fmt.Errorf("train.match_supervised_tokens = %d with train.dp.enabled = true: DP-SGD samples every step from the whole training set, not the stream in order, so the cut at goldfish k = %d's supervised-token count never applies; set train.steps for a shorter run instead", c.MatchSupervisedTokens, c.MatchSupervisedTokens)
 	}
 	return nil
 }
@@ -89,7 +98,7 @@ func (l *loop) setupDP() error {
 	if !c.Enabled {
 		return nil
 	}
-	if err := l.cfg.checkDPShard(); err != nil {
+	if err := l.cfg.checkDPWith(); err != nil {
 		return err
 	}
 	n := int64(l.stream.perEpoch)
@@ -179,7 +188,7 @@ func (l *loop) dpStep() (Metric, error) {
 		return Metric{}, err
 	}
 	lo, hi := split(len(idx), l.size, l.rank)
-	rows, err := l.dpRows(idx[lo:hi])
+	rows, err := l.dpRows(step, idx[lo:hi])
 	if err != nil {
 		return Metric{}, err
 	}
@@ -219,9 +228,14 @@ func (l *loop) dpStep() (Metric, error) {
 }
 
 // dpRows reads the training rows at epoch-0 stream positions idx (each
-// row of the training set once: an epoch is a permutation of it) and
-// masks each as the plain loop masks that position.
-func (l *loop) dpRows(idx []int64) ([]DPRow, error) {
+// row of the training set once: an epoch is a permutation of it) for
+// step and masks each. The hashed and static masks look at the tokens
+// alone; the random strategy's depends on the row number, which the plain
+// loop advances by an epoch each pass, so that a row draws a fresh mask
+// each time it is trained. Poisson sampling has no passes: the row number
+// is step·N + position, a fresh mask each step a row is drawn (with the
+// epoch-0 position alone every row kept one mask for the whole run).
+func (l *loop) dpRows(step int64, idx []int64) ([]DPRow, error) {
 	out := make([]DPRow, len(idx))
 	for i, pos := range idx {
 		rs, err := l.stream.take(pos, 1)
@@ -229,7 +243,8 @@ func (l *loop) dpRows(idx []int64) ([]DPRow, error) {
 			return nil, err
 		}
 		dropped := make([]bool, l.block)
-		if err := loss.MaskBatch(l.masker, uint64(pos), [][]int32{rs[0][1 : l.block+1]}, dropped); err != nil {
+		row := uint64(step)*uint64(l.dp.n) + uint64(pos)
+		if err := loss.MaskBatch(l.masker, row, [][]int32{rs[0][1 : l.block+1]}, dropped); err != nil {
 			return nil, err
 		}
 		out[i] = DPRow{IDs: rs[0], Dropped: dropped}

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -68,6 +69,38 @@ func TestDPNoNoiseNoClipIsPlainTraining(t *testing.T) {
 	st := dpReportOf(t, dp)
 	if st.Steps != 4 || !math.IsInf(st.Eps(), 1) || st.SampleRate != 1 || st.Rows != n {
 		t.Errorf("DP report %+v: want 4 steps, ε = +Inf (σ = 0), q = 1, N = %d", st, n)
+	}
+}
+
+// Under DP-SGD the random goldfish strategy draws a fresh mask each step
+// a row is sampled, as the plain loop does each pass: with every row in
+// every step (q = 1), the kept fraction of the targets, read from the
+// step's three losses, changes from step to step. (It was the same at
+// every step: each row kept its epoch-0 mask for the whole run.)
+func TestDPRandomMaskFreshEachStep(t *testing.T) {
+	cfg, mcfg, _ := smallRun()
+	lcfg := loss.Config{Strategy: loss.StrategyRandom, K: 2, Seed: 5}
+	const n = 8
+	src := textSource{ids: opticks(t, 2000), rows: n}
+	cfg.Steps, cfg.BatchSize, cfg.GradAccum, cfg.CheckpointEvery, cfg.EvalEvery, cfg.LogEvery = 4, n, 1, 4, 0, 1
+	cfg.DP = DPConfig{Enabled: true, MaxGradNorm: 1e30, Delta: 1e-5, SampleRate: 1, Sampling: SamplingPoisson}
+	dir := t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ms := readMetrics(t, dir)
+	if len(ms) != 4 {
+		t.Fatalf("%d metrics rows, want 4", len(ms))
+	}
+	kept := make([]float64, len(ms))
+	for i, m := range ms {
+		kept[i] = (m.LossAll - m.LossDropped) / (m.LossKept - m.LossDropped)
+	}
+	t.Logf("kept fraction by step: %v", kept)
+	for i := 1; i < len(kept); i++ {
+		if math.Abs(kept[i]-kept[0]) < 1e-4 {
+			t.Errorf("kept fraction %v at step %d equals step 1's (to 1e-4, the losses' float32 rounding): the random mask did not change (all: %v)", kept[i], i+1, kept)
+		}
 	}
 }
 
@@ -182,11 +215,22 @@ func TestDPGradientNoiseScale(t *testing.T) {
 	}
 }
 
-// DP-SGD with a sharded training state is refused by the config check.
-func TestDPShardedRefused(t *testing.T) {
-	cfg, _, _ := dpRun()
-	cfg.Shard = ShardFull
-	if err := cfg.Validate(); err == nil {
-		t.Error("DP-SGD with train.shard = full validated")
+// DP-SGD with a setting its step cannot keep is refused by the config
+// check, naming the setting.
+func TestDPCombinationsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"sharded state", func(c *Config) { c.Shard = ShardFull }, "train.shard"},
+		{"equal-supervised-tokens control", func(c *Config) { c.MatchSupervisedTokens = 4 }, "train.match_supervised_tokens = 4 with train.dp.enabled = true"},
+	}
+	for _, tt := range tests {
+		cfg, _, _ := dpRun()
+		tt.set(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Validate = %v, want an error naming %q", tt.name, err, tt.want)
+		}
 	}
 }
