@@ -10,6 +10,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -17,14 +18,17 @@ import (
 )
 
 // TrainingKey identifies what training a spec asks for: the sha256 of the
-// resolved spec without its name and its extract, eval and plots tables
-// (attack and reporting settings, which never change the trained model).
-// Two specs with the same key train the same model from the same data, so
-// a sweep whose points differ only in those tables trains once.
+// resolved spec without its name and its extract, eval, plots and mia
+// tables (attack and reporting settings, and the reference models trained
+// beside the target, none of which change the trained model) or its
+// scheduler's. Two specs with the same key train the same model from the
+// same data, so a sweep whose points differ only in those tables trains
+// once; a point that reuses a model trains its own reference models.
 func (s *Spec) TrainingKey() (string, error) {
 	c := *s
-	c.Name, c.Sweep = "", nil
+	c.Name, c.Sweep, c.SweepPoints = "", nil, nil
 	c.Extract, c.Eval, c.Plots = extract.Config{}, eval.Config{}, plots.Config{}
+	c.MIA, c.Slurm = calibrated.Config{}, SlurmConfig{}
 	b, err := c.TOML()
 	if err != nil {
 		return "", err
@@ -84,7 +88,7 @@ func checkReusable(stage string, spec *Spec, src string) error {
 		return err
 	}
 	if want != have {
-		return badinput.Errorf("reuse training of %s: it was trained with other data, model, train, goldfish or seed settings than %s asks for; only extract, eval and plots may differ", src, spec.Name)
+		return badinput.Errorf("reuse training of %s: it was trained with other data, model, train, goldfish or seed settings than %s asks for; only extract, eval, plots and mia may differ", src, spec.Name)
 	}
 	m, err := ReadManifest(src)
 	if err != nil {

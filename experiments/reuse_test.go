@@ -93,7 +93,7 @@ func TestRunReusesTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), other, root, Options{ReuseTrain: srcDir})
-	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "only extract, eval and plots may differ") {
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "only extract, eval, plots and mia may differ") {
 		t.Errorf("reusing a run trained with goldfish k=4 for k=8: err = %v, want bad input", err)
 	}
 	// Refused before the run directory is made (it held config.toml and
@@ -110,5 +110,42 @@ func writeTestFile(t *testing.T, path, s string) {
 	}
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrainingKey: specs that differ only in attack, reporting, reference
+// model or scheduler settings train the same model; any training setting
+// makes another.
+func TestTrainingKey(t *testing.T) {
+	base := "name = \"a\"\n[goldfish]\nk = 4\n"
+	key := func(extra string) string {
+		s, err := ParseBytes("a.toml", []byte(base+extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := s.TrainingKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	want := key("")
+	tests := []struct {
+		extra string
+		same  bool
+	}{
+		{"[extract]\nsuffix = 16\n", true},
+		{"[eval]\nbootstrap = 200\n", true},
+		{"[plots]\ndpi = 72\n", true},
+		{"[mia]\nreferences = 2\n", true},
+		{"[slurm]\npartition = \"gpu\"\n", true},
+		{"[train]\nlr = 1e-2\n", false},
+		{"[data]\ntargets = 7\n", false},
+		{"seed = 9\n", false},
+	}
+	for _, tt := range tests {
+		if got := key(tt.extra) == want; got != tt.same {
+			t.Errorf("%q: same training key %v, want %v", tt.extra, got, tt.same)
+		}
 	}
 }

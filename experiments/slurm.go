@@ -183,7 +183,7 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	w(`echo "memo: task $SLURM_ARRAY_TASK_ID of job $SLURM_ARRAY_JOB_ID on $(hostname): $SPEC"`)
 	if o.ReuseTrain != nil {
 		w("# Attack-only points: each takes data and checkpoints from the point that")
-		w("# trained its model (only extract, eval or plots settings differ).")
+		w("# trained its model (only extract, eval, plots or mia settings differ).")
 		w("TRAINED=(")
 		for _, r := range o.ReuseTrain {
 			w("  %s", shq(r))

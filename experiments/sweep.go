@@ -20,7 +20,7 @@ type Point struct {
 	Spec   *Spec          // the resolved spec of this run (no sweep, Name = point name)
 	Doc    []byte         // the spec file `memo run` gets for this point
 	// Reuses names the earlier point that trains this point's model when
-	// the two differ only in extract, eval and plots keys (same
+	// the two differ only in extract, eval, plots and mia keys (same
 	// TrainingKey): this point links that run's data and checkpoints and
 	// only attacks. Empty for a point that trains.
 	Reuses string

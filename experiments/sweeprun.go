@@ -125,7 +125,7 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 			}
 			say("[%d/%d] %s: started (log %s)", i+1, len(pts), p.Name, res.Log)
 			if p.Reuses != "" {
-				say("[%d/%d] %s: attacks the model %s trained (only extract, eval or plots settings differ)", i+1, len(pts), p.Name, p.Reuses)
+				say("[%d/%d] %s: attacks the model %s trained (only extract, eval, plots or mia settings differ)", i+1, len(pts), p.Name, p.Reuses)
 			}
 			start := time.Now()
 			res.Err = runPoint(ctx, opt, args, dir, filepath.Join(dir, "specs", p.Name+".toml"), res.Log)
