@@ -97,6 +97,10 @@ func TestExpandErrorsPointAtAxis(t *testing.T) {
 			"sw.toml:3: sweep.goldfish.k: grid point k=four_preset=tiny: goldfish.k: wrong type: the value is a TOML string, the key takes an integer"},
 		{"unknown preset", "[sweep]\n\"model.preset\" = ['tiny', 'huge-typo']\n", 2,
 			"sw.toml:2: sweep.model.preset: grid point preset=huge-typo: model.preset"},
+		{"axis over LoRA while it is off", "[train.lora]\nenabled = false\n[sweep]\n\"train.lora.rank\" = [4, 8]\n", 4,
+			"sw.toml:4: sweep.train.lora.rank: train.lora.enabled is false at every point, so this axis changes nothing"},
+		{"axis over DP while it is off", "[sweep]\n\"goldfish.k\" = [0, 4]\n\"train.dp.noise_multiplier\" = [0.5, 2.0]\n", 3,
+			"sw.toml:3: sweep.train.dp.noise_multiplier: train.dp.enabled is false at every point"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, err := ParseBytes("sw.toml", []byte(tc.doc))
@@ -115,6 +119,23 @@ func TestExpandErrorsPointAtAxis(t *testing.T) {
 				t.Errorf("file:line = %s:%d, want sw.toml:%d", ce.File, ce.Line, tc.line)
 			}
 		})
+	}
+}
+
+// An axis over a mitigation's settings is taken when the mitigation is on
+// at some point: swept beside train.lora.enabled, or on in the spec.
+func TestExpandTakesLiveMitigationAxes(t *testing.T) {
+	for _, doc := range []string{
+		"[sweep]\n\"train.lora.enabled\" = [false, true]\n\"train.lora.rank\" = [4, 8]\n",
+		"[train.dp]\nenabled = true\nnoise_multiplier = 1.0\n[sweep]\n\"train.dp.max_grad_norm\" = [0.5, 1.0]\n",
+	} {
+		spec, err := ParseBytes("sw.toml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := spec.Expand(); err != nil {
+			t.Errorf("%q: %v", doc, err)
+		}
 	}
 }
 

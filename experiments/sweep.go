@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,6 +87,9 @@ func (s *Spec) Expand() ([]Point, error) {
 			return nil, err
 		}
 	}
+	if err := s.checkIdleAxes(axes, pts); err != nil {
+		return nil, err
+	}
 	rawPts, _ := s.raw["sweep_points"].([]any)
 	for _, rp := range rawPts {
 		m, _ := rp.(map[string]any)
@@ -100,6 +104,31 @@ func (s *Spec) Expand() ([]Point, error) {
 		}
 	}
 	return pts, nil
+}
+
+// checkIdleAxes refuses a grid axis over a mitigation's settings
+// (train.dp.*, train.lora.*) while that mitigation is off at every point:
+// the table is left out of each point's config.toml, so the points would
+// differ in name only, with identical numbers.
+func (s *Spec) checkIdleAxes(axes []Axis, pts []Point) error {
+	for _, a := range axes {
+		for _, m := range []struct {
+			table string
+			on    func(*Spec) bool
+		}{
+			{"train.dp", func(p *Spec) bool { return p.Train.DP.Enabled }},
+			{"train.lora", func(p *Spec) bool { return p.Train.LoRA.Enabled }},
+		} {
+			if !strings.HasPrefix(a.Key, m.table+".") || a.Key == m.table+".enabled" {
+				continue
+			}
+			if !slices.ContainsFunc(pts, func(p Point) bool { return m.on(p.Spec) }) {
+				return &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep."+a.Key), Key: "sweep." + a.Key,
+					Msg: fmt.Sprintf("%s.enabled is false at every point, so this axis changes nothing (the points would give the same numbers); set %s.enabled = true, or sweep it as well", m.table, m.table)}
+			}
+		}
+	}
+	return nil
 }
 
 // sweepColumns are the keys sweep.json lists as axes, the report's columns:
