@@ -208,8 +208,17 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 // `memo references train --index`'s), so never sharded over ranks —
 // sharding changes where the training state lives, not what is learned.
 // (Unsharded settings are left as given: they are in every key.)
+//
+// A LoRA target with no train.init_from adapts the model seed's own
+// weights, its frozen base: its references keep that model seed, so that
+// they adapt the same base (and start their adapters alike), differing in
+// the documents and the stream's seed. With their own model seeds each
+// adapted a random base of its own, and calibration compared other models.
 func referenceConfigs(mc model.Config, tc train.Config, k int) (model.Config, train.Config) {
-	mc.Seed, tc.Seed = referenceSeed(mc.Seed, k), referenceSeed(tc.Seed, k)
+	if !tc.LoRA.Enabled || tc.InitFrom != "" {
+		mc.Seed = referenceSeed(mc.Seed, k)
+	}
+	tc.Seed = referenceSeed(tc.Seed, k)
 	if tc.Shard != "" && tc.Shard != train.ShardNone {
 		tc.Shard, tc.ShardGroup = "", 0
 	}

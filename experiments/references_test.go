@@ -230,6 +230,31 @@ func TestReferenceConfigsUnsharded(t *testing.T) {
 	}
 }
 
+// TestReferenceConfigsLoRABase: references of a LoRA target adapt its
+// frozen base — the model seed's weights when there is no train.init_from
+// — and draw their own stream; a full model or a LoRA fine-tune of a
+// saved base draws its own weights' seed as before.
+func TestReferenceConfigsLoRABase(t *testing.T) {
+	tests := []struct {
+		name     string
+		lora     bool
+		initFrom string
+		sameBase bool
+	}{
+		{"full model", false, "", false},
+		{"LoRA on the seed's weights", true, "", true},
+		{"LoRA on a saved base", true, "runs/base", false}, // the base is loaded: the seed only draws adapters
+	}
+	for _, tt := range tests {
+		tc := train.Config{Seed: 1, InitFrom: tt.initFrom}
+		tc.LoRA.Enabled = tt.lora
+		mc, rt := referenceConfigs(model.Config{Seed: 1}, tc, 0)
+		if (mc.Seed == 1) != tt.sameBase || rt.Seed == 1 {
+			t.Errorf("%s: model seed %d, train seed %d; want the target's model seed %v and a train seed of its own", tt.name, mc.Seed, rt.Seed, tt.sameBase)
+		}
+	}
+}
+
 func readSignalsAndRefs(t *testing.T, dir string) ([]runfiles.MIASignal, referencesFile) {
 	t.Helper()
 	sig, err := runfiles.MIASignals.ReadParquet(filepath.Join(dir, runfiles.MIASignalsFile))
