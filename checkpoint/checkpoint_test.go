@@ -165,6 +165,11 @@ func TestVerifyRefusesDamage(t *testing.T) {
 		{"state.json without a digest", func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, StateFile), []byte(`{"step": 2, "sha256": {}}`), 0o644)
 		}, []string{"records no sha256 for " + ModelFile}},
+		// A digest shorter than the 12 characters the message shows
+		// panicked (want[:12]); found by fuzzing.
+		{"state.json with a short digest", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, StateFile), []byte(`{"step": 2, "sha256": {"model.safetensors": "ab", "optimizer.safetensors": "x", "model.json": ""}}`), 0o644)
+		}, []string{ModelFile, `recorded "ab" (truncated or corrupt)`}},
 		{"no state.json", func(dir string) error { return os.Remove(filepath.Join(dir, StateFile)) },
 			[]string{StateFile, "no such file"}},
 	}

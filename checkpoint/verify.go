@@ -36,7 +36,8 @@ func Verify(dir string) (State, error) {
 			return st, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}
 		if got != want {
-			return st, fmt.Errorf("checkpoint %s: %s has sha256 %s, %s recorded %s (truncated or corrupt)", dir, f, got[:12], StateFile, want[:12])
+			// %.12q: a recorded digest can be anything a damaged state.json holds.
+			return st, fmt.Errorf("checkpoint %s: %s has sha256 %s, %s recorded %.12q (truncated or corrupt)", dir, f, got[:12], StateFile, want)
 		}
 	}
 	return st, nil

@@ -124,8 +124,29 @@ func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error
 			return &ConfigError{File: file, Line: line, Key: "sweep." + axis, Msg: "a sweep axis needs a non-empty array of values"}
 		}
 	}
+	// The grid is every combination, built whole before anything runs: a
+	// few lines of axes can ask for more runs than memory holds (9 axes of
+	// 10 values, a billion points).
+	points, sizes := 1, make([]string, 0, len(sw))
+	for _, axis := range sortedKeys(sw) {
+		n := len(sw[axis].([]any))
+		points = min(points*n, maxSweepPoints+1) // capped: no overflow
+		sizes = append(sizes, fmt.Sprintf("%s %d", axis, n))
+	}
+	if points > maxSweepPoints {
+		line := 0
+		if ls := headerLines(doc, "sweep"); len(ls) > 0 {
+			line = ls[0]
+		}
+		return &ConfigError{File: file, Line: line, Key: "sweep",
+			Msg: fmt.Sprintf("the grid has more than %d points (%s values, each combination a run): split it into several sweeps, or list the runs wanted as [[sweep_points]]", maxSweepPoints, strings.Join(sizes, " × "))}
+	}
 	return nil
 }
+
+// maxSweepPoints bounds a sweep's grid: well past any sweep run on one
+// cluster allocation, far below what would exhaust memory expanding it.
+const maxSweepPoints = 10000
 
 // validateTables runs each table's Validate; the error's leading
 // "table.key" (the stage packages' convention) locates its line.

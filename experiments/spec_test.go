@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,22 @@ func TestExpandTakesLiveMitigationAxes(t *testing.T) {
 		if _, err := spec.Expand(); err != nil {
 			t.Errorf("%q: %v", doc, err)
 		}
+	}
+}
+
+// A grid of more than maxSweepPoints points is refused when the spec
+// loads, before it is expanded (nine axes of ten values asked for a
+// billion runs and exhausted memory; found by fuzzing).
+func TestSweepGridBounded(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("[sweep]\n")
+	for _, key := range []string{"train.lr", "train.seed", "train.steps", "goldfish.h", "data.seed"} {
+		fmt.Fprintf(&doc, "%q = [%s]\n", key, strings.Repeat("1, ", 9)+"2")
+	}
+	_, err := ParseBytes("big.toml", []byte(doc.String()))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 1 || !strings.Contains(err.Error(), "more than 10000 points (data.seed 10 × goldfish.h 10 × train.lr 10 × train.seed 10 × train.steps 10 values") {
+		t.Fatalf("a 100000-point grid: %v", err)
 	}
 }
 

@@ -238,7 +238,8 @@ func (ix *Index) slice() {
 }
 
 // checkDocs checks the document table against the stream: starts rising,
-// each document ending at a separator where the next begins.
+// each document ending at a separator where the next begins, inside the
+// stream; and the suffix array's entries, that each is a stream position.
 func (ix *Index) checkDocs() error {
 	var at int64
 	s := sep(ix.h.Width)
@@ -251,13 +252,21 @@ func (ix *Index) checkDocs() error {
 		if k+1 < ix.h.Docs {
 			end = ix.docs[(k+1)*docFields]
 		}
-		if end <= start || ix.tok(end-1) != s {
+		if end <= start || end > ix.h.Stream || ix.tok(end-1) != s {
 			return fmt.Errorf("document %d does not end at a separator", k)
 		}
 		at = end
 	}
 	if at != ix.h.Stream {
 		return fmt.Errorf("documents cover %d of %d stream tokens", at, ix.h.Stream)
+	}
+	// The suffix array's entries index the stream wherever a count looks;
+	// one past it would be read out of the mapping. One pass, as the
+	// checksum's.
+	for i, p := range ix.sa {
+		if int64(p) >= ix.h.Stream {
+			return fmt.Errorf("suffix array entry %d is %d, past the %d-token stream", i, p, ix.h.Stream)
+		}
 	}
 	return nil
 }

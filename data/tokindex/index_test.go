@@ -1,9 +1,13 @@
 package tokindex
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/internal/badinput"
@@ -265,6 +269,75 @@ func TestBadInput(t *testing.T) {
 	for _, q := range [][]int32{nil, long, make([]int32, 17), {0, 5}, {-1}} {
 		if _, err := ix.Count(q); !badinput.Is(err) {
 			t.Errorf("count of a %d-token window %v: %v, want bad input", len(q), q[:min(len(q), 3)], err)
+		}
+	}
+}
+
+// TestResealedDamage: a body altered and checksummed again (a builder's
+// bug, a hand edit), so that only the structure can tell, is refused as
+// bad input when Open reads it — a document past the stream or a suffix
+// array entry past it was read out of the mapping (a panic; found by
+// fuzzing).
+func TestResealedDamage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	path := filepath.Join(t.TempDir(), "tokens.idx")
+	if _, err := Build(path, Options{Vocab: 5, MaxWindow: 16}, scanOf(corpus(rng, 6, 5, 0, []int32{1, 3}))); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hOff := int64(binary.LittleEndian.Uint64(raw[12:]))
+	var h Header
+	if err := json.Unmarshal(raw[hOff:], &h); err != nil {
+		t.Fatal(err)
+	}
+	docsOff, saOff, _ := h.sections()
+	// reseal writes body into a copy of the file with its checksums made
+	// right again.
+	reseal := func(name string, edit func(body []byte)) string {
+		b := append([]byte{}, raw[:hOff]...)
+		edit(b)
+		h2 := h
+		h2.BodyCRC = crc32.Checksum(b[bodyOff:], castagnoli)
+		hdr, err := json.Marshal(h2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[20:], uint32(len(hdr)))
+		binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(hdr, castagnoli))
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, append(b, hdr...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if ix, err := Open(reseal("same", func([]byte) {}), Identity{}); err != nil {
+		t.Fatalf("resealed without a change: %v", err)
+	} else {
+		ix.Close()
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(body []byte)
+		want string
+	}{
+		{"second document starts past the stream", func(b []byte) {
+			binary.LittleEndian.PutUint64(b[docsOff+docFields*8:], uint64(h.Stream)+1<<40)
+		}, "does not end at a separator"},
+		{"suffix array entry past the stream", func(b []byte) {
+			binary.LittleEndian.PutUint32(b[saOff+4:], uint32(h.Stream)+0x9f0000)
+		}, "suffix array entry 1"},
+	} {
+		ix, err := Open(reseal(tc.name, tc.edit), Identity{})
+		if err == nil {
+			ix.Close()
+			t.Errorf("%s: opened", tc.name)
+			continue
+		}
+		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want bad input saying %q", tc.name, err, tc.want)
 		}
 	}
 }
