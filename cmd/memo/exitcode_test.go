@@ -206,8 +206,9 @@ func TestInterruptedRun(t *testing.T) {
 	cmd := exec.Command(exe, "run", path)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MEMO_CACHE="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	// Read while the child writes: a strings.Builder would race.
+	stderr := &syncBuilder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -196,3 +196,32 @@ func TestFollowWithoutRank0(t *testing.T) {
 		t.Fatalf("rank 0 gone: %v", err)
 	}
 }
+
+// Only the first Release counts: a second, while the first still waits
+// for ranks to meet, returns at once rather than waiting and sending a
+// verdict of its own.
+func TestReleaseOnce(t *testing.T) {
+	env := envOf(map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "43"})
+	c, err := discover(Unset(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Addr = "127.0.0.1"
+	ld, err := lead(c, 2*time.Second, env) // rank 1 never comes: the first Release waits 2 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- ld.Release(Verdict{Kind: "skip"}) }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := ld.Release(Verdict{Kind: "skip"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a second Release took %v: it waited as the first does", d)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}

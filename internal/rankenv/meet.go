@@ -47,7 +47,9 @@ type Leader struct {
 	mu     sync.Mutex
 	conns  map[int]net.Conn
 	joined chan struct{} // closed when every rank has met
-	done   bool
+	// done refuses joins once the verdict goes out; released makes only
+	// the first Release count.
+	done, released bool
 }
 
 // candidates are the ports a meeting may use: the one given, or the span
@@ -134,11 +136,14 @@ func (ld *Leader) greet(conn net.Conn) {
 // given, so that each hears the verdict, a failure too; only the first
 // call does anything.
 func (ld *Leader) Release(v Verdict) error {
+	// Claimed under the lock, so that two callers at once cannot both
+	// send a verdict (done is set only after the wait, for the joins).
 	ld.mu.Lock()
-	if ld.done {
+	if ld.released {
 		ld.mu.Unlock()
 		return nil
 	}
+	ld.released = true
 	ld.mu.Unlock()
 	var missing error
 	select {
