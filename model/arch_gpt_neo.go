@@ -75,11 +75,16 @@ func neoAttentionTypes(h *hfReader, c *Config) error {
 		return bad
 	}
 	var types []string
-	for _, g := range groups {
+	for gi, g := range groups {
 		var kinds []string
 		var n int
-		if json.Unmarshal(g[0], &kinds) != nil || json.Unmarshal(g[1], &n) != nil || n < 0 || n > 1<<16 {
+		if json.Unmarshal(g[0], &kinds) != nil || json.Unmarshal(g[1], &n) != nil || n < 0 {
 			return bad
+		}
+		// Bound the total before expanding: each group's repeat count is
+		// small, but many groups of long lists would add up to billions.
+		if n > maxHFLayers || len(types)+n*len(kinds) > maxHFLayers {
+			return fmt.Errorf("config.json attention_types: group %d takes the layers past %d, the most memo reads", gi, maxHFLayers)
 		}
 		for i := 0; i < n; i++ {
 			for _, k := range kinds {

@@ -302,18 +302,24 @@ func (c Config) gathered() int64 {
 	return n
 }
 
-// window is layer i's sliding-window length, 0 for full attention.
-func (c Config) window(i int) int {
+// windows are each layer's sliding-window length, 0 for full attention
+// (one pass over layer_types: reading it per layer is quadratic, minutes
+// for a config.json of 65,536 layers).
+func (c Config) windows() []int {
+	w := make([]int, c.Layers)
 	if c.SlidingWindow == 0 {
-		return 0
+		return w
 	}
-	if c.LayerTypes == "" {
-		return c.SlidingWindow
+	var types []string
+	if c.LayerTypes != "" {
+		types = strings.Split(c.LayerTypes, ",")
 	}
-	if types := strings.Split(c.LayerTypes, ","); i < len(types) && types[i] == "sliding" {
-		return c.SlidingWindow
+	for i := range w {
+		if types == nil || i < len(types) && types[i] == "sliding" {
+			w[i] = c.SlidingWindow
+		}
 	}
-	return 0
+	return w
 }
 
 // validateLayers checks layer_types against the layer count.
@@ -323,17 +329,40 @@ func (c Config) validateLayers() error {
 	}
 	types := strings.Split(c.LayerTypes, ",")
 	if len(types) != c.Layers {
-		return fmt.Errorf("model.layer_types = %q: %d entries for %d layers", c.LayerTypes, len(types), c.Layers)
+		return fmt.Errorf("model.layer_types = %s: %d entries for %d layers", typesBrief(types), len(types), c.Layers)
 	}
 	for i, t := range types {
 		if t != "full" && t != "sliding" {
-			return fmt.Errorf("model.layer_types = %q: entry %d is %q; want full or sliding", c.LayerTypes, i, t)
+			return fmt.Errorf("model.layer_types = %s: entry %d is %q; want full or sliding", typesBrief(types), i, clipped(t))
 		}
 	}
 	if c.SlidingWindow == 0 && strings.Contains(c.LayerTypes, "sliding") {
-		return fmt.Errorf("model.layer_types = %q has sliding layers but model.sliding_window = 0", c.LayerTypes)
+		return fmt.Errorf("model.layer_types = %s has sliding layers but model.sliding_window = 0", typesBrief(types))
 	}
 	return nil
+}
+
+// typesBrief quotes layer_types for a message: whole when it has a few
+// entries, else its first ones and the count (a list as long as the
+// layers of a malformed file would make a message of megabytes).
+func typesBrief(types []string) string {
+	const keep = 8
+	if len(types) <= keep && len(strings.Join(types, ",")) <= 200 {
+		return fmt.Sprintf("%q", strings.Join(types, ","))
+	}
+	head := make([]string, 0, keep)
+	for _, t := range types[:min(keep, len(types))] {
+		head = append(head, clipped(t))
+	}
+	return fmt.Sprintf("%q... (%d entries)", strings.Join(head, ","), len(types))
+}
+
+// clipped is s cut to 20 bytes for a message.
+func clipped(s string) string {
+	if len(s) > 20 {
+		return s[:20] + "..."
+	}
+	return s
 }
 
 // FLOPsPerToken is the training cost of one token at full context:

@@ -143,8 +143,9 @@ func build(p *nn.Path, cfg Config, initialise bool, held gotch.DType, join bool)
 	g := &GPT{cfg: c, arch: a, device: p.Device(), top: map[module]weights{}}
 	rng := initRNG(c.Seed)
 	g.blocks = make([]block, c.Layers)
+	windows := c.windows()
 	for i := range g.blocks {
-		g.blocks[i].window = c.window(i)
+		g.blocks[i].window = windows[i]
 		if c.LocalRopeTheta > 0 && g.blocks[i].window > 0 {
 			g.blocks[i].rope = 1
 		}

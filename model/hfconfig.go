@@ -120,13 +120,26 @@ func (h *hfReader) str(key, def string) (string, error) {
 	return v, nil
 }
 
-// ints reads several integer keys; a required one (def < 0) must be > 0.
+// maxHFLayers bounds a config.json's layer count: the families build
+// per-layer lists (layer_types) from it before any memory check, so a
+// small file naming 2^40 layers would otherwise allocate terabytes.
+// Released models have at most a few hundred layers.
+const maxHFLayers = 1 << 16
+
+// hfLayerKeys are the layer count's keys, in each family's spelling.
+var hfLayerKeys = map[string]bool{"num_hidden_layers": true, "num_layers": true, "n_layer": true}
+
+// ints reads several integer keys; a required one (def < 0) must be > 0,
+// and a layer count at most maxHFLayers.
 func (h *hfReader) ints(keys map[string]*int, defs map[string]int) error {
 	for key, dst := range keys {
 		def, optional := defs[key]
 		v, err := h.integer(key, max(def, 0))
 		if err != nil {
 			return err
+		}
+		if hfLayerKeys[key] && v > maxHFLayers {
+			return fmt.Errorf("config.json %s = %d: memo reads at most %d layers", key, v, maxHFLayers)
 		}
 		if v == 0 && !optional {
 			return fmt.Errorf("config.json has no %s", key)
@@ -454,9 +467,9 @@ func writeRope(c Config, out map[string]any, form HFForm, partial bool) {
 // words (full_attention, sliding_attention), or nothing when uniform full.
 func writeLayerTypes(c Config, out map[string]any, key string, full, sliding string) {
 	types := make([]string, c.Layers)
-	for i := range types {
+	for i, w := range c.windows() {
 		types[i] = full
-		if c.window(i) > 0 {
+		if w > 0 {
 			types[i] = sliding
 		}
 	}

@@ -2,6 +2,8 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -60,4 +62,76 @@ func hfConfigWith(t *testing.T, base map[string]any, key string, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestFromHFBoundsLayers: a small config.json naming an absurd layer count
+// (a few hundred bytes, 2^40 layers, or GPT-Neo's attention_types
+// repeating long groups) is refused naming the key and the limit before
+// any per-layer list is built: the cases below allocated terabytes (a
+// fatal out of memory) or 7.5 GiB and a 262 MB error before. A count at
+// the limit still reads, and is refused quickly when something else is
+// wrong.
+func TestFromHFBoundsLayers(t *testing.T) {
+	huge := 1 << 40
+	sizes := `"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_attention_heads":1,"num_key_value_heads":1,"head_dim":8,"max_position_embeddings":8`
+	neo := func(groups string) string {
+		return `{"model_type":"gpt_neo","vocab_size":8,"hidden_size":8,"num_layers":4,"num_heads":1,"max_position_embeddings":8,"attention_types":` + groups + `}`
+	}
+	long := `[[` + strings.Repeat(`"global",`, 199) + `"global"],65536]`
+	for _, tc := range []struct {
+		name, json string
+		want       []string // nil: reads
+	}{
+		{"gemma2", fmt.Sprintf(`{"model_type":"gemma2",%s,"num_hidden_layers":%d,"sliding_window":4}`, sizes, huge),
+			[]string{"config.json num_hidden_layers = 1099511627776", "at most 65536 layers"}},
+		{"gemma3", fmt.Sprintf(`{"model_type":"gemma3_text",%s,"num_hidden_layers":%d,"sliding_window":4}`, sizes, huge),
+			[]string{"config.json num_hidden_layers = 1099511627776", "at most 65536 layers"}},
+		{"qwen2", fmt.Sprintf(`{"model_type":"qwen2",%s,"num_hidden_layers":%d,"use_sliding_window":true,"sliding_window":4}`, sizes, huge),
+			[]string{"config.json num_hidden_layers = 1099511627776", "at most 65536 layers"}},
+		{"gpt2", `{"model_type":"gpt2","vocab_size":8,"n_embd":8,"n_layer":65537,"n_head":1,"n_positions":8}`,
+			[]string{"config.json n_layer = 65537", "at most 65536 layers"}},
+		{"gpt_neo num_layers", `{"model_type":"gpt_neo","vocab_size":8,"hidden_size":8,"num_layers":1099511627776,"num_heads":1}`,
+			[]string{"config.json num_layers = 1099511627776", "at most 65536 layers"}},
+		{"gpt_neo attention_types", neo(`[` + strings.Repeat(long+",", 3) + long + `]`),
+			[]string{"config.json attention_types: group 0", "past 65536"}},
+		{"gpt_neo attention_types many groups", neo(`[` + strings.Repeat(`[["global","local"],32768],`, 1) + `[["local"],1]]`),
+			[]string{"config.json attention_types: group 1", "past 65536"}},
+		{"gpt_neo attention_types count", neo(`[[["global","local"],30000]]`),
+			[]string{`layer_types = "full,sliding,full,sliding,full,sliding,full,sliding"... (60000 entries): 60000 entries for 4 layers`}},
+		// A refusal at the limit names the file's key by writing the
+		// config back (hfNames), which read layer_types once per layer:
+		// more than 5 minutes before, milliseconds now.
+		{"qwen2 at the limit, bad heads", fmt.Sprintf(`{"model_type":"qwen2",%s,"num_hidden_layers":65536,"use_sliding_window":true,"sliding_window":4,"max_window_layers":2}`,
+			strings.NewReplacer(`"num_attention_heads":1`, `"num_attention_heads":3`, `"head_dim":8`, `"head_dim":0`).Replace(sizes)),
+			[]string{"config.json: num_attention_heads = 3: must be > 0 and divide hidden_size = 8"}},
+		{"qwen2 at the limit", fmt.Sprintf(`{"model_type":"qwen2",%s,"num_hidden_layers":65536,"use_sliding_window":true,"sliding_window":4}`, sizes), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := FromHF([]byte(tc.json))
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Errorf("allocated %d MiB", grew>>20)
+			}
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("read; want an error saying %q", tc.want)
+			}
+			msg := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			if len(msg) > 400 || strings.Contains(msg, "\n") {
+				t.Errorf("error of %d bytes, want one short line: %.400q", len(msg), msg)
+			}
+		})
+	}
 }
