@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/data/hftok"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // Tokenizer encodes text to ids and decodes ids back to the same bytes.
@@ -77,19 +78,26 @@ func LoadTokenizer(spec string) (*Tokenizer, error) {
 	return t, nil
 }
 
-// Encode tokenizes s without adding special tokens.
+// Encode tokenizes s without adding special tokens. It fails, marked as
+// bad input, when a regex of the tokenizer file times out on s
+// (hftok.RegexError).
 func (t *Tokenizer) Encode(s string) ([]int32, error) {
+	var ids []int32
+	var err error
 	if t.enc != nil {
-		return t.enc.Encode(s, false), nil
+		ids, err = t.enc.Encode(s, false)
+	} else {
+		ids, err = t.lib.Encode(s, false)
 	}
-	return t.lib.Encode(s, false), nil
+	return ids, badinput.Wrap(err)
 }
 
 // EncodeSpecial tokenizes s and adds the special tokens the tokenizer's
 // post-processor adds (a BOS, an EOS), as the Hugging Face library does
 // with add_special_tokens. memo's own tokenizers add none.
 func (t *Tokenizer) EncodeSpecial(s string) ([]int32, error) {
-	return t.lib.Encode(s, true), nil
+	ids, err := t.lib.Encode(s, true)
+	return ids, badinput.Wrap(err)
 }
 
 // Decode turns ids into text, special tokens included; PadID and ids

@@ -117,9 +117,16 @@ type replaceDecoder struct {
 	content string
 }
 
+// decodeChain leaves a token whose regex match times out as it is:
+// Decode has no error to return (an Encode with the same regex would
+// fail instead), and the timeout bounds the time it takes.
 func (r replaceDecoder) decodeChain(toks []string) []string {
 	for i, t := range toks {
-		toks[i] = replaceAll(r.m, t, r.content)
+		func() {
+			var err error
+			defer catchRegex(&err)
+			toks[i] = replaceAll(r.m, t, r.content)
+		}()
 	}
 	return toks
 }

@@ -1,10 +1,12 @@
 package hftok
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tiny is a small valid tokenizer.json; the error cases edit one part.
@@ -91,6 +93,48 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// encodeOK is tok.Encode(s, special), failing t on an error.
+func encodeOK(t testing.TB, tok interface {
+	Encode(string, bool) ([]int32, error)
+}, s string, special bool) []int32 {
+	t.Helper()
+	ids, err := tok.Encode(s, special)
+	if err != nil {
+		t.Fatalf("Encode(%.40q): %v", s, err)
+	}
+	return ids
+}
+
+// TestRegexTimeout: a Split or Replace regex that backtracks without
+// bound ((a+)+b on 40 a's: 24 took 7.5 s, 40 never finished) makes Encode
+// fail within its match timeout, naming the pattern, instead of hanging.
+func TestRegexTimeout(t *testing.T) {
+	for _, tc := range []struct{ name, part, json string }{
+		{"Split", "PRE", `{"type":"Split","pattern":{"Regex":"(a+)+b"},"behavior":"Isolated","invert":false}`},
+		{"Replace", "NORM", `{"type":"Replace","pattern":{"Regex":"(a+)+b"},"content":"b"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, err := Parse([]byte(tinyJSON(map[string]string{tc.part: tc.json})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids, err := tok.Encode("aaab", false); err != nil || len(ids) == 0 {
+				t.Fatalf("a short text: %v, %v", ids, err)
+			}
+			start := time.Now()
+			ids, err := tok.Encode(strings.Repeat("a", 40), false)
+			took := time.Since(start)
+			var re *RegexError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), `Regex "(a+)+b": a match timed out after 1s`) || ids != nil {
+				t.Errorf("Encode: %v, %v; want a timeout naming the pattern", ids, err)
+			}
+			if took > 5*time.Second {
+				t.Errorf("Encode took %v; want about the 1 s timeout", took)
+			}
+		})
+	}
+}
+
 // TestTiny: the base of the error cases is valid, and small files exercise
 // what the library goldens do not: WordLevel, Whitespace, the BPE decoder.
 func TestTiny(t *testing.T) {
@@ -98,7 +142,7 @@ func TestTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tok.Encode("ab<s>ba", false); len(got) != 4 || got[0] != 2 || got[1] != 3 || got[2] != 1 || got[3] != 0 {
+	if got := encodeOK(t, tok, "ab<s>ba", false); len(got) != 4 || got[0] != 2 || got[1] != 3 || got[2] != 1 || got[3] != 0 {
 		t.Errorf("ab<s>ba: %v, want [2 3 1 0]", got)
 	}
 	if got := tok.Decode([]int32{2, 3, 1, 0, 42}, true); got != "ab b a" {
@@ -109,7 +153,7 @@ func TestTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pairs.Encode("abab", false); len(got) != 2 || got[0] != 2 || got[1] != 2 {
+	if got := encodeOK(t, pairs, "abab", false); len(got) != 2 || got[0] != 2 || got[1] != 2 {
 		t.Errorf("pair-spelled merges: %v, want [2 2]", got)
 	}
 	wl := `{"version":"1.0","added_tokens":[],"normalizer":{"type":"Lowercase"},"pre_tokenizer":{"type":"Whitespace"},
@@ -119,7 +163,7 @@ func TestTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tok.Encode("Hello, WORLD  foo", true)
+	got := encodeOK(t, tok, "Hello, WORLD  foo", true)
 	want := []int32{2, 0, 5, 4, 0, 1}
 	if len(got) != len(want) {
 		t.Fatalf("word level: %v, want %v", got, want)

@@ -1,7 +1,9 @@
 package hftok
 
 import (
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -33,8 +35,43 @@ func (l literal) find(s string, fn func(start, end int)) {
 // backtracking runs a pattern through regexp2, which has the look-ahead and
 // backtracking semantics of Oniguruma that Go's regexp lacks (the GPT-2
 // and Llama 3 patterns end in \s+(?!\S)).
-type backtracking struct{ re *regexp2.Regexp }
+type backtracking struct {
+	re      *regexp2.Regexp
+	pattern string
+}
 
+// matchTimeout bounds one regexp2 match. A backtracking pattern can take
+// time exponential in its input ((a+)+b on 24 a's took 7.5 s, on 40 it
+// would not finish); Oniguruma, which the library runs, stops such a
+// match at its retry limit. The patterns of real files match a piece in
+// microseconds.
+const matchTimeout = time.Second
+
+// RegexError is the error of an Encode whose tokenizer.json regex (a
+// Split pre-tokenizer's or a Replace normalizer's) failed on the text:
+// one match ran past matchTimeout.
+type RegexError struct {
+	Pattern string
+	err     error
+}
+
+func (e *RegexError) Error() string {
+	p := e.Pattern
+	if len(p) > 60 {
+		p = p[:57] + "..."
+	}
+	// regexp2's own message quotes the whole text.
+	why := fmt.Sprintf("a match timed out after %v (the pattern backtracks too much on this text)", matchTimeout)
+	if !strings.HasPrefix(e.err.Error(), "match timeout") {
+		why = "regexp2: " + strings.SplitN(e.err.Error(), "\n", 2)[0] // an internal error, not seen
+	}
+	return fmt.Sprintf("tokenizer.json: Regex %q: %s", p, why)
+}
+
+// find panics with a *RegexError when a match times out: the
+// matchers' callers (normalizers, pre-tokenizers, decoders) return no
+// errors, so the panic carries it to the public entry points, which
+// recover it (catchRegex) into Encode's error.
 func (b backtracking) find(s string, fn func(start, end int)) {
 	// regexp2 reports rune offsets; walk a byte cursor alongside.
 	runes := []rune(s)
@@ -53,7 +90,23 @@ func (b backtracking) find(s string, fn func(start, end int)) {
 		fn(start, end)
 		m, err = b.re.FindNextMatch(m)
 	}
-	// err is only a match timeout, and none is set.
+	if err != nil {
+		panic(&RegexError{Pattern: b.pattern, err: err})
+	}
+}
+
+// catchRegex recovers a *RegexError panic into *err; any other panic
+// goes on. Deferred by the entry points that run matchers.
+func catchRegex(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(*RegexError); ok {
+		*err = e
+		return
+	}
+	panic(r)
 }
 
 // compileRegex builds the matcher of a Split or Replace regex: one of the
@@ -67,7 +120,8 @@ func compileRegex(pattern string) (matcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return backtracking{re}, nil
+	re.MatchTimeout = matchTimeout
+	return backtracking{re, pattern}, nil
 }
 
 // knownPatterns maps pattern text to a hand-written scanner (scan.go).

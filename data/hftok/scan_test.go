@@ -52,7 +52,7 @@ func TestScannersMatchRegexp2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, fast := backtracking{re}, knownPatterns[pat]
+			ref, fast := backtracking{re: re}, knownPatterns[pat]
 			if _, ok := fast.(scanner); !ok {
 				t.Fatalf("no scanner registered for the %s pattern", name)
 			}

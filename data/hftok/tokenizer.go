@@ -9,7 +9,8 @@
 // key the library does not know is refused, as the library refuses it. Split regexes run
 // through github.com/dlclark/regexp2 (Go's regexp has no look-ahead),
 // except the GPT-2, Llama 3 and Qwen2 patterns, which run through faster
-// hand-written scanners (scan.go) that the tests check against it.
+// hand-written scanners (scan.go) that the tests check against it; a
+// regexp2 match is limited to a second (Encode's RegexError).
 package hftok
 
 import (
@@ -172,8 +173,12 @@ func (t *Tokenizer) ByteLevel() bool { return t.byteLevel }
 // valid with U+FFFD, as a JavaScript or Python caller of the library would,
 // unless t is ByteLevel: then a byte that is not part of a character is a
 // symbol to GPT-2's regex (as U+FFFD would be) and is encoded as itself.
-func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
-	return t.encode(text, addSpecial, t.byteLevelIDs)
+// The error is a *RegexError: a Split or Replace regex of the file that
+// is not one of the known scanners' timed out on text (a ByteLevel
+// tokenizer never fails).
+func (t *Tokenizer) Encode(text string, addSpecial bool) (ids []int32, err error) {
+	defer catchRegex(&err)
+	return t.encode(text, addSpecial, t.byteLevelIDs), nil
 }
 
 // encode is Encode with the ids of a piece still to be mapped to the
@@ -240,11 +245,11 @@ func (t *Tokenizer) NewEncoder(maxCached int) *Encoder {
 }
 
 // Encode is Tokenizer.Encode.
-func (e *Encoder) Encode(text string, addSpecial bool) []int32 {
+func (e *Encoder) Encode(text string, addSpecial bool) ([]int32, error) {
 	if !e.t.byteLevel {
 		return e.t.Encode(text, addSpecial)
 	}
-	return e.t.encode(text, addSpecial, e.pieceIDs)
+	return e.t.encode(text, addSpecial, e.pieceIDs), nil // no regex to fail
 }
 
 // PieceLen is Tokenizer.PieceLen.
@@ -373,14 +378,21 @@ func (t *Tokenizer) tokens(ids []int32, skipSpecial bool) []string {
 	return toks
 }
 
-// HasAddedToken reports whether Encode finds an added token in text.
+// HasAddedToken reports whether Encode finds an added token in text (true
+// too when a Replace normalizer's regex times out: Encode will say so).
 func (t *Tokenizer) HasAddedToken(text string) bool {
+	found, err := t.hasAddedToken(text)
+	return found || err != nil
+}
+
+func (t *Tokenizer) hasAddedToken(text string) (found bool, err error) {
+	defer catchRegex(&err)
 	for _, p := range t.extract(text) {
 		if p.tok != nil {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // PieceLen is the number of ids of one piece SplitGPT2 cut, for a
