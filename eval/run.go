@@ -246,6 +246,13 @@ func (s *Summary) setProvenance(meta map[string]string) error {
 		}
 		s.DP = dp
 	}
+	if x := meta[provenance.LoRA]; x != "" {
+		lo, err := provenance.ParseLoRA([]byte(x))
+		if err != nil {
+			return fmt.Errorf("metadata %s = %q: %w", provenance.LoRA, x, err)
+		}
+		s.LoRA = lo
+	}
 	if x := meta[provenance.Goldfish]; x != "" {
 		var g provenance.GoldfishRecord
 		if err := json.Unmarshal([]byte(x), &g); err != nil {

@@ -98,6 +98,10 @@ type Summary struct {
 	// DP is the attacked checkpoint's DP-SGD privacy record (ε at δ, σ,
 	// q, C, steps); absent for a model trained without DP-SGD.
 	DP *provenance.DPRecord `json:"dp,omitempty"`
+	// LoRA is the attacked LoRA checkpoint's adapters and base (rank,
+	// alpha, targets and both digests; model_sha256 is absent for it);
+	// absent for a whole model.
+	LoRA *provenance.LoRARecord `json:"lora,omitempty"`
 }
 
 // SplitSummary holds the extraction rates of one split. N counts the

@@ -37,6 +37,9 @@ func provenanceOf(ckpt string, mc model.Config, trained *loss.Config) (map[strin
 		if err := dpProvenance(meta, st); err != nil {
 			return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 		}
+		if err := loraProvenance(meta, ckpt, st); err != nil {
+			return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
+		}
 	}
 	if runDir := checkpoint.RunDir(abs); runDir != "" {
 		meta[provenance.Run] = runDir
@@ -64,5 +67,26 @@ func dpProvenance(meta map[string]string, st checkpoint.State) error {
 		return err
 	}
 	meta[provenance.DP] = string(b)
+	return nil
+}
+
+// loraProvenance records a LoRA checkpoint's adapters and base under
+// provenance.LoRA; nothing for a checkpoint of a whole model.
+func loraProvenance(meta map[string]string, ckpt string, st checkpoint.State) error {
+	b := st.LoRABase
+	if b == nil {
+		return nil
+	}
+	opt, err := checkpoint.ReadAdapterConfig(ckpt)
+	if err != nil {
+		return err
+	}
+	r := provenance.LoRARecord{Rank: opt.Rank, Alpha: opt.Alpha, Targets: opt.Targets,
+		AdaptersSHA256: st.SHA256[checkpoint.PEFTWeightsFile], BaseSource: b.Source, BaseSHA256: b.SHA256, BasePrecision: b.Precision}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	meta[provenance.LoRA] = string(raw)
 	return nil
 }

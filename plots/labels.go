@@ -20,7 +20,11 @@ func labelRuns(runs []*runData, axes []string) {
 		if r.Summary != nil && r.Summary.DP != nil {
 			parts = append(parts, "DP-SGD ε="+epsText(r.Summary.DP.Eps()))
 		}
-		if r.Spec.Value != nil && r.Spec.Value("train.lora.enabled") == true {
+		switch {
+		case r.Summary != nil && r.Summary.LoRA != nil:
+			parts = append(parts, fmt.Sprintf("LoRA r=%d", r.Summary.LoRA.Rank))
+		case r.Spec.Value != nil && r.Spec.Value("train.lora.enabled") == true:
+			// A summary written before it recorded LoRA.
 			parts = append(parts, fmt.Sprintf("LoRA r=%v", r.Spec.Value("train.lora.rank")))
 		}
 		for _, a := range shown {

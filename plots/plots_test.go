@@ -434,6 +434,9 @@ func TestLabelRuns(t *testing.T) {
 		{Name: "k=0_enabled=true_target_epsilon=8", K: 0, Strategy: "hash-table", Values: vals(0, 0.003, "train.dp.enabled", true),
 			Summary: &eval.Summary{DP: &provenance.DPRecord{Epsilon: &eps}}},
 		{Name: "k=4_train-lora-enabled=true_lr=0.01", K: 4, H: 13, Strategy: "hash-table", Values: vals(4, 0.01, "train.lora.enabled", true), Spec: lora(8)},
+		// The summary's record, where there is one, over the spec's.
+		{Name: "k=0_train-lora-enabled=true_lr=0.01", K: 0, Strategy: "hash-table", Values: vals(0, 0.01, "train.lora.enabled", true), Spec: lora(8),
+			Summary: &eval.Summary{LoRA: &provenance.LoRARecord{Rank: 16}}},
 	}
 	labelRuns(runs, []string{"extract.top_k", "goldfish.k", "train.dp.enabled", "train.lora.enabled", "train.lr"})
 	for i, want := range []string{
@@ -441,6 +444,7 @@ func TestLabelRuns(t *testing.T) {
 		"goldfish k=4, h=13, lr=0.003",
 		"standard, DP-SGD ε=7.99, lr=0.003",
 		"goldfish k=4, h=13, LoRA r=8, lr=0.01",
+		"standard, LoRA r=16, lr=0.01",
 	} {
 		if runs[i].Label != want {
 			t.Errorf("run %s: label %q, want %q", runs[i].Name, runs[i].Label, want)
