@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlclark/regexp2"
 )
 
 // tiny is a small valid tokenizer.json; the error cases edit one part.
@@ -109,6 +111,8 @@ func encodeOK(t testing.TB, tok interface {
 // bound ((a+)+b on 40 a's: 24 took 7.5 s, 40 never finished) makes Encode
 // fail within its match timeout, naming the pattern, instead of hanging.
 func TestRegexTimeout(t *testing.T) {
+	defer func(d time.Duration) { matchTimeout = d }(matchTimeout)
+	matchTimeout = time.Second // compiled into the patterns Parse builds
 	for _, tc := range []struct{ name, part, json string }{
 		{"Split", "PRE", `{"type":"Split","pattern":{"Regex":"(a+)+b"},"behavior":"Isolated","invert":false}`},
 		{"Replace", "NORM", `{"type":"Replace","pattern":{"Regex":"(a+)+b"},"content":"b"}`},
@@ -132,6 +136,35 @@ func TestRegexTimeout(t *testing.T) {
 				t.Errorf("Encode took %v; want about the 1 s timeout", took)
 			}
 		})
+	}
+}
+
+// A timeout that regexp2 reports before half the budget has passed is
+// its clock's (stale after idle, jumping when starved), not the
+// pattern's: the match is run again. A real one, and one that keeps
+// coming back, is returned.
+func TestMatchRetrying(t *testing.T) {
+	spurious := errors.New("match timeout after 10s on input `aaa`")
+	found := &regexp2.Match{}
+	calls := 0
+	m, err := matchRetrying(func() (*regexp2.Match, error) {
+		if calls++; calls < 3 {
+			return nil, spurious
+		}
+		return found, nil
+	})
+	if m != found || err != nil || calls != 3 {
+		t.Errorf("after two early timeouts: %v, %v in %d calls; want the match on the third", m, err, calls)
+	}
+	calls = 0
+	if _, err := matchRetrying(func() (*regexp2.Match, error) { calls++; return nil, spurious }); err != spurious || calls != spuriousRetries+1 {
+		t.Errorf("a timeout every time: %v after %d calls; want it after %d", err, calls, spuriousRetries+1)
+	}
+	defer func(d time.Duration) { matchTimeout = d }(matchTimeout)
+	matchTimeout = 20 * time.Millisecond
+	calls = 0
+	if _, err := matchRetrying(func() (*regexp2.Match, error) { calls++; time.Sleep(15 * time.Millisecond); return nil, spurious }); err != spurious || calls != 1 {
+		t.Errorf("a timeout after the budget's half: %v after %d calls; want it returned at once", err, calls)
 	}
 }
 

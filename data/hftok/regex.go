@@ -44,8 +44,14 @@ type backtracking struct {
 // time exponential in its input ((a+)+b on 24 a's took 7.5 s, on 40 it
 // would not finish); Oniguruma, which the library runs, stops such a
 // match at its retry limit. The patterns of real files match a piece in
-// microseconds.
-const matchTimeout = time.Second
+// microseconds, so the bound is generous: it turns a hang into an error,
+// and a slow or loaded machine never meets it on a real file. (A var for
+// the test of a timeout, which would take 20 s at this value.)
+var matchTimeout = 10 * time.Second
+
+// spuriousRetries is how often a timeout that came too early is tried
+// again (matchRetrying).
+const spuriousRetries = 8
 
 // RegexError is the error of an Encode whose tokenizer.json regex (a
 // Split pre-tokenizer's or a Replace normalizer's) failed on the text:
@@ -75,7 +81,7 @@ func (e *RegexError) Error() string {
 func (b backtracking) find(s string, fn func(start, end int)) {
 	// regexp2 reports rune offsets; walk a byte cursor alongside.
 	runes := []rune(s)
-	m, err := b.re.FindRunesMatch(runes)
+	m, err := matchRetrying(func() (*regexp2.Match, error) { return b.re.FindRunesMatch(runes) })
 	bytePos, runePos := 0, 0
 	advance := func(to int) int {
 		for runePos < to {
@@ -88,10 +94,29 @@ func (b backtracking) find(s string, fn func(start, end int)) {
 		start := advance(m.Index)
 		end := advance(m.Index + m.Length)
 		fn(start, end)
-		m, err = b.re.FindNextMatch(m)
+		prev := m
+		m, err = matchRetrying(func() (*regexp2.Match, error) { return b.re.FindNextMatch(prev) })
 	}
 	if err != nil {
 		panic(&RegexError{Pattern: b.pattern, err: err})
+	}
+}
+
+// matchRetrying runs one regexp2 match, next, and tells a real timeout
+// from a spurious one. regexp2 (v1.11.4) checks MatchTimeout against a
+// shared clock that a goroutine advances: stale when that goroutine has
+// stopped after an idle spell, lagging when it is starved on a loaded
+// machine, it jumps forward and fails a match that has barely begun (CI
+// saw "[aeiou]+" time out on a short line). A timeout reported before
+// half the budget has passed on memo's own clock is such a one, and the
+// match is run again; a real one comes after the budget.
+func matchRetrying(next func() (*regexp2.Match, error)) (*regexp2.Match, error) {
+	for try := 0; ; try++ {
+		start := time.Now()
+		m, err := next()
+		if err == nil || try == spuriousRetries || time.Since(start) >= matchTimeout/2 {
+			return m, err
+		}
 	}
 }
 

@@ -10,7 +10,7 @@
 // through github.com/dlclark/regexp2 (Go's regexp has no look-ahead),
 // except the GPT-2, Llama 3 and Qwen2 patterns, which run through faster
 // hand-written scanners (scan.go) that the tests check against it; a
-// regexp2 match is limited to a second (Encode's RegexError).
+// regexp2 match is limited to ten seconds (Encode's RegexError).
 package hftok
 
 import (
