@@ -88,15 +88,10 @@ func baseDigest(dir string) (string, error) {
 // the weights (a checkpoint that is not one is left to the reads that
 // follow).
 func CheckWhole(dir string) error {
-	if IsHFDir(dir) {
-		return nil
+	if _, lora := ReadLoRAState(dir); lora && !IsHFDir(dir) {
+		return adaptersOnly(dir)
 	}
-	var st State
-	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if err != nil || json.Unmarshal(raw, &st) != nil || st.LoRABase == nil {
-		return nil
-	}
-	return adaptersOnly(dir)
+	return nil
 }
 
 func adaptersOnly(dir string) error {
