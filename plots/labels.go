@@ -20,12 +20,8 @@ func labelRuns(runs []*runData, axes []string) {
 		if r.Summary != nil && r.Summary.DP != nil {
 			parts = append(parts, "DP-SGD ε="+epsText(r.Summary.DP.Eps()))
 		}
-		switch {
-		case r.Summary != nil && r.Summary.LoRA != nil:
-			parts = append(parts, fmt.Sprintf("LoRA r=%d", r.Summary.LoRA.Rank))
-		case r.Spec.Value != nil && r.Spec.Value("train.lora.enabled") == true:
-			// A summary written before it recorded LoRA.
-			parts = append(parts, fmt.Sprintf("LoRA r=%v", r.Spec.Value("train.lora.rank")))
+		if l := r.loraText(); l != "" {
+			parts = append(parts, l)
 		}
 		for _, a := range shown {
 			if v, ok := r.Values[a]; ok {
@@ -35,6 +31,28 @@ func labelRuns(runs []*runData, axes []string) {
 		r.Variant = strings.Join(parts, ", ")
 		r.Label = joinLabel(r.goldfishLabel(), r.Variant)
 	}
+}
+
+// loraText is "LoRA r=8" for a run that trained LoRA adapters, else "".
+func (r *runData) loraText() string {
+	switch {
+	case r.Summary != nil && r.Summary.LoRA != nil:
+		return fmt.Sprintf("LoRA r=%d", r.Summary.LoRA.Rank)
+	case r.Spec.Value != nil && r.Spec.Value("train.lora.enabled") == true:
+		// A summary written before it recorded LoRA.
+		return fmt.Sprintf("LoRA r=%v", r.Spec.Value("train.lora.rank"))
+	}
+	return ""
+}
+
+// modelText is the table's model column: the preset, and the LoRA rank
+// of a run that trained adapters on it (a table review found a LoRA
+// fine-tune and its full fine-tune peer both named by the base alone).
+func (r *runData) modelText() string {
+	if l := r.loraText(); l != "" {
+		return r.Preset + ", " + l
+	}
+	return r.Preset
 }
 
 // variedAxes are the axes a legend names by key and value: not the loss's

@@ -450,6 +450,13 @@ func TestLabelRuns(t *testing.T) {
 			t.Errorf("run %s: label %q, want %q", runs[i].Name, runs[i].Label, want)
 		}
 	}
+	// The table names a LoRA run's model with its rank, as the legend does.
+	for i, want := range []string{"tiny", "tiny", "tiny", "tiny, LoRA r=8", "tiny, LoRA r=16"} {
+		runs[i].Preset = "tiny"
+		if got := runs[i].modelText(); got != want {
+			t.Errorf("run %s: table model %q, want %q", runs[i].Name, got, want)
+		}
+	}
 	if got := shortKeys([]string{"train.dp.enabled", "train.lora.enabled", "train.lr"}); got["train.dp.enabled"] != "dp.enabled" || got["train.lora.enabled"] != "lora.enabled" || got["train.lr"] != "lr" {
 		t.Errorf("short keys %v", got)
 	}

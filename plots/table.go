@@ -37,7 +37,7 @@ type row struct {
 func tableRows(runs []*runData, axes []string) []row {
 	rows := make([]row, 0, len(runs))
 	for _, r := range runs {
-		w := row{Run: r.Name, Loss: r.goldfishLabel(), Model: r.Preset}
+		w := row{Run: r.Name, Loss: r.goldfishLabel(), Model: r.modelText()}
 		for _, a := range axes {
 			w.Values = append(w.Values, fmt.Sprint(r.Values[a]))
 		}
