@@ -145,7 +145,7 @@ var keyDocs = map[string]string{
 	"train.eps":                      "Eps is AdamW's denominator epsilon.",
 	"train.eval_every":               "EvalEvery runs validation (without the goldfish mask) every this many steps and at the end; 0 only at the end.",
 	"train.eval_rows":                "EvalRows caps the validation rows used; 0 means all.",
-	"train.grad_accum":               "GradAccum splits each step's rows into this many micro-batches per process.",
+	"train.grad_accum":               "GradAccum splits each step's rows into this many micro-batches per process.\nEach micro-batch's loss is its mean over its kept targets and the step\naverages them (as nanoGPT does), so a goldfish step, whose micro-batches\nkeep different numbers of targets, weighs targets slightly unlike\ngrad_accum = 1; with either loss, float rounding moves the last digits.",
 	"train.init_from":                "InitFrom starts from another run's weights: a checkpoint directory, a checkpoints/ directory or a run directory.",
 	"train.keep_checkpoints":         "KeepCheckpoints keeps only the newest this many checkpoints; 0 keeps all.",
 	"train.log_every":                "LogEvery rewrites metrics.arrow every this many steps.",

@@ -21,6 +21,10 @@ type Config struct {
 	// BatchSize is the number of rows per optimizer step, over all processes.
 	BatchSize int `toml:"batch_size"`
 	// GradAccum splits each step's rows into this many micro-batches per process.
+	// Each micro-batch's loss is its mean over its kept targets and the step
+	// averages them (as nanoGPT does), so a goldfish step, whose micro-batches
+	// keep different numbers of targets, weighs targets slightly unlike
+	// grad_accum = 1; with either loss, float rounding moves the last digits.
 	GradAccum int `toml:"grad_accum"`
 	// LR is the peak learning rate, reached after the warm-up.
 	LR float64 `toml:"lr"`
