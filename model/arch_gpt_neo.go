@@ -70,7 +70,7 @@ func neoAttentionTypes(h *hfReader, c *Config) error {
 		return nil
 	}
 	var groups [][2]json.RawMessage
-	bad := fmt.Errorf("config.json attention_types = %s: want [[[kinds...], repeats], ...]", h.raw["attention_types"])
+	bad := fmt.Errorf("config.json attention_types = %s: want [[[kinds...], repeats], ...]", h.text("attention_types"))
 	if err := json.Unmarshal(h.raw["attention_types"], &groups); err != nil {
 		return bad
 	}

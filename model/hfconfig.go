@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -51,6 +52,21 @@ func (h *hfReader) set(key string) bool {
 	return ok && string(msg) != "null"
 }
 
+// text is key's value as an error message quotes it: on one line (the
+// file's own indentation and newlines compacted away) and cut to 60 bytes,
+// so that a misplaced object or long list does not fill the terminal.
+func (h *hfReader) text(key string) string {
+	raw := h.raw[key]
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		raw = b.Bytes()
+	}
+	if len(raw) > 60 {
+		return string(raw[:57]) + "..."
+	}
+	return string(raw)
+}
+
 // num reads an optional JSON number (a missing key or null gives def).
 func (h *hfReader) num(key string, def float64) (float64, error) {
 	if !h.set(key) {
@@ -58,7 +74,7 @@ func (h *hfReader) num(key string, def float64) (float64, error) {
 	}
 	var v float64
 	if err := json.Unmarshal(h.raw[key], &v); err != nil {
-		return 0, fmt.Errorf("config.json %s = %s: want a number", key, h.raw[key])
+		return 0, fmt.Errorf("config.json %s = %s: want a number", key, h.text(key))
 	}
 	return v, nil
 }
@@ -71,7 +87,7 @@ func (h *hfReader) num(key string, def float64) (float64, error) {
 func (h *hfReader) positive(key string, def float64) (float64, error) {
 	v, err := h.num(key, def)
 	if err == nil && h.set(key) && !(v > 0 && !math.IsInf(v, 0)) {
-		return 0, fmt.Errorf("config.json %s = %s: must be a positive number", key, h.raw[key])
+		return 0, fmt.Errorf("config.json %s = %s: must be a positive number", key, h.text(key))
 	}
 	return v, err
 }
@@ -104,7 +120,7 @@ func (h *hfReader) boolean(key string, def bool) (bool, error) {
 	}
 	var v bool
 	if err := json.Unmarshal(h.raw[key], &v); err != nil {
-		return false, fmt.Errorf("config.json %s = %s: want true or false", key, h.raw[key])
+		return false, fmt.Errorf("config.json %s = %s: want true or false", key, h.text(key))
 	}
 	return v, nil
 }
@@ -115,7 +131,7 @@ func (h *hfReader) str(key, def string) (string, error) {
 	}
 	var v string
 	if err := json.Unmarshal(h.raw[key], &v); err != nil {
-		return "", fmt.Errorf("config.json %s = %s: want a string", key, h.raw[key])
+		return "", fmt.Errorf("config.json %s = %s: want a string", key, h.text(key))
 	}
 	return v, nil
 }
@@ -175,7 +191,7 @@ func (h *hfReader) refuse(key, why string, ok ...string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("config.json %s = %s: %s", key, got, why)
+	return fmt.Errorf("config.json %s = %s: %s", key, h.text(key), why)
 }
 
 // tied reads tie_word_embeddings into c.Untied.
@@ -193,7 +209,7 @@ func (h *hfReader) layerTypes(c *Config, key string) error {
 	}
 	var kinds []string
 	if err := json.Unmarshal(h.raw[key], &kinds); err != nil {
-		return fmt.Errorf("config.json %s = %s: want a list of strings", key, h.raw[key])
+		return fmt.Errorf("config.json %s = %s: want a list of strings", key, h.text(key))
 	}
 	out := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -233,7 +249,7 @@ func (h *hfReader) rope(c *Config, o ropeOptions) error {
 	if h.set("rope_scaling") {
 		var rs map[string]any
 		if err := json.Unmarshal(h.raw["rope_scaling"], &rs); err != nil {
-			return fmt.Errorf("config.json rope_scaling = %s: want an object", h.raw["rope_scaling"])
+			return fmt.Errorf("config.json rope_scaling = %s: want an object", h.text("rope_scaling"))
 		}
 		if err := ropeParams(c, "rope_scaling", rs, o); err != nil {
 			return err
@@ -242,7 +258,7 @@ func (h *hfReader) rope(c *Config, o ropeOptions) error {
 	if h.set("rope_parameters") {
 		var rp map[string]any
 		if err := json.Unmarshal(h.raw["rope_parameters"], &rp); err != nil {
-			return fmt.Errorf("config.json rope_parameters = %s: want an object", h.raw["rope_parameters"])
+			return fmt.Errorf("config.json rope_parameters = %s: want an object", h.text("rope_parameters"))
 		}
 		if err := ropeParams(c, "rope_parameters", rp, o); err != nil {
 			return err
@@ -350,7 +366,7 @@ func FromHF(configJSON []byte) (Config, error) {
 	if h.set("architectures") {
 		var classes []string
 		if err := json.Unmarshal(h.raw["architectures"], &classes); err != nil {
-			return Config{}, fmt.Errorf("config.json architectures = %s: want a list of names", h.raw["architectures"])
+			return Config{}, fmt.Errorf("config.json architectures = %s: want a list of names", h.text("architectures"))
 		}
 		for _, cl := range classes {
 			if cl != a.Class {

@@ -98,6 +98,14 @@ func TestFromHFBoundsLayers(t *testing.T) {
 			[]string{"config.json attention_types: group 1", "past 65536"}},
 		{"gpt_neo attention_types count", neo(`[[["global","local"],30000]]`),
 			[]string{`layer_types = "full,sliding,full,sliding,full,sliding,full,sliding"... (60000 entries): 60000 entries for 4 layers`}},
+		// A malformed value, as the file indents it, is quoted on one
+		// line and cut: the neo case printed 60 lines before.
+		{"gpt_neo attention_types malformed", neo("[\n" + strings.Repeat("  [\"global\", 2],\n", 30) + "  [\"local\", 2]\n]"),
+			[]string{`config.json attention_types = [["global",2],["global",2],`, `...: want [[[kinds...], repeats], ...]`}},
+		{"llama rope_theta object", `{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":1,"rope_theta": {
+    "base": 10000,
+    "scale": 1
+  }}`, []string{`config.json rope_theta = {"base":10000,"scale":1}: want a number`}},
 		// A refusal at the limit names the file's key by writing the
 		// config back (hfNames), which read layer_types once per layer:
 		// more than 5 minutes before, milliseconds now.
