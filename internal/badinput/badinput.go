@@ -36,11 +36,12 @@ func Is(err error) bool {
 // PathCause is err without the operation and path an *fs.PathError adds,
 // for a message that names the path itself (or a path the user never gave,
 // such as a temporary name): "x.toml: no such file or directory", not
-// "x.toml: open x.toml: no such file or directory". Other errors are
-// returned as they are.
+// "x.toml: open x.toml: no such file or directory". Other errors,
+// wrapped path errors among them, are returned as they are: a wrapper's
+// words say which file inside the path failed and what to do, and the
+// innermost cause alone read as if the path the user named were missing.
 func PathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := err.(*fs.PathError); ok {
 		return pe.Err
 	}
 	return err

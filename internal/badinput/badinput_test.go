@@ -16,7 +16,7 @@ func TestPathCause(t *testing.T) {
 		want string
 	}{
 		{"open error loses op and path", openErr, "no such file or directory"},
-		{"wrapped path error", fmt.Errorf("reading: %w", openErr), "no such file or directory"},
+		{"wrapped path error kept whole", fmt.Errorf("reading: %w", openErr), "reading: " + openErr.Error()},
 		{"other error unchanged", errors.New("plain"), "plain"},
 	}
 	for _, tt := range tests {
