@@ -9,10 +9,14 @@ package checkpoint
 // weights, which memo draws again in Go, the same on any machine.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/filehash"
@@ -35,7 +39,8 @@ type LoRABase struct {
 	Source string `json:"source"`
 	// SHA256 is the digest of Source's weights: a memo checkpoint's
 	// model.safetensors as its state.json records it, a Hugging Face
-	// directory's model.safetensors (or its shard index).
+	// directory's model.safetensors (or, sharded, its index and every shard:
+	// hfWeightsDigest).
 	SHA256 string `json:"sha256,omitempty"`
 	// Precision is "bf16" when the run held the base's block matrices in
 	// bfloat16 (train.lora.base_precision): the adapters trained on the
@@ -66,11 +71,7 @@ func NewLoRABase(source string) (*LoRABase, error) {
 // dropped.
 func baseDigest(dir string) (string, error) {
 	if IsHFDir(dir) {
-		f := filepath.Join(dir, ModelFile)
-		if _, err := os.Stat(f); err != nil {
-			f = filepath.Join(dir, safetensors.IndexFile)
-		}
-		return filehash.SHA256(f)
+		return hfWeightsDigest(dir)
 	}
 	st, err := Verify(dir)
 	if err != nil {
@@ -92,6 +93,43 @@ func CheckWhole(dir string) error {
 		return adaptersOnly(dir)
 	}
 	return nil
+}
+
+// hfWeightsDigest is the digest of a Hugging Face directory's weights:
+// model.safetensors's sha256, or for a sharded model the sha256 of a
+// list of the index's and each shard's ("NAME SHA256" lines, the files
+// in safetensors.WeightFiles's order). Before the shards were listed
+// the index's digest alone stood for a sharded model, and a shard
+// rewritten in place went unnoticed (legacyIndexDigest).
+func hfWeightsDigest(dir string) (string, error) {
+	files, err := safetensors.WeightFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(files) == 1 {
+		return filehash.SHA256(files[0])
+	}
+	var list strings.Builder
+	for _, f := range files {
+		sum, err := filehash.SHA256(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&list, "%s %s\n", filepath.Base(f), sum)
+	}
+	h := sha256.Sum256([]byte(list.String()))
+	return hex.EncodeToString(h[:]), nil
+}
+
+// legacyIndexDigest is what a LoRA checkpoint written before
+// hfWeightsDigest recorded for a sharded base: the index file's digest
+// ("" when dir has no index).
+func legacyIndexDigest(dir string) string {
+	sum, err := filehash.SHA256(filepath.Join(dir, safetensors.IndexFile))
+	if err != nil {
+		return ""
+	}
+	return sum
 }
 
 func adaptersOnly(dir string) error {
@@ -118,6 +156,12 @@ func (b *LoRABase) Check() error {
 	sum, err := baseDigest(b.Source)
 	if err != nil {
 		return badinput.Errorf("LoRA base %s: %w", b.Source, err)
+	}
+	if sum != b.SHA256 && IsHFDir(b.Source) && legacyIndexDigest(b.Source) == b.SHA256 {
+		// Recorded before the shards were hashed: the index is what it
+		// was, and the shards cannot be checked.
+		slog.Warn("LoRA base recorded by its index alone (a checkpoint from before memo hashed shards): its shards are not checked", "base", b.Source)
+		return nil
 	}
 	if sum != b.SHA256 {
 		return badinput.Errorf("LoRA base %s: its weights have sha256 %.12s, the adapters were trained on %.12s: the base changed", b.Source, sum, b.SHA256)

@@ -59,30 +59,11 @@ func OpenDir(dir string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	var idx index
-	if err := json.Unmarshal(raw, &idx); err != nil {
-		return nil, fmt.Errorf("%s: %w", ipath, err)
+	byShard, shards, err := parseIndex(ipath, raw)
+	if err != nil {
+		return nil, err
 	}
-	if len(idx.WeightMap) == 0 {
-		return nil, fmt.Errorf("%s: weight_map is missing or empty", ipath)
-	}
-	// Group the tensors by shard, remembering one tensor per shard for
-	// the error when the shard is missing.
-	byShard := map[string][]string{}
-	for name, shard := range idx.WeightMap {
-		// A shard is a file beside the index, never a path elsewhere.
-		if shard == "" || shard != filepath.Base(shard) || shard == "." || shard == ".." || strings.ContainsRune(shard, '\\') {
-			return nil, fmt.Errorf("%s: tensor %s maps to %q, not a file name in %s", ipath, name, shard, dir)
-		}
-		byShard[shard] = append(byShard[shard], name)
-	}
-	shards := make([]string, 0, len(byShard))
-	for shard, names := range byShard {
-		slices.Sort(names)
-		shards = append(shards, shard)
-	}
-	slices.Sort(shards)
-	s := &Set{dir: dir, owner: make(map[string]*File, len(idx.WeightMap))}
+	s := &Set{dir: dir, owner: make(map[string]*File, len(byShard))}
 	for _, shard := range shards {
 		path := filepath.Join(dir, shard)
 		f, err := Open(path)
@@ -110,6 +91,59 @@ func OpenDir(dir string) (*Set, error) {
 		}
 	}
 	return s, nil
+}
+
+// parseIndex reads the index file ipath holds (raw): the tensors of each
+// shard, sorted, and the shard names, sorted.
+func parseIndex(ipath string, raw []byte) (map[string][]string, []string, error) {
+	var idx index
+	if err := json.Unmarshal(raw, &idx); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", ipath, err)
+	}
+	if len(idx.WeightMap) == 0 {
+		return nil, nil, fmt.Errorf("%s: weight_map is missing or empty", ipath)
+	}
+	dir := filepath.Dir(ipath)
+	// Group the tensors by shard, remembering one tensor per shard for
+	// the error when the shard is missing.
+	byShard := map[string][]string{}
+	for name, shard := range idx.WeightMap {
+		// A shard is a file beside the index, never a path elsewhere.
+		if shard == "" || shard != filepath.Base(shard) || shard == "." || shard == ".." || strings.ContainsRune(shard, '\\') {
+			return nil, nil, fmt.Errorf("%s: tensor %s maps to %q, not a file name in %s", ipath, name, shard, dir)
+		}
+		byShard[shard] = append(byShard[shard], name)
+	}
+	shards := make([]string, 0, len(byShard))
+	for shard, names := range byShard {
+		slices.Sort(names)
+		shards = append(shards, shard)
+	}
+	slices.Sort(shards)
+	return byShard, shards, nil
+}
+
+// WeightFiles are the files that hold the model in dir, as OpenDir reads
+// it: the index and then its shards in name order, or the single file.
+// It opens none of the shards (a digest of the weights reads them).
+func WeightFiles(dir string) ([]string, error) {
+	ipath := filepath.Join(dir, IndexFile)
+	raw, err := os.ReadFile(ipath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{filepath.Join(dir, SingleFile)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, shards, err := parseIndex(ipath, raw)
+	if err != nil {
+		return nil, err
+	}
+	files := []string{ipath}
+	for _, shard := range shards {
+		files = append(files, filepath.Join(dir, shard))
+	}
+	return files, nil
 }
 
 // Dir is the directory the Set was opened from.
