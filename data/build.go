@@ -328,6 +328,9 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 	if chunkTokens > 0 {
 		var encErr error
 		c := &counter{whole: func(s string) int {
+			if encErr != nil {
+				return 0 // the document fails: count no more (each try can time out)
+			}
 			ids, err := encode(s)
 			if err != nil && encErr == nil {
 				encErr = err

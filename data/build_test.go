@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -583,5 +584,30 @@ func TestRoundTrips(t *testing.T) {
 		if got, want := roundTrips(tok, c.ids, c.text), tok.Decode(c.ids) == c.text; got != want {
 			t.Errorf("%s: roundTrips %v, Decode(ids) == text %v", name, got, want)
 		}
+	}
+}
+
+// TestTokenizeOneStopsAtAnEncodeError: a document whose text the
+// tokenizer cannot encode (a regex timing out, 5-10 s a try) fails after
+// one encode, not once per piece chunking counts: 50 paragraphs cost 50
+// timeouts, about 8 minutes, before the error showed.
+func TestTokenizeOneStopsAtAnEncodeError(t *testing.T) {
+	tok, err := LoadTokenizer(filepath.Join("..", "testdata", "tokenizers", "opticks-bpe2048.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The added token makes chunking count whole texts (no piece counter).
+	text := strings.Repeat("A paragraph of a few words. Another sentence here.\n\n", 50) + EOSToken
+	calls := 0
+	encode := func(string) ([]int32, error) {
+		calls++
+		return nil, errors.New("a match timed out")
+	}
+	res := tokenizeOne(encode, tok, rawDoc{Source: "s", Title: "t", Text: text}, 16, 4, &buildTimes{})
+	if res.err == nil || !strings.Contains(res.err.Error(), `tokenize s "t": a match timed out`) {
+		t.Errorf("err = %v, want the encode error naming the document", res.err)
+	}
+	if calls != 1 {
+		t.Errorf("%d encodes, want 1", calls)
 	}
 }
