@@ -139,6 +139,22 @@ func TestRegexTimeout(t *testing.T) {
 	}
 }
 
+// TestRegexTimeoutWhileLoading: an added token marked normalized is run
+// through the normalizer when the file is read; a Replace regex that
+// times out on it is Parse's error, not a panic out of Parse.
+func TestRegexTimeoutWhileLoading(t *testing.T) {
+	defer func(d time.Duration) { matchTimeout = d }(matchTimeout)
+	matchTimeout = 300 * time.Millisecond
+	doc := tinyJSON(map[string]string{"NORM": `{"type":"Replace","pattern":{"Regex":"(a+)+b"},"content":"b"}`})
+	doc = strings.Replace(doc, `"normalized":false,"special":true}]`, `"normalized":false,"special":true},
+{"id":4,"content":"`+strings.Repeat("a", 40)+`","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false}]`, 1)
+	tok, err := Parse([]byte(doc))
+	var re *RegexError
+	if tok != nil || !errors.As(err, &re) || !strings.Contains(err.Error(), `Regex "(a+)+b": a match timed out`) {
+		t.Errorf("Parse: %v, %v; want a timeout naming the pattern", tok, err)
+	}
+}
+
 // A timeout that regexp2 reports before half the budget has passed is
 // its clock's (stale after idle, jumping when starved), not the
 // pattern's: the match is run again. A real one, and one that keeps

@@ -64,7 +64,10 @@ func Load(path string) (*Tokenizer, error) {
 }
 
 // Parse builds a Tokenizer from the contents of a tokenizer.json.
-func Parse(raw []byte) (*Tokenizer, error) {
+func Parse(raw []byte) (_ *Tokenizer, err error) {
+	// Added tokens marked normalized go through the normalizer here,
+	// whose Replace regex can time out on one (RegexError).
+	defer catchRegex(&err)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 		if err == nil {
