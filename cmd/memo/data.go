@@ -134,10 +134,11 @@ func runDataBuild(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if out == "" {
+	given := out != ""
+	if !given {
 		out = filepath.Join("runs", name)
 	}
-	if err := checkDataOut(out, name, cfg); err != nil {
+	if err := checkDataOut(out, name, given, cfg); err != nil {
 		return err
 	}
 	if err := data.Build(c.Context, cfg, out); err != nil {
@@ -297,27 +298,38 @@ func sortedKeys[V any](m map[string]V) []string {
 // (a runs root, a sweep's directory) is refused too: data put there is no
 // run's, and `memo run` would never find it (name is the spec's, for the
 // run DIR the message suggests).
-func checkDataOut(out, name string, cfg data.Config) error {
+// outFlag names data build's output flag in a refusal: "--out" as typed,
+// or "the default --out" when none was given (a review found a refusal
+// of runs/NAME reading as if the user had typed it).
+func outFlag(given bool) string {
+	if given {
+		return "--out"
+	}
+	return "the default --out"
+}
+
+func checkDataOut(out, name string, given bool, cfg data.Config) error {
+	arg := outFlag(given) + " " + out
 	if st, err := os.Stat(out); err == nil && !st.IsDir() {
-		return usageError("data build: --out %s is a file: want a run DIR (data goes into DIR/data)", out)
+		return usageError("data build: %s is a file: want a run DIR (data goes into DIR/data)", arg)
 	}
 	if what := folderOfRuns(out); what != "" {
-		return usageError("data build: --out %s %s: data goes into a run's own DIR/data; name one, such as --out %s", out, what, filepath.Join(out, name))
+		return usageError("data build: %s %s: data goes into a run's own DIR/data; name one, such as --out %s", arg, what, filepath.Join(out, name))
 	}
-	if err := outguard.Place("data build: --out", out); err != nil {
+	if err := outguard.Place("data build: "+outFlag(given), out); err != nil {
 		return err
 	}
 	if where := outguard.Inside(out, data.ResolveCacheDir(""), data.ResolveCacheDir(cfg.CacheDir)); where != "" {
-		return usageError("data build: --out %s is in %s; a run's data never goes there: name a run DIR elsewhere", out, where)
+		return usageError("data build: %s is in %s; a run's data never goes there: name a run DIR elsewhere", arg, where)
 	}
 	report := filepath.Join(out, "data", "report.json")
 	raw, err := os.ReadFile(report)
 	if err != nil {
 		if outguard.IsRunDir(out) || outguard.Exists(filepath.Join(out, checkpoint.DirName)) {
 			if outguard.Exists(filepath.Join(out, "data")) {
-				return usageError("data build: --out %s is a run directory whose data/ is incomplete or damaged (no %s): rerun `memo run` on its spec, or choose another DIR", out, report)
+				return usageError("data build: %s is a run directory whose data/ is incomplete or damaged (no %s): rerun `memo run` on its spec, or choose another DIR", arg, report)
 			}
-			return trainedOn(out, cfg)
+			return trainedOn(out, arg, cfg)
 		}
 		return nil
 	}
@@ -347,19 +359,19 @@ func checkDataOut(out, name string, cfg data.Config) error {
 // checkpoints were trained on that dataset, and later commands would take
 // the new one for their members. Checkpoints without a config.toml say
 // nothing of their data, so nothing is built beside them.
-func trainedOn(out string, cfg data.Config) error {
+func trainedOn(out, arg string, cfg data.Config) error {
 	run, ok, err := experiments.ReadRun(out)
 	if err != nil {
 		return configError(err)
 	}
 	if !ok {
 		if outguard.Exists(filepath.Join(out, checkpoint.DirName)) {
-			return usageError("data build: --out %s holds checkpoints/ but no config.toml saying which data they were trained on: choose another DIR", out)
+			return usageError("data build: %s holds checkpoints/ but no config.toml saying which data they were trained on: choose another DIR", arg)
 		}
 		return nil
 	}
 	if !sameDataConfig(run.Data, cfg) {
-		return usageError("data build: --out %s is a run trained on other [data] settings (see its config.toml): choose another DIR, or rerun `memo run` on its spec to rebuild its data/", out)
+		return usageError("data build: %s is a run trained on other [data] settings (see its config.toml): choose another DIR, or rerun `memo run` on its spec to rebuild its data/", arg)
 	}
 	return nil
 }

@@ -47,11 +47,16 @@ func TestDataBuildOutFolderOfRuns(t *testing.T) {
 		if got := folderOfRuns(out); !strings.Contains(got, tt.want) || (tt.want == "") != (got == "") {
 			t.Errorf("folderOfRuns(%s) = %q, want %q", tt.out, got, tt.want)
 		}
-		err := checkDataOut(out, "x", data.DefaultConfig())
+		err := checkDataOut(out, "x", true, data.DefaultConfig())
 		if (err != nil) != (tt.want != "") {
 			t.Errorf("checkDataOut(%s): %v", tt.out, err)
 		} else if err != nil && !strings.Contains(err.Error(), "such as --out "+filepath.Join(out, "x")) {
 			t.Errorf("checkDataOut(%s) = %q, want a suggested run DIR", tt.out, err)
 		}
+	}
+	// Without --out the refusal says the default was refused, not a flag.
+	out := filepath.Join(root, "runs", "sw")
+	if err := checkDataOut(out, "x", false, data.DefaultConfig()); err == nil || !strings.Contains(err.Error(), "data build: the default --out "+out+" is a sweep's directory") {
+		t.Errorf("checkDataOut(%s, default) = %v, want it named as the default", out, err)
 	}
 }
