@@ -162,7 +162,7 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	var base string
 	if tcfg.InitFrom != "" {
 		if base, err = checkpoint.SourceDigest(tcfg.InitFrom); err != nil {
-			return badinput.Errorf("train.init_from = %q: %w", tcfg.InitFrom, err)
+			return importLabel(badinput.Errorf("train.init_from = %q: %w", tcfg.InitFrom, err), spec.Model.InitFrom, tcfg.InitFrom)
 		}
 	}
 	root := ReferencesDir(data.ResolveCacheDir(spec.Data.CacheDir))
