@@ -14,10 +14,17 @@ import (
 // decodeStrict decodes doc over v, which holds the defaults, so that keys the
 // file leaves out keep their default. Unknown keys and wrong types become a
 // ConfigError naming file, line and key.
-func decodeStrict(file string, doc []byte, v any) error {
+func decodeStrict(file string, doc []byte, v any) (err error) {
+	defer func() {
+		// checkTypes catches the mismatches known to panic in go-toml
+		// (reflect.Set of a date); any other is still the file's fault.
+		if r := recover(); r != nil {
+			err = &ConfigError{File: file, Msg: fmt.Sprintf("a value does not fit its key's type (%v)", r)}
+		}
+	}()
 	dec := toml.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		return nil
 	}
@@ -41,7 +48,14 @@ func decodeStrict(file string, doc []byte, v any) error {
 	if errors.As(err, &de) {
 		line, _ := de.Position()
 		key := keyAt(doc, line)
-		return &ConfigError{File: file, Line: line, Key: key, Msg: typeMessage(de.Error())}
+		msg := typeMessage(de.Error())
+		if boolToOtherRE.MatchString(msg) {
+			// go-toml names the value where it means the key's type.
+			if ft, ok := fieldType(reflect.TypeOf(v), key); ok {
+				msg = "wrong type: the value is a TOML boolean, the key takes " + describeGoType(ft.String())
+			}
+		}
+		return &ConfigError{File: file, Line: line, Key: key, Msg: msg}
 	}
 	return syntaxError(file, doc, err)
 }
@@ -153,6 +167,11 @@ var mismatchRE = regexp.MustCompile(`cannot decode TOML (\w+(?: \w+)?) into (?:s
 // integer key.
 var floatToIntRE = regexp.MustCompile(`^float cannot be assigned to u?int\d*$`)
 
+// boolToOtherRE is go-toml's message for true or false given to a key that
+// is no boolean: "cannot assign boolean to a true", the value where the
+// type belongs.
+var boolToOtherRE = regexp.MustCompile(`^cannot assign boolean to a (true|false)$`)
+
 // typeMessage turns go-toml's message, which names Go types, into one that
 // names what the file should say.
 func typeMessage(msg string) string {
@@ -170,7 +189,12 @@ func typeMessage(msg string) string {
 func describeGoType(t string) string {
 	switch {
 	case strings.HasPrefix(t, "[]"):
-		return "an array of " + strings.TrimPrefix(describeGoType(t[2:]), "a ")
+		switch elem := describeGoType(t[2:]); elem {
+		case "an integer", "a number", "a string", "a table":
+			return "an array of " + elem[strings.Index(elem, " ")+1:] + "s"
+		default:
+			return "an array of " + strings.TrimPrefix(strings.TrimPrefix(elem, "an "), "a ")
+		}
 	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
 		return "an integer"
 	case strings.HasPrefix(t, "float"):

@@ -24,6 +24,9 @@ func loadInto(file string, doc []byte, spec any, skip ...string) (map[string]any
 	if err := checkKeyCase(file, doc, raw, reflect.TypeOf(spec)); err != nil {
 		return nil, err
 	}
+	if err := checkTypes(file, doc, raw, reflect.TypeOf(spec)); err != nil {
+		return nil, err
+	}
 	if err := decodeStrict(file, doc, spec); err != nil {
 		return nil, err
 	}

@@ -50,6 +50,17 @@ func TestLoadIntoErrors(t *testing.T) {
 		{"a float for an integer", "[goldfish]\nk = 1e3\n", []string{"x.toml:2: goldfish.k: wrong type: the value is a TOML float, the key takes an integer"}, 2},
 		{"a value, then a table of that name", "name = 'x'\ngoldfish = 3\n[goldfish]\nk = 4\n", []string{"x.toml:3: goldfish: [goldfish] is opened as a table after goldfish was set as a value"}, 3},
 		{"a table opened twice", "name = 'x'\n[goldfish]\nk = 4\n\n[goldfish] # again\nh = 7\n", []string{"x.toml:5: goldfish: [goldfish] is opened twice (once above)"}, 5},
+		// go-toml's own words for these named Go types, a value where
+		// the type belongs, or panicked (a date).
+		{"a boolean for an integer", "[goldfish]\nk = true\n", []string{"x.toml:2: goldfish.k: wrong type: the value is a TOML boolean, the key takes an integer"}, 2},
+		{"a boolean for a number", "[goldfish]\nlr = false\n", []string{"x.toml:2: goldfish.lr: wrong type: the value is a TOML boolean, the key takes a number"}, 2},
+		{"a boolean for a string", "name = true\n", []string{"x.toml:1: name: wrong type: the value is a TOML boolean, the key takes a string"}, 1},
+		{"an array for an integer", "[train]\nh = [1, 2]\n", []string{"x.toml:2: train.h: wrong type: the value is a TOML array, the key takes an integer"}, 2},
+		{"an inline table for an integer", "[train]\nh = {a = 1}\n", []string{"x.toml:2: train.h: wrong type: the value is a TOML table, the key takes an integer"}, 2},
+		{"a date for an integer", "[train]\nseed = 1979-05-27\n", []string{"x.toml:2: train.seed: wrong type: the value is a TOML date, the key takes an integer"}, 2},
+		{"a date-time for a number", "[train]\nlr = 1979-05-27T07:32:00Z\n", []string{"x.toml:2: train.lr: wrong type: the value is a TOML date-time, the key takes a number"}, 2},
+		{"a boolean for an array", "[train]\ntags = true\n", []string{"x.toml:2: train.tags: wrong type: the value is a TOML boolean, the key takes an array of strings"}, 2},
+		{"an element of another type", "[train]\ntags = ['a', 3]\n", []string{"x.toml:2: train.tags: an element of the array: wrong type: the value is a TOML integer, the key takes a string"}, 2},
 		{"name as a sweep axis", "[sweep]\nname = [\"a\", \"b\"]\n", []string{"sweep.name: name cannot be a sweep axis"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
