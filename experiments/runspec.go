@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -25,6 +27,8 @@ import (
 // directory, an imported model). A run directory (one with manifest.json)
 // without its config.toml is a *ConfigError: its settings are lost, and
 // the defaults in their place would attack and score it otherwise.
+// [data] and [train] values that break a rule of this memo's for starting
+// a run are read with a warning: the work they describe is done.
 func ReadRun(dir string) (s *Spec, ok bool, err error) {
 	path := filepath.Join(dir, runfiles.ConfigFile)
 	doc, err := os.ReadFile(path)
@@ -37,11 +41,27 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 	if err != nil {
 		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
-	if s, err = decode(path, doc, filepath.Base(filepath.Clean(dir))); err != nil {
-		return nil, false, err
+	name := filepath.Base(filepath.Clean(dir))
+	if s, err = decode(path, doc, name); err != nil {
+		// The [data] and [train] rules judge a run about to start. One
+		// an older memo built and trained under rules since tightened
+		// (DP-SGD with match_supervised_tokens, refused since 2bda819)
+		// is still read for its results, with the rule named.
+		lenient, lerr := decode(path, doc, name, "data", "train")
+		if lerr != nil {
+			return nil, false, err
+		}
+		if _, seen := oldRuleWarned.LoadOrStore(path, true); !seen {
+			slog.Warn("the run's settings break a rule of this memo's for starting a run; its results are read as they are", "rule", err.Error())
+		}
+		s = lenient
 	}
 	return s, true, nil
 }
+
+// oldRuleWarned holds the config.toml files ReadRun has warned about, so
+// that a command reading a run's spec several times warns once.
+var oldRuleWarned sync.Map
 
 // Value is the value of a dotted key of the spec ("goldfish.k",
 // "model.preset"), typed as the Config field that holds it; ok is false

@@ -75,6 +75,16 @@ func TestReadRunErrors(t *testing.T) {
 	if _, ok, err := ReadRun(writeRun(t, "[data]\nsources = [\"txt:/nowhere/at/all\"]\n")); err != nil || !ok {
 		t.Errorf("a run whose source directory is gone: %v, %v; want it read", ok, err)
 	}
+	// A run an older memo trained under a rule since added (2bda819
+	// refused DP-SGD with match_supervised_tokens) reads for its results;
+	// a bad value outside [data] and [train] is still refused above.
+	old := "[train]\nmatch_supervised_tokens = 4\n[train.dp]\nenabled = true\nnoise_multiplier = 1.0\n"
+	if _, err := ParseBytes("old.toml", []byte(old)); err == nil || !strings.Contains(err.Error(), "train.match_supervised_tokens = 4 with train.dp.enabled") {
+		t.Fatalf("the rule this case relies on is gone: %v", err)
+	}
+	if s, ok, err := ReadRun(writeRun(t, old)); err != nil || !ok || s.Train.MatchSupervisedTokens != 4 || !s.Train.DP.Enabled {
+		t.Errorf("a run trained under an older rule: %v, %v; want it read as written", ok, err)
+	}
 	s, ok, err := ReadRun(t.TempDir())
 	if err != nil || ok || !reflect.DeepEqual(s, Default()) {
 		t.Errorf("no config.toml: %v, %v; want the defaults and ok false", ok, err)

@@ -154,11 +154,11 @@ func valueCount(m map[string]any) int {
 // decoding, the seed and device the tables inherit, and each table's
 // checks but the model's (ResolvedModel's, in check, which may read an
 // imported model's files).
-func decode(file string, doc []byte, name string) (*Spec, error) {
+func decode(file string, doc []byte, name string, skipValidate ...string) (*Spec, error) {
 	doc = stripBOM(doc) // a byte-order mark some editors write is not a key
 	s := Default()
 	s.Name = name
-	raw, err := loadInto(file, doc, s, "model")
+	raw, err := loadInto(file, doc, s, append([]string{"model"}, skipValidate...)...)
 	if err != nil {
 		return nil, err
 	}
