@@ -134,35 +134,47 @@ func TrainReferences(ctx context.Context, spec *Spec, runsRoot string, indices [
 	return trainReferences(ctx, spec, dir, indices, false)
 }
 
-// trainReferences trains (or finds trained) the references of indices
-// (all when nil) and, with signals, writes mia_signals.parquet.
-func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int, signals bool) error {
+// referencePlan is what a run's references are: the dataset and its
+// candidate pool, who is in each reference, and each reference's record
+// (key, cache directory, members) with its model and training settings.
+type referencePlan struct {
+	ds               *data.Dataset
+	pool, population []data.Doc
+	in               [][]bool
+	records          []referenceRecord
+	models           []model.Config
+	trains           []train.Config
+	views            []*data.Dataset
+	references       int
+	seed             int64
+}
+
+// planReferences works out the references of indices (all when nil) of
+// the run in dir, without training any.
+func planReferences(spec *Spec, dir string, indices []int) (*referencePlan, error) {
 	K := spec.MIA.References
-	if K == 0 {
-		return nil
-	}
 	ds, err := data.Open(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pool, reps, population, err := referencePool(ds)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	in, err := calibrated.Assign(len(pool), K, uint64(spec.Seed))
 	if err != nil {
-		return badinput.Errorf("mia.references = %d: %w", K, err)
+		return nil, badinput.Errorf("mia.references = %d: %w", K, err)
 	}
 	mcfg, tcfg, err := trainConfigs(spec, ds)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The weights a fine-tune starts from are named by their digest: the
 	// path alone would find references trained on a base since replaced.
 	var base string
 	if tcfg.InitFrom != "" {
 		if base, err = checkpoint.SourceDigest(tcfg.InitFrom); err != nil {
-			return importLabel(badinput.Errorf("train.init_from = %q: %w", tcfg.InitFrom, err), spec.Model.InitFrom, tcfg.InitFrom)
+			return nil, importLabel(badinput.Errorf("train.init_from = %q: %w", tcfg.InitFrom, err), spec.Model.InitFrom, tcfg.InitFrom)
 		}
 	}
 	root := ReferencesDir(data.ResolveCacheDir(spec.Data.CacheDir))
@@ -170,7 +182,7 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	for name, f := range ds.Report().Files {
 		dsSums[name] = f.SHA256
 	}
-	rec := referencesFile{References: K, Seed: spec.Seed}
+	p := &referencePlan{ds: ds, pool: pool, population: population, in: in, references: K, seed: spec.Seed}
 	for k := 0; k < K; k++ {
 		if indices != nil && !slices.Contains(indices, k) {
 			continue
@@ -185,14 +197,33 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 		}
 		rm, rt := referenceConfigs(mcfg, tcfg, k)
 		if r.Key, err = referenceKey(dsSums, base, rm, rt, spec, r.Members); err != nil {
-			return err
+			return nil, err
 		}
 		r.Dir = filepath.Join(root, r.Key)
 		view, err := ds.WithMembers(members)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := trainReference(ctx, &r, K, view, rm, rt, spec); err != nil {
+		p.records = append(p.records, r)
+		p.models, p.trains, p.views = append(p.models, rm), append(p.trains, rt), append(p.views, view)
+	}
+	return p, nil
+}
+
+// trainReferences trains (or finds trained) the references of indices
+// (all when nil) and, with signals, writes mia_signals.parquet.
+func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int, signals bool) error {
+	if spec.MIA.References == 0 {
+		return nil
+	}
+	p, err := planReferences(spec, dir, indices)
+	if err != nil {
+		return err
+	}
+	rec := referencesFile{References: p.references, Seed: p.seed}
+	for i := range p.records {
+		r := p.records[i]
+		if err := trainReference(ctx, &r, p.references, p.views[i], p.models[i], p.trains[i], spec); err != nil {
 			return err
 		}
 		rec.Models = append(rec.Models, r)
@@ -200,7 +231,45 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	if !signals {
 		return nil
 	}
-	return writeSignals(ctx, spec, dir, ds, pool, population, in, rec)
+	return writeSignals(ctx, spec, dir, p.ds, p.pool, p.population, p.in, rec)
+}
+
+// staleReferences says why the references a finished references stage
+// recorded in dir (mia_references.json) are not the ones this memo
+// would train for spec ("" when they are): reference k's key differs
+// when the rules that make a reference changed since (an older memo
+// trained it: 417a5f2 changed a LoRA reference's base, 2ea6f70 added the
+// base's digest to the key). A run would otherwise keep calibrating
+// against models trained under the old rules, beside points of the same
+// sweep trained under the new.
+func staleReferences(spec *Spec, dir string) (string, error) {
+	if spec.MIA.References == 0 {
+		return "", nil
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, MIAReferencesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return MIAReferencesFile + " is missing", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var had referencesFile
+	if err := json.Unmarshal(raw, &had); err != nil {
+		return fmt.Sprintf("%s does not parse (%v)", MIAReferencesFile, err), nil
+	}
+	p, err := planReferences(spec, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	if len(had.Models) != len(p.records) {
+		return fmt.Sprintf("%s records %d reference models, the spec has %d", MIAReferencesFile, len(had.Models), len(p.records)), nil
+	}
+	for i, r := range p.records {
+		if h := had.Models[i]; h.Key != r.Key {
+			return fmt.Sprintf("reference %d was trained as %s, this memo trains it as %s (the rules that make a reference changed since)", r.Index, h.Key, r.Key), nil
+		}
+	}
+	return "", nil
 }
 
 // referenceConfigs are reference k's model and training settings: the
@@ -225,6 +294,11 @@ func referenceConfigs(mc model.Config, tc train.Config, k int) (model.Config, tr
 	return mc, tc
 }
 
+// referenceKeyFormat is the key's format: raised when the rules that
+// make a reference change while its settings do not, so that runs made
+// before train their references again (staleReferences).
+var referenceKeyFormat = 1
+
 // referenceKey names a reference model by everything that determines its
 // weights: the dataset's files, the digest of the weights it starts from
 // (base, "" for the seed's), the model, training and goldfish settings
@@ -242,7 +316,7 @@ func referenceKey(dsSums map[string]string, base string, mc model.Config, tc tra
 		Train    train.Config
 		Goldfish loss.Config
 		Members  []referenceMember
-	}{1, dsSums, base, mc, tc, spec.Goldfish, members})
+	}{referenceKeyFormat, dsSums, base, mc, tc, spec.Goldfish, members})
 	if err != nil {
 		return "", err
 	}

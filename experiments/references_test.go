@@ -74,6 +74,38 @@ func TestReferences(t *testing.T) {
 		}
 	}
 
+	// References an older memo trained under other rules (another key in
+	// mia_references.json) are stale: run again, the stage trains what
+	// this memo would and records its keys (a compatibility probe found
+	// a resumed old run calibrating against the old references).
+	sa := *spec
+	sa.Name = "a"
+	if why, err := staleReferences(&sa, dirA); err != nil || why != "" {
+		t.Fatalf("a fresh run's references: stale %q, %v", why, err)
+	}
+	// A change of rules is a change of key: with the key format bumped,
+	// the files are as the run wrote them and yet the stage runs again.
+	referenceKeyFormat++
+	defer func(f int) { referenceKeyFormat = f }(referenceKeyFormat - 1)
+	why, err := staleReferences(&sa, dirA)
+	if err != nil || !strings.Contains(why, "reference 0 was trained as "+refs.Models[0].Key) {
+		t.Fatalf("older references: stale %q, %v; want reference 0 named", why, err)
+	}
+	if _, err := Run(context.Background(), &sa, filepath.Dir(dirA), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sig, again := readSignalsAndRefs(t, dirA)
+	if again.Models[0].Key == refs.Models[0].Key || again.Models[1].Key == refs.Models[1].Key {
+		t.Errorf("the run kept the older references' keys %s, %s", again.Models[0].Key, again.Models[1].Key)
+	}
+	if !reflect.DeepEqual(sig, sigA) {
+		t.Error("references trained again under the same settings gave other signals")
+	}
+	referenceKeyFormat--
+	if why, err := staleReferences(&sa, dirA); err != nil || !strings.Contains(why, "this memo trains it as "+refs.Models[0].Key) {
+		t.Fatalf("back to the first key format: stale %q, %v", why, err)
+	}
+
 	// Kill reference 1 after its step-10 checkpoint: its last checkpoint
 	// and its trained mark are gone.
 	ref0, ref1 := refs.Models[0], refs.Models[1]

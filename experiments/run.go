@@ -162,13 +162,22 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		rec := m.Stage(st)
 		if rec.Status == StatusDone {
 			broken := brokenOutput(dir, rec.Outputs)
+			stale := ""
 			if broken == "" && !upstreamChanged {
-				slog.Debug("stage already done", "run", spec.Name, "stage", st)
-				continue
+				if stale, err = staleStage(st, spec, dir); err != nil {
+					return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, err)
+				}
+				if stale == "" {
+					slog.Debug("stage already done", "run", spec.Name, "stage", st)
+					continue
+				}
 			}
-			if broken != "" {
+			switch {
+			case broken != "":
 				slog.Warn("a finished stage's output is missing or changed: running the stage again", "run", spec.Name, "stage", st, "output", broken)
-			} else {
+			case stale != "":
+				slog.Warn("a finished stage's work is not what this memo would do: running the stage again", "run", spec.Name, "stage", st, "why", stale)
+			default:
 				slog.Warn("an earlier stage wrote other outputs: running this one again", "run", spec.Name, "stage", st)
 			}
 		}
@@ -182,6 +191,16 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		upstreamChanged = upstreamChanged || changed
 	}
 	return dir, nil
+}
+
+// staleStage says why a finished stage's recorded work is not what this
+// memo would do for spec ("" when it is): today, reference models
+// trained under rules since changed (staleReferences).
+func staleStage(st string, spec *Spec, dir string) (string, error) {
+	if st == "references" {
+		return staleReferences(spec, dir)
+	}
+	return "", nil
 }
 
 // checkRun refuses, before the run directory is made, what would fail
