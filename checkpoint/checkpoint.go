@@ -78,6 +78,10 @@ type State struct {
 	Threads int `json:"threads"`
 	// ElapsedS is the training wall time so far.
 	ElapsedS float64 `json:"elapsed_s"`
+	// Dataset is the digest of the dataset the run trains on
+	// (data.Dataset.Digest); "" in a checkpoint older than the field or
+	// of a source that names none.
+	Dataset string `json:"dataset,omitempty"`
 	// LoRABase is set in a LoRA run's checkpoint, which holds the adapters
 	// (PEFT's files) instead of model.safetensors: the frozen weights they
 	// add to (lora.go).

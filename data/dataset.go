@@ -1,6 +1,8 @@
 package data
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,6 +106,24 @@ func (d *Dataset) Dir() string { return d.dir }
 
 // Report is the content of report.json.
 func (d *Dataset) Report() Report { return d.report }
+
+// Digest names the dataset's contents: the sha256 of its files' names
+// and sha256 as report.json records them (verified by Open), one per
+// line in name order. A model's checkpoints record it, so that training
+// never resumes on a dataset rebuilt with other documents. A view with
+// other members (WithMembers) has its parent's digest.
+func (d *Dataset) Digest() string {
+	names := make([]string, 0, len(d.report.Files))
+	for name := range d.report.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %s\n", name, d.report.Files[name].SHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // Open opens runDir/data, checks that both Arrow files are readable and
 // that every file is the one report.json's checksums describe.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/sugarme/gotch/ts"
 )
@@ -34,6 +35,14 @@ func (l *loop) restore() error {
 			if st.Block != l.block || st.TotalSteps != l.total || st.StreamSeed != l.cfg.Seed {
 				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
+			}
+			if st.Dataset != "" && l.dataset != "" && st.Dataset != l.dataset {
+				// The data was built again with other documents (a source
+				// file changed, a relative path read elsewhere): resuming
+				// would attack a model of the old data with the new
+				// targets and controls.
+				return badinput.Errorf("checkpoint %s was trained on another dataset (digest %.12s; this run's data/ is %.12s, built since): train afresh with train.no_resume = true or in a new run directory, or restore the data it was trained on",
+					dir, st.Dataset, l.dataset)
 			}
 			if err := l.strat.bindWhole(); err != nil {
 				return err

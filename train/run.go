@@ -44,6 +44,15 @@ type Source interface {
 	ValRows(block int) ([][]int32, error)
 }
 
+// sourceDigest is src's Digest when it has one (a *data.Dataset does),
+// else "".
+func sourceDigest(src Source) string {
+	if d, ok := src.(interface{ Digest() string }); ok {
+		return d.Digest()
+	}
+	return ""
+}
+
 // Group is a data-parallel process group (package dist implements it).
 // Every rank reads only its share of each global micro-batch, scales its
 // loss by the global micro-batch's kept-target count (the ranks' counts
@@ -151,7 +160,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 		return err
 	}
 	l := &loop{cfg: cfg, masker: masker, stream: stream, block: block, total: total,
-		rank: rank, size: size, group: opts.Group, runDir: runDir}
+		rank: rank, size: size, group: opts.Group, runDir: runDir, dataset: sourceDigest(src)}
 	defer l.dropStrategy()
 	if err := l.setupDP(); err != nil {
 		return err
@@ -283,6 +292,9 @@ type loop struct {
 	strat   strategy // how the weights, gradients and optimizer state are held (train.shard)
 	dp      *dpState // DP-SGD's parameters and accountant; nil without [train.dp] (dpstep.go)
 	runDir  string
+	// dataset names what src holds (sourceDigest): recorded in every
+	// checkpoint, compared on resume.
+	dataset string
 	// lora are train.lora's adapters, one set per worker (lora.go), and
 	// loraBase (rank 0) the base they train on; nil without train.lora.
 	lora     []*model.LoRA

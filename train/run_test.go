@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -274,5 +275,47 @@ func TestSchedule(t *testing.T) {
 		if got := c.lrAt(k.step, 100); math.Abs(got-k.want) > 1e-12 {
 			t.Errorf("lr at step %d = %g, want %g", k.step, got, k.want)
 		}
+	}
+}
+
+// namedSource is a textSource that names its contents, as a
+// *data.Dataset does (Digest).
+type namedSource struct {
+	textSource
+	digest string
+}
+
+func (s namedSource) Digest() string { return s.digest }
+
+// TestResumeRefusesAnotherDataset: a run whose data was built again with
+// other documents does not resume its checkpoints (an environment probe
+// saw a rebuilt data stage followed by a "resumed" finished train stage,
+// and the old data's model attacked with the new targets, exit 0); the
+// same data resumes, and a checkpoint that records none is resumed as
+// before.
+func TestResumeRefusesAnotherDataset(t *testing.T) {
+	cfg, mcfg, lcfg := smallRun()
+	cfg.Steps, cfg.GradAccum = 4, 1
+	text := textSource{ids: opticks(t, 2000), rows: 24}
+	dir := t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, namedSource{text, "aaaa"}, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := checkpoint.LatestGood(dir)
+	if err != nil || st.Dataset != "aaaa" {
+		t.Fatalf("state.json dataset %q (%v), want the source's digest", st.Dataset, err)
+	}
+	err = Run(context.Background(), cfg, mcfg, lcfg, namedSource{text, "bbbb"}, dir, Options{})
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "was trained on another dataset (digest aaaa; this run's data/ is bbbb") {
+		t.Errorf("resume on another dataset: %v; want a bad-input refusal naming both digests", err)
+	}
+	for _, src := range []Source{namedSource{text, "aaaa"}, text} {
+		if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+			t.Errorf("resume with %T: %v", src, err)
+		}
+	}
+	cfg.NoResume = true
+	if err := Run(context.Background(), cfg, mcfg, lcfg, namedSource{text, "bbbb"}, dir, Options{}); err != nil {
+		t.Errorf("train.no_resume on another dataset: %v", err)
 	}
 }
