@@ -28,6 +28,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -45,7 +46,17 @@ type dpState struct {
 	n int64
 	// acct is the steps taken so far, for ε.
 	acct dpaccount.Accountant
+	// randomMask is set when the goldfish mask is the random strategy's,
+	// which depends on the row number dpRows gives it (dpMaskRows).
+	randomMask bool
 }
+
+// dpMaskRows names the row number dpRows masks a sampled row by. A
+// checkpoint records it: before 2bda819 the row was its epoch-0 position
+// alone, and a run of the random strategy resumed across the change
+// would mix the two masks (a compatibility probe's weights matched
+// neither run).
+const dpMaskRows = "step*N+position"
 
 // DPReport is the checkpoint's "dp" entry: the run's privacy record so
 // far (provenance.DPRecord, the schema summary.json and the tables share)
@@ -53,6 +64,9 @@ type dpState struct {
 type DPReport struct {
 	provenance.DPRecord
 	History dpaccount.Accountant `json:"accountant"`
+	// MaskRows is dpMaskRows in a checkpoint written since it was
+	// recorded, "" before.
+	MaskRows string `json:"mask_rows,omitempty"`
 }
 
 // ReadDPReport is the DP-SGD report of a checkpoint's state, false when
@@ -140,7 +154,7 @@ func (d *dpState) report() (DPReport, error) {
 		return DPReport{}, fmt.Errorf("DP-SGD accountant: %w", err)
 	}
 	r := DPReport{DPRecord: provenance.DPRecord{Delta: d.delta, NoiseMultiplier: d.sigma, SampleRate: d.q, MaxGradNorm: d.clip,
-		Steps: d.acct.Steps(), Rows: d.n}, History: d.acct}
+		Steps: d.acct.Steps(), Rows: d.n}, History: d.acct, MaskRows: dpMaskRows}
 	r.SetEps(eps)
 	return r, nil
 }
@@ -174,6 +188,8 @@ func (l *loop) dpResume(st checkpoint.State) error {
 	case r.SampleRate != l.dp.q || r.NoiseMultiplier != l.dp.sigma || r.MaxGradNorm != l.dp.clip || r.History.Steps() != int64(st.Step):
 		return fmt.Errorf("the checkpoint at step %d was trained with DP-SGD q = %v, σ = %v, C = %v over %d accounted steps; this run has q = %v, σ = %v, C = %v: use a new run directory or train.no_resume = true",
 			st.Step, r.SampleRate, r.NoiseMultiplier, r.MaxGradNorm, r.History.Steps(), l.dp.q, l.dp.sigma, l.dp.clip)
+	case l.dp.randomMask && r.MaskRows != dpMaskRows:
+		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD and the random goldfish mask by a memo that masked each sampled row by its epoch-0 position; this memo masks it by %s, so the run would change masks midway: finish it with the memo that started it, or train afresh (a new run directory or train.no_resume = true)", st.Step, dpMaskRows)
 	}
 	l.dp.acct = r.History
 	return nil

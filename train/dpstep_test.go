@@ -2,11 +2,15 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/testrun"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
@@ -231,6 +235,54 @@ func TestDPCombinationsRefused(t *testing.T) {
 		tt.set(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Validate = %v, want an error naming %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestDPRandomMaskRowsRecorded: a DP-SGD checkpoint records the row number
+// its random goldfish mask was drawn by; one without it (written before
+// 2bda819 moved from the epoch-0 position to step·N + position) is not
+// resumed with the random mask, whose rows would change midway, and is
+// with a mask that looks at the tokens alone.
+func TestDPRandomMaskRowsRecorded(t *testing.T) {
+	cfg, mcfg, _ := dpRun()
+	cfg.Steps, cfg.CheckpointEvery, cfg.GradAccum = 2, 2, 1
+	src := textSource{ids: opticks(t, 2000), rows: 24}
+	for _, tc := range []struct {
+		strategy string
+		refused  bool
+	}{{loss.StrategyRandom, true}, {loss.StrategyHashTable, false}} {
+		lcfg := loss.Config{Strategy: tc.strategy, K: 2, H: 4, Seed: 5}
+		dir := t.TempDir()
+		if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if r := dpReportOf(t, dir); r.MaskRows != dpMaskRows {
+			t.Fatalf("%s: checkpoint mask_rows %q, want %q", tc.strategy, r.MaskRows, dpMaskRows)
+		}
+		// As an older memo wrote it.
+		stateFile := filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(2), checkpoint.StateFile)
+		var st map[string]any
+		raw, err := os.ReadFile(stateFile)
+		if err == nil {
+			err = json.Unmarshal(raw, &st)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(st["dp"].(map[string]any), "mask_rows")
+		if raw, err = json.Marshal(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(stateFile, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err = Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{})
+		if tc.refused && (err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "masked each sampled row by its epoch-0 position")) {
+			t.Errorf("%s: resuming an older DP checkpoint: %v; want a refusal", tc.strategy, err)
+		}
+		if !tc.refused && err != nil {
+			t.Errorf("%s: resuming an older DP checkpoint: %v", tc.strategy, err)
 		}
 	}
 }

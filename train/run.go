@@ -165,6 +165,9 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if err := l.setupDP(); err != nil {
 		return err
 	}
+	if l.dp != nil {
+		l.dp.randomMask = lcfg.Enabled() && lcfg.Strategy == loss.StrategyRandom
+	}
 	if err := l.newModel(mc, dev, opts.Group); err != nil {
 		return err
 	}
