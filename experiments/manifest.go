@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
@@ -39,6 +40,11 @@ type StageRecord struct {
 	// ReusedFrom is the run directory whose outputs this stage linked
 	// instead of running (data and train of an attack-only sweep point).
 	ReusedFrom string `json:"reused_from,omitempty"`
+	// Memo is the revision of the memo that last ran the stage
+	// ("+modified" for a build from a modified tree): a run resumed or
+	// extended by another binary than the one that created it (Versions)
+	// says which stages that binary ran. Absent in older manifests.
+	Memo string `json:"memo,omitempty"`
 	// Outputs are the files the stage wrote (relative to the run
 	// directory), checked when `memo run` finds the stage done: a missing
 	// or changed one runs the stage again. Manifests of older memo
@@ -227,6 +233,16 @@ func CurrentVersions() Versions {
 	}
 	return v
 }
+
+// stageRevision is the revision StageRecord.Memo records: this
+// process's, asked once.
+var stageRevision = sync.OnceValue(func() string {
+	v := CurrentVersions()
+	if v.MemoDirty {
+		return v.Memo + "+modified"
+	}
+	return v.Memo
+})
 
 // builtRevision is the revision `make build` stamps (-ldflags -X),
 // "REV" or "REV+modified": a workspace build carries no VCS stamp.

@@ -250,7 +250,7 @@ func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Opt
 		// stage accounts for them, and they are this stage's outputs too.
 		before = recordedOnly(before, m)
 	}
-	rec.Status, rec.Started, rec.Error = StatusRunning, time.Now().UTC(), ""
+	rec.Status, rec.Started, rec.Error, rec.Memo = StatusRunning, time.Now().UTC(), "", stageRevision()
 	if err := m.write(dir); err != nil {
 		return false, err
 	}

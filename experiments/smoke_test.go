@@ -64,6 +64,13 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if !m.Done(Stages) {
 		t.Errorf("manifest stages = %+v, want all done", m.Stages)
 	}
+	// Each stage names the memo that ran it (a run another binary
+	// resumes says which stages that one ran).
+	for _, st := range m.Stages {
+		if st.Memo == "" || st.Memo != stageRevision() {
+			t.Errorf("stage %s records memo %q, want this build's %q", st.Name, st.Memo, stageRevision())
+		}
+	}
 	// A second run of the finished spec does nothing.
 	before, _ := os.Stat(filepath.Join(dir, "scores.parquet"))
 	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
