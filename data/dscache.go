@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
@@ -95,14 +96,22 @@ func buildCached(ctx context.Context, cfg Config, runDir string) error {
 	}
 	root := filepath.Join(cache, datasetsDir)
 	entry := filepath.Join(root, key)
-	if err := os.MkdirAll(entryLockDir(root, key), 0o755); err != nil {
+	if err := os.MkdirAll(entryLockDir(root, key), 0o777); err != nil {
 		// A cache this user cannot write (another user's, a read-only file
 		// system, a file in the way): the run still gets its dataset,
 		// built in place.
 		slog.Warn("data: dataset cache not writable, building in the run directory", "cache", root, "err", err)
 		return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
 	}
-	lock, err := waitLock(ctx, entryLockDir(root, key))
+	lock, err := lockCacheEntry(ctx, entryLockDir(root, key))
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		// Its directories are there but this user cannot lock them
+		// (another user's cache, a read-only mount): as above. An entry
+		// read without the lock could be removed under the run by its
+		// owner's memo data gc.
+		slog.Warn("data: dataset cache not writable, building in the run directory", "cache", root, "err", err)
+		return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
+	}
 	if err != nil {
 		return err
 	}
@@ -139,10 +148,14 @@ func cacheKeyInput(cfg Config, cache string) ([]keyedFile, string, error) {
 	return in.Files, key, err
 }
 
+// lockCacheEntry is how buildCached takes an entry's lock: waitLock, or
+// a test's failure (root, as tests often run, writes wherever it likes).
+var lockCacheEntry = waitLock
+
 // waitLock takes the lock in dir, waiting while another live process holds
 // it (it is building the same dataset, linking it or indexing it).
 func waitLock(ctx context.Context, dir string) (*runlock.Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil { // the umask decides who shares it
 		return nil, fmt.Errorf("dataset cache: %w", err)
 	}
 	lock, err := runlock.Wait(ctx, dir, lockStaleAfter, "data: waiting for another process building, linking or indexing this dataset")
@@ -221,8 +234,8 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 		_ = os.RemoveAll(aside)
 	}
 	// MkdirTemp makes the directory private; other users of a shared cache
-	// read entries too.
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	// read entries too (and a group that shares it under umask 002 writes).
+	if err := os.Chmod(tmp, atomicfile.DirMode); err != nil {
 		return fmt.Errorf("dataset cache: %w", err)
 	}
 	if err := os.Rename(tmp, entry); err != nil {

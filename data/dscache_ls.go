@@ -127,7 +127,7 @@ func foreignEntry(dir, key string) string {
 // returns the *runlock.HeldError of the live process that holds it.
 func underEntryLock(root, key string, fn func() error) error {
 	lockDir := entryLockDir(root, key)
-	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+	if err := os.MkdirAll(lockDir, 0o777); err != nil {
 		return err
 	}
 	lock, err := runlock.AcquireStaleAfter(lockDir, lockStaleAfter)

@@ -3,14 +3,19 @@ package data
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memo-research/memo/internal/runlock"
 )
 
 func readCacheLink(t *testing.T, runDir string) CacheLink {
@@ -400,6 +405,37 @@ func TestDatasetCacheUnwritable(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, "data", CacheLinkFile)); !os.IsNotExist(err) {
 		t.Errorf("cache.json written for a dataset built in place: %v", err)
+	}
+}
+
+// TestDatasetCacheUnlockable: a cache whose directories exist but whose
+// lock this user cannot take (another user's, a group cache made under a
+// private umask, a read-only mount: an environment probe saw exit 1,
+// "permission denied") builds in the run directory as an unwritable one.
+func TestDatasetCacheUnlockable(t *testing.T) {
+	saved := lockCacheEntry
+	t.Cleanup(func() { lockCacheEntry = saved })
+	for _, cause := range []error{fs.ErrPermission, syscall.EROFS} {
+		lockCacheEntry = func(_ context.Context, dir string) (*runlock.Lock, error) {
+			return nil, fmt.Errorf("dataset cache: lock %s: %w", dir, &fs.PathError{Op: "open", Path: filepath.Join(dir, "memo.lock.tmp-1"), Err: cause})
+		}
+		run := t.TempDir()
+		if err := Build(context.Background(), concurrentConfig(t.TempDir()), run); err != nil {
+			t.Fatalf("Build with a lock it cannot take (%v): %v", cause, err)
+		}
+		if _, err := Open(run); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(run, "data", CacheLinkFile)); !os.IsNotExist(err) {
+			t.Errorf("cache.json written for a dataset built in place: %v", err)
+		}
+	}
+	// Any other failure to lock is still the build's.
+	lockCacheEntry = func(context.Context, string) (*runlock.Lock, error) {
+		return nil, errors.New("dataset cache: disk on fire")
+	}
+	if err := Build(context.Background(), concurrentConfig(t.TempDir()), t.TempDir()); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("Build with a failing lock: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
 )
@@ -40,7 +41,7 @@ func startCPUProfile(path string) error {
 		// The temporary name is not the user's.
 		return fmt.Errorf("--cpu-profile %s: %w", path, badinput.PathCause(err))
 	}
-	if err := f.Chmod(0o644); err != nil { // as os.Create makes it
+	if err := f.Chmod(atomicfile.Mode); err != nil { // as os.Create makes it
 		f.Close()
 		os.Remove(f.Name())
 		return fmt.Errorf("--cpu-profile %s: %w", path, err)

@@ -11,12 +11,21 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
-// Mode is the permission of every file written: readable by all, as
-// os.WriteFile(path, data, 0o644) gives under the usual umask. (The
-// temporary file os.CreateTemp makes is 0600.)
-const Mode os.FileMode = 0o644
+// Mode is the permission of every file written: what os.WriteFile(path,
+// data, 0o666) gives under the process's umask, 0644 under the usual 022
+// and group-writable under 002, as a group sharing a dataset cache sets
+// it. (The temporary file os.CreateTemp makes is 0600.)
+var Mode = 0o666 &^ umask
+
+// umask is the process's file mode creation mask, read once at start.
+var umask = func() os.FileMode {
+	u := syscall.Umask(0)
+	syscall.Umask(u)
+	return os.FileMode(u)
+}()
 
 // tempInfix joins the hidden base name and os.CreateTemp's random digits in
 // a temporary file's name: .NAME.tmp-123456789.
@@ -61,7 +70,7 @@ func bytesWriter(data []byte) func(*os.File) error {
 
 func create(path string, write func(*os.File) error, sync bool) (err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
@@ -95,9 +104,10 @@ func create(path string, write func(*os.File) error, sync bool) (err error) {
 }
 
 // DirMode is the permission of a directory assembled under a temporary
-// name and renamed into place: readable by all, as a directory MkdirAll
-// makes, where os.MkdirTemp makes it private.
-const DirMode os.FileMode = 0o755
+// name and renamed into place: that of one os.MkdirAll(dir, 0o777) makes
+// under the umask (0755 under the usual 022), where os.MkdirTemp makes it
+// private.
+var DirMode = 0o777 &^ umask
 
 // MkdirTemp is os.MkdirTemp for a directory that is renamed into place
 // when complete (a checkpoint, an export, a report): it gets DirMode, so

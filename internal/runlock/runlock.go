@@ -27,6 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // FileName is the lock file in a run directory.
@@ -204,7 +206,11 @@ func acquire(dir string, me Holder, staleAfter time.Duration) (*Lock, error) {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(raw)
+	// Readable by the others sharing the directory (os.CreateTemp's 0600
+	// kept a group sharing a dataset cache from reading who holds it).
+	if err = tmp.Chmod(atomicfile.Mode); err == nil {
+		_, err = tmp.Write(raw)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
