@@ -150,11 +150,12 @@ func TestStdoutWriteErrors(t *testing.T) {
 }
 
 // TestSIGTERMLikeSIGINT: a command without a save of its own to make
-// (score, waiting here for its input) ends on SIGTERM as on SIGINT: one
-// memo: line and exit code 130, where SIGTERM killed it silently (143).
+// (score, waiting here for its input) ends on SIGTERM and SIGHUP (an ssh
+// session dropped) as on SIGINT: one memo: line and exit code 130, where
+// SIGTERM killed it silently (143) and SIGHUP too (129).
 func TestSIGTERMLikeSIGINT(t *testing.T) {
 	exe := buildMemo(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		// --model must exist (it is looked for first); it is never loaded.
 		cmd := exec.Command(exe, "score", "--model", t.TempDir(), "--ids-json", "-")
 		stdin, err := cmd.StdinPipe()

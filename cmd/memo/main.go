@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,7 +65,7 @@ func startsOver(ctx context.Context, err error) error {
 	return err
 }
 
-// exitOnInterrupt makes SIGINT and SIGTERM end every other command alike:
+// exitOnInterrupt makes SIGINT, SIGTERM and SIGHUP end every other command alike:
 // one line and exit code 130, rather than SIGTERM's silent 143, so that a
 // script sees one interruption whichever signal stopped them. Those
 // commands write their files under temporary names, so stopping them at
@@ -76,7 +75,7 @@ func exitOnInterrupt(args []string) {
 		return
 	}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, interruptSignals...)
 	go func() {
 		<-ch
 		// The process ends here, where no deferred clean-up runs: remove

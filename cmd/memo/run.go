@@ -79,9 +79,19 @@ func checkRunsRoot(c *cli.Context, spec *experiments.Spec) error {
 	return nil
 }
 
+// signalContext is the context of a command that stops by itself
+// (gracefulCommands): cancelled by SIGINT, SIGTERM and SIGHUP (an ssh
+// session that drops), so that training saves before it exits. A broken
+// pipe on stdout or stderr (`| tee log` killed) no longer kills the
+// process where it stands: SIGPIPE is ignored, the lost output is lost
+// and the run goes on to save its results.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signal.Ignore(syscall.SIGPIPE)
+	return signal.NotifyContext(context.Background(), interruptSignals...)
 }
+
+// interruptSignals end a command as Ctrl-C does (exit 130).
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func runAction(c *cli.Context) (err error) {
 	if c.NArg() != 1 {
