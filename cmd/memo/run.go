@@ -145,6 +145,9 @@ func runAction(c *cli.Context) (err error) {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if lead != nil {
+		lead.StopOn(ctx.Done())
+	}
 	if spec.IsSweep() {
 		if place.Size > 1 {
 			return usageError("run: %s is a sweep; under a launcher run one grid point at a time (memo sweep --slurm writes the job array)", spec.File())

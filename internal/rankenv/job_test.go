@@ -2,6 +2,7 @@ package rankenv
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -223,5 +224,55 @@ func TestReleaseOnce(t *testing.T) {
 	}
 	if err := <-first; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An interrupted rank 0 stops waiting for the ranks that have not met
+// (an environment probe saw SIGTERM answered only when the minute's wait
+// ran out, past Slurm's 30 s grace): its train verdict becomes a failure
+// with code 130 for the ranks that met, and Release returns at once with
+// context.Canceled.
+func TestReleaseStopsOnInterrupt(t *testing.T) {
+	env := envOf(map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_JOB_ID": "44"})
+	c, err := discover(Unset(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Addr = "127.0.0.1"
+	ld, err := lead(c, time.Minute, env) // rank 2 never comes
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		v   Verdict
+		err error
+	}
+	got := make(chan res, 1)
+	c1 := c
+	c1.Rank = 1
+	go func() {
+		v, err := follow(context.Background(), c1, 10*time.Second, env)
+		got <- res{v, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ld.mu.Lock()
+		n := len(ld.conns)
+		ld.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rank 1 did not meet rank 0")
+		}
+	}
+	stop := make(chan struct{})
+	ld.StopOn(stop)
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	start := time.Now()
+	if err := ld.Release(Verdict{Kind: "train"}); !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
+		t.Errorf("Release after an interrupt: %v after %v; want context.Canceled at once", err, time.Since(start))
+	}
+	if r := <-got; r.err != nil || r.v.Kind != "fail" || r.v.Code != 130 || !strings.Contains(r.v.Msg, "interrupted") {
+		t.Errorf("rank 1 heard %+v, %v; want a failure with code 130", r.v, r.err)
 	}
 }

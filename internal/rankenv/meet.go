@@ -50,7 +50,16 @@ type Leader struct {
 	// done refuses joins once the verdict goes out; released makes only
 	// the first Release count.
 	done, released bool
+	// stop ends Release's wait for the ranks early (StopOn).
+	stop <-chan struct{}
 }
+
+// StopOn makes Release stop waiting for the ranks that have not met when
+// done closes (an interrupted rank 0: Slurm's SIGTERM grace is 30 s, the
+// wait a minute): the ranks that met hear a failure with exit code 130,
+// and a train verdict becomes that failure, Release returning
+// context.Canceled.
+func (ld *Leader) StopOn(done <-chan struct{}) { ld.stop = done }
 
 // candidates are the ports a meeting may use: the one given, or the span
 // after the derived one.
@@ -149,13 +158,18 @@ func (ld *Leader) Release(v Verdict) error {
 	select {
 	case <-ld.joined:
 	case <-time.After(ld.wait):
+	case <-ld.stop:
+		if v.Kind == "train" {
+			missing = context.Canceled
+			v = Verdict{Kind: "fail", Code: 130, Msg: "rank 0 was interrupted before training began"}
+		}
 	}
 	ld.mu.Lock()
 	ld.done = true
 	conns := ld.conns
 	ld.mu.Unlock()
 	ld.l.Close()
-	if v.Kind == "train" && len(conns) < ld.size-1 {
+	if missing == nil && v.Kind == "train" && len(conns) < ld.size-1 {
 		var absent []string
 		for r := 1; r < ld.size; r++ {
 			if conns[r] == nil {
