@@ -3,10 +3,12 @@ package data
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Config is the [data] section of an experiment spec.
@@ -244,19 +246,33 @@ func (c Config) cacheDir() string {
 	return ResolveCacheDir(c.CacheDir)
 }
 
-// ResolveCacheDir returns dir, or $MEMO_CACHE, or ~/.cache/memo.
+// ResolveCacheDir returns dir, or $MEMO_CACHE, or ~/.cache/memo, made
+// absolute (a relative one is read from the directory memo runs in, and
+// cache.json records where an entry is). Without a home directory it is
+// a directory of this user's under the system's temporary one, with a
+// warning: a shared /tmp/memo-cache made by one user failed the others.
 func ResolveCacheDir(dir string) string {
-	if dir != "" {
-		return dir
+	if dir == "" {
+		dir = os.Getenv("MEMO_CACHE")
 	}
-	if d := os.Getenv("MEMO_CACHE"); d != "" {
-		return d
+	if dir == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(h, ".cache", "memo")
+		} else {
+			dir = filepath.Join(os.TempDir(), fmt.Sprintf("memo-cache-%d", os.Getuid()))
+			warnNoHome.Do(func() {
+				slog.Warn("no home directory ($HOME unset): the cache is under the temporary directory; set MEMO_CACHE to keep it", "cache", dir)
+			})
+		}
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".cache", "memo")
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
 	}
-	return filepath.Join(os.TempDir(), "memo-cache")
+	return dir
 }
+
+// warnNoHome says once that the cache went under the temporary directory.
+var warnNoHome sync.Once
 
 // tokenizerSpec is a parsed data.tokenizer value.
 type tokenizerSpec struct {

@@ -555,3 +555,31 @@ func TestGCDeadCacheTemps(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveCacheDir: the cache directory is absolute whichever way it
+// is given (cache.json records entries by it, and a relative one moved
+// with the directory memo ran in), and without a home directory it is
+// this user's own under the temporary directory, not one every user
+// shares (an environment probe saw a second user fail on the first's).
+func TestResolveCacheDir(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMO_CACHE", "rel/cache")
+	if got, want := ResolveCacheDir(""), filepath.Join(wd, "rel", "cache"); got != want {
+		t.Errorf("MEMO_CACHE=rel/cache: %s, want %s", got, want)
+	}
+	if got, want := ResolveCacheDir("mine"), filepath.Join(wd, "mine"); got != want {
+		t.Errorf("data.cache_dir = mine: %s, want %s", got, want)
+	}
+	t.Setenv("MEMO_CACHE", "")
+	t.Setenv("HOME", "")
+	if got, want := ResolveCacheDir(""), filepath.Join(os.TempDir(), fmt.Sprintf("memo-cache-%d", os.Getuid())); got != want {
+		t.Errorf("no HOME: %s, want %s", got, want)
+	}
+	t.Setenv("HOME", "/home/someone")
+	if got := ResolveCacheDir(""); got != "/home/someone/.cache/memo" {
+		t.Errorf("HOME=/home/someone: %s", got)
+	}
+}
