@@ -120,6 +120,9 @@ func buildCached(ctx context.Context, cfg Config, runDir string) error {
 			slog.Warn("data: release the dataset cache lock", "key", key, "err", err)
 		}
 	}()
+	// Released on an interrupt too: a lock left by a process of another
+	// host keeps its peers waiting until it goes stale.
+	defer atomicfile.AtInterrupt(func() { _ = lock.Release() })()
 	reused := true
 	if err := checkEntry(entry); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -206,6 +209,9 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 		return fmt.Errorf("dataset cache: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
+	// memo data build exits at once on an interrupt, past this defer: its
+	// spool could be gigabytes.
+	defer atomicfile.AtInterrupt(func() { os.RemoveAll(tmp) })()
 	defer lock.Heartbeat(lockHeartbeat)()
 	if err := buildDir(ctx, cfg, tmp); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -122,8 +123,25 @@ func MkdirTemp(dir, pattern string) (string, error) {
 		os.Remove(tmp)
 		return "", err
 	}
+	// Gone by the time an interrupt comes when it was renamed into place.
+	AtInterrupt(func() { os.RemoveAll(tmp) })
 	return tmp, nil
 }
+
+// AtInterrupt registers fn for RemoveTemps to run: the clean-up of
+// something other than a file this package writes (a temporary
+// directory, a lock), which the deferred code of a process that exits at
+// once on an interrupt never runs. forget unregisters it.
+func AtInterrupt(fn func()) (forget func()) {
+	id := nextCleanup.Add(1)
+	cleanups.Store(id, fn)
+	return func() { cleanups.Delete(id) }
+}
+
+var (
+	cleanups    sync.Map // id → func()
+	nextCleanup atomic.Int64
+)
 
 // RemoveStale removes path, a file an earlier write left that must not
 // outlive this one, and is nil when there is none: also on a read-only
@@ -142,13 +160,18 @@ func RemoveStale(path string) error {
 // writing holds the temporary files of the writes in progress.
 var writing sync.Map
 
-// RemoveTemps removes the temporary files of the writes in progress: what
-// a process that exits at once on an interrupt calls, since their own
-// clean-ups never run then. A write it cuts short fails; none is renamed
-// into place after it.
+// RemoveTemps removes the temporary files of the writes in progress and
+// runs the clean-ups registered with AtInterrupt (MkdirTemp's directories
+// among them): what a process that exits at once on an interrupt calls,
+// since their own clean-ups never run then. A write it cuts short fails;
+// none is renamed into place after it.
 func RemoveTemps() {
 	writing.Range(func(name, _ any) bool {
 		os.Remove(name.(string))
+		return true
+	})
+	cleanups.Range(func(_, fn any) bool {
+		fn.(func())()
 		return true
 	})
 }

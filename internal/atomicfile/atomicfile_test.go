@@ -193,3 +193,40 @@ func TestRemoveStale(t *testing.T) {
 		t.Errorf("a directory with files: %v, want an error naming it", err)
 	}
 }
+
+// TestRemoveTempsRunsCleanups: an interrupt's RemoveTemps removes the
+// directories MkdirTemp made that were not renamed into place (a probe
+// found memo report's .report.tmp-N left for good, under a message that
+// said it was removed) and runs the clean-ups still registered, not the
+// forgotten ones.
+func TestRemoveTempsRunsCleanups(t *testing.T) {
+	dir := t.TempDir()
+	pending, err := MkdirTemp(dir, ".report.tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pending, "table.md"), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done, err := MkdirTemp(dir, ".report.tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := filepath.Join(dir, "report")
+	if err := os.Rename(done, final); err != nil {
+		t.Fatal(err)
+	}
+	ran, forgottenRan := false, false
+	defer AtInterrupt(func() { ran = true })()
+	AtInterrupt(func() { forgottenRan = true })()
+	RemoveTemps()
+	if _, err := os.Stat(pending); !os.IsNotExist(err) {
+		t.Errorf("the pending temporary directory is still there: %v", err)
+	}
+	if _, err := os.Stat(final); err != nil {
+		t.Errorf("the directory renamed into place went: %v", err)
+	}
+	if !ran || forgottenRan {
+		t.Errorf("clean-ups: registered ran %v, forgotten ran %v", ran, forgottenRan)
+	}
+}
