@@ -17,9 +17,21 @@ import (
 func cacheDir(c *cli.Context, cmd string) (string, error) {
 	dir := data.ResolveCacheDir(c.String("cache"))
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return "", usageError("%s: the cache %s is not a directory (--cache or MEMO_CACHE names a directory)", cmd, dir)
+		return "", usageError("%s: the cache %s is not a directory (--cache or MEMO_CACHE names a directory)", cmd, typedCache(c, dir))
 	}
 	return dir, nil
+}
+
+// typedCache is the cache as the user gave it (--cache, else MEMO_CACHE),
+// for a message: dir, its absolute form, otherwise.
+func typedCache(c *cli.Context, dir string) string {
+	if s := c.String("cache"); s != "" {
+		return s
+	}
+	if s := os.Getenv("MEMO_CACHE"); s != "" {
+		return s
+	}
+	return dir
 }
 
 // existingCache is cacheDir for a command that only reads or prunes a
@@ -31,7 +43,7 @@ func existingCache(c *cli.Context, cmd string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Stat(dir); err != nil && c.IsSet("cache") {
-		return "", usageError("%s: --cache %s does not exist", cmd, dir)
+		return "", usageError("%s: --cache %s does not exist", cmd, typedCache(c, dir))
 	}
 	return dir, nil
 }

@@ -147,6 +147,8 @@ func TestExitCodes(t *testing.T) {
 		// silent default).
 		{"a file as --runs", []string{"run", "--runs", "one.jsonl", "warmup.toml", "--set", "train.steps=100"}, "--runs one.jsonl: not a directory"},
 		{"a file as the cache", []string{"data", "ls", "--cache", "one.jsonl"}, "data ls: the cache one.jsonl is not a directory"},
+		// A probe's run trained to its end and failed saving it.
+		{"a --runs past the path limit", []string{"run", "--runs", strings.Repeat("d/", 1900), "warmup.toml", "--set", "train.steps=100"}, "the files memo writes under it would pass the system's 4096-byte path limit"},
 		{"a cache that is not there", []string{"data", "ls", "--cache", "no/such/cache"}, "data ls: --cache no/such/cache does not exist"},
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},

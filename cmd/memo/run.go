@@ -76,8 +76,18 @@ func checkRunsRoot(c *cli.Context, spec *experiments.Spec) error {
 	if where := outguard.Inside(runs, data.ResolveCacheDir(""), data.ResolveCacheDir(spec.Data.CacheDir)); where != "" {
 		return usageError("--runs %s: is in %s; run directories never go there: name a directory elsewhere", runs, where)
 	}
+	// The longest paths memo writes under a run (a sweep point's
+	// checkpoint's temporary optimizer file) add about this much; past
+	// PATH_MAX a run trained to its end and failed saving it.
+	const deepest = 300
+	if abs, err := filepath.Abs(filepath.Join(runs, spec.Name)); err == nil && len(abs)+deepest > pathMax {
+		return usageError("--runs %s: the run directory's path is %d bytes; the files memo writes under it would pass the system's %d-byte path limit: choose a shorter --runs or name", runs, len(abs), pathMax)
+	}
 	return nil
 }
+
+// pathMax is Linux's PATH_MAX, the longest path a system call takes.
+const pathMax = 4096
 
 // signalContext is the context of a command that stops by itself
 // (gracefulCommands): cancelled by SIGINT, SIGTERM and SIGHUP (an ssh
