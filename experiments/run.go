@@ -174,7 +174,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			}
 			switch {
 			case broken != "":
-				slog.Warn("a finished stage's output is missing or changed: running the stage again", "run", spec.Name, "stage", st, "output", broken)
+				// By hand, or by memo eval, extract or report run on the
+				// directory itself, which rewrite the stages' files.
+				slog.Warn("a finished stage's output is missing or changed since the stage wrote it (by hand, or by a memo command run on the directory): running the stage again", "run", spec.Name, "stage", st, "output", broken)
 			case stale != "":
 				slog.Warn("a finished stage's work is not what this memo would do: running the stage again", "run", spec.Name, "stage", st, "why", stale)
 			default:
