@@ -2,12 +2,16 @@ package experiments
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/runlock"
 	"github.com/memo-research/memo/internal/torchx"
 )
 
@@ -79,5 +83,22 @@ func TestSmokeEndToEnd(t *testing.T) {
 	after, _ := os.Stat(filepath.Join(dir, "scores.parquet"))
 	if !before.ModTime().Equal(after.ModTime()) {
 		t.Error("re-running a finished run rewrote scores.parquet")
+	}
+
+	// On read-only storage (its lock cannot be taken) a finished run is
+	// left as it is, not refused; one with a changed output is refused.
+	saved := acquireRunLock
+	t.Cleanup(func() { acquireRunLock = saved })
+	acquireRunLock = func(dir string, _ time.Duration) (*runlock.Lock, error) {
+		return nil, fmt.Errorf("lock %s: %w", dir, &fs.PathError{Op: "open", Path: filepath.Join(dir, "memo.lock.tmp-1"), Err: fs.ErrPermission})
+	}
+	if _, err := Run(context.Background(), spec, root, Options{}); err != nil {
+		t.Errorf("a finished run whose lock cannot be taken: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), spec, root, Options{}); err == nil || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("a changed run whose lock cannot be taken: %v; want the lock's error", err)
 	}
 }
