@@ -284,10 +284,16 @@ func launcherName(src string) string {
 // runThreads is the libtorch thread count of this process: --threads, or
 // what the allocation gives it (rankenv.Threads), and whence.
 func runThreads(c *cli.Context, place rankenv.Config) (int, string) {
-	if t := c.Int("threads"); t > 0 {
-		return t, "--threads"
+	t, from := c.Int("threads"), "--threads"
+	if t <= 0 {
+		t, from = rankenv.Threads(place)
 	}
-	return rankenv.Threads(place)
+	// PyTorch reads OMP_NUM_THREADS; memo sets libtorch's count itself. A
+	// probe found the variable ignored without a word.
+	if omp := os.Getenv("OMP_NUM_THREADS"); omp != "" && omp != strconv.Itoa(t) {
+		slog.Warn("OMP_NUM_THREADS is not read: memo sets libtorch's threads itself (--threads)", "OMP_NUM_THREADS", omp, "threads", t, "from", from)
+	}
+	return t, from
 }
 
 // followRank0 is a rank > 0 of a launch: it waits for rank 0 to build the
