@@ -63,6 +63,7 @@ func TestSourceDigestCoversShards(t *testing.T) {
 		{"current digest", after, ""},
 		{"digest before the rewrite", before, "the base changed"},
 		{"index-only record of an older checkpoint", legacy, ""},
+		{"no digest recorded", "", "the base changed"},
 	} {
 		err := (&LoRABase{Source: dir, SHA256: tt.sum}).Check()
 		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
@@ -77,5 +78,14 @@ func TestSourceDigestCoversShards(t *testing.T) {
 	}
 	if want, _ := filehash.SHA256(filepath.Join(single, ModelFile)); got != want {
 		t.Errorf("single-file digest %s, want the file's own %s", got, want)
+	}
+	if err := (&LoRABase{Source: single}).Check(); err == nil {
+		t.Error("a single-file base with no digest recorded passed its check")
+	}
+	if got := LegacySourceDigests(dir); len(got) != 1 || got[0] != legacy {
+		t.Errorf("LegacySourceDigests(sharded) = %v, want the index's %s", got, legacy)
+	}
+	if got := LegacySourceDigests(single); got != nil {
+		t.Errorf("LegacySourceDigests(single file) = %v, want none", got)
 	}
 }

@@ -121,6 +121,22 @@ func hfWeightsDigest(dir string) (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
+// LegacySourceDigests are the digests older memos gave the weights at
+// path (train.init_from in any of ReadSource's forms) where SourceDigest
+// now gives another: a sharded Hugging Face directory's index file alone.
+// Keys made with them still name the same weights (references trained
+// then are not stale). None when path does not resolve.
+func LegacySourceDigests(path string) []string {
+	dir, _, err := ReadSource(path)
+	if err != nil || !IsHFDir(dir) {
+		return nil
+	}
+	if sum := legacyIndexDigest(dir); sum != "" {
+		return []string{sum}
+	}
+	return nil
+}
+
 // legacyIndexDigest is what a LoRA checkpoint written before
 // hfWeightsDigest recorded for a sharded base: the index file's digest
 // ("" when dir has no index).
@@ -157,7 +173,7 @@ func (b *LoRABase) Check() error {
 	if err != nil {
 		return badinput.Errorf("LoRA base %s: %w", b.Source, err)
 	}
-	if sum != b.SHA256 && IsHFDir(b.Source) && legacyIndexDigest(b.Source) == b.SHA256 {
+	if sum != b.SHA256 && b.SHA256 != "" && IsHFDir(b.Source) && legacyIndexDigest(b.Source) == b.SHA256 {
 		// Recorded before the shards were hashed: the index is what it
 		// was, and the shards cannot be checked.
 		slog.Warn("LoRA base recorded by its index alone (a checkpoint from before memo hashed shards): its shards are not checked", "base", b.Source)

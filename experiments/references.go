@@ -46,6 +46,9 @@ type referenceRecord struct {
 	// repetitions.
 	Members []referenceMember `json:"members"`
 	Trained bool              `json:"trained"`
+	// Base is the digest of the weights it started from, as its key
+	// holds it ("" for the model seed's).
+	Base string `json:"base,omitempty"`
 }
 
 type referenceMember struct {
@@ -55,9 +58,12 @@ type referenceMember struct {
 
 // referencesFile is mia_references.json.
 type referencesFile struct {
-	References int               `json:"references"`
-	Seed       int64             `json:"seed"`
-	Models     []referenceRecord `json:"models"`
+	References int   `json:"references"`
+	Seed       int64 `json:"seed"`
+	// Format is the referenceKeyFormat the keys were made with; 0 in a
+	// file written before it was recorded (staleReferences).
+	Format int               `json:"key_format,omitempty"`
+	Models []referenceRecord `json:"models"`
 }
 
 // referencePool is the candidate pool of a dataset, targets then controls
@@ -147,6 +153,14 @@ type referencePlan struct {
 	views            []*data.Dataset
 	references       int
 	seed             int64
+	dsSums           map[string]string
+	goldfish         loss.Config
+}
+
+// keyWith is reference i's key had it started from weights of digest
+// base.
+func (p *referencePlan) keyWith(i int, base string) (string, error) {
+	return referenceKey(p.dsSums, base, p.models[i], p.trains[i], p.goldfish, p.records[i].Members)
 }
 
 // planReferences works out the references of indices (all when nil) of
@@ -182,12 +196,12 @@ func planReferences(spec *Spec, dir string, indices []int) (*referencePlan, erro
 	for name, f := range ds.Report().Files {
 		dsSums[name] = f.SHA256
 	}
-	p := &referencePlan{ds: ds, pool: pool, population: population, in: in, references: K, seed: spec.Seed}
+	p := &referencePlan{ds: ds, pool: pool, population: population, in: in, references: K, seed: spec.Seed, dsSums: dsSums, goldfish: spec.Goldfish}
 	for k := 0; k < K; k++ {
 		if indices != nil && !slices.Contains(indices, k) {
 			continue
 		}
-		r := referenceRecord{Index: k, Dataset: dsSums}
+		r := referenceRecord{Index: k, Dataset: dsSums, Base: base}
 		members := map[int64]int32{}
 		for j, d := range pool {
 			if in[k][j] {
@@ -196,7 +210,7 @@ func planReferences(spec *Spec, dir string, indices []int) (*referencePlan, erro
 			}
 		}
 		rm, rt := referenceConfigs(mcfg, tcfg, k)
-		if r.Key, err = referenceKey(dsSums, base, rm, rt, spec, r.Members); err != nil {
+		if r.Key, err = referenceKey(dsSums, base, rm, rt, spec.Goldfish, r.Members); err != nil {
 			return nil, err
 		}
 		r.Dir = filepath.Join(root, r.Key)
@@ -220,7 +234,7 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 	if err != nil {
 		return err
 	}
-	rec := referencesFile{References: p.references, Seed: p.seed}
+	rec := referencesFile{References: p.references, Seed: p.seed, Format: referenceKeyFormat}
 	for i := range p.records {
 		r := p.records[i]
 		if err := trainReference(ctx, &r, p.references, p.views[i], p.models[i], p.trains[i], spec); err != nil {
@@ -235,13 +249,19 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 }
 
 // staleReferences says why the references a finished references stage
-// recorded in dir (mia_references.json) are not the ones this memo
-// would train for spec ("" when they are): reference k's key differs
-// when the rules that make a reference changed since (an older memo
-// trained it: 417a5f2 changed a LoRA reference's base, 2ea6f70 added the
-// base's digest to the key). A run would otherwise keep calibrating
-// against models trained under the old rules, beside points of the same
-// sweep trained under the new.
+// recorded in dir (mia_references.json) are not the ones this memo would
+// train for spec ("" when they are): they were made under other rules,
+// which left the settings as they were (an older memo: 417a5f2 changed a
+// LoRA reference's base, 2ea6f70 added the base's digest to the key). A
+// run would otherwise keep calibrating against models trained under the
+// old rules, beside points of the same sweep trained under the new.
+//
+// A file that records its key format is judged by it alone, at no cost.
+// An older one is judged by its keys, remade with the weights each
+// reference recorded or, before those were recorded, the digests the
+// base had then (none, or a sharded directory's index): a base replaced
+// since is not a change of rules, and the target, trained on the old
+// one, stays with its references.
 func staleReferences(spec *Spec, dir string) (string, error) {
 	if spec.MIA.References == 0 {
 		return "", nil
@@ -257,15 +277,44 @@ func staleReferences(spec *Spec, dir string) (string, error) {
 	if err := json.Unmarshal(raw, &had); err != nil {
 		return fmt.Sprintf("%s does not parse (%v)", MIAReferencesFile, err), nil
 	}
+	if had.Format != 0 {
+		if had.Format != referenceKeyFormat {
+			return fmt.Sprintf("%s records reference key format %d, this memo's is %d (the rules that make a reference changed)", MIAReferencesFile, had.Format, referenceKeyFormat), nil
+		}
+		return "", nil
+	}
 	p, err := planReferences(spec, dir, nil)
 	if err != nil {
-		return "", err
+		// A base or dataset gone since the run finished: nothing to
+		// compare with, and the run's results stand as they are.
+		slog.Warn("mia: cannot check the run's reference models against this memo's rules; kept as they are", "run", spec.Name, "err", err)
+		return "", nil
 	}
 	if len(had.Models) != len(p.records) {
 		return fmt.Sprintf("%s records %d reference models, the spec has %d", MIAReferencesFile, len(had.Models), len(p.records)), nil
 	}
+	var bases []string // what the base's digest may have been
+	if tc := p.trains[0]; tc.InitFrom != "" {
+		bases = checkpoint.LegacySourceDigests(tc.InitFrom)
+		bases = append(bases, "")
+	}
 	for i, r := range p.records {
-		if h := had.Models[i]; h.Key != r.Key {
+		h := had.Models[i]
+		if h.Key == r.Key {
+			continue
+		}
+		same := false
+		for _, base := range append([]string{h.Base}, bases...) {
+			k, err := p.keyWith(i, base)
+			if err != nil {
+				return "", err
+			}
+			if k == h.Key {
+				same = true
+				break
+			}
+		}
+		if !same {
 			return fmt.Sprintf("reference %d was trained as %s, this memo trains it as %s (the rules that make a reference changed since)", r.Index, h.Key, r.Key), nil
 		}
 	}
@@ -294,16 +343,17 @@ func referenceConfigs(mc model.Config, tc train.Config, k int) (model.Config, tr
 	return mc, tc
 }
 
-// referenceKeyFormat is the key's format: raised when the rules that
-// make a reference change while its settings do not, so that runs made
-// before train their references again (staleReferences).
+// referenceKeyFormat is the key's format, recorded in mia_references.json:
+// raise it whenever the rules that make a reference change while its
+// settings do not, so that runs made before train their references again
+// (staleReferences).
 var referenceKeyFormat = 1
 
 // referenceKey names a reference model by everything that determines its
 // weights: the dataset's files, the digest of the weights it starts from
 // (base, "" for the seed's), the model, training and goldfish settings
 // with its seeds, and the candidates it trains on.
-func referenceKey(dsSums map[string]string, base string, mc model.Config, tc train.Config, spec *Spec, members []referenceMember) (string, error) {
+func referenceKey(dsSums map[string]string, base string, mc model.Config, tc train.Config, goldfish loss.Config, members []referenceMember) (string, error) {
 	// Where and how fast it trains does not change what it learns, up to
 	// the last bits; the key keeps them so that reuse stays exact. Base is
 	// left out when empty, so that a reference trained from the seed keeps
@@ -316,7 +366,7 @@ func referenceKey(dsSums map[string]string, base string, mc model.Config, tc tra
 		Train    train.Config
 		Goldfish loss.Config
 		Members  []referenceMember
-	}{referenceKeyFormat, dsSums, base, mc, tc, spec.Goldfish, members})
+	}{referenceKeyFormat, dsSums, base, mc, tc, goldfish, members})
 	if err != nil {
 		return "", err
 	}

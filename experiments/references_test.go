@@ -15,6 +15,7 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/runlock"
+	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/train"
 )
@@ -83,27 +84,62 @@ func TestReferences(t *testing.T) {
 	if why, err := staleReferences(&sa, dirA); err != nil || why != "" {
 		t.Fatalf("a fresh run's references: stale %q, %v", why, err)
 	}
-	// A change of rules is a change of key: with the key format bumped,
-	// the files are as the run wrote them and yet the stage runs again.
+	if refs.Format != referenceKeyFormat {
+		t.Errorf("%s records key format %d, want %d", MIAReferencesFile, refs.Format, referenceKeyFormat)
+	}
+	// A change of rules raises the key format: the files are as the run
+	// wrote them, and yet the stage runs again, under the new keys.
 	referenceKeyFormat++
 	defer func(f int) { referenceKeyFormat = f }(referenceKeyFormat - 1)
 	why, err := staleReferences(&sa, dirA)
-	if err != nil || !strings.Contains(why, "reference 0 was trained as "+refs.Models[0].Key) {
-		t.Fatalf("older references: stale %q, %v; want reference 0 named", why, err)
+	if err != nil || !strings.Contains(why, "records reference key format 1, this memo's is 2") {
+		t.Fatalf("older references: stale %q, %v; want the formats named", why, err)
+	}
+	if Finished(&sa, dirA) {
+		t.Error("Finished, which a sweep skips points by, says a run with stale references is finished")
 	}
 	if _, err := Run(context.Background(), &sa, filepath.Dir(dirA), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	sig, again := readSignalsAndRefs(t, dirA)
-	if again.Models[0].Key == refs.Models[0].Key || again.Models[1].Key == refs.Models[1].Key {
-		t.Errorf("the run kept the older references' keys %s, %s", again.Models[0].Key, again.Models[1].Key)
+	if again.Format != 2 || again.Models[0].Key == refs.Models[0].Key || again.Models[1].Key == refs.Models[1].Key {
+		t.Errorf("the run kept the older references: format %d, keys %s, %s", again.Format, again.Models[0].Key, again.Models[1].Key)
 	}
 	if !reflect.DeepEqual(sig, sigA) {
 		t.Error("references trained again under the same settings gave other signals")
 	}
 	referenceKeyFormat--
-	if why, err := staleReferences(&sa, dirA); err != nil || !strings.Contains(why, "this memo trains it as "+refs.Models[0].Key) {
-		t.Fatalf("back to the first key format: stale %q, %v", why, err)
+	if _, err := Run(context.Background(), &sa, filepath.Dir(dirA), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// A file from before the format was recorded is judged by its keys:
+	// today's keys, or keys made with the base each reference recorded
+	// (a base replaced since is no change of rules: the target was
+	// trained on the old one too), are not stale; another key is.
+	p, err := planReferences(&sa, dirA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := refs
+	old.Format = 0
+	old.Models = append([]referenceRecord(nil), refs.Models...)
+	old.Models[1].Base = "0123456789abcdef"
+	if old.Models[1].Key, err = p.keyWith(1, old.Models[1].Base); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key0, want string
+	}{
+		{refs.Models[0].Key, ""},
+		{"0123456789abcdef01234567", "reference 0 was trained as 0123456789abcdef01234567, this memo trains it as " + refs.Models[0].Key},
+	} {
+		old.Models[0].Key = tc.key0
+		if err := writeJSON(filepath.Join(dirA, MIAReferencesFile), old); err != nil {
+			t.Fatal(err)
+		}
+		if why, err := staleReferences(&sa, dirA); err != nil || why != tc.want && !strings.Contains(why, tc.want) || (tc.want == "") != (why == "") {
+			t.Errorf("an older file with reference 0's key %s: stale %q, %v; want %q", tc.key0, why, err, tc.want)
+		}
 	}
 
 	// Kill reference 1 after its step-10 checkpoint: its last checkpoint
@@ -226,7 +262,7 @@ func TestReferencesCache(t *testing.T) {
 // stay valid.
 func TestReferenceKey(t *testing.T) {
 	key := func(base string) string {
-		k, err := referenceKey(map[string]string{"docs.arrow": "d0"}, base, model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, &Spec{}, []referenceMember{{1, 2}})
+		k, err := referenceKey(map[string]string{"docs.arrow": "d0"}, base, model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, loss.Config{}, []referenceMember{{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -472,7 +472,13 @@ func Finished(spec *Spec, runDir string) bool {
 		return false
 	}
 	m, err := ReadManifest(runDir)
-	return err == nil && m.Done(Stages)
+	if err != nil || !m.Done(Stages) {
+		return false
+	}
+	// A sweep skips its finished points: one whose references were made
+	// under other rules is not finished (staleStage).
+	why, err := staleReferences(spec, runDir)
+	return err == nil && why == ""
 }
 
 // deviceName is a stage's device as the manifest records it.
