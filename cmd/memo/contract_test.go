@@ -5,8 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,4 +259,19 @@ func (s *syncBuilder) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestNohupKeepsSIGHUPIgnored: a process started ignoring SIGHUP (nohup)
+// does not ask for it, which would undo the ignoring and let a logout
+// stop the run (a review caught it); otherwise SIGHUP interrupts.
+func TestNohupKeepsSIGHUPIgnored(t *testing.T) {
+	has := func() bool { return slices.Contains(interruptSignals(), os.Signal(syscall.SIGHUP)) }
+	if !signal.Ignored(syscall.SIGHUP) && !has() { // go test itself may run under nohup
+		t.Fatal("SIGHUP is not among the interrupts of a process that does not ignore it")
+	}
+	signal.Ignore(syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGHUP)
+	if has() {
+		t.Error("SIGHUP is asked for in a process started ignoring it")
+	}
 }

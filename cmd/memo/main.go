@@ -75,7 +75,7 @@ func exitOnInterrupt(args []string) {
 		return
 	}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, interruptSignals...)
+	signal.Notify(ch, interruptSignals()...)
 	go func() {
 		<-ch
 		// The process ends here, where no deferred clean-up runs: remove

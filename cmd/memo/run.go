@@ -96,12 +96,21 @@ const pathMax = 4096
 // process where it stands: SIGPIPE is ignored, the lost output is lost
 // and the run goes on to save its results.
 func signalContext() (context.Context, context.CancelFunc) {
+	sigs := interruptSignals() // before Ignore, which Ignored would report
 	signal.Ignore(syscall.SIGPIPE)
-	return signal.NotifyContext(context.Background(), interruptSignals...)
+	return signal.NotifyContext(context.Background(), sigs...)
 }
 
-// interruptSignals end a command as Ctrl-C does (exit 130).
-var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// interruptSignals end a command as Ctrl-C does (exit 130): SIGINT,
+// SIGTERM, and SIGHUP unless the process was started ignoring it (nohup:
+// asking for it would undo that, and a logout would stop the run).
+func interruptSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
 
 func runAction(c *cli.Context) (err error) {
 	if c.NArg() != 1 {

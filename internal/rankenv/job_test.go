@@ -276,3 +276,39 @@ func TestReleaseStopsOnInterrupt(t *testing.T) {
 		t.Errorf("rank 1 heard %+v, %v; want a failure with code 130", r.v, r.err)
 	}
 }
+
+// A failure waits its full time whatever StopOn says: rank 0's deferred
+// failure runs after its context was cancelled on the way out, and a
+// rank that joins late must still hear it (a review found Release
+// returning at once and the late rank saying rank 0 did not answer).
+func TestReleaseFailureWaitsAfterStop(t *testing.T) {
+	env := envOf(map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "45"})
+	c, err := discover(Unset(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Addr = "127.0.0.1"
+	ld, err := lead(c, 5*time.Second, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	ld.StopOn(stop)
+	got := make(chan error, 1)
+	var heard Verdict
+	go func() {
+		time.Sleep(300 * time.Millisecond) // joins after Release began
+		c1 := c
+		c1.Rank = 1
+		v, err := follow(context.Background(), c1, 5*time.Second, env)
+		heard = v
+		got <- err
+	}()
+	if err := ld.Release(Verdict{Kind: "fail", Code: 2, Msg: "bad spec"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil || heard.Kind != "fail" || heard.Code != 2 {
+		t.Errorf("a rank joining late heard %+v, %v; want rank 0's failure", heard, err)
+	}
+}

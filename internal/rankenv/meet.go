@@ -54,10 +54,21 @@ type Leader struct {
 	stop <-chan struct{}
 }
 
-// StopOn makes Release stop waiting for the ranks that have not met when
-// done closes (an interrupted rank 0: Slurm's SIGTERM grace is 30 s, the
-// wait a minute): the ranks that met hear a failure with exit code 130,
-// and a train verdict becomes that failure, Release returning
+// stopFor is the channel that ends the wait for verdict v: StopOn's for a
+// train verdict, none for the others. A failure or a skip waits its full
+// time, so that a rank joining late still hears it: rank 0's deferred
+// failure runs after its context is cancelled on the way out.
+func (ld *Leader) stopFor(v Verdict) <-chan struct{} {
+	if v.Kind == "train" {
+		return ld.stop
+	}
+	return nil
+}
+
+// StopOn makes Release of a train verdict stop waiting for the ranks
+// that have not met when done closes (an interrupted rank 0: Slurm's
+// SIGTERM grace is 30 s, the wait a minute): the verdict becomes a
+// failure with exit code 130 for the ranks that met, and Release returns
 // context.Canceled.
 func (ld *Leader) StopOn(done <-chan struct{}) { ld.stop = done }
 
@@ -158,11 +169,9 @@ func (ld *Leader) Release(v Verdict) error {
 	select {
 	case <-ld.joined:
 	case <-time.After(ld.wait):
-	case <-ld.stop:
-		if v.Kind == "train" {
-			missing = context.Canceled
-			v = Verdict{Kind: "fail", Code: 130, Msg: "rank 0 was interrupted before training began"}
-		}
+	case <-ld.stopFor(v):
+		missing = context.Canceled
+		v = Verdict{Kind: "fail", Code: 130, Msg: "rank 0 was interrupted before training began"}
 	}
 	ld.mu.Lock()
 	ld.done = true
