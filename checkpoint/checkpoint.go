@@ -190,7 +190,7 @@ func save(runDir string, cfg model.Config, files []tensorFile, extra func(tmp st
 	if err := os.RemoveAll(final); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := atomicfile.RenameDir(tmp, final); err != nil {
 		return "", err
 	}
 	if err := atomicfile.WriteFileSync(filepath.Join(root, LatestFile), []byte(name+"\n")); err != nil {

@@ -286,7 +286,7 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := atomicfile.RenameDir(tmp, out); err != nil {
 		return err
 	}
 	syncDir(filepath.Dir(filepath.Clean(out)))

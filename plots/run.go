@@ -105,7 +105,7 @@ func replaceDir(tmp, out string) error {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := atomicfile.RenameDir(tmp, out); err != nil {
 		if old != "" {
 			_ = os.Rename(old, out) // the old report back in place
 		}

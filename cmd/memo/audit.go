@@ -504,7 +504,7 @@ func writeAudit(ctx context.Context, out string, rows []eval.AuditScore, sum *Au
 	if outguard.Exists(out) {
 		return usageError("audit: --out %s: appeared while the audit ran; it never replaces a directory", out)
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := atomicfile.RenameDir(tmp, out); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	_, err = stdout.Write(rep.Bytes())

@@ -123,9 +123,49 @@ func MkdirTemp(dir, pattern string) (string, error) {
 		os.Remove(tmp)
 		return "", err
 	}
-	// Gone by the time an interrupt comes when it was renamed into place.
-	AtInterrupt(func() { os.RemoveAll(tmp) })
+	td := &tempDir{}
+	td.forget = AtInterrupt(func() {
+		td.mu.Lock()
+		defer td.mu.Unlock()
+		if !td.done {
+			os.RemoveAll(tmp)
+			td.done = true
+		}
+	})
+	tempDirs.Store(tmp, td)
 	return tmp, nil
+}
+
+// tempDir is a directory MkdirTemp made: done once RenameDir moved it
+// into place or an interrupt removed it, whichever came first (the lock
+// keeps the two from running into each other: a removal halfway through
+// a rename left half a directory in place).
+type tempDir struct {
+	mu     sync.Mutex
+	done   bool
+	forget func()
+}
+
+// tempDirs are MkdirTemp's directories not yet renamed into place.
+var tempDirs sync.Map // path → *tempDir
+
+// RenameDir renames tmp, a directory MkdirTemp made, to final, and
+// forgets its removal on an interrupt. It fails when an interrupt
+// removed tmp first. Any other directory is renamed as os.Rename does.
+func RenameDir(tmp, final string) error {
+	v, ok := tempDirs.LoadAndDelete(tmp)
+	if !ok {
+		return os.Rename(tmp, final)
+	}
+	td := v.(*tempDir)
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	if td.done {
+		return fmt.Errorf("rename %s: removed on an interrupt", tmp)
+	}
+	td.done = true
+	td.forget()
+	return os.Rename(tmp, final)
 }
 
 // AtInterrupt registers fn for RemoveTemps to run: the clean-up of

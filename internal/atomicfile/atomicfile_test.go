@@ -213,8 +213,11 @@ func TestRemoveTempsRunsCleanups(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := filepath.Join(dir, "report")
-	if err := os.Rename(done, final); err != nil {
+	if err := RenameDir(done, final); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := tempDirs.Load(done); ok {
+		t.Error("a directory renamed into place is still to be removed on an interrupt")
 	}
 	ran, forgottenRan := false, false
 	defer AtInterrupt(func() { ran = true })()
@@ -228,5 +231,10 @@ func TestRemoveTempsRunsCleanups(t *testing.T) {
 	}
 	if !ran || forgottenRan {
 		t.Errorf("clean-ups: registered ran %v, forgotten ran %v", ran, forgottenRan)
+	}
+	// A rename that comes after the interrupt's removal fails; it does
+	// not put half a directory in place.
+	if err := RenameDir(pending, filepath.Join(dir, "late")); err == nil || !strings.Contains(err.Error(), "removed on an interrupt") {
+		t.Errorf("RenameDir after the interrupt removed it: %v", err)
 	}
 }
