@@ -51,7 +51,11 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 		if lerr != nil {
 			return nil, false, err
 		}
-		if _, seen := oldRuleWarned.LoadOrStore(path, true); !seen {
+		key := path
+		if abs, err := filepath.Abs(path); err == nil {
+			key = abs // read by a relative and an absolute name in one command
+		}
+		if _, seen := oldRuleWarned.LoadOrStore(key, true); !seen {
 			slog.Warn("the run's settings break a rule of this memo's for starting a run; its results are read as they are", "rule", err.Error())
 		}
 		s = lenient

@@ -189,7 +189,7 @@ func (l *loop) dpResume(st checkpoint.State) error {
 		return fmt.Errorf("the checkpoint at step %d was trained with DP-SGD q = %v, σ = %v, C = %v over %d accounted steps; this run has q = %v, σ = %v, C = %v: use a new run directory or train.no_resume = true",
 			st.Step, r.SampleRate, r.NoiseMultiplier, r.MaxGradNorm, r.History.Steps(), l.dp.q, l.dp.sigma, l.dp.clip)
 	case l.dp.randomMask && r.MaskRows != dpMaskRows:
-		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD and the random goldfish mask by a memo that masked each sampled row by its epoch-0 position; this memo masks it by %s, so the run would change masks midway: finish it with the memo that started it, or train afresh (a new run directory or train.no_resume = true)", st.Step, dpMaskRows)
+		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD and the random goldfish mask by a memo that masked each sampled row by its epoch-0 position; this memo masks it by %s, so the run would change masks midway: finish it with the memo that started it, or train afresh in a new run directory (another --runs, or move this one aside)", st.Step, dpMaskRows)
 	}
 	l.dp.acct = r.History
 	return nil

@@ -41,7 +41,7 @@ func (l *loop) restore() error {
 				// file changed, a relative path read elsewhere): resuming
 				// would attack a model of the old data with the new
 				// targets and controls.
-				return badinput.Errorf("checkpoint %s was trained on another dataset (digest %.12s; this run's data/ is %.12s, built since): train afresh with train.no_resume = true or in a new run directory, or restore the data it was trained on",
+				return badinput.Errorf("checkpoint %s was trained on another dataset (digest %.12s; this run's data/ is %.12s, built since): train afresh in a new run directory (another --runs, or move this one aside), or restore the data it was trained on",
 					dir, st.Dataset, l.dataset)
 			}
 			if err := l.strat.bindWhole(); err != nil {
