@@ -349,9 +349,15 @@ func TestNativeGQADecode(t *testing.T) {
 	}
 }
 
-// requireNearPass fails unless two passes' logits and each parameter's
-// gradient agree within a 64th of the reference's largest magnitude (bf16
-// keeps 8 significant bits), saying how the passes differed (how).
+// requireNearPass fails unless two passes' logits agree within a 64th of
+// the reference's largest magnitude (bf16 keeps 8 significant bits) and
+// each parameter's gradient within a 32nd of its own, saying how the
+// passes differed (how). A gradient sums many products of bf16 values the
+// two passes round at different points, so it moves further: on a 2-core
+// AVX2 EPYC the largest difference was 1/50 of its scale (the last
+// layer's up_proj, which SiLU's rounding feeds directly) and 1/100 to
+// 1/65 for most, within 1/64 on the AVX-512 BF16 EPYCs before it; a
+// kernel that computes the wrong thing is off by the scale itself.
 func requireNearPass(t *testing.T, how string, gotLogits, wantLogits *ts.Tensor, gotGrads, wantGrads map[string]*ts.Tensor) {
 	t.Helper()
 	scale := wantLogits.MustAbs(false).MustMax(true).Float64Values()[0]
@@ -362,7 +368,7 @@ func requireNearPass(t *testing.T, how string, gotLogits, wantLogits *ts.Tensor,
 	}
 	for name, want := range wantGrads {
 		scale := want.MustAbs(false).MustMax(true).Float64Values()[0]
-		if d := maxAbsDiff(gotGrads[name], want); d > scale/64 {
+		if d := maxAbsDiff(gotGrads[name], want); d > scale/32 {
 			t.Errorf("%s: gradient differs by %g (scale %g) %s", name, d, scale, how)
 		}
 	}
