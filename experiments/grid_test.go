@@ -1,6 +1,9 @@
 package experiments
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -126,6 +129,41 @@ func TestSlurmScript(t *testing.T) {
 		if _, err := SlurmScript(o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("SlurmScript = %v, want error with %q", err, tc.want)
 		}
+	}
+}
+
+// A sweep directory holding a % or a $ reaches the job array's and the
+// report job's output patterns with each % doubled (sbatch would read %a as
+// the task number), and the report job's command runs memo on the
+// directory itself: its shell expands nothing in the paths.
+func TestSlurmOddPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p%a $HOME `x` it's")
+	exe := filepath.Join(dir, "bin", "memo")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A memo that writes the words it was given, one a line.
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := SlurmOptions{Exe: exe, SweepDir: filepath.Join(dir, "runs", "gvs"), Specs: []string{"k=0.toml"}, JobName: "gvs", Partition: "cpu", QOS: "low"}
+	s, err := SlurmScript(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := strings.ReplaceAll(o.SweepDir, "%", "%%")
+	if want := "#SBATCH --output=" + outDir + "/logs/%x_%A_%a.out\n"; !strings.Contains(s, want) {
+		t.Errorf("script lacks %q:\n%s", want, s)
+	}
+	args := SlurmReportJob(o, exe, "12:13")
+	want := []string{"--partition=cpu", "--qos=low", "--dependency=afterany:12:13", "--job-name=memo-report-gvs",
+		"--output=" + outDir + "/logs/report_%j.out", "--time=00:30:00", "--wrap"}
+	if len(args) != len(want)+1 || !reflect.DeepEqual(args[:len(want)], want) {
+		t.Fatalf("SlurmReportJob = %q, want %q and the command", args, want)
+	}
+	out, err := exec.Command("sh", "-c", args[len(want)]).CombinedOutput()
+	if got := string(out); err != nil || got != "report\n--require-all\n"+o.SweepDir+"\n" {
+		t.Errorf("sh -c %q: %v, printed %q; want report --require-all %q", args[len(want)], err, got, o.SweepDir)
 	}
 }
 

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -108,8 +109,32 @@ func (o SlurmOptions) validate() error {
 	return nil
 }
 
-// shq quotes s for a POSIX shell.
-func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+// ShellQuote quotes s for a POSIX shell: one word, nothing in it
+// expanded ($, backticks and all).
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// SlurmFilename is a path as sbatch's --output pattern takes it: each %
+// doubled, or sbatch reads it as a replacement symbol (a path holding "%a"
+// becomes one per array task, in directories that do not exist, and every
+// task fails to launch without a log).
+func SlurmFilename(path string) string { return strings.ReplaceAll(path, "%", "%%") }
+
+// SlurmReportJob is sbatch's argument list for a sweep's report job: after
+// the jobs in after (colon-separated ids) end, whatever their outcome, exe
+// runs `memo report --require-all` on the sweep, which fails naming the
+// points that did not finish. The command is quoted for the shell sbatch
+// --wrap runs, so a $ or backtick in a path stays as it is.
+func SlurmReportJob(o SlurmOptions, exe, after string) []string {
+	args := []string{}
+	for _, f := range []struct{ flag, v string }{{"partition", o.Partition}, {"account", o.Account}, {"qos", o.QOS}} {
+		if f.v != "" {
+			args = append(args, "--"+f.flag+"="+f.v)
+		}
+	}
+	return append(args, "--dependency=afterany:"+after, "--job-name=memo-report-"+o.JobName,
+		"--output="+SlurmFilename(filepath.Join(o.SweepDir, "logs"))+"/report_%j.out", "--time=00:30:00",
+		"--wrap", ShellQuote(exe)+" report --require-all "+ShellQuote(o.SweepDir))
+}
 
 // SlurmScript writes a job-array script with one task per grid point. A point
 // that trains on one process runs `memo run` directly; one that trains on
@@ -167,26 +192,26 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	for _, l := range o.Extra {
 		w("#SBATCH %s", l)
 	}
-	w("#SBATCH --output=%s/logs/%%x_%%A_%%a.out", o.SweepDir)
+	w("#SBATCH --output=%s/logs/%%x_%%A_%%a.out", SlurmFilename(o.SweepDir))
 	w("set -euo pipefail")
 	if o.Cache != "" {
-		w("export MEMO_CACHE=%s", shq(o.Cache))
+		w("export MEMO_CACHE=%s", ShellQuote(o.Cache))
 	}
-	w("MEMO=%s", shq(o.Exe))
-	w("SWEEP=%s", shq(o.SweepDir))
+	w("MEMO=%s", ShellQuote(o.Exe))
+	w("SWEEP=%s", ShellQuote(o.SweepDir))
 	w("SPECS=(")
 	for _, s := range o.Specs {
-		w("  %s", shq(s))
+		w("  %s", ShellQuote(s))
 	}
 	w(")")
 	w(`SPEC="$SWEEP/specs/${SPECS[$SLURM_ARRAY_TASK_ID]}"`)
-	w(`echo "memo: task $SLURM_ARRAY_TASK_ID of job $SLURM_ARRAY_JOB_ID on $(hostname): $SPEC"`)
+	w(`echo "task $SLURM_ARRAY_TASK_ID of job $SLURM_ARRAY_JOB_ID on $(hostname): $SPEC"`)
 	if o.ReuseTrain != nil {
 		w("# Attack-only points: each takes data and checkpoints from the point that")
 		w("# trained its model (only extract, eval, plots or mia settings differ).")
 		w("TRAINED=(")
 		for _, r := range o.ReuseTrain {
-			w("  %s", shq(r))
+			w("  %s", ShellQuote(r))
 		}
 		w(")")
 		w(`"$MEMO" run --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`)

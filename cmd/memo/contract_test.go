@@ -92,6 +92,7 @@ func TestInputErrorContract(t *testing.T) {
 		{"extract --set of a training key", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "train.lr=1"}, "extract takes only extract.KEY=VALUE; train.lr is not an attack setting", false},
 		{"a run name in another script", []string{"config", "jp.toml"}, "use ASCII letters", false},
 		{"sweep --slurm: --runs with a space", []string{"sweep", "--slurm", "--dry-run", "--runs", "dir with space", "grid.toml"}, "holds a space", false},
+		{"sweep --slurm: --runs with a backslash", []string{"sweep", "--slurm", "--dry-run", "--runs", `dir\x`, "grid.toml"}, "holds a space, quote or backslash", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case in its own directory, with its own copies

@@ -197,8 +197,9 @@ func TestSlurmScriptTrainsOnRanks(t *testing.T) {
 // TestSrunRunsTheWholeRun is `srun -n2 memo run FILE` as a cluster user
 // writes it (under the srun stand-in): rank 0 builds the data, both ranks
 // train, rank 0 alone attacks, scores and reports, and the table equals
-// `memo run --nproc 2`'s. --nproc against srun's task count is refused by
-// rank 0 alone, in one line.
+// `memo run --nproc 2`'s, and so does --nproc 2 inside one srun task.
+// --nproc against srun's task count is refused by rank 0 alone, in one
+// line.
 func TestSrunRunsTheWholeRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds memo and runs the pipeline (-short)")
@@ -225,6 +226,16 @@ func TestSrunRunsTheWholeRun(t *testing.T) {
 	m, err := os.ReadFile(filepath.Join(dir, "srun", "tiny", "manifest.json"))
 	if err != nil || !strings.Contains(string(m), `"launcher": "slurm"`) || !strings.Contains(string(m), `"threads": 1`) || !strings.Contains(string(m), `"slurm_job_id": "`+job+`"`) {
 		t.Errorf("manifest.json does not record the launch (slurm, 1 thread, job %s):\n%s", job, m)
+	}
+	// One task (srun --pty bash, srun -n1 -c2) leaves the ranks to --nproc.
+	one := exec.Command(exe, "run", "--runs", filepath.Join(dir, "onetask"), "--nproc", "2", spec)
+	one.Env = append(os.Environ(), "SLURM_JOB_ID="+job, "SLURM_JOB_NODELIST=localhost", "SLURM_NTASKS=1",
+		"SLURM_STEP_TASKS_PER_NODE=1", "SLURM_NODEID=0", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_LOCALID=0")
+	if out := combined(t, one); !strings.Contains(out, "processes=2") {
+		t.Errorf("srun -n1 memo run --nproc 2: want training on two ranks:\n%s", out)
+	}
+	if c, err := os.ReadFile(filepath.Join(dir, "onetask", "tiny", "report", "table.md")); err != nil || !bytes.Equal(c, b) {
+		t.Errorf("srun -n1 memo run --nproc 2's table differs from --nproc 2's (%v):\n%s\n%s", err, c, b)
 	}
 	bad := exec.Command(filepath.Join(fake, "srun"), exe, "run", "--runs", filepath.Join(dir, "bad"), "--nproc", "3", spec)
 	bad.Env = env

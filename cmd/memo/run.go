@@ -273,7 +273,9 @@ func launchPlace(c *cli.Context) (rankenv.Config, error) {
 	if err != nil {
 		return place, quiet(place, usageError("launcher environment: %v", err))
 	}
-	if c.IsSet("nproc") && place.Source != "single" && !dist.Launched() && c.Int("nproc") != place.Size {
+	// A launcher that started one process (srun --pty bash, srun -n1 -c8)
+	// leaves the ranks to --nproc, as an sbatch script's shell does.
+	if c.IsSet("nproc") && place.Source != "single" && place.Size > 1 && !dist.Launched() && c.Int("nproc") != place.Size {
 		return place, quiet(place, usageError("--nproc %d: %s started this process as one of %d ranks; leave --nproc out (or give --nproc %d)",
 			c.Int("nproc"), launcherName(place.Source), place.Size, place.Size))
 	}

@@ -190,9 +190,10 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if err != nil {
 		return err
 	}
-	if strings.ContainsAny(runs, " \t\n\"'") {
-		// #SBATCH --output takes the path as one unquoted word.
-		return usageError("sweep --slurm: --runs %q: the path %q holds a space or quote, which Slurm's #SBATCH --output cannot take; use a directory without one", c.String("runs"), runs)
+	if strings.ContainsAny(runs, " \t\n\"'\\") {
+		// #SBATCH --output takes the path as one unquoted word, and a
+		// backslash there turns off its %A and %a.
+		return usageError("sweep --slurm: --runs %q: the path %q holds a space, quote or backslash, which Slurm's #SBATCH --output cannot take; use a directory without one", c.String("runs"), runs)
 	}
 	// The spec's [slurm] table, then the flags set on the command line.
 	sl := spec.Slurm
@@ -302,18 +303,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		return nil
 	}
 	// The report job fails, naming them, when grid points did not finish.
-	rep := exec.CommandContext(ctx, "sbatch", "--dependency=afterany:"+jobs, "--job-name=memo-report-"+spec.Name,
-		"--output="+filepath.Join(opt.SweepDir, "logs", "report_%j.out"), "--time=00:30:00",
-		"--wrap", fmt.Sprintf("%q report --require-all %q", exe, opt.SweepDir))
-	if opt.QOS != "" {
-		rep.Args = append(rep.Args[:1], append([]string{"--qos=" + opt.QOS}, rep.Args[1:]...)...)
-	}
-	if opt.Account != "" {
-		rep.Args = append(rep.Args[:1], append([]string{"--account=" + opt.Account}, rep.Args[1:]...)...)
-	}
-	if opt.Partition != "" {
-		rep.Args = append(rep.Args[:1], append([]string{"--partition=" + opt.Partition}, rep.Args[1:]...)...)
-	}
+	rep := exec.CommandContext(ctx, "sbatch", experiments.SlurmReportJob(opt, exe, jobs)...)
 	if out, err := rep.CombinedOutput(); err != nil {
 		return fmt.Errorf("sbatch the report job: %w: %s", err, out)
 	} else {
