@@ -553,7 +553,9 @@ func ListReferences(cache string) ([]ReferenceEntry, error) {
 
 // RemoveReference deletes the reference model key from the cache; it
 // refuses a directory without memo's reference.json and one a process is
-// training in (its memo.lock).
+// training in (its memo.lock). A lock from another host whose heartbeat
+// stopped RunLockStale ago is taken over, as training takes it over: a
+// node that died mid-training would otherwise hold it for good.
 func RemoveReference(cache, key string) error {
 	if key == "" || key != filepath.Base(key) || key[0] == '.' {
 		return badinput.Errorf("references rm: %q is not a reference key (see `memo references ls`)", key)
@@ -562,7 +564,7 @@ func RemoveReference(cache, key string) error {
 	if _, err := os.Stat(filepath.Join(dir, referenceFile)); err != nil {
 		return badinput.Errorf("references rm: %s is not a reference model memo made (no %s)", dir, referenceFile)
 	}
-	lock, err := runlock.Acquire(dir)
+	lock, err := runlock.AcquireStaleAfter(dir, RunLockStale)
 	if err != nil {
 		return fmt.Errorf("references rm: %w", err)
 	}

@@ -247,6 +247,19 @@ func TestReferencesCache(t *testing.T) {
 	if _, err := os.Stat(foreign); err != nil {
 		t.Fatalf("a foreign file went: %v", err)
 	}
+	// A training process on another host holds it while its heartbeat
+	// beats; one silent for RunLockStale is gone (a dead node).
+	lockPath := filepath.Join(root, "abc", runlock.FileName)
+	if err := writeJSON(lockPath, runlock.Holder{PID: 4242, Host: "node17", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveReference(cache, "abc"); err == nil || !strings.Contains(err.Error(), "node17") {
+		t.Fatalf("RemoveReference under a fresh lock from node17: %v, want refused naming the holder", err)
+	}
+	silent := time.Now().Add(-RunLockStale - time.Minute)
+	if err := os.Chtimes(lockPath, silent, silent); err != nil {
+		t.Fatal(err)
+	}
 	if err := RemoveReference(cache, "abc"); err != nil {
 		t.Fatal(err)
 	}
