@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/memo-research/memo/internal/atomicfile"
@@ -104,7 +103,7 @@ func buildCached(ctx context.Context, cfg Config, runDir string) error {
 		return buildDir(ctx, cfg, filepath.Join(runDir, "data"))
 	}
 	lock, err := lockCacheEntry(ctx, entryLockDir(root, key))
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+	if atomicfile.Unwritable(err) {
 		// Its directories are there but this user cannot lock them
 		// (another user's cache, a read-only mount): as above. An entry
 		// read without the lock could be removed under the run by its

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"os"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/data/tokindex"
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // autoIndexTokens: a run's dataset with at most this many training tokens
@@ -58,7 +58,7 @@ func corpusCounter(dir string) (eval.CountWindow, func(), error) {
 		// Small: (re)build it, replacing a missing, stale or damaged one.
 		path := tokindex.PathFor(ds)
 		if _, err := tokindex.BuildDataset(ds, path, 0, nil); err != nil {
-			if errors.Is(err, fs.ErrPermission) || errors.Is(err, os.ErrPermission) {
+			if atomicfile.Unwritable(err) {
 				slog.Warn("eval: cannot write the corpus index, so no corpus counts", "path", path, "err", err)
 				return nil, none, nil
 			}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -121,7 +120,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			return dir, err
 		}
 		lock, err := acquireRunLock(dir, RunLockStale)
-		if (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) && finishedIntact(spec, dir) {
+		if atomicfile.Unwritable(err) && finishedIntact(spec, dir) {
 			// A finished run on read-only storage (an archive, another
 			// user's): there is nothing to do, and nothing to lock for.
 			slog.Info("run finished; its directory is read-only: nothing to do", "run", spec.Name, "dir", dir)
@@ -446,11 +445,8 @@ var acquireRunLock = runlock.AcquireStaleAfter
 // finishedIntact is Finished with every stage's recorded outputs as the
 // stage wrote them: a run that memo run would leave as it is.
 func finishedIntact(spec *Spec, runDir string) bool {
-	if !Finished(spec, runDir) {
-		return false
-	}
-	m, err := ReadManifest(runDir)
-	if err != nil {
+	m, ok := finished(spec, runDir)
+	if !ok {
 		return false
 	}
 	for _, st := range m.Stages {
@@ -463,22 +459,30 @@ func finishedIntact(spec *Spec, runDir string) bool {
 
 // Finished reports whether runDir holds a complete run of spec.
 func Finished(spec *Spec, runDir string) bool {
+	_, ok := finished(spec, runDir)
+	return ok
+}
+
+// finished is Finished, with the manifest it read when it is true.
+func finished(spec *Spec, runDir string) (*Manifest, bool) {
 	conf, err := spec.TOML()
 	if err != nil {
-		return false
+		return nil, false
 	}
 	old, err := os.ReadFile(filepath.Join(runDir, runfiles.ConfigFile))
 	if err != nil || !bytes.Equal(old, conf) {
-		return false
+		return nil, false
 	}
 	m, err := ReadManifest(runDir)
 	if err != nil || !m.Done(Stages) {
-		return false
+		return nil, false
 	}
 	// A sweep skips its finished points: one whose references were made
 	// under other rules is not finished (staleStage).
-	why, err := staleReferences(spec, runDir)
-	return err == nil && why == ""
+	if why, err := staleReferences(spec, runDir); err != nil || why != "" {
+		return nil, false
+	}
+	return m, true
 }
 
 // deviceName is a stage's device as the manifest records it.

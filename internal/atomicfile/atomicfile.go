@@ -183,6 +183,15 @@ var (
 	nextCleanup atomic.Int64
 )
 
+// Unwritable reports whether err says this process may not write where it
+// tried: a permission refusal, or a read-only file system (EROFS, which
+// fs.ErrPermission does not match). Callers that can go on without writing
+// (a finished run in an archive, a cache another user owns) ask this
+// rather than spelling out the pair.
+func Unwritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
 // RemoveStale removes path, a file an earlier write left that must not
 // outlive this one, and is nil when there is none: also on a read-only
 // file system, where removing a missing file fails with EROFS rather than

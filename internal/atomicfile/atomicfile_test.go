@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -236,5 +237,24 @@ func TestRemoveTempsRunsCleanups(t *testing.T) {
 	// not put half a directory in place.
 	if err := RenameDir(pending, filepath.Join(dir, "late")); err == nil || !strings.Contains(err.Error(), "removed on an interrupt") {
 		t.Errorf("RenameDir after the interrupt removed it: %v", err)
+	}
+}
+
+func TestUnwritable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"permission", &os.PathError{Op: "open", Path: "/x/memo.lock", Err: syscall.EACCES}, true},
+		{"operation not permitted", fmt.Errorf("lock: %w", &os.PathError{Op: "link", Path: "/x", Err: syscall.EPERM}), true},
+		{"read-only file system", fmt.Errorf("build index: %w", &os.PathError{Op: "open", Path: "/ro/index", Err: syscall.EROFS}), true},
+		{"missing", &os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, false},
+		{"disk full", &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, false},
+		{"nil", nil, false},
+	} {
+		if got := Unwritable(tc.err); got != tc.want {
+			t.Errorf("%s: Unwritable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
