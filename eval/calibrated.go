@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,7 +160,41 @@ func readSignals(path string) (*signalMatrix, error) {
 			}
 		}
 	}
+	m.dropUnscoredPopulation(path)
 	return m, nil
+}
+
+// dropUnscoredPopulation leaves out the population samples some model has
+// no mean log-likelihood for (NaN: a window with no predicted token, as a
+// one-token document gives with data.min_tokens <= 1). A candidate so
+// unscored is NaN in its own row; a population sample is a divisor of
+// every candidate's ratios, so it cannot be kept.
+func (m *signalMatrix) dropUnscoredPopulation(path string) {
+	nc := len(m.candidates)
+	kept := 0
+	for j := range m.population {
+		unscored := math.IsNaN(m.tgt[nc+j].LLMean)
+		for k := range m.ref {
+			unscored = unscored || math.IsNaN(m.ref[k][nc+j].LLMean)
+		}
+		if unscored {
+			continue
+		}
+		m.population[kept] = m.population[j]
+		m.tgt[nc+kept] = m.tgt[nc+j]
+		for k := range m.ref {
+			m.ref[k][nc+kept] = m.ref[k][nc+j]
+		}
+		kept++
+	}
+	if dropped := len(m.population) - kept; dropped > 0 {
+		slog.Warn("eval: population samples without a mean log-likelihood (no predicted token) left out of RMIA", "signals", path, "dropped", dropped, "kept", kept)
+	}
+	m.population = m.population[:kept]
+	m.tgt = m.tgt[:nc+kept]
+	for k := range m.ref {
+		m.ref[k] = m.ref[k][:nc+kept]
+	}
 }
 
 // calibratedScores are the attacks' scores of each candidate, by attack.

@@ -472,6 +472,65 @@ func TestCalibratedBadSignals(t *testing.T) {
 	}
 }
 
+// TestCalibratedUnscoredPopulation: population samples with no mean
+// log-likelihood under the target or a reference (NaN: a one-token
+// window) are left out, and the scores are those of a file without them,
+// rather than eval failing on them.
+func TestCalibratedUnscoredPopulation(t *testing.T) {
+	const nc, np, K = 10, 6, 4
+	_, sig := syntheticSignals(t, nc, np, K)
+	write := func(rows []runfiles.MIASignal) string {
+		p := filepath.Join(t.TempDir(), runfiles.MIASignalsFile)
+		if err := atomicfile.Write(p, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, rows) }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Document 100+nc is unscored under the target, 100+nc+3 under
+	// reference 2; without is the file with neither.
+	unscored := func(r runfiles.MIASignal) bool {
+		return (r.DocID == 100+nc && r.RefIndex == -1) || (r.DocID == 100+nc+3 && r.RefIndex == 2)
+	}
+	dropped := func(r runfiles.MIASignal) bool { return r.DocID == 100+nc || r.DocID == 100+nc+3 }
+	var with, without []runfiles.MIASignal
+	for _, r := range sig {
+		if !dropped(r) {
+			without = append(without, r)
+		}
+		if unscored(r) {
+			r.LLMean, r.LLSum, r.NTokens = math.NaN(), 0, 0
+		}
+		with = append(with, r)
+	}
+	cfg := calibrated.DefaultConfig()
+	score := func(path string) ([]Score, *CalibratedSummary) {
+		rows := make([]Score, nc)
+		for j := range rows {
+			rows[j] = Score{DocID: int64(100 + j), Split: splitControl}
+			if j < nc/2 {
+				rows[j].Split = splitTarget
+			}
+		}
+		sum, err := applyCalibrated(rows, path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows, sum
+	}
+	gotRows, got := score(write(with))
+	wantRows, want := score(write(without))
+	if got.Population != np-2 || want.Population != np-2 {
+		t.Errorf("population %d and %d, want %d", got.Population, want.Population, np-2)
+	}
+	for j := range gotRows {
+		for _, a := range []string{AttackRMIA, AttackRMIAOffline} {
+			if g, w := gotRows[j].Stats[a], wantRows[j].Stats[a]; g != w {
+				t.Errorf("doc %d %s = %v, without the unscored samples %v", gotRows[j].DocID, a, g, w)
+			}
+		}
+	}
+}
+
 func TestSpearman(t *testing.T) {
 	for _, c := range []struct {
 		x, y []float64

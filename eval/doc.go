@@ -56,8 +56,8 @@
 //     limit, as mimir and LiRA do (tpr[fpr < limit]): it is the highest
 //     true positive rate of any threshold (flagging scores >= t) whose
 //     false positive rate is < the limit. With 100 controls, TPR at 1 % FPR
-//     allows no control above the threshold; with fewer than 1,000
-//     controls, TPR at 0.1 % FPR allows none either. Tied scores share a
+//     allows no control above the threshold; with 1,000 controls or
+//     fewer, TPR at 0.1 % FPR allows none either. Tied scores share a
 //     threshold and are never split to get under the limit. With no
 //     threshold under the limit the TPR is 0. summary.json gives it at
 //     Config.FPR (mia.*_tpr) and at 0.1 % and 1 % (LowFPRs, mia.loss etc.).

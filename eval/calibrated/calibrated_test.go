@@ -248,8 +248,12 @@ func TestLogitOfLogProb(t *testing.T) {
 		// log(1 - e^{-50}) = -1.9e-22 vanishes next to -50.
 		{-50, -50},
 		{-1, -0.54132485461291810898}, // -1 - ln(1 - 1/e)
-		{0, math.Inf(1)},
-		{0.5, math.Inf(1)},
+		// 1 - p floored at score.py's 1e-45: ln 1e45.
+		{0, 103.61632918473205},
+		{-1e-50, 103.61632918473205},
+		{0.5, 103.61632918473205},
+		// Just above the floor, exact again: -ln 1e-44.
+		{-1e-44, 101.31374409173802},
 		{math.Inf(-1), math.Inf(-1)},
 		{math.NaN(), math.NaN()},
 	} {
@@ -536,4 +540,97 @@ func TestBadInputs(t *testing.T) {
 func rmiaErr(opt RMIAOptions) error {
 	_, err := RMIA(targetP4, refP4, in4, popTarget4, popRef4, opt)
 	return err
+}
+
+// TestLiRAMemorizedWindow: a window whose summed log-likelihood is exactly
+// 0 (every token certain in float32; an IN reference of a memorized
+// document reaches it) scores finitely, in both modes and both variances.
+// Before LogitOfLogProb floored 1 − p it was +Inf, whose moments are NaN:
+// with the pooled variance every candidate's online score was NaN.
+func TestLiRAMemorizedWindow(t *testing.T) {
+	in := [][]bool{{true, false, true}, {false, true, false}, {true, true, false}, {false, false, true}}
+	llSum := [][]float64{{0, -30, -40}, {-20, -31, -45}, {-5, -29, -41}, {-21, -33, -39}}
+	sig := make([][]float64, len(llSum))
+	for k, row := range llSum {
+		for _, ll := range row {
+			sig[k] = append(sig[k], LogitOfLogProb(ll))
+		}
+	}
+	for _, targetLL := range [][]float64{{-1, -25, -42}, {0, -25, -42}} {
+		var target []float64
+		for _, ll := range targetLL {
+			target = append(target, LogitOfLogProb(ll))
+		}
+		for _, global := range []bool{true, false} {
+			opt := LiRAOptions{GlobalVariance: global}
+			on, err := LiRAOnline(target, sig, in, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, err := LiRAOffline(target, sig, in, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range target {
+				if math.IsNaN(on[j]) || math.IsInf(on[j], 0) || math.IsNaN(off[j]) || math.IsInf(off[j], 0) {
+					t.Errorf("target %v, global variance %v: candidate %d scores online %v, offline %v; want finite", targetLL, global, j, on[j], off[j])
+				}
+			}
+		}
+	}
+}
+
+// TestLiRAInfiniteSignal: a signal that is not finite (LiRA's own never
+// is, since LogitOfLogProb floors 1 − p) makes the side it is on count
+// as empty: its candidate's online score is NaN, and the shared variance,
+// so the other candidates' scores, are as the finite values give them.
+//
+//	candidate 0: IN {k0: +Inf, k2: 7}, OUT {k1: 3, k3: 1} (μ 2, ss 2)
+//	candidate 1: IN {k1: 4, k2: 2} (μ 3, ss 2), OUT {k0: 1, k3: 5} (μ 3, ss 8)
+//	candidate 2: IN {k0: 2, k3: 4} (μ 3, ss 2), OUT {k1: 6, k2: 3} (μ 4.5, ss 4.5)
+//
+// Pooled: σin² = (2 + 2)/4 = 1 without candidate 0; σout² = (2 + 8 + 4.5)/6.
+func TestLiRAInfiniteSignal(t *testing.T) {
+	in := [][]bool{{true, false, true}, {false, true, false}, {true, true, false}, {false, false, true}}
+	sig := [][]float64{{math.Inf(1), 1, 2}, {3, 4, 6}, {7, 2, 3}, {1, 5, 4}}
+	target := []float64{4, 3, 5}
+	sdOut := math.Sqrt(14.5 / 6)
+	nan := math.NaN()
+	wantOn := []float64{nan, logNormal(3, 3, 1) - logNormal(3, 3, sdOut), logNormal(5, 3, 1) - logNormal(5, 4.5, sdOut)}
+	on, err := LiRAOnline(target, sig, in, LiRAOptions{GlobalVariance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, on, wantOn)
+	// Offline, candidate 0's OUT values are finite: it scores too.
+	wantOff := []float64{logNormalCDF((4 - 2) / sdOut), -math.Ln2, logNormalCDF(0.5 / sdOut)}
+	off, err := LiRAOffline(target, sig, in, LiRAOptions{GlobalVariance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, off, wantOff)
+	// Per candidate, the same NaN and finite scores.
+	own, err := LiRAOnline(target, sig, in, LiRAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(own[0]) || math.IsNaN(own[1]) || math.IsNaN(own[2]) {
+		t.Errorf("per-candidate variance: online scores %v, want NaN then two numbers", own)
+	}
+}
+
+// TestLiRAInfiniteSignalOneValue: at K = 2, where the shared σ is the
+// spread of all the side's values, an infinite one is left out of it.
+// OUT values without candidate 0's: 2, 7, 4 (mean 13/3).
+func TestLiRAInfiniteSignalOneValue(t *testing.T) {
+	in := [][]bool{{true, false, true, false}, {false, true, false, true}}
+	sig := [][]float64{{1, 2, 3, 4}, {math.Inf(-1), 6, 7, 8}}
+	target := []float64{9, 8, 5, 4}
+	m := 13.0 / 3
+	sdOut := math.Sqrt(((2-m)*(2-m) + (7-m)*(7-m) + (4-m)*(4-m)) / 3)
+	off, err := LiRAOffline(target, sig, in, LiRAOptions{GlobalVariance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, off, []float64{math.NaN(), logNormalCDF((8 - 2) / sdOut), logNormalCDF((5 - 7) / sdOut), logNormalCDF(0)})
 }

@@ -55,7 +55,16 @@
 // every candidate to the smallest IN and OUT counts), and offline is the
 // one-sided CDF (plot.py scores the two-sided Gaussian density). plot.py's
 // signal is score.py's logit log p(y) − log Σ_{y'≠y} p(y'); for a whole
-// sequence the analogue is log p − log(1 − p), LogitOfLogProb.
+// sequence the analogue is log p − log(1 − p), LogitOfLogProb, with 1 − p
+// floored at score.py's 1e-45 (a window every token of which is certain
+// in float32 scores ln 1e45 ≈ 103.6, not +Inf). A value that is not
+// finite all the same empties its side for its candidate (NaN score) and
+// stays out of the shared variance.
+//
+// Offline scores above z ≈ 38.5 are all −0: log Φ(z) is then closer to 0
+// than the smallest float64, so such candidates tie. Only a candidate far
+// above every OUT model reaches it, in practice a member; a control there
+// would be flagged with them.
 //
 // # RMIA
 //

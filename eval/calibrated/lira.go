@@ -79,7 +79,7 @@ func fitLiRA(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions,
 	fit := make([]gauss, len(target))
 	var poolIn, poolOut pool
 	for j := range fit {
-		mi, mo := refMoments(signal, in, j, true), refMoments(signal, in, j, false)
+		mi, mo := finiteMoments(refMoments(signal, in, j, true)), finiteMoments(refMoments(signal, in, j, false))
 		fit[j] = gauss{
 			muIn: mi.mean, sdIn: sd(mi.ss, mi.n),
 			muOut: mo.mean, sdOut: sd(mo.ss, mo.n),
@@ -96,6 +96,17 @@ func fitLiRA(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions,
 		}
 	}
 	return fit, nil
+}
+
+// finiteMoments is m, or no values when one of them is not finite: the
+// candidate then scores NaN, as one with no values on that side does,
+// and adds nothing to the shared variance. (An infinite value gives a
+// NaN spread, which pooled would make every candidate NaN.)
+func finiteMoments(m moments) moments {
+	if math.IsNaN(m.ss) || math.IsInf(m.ss, 0) || math.IsInf(m.mean, 0) {
+		return moments{mean: math.NaN(), ss: math.NaN()}
+	}
+	return m
 }
 
 // pool sums the within-candidate squared deviations of one side (IN or
@@ -116,7 +127,7 @@ func (p *pool) add(m moments) {
 
 // sd is the pooled σ of side want, plus sigmaFloor. With no candidate
 // holding two values there is no within-candidate spread to pool; it is
-// then the spread of all the side's values around their one mean, which
+// then the spread of all the side's finite values around their one mean, which
 // is plot.py's fix_variance (np.std of every value): wider than the noise
 // of one candidate, but shared, so that scores still rank by the gap to
 // each candidate's mean.
@@ -127,7 +138,7 @@ func (p pool) sd(signal [][]float64, in [][]bool, want bool) float64 {
 	all := momentsOf(func(yield func(float64) bool) {
 		for k := range signal {
 			for j, v := range signal[k] {
-				if in[k][j] == want && !yield(v) {
+				if in[k][j] == want && !math.IsNaN(v) && !math.IsInf(v, 0) && !yield(v) {
 					return
 				}
 			}
@@ -180,11 +191,21 @@ func logNormalCDF(z float64) float64 {
 // under a model is logp: logit(p) = log p − log(1 − p), the sequence-level
 // analogue of the class-probability logit of Carlini et al.'s score.py. It
 // uses log(−expm1(logp)) for log(1 − p), which stays exact for p near 1
-// (logp = −1e-20 gives 46.05…, where 1 − exp(logp) rounds to 0). +Inf for
-// logp >= 0, −Inf for logp = −Inf.
+// (logp = −1e-20 gives 46.05…, where 1 − exp(logp) rounds to 0).
+//
+// 1 − p is floored at 1e-45, as score.py adds 1e-45 to it, so that a
+// window every token of which the model predicts with float32 certainty
+// (summed loss exactly 0, which a memorized window under an IN reference
+// reaches) scores ln 1e45 ≈ 103.6 rather than +Inf: an infinity there
+// made its mean and, with a pooled variance, every candidate's score NaN.
+// logp >= 0 is taken as p = 1. p itself is not floored (score.py's
+// log(p + 1e-45) would tie every window below e^−103.6, most of them).
+// −Inf for logp = −Inf.
 func LogitOfLogProb(logp float64) float64 {
-	if logp >= 0 {
-		return math.Inf(1)
-	}
-	return logp - math.Log(-math.Expm1(logp))
+	logp = min(logp, 0)
+	return logp - math.Log(max(-math.Expm1(logp), oneMinusPFloor))
 }
+
+// oneMinusPFloor is score.py's 1e-45, the least 1 − p LogitOfLogProb
+// takes.
+const oneMinusPFloor = 1e-45
