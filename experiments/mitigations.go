@@ -32,6 +32,12 @@ func dropOffMitigations(b []byte, s *Spec) []byte {
 // itself is checked when training starts.
 func (s *Spec) checkMitigations(m model.Config, fail func(key, format string, args ...any) error) error {
 	if dp := s.Train.DP; dp.Enabled {
+		if s.Data.PretrainPasses > 0 {
+			// The passes come first in the stream, but Poisson sampling
+			// draws every step from all of it: they would be mixed into
+			// every step, a run without the pretraining the spec asks for.
+			return fail("data.pretrain_passes", "data.pretrain_passes = %d with train.dp.enabled = true: DP-SGD samples every step from the whole training stream, so the pretraining passes would not come first but be mixed into every step; pretrain without DP and fine-tune from its checkpoint (train.init_from), or set data.pretrain_passes = 0", s.Data.PretrainPasses)
+		}
 		if n := s.Data.Targets; n > 0 && dp.Delta >= 1/float64(n) {
 			return fail("train.dp.delta", "train.dp.delta = %v: must be below 1/N for N training rows, and N >= data.targets = %d (1/N <= %v); a δ that large lets a mechanism publish a row outright", dp.Delta, n, 1/float64(n))
 		}

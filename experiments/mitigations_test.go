@@ -20,6 +20,7 @@ func TestMitigationChecks(t *testing.T) {
 		{"delta at least 1/N", data + "[train.dp]\nenabled = true\nnoise_multiplier = 1\ndelta = 0.01\n", "train.dp.delta = 0.01: must be below 1/N"},
 		{"unreachable target", data + "[train.dp]\nenabled = true\ntarget_epsilon = 0.05\n", "train.dp.target_epsilon = 0.05: no noise multiplier"},
 		{"noise and target", "[train.dp]\nenabled = true\nnoise_multiplier = 1\ntarget_epsilon = 8\n", "give one"},
+		{"pretraining passes", "[data]\nbackground = 16\npretrain_passes = 2\n[train.dp]\nenabled = true\nnoise_multiplier = 1\n", "data.pretrain_passes = 2 with train.dp.enabled = true"},
 		{"shuffle sampling", "[train.dp]\nenabled = true\nsampling = \"shuffle\"\n", `train.dp.sampling = "shuffle"`},
 		{"target llama lacks", "[train.lora]\nenabled = true\ntargets = [\"c_attn\"]\n", `"c_attn": model.arch llama has no such linear layer; it has down_proj, gate_proj, k_proj, o_proj, q_proj, up_proj, v_proj`},
 		{"target gpt2 lacks", "[model]\narch = \"gpt2\"\n[train.lora]\nenabled = true\ntargets = [\"q_proj\"]\n", `"q_proj": model.arch gpt2 has no such linear layer; it has c_attn, c_fc, c_proj`},

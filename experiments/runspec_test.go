@@ -85,6 +85,12 @@ func TestReadRunErrors(t *testing.T) {
 	if s, ok, err := ReadRun(writeRun(t, old)); err != nil || !ok || s.Train.MatchSupervisedTokens != 4 || !s.Train.DP.Enabled {
 		t.Errorf("a run trained under an older rule: %v, %v; want it read as written", ok, err)
 	}
+	// So is one with pretraining passes under DP-SGD (refused since the
+	// passes were found mixed into every sampled step).
+	pre := "[data]\nbackground = 16\npretrain_passes = 2\n[train.dp]\nenabled = true\nnoise_multiplier = 1.0\n"
+	if s, ok, err := ReadRun(writeRun(t, pre)); err != nil || !ok || s.Data.PretrainPasses != 2 {
+		t.Errorf("a DP run with pretraining passes: %v, %v; want it read as written", ok, err)
+	}
 	s, ok, err := ReadRun(t.TempDir())
 	if err != nil || ok || !reflect.DeepEqual(s, Default()) {
 		t.Errorf("no config.toml: %v, %v; want the defaults and ok false", ok, err)

@@ -150,8 +150,10 @@ func (l *LoRA) Apply() {
 	l.applied = true
 }
 
-// Restore puts the frozen weights back in their slots and frees the
-// adapted ones (after the backward pass that needed them).
+// Restore puts the frozen weights back in their slots and drops this
+// package's handles on the adapted ones. Forward restores before the
+// backward pass; the autograd graph holds its own references to the
+// adapted weights, which live until that pass frees the graph.
 func (l *LoRA) Restore() {
 	if !l.applied {
 		return

@@ -14,7 +14,7 @@ import (
 type Config struct {
 	// Steps is the number of optimizer steps; 0 means Epochs passes over the training stream.
 	Steps int `toml:"steps"`
-	// Epochs is the number of passes over the training stream when Steps is 0.
+	// Epochs is the number of passes over the training stream when Steps is 0: batch_size rows a step, or with DP-SGD q·N rows on average (1/q steps a pass).
 	Epochs float64 `toml:"epochs"`
 	// Block is the sequence length of a training row; 0 means the model's context.
 	Block int `toml:"block"`

@@ -26,9 +26,9 @@ type DPConfig struct {
 	TargetEpsilon float64 `toml:"target_epsilon"`
 	// MaxGradNorm is C, the L2 norm each row's gradient is clipped to (> 0).
 	MaxGradNorm float64 `toml:"max_grad_norm"`
-	// Delta is the δ of (ε, δ)-DP, in (0, 1) and below 1/N for N training documents (Opacus's guidance: much below).
+	// Delta is the δ of (ε, δ)-DP, in (0, 1) and below 1/N for N training rows (Opacus's guidance: much below).
 	Delta float64 `toml:"delta"`
-	// SampleRate is q, the probability that a step draws each training row, in (0, 1]; 0: train.batch_size / N, so that a step draws train.batch_size rows on average.
+	// SampleRate is q, the probability that a step draws each training row, in (0, 1]; 0: train.batch_size / N, so that a step draws train.batch_size rows on average. A pass of train.epochs is 1/q steps.
 	SampleRate float64 `toml:"sample_rate"`
 	// Sampling is how a step's rows are drawn: "poisson" (each row independently with probability q, what the accountant assumes).
 	Sampling string `toml:"sampling"`

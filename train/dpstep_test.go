@@ -286,3 +286,40 @@ func TestDPRandomMaskRowsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSteps: train.epochs counts passes over the stream. A plain step
+// takes batch_size rows, a DP-SGD step q·N on average, so with q given
+// (or 1, a batch above N) a pass is 1/q steps, as Opacus counts epochs;
+// with q = batch_size/N the two agree and the plain count is kept.
+func TestRunSteps(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		epochs   float64
+		steps    int
+		batch    int
+		dp       bool
+		q        float64
+		perEpoch int
+		want     int
+	}{
+		{"plain", 1, 0, 16, false, 0, 1280, 80},
+		{"plain, a part pass", 2.5, 0, 16, false, 0, 1280, 200},
+		{"plain, steps given", 1, 7, 16, false, 0, 1280, 7},
+		{"DP at q = batch/N", 1, 0, 16, true, 0, 1280, 80},
+		{"DP at q = 0.1: ten steps a pass", 1, 0, 16, true, 0.1, 1280, 10},
+		{"DP at q = 0.1, three passes", 3, 0, 16, true, 0.1, 1280, 30},
+		{"DP, steps given", 1, 7, 16, true, 0.1, 1280, 7},
+		{"DP, a quotient rounded up", 0.9, 0, 16, true, 0.03, 1280, 30},
+		{"DP, a part step", 0.75, 0, 16, true, 0.1, 1280, 8},
+		{"DP, batch above N: q = 1", 2, 0, 64, true, 0, 40, 2},
+		{"plain, batch above N", 2, 0, 64, false, 0, 40, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{Epochs: c.epochs, Steps: c.steps, BatchSize: c.batch}
+			cfg.DP.Enabled, cfg.DP.SampleRate = c.dp, c.q
+			if got := runSteps(cfg, c.perEpoch); got != c.want {
+				t.Errorf("runSteps = %d, want %d", got, c.want)
+			}
+		})
+	}
+}

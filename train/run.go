@@ -89,6 +89,29 @@ type Options struct {
 	OnEnd func(weights, trained []model.Param)
 }
 
+// runSteps is the run's optimizer steps: train.steps, or train.epochs
+// passes over the perEpoch rows of the stream, batch_size rows a step.
+// DP-SGD's step draws q·N rows on average instead, so where q is not
+// batch_size/N (train.dp.sample_rate given, or a batch larger than the
+// stream, q = 1) a pass is 1/q steps, as Opacus counts its epochs: at
+// q = 0.1 over 1,280 rows with a batch of 16, train.epochs = 1 ran 80
+// steps, eight passes, and spent ε over them.
+func runSteps(cfg Config, perEpoch int) int {
+	if cfg.Steps > 0 {
+		return cfg.Steps
+	}
+	if cfg.DP.Enabled && (cfg.DP.SampleRate > 0 || cfg.BatchSize > perEpoch) {
+		q := cfg.DP.SampleRate
+		if q == 0 {
+			q = 1
+		}
+		// Less a hair, so that a quotient a rounding above a whole
+		// number (0.9/0.03 = 30.000000000000004) is not a step more.
+		return int(math.Ceil(cfg.Epochs/q - 1e-9))
+	}
+	return int(math.Ceil(cfg.Epochs * float64(perEpoch) / float64(cfg.BatchSize)))
+}
+
 // PadID marks padding in rows; targets equal to it are ignored.
 const PadID = -1
 
@@ -139,10 +162,7 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	if err != nil {
 		return err
 	}
-	total := cfg.Steps
-	if total == 0 {
-		total = int(math.Ceil(cfg.Epochs * float64(stream.perEpoch) / float64(cfg.BatchSize)))
-	}
+	total := runSteps(cfg, stream.perEpoch)
 	if cfg.MatchSupervisedTokens > 0 {
 		full := total
 		var m matchedLength
