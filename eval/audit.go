@@ -107,6 +107,11 @@ type AuditStat struct {
 	MIAStat
 	TPR5   Num    `json:"tpr_at_5pct_fpr"`
 	TPR5CI [2]Num `json:"tpr_at_5pct_fpr_ci"`
+	// NMembers and NNonmembers count the texts the statistic scored (not
+	// NaN): fewer than the set where it is undefined for some (the
+	// lowercase ratio of a text whose lowercased copy is one token).
+	NMembers    int `json:"n_members"`
+	NNonmembers int `json:"n_nonmembers"`
 }
 
 // ScoreMembership scores values where higher means member, members
@@ -124,6 +129,7 @@ func ScoreMembership(members, nonmembers []float64, b int, seed uint64) AuditSta
 	st.TPR0_1, st.TPR0_1CI = tprs[0], ci(tprCI[0])
 	st.TPR1, st.TPR1CI = tprs[1], ci(tprCI[1])
 	st.TPR5, st.TPR5CI = tprs[2], ci(tprCI[2])
+	st.NMembers, st.NNonmembers = len(finite(members)), len(finite(nonmembers))
 	return st
 }
 

@@ -43,8 +43,9 @@ func auditCommand() *cli.Command {
 			"begin every --stride tokens, each scoring only the tokens the earlier ones did not (as\n" +
 			"transformers' perplexity guide does). Beside the statistics it runs the blind baseline,\n" +
 			"a classifier that reads the texts and never the model (Das et al. 2024): when it reaches\n" +
-			"AUC 0.6 (or falls to 0.4, ranking them backwards) the labels are separable without the\n" +
-			"model, and the report says so.\n" +
+			"AUC 0.6 and a label-permutation test puts that above chance, the labels are separable\n" +
+			"without the model, and the report says so. A text given twice is scored once; one given\n" +
+			"under both labels is refused.\n" +
 			"\n" +
 			"Writes a new directory --out (refused if it exists): scores.parquet (an attack's columns,\n" +
 			"the tokens each text contributed, the blind score), summary.json (per statistic AUC and\n" +
@@ -68,6 +69,7 @@ func auditCommand() *cli.Command {
 			&cli.IntFlag{Name: "bootstrap", Value: 1000, Usage: "bootstrap resamples behind each interval (0: none)"},
 			&cli.Int64Flag{Name: "seed", Value: 1234, Usage: "seeds the bootstrap and the blind baseline's folds"},
 			&cli.IntFlag{Name: "folds", Value: blind.DefaultConfig().Folds, Usage: "the blind baseline's cross-validation folds"},
+			&cli.IntFlag{Name: "blind-permutations", Value: blind.DefaultConfig().Permutations, Usage: "label permutations of the blind baseline's test against chance (its p-value is at least 1/(N+1); 0: no test, the AUC alone decides)"},
 			&cli.StringFlag{Name: "device", Usage: "cpu, cuda or cuda:N (default: the CPU)"},
 			&cli.StringFlag{Name: "precision", Usage: "fp32, bf16 or fp16 (default: fp32)"},
 			&cli.IntFlag{Name: "batch-size", Usage: "windows per forward pass (0: from free memory)"},
@@ -98,6 +100,8 @@ func auditArgs(c *cli.Context) error {
 		return usageError("audit: --bootstrap %d: must be 0 or at least 100", c.Int("bootstrap"))
 	case c.Int("folds") < 2:
 		return usageError("audit: --folds %d: must be >= 2", c.Int("folds"))
+	case c.Int("blind-permutations") < 0 || c.Int("blind-permutations") > 0 && c.Int("blind-permutations") < 19:
+		return usageError("audit: --blind-permutations %d: must be 0 or at least 19 (a p-value below 0.05 needs 20 draws)", c.Int("blind-permutations"))
 	}
 	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size"); err != nil {
 		return err
@@ -115,13 +119,13 @@ func auditArgs(c *cli.Context) error {
 	return nil
 }
 
-// readAuditTexts reads the labelled set the flags name.
-func readAuditTexts(c *cli.Context) ([]labelled.Text, error) {
-	var texts []labelled.Text
+// readAuditTexts reads the labelled set the flags name, each distinct
+// text once.
+func readAuditTexts(c *cli.Context) (texts []labelled.Text, duplicates int, err error) {
 	if c.String("data") != "" {
 		t, err := labelled.Read(c.String("data"), labelled.Fields{Text: c.String("text-field"), Label: c.String("label-field")})
 		if err != nil {
-			return nil, fmt.Errorf("audit: --data %w", err)
+			return nil, 0, fmt.Errorf("audit: --data %w", err)
 		}
 		texts = t
 	} else {
@@ -131,15 +135,25 @@ func readAuditTexts(c *cli.Context) ([]labelled.Text, error) {
 		}{{"members", true}, {"nonmembers", false}} {
 			t, err := labelled.ReadClass(c.String(f.flag), f.member, c.String("text-field"))
 			if err != nil {
-				return nil, fmt.Errorf("audit: --%s %w", f.flag, err)
+				return nil, 0, fmt.Errorf("audit: --%s %w", f.flag, err)
 			}
 			texts = append(texts, t...)
 		}
 	}
-	if err := labelled.CheckClasses(texts); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+	texts, dropped, err := labelled.Dedup(texts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
 	}
-	return texts, nil
+	if dropped > 0 {
+		// A copy in another fold of the blind baseline puts the held-out
+		// text's own features in its class's counts: 100 random texts
+		// each given twice read AUC 0.99, "separable".
+		slog.Warn("audit: texts given more than once under one label are scored once", "dropped", dropped)
+	}
+	if err := labelled.CheckClasses(texts, 2); err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	return texts, dropped, nil
 }
 
 // frequencyCorpus counts the tokens of the --frequency-corpus texts.
@@ -183,6 +197,7 @@ type AuditSummary struct {
 	Data           string          `json:"data"`
 	NMembers       int             `json:"n_members"`
 	NNonmembers    int             `json:"n_nonmembers"`
+	Duplicates     int             `json:"duplicates_dropped"`
 	TokensScored   int             `json:"tokens_scored"`
 	Context        int             `json:"context"`
 	Window         int             `json:"window"`
@@ -201,14 +216,22 @@ type AuditSummary struct {
 }
 
 type auditBlind struct {
-	Method    string  `json:"method"`
-	Folds     int     `json:"folds"`
-	Threshold float64 `json:"threshold"`
+	Method       string   `json:"method"`
+	Folds        int      `json:"folds"`
+	Threshold    float64  `json:"threshold"`
+	Permutations int      `json:"permutations"`
+	P            eval.Num `json:"p_value"` // null without permutations
+	Verdict      string   `json:"verdict"`
 	eval.AuditStat
 }
 
 // tokenizeAudit encodes each text, and its lowercase copy for the
-// lowercase statistic when lowercase is set.
+// lowercase statistic when lowercase is set, with the special tokens the
+// tokenizer's post-processor adds, as transformers' tokenizer(text)
+// does and the published audits' code (Min-K%, mimir, DC-PDD) takes it:
+// a Llama-family model then scores the text's first token after its BOS,
+// as it was trained to. memo's own tokenizers, GPT-2's and Pythia's add
+// none.
 func tokenizeAudit(ctx context.Context, tok *data.Tokenizer, texts []labelled.Text, lowercase bool) ([]extract.AuditInput, error) {
 	t0 := time.Now()
 	inputs := make([]extract.AuditInput, len(texts))
@@ -216,13 +239,13 @@ func tokenizeAudit(ctx context.Context, tok *data.Tokenizer, texts []labelled.Te
 		if ctx.Err() != nil {
 			return nil, errAuditInterrupted
 		}
-		ids, err := tok.Encode(t.Text)
+		ids, err := tok.EncodeSpecial(t.Text)
 		if err != nil {
 			return nil, fmt.Errorf("audit: %s: %w", t.Where, err)
 		}
 		var lower []int32
 		if lowercase {
-			if lower, err = tok.Encode(strings.ToLower(t.Text)); err != nil {
+			if lower, err = tok.EncodeSpecial(strings.ToLower(t.Text)); err != nil {
 				return nil, fmt.Errorf("audit: %s: %w", t.Where, err)
 			}
 		}
@@ -235,7 +258,7 @@ func tokenizeAudit(ctx context.Context, tok *data.Tokenizer, texts []labelled.Te
 // blindBaseline tells members from non-members by their text alone, in
 // folds stratified by class (fewer than folds where a class is smaller),
 // with bootstrap resamples of its AUC.
-func blindBaseline(ctx context.Context, texts []labelled.Text, folds, bootstrap int, seed int64) (blind.Result, blind.Config, error) {
+func blindBaseline(ctx context.Context, texts []labelled.Text, folds, permutations, bootstrap int, seed int64) (blind.Result, blind.Config, error) {
 	bodies := make([]string, len(texts))
 	member := make([]bool, len(texts))
 	nm := 0
@@ -246,7 +269,7 @@ func blindBaseline(ctx context.Context, texts []labelled.Text, folds, bootstrap 
 		}
 	}
 	bcfg := blind.DefaultConfig()
-	bcfg.Folds, bcfg.Seed = min(folds, nm, len(member)-nm), uint64(seed)
+	bcfg.Folds, bcfg.Seed, bcfg.Permutations = min(folds, nm, len(member)-nm), uint64(seed), permutations
 	if bcfg.Folds < 2 {
 		return blind.Result{}, bcfg, usageError("audit: the set has %d members and %d non-members: the blind baseline's cross-validation needs two of each", nm, len(member)-nm)
 	}
@@ -255,7 +278,7 @@ func blindBaseline(ctx context.Context, texts []labelled.Text, folds, bootstrap 
 	}
 	// Progress between the steps that have no bar of their own: at 10,000
 	// texts the baseline alone is a minute of silence on a loaded machine.
-	slog.Info("audit: blind baseline", "texts", len(texts), "folds", bcfg.Folds)
+	slog.Info("audit: blind baseline", "texts", len(texts), "folds", bcfg.Folds, "permutations", bcfg.Permutations)
 	t0 := time.Now()
 	// The collector runs for the steps that make no libtorch call:
 	// torchx.Init paused it, and the baseline's and the bootstrap's
@@ -269,7 +292,7 @@ func blindBaseline(ctx context.Context, texts []labelled.Text, folds, bootstrap 
 	} else if err != nil {
 		return br, bcfg, usageError("audit: %v", err)
 	}
-	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
+	slog.Info("audit: blind baseline done", "auc", fmt.Sprintf("%.3f", float64(br.AUC)), "p", br.P, "seconds", fmt.Sprintf("%.1f", time.Since(t0).Seconds()))
 	return br, bcfg, nil
 }
 
@@ -282,7 +305,7 @@ func auditAction(c *cli.Context) error {
 	// directory behind (errAuditInterrupted).
 	ctx, cancel := signalContext()
 	defer cancel()
-	texts, err := readAuditTexts(c)
+	texts, duplicates, err := readAuditTexts(c)
 	if err != nil {
 		return err
 	}
@@ -345,7 +368,7 @@ func auditAction(c *cli.Context) error {
 	}
 
 	// The blind baseline first: it needs no model and takes seconds.
-	br, bcfg, err := blindBaseline(ctx, texts, c.Int("folds"), c.Int("bootstrap"), c.Int64("seed"))
+	br, bcfg, err := blindBaseline(ctx, texts, c.Int("folds"), c.Int("blind-permutations"), c.Int("bootstrap"), c.Int64("seed"))
 	if err != nil {
 		return err
 	}
@@ -382,8 +405,10 @@ func auditAction(c *cli.Context) error {
 		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
 		FrequencyCorp: c.String("frequency-corpus"), DCPDDCap: c.Float64("dcpdd-cap"),
 		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: stats,
-		Blind:     auditBlind{Method: "naive Bayes on binarized word uni- and bigrams, stratified k-fold", Folds: bcfg.Folds, Threshold: blind.SeparableAUC, AuditStat: br.AuditStat},
-		Separable: br.Separable(),
+		Blind: auditBlind{Method: "naive Bayes on binarized word uni- and bigrams (characters in scripts without spaces), stratified k-fold, label-permutation test",
+			Folds: bcfg.Folds, Threshold: blind.SeparableAUC, Permutations: br.Permutations, P: eval.Num(br.P), Verdict: br.Verdict(), AuditStat: br.AuditStat},
+		Separable:  br.Separable(),
+		Duplicates: duplicates,
 	}
 	if sum.Data == "" {
 		sum.Data = c.String("members") + " + " + c.String("nonmembers")
@@ -395,7 +420,7 @@ func auditAction(c *cli.Context) error {
 			sum.NNonmembers++
 		}
 	}
-	sum.Interpretation = auditVerdict(br.AuditStat, sum.Separable)
+	sum.Interpretation = auditVerdict(br)
 	return writeAudit(ctx, c.String("out"), rows, &sum, c.App.Writer)
 }
 
@@ -423,24 +448,38 @@ func untilInterrupted(ctx context.Context, f func() error) error {
 }
 
 // auditVerdict is the report's sentence on the blind baseline.
-func auditVerdict(b eval.AuditStat, separable bool) string {
+func auditVerdict(r blind.Result) string {
+	b := r.AuditStat
 	auc := fmt.Sprintf("AUC %.3f [%.3f, %.3f]", float64(b.AUC), float64(b.AUCCI[0]), float64(b.AUCCI[1]))
 	if math.IsNaN(float64(b.AUCCI[0])) {
 		auc = fmt.Sprintf("AUC %.3f (no interval: --bootstrap 0)", float64(b.AUC))
 	}
-	if separable && float64(b.AUC) < 0.5 {
-		return fmt.Sprintf("The blind baseline, which reads the texts and never the model, ranks members and non-members "+
-			"backwards with %s, at or below %.1f: the texts alone still tell the classes apart (inverted out of fold; "+
-			"on a small set this is often the cross-validation's own artifact), so the statistics' AUCs here cannot be read as "+
-			"the model's without a larger or better-matched set.", auc, 1-blind.SeparableAUC)
+	if !math.IsNaN(r.P) {
+		auc += fmt.Sprintf(", permutation p = %.3g of %d", r.P, r.Permutations)
+	} else {
+		auc += ", no permutation test (--blind-permutations 0)"
 	}
-	if separable {
-		return fmt.Sprintf("The blind baseline, which reads the texts and never the model, tells members from non-members "+
-			"with %s, at or above %.1f: the labels are separable without the model (the classes differ in "+
-			"distribution: dates, topics, sources), so the statistics' AUCs here do not measure memorization.", auc, blind.SeparableAUC)
+	const intro = "The blind baseline, a bag-of-words classifier that reads the texts and never the model, "
+	switch r.Verdict() {
+	case blind.VerdictSeparable:
+		return fmt.Sprintf(intro+"tells members from non-members with %s, at or above %.1f and above chance: the labels are "+
+			"separable without the model (the classes differ in distribution: dates, topics, sources), so the statistics' AUCs "+
+			"here do not measure memorization.", auc, blind.SeparableAUC)
+	case blind.VerdictInconclusive:
+		if float64(b.AUC) < 0.5 {
+			return fmt.Sprintf(intro+"ranks members and non-members backwards with %s: out of fold, on a small set, this is "+
+				"usually the cross-validation's own artifact, and it says nothing either way; the statistics' AUCs cannot be "+
+				"vouched for without a larger or better-matched set.", auc)
+		}
+		return fmt.Sprintf(intro+"reaches %s, at or above %.1f but not distinguishable from chance on a set this size: "+
+			"inconclusive; the statistics' AUCs cannot be vouched for without a larger set.", auc, blind.SeparableAUC)
+	case blind.VerdictShift:
+		return fmt.Sprintf(intro+"reaches %s: below %.1f, but above chance, so the classes differ a little in distribution; "+
+			"read the statistics' AUCs against the baseline's, not against 0.5.", auc, blind.SeparableAUC)
 	}
-	return fmt.Sprintf("The blind baseline, which reads the texts and never the model, reaches %s, within %.1f of 0.5: the "+
-		"texts alone do not give the labels away, and the statistics' AUCs can be read as the model's.", auc, blind.SeparableAUC-0.5)
+	return fmt.Sprintf(intro+"reaches %s: it found no shift between the classes. That is not proof that none is there "+
+		"(Das et al. also detect dates and rare n-grams, which memo does not run); the statistics' AUCs are read as the "+
+		"model's on that assumption.", auc)
 }
 
 // writeAudit writes every output into a temporary directory beside out
@@ -541,6 +580,15 @@ func auditReport(w io.Writer, s *AuditSummary) {
 	}
 	row("**blind baseline** (no model)", s.Blind.AuditStat)
 	fmt.Fprintf(w, "\n%s\n", s.Interpretation)
+	for _, st := range s.MIA {
+		// A statistic undefined for some texts (NaN) is scored on the
+		// rest: say so, since its AUC is then not over the same texts
+		// as the others' and the baseline's.
+		if (st.NMembers != 0 || st.NNonmembers != 0) && (st.NMembers != s.NMembers || st.NNonmembers != s.NNonmembers) {
+			fmt.Fprintf(w, "\n%s is undefined for some texts and scored on %d of %d members and %d of %d non-members.\n",
+				st.Name, st.NMembers, s.NMembers, st.NNonmembers, s.NNonmembers)
+		}
+	}
 	if !s.Lowercase {
 		fmt.Fprintf(w, "\nThe lowercase ratio is undefined: --lowercase=false skipped its second pass.\n")
 	}

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/labelled"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/eval/blind"
 	"github.com/memo-research/memo/internal/runfiles"
@@ -96,8 +100,15 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.NMembers != 4 || sum.NNonmembers != 4 || len(sum.MIA) == 0 || sum.Interpretation == "" {
+	if sum.NMembers != 4 || sum.NNonmembers != 4 || len(sum.MIA) == 0 || sum.Interpretation == "" || sum.Duplicates != 0 {
 		t.Errorf("summary: %s", b)
+	}
+	// The blind baseline's permutation test: 200 shuffles, p in
+	// [1/201, 1], and the verdict the p and the AUC give.
+	p := float64(sum.Blind.P)
+	if sum.Blind.Permutations != 200 || !(p >= 1.0/201 && p <= 1) ||
+		sum.Blind.Verdict != (blind.Result{AuditStat: sum.Blind.AuditStat, P: p}).Verdict() {
+		t.Errorf("blind: permutations %d, p %v, verdict %q", sum.Blind.Permutations, p, sum.Blind.Verdict)
 	}
 	for _, f := range []string{"report.md", "figures/audit-roc.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, "audit", f)); err != nil {
@@ -150,7 +161,10 @@ func TestAuditBadInput(t *testing.T) {
 		want string
 	}{
 		{"missing label field", []string{"--data", write("a.jsonl", `{"input":"some text"}`)}, `no label field "label"`},
-		{"one class", []string{"--data", write("b.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`)}, "needs both classes"},
+		{"one class", []string{"--data", write("b.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`)}, "2 members and 0 non-members: an audit needs at least 2 of each"},
+		{"one non-member", []string{"--data", write("b1.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`+"\n"+`{"input":"z w","label":0}`)}, "has 2 members and 1 non-member: an audit needs at least 2 of each"},
+		{"a text under both labels", []string{"--data", write("b2.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"x  y","label":0}`)}, "b2.jsonl:1 and " + filepath.Join(dir, "b2.jsonl") + ":2: the same text labelled member and non-member"},
+		{"blind permutations too few", []string{"--data", good, "--blind-permutations", "5"}, "--blind-permutations 5: must be 0 or at least 19"},
 		{"labels not membership values", []string{"--data", write("c.jsonl", `{"input":"x y","label":"yes"}`)}, "not a member/non-member value"},
 		{"empty text", []string{"--data", write("d.jsonl", `{"input":"","label":1}`+"\n"+`{"input":"y z","label":0}`)}, "empty text"},
 		{"tokenizer of another model", []string{"--data", good, "--tokenizer", otherTok}, "a tokenizer of another model"},
@@ -181,24 +195,107 @@ func TestAuditBadInput(t *testing.T) {
 	}
 }
 
-// TestAuditVerdict: the report's sentence on the blind baseline for an AUC
-// above, around and far below 0.5, and without bootstrap intervals (a
-// probe read "AUC 1.000 [NaN, NaN]", and "the texts alone do not give the
+// TestAuditVerdict: the report's sentence on the blind baseline for each
+// verdict, and without bootstrap intervals or a permutation test (a probe
+// read "AUC 1.000 [NaN, NaN]", and "the texts alone do not give the
 // labels away" for a blind AUC of 0).
 func TestAuditVerdict(t *testing.T) {
 	nan := eval.Num(math.NaN())
+	stat := func(auc, lo, hi eval.Num) eval.AuditStat {
+		return eval.AuditStat{MIAStat: eval.MIAStat{AUC: auc, AUCCI: [2]eval.Num{lo, hi}}}
+	}
 	for _, tc := range []struct {
 		b         eval.AuditStat
+		p         float64
 		want, not string
 	}{
-		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0.9, AUCCI: [2]eval.Num{0.85, 0.95}}}, "separable without the model", "backwards"},
-		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0.52, AUCCI: [2]eval.Num{0.45, 0.6}}}, "do not give the labels away", "separable"},
-		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 0, AUCCI: [2]eval.Num{0, 0}}}, "ranks members and non-members backwards", "do not give"},
-		{eval.AuditStat{MIAStat: eval.MIAStat{AUC: 1, AUCCI: [2]eval.Num{nan, nan}}}, "AUC 1.000 (no interval: --bootstrap 0)", "NaN"},
+		{stat(0.9, 0.85, 0.95), 0.005, "separable without the model", "backwards"},
+		{stat(0.9, 0.85, 0.95), 0.005, "permutation p = 0.005 of 200", "NaN"},
+		{stat(0.75, 0.5, 0.95), 0.2, "not distinguishable from chance", "separable"},
+		{stat(0.56, 0.53, 0.59), 0.01, "differ a little", "separable"},
+		{stat(0.52, 0.45, 0.6), 0.4, "found no shift between the classes. That is not proof", "separable"},
+		{stat(0, 0, 0), 1, "ranks members and non-members backwards", "found no shift"},
+		{stat(1, nan, nan), math.NaN(), "AUC 1.000 (no interval: --bootstrap 0), no permutation test", "NaN"},
 	} {
-		got := auditVerdict(tc.b, blind.Result{AuditStat: tc.b}.Separable())
+		got := auditVerdict(blind.Result{AuditStat: tc.b, P: tc.p, Permutations: 200})
 		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
-			t.Errorf("AUC %v: %q; want it to say %q and not %q", tc.b.AUC, got, tc.want, tc.not)
+			t.Errorf("AUC %v, p %v: %q; want it to say %q and not %q", tc.b.AUC, tc.p, got, tc.want, tc.not)
 		}
+	}
+}
+
+// TestAuditTokensCarryBOS: texts are encoded as transformers' tokenizer
+// (text) encodes them, with the special tokens the post-processor adds:
+// a tokenizer that puts a BOS before every text (Llama's, Gemma's) gets
+// it, so the model scores the text's first token after it; one that
+// adds none (memo's own) is encoded as before.
+func TestAuditTokensCarryBOS(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tokenizers", "opticks-bpe2048.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	const bos = 2047 // <|endoftext|>, the file's one special token
+	plain := filepath.Join(t.TempDir(), "plain.json")
+	if err := os.WriteFile(plain, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc["post_processor"] = map[string]any{"type": "TemplateProcessing",
+		"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<|endoftext|>", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+		"pair":           []any{},
+		"special_tokens": map[string]any{"<|endoftext|>": map[string]any{"id": "<|endoftext|>", "ids": []int{bos}, "tokens": []string{"<|endoftext|>"}}}}
+	withBOS, _ := json.Marshal(doc)
+	bosPath := filepath.Join(t.TempDir(), "bos.json")
+	if err := os.WriteFile(bosPath, withBOS, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts := []labelled.Text{{Text: "Light is refracted", Member: true, Where: "f:1"}}
+	for _, tc := range []struct {
+		path string
+		bos  bool
+	}{{plain, false}, {bosPath, true}} {
+		tok, err := data.LoadTokenizer("hf:" + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := tok.Encode(texts[0].Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lowerOwn, _ := tok.Encode(strings.ToLower(texts[0].Text))
+		in, err := tokenizeAudit(context.Background(), tok, texts, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantLower := own, lowerOwn
+		if tc.bos {
+			want, wantLower = append([]int32{bos}, own...), append([]int32{bos}, lowerOwn...)
+		}
+		if !slices.Equal(in[0].Tokens, want) || !slices.Equal(in[0].LowerTokens, wantLower) {
+			t.Errorf("BOS %v: tokens %v, lowercase %v; want %v, %v", tc.bos, in[0].Tokens, in[0].LowerTokens, want, wantLower)
+		}
+	}
+}
+
+// TestAuditReportCounts: a statistic undefined for some texts is scored
+// on the rest, and report.md says on how many; one defined for none
+// (DC-PDD without a corpus) has its own line, not this one.
+func TestAuditReportCounts(t *testing.T) {
+	st := func(name string, m, n int) eval.NamedAuditStat {
+		return eval.NamedAuditStat{Name: name, AuditStat: eval.AuditStat{NMembers: m, NNonmembers: n}}
+	}
+	sum := &AuditSummary{NMembers: 21, NNonmembers: 21, Lowercase: true, FrequencyCorp: "x",
+		MIA: eval.AuditStats{st("loss", 21, 21), st("lowercase", 20, 21), st("dcpdd", 0, 0)}}
+	var b strings.Builder
+	auditReport(&b, sum)
+	got := b.String()
+	if !strings.Contains(got, "lowercase is undefined for some texts and scored on 20 of 21 members and 21 of 21 non-members") {
+		t.Errorf("report.md does not count lowercase's texts:\n%s", got)
+	}
+	if strings.Count(got, "undefined for some texts") != 1 {
+		t.Errorf("report.md names more than lowercase:\n%s", got)
 	}
 }

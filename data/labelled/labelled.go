@@ -179,11 +179,39 @@ func ParseLabel(v any) (bool, error) {
 			return false, nil
 		}
 	}
+	switch v.(type) {
+	case string, float64, int64:
+	default:
+		return false, fmt.Errorf("%s is not a member/non-member value (1/0, true/false, member/nonmember)", describe(v))
+	}
 	return false, fmt.Errorf("label %v is not a member/non-member value (1/0, true/false, member/nonmember)", v)
 }
 
-// CheckClasses refuses a set without both classes or with an empty text.
-func CheckClasses(texts []Text) error {
+// Dedup keeps the first of each text given more than once under one
+// label, the texts compared with runs of white space as one space, and
+// refuses one given under both labels (it cannot be both). A copy would
+// otherwise sit in two folds of the blind baseline, its held-out text's
+// own features counted for its class, and count twice in every AUC.
+func Dedup(texts []Text) (kept []Text, dropped int, err error) {
+	first := make(map[string]int, len(texts))
+	for _, t := range texts {
+		key := strings.Join(strings.Fields(t.Text), " ")
+		if i, ok := first[key]; ok {
+			if kept[i].Member != t.Member {
+				return nil, 0, badinput.Errorf("%s and %s: the same text labelled member and non-member; a text is one or the other", kept[i].Where, t.Where)
+			}
+			dropped++
+			continue
+		}
+		first[key] = len(kept)
+		kept = append(kept, t)
+	}
+	return kept, dropped, nil
+}
+
+// CheckClasses refuses a set with an empty text or fewer than least
+// texts in either class.
+func CheckClasses(texts []Text, least int) error {
 	var n [2]int
 	for _, t := range texts {
 		if strings.TrimSpace(t.Text) == "" {
@@ -195,8 +223,8 @@ func CheckClasses(texts []Text) error {
 			n[0]++
 		}
 	}
-	if n[0] == 0 || n[1] == 0 {
-		return badinput.Errorf("the labelled set has %s and %s: an audit needs both classes", plural(n[1], "member"), plural(n[0], "non-member"))
+	if n[0] < least || n[1] < least {
+		return badinput.Errorf("the labelled set has %s and %s: an audit needs at least %d of each (the blind baseline's cross-validation holds out some of each class)", plural(n[1], "member"), plural(n[0], "non-member"), least)
 	}
 	return nil
 }
@@ -216,9 +244,37 @@ func (r row) text(name string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", badinput.Errorf("%s: field %q is %T, not a text", r.where, name, v)
+		return "", badinput.Errorf("%s: field %q is %s, not a text", r.where, name, describe(v))
 	}
 	return s, nil
+}
+
+// unreadable is a Parquet cell memo reads no label or text from: a null,
+// or a column of a type it does not take (typ).
+type unreadable struct{ typ string }
+
+// describe names a field's value as the file holds it, not as Go does.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, int64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	case unreadable:
+		if x.typ == "" {
+			return "null"
+		}
+		return "a Parquet " + x.typ + " column"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // plural writes n things: "1 member", "2 members".
@@ -282,8 +338,49 @@ func readRows(path string) ([]row, error) {
 	return rows, nil
 }
 
-// readParquet reads the string, integer, float and boolean columns of a
-// Parquet file as rows (others are left out).
+// cell is row i of a Parquet column as the JSON reader would give it:
+// strings, int64 for every integer width, float64 for both float
+// widths, booleans; unreadable (naming its type) for any other column.
+func cell(col arrow.Array, i int) any {
+	switch a := col.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.StringView:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Int32:
+		return int64(a.Value(i))
+	case *array.Int16:
+		return int64(a.Value(i))
+	case *array.Int8:
+		return int64(a.Value(i))
+	case *array.Uint64:
+		if v := a.Value(i); v <= 1<<62 {
+			return int64(v)
+		}
+		return float64(a.Value(i))
+	case *array.Uint32:
+		return int64(a.Value(i))
+	case *array.Uint16:
+		return int64(a.Value(i))
+	case *array.Uint8:
+		return int64(a.Value(i))
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Float32:
+		return float64(a.Value(i))
+	case *array.Dictionary:
+		return cell(a.Dictionary(), a.GetValueIndex(i))
+	}
+	return unreadable{typ: col.DataType().String()}
+}
+
+// readParquet reads the columns of a Parquet file as rows (cell).
 func readParquet(path string) ([]row, error) {
 	tbl, err := arrowsafe.ReadParquetFile(path, 64)
 	if err != nil {
@@ -299,25 +396,11 @@ func readParquet(path string) ([]row, error) {
 		for c, fld := range rec.Schema().Fields() {
 			col := rec.Column(c)
 			for i := 0; i < int(rec.NumRows()); i++ {
-				if col.IsNull(i) {
-					continue
-				}
-				var v any
-				switch a := col.(type) {
-				case *array.String:
-					v = a.Value(i)
-				case *array.LargeString:
-					v = a.Value(i)
-				case *array.Int64:
-					v = a.Value(i)
-				case *array.Int32:
-					v = int64(a.Value(i))
-				case *array.Boolean:
-					v = a.Value(i)
-				case *array.Float64:
-					v = a.Value(i)
-				default:
-					continue
+				// A null or a column of another type is kept as such,
+				// so that a message says so rather than "no field".
+				var v any = unreadable{}
+				if !col.IsNull(i) {
+					v = cell(col, i)
 				}
 				rows[base+i].fields[fld.Name] = v
 			}

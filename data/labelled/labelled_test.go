@@ -54,7 +54,10 @@ func TestBadInput(t *testing.T) {
 		{"no text field", `{"body":"a","label":1}`, "no text field"},
 		{"not JSON", `{"input":`, "set.jsonl:1: not valid JSON: want one JSON object a line"},
 		{"a JSON array", `[1, 2]`, "set.jsonl:1: a JSON array, not an object"},
-		{"one class", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":1}`, "the labelled set has 2 members and 0 non-members: an audit needs both classes"},
+		{"one class", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":1}`, "the labelled set has 2 members and 0 non-members: an audit needs at least 1 of each"},
+		{"label null", `{"input":"a","label":null}`, `field "label": null is not a member/non-member value`},
+		{"label an object", `{"input":"a","label":{"x":1}}`, `field "label": an object is not`},
+		{"text a number", `{"input":3,"label":1}`, `field "input" is a number, not a text`},
 		{"a directory", "", "is a directory: want a JSONL file"},
 		{"empty text", `{"input":" ","label":1}` + "\n" + `{"input":"b","label":0}`, "set.jsonl:1: empty text"},
 	} {
@@ -63,7 +66,7 @@ func TestBadInput(t *testing.T) {
 			texts, err = Read(t.TempDir(), Fields{})
 		}
 		if err == nil {
-			err = CheckClasses(texts)
+			err = CheckClasses(texts, 1)
 		}
 		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want bad input with %q", tc.name, err, tc.want)
@@ -85,7 +88,32 @@ func TestReadClass(t *testing.T) {
 	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" {
 		t.Fatalf("jsonl: %+v %v", n, err)
 	}
-	if err := CheckClasses(append(m, n...)); err != nil {
+	if err := CheckClasses(append(m, n...), 1); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDedup: a text given twice under one label is kept once (the first,
+// white space aside); under both labels it is refused, naming both rows.
+func TestDedup(t *testing.T) {
+	texts := []Text{
+		{Text: "a b", Member: true, Where: "f:1"},
+		{Text: "c", Member: false, Where: "f:2"},
+		{Text: " a  b\n", Member: true, Where: "f:3"},
+		{Text: "c", Member: false, Where: "f:4"},
+		{Text: "d", Member: false, Where: "f:5"},
+	}
+	kept, dropped, err := Dedup(texts)
+	if err != nil || dropped != 2 || len(kept) != 3 || kept[0].Where != "f:1" || kept[1].Where != "f:2" || kept[2].Where != "f:5" {
+		t.Errorf("Dedup = %+v, %d, %v; want f:1, f:2, f:5 and 2 dropped", kept, dropped, err)
+	}
+	texts[3].Member = true
+	_, _, err = Dedup(texts)
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "f:2 and f:4: the same text labelled member and non-member") {
+		t.Errorf("a text under both labels: %v", err)
+	}
+	// Two of each class are what the blind baseline's folds need.
+	if err := CheckClasses(texts[:3], 2); err == nil || !strings.Contains(err.Error(), "1 non-member: an audit needs at least 2 of each") {
+		t.Errorf("one non-member: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package labelled
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -57,7 +58,59 @@ func TestReadParquet(t *testing.T) {
 	if err != nil || len(got) != 4 || got[2].Text != "m2" || !got[2].Member || got[3].Text != "n2" || got[3].Member {
 		t.Fatalf("MIMIR parquet: %+v %v", got, err)
 	}
-	if err := CheckClasses(got); err != nil {
+	if err := CheckClasses(got, 1); err != nil {
 		t.Error(err)
+	}
+	// Labels of every integer width and float32 read as 1/0 (they were
+	// "no label field"); a dictionary-encoded text reads as its string.
+	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Uint8,
+		arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint64, arrow.PrimitiveTypes.Float32} {
+		p := write(typ.Name()+".parquet", []arrow.Field{{Name: "input", Type: arrow.BinaryTypes.String}, {Name: "label", Type: typ}},
+			func(b *array.RecordBuilder) {
+				b.Field(0).(*array.StringBuilder).AppendValues([]string{"in", "out"}, nil)
+				for _, v := range []int{1, 0} {
+					appendNumber(b.Field(1), v)
+				}
+			})
+		got, err := Read(p, Fields{})
+		if err != nil || len(got) != 2 || !got[0].Member || got[1].Member {
+			t.Errorf("%s labels: %+v %v", typ, got, err)
+		}
+	}
+	// A null label and a label column of a type memo does not read are
+	// named as such.
+	nulls := write("null.parquet", []arrow.Field{{Name: "input", Type: arrow.BinaryTypes.String}, {Name: "label", Type: arrow.PrimitiveTypes.Int64, Nullable: true}},
+		func(b *array.RecordBuilder) {
+			b.Field(0).(*array.StringBuilder).AppendValues([]string{"in", "out"}, nil)
+			b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 0}, []bool{true, false})
+		})
+	if _, err := Read(nulls, Fields{}); err == nil || !strings.Contains(err.Error(), `null.parquet:row 2: field "label": null is not`) {
+		t.Errorf("a null label: %v", err)
+	}
+	dates := write("date.parquet", []arrow.Field{{Name: "input", Type: arrow.BinaryTypes.String}, {Name: "label", Type: arrow.FixedWidthTypes.Date32}},
+		func(b *array.RecordBuilder) {
+			b.Field(0).(*array.StringBuilder).AppendValues([]string{"in"}, nil)
+			b.Field(1).(*array.Date32Builder).Append(1)
+		})
+	if _, err := Read(dates, Fields{}); err == nil || !strings.Contains(err.Error(), `field "label": a Parquet date32 column is not`) {
+		t.Errorf("a date label: %v", err)
+	}
+}
+
+// appendNumber appends v to a numeric builder of any width.
+func appendNumber(b array.Builder, v int) {
+	switch x := b.(type) {
+	case *array.Int8Builder:
+		x.Append(int8(v))
+	case *array.Int16Builder:
+		x.Append(int16(v))
+	case *array.Uint8Builder:
+		x.Append(uint8(v))
+	case *array.Uint32Builder:
+		x.Append(uint32(v))
+	case *array.Uint64Builder:
+		x.Append(uint64(v))
+	case *array.Float32Builder:
+		x.Append(float32(v))
 	}
 }

@@ -1,6 +1,7 @@
 package blind
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -108,16 +109,176 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestSeparableBothWays: a blind AUC as far below 0.5 as SeparableAUC is
-// above it separates the classes too (ranked backwards); near 0.5 does not.
-func TestSeparableBothWays(t *testing.T) {
+// TestVerdict: separable takes an AUC of at least SeparableAUC and a
+// permutation p-value below SignificanceLevel (or no test); an AUC that
+// high the test cannot tell from chance, or one ranked backwards, is
+// inconclusive; a small AUC above chance is a shift.
+func TestVerdict(t *testing.T) {
+	nan := math.NaN()
 	for _, tc := range []struct {
-		auc float64
-		sep bool
-	}{{1, true}, {0.6, true}, {0.55, false}, {0.5, false}, {0.45, false}, {0.4, true}, {0, true}} {
-		r := Result{AuditStat: eval.AuditStat{MIAStat: eval.MIAStat{AUC: eval.Num(tc.auc)}}}
-		if r.Separable() != tc.sep {
-			t.Errorf("AUC %v: separable %v, want %v", tc.auc, r.Separable(), tc.sep)
+		auc, p float64
+		want   string
+	}{
+		{1, 0.005, VerdictSeparable},
+		{0.6, 0.01, VerdictSeparable},
+		{0.6, nan, VerdictSeparable},
+		{0.75, 0.2, VerdictInconclusive},
+		{0.55, 0.01, VerdictShift},
+		{0.55, 0.3, VerdictNoneFound},
+		{0.55, nan, VerdictNoneFound},
+		{0.5, 0.5, VerdictNoneFound},
+		{0.45, 0.9, VerdictNoneFound},
+		{0.45, 0.01, VerdictNoneFound}, // one-sided: cannot happen, but not a shift
+		{0.4, 0.99, VerdictInconclusive},
+		{0, 1, VerdictInconclusive},
+	} {
+		r := Result{AuditStat: eval.AuditStat{MIAStat: eval.MIAStat{AUC: eval.Num(tc.auc)}}, P: tc.p}
+		if got := r.Verdict(); got != tc.want {
+			t.Errorf("AUC %v, p %v: verdict %q, want %q", tc.auc, tc.p, got, tc.want)
 		}
+		if r.Separable() != (tc.want == VerdictSeparable) {
+			t.Errorf("AUC %v, p %v: Separable %v", tc.auc, tc.p, r.Separable())
+		}
+	}
+}
+
+// TestCrossValidateIsRecount: taking each fold out of counts of the
+// whole set and putting it back scores every text bit for bit as
+// counting each fold's training texts afresh does (the baseline before
+// the permutation test needed it fast), written out here.
+func TestCrossValidateIsRecount(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		texts, member := corpus(90, seed, "")
+		texts[4] += " onlyhere alsoonlyhere" // features of one text alone
+		cfg := DefaultConfig()
+		got, err := Scores(texts, member, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]int{}
+		docs := make([][]int, len(texts))
+		for i, tx := range texts {
+			for _, f := range Features(tx) {
+				if _, ok := ids[f]; !ok {
+					ids[f] = len(ids)
+				}
+				docs[i] = append(docs[i], ids[f])
+			}
+		}
+		fold := folds(member, cfg.Folds, cfg.Seed)
+		want := make([]float64, len(texts))
+		for k := range cfg.Folds {
+			var counts [2][]float64
+			counts[0], counts[1] = make([]float64, len(ids)), make([]float64, len(ids))
+			var total [2]float64
+			var n [2]int
+			for i, d := range docs {
+				if fold[i] == k {
+					continue
+				}
+				c := class(member[i])
+				n[c]++
+				for _, id := range d {
+					counts[c][id]++
+				}
+				total[c] += float64(len(d))
+			}
+			vocab := 0
+			for id := range counts[0] {
+				if counts[0][id] > 0 || counts[1][id] > 0 {
+					vocab++
+				}
+			}
+			prior := math.Log(float64(n[1])) - math.Log(float64(n[0]))
+			den0, den1 := math.Log(total[0]+cfg.Alpha*float64(vocab)), math.Log(total[1]+cfg.Alpha*float64(vocab))
+			for i, d := range docs {
+				if fold[i] != k {
+					continue
+				}
+				s := prior
+				for _, id := range d {
+					if counts[0][id] == 0 && counts[1][id] == 0 {
+						continue
+					}
+					s += math.Log(counts[1][id]+cfg.Alpha) - den1 - math.Log(counts[0][id]+cfg.Alpha) + den0
+				}
+				want[i] = s
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("seed %d: scores differ from a recount per fold", seed)
+		}
+	}
+}
+
+// TestPermutationTestHoldsItsLevel: on sets whose labels have nothing to
+// do with their texts, the permutation test calls the AUC above chance
+// about as often as its level says, 5 %; the pooled bootstrap's interval
+// missed 0.5 on 15-18 % of such sets. A planted word is found at the
+// smallest p the permutations allow.
+func TestPermutationTestHoldsItsLevel(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Permutations = 99
+	const sets = 60
+	rejected, missed := 0, 0
+	for seed := range uint64(sets) {
+		texts, member := corpus(60, 100+seed, "")
+		r, err := Evaluate(texts, member, cfg, 200, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.P < SignificanceLevel {
+			rejected++
+		}
+		if !(float64(r.AUCCI[0]) <= 0.5 && 0.5 <= float64(r.AUCCI[1])) {
+			missed++
+		}
+	}
+	t.Logf("shift-free sets of 60 texts: permutation test rejects %d of %d; the bootstrap interval misses 0.5 on %d", rejected, sets, missed)
+	// Binomial(60, 0.05): P(X >= 8) < 0.01.
+	if rejected >= 8 {
+		t.Errorf("the permutation test rejected %d of %d shift-free sets at level %v", rejected, sets, SignificanceLevel)
+	}
+	texts, member := corpus(200, 9, "2019")
+	r, err := Evaluate(texts, member, cfg, 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.P != 1.0/float64(1+cfg.Permutations) || r.Verdict() != VerdictSeparable {
+		t.Errorf("planted word: AUC %v, p %v, verdict %q; want p = 1/%d and separable", r.AUC, r.P, r.Verdict(), 1+cfg.Permutations)
+	}
+}
+
+// TestUnspacedScripts: text in a script without spaces between words is
+// taken a character at a word, so a character planted in every member
+// is seen; whole, each text was one feature and the AUC 0.5.
+func TestUnspacedScripts(t *testing.T) {
+	got := Features("我爱北京abc天安 Go")
+	want := []string{"我", "爱", "我 爱", "北", "爱 北", "京", "北 京", "abc", "京 abc", "天", "abc 天", "安", "天 安", "go", "安 go"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Features = %q, want %q", got, want)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时")
+	texts, member := make([]string, 300), make([]bool, 300)
+	for i := range texts {
+		member[i] = i%2 == 0
+		rs := make([]rune, 40)
+		for j := range rs {
+			rs[j] = han[rng.IntN(len(han))]
+		}
+		if member[i] {
+			rs[rng.IntN(len(rs))] = '年'
+		}
+		texts[i] = string(rs)
+	}
+	cfg := DefaultConfig()
+	cfg.Permutations = 39
+	r, err := Evaluate(texts, member, cfg, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(r.AUC) < 0.9 || !r.Separable() {
+		t.Errorf("a planted Han character: AUC %v, verdict %q; want >= 0.9, separable", r.AUC, r.Verdict())
 	}
 }
