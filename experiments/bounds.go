@@ -38,6 +38,14 @@ const maxBatchSize = 1 << 20
 // cutting as a repeat.
 const maxDedupWindow = 1 << 16
 
+// maxRepetitions bounds how often a document appears in the stream
+// (data.repetitions, each of data.repetition_groups, the background's
+// passes): the stream holds an entry per appearance, and past 2^31 the
+// count wrapped (4294967297 repetitions trained each target once while
+// the summary said otherwise; 9e18 overflowed train_tokens, or was killed
+// for memory with no message). Singh et al. 2025 go to 128.
+const maxRepetitions = 1 << 20
+
 // maxEpochs bounds train.epochs: past it the step count overflows.
 const maxEpochs = 1e6
 
@@ -72,7 +80,26 @@ func bounds() []bound {
 		nonNeg("train.lora.alpha", ""),
 		{key: "train.lora.dropout", min: 0, max: 1},
 		{key: "data.dedup_tokens", min: 0, max: maxDedupWindow, why: "0: off; else the window L of tokens a repeated span has at least"},
+		{key: "data.repetitions", min: math.Inf(-1), max: maxRepetitions, why: "appearances of each target in the stream"},
+		{key: "data.repetition_groups", min: math.Inf(-1), max: maxRepetitions, why: "appearances of each target in the stream"},
+		{key: "data.background_passes", min: math.Inf(-1), max: maxRepetitions, why: "appearances of each background document"},
+		{key: "data.pretrain_passes", min: math.Inf(-1), max: maxRepetitions, why: "passes over the background before the targets"},
 	}
+}
+
+// want says what the bound asks: "must be in [0, 1] (why)".
+func (b bound) want() string {
+	want := "must be >= " + num(b.min)
+	switch {
+	case math.IsInf(b.min, -1):
+		want = "must be <= " + num(b.max)
+	case b.max != 0:
+		want = "must be in [" + num(b.min) + ", " + num(b.max) + "]"
+	}
+	if b.why != "" {
+		want += " (" + b.why + ")"
+	}
+	return want
 }
 
 // num formats a bound as a spec would write it (1048576, not 1.048576e+06).
@@ -115,6 +142,14 @@ func checkBounds(file string, doc []byte, spec any) error {
 						}
 					}
 				}
+				// An integer list with a bound holds each of its values to it.
+				if b, ok := limits[key]; ok && f.Type().Elem().Kind() == reflect.Int {
+					for j := 0; j < f.Len(); j++ {
+						if y := float64(f.Index(j).Int()); y < b.min || (b.max != 0 && y > b.max) {
+							return fail(key, "[..., %v, ...]: every value %s", f.Index(j).Interface(), b.want())
+						}
+					}
+				}
 				continue
 			case reflect.Float32, reflect.Float64:
 				x = f.Float()
@@ -130,17 +165,7 @@ func checkBounds(file string, doc []byte, spec any) error {
 			if !ok || (x >= b.min && (b.max == 0 || x <= b.max)) {
 				continue
 			}
-			want := "must be >= " + num(b.min)
-			switch {
-			case math.IsInf(b.min, -1):
-				want = "must be <= " + num(b.max)
-			case b.max != 0:
-				want = "must be in [" + num(b.min) + ", " + num(b.max) + "]"
-			}
-			if b.why != "" {
-				want += " (" + b.why + ")"
-			}
-			return fail(key, "%v: %s", f.Interface(), want)
+			return fail(key, "%v: %s", f.Interface(), b.want())
 		}
 		return nil
 	}

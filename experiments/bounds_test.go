@@ -39,6 +39,13 @@ func TestValuesThatCannotWork(t *testing.T) {
 		{"dotted Model.dim", "Model.dim = 64\n", `unknown key "Model" at the top level; did you mean "model"?`},
 		{"dedup window below 1", "[data]\ndedup_tokens = -1\n", "x.toml:3: data.dedup_tokens = -1: must be in [0, 65536] (0: off;"},
 		{"dedup window past any document", "[data]\ndedup_tokens = 100_000\n", "data.dedup_tokens = 100000: must be in [0, 65536]"},
+		{"an exempt id below 0", "[goldfish]\nstrategy = \"rolling\"\nexempt_ids = [-1]\n", "goldfish.exempt_ids = [..., -1, ...]: token ids are >= 0"},
+		{"an exempt id past the vocabulary", "[data]\ntokenizer = \"bpe:300\"\n[goldfish]\nstrategy = \"rolling\"\nexempt_ids = [5, 99999999]\n", "goldfish.exempt_ids = [..., 99999999, ...]: not a token id of the vocabulary of 300"},
+		// Past 2^31 the stream's count wrapped: each target trained once.
+		{"repetitions past int32", "[data]\nrepetitions = 4294967297\n", "x.toml:3: data.repetitions = 4294967297: must be <= 1048576 (appearances of each target"},
+		{"a repetition group past the bound", "[data]\nrepetition_groups = [1, 2, 9000000000000000000]\n", "data.repetition_groups = [..., 9000000000000000000, ...]: every value must be <= 1048576"},
+		{"background passes", "[data]\nbackground = 4\nbackground_passes = 9000000000000000000\n", "data.background_passes = 9000000000000000000: must be <= 1048576"},
+		{"pretraining passes", "[data]\nbackground = 4\npretrain_passes = 9000000000000000000\n", "data.pretrain_passes = 9000000000000000000: must be <= 1048576"},
 	}
 	for _, key := range []string{"model.norm_eps", "model.rope_theta", "model.rope_factor", "model.rope_low_freq_factor",
 		"model.rope_high_freq_factor", "model.attn_softcap", "model.final_softcap", "model.query_scalar", "model.qkv_clip",

@@ -132,6 +132,19 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 			}
 		}
 	}
+	if ids := s.Goldfish.ExemptIDs; len(ids) > 0 {
+		// An id past the vocabulary exempts nothing: a typo, refused as
+		// memo mask --exempt refuses one.
+		n := m.Vocab
+		if n == 0 {
+			n, _ = tokenizerVocab()
+		}
+		for _, id := range ids {
+			if n > 0 && int(id) >= n {
+				return fail("goldfish.exempt_ids", "goldfish.exempt_ids = [..., %d, ...]: not a token id of the vocabulary of %d (ids 0 to %d)", id, n, n-1)
+			}
+		}
+	}
 	if x, err := s.Extract.Resolved(); err == nil {
 		if err := x.CheckHeadDim(m.HeadDim); err != nil {
 			key := "extract.loki.rank"

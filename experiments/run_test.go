@@ -119,6 +119,14 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	if _, err := Run(context.Background(), a, root, Options{}); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "config.toml is damaged (not TOML") {
 		t.Errorf("damaged config.toml: %v", err)
 	}
+	// Emptied, it is TOML (of no keys): named as not the file memo run
+	// wrote, not as a spec with every key changed.
+	if err := os.WriteFile(conf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), a, root, Options{}); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "config.toml is not the file memo run wrote") {
+		t.Errorf("emptied config.toml: %v", err)
+	}
 	if err := os.WriteFile(conf, good, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,6 +43,9 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 	if err != nil {
 		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
+	if err := checkRecordedConfig(dir, path, doc); err != nil {
+		return nil, false, err
+	}
 	name := filepath.Base(filepath.Clean(dir))
 	if s, err = decode(path, doc, name); err != nil {
 		// The [data] and [train] rules judge a run about to start. One
@@ -61,6 +66,25 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 		s = lenient
 	}
 	return s, true, nil
+}
+
+// checkRecordedConfig refuses a run's config.toml (doc, at path) whose
+// sha256 is not the one its manifest.json recorded when memo run wrote
+// it: emptied or cut short, it decoded as the defaults' keys, and extract
+// and eval redid the run's work under settings it never had, over its
+// own results. Only memo run writes either file, a new manifest with
+// each config.toml. A run with no readable manifest (memo data build's,
+// an older memo's) is read as it is.
+func checkRecordedConfig(dir, path string, doc []byte) error {
+	m, err := ReadManifest(dir)
+	if err != nil || m.ConfigHash == "" {
+		return nil
+	}
+	sum := sha256.Sum256(doc)
+	if got := hex.EncodeToString(sum[:]); got != m.ConfigHash {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("not the file memo run wrote (sha256 %.12s…, %s records %.12s…): damaged or edited since; restore it, or run the spec again with --force", got, ManifestFile, m.ConfigHash)}
+	}
+	return nil
 }
 
 // oldRuleWarned holds the config.toml files ReadRun has warned about, so

@@ -97,6 +97,48 @@ func TestReadRunErrors(t *testing.T) {
 	}
 }
 
+// TestReadRunDamagedConfig: a run's config.toml that is not the file memo
+// run wrote (its sha256 not manifest.json's) is refused, emptied or cut
+// short: read as defaults, extract and eval redid the run under settings
+// it never had. As written it reads; without a manifest it reads as it is.
+func TestReadRunDamagedConfig(t *testing.T) {
+	spec := Default()
+	spec.Name = "x"
+	spec.Extract.Suffix = 16
+	conf, err := spec.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := spec.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, doc string
+		ok        bool
+	}{
+		{"as written", string(conf), true},
+		{"emptied", "", false},
+		{"cut short", string(conf[:len(conf)/2]), false},
+	} {
+		dir := writeRun(t, tc.doc)
+		if err := newManifest("x", hash).write(dir); err != nil {
+			t.Fatal(err)
+		}
+		s, ok, err := ReadRun(dir)
+		var ce *ConfigError
+		switch {
+		case tc.ok && (err != nil || !ok || s.Extract.Suffix != 16):
+			t.Errorf("%s: %v, %v", tc.name, ok, err)
+		case !tc.ok && (!errors.As(err, &ce) || !strings.Contains(err.Error(), "not the file memo run wrote")):
+			t.Errorf("%s: %v, want a ConfigError saying the file is not the one memo run wrote", tc.name, err)
+		}
+	}
+	if s, ok, err := ReadRun(writeRun(t, "")); err != nil || !ok || s.Extract.Suffix == 16 {
+		t.Errorf("an empty config.toml without a manifest: %v, %v; want the defaults", ok, err)
+	}
+}
+
 // TestPlotsSpec: what the report takes from a run's spec, typed.
 func TestPlotsSpec(t *testing.T) {
 	for _, tc := range []struct{ name, doc, model string }{

@@ -64,6 +64,11 @@ func (c Config) Validate() error {
 	if c.Strategy == StrategyNone {
 		return nil
 	}
+	for _, id := range c.ExemptIDs {
+		if id < 0 {
+			return fmt.Errorf("goldfish.exempt_ids = [..., %d, ...]: token ids are >= 0", id)
+		}
+	}
 	if c.K < 0 || c.K == 1 {
 		return fmt.Errorf("goldfish.k = %d: must be 0 (standard loss) or >= 2", c.K)
 	}

@@ -16,7 +16,7 @@ func configCommand() *cli.Command {
 		Name:      "config",
 		Usage:     "print the default experiment spec, or the resolved spec of a file",
 		ArgsUsage: "[FILE.toml]",
-		Description: "With --defaults, prints every key of an experiment spec with its default value and\n" +
+		Description: "With --defaults, or no FILE, prints every key of an experiment spec with its default value and\n" +
 			"documentation: a template to copy. With FILE, checks the file (unknown keys, wrong\n" +
 			"types, cross-table rules) and prints it with every default filled in.",
 		Flags: []cli.Flag{
@@ -30,7 +30,8 @@ func configCommand() *cli.Command {
 			switch {
 			case c.Bool("defaults") && (c.IsSet("set") || c.IsSet("nproc")):
 				return usageError("config: --defaults prints the built-in defaults alone; --set and --nproc check a spec FILE (memo config --set KEY=VALUE FILE)")
-			case c.Bool("defaults") && c.NArg() == 0:
+			case c.NArg() == 0 && !c.IsSet("set") && !c.IsSet("nproc"):
+				// Bare, as with --defaults: what its usage line promises.
 				out, err = experiments.DefaultsTOML()
 			case !c.Bool("defaults") && c.NArg() == 1:
 				spec, perr := loadSpec(c.Args().First(), c.StringSlice("set"))
@@ -48,7 +49,7 @@ func configCommand() *cli.Command {
 				}
 				out, err = spec.Render()
 			default:
-				return usageError("config: want either --defaults or one spec FILE")
+				return usageError("config: want one spec FILE (--set and --nproc check a FILE), or none for the defaults")
 			}
 			if err != nil {
 				return err

@@ -91,10 +91,20 @@ func OpenDataset(ds *data.Dataset) (*Index, error) {
 	path := PathFor(ds)
 	ix, err := Open(path, id)
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		return nil, badinput.Errorf("dataset %s has no index (%s); build it with `memo index build`", ds.Dir(), path)
+		return nil, badinput.Wrap(&noIndexError{fmt.Sprintf("dataset %s has no index (%s); build it with `memo index build`", ds.Dir(), path)})
 	}
 	return ix, err
 }
+
+// noIndexError is OpenDataset's error for a dataset without an index: a
+// message for the user that is still an fs.ErrNotExist to callers that
+// go on without one (the eval stage: no corpus counts). Made with
+// badinput.Errorf and no %w, it was not, and a run of more than 20
+// million training tokens without an index failed at its eval stage.
+type noIndexError struct{ msg string }
+
+func (e *noIndexError) Error() string { return e.msg }
+func (e *noIndexError) Unwrap() error { return fs.ErrNotExist }
 
 // readCacheLink reads a run's data/cache.json.
 func readCacheLink(dir string) (data.CacheLink, error) {
