@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,6 +56,32 @@ func (s *Spec) CheckRanks(n int) error {
 	if s.Train.BatchSize%(n*accum) != 0 {
 		return &ConfigError{File: s.file, Key: "train.batch_size",
 			Msg: fmt.Sprintf("train.batch_size = %d: must be a multiple of %d processes × train.grad_accum = %d to train on %d processes", s.Train.BatchSize, n, accum, n)}
+	}
+	return nil
+}
+
+// CheckRanksEachPoint is CheckRanks for every point of a sweep, or for
+// the spec itself when it is none: a grid over train.batch_size or
+// train.grad_accum may hold points n processes cannot split, which a
+// sweep found only once each point had started.
+func (s *Spec) CheckRanksEachPoint(n int) error {
+	if !s.IsSweep() {
+		return s.CheckRanks(n)
+	}
+	points, err := s.Expand()
+	if err != nil {
+		return err
+	}
+	for _, p := range points {
+		if err := p.Spec.CheckRanks(n); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				named := *ce
+				named.File, named.Msg = s.file, "sweep point "+p.Name+": "+ce.Msg
+				return &named
+			}
+			return fmt.Errorf("sweep point %s: %w", p.Name, err)
+		}
 	}
 	return nil
 }

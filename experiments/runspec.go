@@ -159,5 +159,39 @@ func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
+	if why := changedOutput(dir, reportReads...); why != "" {
+		return nil, badinput.Errorf("%s: %s: memo run on it redoes that stage; the report publishes no number from it", dir, why)
+	}
 	return s.PlotsSpec(), nil
+}
+
+// reportReads are the files of a run memo report takes numbers from and
+// checks against the manifest: metrics.arrow, which training alone writes
+// and whose Arrow stream holds no checksum. scores.parquet and
+// summary.json are checked by their readers, and memo eval may rewrite
+// them (with a corpus index built since) without a stage's record.
+var reportReads = []string{runfiles.MetricsFile}
+
+// changedOutput says which of a run's files (rels, relative to dir) is
+// not as the stage that wrote it recorded it in manifest.json (size and
+// sha256), "" when all are or the manifest records none of them: a
+// metrics.arrow damaged in its middle still read, and the report put
+// -0.000 where the run's final train loss was 4.939.
+func changedOutput(dir string, rels ...string) string {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return ""
+	}
+	want := map[string]Output{}
+	for _, st := range m.Stages {
+		if st.Status != StatusDone {
+			continue // a stage running again rewrites its files
+		}
+		for _, rel := range rels {
+			if out, ok := st.Outputs[rel]; ok {
+				want[rel] = out
+			}
+		}
+	}
+	return brokenOutput(dir, want)
 }

@@ -1,14 +1,17 @@
 package experiments
 
 import (
-	"github.com/memo-research/memo/internal/runfiles"
-
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 )
 
 // writeRun writes doc as dir/config.toml.
@@ -136,6 +139,40 @@ func TestReadRunDamagedConfig(t *testing.T) {
 	}
 	if s, ok, err := ReadRun(writeRun(t, "")); err != nil || !ok || s.Extract.Suffix == 16 {
 		t.Errorf("an empty config.toml without a manifest: %v, %v; want the defaults", ok, err)
+	}
+}
+
+// TestReadPlotsSpecChangedOutput: a file the report takes numbers from
+// that is not as its stage recorded it (same size, bytes changed in the
+// middle) is refused by name; as written it passes.
+func TestReadPlotsSpecChangedOutput(t *testing.T) {
+	spec := Default()
+	spec.Name = "x"
+	conf, _ := spec.TOML()
+	hash, _ := spec.Hash()
+	dir := writeRun(t, string(conf))
+	metrics := filepath.Join(dir, runfiles.MetricsFile)
+	body := []byte("0123456789abcdef")
+	if err := os.WriteFile(metrics, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	m := newManifest("x", hash)
+	train := m.Stage("train")
+	train.Status = StatusDone
+	train.Outputs = map[string]Output{runfiles.MetricsFile: {Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:])}}
+	if err := m.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlotsSpec(dir); err != nil {
+		t.Fatalf("as written: %v", err)
+	}
+	copy(body[6:], "\xde\xad\xbe\xef")
+	if err := os.WriteFile(metrics, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlotsSpec(dir); !badinput.Is(err) || !strings.Contains(err.Error(), "metrics.arrow changed since the stage wrote it") {
+		t.Errorf("a changed metrics.arrow: %v, want bad input naming it", err)
 	}
 }
 

@@ -229,6 +229,23 @@ func TestCheckRanks(t *testing.T) {
 	}
 }
 
+// TestCheckRanksEachPoint: every point of a sweep is held to the ranks,
+// naming the point; a sweep whose points all split passes.
+func TestCheckRanksEachPoint(t *testing.T) {
+	spec, err := ParseBytes("sw.toml", []byte("[train]\nbatch_size = 8\n[sweep]\n\"train.batch_size\" = [8, 12]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.CheckRanksEachPoint(4); err != nil {
+		t.Errorf("4 ranks, batches 8 and 12: %v", err)
+	}
+	var ce *ConfigError
+	err = spec.CheckRanksEachPoint(8)
+	if !errors.As(err, &ce) || ce.Key != "train.batch_size" || !strings.Contains(err.Error(), "sweep point batch_size=12: ") || !strings.Contains(err.Error(), "train.batch_size = 12: must be a multiple of 8 processes") {
+		t.Errorf("8 ranks, batch 12: %v, want a ConfigError naming the point", err)
+	}
+}
+
 // TestCheckRanksShard: train.shard needs two or more ranks.
 func TestCheckRanksShard(t *testing.T) {
 	spec, err := ParseBytes("x.toml", []byte("[train]\nbatch_size = 8\nshard = \"optimizer\"\n"))

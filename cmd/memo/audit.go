@@ -315,6 +315,7 @@ func auditAction(c *cli.Context) error {
 		if ckpt, err = checkpoint.Resolve(modelArg); err != nil {
 			return usageError("audit: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo run or checkpoint: %v", modelArg, oneLine(err.Error()))
 		}
+		warnUnfinished("audit", modelArg, ckpt)
 	}
 	var tok *data.Tokenizer
 	if p := c.String("tokenizer"); p != "" {

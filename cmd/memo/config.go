@@ -41,7 +41,7 @@ func configCommand() *cli.Command {
 				if c.Int("nproc") < 1 {
 					return usageError("config: --nproc %d: want >= 1", c.Int("nproc"))
 				}
-				if perr := spec.CheckRanks(c.Int("nproc")); perr != nil {
+				if perr := spec.CheckRanksEachPoint(c.Int("nproc")); perr != nil {
 					return configError(perr)
 				}
 				if perr := preflight(c.Args().First(), spec); perr != nil {

@@ -90,8 +90,12 @@ func TestInputErrorContract(t *testing.T) {
 		{"score: a one-token row", []string{"score", "--model", "hf", "--ids-json", "one.json"}, "row 1 has one token", false},
 		{"score: --device, not train.device", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--device", "cuda"}, `--device "cuda": CUDA is not available`, cudaErr == nil},
 		{"extract --set of a training key", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "train.lr=1"}, "extract takes only extract.KEY=VALUE; train.lr is not an attack setting", false},
+		{"extract --set extract.checkpoints", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "extract.checkpoints=[5,10]"}, "memo extract attacks one model: name the checkpoint", false},
 		{"a run name in another script", []string{"config", "jp.toml"}, "use ASCII letters", false},
 		{"sweep --slurm: --runs with a space", []string{"sweep", "--slurm", "--dry-run", "--runs", "dir with space", "grid.toml"}, "holds a space", false},
+		{"sweep --nproc a batch cannot split", []string{"sweep", "--nproc", "3", "grid.toml"}, "sweep point k=2: train.batch_size = ", false},
+		{"sweep --slurm over nodes a batch cannot split", []string{"sweep", "--slurm", "--dry-run", "--nodes", "3", "grid.toml"}, "to train on 3 processes", false},
+		{"run --nproc of a sweep a batch cannot split", []string{"run", "--nproc", "3", "grid.toml"}, "sweep point k=2: train.batch_size = ", false},
 		{"sweep --slurm: --runs with a backslash", []string{"sweep", "--slurm", "--dry-run", "--runs", `dir\x`, "grid.toml"}, "holds a space, quote or backslash", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -177,6 +177,12 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 			key, _, _ := strings.Cut(set, "=")
 			return usageError("extract: --set %s: extract takes only extract.KEY=VALUE; %s is not an attack setting (data, model and train keys belong to `memo run`)", set, strings.TrimSpace(key))
 		}
+		// memo extract attacks one model; the list of checkpoints is
+		// memo run's, which attacks and scores each. Taken here it was
+		// dropped without a word, and the newest checkpoint attacked.
+		if key, _, _ := strings.Cut(set, "="); strings.TrimSpace(key) == "extract.checkpoints" {
+			return usageError("extract: --set %s: memo extract attacks one model: name the checkpoint (memo extract RUN/checkpoints/step-000100); extract.checkpoints is memo run's, which attacks and scores each", set)
+		}
 	}
 	// --set reaches every key, including those no flag copies.
 	holder := struct {
@@ -231,7 +237,9 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	}
 	// The run's own completions are the finished model's: eval, report and
 	// `memo run` take them for it.
-	if !foreign && !c.Bool("scan") && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) {
+	// So is its scan (scan.parquet beside them): one of a model interrupted
+	// at step 73 of 300 stayed there, beside the finished run's outputs.
+	if !foreign && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) {
 		if why := experiments.UnfinishedTraining(runDir); why != "" {
 			return usageError("extract: %s has not finished training (manifest.json: train %s): resume it with memo run, or attack the checkpoint by naming it (memo extract %s), which writes beside it", runDir, why, ckpt)
 		}

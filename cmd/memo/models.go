@@ -18,6 +18,7 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/readcap"
@@ -104,6 +105,7 @@ func loadAnyModel(c *cli.Context, cmd string) (*model.GPT, string, error) {
 		return nil, "", usageError("%s: --model %s", cmd, msg)
 	}
 	slog.Info("model loaded", "from", dir, "params", g.Config().Params(), "seconds", fmt.Sprintf("%.2f", time.Since(t0).Seconds()))
+	warnUnfinished(cmd, path, dir)
 	return g, dir, nil
 }
 
@@ -407,6 +409,7 @@ func exportAction(c *cli.Context) error {
 	if err != nil {
 		return usageError("export: %v", oneLine(err.Error()))
 	}
+	warnUnfinished("export", src, dir)
 	_, isLoRA := checkpoint.ReadLoRAState(dir)
 	merge := c.Bool("merge")
 	switch {
@@ -466,4 +469,29 @@ func exportAction(c *cli.Context) error {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// warnUnfinished logs that a command named a run (or its checkpoints/)
+// whose training has not finished, so that the model it resolved to is
+// an intermediate one: export, score, generate and audit go on with it
+// (a researcher may want a partial model), but say which. A checkpoint
+// named by its step directory is the user's choice and says nothing.
+func warnUnfinished(cmd, arg, dir string) {
+	if why := unfinishedRun(arg); why != "" {
+		slog.Warn(cmd+": the run has not finished training: using its newest checkpoint, not a finished model", "run", arg, "train", why, "checkpoint", dir)
+	}
+}
+
+// unfinishedRun is why the run arg names (a run directory or its
+// checkpoints/) has not finished training, "" when it has or arg names
+// no run.
+func unfinishedRun(arg string) string {
+	runDir := filepath.Clean(arg)
+	if filepath.Base(runDir) == checkpoint.DirName {
+		runDir = filepath.Dir(runDir)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, checkpoint.DirName)); err != nil {
+		return ""
+	}
+	return experiments.UnfinishedTraining(runDir)
 }

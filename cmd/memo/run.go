@@ -178,6 +178,12 @@ func runAction(c *cli.Context) (err error) {
 				return usageError("run: --%s does not go with a sweep (%s has a [sweep] table): give it to one point: memo run --%s ... RUNS/SWEEP/specs/POINT.toml", f, spec.File(), f)
 			}
 		}
+		if c.Int("nproc") < 1 {
+			return usageError("--nproc %d: want >= 1", c.Int("nproc"))
+		}
+		if err := spec.CheckRanksEachPoint(c.Int("nproc")); err != nil {
+			return configError(err)
+		}
 		if err := checkSweepDir(c, spec); err != nil {
 			return err
 		}

@@ -73,6 +73,16 @@ func sweepCommand() *cli.Command {
 					return usageError("sweep: --%s %d: must be >= 1", f, c.Int(f))
 				}
 			}
+			// Every point's batch must split over the ranks it will train
+			// on (a node's --nproc, times --nodes on Slurm): found now, not
+			// once each point has started (or on the cluster).
+			ranks := c.Int("nproc")
+			if c.Bool("slurm") {
+				ranks *= c.Int("nodes")
+			}
+			if err := spec.CheckRanksEachPoint(ranks); err != nil {
+				return configError(err)
+			}
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
 			}

@@ -24,7 +24,7 @@ func TestRunOutputsNeedAFinishedRun(t *testing.T) {
 		want   string
 	}{
 		{"training interrupted", stopTraining, []string{"completions.arrow", "scores.parquet", "summary.json"},
-			[][]string{{"extract", "runs/tiny"}}, "runs/tiny has not finished training (manifest.json: train failed: interrupted at step 3 of 4"},
+			[][]string{{"extract", "runs/tiny"}, {"extract", "--scan", "runs/tiny"}}, "runs/tiny has not finished training (manifest.json: train failed: interrupted at step 3 of 4"},
 		{"config.toml gone", func(t *testing.T, run string) {
 			if err := os.Remove(filepath.Join(run, "config.toml")); err != nil {
 				t.Fatal(err)
@@ -54,6 +54,26 @@ func TestRunOutputsNeedAFinishedRun(t *testing.T) {
 			}
 		})
 	}
+	// export (and score, generate, audit, through the same call) go on
+	// with the stopped run's newest checkpoint, saying it is not a
+	// finished model; named by its step directory it says nothing.
+	t.Run("export says the model is unfinished", func(t *testing.T) {
+		dir := trainedRun(t)
+		run := filepath.Join(dir, "runs", "tiny")
+		stopTraining(t, run)
+		memo := memoIn(t, exe, dir)
+		r := memo("export", "runs/tiny", "out")
+		if r.code != 0 || !strings.Contains(r.stderr, "export: the run has not finished training") {
+			t.Errorf("memo export of a stopped run: exit %d, stderr %q; want 0 and a warning", r.code, r.stderr)
+		}
+		steps, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*"))
+		if len(steps) == 0 {
+			t.Fatal("no checkpoint")
+		}
+		if r := memo("export", steps[len(steps)-1], "out2"); r.code != 0 || strings.Contains(r.stderr, "not finished") {
+			t.Errorf("memo export of a named checkpoint: exit %d, stderr %q; want 0 and no warning", r.code, r.stderr)
+		}
+	})
 	t.Run("the stopped run's checkpoint by name", func(t *testing.T) {
 		dir := trainedRun(t)
 		run := filepath.Join(dir, "runs", "tiny")
