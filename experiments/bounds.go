@@ -74,7 +74,7 @@ func bounds() []bound {
 		nonNeg("train.dp.noise_multiplier", "σ; 0 clips without noise"),
 		nonNeg("train.dp.target_epsilon", "0: use train.dp.noise_multiplier"),
 		nonNeg("train.dp.max_grad_norm", ""),
-		{key: "train.dp.delta", min: 0, max: 1},
+		{key: "train.dp.delta", min: 0, max: 1, why: "0 and 1 excluded: δ of (ε, δ)-DP"},
 		{key: "train.dp.sample_rate", min: 0, max: 1, why: "0: train.batch_size / N"},
 		nonNeg("train.lora.rank", ""),
 		nonNeg("train.lora.alpha", ""),

@@ -241,7 +241,7 @@ func (s *Spec) check(doc []byte) error {
 		return &ConfigError{File: s.file, Line: keyLine(doc, key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if !validName(s.Name) {
-		return fail("name", "name = %q: use ASCII letters (a-z, A-Z), digits and . - + = _ only, not starting with '.' (it names the run directory)", s.Name)
+		return fail("name", "name = %q: use ASCII letters (a-z, A-Z), digits and . - + = _ only, 1 to 200 of them, not starting with '.' (it names the run directory)", s.Name)
 	}
 	if _, _, err := torchx.ParseDevice(s.Device); err != nil {
 		return fail("device", "device = %q: %v", s.Device, err)
