@@ -535,11 +535,13 @@ func ContinueIDs(next func(tokens []int32) ([]int32, error), first []int32, n in
 // Greedy is Continue's greedy choice: Argmax.
 func Greedy(_ int, logits []float32) int32 { return Argmax(logits) }
 
-// Argmax is the index of the largest logit, the lowest among equals.
+// Argmax is the index of the largest logit, the lowest among equals; a
+// NaN ranks below every number (all NaN: 0). A NaN at index 0 was kept,
+// since nothing compares above it, so the answer hung on where it sat.
 func Argmax(logits []float32) int32 {
 	best := 0
 	for i, v := range logits {
-		if v > logits[best] {
+		if v > logits[best] || (logits[best] != logits[best] && v == v) {
 			best = i
 		}
 	}

@@ -96,9 +96,30 @@ func TestContinueIDs(t *testing.T) {
 	}
 }
 
+// TestArgmaxNaN: Argmax ranks a NaN below every number wherever it sits
+// (at index 0 it used to be kept, nothing comparing above it); a row of
+// NaNs gives 0.
+func TestArgmaxNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, tc := range []struct {
+		row  []float32
+		want int32
+	}{
+		{[]float32{nan, 1, 2}, 2},
+		{[]float32{1, nan, 2}, 2},
+		{[]float32{nan, 2, 2}, 1},
+		{[]float32{nan, nan}, 0},
+		{[]float32{nan, float32(math.Inf(-1))}, 1},
+	} {
+		if got := Argmax(tc.row); got != tc.want {
+			t.Errorf("Argmax(%v) = %d, want %d", tc.row, got, tc.want)
+		}
+	}
+}
+
 // argmaxRows, taken by libtorch, must pick Argmax's token on every row:
 // the first of equal maxima, +0 and −0 equal, infinities, and rows with a
-// NaN, which torch.argmax ranks first and Argmax never picks unless at 0.
+// NaN, which torch.argmax ranks first and Argmax never picks.
 func TestArgmaxRowsIsArgmax(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	negZero := float32(math.Copysign(0, -1))
@@ -108,7 +129,7 @@ func TestArgmaxRowsIsArgmax(t *testing.T) {
 		{-inf, -inf, -inf, -inf, -inf},
 		{1, inf, 3, inf, -inf},
 		{1, nan, 3, 2, 0},    // a NaN inside: Argmax skips it
-		{nan, 5, 9, 9, 1},    // a NaN first: Argmax keeps index 0
+		{nan, 5, 9, 9, 1},    // a NaN first: skipped as well
 		{-3, -2, -1, -2, -9}, // all negative
 	}
 	flat := []float32{}

@@ -7,9 +7,12 @@ type Rouge struct{ Precision, Recall, F1 float64 }
 
 // RougeTokens splits text the way rouge_score's default tokenizer does:
 // lowercase, every character outside [a-z0-9] becomes a separator, no
-// stemming.
+// stemming. Python's lower() maps 'İ' (U+0130) to "i" and a combining
+// dot, a separator there; Go's ToLower to "i" alone, which would keep
+// "İstanbul" one word where rouge_score splits it. It is the one
+// character whose two lowerings tokenize apart.
 func RougeTokens(text string) []string {
-	lower := strings.ToLower(text)
+	lower := strings.ToLower(strings.ReplaceAll(text, "\u0130", "i\u0307"))
 	return strings.FieldsFunc(lower, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 	})

@@ -5,8 +5,12 @@
 // # Strategies
 //
 // The first four reproduce the reference code (github.com/ahans30/goldfish-loss,
-// lit_gpt/utils.py, apply_goldfish) decision for decision; the golden test
-// pins hash-table and static to masks PyTorch 1.13 computed.
+// lit_gpt/utils.py, apply_goldfish) decision for decision as it runs on
+// the CPU; the golden test pins hash-table and static to masks PyTorch
+// 1.13 computed there. The reference builds its hash table on the
+// training device (torch.rand with a generator on targets.device): on a
+// GPU that is Philox, not MT19937, and its table, so the positions it
+// drops, differ from these (same rule, seed and rate).
 //
 //   - none: the standard loss; k = 0 with any strategy means the same.
 //   - static: drops positions start, start+k, start+2k, ... of the row.
