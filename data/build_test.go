@@ -441,6 +441,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Sources = nil }, "data.sources"},
 		{func(c *Config) { c.Sources = []string{"wikipedia"} }, "data.sources"},
 		{func(c *Config) { c.Sources = []string{"opticks", "opticks"} }, `data.sources lists "opticks" twice`},
+		{func(c *Config) { c.Sources = []string{"jsonl:a.jsonl", "jsonl:./a.jsonl#text"} }, `data.sources lists "jsonl:a.jsonl" and "jsonl:./a.jsonl#text", the same source`},
 		{func(c *Config) { c.Tokenizer = "bpe:10" }, "data.tokenizer"},
 		{func(c *Config) { c.Tokenizer = "gpt3" }, "data.tokenizer"},
 		{func(c *Config) { c.Targets = -1 }, "data.targets"},
@@ -522,6 +523,21 @@ func TestTargetSources(t *testing.T) {
 	}
 	if bg["opticks"] == 0 || bg["moby-dick"] == 0 {
 		t.Errorf("background by source %v, want both", bg)
+	}
+	// A fixed background and the validation come from the other sources
+	// first (they took the target source's leftovers, and a "Moby-Dick"
+	// pretraining set was the targets' own book).
+	cfg.Background = 30
+	cfg.CacheDatasets = false // built here, not a cached entry of another memo
+	fixed := buildTest(t, cfg)
+	for _, s := range []string{SplitValidation, SplitBackground} {
+		by := map[string]int{}
+		for _, d := range docIDs(t, fixed, s) {
+			by[d.Source]++
+		}
+		if by["moby-dick"] != 0 || by["opticks"] == 0 {
+			t.Errorf("%s by source %v, want opticks alone", s, by)
+		}
 	}
 }
 

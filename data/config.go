@@ -146,16 +146,29 @@ func (c Config) Validate() error {
 	if len(c.Sources) == 0 {
 		bad("data.sources is empty: want at least one of %s, or txt:DIR, jsonl:FILE, parquet:FILE, arrow:FILE", strings.Join(BuiltinSources, ", "))
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, s := range c.Sources {
-		if _, err := ParseSource(s); err != nil {
+		src, err := ParseSource(s)
+		if err != nil {
 			bad("data.sources: %w", err)
+			continue
 		}
-		if seen[s] {
-			// Its documents would be read twice: every one a duplicate.
-			bad("data.sources lists %q twice: keep one", s)
+		// The same file under two spellings (./a.jsonl, a.jsonl#text) is
+		// the same source: its documents would be read twice, every one a
+		// duplicate, and the report's counts by source name overwritten.
+		id := src.Name()
+		if src.Path != "" {
+			id = src.Kind + ":" + filepath.Clean(src.Path)
 		}
-		seen[s] = true
+		if first, ok := seen[id]; ok {
+			if first == s {
+				bad("data.sources lists %q twice: keep one", s)
+			} else {
+				bad("data.sources lists %q and %q, the same source: keep one", first, s)
+			}
+			continue
+		}
+		seen[id] = s
 	}
 	for _, s := range c.TargetSources {
 		found := false

@@ -32,7 +32,12 @@ type keyedFile struct {
 // keyInput is everything that determines a built dataset; its JSON's
 // sha256 is the cache key.
 type keyInput struct {
-	Format int         `json:"format"`
+	Format int `json:"format"`
+	// Split is 2 for a config with target_sources, whose validation and
+	// background are drawn from the other sources first since
+	// 2026-12-01: its datasets of before are not reused. 0 (left out of
+	// the key) for every other config, whose splits did not change.
+	Split  int         `json:"split,omitempty"`
 	BPE    string      `json:"bpe"`
 	Config Config      `json:"config"`
 	Files  []keyedFile `json:"files"`
@@ -43,6 +48,9 @@ type keyInput struct {
 // content of every file the sources and the tokenizer read.
 func newKeyInput(cfg Config, cache string) (keyInput, error) {
 	in := keyInput{Format: FormatVersion, BPE: bpeVersion, Config: cfg}
+	if len(cfg.TargetSources) > 0 {
+		in.Split = 2
+	}
 	in.Config.CacheDir, in.Config.CacheDatasets = "", false
 	for _, s := range cfg.Sources {
 		src, err := ParseSource(s)

@@ -110,6 +110,14 @@ func assignSplits(cfg Config, tab *docTable, kept []int32, rep *Report, reject f
 	members = nil // the targets' index, before the larger one is made
 	members = newWindowIndex(all, tab.size, tab.tokens)
 	rest := order[next:]
+	if nPool < len(order) {
+		// With data.target_sources, validation and background come from
+		// the other sources first, then what the targets and controls
+		// left of theirs: the pool's leftovers went first, and
+		// exp/catastrophic.toml's 300 "Moby-Dick" pretraining chunks and
+		// its validation were all Opticks, the targets' own book.
+		rest = append(slices.Clone(order[nPool:]), order[next:nPool]...)
+	}
 	if len(rest) < cfg.Validation {
 		return reps, fmt.Errorf("data.validation = %d, but only %d documents remain after targets and controls", cfg.Validation, len(rest))
 	}
