@@ -108,7 +108,7 @@ func tokenizerFiles(spec, cache string) ([]string, error) {
 	return nil, nil
 }
 
-// walkFiles lists the regular files under dir whose names keep accepts,
+// walkFiles lists the regular files under dir (and links to them) whose names keep accepts,
 // sorted. Unreadable entries are left to the loader, which names them.
 func walkFiles(dir string, keep func(name string) bool) ([]string, error) {
 	var files []string
@@ -119,13 +119,28 @@ func walkFiles(dir string, keep func(name string) bool) ([]string, error) {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() && keep(d.Name()) {
+		if keep(d.Name()) && regularOrLinkToOne(p, d) {
 			files = append(files, p)
 		}
 		return nil
 	})
 	sort.Strings(files)
 	return files, err
+}
+
+// regularOrLinkToOne reports whether the walked entry d at p is a regular
+// file or a symbolic link to one: a txt: directory's loader reads a
+// linked file, so its key must hash what the link leads to (a key that
+// left links out reused a dataset of the linked file's old text).
+func regularOrLinkToOne(p string, d fs.DirEntry) bool {
+	if d.Type().IsRegular() {
+		return true
+	}
+	if d.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // hashFile keys one file by content; an unreadable file is keyed as such

@@ -389,6 +389,34 @@ func TestCacheKeyJSONLDir(t *testing.T) {
 	}
 }
 
+// TestCacheKeyTxtSymlink: a txt: directory's loader reads a .txt file
+// that is a link, so the key hashes what the link leads to: editing the
+// linked file makes a new key (it left links out, and a cached dataset of
+// the file's old text was reused).
+func TestCacheKeyTxtSymlink(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.txt"), "one")
+	target := filepath.Join(elsewhere, "b.txt")
+	writeFile(t, target, "two")
+	if err := os.Symlink(target, filepath.Join(dir, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Sources = []string{"txt:" + dir}
+	key := func() string {
+		_, k, err := cacheKeyInput(cfg, cfg.CacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k0 := key()
+	writeFile(t, target, "three")
+	if k := key(); k == k0 {
+		t.Error("editing the file a .txt link leads to left the key as it was")
+	}
+}
+
 // TestDatasetCacheUnwritable: a cache where no entry can be made (here a
 // file where CACHE/datasets should be, which stops root too) does not stop
 // a build: the dataset is built in the run directory, without cache.json.
