@@ -88,8 +88,18 @@ func syntaxError(file string, doc []byte, err error) *ConfigError {
 		}
 	}
 	if m := tableTwiceRE.FindStringSubmatch(err.Error()); m != nil {
-		if lines := headerLines(doc, m[1]); len(lines) > 1 {
+		lines := headerLines(doc, m[1])
+		if len(lines) > 1 {
 			return &ConfigError{File: file, Line: lines[1], Key: m[1], Msg: fmt.Sprintf("[%s] is opened twice (once above); keep one, holding all its keys", m[1])}
+		}
+		// One header, after dotted keys that made the table already
+		// (train.steps = 5 at the top, then [train]).
+		if len(lines) == 1 {
+			for i, l := range strings.Split(string(doc), "\n")[:lines[0]-1] {
+				if k, _, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.HasPrefix(strings.TrimSpace(k), m[1]+".") {
+					return &ConfigError{File: file, Line: lines[0], Key: m[1], Msg: fmt.Sprintf("[%s] is opened after line %d set %s as a dotted key, which made the table already; write its keys under [%s]", m[1], i+1, strings.TrimSpace(k), m[1])}
+				}
+			}
 		}
 	}
 	return &ConfigError{File: file, Msg: err.Error()}

@@ -50,6 +50,7 @@ func TestLoadIntoErrors(t *testing.T) {
 		{"a float for an integer", "[goldfish]\nk = 1e3\n", []string{"x.toml:2: goldfish.k: wrong type: the value is a TOML float, the key takes an integer"}, 2},
 		{"a value, then a table of that name", "name = 'x'\ngoldfish = 3\n[goldfish]\nk = 4\n", []string{"x.toml:3: goldfish: [goldfish] is opened as a table after goldfish was set as a value"}, 3},
 		{"a table opened twice", "name = 'x'\n[goldfish]\nk = 4\n\n[goldfish] # again\nh = 7\n", []string{"x.toml:5: goldfish: [goldfish] is opened twice (once above)"}, 5},
+		{"a table opened after its dotted keys", "name = 'x'\ntrain.steps = 5\n[train]\nlr = 1.0\n", []string{"x.toml:3: train: [train] is opened after line 2 set train.steps as a dotted key"}, 3},
 		// go-toml's own words for these named Go types, a value where
 		// the type belongs, or panicked (a date).
 		{"a boolean for an integer", "[goldfish]\nk = true\n", []string{"x.toml:2: goldfish.k: wrong type: the value is a TOML boolean, the key takes an integer"}, 2},
