@@ -362,6 +362,16 @@ func TestDatasetCacheGC(t *testing.T) {
 	}
 }
 
+// cacheKeyOf is the dataset cache's key for cfg as it is now.
+func cacheKeyOf(t *testing.T, cfg Config) string {
+	t.Helper()
+	_, k, err := cacheKeyInput(cfg, cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 // TestCacheKeyJSONLDir: the key of a jsonl:DIR source follows the content
 // of each JSONL file in it, and ignores other files.
 func TestCacheKeyJSONLDir(t *testing.T) {
@@ -369,22 +379,15 @@ func TestCacheKeyJSONLDir(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.jsonl"), `{"text": "one"}`+"\n")
 	cfg := testConfig(t)
 	cfg.Sources = []string{"jsonl:" + dir}
-	key := func() string {
-		_, k, err := cacheKeyInput(cfg, cfg.CacheDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	k0 := key()
+	k0 := cacheKeyOf(t, cfg)
 	writeFile(t, filepath.Join(dir, "notes.txt"), "not a JSONL file")
-	if k := key(); k != k0 {
+	if k := cacheKeyOf(t, cfg); k != k0 {
 		t.Errorf("a non-JSONL file changed the key")
 	}
 	writeFile(t, filepath.Join(dir, "sub", "b.jsonl.gz"), "x")
-	k1 := key()
+	k1 := cacheKeyOf(t, cfg)
 	writeFile(t, filepath.Join(dir, "a.jsonl"), `{"text": "two"}`+"\n")
-	if k2 := key(); k1 == k0 || k2 == k1 {
+	if k2 := cacheKeyOf(t, cfg); k1 == k0 || k2 == k1 {
 		t.Errorf("keys %s, %s, %s: want a new key for an added file and for an edited one", k0, k1, k2)
 	}
 }
@@ -403,16 +406,9 @@ func TestCacheKeyTxtSymlink(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	cfg.Sources = []string{"txt:" + dir}
-	key := func() string {
-		_, k, err := cacheKeyInput(cfg, cfg.CacheDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	k0 := key()
+	k0 := cacheKeyOf(t, cfg)
 	writeFile(t, target, "three")
-	if k := key(); k == k0 {
+	if k := cacheKeyOf(t, cfg); k == k0 {
 		t.Error("editing the file a .txt link leads to left the key as it was")
 	}
 }

@@ -3,8 +3,6 @@ package experiments
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -336,13 +334,15 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 				return nil, fmt.Errorf("%w: %s is damaged (not TOML: %v); pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), strings.ReplaceAll(terr.Error(), "\n", " "))
 			}
-			if m, merr := ReadManifest(dir); merr == nil && m.ConfigHash != "" {
-				if sum := sha256.Sum256(old); hex.EncodeToString(sum[:]) != m.ConfigHash {
-					// Emptied or cut short, it would read as "another spec"
-					// with a hundred keys changed.
-					return nil, fmt.Errorf("%w: %s is not the file memo run wrote (its sha256 is not the one %s records): damaged or edited since; restore it, or pass --force to move the old run aside and start again", ErrSpecChanged,
-						filepath.Join(dir, runfiles.ConfigFile), ManifestFile)
-				}
+			m, merr := ReadManifest(dir)
+			if merr != nil {
+				m = nil
+			}
+			if _, _, ok := recordedConfigMatches(m, old); !ok {
+				// Emptied or cut short, it would read as "another spec"
+				// with a hundred keys changed.
+				return nil, fmt.Errorf("%w: %s is not the file memo run wrote (its sha256 is not the one %s records): damaged or edited since; restore it, or pass --force to move the old run aside and start again", ErrSpecChanged,
+					filepath.Join(dir, runfiles.ConfigFile), ManifestFile)
 			}
 			differ := ""
 			if toml.Unmarshal(conf, &now) == nil {

@@ -32,19 +32,29 @@ import (
 // [data] and [train] values that break a rule of this memo's for starting
 // a run are read with a warning: the work they describe is done.
 func ReadRun(dir string) (s *Spec, ok bool, err error) {
+	s, _, ok, err = readRun(dir)
+	return s, ok, err
+}
+
+// readRun is ReadRun that also returns the run's manifest.json as it read
+// it to check config.toml against, nil where there is none readable.
+func readRun(dir string) (s *Spec, m *Manifest, ok bool, err error) {
 	path := filepath.Join(dir, runfiles.ConfigFile)
 	doc, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, merr := os.Stat(filepath.Join(dir, ManifestFile)); merr == nil {
-			return nil, false, &ConfigError{File: path, Msg: "missing from a run directory (it has manifest.json): the run's settings are read from it; restore it, or run the spec again"}
+			return nil, nil, false, &ConfigError{File: path, Msg: "missing from a run directory (it has manifest.json): the run's settings are read from it; restore it, or run the spec again"}
 		}
-		return Default(), false, nil
+		return Default(), nil, false, nil
 	}
 	if err != nil {
-		return nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
+		return nil, nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
-	if err := checkRecordedConfig(dir, path, doc); err != nil {
-		return nil, false, err
+	if m, err = ReadManifest(dir); err != nil {
+		m = nil
+	}
+	if err := checkRecordedConfig(m, path, doc); err != nil {
+		return nil, nil, false, err
 	}
 	name := filepath.Base(filepath.Clean(dir))
 	if s, err = decode(path, doc, name); err != nil {
@@ -54,7 +64,7 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 		// is still read for its results, with the rule named.
 		lenient, lerr := decode(path, doc, name, "data", "train")
 		if lerr != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		key := path
 		if abs, err := filepath.Abs(path); err == nil {
@@ -65,26 +75,33 @@ func ReadRun(dir string) (s *Spec, ok bool, err error) {
 		}
 		s = lenient
 	}
-	return s, true, nil
+	return s, m, true, nil
 }
 
 // checkRecordedConfig refuses a run's config.toml (doc, at path) whose
 // sha256 is not the one its manifest.json recorded when memo run wrote
 // it: emptied or cut short, it decoded as the defaults' keys, and extract
 // and eval redid the run's work under settings it never had, over its
-// own results. Only memo run writes either file, a new manifest with
-// each config.toml. A run with no readable manifest (memo data build's,
-// an older memo's) is read as it is.
-func checkRecordedConfig(dir, path string, doc []byte) error {
-	m, err := ReadManifest(dir)
-	if err != nil || m.ConfigHash == "" {
-		return nil
-	}
-	sum := sha256.Sum256(doc)
-	if got := hex.EncodeToString(sum[:]); got != m.ConfigHash {
-		return &ConfigError{File: path, Msg: fmt.Sprintf("not the file memo run wrote (sha256 %.12s…, %s records %.12s…): damaged or edited since; restore it, or run the spec again with --force", got, ManifestFile, m.ConfigHash)}
+// own results.
+func checkRecordedConfig(m *Manifest, path string, doc []byte) error {
+	if got, want, ok := recordedConfigMatches(m, doc); !ok {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("not the file memo run wrote (sha256 %.12s…, %s records %.12s…): damaged or edited since; restore it, or run the spec again with --force", got, ManifestFile, want)}
 	}
 	return nil
+}
+
+// recordedConfigMatches reports whether doc, a run's config.toml, has the
+// sha256 the run's manifest m recorded (want) when memo run wrote it; got
+// is doc's. Only memo run writes either file, a new manifest with each
+// config.toml. A run with no readable manifest (m nil), or one that
+// records no hash (memo data build's, an older memo's), matches.
+func recordedConfigMatches(m *Manifest, doc []byte) (got, want string, ok bool) {
+	if m == nil || m.ConfigHash == "" {
+		return "", "", true
+	}
+	sum := sha256.Sum256(doc)
+	got = hex.EncodeToString(sum[:])
+	return got, m.ConfigHash, got == m.ConfigHash
 }
 
 // oldRuleWarned holds the config.toml files ReadRun has warned about, so
@@ -155,11 +172,11 @@ func (s *Spec) modelLabel() string {
 // run's spec through it (plots cannot import this package, which draws
 // its figures through plots). A run without config.toml has none (nil).
 func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
-	s, ok, err := ReadRun(dir)
+	s, m, ok, err := readRun(dir)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if why := changedOutput(dir, reportReads...); why != "" {
+	if why := changedOutput(m, dir, reportReads...); why != "" {
 		return nil, badinput.Errorf("%s: %s: memo run on it redoes that stage; the report publishes no number from it", dir, why)
 	}
 	return s.PlotsSpec(), nil
@@ -174,12 +191,11 @@ var reportReads = []string{runfiles.MetricsFile}
 
 // changedOutput says which of a run's files (rels, relative to dir) is
 // not as the stage that wrote it recorded it in manifest.json (size and
-// sha256), "" when all are or the manifest records none of them: a
-// metrics.arrow damaged in its middle still read, and the report put
-// -0.000 where the run's final train loss was 4.939.
-func changedOutput(dir string, rels ...string) string {
-	m, err := ReadManifest(dir)
-	if err != nil {
+// sha256), "" when all are or the manifest m (nil for none) records
+// none of them: a metrics.arrow damaged in its middle still read, and the
+// report put -0.000 where the run's final train loss was 4.939.
+func changedOutput(m *Manifest, dir string, rels ...string) string {
+	if m == nil {
 		return ""
 	}
 	want := map[string]Output{}

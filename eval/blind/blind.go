@@ -119,33 +119,40 @@ func unspaced(r rune) bool {
 // other folds. Folds are stratified: each class is shuffled by cfg.Seed
 // and dealt round-robin, so every fold holds both classes in proportion.
 func Scores(texts []string, member []bool, cfg Config) ([]float64, error) {
-	if _, err := check(texts, member, cfg); err != nil {
-		return nil, err
-	}
-	f := featurize(texts)
-	out := make([]float64, len(texts))
-	f.crossValidate(member, cfg, out)
-	return out, nil
+	_, s, err := outOfFold(texts, member, cfg)
+	return s, err
 }
 
-// check refuses labels and settings the cross-validation cannot run on,
-// and counts the members.
-func check(texts []string, member []bool, cfg Config) (members int, err error) {
-	if len(texts) != len(member) {
-		return 0, fmt.Errorf("blind: %d texts, %d labels", len(texts), len(member))
+// outOfFold is Scores that also returns the featurized texts, which the
+// permutation test refits under shuffled labels.
+func outOfFold(texts []string, member []bool, cfg Config) (*featurized, []float64, error) {
+	if err := check(texts, member, cfg); err != nil {
+		return nil, nil, err
 	}
+	f := featurize(texts)
+	s := make([]float64, len(texts))
+	f.crossValidate(member, cfg, s)
+	return f, s, nil
+}
+
+// check refuses labels and settings the cross-validation cannot run on.
+func check(texts []string, member []bool, cfg Config) error {
+	if len(texts) != len(member) {
+		return fmt.Errorf("blind: %d texts, %d labels", len(texts), len(member))
+	}
+	members := 0
 	for _, m := range member {
 		if m {
 			members++
 		}
 	}
 	if cfg.Folds < 2 || members < cfg.Folds || len(texts)-members < cfg.Folds {
-		return 0, fmt.Errorf("blind: %d folds need at least as many members (%d) and non-members (%d)", cfg.Folds, members, len(texts)-members)
+		return fmt.Errorf("blind: %d folds need at least as many members (%d) and non-members (%d)", cfg.Folds, members, len(texts)-members)
 	}
 	if !(cfg.Alpha > 0) {
-		return 0, errors.New("blind: smoothing alpha must be positive")
+		return errors.New("blind: smoothing alpha must be positive")
 	}
-	return members, nil
+	return nil
 }
 
 // featurized is a set's texts as feature ids, one id per distinct feature
@@ -365,12 +372,10 @@ func (r Result) Separable() bool { return r.Verdict() == VerdictSeparable }
 // eval's AUC and stratified bootstrap (b resamples, seed bootSeed), and
 // the AUC with cfg.Permutations label permutations.
 func Evaluate(texts []string, member []bool, cfg Config, b int, bootSeed uint64) (Result, error) {
-	if _, err := check(texts, member, cfg); err != nil {
+	f, s, err := outOfFold(texts, member, cfg)
+	if err != nil {
 		return Result{}, err
 	}
-	f := featurize(texts)
-	s := make([]float64, len(texts))
-	f.crossValidate(member, cfg, s)
 	ms, cs := split(s, member)
 	st := eval.ScoreMembership(ms, cs, b, bootSeed)
 	return Result{Scores: s, AuditStat: st, P: f.permutationP(member, cfg, float64(st.AUC)), Permutations: max(cfg.Permutations, 0)}, nil
