@@ -19,7 +19,8 @@ type Config struct {
 	MinKFraction float64 `toml:"mink_fraction" json:"mink_fraction"`
 	// Reference, when set, is another run directory or its completions.arrow
 	// whose per-document losses serve as the reference model's for the
-	// loss-difference attack (documents matched by text). Empty uses the
+	// loss-difference attack, matched by the window each was scored over
+	// (by document text in files that record no window). Empty uses the
 	// ref_loss column that extract wrote, when it holds numbers.
 	Reference string `toml:"reference" json:"reference"`
 	// FPR is the false positive rate below which the true positive rate is

@@ -65,14 +65,14 @@ func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath
 		r := math.NaN()
 		if ref != nil {
 			var ok bool
-			if r, ok = ref[c.Text]; !ok {
+			if r, ok = ref.of(c); !ok {
 				r, unmatched = math.NaN(), unmatched+1
 			}
 		}
 		rows[i] = ScoreCompletion(c, cfg.MinKFraction, r)
 	}
 	if unmatched > 0 {
-		slog.Warn("eval: documents missing from the reference completions; their ref_diff is NaN",
+		slog.Warn("eval: windows missing from the reference completions (another dataset, or attacked with another window); their ref_diff is NaN",
 			"reference", cfg.Reference, "missing", unmatched, "of", len(comps))
 	}
 	cal, err := applyCalibrated(rows, SignalsPath(path), cfg.Calibrated)
@@ -192,8 +192,8 @@ func undefinedStat() MIAStat {
 }
 
 // referenceLosses reads a reference model's completions (a file or a run
-// directory) into mean loss by document text; nil when none is configured.
-func referenceLosses(ref string) (map[string]float64, error) {
+// directory) into their mean losses; nil when none is configured.
+func referenceLosses(ref string) (*refLosses, error) {
 	if ref == "" {
 		return nil, nil
 	}
@@ -201,15 +201,34 @@ func referenceLosses(ref string) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eval.reference = %q: %w", ref, err)
 	}
-	out := make(map[string]float64, len(comps))
+	out := &refLosses{byWindow: map[string]float64{}, byText: map[string]float64{}}
 	for _, c := range comps {
 		l := c.Loss
 		if len(c.TokenLosses) > 0 {
 			l = MeanLoss(c.TokenLosses)
 		}
-		out[c.Text] = l
+		out.byText[c.Text] = l
+		if c.WindowText != "" {
+			out.byWindow[c.WindowText] = l
+		}
 	}
 	return out, nil
+}
+
+// refLosses are a reference model's mean losses by the window they were
+// taken over, and by document text for files that record no window (an
+// older extract's): ref_diff compares two means over the same tokens, so
+// a reference attacked over another window of the document has none.
+type refLosses struct{ byWindow, byText map[string]float64 }
+
+// of is the reference's mean loss over c's window.
+func (r *refLosses) of(c runfiles.Completion) (float64, bool) {
+	if c.WindowText != "" && len(r.byWindow) > 0 {
+		l, ok := r.byWindow[c.WindowText]
+		return l, ok
+	}
+	l, ok := r.byText[c.Text]
+	return l, ok
 }
 
 // setProvenance copies what extract recorded about the model and the

@@ -24,6 +24,11 @@ import (
 var testSchema = columnsOf(runfiles.CompletionsSchema, "doc_id", "split", "title", "status", "repetitions",
 	"suffix_ids", "generated_ids", "suffix_text", "generated_text", "text", "loss", "mink", "ref_loss", "token_losses")
 
+// testSchemaWithWindow is testSchema with window_text, which pairs a
+// document's losses with a reference's over the same window.
+var testSchemaWithWindow = columnsOf(runfiles.CompletionsSchema, "doc_id", "split", "title", "status", "repetitions",
+	"suffix_ids", "generated_ids", "suffix_text", "generated_text", "text", "window_text", "loss", "mink", "ref_loss", "token_losses")
+
 // columnsOf is the schema of the named columns of s, in that order.
 func columnsOf(s *arrow.Schema, names ...string) *arrow.Schema {
 	fields := make([]arrow.Field, len(names))
@@ -208,6 +213,37 @@ func TestRunReferenceAndErrors(t *testing.T) {
 	}
 	if !near(float64(sum.MIA.RefAUC), 1) || !near(float64(sum.MIA.RefTPR), 1) {
 		t.Errorf("ref AUC %v, TPR %v: want 1 and 1", sum.MIA.RefAUC, sum.MIA.RefTPR)
+	}
+	// With windows recorded, the losses pair by window: a reference
+	// attacked over other windows of the same documents has no mean over
+	// the tokens the target's covers.
+	for _, tc := range []struct {
+		name    string
+		refWin  func(text string) string
+		wantNaN bool
+	}{
+		{"same windows", func(text string) string { return text }, false},
+		{"other windows", func(text string) string { return text[1:] }, true},
+	} {
+		withWin, refWin := crafted(), append([]runfiles.Completion(nil), ref...)
+		for i := range withWin {
+			withWin[i].WindowText, refWin[i].WindowText = withWin[i].Text, tc.refWin(refWin[i].Text)
+		}
+		wdir, wref := t.TempDir(), t.TempDir()
+		for path, cs := range map[string][]runfiles.Completion{filepath.Join(wdir, "completions.arrow"): withWin, filepath.Join(wref, "completions.arrow"): refWin} {
+			if err := runfiles.WriteCompletionsAs(path, testSchemaWithWindow, cs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wcfg := DefaultConfig()
+		wcfg.Reference = wref
+		got, err := Run(wcfg, wdir, loss.Config{Strategy: "none"}, wdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auc := float64(got.MIA.RefAUC); math.IsNaN(auc) != tc.wantNaN || !tc.wantNaN && !near(auc, 1) {
+			t.Errorf("%s: ref AUC %v, want NaN %v (else 1)", tc.name, auc, tc.wantNaN)
+		}
 	}
 	if _, err := Run(DefaultConfig(), filepath.Join(dir, "missing.arrow"), loss.Config{}, dir); err == nil {
 		t.Error("a missing completions file should fail")

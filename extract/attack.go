@@ -2,6 +2,8 @@ package extract
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -178,6 +180,46 @@ func windowLosses(ctx context.Context, g *model.GPT, prompts []Prompt, batch int
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// strideLosses is windowLosses for a model whose context may be shorter
+// than a window: a window of more than window tokens is scored in
+// overlapping windows (StrideWindows, window/2 apart), every token once,
+// with at least half a context before it; a window that fits is scored
+// whole, as windowLosses scores it.
+func strideLosses(ctx context.Context, g *model.GPT, prompts []Prompt, window, batch int, label string) ([][]float32, error) {
+	type job struct {
+		prompt int
+		span   Span
+	}
+	var jobs []job
+	var windows []Prompt
+	split := 0
+	for i, p := range prompts {
+		spans := []Span{{Start: 0, End: len(p.Window)}}
+		if len(p.Window) > window {
+			if window < 2 {
+				return nil, fmt.Errorf("a context of %d tokens scores no window of %d", window, len(p.Window))
+			}
+			spans, split = StrideWindows(len(p.Window), window, window/2), split+1
+		}
+		for _, sp := range spans {
+			jobs = append(jobs, job{prompt: i, span: sp})
+			windows = append(windows, Prompt{Window: p.Window[sp.Start:sp.End]})
+		}
+	}
+	if split > 0 {
+		slog.Info(label+": windows longer than the model's context are scored in overlapping windows", "windows", split, "context", window)
+	}
+	losses, err := windowLosses(ctx, g, windows, batch, label)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(prompts))
+	for k, j := range jobs { // in prompt order, each prompt's windows in order
+		out[j.prompt] = append(out[j.prompt], losses[k][j.span.Keep:]...)
 	}
 	return out, nil
 }

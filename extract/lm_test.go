@@ -63,3 +63,49 @@ func TestRightPaddedLossesMatchOneAtATime(t *testing.T) {
 		})
 	}
 }
+
+// TestStrideLossesCoverTheWindow: a model whose context is shorter than a
+// window scores every token of it once (a reference model's mean must
+// cover the tokens the attacked model's covers): the first context−1
+// losses are the full-window forward's (causal attention), and the last
+// is that of the last stride window scored alone. A window that fits
+// is scored whole.
+func TestStrideLossesCoverTheWindow(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	docs := opticksDocs(t, 2, 120)
+	g := newModel(t, model.Config{Preset: "nano", Vocab: 256, Context: 128, Seed: 11})
+	const window = 32
+	prompts := []Prompt{{Window: docs[0].IDs[:100]}, {Window: docs[1].IDs[:20]}}
+	got, err := strideLosses(context.Background(), g, prompts, window, 4, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := engine.TokenNLL(g, [][]int32{prompts[0].Window, prompts[1].Window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := StrideWindows(100, window, window/2)
+	last := spans[len(spans)-1]
+	tail, err := engine.TokenNLL(g, [][]int32{prompts[0].Window[last.Start:last.End]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 99 || len(got[1]) != 19 {
+		t.Fatalf("%d and %d losses, want 99 and 19: one per token after the first", len(got[0]), len(got[1]))
+	}
+	near := func(a, b float32) bool { return math.Abs(float64(a-b)) <= 1e-5 }
+	for j := range window - 1 {
+		if !near(got[0][j], full[0][j]) {
+			t.Errorf("target %d: %v, want the first window's %v", j+1, got[0][j], full[0][j])
+		}
+	}
+	if want := tail[0][len(tail[0])-1]; !near(got[0][98], want) {
+		t.Errorf("last target: %v, want %v (its last window, tokens [%d, 100), alone)", got[0][98], want, last.Start)
+	}
+	for j := range got[1] {
+		if !near(got[1][j], full[1][j]) {
+			t.Errorf("short window, target %d: %v, want %v scored whole", j+1, got[1][j], full[1][j])
+		}
+	}
+}

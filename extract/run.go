@@ -228,7 +228,12 @@ func attackedDocs(ds *data.Dataset, cfg Config) ([]data.Doc, error) {
 }
 
 // referenceLosses loads the reference model and computes its losses over
-// the same windows.
+// the same windows, the same tokens the attacked model's losses cover: a
+// window longer than the reference's context is scored in overlapping
+// windows (StrideWindows, half the context apart), every token once with
+// at least half a context before it. Cut to the context instead, the
+// reference's mean covered the window's head and ref_diff compared it
+// with the attacked model's mean over the whole window.
 func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts []Prompt) ([][]float32, error) {
 	ref, ckpt, err := loadModel(cfg.Reference, cfg.Device, cfg.Precision)
 	if err != nil {
@@ -237,17 +242,20 @@ func referenceLosses(ctx context.Context, cfg Config, ds *data.Dataset, prompts 
 	if err := sameTokenizer(ds, ckpt); err != nil {
 		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
 	}
-	ws := make([]Prompt, len(prompts))
-	for i, p := range prompts {
-		ws[i] = Prompt{Window: p.Window[:min(len(p.Window), ref.Config().Context)]}
-		for _, id := range ws[i].Window {
-			if int(id) >= ref.Config().Vocab {
-				return nil, fmt.Errorf("extract.reference = %q: token %d outside its vocabulary of %d: a different tokenizer", cfg.Reference, id, ref.Config().Vocab)
+	window, vocab := ref.Config().Context, ref.Config().Vocab
+	for _, p := range prompts {
+		for _, id := range p.Window {
+			if int(id) >= vocab {
+				return nil, fmt.Errorf("extract.reference = %q: token %d outside its vocabulary of %d: a different tokenizer", cfg.Reference, id, vocab)
 			}
 		}
 	}
 	slog.Info("extract: reference losses", "checkpoint", ckpt)
-	return windowLosses(ctx, ref, ws, cfg.BatchSize, "extract: reference model")
+	losses, err := strideLosses(ctx, ref, prompts, window, cfg.BatchSize, "extract: reference model")
+	if err != nil {
+		return nil, fmt.Errorf("extract.reference = %q: %w", cfg.Reference, err)
+	}
+	return losses, nil
 }
 
 // scoredTexts decodes the true suffix and the generation, the two texts
