@@ -57,7 +57,7 @@ func (w approxRow) cells() []string {
 // the report's other CSV tables have them (csvFloat).
 func writeApproxCSV(out io.Writer, rows []approxRow) error {
 	cw := csv.NewWriter(out)
-	if err := cw.Write([]string{"run", "loss", "method", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high",
+	if err := cw.Write([]string{"run", "loss", "method", "targets", "exact_match", "exact_match_wilson_ci_low", "exact_match_wilson_ci_high",
 		"rougeL", "controls_exact_match", "exact_agree", "full_agreement", "attn_mass_kept", "kv_bytes_per_token", "spec_accept"}); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 	n := 0
 	for _, w := range rows {
 		xv := x(w.a)
-		if math.IsNaN(xv) || (logX && xv <= 0) {
+		if math.IsNaN(xv) || (logX && xv <= 0) || w.members.N == 0 {
 			continue
 		}
 		pts := byLoss[w.loss]

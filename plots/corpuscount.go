@@ -79,7 +79,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 	csvOut := func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		f := csvFloat
-		if err := cw.Write([]string{"run", "count_lo", "count_hi", "targets", "exact_match", "exact_match_ci_low", "exact_match_ci_high", "loss_auc"}); err != nil {
+		if err := cw.Write([]string{"run", "count_lo", "count_hi", "targets", "exact_match", "exact_match_wilson_ci_low", "exact_match_wilson_ci_high", "loss_auc"}); err != nil {
 			return err
 		}
 		for _, r := range rows {

@@ -92,4 +92,45 @@ func TestReportDPColumns(t *testing.T) {
 		t.Errorf("k=4's final_val_loss = %q (%v), want the last validation loss", byRun["k=4"][col["final_val_loss"]], err)
 	}
 	checkFigures(t, filepath.Join(dp, "figures"), []string{"memorization-vs-utility"})
+
+	// pdflatex stops at a raw ε: table.tex is ASCII, the Greek in math.
+	tex, err := os.ReadFile(filepath.Join(dp, "table.tex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range tex {
+		if c >= 0x80 {
+			t.Fatalf("table.tex has a non-ASCII byte at %d: %q", i, tex[max(0, i-20):min(len(tex), i+20)])
+		}
+	}
+	for _, want := range []string{`DP $\varepsilon$ & DP $\delta$ & DP $\sigma$`, `$\infty$`} {
+		if !strings.Contains(string(tex), want) {
+			t.Errorf("table.tex lacks %q:\n%s", want, tex)
+		}
+	}
+}
+
+// TestReportSkipsRunsWithNoMember: a DP-SGD run whose targets were all
+// too short to attack has no exact-match rate (NaN); the memorization-
+// against-utility figure leaves it out instead of failing the report
+// ("plotter: NaN data point"), which then lost table.md too.
+func TestReportSkipsRunsWithNoMember(t *testing.T) {
+	eps := 7.99
+	rec := &provenance.DPRecord{Epsilon: &eps, Delta: 1e-5, NoiseMultiplier: 0.5, SampleRate: 0.01, MaxGradNorm: 1, Steps: 80, Rows: 1280}
+	dir := outDir(t, "no-member")
+	runs := []synthRun{
+		{name: "std", preset: "tiny", targets: 16, exact: 8, rouge: 0.8, steps: 200},
+		{name: "dp", preset: "tiny", targets: 16, exact: 0, rouge: 0.1, steps: 200, dp: rec},
+		{name: "dp-short", preset: "tiny", targets: 16, exact: 0, rouge: 0.1, steps: 200, dp: rec, unattacked: 32},
+	}
+	var pts []synthPoint
+	for i, r := range runs {
+		writeSynthRun(t, filepath.Join(dir, r.name), r, uint64(i))
+		pts = append(pts, synthPoint{r.name, r.name, map[string]any{"x": r.name}})
+	}
+	writeSweepIndex(t, dir, "no-member", []string{"x"}, pts)
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
+		t.Fatal(err)
+	}
+	checkFigures(t, filepath.Join(dir, "report", "figures"), []string{"memorization-vs-utility"})
 }

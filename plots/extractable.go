@@ -28,8 +28,16 @@ func extractableCurves(cfg Config, runs []*runData) (*figure, error) {
 	if len(have) == 0 {
 		return nil, nil
 	}
-	q := have[0].Summary.Extractable.Q
-	p := newPlot(cfg, fmt.Sprintf("Probabilistic extraction (q = %g)", q), "samples drawn per prefix, n",
+	// One q in the title; runs scored at different ones (eval.extractable_q)
+	// each say theirs in the legend.
+	title, qs := "Probabilistic extraction", map[float64]bool{}
+	for _, r := range have {
+		qs[r.Summary.Extractable.Q] = true
+	}
+	if len(qs) == 1 {
+		title = fmt.Sprintf("Probabilistic extraction (q = %g)", have[0].Summary.Extractable.Q)
+	}
+	p := newPlot(cfg, title, "samples drawn per prefix, n",
 		"documents extracted with probability ≥ q (%)")
 	p.X.Scale = plot.LogScale{}
 	var ticks plot.ConstantTicks
@@ -61,6 +69,9 @@ func extractableCurves(cfg Config, runs []*runData) (*figure, error) {
 			label := side.name
 			if len(have) > 1 {
 				label = r.Label + ", " + side.name
+			}
+			if len(qs) > 1 {
+				label += fmt.Sprintf(", q = %g", ex.Q)
 			}
 			if err := addErrSeries(p, pts, colorAt(ri), dashes[si%len(dashes)], draw.CircleGlyph{}, label); err != nil {
 				return nil, err

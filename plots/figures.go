@@ -524,6 +524,11 @@ func groupByReps(runs []*runData) repsGroups {
 				s += " (" + r.Name + ")"
 			}
 		}
+		if slices.Contains(g.series, s) {
+			// Points are keyed by series: a second run under one name
+			// would overwrite the first's.
+			s += " (" + r.Name + ")"
+		}
 		g.series = append(g.series, s)
 		for _, b := range r.Summary.ByRepetitions {
 			if b.Repetitions <= 0 || b.N == 0 {
@@ -556,7 +561,7 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*figure, error) {
 	if metric == "rougeL" {
 		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets (95 % CI)", 1
 	}
-	p := newPlot(cfg, title, "times each target was seen in training", ylabel)
+	p := newPlot(cfg, title, "copies of each target per training epoch (data.repetitions)", ylabel)
 	p.X.Scale = plot.LogScale{}
 	var ticks plot.ConstantTicks
 	for _, r := range reps {

@@ -31,6 +31,55 @@ func labelRuns(runs []*runData, axes []string) {
 		r.Variant = strings.Join(parts, ", ")
 		r.Label = joinLabel(r.goldfishLabel(), r.Variant)
 	}
+	disambiguate(runs, axes)
+}
+
+// disambiguate tells apart runs that labelRuns gave one label: the words
+// for the loss, DP-SGD and LoRA leave keys out (goldfish.seed, ε rounded
+// to three figures, train.dp.max_grad_norm at one target ε, lora.alpha),
+// and a figure review found a goldfish.seed sweep drawn as one category
+// and a DP sweep's repetitions table holding one run's rows twice. Each
+// group sharing a label has the axes whose values differ within it added
+// to its variants, or, where none does, the run's name.
+func disambiguate(runs []*runData, axes []string) {
+	groups := map[string][]*runData{}
+	var order []string
+	for _, r := range runs {
+		if _, ok := groups[r.Label]; !ok {
+			order = append(order, r.Label)
+		}
+		groups[r.Label] = append(groups[r.Label], r)
+	}
+	for _, label := range order {
+		group := groups[label]
+		if len(group) < 2 {
+			continue
+		}
+		var differ []string
+		for _, a := range axes {
+			seen := map[string]bool{}
+			for _, r := range group {
+				seen[fmt.Sprint(r.Values[a])] = true
+			}
+			if len(seen) > 1 {
+				differ = append(differ, a)
+			}
+		}
+		names := shortKeys(differ)
+		for _, r := range group {
+			var parts []string
+			for _, a := range differ {
+				if v, ok := r.Values[a]; ok {
+					parts = append(parts, names[a]+"="+fmt.Sprint(v))
+				}
+			}
+			if len(differ) == 0 {
+				parts = []string{r.Name}
+			}
+			r.Variant = joinLabel(r.Variant, strings.Join(parts, ", "))
+			r.Label = joinLabel(r.goldfishLabel(), r.Variant)
+		}
+	}
 }
 
 // loraText is "LoRA r=8" for a run that trained LoRA adapters, else "".

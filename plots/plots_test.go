@@ -462,6 +462,43 @@ func TestLabelRuns(t *testing.T) {
 	}
 }
 
+// TestLabelRunsTellsApart: runs the words for the loss, DP-SGD and LoRA
+// would name alike (a goldfish.seed sweep, a DP sweep over max_grad_norm
+// at one ε, a LoRA alpha sweep) are told apart by the keys that differ
+// among them, or by name where none does: one label each, which the
+// figures group by and the repetitions table keys its rows on.
+func TestLabelRunsTellsApart(t *testing.T) {
+	eps := 7.99
+	dp := &eval.Summary{DP: &provenance.DPRecord{Epsilon: &eps}}
+	for _, tc := range []struct {
+		name string
+		axes []string
+		runs []*runData
+		want []string
+	}{
+		{"goldfish.seed", []string{"goldfish.seed"}, []*runData{
+			{Name: "a", K: 4, H: 13, Strategy: "hash-table", Values: map[string]any{"goldfish.seed": int64(0)}},
+			{Name: "b", K: 4, H: 13, Strategy: "hash-table", Values: map[string]any{"goldfish.seed": int64(1)}},
+		}, []string{"goldfish k=4, h=13, seed=0", "goldfish k=4, h=13, seed=1"}},
+		{"max_grad_norm at one ε", []string{"train.dp.max_grad_norm"}, []*runData{
+			{Name: "a", Strategy: "hash-table", Summary: dp, Values: map[string]any{"train.dp.max_grad_norm": 0.5}},
+			{Name: "b", Strategy: "hash-table", Summary: dp, Values: map[string]any{"train.dp.max_grad_norm": 1.0}},
+		}, []string{"standard, DP-SGD ε=7.99, max_grad_norm=0.5", "standard, DP-SGD ε=7.99, max_grad_norm=1"}},
+		{"same settings", []string{"train.lr"}, []*runData{
+			{Name: "a", Strategy: "hash-table", Values: map[string]any{"train.lr": 0.01}},
+			{Name: "b", Strategy: "hash-table", Values: map[string]any{"train.lr": 0.01}},
+			{Name: "c", Strategy: "hash-table", Values: map[string]any{"train.lr": 0.02}},
+		}, []string{"standard, lr=0.01, a", "standard, lr=0.01, b", "standard, lr=0.02"}},
+	} {
+		labelRuns(tc.runs, tc.axes)
+		for i, r := range tc.runs {
+			if r.Label != tc.want[i] {
+				t.Errorf("%s: run %s labelled %q, want %q", tc.name, r.Name, r.Label, tc.want[i])
+			}
+		}
+	}
+}
+
 // TestReportReplacedWhole: a report is built beside report/ and renamed
 // into place, so a second report leaves nothing of the first (a figure of
 // another format, a file of its own) and no temporary directory; a

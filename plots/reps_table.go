@@ -66,8 +66,8 @@ func writeRepsMarkdown(out io.Writer, rows []repsRow) error {
 func writeRepsCSV(out io.Writer, rows []repsRow) error {
 	cw := csv.NewWriter(out)
 	f := csvFloat
-	if err := cw.Write([]string{"model", "repetitions", "targets", "exact_match", "exact_match_ci_low",
-		"exact_match_ci_high", "rougeL", "rougeL_ci_low", "rougeL_ci_high"}); err != nil {
+	if err := cw.Write([]string{"model", "repetitions", "targets", "exact_match", "exact_match_wilson_ci_low",
+		"exact_match_wilson_ci_high", "rougeL", "rougeL_ci_low", "rougeL_ci_high"}); err != nil {
 		return err
 	}
 	for _, w := range rows {

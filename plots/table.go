@@ -90,13 +90,22 @@ func interval(v float64, ci [2]eval.Num, f func(float64) string) string {
 	return fmt.Sprintf("%s [%s, %s]", f(v), f(float64(ci[0])), f(float64(ci[1])))
 }
 
+// aucInterval is the AUC's interval column: "–" without one
+// (eval.bootstrap = 0), not "[–, –]".
+func aucInterval(ci [2]eval.Num) string {
+	if math.IsNaN(float64(ci[0])) && math.IsNaN(float64(ci[1])) {
+		return "–"
+	}
+	return fmt.Sprintf("[%s, %s]", num(float64(ci[0]), 3), num(float64(ci[1]), 3))
+}
+
 func (w row) cells() []string {
 	c := []string{w.Run}
 	c = append(c, w.Values...)
 	return append(c, w.Loss, w.Model, strconv.Itoa(w.Targets),
 		fmt.Sprintf("%s [%s, %s]", pct(w.Exact), pct(w.ExactLo), pct(w.ExactHi)),
 		num(w.Rouge, 3), strconv.Itoa(w.Controls), pct(w.CExact), num(w.CRouge, 3),
-		num(float64(w.MIA.AUC), 3), fmt.Sprintf("[%s, %s]", num(float64(w.MIA.AUCCI[0]), 3), num(float64(w.MIA.AUCCI[1]), 3)),
+		num(float64(w.MIA.AUC), 3), aucInterval(w.MIA.AUCCI),
 		interval(float64(w.MIA.TPR0_1), w.MIA.TPR0_1CI, pct), interval(float64(w.MIA.TPR1), w.MIA.TPR1CI, pct),
 		num(w.FinalLoss, 3))
 }
@@ -131,13 +140,13 @@ var csvColumns = []struct {
 }{
 	{"targets", func(w row) float64 { return float64(w.Targets) }},
 	{"exact_match", func(w row) float64 { return w.Exact }},
-	{"exact_match_ci_low", func(w row) float64 { return w.ExactLo }},
-	{"exact_match_ci_high", func(w row) float64 { return w.ExactHi }},
+	{"exact_match_wilson_ci_low", func(w row) float64 { return w.ExactLo }},
+	{"exact_match_wilson_ci_high", func(w row) float64 { return w.ExactHi }},
 	{"rougeL", func(w row) float64 { return w.Rouge }},
 	{"controls", func(w row) float64 { return float64(w.Controls) }},
 	{"controls_exact_match", func(w row) float64 { return w.CExact }},
-	{"controls_exact_match_ci_low", func(w row) float64 { return w.CExactLo }},
-	{"controls_exact_match_ci_high", func(w row) float64 { return w.CExHi }},
+	{"controls_exact_match_wilson_ci_low", func(w row) float64 { return w.CExactLo }},
+	{"controls_exact_match_wilson_ci_high", func(w row) float64 { return w.CExHi }},
 	{"controls_rougeL", func(w row) float64 { return w.CRouge }},
 	{"mia_auc_loss", func(w row) float64 { return float64(w.MIA.AUC) }},
 	{"mia_auc_loss_ci_low", func(w row) float64 { return float64(w.MIA.AUCCI[0]) }},
@@ -194,7 +203,11 @@ func writeCSV(out io.Writer, axes []string, rows []row) error {
 	return cw.Error()
 }
 
-var texEscaper = strings.NewReplacer(`\`, `\textbackslash{}`, "&", `\&`, "%", `\%`, "$", `\$`, "#", `\#`, "_", `\_`, "{", `\{`, "}", `\}`, "~", `\textasciitilde{}`, "^", `\textasciicircum{}`, "–", "--")
+// texEscaper makes a cell plain LaTeX: its specials escaped, and the
+// non-ASCII characters memo's own cells hold (DP ε, δ, σ, ∞) in math
+// mode, since pdflatex stops at a Greek letter it has no font set up for.
+var texEscaper = strings.NewReplacer(`\`, `\textbackslash{}`, "&", `\&`, "%", `\%`, "$", `\$`, "#", `\#`, "_", `\_`, "{", `\{`, "}", `\}`, "~", `\textasciitilde{}`, "^", `\textasciicircum{}`, "–", "--",
+	"ε", `$\varepsilon$`, "δ", `$\delta$`, "σ", `$\sigma$`, "∞", `$\infty$`, "≥", `$\geq$`, "≤", `$\leq$`, "×", `$\times$`, "…", `\ldots{}`)
 
 // writeLaTeX writes a booktabs table body that \input{} drops into a paper.
 func writeLaTeX(out io.Writer, axes []string, rows []row) error {

@@ -27,11 +27,11 @@ func tradeoffFigure(cfg Config, runs []*runData) (*figure, error) {
 	for _, r := range runs {
 		dp = dp || r.Summary.DP != nil
 		v := finalValLoss(r)
-		if math.IsNaN(v) {
-			continue
+		m := r.Summary.Members
+		if math.IsNaN(v) || m.N == 0 {
+			continue // no validation loss, or no member attacked: no point
 		}
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
-		m := r.Summary.Members
 		pts := &errPoints{}
 		pts.add(v, 100*float64(m.ExactMatch), 100*float64(m.ExactMatchWilsonCI[0]), 100*float64(m.ExactMatchWilsonCI[1]))
 		points = append(points, point{r.Label, pts})
