@@ -211,7 +211,11 @@ func prune(root string, keep int) {
 	}
 }
 
-// stepDirs lists step-NNNNNN directories, oldest first.
+// stepDirs lists step-NNNNNN directories, oldest first. The steps are
+// zero-padded to six digits and longer past them, so they sort by length,
+// then name: sorted as strings, step-1000000 came before step-999000, and
+// prune removed every checkpoint a run wrote past step 999,999, the final
+// one too.
 func stepDirs(root string) []string {
 	ents, _ := os.ReadDir(root)
 	var names []string
@@ -220,7 +224,12 @@ func stepDirs(root string) []string {
 			names = append(names, e.Name())
 		}
 	}
-	sort.Strings(names)
+	sort.Slice(names, func(i, j int) bool {
+		if len(names[i]) != len(names[j]) {
+			return len(names[i]) < len(names[j])
+		}
+		return names[i] < names[j]
+	})
 	return names
 }
 

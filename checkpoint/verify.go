@@ -157,15 +157,7 @@ func Newest(runDir string) (string, error) {
 	if len(dirs) == 0 {
 		return "", nil
 	}
-	// Zero-padded to six digits and longer past them: by length, then
-	// name, they are in step order.
-	best := dirs[0]
-	for _, d := range dirs[1:] {
-		if len(d) > len(best) || len(d) == len(best) && d > best {
-			best = d
-		}
-	}
-	return filepath.Join(root, best), nil
+	return filepath.Join(root, dirs[len(dirs)-1]), nil // in step order
 }
 
 // latestName is the directory name root/latest holds ("" without the

@@ -166,6 +166,6 @@ var keyDocs = map[string]string{
 	"train.shard_group":              "ShardGroup K > 0 (with shard = \"full\") keeps a secondary copy of the weights cut over each group of K consecutive ranks (one node), so that the per-layer all-gathers run within the group; only the gradients' reduce-scatter and the updated weights' all-gather cross groups, once a step. Must divide the number of ranks. 0: one partition over all ranks.",
 	"train.steps":                    "Steps is the number of optimizer steps; 0 means Epochs passes over the training stream.",
 	"train.threads":                  "Threads is libtorch's intra-op thread count; 0 keeps libtorch's default.",
-	"train.warmup_steps":             "WarmupSteps is the length of the linear warm-up from 0 to LR.",
+	"train.warmup_steps":             "WarmupSteps is the length of the linear warm-up from 0 to LR. One\nlonger than train.steps is refused; one longer than the steps that\ntrain.epochs or match_supervised_tokens come to is warned of when\ntraining starts (the rate would never reach LR nor decay).",
 	"train.weight_decay":             "WeightDecay is AdamW's decoupled decay, applied to matrices only.",
 }

@@ -30,7 +30,10 @@ type Config struct {
 	LR float64 `toml:"lr"`
 	// MinLR is the floor the cosine decay ends at.
 	MinLR float64 `toml:"min_lr"`
-	// WarmupSteps is the length of the linear warm-up from 0 to LR.
+	// WarmupSteps is the length of the linear warm-up from 0 to LR. One
+	// longer than train.steps is refused; one longer than the steps that
+	// train.epochs or match_supervised_tokens come to is warned of when
+	// training starts (the rate would never reach LR nor decay).
 	WarmupSteps int `toml:"warmup_steps"`
 	// WeightDecay is AdamW's decoupled decay, applied to matrices only.
 	WeightDecay float64 `toml:"weight_decay"`

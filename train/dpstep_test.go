@@ -313,6 +313,8 @@ func TestRunSteps(t *testing.T) {
 		{"DP, a part step", 0.75, 0, 16, true, 0.1, 1280, 8},
 		{"DP, batch above N: q = 1", 2, 0, 64, true, 0, 40, 2},
 		{"plain, batch above N", 2, 0, 64, false, 0, 40, 2},
+		{"plain, a product rounded up", 1.1, 0, 5, false, 0, 100, 22}, // 22.000000000000004
+		{"plain, a part step", 1.01, 0, 5, false, 0, 100, 21},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Epochs: c.epochs, Steps: c.steps, BatchSize: c.batch}

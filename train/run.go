@@ -109,7 +109,9 @@ func runSteps(cfg Config, perEpoch int) int {
 		// number (0.9/0.03 = 30.000000000000004) is not a step more.
 		return int(math.Ceil(cfg.Epochs/q - 1e-9))
 	}
-	return int(math.Ceil(cfg.Epochs * float64(perEpoch) / float64(cfg.BatchSize)))
+	// Less a hair here too: 1.1 epochs of 100 rows in batches of 5 is
+	// 22.000000000000004, and ran 23 steps.
+	return int(math.Ceil(cfg.Epochs*float64(perEpoch)/float64(cfg.BatchSize) - 1e-9))
 }
 
 // PadID marks padding in rows; targets equal to it are ignored.
@@ -173,6 +175,13 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 			slog.Info("train: equal-supervised-tokens control", "goldfish_k", cfg.MatchSupervisedTokens,
 				"supervised_targets", m.budget, "steps", total, "of", full, "last_row", m.cut, "last_target", m.pos)
 		}
+	}
+
+	if cfg.WarmupSteps > total && rank == 0 {
+		// train.steps is checked against the warm-up when the spec is
+		// read; epochs and the matched control know their steps only now.
+		slog.Warn("train.warmup_steps exceeds the run's steps: the learning rate never reaches train.lr and never decays, ending at its highest",
+			"warmup_steps", cfg.WarmupSteps, "steps", total, "lr_at_last_step", cfg.lrAt(total, total), "lr", cfg.LR)
 	}
 
 	dev, err := rankDevice(cfg.Device, opts.Group)
