@@ -8,6 +8,7 @@
 // Faults: a killed rank closes its sockets and its peers' collectives fail
 // at once; a rank that stops silently (a hung machine) is named by its
 // missing heartbeat after Config.DeadAfter (20 s by default); a rank that
-// lives but never arrives is bounded by Config.Timeout (60 s). Every error
-// names the rank it blames.
+// lives but never arrives is bounded by Config.Timeout (30 minutes, as
+// PyTorch's Gloo default, or MEMO_DIST_TIMEOUT): rank 0 alone writing a
+// large checkpoint is such a rank. Every error names the rank it blames.
 package dist

@@ -32,6 +32,12 @@ type LaunchOptions struct {
 	// Grace is how long ranks get between SIGTERM and SIGKILL when one
 	// failed (default 5 s).
 	Grace time.Duration
+	// InterruptGrace is how long ranks get between SIGTERM and SIGKILL
+	// when the launch itself is interrupted (ctx done: Ctrl-C, scancel's
+	// SIGTERM): rank 0 saves a checkpoint then, which for a large model
+	// takes far longer than Grace (default 10 minutes; Slurm's own
+	// KillWait bounds it on a cluster).
+	InterruptGrace time.Duration
 }
 
 // Launch starts nproc copies of the running binary with arguments argv on
@@ -144,6 +150,9 @@ func LaunchExe(ctx context.Context, nproc int, exe string, argv []string, o Laun
 	if o.Grace == 0 {
 		o.Grace = 5 * time.Second
 	}
+	if o.InterruptGrace == 0 {
+		o.InterruptGrace = 10 * time.Minute
+	}
 	if o.Port > 0 {
 		if _, err := FreePort(o.Port); err != nil {
 			return fmt.Errorf("launch: %w", err)
@@ -229,6 +238,7 @@ func launchOnce(ctx context.Context, nproc int, exe string, argv []string, o Lau
 	}
 	var first error
 	var killTimer <-chan time.Time
+	interrupted := ctx.Done()
 	done := 0
 	for done < nproc {
 		select {
@@ -239,11 +249,15 @@ func launchOnce(ctx context.Context, nproc int, exe string, argv []string, o Lau
 				stopAll(syscall.SIGTERM)
 				killTimer = time.After(o.Grace)
 			}
-		case <-ctx.Done():
+		case <-interrupted:
+			// Once: a closed channel is always ready, and the loop spun.
+			interrupted = nil
 			if first == nil {
+				// The ranks save and exit 130 on SIGTERM; their exits,
+				// which follow, arm no shorter timer.
 				first = fmt.Errorf("launch: %w", ctx.Err())
 				stopAll(syscall.SIGTERM)
-				killTimer = time.After(o.Grace)
+				killTimer = time.After(o.InterruptGrace)
 			}
 		case <-killTimer:
 			stopAll(syscall.SIGKILL)

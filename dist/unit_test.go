@@ -1,9 +1,13 @@
 package dist
 
 import (
+	"context"
+	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 func listen(port int) (net.Listener, error) {
@@ -36,5 +40,24 @@ func TestFreePortAvoidsEphemeralRange(t *testing.T) {
 		if p < lo || p >= hi {
 			t.Fatalf("FreePort(0) = %d, want a port in [%d, %d)", p, lo, hi)
 		}
+	}
+}
+
+// TestLaunchInterruptLetsRanksSave: an interrupted launch (Ctrl-C,
+// scancel's SIGTERM) gives its ranks time to save and exit on their own;
+// it killed them Grace (5 s) after, mid-way through rank 0's checkpoint
+// of any model past the base preset. Here the ranks take 2 s to "save",
+// twice Grace.
+func TestLaunchInterruptLetsRanksSave(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out strings.Builder
+	script := `trap 'sleep 2; echo saved; exit 130' TERM; echo up; while :; do sleep 0.1; done`
+	time.AfterFunc(500*time.Millisecond, cancel)
+	err := LaunchExe(ctx, 2, "/bin/sh", []string{"-c", script}, LaunchOptions{Stdout: &out, Stderr: &out, Grace: time.Second})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("launch: %v, want context.Canceled", err)
+	}
+	if n := strings.Count(out.String(), "saved"); n != 2 {
+		t.Errorf("%d ranks saved, want 2:\n%s", n, out.String())
 	}
 }

@@ -11,7 +11,8 @@ import (
 // experiments reads the launcher's environment exactly as dist does: the
 // rank that keeps the books is the rank the process group calls 0. With
 // torchrun's WORLD_SIZE but no RANK beside a Slurm SLURM_PROCID, the old
-// private reading took rank 2 from Slurm while dist took torchrun's 0.
+// private reading took rank 2 from Slurm while dist took torchrun's 0;
+// both now refuse it.
 func TestRanksReadAsDistReadsThem(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -20,7 +21,6 @@ func TestRanksReadAsDistReadsThem(t *testing.T) {
 		{"single", nil},
 		{"torchrun", map[string]string{"RANK": "3", "WORLD_SIZE": "4"}},
 		{"slurm", map[string]string{"SLURM_STEP_ID": "0", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}},
-		{"torchrun without RANK beside slurm", map[string]string{"WORLD_SIZE": "4", "SLURM_STEP_ID": "0", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_JOB_NODELIST"} {
@@ -38,14 +38,23 @@ func TestRanksReadAsDistReadsThem(t *testing.T) {
 }
 
 func TestRunRefusesAMalformedLaunchEnv(t *testing.T) {
-	t.Setenv("RANK", "x")
-	t.Setenv("WORLD_SIZE", "2")
-	spec, err := ParseBytes("mini.toml", []byte(miniSpec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"train"}})
-	if err == nil || !strings.Contains(err.Error(), `RANK="x"`) {
-		t.Fatalf("Run with RANK=x: %v, want an error naming it", err)
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, `RANK="x"`},
+		{map[string]string{"WORLD_SIZE": "4", "SLURM_STEP_ID": "0", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"}, "WORLD_SIZE=4 without RANK"},
+	} {
+		for _, k := range []string{"RANK", "WORLD_SIZE", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_NTASKS"} {
+			t.Setenv(k, tc.env[k])
+		}
+		spec, err := ParseBytes("mini.toml", []byte(miniSpec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), spec, t.TempDir(), Options{Stages: []string{"train"}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("Run with %v: %v, want an error naming %q", tc.env, err, tc.want)
+		}
 	}
 }

@@ -132,7 +132,7 @@ func runAction(c *cli.Context) (err error) {
 	}
 	var lead *rankenv.Leader
 	if launched {
-		if lead, err = rankenv.Lead(place, place.Timeout); err != nil {
+		if lead, err = rankenv.Lead(place, rankenv.MeetTimeout); err != nil {
 			return err
 		}
 		// The others wait for a verdict: they train, have nothing to do, or
@@ -228,7 +228,7 @@ func runAction(c *cli.Context) (err error) {
 			if err := lead.Release(rankenv.Verdict{Kind: "train"}); err != nil {
 				return err
 			}
-			return os.Setenv("MASTER_PORT", strconv.Itoa(lead.Port()))
+			return rankenv.UseMeetingPort(lead.Port())
 		}
 	}
 	slog.Debug("threads", "threads", threads, "from", from, "launcher", place.Source, "rank", place.Rank, "world", place.Size)
@@ -319,7 +319,7 @@ func runThreads(c *cli.Context, place rankenv.Config) (int, string) {
 func followRank0(c *cli.Context, place rankenv.Config) error {
 	ctx, cancel := signalContext()
 	defer cancel()
-	v, err := rankenv.Follow(ctx, place, place.Timeout)
+	v, err := rankenv.Follow(ctx, place, rankenv.MeetTimeout)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func followRank0(c *cli.Context, place rankenv.Config) error {
 		slog.Debug("rank 0 failed", "rank", place.Rank, "code", v.Code, "error", v.Msg)
 		return cli.Exit("", v.Code)
 	}
-	if err := os.Setenv("MASTER_PORT", strconv.Itoa(v.Port)); err != nil {
+	if err := rankenv.UseMeetingPort(v.Port); err != nil {
 		return err
 	}
 	spec, err := loadSpec(c.Args().First(), c.StringSlice("set"))

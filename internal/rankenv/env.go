@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -42,14 +43,27 @@ type Config struct {
 	PortSet bool
 }
 
-// DefaultTimeout bounds collectives when Config.Timeout is 0. A killed
-// rank's peers fail at once (its sockets close); a silent one is found by
-// DefaultDeadAfter; this bounds a rank that lives but never arrives.
-const DefaultTimeout = 60 * time.Second
+// DefaultTimeout bounds the process group's rendezvous and collectives
+// when Config.Timeout is 0 and MEMO_DIST_TIMEOUT is unset: PyTorch's
+// default for Gloo, 30 minutes. A killed rank's peers fail at once (its
+// sockets close) and a silent one is found by DefaultDeadAfter, so this
+// bounds only a rank that lives, beats, and never arrives — which rank 0
+// does, legitimately, while it alone writes or verifies a checkpoint: a
+// 1.1B model's 12.6 GB takes about a minute, and a 60 s bound failed the
+// other ranks at every save ("a peer stopped responding").
+const DefaultTimeout = 30 * time.Minute
+
+// TimeoutEnv overrides DefaultTimeout (a Go duration: 90s, 45m, 2h).
+const TimeoutEnv = "MEMO_DIST_TIMEOUT"
+
+// MeetTimeout bounds memo's start-up meeting of a launch's ranks
+// (Lead, Follow): how long a rank looks for rank 0, and rank 0 for the
+// others, before the process group exists.
+const MeetTimeout = 60 * time.Second
 
 // DefaultDeadAfter is Config.DeadAfter's default: heartbeats come every
 // second, so 20 s of silence is no scheduling hiccup, and a dead rank is
-// named within about 21 s, well inside the 60 s promised.
+// named within about 21 s.
 const DefaultDeadAfter = 20 * time.Second
 
 // DefaultPort is torchrun's default MASTER_PORT.
@@ -61,7 +75,7 @@ func Unset() Config { return Config{Rank: -1, LocalRank: -1} }
 // Discover completes c in this order: the explicit fields already set, then
 // torchrun's RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT, then Slurm's
 // SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID of a task srun started (one with
-// SLURM_STEP_ID) with the first host of SLURM_JOB_NODELIST as the address;
+// SLURM_STEP_ID) with the first host of the step's node list as the address;
 // with none of them, a single process. PortSet says whether the port was
 // given (flag or MASTER_PORT) or is DefaultPort.
 func Discover(c Config) (Config, error) {
@@ -74,7 +88,16 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 	switch {
 	case explicit:
 		src = "flags"
-	case has(env, "RANK") || has(env, "WORLD_SIZE"):
+	case has(env, "RANK") != has(env, "WORLD_SIZE"):
+		// A Slurm script's export WORLD_SIZE=$SLURM_NTASKS made every
+		// task rank 0 of a group that never met.
+		set, unset := "RANK", "WORLD_SIZE"
+		if has(env, "WORLD_SIZE") {
+			set, unset = unset, set
+		}
+		v, _ := env(set)
+		return c, fmt.Errorf("environment %s=%s without %s: torchrun sets both; set %s too, or unset %s (under srun, SLURM_PROCID and SLURM_NTASKS are read then)", set, v, unset, unset, set)
+	case has(env, "RANK") && has(env, "WORLD_SIZE"):
 		src = "torchrun"
 	case has(env, "SLURM_PROCID") && (has(env, "SLURM_STEP_ID") || has(env, "SLURM_STEPID")):
 		// A task srun started. A batch script's shell has SLURM_PROCID=0
@@ -140,10 +163,10 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 	if c.Addr == "" {
 		if v, ok := env("MASTER_ADDR"); ok && v != "" {
 			c.Addr = v
-		} else if v, ok := env("SLURM_JOB_NODELIST"); ok && src == "slurm" && v != "" {
+		} else if k, v := slurmNodes(env); src == "slurm" && v != "" {
 			h, err := FirstHost(v)
 			if err != nil {
-				return c, fmt.Errorf("environment SLURM_JOB_NODELIST: %w", err)
+				return c, fmt.Errorf("environment %s: %w", k, err)
 			}
 			c.Addr = h
 		} else {
@@ -156,7 +179,16 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 			return c, err
 		}
 		c.Port = DefaultPort
-		if ok {
+		if src == "slurm" || src == "torchrun" {
+			// Ranks that meet start from it anyway; ranks told their
+			// stage (srun memo run --stages train) all derive it alike,
+			// and two such jobs on a node no longer share 29500.
+			c.Port = derivedPort(env)
+		}
+		// torchrun's agent (PyTorch 2.x) serves its own store on
+		// MASTER_PORT and tells its workers so: memo's store would find
+		// the port taken, so its ranks meet on a port of their own.
+		if ok && !(src == "torchrun" && agentStore(env)) {
 			c.Port, c.PortSet = n, true
 		}
 	} else {
@@ -164,6 +196,13 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+		if v, ok := env(TimeoutEnv); ok && v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("environment %s=%q: want a positive duration such as 90s, 45m or 2h", TimeoutEnv, v)
+			}
+			c.Timeout = d
+		}
 	}
 	if c.DeadAfter == 0 {
 		c.DeadAfter = DefaultDeadAfter
@@ -176,6 +215,37 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 	}
 	c.Source = src
 	return c, c.validate()
+}
+
+// AgentStoreEnv is set to True by torchrun's agent when it serves a
+// TCPStore on MASTER_PORT for its workers (use_agent_store, PyTorch 2.x).
+const AgentStoreEnv = "TORCHELASTIC_USE_AGENT_STORE"
+
+func agentStore(env func(string) (string, bool)) bool {
+	v, _ := env(AgentStoreEnv)
+	return strings.EqualFold(v, "true") || v == "1"
+}
+
+// UseMeetingPort makes the port a launch's ranks met on the process
+// group's: MASTER_PORT, which Discover then reads even under torchrun's
+// agent store (the flag saying MASTER_PORT is the agent's is cleared).
+func UseMeetingPort(port int) error {
+	if err := os.Unsetenv(AgentStoreEnv); err != nil {
+		return err
+	}
+	return os.Setenv("MASTER_PORT", strconv.Itoa(port))
+}
+
+// slurmNodes is the node list rank 0 runs on: the step's (a step on some
+// of the allocation's nodes, srun -r or -w, starts its task 0 on its own
+// first node, not the job's), else the job's. It names the variable.
+func slurmNodes(env func(string) (string, bool)) (key, list string) {
+	for _, k := range []string{"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"} {
+		if v, ok := env(k); ok && v != "" {
+			return k, v
+		}
+	}
+	return "", ""
 }
 
 func has(env func(string) (string, bool), k string) bool {

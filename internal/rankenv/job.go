@@ -148,16 +148,18 @@ func threads(c Config, cpus int, env func(string) (string, bool)) (int, string) 
 const PortSpan = 32
 
 // derivedPort is the first rendezvous port tried by a launch that was
-// given none: a port in [20000, 40000) derived from the job and step ids,
+// given none: a port in [20000, 32700) derived from the job and step ids,
 // so that array tasks and steps sharing a node usually start on different
-// ports (and move to the next free one when not).
+// ports (and move to the next free one when not). With the PortSpan after
+// it, it stays below Linux's default ephemeral range (32768 on), where
+// outgoing connections would take it between the meeting and the store.
 func derivedPort(env func(string) (string, bool)) int {
 	h := fnv.New32a()
 	for _, k := range []string{"SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID"} {
 		v, _ := env(k)
 		fmt.Fprintf(h, "%s=%s;", k, v)
 	}
-	return 20000 + int(h.Sum32()%20000)
+	return 20000 + int(h.Sum32()%12700)
 }
 
 // meetToken names one launch: ranks of another job that reach this one's
