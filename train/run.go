@@ -361,6 +361,35 @@ func (e *InterruptedError) Error() string {
 
 func (e *InterruptedError) Unwrap() error { return e.Err }
 
+// interruption is ctx's error, or, in a group, context.Canceled when
+// another rank's context ended: the ranks agree each step on whether to
+// stop, so all stop at the same step. Each looked alone, and a rank that
+// had already entered the next step (rank 0, its peer gone) failed its
+// all-reduce and exited 1 without saving. fault is the agreement's own
+// failure on a rank with no interruption of its own.
+func (l *loop) interruption(ctx context.Context) (err, fault error) {
+	err = ctx.Err()
+	if l.group == nil || l.size < 2 {
+		return err, nil
+	}
+	flag := 0.0
+	if err != nil {
+		flag = 1
+	}
+	t := ts.MustOfSlice([]float64{flag})
+	defer t.MustDrop()
+	if rerr := l.group.AllReduceSum([]*ts.Tensor{t}); rerr != nil {
+		if err != nil {
+			return err, nil // a peer already gone: this rank still stops as asked
+		}
+		return nil, fmt.Errorf("all-reduce the ranks' stop flags: %w", rerr)
+	}
+	if err == nil && t.Float64Values()[0] > 0 {
+		err = context.Canceled
+	}
+	return err, nil
+}
+
 func (l *loop) run(ctx context.Context, opts Options) error {
 	var bar *progress.Bar
 	if opts.Progress && l.rank == 0 {
@@ -371,7 +400,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	base := l.elapsed
 	done := 0
 	for l.step < l.total {
-		if err := ctx.Err(); err != nil {
+		err, ferr := l.interruption(ctx)
+		if ferr != nil {
+			return fmt.Errorf("step %d: %w", l.step+1, ferr)
+		}
+		if err != nil {
 			// Interrupted between steps: keep what was done. A sharded
 			// run cannot: its checkpoint gathers the optimizer from every
 			// rank, and the others may not have stopped at this step.
