@@ -119,8 +119,34 @@ func bytesPerWeight(prec string) float64 {
 
 // hfBuffers are tensors some Hugging Face checkpoints carry that are not
 // weights: rotary frequencies and causal-mask buffers, which memo computes
-// itself (older Pythia and Llama conversions saved them).
-var hfBuffers = regexp.MustCompile(`(^|\.)(rotary_emb\.inv_freq|attention\.bias|attention\.masked_bias)$`)
+// itself (older Pythia and Llama conversions saved them, and OpenAI's GPT-2
+// files hold h.N.attn.bias and h.N.attn.masked_bias; the attention's real
+// bias is attn.c_attn.bias, which this never matches).
+var hfBuffers = regexp.MustCompile(`(^|\.)(rotary_emb\.inv_freq|attention\.bias|attention\.masked_bias|attn\.bias|attn\.masked_bias)$`)
+
+// hfBasePrefixes are the base-model prefixes of the families' tensor names
+// (transformers' base_model_prefix). Files saved from a base model rather
+// than its causal-LM class leave it out: openai-community/gpt2,
+// gpt2-medium and distilgpt2 name their tensors wte.weight and
+// h.0.attn.c_attn.weight, which transformers loads as
+// transformer.wte.weight and so on.
+var hfBasePrefixes = []string{"transformer.", "model.", "gpt_neox."}
+
+// hfParam is g's parameter of a file's tensor name: by that name, or by
+// it under the family's base-model prefix.
+func hfParam(g *model.GPT, name string) (model.Param, bool) {
+	if p, ok := g.Param(name); ok {
+		return p, true
+	}
+	for _, prefix := range hfBasePrefixes {
+		if !strings.HasPrefix(name, prefix) {
+			if p, ok := g.Param(prefix + name); ok {
+				return p, true
+			}
+		}
+	}
+	return model.Param{}, false
+}
 
 // LoadHFWeights copies the weights of a Hugging Face directory into g by
 // name. Every parameter of g must be there with its shape, and every tensor
@@ -138,7 +164,7 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 	loaded := map[string]bool{}
 	for _, name := range set.Names() {
 		info, _ := set.Info(name)
-		p, ok := g.Param(name)
+		p, ok := hfParam(g, name)
 		switch {
 		case !ok && hfBuffers.MatchString(name):
 			continue
@@ -148,13 +174,16 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 			return fmt.Errorf("%s: tensor %s (%s %v) is not part of a %s model as memo builds it (config.json: arch %s, %d layers, bias %v); refusing to skip it",
 				set.FileOf(name), name, info.DType, info.Shape, cfg.Arch, cfg.Arch, cfg.Layers, cfg.Bias)
 		}
+		if loaded[p.Name] {
+			return fmt.Errorf("%s: tensor %s fills %s, which another tensor already filled (the files hold it with and without the base model's prefix)", set.FileOf(name), name, p.Name)
+		}
 		if want := p.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
 		}
 		if err := fill(p.Tensor, info.Shape, func(dst []float32) error { return set.Float32Into(name, dst) }); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", set.FileOf(name), name, err)
 		}
-		loaded[name] = true
+		loaded[p.Name] = true
 		torchx.Collect() // the read buffers of one tensor at a time, not the whole model's
 	}
 	for _, p := range g.Params() {
@@ -261,6 +290,9 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	form := opt.Form
 	if form == 0 {
 		form = model.HFForm5
+	}
+	if err := cfg.CheckExportable(form); err != nil {
+		return badinput.Errorf("export %s: %v", dir, err)
 	}
 	hf := cfg.HFConfigForm(form)
 	gen := map[string]any{"do_sample": false}

@@ -133,6 +133,12 @@ func Resolve(path string) (string, error) {
 		return "", badinput.Wrap(err)
 	}
 	if newest == "" {
+		for _, bin := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json"} {
+			if _, err := os.Stat(filepath.Join(path, bin)); err == nil {
+				// A Hugging Face directory without model.safetensors.
+				return "", badinput.Errorf("%s: holds %s, PyTorch pickle weights, which memo does not read (a pickle runs code when loaded); convert them to model.safetensors (transformers: save_pretrained(dir, safe_serialization=True))", path, bin)
+			}
+		}
 		return "", badinput.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
 	}
 	if _, err := Verify(newest); err != nil {

@@ -55,7 +55,10 @@ func fromHFGemma(h *hfReader, pattern int) (Config, error) {
 		return c, err
 	}
 	act := "hidden_activation"
-	if !h.set(act) {
+	if h.set(act) {
+		// Gemma 2's files carry both; transformers reads only this one.
+		h.set("hidden_act")
+	} else {
 		act = "hidden_act"
 	}
 	if err := h.activation(act, "gelu_pytorch_tanh", "gelu_pytorch_tanh", "gelu_new"); err != nil {
@@ -115,6 +118,10 @@ func toHFGemma(c Config, out map[string]any) {
 	out["rms_norm_eps"] = c.NormEps
 	out["attention_bias"] = c.Bias
 	out["query_pre_attn_scalar"] = c.QueryScalar
+	if c.QueryScalar == 0 {
+		// memo's 0 is head_dim; transformers' default is 256.
+		out["query_pre_attn_scalar"] = c.HeadDim
+	}
 	out["sliding_window"] = c.SlidingWindow
 	out["attn_logit_softcapping"] = nilIfZero(c.AttnSoftcap)
 	out["final_logit_softcapping"] = nilIfZero(c.FinalSoftcap)

@@ -40,6 +40,19 @@ func init() {
 			if err := neoAttentionTypes(h, &c); err != nil {
 				return c, err
 			}
+			if !h.set("attention_layers") && !h.set("attention_types") {
+				// transformers' default, [[["global", "local"], 12]], which
+				// it refuses for any depth but 24; memo made every layer
+				// local.
+				if c.Layers != 24 {
+					return c, fmt.Errorf("config.json names neither attention_types nor attention_layers: transformers' default alternates global and local over 24 layers, and this model has %d", c.Layers)
+				}
+				kinds := make([]string, c.Layers)
+				for i := range kinds {
+					kinds[i] = []string{"full", "sliding"}[i%2]
+				}
+				c.LayerTypes = strings.Join(kinds, ",")
+			}
 			if c.SlidingWindow, err = h.integer("window_size", 256); err != nil {
 				return c, err
 			}

@@ -28,6 +28,13 @@ func init() {
 			if c.Bias, err = h.boolean("attention_bias", false); err != nil {
 				return c, err
 			}
+			// SmolLM's files (nanotron's export) say how they were
+			// converted: is_llama_config changes nothing, and interleaved
+			// rotary pairs would, so only false is read.
+			h.set("is_llama_config")
+			if err := h.refuse("rope_interleaved", "memo rotates the halves of a head, as transformers' Llama does, not interleaved pairs", "false"); err != nil {
+				return c, err
+			}
 			return c, h.refuse("mlp_bias", "memo's llama MLP has no biases", "false")
 		},
 		ToHF: func(c Config, out map[string]any, form HFForm) {

@@ -12,7 +12,7 @@ func init() {
 			if err != nil {
 				return c, err
 			}
-			c.SlidingWindow, err = h.integer("sliding_window", 0)
+			c.SlidingWindow, err = h.integer("sliding_window", absentDefault(h, "sliding_window", 4096))
 			return c, err
 		},
 		ToHF: func(c Config, out map[string]any, form HFForm) {

@@ -27,6 +27,11 @@ func init() {
 			if err := h.tied(&c, false); err != nil {
 				return c, err
 			}
+			// Phi-3's projections never have biases in transformers, which
+			// Phi-3-mini-4k-instruct and Phi-4 say as false.
+			if err := h.refuse("attention_bias", "transformers' Phi-3 projections have no biases", "false"); err != nil {
+				return c, err
+			}
 			if err := h.rope(&c, ropeOptions{theta: 10000, partial: true, scaling: []string{"linear"}}); err != nil {
 				return c, err
 			}

@@ -16,6 +16,11 @@ func init() {
 			if err != nil {
 				return c, err
 			}
+			// Qwen2.5's files say "use_mrope": false; the multimodal
+			// rotary is Qwen2-VL's, never a causal LM's.
+			if err := h.refuse("use_mrope", "multimodal rotary (Qwen2-VL) is not a causal LM's", "false"); err != nil {
+				return c, err
+			}
 			return c, qwenWindows(h, &c)
 		},
 		ToHF: func(c Config, out map[string]any, form HFForm) {
@@ -33,11 +38,11 @@ func qwenWindows(h *hfReader, c *Config) error {
 	if err != nil {
 		return err
 	}
-	window, err := h.integer("sliding_window", 0)
+	window, err := h.integer("sliding_window", absentDefault(h, "sliding_window", 4096))
 	if err != nil {
 		return err
 	}
-	from, err := h.integer("max_window_layers", c.Layers)
+	from, err := h.integer("max_window_layers", 28) // transformers' defaults
 	if err != nil {
 		return err
 	}

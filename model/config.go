@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -247,10 +248,31 @@ func (c Config) RotaryDim() int { return int(float64(c.HeadDim) * c.RotaryPct) }
 // is the same parameter shapes and the same function of them: the preset
 // name, seed, init_from and stored dtype do not matter.
 func (c Config) SameNetwork(o Config) bool {
-	for _, x := range []*Config{&c, &o} {
-		x.Preset, x.Seed, x.InitFrom, x.DType = "", 0, "", ""
+	return c.canonical() == o.canonical()
+}
+
+// canonical is c without what SameNetwork ignores, and with settings
+// spelled two ways for one computation spelled one way: query_scalar 0
+// and head_dim; layer_types empty and each layer named.
+func (c Config) canonical() Config {
+	c.Preset, c.Seed, c.InitFrom, c.DType = "", 0, "", ""
+	if c.QueryScalar == float64(c.HeadDim) {
+		c.QueryScalar = 0 // 0 means head_dim
 	}
-	return c == o
+	kinds := strings.Split(c.LayerTypes, ",")
+	if c.LayerTypes == "" {
+		kinds = []string{"full"}
+		if c.SlidingWindow > 0 {
+			kinds = []string{"sliding"}
+		}
+	}
+	switch {
+	case !slices.Contains(kinds, "sliding"):
+		c.LayerTypes, c.SlidingWindow = "", 0
+	case !slices.Contains(kinds, "full"):
+		c.LayerTypes = ""
+	}
+	return c
 }
 
 // Params is the parameter count of a resolved config: the sizes of its

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -43,6 +44,16 @@ var hfInert = map[string]bool{
 type hfReader struct {
 	raw  map[string]json.RawMessage
 	used map[string]bool
+}
+
+// absentDefault is def where config.json leaves key out, and 0 where it
+// holds it (null included): transformers' configs default sliding_window
+// to 4096 when it is absent, and an explicit null turns the window off.
+func absentDefault(h *hfReader, key string, def int) int {
+	if _, ok := h.raw[key]; ok {
+		return 0
+	}
+	return def
 }
 
 // set reports whether key is present and not null, and marks it used.
@@ -406,6 +417,36 @@ func FromHF(configJSON []byte) (Config, error) {
 		return Config{}, fmt.Errorf("config.json: %s", hfNames(c, err.Error(), file))
 	}
 	return r, nil
+}
+
+// CheckExportable refuses a config whose family's config.json cannot say
+// all of it: each family's ToHF writes its own keys, so a llama with a
+// sliding window or softcaps, a mistral with biases or a gpt_neox with
+// its own head_dim was exported as another network (re-imported, its
+// NLLs moved from 5.5971 to 5.6602). The config must come back from its
+// config.json the same network; the error names the fields that do not.
+func (c Config) CheckExportable(form HFForm) error {
+	b, err := json.Marshal(c.HFConfigForm(form))
+	if err != nil {
+		return err
+	}
+	back, err := FromHF(b)
+	if err != nil {
+		return fmt.Errorf("arch %s: its config.json would not load again: %w", c.Arch, err)
+	}
+	if back.SameNetwork(c) {
+		return nil
+	}
+	var diff []string
+	have, got := reflect.ValueOf(c.canonical()), reflect.ValueOf(back.canonical())
+	for i := range have.NumField() {
+		f := have.Type().Field(i)
+		if !reflect.DeepEqual(have.Field(i).Interface(), got.Field(i).Interface()) {
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			diff = append(diff, fmt.Sprintf("model.%s = %v (its config.json says %v)", name, have.Field(i).Interface(), got.Field(i).Interface()))
+		}
+	}
+	return fmt.Errorf("arch %s's config.json cannot express %s: transformers would build another model (a model.arch whose config.json has these settings exports them)", c.Arch, strings.Join(diff, ", "))
 }
 
 // HFConfig is the Hugging Face config.json of c in transformers 5's form.

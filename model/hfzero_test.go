@@ -143,3 +143,89 @@ func TestFromHFBoundsLayers(t *testing.T) {
 		})
 	}
 }
+
+// TestFromHFTransformersDefaults: a key config.json leaves out takes
+// transformers' default, not memo's: Mistral's and Qwen2's sliding_window
+// is 4096 when absent (null is no window), Qwen2's max_window_layers 28,
+// and GPT-Neo without attention_types alternates global and local over
+// 24 layers, the only depth transformers accepts it for.
+func TestFromHFTransformersDefaults(t *testing.T) {
+	with := func(base map[string]any, kv ...any) map[string]any {
+		c := map[string]any{}
+		for k, v := range base {
+			c[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return c
+	}
+	read := func(c map[string]any) (Config, error) {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return FromHF(b)
+	}
+	mistral := with(smallLlamaHF(), "model_type", "mistral")
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		window int
+		types  string
+	}{
+		{"mistral, window absent", mistral, 4096, ""},
+		{"mistral, window null", with(mistral, "sliding_window", nil), 0, ""},
+		{"mistral, window 8", with(mistral, "sliding_window", 8), 8, ""},
+		{"qwen2, sliding, window and layers absent", with(smallLlamaHF(), "model_type", "qwen2", "use_sliding_window", true, "num_hidden_layers", 30),
+			4096, strings.Repeat("full,", 28) + "sliding,sliding"},
+	} {
+		c, err := read(tc.config)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if c.SlidingWindow != tc.window || c.LayerTypes != tc.types {
+			t.Errorf("%s: window %d, layer types %q; want %d, %q", tc.name, c.SlidingWindow, c.LayerTypes, tc.window, tc.types)
+		}
+	}
+	neo := map[string]any{"model_type": "gpt_neo", "vocab_size": 320, "hidden_size": 64, "num_heads": 4, "max_position_embeddings": 256}
+	if _, err := read(with(neo, "num_layers", 2)); err == nil || !strings.Contains(err.Error(), "attention_types") {
+		t.Errorf("gpt_neo of 2 layers without attention_types: %v, want a refusal naming it", err)
+	}
+	c, err := read(with(neo, "num_layers", 24))
+	if want := strings.Repeat("full,sliding,", 11) + "full,sliding"; err != nil || c.LayerTypes != want {
+		t.Errorf("gpt_neo of 24 layers without attention_types: %q, %v; want global and local alternating", c.LayerTypes, err)
+	}
+}
+
+// TestCheckExportable: a setting the family's config.json has no key for
+// is refused at export, naming it (a llama exported with a sliding window
+// became a plain Llama, and its NLLs moved); what the family says exports.
+func TestCheckExportable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		over func(*Config)
+		bad  string
+	}{
+		{"llama as memo trains it", func(*Config) {}, ""},
+		{"llama with a sliding window", func(c *Config) { c.SlidingWindow = 4 }, "model.sliding_window = 4"},
+		{"llama with a final softcap", func(c *Config) { c.FinalSoftcap = 1 }, "model.final_softcap"},
+		{"mistral with a window", func(c *Config) { c.Arch, c.SlidingWindow = "mistral", 8 }, ""},
+		{"mistral with biases", func(c *Config) { c.Arch, c.Bias = "mistral", true }, "model.bias = true"},
+		{"gemma2 with softcaps", func(c *Config) { c.Arch, c.AttnSoftcap, c.FinalSoftcap = "gemma2", 50, 30 }, ""},
+	} {
+		c := Config{Preset: "nano", Vocab: 320}
+		tc.over(&c)
+		r, err := c.Resolve()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, form := range []HFForm{HFForm4, HFForm5} {
+			err := r.CheckExportable(form)
+			if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
+				t.Errorf("%s (form %d): %v, want %q", tc.name, form, err, tc.bad)
+			}
+		}
+	}
+}
