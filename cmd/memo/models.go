@@ -20,6 +20,7 @@ import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/lossyutf8"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/readcap"
 	"github.com/memo-research/memo/internal/torchx"
@@ -381,7 +382,7 @@ func generateAction(c *cli.Context) error {
 	if tok == nil {
 		return printJSON(map[string]any{"ids": out})
 	}
-	text := tok.Decode(out[0])
+	text := lossyutf8.String([]byte(tok.Decode(out[0])))
 	if c.Bool("json") {
 		return printJSON(map[string]any{"ids": out, "text": []string{text}})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/internal/lossyutf8"
 )
 
 func tokenizeCommand() *cli.Command {
@@ -113,7 +114,9 @@ func decodeIDs(c *cli.Context, tok *data.Tokenizer, in []byte) error {
 		}
 		ids = kept
 	}
-	text := tok.Decode(ids)
+	// As Hugging Face's decode prints it: ids cut inside a character give
+	// one U+FFFD per broken sequence (JSON would have written one a byte).
+	text := lossyutf8.String([]byte(tok.Decode(ids)))
 	if c.Bool("json") {
 		return writeJSONLine(c, struct {
 			Text string `json:"text"`

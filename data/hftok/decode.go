@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memo-research/memo/internal/lossyutf8"
 )
 
 // decoder rewrites the list of token strings; the result is joined.
@@ -83,7 +85,7 @@ func (s seqDecoder) decodeChain(toks []string) []string {
 type byteLevelDecoder struct{}
 
 func (byteLevelDecoder) decodeChain(toks []string) []string {
-	return []string{lossyUTF8(byteLevelBytes(toks))}
+	return []string{lossyutf8.String(byteLevelBytes(toks))}
 }
 
 // byteLevelBytes is the byte-level decoder before the library's last step,

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
+	"github.com/memo-research/memo/internal/lossyutf8"
 )
 
 // Table is the codec of a run file whose rows are T: T's struct fields
@@ -294,11 +295,13 @@ func appendRows(b *array.RecordBuilder, cols []*column, rows reflect.Value) {
 			// Arrow's utf8 type holds valid UTF-8 only, and readers that
 			// check it (polars, pandas) refuse the whole file otherwise.
 			// A byte-level decode of a token slice can end inside a
-			// character; its stray bytes become U+FFFD, as Hugging Face's
-			// decode writes them. The token ids beside the text keep the
-			// exact bytes, and RougeL's words are the same either way.
+			// character; its stray bytes become U+FFFD, one per maximal
+			// ill-formed subsequence, as Hugging Face's decode writes them
+			// (strings.ToValidUTF8 wrote one for a whole run). The token
+			// ids beside the text keep the exact bytes, and RougeL's words
+			// are the same either way.
 			for i := 0; i < n; i++ {
-				fb.Append(strings.ToValidUTF8(value(i).String(), "\uFFFD"))
+				fb.Append(lossyutf8.String([]byte(value(i).String())))
 			}
 		case *array.ListBuilder:
 			switch vb := fb.ValueBuilder().(type) {
