@@ -631,7 +631,8 @@ func metricSeries(ms []runfiles.Metric, value func(m runfiles.Metric) float64) [
 func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 	title := "Training loss"
 	p := newPlot(cfg, title, "optimizer step", "cross-entropy (nats/token)")
-	added, window := 0, 1
+	added := 0
+	windows := map[int]bool{} // the smoothing windows the drawn runs used
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	runs, labels := distinctTrainings(runs)
 	for ri, r := range runs {
@@ -643,9 +644,7 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 		if w == 0 {
 			w = len(steps) / 100
 		}
-		if w > window {
-			window = w
-		}
+		windows[max(w, 1)] = true
 		all := metricSeries(r.Metrics, lossKinds[0].value)
 		for ki, kind := range lossKinds {
 			y := metricSeries(r.Metrics, kind.value)
@@ -710,8 +709,15 @@ func lossCurves(cfg Config, runs []*runData) (*figure, int, error) {
 	if added == 0 {
 		return nil, 0, nil
 	}
-	if window > 1 {
-		p.Title.Text = fmt.Sprintf("%s (moving average over %d steps)", title, window)
+	// One window for all runs, or runs of different lengths each smoothed
+	// over 1 % of its own steps: the title said the largest for all.
+	switch {
+	case len(windows) > 1:
+		p.Title.Text = title + " (moving average over 1 % of each run's steps)"
+	case !windows[1]:
+		for w := range windows {
+			p.Title.Text = fmt.Sprintf("%s (moving average over %d steps)", title, w)
+		}
 	}
 	p.Y.Min, p.Y.Max = math.Max(0, ymin-0.05*(ymax-ymin)), ymax+0.05*(ymax-ymin)
 	p.Add(hgrid())
