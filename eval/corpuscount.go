@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 
@@ -54,6 +55,7 @@ type CountBucket struct {
 // countCompletions counts each completion's window and suffix.
 func countCompletions(comps []runfiles.Completion, count CountWindow) ([]CorpusCount, error) {
 	out := make([]CorpusCount, len(comps))
+	unknown, longest := 0, 0
 	for i, c := range comps {
 		r := CorpusCount{DocID: c.DocID, Split: c.Split, Repetitions: c.Repetitions, WindowCount: -1, SuffixCount: -1}
 		if len(c.Suffix) > 0 {
@@ -65,8 +67,17 @@ func countCompletions(comps []runfiles.Completion, count CountWindow) ([]CorpusC
 			if r.SuffixCount, err = count(c.Suffix); err != nil {
 				return nil, fmt.Errorf("eval: count doc_id %d's suffix: %w", c.DocID, err)
 			}
+			if r.WindowCount < 0 {
+				unknown, longest = unknown+1, max(longest, len(w))
+			}
 		}
 		out[i] = r
+	}
+	if unknown > 0 {
+		// An index built with a smaller --max-window opens fine and
+		// answers none of these: by_corpus_count left summary.json
+		// without a word.
+		slog.Warn("eval: windows longer than the corpus index answers have no count; rebuild it with `memo index build --max-window` at least the window", "windows", unknown, "of", len(comps), "window_tokens", longest)
 	}
 	return out, nil
 }

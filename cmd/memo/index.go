@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -127,15 +128,19 @@ func runIndexCount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// A pointer, so that --locate with no occurrence prints "locations":
+	// [] (omitempty dropped the empty list) and without it none at all.
 	out := struct {
 		tokindex.Count
-		Locations []tokindex.Occurrence `json:"locations,omitempty"`
+		Locations *[]tokindex.Occurrence `json:"locations,omitempty"`
 	}{}
 	if c.Bool("locate") {
-		out.Locations, out.Count, err = ix.Locate(q, c.Int("limit"))
-		if out.Locations == nil {
-			out.Locations = []tokindex.Occurrence{}
+		var locs []tokindex.Occurrence
+		locs, out.Count, err = ix.Locate(q, c.Int("limit"))
+		if locs == nil {
+			locs = []tokindex.Occurrence{}
 		}
+		out.Locations = &locs
 	} else {
 		out.Count, err = ix.Count(q)
 	}
@@ -146,7 +151,10 @@ func runIndexCount(c *cli.Context) error {
 		return writeJSONLine(c, out)
 	}
 	fmt.Fprintf(stdout, "count %d (occurrences %d) of a %d-token window\n", out.Count.Count, out.Occurrences, len(q))
-	for _, o := range out.Locations {
+	if out.Locations == nil {
+		return nil
+	}
+	for _, o := range *out.Locations {
 		fmt.Fprintf(stdout, "doc_id %d offset %d repetitions %d\n", o.DocID, o.Offset, o.Reps)
 	}
 	return nil
@@ -245,6 +253,20 @@ func evalCounter(c *cli.Context, runDir string) (eval.CountWindow, func(), error
 	ix, err := tokindex.OpenDataset(ds)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The completions' ids are the run's tokenizer's: counted in a corpus
+	// of another tokenizer they are other text, and the counts meaningless
+	// (the vocabulary-size check alone let bpe:300 ids count in a bpe:400
+	// corpus, 0 where the text appeared 5 times).
+	if own, err := data.Open(runDir); err == nil {
+		id, err := tokindex.DatasetIdentity(own)
+		if err == nil && id.Tokenizer != ix.Header().Tokenizer {
+			theirs := ix.Header().Tokenizer
+			ix.Close()
+			return nil, nil, usageError("eval --counts %s: its corpus is tokenized by %s, the completions of %s by %s; a window's ids would be counted as other text: count against a corpus built with the run's tokenizer", c.String("counts"), theirs, runDir, id.Tokenizer)
+		}
+	} else {
+		slog.Warn("eval --counts: the completions are of no run whose tokenizer memo can compare with the counted corpus's; the counts hold only if they share it", "counts", c.String("counts"), "tokenizer", ix.Header().Tokenizer)
 	}
 	return ix.CountWindow, func() { ix.Close() }, nil
 }

@@ -74,6 +74,11 @@ min_tokens = 100
 	if want := "doc_id " + strconv.FormatInt(d.ID, 10) + " offset 3 repetitions " + strconv.Itoa(d.Repetitions); r.code != 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("locate: exit %d %q %s; want %q", r.code, r.stdout, r.stderr, want)
 	}
+	// --locate --json with no occurrence says so with an empty list.
+	r = execMemoStdin(t, exe, work, cache, `{"ids": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}`, "index", "count", "--ids-json", "--locate", "--json", run)
+	if r.code != 0 || !strings.Contains(r.stdout, `"occurrences":0,"locations":[]`) {
+		t.Errorf("locate nothing: exit %d %q %s; want an empty locations list", r.code, r.stdout, r.stderr)
+	}
 	r = execMemoCache(t, exe, work, cache, "index", "count", "--random", "50", "--json", run)
 	if r.code != 0 || !strings.Contains(r.stdout, `"queries":50`) {
 		t.Errorf("random: exit %d %q %s", r.code, r.stdout, r.stderr)

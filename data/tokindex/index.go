@@ -331,10 +331,14 @@ func (ix *Index) Count(q []int32) (Count, error) {
 }
 
 // CountWindow is Count's Count for scoring many documents: -1 (unknown)
-// for a window longer than the index answers, where Count refuses it.
+// for a window longer than the index answers, where Count refuses it, and
+// 0 for one longer than the whole corpus, which cannot be in it.
 func (ix *Index) CountWindow(q []int32) (int64, error) {
-	if len(q) > ix.h.MaxWindow || int64(len(q)) > ix.h.Tokens {
+	if len(q) > ix.h.MaxWindow {
 		return -1, nil
+	}
+	if int64(len(q)) > ix.h.Tokens {
+		return 0, nil
 	}
 	c, err := ix.Count(q)
 	return c.Count, err

@@ -365,3 +365,24 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestCountWindowBeyondTheIndex: a window longer than the index's
+// max_window has no count (-1, which eval leaves out and warns of); one
+// no longer than max_window but longer than the whole corpus is not in it
+// (0, where it read as unknown).
+func TestCountWindowBeyondTheIndex(t *testing.T) {
+	docs := []doc{{1, 1, []int32{0, 1, 2, 7}}, {2, 1, []int32{8, 9, 3}}}
+	ix := build(t, docs, Options{Vocab: 10, MaxWindow: 16})
+	for _, tc := range []struct {
+		q    []int32
+		want int64
+	}{
+		{[]int32{0, 1}, 1},
+		{make([]int32, 10), 0},  // longer than the 7-token corpus
+		{make([]int32, 17), -1}, // longer than max_window
+	} {
+		if got, err := ix.CountWindow(tc.q); err != nil || got != tc.want {
+			t.Errorf("CountWindow of %d tokens = %d, %v; want %d", len(tc.q), got, err, tc.want)
+		}
+	}
+}
