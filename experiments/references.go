@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -192,10 +193,7 @@ func planReferences(spec *Spec, dir string, indices []int) (*referencePlan, erro
 		}
 	}
 	root := ReferencesDir(data.ResolveCacheDir(spec.Data.CacheDir))
-	dsSums := map[string]string{}
-	for name, f := range ds.Report().Files {
-		dsSums[name] = f.SHA256
-	}
+	dsSums := referenceDataset(ds.Report())
 	p := &referencePlan{ds: ds, pool: pool, population: population, in: in, references: K, seed: spec.Seed, dsSums: dsSums, goldfish: spec.Goldfish}
 	for k := 0; k < K; k++ {
 		if indices != nil && !slices.Contains(indices, k) {
@@ -341,6 +339,27 @@ func referenceConfigs(mc model.Config, tc train.Config, k int) (model.Config, tr
 		tc.Shard, tc.ShardGroup = "", 0
 	}
 	return mc, tc
+}
+
+// referenceDataset is what of the dataset a reference's key names: its
+// files' checksums, and the settings of report.json that shape the
+// training stream from the same files, data.layout and
+// data.pretrain_passes, where they are not the defaults (so that keys made
+// before they were named stay valid for the default stream). Without them
+// a packed target and a padded one, or one with pretraining passes, shared
+// one set of references trained on one stream.
+func referenceDataset(r data.Report) map[string]string {
+	sums := map[string]string{}
+	for name, f := range r.Files {
+		sums[name] = f.SHA256
+	}
+	if r.Layout != "" && r.Layout != data.LayoutPadded {
+		sums["report.json:layout"] = r.Layout
+	}
+	if n := r.Config.PretrainPasses; n > 0 {
+		sums["report.json:pretrain_passes"] = strconv.Itoa(n)
+	}
+	return sums
 }
 
 // referenceKeyFormat is the key's format, recorded in mia_references.json:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/checkpoint"
+	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/runlock"
@@ -375,5 +376,30 @@ func TestReferenceInTrainingWaits(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "reference index 1 (2 of 2)") {
 		t.Errorf("error %q does not name the reference", err)
+	}
+}
+
+// TestReferenceDatasetNamesTheStream: two datasets of the same files whose
+// training streams differ (data.layout, data.pretrain_passes) give their
+// references different keys; the default stream adds nothing, so keys
+// made before stay valid.
+func TestReferenceDatasetNamesTheStream(t *testing.T) {
+	files := map[string]data.FileSum{"docs.arrow": {SHA256: "d0"}}
+	base := data.Report{Files: files, Layout: data.LayoutPadded}
+	packed := data.Report{Files: files, Layout: data.LayoutPacked}
+	pretrain := data.Report{Files: files, Layout: data.LayoutPadded}
+	pretrain.Config.PretrainPasses = 1
+	key := func(r data.Report) string {
+		k, err := referenceKey(referenceDataset(r), "", model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, loss.Config{}, []referenceMember{{1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if got := key(base); got != "0bfc35b1e34fe936e251964d" {
+		t.Errorf("the default stream's key = %s, want 0bfc35b1e34fe936e251964d as before", got)
+	}
+	if a, b, c := key(base), key(packed), key(pretrain); a == b || a == c || b == c {
+		t.Errorf("keys padded %s, packed %s, with pretraining %s: want three", a, b, c)
 	}
 }

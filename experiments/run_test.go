@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -292,6 +293,61 @@ func TestPrepareSweepWritesIndex(t *testing.T) {
 		if st.Mode().Perm() != 0o644 {
 			t.Errorf("%s: mode %v, want -rw-r--r--", f, st.Mode().Perm())
 		}
+	}
+}
+
+// TestSweepOfAnotherGrid: preparing a sweep again after its grid dropped a
+// value removes that point's spec (memo report --require-all counted it
+// unfinished), and a point's run made from another version of its spec is
+// told apart from its spec (memo report showed it as the grid's).
+func TestSweepOfAnotherGrid(t *testing.T) {
+	root := t.TempDir()
+	prepare := func(doc string) string {
+		spec, err := ParseBytes("gvs.toml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, _, err := PrepareSweep(spec, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	prepare("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4, 8]\n")
+	dir := prepare("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n")
+	specs, err := filepath.Glob(filepath.Join(dir, "specs", "*.toml"))
+	if err != nil || len(specs) != 2 {
+		t.Errorf("specs/ holds %v, want k=0 and k=4 only", specs)
+	}
+	names, dirs, err := SweepPoints(dir)
+	if err != nil || !slices.Equal(names, []string{"k=0", "k=4"}) || dirs[1] != filepath.Join(dir, "k=4") {
+		t.Fatalf("SweepPoints = %v, %v, %v", names, dirs, err)
+	}
+
+	// k=4's run as its spec wrote it, then the spec edited.
+	point, err := Parse(filepath.Join(dir, "specs", "k=4.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := point.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dirs[1], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[1], "config.toml"), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := StalePoint(dirs[1]); why != "" {
+		t.Errorf("the run of its own spec: stale %q", why)
+	}
+	prepare("name = \"gvs\"\n[train]\nsteps = 25\n[sweep]\n\"goldfish.k\" = [0, 4]\n")
+	if why := StalePoint(dirs[1]); !strings.Contains(why, "train.steps") {
+		t.Errorf("after the spec's train.steps changed: stale %q, want it named", why)
+	}
+	if why := StalePoint(t.TempDir()); why != "" {
+		t.Errorf("a run of no sweep: stale %q", why)
 	}
 }
 

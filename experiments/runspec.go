@@ -179,6 +179,9 @@ func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
 	if why := changedOutput(m, dir, reportReads...); why != "" {
 		return nil, badinput.Errorf("%s: %s: memo run on it redoes that stage; the report publishes no number from it", dir, why)
 	}
+	if why := StalePoint(dir); why != "" {
+		return nil, fmt.Errorf("%w: %s differs from its point's spec (%s); memo sweep on the spec redoes it", plots.ErrStaleRun, dir, why)
+	}
 	return s.PlotsSpec(), nil
 }
 

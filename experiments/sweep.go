@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -234,10 +237,77 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 			return "", nil, err
 		}
 	}
+	current := map[string]bool{}
 	for _, p := range pts {
 		if err := atomicfile.WriteFile(filepath.Join(dir, "specs", p.Name+".toml"), p.Doc); err != nil {
 			return "", nil, err
 		}
+		current[p.Name+".toml"] = true
+	}
+	// A point an earlier grid had and this one does not: its spec would
+	// be taken for one of this sweep's (memo report --require-all named
+	// k=8 unfinished after the grid dropped it). Its run directory stays.
+	if ents, err := os.ReadDir(filepath.Join(dir, "specs")); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".toml") && !current[e.Name()] {
+				if err := os.Remove(filepath.Join(dir, "specs", e.Name())); err != nil {
+					return "", nil, fmt.Errorf("remove the spec of a point no longer in the grid: %w", err)
+				}
+			}
+		}
 	}
 	return dir, pts, nil
+}
+
+// StalePoint says how the run in runDir, a point of a sweep, differs from
+// its point's spec in the sweep's specs/ (the spec edited and the sweep
+// run again, the point refused as "made from another spec"): "" when it
+// does not, or when runDir is no sweep's point. memo report had shown
+// such runs as the grid's.
+func StalePoint(runDir string) string {
+	sweep := filepath.Dir(filepath.Clean(runDir))
+	if _, err := os.Stat(filepath.Join(sweep, SweepIndexFile)); err != nil {
+		return ""
+	}
+	s, err := Parse(filepath.Join(sweep, "specs", filepath.Base(filepath.Clean(runDir))+".toml"))
+	if err != nil {
+		return ""
+	}
+	conf, err := s.TOML()
+	if err != nil {
+		return ""
+	}
+	old, err := os.ReadFile(filepath.Join(runDir, runfiles.ConfigFile))
+	if err != nil || bytes.Equal(old, conf) {
+		return ""
+	}
+	var was, now map[string]any
+	if toml.Unmarshal(old, &was) != nil || toml.Unmarshal(conf, &now) != nil {
+		return "its config.toml is not its spec's"
+	}
+	if d := specDiff(was, now); d != "" {
+		return d
+	}
+	return "its config.toml is not its spec's"
+}
+
+// SweepPoints are the names of the grid points of the sweep in dir, as
+// its sweep.json lists them, and the directory of each run.
+func SweepPoints(dir string) (names, dirs []string, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, SweepIndexFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	var idx sweepIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, nil, badinput.Errorf("read %s: %v", filepath.Join(dir, SweepIndexFile), err)
+	}
+	for _, p := range idx.Points {
+		d := p.Dir
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		names, dirs = append(names, p.Name), append(dirs, d)
+	}
+	return names, dirs, nil
 }

@@ -195,6 +195,10 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missi
 			missing = append(missing, p.Name)
 			continue
 		}
+		if errors.Is(err, ErrStaleRun) {
+			slog.Warn("report: left out", "run", p.Name, "why", err)
+			continue
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -1,6 +1,10 @@
 package plots
 
-import "github.com/memo-research/memo/loss"
+import (
+	"errors"
+
+	"github.com/memo-research/memo/loss"
+)
 
 // RunSpec is what the tables and figures take from a run's spec (its
 // config.toml): the loss it trained with, a name for its model and the
@@ -18,6 +22,11 @@ type RunSpec struct {
 	// when the spec has no such key.
 	Value func(key string) any
 }
+
+// ErrStaleRun is a SpecReader's error for a run that is not its sweep
+// point's as the sweep's spec now stands: the report leaves it out, with a
+// warning, as it leaves out a point that has not finished.
+var ErrStaleRun = errors.New("run made from an older version of the sweep's spec")
 
 // SpecReader reads the spec of a run directory, nil when it has none.
 // memo's is experiments.ReadPlotsSpec, the one reader of a run's

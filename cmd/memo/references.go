@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +32,7 @@ func referencesCommand() *cli.Command {
 					"or as a Slurm array (--array=0-15, --index $SLURM_ARRAY_TASK_ID); `memo run FILE`\n" +
 					"then finds them trained and only scores (docs/ATTACKS.md).",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "runs", Value: "runs", Usage: "directory that holds run directories"},
+					&cli.StringFlag{Name: "runs", Value: "runs", Usage: "directory that holds run directories (for a sweep point's spec under RUNS/NAME/specs/: RUNS/NAME)"},
 					&cli.IntSliceFlag{Name: "index", Usage: "reference model `I` to train (repeat for more; default all)"},
 					&cli.IntFlag{Name: "threads", Usage: "libtorch threads (0: all cores)"},
 					setFlag,
@@ -109,7 +111,7 @@ func referencesTrainAction(c *cli.Context) error {
 		return err
 	}
 	if spec.IsSweep() {
-		return usageError("references train: %s is a sweep; train the references of one point (its spec under RUNS/NAME/specs/)", c.Args().First())
+		return usageError("references train: %s is a sweep; train the references of one point (its spec under RUNS/NAME/specs/, whose run is in RUNS/NAME)", c.Args().First())
 	}
 	threads := c.Int("threads")
 	if threads <= 0 {
@@ -118,5 +120,16 @@ func referencesTrainAction(c *cli.Context) error {
 	torchx.Init(threads, uint64(spec.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()
-	return experiments.TrainReferences(ctx, spec, c.String("runs"), c.IntSlice("index"))
+	runs := c.String("runs")
+	if !c.IsSet("runs") {
+		// A point's spec (RUNS/NAME/specs/POINT.toml) names a run in
+		// RUNS/NAME: told --runs RUNS, the refusal sent users to build a
+		// stray run beside the sweep.
+		specs := filepath.Dir(filepath.Clean(c.Args().First()))
+		sweep := filepath.Dir(specs)
+		if _, err := os.Stat(filepath.Join(sweep, experiments.SweepIndexFile)); err == nil && filepath.Base(specs) == "specs" {
+			runs = sweep
+		}
+	}
+	return experiments.TrainReferences(ctx, spec, runs, c.IntSlice("index"))
 }

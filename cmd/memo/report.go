@@ -68,15 +68,19 @@ func reportCommand() *cli.Command {
 	}
 }
 
-// unfinishedPoints are the grid points of a sweep directory (its specs/)
-// whose run did not finish every stage.
+// unfinishedPoints are the grid points of a sweep directory (its
+// sweep.json) whose run did not finish every stage, or finished under
+// another version of the point's spec. specs/ was globbed, which counted
+// points an older grid had and, in a path holding [ or *, matched nothing.
 func unfinishedPoints(dir string) []string {
-	specs, _ := filepath.Glob(filepath.Join(dir, "specs", "*.toml"))
+	names, dirs, err := experiments.SweepPoints(dir)
+	if err != nil {
+		return nil // a single run's directory: nothing to require
+	}
 	var out []string
-	for _, s := range specs {
-		name := strings.TrimSuffix(filepath.Base(s), ".toml")
-		m, err := experiments.ReadManifest(filepath.Join(dir, name))
-		if err != nil || !m.Done(experiments.Stages) {
+	for i, name := range names {
+		m, err := experiments.ReadManifest(dirs[i])
+		if err != nil || !m.Done(experiments.Stages) || experiments.StalePoint(dirs[i]) != "" {
 			out = append(out, name)
 		}
 	}

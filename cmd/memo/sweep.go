@@ -159,21 +159,18 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		// Runs stopped by SIGINT or SIGTERM did not fail: they resume.
 		return fmt.Errorf("sweep: %w", err)
 	}
-	failed, skipped := 0, 0
+	failed := 0
 	for _, r := range results {
-		switch r.Status {
-		case experiments.PointFailed:
+		if r.Status == experiments.PointFailed {
 			failed++
-		case experiments.PointSkipped:
-			skipped++
 		}
 	}
 	if failed < len(results) {
-		// When every run had finished before, nothing ran: the report stands.
-		if skipped < len(results) || !reportExists(dir) {
-			if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
-				return err
-			}
+		// Made again even when every point had finished before: the grid
+		// may have changed (a value dropped), and the old report still
+		// showed the points it no longer has. It is seconds of work.
+		if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
+			return err
 		}
 		if err := printTable(c, dir); err != nil {
 			return err
@@ -191,6 +188,19 @@ var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
 var slurmOnlyFlags = []string{"account", "partition", "time", "gpus", "cpus", "mem", "qos", "constraint", "gpus-per-task", "array-throttle", "sbatch", "nodes"}
 
 // slurmSweep writes (and maybe submits) the job array of a sweep.
+// absCache is MEMO_CACHE as the Slurm script exports it: absolute, since
+// a submission from another directory (or the job's own working
+// directory) would read a relative one from elsewhere.
+func absCache(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
 func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -226,7 +236,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Mem: str("mem", sl.Mem), QOS: str("qos", sl.QOS), Constraint: str("constraint", sl.Constraint),
 		GPUsPerTask: num("gpus-per-task", sl.GPUsPerTask), ArrayThrottle: num("array-throttle", sl.ArrayThrottle),
 		Extra: append(append([]string(nil), sl.Sbatch...), c.StringSlice("sbatch")...),
-		Cache: os.Getenv("MEMO_CACHE"),
+		Cache: absCache(os.Getenv("MEMO_CACHE")),
 	}
 	// Refused before anything is written or submitted.
 	probe := opt
