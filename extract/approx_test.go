@@ -277,4 +277,15 @@ func TestApproxHonoursSamples(t *testing.T) {
 			}
 		}
 	}
+	// A one-token beam search never widens the cache past a row a prompt:
+	// its measurements were read by beam row, past their end (a panic).
+	one := kv8
+	one.Decoding, one.Beams, one.Samples, one.Suffix, one.BatchSize = DecodeBeam, 3, 1, 1, 9
+	if err := one.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	gs, ms, err := approxAll(ctx, g, one, BuildPrompts(one, opticksDocs(t, 3, 40), 64), nil)
+	if err != nil || len(gs) != 3 || ms[2] == nil || ms[2].ExactAgree < 0 || ms[2].ExactAgree > 1 {
+		t.Errorf("kv8 beam of one token: %d prompts, metrics %v, %v", len(gs), ms, err)
+	}
 }

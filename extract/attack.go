@@ -97,7 +97,13 @@ func decodeAll(ctx context.Context, g *model.GPT, cfg Config, prompts []Prompt, 
 			if rowMs != nil {
 				// Row k·rowsPer+j decoded guess j (a sample, or the beam in
 				// that place: beamGuesses returns its beams in row order).
-				r := rowMs[k*rowsPer+guesses[0].Sample]
+				// A one-token beam search never widens the cache past one
+				// row a prompt (and panicked here reading row k·rowsPer).
+				row := k*rowsPer + guesses[0].Sample
+				if len(rowMs) < len(idx)*rowsPer {
+					row = k
+				}
+				r := rowMs[row]
 				ms[i] = &r
 			}
 		}

@@ -187,7 +187,7 @@ func TestLokiCount(t *testing.T) {
 		topk float64
 		n    int
 		want int
-	}{{0.25, 10, 3}, {1, 10, 10}, {0.01, 10, 1}, {4, 10, 4}, {40, 10, 10}} {
+	}{{0.25, 10, 3}, {1, 10, 10}, {0.01, 10, 1}, {4, 10, 4}, {40, 10, 10}, {0.07, 100, 7}} { // 0.07·100 = 7.000000000000001
 		if got := lokiCount(c.topk, c.n); got != c.want {
 			t.Errorf("lokiCount(%v, %d) = %d, want %d", c.topk, c.n, got, c.want)
 		}

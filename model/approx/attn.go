@@ -131,7 +131,9 @@ func (st *state) lokiKeep(sc *model.Scope, li int, q, k, mask *ts.Tensor, valid 
 func lokiCount(topk float64, n int) int {
 	c := int(topk)
 	if topk <= 1 {
-		c = int(math.Ceil(topk * float64(n)))
+		// Less a hair: 0.07·100 is 7.000000000000001, which rounded up
+		// kept 8.
+		c = int(math.Ceil(topk*float64(n) - 1e-9))
 	}
 	return max(1, min(c, n))
 }
