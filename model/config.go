@@ -324,6 +324,9 @@ func (c Config) gathered() int64 {
 	return n
 }
 
+// Windows are each layer's sliding-window length, 0 for full attention.
+func (c Config) Windows() []int { return c.windows() }
+
 // windows are each layer's sliding-window length, 0 for full attention
 // (one pass over layer_types: reading it per layer is quadratic, minutes
 // for a config.json of 65,536 layers).

@@ -128,12 +128,16 @@ type state struct {
 	// logQ[row][layer][head] are the log tau-quantiles of the warm-up steps.
 	logQ [][][][]float64
 	loki []lokiLayer // per layer, made on first use
+	// windows are each layer's sliding window (0: full), which bounds the
+	// keys a decode step reads there.
+	windows []int
 }
 
 func newState(a Approx, g *model.GPT, batch int) *state {
 	cfg := g.Config()
 	st := &state{a: a, cfg: cfg, device: g.Device(), steps: make([]int, batch), mass: make([]float64, batch),
-		bytes: make([]float64, batch), stepMass: make([]float64, batch), stepBytes: make([]float64, batch)}
+		bytes: make([]float64, batch), stepMass: make([]float64, batch), stepBytes: make([]float64, batch),
+		windows: cfg.Windows()}
 	if a.Attention == AttnSift {
 		st.logQ = make([][][][]float64, batch)
 		for r := range st.logQ {

@@ -330,6 +330,21 @@ func TestKVBytesHandWorked(t *testing.T) {
 	}
 }
 
+// TestKVBytesSlidingWindow: a sliding layer reads its window, not the
+// whole cache: with a window of 4 every step of the hand-worked run above
+// reads 4 tokens a layer (it was counted as 8, 9, 10 like full attention).
+func TestKVBytesSlidingWindow(t *testing.T) {
+	g := newTest(t, model.Config{Preset: "nano", Vocab: 80, Seed: 5, SlidingWindow: 4})
+	s, err := NewStepper(g, Approx{KVBits: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeLogits(t, s, [][]int32{{1, 2, 3, 4, 5, 6, 7}}, 4)
+	if st, want := s.Stats()[0], 4*1024.0; st.Steps != 3 || math.Abs(st.KVBytes-want) > 1e-9 {
+		t.Errorf("window 4: %+v, want 3 steps of %v bytes", st, want)
+	}
+}
+
 // QuantSpec's output is plain greedy decoding whatever the draft; a draft
 // that is the target itself has every proposal accepted, another model's
 // are rejected.

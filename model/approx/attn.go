@@ -37,6 +37,11 @@ func (st *state) Attend(kc *engine.Cache, li int, q, k, v, mask *ts.Tensor, scal
 		valid[r] = make([]int, t)
 		for i := range valid[r] {
 			valid[r][i] = n + i - starts[r] + 1
+			if w := st.windows[li]; w > 0 {
+				// A sliding layer reads its window, not the whole cache
+				// (4,800 B/token were counted with a window of 4 as without).
+				valid[r][i] = min(valid[r][i], w)
+			}
 		}
 	}
 	if !st.sparse() {
