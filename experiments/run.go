@@ -334,10 +334,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 				return nil, fmt.Errorf("%w: %s is damaged (not TOML: %v); pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), strings.ReplaceAll(terr.Error(), "\n", " "))
 			}
-			m, merr := ReadManifest(dir)
-			if merr != nil {
-				m = nil
-			}
+			m, _ := ReadManifest(dir) // nil when there is none readable
 			if _, _, ok := recordedConfigMatches(m, old); !ok {
 				// Emptied or cut short, it would read as "another spec"
 				// with a hundred keys changed.

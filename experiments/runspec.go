@@ -50,9 +50,7 @@ func readRun(dir string) (s *Spec, m *Manifest, ok bool, err error) {
 	if err != nil {
 		return nil, nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
-	if m, err = ReadManifest(dir); err != nil {
-		m = nil
-	}
+	m, _ = ReadManifest(dir) // nil when there is none readable
 	if err := checkRecordedConfig(m, path, doc); err != nil {
 		return nil, nil, false, err
 	}

@@ -55,16 +55,7 @@ func disambiguate(runs []*runData, axes []string) {
 		if len(group) < 2 {
 			continue
 		}
-		var differ []string
-		for _, a := range axes {
-			seen := map[string]bool{}
-			for _, r := range group {
-				seen[fmt.Sprint(r.Values[a])] = true
-			}
-			if len(seen) > 1 {
-				differ = append(differ, a)
-			}
-		}
+		differ := differing(group, axes)
 		names := shortKeys(differ)
 		for _, r := range group {
 			var parts []string
@@ -109,11 +100,19 @@ func (r *runData) modelText() string {
 // only those whose value differs between runs (a [[sweep_points]] key
 // that other runs take from their config at the same value says nothing).
 func variedAxes(runs []*runData, axes []string) []string {
+	var named []string
+	for _, a := range axes {
+		if !lossKey(a) && !strings.HasPrefix(a, "train.dp.") && !strings.HasPrefix(a, "train.lora.") {
+			named = append(named, a)
+		}
+	}
+	return differing(runs, named)
+}
+
+// differing are the axes whose value is not the same in every run.
+func differing(runs []*runData, axes []string) []string {
 	var out []string
 	for _, a := range axes {
-		if lossKey(a) || strings.HasPrefix(a, "train.dp.") || strings.HasPrefix(a, "train.lora.") {
-			continue
-		}
 		seen := map[string]bool{}
 		for _, r := range runs {
 			seen[fmt.Sprint(r.Values[a])] = true
