@@ -329,7 +329,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 	switch {
 	case err == nil && !bytes.Equal(old, conf):
 		if !force {
-			var was, now map[string]any
+			var was map[string]any
 			if terr := toml.Unmarshal(old, &was); terr != nil {
 				return nil, fmt.Errorf("%w: %s is damaged (not TOML: %v); pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), strings.ReplaceAll(terr.Error(), "\n", " "))
@@ -342,10 +342,8 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 					filepath.Join(dir, runfiles.ConfigFile), ManifestFile)
 			}
 			differ := ""
-			if toml.Unmarshal(conf, &now) == nil {
-				if d := specDiff(was, now); d != "" {
-					differ = " (" + d + ")"
-				}
+			if d, err := configDiff(old, conf); err == nil && d != "" {
+				differ = " (" + d + ")"
 			}
 			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differ)
 		}
@@ -501,6 +499,19 @@ func deviceName(d string) string {
 		return fmt.Sprintf("cuda:%d", i)
 	}
 	return d
+}
+
+// configDiff is specDiff of two config.toml documents; an error when
+// either is not TOML.
+func configDiff(was, now []byte) (string, error) {
+	var a, b map[string]any
+	if err := toml.Unmarshal(was, &a); err != nil {
+		return "", err
+	}
+	if err := toml.Unmarshal(now, &b); err != nil {
+		return "", err
+	}
+	return specDiff(a, b), nil
 }
 
 // specDiff names the keys whose values differ between two resolved specs,

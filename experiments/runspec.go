@@ -32,37 +32,46 @@ import (
 // [data] and [train] values that break a rule of this memo's for starting
 // a run are read with a warning: the work they describe is done.
 func ReadRun(dir string) (s *Spec, ok bool, err error) {
-	s, _, ok, err = readRun(dir)
-	return s, ok, err
+	r, err := readRun(dir)
+	return r.spec, r.ok, err
 }
 
-// readRun is ReadRun that also returns the run's manifest.json as it read
-// it to check config.toml against, nil where there is none readable.
-func readRun(dir string) (s *Spec, m *Manifest, ok bool, err error) {
+// runRead is what readRun read of a run directory.
+type runRead struct {
+	spec     *Spec
+	manifest *Manifest // nil where there is none readable
+	config   []byte    // config.toml as read; nil where there is none
+	ok       bool      // the directory has a config.toml
+}
+
+// readRun is ReadRun that also returns the run's manifest.json, as it
+// read it to check config.toml against, and config.toml's bytes.
+func readRun(dir string) (runRead, error) {
 	path := filepath.Join(dir, runfiles.ConfigFile)
 	doc, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, merr := os.Stat(filepath.Join(dir, ManifestFile)); merr == nil {
-			return nil, nil, false, &ConfigError{File: path, Msg: "missing from a run directory (it has manifest.json): the run's settings are read from it; restore it, or run the spec again"}
+			return runRead{}, &ConfigError{File: path, Msg: "missing from a run directory (it has manifest.json): the run's settings are read from it; restore it, or run the spec again"}
 		}
-		return Default(), nil, false, nil
+		return runRead{spec: Default()}, nil
 	}
 	if err != nil {
-		return nil, nil, false, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
+		return runRead{}, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the run's spec: %v", badinput.PathCause(err))}
 	}
-	m, _ = ReadManifest(dir) // nil when there is none readable
+	m, _ := ReadManifest(dir) // nil when there is none readable
 	if err := checkRecordedConfig(m, path, doc); err != nil {
-		return nil, nil, false, err
+		return runRead{}, err
 	}
 	name := filepath.Base(filepath.Clean(dir))
-	if s, err = decode(path, doc, name); err != nil {
+	s, err := decode(path, doc, name)
+	if err != nil {
 		// The [data] and [train] rules judge a run about to start. One
 		// an older memo built and trained under rules since tightened
 		// (DP-SGD with match_supervised_tokens, refused since 2bda819)
 		// is still read for its results, with the rule named.
 		lenient, lerr := decode(path, doc, name, "data", "train")
 		if lerr != nil {
-			return nil, nil, false, err
+			return runRead{}, err
 		}
 		key := path
 		if abs, err := filepath.Abs(path); err == nil {
@@ -73,7 +82,7 @@ func readRun(dir string) (s *Spec, m *Manifest, ok bool, err error) {
 		}
 		s = lenient
 	}
-	return s, m, true, nil
+	return runRead{spec: s, manifest: m, config: doc, ok: true}, nil
 }
 
 // checkRecordedConfig refuses a run's config.toml (doc, at path) whose
@@ -170,17 +179,17 @@ func (s *Spec) modelLabel() string {
 // run's spec through it (plots cannot import this package, which draws
 // its figures through plots). A run without config.toml has none (nil).
 func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
-	s, m, ok, err := readRun(dir)
-	if err != nil || !ok {
+	r, err := readRun(dir)
+	if err != nil || !r.ok {
 		return nil, err
 	}
-	if why := changedOutput(m, dir, reportReads...); why != "" {
+	if why := changedOutput(r.manifest, dir, reportReads...); why != "" {
 		return nil, badinput.Errorf("%s: %s: memo run on it redoes that stage; the report publishes no number from it", dir, why)
 	}
-	if why := StalePoint(dir); why != "" {
+	if why := stalePoint(dir, r.config); why != "" {
 		return nil, fmt.Errorf("%w: %s differs from its point's spec (%s); memo sweep on the spec redoes it", plots.ErrStaleRun, dir, why)
 	}
-	return s.PlotsSpec(), nil
+	return r.spec.PlotsSpec(), nil
 }
 
 // reportReads are the files of a run memo report takes numbers from and

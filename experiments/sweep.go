@@ -265,6 +265,15 @@ func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
 // does not, or when runDir is no sweep's point. memo report had shown
 // such runs as the grid's.
 func StalePoint(runDir string) string {
+	old, err := os.ReadFile(filepath.Join(runDir, runfiles.ConfigFile))
+	if err != nil {
+		return ""
+	}
+	return stalePoint(runDir, old)
+}
+
+// stalePoint is StalePoint given the run's config.toml as read (old).
+func stalePoint(runDir string, old []byte) string {
 	sweep := filepath.Dir(filepath.Clean(runDir))
 	if _, err := os.Stat(filepath.Join(sweep, SweepIndexFile)); err != nil {
 		return ""
@@ -274,18 +283,10 @@ func StalePoint(runDir string) string {
 		return ""
 	}
 	conf, err := s.TOML()
-	if err != nil {
-		return ""
-	}
-	old, err := os.ReadFile(filepath.Join(runDir, runfiles.ConfigFile))
 	if err != nil || bytes.Equal(old, conf) {
 		return ""
 	}
-	var was, now map[string]any
-	if toml.Unmarshal(old, &was) != nil || toml.Unmarshal(conf, &now) != nil {
-		return "its config.toml is not its spec's"
-	}
-	if d := specDiff(was, now); d != "" {
+	if d, err := configDiff(old, conf); err == nil && d != "" {
 		return d
 	}
 	return "its config.toml is not its spec's"
