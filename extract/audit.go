@@ -7,6 +7,7 @@ import (
 
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 )
 
@@ -55,6 +56,7 @@ type AuditModel struct {
 	Checkpoint string // the checkpoint or Hugging Face directory loaded
 	Context    int    // the model's context, the longest window
 	Vocab      int
+	Device     string // where it runs: cpu, cuda:0, ...
 }
 
 // OpenAuditModel loads the model of path (a run, checkpoints/, a
@@ -66,7 +68,7 @@ func OpenAuditModel(path string, cfg AuditConfig) (*AuditModel, error) {
 		return nil, err
 	}
 	mc := g.Config()
-	return &AuditModel{g: g, Checkpoint: ckpt, Context: mc.Context, Vocab: mc.Vocab}, nil
+	return &AuditModel{g: g, Checkpoint: ckpt, Context: mc.Context, Vocab: mc.Vocab, Device: torchx.DeviceName(g.Device())}, nil
 }
 
 // Close releases the model.

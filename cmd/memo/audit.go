@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,9 +21,11 @@ import (
 	"github.com/memo-research/memo/data/labelled"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/eval/blind"
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/filehash"
 	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
@@ -100,8 +103,9 @@ func auditArgs(c *cli.Context) error {
 		return usageError("audit: --bootstrap %d: must be 0 or at least 100", c.Int("bootstrap"))
 	case c.Int("folds") < 2:
 		return usageError("audit: --folds %d: must be >= 2", c.Int("folds"))
-	case c.Int("blind-permutations") < 0 || c.Int("blind-permutations") > 0 && c.Int("blind-permutations") < 19:
-		return usageError("audit: --blind-permutations %d: must be 0 or at least 19 (a p-value below 0.05 needs 20 draws)", c.Int("blind-permutations"))
+	case c.Int("blind-permutations") < 0 || c.Int("blind-permutations") > 0 && c.Int("blind-permutations") < 20:
+		// p is at least 1/(1+permutations), and "separable" needs p < 0.05.
+		return usageError("audit: --blind-permutations %d: must be 0 or at least 20 (a p-value below 0.05 needs 20 shuffles)", c.Int("blind-permutations"))
 	}
 	if err := atLeast(c, "audit", 0, "stride", "window", "batch-size"); err != nil {
 		return err
@@ -195,6 +199,13 @@ type AuditSummary struct {
 	Model          string          `json:"model"`
 	Checkpoint     string          `json:"checkpoint"`
 	Data           string          `json:"data"`
+	DataSHA256     []string        `json:"data_sha256"` // of --data, or of --members and --nonmembers
+	TextField      string          `json:"text_field,omitempty"`
+	LabelField     string          `json:"label_field,omitempty"`
+	Tokenizer      string          `json:"tokenizer"` // --tokenizer, or "the model's own"
+	Device         string          `json:"device"`
+	Precision      string          `json:"precision"`
+	Memo           string          `json:"memo"` // the revision of memo that audited
 	NMembers       int             `json:"n_members"`
 	NNonmembers    int             `json:"n_nonmembers"`
 	Duplicates     int             `json:"duplicates_dropped"`
@@ -319,12 +330,11 @@ func auditAction(c *cli.Context) error {
 	}
 	var tok *data.Tokenizer
 	if p := c.String("tokenizer"); p != "" {
-		tok, err = data.LoadTokenizer("hf:" + p)
-	} else {
-		tok, err = tokenizerOf(modelArg, ckpt)
-	}
-	if err != nil {
-		return usageError("audit: --model %s: %v", modelArg, oneLine(err.Error()))
+		if tok, err = data.LoadTokenizer("hf:" + p); err != nil {
+			return usageError("audit: --tokenizer %s: %v", p, oneLine(err.Error()))
+		}
+	} else if tok, err = tokenizerOf(modelArg, ckpt); err != nil {
+		return usageError("audit: --model %s: %v; name the model's tokenizer.json with --tokenizer", modelArg, oneLine(err.Error()))
 	}
 	inputs, err := tokenizeAudit(ctx, tok, texts, c.Bool("lowercase"))
 	if err != nil {
@@ -411,9 +421,25 @@ func auditAction(c *cli.Context) error {
 		Separable:  br.Separable(),
 		Duplicates: duplicates,
 	}
+	files := []string{c.String("data")}
 	if sum.Data == "" {
 		sum.Data = c.String("members") + " + " + c.String("nonmembers")
+		files = []string{c.String("members"), c.String("nonmembers")}
 	}
+	for _, p := range files {
+		h, err := filehash.SHA256(p)
+		if err != nil {
+			return fmt.Errorf("audit: hash %s: %w", p, err)
+		}
+		sum.DataSHA256 = append(sum.DataSHA256, h)
+	}
+	sum.TextField, sum.LabelField = c.String("text-field"), c.String("label-field")
+	sum.Tokenizer = c.String("tokenizer")
+	if sum.Tokenizer == "" {
+		sum.Tokenizer = "the model's own"
+	}
+	sum.Device, sum.Precision = m.Device, cmp.Or(acfg.Precision, "fp32")
+	sum.Memo = versionLine(experiments.BuiltVersions())
 	for _, t := range texts {
 		if t.Member {
 			sum.NMembers++

@@ -15,6 +15,7 @@ import (
 	"github.com/memo-research/memo/data/labelled"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/eval/blind"
+	"github.com/memo-research/memo/internal/filehash"
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
@@ -103,6 +104,14 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if sum.NMembers != 4 || sum.NNonmembers != 4 || len(sum.MIA) == 0 || sum.Interpretation == "" || sum.Duplicates != 0 {
 		t.Errorf("summary: %s", b)
 	}
+	// What changes the numbers is recorded beside them.
+	setHash, err := filehash.SHA256(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.DataSHA256) != 1 || sum.DataSHA256[0] != setHash || sum.Device != "cpu" || sum.Precision != "fp32" || sum.Tokenizer != "the model's own" || sum.Memo == "" {
+		t.Errorf("summary's settings: data_sha256 %v (want %s), device %q, precision %q, tokenizer %q, memo %q", sum.DataSHA256, setHash, sum.Device, sum.Precision, sum.Tokenizer, sum.Memo)
+	}
 	// The blind baseline's permutation test: 200 shuffles, p in
 	// [1/201, 1], and the verdict the p and the AUC give.
 	p := float64(sum.Blind.P)
@@ -164,7 +173,8 @@ func TestAuditBadInput(t *testing.T) {
 		{"one class", []string{"--data", write("b.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`)}, "2 members and 0 non-members: an audit needs at least 2 of each"},
 		{"one non-member", []string{"--data", write("b1.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`+"\n"+`{"input":"z w","label":0}`)}, "has 2 members and 1 non-member: an audit needs at least 2 of each"},
 		{"a text under both labels", []string{"--data", write("b2.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"x  y","label":0}`)}, "b2.jsonl:1 and " + filepath.Join(dir, "b2.jsonl") + ":2: the same text labelled member and non-member"},
-		{"blind permutations too few", []string{"--data", good, "--blind-permutations", "5"}, "--blind-permutations 5: must be 0 or at least 19"},
+		{"blind permutations too few", []string{"--data", good, "--blind-permutations", "5"}, "--blind-permutations 5: must be 0 or at least 20"},
+		{"blind permutations that cannot reach p < 0.05", []string{"--data", good, "--blind-permutations", "19"}, "--blind-permutations 19: must be 0 or at least 20"},
 		{"labels not membership values", []string{"--data", write("c.jsonl", `{"input":"x y","label":"yes"}`)}, "not a member/non-member value"},
 		{"empty text", []string{"--data", write("d.jsonl", `{"input":"","label":1}`+"\n"+`{"input":"y z","label":0}`)}, "empty text"},
 		{"tokenizer of another model", []string{"--data", good, "--tokenizer", otherTok}, "a tokenizer of another model"},

@@ -7,12 +7,14 @@ package labelled
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -108,6 +110,7 @@ func ReadClass(path string, member bool, field string) ([]Text, error) {
 			return nil, badinput.Wrap(err)
 		}
 		var out []Text
+		b = bytes.TrimPrefix(b, byteOrderMark)
 		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 			// A Windows line ending is the line's end, not its text: a
 			// class written with CRLF would otherwise score differently
@@ -116,6 +119,9 @@ func ReadClass(path string, member bool, field string) ([]Text, error) {
 			where := fmt.Sprintf("%s:%d", path, i+1)
 			if strings.TrimSpace(line) == "" {
 				return nil, badinput.Errorf("%s: empty text", where)
+			}
+			if err := checkUTF8(where, line); err != nil {
+				return nil, err
 			}
 			out = append(out, Text{Text: line, Member: member, Where: where})
 		}
@@ -196,6 +202,9 @@ func Dedup(texts []Text) (kept []Text, dropped int, err error) {
 	first := make(map[string]int, len(texts))
 	for _, t := range texts {
 		key := strings.Join(strings.Fields(t.Text), " ")
+		if key == "" {
+			return nil, 0, badinput.Errorf("%s: empty text", t.Where) // not a copy of another blank
+		}
 		if i, ok := first[key]; ok {
 			if kept[i].Member != t.Member {
 				return nil, 0, badinput.Errorf("%s and %s: the same text labelled member and non-member; a text is one or the other", kept[i].Where, t.Where)
@@ -246,7 +255,31 @@ func (r row) text(name string) (string, error) {
 	if !ok {
 		return "", badinput.Errorf("%s: field %q is %s, not a text", r.where, name, describe(v))
 	}
+	if err := checkUTF8(r.where+": field "+strconv.Quote(name), s); err != nil {
+		return "", err
+	}
 	return s, nil
+}
+
+// byteOrderMark is UTF-8's, which some editors begin a file with.
+var byteOrderMark = []byte("\ufeff")
+
+// checkUTF8 refuses text (at where) that is not valid UTF-8: a tokenizer
+// reads such bytes as U+FFFD or bytes of its own choosing, and the text
+// scored is not the file's.
+func checkUTF8(where, text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	at := 0
+	for at < len(text) {
+		r, size := utf8.DecodeRuneInString(text[at:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		at += size
+	}
+	return badinput.Errorf("%s: not valid UTF-8 (byte %d, 0x%02x): convert the file to UTF-8 (iconv -f <encoding> -t UTF-8)", where, at+1, text[at])
 }
 
 // unreadable is a Parquet cell memo reads no label or text from: a null,
@@ -316,11 +349,20 @@ func readRows(path string) ([]row, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		raw := sc.Bytes()
+		if n == 1 {
+			raw = bytes.TrimPrefix(raw, byteOrderMark)
+		}
+		line := strings.TrimSpace(string(raw))
 		if line == "" {
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", path, n)
+		// encoding/json would put U+FFFD for each bad byte: the text
+		// scored would not be the file's.
+		if err := checkUTF8(where, line); err != nil {
+			return nil, err
+		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			// encoding/json's words name Go types; say what the line is.

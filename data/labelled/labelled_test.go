@@ -28,6 +28,7 @@ func TestRead(t *testing.T) {
 		{"booleans and words", `{"text":"a","label":true}` + "\n" + `{"text":"b","label":"nonmember"}` + "\n" + `{"text":"c","label":"member"}`, Fields{}, "+a -b +c"},
 		{"named fields", `{"doc":"a","m":"0"}` + "\n\n" + `{"doc":"b","m":"1"}`, Fields{Text: "doc", Label: "m"}, "-a +b"},
 		{"MIMIR pairs", `{"member":"a","nonmember":"b"}` + "\n" + `{"member":"c","nonmember":"d"}`, Fields{}, "+a -b +c -d"},
+		{"a byte-order mark", "\ufeff" + `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b"},
 	} {
 		texts, err := Read(write(t, "set.jsonl", tc.body), tc.fields)
 		if err != nil {
@@ -60,10 +61,16 @@ func TestBadInput(t *testing.T) {
 		{"text a number", `{"input":3,"label":1}`, `field "input" is a number, not a text`},
 		{"a directory", "", "is a directory: want a JSONL file"},
 		{"empty text", `{"input":" ","label":1}` + "\n" + `{"input":"b","label":0}`, "set.jsonl:1: empty text"},
+		// Two blanks are empty texts, not one text under both labels.
+		{"two blank texts", `{"input":"a","label":1}` + "\n" + `{"input":"   ","label":1}` + "\n" + `{"input":" \n ","label":0}`, "set.jsonl:2: empty text"},
+		{"not UTF-8", `{"input":"a","label":1}` + "\n" + "{\"input\":\"caf\xe9\",\"label\":0}", "set.jsonl:2: not valid UTF-8 (byte 14, 0xe9)"},
 	} {
 		texts, err := Read(write(t, "set.jsonl", tc.body), Fields{})
 		if tc.name == "a directory" {
 			texts, err = Read(t.TempDir(), Fields{})
+		}
+		if err == nil {
+			texts, _, err = Dedup(texts)
 		}
 		if err == nil {
 			err = CheckClasses(texts, 1)
@@ -78,6 +85,12 @@ func TestReadClass(t *testing.T) {
 	m, err := ReadClass(write(t, "m.txt", "one\ntwo\n"), true, "")
 	if err != nil || len(m) != 2 || !m[1].Member || m[1].Text != "two" {
 		t.Fatalf("txt: %+v %v", m, err)
+	}
+	if _, err := ReadClass(write(t, "latin1.txt", "one\ncaf\xe9\n"), true, ""); err == nil || !strings.Contains(err.Error(), "latin1.txt:2: not valid UTF-8 (byte 4, 0xe9)") {
+		t.Errorf("Latin-1 txt: %v, want not valid UTF-8 at line 2", err)
+	}
+	if bom, err := ReadClass(write(t, "bom.txt", "\ufeffone\n"), true, ""); err != nil || bom[0].Text != "one" {
+		t.Errorf("txt with a byte-order mark: %+v %v, want one", bom, err)
 	}
 	// Windows line endings give the same texts.
 	crlf, err := ReadClass(write(t, "crlf.txt", "one\r\ntwo\r\n"), true, "")

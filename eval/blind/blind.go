@@ -130,6 +130,13 @@ func outOfFold(texts []string, member []bool, cfg Config) (*featurized, []float6
 		return nil, nil, err
 	}
 	f := featurize(texts)
+	var groups [2]int
+	for _, i := range f.first {
+		groups[class(member[i])]++
+	}
+	if groups[1] < cfg.Folds || groups[0] < cfg.Folds {
+		return nil, nil, fmt.Errorf("blind: %d folds need at least as many members (%d) and non-members (%d) whose words differ (texts alike but for case and punctuation count once)", cfg.Folds, groups[1], groups[0])
+	}
 	s := make([]float64, len(texts))
 	f.crossValidate(member, cfg, s)
 	return f, s, nil
@@ -158,7 +165,15 @@ func check(texts []string, member []bool, cfg Config) error {
 // featurized is a set's texts as feature ids, one id per distinct feature
 // across all texts (labels unused), so that folds count into arrays.
 type featurized struct {
-	docs   [][]int32
+	docs [][]int32
+	// group is each text's group, texts of the same features (alike but
+	// for case, punctuation and repeats) in one, numbered in the order of
+	// their first text, first[g]. A group is one fold's: a held-out text
+	// whose twin sat in the training folds was scored by its own
+	// features, and 100 randomly labelled texts, each also given in
+	// capitals, came out "separable" at AUC 0.98.
+	group  []int
+	first  []int
 	nfeat  int
 	counts [2][]float64 // per class, scratch of crossValidate
 	mark   []int32      // scratch of crossValidate
@@ -180,8 +195,20 @@ func featurize(texts []string) *featurized {
 			docs[i][j] = id
 		}
 	}
+	group, first := make([]int, len(texts)), []int{}
+	byKey := map[string]int{}
+	for i, d := range docs {
+		key := fmt.Sprint(slices.Sorted(slices.Values(d)))
+		g, ok := byKey[key]
+		if !ok {
+			g = len(first)
+			byKey[key] = g
+			first = append(first, i)
+		}
+		group[i] = g
+	}
 	n := len(ids)
-	return &featurized{docs: docs, nfeat: n, counts: [2][]float64{make([]float64, n), make([]float64, n)}, mark: make([]int32, n)}
+	return &featurized{docs: docs, group: group, first: first, nfeat: n, counts: [2][]float64{make([]float64, n), make([]float64, n)}, mark: make([]int32, n)}
 }
 
 // crossValidate writes each text's out-of-fold score into out. It counts
@@ -191,7 +218,7 @@ func featurize(texts []string) *featurized {
 // counts are whole numbers, exact in float64, so the scores are those of
 // counting each fold's training texts afresh.
 func (f *featurized) crossValidate(member []bool, cfg Config, out []float64) {
-	fold := folds(member, cfg.Folds, cfg.Seed)
+	fold := folds(member, f.group, f.first, cfg.Folds, cfg.Seed)
 	byFold := make([][]int, cfg.Folds)
 	for i, k := range fold {
 		byFold[k] = append(byFold[k], i)
@@ -299,21 +326,28 @@ func class(member bool) int {
 	return 0
 }
 
-// folds deals each class's texts, shuffled, round-robin into k folds.
-func folds(member []bool, k int, seed uint64) []int {
+// folds deals each class's groups of texts (group, the texts' groups;
+// first, each group's first text, whose label is the group's class),
+// shuffled, round-robin into k folds. Where every text is its own group
+// these are the folds of dealing texts.
+func folds(member []bool, group, first []int, k int, seed uint64) []int {
 	rng := rand.New(rand.NewPCG(seed, 0x626c696e64))
-	out := make([]int, len(member))
+	groupFold := make([]int, len(first))
 	for _, want := range []bool{true, false} {
 		var idx []int
-		for i, m := range member {
-			if m == want {
-				idx = append(idx, i)
+		for g, i := range first {
+			if member[i] == want {
+				idx = append(idx, g)
 			}
 		}
 		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
-		for j, i := range idx {
-			out[i] = j % k
+		for j, g := range idx {
+			groupFold[g] = j % k
 		}
+	}
+	out := make([]int, len(member))
+	for i, g := range group {
+		out[i] = groupFold[g]
 	}
 	return out
 }
