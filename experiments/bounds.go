@@ -73,7 +73,6 @@ func bounds() []bound {
 		{key: "train.batch_size", min: math.Inf(-1), max: maxBatchSize, why: "rows per step over all processes"},
 		nonNeg("train.dp.noise_multiplier", "σ; 0 clips without noise"),
 		nonNeg("train.dp.target_epsilon", "0: use train.dp.noise_multiplier"),
-		nonNeg("train.dp.max_grad_norm", ""),
 		{key: "train.dp.delta", min: 0, max: 1, why: "0 and 1 excluded: δ of (ε, δ)-DP"},
 		{key: "train.dp.sample_rate", min: 0, max: 1, why: "0: train.batch_size / N"},
 		nonNeg("train.lora.rank", ""),

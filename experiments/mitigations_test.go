@@ -13,7 +13,7 @@ func TestMitigationChecks(t *testing.T) {
 	for _, c := range []struct{ name, doc, want string }{
 		{"negative noise", "[train.dp]\nenabled = true\nnoise_multiplier = -1\n", "train.dp.noise_multiplier = -1: must be >= 0"},
 		{"zero clipping norm", "[train.dp]\nenabled = true\nnoise_multiplier = 1\nmax_grad_norm = 0\n", "train.dp.max_grad_norm = 0: must be > 0"},
-		{"negative clipping norm", "[train.dp]\nenabled = true\nmax_grad_norm = -1\n", "train.dp.max_grad_norm = -1: must be >= 0"},
+		{"negative clipping norm", "[train.dp]\nenabled = true\nmax_grad_norm = -1\n", "train.dp.max_grad_norm = -1: must be > 0"},
 		{"q above one", "[train.dp]\nenabled = true\nsample_rate = 1.5\n", "train.dp.sample_rate = 1.5: must be in [0, 1]"},
 		{"q negative", "[train.dp]\nenabled = true\nsample_rate = -0.1\n", "train.dp.sample_rate = -0.1: must be in [0, 1]"},
 		{"delta one", "[train.dp]\nenabled = true\ndelta = 1\n", "train.dp.delta = 1: must be in (0, 1)"},

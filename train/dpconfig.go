@@ -20,9 +20,9 @@ import (
 type DPConfig struct {
 	// Enabled turns DP-SGD on.
 	Enabled bool `toml:"enabled"`
-	// NoiseMultiplier is σ, the noise's standard deviation over max_grad_norm (>= 0; 0 clips without noise, ε = ∞). Give either it or target_epsilon.
+	// NoiseMultiplier is σ, the noise's standard deviation over max_grad_norm (>= 0; 0 clips without noise, ε = ∞). Give either it or target_epsilon; with neither, DP-SGD clips without noise and the run warns so.
 	NoiseMultiplier float64 `toml:"noise_multiplier"`
-	// TargetEpsilon > 0 makes memo find the smallest σ (within 1 %) whose ε at delta over the run's steps is at most this; 0: use noise_multiplier.
+	// TargetEpsilon > 0 makes memo find σ by bisection: the smallest it finds whose ε at delta over the run's steps is at most this and within 1 % (or 0.01) of it; 0: use noise_multiplier.
 	TargetEpsilon float64 `toml:"target_epsilon"`
 	// MaxGradNorm is C, the L2 norm each row's gradient is clipped to (> 0).
 	MaxGradNorm float64 `toml:"max_grad_norm"`

@@ -117,7 +117,7 @@ func (l *loop) setupDP() error {
 	}
 	n := int64(l.stream.perEpoch)
 	if c.Delta >= 1/float64(n) {
-		return fmt.Errorf("train.dp.delta = %v: must be below 1/N = %v for the N = %d training rows", c.Delta, 1/float64(n), n)
+		return badinput.Errorf("train.dp.delta = %v: must be below 1/N = %v for the N = %d training rows", c.Delta, 1/float64(n), n)
 	}
 	q := c.SampleRate
 	if q == 0 {
@@ -127,7 +127,7 @@ func (l *loop) setupDP() error {
 	if c.TargetEpsilon > 0 {
 		s, err := dpaccount.NoiseFor(c.TargetEpsilon, q, int64(l.total), c.Delta)
 		if err != nil {
-			return fmt.Errorf("train.dp.target_epsilon = %v: %w", c.TargetEpsilon, err)
+			return badinput.Errorf("train.dp.target_epsilon = %v: %w", c.TargetEpsilon, err)
 		}
 		sigma = s
 	}
@@ -140,6 +140,9 @@ func (l *loop) setupDP() error {
 				return fmt.Errorf("train.dp: %w", err)
 			}
 			eps = e
+		}
+		if sigma == 0 {
+			slog.Warn("train: DP-SGD with train.dp.noise_multiplier = 0 and no train.dp.target_epsilon clips each row's gradient but adds no noise: ε = ∞, no privacy; set one of them for a private run")
 		}
 		slog.Info("train: DP-SGD", "sample_rate", q, "noise_multiplier", sigma, "max_grad_norm", c.MaxGradNorm,
 			"delta", c.Delta, "rows", n, "expected_batch", q*float64(n), "steps", l.total, "epsilon_at_end", eps)
@@ -182,11 +185,11 @@ func (l *loop) dpResume(st checkpoint.State) error {
 	case l.dp == nil && !ok:
 		return nil
 	case l.dp == nil:
-		return fmt.Errorf("the checkpoint at step %d was trained with DP-SGD and this run has train.dp off: use a new run directory or train.no_resume = true", st.Step)
+		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD and this run has train.dp off: use a new run directory or train.no_resume = true", st.Step)
 	case !ok:
-		return fmt.Errorf("the checkpoint at step %d was trained without DP-SGD and this run has train.dp on: use a new run directory or train.no_resume = true", st.Step)
+		return badinput.Errorf("the checkpoint at step %d was trained without DP-SGD and this run has train.dp on: use a new run directory or train.no_resume = true", st.Step)
 	case r.SampleRate != l.dp.q || r.NoiseMultiplier != l.dp.sigma || r.MaxGradNorm != l.dp.clip || r.History.Steps() != int64(st.Step):
-		return fmt.Errorf("the checkpoint at step %d was trained with DP-SGD q = %v, σ = %v, C = %v over %d accounted steps; this run has q = %v, σ = %v, C = %v: use a new run directory or train.no_resume = true",
+		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD q = %v, σ = %v, C = %v over %d accounted steps; this run has q = %v, σ = %v, C = %v: use a new run directory or train.no_resume = true",
 			st.Step, r.SampleRate, r.NoiseMultiplier, r.MaxGradNorm, r.History.Steps(), l.dp.q, l.dp.sigma, l.dp.clip)
 	case l.dp.randomMask && r.MaskRows != dpMaskRows:
 		return badinput.Errorf("the checkpoint at step %d was trained with DP-SGD and the random goldfish mask by a memo that masked each sampled row by its epoch-0 position; this memo masks it by %s, so the run would change masks midway: finish it with the memo that started it, or train afresh in a new run directory (another --runs, or move this one aside)", st.Step, dpMaskRows)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -172,6 +173,20 @@ func TestDPTargetEpsilon(t *testing.T) {
 	r := dpReportOf(t, dir)
 	if !(r.Eps() <= 8 && r.Eps() >= 8*0.99) {
 		t.Errorf("target ε 8: spent %v with σ = %v, want within 1 %% below", r.Eps(), r.NoiseMultiplier)
+	}
+}
+
+// A δ at or above 1/N, known once the stream's N is, is the spec's fault:
+// bad input (exit 2), not a failure of the machine (it was exit 1).
+func TestDPDeltaAtLeastOneOverNIsBadInput(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cfg, mcfg, lcfg := dpRun()
+	cfg.DP.Delta = 0.5
+	l := testLoop(t, cfg, mcfg, lcfg)
+	err := l.setupDP()
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "train.dp.delta = 0.5: must be below 1/N") {
+		t.Fatalf("δ = 0.5: %v, want bad input naming train.dp.delta", err)
 	}
 }
 

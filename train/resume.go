@@ -30,10 +30,10 @@ func (l *loop) restore() error {
 				return err
 			}
 			if saved != l.g.Config() {
-				return fmt.Errorf("%s holds a checkpoint of another model (%v, this run: %v): use a new run directory or train.no_resume = true", l.runDir, saved, l.g.Config())
+				return badinput.Errorf("%s holds a checkpoint of another model (%v, this run: %v): use a new run directory or train.no_resume = true", l.runDir, saved, l.g.Config())
 			}
 			if st.Block != l.block || st.TotalSteps != l.total || st.StreamSeed != l.cfg.Seed {
-				return fmt.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
+				return badinput.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
 			}
 			if st.Dataset != "" && l.dataset != "" && st.Dataset != l.dataset {
@@ -90,7 +90,7 @@ func (l *loop) restore() error {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)
 	}
 	if !saved.SameNetwork(l.g.Config()) {
-		return fmt.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
+		return badinput.Errorf("train.init_from = %q: its model (%v) differs from this run's (%v)", l.cfg.InitFrom, saved, l.g.Config())
 	}
 	if err := l.strat.bindWhole(); err != nil {
 		return err

@@ -13,12 +13,12 @@ package train
 // registers it under its name. Where the pieces filed beside this one plug
 // in:
 //
-//   - DP-SGD wraps the replicated strategy (embeds *replicated): its
-//     forwardBackward runs each example alone and clips that example's
-//     gradient before adding it (the per-example clip), and its reduce
-//     adds the Gaussian noise to the summed gradients after the
-//     replicated reduce: that is the gradient transform between backward
-//     and the optimizer. Poisson-sampled batches replace readShares.
+//   - DP-SGD is not a strategy but a step of its own (dpStep, which
+//     trainStep hands over to): each Poisson-sampled row's gradient is
+//     taken alone and clipped to C, the clipped gradients are summed,
+//     rank 0 alone adds the Gaussian noise to its sum before the
+//     all-reduce (the noise goes in once over all ranks), and the sum is
+//     divided by the expected batch q·N. It needs train.shard = "none".
 //   - LoRA selects the trainable parameters (loop.trainable): the
 //     optimizer, the gradients every strategy reduces and clips, and its
 //     update see only those; the frozen weights get no gradient.

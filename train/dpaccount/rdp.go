@@ -236,6 +236,11 @@ func NoiseFor(target, q float64, steps int64, delta float64) (float64, error) {
 	}
 	for target-epsHi > tol {
 		mid := (lo + hi) / 2
+		if mid == lo || mid == hi {
+			// Past about ε = 1e14 neighbouring σ are more than tol
+			// apart in ε: hi is the closest there is.
+			break
+		}
 		e, err := EpsilonOf(q, mid, steps, delta)
 		if err != nil {
 			return 0, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // Sources of the reference values below, each read at a fixed commit:
@@ -145,6 +146,33 @@ func TestNoiseForUnreachable(t *testing.T) {
 	_, err := NoiseFor(0.05, 0.01, 100, 1e-5)
 	if !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
+	}
+}
+
+// TestNoiseForHugeTarget: past about ε = 1e14 no two neighbouring σ
+// are within the tolerance of each other in ε; the bisection stops at the
+// closest instead of looping for ever (memo dp-epsilon hung).
+func TestNoiseForHugeTarget(t *testing.T) {
+	for _, target := range []float64{1e13, 1e14, 1e15, 1e300} {
+		done := make(chan error, 1)
+		var sigma float64
+		go func() {
+			var err error
+			sigma, err = NoiseFor(target, 0.01, 1000, 1e-5)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("target %g: %v", target, err)
+			}
+			eps, err := EpsilonOf(0.01, sigma, 1000, 1e-5)
+			if err != nil || eps > target {
+				t.Errorf("target %g: σ %v gives ε %v (%v), want at most the target", target, sigma, eps, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("target %g: NoiseFor still searching after 20 s", target)
+		}
 	}
 }
 
