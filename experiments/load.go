@@ -99,9 +99,9 @@ func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error
 				Msg: fmt.Sprintf("[[sweep_points]] number %d sets no key; give it dotted keys with one value each, e.g. \"goldfish.k\" = 0", i+1)}
 		}
 		for key := range m {
-			if key == "name" {
+			if why := unsweepable(key); why != "" {
 				return &ConfigError{File: file, Line: keyLine(doc, "sweep_points."+key), Key: "sweep_points." + key,
-					Msg: fmt.Sprintf("[[sweep_points]] number %d: name cannot vary: each point's directory is named from the keys it sets", i+1)}
+					Msg: fmt.Sprintf("[[sweep_points]] number %d: %s cannot vary: %s", i+1, key, why)}
 			}
 			if !isValid[key] {
 				return &ConfigError{File: file, Line: keyLine(doc, "sweep_points."+key), Key: "sweep_points." + key,
@@ -115,9 +115,9 @@ func checkSweepAxes(file string, doc []byte, spec any, raw map[string]any) error
 	}
 	for axis, vals := range sw {
 		line := keyLine(doc, "sweep."+axis)
-		if axis == "name" {
+		if why := unsweepable(axis); why != "" {
 			return &ConfigError{File: file, Line: line, Key: "sweep." + axis,
-				Msg: "name cannot be a sweep axis: each point's directory is named from the values it sweeps"}
+				Msg: fmt.Sprintf("%s cannot be a sweep axis: %s", axis, why)}
 		}
 		if !isValid[axis] {
 			return &ConfigError{File: file, Line: line, Key: "sweep." + axis,
@@ -194,4 +194,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// unsweepable says why key cannot vary over a sweep's points, "" when it
+// can: a point named by its own value, a sweep inside each point (whose
+// runs the outer sweep never saw), or [slurm], which a point's
+// config.toml leaves out (its points would differ in name alone).
+func unsweepable(key string) string {
+	switch {
+	case key == "name":
+		return "each point's directory is named from the values it sweeps"
+	case key == "sweep" || key == "sweep_points" || strings.HasPrefix(key, "sweep."):
+		return "a point would be a sweep of its own"
+	case key == "slurm" || strings.HasPrefix(key, "slurm."):
+		return "[slurm] is how a sweep is submitted, not part of a run's spec: every point would train the same; submit sweeps with other [slurm] settings instead"
+	}
+	return ""
 }

@@ -63,6 +63,10 @@ func TestLoadIntoErrors(t *testing.T) {
 		{"a boolean for an array", "[train]\ntags = true\n", []string{"x.toml:2: train.tags: wrong type: the value is a TOML boolean, the key takes an array of strings"}, 2},
 		{"an element of another type", "[train]\ntags = ['a', 3]\n", []string{"x.toml:2: train.tags: an element of the array: wrong type: the value is a TOML integer, the key takes a string"}, 2},
 		{"name as a sweep axis", "[sweep]\nname = [\"a\", \"b\"]\n", []string{"sweep.name: name cannot be a sweep axis"}, 2},
+		// A point that is itself a sweep ran a nested grid the outer sweep
+		// never saw; [slurm] axes gave points differing in name alone.
+		{"sweep_points as a sweep axis", "[sweep]\n\"sweep_points\" = [[{\"goldfish.k\" = 0}]]\n", []string{"sweep.sweep_points: sweep_points cannot be a sweep axis: a point would be a sweep of its own"}, 2},
+		{"a slurm key as a sweep axis", "[sweep]\n\"slurm.partition\" = [\"a\", \"b\"]\n", []string{"sweep.slurm.partition: slurm.partition cannot be a sweep axis: [slurm] is how a sweep is submitted"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s fakeSpec

@@ -17,6 +17,7 @@ import (
 	"github.com/memo-research/memo/internal/arrowsafe"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/train"
+	"github.com/urfave/cli/v2"
 )
 
 // TestFailure: the exit code and line of each kind of error, without
@@ -48,6 +49,23 @@ func TestFailure(t *testing.T) {
 				t.Errorf("failure = %q, %d; want one line containing %q, %d", msg, code, tc.want, tc.code)
 			}
 		})
+	}
+}
+
+// TestChildExitIsNotMemos: a child process's exit status wrapped in an
+// error (npm pack, sbatch) is memo's failure, exit 1 with its line, not
+// the child's code.
+func TestChildExitIsNotMemos(t *testing.T) {
+	childErr := exec.Command("sh", "-c", "exit 130").Run()
+	err := fmt.Errorf("fetch brown: npm pack: %w", childErr)
+	if _, ok := cliExit(err); ok {
+		t.Errorf("a child's exit 130 taken as memo's own exit")
+	}
+	if msg, code := failure(err); code != exitFailure || !strings.Contains(msg, "npm pack: exit status 130") {
+		t.Errorf("failure = %q, %d; want the line and exit %d", msg, code, exitFailure)
+	}
+	if _, ok := cliExit(fmt.Errorf("x: %w", cli.Exit("asked", 3))); !ok {
+		t.Errorf("cli.Exit not taken as memo's exit")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
@@ -154,8 +155,7 @@ func main() {
 		err = fmt.Errorf("write standard output: %w", stdout.err)
 	}
 	if err != nil {
-		var exit cli.ExitCoder
-		if errors.As(err, &exit) {
+		if exit, ok := cliExit(err); ok {
 			if msg := err.Error(); msg != "" {
 				fmt.Fprintln(os.Stderr, msg)
 			}
@@ -165,6 +165,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "memo: "+msg)
 		os.Exit(code)
 	}
+}
+
+// cliExit is the exit a command asked for (cli.Exit), where err holds
+// one. A child's *exec.ExitError is a cli.ExitCoder too, but its code is
+// the child's: npm or sbatch exiting 130 made memo exit 130,
+// "interrupted", with no memo: line.
+func cliExit(err error) (cli.ExitCoder, bool) {
+	var exit cli.ExitCoder
+	var child *exec.ExitError
+	if errors.As(err, &exit) && !errors.As(err, &child) {
+		return exit, true
+	}
+	return nil, false
 }
 
 // lastLine is the line memo's failure prints and its exit code: failure's,
