@@ -91,6 +91,9 @@ type Config struct {
 	// block, as the reference) or "packed" (documents joined by EOS).
 	Layout string `toml:"layout" json:"layout"`
 
+	// Seed seeds the shuffle that deals the kept documents into targets,
+	// controls, validation and background; unset, it is the spec's
+	// top-level seed.
 	Seed     int64  `toml:"seed" json:"seed"`
 	CacheDir string `toml:"cache_dir" json:"cache_dir"` // default $MEMO_CACHE or ~/.cache/memo
 	// CacheDatasets builds each dataset once into CacheDir/datasets, keyed

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/memo-research/memo/internal/runfiles"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -167,6 +169,21 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	}
 	if err := s.checkModelPaths(m, tokenizerVocab, fail); err != nil {
 		return err
+	}
+	if ref := s.Eval.Reference; ref != "" {
+		// Found missing at the eval stage, it cost the training and the
+		// attack first.
+		p := ref
+		if st, err := os.Stat(ref); err == nil && st.IsDir() {
+			p = filepath.Join(ref, runfiles.CompletionsFile)
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			why := "not a file"
+			if err != nil {
+				why = badinput.PathCause(err).Error()
+			}
+			return fail("eval.reference", "eval.reference = %q: %s: want a run directory holding %s (a reference model's attack) or such a file", ref, why, runfiles.CompletionsFile)
+		}
 	}
 	if err := s.checkMitigations(m, fail); err != nil {
 		return err

@@ -106,6 +106,11 @@ func readDataConfig(path string) (data.Config, string, error) {
 	if err != nil {
 		return data.Config{}, "", usageError("data build: %v", err)
 	}
+	if spec.IsSweep() {
+		// Built here, [sweep] went unread: the base's data alone, into
+		// runs/NAME, where memo sweep then refused to put its points.
+		return data.Config{}, "", usageError("data build: %s is a sweep (it has [sweep] or [[sweep_points]]): build a point's data from its spec, RUNS/%s/specs/POINT.toml, which memo sweep --slurm writes, or let memo sweep build each", path, spec.Name)
+	}
 	return spec.Data, spec.Name, nil
 }
 

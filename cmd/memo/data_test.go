@@ -90,10 +90,12 @@ min_tokens = 100
 	}{
 		{"unknown data key", []string{"data", "build", "typo.toml"}, `typo.toml:2: data.targetz: unknown key "targetz" in [data]`},
 		{"invalid value", []string{"data", "build", "invalid.toml"}, "data.layout"},
+		{"a sweep", []string{"data", "build", "sweep.toml"}, "sweep.toml is a sweep (it has [sweep] or [[sweep_points]])"},
 		{"no dataset", []string{"data", "inspect", "nowhere"}, "memo data build"},
 		{"unknown corpus", []string{"data", "fetch", "wikipedia"}, `unknown corpus "wikipedia"`},
 	}
 	writeTestFile(t, filepath.Join(work, "typo.toml"), "[data]\ntargetz = 3\n")
+	writeTestFile(t, filepath.Join(work, "sweep.toml"), "[sweep]\n\"data.repetitions\" = [1, 4]\n")
 	writeTestFile(t, filepath.Join(work, "invalid.toml"), "[data]\nlayout = \"stacked\"\n")
 	for _, b := range bad {
 		stdout, stderr, code := runMemo(t, exe, work, cache, b.args...)
