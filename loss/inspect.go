@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseIDsJSON reads a JSON array of token ids (non-negative int32 values),
@@ -66,6 +67,7 @@ func DroppedPositions(m Masker, ids []int32) []int {
 // and a run boundary there shows a broken character).
 func MarkDropped(ids []int32, dropped []bool, decode func([]int32) string, open, close string) (text string, exact bool) {
 	var b, plain strings.Builder
+	split := false
 	for start := 0; start < len(ids); {
 		end := start + 1
 		for end < len(ids) && dropped[end] == dropped[start] {
@@ -73,6 +75,10 @@ func MarkDropped(ids []int32, dropped []bool, decode func([]int32) string, open,
 		}
 		piece := decode(ids[start:end])
 		plain.WriteString(piece)
+		// A byte-level tokenizer decodes any bytes, so the joined pieces
+		// always equal the whole: a character cut by a mark shows as a
+		// piece that is not UTF-8.
+		split = split || !utf8.ValidString(piece)
 		if dropped[start] {
 			b.WriteString(open + piece + close)
 		} else {
@@ -80,5 +86,5 @@ func MarkDropped(ids []int32, dropped []bool, decode func([]int32) string, open,
 		}
 		start = end
 	}
-	return b.String(), plain.String() == decode(ids)
+	return b.String(), !split && plain.String() == decode(ids)
 }

@@ -57,6 +57,23 @@ func TestMarkDropped(t *testing.T) {
 	if got, _ := MarkDropped(nil, nil, decode, "[[", "]]"); got != "" {
 		t.Errorf("empty: %q", got)
 	}
+	// A byte-level tokenizer: 日 (e6 97 a5) over three tokens, a mark
+	// on the middle one. The pieces join up to the whole, yet the mark
+	// splits the character: not exact (it had said exact).
+	bytesOf := map[int32]string{1: "\xe6", 2: "\x97", 3: "\xa5"}
+	byteDecode := func(ids []int32) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(bytesOf[id])
+		}
+		return b.String()
+	}
+	if _, exact := MarkDropped([]int32{1, 2, 3}, []bool{false, true, false}, byteDecode, "[[", "]]"); exact {
+		t.Errorf("a mark inside a character's bytes: exact")
+	}
+	if _, exact := MarkDropped([]int32{1, 2, 3}, []bool{true, true, true}, byteDecode, "[[", "]]"); !exact {
+		t.Errorf("a mark around the whole character: not exact")
+	}
 }
 
 func TestDroppedPositions(t *testing.T) {

@@ -67,9 +67,11 @@ type BenchResult struct {
 	FLOPsPerToken float64 `json:"flops_per_token"`
 	TokensPerS    float64 `json:"tokens_per_s"`
 	GFLOPs        float64 `json:"gflops"`
-	PeakGFLOPs    float64 `json:"peak_gflops"`
-	MFU           float64 `json:"mfu"`
-	StepS         float64 `json:"step_s"`
+	// PeakGFLOPs is the measured matmul peak of every rank together: rank
+	// 0's times the ranks (on GPUs, times the GPUs they use).
+	PeakGFLOPs float64 `json:"peak_gflops"`
+	MFU        float64 `json:"mfu"`
+	StepS      float64 `json:"step_s"`
 	// StepsS is each measured step's seconds, in order: their spread says
 	// how far one run's mean can be trusted.
 	StepsS []float64 `json:"steps_s"`
@@ -125,7 +127,7 @@ type BenchResult struct {
 	// GPU is the device's CUDA name and GPUSKU its datasheet SKU;
 	// DatasheetPeakTFLOPs is that datasheet's dense tensor-core peak for
 	// DatasheetPeakDType (the products' dtype) and DatasheetMFU = GFLOPs
-	// over it. MFU above is over PeakGFLOPs, a measured matmul: another
+	// over it times the GPUs the ranks use. MFU above is over PeakGFLOPs, a measured matmul: another
 	// figure. On the CPU or an unlisted card the peak and its MFU are 0
 	// and DatasheetNote says why (else it cites the datasheet).
 	GPU                 string  `json:"gpu,omitempty"`
@@ -249,7 +251,15 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		}
 		peak = matmulPeakOn(dev, dt, 8192, 5)
 	} else {
-		peak = MatmulPeak(2048, 5, max(1, cfg.Threads))
+		// threads 0 is libtorch's default, as in memo run: the peak is
+		// measured on that many, and MatmulPeak's thread count is put
+		// back (it had left the bench training on one thread).
+		threads := cfg.Threads
+		if threads <= 0 {
+			threads = torchx.Threads()
+		}
+		peak = MatmulPeak(2048, 5, threads)
+		torchx.Init(threads, uint64(cfg.Seed))
 	}
 
 	tc := DefaultConfig()
@@ -373,6 +383,13 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 	tokPerS := float64(cfg.Batch*cfg.Seq) * n / all.Seconds()
 	fpt := mc.FLOPsPerTokenAt(cfg.Seq)
 	gflops := tokPerS * fpt / 1e9
+	// tokPerS counts every rank's rows, and each rank has a peak of its
+	// own (its share of the cores, or its GPU): the MFU is over all.
+	devices := size
+	if dev.IsCuda() {
+		devices = min(size, int(gotch.CUDA.DeviceCount())) // ranks past the GPUs share one
+	}
+	peak *= float64(devices)
 	res := BenchResult{
 		Preset: mc.Preset, Params: mc.Params(), Vocab: mc.Vocab, Seq: cfg.Seq, Batch: cfg.Batch, Steps: cfg.Steps,
 		Threads: workers, Device: torchx.DeviceName(dev), Precision: precision.Name(cfg.Precision), FLOPsPerToken: fpt, TokensPerS: tokPerS, GFLOPs: gflops, PeakGFLOPs: peak,
@@ -381,7 +398,7 @@ func Bench(cfg BenchConfig) (BenchResult, error) {
 		FirstLoss: first, LastLoss: last, LastGradNorm: lastGrad,
 		Nproc: size, Shard: shardName(cfg.Shard), ShardGroup: cfg.ShardGroup, State: state, RSS: rss, PeakRSS: peakRSS, Unsharded: full, Collectives: traffic,
 	}
-	res.setDatasheet(dev, cfg.Precision)
+	res.setDatasheet(dev, cfg.Precision, devices)
 	res.ActivationCheckpointing = cfg.ActivationCheckpointing
 	res.OpCounts = ops
 	if cfg.ProfileKernels {

@@ -13,7 +13,7 @@ import (
 // fp16 for fp16, tf32 — the card's best float32 rate — for fp32), and the
 // MFU against it. On the CPU, or a card gpupeak does not list, the peak
 // and its MFU stay 0 and DatasheetNote says why.
-func (r *BenchResult) setDatasheet(dev gotch.Device, precision string) {
+func (r *BenchResult) setDatasheet(dev gotch.Device, precision string, devices int) {
 	if !dev.IsCuda() {
 		r.DatasheetNote = "no datasheet peak: a CPU (MFU is against the measured matmul)"
 		return
@@ -33,7 +33,7 @@ func (r *BenchResult) setDatasheet(dev gotch.Device, precision string) {
 	}
 	r.DatasheetPeakTFLOPs = p.ByPrecision(r.DatasheetPeakDType)
 	if r.DatasheetPeakTFLOPs > 0 {
-		r.DatasheetMFU = r.GFLOPs / (r.DatasheetPeakTFLOPs * 1e3)
+		r.DatasheetMFU = r.GFLOPs / (r.DatasheetPeakTFLOPs * 1e3 * float64(max(1, devices)))
 	}
 	r.DatasheetNote = p.Source
 }

@@ -48,7 +48,7 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "out", Usage: "JSONL `FILE` to write, a new file (required; written under a temporary name, then renamed)"},
 				&cli.StringFlag{Name: "cache", Usage: "cache `DIR` holding the fetched corpora (default $MEMO_CACHE or ~/.cache/memo)"},
 			},
-			Action: runBenchCorpus,
+			Action: noArguments("bench corpus", runBenchCorpus),
 		}, {
 			Name:      "train",
 			Usage:     "train a few steps on random tokens and report tokens/s, GFLOP/s and MFU",
@@ -56,9 +56,11 @@ func benchCommand() *cli.Command {
 			Description: "Measures this process's fp32 matrix-multiply peak (best of 5 products of\n" +
 				"2048×2048 matrices), then trains the model on random tokens with the real\n" +
 				"training step (forward, goldfish-free cross-entropy, backward, clipping, AdamW)\n" +
-				"and reports achieved GFLOP/s (6·params + 12·layers·seq·d per token) over that\n" +
-				"peak as MFU, with the time per step in each phase. With --nproc N the step runs\n" +
-				"on N ranks (train.shard = --shard), and rank 0 also reports its bytes of\n" +
+				"and reports achieved GFLOP/s (6·params + 12·layers·seq·d per token; an untied\n" +
+				"input embedding, a lookup, is not in params) over that peak as MFU, with the\n" +
+				"time per step in each phase. With --nproc N the step runs on N ranks\n" +
+				"(train.shard = --shard), the peak is rank 0's times the ranks (on GPUs, the\n" +
+				"GPUs they use), and rank 0 also reports its bytes of\n" +
 				"parameters, gradients and AdamW state, and each collective's calls, payload and\n" +
 				"bytes sent per step (with --shard-group, within its group and across groups).\n" +
 				"Writes no files. TinyLlama-1.1B's shape: --dim 2048\n" +
@@ -79,7 +81,7 @@ func benchCommand() *cli.Command {
 				benchKey{"shard", strings.Join(train.ShardModes, ", ") + " (needs --nproc >= 2)"},
 				benchKey{"shard_group", "with --shard full, a secondary copy of the weights within groups of K ranks (must divide --nproc; 0: no groups)"},
 				benchKey{"activation_checkpointing", "recompute each block before its backward pass (one block's activations held, about a third more compute)"})),
-			Action: runBenchTrain,
+			Action: noArguments("bench train", runBenchTrain),
 		}, {
 			Name:      "decode",
 			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
@@ -118,7 +120,7 @@ func benchCommand() *cli.Command {
 					benchKey{"temperature", "(with --decoding sample; > 0)"}, benchKey{"top_k", "the K most likely tokens sampling draws from, with --decoding sample (0: no limit)"},
 					benchKey{"top_p", "nucleus sampling's probability mass, in (0, 1], with --decoding sample (1: no limit)"},
 					benchKey{"decode_on", "where --decoding sample draws and beam search ranks: host, device (the model's), or auto (device on a GPU)"}, benchKey{"approximation", "exact, kv8, kv4, loki-r8-k0.25, sift-q0.9, quantspec-g4; the bench also reports KV bytes read per token"})),
-			Action: runBenchDecode,
+			Action: noArguments("bench decode", runBenchDecode),
 		}, {
 			Name:      "score",
 			Usage:     "score random rows as the membership scores do and report tokens/s",
@@ -143,7 +145,7 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "rows-out", Usage: "write the scored rows (seq + 1 token ids each) to `FILE` as a JSON array of arrays"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			),
-			Action: runBenchScore,
+			Action: noArguments("bench score", runBenchScore),
 		}, benchScanCommand(), {
 			Name:      "checkpoint",
 			Usage:     "save and load a generated model (and AdamW state) as training does and report MB/s and memory",
@@ -161,7 +163,7 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "dir", Usage: "write the checkpoint under `DIR` (default: the system's temporary directory)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
 			),
-			Action: runBenchCheckpoint,
+			Action: noArguments("bench checkpoint", runBenchCheckpoint),
 		}},
 	}
 }
@@ -729,5 +731,17 @@ func printOpCounts(c *torchx.OpCounts, n int, unit string) {
 	}
 	if c.KernelCalls > 0 {
 		fmt.Fprintf(stdout, "memo kernels %.0f calls a %s of memo's own kernels, not libtorch operators\n", per(c.KernelCalls), unit)
+	}
+}
+
+// noArguments refuses an argument to a command that takes flags alone
+// (cmd, e.g. "bench train"): "memo bench train --preset nano extra"
+// benchmarked and exited 0, the extra word unread.
+func noArguments(cmd string, action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageError("%s: unexpected argument %q: it takes flags alone (memo %s --help)", cmd, c.Args().First(), cmd)
+		}
+		return action(c)
 	}
 }

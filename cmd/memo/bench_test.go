@@ -96,6 +96,8 @@ func TestBenchDecodeBadInput(t *testing.T) {
 		{[]string{"--cuda-graphs", "--decoding", "beam"}, "(got --decoding beam --device cpu)"},
 		// An 80 GB causal mask: refused, not Go's fatal out of memory.
 		{[]string{"--prefix", "100000"}, "--prefix 100000 --suffix 50 --batch 8: a model of"},
+		// A stray word was ignored and the bench ran.
+		{[]string{"extra"}, `bench decode: unexpected argument "extra": it takes flags alone`},
 	}
 	for _, tt := range tests {
 		r := execMemo(t, exe, t.TempDir(), append([]string{"bench", "decode", "--preset", "tiny"}, tt.args...)...)

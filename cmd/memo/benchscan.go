@@ -49,7 +49,7 @@ func benchScanCommand() *cli.Command {
 			benchKey{"prefix", "each window's prompt, in tokens (>= 1)"}, benchKey{"suffix", "each window's tokens after its prompt, to match (>= 1)"},
 			benchKey{"batch_size", "windows a pass (>= 1)"},
 			benchKey{"precision", "fp32, bf16 or fp16: the dtype of the linear layers' weights and products"})),
-		Action: runBenchScan,
+		Action: noArguments("bench scan", runBenchScan),
 	}
 }
 

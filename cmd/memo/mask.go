@@ -11,6 +11,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/lossyutf8"
 	"github.com/memo-research/memo/loss"
 	"github.com/urfave/cli/v2"
 )
@@ -178,7 +179,8 @@ func maskText(c *cli.Context, m loss.Masker, cfg loss.Config, path, spec string)
 	m.Mask(ids, dropped)
 	text, exact := loss.MarkDropped(ids, dropped, tok.Decode, "[[", "]]")
 	if !exact {
-		slog.Warn("some marks split a character the tokenizer spreads over several tokens", "file", path)
+		slog.Warn("some marks split a character the tokenizer spreads over several tokens; its bytes print as U+FFFD", "file", path)
+		text = lossyutf8.String([]byte(text)) // standard output stays UTF-8
 	}
 	n := 0
 	for _, d := range dropped {

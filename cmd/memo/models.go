@@ -372,6 +372,10 @@ func generateAction(c *cli.Context) error {
 	t0 := time.Now()
 	out, err := engine.Generate(g, rows, c.Int("max-new"), engine.GenOptions{UseCache: !c.Bool("no-cache")})
 	if ce := (*engine.ContextError)(nil); errors.As(err, &ce) {
+		if ce.MostNew() < 1 {
+			// "at most --max-new 0" named a value generate refuses.
+			return usageError("generate: the longest row's %d tokens fill the model's context of %d: no room for a new token; give rows of at most %d", ce.Longest, ce.Context, ce.Context)
+		}
 		return usageError("generate: --max-new %d: the longest row's %d tokens and %d new ones need %d positions, the model's context has %d (at most --max-new %d)",
 			ce.New, ce.Longest, ce.New, ce.Longest+ce.New-1, ce.Context, ce.MostNew())
 	}
