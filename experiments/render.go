@@ -41,6 +41,13 @@ func renderTable(b *strings.Builder, v reflect.Value, prefix string, docs map[st
 			}
 			tables = append(tables, i)
 			continue
+		case reflect.Slice:
+			if f.Len() > 0 && f.Type().Elem().Kind() == reflect.Map {
+				// [[sweep_points]]: an array of tables, after the keys
+				// (tomlValue wrote it as a key's value cut at its first =).
+				tables = append(tables, i)
+				continue
+			}
 		case reflect.Interface:
 			if f.IsNil() {
 				// A key of several TOML types (extract.checkpoints) left
@@ -62,26 +69,50 @@ func renderTable(b *strings.Builder, v reflect.Value, prefix string, docs map[st
 		f := v.Field(i)
 		b.WriteString("\n")
 		writeComment(b, docs[key])
+		if f.Kind() == reflect.Slice {
+			for j := 0; j < f.Len(); j++ {
+				if j > 0 {
+					b.WriteString("\n")
+				}
+				fmt.Fprintf(b, "[[%s]]\n", key)
+				if err := renderMap(b, f.Index(j), fmt.Sprintf("%s[%d]", key, j)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		fmt.Fprintf(b, "[%s]\n", key)
 		if f.Kind() == reflect.Map {
-			keys := f.MapKeys()
-			names := make([]string, len(keys))
-			for j, k := range keys {
-				names[j] = k.String()
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				val, err := tomlValue(f.MapIndex(reflect.ValueOf(n)).Interface())
-				if err != nil {
-					return fmt.Errorf("%s.%s: %w", key, n, err)
-				}
-				fmt.Fprintf(b, "%q = %s\n", n, val)
+			if err := renderMap(b, f, key); err != nil {
+				return err
 			}
 			continue
 		}
 		if err := renderTable(b, f, key, docs); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// renderMap writes a map of dotted keys (a [sweep] table, a
+// [[sweep_points]] entry) as quoted keys in sorted order.
+func renderMap(b *strings.Builder, m reflect.Value, key string) error {
+	if m.Kind() == reflect.Interface {
+		m = m.Elem()
+	}
+	keys := m.MapKeys()
+	names := make([]string, len(keys))
+	for j, k := range keys {
+		names[j] = k.String()
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		val, err := tomlValue(m.MapIndex(reflect.ValueOf(n)).Interface())
+		if err != nil {
+			return fmt.Errorf("%s.%s: %w", key, n, err)
+		}
+		fmt.Fprintf(b, "%q = %s\n", n, val)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,23 @@ func TestShippedExperiments(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			// memo config FILE prints a spec that reads back as itself
+			// ([[sweep_points]] and an imported model's preset did not).
+			out, err := spec.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := filepath.Join(t.TempDir(), spec.Name+".toml")
+			if err := os.WriteFile(again, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse(again)
+			if err != nil {
+				t.Fatalf("memo config's output does not read back: %v", err)
+			}
+			if out2, err := back.Render(); err != nil || out2 != out {
+				t.Errorf("memo config's output read back renders otherwise (%v)", err)
 			}
 			if !spec.IsSweep() {
 				return
