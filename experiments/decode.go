@@ -200,11 +200,13 @@ func describeGoType(t string) string {
 	switch {
 	case strings.HasPrefix(t, "[]"):
 		switch elem := describeGoType(t[2:]); elem {
-		case "an integer", "a number", "a string", "a table":
+		case "an integer", "a number", "a string", "a table", "a value":
 			return "an array of " + elem[strings.Index(elem, " ")+1:] + "s"
 		default:
 			return "an array of " + strings.TrimPrefix(strings.TrimPrefix(elem, "an "), "a ")
 		}
+	case t == "interface {}" || t == "any":
+		return "a value" // not "an integer": "interface" begins with "int"
 	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
 		return "an integer"
 	case strings.HasPrefix(t, "float"):

@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // SlurmConfig is the [slurm] table: the scheduler options `memo sweep
@@ -45,6 +46,19 @@ func (c SlurmConfig) Validate() error {
 	}{{"slurm.cpus", c.CPUs}, {"slurm.gpus", c.GPUs}, {"slurm.gpus_per_task", c.GPUsPerTask}, {"slurm.array_throttle", c.ArrayThrottle}} {
 		if f.v < 0 || f.v > 1<<20 {
 			errs = append(errs, fmt.Errorf("%s = %d: want a count from 0 to %d", f.key, f.v, 1<<20))
+		}
+	}
+	// The forms memo sweep's --time and --mem take: found only there, a
+	// bad value was named as the flag's, not the spec's key.
+	if c.Time != "" && !slurmTime.MatchString(c.Time) {
+		errs = append(errs, fmt.Errorf("slurm.time = %q: want minutes, MM:SS, HH:MM:SS or D-HH:MM:SS", c.Time))
+	}
+	if c.Mem != "" && !slurmMem.MatchString(c.Mem) {
+		errs = append(errs, fmt.Errorf("slurm.mem = %q: want a size in MB or with a K, M, G or T suffix (16G)", c.Mem))
+	}
+	for _, s := range []struct{ key, v string }{{"slurm.account", c.Account}, {"slurm.partition", c.Partition}, {"slurm.qos", c.QOS}, {"slurm.constraint", c.Constraint}} {
+		if strings.ContainsAny(s.v, " \n'\"$`") {
+			errs = append(errs, fmt.Errorf("%s = %q: no spaces, quotes or $ allowed", s.key, s.v))
 		}
 	}
 	for _, l := range c.Sbatch {

@@ -39,6 +39,10 @@ func TestSlurmTable(t *testing.T) {
 		{"[slurm]\nsbatch = [\"--frobnicate=1\"]\n", "sbatch has no option --frobnicate"},
 		{"[slurm]\nsbatch = [\"--array=0-3\"]\n", "memo sets --array itself"},
 		{"[slurm]\ncpus = -1\n", "slurm.cpus = -1"},
+		// Found only by memo sweep, these were named --time and --mem.
+		{"[slurm]\ntime = \"abc\"\n", `slurm.time = "abc": want minutes`},
+		{"[slurm]\nmem = \"lots\"\n", `slurm.mem = "lots": want a size`},
+		{"[slurm]\npartition = \"a b\"\n", `slurm.partition = "a b": no spaces`},
 	} {
 		_, err := ParseBytes("s.toml", []byte("name = \"s\"\n"+c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -57,6 +57,14 @@ func TestParseErrorsOnSpec(t *testing.T) {
 			[]string{"x.toml:4: train.block = 4096: must be <= model.context = 256"}},
 		{"missing reference model", "[extract]\nreference = 'no/such/run'\n", 2, "extract.reference",
 			[]string{`x.toml:2: extract.reference = "no/such/run": no/such/run: no complete checkpoint`}},
+		// An unquoted dotted axis is a table: named, with its line and how
+		// to write it (it said "the key takes an array of integers").
+		{"unquoted dotted sweep axis", "[sweep]\ngoldfish.k = [0, 4]\n", 2, "sweep.goldfish",
+			[]string{`x.toml:2: sweep.goldfish: wrong type: the value is a TOML table, the key takes an array of values: quote a dotted axis, "goldfish.k" = [...]`}},
+		{"scalar sweep axis", "[sweep]\n\"goldfish.k\" = 4\n", 2, "sweep.goldfish.k",
+			[]string{`x.toml:2: sweep.goldfish.k: wrong type: the value is a TOML integer, the key takes an array of values`}},
+		{"an exempt id past int32", "[goldfish]\nk = 4\nexempt_ids = [1, 99999999999]\n", 3, "goldfish.exempt_ids",
+			[]string{`x.toml:3: goldfish.exempt_ids: an element of the array: 99999999999 does not fit: the key takes a 32-bit integer`}},
 		{"missing eval reference", "[eval]\nreference = 'no/such/run'\n", 2, "eval.reference",
 			[]string{`x.toml:2: eval.reference = "no/such/run": no such file or directory: want a run directory holding completions.arrow`}},
 		{"eval reference a directory without completions", "[eval]\nreference = '.'\n", 2, "eval.reference",

@@ -2,7 +2,10 @@ package experiments
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -31,6 +34,22 @@ func checkTableTypes(file string, doc []byte, table map[string]any, t reflect.Ty
 			continue
 		}
 		key := joinKey(prefix, name)
+		if entries, ok := v.(map[string]any); ok && derefType(f.Type).Kind() == reflect.Map {
+			// A [sweep] axis is named, with its line, not its table.
+			for _, k := range slices.Sorted(maps.Keys(entries)) {
+				if why := typeMismatch(entries[k], derefType(f.Type).Elem()); why != "" {
+					sub := key + "." + k
+					line := keyLine(doc, sub)
+					if _, isTable := entries[k].(map[string]any); isTable {
+						why += fmt.Sprintf(": quote a dotted axis, \"%s.%s\" = [...]", k, firstKey(entries[k]))
+						if line == 0 {
+							line = keyLine(doc, sub+"."+firstKey(entries[k]))
+						}
+					}
+					return &ConfigError{File: file, Line: line, Key: sub, Msg: sub + ": " + why}
+				}
+			}
+		}
 		if why := typeMismatch(v, f.Type); why != "" {
 			return &ConfigError{File: file, Line: keyLine(doc, key), Key: key, Msg: key + ": " + why}
 		}
@@ -66,6 +85,10 @@ func typeMismatch(v any, t reflect.Type) string {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		fits = kind == "integer" || kind == "float" // a float: the decode's message
+		if n, ok := v.(int64); ok && t.Kind() == reflect.Int32 && (n < math.MinInt32 || n > math.MaxInt32) {
+			// go-toml's "number does not fit in an int32" names no key.
+			return fmt.Sprintf("%d does not fit: the key takes a 32-bit integer, from %d to %d", n, math.MinInt32, math.MaxInt32)
+		}
 	case reflect.Float32, reflect.Float64:
 		fits = kind == "integer" || kind == "float"
 	case reflect.String:
@@ -124,4 +147,13 @@ func tomlKind(v any) string {
 		return "date-time"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// firstKey is the first key of a table go-toml read (v), in order.
+func firstKey(v any) string {
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return "key"
+	}
+	return slices.Sorted(maps.Keys(m))[0]
 }
