@@ -1,6 +1,9 @@
 package experiments
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,6 +81,37 @@ func TestCheckDevices(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), key+" = ") {
 			t.Errorf("%s with %d GPUs: err %v, want one naming %s", doc, n, err, key)
+		}
+	}
+}
+
+// TestCheckDevicesLineUnderSet: a device refused after parsing is located
+// in the file the user wrote, under --set as without (the rewritten
+// document's line 1 was named), and in a sweep's file for its points.
+func TestCheckDevicesLineUnderSet(t *testing.T) {
+	n := 0
+	if gotch.CUDA.IsAvailable() {
+		n = int(gotch.CUDA.DeviceCount())
+	}
+	path := filepath.Join(t.TempDir(), "dev.toml")
+	doc := "name = \"dev\"\n\n# a GPU past the last\n[extract]\ndevice = \"cuda:" + strconv.Itoa(n) + "\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sets := range [][]string{nil, {"train.lr=2e-3"}} {
+		s, err := ParseWithOverrides(path, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, err := s.Expand()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range []*Spec{s, points[0].Spec} {
+			var ce *ConfigError
+			if err := spec.CheckDevices(); !errors.As(err, &ce) || ce.Line != 5 || ce.Key != "extract.device" {
+				t.Errorf("--set %v: %v, want extract.device at line 5", sets, err)
+			}
 		}
 	}
 }

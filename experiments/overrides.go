@@ -43,6 +43,15 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 			}
 		}
 	}
+	if err == nil {
+		// Checks after parsing (CheckDevices, a sweep's points) locate
+		// keys in the user's file too.
+		spec.lines, spec.set = stripBOM(doc), map[string]bool{}
+		for _, s := range sets {
+			k, _, _ := strings.Cut(s, "=")
+			spec.set[strings.TrimSpace(k)] = true
+		}
+	}
 	return spec, err
 }
 

@@ -64,6 +64,24 @@ type Spec struct {
 	file string
 	doc  []byte // the file as read, to locate errors found later (sweep points)
 	raw  map[string]any
+	// lines, when set, is the document errors found later are located
+	// in instead of doc: the user's file under --set (doc is the
+	// rewritten one), the sweep's file for one of its points. set are the
+	// keys no line of it holds (--set's, a point's axes).
+	lines []byte
+	set   map[string]bool
+}
+
+// lineOf is the line of key in the file the user wrote, 0 where none
+// holds it.
+func (s *Spec) lineOf(key string) int {
+	if s.set[key] {
+		return 0
+	}
+	if s.lines != nil {
+		return keyLine(s.lines, key)
+	}
+	return keyLine(s.doc, key)
 }
 
 // Default is the spec every file starts from.
@@ -213,7 +231,7 @@ func (s *Spec) ExtractStage() extract.Config {
 func (s *Spec) CheckDevices() error {
 	for _, d := range []struct{ key, name string }{{"device", s.Device}, {"train.device", s.Train.Device}, {"extract.device", s.ExtractStage().Device}} {
 		if _, err := torchx.ResolveDeviceFor(d.key, d.name); err != nil {
-			return &ConfigError{File: s.file, Line: keyLine(s.doc, d.key), Key: d.key, Msg: err.Error()}
+			return &ConfigError{File: s.file, Line: s.lineOf(d.key), Key: d.key, Msg: err.Error()}
 		}
 	}
 	// A precision whose products this libtorch does not run on the stage's
@@ -226,7 +244,7 @@ func (s *Spec) CheckDevices() error {
 	}{{"train.precision", s.Train.Precision, s.Train.Device, true}, {"extract.precision", ex.Precision, ex.Device, false}} {
 		dev, _ := torchx.ResolveDeviceFor(p.key, p.device) // resolved above
 		if err := precision.Check(p.precision, p.training, dev); err != nil {
-			return &ConfigError{File: s.file, Line: keyLine(s.doc, p.key), Key: p.key, Msg: fmt.Sprintf("%s = %q: %v", p.key, p.precision, err)}
+			return &ConfigError{File: s.file, Line: s.lineOf(p.key), Key: p.key, Msg: fmt.Sprintf("%s = %q: %v", p.key, p.precision, err)}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,7 +50,7 @@ func (s *Spec) Expand() ([]Point, error) {
 	trainer := map[string]string{} // TrainingKey -> first point with it
 	add := func(table string, axes []Axis, vals []any, name string) error {
 		if seen[name] {
-			return &ConfigError{File: s.file, Line: keyLine(s.doc, table), Key: table, Msg: fmt.Sprintf("two sweep points are both named %q: an axis or a [[sweep_points]] table repeats a point", name)}
+			return &ConfigError{File: s.file, Line: s.lineOf(table), Key: table, Msg: fmt.Sprintf("two sweep points are both named %q: an axis or a [[sweep_points]] table repeats a point", name)}
 		}
 		seen[name] = true
 		doc := deepCopy(s.raw).(map[string]any)
@@ -59,7 +60,7 @@ func (s *Spec) Expand() ([]Point, error) {
 		values := map[string]any{}
 		for i, a := range axes {
 			if err := setPath(doc, a.Key, vals[i]); err != nil {
-				return &ConfigError{File: s.file, Line: keyLine(s.doc, table+"."+a.Key), Key: table + "." + a.Key, Msg: err.Error()}
+				return &ConfigError{File: s.file, Line: s.lineOf(table + "." + a.Key), Key: table + "." + a.Key, Msg: err.Error()}
 			}
 			values[a.Key] = vals[i]
 		}
@@ -70,6 +71,18 @@ func (s *Spec) Expand() ([]Point, error) {
 		ps, err := ParseBytes(s.file+" [sweep point "+name+"]", b)
 		if err != nil {
 			return s.pointError(table, name, axes, err)
+		}
+		// Errors found later (CheckDevices) point into the sweep's file,
+		// where no line holds a value the point's axes set.
+		ps.lines, ps.set = s.lines, maps.Clone(s.set)
+		if ps.lines == nil {
+			ps.lines = s.doc
+		}
+		if ps.set == nil {
+			ps.set = map[string]bool{}
+		}
+		for _, a := range axes {
+			ps.set[a.Key] = true
 		}
 		key, err := ps.TrainingKey()
 		if err != nil {
@@ -126,7 +139,7 @@ func (s *Spec) checkIdleAxes(axes []Axis, pts []Point) error {
 				continue
 			}
 			if !slices.ContainsFunc(pts, func(p Point) bool { return m.on(p.Spec) }) {
-				return &ConfigError{File: s.file, Line: keyLine(s.doc, "sweep."+a.Key), Key: "sweep." + a.Key,
+				return &ConfigError{File: s.file, Line: s.lineOf("sweep." + a.Key), Key: "sweep." + a.Key,
 					Msg: fmt.Sprintf("%s.enabled is false at every point, so this axis changes nothing (the points would give the same numbers); set %s.enabled = true, or sweep it as well", m.table, m.table)}
 			}
 		}
@@ -168,10 +181,10 @@ func (s *Spec) pointError(table, name string, axes []Axis, err error) error {
 	if table != "sweep" {
 		what = "[[sweep_points]] point "
 	}
-	out := &ConfigError{File: s.file, Key: ce.Key, Msg: what + name + ": " + ce.Msg}
+	out := &ConfigError{File: s.file, Key: ce.Key, Line: s.lineOf(ce.Key), Msg: what + name + ": " + ce.Msg}
 	for _, a := range axes {
 		if ce.Key == a.Key || strings.HasPrefix(ce.Key, a.Key+".") {
-			out.Key, out.Line = table+"."+a.Key, keyLine(s.doc, table+"."+a.Key)
+			out.Key, out.Line = table+"."+a.Key, s.lineOf(table+"."+a.Key)
 			if !strings.HasPrefix(ce.Msg, ce.Key) {
 				out.Msg = what + name + ": " + ce.Key + ": " + ce.Msg
 			}
