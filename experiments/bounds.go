@@ -75,9 +75,9 @@ func bounds() []bound {
 		nonNeg("train.dp.target_epsilon", "0: use train.dp.noise_multiplier"),
 		{key: "train.dp.delta", min: 0, max: 1, why: "0 and 1 excluded: δ of (ε, δ)-DP"},
 		{key: "train.dp.sample_rate", min: 0, max: 1, why: "0: train.batch_size / N"},
-		// alpha > 0 is LoRAConfig.Validate's: a bound is inclusive, and
-		// "must be >= 0" sent alpha 0 to "must be > 0".
-		{key: "train.lora.rank", min: 1, why: "r, the adapters' inner dimension"},
+		// train.lora.rank >= 1 and alpha > 0 are LoRAConfig.Validate's
+		// alone: a bound here said "must be >= 0", and 0 then "must be
+		// >= 1" (or "> 0").
 		{key: "train.lora.dropout", min: 0, max: 1},
 		{key: "data.dedup_tokens", min: 0, max: maxDedupWindow, why: "0: off; else the window L of tokens a repeated span has at least"},
 		{key: "data.repetitions", min: math.Inf(-1), max: maxRepetitions, why: "appearances of each target in the stream"},
