@@ -31,8 +31,9 @@ func readCompletions(path string) ([]runfiles.Completion, map[string]string, err
 	return rows, meta, badinput.Wrap(err)
 }
 
-// completionsPath accepts a run directory or a completions file.
-func completionsPath(p string) string {
+// CompletionsPath is the completions file of p, a run directory or the
+// file itself.
+func CompletionsPath(p string) string {
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
 		return filepath.Join(p, runfiles.CompletionsFile)
 	}

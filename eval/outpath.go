@@ -31,7 +31,7 @@ func CheckOut(scores, summary, completions string, cfg, runCfg Config) error {
 	}
 	if filepath.Base(summary) == runfiles.SummaryFile && outguard.IsRunDir(dir) {
 		own := filepath.Join(dir, runfiles.CompletionsFile)
-		if !outguard.Same(completionsPath(completions), own) {
+		if !outguard.Same(CompletionsPath(completions), own) {
 			return badinput.Errorf("eval: %s is the run's own summary, of %s; these are other completions: give --out DIR outside the run", summary, own)
 		}
 		if cfg != runCfg {
@@ -56,7 +56,7 @@ func sameScoring(path, completions string) error {
 	if err != nil || json.Unmarshal(b, &s) != nil || s.Completions == "" {
 		return badinput.Errorf("eval: %s exists and is not a summary memo eval wrote: give --out DIR", path)
 	}
-	_, meta, err := readCompletions(completionsPath(completions))
+	_, meta, err := readCompletions(CompletionsPath(completions))
 	if err != nil {
 		return err
 	}

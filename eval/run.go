@@ -50,7 +50,7 @@ func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	path := completionsPath(completions)
+	path := CompletionsPath(completions)
 	comps, meta, err := readCompletions(path)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func referenceLosses(ref string) (*refLosses, error) {
 	if ref == "" {
 		return nil, nil
 	}
-	comps, err := ReadCompletions(completionsPath(ref))
+	comps, err := ReadCompletions(CompletionsPath(ref))
 	if err != nil {
 		return nil, fmt.Errorf("eval.reference = %q: %w", ref, err)
 	}

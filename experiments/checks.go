@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/memo-research/memo/internal/runfiles"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,8 +11,10 @@ import (
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
@@ -173,11 +174,7 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if ref := s.Eval.Reference; ref != "" {
 		// Found missing at the eval stage, it cost the training and the
 		// attack first.
-		p := ref
-		if st, err := os.Stat(ref); err == nil && st.IsDir() {
-			p = filepath.Join(ref, runfiles.CompletionsFile)
-		}
-		if st, err := os.Stat(p); err != nil || st.IsDir() {
+		if st, err := os.Stat(eval.CompletionsPath(ref)); err != nil || st.IsDir() {
 			why := "not a file"
 			if err != nil {
 				why = badinput.PathCause(err).Error()

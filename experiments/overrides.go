@@ -31,26 +31,25 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
+	given := map[string]bool{} // the keys --set gave, which no line of the file holds
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		given[strings.TrimSpace(k)] = true
+	}
 	spec, err := ParseBytes(path+" (with --set "+strings.Join(sets, " ")+")", out)
 	var ce *ConfigError
 	if errors.As(err, &ce) && ce.Key != "" {
 		// Line numbers of the rewritten document mean nothing to the
 		// user: point at the key's line in the file, unless --set gave it.
 		ce.Line = keyLine(doc, ce.Key)
-		for _, s := range sets {
-			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == ce.Key {
-				ce.Line = 0
-			}
+		if given[ce.Key] {
+			ce.Line = 0
 		}
 	}
 	if err == nil {
 		// Checks after parsing (CheckDevices, a sweep's points) locate
 		// keys in the user's file too.
-		spec.lines, spec.set = stripBOM(doc), map[string]bool{}
-		for _, s := range sets {
-			k, _, _ := strings.Cut(s, "=")
-			spec.set[strings.TrimSpace(k)] = true
-		}
+		spec.lines, spec.set = stripBOM(doc), given
 	}
 	return spec, err
 }
