@@ -251,7 +251,15 @@ var builtRevision string
 // BuiltVersions is CurrentVersions from what the binary records alone (its
 // VCS stamp, else make build's): Memo is empty in a build with neither.
 func BuiltVersions() Versions {
-	v := Versions{Go: runtime.Version(), Libtorch: libtorchVersion()}
+	v := BuiltRevision()
+	v.Go, v.Libtorch = runtime.Version(), libtorchVersion()
+	return v
+}
+
+// BuiltRevision is BuiltVersions' memo fields alone (Memo, MemoDirty,
+// MemoVersion), which cost nothing to read.
+func BuiltRevision() Versions {
+	var v Versions
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.MemoVersion = bi.Main.Version
 		for _, s := range bi.Settings {

@@ -31,6 +31,13 @@ func TestHelpAnywhere(t *testing.T) {
 			t.Errorf("memo %s: exit %d, stdout %.80q, stderr %q; want exit 0 and help naming %q", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.want)
 		}
 	}
+	// memo --help's VERSION is the revision --version names, not a
+	// placeholder.
+	version := execMemo(t, exe, dir, "--version").stdout
+	rev, _, _ := strings.Cut(strings.TrimPrefix(version, "memo version "), ",")
+	if help := execMemo(t, exe, dir, "--help").stdout; !strings.Contains(help, "VERSION:\n   "+rev+"\n") {
+		t.Errorf("memo --help does not give the version %q of memo --version (%q):\n%s", rev, version, help)
+	}
 }
 
 // TestHelpRequest: which lines ask for help, and for which command; a

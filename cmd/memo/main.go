@@ -235,8 +235,9 @@ func newApp() *cli.App {
 		After:           func(c *cli.Context) error { return stopCPUProfile() },
 		Commands:        commands(),
 		HideHelpCommand: true,
-		// Set for the --version flag to exist; memoVersion prints it.
-		Version: "set by memoVersion",
+		// The revision alone: memoVersion prints --version's full line,
+		// whose libtorch version costs a moment to read.
+		Version: shortRevision(experiments.BuiltRevision()),
 		// --set values are TOML and may hold commas ([0, 4]): one flag, one value.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
@@ -420,10 +421,10 @@ func memoVersion(c *cli.Context) {
 	fmt.Fprintf(c.App.Writer, "memo version %s\n", versionLine(experiments.BuiltVersions()))
 }
 
-// versionLine is what memo --version prints after "memo version": the
-// revision memo was built from (as manifest.json records it; "unknown"
-// for a build without one), its Go and its libtorch.
-func versionLine(v experiments.Versions) string {
+// shortRevision names the build in --help: its module version, else the
+// first 12 digits of its revision ("unknown" for a build with neither),
+// "+modified" for one built from a changed tree.
+func shortRevision(v experiments.Versions) string {
 	rev := v.Memo
 	if rev == "" {
 		rev = "unknown"
@@ -437,5 +438,12 @@ func versionLine(v experiments.Versions) string {
 	if v.MemoVersion != "" && v.MemoVersion != "(devel)" {
 		rev = v.MemoVersion + " (" + rev + ")"
 	}
-	return fmt.Sprintf("%s, %s, libtorch %s", rev, v.Go, v.Libtorch)
+	return rev
+}
+
+// versionLine is what memo --version prints after "memo version": the
+// revision memo was built from (as manifest.json records it; "unknown"
+// for a build without one), its Go and its libtorch.
+func versionLine(v experiments.Versions) string {
+	return fmt.Sprintf("%s, %s, libtorch %s", shortRevision(v), v.Go, v.Libtorch)
 }
