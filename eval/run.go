@@ -151,7 +151,8 @@ func ReadSummary(path string) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s Summary
+	// A split the file lacks reads as undefined, as a number it lacks does.
+	s := Summary{Members: undefinedSplit(), Controls: undefinedSplit()}
 	if err := json.Unmarshal(b, &s); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {

@@ -380,7 +380,7 @@ func TestOutputPaths(t *testing.T) {
 // undefined, not as 0, and keeps its AUC.
 func TestReadSummaryOfAnOlderSummary(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "summary.json")
-	old := `{"n_documents": 4, "members": {"n": 2, "exact_match": 0.5}, "mia": {"n_members": 2, "n_controls": 2, "loss_auc": 0.75, "zlib_auc": null, "fpr": 0.01, "loss_tpr": 0.5}}`
+	old := `{"n_documents": 4, "members": {"n": 2, "exact_match": 0.5}, "by_repetitions": [{"repetitions": 3, "n": 1, "exact_match": 1}], "mia": {"n_members": 2, "n_controls": 2, "loss_auc": 0.75, "zlib_auc": null, "fpr": 0.01, "loss_tpr": 0.5}}`
 	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -395,6 +395,19 @@ func TestReadSummaryOfAnOlderSummary(t *testing.T) {
 	}
 	if s.Members.ExactMatch != 0.5 || s.Members.N != 2 {
 		t.Errorf("members %+v", s.Members)
+	}
+	// A number the file predates is undefined too: its interval once read
+	// as [0, 0] and the report printed that.
+	for name, sp := range map[string]SplitSummary{"members": s.Members, "controls": s.Controls} {
+		if ci := sp.ExactMatchWilsonCI; !math.IsNaN(float64(ci[0])) || !math.IsNaN(float64(ci[1])) || !math.IsNaN(float64(sp.RougeL)) {
+			t.Errorf("%s: missing numbers read as %+v, want NaN", name, sp)
+		}
+	}
+	if len(s.ByRepetitions) != 1 {
+		t.Fatalf("by_repetitions = %+v", s.ByRepetitions)
+	}
+	if r := s.ByRepetitions[0]; r.Repetitions != 3 || r.N != 1 || r.ExactMatch != 1 || !math.IsNaN(float64(r.ExactMatchWilsonCI[0])) {
+		t.Errorf("by_repetitions[0] read as %+v", r)
 	}
 }
 

@@ -129,10 +129,56 @@ type SplitSummary struct {
 	Loss                    Num    `json:"loss"`
 }
 
+// UnmarshalJSON reads a number the file lacks as undefined (NaN), not 0:
+// a summary written before exact_match_wilson_ci existed once showed in
+// the report as an interval of [0, 0] that was never computed.
+func (s *SplitSummary) UnmarshalJSON(b []byte) error {
+	type plain SplitSummary // without this method
+	p := plain(undefinedSplit())
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = SplitSummary(p)
+	return nil
+}
+
+// undefinedSplit is a SplitSummary whose every number is NaN.
+func undefinedSplit() SplitSummary {
+	var s SplitSummary
+	v := reflect.ValueOf(&s).Elem()
+	nan := reflect.ValueOf(Num(math.NaN()))
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Type() {
+		case nan.Type():
+			f.Set(nan)
+		case reflect.TypeFor[[2]Num]():
+			f.Index(0).Set(nan)
+			f.Index(1).Set(nan)
+		}
+	}
+	return s
+}
+
 // RepetitionSummary is SplitSummary for the members seen a given number of times.
 type RepetitionSummary struct {
 	Repetitions int `json:"repetitions"`
 	SplitSummary
+}
+
+// UnmarshalJSON reads Repetitions beside the embedded SplitSummary, whose
+// UnmarshalJSON would otherwise stand for the whole struct's.
+func (r *RepetitionSummary) UnmarshalJSON(b []byte) error {
+	var reps struct {
+		Repetitions int `json:"repetitions"`
+	}
+	if err := json.Unmarshal(b, &reps); err != nil {
+		return err
+	}
+	if err := r.SplitSummary.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	r.Repetitions = reps.Repetitions
+	return nil
 }
 
 // MIASummary scores the membership-inference statistics, members against

@@ -47,8 +47,17 @@ func corpusCounter(dir string) (eval.CountWindow, func(), error) {
 		return nil, none, err
 	}
 	ix, err := tokindex.OpenDataset(ds)
+	small := ds.Report().TrainTokens <= autoIndexTokens
+	if err == nil && small && ix.Header().MaxWindow < tokindex.DefaultMaxWindow {
+		// memo index build --max-window 4 answers no attack's window: a run
+		// counted nothing against it, with a warning alone. A small one
+		// is rebuilt to answer every window up to the default.
+		slog.Info("eval: the corpus index answers shorter windows than the default; rebuilding it", "max_window", ix.Header().MaxWindow, "dataset", ds.Dir())
+		ix.Close()
+		err = fs.ErrNotExist
+	}
 	if err != nil {
-		if ds.Report().TrainTokens > autoIndexTokens {
+		if !small {
 			if errors.Is(err, fs.ErrNotExist) {
 				slog.Info("eval: no index of the training corpus, so no corpus counts; `memo index build` makes one", "dataset", ds.Dir())
 				return nil, none, nil

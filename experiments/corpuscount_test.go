@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/tokindex"
 )
 
 // TestShippedCounts: the datasets of the shipped experiments with
@@ -97,5 +98,49 @@ func checkCounts(t *testing.T, cfg data.Config) {
 	}
 	if n, err := count(bg[0].IDs); err != nil || n < 1 {
 		t.Errorf("a background chunk counted %d (%v), want >= 1", n, err)
+	}
+}
+
+// TestNarrowIndexRebuilt: a small corpus indexed with a short max_window
+// (memo index build --max-window 4) is rebuilt by the eval stage's counter
+// rather than answering no window, which left a run without its counts and
+// with a warning alone.
+func TestNarrowIndexRebuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a dataset")
+	}
+	t.Chdir("..")
+	spec, err := Parse(filepath.Join("exp", "repetition-counts.toml"))
+	if err != nil {
+		t.Skipf("exp/repetition-counts.toml: %v (its corpora need `memo data fetch`)", err)
+	}
+	points, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := points[0].Spec.Data
+	cfg.CacheDatasets = false
+	run := t.TempDir()
+	if err := data.Build(context.Background(), cfg, run); err != nil {
+		t.Skipf("build its dataset: %v (its corpora need `memo data fetch`)", err)
+	}
+	ds, err := data.Open(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokindex.BuildDataset(ds, tokindex.PathFor(ds), 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	count, release, err := corpusCounter(run)
+	if err != nil || count == nil {
+		t.Fatalf("counter: %v", err)
+	}
+	defer release()
+	targets, err := ds.Docs(data.SplitTarget)
+	if err != nil || len(targets) == 0 {
+		t.Fatalf("targets: %d, %v", len(targets), err)
+	}
+	if n, err := count(targets[0].IDs); err != nil || n != int64(targets[0].Repetitions) {
+		t.Errorf("a target of %d tokens seen %d times counted %d (%v) over an index of max_window 4", len(targets[0].IDs), targets[0].Repetitions, n, err)
 	}
 }

@@ -63,7 +63,7 @@ func writeCountTables(dir string, runs []*runData) ([]string, error) {
 	}
 	md := func(w io.Writer) error {
 		var b strings.Builder
-		b.WriteString("| run | count in the training corpus | targets | exact match % [95% CI] | loss AUC |\n")
+		b.WriteString("| run | count per epoch of the training corpus | targets | exact match % [95% CI] | loss AUC |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
 		for _, r := range rows {
 			span := strconv.FormatInt(r.b.Lo, 10)
@@ -141,7 +141,7 @@ func extractionVsCount(cfg Config, runs []*runData) (*figure, error) {
 	if len(counts) < 2 {
 		return nil, nil
 	}
-	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window in the training corpus", "targets extracted (exact match %, 95 % CI)")
+	p := newPlot(cfg, "Extraction against duplication in the training corpus", "occurrences of the target's window per epoch of the training corpus", "targets extracted (exact match %, 95 % CI)")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	for i, s := range series {

@@ -23,7 +23,13 @@ type errPoints struct{ xs, ys, lo, hi []float64 }
 func (e *errPoints) Len() int                        { return len(e.xs) }
 func (e *errPoints) XY(i int) (float64, float64)     { return e.xs[i], e.ys[i] }
 func (e *errPoints) YError(i int) (float64, float64) { return e.ys[i] - e.lo[i], e.hi[i] - e.ys[i] }
+
+// add appends a point; an undefined interval (eval.bootstrap = 0, or a
+// summary older than the interval) draws as none.
 func (e *errPoints) add(x, y, lo, hi float64) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		lo, hi = y, y
+	}
 	e.xs, e.ys, e.lo, e.hi = append(e.xs, x), append(e.ys, y), append(e.lo, lo), append(e.hi, hi)
 }
 
@@ -578,9 +584,6 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*figure, error) {
 			y, lo, hi := float64(sp.ExactMatch), float64(sp.ExactMatchWilsonCI[0]), float64(sp.ExactMatchWilsonCI[1])
 			if metric == "rougeL" {
 				y, lo, hi = float64(sp.RougeL), float64(sp.RougeLCI[0]), float64(sp.RougeLCI[1])
-			}
-			if math.IsNaN(lo) || math.IsNaN(hi) {
-				lo, hi = y, y // eval.bootstrap = 0: no interval to draw
 			}
 			// Nudge series apart on the log axis so equal values stay visible.
 			x := float64(r) * math.Pow(2, 0.08*(float64(i)-float64(len(series)-1)/2))

@@ -126,12 +126,21 @@ func TestReportGoldfishSweep(t *testing.T) {
 			t.Errorf("table.md lacks %q:\n%s", want, md)
 		}
 	}
-	if strings.Contains(string(md), "k=8") {
+	if strings.Contains(string(md), "| k=8 |") {
 		t.Error("unfinished run k=8 appears in the table")
+	}
+	// A partial report says so, and what it leaves out (a review found
+	// nothing but a log line telling a reader k=8 was missing).
+	const partial = "Partial: 2 of the sweep's 3 points; left out: k=8 (not finished: no scores.parquet and summary.json yet)."
+	if !strings.Contains(string(md), "\n"+partial+"\n") {
+		t.Errorf("table.md does not say the report is partial (%q):\n%s", partial, md)
 	}
 	tex, err := os.ReadFile(filepath.Join(out, "table.tex"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(tex), "% "+partial+"\n") {
+		t.Errorf("table.tex does not open with the partial note:\n%s", tex)
 	}
 	if !strings.Contains(string(tex), `\toprule`) || !strings.Contains(string(tex), `exact match \% [95\% CI]`) {
 		t.Errorf("table.tex not escaped booktabs:\n%s", tex)
@@ -672,8 +681,28 @@ func TestReportOfOneDirectory(t *testing.T) {
 	if err := Report(scored, DefaultConfig(), readSynthSpec); err != nil {
 		t.Errorf("scores without a config.toml: %v", err)
 	}
-	err := Report(t.TempDir(), DefaultConfig(), readSynthSpec)
+	// Without a spec, the loss comes from summary.json: a goldfish model
+	// was once labelled "standard" here.
+	md, err := os.ReadFile(filepath.Join(scored, "report", "table.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| goldfish k=4, h=13 |") {
+		t.Errorf("memo eval --out's goldfish scores not labelled as such:\n%s", md)
+	}
+	err = Report(t.TempDir(), DefaultConfig(), readSynthSpec)
 	if !badinput.Is(err) || !strings.Contains(err.Error(), "holds neither a run's config.toml, a sweep's sweep.json nor memo eval's scores.parquet") {
 		t.Errorf("an empty directory: %v, want bad input naming what it lacks", err)
+	}
+	// A damaged sweep.json, or one whose points never finished, is bad
+	// input (exit 2), not a failure of the machine.
+	for _, index := range []string{`{"points": [`, `{"name":"x","points":[]}`} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(index), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Report(dir, DefaultConfig(), readSynthSpec); !badinput.Is(err) {
+			t.Errorf("sweep.json %s: %v, want bad input", index, err)
+		}
 	}
 }

@@ -73,12 +73,12 @@ func Report(dir string, cfg Config, read SpecReader) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	runs, axes, missing, err := loadDir(dir, read)
+	runs, axes, left, err := loadDir(dir, read)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", dir, err)
 	}
-	for _, m := range missing {
-		slog.Warn("report: run has no scores.parquet and summary.json yet, left out", "run", m)
+	for _, l := range left {
+		slog.Warn("report: left out", "run", l.Name, "why", l.Why)
 	}
 	// The report is built beside report/ and renamed into place whole: a
 	// report cut short (a kill, a full disk) is never taken for a finished
@@ -89,7 +89,7 @@ func Report(dir string, cfg Config, read SpecReader) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
-	if err := writeReport(tmp, cfg, runs, axes); err != nil {
+	if err := writeReport(tmp, cfg, runs, axes, left); err != nil {
 		return err
 	}
 	return replaceDir(tmp, filepath.Join(dir, ReportDir))
@@ -118,9 +118,9 @@ func replaceDir(tmp, out string) error {
 }
 
 // writeReport writes the report's tables and figures into out.
-func writeReport(out string, cfg Config, runs []*runData, axes []string) error {
+func writeReport(out string, cfg Config, runs []*runData, axes []string, left []leftOut) error {
 	labelRuns(runs, axes) // the tables name runs as the figures' legends do
-	if _, err := writeTables(out, axes, tableRows(runs, axes)); err != nil {
+	if _, err := writeTables(out, axes, tableRows(runs, axes), left); err != nil {
 		return err
 	}
 	if _, err := writeRepsTables(out, runs); err != nil {

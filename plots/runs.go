@@ -117,6 +117,11 @@ func loadRun(dir, name string, values map[string]any, read SpecReader) (*runData
 	if r.Summary, err = eval.ReadSummary(filepath.Join(dir, runfiles.SummaryFile)); err != nil {
 		return nil, badinput.Errorf("the run's numbers come from eval: %w", err)
 	}
+	if spec == nil {
+		// memo eval --out's scores have no config.toml: summary.json says
+		// which loss and model the completions came from.
+		r.fromSummary()
+	}
 
 	if err := r.loadDynamics(); err != nil {
 		return nil, err
@@ -125,6 +130,27 @@ func loadRun(dir, name string, values map[string]any, read SpecReader) (*runData
 		return nil, badinput.Wrap(err)
 	}
 	return r, nil
+}
+
+// fromSummary takes the goldfish settings and the model's name from
+// summary.json, for a run without a spec.
+func (r *runData) fromSummary() {
+	if g := r.Summary.Goldfish; g.Enabled {
+		r.K, r.H, r.Strategy = g.K, g.H, g.Strategy
+	}
+	var m struct {
+		Preset      string `json:"preset"`
+		Dim, Layers int
+	}
+	if len(r.Summary.Model) == 0 || json.Unmarshal(r.Summary.Model, &m) != nil {
+		return
+	}
+	switch {
+	case m.Preset != "":
+		r.Preset = m.Preset
+	case m.Dim > 0:
+		r.Preset = fmt.Sprintf("d=%d, %d layers", m.Dim, m.Layers)
+	}
 }
 
 // readScores reads scores.parquet. Documents the attack could not run on
@@ -160,10 +186,15 @@ type sweepIndex struct {
 	} `json:"points"`
 }
 
+// leftOut is a sweep point the report does not show, and why.
+type leftOut struct {
+	Name, Why string
+}
+
 // loadDir reads a sweep directory (with sweep.json) or a single run
-// directory. Sweep points without scores yet (failed or unfinished) are
-// skipped and reported in missing.
-func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missing []string, err error) {
+// directory. Sweep points without scores yet (failed or unfinished) and
+// stale ones are skipped and reported in left.
+func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left []leftOut, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		_, errConfig := os.Stat(filepath.Join(dir, runfiles.ConfigFile))
@@ -183,7 +214,9 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missi
 	}
 	var idx sweepIndex
 	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "sweep.json"), err)
+		// memo sweep writes it whole (temp and rename): a damaged one is
+		// bad input, as a damaged run file is.
+		return nil, nil, nil, badinput.Errorf("read %s: %w", filepath.Join(dir, "sweep.json"), err)
 	}
 	for _, p := range idx.Points {
 		rd := p.Dir
@@ -192,11 +225,11 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missi
 		}
 		r, err := loadRun(rd, p.Name, p.Values, read)
 		if errors.Is(err, os.ErrNotExist) {
-			missing = append(missing, p.Name)
+			left = append(left, leftOut{p.Name, "not finished: no " + runfiles.ScoresFile + " and " + runfiles.SummaryFile + " yet"})
 			continue
 		}
 		if errors.Is(err, ErrStaleRun) {
-			slog.Warn("report: left out", "run", p.Name, "why", err)
+			left = append(left, leftOut{p.Name, ErrStaleRun.Error()})
 			continue
 		}
 		if err != nil {
@@ -219,7 +252,7 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, missi
 		runs = append(runs, r)
 	}
 	if len(runs) == 0 {
-		return nil, nil, nil, fmt.Errorf("%s: none of the %d sweep runs has scores.parquet and summary.json yet", dir, len(idx.Points))
+		return nil, nil, nil, badinput.Errorf("%s: none of the %d sweep runs has scores.parquet and summary.json yet (their logs: %s)", dir, len(idx.Points), filepath.Join(dir, "logs"))
 	}
-	return runs, idx.Axes, missing, nil
+	return runs, idx.Axes, left, nil
 }

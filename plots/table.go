@@ -103,7 +103,7 @@ func (w row) cells() []string {
 	c := []string{w.Run}
 	c = append(c, w.Values...)
 	return append(c, w.Loss, w.Model, strconv.Itoa(w.Targets),
-		fmt.Sprintf("%s [%s, %s]", pct(w.Exact), pct(w.ExactLo), pct(w.ExactHi)),
+		interval(w.Exact, [2]eval.Num{eval.Num(w.ExactLo), eval.Num(w.ExactHi)}, pct),
 		num(w.Rouge, 3), strconv.Itoa(w.Controls), pct(w.CExact), num(w.CRouge, 3),
 		num(float64(w.MIA.AUC), 3), aucInterval(w.MIA.AUCCI),
 		interval(float64(w.MIA.TPR0_1), w.MIA.TPR0_1CI, pct), interval(float64(w.MIA.TPR1), w.MIA.TPR1CI, pct),
@@ -233,9 +233,40 @@ func writeLaTeX(out io.Writer, axes []string, rows []row) error {
 }
 
 // writeTables writes table.md, table.csv and table.tex into dir.
-func writeTables(dir string, axes []string, rows []row) ([]string, error) {
+// A partial report (left not empty) says so under table.md's table and in
+// a comment atop table.tex; table.csv holds the rows alone.
+func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]string, error) {
 	return writeFiles(dir,
-		namedWriter{TableFile, func(w io.Writer) error { return writeMarkdown(w, axes, rows) }},
+		namedWriter{TableFile, func(w io.Writer) error {
+			if err := writeMarkdown(w, axes, rows); err != nil {
+				return err
+			}
+			if note := partialNote(len(rows), left); note != "" {
+				_, err := io.WriteString(w, "\n"+note+"\n")
+				return err
+			}
+			return nil
+		}},
 		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
-		namedWriter{"table.tex", func(w io.Writer) error { return writeLaTeX(w, axes, rows) }})
+		namedWriter{"table.tex", func(w io.Writer) error {
+			if note := partialNote(len(rows), left); note != "" {
+				if _, err := io.WriteString(w, "% "+note+"\n"); err != nil {
+					return err
+				}
+			}
+			return writeLaTeX(w, axes, rows)
+		}})
+}
+
+// partialNote says which sweep points a report of shown runs leaves out and
+// why; "" when it leaves out none.
+func partialNote(shown int, left []leftOut) string {
+	if len(left) == 0 {
+		return ""
+	}
+	parts := make([]string, len(left))
+	for i, l := range left {
+		parts[i] = l.Name + " (" + l.Why + ")"
+	}
+	return fmt.Sprintf("Partial: %d of the sweep's %d points; left out: %s.", shown, shown+len(left), strings.Join(parts, "; "))
 }

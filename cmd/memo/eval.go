@@ -116,7 +116,8 @@ func evalAction(c *cli.Context) error {
 			return usageError("eval: --out %s is in %s; results never go there: name a directory elsewhere", out, where)
 		}
 	}
-	count, release, err := evalCounter(c, runDir)
+	ownSummary := filepath.Base(summary) == runfiles.SummaryFile && outguard.IsRunDir(filepath.Dir(summary))
+	count, release, err := evalCounter(c, runDir, ownSummary)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,15 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 	}
 	entry, _ := filepath.Rel(dir, filepath.Dir(entries[0]))
 	ckpt := "runs/tiny/checkpoints/step-000006"
-	before := treeSums(t, dir)
 	memo := memoIn(t, exe, dir)
+	// Another corpus of the same tokenizer, indexed, for eval --counts.
+	writeTestFile(t, filepath.Join(dir, "other.toml"), strings.Replace(evalRunSpec, "seed = 1", "seed = 2", 1))
+	for _, args := range [][]string{{"data", "build", "other.toml", "--out", "other"}, {"index", "build", "other"}} {
+		if r := memo(args...); r.code != 0 {
+			t.Fatalf("memo %s: exit %d, %s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	before := treeSums(t, dir)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -74,6 +81,8 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 		{"runs root in data/", []string{"run", "--runs", "runs/tiny/data", "tiny.toml"}, "is in a run's data directory"},
 		{"runs root in the cache", []string{"run", "--runs", "cache/datasets", "tiny.toml"}, "is in the cache's datasets/"},
 		{"runs root in checkpoints/ through a link", []string{"run", "--runs", checkpointsLink, "tiny.toml"}, "is in a run's checkpoints/"},
+		// Its counts would read as how often the run trained on a target.
+		{"eval counts of another corpus into the run", []string{"eval", "--counts", "other", "runs/tiny"}, "not the corpus runs/tiny trained on"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantOneLine(t, memo(tc.args...), tc.want)

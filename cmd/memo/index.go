@@ -238,8 +238,9 @@ func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
 }
 
 // evalCounter is memo eval --counts DIR's counter over DIR's index (nil
-// without the flag).
-func evalCounter(c *cli.Context, runDir string) (eval.CountWindow, func(), error) {
+// without the flag). ownSummary says the scores replace the run's own
+// summary.json, which only the run's own corpus may count.
+func evalCounter(c *cli.Context, runDir string, ownSummary bool) (eval.CountWindow, func(), error) {
 	if c.String("counts") == "" {
 		// The run's own corpus when it is indexed, as the run's eval stage
 		// counts: a summary rewritten without its by_corpus_count would
@@ -264,6 +265,12 @@ func evalCounter(c *cli.Context, runDir string) (eval.CountWindow, func(), error
 			theirs := ix.Header().Tokenizer
 			ix.Close()
 			return nil, nil, usageError("eval --counts %s: its corpus is tokenized by %s, the completions of %s by %s; a window's ids would be counted as other text: count against a corpus built with the run's tokenizer", c.String("counts"), theirs, runDir, id.Tokenizer)
+		}
+		// Another corpus's counts in the run's own summary.json would read
+		// as how often the run trained on each target.
+		if err == nil && ownSummary && id.Digest != ix.Header().Digest {
+			ix.Close()
+			return nil, nil, usageError("eval --counts %s: not the corpus %s trained on, whose summary.json holds its own corpus's counts: give --out DIR outside the run for counts in another corpus", c.String("counts"), runDir)
 		}
 	} else {
 		slog.Warn("eval --counts: the completions are of no run whose tokenizer memo can compare with the counted corpus's; the counts hold only if they share it", "counts", c.String("counts"), "tokenizer", ix.Header().Tokenizer)
