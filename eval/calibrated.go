@@ -195,7 +195,17 @@ func (m *signalMatrix) dropUnscoredPopulation(path string) {
 	for k := range m.ref {
 		m.ref[k] = m.ref[k][:nc+kept]
 	}
+	if kept > 0 && kept < rmiaResolution {
+		// RMIA's score is a count over the population: a review found 7
+		// members tied with the top control at 1.0 over 64 samples, and
+		// RMIA's TPR at 0.1 % FPR 0 at an AUC of 0.86.
+		slog.Warn("eval: RMIA scores are fractions of the population samples (the validation split), so they take few values; members tied with a control at the top lower its TPR at low FPR: raise data.validation for a finer RMIA", "signals", path, "samples", kept, "values", kept+1)
+	}
 }
+
+// rmiaResolution is the population below which RMIA's scores are coarser
+// than the lowest FPR summary.json reports (0.1 %).
+const rmiaResolution = 1000
 
 // calibratedScores are the attacks' scores of each candidate, by attack.
 type calibratedScores map[string][]float64

@@ -50,6 +50,7 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 		// Checks after parsing (CheckDevices, a sweep's points) locate
 		// keys in the user's file too.
 		spec.lines, spec.set = stripBOM(doc), given
+		spec.path, spec.sets = path, sets
 	}
 	return spec, err
 }

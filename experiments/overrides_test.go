@@ -108,3 +108,27 @@ func TestOverrideTables(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandArgs: the spec on a command line memo prints for the user to
+// paste: its --set overrides then its file, quoted for the shell where
+// needed. An error once printed `memo run --stages data exp/smoke.toml
+// (with --set …)`, which the shell refuses and which lost the overrides.
+func TestCommandArgs(t *testing.T) {
+	path := filepath.Join("..", "exp", "smoke.toml")
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{nil, path},
+		{[]string{"mia.references=2", "data.validation=4"}, "--set mia.references=2 --set data.validation=4 " + path},
+		{[]string{"name=a+b", `model.preset="nano"`}, `--set name=a+b --set 'model.preset="nano"' ` + path},
+	} {
+		spec, err := ParseWithOverrides(path, tc.sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spec.commandArgs(); got != tc.want {
+			t.Errorf("--set %q: commandArgs = %q, want %q", tc.sets, got, tc.want)
+		}
+	}
+}

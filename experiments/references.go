@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -134,9 +135,23 @@ func TrainReferences(ctx context.Context, spec *Spec, runsRoot string, indices [
 		// The command to paste must build where this one looks.
 		runs := ""
 		if filepath.Clean(runsRoot) != "runs" {
-			runs = " --runs " + runsRoot
+			runs = " --runs " + shellWord(runsRoot)
 		}
-		return badinput.Errorf("%s has no dataset yet: build it first with `memo run --stages data%s %s`", dir, runs, spec.file)
+		return badinput.Errorf("%s has no dataset yet: build it first with `memo run --stages data%s %s`", dir, runs, spec.commandArgs())
+	}
+	// References trained on a run directory of another spec are for no run
+	// memo run would go on with there: a review trained a whole array for
+	// 12 candidates on a dataset of 8 before memo run refused the spec.
+	conf, err := spec.TOML()
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile)); err == nil && !bytes.Equal(old, conf) {
+		differ := ""
+		if d, err := configDiff(old, conf); err == nil && d != "" {
+			differ = " (" + d + ")"
+		}
+		return badinput.Errorf("%s was made from another spec%s: memo run refuses this one there; train the references with the run's spec, or give this one another name", dir, differ)
 	}
 	return trainReferences(ctx, spec, dir, indices, false)
 }
@@ -233,17 +248,30 @@ func trainReferences(ctx context.Context, spec *Spec, dir string, indices []int,
 		return err
 	}
 	rec := referencesFile{References: p.references, Seed: p.seed, Format: referenceKeyFormat}
+	var sig *signalRows
+	if signals {
+		if sig, err = scoreTarget(ctx, spec, dir, p); err != nil {
+			return err
+		}
+	}
 	for i := range p.records {
 		r := p.records[i]
-		if err := trainReference(ctx, &r, p.references, p.views[i], p.models[i], p.trains[i], spec); err != nil {
+		// Each reference is scored under the lock it is trained or found
+		// under: `memo references rm` in between once removed a model the
+		// run was about to score.
+		var score func() error
+		if sig != nil {
+			score = func() error { return sig.addReference(ctx, r, p.references) }
+		}
+		if err := trainReference(ctx, &r, p.references, p.views[i], p.models[i], p.trains[i], spec, score); err != nil {
 			return err
 		}
 		rec.Models = append(rec.Models, r)
 	}
-	if !signals {
+	if sig == nil {
 		return nil
 	}
-	return writeSignals(ctx, spec, dir, p.ds, p.pool, p.population, p.in, rec)
+	return sig.write(dir, rec)
 }
 
 // staleReferences says why the references a finished references stage
@@ -373,10 +401,16 @@ var referenceKeyFormat = 1
 // (base, "" for the seed's), the model, training and goldfish settings
 // with its seeds, and the candidates it trains on.
 func referenceKey(dsSums map[string]string, base string, mc model.Config, tc train.Config, goldfish loss.Config, members []referenceMember) (string, error) {
-	// Where and how fast it trains does not change what it learns, up to
-	// the last bits; the key keeps them so that reuse stays exact. Base is
-	// left out when empty, so that a reference trained from the seed keeps
-	// the key it had before base was part of it.
+	// The device and precision it trains on change what it learns in the
+	// last bits; the key keeps them so that reuse stays exact. How often
+	// it logs, checkpoints and keeps checkpoints, whether it may resume
+	// and its thread count (as --threads's) change nothing it learns: the
+	// key holds the defaults for them, so that keys made before stand and
+	// a new log_every does not train every reference again. Base is left
+	// out when empty, so that a reference trained from the seed keeps the
+	// key it had before base was part of it.
+	def := train.DefaultConfig()
+	tc.LogEvery, tc.CheckpointEvery, tc.KeepCheckpoints, tc.NoResume, tc.Threads = def.LogEvery, def.CheckpointEvery, def.KeepCheckpoints, def.NoResume, def.Threads
 	b, err := json.Marshal(struct {
 		Format   int
 		Dataset  map[string]string
@@ -400,7 +434,7 @@ const referenceFile = "reference.json"
 // there. Training resumes from the directory's newest checkpoint, so a
 // killed reference sweep run again ends with the weights an uninterrupted
 // one has.
-func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.Dataset, mc model.Config, tc train.Config, spec *Spec) error {
+func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.Dataset, mc model.Config, tc train.Config, spec *Spec, then func() error) error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}
@@ -428,7 +462,7 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 		if have.Trained {
 			slog.Info("mia: reference model already trained", "reference", referenceLabel(r.Index, K), "dir", r.Dir)
 			r.Trained = true
-			return nil
+			return runThen(then)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("reference %d: %w", r.Index, err)
@@ -446,7 +480,15 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}
 	slog.Info("mia: reference model trained", "reference", referenceLabel(r.Index, K), "seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
-	return nil
+	return runThen(then)
+}
+
+// runThen calls then, when there is one.
+func runThen(then func() error) error {
+	if then == nil {
+		return nil
+	}
+	return then()
 }
 
 // sameReference says whether two records describe the same model.
@@ -475,35 +517,54 @@ func writeJSON(path string, v any) error {
 	})
 }
 
-// writeSignals scores every candidate and population document with the
-// target model and each reference and writes mia_signals.parquet and
-// mia_references.json.
-func writeSignals(ctx context.Context, spec *Spec, dir string, ds *data.Dataset, pool, population []data.Doc, in [][]bool, rec referencesFile) error {
-	docs := append(append([]data.Doc(nil), pool...), population...)
-	var rows []runfiles.MIASignal
-	add := func(name string, idx int, lls []extract.WindowLikelihood, inOf func(j int) bool) {
-		for j, d := range docs {
-			rows = append(rows, runfiles.MIASignal{Model: name, RefIndex: idx, DocID: d.ID, Split: d.Split,
-				TrainedOn: inOf(j), NTokens: lls[j].NTokens, LLSum: lls[j].Sum, LLMean: lls[j].Mean})
-		}
+// signalRows are mia_signals.parquet's rows as the references stage
+// scores them: the target's, then each reference's.
+type signalRows struct {
+	cfg  extract.Config
+	ds   *data.Dataset
+	docs []data.Doc // the candidates (the pool), then the population
+	pool int        // how many candidates
+	in   [][]bool
+	rows []runfiles.MIASignal
+}
+
+// scoreTarget starts the rows with the target model's (the run's own
+// checkpoint) over every candidate and population document.
+func scoreTarget(ctx context.Context, spec *Spec, dir string, p *referencePlan) (*signalRows, error) {
+	docs := append(append([]data.Doc(nil), p.pool...), p.population...)
+	s := &signalRows{cfg: spec.ExtractStage(), ds: p.ds, docs: docs, pool: len(p.pool), in: p.in}
+	lls, err := extract.WindowLikelihoods(ctx, s.cfg, filepath.Join(dir, checkpoint.DirName), s.ds, s.docs, "mia: target model")
+	if err != nil {
+		return nil, err
 	}
-	cfg := spec.ExtractStage()
-	lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(dir, checkpoint.DirName), ds, docs, "mia: target model")
+	s.add(runfiles.TargetModel, -1, lls, func(j int) bool { return s.docs[j].Split == data.SplitTarget })
+	return s, nil
+}
+
+func (s *signalRows) add(name string, idx int, lls []extract.WindowLikelihood, inOf func(j int) bool) {
+	for j, d := range s.docs {
+		s.rows = append(s.rows, runfiles.MIASignal{Model: name, RefIndex: idx, DocID: d.ID, Split: d.Split,
+			TrainedOn: inOf(j), NTokens: lls[j].NTokens, LLSum: lls[j].Sum, LLMean: lls[j].Mean})
+	}
+}
+
+// addReference scores reference r (of K) over the same documents.
+func (s *signalRows) addReference(ctx context.Context, r referenceRecord, K int) error {
+	lls, err := extract.WindowLikelihoods(ctx, s.cfg, filepath.Join(r.Dir, checkpoint.DirName), s.ds, s.docs, "mia: reference "+referenceLabel(r.Index, K))
 	if err != nil {
 		return err
 	}
-	add(runfiles.TargetModel, -1, lls, func(j int) bool { return docs[j].Split == data.SplitTarget })
-	for _, r := range rec.Models {
-		lls, err := extract.WindowLikelihoods(ctx, cfg, filepath.Join(r.Dir, checkpoint.DirName), ds, docs, "mia: reference "+referenceLabel(r.Index, rec.References))
-		if err != nil {
-			return err
-		}
-		k := r.Index
-		add(fmt.Sprintf("ref-%02d", k), k, lls, func(j int) bool { return j < len(pool) && in[k][j] })
-	}
-	sort.SliceStable(rows, func(a, b int) bool { return rows[a].RefIndex < rows[b].RefIndex })
+	k := r.Index
+	s.add(fmt.Sprintf("ref-%02d", k), k, lls, func(j int) bool { return j < s.pool && s.in[k][j] })
+	return nil
+}
+
+// write writes mia_signals.parquet (ordered by model: the target, then
+// references by index) and mia_references.json into the run directory.
+func (s *signalRows) write(dir string, rec referencesFile) error {
+	sort.SliceStable(s.rows, func(a, b int) bool { return s.rows[a].RefIndex < s.rows[b].RefIndex })
 	out := filepath.Join(dir, runfiles.MIASignalsFile)
-	if err := atomicfile.Write(out, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, rows) }); err != nil {
+	if err := atomicfile.Write(out, func(w io.Writer) error { return runfiles.MIASignals.WriteParquet(w, s.rows) }); err != nil {
 		return fmt.Errorf("write %s: %w", out, err)
 	}
 	return writeJSON(filepath.Join(dir, MIAReferencesFile), rec)

@@ -189,6 +189,13 @@ func TestReferences(t *testing.T) {
 	if err := TrainReferences(context.Background(), &s, runsD, []int{2}); err == nil {
 		t.Error("TrainReferences of index 2 of 2 succeeded")
 	}
+	// A spec the run directory was not made from is refused by name, as
+	// memo run refuses it there.
+	other := s
+	other.Train.Steps++
+	if err := TrainReferences(context.Background(), &other, runsD, []int{0}); !badinput.Is(err) || !strings.Contains(err.Error(), "was made from another spec (train.steps: ") {
+		t.Errorf("TrainReferences with another spec than the run's: %v; want a refusal naming train.steps", err)
+	}
 	for _, k := range []int{1, 0} {
 		if err := TrainReferences(context.Background(), &s, runsD, []int{k}); err != nil {
 			t.Fatal(err)
@@ -272,22 +279,51 @@ func TestReferencesCache(t *testing.T) {
 // TestReferenceKey: a reference's key names the digest of the weights it
 // starts from, so a fine-tune's references are not found again after its
 // base is replaced; a reference trained from the seed keeps the key it had
-// before the base was part of it (0bfc35b1e34f… at 5099134), so caches
-// stay valid.
+// before the base was part of it, so caches stay valid. Settings that
+// change nothing it learns (logging, checkpointing, resuming, threads)
+// leave the key as at their defaults, which is the key 98ce926 gave
+// (508b991a5f89…): a review saw train.log_every = 10 → 20 retrain every
+// reference.
 func TestReferenceKey(t *testing.T) {
-	key := func(base string) string {
-		k, err := referenceKey(map[string]string{"docs.arrow": "d0"}, base, model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, loss.Config{}, []referenceMember{{1, 2}})
+	tc := pinnedTrainConfig()
+	keyOf := func(base string, tc train.Config) string {
+		k, err := referenceKey(map[string]string{"docs.arrow": "d0"}, base, model.Config{Dim: 64}, tc, loss.Config{}, []referenceMember{{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
-	if got := key(""); got != "0bfc35b1e34fe936e251964d" {
-		t.Errorf("key from the seed = %s, want 0bfc35b1e34fe936e251964d as before", got)
+	key := func(base string) string { return keyOf(base, tc) }
+	if got := key(""); got != "508b991a5f8984ac6115d301" {
+		t.Errorf("key from the seed = %s, want 508b991a5f8984ac6115d301 as before", got)
 	}
 	if a, b := key("aaaa"), key("bbbb"); a == b || a == key("") {
 		t.Errorf("keys of two bases %s, %s (seed's %s): want three different keys", a, b, key(""))
 	}
+	chatty := tc
+	chatty.LogEvery, chatty.CheckpointEvery, chatty.KeepCheckpoints, chatty.NoResume, chatty.Threads = 1, 7, 9, true, 3
+	if got := keyOf("", chatty); got != key("") {
+		t.Errorf("log_every, checkpoint_every, keep_checkpoints, no_resume and threads changed the key: %s, want %s", got, key(""))
+	}
+	for name, change := range map[string]func(*train.Config){
+		"lr":        func(c *train.Config) { c.LR = 3e-3 },
+		"steps":     func(c *train.Config) { c.Steps++ },
+		"precision": func(c *train.Config) { c.Precision = "bf16" },
+		"seed":      func(c *train.Config) { c.Seed++ },
+	} {
+		c := tc
+		change(&c)
+		if keyOf("", c) == key("") {
+			t.Errorf("train.%s changed and the key did not: another model would be reused", name)
+		}
+	}
+}
+
+// pinnedTrainConfig is the training settings of the keys the tests pin:
+// 10 steps, unsharded, logging and checkpointing at the defaults.
+func pinnedTrainConfig() train.Config {
+	def := train.DefaultConfig()
+	return train.Config{Steps: 10, Shard: "none", LogEvery: def.LogEvery, CheckpointEvery: def.CheckpointEvery, KeepCheckpoints: def.KeepCheckpoints, Threads: def.Threads}
 }
 
 // TestReferenceConfigsUnsharded: a target trained with ZeRO over ranks
@@ -370,12 +406,44 @@ func TestReferenceInTrainingWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	r := &referenceRecord{Index: 1, Dir: dir}
-	err := trainReference(ctx, r, 2, nil, model.Config{}, train.Config{}, nil)
+	err := trainReference(ctx, r, 2, nil, model.Config{}, train.Config{}, nil, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("trainReference on a held directory = %v; want it to wait until the context ends", err)
 	}
 	if !strings.Contains(err.Error(), "reference index 1 (2 of 2)") {
 		t.Errorf("error %q does not name the reference", err)
+	}
+}
+
+// TestReferenceScoredUnderItsLock: a trained reference is scored while
+// its directory is locked, so `memo references rm` refuses it then: a
+// review removed a reference between its training and its scoring, and
+// the run failed.
+func TestReferenceScoredUnderItsLock(t *testing.T) {
+	cache := t.TempDir()
+	r := &referenceRecord{Index: 0, Key: "0123456789abcdef01234567"}
+	r.Dir = filepath.Join(ReferencesDir(cache), r.Key)
+	trained := *r
+	trained.Trained = true
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(r.Dir, referenceFile), trained); err != nil {
+		t.Fatal(err)
+	}
+	scored := false
+	err := trainReference(context.Background(), r, 2, nil, model.Config{}, train.Config{}, nil, func() error {
+		scored = true
+		if err := RemoveReference(cache, r.Key); err == nil {
+			t.Error("references rm removed a reference while it was being scored")
+		}
+		return nil
+	})
+	if err != nil || !scored {
+		t.Fatalf("trainReference of a trained reference: %v, scored %v", err, scored)
+	}
+	if err := RemoveReference(cache, r.Key); err != nil {
+		t.Errorf("references rm after scoring: %v", err)
 	}
 }
 
@@ -390,14 +458,14 @@ func TestReferenceDatasetNamesTheStream(t *testing.T) {
 	pretrain := data.Report{Files: files, Layout: data.LayoutPadded}
 	pretrain.Config.PretrainPasses = 1
 	key := func(r data.Report) string {
-		k, err := referenceKey(referenceDataset(r), "", model.Config{Dim: 64}, train.Config{Steps: 10, Shard: "none"}, loss.Config{}, []referenceMember{{1, 2}})
+		k, err := referenceKey(referenceDataset(r), "", model.Config{Dim: 64}, pinnedTrainConfig(), loss.Config{}, []referenceMember{{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
-	if got := key(base); got != "0bfc35b1e34fe936e251964d" {
-		t.Errorf("the default stream's key = %s, want 0bfc35b1e34fe936e251964d as before", got)
+	if got := key(base); got != "508b991a5f8984ac6115d301" {
+		t.Errorf("the default stream's key = %s, want 508b991a5f8984ac6115d301 as before", got)
 	}
 	if a, b, c := key(base), key(packed), key(pretrain); a == b || a == c || b == c {
 		t.Errorf("keys padded %s, packed %s, with pretraining %s: want three", a, b, c)

@@ -389,7 +389,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 // stageNeeds are the stages whose outputs a stage reads.
 var stageNeeds = map[string][]string{
 	"train":      {"data"},
-	"references": {"data"},
+	"references": {"data", "train"}, // the target's model scores the references' signals
 	"extract":    {"train"},
 	"eval":       {"extract", "references"},
 	"plots":      {"eval"},
@@ -432,8 +432,8 @@ func checkStages(spec *Spec, dir string, opt Options) error {
 	}
 	for _, st := range opt.Stages {
 		for _, need := range stageNeeds[st] {
-			if need == "references" && spec.MIA.References == 0 {
-				continue // no reference models: nothing to read
+			if (need == "references" || st == "references") && spec.MIA.References == 0 {
+				continue // no reference models: nothing to read or score
 			}
 			if !done[need] && !contains(opt.Stages, need) {
 				return badinput.Errorf("--stages %s: %s reads what %s writes, which has not run in %s for this spec: add %s to the stages, or run them all first", asked, st, need, dir, need)

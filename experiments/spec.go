@@ -62,6 +62,10 @@ type Spec struct {
 	SweepPoints []map[string]any `toml:"sweep_points,omitempty"`
 
 	file string
+	// path and sets are the spec file and its --set overrides as given:
+	// what a command memo prints for the user to paste repeats.
+	path string
+	sets []string
 	doc  []byte // the file as read, to locate errors found later (sweep points)
 	raw  map[string]any
 	// lines, when set, is the document errors found later are located
@@ -133,7 +137,37 @@ func Parse(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.path = path
 	return s, nil
+}
+
+// commandArgs are the arguments that name this spec on a memo command line
+// to paste: its --set overrides, then its file, each shell-quoted where it
+// must be.
+func (s *Spec) commandArgs() string {
+	var b strings.Builder
+	for _, set := range s.sets {
+		b.WriteString("--set " + shellWord(set) + " ")
+	}
+	path := s.path
+	if path == "" {
+		path = s.file
+	}
+	return b.String() + shellWord(path)
+}
+
+// shellWord is w as one shell word: as it is when it holds nothing the
+// shell treats specially, else single-quoted.
+func shellWord(w string) string {
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
+			return ShellQuote(w)
+		}
+	}
+	if w == "" {
+		return "''"
+	}
+	return w
 }
 
 // ParseBytes is Parse on a document already in memory; file names it in errors.

@@ -171,6 +171,9 @@ func TestExitCodes(t *testing.T) {
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
+		// The references' signals are the target model's: a probe trained
+		// every reference before failing on the missing target.
+		{"references before the target", []string{"run", "--stages", "data,references", "warmup.toml", "--set", "train.steps=100", "--set", "mia.references=2", "--set", "data.validation=4"}, "references reads what train writes, which has not run in runs/w"},
 		{"a Slurm flag on a local sweep", []string{"sweep", "--account", "proj", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --account is a Slurm setting: add --slurm"},
 		{"--nodes on a local sweep", []string{"sweep", "--nodes", "2", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "sweep: --nodes is a Slurm setting: add --slurm"},
 		{"submit and dry-run", []string{"sweep", "--slurm", "--submit", "--dry-run", "--set", `sweep."goldfish.k"=[0, 4]`, "--set", "train.steps=100", "warmup.toml"}, "--submit and --dry-run exclude each other"},
