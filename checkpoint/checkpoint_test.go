@@ -192,8 +192,13 @@ func TestVerifyRefusesDamage(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			// Nothing else is left, so resolving and resuming fail and say why.
-			if _, err := Resolve(run); err == nil {
+			// Nothing else is left, so resolving and resuming fail and say
+			// why; damaged moments leave the model whole, which inference
+			// and export take (VerifyWeights).
+			_, err = Resolve(run)
+			if onlyMoments := slices.Contains(c.want, OptimizerFile); onlyMoments && err != nil {
+				t.Errorf("Resolve of a run whose model is whole but moments damaged: %v", err)
+			} else if !onlyMoments && err == nil {
 				t.Error("Resolve found a good checkpoint in a run whose only one is damaged")
 			}
 			if _, _, err := ResumePoint(run); err == nil || !strings.Contains(err.Error(), "train.no_resume") {
@@ -230,6 +235,7 @@ func TestResolve(t *testing.T) {
 		{good, good, ""},
 		{filepath.Join(run, DirName, StepName(3)), "", "truncated or corrupt"},
 		{t.TempDir(), "", "no complete checkpoint"},
+		{weightsOnly(t), "", "holds model.safetensors but no config.json"},
 	}
 	for _, c := range cases {
 		got, err := Resolve(c.path)
@@ -243,6 +249,46 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%s) = %s, %v; want %s", c.path, got, err, c.want)
 		}
 	}
+}
+
+// TestWithoutOptimizer: a checkpoint whose optimizer moments were deleted
+// (to save disk) is a model still: VerifyWeights and Resolve take it, Load
+// loads it; Verify, which resuming needs, refuses it. Export and score
+// once failed on the missing file.
+func TestWithoutOptimizer(t *testing.T) {
+	run := copyRun(t)
+	step := filepath.Join(run, DirName, StepName(2))
+	if err := os.Remove(filepath.Join(step, OptimizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(step); err == nil {
+		t.Error("Verify took a checkpoint without its optimizer moments: a resume would fail loading them")
+	}
+	if _, err := VerifyWeights(step); err != nil {
+		t.Errorf("VerifyWeights: %v", err)
+	}
+	if got, err := Resolve(run); err != nil || got != step {
+		t.Errorf("Resolve(%s) = %s, %v; want %s", run, got, err, step)
+	}
+	if _, _, _, err := Load(run, "cpu"); err != nil {
+		t.Errorf("Load: %v", err)
+	}
+	// A damaged model file is refused still.
+	if err := os.Truncate(filepath.Join(step, ModelFile), 64); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyWeights(step); err == nil || !strings.Contains(err.Error(), "truncated or corrupt") {
+		t.Errorf("VerifyWeights of truncated weights: %v", err)
+	}
+}
+
+// weightsOnly is a directory of a model.safetensors without config.json.
+func weightsOnly(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestSaveKeepsTheNewest(t *testing.T) {

@@ -279,6 +279,14 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	if err != nil {
 		return badinput.Wrap(err)
 	}
+	form := opt.Form
+	if form == 0 {
+		form = model.HFForm5
+	}
+	// Refused before anything is made: OUT's parents too.
+	if err := cfg.CheckExportable(form); err != nil {
+		return badinput.Errorf("export %s: %v", dir, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
 		return err
 	}
@@ -287,13 +295,6 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
-	form := opt.Form
-	if form == 0 {
-		form = model.HFForm5
-	}
-	if err := cfg.CheckExportable(form); err != nil {
-		return badinput.Errorf("export %s: %v", dir, err)
-	}
 	hf := cfg.HFConfigForm(form)
 	gen := map[string]any{"do_sample": false}
 	for key, id := range map[string]int{"bos_token_id": opt.BOS, "eos_token_id": opt.EOS} {

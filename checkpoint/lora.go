@@ -73,7 +73,7 @@ func baseDigest(dir string) (string, error) {
 	if IsHFDir(dir) {
 		return hfWeightsDigest(dir)
 	}
-	st, err := Verify(dir)
+	st, err := VerifyWeights(dir)
 	if err != nil {
 		return "", err
 	}

@@ -2,22 +2,34 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/memo-research/memo/internal/filehash"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/filehash"
 )
 
 // Verify checks that dir is a complete checkpoint: state.json parses and
-// every file's digest matches it.
-func Verify(dir string) (State, error) {
+// every file's digest matches it. Resuming needs it.
+func Verify(dir string) (State, error) { return verify(dir, true) }
+
+// VerifyWeights is Verify of what a model is loaded from alone: every file
+// but the optimizer's moments, which inference, export and the attacks
+// never read. A user who deleted them to save disk (twice the model's
+// size) could not export or score the model, and every such command
+// hashed them.
+func VerifyWeights(dir string) (State, error) { return verify(dir, false) }
+
+func verify(dir string, optimizer bool) (State, error) {
 	var st State
 	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if err != nil {
@@ -27,6 +39,9 @@ func Verify(dir string) (State, error) {
 		return st, fmt.Errorf("checkpoint %s: %s is corrupt: %w", dir, StateFile, err)
 	}
 	for _, f := range digestedFiles(st) {
+		if f == OptimizerFile && !optimizer {
+			continue
+		}
 		want, ok := st.SHA256[f]
 		if !ok {
 			return st, fmt.Errorf("checkpoint %s: %s records no sha256 for %s", dir, StateFile, f)
@@ -110,6 +125,36 @@ func ResumePoint(runDir string) (string, State, error) {
 	return dir, st, nil
 }
 
+// DiscardAfter removes the step directories of runDir's checkpoints past
+// step, which a run starting at step does not continue: those an older
+// trajectory left (train.no_resume starts afresh, "overwriting them") or
+// the damaged ones a resume fell back past. Left in place, the next save's
+// pruning counted them among the newest and removed the good checkpoints
+// instead, and a later command found a checkpoint of another trajectory.
+// checkpoints/latest goes too when it names one of them.
+func DiscardAfter(runDir string, step int) ([]string, error) {
+	root := filepath.Join(runDir, DirName)
+	latest, _ := latestName(root)
+	var removed []string
+	for _, name := range stepDirs(root) {
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "step-"))
+		if err != nil || n <= step {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+			return removed, fmt.Errorf("remove checkpoint %s past step %d: %w", filepath.Join(root, name), step, err)
+		}
+		removed = append(removed, name)
+		if name == latest {
+			if err := os.Remove(filepath.Join(root, LatestFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return removed, err
+			}
+		}
+	}
+	syncDir(root)
+	return removed, nil
+}
+
 // Resolve turns a checkpoint directory, a checkpoints/ directory or a run
 // directory into a checkpoint directory: the one named, else the run's
 // newest (the one checkpoints/latest names, else the highest step). A
@@ -119,7 +164,7 @@ func ResumePoint(runDir string) (string, State, error) {
 // Errors are bad input.
 func Resolve(path string) (string, error) {
 	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
-		if _, err := Verify(path); err != nil {
+		if _, err := VerifyWeights(path); err != nil {
 			return "", badinput.Wrap(err)
 		}
 		return path, nil
@@ -139,9 +184,13 @@ func Resolve(path string) (string, error) {
 				return "", badinput.Errorf("%s: holds %s, PyTorch pickle weights, which memo does not read (a pickle runs code when loaded); convert them to model.safetensors (transformers: save_pretrained(dir, safe_serialization=True))", path, bin)
 			}
 		}
+		if m, _ := filepath.Glob(filepath.Join(path, "*.safetensors")); len(m) > 0 {
+			// Weights without the config.json a Hugging Face directory has.
+			return "", badinput.Errorf("%s: holds %s but no config.json: a Hugging Face model directory needs its config.json beside the weights", path, filepath.Base(m[0]))
+		}
 		return "", badinput.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
 	}
-	if _, err := Verify(newest); err != nil {
+	if _, err := VerifyWeights(newest); err != nil {
 		return "", badinput.Errorf("%w; it is the newest checkpoint: repair it, or name an older step directory to use that one%s", err, olderGood(runDir, newest))
 	}
 	return newest, nil
@@ -193,7 +242,7 @@ func olderGood(runDir, newest string) string {
 		if filepath.Clean(dir) == filepath.Clean(newest) {
 			continue
 		}
-		if _, err := Verify(dir); err == nil {
+		if _, err := VerifyWeights(dir); err == nil {
 			return " (" + dir + " verifies)"
 		}
 	}

@@ -89,7 +89,7 @@ func checkpointAttacks(spec *Spec, dir string) ([]checkpointAttack, error) {
 	}
 	var out []checkpointAttack
 	for _, d := range dirs {
-		st, err := checkpoint.Verify(d)
+		st, err := checkpoint.VerifyWeights(d)
 		if err != nil {
 			return nil, fmt.Errorf("extract.checkpoints = %v: %w", spec.Extract.Checkpoints, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/dist"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
@@ -326,8 +327,15 @@ func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Opt
 // or reopens an existing one after checking it holds the same spec.
 func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manifest, error) {
 	old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile))
+	orphan := errors.Is(err, os.ErrNotExist) && madeByARun(dir)
 	switch {
-	case err == nil && !bytes.Equal(old, conf):
+	case err == nil && !bytes.Equal(old, conf), orphan:
+		if !force && orphan {
+			// Checkpoints of unknown settings: resumed, they made a run
+			// that claims this spec's settings throughout.
+			return nil, fmt.Errorf("%w: %s has no %s but holds what a run made (%s): the settings its model was trained with are unknown; restore %s, or pass --force to move the old run aside and start again", ErrSpecChanged,
+				dir, runfiles.ConfigFile, ManifestFile+" or "+checkpoint.DirName+"/", runfiles.ConfigFile)
+		}
 		if !force {
 			var was map[string]any
 			if terr := toml.Unmarshal(old, &was); terr != nil {
@@ -384,6 +392,16 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 		m.Stage(s)
 	}
 	return m, m.write(dir)
+}
+
+// madeByARun says whether dir holds a run's record or checkpoints.
+func madeByARun(dir string) bool {
+	for _, p := range []string{ManifestFile, checkpoint.DirName} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // stageNeeds are the stages whose outputs a stage reads.

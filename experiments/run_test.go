@@ -128,6 +128,14 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	if _, err := Run(context.Background(), a, root, Options{}); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "config.toml is not the file memo run wrote") {
 		t.Errorf("emptied config.toml: %v", err)
 	}
+	// Removed, the run's settings are unknown: its checkpoints, resumed,
+	// made a run that claimed the new spec's settings throughout.
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), b, root, Options{}); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "has no config.toml but holds what a run made") {
+		t.Errorf("config.toml removed from a run: %v", err)
+	}
 	if err := os.WriteFile(conf, good, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -274,7 +274,7 @@ func attackWindow(ckpt string, context int) (int, error) {
 	if _, err := os.Stat(filepath.Join(ckpt, checkpoint.StateFile)); errors.Is(err, fs.ErrNotExist) {
 		return context, nil
 	}
-	st, err := checkpoint.Verify(ckpt)
+	st, err := checkpoint.VerifyWeights(ckpt)
 	if err != nil {
 		return 0, fmt.Errorf("trained row length of %s: %w", ckpt, err)
 	}

@@ -129,6 +129,54 @@ func TestAllCheckpointsCorruptRefusesToResume(t *testing.T) {
 	}
 }
 
+// TestStartDiscardsLaterCheckpoints: a run that starts afresh
+// (train.no_resume) or resumes from an older checkpoint than the newest
+// removes the checkpoints past its start. Left there, a review's no_resume
+// restart pruned its own new checkpoint at once (latest named a removed
+// directory) and kept the abandoned run's, which export then offered.
+func TestStartDiscardsLaterCheckpoints(t *testing.T) {
+	cfg, mcfg, lcfg := smallRun()
+	cfg.Steps = 8
+	cfg.CheckpointEvery = 2
+	cfg.KeepCheckpoints = 2
+	src := textSource{ids: opticks(t, 2000), rows: 24}
+	dir := t.TempDir()
+	if err := Run(context.Background(), cfg, mcfg, lcfg, src, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	steps := func() []string {
+		ents, err := os.ReadDir(filepath.Join(dir, checkpoint.DirName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	if got := strings.Join(steps(), " "); got != "step-000006 step-000008" {
+		t.Fatalf("checkpoints after 8 steps: %s", got)
+	}
+	fresh := cfg
+	fresh.NoResume = true
+	logs := captureLog(t)
+	if err := Run(context.Background(), fresh, mcfg, lcfg, src, dir, Options{StopAfter: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(steps(), " "); got != "step-000002" {
+		t.Errorf("checkpoints after a no_resume restart stopped at step 3: %s, want step-000002 alone", got)
+	}
+	if !strings.Contains(logs.String(), "removed checkpoints past the step this run starts from") {
+		t.Errorf("the restart did not say it removed the old checkpoints:\n%s", logs)
+	}
+	if newest, err := checkpoint.Resolve(dir); err != nil || filepath.Base(newest) != "step-000002" {
+		t.Errorf("Resolve after the restart = %s (%v), want step-000002", newest, err)
+	}
+}
+
 // finishedRun trains a 2-step run into a temporary directory and returns
 // its configuration, so that a test can damage the run and start it again.
 func finishedRun(t *testing.T) (Config, model.Config, loss.Config, textSource, string) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/badinput"
@@ -19,21 +20,47 @@ func (l *loop) restore() error {
 	if l.rank == 0 {
 		checkpoint.RemoveStaleTemps(l.runDir)
 	}
+	resumed, err := l.resumeFrom()
+	if err != nil {
+		return err
+	}
+	// Checkpoints past where this run starts belong to no trajectory it
+	// continues (checkpoint.DiscardAfter).
+	removed, err := checkpoint.DiscardAfter(l.runDir, l.step)
+	if len(removed) > 0 {
+		why := "they were refused and the run resumed from an older one"
+		if l.cfg.NoResume {
+			why = "train.no_resume = true starts the run afresh"
+		}
+		slog.Warn("removed checkpoints past the step this run starts from", "step", l.step, "removed", strings.Join(removed, ", "), "why", why)
+	}
+	if err != nil {
+		return err
+	}
+	if resumed || l.cfg.InitFrom == "" {
+		return nil
+	}
+	return l.initFrom()
+}
+
+// resumeFrom resumes from runDir's newest good checkpoint, unless
+// train.no_resume is set; resumed is false when it did not (l.step is 0).
+func (l *loop) resumeFrom() (resumed bool, err error) {
 	if !l.cfg.NoResume {
 		dir, st, err := checkpoint.ResumePoint(l.runDir)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if dir != "" {
 			saved, err := checkpoint.ReadConfig(dir)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if saved != l.g.Config() {
-				return badinput.Errorf("%s holds a checkpoint of another model (%v, this run: %v): use a new run directory or train.no_resume = true", l.runDir, saved, l.g.Config())
+				return false, badinput.Errorf("%s holds a checkpoint of another model (%v, this run: %v): use a new run directory or train.no_resume = true", l.runDir, saved, l.g.Config())
 			}
 			if st.Block != l.block || st.TotalSteps != l.total || st.StreamSeed != l.cfg.Seed {
-				return badinput.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
+				return false, badinput.Errorf("checkpoint %s was made with block %d, %d steps, seed %d; this run has %d, %d, %d: use a new run directory or train.no_resume = true",
 					dir, st.Block, st.TotalSteps, st.StreamSeed, l.block, l.total, l.cfg.Seed)
 			}
 			if st.Dataset != "" && l.dataset != "" && st.Dataset != l.dataset {
@@ -41,21 +68,21 @@ func (l *loop) restore() error {
 				// file changed, a relative path read elsewhere): resuming
 				// would attack a model of the old data with the new
 				// targets and controls.
-				return badinput.Errorf("checkpoint %s was trained on another dataset (digest %.12s; this run's data/ is %.12s, built since): train afresh in a new run directory (another --runs, or move this one aside), or restore the data it was trained on",
+				return false, badinput.Errorf("checkpoint %s was trained on another dataset (digest %.12s; this run's data/ is %.12s, built since): train afresh in a new run directory (another --runs, or move this one aside), or restore the data it was trained on",
 					dir, st.Dataset, l.dataset)
 			}
 			if err := l.strat.bindWhole(); err != nil {
-				return err
+				return false, err
 			}
 			if err := l.loadWeights(dir, st); err != nil { // lora.go
-				return err
+				return false, err
 			}
 			l.loadedWeights = true
 			if err := l.dpResume(st); err != nil {
-				return fmt.Errorf("%s: %w", dir, err)
+				return false, fmt.Errorf("%s: %w", dir, err)
 			}
 			if err := l.loadOptimizer(dir, st.Step); err != nil {
-				return err
+				return false, err
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
 			warnThreadChange(dir, st, l.cfg.Threads)
@@ -73,18 +100,20 @@ func (l *loop) restore() error {
 				slog.Warn("metrics.arrow unreadable: its rows up to this step are lost (memo run --force trains again to get them back); starting it afresh",
 					"step", l.step, "err", err)
 				if err := runfiles.WriteMetrics(metricsPath, l.metrics); err != nil {
-					return err
+					return false, err
 				}
 			}
 			if l.rank == 0 {
 				slog.Info("resuming", "checkpoint", dir, "step", l.step)
 			}
-			return nil
+			return true, nil
 		}
 	}
-	if l.cfg.InitFrom == "" {
-		return nil
-	}
+	return false, nil
+}
+
+// initFrom loads train.init_from's weights into a run that starts afresh.
+func (l *loop) initFrom() error {
 	dir, saved, err := checkpoint.ReadSource(l.cfg.InitFrom)
 	if err != nil {
 		return fmt.Errorf("train.init_from = %q: %w", l.cfg.InitFrom, err)

@@ -422,16 +422,6 @@ func exportAction(c *cli.Context) error {
 		return usageError("export --merge: %s holds no LoRA adapters (a full model): export it without --merge", dir)
 	case !merge && isLoRA:
 		return usageError("export: %s is a LoRA checkpoint (adapters, not a model): use memo export --merge", dir)
-	case !merge:
-		// Loaded as every command that runs it loads it (header, shapes,
-		// dtypes, every tensor present, finite weights), so an export never
-		// hands on what memo itself refuses; the copy is then of the
-		// verified file. A merge loads and checks as it writes.
-		g, _, err := checkpoint.LoadModel(dir, "cpu", "fp32")
-		if err != nil {
-			return usageError("export: %s: %s", src, oneLine(err.Error()))
-		}
-		g.Release()
 	}
 	opt := checkpoint.ExportOptions{BOS: -1, EOS: -1}
 	switch v := c.Int("transformers"); v {
@@ -441,6 +431,21 @@ func exportAction(c *cli.Context) error {
 		opt.Form = model.HFForm4
 	default:
 		return usageError("export: --transformers %d: want 5 (rope_parameters, dtype) or 4 (rope_theta, rope_scaling, torch_dtype)", v)
+	}
+	// From here a signal ends the export with its one line and exit 130,
+	// also during the check's load (a minute for a 7B model).
+	ctx, cancel := signalContext()
+	defer cancel()
+	if !merge {
+		// Loaded as every command that runs it loads it (header, shapes,
+		// dtypes, every tensor present, finite weights), so an export never
+		// hands on what memo itself refuses; the copy is then of the
+		// verified file. A merge loads and checks as it writes.
+		g, _, err := checkpoint.LoadModel(dir, "cpu", "fp32")
+		if err != nil {
+			return usageError("export: %s: %s", src, oneLine(err.Error()))
+		}
+		g.Release()
 	}
 	if run := checkpoint.RunDir(dir); run != "" {
 		if p := filepath.Join(run, "data", "tokenizer.json"); fileExists(p) {
@@ -453,8 +458,9 @@ func exportAction(c *cli.Context) error {
 			opt.Tokenizer, opt.BOS, opt.EOS = tok.JSON(), int(tok.BOS()), int(tok.EOS())
 		}
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
+	if opt.Tokenizer == nil {
+		slog.Warn("export: the checkpoint is not in a run directory with data/tokenizer.json, so the export has no tokenizer.json and generation_config.json no eos_token_id (AutoTokenizer fails on it; copy the tokenizer in yourself)", "checkpoint", dir)
+	}
 	export := checkpoint.Export
 	if merge {
 		export = checkpoint.ExportMerged
