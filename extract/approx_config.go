@@ -100,8 +100,9 @@ func (c Config) validateApprox() error {
 	if c.Loki.Rank < 1 {
 		return fmt.Errorf("extract.loki.rank = %d: must be >= 1 (and at most the head dimension)", c.Loki.Rank)
 	}
-	if !(c.Loki.TopK > 0) || math.IsInf(c.Loki.TopK, 1) {
-		return fmt.Errorf("extract.loki.top_k = %v: must be a fraction in (0, 1] or a count > 1", c.Loki.TopK)
+	// A count is whole: 1.5 was cut to 1 key, fewer than 1 (everything).
+	if !(c.Loki.TopK > 0) || math.IsInf(c.Loki.TopK, 1) || c.Loki.TopK > 1 && c.Loki.TopK != math.Trunc(c.Loki.TopK) {
+		return fmt.Errorf("extract.loki.top_k = %v: must be a fraction in (0, 1] or a whole count > 1", c.Loki.TopK)
 	}
 	if c.Loki.CalibrationDocs < 1 {
 		return fmt.Errorf("extract.loki.calibration_docs = %d: must be >= 1", c.Loki.CalibrationDocs)

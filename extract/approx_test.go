@@ -49,6 +49,8 @@ func TestApproxConfigErrors(t *testing.T) {
 		{func(c *Config) { c.KVBits = 2 }, "extract.kv_bits = 2: must be 16 (exact), 8 or 4"},
 		{func(c *Config) { c.Attention = "flash" }, `extract.attention = "flash": must be one of exact, loki, sift`},
 		{func(c *Config) { c.Loki.TopK = 0 }, "extract.loki.top_k = 0"},
+		// A count is whole: 1.5 kept one key, 2 two and 1 every one.
+		{func(c *Config) { c.Loki.TopK = 1.5 }, "extract.loki.top_k = 1.5: must be a fraction in (0, 1] or a whole count"},
 		{func(c *Config) { c.Sift.Quantile = 1 }, "extract.sift.quantile = 1"},
 		{func(c *Config) { c.Speculative, c.Decoding = SpecQuantSpec, DecodeBeam }, `needs extract.decoding = "greedy"`},
 		{func(c *Config) { c.Speculative, c.KVBits = SpecQuantSpec, 8 }, "set extract.kv_bits = 16"},

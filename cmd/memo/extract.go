@@ -169,6 +169,15 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	}
 	cfg := run.Extract
 	setTableFlags(c, "extract", &cfg)
+	if c.IsSet("approximation") {
+		// The name sets these keys itself: given too, they were dropped
+		// and the output labelled with settings not asked for.
+		for _, f := range []string{"kv-bits", "attention", "speculative"} {
+			if c.IsSet(f) {
+				return usageError("extract: --approximation %s sets extract.kv_bits, attention and speculative itself, so --%s would be dropped: give one or the other (e.g. --approximation kv4+quantspec-g4)", c.String("approximation"), f)
+			}
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("extract: %v (%s)", err, setBy(c, "extract", err, filepath.Join(runDir, runfiles.ConfigFile), hasConfig))
 	}

@@ -78,3 +78,28 @@ func TestSetByKeyEndings(t *testing.T) {
 		}
 	}
 }
+
+// TestSetByApproximation: a key extract --approximation set is blamed on
+// it, not on the run's config.toml (which set none of sift-q1.5's).
+func TestSetByApproximation(t *testing.T) {
+	for _, tc := range []struct {
+		msg, want string
+	}{
+		{"extract.sift.quantile = 1.5: must be in (0, 1), e.g. 0.9", "set by --approximation"},
+		{"extract.loki.top_k = 1.5: must be a fraction in (0, 1] or a whole count > 1", "set by --approximation"},
+		{"extract.kv_bits = 3: must be 16 (exact), 8 or 4", "set by --approximation"},
+		{"extract.suffix = 0: must be >= 1", "set by RUN/config.toml"},
+	} {
+		var got string
+		app := &cli.App{Flags: []cli.Flag{&cli.StringFlag{Name: "approximation"}}, Action: func(c *cli.Context) error {
+			got = setBy(c, "extract", errors.New(tc.msg), "RUN/config.toml", true)
+			return nil
+		}}
+		if err := app.Run([]string{"extract", "--approximation", "sift-q1.5"}); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+}

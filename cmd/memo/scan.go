@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/memo-research/memo/data"
-	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/extract"
+	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/provenance"
+	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,9 +22,14 @@ func scanWith(c *cli.Context, ctx context.Context, cfg extract.Config, ckpt stri
 	var compare func(scan string) (extract.ScanAgreement, error)
 	if f := c.String("scan-compare"); f != "" {
 		// Read before the scan: a wrong file is refused before any work.
-		comps, err := eval.ReadCompletions(f)
+		comps, meta, err := runfiles.ReadCompletions(f)
 		if err != nil {
 			return usageError("extract --scan-compare %s: %v", f, oneLine(err.Error()))
+		}
+		if why := notScannedAttack(meta, ckpt); why != "" {
+			// Exit 1 says the scan and generation disagree: another
+			// attack's completions must not read as that.
+			return usageError("extract --scan-compare %s: %s; compare a scan with an exact greedy attack of the same model", f, why)
 		}
 		compare = func(scan string) (extract.ScanAgreement, error) { return extract.CompareScanFile(scan, comps) }
 	}
@@ -49,4 +58,28 @@ func scanWith(c *cli.Context, ctx context.Context, cfg extract.Config, ckpt stri
 		return cli.Exit(fmt.Sprintf("memo: extract --scan-compare: the scan and generation differ on %d of %d documents", len(a.Differ), a.Compared), 1)
 	}
 	return nil
+}
+
+// notScannedAttack says why completions with schema metadata meta are not
+// of the attack a scan of ckpt reproduces: another model, a sampled or beam
+// attack, or an approximate one (QuantSpec alone is exact). "" when they
+// are, or when the file records none of it (written before it did).
+func notScannedAttack(meta map[string]string, ckpt string) string {
+	if c := meta[provenance.Checkpoint]; c != "" && !outguard.Same(c, ckpt) {
+		return fmt.Sprintf("they are of the checkpoint %s, the scan of %s", c, ckpt)
+	}
+	if raw := meta[provenance.Extract]; raw != "" {
+		var e extract.Config
+		if err := json.Unmarshal([]byte(raw), &e); err == nil && (e.Decoding != "" && e.Decoding != extract.DecodeGreedy || e.Samples > 1) {
+			return fmt.Sprintf("they are of a %s attack (%d samples), the scan greedy decoding's", e.Decoding, max(e.Samples, 1))
+		}
+	}
+	if a := meta[provenance.Approx]; a != "" {
+		for _, part := range strings.Split(a, "+") {
+			if !strings.HasPrefix(part, "quantspec-") {
+				return fmt.Sprintf("they are of the approximate attack %s, the scan exact", a)
+			}
+		}
+	}
+	return ""
 }

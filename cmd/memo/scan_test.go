@@ -66,3 +66,27 @@ func TestExtractScanCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestNotScannedAttack: completions of another model, a sampled or beam
+// attack or an approximate one are not what a scan reproduces: compared,
+// they read as a disagreement (exit 1) instead of as the wrong file.
+func TestNotScannedAttack(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "run", "checkpoints", "step-000020")
+	for _, tc := range []struct {
+		name string
+		meta map[string]string
+		want string // "" for the same attack
+	}{
+		{"same greedy attack", map[string]string{"memo.checkpoint": ckpt, "memo.extract": `{"decoding": "greedy"}`}, ""},
+		{"recorded nothing", nil, ""},
+		{"QuantSpec is exact", map[string]string{"memo.checkpoint": ckpt, "memo.approx": "quantspec-g4"}, ""},
+		{"another checkpoint", map[string]string{"memo.checkpoint": ckpt + "0"}, "of the checkpoint"},
+		{"sampled", map[string]string{"memo.checkpoint": ckpt, "memo.extract": `{"decoding": "sample", "samples": 8}`}, "sample attack (8 samples)"},
+		{"greedy with samples", map[string]string{"memo.extract": `{"decoding": "greedy", "samples": 4}`}, "(4 samples)"},
+		{"approximate", map[string]string{"memo.approx": "kv8+quantspec-g4"}, "approximate attack kv8+quantspec-g4"},
+	} {
+		if got := notScannedAttack(tc.meta, ckpt); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
