@@ -34,6 +34,9 @@ type SlurmOptions struct {
 	GPUsPerTask   int
 	ArrayThrottle int
 	Extra         []string
+	// RunFlags go into every memo run line after "run" (memo sweep's
+	// --force, --threads N): each a word the shell takes as it is.
+	RunFlags []string
 	// Cache, when set, is MEMO_CACHE as the sweep saw it: the script
 	// exports it, so that tasks share the sweep's dataset cache however
 	// sbatch passes the environment (--export=NONE, a later submission
@@ -101,9 +104,9 @@ func (o SlurmOptions) validate() error {
 	if o.ReuseTrain != nil && len(o.ReuseTrain) != len(o.Specs) {
 		return fmt.Errorf("%d specs but %d points to reuse the training of", len(o.Specs), len(o.ReuseTrain))
 	}
-	for _, s := range []string{o.Account, o.Partition, o.JobName, o.QOS, o.Constraint} {
-		if strings.ContainsAny(s, " \n'\"$`") {
-			return fmt.Errorf("slurm option %q: no spaces, quotes or $ allowed", s)
+	for _, f := range []struct{ flag, value string }{{"--account", o.Account}, {"--partition", o.Partition}, {"the job name (the spec's name)", o.JobName}, {"--qos", o.QOS}, {"--constraint", o.Constraint}} {
+		if strings.ContainsAny(f.value, " \n'\"$`") {
+			return fmt.Errorf("%s %q: no spaces, quotes or $ allowed", f.flag, f.value)
 		}
 	}
 	return nil
@@ -149,6 +152,10 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	nodes, nproc := max(o.Nodes, 1), max(o.Nproc, 1)
 	if o.ReuseTrain != nil {
 		nodes, nproc = 1, 1
+	}
+	runFlags := ""
+	for _, f := range o.RunFlags {
+		runFlags += " " + shellWord(f)
 	}
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
@@ -214,17 +221,17 @@ func SlurmScript(o SlurmOptions) (string, error) {
 			w("  %s", ShellQuote(r))
 		}
 		w(")")
-		w(`"$MEMO" run --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`)
+		w(`"$MEMO" run%s --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`, runFlags)
 		return b.String(), nil
 	}
 	if nodes*nproc == 1 {
-		w(`"$MEMO" run --runs "$SWEEP" "$SPEC"`)
+		w(`"$MEMO" run%s --runs "$SWEEP" "$SPEC"`, runFlags)
 		return b.String(), nil
 	}
 	w(`# All %d ranks run the point: rank 0 builds the data while the others wait,`, nodes*nproc)
 	w(`# all train, rank 0 alone attacks, scores and plots. Rank 0 finds a free`)
 	w(`# rendezvous port from the job id (or takes $MASTER_PORT); --kill-on-bad-exit`)
 	w(`# stops the others when one fails.`)
-	w(`srun --kill-on-bad-exit=1 "$MEMO" run --runs "$SWEEP" "$SPEC"`)
+	w(`srun --kill-on-bad-exit=1 "$MEMO" run%s --runs "$SWEEP" "$SPEC"`, runFlags)
 	return b.String(), nil
 }

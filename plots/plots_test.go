@@ -163,6 +163,20 @@ func TestReportGoldfishSweep(t *testing.T) {
 	if auc0 < 0.8 {
 		t.Errorf("standard-loss MIA AUC = %v; synthetic losses separate members, want > 0.8", auc0)
 	}
+
+	// A grid none of whose points can be reported replaces the report
+	// with one that says so: a review's rerun with a changed key (every
+	// point refused) left the old numbers standing.
+	writeSweepIndex(t, dir, "goldfish-vs-standard", []string{"goldfish.k"}, []synthPoint{
+		{"k=8", "k=8", map[string]any{"goldfish.k": 8}},
+	})
+	err = Report(dir, DefaultConfig(), readSynthSpec)
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "none of the 1 sweep points can be reported (1 not finished") {
+		t.Errorf("a report of no finished point: %v", err)
+	}
+	if md, err = os.ReadFile(filepath.Join(out, "table.md")); err != nil || strings.Contains(string(md), "| k=0 |") || !strings.Contains(string(md), "Partial: 0 of the sweep's 1 points") {
+		t.Errorf("table.md after a report of no finished point (%v):\n%s", err, md)
+	}
 }
 
 func TestReportRepetitionsPerModel(t *testing.T) {

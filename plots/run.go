@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // Run draws the figures of one run directory into runDir/figures, and
@@ -89,10 +91,44 @@ func Report(dir string, cfg Config, read SpecReader) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; what is left of a failure
+	if len(runs) == 0 && len(left) == 0 {
+		return badinput.Errorf("report %s: its sweep.json lists no points", dir)
+	}
+	if len(runs) == 0 {
+		// No point is current: the report says so in place of the last
+		// one, whose numbers were of points the sweep no longer has (a
+		// rerun with a changed key, every point refused).
+		if _, err := writeTables(tmp, axes, nil, left); err != nil {
+			return err
+		}
+		if err := replaceDir(tmp, filepath.Join(dir, ReportDir)); err != nil {
+			return err
+		}
+		return badinput.Errorf("report %s: none of the %d sweep points can be reported (%s); logs in %s", dir, len(left), leftReasons(left), filepath.Join(dir, "logs"))
+	}
 	if err := writeReport(tmp, cfg, runs, axes, left); err != nil {
 		return err
 	}
 	return replaceDir(tmp, filepath.Join(dir, ReportDir))
+}
+
+// leftReasons counts the left-out points by reason: "3 not finished: no
+// scores.parquet and summary.json yet; 1 run made from an older version of
+// the sweep's spec".
+func leftReasons(left []leftOut) string {
+	count := map[string]int{}
+	var order []string
+	for _, l := range left {
+		if count[l.Why] == 0 {
+			order = append(order, l.Why)
+		}
+		count[l.Why]++
+	}
+	parts := make([]string, len(order))
+	for i, why := range order {
+		parts[i] = fmt.Sprintf("%d %s", count[why], why)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // replaceDir renames the directory tmp to out, moving an existing out

@@ -251,8 +251,5 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left 
 		}
 		runs = append(runs, r)
 	}
-	if len(runs) == 0 {
-		return nil, nil, nil, badinput.Errorf("%s: none of the %d sweep runs has scores.parquet and summary.json yet (their logs: %s)", dir, len(idx.Points), filepath.Join(dir, "logs"))
-	}
 	return runs, idx.Axes, left, nil
 }

@@ -193,7 +193,7 @@ func TestSweepSlurmDryRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gvs.toml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := execMemo(t, exe, dir, "sweep", "--slurm", "--dry-run",
+	r := execMemo(t, exe, dir, "sweep", "--slurm", "--dry-run", "--force", "--threads", "3",
 		"--account", "proj42", "--partition", "gpu", "--time", "02:30:00", "--gpus", "4", "gvs.toml")
 	if r.code != 0 {
 		t.Fatalf("exit code %d; stderr %q", r.code, r.stderr)
@@ -209,12 +209,27 @@ func TestSweepSlurmDryRun(t *testing.T) {
 		"'k=0_preset=nano.toml'",
 		"'k=8_preset=tiny.toml'",
 		filepath.Join(dir, "runs", "gvs"),
+		// A rerun with --force after a spec change refused every point
+		// when the flag stayed on the command line that wrote the script.
+		`"$MEMO" run --force --threads 3 --runs "$SWEEP" "$SPEC"`,
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("script lacks %q:\n%s", want, r.stdout)
 		}
 	}
 	onlyFiles(t, dir, "gvs.toml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-j", "2"}, "sweep --slurm: -j runs points at once on this machine"},
+		{[]string{"--account", "a b"}, `--account "a b": no spaces, quotes or $ allowed`},
+	} {
+		r := execMemo(t, exe, dir, append(append([]string{"sweep", "--slurm", "--dry-run"}, tc.args...), "gvs.toml")...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
 
 	// Flags after FILE are read too (cmd/memo/cliargs.go): the same dry run.
 	r = execMemo(t, exe, dir, "sweep", "gvs.toml", "--slurm", "--dry-run")

@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/plots"
 	"github.com/urfave/cli/v2"
 )
@@ -31,9 +31,12 @@ func sweepCommand() *cli.Command {
 			"with the comparison table and figures in RUNS/<name>/report/.\n" +
 			"With --slurm, writes RUNS/<name>/slurm.sh, a job array with one task per grid point\n" +
 			"(--dry-run prints it instead; --submit also submits it with sbatch, plus a report job\n" +
-			"that runs when the array ends). Points that differ from an earlier one only in extract,\n" +
-			"eval or plots keys do not train: they go into RUNS/<name>/slurm-attack.sh, a second array\n" +
-			"that attacks the trained points' models once the first has ended (--submit chains it).",
+			"that runs when the array ends; --force and --threads go into its memo run lines).\n" +
+			"Points that differ from an earlier one only in extract, eval, plots or mia keys do not\n" +
+			"train: they go into RUNS/<name>/slurm-attack.sh, a second array that attacks the trained\n" +
+			"points' models once the first has ended (--submit chains it).\n" +
+			"The thread count changes a model's last bits (docs/LIMITS.md): -j, which divides the\n" +
+			"default --threads among parallel runs, changes them too; give --threads to compare.",
 		Flags: append(runFlags(),
 			&cli.BoolFlag{Name: "slurm", Usage: "write a Slurm job-array script instead of running locally"},
 			&cli.BoolFlag{Name: "submit", Usage: "with --slurm: submit the script with sbatch"},
@@ -42,7 +45,7 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "partition", Usage: "with --slurm: the partition (sbatch --partition)"},
 			&cli.StringFlag{Name: "time", Value: "04:00:00", Usage: "with --slurm: the time limit per grid point, e.g. 02:00:00 or 1-00:00:00"},
 			&cli.IntFlag{Name: "gpus", Usage: "with --slurm: GPUs per node for each grid point"},
-			&cli.IntFlag{Name: "nodes", Value: 1, Usage: "nodes per grid point; > 1 trains across nodes with srun"},
+			&cli.IntFlag{Name: "nodes", Value: 1, Usage: "with --slurm: nodes per grid point; > 1 trains across nodes with srun"},
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) per node for each grid point"},
 			&cli.IntFlag{Name: "cpus", Usage: "with --slurm: CPUs per task (0: the cluster's default)"},
 			&cli.StringFlag{Name: "mem", Usage: "with --slurm: memory per node (sbatch --mem), e.g. 16G"},
@@ -85,6 +88,9 @@ func sweepCommand() *cli.Command {
 			}
 			if (c.Bool("submit") || c.Bool("dry-run")) && !c.Bool("slurm") {
 				return usageError("sweep: --submit and --dry-run go with --slurm")
+			}
+			if c.Bool("slurm") && c.IsSet("jobs") {
+				return usageError("sweep --slurm: -j runs points at once on this machine; Slurm's array schedules them (--array-throttle N bounds how many at once)")
 			}
 			if c.Bool("submit") && c.Bool("dry-run") {
 				return usageError("sweep --slurm: --submit and --dry-run exclude each other: --dry-run writes and submits nothing")
@@ -140,7 +146,10 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	jobs := c.Int("jobs")
 	threads := c.Int("threads")
 	if threads <= 0 {
-		threads = max(1, runtime.NumCPU()/jobs)
+		// What memo run itself would take here (inside a Slurm job, the
+		// CPUs it holds, not the node's), shared by the parallel runs.
+		cpus, _ := rankenv.Threads(rankenv.Config{})
+		threads = max(1, cpus/jobs)
 	}
 	args := []string{"--threads", strconv.Itoa(threads)}
 	if c.IsSet("nproc") && c.Int("nproc") > 1 {
@@ -165,16 +174,19 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 			failed++
 		}
 	}
-	if failed < len(results) {
-		// Made again even when every point had finished before: the grid
-		// may have changed (a value dropped), and the old report still
-		// showed the points it no longer has. It is seconds of work.
-		if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
+	// Made again even when every point had finished before, or none did
+	// now: the grid may have changed (a value dropped, a key changed), and
+	// the old report still showed points the sweep no longer has. It is
+	// seconds of work.
+	if err := plots.Report(dir, spec.Plots, experiments.ReadPlotsSpec); err != nil {
+		if failed == 0 {
 			return err
 		}
-		if err := printTable(c, dir); err != nil {
-			return err
-		}
+		// The failures are the news: say the report's problem and go on
+		// to them.
+		fmt.Fprintf(c.App.ErrWriter, "memo: %s\n", oneLine(err.Error()))
+	} else if err := printTable(c, dir); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("memo: %d of %d sweep runs failed (logs in %s)", failed, len(results), filepath.Join(dir, "logs")), 1)
@@ -238,6 +250,13 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Extra: append(append([]string(nil), sl.Sbatch...), c.StringSlice("sbatch")...),
 		Cache: absCache(os.Getenv("MEMO_CACHE")),
 	}
+	// memo run's own flags, for each point as a local sweep passes them.
+	if c.Bool("force") {
+		opt.RunFlags = append(opt.RunFlags, "--force")
+	}
+	if c.Int("threads") > 0 {
+		opt.RunFlags = append(opt.RunFlags, "--threads", strconv.Itoa(c.Int("threads")))
+	}
 	// Refused before anything is written or submitted.
 	probe := opt
 	probe.Specs = []string{"probe.toml"}
@@ -296,11 +315,11 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		return err
 	}
 	if !c.Bool("submit") {
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tasks); submit with: sbatch %s\n", path, len(opt.Specs), path)
+		fmt.Fprintf(c.App.Writer, "wrote %s (%d tasks); submit with: sbatch %s\n", path, len(opt.Specs), experiments.ShellQuote(path))
 		if attackScript != "" {
-			fmt.Fprintf(c.App.Writer, "wrote %s (%d attack-only tasks, no training); submit it after the first: sbatch --dependency=afterany:JOBID %s\n", attackPath, len(attack.Specs), attackPath)
+			fmt.Fprintf(c.App.Writer, "wrote %s (%d attack-only tasks, no training); submit it after the first: sbatch --dependency=afterany:JOBID %s\n", attackPath, len(attack.Specs), experiments.ShellQuote(attackPath))
 		}
-		fmt.Fprintf(c.App.Writer, "then: memo report %s\n", opt.SweepDir)
+		fmt.Fprintf(c.App.Writer, "then: memo report %s\n", experiments.ShellQuote(opt.SweepDir))
 		return nil
 	}
 	jobs, err := sbatch(ctx, c, path)
