@@ -641,6 +641,9 @@ func RemoveReference(cache, key string) error {
 		return badinput.Errorf("references rm: %q is not a reference key (see `memo references ls`)", key)
 	}
 	dir := filepath.Join(ReferencesDir(cache), key)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return badinput.Errorf("references rm: no reference %s in %s (see `memo references ls`)", key, ReferencesDir(cache))
+	}
 	if _, err := os.Stat(filepath.Join(dir, referenceFile)); err != nil {
 		return badinput.Errorf("references rm: %s is not a reference model memo made (no %s)", dir, referenceFile)
 	}

@@ -252,6 +252,11 @@ func TestReferencesCache(t *testing.T) {
 			t.Errorf("RemoveReference(%q) succeeded", key)
 		}
 	}
+	// A key with nothing under it is named as such, not as a directory
+	// memo did not make.
+	if err := RemoveReference(cache, "nothere"); !badinput.Is(err) || !strings.Contains(err.Error(), "no reference nothere in ") {
+		t.Errorf("RemoveReference of an unknown key: %v", err)
+	}
 	if _, err := os.Stat(foreign); err != nil {
 		t.Fatalf("a foreign file went: %v", err)
 	}

@@ -179,6 +179,32 @@ func TestReportGoldfishSweep(t *testing.T) {
 	}
 }
 
+// TestReportLeavesOutADamagedPoint: a sweep point whose files are damaged
+// is left out of the report, named with why, rather than failing the
+// whole report (and memo sweep's failure summary with it).
+func TestReportLeavesOutADamagedPoint(t *testing.T) {
+	dir := outDir(t, "damaged")
+	writeSynthRun(t, filepath.Join(dir, "k=0"), synthRun{name: "k=0", k: 0, preset: "tiny", targets: 8, exact: 6, rouge: 0.9, steps: 40}, 1)
+	writeSynthRun(t, filepath.Join(dir, "k=4"), synthRun{name: "k=4", k: 4, preset: "tiny", targets: 8, exact: 0, rouge: 0.4, steps: 40}, 2)
+	writeSweepIndex(t, dir, "damaged", []string{"goldfish.k"}, []synthPoint{
+		{"k=0", "k=0", map[string]any{"goldfish.k": 0}},
+		{"k=4", "k=4", map[string]any{"goldfish.k": 4}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "k=4", "scores.parquet"), []byte("PAR1 cut short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Report(dir, DefaultConfig(), readSynthSpec); err != nil {
+		t.Fatalf("a sweep with one damaged point: %v", err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report", "table.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| k=0 |") || strings.Contains(string(md), "| k=4 |") || !strings.Contains(string(md), "Partial: 1 of the sweep's 2 points; left out: k=4 (unreadable: ") {
+		t.Errorf("table.md:\n%s", md)
+	}
+}
+
 func TestReportRepetitionsPerModel(t *testing.T) {
 	dir := outDir(t, "catastrophic")
 	var pts []synthPoint

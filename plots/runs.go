@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/badinput"
@@ -233,7 +234,11 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left 
 			continue
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			// One damaged point is the point's problem: it aborted the
+			// whole sweep's report, and memo sweep's failure summary.
+			why, _, _ := strings.Cut(err.Error(), "\n")
+			left = append(left, leftOut{p.Name, "unreadable: " + why})
+			continue
 		}
 		// A column only extra points ([[sweep_points]]) set takes every
 		// other run's value from its config.
