@@ -146,7 +146,8 @@ func TestSlurmOddPaths(t *testing.T) {
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	o := SlurmOptions{Exe: exe, SweepDir: filepath.Join(dir, "runs", "gvs"), Specs: []string{"k=0.toml"}, JobName: "gvs", Partition: "cpu", QOS: "low"}
+	o := SlurmOptions{Exe: exe, SweepDir: filepath.Join(dir, "runs", "gvs"), Specs: []string{"k=0.toml"}, JobName: "gvs", Partition: "cpu", QOS: "low",
+		Extra: []string{"--mail-type=END", "--clusters=gpu2", "--reservation=paper"}}
 	s, err := SlurmScript(o)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,9 @@ func TestSlurmOddPaths(t *testing.T) {
 		t.Errorf("script lacks %q:\n%s", want, s)
 	}
 	args := SlurmReportJob(o, exe, "12:13")
-	want := []string{"--partition=cpu", "--qos=low", "--dependency=afterany:12:13", "--job-name=memo-report-gvs",
+	// Where the array may run the report job may too (its dependency on
+	// another cluster's array would never be met); mail is the array's.
+	want := []string{"--partition=cpu", "--qos=low", "--clusters=gpu2", "--reservation=paper", "--dependency=afterany:12:13", "--job-name=memo-report-gvs",
 		"--output=" + outDir + "/logs/report_%j.out", "--time=00:30:00", "--wrap"}
 	if len(args) != len(want)+1 || !reflect.DeepEqual(args[:len(want)], want) {
 		t.Fatalf("SlurmReportJob = %q, want %q and the command", args, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -72,6 +73,10 @@ func CheckSbatchLine(line string) error {
 		return fmt.Errorf("#SBATCH line %q: sbatch has no option --%s", line, name)
 	case name == "array" || name == "output" || name == "job-name":
 		return fmt.Errorf("#SBATCH line %q: memo sets --%s itself (--array-throttle limits the array)", line, name)
+	case name == "nodes" || name == "ntasks" || name == "ntasks-per-node":
+		// Written after memo's own, it won the allocation while the srun
+		// line still launched memo's count of ranks.
+		return fmt.Errorf("#SBATCH line %q: memo sets --%s itself from --nodes and --nproc: give those", line, name)
 	}
 	return nil
 }
@@ -132,6 +137,14 @@ func SlurmReportJob(o SlurmOptions, exe, after string) []string {
 	for _, f := range []struct{ flag, v string }{{"partition", o.Partition}, {"account", o.Account}, {"qos", o.QOS}} {
 		if f.v != "" {
 			args = append(args, "--"+f.flag+"="+f.v)
+		}
+	}
+	// Extra lines that say where jobs may run: without them the report
+	// job waited on an array of another cluster, or outside a reservation.
+	for _, line := range o.Extra {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "--"), "=")
+		if slices.Contains([]string{"clusters", "reservation", "wckey"}, name) {
+			args = append(args, line)
 		}
 	}
 	return append(args, "--dependency=afterany:"+after, "--job-name=memo-report-"+o.JobName,

@@ -38,6 +38,7 @@ func TestSlurmTable(t *testing.T) {
 		{"[slurm]\nmemory = \"16G\"\n", "memory"},
 		{"[slurm]\nsbatch = [\"--frobnicate=1\"]\n", "sbatch has no option --frobnicate"},
 		{"[slurm]\nsbatch = [\"--array=0-3\"]\n", "memo sets --array itself"},
+		{"[slurm]\nsbatch = [\"--nodes=3\"]\n", "memo sets --nodes itself from --nodes and --nproc"},
 		{"[slurm]\ncpus = -1\n", "slurm.cpus = -1"},
 		// Found only by memo sweep, these were named --time and --mem.
 		{"[slurm]\ntime = \"abc\"\n", `slurm.time = "abc": want minutes`},

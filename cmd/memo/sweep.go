@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,6 +195,10 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	return nil
 }
 
+// slurmMaxArraySize is slurm.conf's MaxArraySize default: array indices
+// run from 0 to one less.
+const slurmMaxArraySize = 1001
+
 var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
 
 // slurmOnlyFlags are the sweep's flags that only a job script uses.
@@ -284,6 +289,9 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		} else {
 			opt.Specs = append(opt.Specs, p.Name+".toml")
 		}
+	}
+	if n := max(len(opt.Specs), len(attack.Specs)); n > slurmMaxArraySize-1 {
+		slog.Warn("sweep --slurm: the array's indices go past Slurm's default MaxArraySize (1001: indices 0 to 1000); sbatch refuses it on a cluster that keeps the default (scontrol show config | grep MaxArraySize)", "tasks", n)
 	}
 	script, err := experiments.SlurmScript(opt)
 	if err != nil {
