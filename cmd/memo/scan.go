@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/extract"
-	"github.com/memo-research/memo/internal/outguard"
 	"github.com/memo-research/memo/internal/provenance"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/urfave/cli/v2"
@@ -61,12 +63,13 @@ func scanWith(c *cli.Context, ctx context.Context, cfg extract.Config, ckpt stri
 }
 
 // notScannedAttack says why completions with schema metadata meta are not
-// of the attack a scan of ckpt reproduces: another model, a sampled or beam
-// attack, or an approximate one (QuantSpec alone is exact). "" when they
-// are, or when the file records none of it (written before it did).
+// of the attack a scan of ckpt reproduces: another model (by the digest of
+// its weights: a run directory moved or copied keeps its model), a sampled
+// or beam attack, or an approximate one (QuantSpec alone is exact). "" when
+// they are, or when neither records what would tell.
 func notScannedAttack(meta map[string]string, ckpt string) string {
-	if c := meta[provenance.Checkpoint]; c != "" && !outguard.Same(c, ckpt) {
-		return fmt.Sprintf("they are of the checkpoint %s, the scan of %s", c, ckpt)
+	if want, have := meta[provenance.ModelSHA256], modelDigest(ckpt); want != "" && have != "" && want != have {
+		return fmt.Sprintf("they are of another model (the checkpoint %s, weights sha256 %.12s; the scan's %s, %.12s)", meta[provenance.Checkpoint], want, ckpt, have)
 	}
 	if raw := meta[provenance.Extract]; raw != "" {
 		var e extract.Config
@@ -82,4 +85,19 @@ func notScannedAttack(meta map[string]string, ckpt string) string {
 		}
 	}
 	return ""
+}
+
+// modelDigest is the sha256 of ckpt's model.safetensors as its state.json
+// records it; "" where it records none (a Hugging Face directory, a LoRA
+// checkpoint).
+func modelDigest(ckpt string) string {
+	raw, err := os.ReadFile(filepath.Join(ckpt, checkpoint.StateFile))
+	if err != nil {
+		return ""
+	}
+	var st checkpoint.State
+	if json.Unmarshal(raw, &st) != nil {
+		return ""
+	}
+	return st.SHA256[checkpoint.ModelFile]
 }

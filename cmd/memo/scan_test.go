@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,15 +73,22 @@ func TestExtractScanCLI(t *testing.T) {
 // they read as a disagreement (exit 1) instead of as the wrong file.
 func TestNotScannedAttack(t *testing.T) {
 	ckpt := filepath.Join(t.TempDir(), "run", "checkpoints", "step-000020")
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(ckpt, "state.json"), `{"step": 20, "sha256": {"model.safetensors": "aaaabbbbccccdddd"}}`)
 	for _, tc := range []struct {
 		name string
 		meta map[string]string
 		want string // "" for the same attack
 	}{
-		{"same greedy attack", map[string]string{"memo.checkpoint": ckpt, "memo.extract": `{"decoding": "greedy"}`}, ""},
+		{"same greedy attack", map[string]string{"memo.checkpoint": ckpt, "memo.model_sha256": "aaaabbbbccccdddd", "memo.extract": `{"decoding": "greedy"}`}, ""},
 		{"recorded nothing", nil, ""},
 		{"QuantSpec is exact", map[string]string{"memo.checkpoint": ckpt, "memo.approx": "quantspec-g4"}, ""},
-		{"another checkpoint", map[string]string{"memo.checkpoint": ckpt + "0"}, "of the checkpoint"},
+		// A run directory moved or copied keeps its model (the CI's
+		// copied run once read as another).
+		{"the same model elsewhere", map[string]string{"memo.checkpoint": "/elsewhere/step-000020", "memo.model_sha256": "aaaabbbbccccdddd"}, ""},
+		{"another model", map[string]string{"memo.checkpoint": ckpt, "memo.model_sha256": "eeeeffff00001111"}, "of another model"},
 		{"sampled", map[string]string{"memo.checkpoint": ckpt, "memo.extract": `{"decoding": "sample", "samples": 8}`}, "sample attack (8 samples)"},
 		{"greedy with samples", map[string]string{"memo.extract": `{"decoding": "greedy", "samples": 4}`}, "(4 samples)"},
 		{"approximate", map[string]string{"memo.approx": "kv8+quantspec-g4"}, "approximate attack kv8+quantspec-g4"},
