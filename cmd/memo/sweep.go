@@ -290,7 +290,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 			opt.Specs = append(opt.Specs, p.Name+".toml")
 		}
 	}
-	if n := max(len(opt.Specs), len(attack.Specs)); n > slurmMaxArraySize-1 {
+	if n := max(len(opt.Specs), len(attack.Specs)); n > slurmMaxArraySize {
 		slog.Warn("sweep --slurm: the array's indices go past Slurm's default MaxArraySize (1001: indices 0 to 1000); sbatch refuses it on a cluster that keeps the default (scontrol show config | grep MaxArraySize)", "tasks", n)
 	}
 	script, err := experiments.SlurmScript(opt)
