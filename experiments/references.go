@@ -147,11 +147,7 @@ func TrainReferences(ctx context.Context, spec *Spec, runsRoot string, indices [
 		return err
 	}
 	if old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile)); err == nil && !bytes.Equal(old, conf) {
-		differ := ""
-		if d, err := configDiff(old, conf); err == nil && d != "" {
-			differ = " (" + d + ")"
-		}
-		return badinput.Errorf("%s was made from another spec%s: memo run refuses this one there; train the references with the run's spec, or give this one another name", dir, differ)
+		return badinput.Errorf("%s was made from another spec%s: memo run refuses this one there; train the references with the run's spec, or give this one another name", dir, differNote(old, conf))
 	}
 	return trainReferences(ctx, spec, dir, indices, false)
 }

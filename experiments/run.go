@@ -349,11 +349,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 				return nil, fmt.Errorf("%w: %s is not the file memo run wrote (its sha256 is not the one %s records): damaged or edited since; restore it, or pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), ManifestFile)
 			}
-			differ := ""
-			if d, err := configDiff(old, conf); err == nil && d != "" {
-				differ = " (" + d + ")"
-			}
-			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differ)
+			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differNote(old, conf))
 		}
 		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))
 		if err := os.Rename(dir, aside); err != nil {
@@ -530,6 +526,16 @@ func configDiff(was, now []byte) (string, error) {
 		return "", err
 	}
 	return specDiff(a, b), nil
+}
+
+// differNote is configDiff as the refusals of another spec put it after
+// "made from another spec": " (key: old → new, ...)", or "" when it names
+// no key.
+func differNote(was, now []byte) string {
+	if d, err := configDiff(was, now); err == nil && d != "" {
+		return " (" + d + ")"
+	}
+	return ""
 }
 
 // specDiff names the keys whose values differ between two resolved specs,
