@@ -175,6 +175,12 @@ func (c Config) approxName() string {
 	return strings.Join(parts, "+")
 }
 
+// ApproximationKeys are the keys, relative to [extract], that
+// extract.approximation sets: a config or flag value for one of them is
+// replaced by the name's. The names with no dot are also flags of memo
+// extract.
+var ApproximationKeys = []string{"kv_bits", "attention", "speculative", "loki.rank", "loki.top_k", "sift.quantile", "quantspec.gamma"}
+
 // parseApproximation sets the keys extract.approximation names: "exact",
 // or approxName's parts joined by "+" ("kv8", "kv4", "loki-r<rank>-k<top_k>",
 // "sift-q<quantile>", "quantspec-g<gamma>").

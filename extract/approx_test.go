@@ -3,10 +3,12 @@ package extract
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,6 +197,65 @@ func TestApproximationKey(t *testing.T) {
 			t.Errorf("%q: got %v", bad, err)
 		}
 	}
+}
+
+// ApproximationKeys are exactly the keys an approximation name sets: memo
+// extract blames --approximation for an error in one of them, and refuses
+// their flags beside it.
+func TestApproximationKeysAreTheOnesSet(t *testing.T) {
+	base := DefaultConfig()
+	// Values no name gives, so a key a name sets always changes.
+	base.KVBits, base.Attention, base.Speculative = 99, "none-set", "none-set"
+	base.Loki = LokiConfig{Rank: 99, TopK: 99, CalibrationDocs: 99}
+	base.Sift = SiftConfig{Quantile: 99, Warmup: 99}
+	base.QuantSpec = QuantSpecConfig{Gamma: 99}
+	set := map[string]bool{}
+	for _, name := range []string{"exact", "kv4+loki-r3-k0.5+quantspec-g2", "sift-q0.8"} {
+		cfg := base
+		cfg.Approximation = name
+		r, err := cfg.Resolved()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		before, after := flatKeys(t, base), flatKeys(t, r)
+		for k, v := range after {
+			if k != "approximation" && fmt.Sprint(v) != fmt.Sprint(before[k]) {
+				set[k] = true
+			}
+		}
+	}
+	var got []string
+	for k := range set {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(ApproximationKeys))
+	if !slices.Equal(got, want) {
+		t.Errorf("approximation names set %v; ApproximationKeys say %v", got, want)
+	}
+}
+
+// flatKeys maps cfg's dotted keys ("loki.rank") to their values, by the
+// toml tags that name them in a config file.
+func flatKeys(t *testing.T, cfg Config) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	var walk func(prefix string, v reflect.Value)
+	walk = func(prefix string, v reflect.Value) {
+		for i := range v.NumField() {
+			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			if f := v.Field(i); f.Kind() == reflect.Struct {
+				walk(prefix+tag+".", f)
+			} else {
+				out[prefix+tag] = f.Interface()
+			}
+		}
+	}
+	walk("", reflect.ValueOf(cfg))
+	return out
 }
 
 // The decode benchmark measures every approximation: fp32 bytes by hand

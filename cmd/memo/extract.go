@@ -172,8 +172,8 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if c.IsSet("approximation") {
 		// The name sets these keys itself: given too, they were dropped
 		// and the output labelled with settings not asked for.
-		for _, f := range []string{"kv-bits", "attention", "speculative"} {
-			if c.IsSet(f) {
+		for _, key := range extract.ApproximationKeys {
+			if f := strings.ReplaceAll(key, "_", "-"); !strings.Contains(key, ".") && c.IsSet(f) {
 				return usageError("extract: --approximation %s sets extract.kv_bits, attention and speculative itself, so --%s would be dropped: give one or the other (e.g. --approximation kv4+quantspec-g4)", c.String("approximation"), f)
 			}
 		}

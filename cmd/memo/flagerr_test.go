@@ -89,6 +89,8 @@ func TestSetByApproximation(t *testing.T) {
 		{"extract.loki.top_k = 1.5: must be a fraction in (0, 1] or a whole count > 1", "set by --approximation"},
 		{"extract.kv_bits = 3: must be 16 (exact), 8 or 4", "set by --approximation"},
 		{"extract.suffix = 0: must be >= 1", "set by RUN/config.toml"},
+		// No approximation name sets sift.warmup: the config did.
+		{"extract.sift.warmup = 1: must be >= 2", "set by RUN/config.toml"},
 	} {
 		var got string
 		app := &cli.App{Flags: []cli.Flag{&cli.StringFlag{Name: "approximation"}}, Action: func(c *cli.Context) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/extract"
 	"github.com/urfave/cli/v2"
 )
 
@@ -73,28 +74,13 @@ func setBy(c *cli.Context, table string, err error, config string, hasConfig boo
 	}
 	// extract --approximation sets the keys its name holds: an error in
 	// one of them blamed the run's config.toml, which set none.
-	if name, ok := strings.CutPrefix(key, table+"."); ok && table == "extract" && c.IsSet("approximation") && approximationSets(name) {
+	if name, ok := strings.CutPrefix(key, table+"."); ok && table == "extract" && c.IsSet("approximation") && slices.Contains(extract.ApproximationKeys, name) {
 		return "set by --approximation"
 	}
 	if hasConfig {
 		return "set by " + config
 	}
 	return "memo's default"
-}
-
-// approximationSets says whether extract.approximation's name sets the
-// extract key name (relative to [extract]).
-func approximationSets(name string) bool {
-	switch name {
-	case "kv_bits", "attention", "speculative":
-		return true
-	}
-	for _, t := range []string{"loki.", "sift.", "quantspec."} {
-		if strings.HasPrefix(name, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // tableFlags are the flags of table's keys; defaults (the table's Config,
