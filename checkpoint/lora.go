@@ -216,14 +216,8 @@ func SaveLoRA(runDir string, l *model.LoRA, cfg model.Config, optimizer []Named,
 // ReadLoRAState is dir's state.json when dir is a LoRA checkpoint; ok is
 // false for any other directory.
 func ReadLoRAState(dir string) (st State, ok bool) {
-	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if err != nil {
-		return st, false
-	}
-	if json.Unmarshal(raw, &st) != nil || st.LoRABase == nil {
-		return st, false
-	}
-	return st, true
+	st, err := ReadState(dir)
+	return st, err == nil && st.LoRABase != nil
 }
 
 // ReadAdapterConfig is the LoRA settings of dir's adapter_config.json.

@@ -29,7 +29,10 @@ func Verify(dir string) (State, error) { return verify(dir, true) }
 // hashed them.
 func VerifyWeights(dir string) (State, error) { return verify(dir, false) }
 
-func verify(dir string, optimizer bool) (State, error) {
+// ReadState is dir's state.json, unverified: what a checkpoint says of
+// itself (step, digests, DP and LoRA records). A missing file's error
+// wraps fs.ErrNotExist: a Hugging Face directory has none.
+func ReadState(dir string) (State, error) {
 	var st State
 	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if err != nil {
@@ -37,6 +40,14 @@ func verify(dir string, optimizer bool) (State, error) {
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, fmt.Errorf("checkpoint %s: %s is corrupt: %w", dir, StateFile, err)
+	}
+	return st, nil
+}
+
+func verify(dir string, optimizer bool) (State, error) {
+	st, err := ReadState(dir)
+	if err != nil {
+		return st, err
 	}
 	for _, f := range digestedFiles(st) {
 		if f == OptimizerFile && !optimizer {

@@ -2,8 +2,9 @@ package extract
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -25,11 +26,11 @@ func provenanceOf(ckpt string, mc model.Config, trained *loss.Config) (map[strin
 		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
 	}
 	meta := map[string]string{provenance.Checkpoint: abs, provenance.Model: string(mj), provenance.Params: fmt.Sprint(mc.Params())}
-	if raw, err := os.ReadFile(filepath.Join(ckpt, checkpoint.StateFile)); err == nil {
-		var st checkpoint.State
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return nil, fmt.Errorf("provenance of %s: state.json: %w", ckpt, err)
-		}
+	st, err := checkpoint.ReadState(ckpt)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("provenance of %s: %w", ckpt, err)
+	}
+	if err == nil {
 		meta[provenance.Step] = fmt.Sprint(st.Step)
 		if h := st.SHA256[checkpoint.ModelFile]; h != "" {
 			meta[provenance.ModelSHA256] = h

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -91,12 +89,8 @@ func notScannedAttack(meta map[string]string, ckpt string) string {
 // records it; "" where it records none (a Hugging Face directory, a LoRA
 // checkpoint).
 func modelDigest(ckpt string) string {
-	raw, err := os.ReadFile(filepath.Join(ckpt, checkpoint.StateFile))
+	st, err := checkpoint.ReadState(ckpt)
 	if err != nil {
-		return ""
-	}
-	var st checkpoint.State
-	if json.Unmarshal(raw, &st) != nil {
 		return ""
 	}
 	return st.SHA256[checkpoint.ModelFile]
