@@ -16,6 +16,24 @@ import (
 // takes the function so that it needs no index of its own).
 type CountWindow func(ids []int32) (int64, error)
 
+// Counter is a CountWindow and the corpus it counts in.
+type Counter struct {
+	Count  CountWindow
+	Corpus CountedCorpus
+}
+
+// CountedCorpus is summary.json's counted_corpus: the corpus by_corpus_count
+// and corpus_counts.parquet counted in. memo eval --counts can count in
+// another run's corpus; without it a summary did not say which.
+type CountedCorpus struct {
+	// Dataset is the counted dataset's directory, absolute.
+	Dataset string `json:"dataset"`
+	// Tokenizer and Digest are its identity as the index records it: the
+	// tokenizer and the digest of its training documents' tokens.
+	Tokenizer string `json:"tokenizer"`
+	Digest    string `json:"digest"`
+}
+
 // CorpusCount is one row of corpus_counts.parquet, one per document: how
 // often its extracted window (prefix + suffix) and its suffix alone occur
 // in the training corpus (Carlini et al. 2023's duplicate counts). A file

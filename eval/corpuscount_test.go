@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -42,9 +44,20 @@ func TestRunCounted(t *testing.T) {
 	count := naiveCounter(corpus, []int64{4, 4, 1})
 	gf := loss.Config{Strategy: "hash-table", K: 4, H: 13}
 	scores, summary := filepath.Join(dir, "scores.parquet"), filepath.Join(dir, "summary.json")
-	sum, err := RunCounted(DefaultConfig(), dir, gf, scores, summary, count)
+	counted := CountedCorpus{Dataset: "/runs/a/data", Tokenizer: "bpe:300", Digest: "ab12"}
+	sum, err := RunCounted(DefaultConfig(), dir, gf, scores, summary, &Counter{Count: count, Corpus: counted})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// summary.json names the corpus counted in, read back from the file.
+	var written Summary
+	if raw, err := os.ReadFile(summary); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	if written.CountedCorpus == nil || *written.CountedCorpus != counted {
+		t.Errorf("summary.json counted_corpus %+v, want %+v", written.CountedCorpus, counted)
 	}
 	rows, err := CorpusCounts.ReadParquet(filepath.Join(dir, "corpus_counts.parquet"))
 	if err != nil {

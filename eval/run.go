@@ -45,8 +45,9 @@ func RunFiles(cfg Config, completions string, goldfish loss.Config, scoresPath, 
 // RunCounted is RunFiles that, when count is not nil, also counts each
 // document's window and suffix in the training corpus: it writes
 // corpus_counts.parquet beside the scores and summary.json's
-// by_corpus_count (experiments passes the run's data/tokindex).
-func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath, summaryPath string, count CountWindow) (*Summary, error) {
+// by_corpus_count and counted_corpus (experiments passes the run's
+// data/tokindex).
+func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath, summaryPath string, count *Counter) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,11 +109,12 @@ func RunCounted(cfg Config, completions string, goldfish loss.Config, scoresPath
 		return nil, err
 	}
 	if count != nil {
-		counts, err := countCompletions(comps, count)
+		counts, err := countCompletions(comps, count.Count)
 		if err != nil {
 			return nil, err
 		}
 		sum.ByCorpusCount = summarizeCounts(rows, counts)
+		sum.CountedCorpus = &count.Corpus
 		if err := writeCorpusCounts(CorpusCountsPath(scoresPath), counts); err != nil {
 			return nil, err
 		}

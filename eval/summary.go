@@ -74,6 +74,9 @@ type Summary struct {
 	// window (prefix + suffix) occurs in the training corpus
 	// (corpus_counts.parquet); absent without an index of the corpus.
 	ByCorpusCount []CountBucket `json:"by_corpus_count,omitempty"`
+	// CountedCorpus names the corpus ByCorpusCount counted in; absent
+	// with it.
+	CountedCorpus *CountedCorpus `json:"counted_corpus,omitempty"`
 	// RepetitionThreshold is, over ByRepetitions, the smallest repetition
 	// count at which half the members are extracted (see threshold.go);
 	// left out with fewer than two repetition counts.

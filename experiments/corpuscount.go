@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/data/tokindex"
@@ -21,7 +22,7 @@ const autoIndexTokens = 20_000_000
 // IndexedCorpusCounter returns a counter over the training corpus of the
 // run in dir when that corpus has an index (memo index build, or the eval
 // stage's own), and nil otherwise: it builds none.
-func IndexedCorpusCounter(dir string) (eval.CountWindow, func(), error) {
+func IndexedCorpusCounter(dir string) (*eval.Counter, func(), error) {
 	none := func() {}
 	ds, err := data.Open(dir)
 	if err != nil {
@@ -35,12 +36,12 @@ func IndexedCorpusCounter(dir string) (eval.CountWindow, func(), error) {
 		}
 		return nil, none, nil
 	}
-	return ix.CountWindow, func() { ix.Close() }, nil
+	return CounterOf(ds, ix), func() { ix.Close() }, nil
 }
 
 // corpusCounter returns a counter over the run's training corpus (nil when
 // there is none to use) and a function releasing it.
-func corpusCounter(dir string) (eval.CountWindow, func(), error) {
+func corpusCounter(dir string) (*eval.Counter, func(), error) {
 	none := func() {}
 	ds, err := data.Open(dir)
 	if err != nil {
@@ -77,5 +78,16 @@ func corpusCounter(dir string) (eval.CountWindow, func(), error) {
 			return nil, none, err
 		}
 	}
-	return ix.CountWindow, func() { ix.Close() }, nil
+	return CounterOf(ds, ix), func() { ix.Close() }, nil
+}
+
+// CounterOf is ix's counter, naming ds (the dataset it indexes) as the
+// corpus counted in.
+func CounterOf(ds *data.Dataset, ix *tokindex.Index) *eval.Counter {
+	dir, err := filepath.Abs(ds.Dir())
+	if err != nil {
+		dir = ds.Dir()
+	}
+	h := ix.Header()
+	return &eval.Counter{Count: ix.CountWindow, Corpus: eval.CountedCorpus{Dataset: dir, Tokenizer: h.Tokenizer, Digest: h.Digest}}
 }

@@ -68,13 +68,17 @@ func checkCounts(t *testing.T, cfg data.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The counter names its corpus: summary.json records which it was.
+	if id, err := tokindex.DatasetIdentity(ds); err != nil || count.Corpus.Digest != id.Digest || count.Corpus.Tokenizer != id.Tokenizer || !filepath.IsAbs(count.Corpus.Dataset) {
+		t.Errorf("counter names %+v; the dataset is %+v (%v)", count.Corpus, id, err)
+	}
 	targets, err := ds.Docs(data.SplitTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int]int{}
 	for _, d := range targets {
-		n, err := count(d.IDs)
+		n, err := count.Count(d.IDs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +100,7 @@ func checkCounts(t *testing.T, cfg data.Config) {
 	if err != nil || len(bg) == 0 {
 		t.Fatalf("background: %d, %v", len(bg), err)
 	}
-	if n, err := count(bg[0].IDs); err != nil || n < 1 {
+	if n, err := count.Count(bg[0].IDs); err != nil || n < 1 {
 		t.Errorf("a background chunk counted %d (%v), want >= 1", n, err)
 	}
 }
@@ -140,7 +144,7 @@ func TestNarrowIndexRebuilt(t *testing.T) {
 	if err != nil || len(targets) == 0 {
 		t.Fatalf("targets: %d, %v", len(targets), err)
 	}
-	if n, err := count(targets[0].IDs); err != nil || n != int64(targets[0].Repetitions) {
+	if n, err := count.Count(targets[0].IDs); err != nil || n != int64(targets[0].Repetitions) {
 		t.Errorf("a target of %d tokens seen %d times counted %d (%v) over an index of max_window 4", len(targets[0].IDs), targets[0].Repetitions, n, err)
 	}
 }

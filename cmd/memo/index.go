@@ -240,7 +240,7 @@ func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
 // evalCounter is memo eval --counts DIR's counter over DIR's index (nil
 // without the flag). ownSummary says the scores replace the run's own
 // summary.json, which only the run's own corpus may count.
-func evalCounter(c *cli.Context, runDir string, ownSummary bool) (eval.CountWindow, func(), error) {
+func evalCounter(c *cli.Context, runDir string, ownSummary bool) (*eval.Counter, func(), error) {
 	if c.String("counts") == "" {
 		// The run's own corpus when it is indexed, as the run's eval stage
 		// counts: a summary rewritten without its by_corpus_count would
@@ -275,5 +275,5 @@ func evalCounter(c *cli.Context, runDir string, ownSummary bool) (eval.CountWind
 	} else {
 		slog.Warn("eval --counts: the completions are of no run whose tokenizer memo can compare with the counted corpus's; the counts hold only if they share it", "counts", c.String("counts"), "tokenizer", ix.Header().Tokenizer)
 	}
-	return ix.CountWindow, func() { ix.Close() }, nil
+	return experiments.CounterOf(ds, ix), func() { ix.Close() }, nil
 }

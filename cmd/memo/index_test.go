@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/data/tokindex"
 	"github.com/memo-research/memo/eval"
 	"github.com/memo-research/memo/internal/runfiles"
 )
@@ -97,6 +98,14 @@ min_tokens = 100
 	}
 	if r := execMemoCache(t, exe, work, cache, "eval", "--counts", run, audit); r.code != 0 {
 		t.Fatalf("eval --counts: exit %d\n%s", r.code, r.stderr)
+	}
+	// Its summary.json names the corpus it counted in.
+	var sum eval.Summary
+	if raw, err := os.ReadFile(filepath.Join(audit, "summary.json")); err != nil || json.Unmarshal(raw, &sum) != nil {
+		t.Fatalf("audit summary.json: %v", err)
+	}
+	if id, err := tokindex.DatasetIdentity(ds); err != nil || sum.CountedCorpus == nil || sum.CountedCorpus.Digest != id.Digest || !filepath.IsAbs(sum.CountedCorpus.Dataset) {
+		t.Errorf("audit summary.json counted_corpus %+v; the corpus is %+v (%v)", sum.CountedCorpus, id, err)
 	}
 	counted, err := eval.CorpusCounts.ReadParquet(filepath.Join(audit, "corpus_counts.parquet"))
 	if err != nil || len(counted) != len(targets) {
