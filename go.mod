@@ -3,6 +3,7 @@ module github.com/memo-research/memo
 go 1.24
 
 require (
+	codeberg.org/go-pdf/fpdf v0.10.0
 	github.com/apache/arrow/go/v17 v17.0.0
 	github.com/dlclark/regexp2 v1.11.4
 	github.com/klauspost/compress v1.17.9
@@ -18,7 +19,6 @@ require (
 require (
 	codeberg.org/go-fonts/liberation v0.4.1 // indirect
 	codeberg.org/go-latex/latex v0.0.1 // indirect
-	codeberg.org/go-pdf/fpdf v0.10.0 // indirect
 	git.sr.ht/~sbinet/gg v0.6.0 // indirect
 	github.com/JohnCGriffin/overflow v0.0.0-20211019200055-46fa312c352c // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect

@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
+	"codeberg.org/go-pdf/fpdf"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -81,8 +84,20 @@ func writeFiles(dir string, files ...namedWriter) ([]string, error) {
 	return written, nil
 }
 
+// pdfDate is every PDF's CreationDate and ModDate: fpdf stamps the clock
+// otherwise, and a report written twice from the same runs differed in
+// its PDFs alone. SOURCE_DATE_EPOCH (reproducible-builds.org) sets it.
+func pdfDate() time.Time {
+	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+		return time.Unix(s, 0).UTC()
+	}
+	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
 // save writes p as name.<format> into dir for every configured format.
 func save(p *figure, cfg Config, dir, name string) ([]string, error) {
+	fpdf.SetDefaultCreationDate(pdfDate())
+	fpdf.SetDefaultModificationDate(pdfDate())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
