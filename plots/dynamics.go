@@ -206,6 +206,9 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 	p.Y.Min, p.Y.Max = 0, 1.05
 	p.Add(hgrid())
 	if aucs == 0 {
+		// No lower panel (no controls, or no AUC): the step axis is this
+		// one's, and its label went with the panel.
+		p.X.Label.Text = "optimizer step"
 		return p, nil
 	}
 	// One x range for both panels, so that a step lines up.

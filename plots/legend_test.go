@@ -179,7 +179,10 @@ func TestMemorizationPanels(t *testing.T) {
 
 	f, err = memorizationCurves(cfg, []*runData{run("standard", nan)})
 	if err != nil || f == nil || f.lower != nil {
-		t.Errorf("without AUC: figure %v, %v; want the rates alone", f, err)
+		t.Fatalf("without AUC: figure %v, %v; want the rates alone", f, err)
+	}
+	if f.X.Label.Text != "optimizer step" {
+		t.Errorf("without AUC: x axis labelled %q; the lower panel's label is the rates'", f.X.Label.Text)
 	}
 }
 
@@ -250,6 +253,29 @@ func TestSavedFiguresReproducible(t *testing.T) {
 		}
 		if i == 0 {
 			time.Sleep(1100 * time.Millisecond) // a PDF date is to the second
+		}
+	}
+}
+
+// TestSeriesOffsetsDistinct: threshold-vs-params draws each loss's two
+// measures at x offsets of their own; with two losses, standard's RougeL
+// lay on goldfish's exact match.
+func TestSeriesOffsetsDistinct(t *testing.T) {
+	for n := 1; n <= 4; n++ {
+		seen := map[float64]string{}
+		sum := 0.0
+		for li := range n {
+			for _, nudge := range []float64{-1, 1} {
+				x := seriesOffset(li, n, nudge)
+				name := fmt.Sprintf("loss %d, nudge %+g", li, nudge)
+				if other, ok := seen[x]; ok {
+					t.Errorf("%d losses: %s and %s both at %g", n, other, name, x)
+				}
+				seen[x], sum = name, sum+x
+			}
+		}
+		if sum != 0 {
+			t.Errorf("%d losses: offsets sum to %g, want centred on the model", n, sum)
 		}
 	}
 }

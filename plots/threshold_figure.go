@@ -74,25 +74,26 @@ func thresholdVsParams(cfg Config, runs []*runData) (*figure, error) {
 		name  string
 		get   func(*eval.RepetitionThreshold) eval.Threshold
 		shape draw.GlyphDrawer
+		open  draw.GlyphDrawer // the censored points' shape
 		dash  []vg.Length
 		nudge float64
 	}{
-		{"exact match", func(t *eval.RepetitionThreshold) eval.Threshold { return t.ExactMatch }, draw.CircleGlyph{}, nil, -1},
-		{"RougeL ≥ 0.5", func(t *eval.RepetitionThreshold) eval.Threshold { return t.RougeL }, draw.SquareGlyph{}, dashes[1], 1},
+		{"exact match", func(t *eval.RepetitionThreshold) eval.Threshold { return t.ExactMatch }, draw.CircleGlyph{}, draw.RingGlyph{}, nil, -1},
+		{"RougeL ≥ 0.5", func(t *eval.RepetitionThreshold) eval.Threshold { return t.RougeL }, draw.SquareGlyph{}, draw.BoxGlyph{}, dashes[1], 1},
 	}
 	for li, l := range losses {
 		for _, m := range measures {
-			// A threshold past every count tested is censored: drawn as an
-			// open ring at "> max", joined to no measured one (a line into
-			// it would draw a slope the data do not have).
+			// A threshold past every count tested is censored: drawn as the
+			// measure's open shape (ring, box) at "> max", joined to no
+			// measured one (a line into it would draw a slope the data do
+			// not have).
 			pts, censored := &errPoints{}, &errPoints{}
 			for _, w := range rows {
 				if w.loss != l || w.params <= 0 {
 					continue
 				}
 				t := m.get(w.t)
-				// Nudge the four series apart so equal values stay visible.
-				x := float64(w.params) * math.Pow(2, 0.06*(m.nudge+2*float64(li)-float64(len(losses)-1)))
+				x := float64(w.params) * math.Pow(2, 0.06*seriesOffset(li, len(losses), m.nudge))
 				into := pts
 				if t.Repetitions == nil {
 					into = censored
@@ -110,7 +111,7 @@ func thresholdVsParams(cfg Config, runs []*runData) (*figure, error) {
 				if err != nil {
 					return nil, err
 				}
-				sc.GlyphStyle = draw.GlyphStyle{Color: colorAt(li), Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}
+				sc.GlyphStyle = draw.GlyphStyle{Color: colorAt(li), Radius: vg.Points(3.5), Shape: m.open}
 				bars.LineStyle.Color, bars.CapWidth = colorAt(li), vg.Points(5)
 				p.Add(bars, sc)
 				if pts.Len() == 0 {
@@ -122,4 +123,13 @@ func thresholdVsParams(cfg Config, runs []*runData) (*figure, error) {
 	p.Y.Min, p.Y.Max = float64(minReps)/1.5, above*1.5
 	p.Add(hgrid())
 	return p, nil
+}
+
+// seriesOffset places the series of loss li (of n) and measure nudge (-1
+// or +1) on x, in steps of one: each loss's two measures side by side,
+// the losses apart, all centred on the model's size, so that equal values
+// stay visible. Offsets 2li - (n-1) ± 1 gave a loss's RougeL the next
+// loss's exact match's place.
+func seriesOffset(li, n int, nudge float64) float64 {
+	return nudge + 2*(2*float64(li)-float64(n-1))
 }
