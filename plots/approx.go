@@ -41,12 +41,12 @@ func approxRows(runs []*runData) []approxRow {
 	return rows
 }
 
-var approxHeader = []string{"loss", "method", "targets", "exact match % [95% CI]", "RougeL", "controls exact %",
+var approxHeader = []string{"run", "loss", "method", "targets", "exact match % [95% CI]", "RougeL", "controls exact %",
 	"tokens agreeing with exact", "fully exact %", "attention mass kept", "KV bytes / token", "QuantSpec acceptance %"}
 
 func (w approxRow) cells() []string {
 	a := w.a
-	return []string{w.loss, a.Method, fmt.Sprint(w.members.N),
+	return []string{w.run, w.loss, a.Method, fmt.Sprint(w.members.N),
 		interval(float64(w.members.ExactMatch), w.members.ExactMatchWilsonCI, pct), num(float64(w.members.RougeL), 3),
 		pct(float64(w.controls.ExactMatch)), num(float64(a.ExactAgree), 1), pct(float64(a.FullAgreement)),
 		num(float64(a.AttnMassKept), 3), num(float64(a.KVBytesPerToken), 0), pct(float64(a.SpecAccept))}

@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -33,5 +34,68 @@ func TestCalibratedMarkdownHeader(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| lira_online | 2 | 1.000 | 100.0 | 100.0 | 2, 2 |") {
 		t.Errorf("no lira_online row over 2, 2:\n%s", b.String())
+	}
+}
+
+// TestCalibratedTablesSameRows: calibrated.md holds calibrated.csv's rows,
+// those of an attack K references score no document by included ("–"); it
+// dropped them, and the two files read as different tables.
+func TestCalibratedTablesSameRows(t *testing.T) {
+	none := eval.CalibratedAUC{AUC: eval.Num(math.NaN()), TPR0_1: eval.Num(math.NaN()), TPR1: eval.Num(math.NaN())}
+	scored := eval.CalibratedAUC{AUC: 0.75, TPR0_1: 0, TPR1: 0.5, NMembers: 4, NControls: 4}
+	atK := func(k int, online eval.CalibratedAUC) eval.CalibratedAtK {
+		attacks := map[string]eval.CalibratedAUC{}
+		for _, a := range eval.CalibratedAttacks() {
+			attacks[a.Name] = scored
+		}
+		attacks["lira_online"] = online
+		return eval.CalibratedAtK{K: k, Attacks: attacks}
+	}
+	runs := []*runData{{Name: "run", Summary: &eval.Summary{
+		MIA:        eval.MIASummary{NMembers: 4, NControls: 4},
+		Calibrated: &eval.CalibratedSummary{References: 2, ByReferences: []eval.CalibratedAtK{atK(1, none), atK(2, scored)}},
+	}}}
+	var md, csv strings.Builder
+	if err := writeCalibratedMarkdown(&md, runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCalibratedCSV(&csv, calibratedRows(runs)); err != nil {
+		t.Fatal(err)
+	}
+	mdRows := strings.Count(md.String(), "\n| ") - 2 // less the header and its rule
+	csvRows := strings.Count(csv.String(), "\n") - 1
+	if mdRows != csvRows || csvRows != 2*len(eval.CalibratedAttacks()) {
+		t.Errorf("calibrated.md has %d rows, calibrated.csv %d; want %d each:\n%s\n%s", mdRows, csvRows, 2*len(eval.CalibratedAttacks()), md.String(), csv.String())
+	}
+	if !strings.Contains(md.String(), "| lira_online | 1 | – | – | – | 0, 0 |") {
+		t.Errorf("no unscored lira_online row at K = 1:\n%s", md.String())
+	}
+}
+
+// TestThresholdMarkdownNamesRuns: rows that model and loss do not tell
+// apart (an lr sweep) get a run column; rows they do keep the table as
+// docs/RESULTS.md quotes it.
+func TestThresholdMarkdownNamesRuns(t *testing.T) {
+	th := &eval.RepetitionThreshold{MaxRepetitions: 8}
+	for _, tc := range []struct {
+		rows   []thresholdRow
+		runCol bool
+	}{
+		{[]thresholdRow{{run: "lr=0.003", model: "nano", loss: "standard", t: th}, {run: "lr=0.01", model: "nano", loss: "standard", t: th}}, true},
+		{[]thresholdRow{{run: "k=0", model: "nano", loss: "standard", t: th}, {run: "k=4", model: "nano", loss: "goldfish k=4, h=13", t: th}}, false},
+	} {
+		var b strings.Builder
+		if err := writeThresholdMarkdown(&b, tc.rows); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.HasPrefix(b.String(), "| run | model |"); got != tc.runCol {
+			t.Errorf("run column %v, want %v:\n%s", got, tc.runCol, b.String())
+		}
+		if tc.runCol && !strings.Contains(b.String(), "| lr=0.01 | nano | – | standard |") {
+			t.Errorf("no lr=0.01 row:\n%s", b.String())
+		}
+		if n := strings.Count(b.String(), "\n"); n != 2+len(tc.rows) {
+			t.Errorf("%d lines, want %d", n, 2+len(tc.rows))
+		}
 	}
 }

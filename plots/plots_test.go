@@ -348,14 +348,14 @@ func TestReportThresholdVsParams(t *testing.T) {
 	// of its interval are the first count memorized; goldfish never
 	// reaches half, so its cells are empty (above max_repetitions 16).
 	want := [][]string{
-		{"model", "params", "loss", "goldfish_k", "max_repetitions", "exact_match_threshold", "exact_match_threshold_ci_low", "exact_match_threshold_ci_high",
+		{"run", "model", "params", "loss", "goldfish_k", "max_repetitions", "exact_match_threshold", "exact_match_threshold_ci_low", "exact_match_threshold_ci_high",
 			"rougeL_threshold", "rougeL_threshold_ci_low", "rougeL_threshold_ci_high"},
-		{"nano", "150000", "standard", "0", "16", "16", "16", "16", "16", "16", "16"},
-		{"nano", "150000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
-		{"tiny", "560000", "standard", "0", "16", "8", "8", "8", "8", "8", "8"},
-		{"tiny", "560000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
-		{"small", "3700000", "standard", "0", "16", "4", "4", "4", "4", "4", "4"},
-		{"small", "3700000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+		{"k=0_preset=nano", "nano", "150000", "standard", "0", "16", "16", "16", "16", "16", "16", "16"},
+		{"k=4_preset=nano", "nano", "150000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+		{"k=0_preset=tiny", "tiny", "560000", "standard", "0", "16", "8", "8", "8", "8", "8", "8"},
+		{"k=4_preset=tiny", "tiny", "560000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
+		{"k=0_preset=small", "small", "3700000", "standard", "0", "16", "4", "4", "4", "4", "4", "4"},
+		{"k=4_preset=small", "small", "3700000", "goldfish k=4, h=13", "4", "16", "", "", "", "", "", ""},
 	}
 	got := readCSV(t, filepath.Join(dir, "report", "threshold.csv"))
 	if fmt.Sprint(got) != fmt.Sprint(want) {

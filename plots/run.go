@@ -155,7 +155,9 @@ func replaceDir(tmp, out string) error {
 
 // writeReport writes the report's tables and figures into out.
 func writeReport(out string, cfg Config, runs []*runData, axes []string, left []leftOut) error {
-	labelRuns(runs, axes) // the tables name runs as the figures' legends do
+	// repetitions.md names its series as the figures' legends do; the
+	// other tables name a run by its directory, as sweep.json does.
+	labelRuns(runs, axes)
 	if _, err := writeTables(out, axes, tableRows(runs, axes), left); err != nil {
 		return err
 	}
