@@ -184,8 +184,8 @@ func TestReportGoldfishSweep(t *testing.T) {
 // whole report (and memo sweep's failure summary with it).
 func TestReportLeavesOutADamagedPoint(t *testing.T) {
 	dir := outDir(t, "damaged")
-	writeSynthRun(t, filepath.Join(dir, "k=0"), synthRun{name: "k=0", k: 0, preset: "tiny", targets: 8, exact: 6, rouge: 0.9, steps: 40}, 1)
-	writeSynthRun(t, filepath.Join(dir, "k=4"), synthRun{name: "k=4", k: 4, preset: "tiny", targets: 8, exact: 0, rouge: 0.4, steps: 40}, 2)
+	writeSynthRun(t, filepath.Join(dir, "k=0"), synthRun{name: "k=0", k: 0, preset: "tiny", targets: 8, exact: 6, rouge: 0.9, steps: 40, reps: []int{1, 4}}, 1)
+	writeSynthRun(t, filepath.Join(dir, "k=4"), synthRun{name: "k=4", k: 4, preset: "tiny", targets: 8, exact: 0, rouge: 0.4, steps: 40, reps: []int{1, 4}}, 2)
 	writeSweepIndex(t, dir, "damaged", []string{"goldfish.k"}, []synthPoint{
 		{"k=0", "k=0", map[string]any{"goldfish.k": 0}},
 		{"k=4", "k=4", map[string]any{"goldfish.k": 4}},
@@ -202,6 +202,16 @@ func TestReportLeavesOutADamagedPoint(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "| k=0 |") || strings.Contains(string(md), "| k=4 |") || !strings.Contains(string(md), "Partial: 1 of the sweep's 2 points; left out: k=4 (unreadable: ") {
 		t.Errorf("table.md:\n%s", md)
+	}
+	// Every other table and every figure says so too: one quoted alone
+	// read as the whole sweep.
+	reps, err := os.ReadFile(filepath.Join(dir, "report", "repetitions.md"))
+	if err != nil || !strings.Contains(string(reps), "Partial: 1 of the sweep's 2 points") {
+		t.Errorf("repetitions.md (%v):\n%s", err, reps)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "report", "figures", "memorization-vs-repetitions.svg"))
+	if err != nil || !strings.Contains(string(svg), "partial: 1 of 2 points") {
+		t.Errorf("memorization-vs-repetitions.svg names no partial sweep (%v)", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func Run(runDir string, cfg Config, read SpecReader) error {
 		return fmt.Errorf("plots %s: %w", runDir, err)
 	}
 	dir := filepath.Join(runDir, FiguresDir)
-	written, err := drawAll(cfg, []*runData{r}, nil, dir)
+	written, err := drawAll(cfg, []*runData{r}, nil, dir, "")
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,10 @@ func replaceDir(tmp, out string) error {
 	return nil
 }
 
-// writeReport writes the report's tables and figures into out.
+// writeReport writes the report's tables and figures into out. A report
+// leaving out sweep points says so in every Markdown table and figure
+// title, not in table.md alone: calibrated.md or a figure quoted on its
+// own read as the whole sweep.
 func writeReport(out string, cfg Config, runs []*runData, axes []string, left []leftOut) error {
 	// repetitions.md names its series as the figures' legends do; the
 	// other tables name a run by its directory, as sweep.json does.
@@ -161,28 +165,55 @@ func writeReport(out string, cfg Config, runs []*runData, axes []string, left []
 	if _, err := writeTables(out, axes, tableRows(runs, axes), left); err != nil {
 		return err
 	}
-	if _, err := writeRepsTables(out, runs); err != nil {
-		return err
+	var tables []string
+	for _, write := range []func(string, []*runData) ([]string, error){
+		writeRepsTables, writeThresholdTables, writeApproxTables, writeCalibratedTables, writeCountTables,
+	} {
+		w, err := write(out, runs)
+		if err != nil {
+			return err
+		}
+		tables = append(tables, w...)
 	}
-	if _, err := writeThresholdTables(out, runs); err != nil {
-		return err
+	if note := partialNote(len(runs), left); note != "" {
+		for _, path := range tables {
+			if strings.HasSuffix(path, ".md") {
+				if err := appendNote(path, note); err != nil {
+					return err
+				}
+			}
+		}
 	}
-	if _, err := writeApproxTables(out, runs); err != nil {
-		return err
-	}
-	if _, err := writeCalibratedTables(out, runs); err != nil {
-		return err
-	}
-	if _, err := writeCountTables(out, runs); err != nil {
-		return err
-	}
-	_, err := drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir))
+	_, err := drawAll(cfg, runs, axes, filepath.Join(out, FiguresDir), partialTitle(len(runs), left))
 	return err
+}
+
+// appendNote adds note under the Markdown table at path: the report is
+// written in a temporary directory, renamed whole when done.
+func appendNote(path, note string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, "\n"+note+"\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// partialTitle is what a figure's title adds when the report leaves out
+// sweep points, "partial: 1 of 2 points"; "" when it leaves out none.
+func partialTitle(shown int, left []leftOut) string {
+	if len(left) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("partial: %d of %d points", shown, shown+len(left))
 }
 
 // drawAll makes every figure the data support; a figure without data (no
 // metrics, one repetition count, no MIA scores) is skipped, not faked.
-func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, error) {
+func drawAll(cfg Config, runs []*runData, axes []string, dir, partial string) ([]string, error) {
 	labelRuns(runs, axes)
 	var written []string
 	emit := func(name string, p *figure, err error) error {
@@ -195,6 +226,9 @@ func drawAll(cfg Config, runs []*runData, axes []string, dir string) ([]string, 
 		if p == nil {
 			slog.Debug("figure skipped: no data", "figure", name)
 			return nil
+		}
+		if partial != "" {
+			p.Title.Text = strings.TrimSpace(p.Title.Text + " (" + partial + ")")
 		}
 		w, err := save(p, cfg, dir, name)
 		written = append(written, w...)
