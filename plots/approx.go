@@ -13,7 +13,6 @@ import (
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -166,10 +165,18 @@ func approxFigure(cfg Config, runs []*runData, title, xlabel string, x func(*eva
 
 // methodLabels writes each point's method beside it, small: to its right,
 // or to its left for a point in the last fifth of the x range, where the
-// text would run off the axes (lo and hi are the x range of every point). Methods at the same point (exact, kv8 and
-// QuantSpec all keep the whole attention mass) share one label, a line
-// each, hanging below the point, rather than being drawn over each other.
+// text would run off the axes (lo and hi are the x range of every point).
+// Methods at one point, or near enough that their labels would print over
+// each other (loki-r4-k0.5 at 28,180 and sift-q0.5 at 28,529 KV bytes),
+// share one label, a line each: hanging below a point in the upper half,
+// rising above one in the lower half (a list hanging below 0 % took half
+// the axes' height from the data).
 func methodLabels(pts *errPoints, methods []string, cfg Config, lo, hi float64, logX bool) ([]plot.Plotter, error) {
+	pos := func(v float64) float64 { return v }
+	if logX {
+		pos = math.Log
+	}
+	span := pos(hi) - pos(lo)
 	type group struct {
 		x, y  float64
 		names []string
@@ -177,48 +184,37 @@ func methodLabels(pts *errPoints, methods []string, cfg Config, lo, hi float64, 
 	var groups []*group
 	for i := 0; i < pts.Len(); i++ {
 		x, y := pts.XY(i)
-		at := slices.IndexFunc(groups, func(g *group) bool { return g.x == x && g.y == y })
+		at := slices.IndexFunc(groups, func(g *group) bool {
+			return math.Abs(pos(g.x)-pos(x)) <= 0.03*span && math.Abs(g.y-y) <= 6
+		})
 		if at < 0 {
 			groups = append(groups, &group{x: x, y: y})
 			at = len(groups) - 1
 		}
 		groups[at].names = append(groups[at].names, methods[i])
 	}
-	pos := func(v float64) float64 { return v }
-	if logX {
-		pos = math.Log
-	}
-	var right, left plotter.XYLabels
-	for _, g := range groups {
-		side := &right
-		if hi > lo && pos(g.x)-pos(lo) > 0.8*(pos(hi)-pos(lo)) {
-			side = &left
-		}
-		side.XYs = append(side.XYs, plotter.XY{X: g.x, Y: g.y})
-		side.Labels = append(side.Labels, strings.Join(g.names, "\n"))
-	}
 	var out []plot.Plotter
-	for _, side := range []struct {
-		labels plotter.XYLabels
-		dx     float64
-		align  text.XAlignment
-	}{{right, 5, draw.XLeft}, {left, -5, draw.XRight}} {
-		if len(side.labels.XYs) == 0 {
-			continue
-		}
-		lb, err := plotter.NewLabels(side.labels)
+	for _, g := range groups {
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: g.x, Y: g.y}}, Labels: []string{strings.Join(g.names, "\n")}})
 		if err != nil {
 			return nil, err
 		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(cfg.FontSize * 0.7)
-			lb.TextStyle[i].Color = grey
-			lb.TextStyle[i].XAlign = side.align
-			if strings.Contains(side.labels.Labels[i], "\n") {
-				lb.TextStyle[i].YAlign = draw.YTop // a list hangs below its point
+		st := &lb.TextStyle[0]
+		st.Font.Size = vg.Points(cfg.FontSize * 0.7)
+		st.Color = grey
+		dx, dy := 5.0, -cfg.FontSize*0.25
+		st.XAlign = draw.XLeft
+		if span > 0 && pos(g.x)-pos(lo) > 0.8*span {
+			dx, st.XAlign = -5, draw.XRight
+		}
+		if len(g.names) > 1 {
+			if g.y < 50 {
+				st.YAlign, dy = draw.YBottom, cfg.FontSize*0.25 // a list rises above its point
+			} else {
+				st.YAlign = draw.YTop // a list hangs below its point
 			}
 		}
-		lb.Offset = vg.Point{X: vg.Points(side.dx), Y: vg.Points(-cfg.FontSize * 0.25)}
+		lb.Offset = vg.Point{X: vg.Points(dx), Y: vg.Points(dy)}
 		out = append(out, lb)
 	}
 	return out, nil

@@ -5,13 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg/draw"
 )
 
@@ -84,26 +84,53 @@ func mustRead(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestMethodLabels: methods at one point share a label, a line each;
-// a point in the last fifth of the x range is labelled on its left.
+// TestMethodLabels: methods at one point, or near enough to print over
+// each other, share a label, a line each; a point in the last fifth of
+// the x range is labelled on its left; a list rises above a point in the
+// lower half and hangs below one in the upper.
 func TestMethodLabels(t *testing.T) {
-	pts := &errPoints{}
-	for _, x := range []float64{0.4, 1, 0.8, 1} {
-		pts.add(x, 100, 80, 100)
+	type want struct {
+		text   string
+		left   bool
+		yalign text.YAlignment
 	}
-	lbs, err := methodLabels(pts, []string{"loki", "exact", "sift", "kv8"}, DefaultConfig(), 0.4, 1, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lbs) != 2 {
-		t.Fatalf("%d label sets, want one right and one left", len(lbs))
-	}
-	right, left := lbs[0].(*plotter.Labels), lbs[1].(*plotter.Labels)
-	if !slices.Equal(right.Labels, []string{"loki", "sift"}) || right.Offset.X <= 0 {
-		t.Errorf("right of their points: %q offset %v", right.Labels, right.Offset.X)
-	}
-	if !slices.Equal(left.Labels, []string{"exact\nkv8"}) || left.Offset.X >= 0 || left.TextStyle[0].XAlign != draw.XRight {
-		t.Errorf("left of its point: %q offset %v", left.Labels, left.Offset.X)
+	for _, tc := range []struct {
+		name    string
+		xs, ys  []float64
+		methods []string
+		logX    bool
+		want    []want
+	}{
+		{"one point, and apart", []float64{0.4, 1, 0.8, 1}, []float64{100, 100, 100, 100}, []string{"loki", "exact", "sift", "kv8"}, false,
+			[]want{{"loki", false, draw.YBottom}, {"exact\nkv8", true, draw.YTop}, {"sift", false, draw.YBottom}}},
+		{"near on a log axis", []float64{28180, 28529, 4096, 200000}, []float64{12.5, 15, 50, 0}, []string{"loki-r4-k0.5", "sift-q0.5", "kv4", "exact"}, true,
+			[]want{{"loki-r4-k0.5\nsift-q0.5", false, draw.YBottom}, {"kv4", false, draw.YBottom}, {"exact", true, draw.YBottom}}},
+		{"a list at 0 % rises", []float64{1, 1, 0.5}, []float64{0, 0, 40}, []string{"exact", "kv8", "loki"}, false,
+			[]want{{"exact\nkv8", true, draw.YBottom}, {"loki", false, draw.YBottom}}},
+	} {
+		pts := &errPoints{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i, x := range tc.xs {
+			pts.add(x, tc.ys[i], tc.ys[i], tc.ys[i])
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+		lbs, err := methodLabels(pts, tc.methods, DefaultConfig(), lo, hi, tc.logX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lbs) != len(tc.want) {
+			t.Fatalf("%s: %d labels, want %d", tc.name, len(lbs), len(tc.want))
+		}
+		for i, w := range tc.want {
+			lb := lbs[i].(*plotter.Labels)
+			st := lb.TextStyle[0]
+			if lb.Labels[0] != w.text || (lb.Offset.X < 0) != w.left || (st.XAlign == draw.XRight) != w.left {
+				t.Errorf("%s: label %q offset %v align %v; want %q, left %v", tc.name, lb.Labels[0], lb.Offset.X, st.XAlign, w.text, w.left)
+			}
+			if strings.Contains(w.text, "\n") && st.YAlign != w.yalign {
+				t.Errorf("%s: list %q y-aligned %v, want %v", tc.name, w.text, st.YAlign, w.yalign)
+			}
+		}
 	}
 }
 
