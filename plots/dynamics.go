@@ -89,7 +89,9 @@ func prCurves(cfg Config, runs []*runData) (*figure, error) {
 	if added == 0 {
 		return nil, nil
 	}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1.05
+	// A little below 0 on both axes: with no guess exact the whole curve
+	// is at 0, and lay hidden under the axis lines.
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.02, 1, -0.03, 1.05
 	p.Add(hgrid())
 	return p, nil
 }
