@@ -47,6 +47,13 @@ func Build(ctx context.Context, cfg Config, runDir string) error {
 	if err := cfg.Validate(); err != nil {
 		return badinput.Wrap(err)
 	}
+	// A run's data/ is a directory of its own (the cache's files are hard
+	// links in it): written through a symbolic link, a build replaced the
+	// files of a cache entry, or of whatever folder it named.
+	if dir := filepath.Join(runDir, "data"); isSymlink(dir) {
+		target, _ := os.Readlink(dir)
+		return badinput.Errorf("data: %s is a symbolic link (to %s): a run's data/ is a directory memo writes itself; remove the link, or build into another run directory", dir, target)
+	}
 	if cfg.CacheDatasets {
 		return buildCached(ctx, cfg, runDir)
 	}
@@ -371,4 +378,10 @@ func tokenizeOne(encode func(string) ([]int32, error), tok *Tokenizer, d rawDoc,
 // decoded copy of every document for a byte-level tokenizer.
 func roundTrips(tok *Tokenizer, ids []int32, text string) bool {
 	return tok.lib.DecodesTo(ids, text)
+}
+
+// isSymlink reports whether path is a symbolic link.
+func isSymlink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // testConfig is a small, fast build on the Opticks file.
@@ -625,5 +627,33 @@ func TestTokenizeOneStopsAtAnEncodeError(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("%d encodes, want 1", calls)
+	}
+}
+
+// TestBuildRefusesSymlinkedData: a run's data/ that is a symbolic link is
+// refused before anything is written through it, with the cache on or
+// off; a build had replaced the files of the cache entry it named.
+func TestBuildRefusesSymlinkedData(t *testing.T) {
+	for _, cached := range []bool{true, false} {
+		cfg := testConfig(t)
+		cfg.CacheDatasets = cached
+		run, elsewhere := t.TempDir(), t.TempDir()
+		precious := filepath.Join(elsewhere, "report.json")
+		if err := os.WriteFile(precious, []byte("not memo's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Join(run, "data")); err != nil {
+			t.Fatal(err)
+		}
+		err := Build(context.Background(), cfg, run)
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("cache %v: %v; want bad input naming the link", cached, err)
+		}
+		if b, err := os.ReadFile(precious); err != nil || string(b) != "not memo's" {
+			t.Errorf("cache %v: the link's target was written: %q, %v", cached, b, err)
+		}
+		if entries, _ := os.ReadDir(elsewhere); len(entries) != 1 {
+			t.Errorf("cache %v: %d files where the link points, want the one there", cached, len(entries))
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -22,6 +23,7 @@ func init() {
 			return loadJSONL(src.Path, src.Field, r.add, r.badAt)
 		},
 		reads: isJSONLName,
+		check: checkJSONL,
 		key: func(src Source, cache string) ([]keyedFile, error) {
 			if fi, err := os.Stat(src.Path); err == nil && fi.IsDir() {
 				files, err := walkFiles(src.Path, isJSONLName)
@@ -30,6 +32,47 @@ func init() {
 			return oneFileKey(src, cache)
 		},
 	})
+}
+
+// checkJSONL is the look memo config and a run's first step give a jsonl
+// source: a directory must hold a JSONL file, and a plain file a line
+// that is not blank. Both had passed, and the run failed in its data
+// stage after making its directory.
+func checkJSONL(src Source) error {
+	st, err := os.Stat(src.Path)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		files, err := walkFiles(src.Path, isJSONLName)
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return fmt.Errorf("no %s files under %s", strings.Join(jsonlSuffixes, ", "), src.Path)
+		}
+		return nil
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("%s is empty", src.Path)
+	}
+	if lower := strings.ToLower(src.Path); strings.HasSuffix(lower, ".gz") || strings.HasSuffix(lower, ".zst") || strings.HasSuffix(lower, ".zstd") {
+		return nil // compressed: the data stage reads it
+	}
+	f, err := os.Open(src.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// The first MiB, which holds a line of any real file.
+	head, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(head)) == "" && int64(len(head)) == st.Size() {
+		return fmt.Errorf("%s holds only blank lines", src.Path)
+	}
+	return nil
 }
 
 // jsonlLoc names where a bad JSONL line is: the file (relative to the
@@ -114,6 +157,13 @@ func loadJSONLFile(path, rel, prefix, field string, add func(string, string), ba
 // jsonlLine adds the text of one JSON object or rejects the line.
 func jsonlLine(line, rel string, n int, prefix, field string, add func(string, string), bad jsonlLoc) {
 	title := prefix + fmt.Sprintf("line %d", n)
+	// encoding/json turns a byte that is no UTF-8 into U+FFFD: the text
+	// was changed without a word, where a txt: file with the same bytes is
+	// rejected.
+	if !utf8.ValidString(line) {
+		bad(rel, n, title, fmt.Sprintf("invalid UTF-8 at byte %d of the line", invalidAt(line)))
+		return
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(line), &obj); err != nil {
 		bad(rel, n, title, "not a JSON object: "+err.Error())
@@ -140,6 +190,11 @@ func jsonlLine(line, rel string, n int, prefix, field string, add func(string, s
 		bad(rel, n, title, fmt.Sprintf("field %q is not a string", field))
 		return
 	}
+	if strings.ContainsRune(text, utf8.RuneError) && !hasReplacementChar(raw) {
+		// A lone surrogate escape ("\ud800") decodes to U+FFFD as well.
+		bad(rel, n, title, fmt.Sprintf("invalid UTF-8: field %q escapes a lone UTF-16 surrogate (\\ud800-\\udfff), which is no character", field))
+		return
+	}
 	add(title, text)
 }
 
@@ -157,4 +212,10 @@ func decompressed(path string, f io.Reader) (io.ReadCloser, error) {
 		return d.IOReadCloser(), nil
 	}
 	return io.NopCloser(f), nil
+}
+
+// hasReplacementChar reports whether the JSON string raw spells U+FFFD
+// itself, as the character or as the escape \ufffd.
+func hasReplacementChar(raw []byte) bool {
+	return strings.ContainsRune(string(raw), utf8.RuneError) || strings.Contains(strings.ToLower(string(raw)), `\ufffd`)
 }

@@ -190,12 +190,17 @@ func TestCheckSourceReadsTableSchemas(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "cut-"+name), string(b[:len(b)/2]))
 	}
 	writeFile(t, filepath.Join(dir, "d.jsonl"), `{"text": "a"}`+"\n")
+	writeFile(t, filepath.Join(dir, "blank.jsonl"), "\n  \n\n")
 	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		source, want string // want: "" passes
 	}{
+		{"jsonl:" + filepath.Join(dir, "d.jsonl"), ""},
+		{"jsonl:" + dir, ""},
+		{"jsonl:" + filepath.Join(dir, "blank.jsonl"), "holds only blank lines"},
+		{"jsonl:" + filepath.Join(dir, "adir"), "no .jsonl, .jsonl.gz, .jsonl.zst, .jsonl.zstd files under"},
 		{"parquet:" + pq, ""},
 		{"arrow:" + ar + "#text", ""},
 		{"parquet:" + pq + "#nope", `has no column "nope" (columns: id, text)`},
@@ -270,8 +275,10 @@ func TestJSONLBadInputNamed(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		plain.WriteString(line(fmt.Sprintf("plain %d", i), good[i]))
 	}
-	plain.WriteString("{not json\n")                  // line 11
-	plain.WriteString(`{"title": "untexted"}` + "\n") // line 12
+	plain.WriteString("{not json\n")                                       // line 11
+	plain.WriteString(`{"title": "untexted"}` + "\n")                      // line 12
+	plain.WriteString("{\"title\": \"latin-1\", \"text\": \"caf\xe9\"}\n") // line 13: no UTF-8
+	plain.WriteString(`{"title": "surrogate", "text": "x\ud800y"}` + "\n") // line 14
 	writeFile(t, filepath.Join(dir, "a.jsonl"), plain.String())
 
 	var gz bytes.Buffer
@@ -317,6 +324,8 @@ func TestJSONLBadInputNamed(t *testing.T) {
 	want := map[where]string{
 		{"a.jsonl", 11}:   "not a JSON object",
 		{"a.jsonl", 12}:   `no "text" field`,
+		{"a.jsonl", 13}:   "invalid UTF-8 at byte 33 of the line",
+		{"a.jsonl", 14}:   "invalid UTF-8: field \"text\" escapes a lone UTF-16 surrogate",
 		{"d.jsonl.gz", 0}: "unreadable: gzip: invalid header",
 		{"b.jsonl.gz", 6}: "unreadable from line 6 on (unexpected EOF)",
 	}
@@ -329,11 +338,34 @@ func TestJSONLBadInputNamed(t *testing.T) {
 		t.Errorf("rejected %v, want %d rejections", got, len(want))
 	}
 	by := rep.RejectedBy
-	if by["not JSON"] != 1 || by["no text field"] != 1 || by["unreadable"] != 2 {
-		t.Errorf("rejected_by_reason %v, want not JSON 1, no text field 1, unreadable 2", by)
+	if by["not JSON"] != 1 || by["no text field"] != 1 || by["unreadable"] != 2 || by["invalid UTF-8"] != 2 {
+		t.Errorf("rejected_by_reason %v, want not JSON 1, no text field 1, unreadable 2, invalid UTF-8 2", by)
 	}
 	sc := rep.Sources["jsonl:"+dir]
-	if sc.Documents != 29 || sc.Rejected != 4 || sc.Kept != 25 {
-		t.Errorf("source counts %+v: want 29 documents (25 lines kept: 10 plain, 5 gzip before the cut, 10 zstd; 4 rejected)", sc)
+	if sc.Documents != 31 || sc.Rejected != 6 || sc.Kept != 25 {
+		t.Errorf("source counts %+v: want 31 documents (25 lines kept: 10 plain, 5 gzip before the cut, 10 zstd; 6 rejected)", sc)
+	}
+}
+
+// TestJSONLReplacementCharKept: a text that spells U+FFFD itself, as the
+// character or as \ufffd, is kept as written; only bytes that are no UTF-8
+// and lone surrogates, which JSON decoding would turn into it, are refused.
+func TestJSONLReplacementCharKept(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		kept bool
+	}{
+		{`{"text": "a \ufffd b"}`, true},
+		{`{"text": "a \uFFFD b"}`, true},
+		{"{\"text\": \"a \uFFFD b\"}", true},
+		{`{"text": "a \ud83d\ude00 b"}`, true}, // a surrogate pair is a character
+		{`{"text": "a \udc00 b"}`, false},
+		{"{\"text\": \"a \xff b\"}", false},
+	} {
+		var kept, rejected int
+		jsonlLine(tc.line, "f.jsonl", 1, "", "text", func(string, string) { kept++ }, func(string, int, string, string) { rejected++ })
+		if (kept == 1) != tc.kept || kept+rejected != 1 {
+			t.Errorf("%q: kept %d, rejected %d; want kept %v", tc.line, kept, rejected, tc.kept)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"sync"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // spool keeps the build's chunk titles, texts and token ids on disk between
@@ -22,6 +24,8 @@ type spool struct {
 	size int64
 	fail error
 	buf  []byte // add's encoding of the ids, reused
+	// forget drops the interrupt hook that removes the file.
+	forget func()
 }
 
 // spoolPrefix begins the names of a build's spool files in the directory
@@ -34,11 +38,17 @@ func newSpool(dir string) (*spool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data: create build spool in %s: %w", dir, err)
 	}
-	return &spool{path: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	s := &spool{path: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	// memo data build exits at once on an interrupt, past the deferred
+	// close: with cache_datasets = false each Ctrl-C left a spool (twice
+	// the corpus) in the run's data/.
+	s.forget = atomicfile.AtInterrupt(func() { os.Remove(s.path) })
+	return s, nil
 }
 
 // close removes the spool file.
 func (s *spool) close() {
+	s.forget()
 	s.f.Close()
 	os.Remove(s.path)
 }

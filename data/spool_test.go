@@ -1,8 +1,14 @@
 package data
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/memo-research/memo/internal/atomicfile"
 )
 
 // TestDocTable: rows read back the title, text and ids they were given,
@@ -73,5 +79,40 @@ func TestDocTable(t *testing.T) {
 	}
 	if err := sp.err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSpoolRemovedOnInterrupt: memo data build exits at once on an
+// interrupt, past the spool's deferred close; the interrupt clean-up
+// removes the spool, and a closed spool leaves no hook behind.
+func TestSpoolRemovedOnInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := newSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.record("t", "text", []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	atomicfile.RemoveTemps() // what exitOnInterrupt runs
+	if _, err := os.Stat(sp.path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("spool %s after an interrupt: %v; want it removed", sp.path, err)
+	}
+	sp.close()
+	kept := filepath.Join(dir, "kept")
+	other, err := newSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.close()
+	if err := os.WriteFile(kept, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(kept, other.path); err != nil { // a file now at the closed spool's name
+		t.Fatal(err)
+	}
+	atomicfile.RemoveTemps()
+	if _, err := os.Stat(other.path); err != nil {
+		t.Errorf("a closed spool's hook removed %s: %v", other.path, err)
 	}
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,7 +15,9 @@ import (
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runlock"
 	"github.com/urfave/cli/v2"
 )
 
@@ -55,7 +55,7 @@ func dataCommand() *cli.Command {
 			{
 				Name:      "inspect",
 				Usage:     "print counts, split sizes, repetition counts, a token-length histogram and examples of a built dataset",
-				ArgsUsage: "<run dir or run dir/data>",
+				ArgsUsage: "<run dir, its data/, or a dataset-cache entry (memo data ls)>",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "examples", Value: 2, Usage: "show `N` example documents per split"},
 				},
@@ -117,20 +117,24 @@ func readDataConfig(path string) (data.Config, string, error) {
 func runDataBuild(c *cli.Context) error {
 	// urfave/cli stops at the first argument, so "build x.toml --out DIR"
 	// (the documented order) arrives here as three arguments.
-	args, out := c.Args().Slice(), c.String("out")
+	args, out, outSet := c.Args().Slice(), c.String("out"), c.IsSet("out")
 	for i := 0; i < len(args); i++ {
 		if a := args[i]; a == "--out" || a == "-out" {
 			if i+1 == len(args) {
 				return usageError("data build: --out needs a directory")
 			}
-			out = args[i+1]
+			out, outSet = args[i+1], true
 			args = append(args[:i:i], args[i+2:]...)
 			i--
 		} else if v, ok := strings.CutPrefix(a, "--out="); ok {
-			out = v
+			out, outSet = v, true
 			args = append(args[:i:i], args[i+1:]...)
 			i--
 		}
+	}
+	if outSet && strings.TrimSpace(out) == "" {
+		// Read as "no --out", it built into runs/NAME unasked.
+		return usageError("data build: --out is empty: want a run DIR (data goes into DIR/data), or leave --out out for runs/NAME")
 	}
 	if len(args) != 1 {
 		return usageError("data build: want one argument, the experiment TOML (got %q)", args)
@@ -146,6 +150,17 @@ func runDataBuild(c *cli.Context) error {
 	if err := checkDataOut(out, name, given, cfg); err != nil {
 		return err
 	}
+	// The run's lock, as memo run holds it: a build into a run training
+	// (or a second build) rebuilt its data/ under it.
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("data build: %w", err)
+	}
+	lock, err := runlock.AcquireStaleAfter(out, experiments.RunLockStale)
+	if err != nil {
+		return fmt.Errorf("data build: %w", err)
+	}
+	defer atomicfile.AtInterrupt(func() { lock.Release() })()
+	defer lock.Release()
 	if err := data.Build(c.Context, cfg, out); err != nil {
 		return err
 	}
@@ -183,16 +198,9 @@ func runDataInspect(c *cli.Context) error {
 	if n := c.Int("examples"); n < 0 {
 		return usageError("data inspect: --examples %d: want >= 0", n)
 	}
-	dir := c.Args().First()
-	if filepath.Base(filepath.Clean(dir)) == "data" {
-		if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
-			dir = filepath.Dir(filepath.Clean(dir))
-		}
-	}
-	ds, err := data.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return usageError("data inspect: %v", err)
-	}
+	// A run, its data/ or a dataset-cache entry (memo data ls lists them),
+	// as memo index takes them.
+	ds, err := openDatasetArg(c.Args().First(), "data inspect")
 	if err != nil {
 		return err
 	}
@@ -355,6 +363,12 @@ func checkDataOut(out, name string, given bool, cfg data.Config) error {
 	}
 	if !bytes.Equal(got, want) {
 		return usageError("data build: %s holds a dataset built from other [data] settings (see %s): choose another --out DIR, or delete it first", filepath.Join(out, "data"), report)
+	}
+	if outguard.Exists(filepath.Join(out, checkpoint.DirName)) {
+		// Built again, a source file changed since gives other documents:
+		// memo extract and eval then scored the model on targets it
+		// never saw, in the run's own results.
+		return usageError("data build: %s already holds the dataset its checkpoints were trained on (%s): building it again would replace it, with other documents if a source changed since; there is nothing to build (name another --out DIR for a new dataset)", arg, filepath.Join(out, "data"))
 	}
 	return nil
 }

@@ -32,6 +32,14 @@ func TestDataCacheCLI(t *testing.T) {
 		!strings.HasPrefix(lines[4], "trained tokenizers: 1 files, ") {
 		t.Errorf("data ls:\n%s\nwant one entry linked by 2 runs, tokenizer bpe:300, source opticks, and one trained tokenizer", stdout)
 	}
+	// memo data inspect reads an entry data ls lists, as memo index does.
+	entries, _ := filepath.Glob(filepath.Join(cache, "datasets", "*", "report.json"))
+	if len(entries) != 1 {
+		t.Fatalf("cache entries %v, want one", entries)
+	}
+	if stdout, stderr, code := runMemo(t, exe, work, cache, "data", "inspect", filepath.Dir(entries[0])); code != 0 || !strings.Contains(stdout, "dataset "+filepath.Dir(entries[0])) {
+		t.Errorf("data inspect of the cache entry: exit %d\n%s%s", code, stdout, stderr)
+	}
 	stdout, _, code = runMemo(t, exe, work, cache, "data", "gc", "--unused")
 	if code != 0 || !strings.Contains(stdout, "removed 0 entries") {
 		t.Errorf("gc --unused with two runs linked: exit %d\n%s", code, stdout)

@@ -209,6 +209,12 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	if err != nil {
 		return usageError("extract: %v", err)
 	}
+	// The run's own data/ built again since training, from a source file
+	// changed since: its targets are other documents, and the run's
+	// results were rewritten with members the model never saw.
+	if st, err := checkpoint.ReadState(ckpt); err == nil && !c.IsSet("data") && st.Dataset != "" && st.Dataset != ds.Digest() {
+		return usageError("extract: checkpoint %s was trained on another dataset (digest %.12s) than %s holds (%.12s, built since): its targets are not the model's members; restore the data it was trained on, or attack another run's documents with --data", ckpt, st.Dataset, filepath.Join(dataDir, "data"), ds.Digest())
+	}
 	// Another run's documents (--data) or an imported model: the model's
 	// tokenizer must be the dataset's, as for extract.reference.
 	if err := extract.SameTokenizer(ds, ckpt); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/runlock"
 )
 
 // TestWritersOutsideTheGuard (issue 43, case 1): --cpu-profile, bench
@@ -272,12 +273,24 @@ func TestModelAndDataBelongTogether(t *testing.T) {
 	if r := memo("data", "build", "other.toml", "--out", "other"); r.code != 0 {
 		t.Fatalf("data build other.toml: exit %d, %s", r.code, r.stderr)
 	}
-	for _, run := range []string{"nodata", "rebuilt"} {
+	for _, run := range []string{"nodata", "rebuilt", "swapped"} {
 		copyTree(t, filepath.Join(dir, "runs", "tiny"), filepath.Join(dir, "runs", run))
 		if err := os.RemoveAll(filepath.Join(dir, "runs", run, "data")); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A run whose data/ was built again since training, with other
+	// documents (here another run's).
+	copyTree(t, filepath.Join(dir, "other", "data"), filepath.Join(dir, "runs", "swapped", "data"))
+	// A run directory another memo process holds (this test, alive).
+	if err := os.MkdirAll(filepath.Join(dir, "held"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := runlock.Acquire(filepath.Join(dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
 	before := treeSums(t, dir)
 	for _, tc := range []struct {
 		name string
@@ -287,6 +300,10 @@ func TestModelAndDataBelongTogether(t *testing.T) {
 		{"extract --data of another tokenizer", []string{"extract", "--data", "other", "runs/tiny"}, "used a different tokenizer than other/data"},
 		{"extract --model on data of another tokenizer", []string{"extract", "--model", "runs/tiny/checkpoints/step-000006", "--data", "other"}, "used a different tokenizer than other/data"},
 		{"data build of other data into a trained run", []string{"data", "build", "other.toml", "--out", "runs/nodata"}, "is a run trained on other [data] settings"},
+		{"data build again into a trained run", []string{"data", "build", "tiny.toml", "--out", "runs/tiny"}, "already holds the dataset its checkpoints were trained on"},
+		{"data build into a run another process holds", []string{"data", "build", "tiny.toml", "--out", "held"}, "is in use by memo process"},
+		{"data build --out empty", []string{"data", "build", "tiny.toml", "--out="}, "--out is empty"},
+		{"extract of a run whose data/ was built again", []string{"extract", "runs/swapped"}, "was trained on another dataset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantOneLine(t, memo(tc.args...), tc.want)
