@@ -153,6 +153,10 @@ func Run(ctx context.Context, cfg Config, mcfg model.Config, lcfg loss.Config, s
 	// the whole loop runs on one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// The command's thread count back for the stages after training: memo
+	// run's attack and scoring ran on train.threads, and gave other
+	// losses (in the ninth digit) than the same stages run again alone.
+	defer torchx.SetThreads(torchx.Threads())
 	torchx.Init(cfg.Threads, uint64(cfg.Seed))
 	if rank == 0 {
 		if err := os.MkdirAll(runDir, 0o755); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/memo-research/memo/engine"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
 	"github.com/memo-research/memo/model"
 )
@@ -317,5 +319,24 @@ func TestResumeRefusesAnotherDataset(t *testing.T) {
 	cfg.NoResume = true
 	if err := Run(context.Background(), cfg, mcfg, lcfg, namedSource{text, "bbbb"}, dir, Options{}); err != nil {
 		t.Errorf("train.no_resume on another dataset: %v", err)
+	}
+}
+
+// TestThreadsRestoredAfterTraining: training runs on train.threads and
+// hands the command's thread count back: memo run's attack and scoring
+// after it ran on train.threads and gave other losses than the same
+// stages run again alone.
+func TestThreadsRestoredAfterTraining(t *testing.T) {
+	runtime.LockOSThread() // libtorch's thread count is the OS thread's
+	defer runtime.UnlockOSThread()
+	cfg, mcfg, lcfg := smallRun()
+	cfg.Steps, cfg.Threads = 2, 1
+	defer torchx.SetThreads(torchx.Threads())
+	torchx.SetThreads(2)
+	if err := Run(context.Background(), cfg, mcfg, lcfg, textSource{ids: opticks(t, 2000), rows: 24}, t.TempDir(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := torchx.Threads(); got != 2 {
+		t.Errorf("%d libtorch threads after training on train.threads = 1, want the 2 from before", got)
 	}
 }

@@ -68,6 +68,14 @@ func Seed(seed uint64) { C.memo_manual_seed(C.uint64_t(seed)) }
 // Threads reports libtorch's intra-op thread count.
 func Threads() int { return int(C.memo_get_num_threads()) }
 
+// SetThreads sets libtorch's intra-op thread count (n > 0), leaving the
+// generator's seed alone.
+func SetThreads(n int) {
+	if n > 0 {
+		C.memo_set_num_threads(C.int(n))
+	}
+}
+
 // Collect runs the garbage collector (and so gotch's finalizers, which free
 // libtorch memory). Call it only where no libtorch call is in flight.
 func Collect() { runtime.GC() }
