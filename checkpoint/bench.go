@@ -2,12 +2,13 @@ package checkpoint
 
 import (
 	"fmt"
-	"github.com/memo-research/memo/internal/procmem"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/procmem"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/sugarme/gotch"
@@ -55,6 +56,9 @@ func Bench(c BenchConfig) (BenchResult, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
+	// memo bench exits at once on an interrupt, past the deferred
+	// removal: each Ctrl-C left a gigabyte behind.
+	defer atomicfile.AtInterrupt(func() { os.RemoveAll(dir) })()
 	heap := &heapWatch{}
 
 	vs := nn.NewVarStore(gotch.CPU)

@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -179,8 +181,17 @@ func runBenchCheckpoint(c *cli.Context) error {
 		} else if !st.IsDir() {
 			return usageError("bench checkpoint: --dir %s: not a directory", d)
 		}
+		// Its scratch checkpoint, a gigabyte for a 1B model, never goes
+		// among a run's checkpoints or into the cache.
+		if where := outguard.Inside(d, data.ResolveCacheDir("")); where != "" {
+			return usageError("bench checkpoint: --dir %s: is in %s; it never writes there: name a scratch directory elsewhere", d, where)
+		}
 	}
 	res, err := checkpoint.Bench(checkpoint.BenchConfig{Model: mc, Optimizer: c.Bool("optimizer"), Dir: c.String("dir")})
+	if atomicfile.Unwritable(err) || errors.Is(err, fs.ErrNotExist) {
+		// --dir /proc: a directory nothing can be made in.
+		return usageError("bench checkpoint: --dir %s: cannot write its scratch checkpoint there: %v", cmp.Or(c.String("dir"), os.TempDir()), err)
+	}
 	if err != nil {
 		return err
 	}
@@ -622,6 +633,11 @@ func benchModel(c *cli.Context, cmd string, context int) (model.Config, error) {
 	}
 	if _, err := mc.Resolve(); err != nil {
 		return model.Config{}, usageError("%s: %v", cmd, err)
+	}
+	// bench scan's top-2 (and any choice among tokens) needs two: --vocab
+	// 1 failed inside libtorch.
+	if c.IsSet("vocab") && mc.Vocab < 2 {
+		return model.Config{}, usageError("%s: --vocab %d: must be >= 2", cmd, mc.Vocab)
 	}
 	return mc, nil
 }

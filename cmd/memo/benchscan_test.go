@@ -77,6 +77,7 @@ func TestBenchScanBadInput(t *testing.T) {
 		{[]string{"--model", t.TempDir()}, "not a Hugging Face directory"},
 		{[]string{"--device", "cuda:7"}, "bench scan:"},
 		{[]string{"--prefix", "100000"}, "needs at least"},
+		{[]string{"--vocab", "1"}, "--vocab 1: must be >= 2"},
 	} {
 		args := []string{"bench", "scan", "--preset", "tiny", "--vocab", "64", "--sequences", "10"}
 		if tt.args[0] == "--model" { // --model takes no shape flags
@@ -120,5 +121,40 @@ func TestBenchDecodeRowsOut(t *testing.T) {
 	r := execMemo(t, exe, dir, args...)
 	if r.code != 2 || !strings.Contains(r.stderr, "--rows-out") || !strings.Contains(r.stderr, "exists") {
 		t.Errorf("rows-out over an existing file: exit code %d, stderr %q; want 2 naming --rows-out", r.code, r.stderr)
+	}
+}
+
+// TestBenchCheckpointDir: --dir takes a scratch directory anywhere but
+// among a run's checkpoints or in the cache, and is left as it was; one
+// nothing can be made in is one line, exit 2.
+func TestBenchCheckpointDir(t *testing.T) {
+	exe := buildMemo(t)
+	work := t.TempDir()
+	run := filepath.Join(work, "run")
+	if err := os.MkdirAll(filepath.Join(run, "checkpoints"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(run, "config.toml"), "name = \"run\"\n")
+	writeTestFile(t, filepath.Join(work, "file"), "x")
+	for _, tt := range []struct{ dir, want string }{
+		{filepath.Join(run, "checkpoints"), "is in a run's checkpoints/"},
+		{filepath.Join(work, "missing"), "does not exist"},
+		{filepath.Join(work, "file"), "not a directory"},
+		{"/proc", "cannot write its scratch checkpoint there"},
+	} {
+		r := execMemo(t, exe, work, "bench", "checkpoint", "--preset", "nano", "--vocab", "64", "--dir", tt.dir)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("--dir %s: exit code %d, stderr %q; want 2 and one line containing %q", tt.dir, r.code, r.stderr, tt.want)
+		}
+	}
+	scratch := filepath.Join(work, "scratch")
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := execMemo(t, exe, work, "bench", "checkpoint", "--preset", "nano", "--vocab", "64", "--dir", scratch, "--json"); r.code != 0 {
+		t.Fatalf("bench checkpoint --dir %s: exit %d\n%s", scratch, r.code, r.stderr)
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("bench checkpoint left %d entries in --dir", len(left))
 	}
 }

@@ -225,6 +225,11 @@ func newApp() *cli.App {
 				return usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			// SetDefault points the log package at the handler: gotch's
+			// log.Fatal of a libtorch error printed a 9 KB INFO line with
+			// both backtraces. Its one line again, the rest at debug.
+			log.SetFlags(0)
+			log.SetOutput(oneLineLog{os.Stderr})
 			if f := c.String("cpu-profile"); f != "" {
 				if err := startCPUProfile(f); err != nil {
 					return err

@@ -2,13 +2,16 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"log"
 	"os"
 	"testing"
 
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/train"
+	"github.com/urfave/cli/v2"
 )
 
 func TestRunsModels(t *testing.T) {
@@ -109,5 +112,30 @@ func TestVersionLine(t *testing.T) {
 		if got := versionLine(tc.v); got != tc.want {
 			t.Errorf("versionLine(%+v) = %q, want %q", tc.v, got, tc.want)
 		}
+	}
+}
+
+// TestLibtorchFailuresStayOneLine: the app's --log-level set-up keeps the
+// log package on oneLineLog, which gotch's log.Fatal of a libtorch error
+// goes through; slog.SetDefault had pointed it at the text handler, and a
+// failure printed a 9 KB INFO line with both backtraces.
+func TestLibtorchFailuresStayOneLine(t *testing.T) {
+	before := log.Writer()
+	defer log.SetOutput(before)
+	app := newApp()
+	set := flag.NewFlagSet("memo", flag.ContinueOnError)
+	for _, f := range app.Flags {
+		if err := f.Apply(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set.Parse([]string{"--log-level", "warn"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Before(cli.NewContext(app, set, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := log.Writer().(oneLineLog); !ok {
+		t.Errorf("log writes to %T after the app's set-up, want oneLineLog", log.Writer())
 	}
 }
