@@ -308,6 +308,17 @@ func TestSweepPoints(t *testing.T) {
 	if cols := spec.sweepColumns(); strings.Join(cols, " ") != "goldfish.k train.match_supervised_tokens" {
 		t.Errorf("sweep.json columns %v", cols)
 	}
+	// Keys are shortened over every point: a DP-only and a LoRA-only
+	// point were both "k=0_enabled=true", and refused as repeats.
+	mit, err := ParseBytes("sw.toml", []byte("[[sweep_points]]\n\"goldfish.k\" = 0\n\"train.dp.enabled\" = true\n"+
+		"[[sweep_points]]\n\"goldfish.k\" = 0\n\"train.lora.enabled\" = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err = mit.Expand()
+	if err != nil || len(pts) != 2 || pts[0].Name != "k=0_train-dp-enabled=true" || pts[1].Name != "k=0_train-lora-enabled=true" {
+		t.Errorf("DP and LoRA points: %v, %v; want k=0_train-dp-enabled=true and k=0_train-lora-enabled=true", pts, err)
+	}
 	// Extra points without a grid are the whole sweep.
 	only, err := ParseBytes("sw.toml", []byte("[[sweep_points]]\n\"goldfish.k\" = 4\n"))
 	if err != nil {

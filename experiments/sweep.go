@@ -107,15 +107,36 @@ func (s *Spec) Expand() ([]Point, error) {
 		return nil, err
 	}
 	rawPts, _ := s.raw["sweep_points"].([]any)
+	// One short name a key over every point: shortened point by point, a
+	// DP-only point and a LoRA-only point were both "k=0_enabled=true"
+	// (refused as repeats), and a point's name did not say which
+	// mitigation it enabled.
+	var every []Axis
+	keyed := map[string]bool{}
+	for _, rp := range rawPts {
+		m, _ := rp.(map[string]any)
+		for _, k := range sortedKeys(m) {
+			if !keyed[k] {
+				keyed[k] = true
+				every = append(every, Axis{Key: k})
+			}
+		}
+	}
+	short := map[string]string{}
+	for i, l := range axisLabels(every) {
+		short[every[i].Key] = l
+	}
 	for _, rp := range rawPts {
 		m, _ := rp.(map[string]any)
 		var pAxes []Axis
 		var vals []any
+		var labels []string
 		for _, k := range sortedKeys(m) {
 			pAxes = append(pAxes, Axis{Key: k, Values: []any{m[k]}})
 			vals = append(vals, m[k])
+			labels = append(labels, short[k])
 		}
-		if err := add("sweep_points", pAxes, vals, pointName(axisLabels(pAxes), vals)); err != nil {
+		if err := add("sweep_points", pAxes, vals, pointName(labels, vals)); err != nil {
 			return nil, err
 		}
 	}
