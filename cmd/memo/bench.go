@@ -237,6 +237,18 @@ func runBenchDecode(c *cli.Context) error {
 		return usageError("bench decode: %s", keysAsFlags("extract", err.Error()))
 	}
 	dec := ec.Decoding
+	// A decoding's own settings under another were dropped without a
+	// word, the bench then labelled plain greedy.
+	for _, f := range []struct{ flag, needs string }{
+		{"temperature", extract.DecodeSample}, {"top-k", extract.DecodeSample}, {"top-p", extract.DecodeSample}, {"beams", extract.DecodeBeam},
+	} {
+		if c.IsSet(f.flag) && dec != f.needs {
+			return usageError("bench decode: --%s is --decoding %s's setting (got --decoding %s)", f.flag, f.needs, dec)
+		}
+	}
+	if c.Bool("replicate") && ec.Samples <= 1 {
+		return usageError("bench decode: --replicate runs the prompt once per sample: it needs --samples > 1 (got %d)", ec.Samples)
+	}
 	if c.Bool("cuda-graphs") && (dec != extract.DecodeGreedy || !strings.HasPrefix(c.String("device"), "cuda") || c.String("approximation") != "") {
 		return usageError("bench decode: --cuda-graphs: captured token steps are greedy decoding's on --device cuda without --approximation (got --decoding %s --device %s)", dec, c.String("device"))
 	}
