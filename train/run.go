@@ -353,10 +353,12 @@ type loop struct {
 }
 
 // InterruptedError is Run's error when its context ends between steps:
-// the steps done are saved, and running again resumes after Step.
+// running again resumes after Step, the newest step saved. At is the step
+// training had reached: past Step when a sharded run keeps only its
+// periodic checkpoints.
 type InterruptedError struct {
-	Step, Total int
-	Err         error // the context's error
+	Step, At, Total int
+	Err             error // the context's error
 }
 
 func (e *InterruptedError) Error() string {
@@ -414,7 +416,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			// rank, and the others may not have stopped at this step.
 			saved := l.step
 			if l.step > l.lastSaved && l.sharder != nil {
-				slog.Warn("interrupted: a sharded run keeps only its last periodic checkpoint", "step", l.step, "checkpoint", l.lastSaved)
+				if l.rank == 0 {
+					slog.Warn("interrupted: a sharded run keeps only its last periodic checkpoint", "step", l.step, "checkpoint", l.lastSaved)
+				}
 				saved = l.lastSaved // the step the same command resumes after
 			} else if l.step > l.lastSaved {
 				l.elapsed = base + time.Since(start).Seconds()
@@ -423,7 +427,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 					return fmt.Errorf("interrupted at step %d of %d, and its checkpoint failed: %w", l.step, l.total, err2)
 				}
 			}
-			return &InterruptedError{Step: saved, Total: l.total, Err: err}
+			return &InterruptedError{Step: saved, At: l.step, Total: l.total, Err: err}
 		}
 		t0 := time.Now()
 		m, err := l.trainStep()
@@ -473,7 +477,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		// A signal during the last step: its checkpoint is saved, and the
 		// interruption is still training's, with the step it saved (the
 		// next stage would otherwise report it without one).
-		return &InterruptedError{Step: l.step, Total: l.total, Err: err}
+		return &InterruptedError{Step: l.step, At: l.step, Total: l.total, Err: err}
 	}
 	if opts.OnEnd != nil {
 		opts.OnEnd(l.g.Params(), l.opt.params)

@@ -299,6 +299,20 @@ const (
 	exitInterrupted = 130 // SIGINT or SIGTERM; the same command resumes (audit: starts over)
 )
 
+// interruptedLine says where an interrupted training stopped and what the
+// same command resumes from: a sharded run, saving only its periodic
+// checkpoints, said "interrupted at step 0 of 200 (saved)" at step 34.
+func interruptedLine(e *train.InterruptedError) string {
+	switch {
+	case e.At <= e.Step:
+		return fmt.Sprintf("interrupted at step %d of %d (saved); the same command resumes", e.Step, e.Total)
+	case e.Step == 0:
+		return fmt.Sprintf("interrupted at step %d of %d, before the first periodic checkpoint (a sharded run saves no other); the same command starts training again", e.At, e.Total)
+	default:
+		return fmt.Sprintf("interrupted at step %d of %d; a sharded run saves only its periodic checkpoints: the same command resumes after step %d", e.At, e.Total, e.Step)
+	}
+}
+
 // failure is the one line (without "memo: ") and the exit code for an
 // error that is not a cli.ExitCoder.
 func failure(err error) (string, int) {
@@ -307,7 +321,7 @@ func failure(err error) (string, int) {
 	var ce *experiments.ConfigError
 	switch {
 	case errors.As(err, &intr):
-		return fmt.Sprintf("interrupted at step %d of %d (saved); the same command resumes", intr.Step, intr.Total), exitInterrupted
+		return interruptedLine(intr), exitInterrupted
 	case errors.Is(err, errAuditInterrupted):
 		return errAuditInterrupted.Error(), exitInterrupted
 	case errors.Is(err, errInterruptedAtOnce):

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/experiments"
@@ -137,5 +139,37 @@ func TestLibtorchFailuresStayOneLine(t *testing.T) {
 	}
 	if _, ok := log.Writer().(oneLineLog); !ok {
 		t.Errorf("log writes to %T after the app's set-up, want oneLineLog", log.Writer())
+	}
+}
+
+// TestInterruptedLine: the line says what the same command resumes from;
+// a sharded run interrupted past its last periodic checkpoint said
+// "interrupted at step 0 of 200 (saved)" at step 34.
+func TestInterruptedLine(t *testing.T) {
+	for _, tc := range []struct {
+		e    train.InterruptedError
+		want string
+	}{
+		{train.InterruptedError{Step: 34, At: 34, Total: 200}, "interrupted at step 34 of 200 (saved); the same command resumes"},
+		{train.InterruptedError{Step: 0, At: 34, Total: 200}, "interrupted at step 34 of 200, before the first periodic checkpoint (a sharded run saves no other); the same command starts training again"},
+		{train.InterruptedError{Step: 20, At: 34, Total: 200}, "interrupted at step 34 of 200; a sharded run saves only its periodic checkpoints: the same command resumes after step 20"},
+	} {
+		if got := interruptedLine(&tc.e); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
+
+// TestRankPastTheWorldSaysWhy: a rank other than 0 leaves a refusal to
+// rank 0, but a rank past the world has none: it exited 2 saying nothing.
+func TestRankPastTheWorldSaysWhy(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "s.toml"), "name = \"s\"\n")
+	t.Setenv("RANK", "2")
+	t.Setenv("WORLD_SIZE", "2")
+	r := execMemo(t, exe, dir, "run", "s.toml")
+	if r.code != 2 || !strings.Contains(r.stderr, "rank 2 (from torchrun): must be in [0, 2)") {
+		t.Errorf("RANK=2 WORLD_SIZE=2: exit %d, stderr %q; want 2 and the rank named", r.code, r.stderr)
 	}
 }

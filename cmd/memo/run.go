@@ -267,9 +267,10 @@ func launchPlace(c *cli.Context) (rankenv.Config, error) {
 		}
 		cfg.Port = p
 	}
-	// A refusal that every rank meets alike is said by rank 0 alone.
+	// A refusal that every rank meets alike is said by rank 0 alone; a
+	// rank past the world (RANK=2 WORLD_SIZE=2) has no rank 0 to say it.
 	quiet := func(place rankenv.Config, err error) error {
-		if place.Rank > 0 && !dist.Launched() {
+		if place.Rank > 0 && place.Rank < place.Size && !dist.Launched() {
 			slog.Debug("refused; rank 0 says why", "rank", place.Rank, "err", err)
 			return cli.Exit("", exitBadInput)
 		}
