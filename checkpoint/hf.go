@@ -171,14 +171,14 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 		case !ok && !cfg.Untied && name == g.UntiedHeadName():
 			continue
 		case !ok:
-			return fmt.Errorf("%s: tensor %s (%s %v) is not part of a %s model as memo builds it (config.json: arch %s, %d layers, bias %v); refusing to skip it",
+			return badinput.Errorf("%s: tensor %s (%s %v) is not part of a %s model as memo builds it (config.json: arch %s, %d layers, bias %v); refusing to skip it",
 				set.FileOf(name), name, info.DType, info.Shape, cfg.Arch, cfg.Arch, cfg.Layers, cfg.Bias)
 		}
 		if loaded[p.Name] {
-			return fmt.Errorf("%s: tensor %s fills %s, which another tensor already filled (the files hold it with and without the base model's prefix)", set.FileOf(name), name, p.Name)
+			return badinput.Errorf("%s: tensor %s fills %s, which another tensor already filled (the files hold it with and without the base model's prefix)", set.FileOf(name), name, p.Name)
 		}
 		if want := p.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
-			return fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
+			return badinput.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
 		}
 		if err := fill(p.Tensor, info.Shape, func(dst []float32) error { return set.Float32Into(name, dst) }); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", set.FileOf(name), name, err)
@@ -188,7 +188,7 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 	}
 	for _, p := range g.Params() {
 		if !loaded[p.Name] {
-			return fmt.Errorf("%s: no tensor %s, which a %s model with this config.json needs", dir, p.Name, cfg.Arch)
+			return badinput.Errorf("%s: no tensor %s, which a %s model with this config.json needs", dir, p.Name, cfg.Arch)
 		}
 	}
 	return nil

@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/hfgolden"
+	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
 	"github.com/memo-research/memo/precision"
@@ -296,5 +298,70 @@ func TestLoadModelInBF16(t *testing.T) {
 	}
 	if err := precision.Set(g, precision.BF16, false); err == nil || !strings.Contains(err.Error(), "joined") {
 		t.Errorf("bf16 after a float32 LoadModel: %v, want a refusal naming the joined layers", err)
+	}
+}
+
+// TestHFWeightsNotTheConfigsAreBadInput: a Hugging Face directory whose
+// weights do not match its config.json (a tensor missing, one memo does
+// not build, one of another shape) is the user's input (exit 2); memo run
+// of such an init_from exited 1.
+func TestHFWeightsNotTheConfigsAreBadInput(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	src := filepath.Join("..", "testdata", "hf", "llama-gqa-tied")
+	orig, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	names := orig.Names()
+	for _, tc := range []struct {
+		name, want string
+		edit       func([]safetensors.Tensor) []safetensors.Tensor
+	}{
+		{"missing", "no tensor", func(tensors []safetensors.Tensor) []safetensors.Tensor { return tensors[1:] }},
+		{"extra", "is not part of", func(tensors []safetensors.Tensor) []safetensors.Tensor {
+			return append(tensors, safetensors.Tensor{Name: "model.extra.weight_scale", DType: safetensors.F32, Shape: []int64{2}})
+		}},
+		{"transposed", "config.json implies", func(tensors []safetensors.Tensor) []safetensors.Tensor {
+			for i, x := range tensors {
+				if len(x.Shape) == 2 && x.Shape[0] != x.Shape[1] {
+					tensors[i].Shape = []int64{x.Shape[1], x.Shape[0]}
+					break
+				}
+			}
+			return tensors
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			raw, err := os.ReadFile(filepath.Join(src, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var tensors []safetensors.Tensor
+			for _, n := range names {
+				info, _ := orig.Info(n)
+				tensors = append(tensors, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: info.Shape})
+			}
+			tensors = tc.edit(tensors)
+			err = safetensors.Write(filepath.Join(dir, "model.safetensors"), tensors, nil, func(i int) ([]float32, error) {
+				n := int64(1)
+				for _, d := range tensors[i].Shape {
+					n *= d
+				}
+				return make([]float32, n), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = LoadHF(dir, "cpu")
+			if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v; want bad input containing %q", err, tc.want)
+			}
+		})
 	}
 }

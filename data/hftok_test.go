@@ -103,3 +103,30 @@ func TestBuildWithHFTokenizer(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeAfter: a continuation decoded after its prompt keeps the
+// space its first token begins with; Llama 2's decoder strips it from a
+// continuation decoded alone ("Hello world" + "again").
+func TestDecodeAfter(t *testing.T) {
+	for _, corpus := range []string{"llama2-tokenizer", "llama3-tokenizer"} {
+		t.Run(corpus, func(t *testing.T) {
+			needFetched(t, corpus)
+			dir, err := packageDir(fetchedCache(), corpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := LoadTokenizer("hf:" + filepath.Join(dir, "models"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt, _ := tok.EncodeSpecial("Hello world")
+			whole, _ := tok.EncodeSpecial("Hello world again")
+			if len(whole) <= len(prompt) {
+				t.Fatalf("%v does not continue %v", whole, prompt)
+			}
+			if got := tok.DecodeAfter(prompt, whole[len(prompt):]); got != " again" {
+				t.Errorf("DecodeAfter = %q, want %q", got, " again")
+			}
+		})
+	}
+}

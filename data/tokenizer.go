@@ -110,6 +110,20 @@ func (t *Tokenizer) Decode(ids []int32) string {
 	return t.lib.DecodeBytes(ids, false)
 }
 
+// DecodeAfter is the text ids add after prefix: what Decode(prefix+ids)
+// holds past Decode(prefix). Decoded alone, a continuation loses what its
+// first token says of the boundary: a SentencePiece decoder (Llama 2's,
+// Mistral's) strips the leading space of the first piece, and "Hello
+// world" continued with " renov" printed "Hello worldrenov".
+func (t *Tokenizer) DecodeAfter(prefix, ids []int32) string {
+	pre := t.Decode(prefix)
+	full := t.Decode(append(prefix[:len(prefix):len(prefix)], ids...))
+	if rest, ok := strings.CutPrefix(full, pre); ok {
+		return rest
+	}
+	return t.Decode(ids) // a decoder that rewrites across the boundary
+}
+
 // DecodeText turns ids into text for scoring: like Decode, but special
 // tokens (EOS, padding, any added token marked special) are left out, as
 // Hugging Face's decode(ids, skip_special_tokens=True) leaves them out in

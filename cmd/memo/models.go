@@ -386,7 +386,7 @@ func generateAction(c *cli.Context) error {
 	if tok == nil {
 		return printJSON(map[string]any{"ids": out})
 	}
-	text := lossyutf8.String([]byte(tok.Decode(out[0])))
+	text := lossyutf8.String([]byte(tok.DecodeAfter(rows[0], out[0])))
 	if c.Bool("json") {
 		return printJSON(map[string]any{"ids": out, "text": []string{text}})
 	}
