@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +253,78 @@ func TestSrunRunsTheWholeRun(t *testing.T) {
 		if err := one.Run(); err == nil || one.ProcessState.ExitCode() != 2 {
 			t.Errorf("rank %d of srun -n2 memo run --nproc 3: %v, want exit 2", r, err)
 		}
+	}
+}
+
+// TestSrunStagesMeet is `srun -n2 memo run --stages ...`: the ranks meet
+// as for a whole run. Rank 0 alone runs a stage that is not training, and
+// a refusal of rank 0's reaches rank 1 at once with its exit code; rank 1
+// used to run every stage itself, and to wait in the c10d rendezvous for
+// 30 minutes for a rank 0 that had refused.
+func TestSrunStagesMeet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memo (-short)")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := tinySpec(t, dir)
+	runs := filepath.Join(dir, "runs")
+	job := fakeJobID(78)
+	// ranks runs both ranks of one srun step at once, as srun does.
+	ranks := func(stages string) (outs [2]string, codes [2]int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		for r := range 2 {
+			cmd := exec.CommandContext(ctx, exe, "run", "--runs", runs, "--stages", stages, spec)
+			cmd.Env = append(os.Environ(), "SLURM_JOB_ID="+job, "SLURM_JOB_NODELIST=localhost", "SLURM_NTASKS=2",
+				"SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0", "SLURM_STEP_ID=0",
+				fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_LOCALID=%d", r))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, _ := cmd.CombinedOutput()
+				outs[r], codes[r] = string(out), cmd.ProcessState.ExitCode()
+			}()
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			t.Fatalf("--stages %s: the ranks were still running after 2 minutes:\n0: %s\n1: %s", stages, outs[0], outs[1])
+		}
+		return outs, codes
+	}
+	// Training before the data is refused by rank 0; rank 1 says nothing.
+	outs, codes := ranks("train")
+	if codes != [2]int{2, 2} || !strings.Contains(outs[0], "memo: --stages train") || strings.Contains(outs[1], "memo:") {
+		t.Errorf("--stages train before data: exit codes %v, want 2 and 2, one line from rank 0:\n0: %s\n1: %s", codes, outs[0], outs[1])
+	}
+	outs, codes = ranks("data")
+	if codes != [2]int{0, 0} || !strings.Contains(outs[0], "stage=data") || strings.Contains(outs[1], "stage=data") {
+		t.Errorf("--stages data: exit codes %v, want 0 and 0, data on rank 0 alone:\n0: %s\n1: %s", codes, outs[0], outs[1])
+	}
+}
+
+// TestNprocGivenPortTaken: `memo run --nproc 2 --master-port P` with P
+// taken is refused before the data stage, not after it.
+func TestNprocGivenPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memo (-short)")
+	}
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	spec := tinySpec(t, dir)
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	cmd := exec.Command(exe, "run", "--runs", filepath.Join(dir, "runs"), "--nproc", "2", "--master-port", p, spec)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "rendezvous port "+p+" is in use") {
+		t.Errorf("--master-port %s taken: %v, want exit 2 naming the port:\n%s", p, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "tiny", "data")); err == nil {
+		t.Error("the data stage ran before the port was found taken")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,9 +125,13 @@ func runAction(c *cli.Context) (err error) {
 		return err
 	}
 	// A launcher (srun, torchrun) started this process as one of several
-	// ranks of the whole run: rank 0 runs it, the others train with it.
-	// memo run --nproc's own ranks are told their stage (--stages train).
-	launched := place.Size > 1 && !c.IsSet("stages") && !dist.Launched()
+	// ranks of the run: rank 0 runs its stages (all, or --stages), the
+	// others train with it when it trains and otherwise hear its verdict:
+	// had they gone their own way, a rank 0 that refused left them in the
+	// c10d rendezvous for its 30 minutes, and they ran the other stages
+	// too. memo run --nproc's own ranks are the exception: their parent
+	// told them their stage (--stages train) and waits for them.
+	launched := place.Size > 1 && !dist.Launched()
 	if launched && place.Rank > 0 {
 		return followRank0(c, place)
 	}
@@ -217,6 +222,12 @@ func runAction(c *cli.Context) (err error) {
 		port := 0 // a free one
 		if place.PortSet {
 			port = place.Port // --master-port or MASTER_PORT
+			// Checked now, not after the data stage's minutes; taken later
+			// still, the launch says so then.
+			trains := len(opt.Stages) == 0 || slices.Contains(opt.Stages, "train")
+			if _, err := dist.FreePort(port); err != nil && trains {
+				return usageError("--nproc %d: rendezvous %v", nproc, err)
+			}
 		}
 		opt.Train = func(ctx context.Context, spec *experiments.Spec, dir string) error {
 			return launchTraining(ctx, nproc, c.Args().First(), c.StringSlice("set"), c.String("runs"), perRank, port)

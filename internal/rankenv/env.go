@@ -180,9 +180,8 @@ func discover(c Config, env func(string) (string, bool)) (Config, error) {
 		}
 		c.Port = DefaultPort
 		if src == "slurm" || src == "torchrun" {
-			// Ranks that meet start from it anyway; ranks told their
-			// stage (srun memo run --stages train) all derive it alike,
-			// and two such jobs on a node no longer share 29500.
+			// The meeting's first candidate: two jobs on a node no
+			// longer both start from 29500.
 			c.Port = derivedPort(env)
 		}
 		// torchrun's agent (PyTorch 2.x) serves its own store on

@@ -61,8 +61,8 @@ func TestDiscover(t *testing.T) {
 			want: Config{Rank: 0, Size: 1, LocalRank: 0, Addr: "127.0.0.1", Port: DefaultPort, Source: "single"}},
 		{name: "torchrun", flag: Unset(), env: torchrun,
 			want: Config{Rank: 1, Size: 4, LocalRank: 1, Addr: "10.0.0.1", Port: 1234, PortSet: true, Source: "torchrun"}},
-		// Ranks told their stage meet on no port: all derive one from
-		// the job alike (two such jobs on a node shared 29500).
+		// No port given: the meeting starts from one derived from the
+		// job (two jobs on a node both started from 29500).
 		{name: "slurm", flag: Unset(), env: slurm,
 			want: Config{Rank: 5, Size: 8, LocalRank: 1, Addr: "gpu03", Port: derivedPort(mapEnv(slurm)), Source: "slurm"}},
 		// torchrun's agent serves its store on MASTER_PORT: memo's ranks

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 func envOf(m map[string]string) func(string) (string, bool) {
@@ -153,18 +155,39 @@ func TestMeetPicksAnotherPort(t *testing.T) {
 	l.Close()
 }
 
-// A given port is the only one tried: taken, rank 0 says so.
+// A given port is the only one tried: taken by another program, rank 0
+// says so as bad input, and rank 1 stops trying it at once rather than
+// waiting its minute and blaming rank 0.
 func TestMeetGivenPortTaken(t *testing.T) {
 	l, err := net.Listen("tcp", ":0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	go func() { // a server that is not memo's rank 0
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = conn.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+			conn.Close()
+		}
+	}()
 	p := l.Addr().(*net.TCPAddr).Port
 	c := Config{Rank: 0, Size: 2, Port: p, PortSet: true, Addr: "127.0.0.1", Source: "slurm"}
 	_, err = lead(c, time.Second, envOf(nil))
-	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(p)+" is in use") {
-		t.Fatalf("lead on a taken port: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(p)+" is in use") || !badinput.Is(err) {
+		t.Fatalf("lead on a taken port: %v; want bad input naming port %d", err, p)
+	}
+	c.Rank = 1
+	start := time.Now()
+	_, err = follow(context.Background(), c, time.Minute, envOf(nil))
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "rank 1 of 2: rendezvous port "+strconv.Itoa(p)+" at 127.0.0.1 answers, but not as this launch's rank 0") {
+		t.Fatalf("follow on a port another program holds: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("follow gave up after %v; want well within its minute", d)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // A meeting is how the ranks of one `memo run` started by a launcher (srun,
@@ -106,7 +108,9 @@ func lead(c Config, wait time.Duration, env func(string) (string, bool)) (*Leade
 		return ld, nil
 	}
 	if c.PortSet {
-		return nil, fmt.Errorf("rendezvous port %d is in use or not available (choose another MASTER_PORT or --master-port): %w", c.Port, errors.Join(errs...))
+		// The port the user gave is taken: bad input, as a port out of
+		// range is, and every rank is told it (exit 2).
+		return nil, badinput.Errorf("rendezvous port %d is in use or not available (choose another MASTER_PORT or --master-port): %w", c.Port, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("no free rendezvous port in %d..%d (set MASTER_PORT or --master-port): %w", candidates(c, env)[0], candidates(c, env)[PortSpan-1], errs[len(errs)-1])
 }
@@ -229,14 +233,26 @@ func follow(ctx context.Context, c Config, wait time.Duration, env func(string) 
 	token := meetToken(c, env)
 	ports := candidates(c, env)
 	deadline := time.Now().Add(wait)
+	foreign := 0 // answers in a row on a given port that were not rank 0's
 	for {
 		for _, p := range ports {
 			if err := ctx.Err(); err != nil {
 				return Verdict{}, err
 			}
-			v, ok, err := try(ctx, c, p, token)
+			v, ok, answered, err := try(ctx, c, p, token)
 			if ok {
 				return v, err
+			}
+			// Something else listens on the one port given: rank 0 cannot
+			// listen there and says so; waiting out the minute would only
+			// blame rank 0 for not answering.
+			if answered {
+				foreign++
+			} else {
+				foreign = 0
+			}
+			if c.PortSet && foreign >= foreignAnswers {
+				return Verdict{}, Tag(c.Rank, c.Size, badinput.Errorf("rendezvous port %d at %s answers, but not as this launch's rank 0: another program or launch holds it (choose another MASTER_PORT or --master-port)", p, c.Addr))
 			}
 		}
 		if time.Now().After(deadline) {
@@ -258,35 +274,42 @@ func portRange(ps []int) string {
 	return fmt.Sprintf("%d..%d", ps[0], ps[len(ps)-1])
 }
 
+// foreignAnswers is how many connections in a row to a given port must
+// be answered by something other than this launch's rank 0 before a
+// follower gives up on it.
+const foreignAnswers = 3
+
 // try meets rank 0 on port p; ok is false when nothing of this launch
-// answers there.
-func try(ctx context.Context, c Config, p int, token string) (v Verdict, ok bool, err error) {
+// answers there, and answered then says whether something else took the
+// connection (a refused one is rank 0 not listening yet).
+func try(ctx context.Context, c Config, p int, token string) (v Verdict, ok, answered bool, err error) {
 	d := net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(c.Addr, strconv.Itoa(p)))
 	if err != nil {
-		return v, false, nil
+		return v, false, false, nil
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := fmt.Fprintf(conn, "memo-meet %s %d\n", token, c.Rank); err != nil {
-		return v, false, nil
+		return v, false, true, nil
 	}
 	br := bufio.NewReader(conn)
 	if line, err := br.ReadString('\n'); err != nil || line != "ok\n" {
-		return v, false, nil
+		return v, false, ctx.Err() == nil, nil
 	}
 	// Met: wait as long as rank 0 works (keepalives find a dead host).
 	_ = conn.SetDeadline(time.Time{})
 	line, err := br.ReadString('\n')
 	if err != nil {
 		if ctx.Err() != nil {
-			return v, true, ctx.Err()
+			return v, true, true, ctx.Err()
 		}
-		return v, true, Tag(c.Rank, c.Size, errors.New("rank 0 ended before training started, without a word (see its output)"))
+		return v, true, true, Tag(c.Rank, c.Size, errors.New("rank 0 ended before training started, without a word (see its output)"))
 	}
-	return parseVerdict(strings.TrimSuffix(line, "\n"))
+	v, ok, err = parseVerdict(strings.TrimSuffix(line, "\n"))
+	return v, ok, true, err
 }
 
 func parseVerdict(line string) (Verdict, bool, error) {
