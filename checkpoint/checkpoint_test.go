@@ -236,6 +236,7 @@ func TestResolve(t *testing.T) {
 		{filepath.Join(run, DirName, StepName(3)), "", "truncated or corrupt"},
 		{t.TempDir(), "", "no complete checkpoint"},
 		{weightsOnly(t), "", "holds model.safetensors but no config.json"},
+		{configOnly(t), "", "has a config.json but no model.safetensors or model.safetensors.index.json"},
 	}
 	for _, c := range cases {
 		got, err := Resolve(c.path)
@@ -286,6 +287,16 @@ func TestWithoutOptimizer(t *testing.T) {
 func weightsOnly(t *testing.T) string {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// configOnly is a Hugging Face directory whose download stopped after
+// config.json.
+func configOnly(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, HFConfigFile), []byte(`{"model_type": "llama"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

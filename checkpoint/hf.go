@@ -2,11 +2,12 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memo-research/memo/internal/memlimit"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/internal/memlimit"
 	"github.com/memo-research/memo/internal/safetensors"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
@@ -223,6 +225,11 @@ type ExportOptions struct {
 	// Form is the transformers version whose config.json form to write
 	// (model.HFForm5, the default when 0, or model.HFForm4).
 	Form model.HFForm
+	// TokenizerFiles are written beside tokenizer.json, by base name:
+	// tokenizer_config.json and special_tokens_map.json of the Hugging
+	// Face tokenizer the run used, which say what tokenizer.json does not
+	// (the special tokens' roles, a chat template, model_max_length).
+	TokenizerFiles map[string][]byte
 }
 
 // Export writes the memo checkpoint dir as a Hugging Face model directory
@@ -296,10 +303,22 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
 	hf := cfg.HFConfigForm(form)
+	base := baseSpecialIDs(cfg, opt)
 	gen := map[string]any{"do_sample": false}
+	if base.gen != nil && (namesID(base.gen["eos_token_id"], opt.EOS) || namesID(base.config["eos_token_id"], opt.EOS)) {
+		// The base's generation defaults, which a fine-tune with its
+		// tokenizer keeps (its pad id, sampling settings).
+		gen = maps.Clone(base.gen)
+	}
 	for key, id := range map[string]int{"bos_token_id": opt.BOS, "eos_token_id": opt.EOS} {
 		if id >= 0 {
 			hf[key], gen[key] = id, id
+			if v, ok := base.config[key]; ok && namesID(v, id) {
+				hf[key] = v
+			}
+			if v, ok := base.gen[key]; ok && namesID(v, id) {
+				gen[key] = v
+			}
 		}
 	}
 	if err := writeJSON(filepath.Join(tmp, HFConfigFile), hf); err != nil {
@@ -315,6 +334,14 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 		if err := atomicfile.WriteFileSync(filepath.Join(tmp, HFTokenizerFile), opt.Tokenizer); err != nil {
 			return err
 		}
+		for name, b := range opt.TokenizerFiles {
+			if name != filepath.Base(name) || name == HFTokenizerFile {
+				return fmt.Errorf("export: tokenizer file %q: want a base name other than %s", name, HFTokenizerFile)
+			}
+			if err := atomicfile.WriteFileSync(filepath.Join(tmp, name), b); err != nil {
+				return err
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -324,6 +351,50 @@ func export(ctx context.Context, dir, out string, opt ExportOptions, weights fun
 	}
 	syncDir(filepath.Dir(filepath.Clean(out)))
 	return nil
+}
+
+// baseIDs are what the Hugging Face model a fine-tune started from
+// (model.init_from) says of its special tokens: config.json's keys and
+// generation_config.json's, nil where it has none.
+type baseIDs struct{ config, gen map[string]any }
+
+// baseSpecialIDs reads the base of cfg when it is a fine-tune of a Hugging
+// Face model and the export has a tokenizer: an export of Llama 3.1 kept
+// only the tokenizer's one <|end_of_text|> of the base's three eos ids, so
+// generation no longer stopped at <|eot_id|>. A base that cannot be read
+// (moved since) gives nothing: the export is as for a model trained here.
+func baseSpecialIDs(cfg model.Config, opt ExportOptions) baseIDs {
+	dir, ok := strings.CutPrefix(cfg.InitFrom, "hf:")
+	if !ok || opt.Tokenizer == nil {
+		return baseIDs{}
+	}
+	read := func(name string) map[string]any {
+		var m map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			return nil
+		}
+		return m
+	}
+	return baseIDs{config: read(HFConfigFile), gen: read(HFGenerationConfigFile)}
+}
+
+// namesID reports whether an id value of a Hugging Face config (a number,
+// or a list of numbers: every token that ends a turn) names id; only then
+// is the base's value kept, since a tokenizer that is not the base's
+// numbers its tokens otherwise.
+func namesID(v any, id int) bool {
+	switch v := v.(type) {
+	case float64:
+		return v == float64(id)
+	case []any:
+		for _, e := range v {
+			if f, ok := e.(float64); ok && f == float64(id) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func copyFile(ctx context.Context, from, to string) error {

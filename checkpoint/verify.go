@@ -16,6 +16,7 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/filehash"
+	"github.com/memo-research/memo/internal/safetensors"
 )
 
 // Verify checks that dir is a complete checkpoint: state.json parses and
@@ -198,6 +199,11 @@ func Resolve(path string) (string, error) {
 		if m, _ := filepath.Glob(filepath.Join(path, "*.safetensors")); len(m) > 0 {
 			// Weights without the config.json a Hugging Face directory has.
 			return "", badinput.Errorf("%s: holds %s but no config.json: a Hugging Face model directory needs its config.json beside the weights", path, filepath.Base(m[0]))
+		}
+		if _, err := os.Stat(filepath.Join(path, HFConfigFile)); err == nil {
+			// A Hugging Face directory whose weights are missing (a
+			// download that stopped after config.json).
+			return "", badinput.Errorf("%s: has a config.json but no %s or %s: a Hugging Face model directory without its weights", path, ModelFile, safetensors.IndexFile)
 		}
 		return "", badinput.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
 	}

@@ -456,6 +456,9 @@ func exportAction(c *cli.Context) error {
 				return usageError("export: %v", err)
 			}
 			opt.Tokenizer, opt.BOS, opt.EOS = tok.JSON(), int(tok.BOS()), int(tok.EOS())
+			if cfg, err := checkpoint.ReadConfig(dir); err == nil {
+				opt.TokenizerFiles = tokenizerCompanions(run, cfg, tok)
+			}
 		}
 	}
 	if opt.Tokenizer == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -297,6 +298,67 @@ func TestFinetuneImportedThenExport(t *testing.T) {
 	}
 	if r := execMemo(t, exe, work, "extract", "--model", src, run); r.code != 2 {
 		t.Errorf("extract --model with a RUN-DIR too: exit %d, want 2", r.code)
+	}
+}
+
+// TestExportKeepsBaseTokenizerFiles: a fine-tune of a Hugging Face model
+// with its own tokenizer exports what the base says of its special tokens
+// (an eos_token_id list, as Llama 3's ends every turn with one of three,
+// its sampling defaults) and the tokenizer's side files, which it used to
+// drop for the tokenizer's one EOS and a bare tokenizer.json.
+func TestExportKeepsBaseTokenizerFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the memo binary and trains")
+	}
+	exe := buildMemo(t)
+	golden, _ := hfGolden(t, "llama-gqa-tied")
+	work := t.TempDir()
+	// A tokenizer of at most the base's 320 ids: memo's bpe:300 on the
+	// same corpus, put in the base's directory as its own.
+	writeTestFile(t, filepath.Join(work, "tok.toml"), finetuneSpec("tok", golden, "3e-3", ""))
+	if r := execMemo(t, exe, work, "data", "build", "--out", "tokrun", "tok.toml"); r.code != 0 {
+		t.Fatalf("data build: exit %d: %s", r.code, r.stderr)
+	}
+	eos := readJSON[struct {
+		EOS int `json:"eos"`
+	}](t, filepath.Join(work, "tokrun", "data", "report.json")).EOS
+	base := filepath.Join(work, "base")
+	copyDir(t, golden, base)
+	tokJSON, err := os.ReadFile(filepath.Join(work, "tokrun", "data", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(base, "tokenizer.json"), string(tokJSON))
+	tokConfig := `{"eos_token": "<|endoftext|>", "model_max_length": 64, "chat_template": "{{ messages }}"}`
+	specialMap := `{"eos_token": "<|endoftext|>"}`
+	writeTestFile(t, filepath.Join(base, "tokenizer_config.json"), tokConfig)
+	writeTestFile(t, filepath.Join(base, "special_tokens_map.json"), specialMap)
+	eosList := []int{eos, 7}
+	writeJSONFile(t, filepath.Join(base, "generation_config.json"), map[string]any{"eos_token_id": eosList, "temperature": 0.6, "do_sample": true})
+	cfg := readJSON[map[string]any](t, filepath.Join(base, "config.json"))
+	cfg["eos_token_id"] = eosList
+	writeJSONFile(t, filepath.Join(base, "config.json"), cfg)
+
+	spec := strings.Replace(finetuneSpec("ft", base, "3e-3", ""), `tokenizer = "bpe:300"`, `tokenizer = "hf:`+base+`"`, 1)
+	writeTestFile(t, filepath.Join(work, "ft.toml"), spec)
+	if r := execMemo(t, exe, work, "run", "--runs", "runs", "--threads", "1", "--stages", "data,train", "ft.toml"); r.code != 0 {
+		t.Fatalf("memo run exited %d:\n%s", r.code, r.stderr)
+	}
+	out := filepath.Join(work, "exported")
+	if r := execMemo(t, exe, work, "export", filepath.Join(work, "runs", "ft"), out); r.code != 0 {
+		t.Fatalf("memo export exited %d: %s", r.code, r.stderr)
+	}
+	for name, want := range map[string]string{"tokenizer_config.json": tokConfig, "special_tokens_map.json": specialMap} {
+		if b, err := os.ReadFile(filepath.Join(out, name)); err != nil || string(b) != want {
+			t.Errorf("exported %s: %q, %v; want the base's", name, b, err)
+		}
+	}
+	gen := readJSON[map[string]any](t, filepath.Join(out, "generation_config.json"))
+	if fmt.Sprint(gen["eos_token_id"]) != fmt.Sprint([]any{float64(eos), 7.0}) || gen["temperature"] != 0.6 {
+		t.Errorf("exported generation_config.json %v: want the base's eos list %v and temperature", gen, eosList)
+	}
+	if c := readJSON[map[string]any](t, filepath.Join(out, "config.json")); fmt.Sprint(c["eos_token_id"]) != fmt.Sprint([]any{float64(eos), 7.0}) {
+		t.Errorf("exported config.json eos_token_id %v: want the base's %v", c["eos_token_id"], eosList)
 	}
 }
 
