@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ type BenchResult struct {
 // and position, so the load can be checked) with Save and loads it back
 // with Load and ReadInto, the functions training and resuming call. The
 // model is built on the CPU.
+// ErrBenchDir marks Bench's failure to make its scratch directory under
+// BenchConfig.Dir: the directory given is unusable (bad input), unlike a
+// failure while writing there (a full disk).
+var ErrBenchDir = errors.New("cannot make the scratch checkpoint's directory")
+
 func Bench(c BenchConfig) (BenchResult, error) {
 	var res BenchResult
 	cfg, err := c.Model.Resolve()
@@ -53,7 +59,7 @@ func Bench(c BenchConfig) (BenchResult, error) {
 	}
 	dir, err := os.MkdirTemp(c.Dir, "memo-bench-checkpoint-")
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("%w: %w", ErrBenchDir, err)
 	}
 	defer os.RemoveAll(dir)
 	// memo bench exits at once on an interrupt, past the deferred

@@ -11,6 +11,18 @@ import (
 // Llama 2-style tokenizer.json through hftok, with the ids the Hugging Face
 // library gives (data/hftok/testdata/tokenizers.json), BOS and EOS from the
 // post-processor or by name, and special tokens added only on request.
+// fetchedModels is the models/ directory of a fetched tokenizer package
+// (skipping the test where it is not fetched).
+func fetchedModels(t *testing.T, corpus string) string {
+	t.Helper()
+	needFetched(t, corpus)
+	dir, err := packageDir(fetchedCache(), corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "models")
+}
+
 func TestHFTokenizers(t *testing.T) {
 	for _, tc := range []struct {
 		corpus           string
@@ -24,12 +36,7 @@ func TestHFTokenizers(t *testing.T) {
 		{"llama2-tokenizer", "Hello world!", []int32{22557, 1526, 28808}, []int32{1, 22557, 1526, 28808}, 1, 2},
 	} {
 		t.Run(tc.corpus, func(t *testing.T) {
-			needFetched(t, tc.corpus)
-			dir, err := packageDir(fetchedCache(), tc.corpus)
-			if err != nil {
-				t.Fatal(err)
-			}
-			models := filepath.Join(dir, "models")
+			models := fetchedModels(t, tc.corpus)
 			for _, spec := range []string{"hf:" + models, "hf:" + filepath.Join(models, "tokenizer.json")} {
 				tok, err := LoadTokenizer(spec)
 				if err != nil {
@@ -110,12 +117,7 @@ func TestBuildWithHFTokenizer(t *testing.T) {
 func TestDecodeAfter(t *testing.T) {
 	for _, corpus := range []string{"llama2-tokenizer", "llama3-tokenizer"} {
 		t.Run(corpus, func(t *testing.T) {
-			needFetched(t, corpus)
-			dir, err := packageDir(fetchedCache(), corpus)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tok, err := LoadTokenizer("hf:" + filepath.Join(dir, "models"))
+			tok, err := LoadTokenizer("hf:" + fetchedModels(t, corpus))
 			if err != nil {
 				t.Fatal(err)
 			}

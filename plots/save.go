@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"codeberg.org/go-pdf/fpdf"
@@ -94,10 +95,15 @@ func pdfDate() time.Time {
 	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 }
 
-// save writes p as name.<format> into dir for every configured format.
-func save(p *figure, cfg Config, dir, name string) ([]string, error) {
+// setPDFDates sets fpdf's package-wide dates once, before the first PDF.
+var setPDFDates = sync.OnceFunc(func() {
 	fpdf.SetDefaultCreationDate(pdfDate())
 	fpdf.SetDefaultModificationDate(pdfDate())
+})
+
+// save writes p as name.<format> into dir for every configured format.
+func save(p *figure, cfg Config, dir, name string) ([]string, error) {
+	setPDFDates()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -188,9 +187,9 @@ func runBenchCheckpoint(c *cli.Context) error {
 		}
 	}
 	res, err := checkpoint.Bench(checkpoint.BenchConfig{Model: mc, Optimizer: c.Bool("optimizer"), Dir: c.String("dir")})
-	if atomicfile.Unwritable(err) || errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, checkpoint.ErrBenchDir) {
 		// --dir /proc: a directory nothing can be made in.
-		return usageError("bench checkpoint: --dir %s: cannot write its scratch checkpoint there: %v", cmp.Or(c.String("dir"), os.TempDir()), err)
+		return usageError("bench checkpoint: --dir %s: %v", cmp.Or(c.String("dir"), os.TempDir()), err)
 	}
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func TestBenchCheckpointDir(t *testing.T) {
 		{filepath.Join(run, "checkpoints"), "is in a run's checkpoints/"},
 		{filepath.Join(work, "missing"), "does not exist"},
 		{filepath.Join(work, "file"), "not a directory"},
-		{"/proc", "cannot write its scratch checkpoint there"},
+		{"/proc", "cannot make the scratch checkpoint's directory"},
 	} {
 		r := execMemo(t, exe, work, "bench", "checkpoint", "--preset", "nano", "--vocab", "64", "--dir", tt.dir)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
