@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,11 +59,15 @@ func scoreGenerateExportCommands() (cmds []*cli.Command) {
 			"ties to the lowest id, the KV cache on). With --prompt TEXT the text is encoded with\n" +
 			"the model's own tokenizer (special tokens added as the tokenizer does) and the\n" +
 			"prompt printed with its continuation as text; --json prints the continuation alone,\n" +
-			"its ids and text.\n" + modelArgHelp,
+			"its ids and text. The continuation of a prompt ends at the first end-of-sequence\n" +
+			"token (the tokenizer's EOS, and a Hugging Face directory's generation_config.json\n" +
+			"eos_token_id), kept in the ids and left out of the text, as transformers' generate\n" +
+			"stops; --ignore-eos generates all --max-new tokens. Rows of ids never stop early.\n" + modelArgHelp,
 		Flags: []cli.Flag{modelFlag, idsFlag, deviceFlag, precisionFlag,
 			&cli.StringFlag{Name: "prompt", Usage: "a text prompt instead of --ids-json"},
 			&cli.IntFlag{Name: "max-new", Value: 32, Usage: "tokens to generate per row"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "recompute the whole sequence for every token (the check on the cache)"},
+			&cli.BoolFlag{Name: "ignore-eos", Usage: "with --prompt: go on past an end-of-sequence token to --max-new tokens"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 		Action: generateAction,
 	})
@@ -325,6 +330,32 @@ func tokenizerOf(modelArg, dir string) (*data.Tokenizer, error) {
 	return nil, fmt.Errorf("no tokenizer.json found beside %s (looked for %s)", modelArg, strings.Join(candidates, ", "))
 }
 
+// stopIDs reports the tokens that end a prompt's continuation: the
+// tokenizer's EOS, and the eos_token_id (a number or a list: Llama 3
+// instruct ends a turn with <|eot_id|>) of the generation_config.json
+// beside a Hugging Face model.
+func stopIDs(modelArg string, tok *data.Tokenizer) func(int32) bool {
+	stop := map[int32]bool{}
+	if tok.EOS() >= 0 {
+		stop[tok.EOS()] = true
+	}
+	var gen struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if b, err := os.ReadFile(filepath.Join(modelArg, checkpoint.HFGenerationConfigFile)); err == nil && json.Unmarshal(b, &gen) == nil {
+		var one int32
+		var list []int32
+		if json.Unmarshal(gen.EOS, &one) == nil {
+			stop[one] = true
+		} else if json.Unmarshal(gen.EOS, &list) == nil {
+			for _, id := range list {
+				stop[id] = true
+			}
+		}
+	}
+	return func(id int32) bool { return stop[id] }
+}
+
 func generateAction(c *cli.Context) error {
 	if err := modelArgs("generate", c); err != nil {
 		return err
@@ -338,6 +369,9 @@ func generateAction(c *cli.Context) error {
 	}
 	if c.Int("max-new") < 1 {
 		return usageError("generate: --max-new %d: must be >= 1", c.Int("max-new"))
+	}
+	if c.IsSet("ignore-eos") && prompt == "" {
+		return usageError("generate: --ignore-eos goes with --prompt: rows of ids never stop early")
 	}
 	var rows [][]int32
 	var err error
@@ -386,7 +420,13 @@ func generateAction(c *cli.Context) error {
 	if tok == nil {
 		return printJSON(map[string]any{"ids": out})
 	}
-	text := lossyutf8.String([]byte(tok.DecodeAfter(rows[0], out[0])))
+	shown := out[0]
+	if !c.Bool("ignore-eos") {
+		if i := slices.IndexFunc(out[0], stopIDs(c.String("model"), tok)); i >= 0 {
+			out[0], shown = out[0][:i+1], out[0][:i]
+		}
+	}
+	text := lossyutf8.String([]byte(tok.DecodeAfter(rows[0], shown)))
 	if c.Bool("json") {
 		return printJSON(map[string]any{"ids": out, "text": []string{text}})
 	}

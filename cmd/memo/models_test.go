@@ -270,6 +270,33 @@ func TestFinetuneImportedThenExport(t *testing.T) {
 	if r := execMemo(t, exe, work, "generate", "--model", out, "--prompt", "Light is", "--max-new", "5"); r.code != 0 || !strings.HasPrefix(r.stdout, "Light is") {
 		t.Errorf("generate --prompt on the export: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
+	// The continuation ends at an eos_token_id of generation_config.json
+	// (here the third token greedy gives), kept in the ids, not in the text.
+	type generated struct {
+		IDs  [][]int32 `json:"ids"`
+		Text []string  `json:"text"`
+	}
+	genJSON := func(model string, maxNew int, extra ...string) generated {
+		r := execMemo(t, exe, work, append([]string{"generate", "--model", model, "--prompt", "Light is", "--max-new", itoa(maxNew), "--json"}, extra...)...)
+		var g generated
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &g) != nil || len(g.IDs) != 1 || len(g.Text) != 1 {
+			t.Fatalf("generate --json on %s: exit %d, stdout %q, stderr %s", model, r.code, r.stdout, r.stderr)
+		}
+		return g
+	}
+	full := genJSON(out, 6, "--ignore-eos")
+	if len(full.IDs[0]) != 6 {
+		t.Fatalf("generate --ignore-eos: %d ids, want 6", len(full.IDs[0]))
+	}
+	stops := filepath.Join(work, "stops")
+	copyDir(t, out, stops)
+	writeJSONFile(t, filepath.Join(stops, "generation_config.json"), map[string]any{"eos_token_id": []int32{999, full.IDs[0][2]}})
+	if g := genJSON(stops, 6); !slices.Equal(g.IDs[0], full.IDs[0][:3]) || g.Text[0] != genJSON(stops, 2, "--ignore-eos").Text[0] {
+		t.Errorf("generate with eos_token_id %d: ids %v, text %q; want %v and the text of the first two", full.IDs[0][2], g.IDs[0], g.Text[0], full.IDs[0][:3])
+	}
+	if r := execMemo(t, exe, work, "generate", "--model", out, "--ids-json", "ids.json", "--ignore-eos"); r.code != 2 || !strings.Contains(r.stderr, "--ignore-eos goes with --prompt") {
+		t.Errorf("generate --ids-json --ignore-eos: exit %d, %s; want 2", r.code, r.stderr)
+	}
 	// A row fills the context exactly: the last new token is never fed
 	// back, so a 3-token row takes context-2 new ones, and not one more.
 	hfc := readJSON[struct {
