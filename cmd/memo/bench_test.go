@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,17 @@ func TestBenchDecodeModelDir(t *testing.T) {
 	}
 	if got.ModelDir != dir || got.Params != 112960 || got.Vocab != 320 || got.KVBytes <= 0 || got.Weights != 4*112960 {
 		t.Errorf("got %+v; want model_dir %s, 112960 params, vocab 320, KV bytes measured, 4 bytes a weight", got, dir)
+	}
+	// The table's approx line says what was measured: KV bytes for a
+	// cache approximation, QuantSpec's acceptance (and not a 0 for bytes
+	// it does not count) for QuantSpec.
+	for approx, want := range map[string]string{"kv8": "KV bytes read per token\n", "quantspec-g4": "QuantSpec acceptance"} {
+		r := execMemo(t, exe, t.TempDir(), "bench", "decode", "--model", dir, "--prefix", "8", "--suffix", "3",
+			"--batch", "2", "--threads", "1", "--reps", "1", "--approximation", approx)
+		line := regexp.MustCompile(`(?m)^approx .*\n`).FindString(r.stdout)
+		if r.code != 0 || !strings.Contains(line, want) || strings.Contains(line, ": 0 KV") || (approx == "kv8") == strings.Contains(line, "acceptance") {
+			t.Errorf("--approximation %s: exit %d, approx line %q; want it to say %q", approx, r.code, line, want)
+		}
 	}
 	for _, tt := range []struct {
 		args []string
