@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/testrun"
 	"github.com/memo-research/memo/loss"
@@ -433,6 +435,25 @@ func TestResumeShardedExact(t *testing.T) {
 			compareRuns(t, whole[tc.like], dir, steps, 0, 0)
 		})
 	}
+	// Interrupted on one rank during step 7, a "full" run saves step 7 at
+	// once (the ranks agree to stop there and gather its checkpoint), and
+	// resumes from it to end where the uninterrupted run does; it used to
+	// keep only step 5 and redo steps 6-7.
+	t.Run("full interrupted", func(t *testing.T) {
+		dir := t.TempDir()
+		out, err := launchWorkers(t, 4, "train", "MEMO_DIST_DIR="+dir, "MEMO_DIST_STEPS="+strconv.Itoa(steps),
+			"MEMO_DIST_MASK="+loss.StrategyHashTable, "MEMO_DIST_CHECKPOINT_EVERY="+strconv.Itoa(every),
+			"MEMO_DIST_INTERRUPT_AT="+strconv.Itoa(stop), "MEMO_DIST_SHARD="+train.ShardFull)
+		if err == nil || !strings.Contains(out, fmt.Sprintf("interrupted at step %d of %d", stop, steps)) {
+			t.Fatalf("4 ranks interrupted at step %d: %v; want each to report saving step %d:\n%s", stop, err, stop, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(stop), checkpoint.ModelFile)); err != nil {
+			ents, _ := os.ReadDir(filepath.Join(dir, checkpoint.DirName))
+			t.Fatalf("no checkpoint of step %d: %v (%v)\n%s", stop, err, ents, out)
+		}
+		run(dir, train.ShardFull, 0)
+		compareRuns(t, whole[train.ShardFull], dir, steps, 0, 0)
+	})
 }
 
 // checkShares checks the rows each of size ranks read (readsFile in dir)

@@ -187,6 +187,17 @@ func workerTrain(g *Group) error {
 		cfg.LoRA = loraParity() // lora_test.go
 	}
 	opts := train.Options{Group: g, StopAfter: envInt("MEMO_DIST_STOP_AFTER", 0)}
+	// MEMO_DIST_INTERRUPT_AT=N: rank 1 alone is interrupted (as by a
+	// signal) during step N; the ranks agree to stop after it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if at := envInt("MEMO_DIST_INTERRUPT_AT", 0); at > 0 && g.Rank() == 1 {
+		opts.OnStep = func(m train.Metric) {
+			if int(m.Step) == at {
+				cancel()
+			}
+		}
+	}
 	var rep replicaRecorder // dplora_test.go
 	if os.Getenv(replicasEnv) != "" {
 		opts.OnEnd = rep.record
@@ -199,7 +210,7 @@ func workerTrain(g *Group) error {
 	if readsDir != "" {
 		from = lazy
 	}
-	if err := train.Run(context.Background(), cfg, mcfg, lcfg, from, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
+	if err := train.Run(ctx, cfg, mcfg, lcfg, from, os.Getenv("MEMO_DIST_DIR"), opts); err != nil {
 		return err
 	}
 	if err := rep.write(g.Rank()); err != nil {

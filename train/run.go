@@ -344,7 +344,11 @@ type loop struct {
 	loadedWeights bool
 	metrics       []Metric
 	lastSaved     int
-	work          *workers
+	// peerGone is set when the ranks could not agree on stopping (a peer
+	// had already exited): a sharded checkpoint, which needs them all at
+	// one step, cannot be written then.
+	peerGone bool
+	work     *workers
 	// Time spent in forward+backward and in the optimizer (for bench).
 	tModel, tOpt time.Duration
 	// phases, set by memo bench train on a GPU, times the same phases
@@ -386,6 +390,7 @@ func (l *loop) interruption(ctx context.Context) (err, fault error) {
 	defer t.MustDrop()
 	if rerr := l.group.AllReduceSum([]*ts.Tensor{t}); rerr != nil {
 		if err != nil {
+			l.peerGone = true
 			return err, nil // a peer already gone: this rank still stops as asked
 		}
 		return nil, fmt.Errorf("all-reduce the ranks' stop flags: %w", rerr)
@@ -394,6 +399,34 @@ func (l *loop) interruption(ctx context.Context) (err, fault error) {
 		err = context.Canceled
 	}
 	return err, nil
+}
+
+// savedTogether has the ranks of a group leave a checkpoint that ends
+// their training (the last step's, or an interruption's) together, each
+// with rank 0's verdict on it (err is this rank's part). A rank that
+// exited first, with 130 for an interruption, ended the launch (srun
+// --kill-on-bad-exit, memo's own launcher) and so killed rank 0 half-way
+// through writing the checkpoint it was leaving for.
+func (l *loop) savedTogether(err error) error {
+	if l.group == nil || l.size < 2 || l.peerGone {
+		return err
+	}
+	failed := 0.0
+	if err != nil {
+		failed = 1
+	}
+	t := ts.MustOfSlice([]float64{failed})
+	defer t.MustDrop()
+	if rerr := l.group.AllReduceSum([]*ts.Tensor{t}); rerr != nil {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("wait for the ranks after the checkpoint of step %d: %w", l.step, rerr)
+	}
+	if err == nil && t.Float64Values()[0] > 0 {
+		return fmt.Errorf("the checkpoint of step %d failed on another rank (see its error)", l.step)
+	}
+	return err
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {
@@ -411,18 +444,20 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("step %d: %w", l.step+1, ferr)
 		}
 		if err != nil {
-			// Interrupted between steps: keep what was done. A sharded
-			// run cannot: its checkpoint gathers the optimizer from every
-			// rank, and the others may not have stopped at this step.
+			// Interrupted between steps: keep what was done. The ranks
+			// agreed to stop at this step, so a sharded run gathers its
+			// checkpoint from them all as at a periodic one; only when a
+			// peer is gone (no agreement) can it not, and it keeps its
+			// last periodic checkpoint.
 			saved := l.step
-			if l.step > l.lastSaved && l.sharder != nil {
+			if l.step > l.lastSaved && l.sharder != nil && l.peerGone {
 				if l.rank == 0 {
 					slog.Warn("interrupted: a sharded run keeps only its last periodic checkpoint", "step", l.step, "checkpoint", l.lastSaved)
 				}
 				saved = l.lastSaved // the step the same command resumes after
 			} else if l.step > l.lastSaved {
 				l.elapsed = base + time.Since(start).Seconds()
-				if err2 := l.checkpoint(); err2 != nil {
+				if err2 := l.savedTogether(l.checkpoint()); err2 != nil {
 					// Not an interruption that saved: a failure (exit 1).
 					return fmt.Errorf("interrupted at step %d of %d, and its checkpoint failed: %w", l.step, l.total, err2)
 				}
@@ -456,7 +491,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			bar.Update(l.step, fmt.Sprintf("%s lr=%.2e tok/s=%.0f", loss, m.LR, m.TokensPerS))
 		}
 		if last || (l.cfg.CheckpointEvery > 0 && l.step%l.cfg.CheckpointEvery == 0) {
-			if err := l.checkpoint(); err != nil {
+			err := l.checkpoint()
+			if last {
+				err = l.savedTogether(err)
+			}
+			if err != nil {
 				return err
 			}
 		} else if l.step%l.cfg.LogEvery == 0 && l.rank == 0 {
