@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,5 +132,36 @@ func TestCommandArgs(t *testing.T) {
 		if got := spec.commandArgs(); got != tc.want {
 			t.Errorf("--set %q: commandArgs = %q, want %q", tc.sets, got, tc.want)
 		}
+	}
+}
+
+// TestSetOnSweptKey: --set on a key the spec sweeps is refused: the
+// sweep's values replaced it on every point while `memo config` showed
+// --set's value. Setting the axis itself works.
+func TestSetOnSweptKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sw.toml")
+	doc := "name = \"sw\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n\n[[sweep_points]]\n\"train.lr\" = 1e-3\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for set, want := range map[string]string{
+		"goldfish.k=8":  `change the sweep instead: --set 'sweep."goldfish.k"=[...]'`,
+		"train.lr=2e-3": "edit its [[sweep_points]] tables",
+	} {
+		spec, err := ParseWithOverrides(path, []string{set})
+		if err == nil {
+			_, err = spec.Expand()
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s: %v; want a ConfigError saying %q", set, err, want)
+		}
+	}
+	spec, err := ParseWithOverrides(path, []string{`sweep."goldfish.k"=[8]`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pts, err := spec.Expand(); err != nil || len(pts) != 2 {
+		t.Errorf("--set on the axis: %d points, %v; want k=8 and the sweep point", len(pts), err)
 	}
 }

@@ -59,6 +59,15 @@ func (s *Spec) Expand() ([]Point, error) {
 		doc["name"] = name
 		values := map[string]any{}
 		for i, a := range axes {
+			if s.set[a.Key] {
+				// The axis's value replaced --set's on every point, and
+				// `memo config` showed --set's: say so, not run the grid.
+				hint := fmt.Sprintf("--set 'sweep.\"%s\"=[...]'", a.Key)
+				if table != "sweep" {
+					hint = "edit its [[" + table + "]] tables"
+				}
+				return &ConfigError{File: s.file, Key: a.Key, Msg: fmt.Sprintf("--set gave it, but the spec sweeps it (in [%s]) and the sweep's values replace --set's on every point; change the sweep instead: %s", table, hint)}
+			}
 			if err := setPath(doc, a.Key, vals[i]); err != nil {
 				return &ConfigError{File: s.file, Line: s.lineOf(table + "." + a.Key), Key: table + "." + a.Key, Msg: err.Error()}
 			}

@@ -87,7 +87,10 @@ func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions
 		res := &results[i]
 		res.Name, res.Dir = p.Name, filepath.Join(dir, p.Name)
 		res.Log = filepath.Join(dir, "logs", p.Name+".log")
-		if Finished(p.Spec, res.Dir) {
+		// Skipped only whole: a point whose outputs were deleted or
+		// changed since is run again, and its stages redo what is broken
+		// (its own report had left it out as unfinished).
+		if finishedIntact(p.Spec, res.Dir) {
 			res.Status = PointSkipped
 			close(trained[p.Name])
 			say("[%d/%d] %s: already finished", i+1, len(pts), p.Name)

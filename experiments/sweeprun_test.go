@@ -181,3 +181,44 @@ func (w *startWatcher) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestRunSweepRedoesBrokenPoint: a finished point whose recorded output
+// was deleted since is run again, not skipped as finished while the
+// sweep's report leaves it out as unfinished.
+func TestRunSweepRedoesBrokenPoint(t *testing.T) {
+	old := stageFunc
+	t.Cleanup(func() { stageFunc = old })
+	stageFunc = func(ctx context.Context, stage string, spec *Spec, dir string, opt Options) error {
+		return os.WriteFile(filepath.Join(dir, "out-"+stage), []byte(stage), 0o644)
+	}
+	root := t.TempDir()
+	exe := filepath.Join(root, "fake-memo")
+	script := "#!/bin/sh\necho \"$@\" >> " + filepath.Join(root, "calls.txt") + "\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseBytes("gvs.toml", []byte("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 8]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		if _, err := Run(context.Background(), p.Spec, spec.SweepDir(root), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(spec.SweepDir(root), "k=8", "out-eval")); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := RunSweep(context.Background(), spec, root, SweepOptions{Jobs: 1, Exe: exe, Progress: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "calls.txt"))
+	if len(res) != 2 || res[0].Status != PointSkipped || res[1].Status == PointSkipped || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "k=8.toml") {
+		t.Errorf("results %+v, memo ran: %q; want k=0 skipped and k=8 run again", res, b)
+	}
+}
