@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
 	"github.com/memo-research/memo/eval"
@@ -126,4 +128,65 @@ func linkInto(dir, name, target string) error {
 		return fmt.Errorf("link %s to %s: %w", link, target, err)
 	}
 	return nil
+}
+
+// followMovedTrainer keeps the runs beside dir that reuse its training
+// (attack-only sweep points: their data/, checkpoints/ and metrics.arrow
+// are relative links into it) pointing at it once --force has moved it
+// aside to aside: followed to the model retrained in its place, the
+// links made those runs' config.toml, scores and figures describe a model
+// they never attacked. Their manifests record the new targets, so they
+// stay finished. Runs elsewhere that link into dir are not looked for.
+func followMovedTrainer(dir, aside string) {
+	parent := filepath.Dir(dir)
+	from, to := filepath.Base(dir), filepath.Base(aside)
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		sib := filepath.Join(parent, e.Name())
+		if !e.IsDir() || sib == dir || sib == aside {
+			continue
+		}
+		moved := map[string]string{} // link name -> its new target
+		for _, names := range reusedStages {
+			for _, name := range names {
+				link := filepath.Join(sib, name)
+				if t, err := os.Readlink(link); err != nil || t != filepath.Join("..", from, name) {
+					continue
+				}
+				target := filepath.Join("..", to, name)
+				tmp := link + ".relink-tmp"
+				_ = os.Remove(tmp)
+				if err := os.Symlink(target, tmp); err != nil {
+					slog.Warn("could not keep a run that reuses the moved training pointing at it", "run", sib, "err", err)
+					continue
+				}
+				if err := os.Rename(tmp, link); err != nil {
+					_ = os.Remove(tmp)
+					slog.Warn("could not keep a run that reuses the moved training pointing at it", "run", sib, "err", err)
+					continue
+				}
+				moved[name] = target
+			}
+		}
+		if len(moved) == 0 {
+			continue
+		}
+		if m, err := ReadManifest(sib); err == nil {
+			for _, rec := range m.Stages {
+				for rel, o := range rec.Outputs {
+					if target, ok := moved[rel]; ok && strings.HasPrefix(o.SHA256, "link:") {
+						o.SHA256 = "link:" + target
+						rec.Outputs[rel] = o
+					}
+				}
+			}
+			if err := m.write(sib); err != nil {
+				slog.Warn("could not record the moved training in a run that reuses it", "run", sib, "err", err)
+			}
+		}
+		slog.Warn("a run that reuses the moved training now links to it where it moved", "run", sib, "training", aside)
+	}
 }

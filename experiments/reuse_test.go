@@ -47,22 +47,7 @@ func TestRunReusesTraining(t *testing.T) {
 	none := ""
 	fakeStages(t, &calls, &none)
 	root := t.TempDir()
-	base := "[goldfish]\nk = 4\n[extract]\nmode = \"fixed\"\n"
-	trainer, err := ParseBytes("a.toml", []byte("name = \"a\"\n"+base+"prefix = 16\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcDir, err := Run(context.Background(), trainer, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"data/docs.arrow", "checkpoints/latest", "metrics.arrow"} {
-		writeTestFile(t, filepath.Join(srcDir, f), "x")
-	}
-	attack, err := ParseBytes("b.toml", []byte("name = \"b\"\n"+base+"prefix = 32\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcDir, attack := trainedAndAttack(t, root, "x")
 	calls = nil
 	dir, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir})
 	if err != nil {
@@ -147,5 +132,69 @@ func TestTrainingKey(t *testing.T) {
 		if got := key(tt.extra) == want; got != tt.same {
 			t.Errorf("%q: same training key %v, want %v", tt.extra, got, tt.same)
 		}
+	}
+}
+
+// reuseBase is the spec a trainer (a) and an attack-only run (b) share.
+const reuseBase = "[goldfish]\nk = 4\n[extract]\nmode = \"fixed\"\n"
+
+// trainedAndAttack runs trainer a under root (stages faked), gives it
+// data, checkpoints and metrics files holding fill, and returns its
+// directory and the spec of b, which may reuse its training.
+func trainedAndAttack(t *testing.T, root, fill string) (string, *Spec) {
+	t.Helper()
+	trainer, err := ParseBytes("a.toml", []byte("name = \"a\"\n"+reuseBase+"prefix = 16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDir, err := Run(context.Background(), trainer, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"data/docs.arrow", "checkpoints/latest", "metrics.arrow"} {
+		writeTestFile(t, filepath.Join(srcDir, f), fill)
+	}
+	attack, err := ParseBytes("b.toml", []byte("name = \"b\"\n"+reuseBase+"prefix = 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srcDir, attack
+}
+
+// TestForceKeepsReusersOnTheOldTraining: when --force moves a trainer
+// aside to retrain it, the run beside it that reused its training links
+// to the moved-aside copy (the model it attacked) and stays finished; its
+// links used to follow the name to the new model.
+func TestForceKeepsReusersOnTheOldTraining(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	srcDir, attack := trainedAndAttack(t, root, "old")
+	dir, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrained, err := ParseBytes("a.toml", []byte("name = \"a\"\n"+reuseBase+"prefix = 16\n[train]\nlr = 7e-4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), retrained, root, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	asides, _ := filepath.Glob(filepath.Join(root, "a.old-*"))
+	if len(asides) != 1 {
+		t.Fatalf("moved-aside trainers: %v, want one", asides)
+	}
+	for _, f := range []string{"data", "checkpoints", "metrics.arrow"} {
+		if link, err := os.Readlink(filepath.Join(dir, f)); err != nil || link != filepath.Join("..", filepath.Base(asides[0]), f) {
+			t.Errorf("%s: link %q (%v), want it into %s", f, link, err, filepath.Base(asides[0]))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "checkpoints", "latest")); err != nil || string(b) != "old" {
+		t.Errorf("the reusing run's checkpoints/latest reads %q, %v; want the old training's", b, err)
+	}
+	if !finishedIntact(attack, dir) {
+		t.Error("the reusing run is no longer finished after its links moved")
 	}
 }

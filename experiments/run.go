@@ -364,6 +364,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 			return nil, fmt.Errorf("move the run's lock back from %s: %w", aside, err)
 		}
 		slog.Warn("spec changed: old run moved aside", "old", aside)
+		followMovedTrainer(dir, aside)
 	case err == nil:
 		m, err := ReadManifest(dir)
 		if err == nil {
