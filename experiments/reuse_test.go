@@ -198,3 +198,27 @@ func TestForceKeepsReusersOnTheOldTraining(t *testing.T) {
 		t.Error("the reusing run is no longer finished after its links moved")
 	}
 }
+
+// TestReuseTrainWithStages: --reuse-train with --stages extract,eval links
+// the trained run's outputs as without --stages; extract used to find no
+// data/ and advise `memo data build`.
+func TestReuseTrainWithStages(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	srcDir, attack := trainedAndAttack(t, root, "x")
+	calls = nil
+	dir, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir, Stages: []string{"extract", "eval"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(calls, ",") != "extract,eval" {
+		t.Errorf("stages run %v, want extract and eval", calls)
+	}
+	for _, f := range []string{"data", "checkpoints", "metrics.arrow"} {
+		if link, err := os.Readlink(filepath.Join(dir, f)); err != nil || link != filepath.Join("..", "a", f) {
+			t.Errorf("%s: link %q (%v), want ../a/%s", f, link, err, f)
+		}
+	}
+}

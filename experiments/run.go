@@ -163,7 +163,11 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 	// so the done stages after it, which read them, run again too.
 	upstreamChanged := false
 	for _, st := range Stages {
-		if len(opt.Stages) > 0 && !contains(opt.Stages, st) {
+		// With --reuse-train, data and train are links to another run's
+		// outputs, made whatever --stages names: the stages asked for
+		// read them (checkStages counted them done).
+		linked := opt.ReuseTrain != "" && len(reusedStages[st]) > 0
+		if len(opt.Stages) > 0 && !contains(opt.Stages, st) && !linked {
 			continue
 		}
 		rec := m.Stage(st)
