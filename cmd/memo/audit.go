@@ -114,7 +114,7 @@ func auditArgs(c *cli.Context) error {
 		return err
 	}
 	out := c.String("out")
-	if err := checkNewFile("audit: --out", out); err != nil {
+	if err := checkNewOutput("audit: --out", out, "directory"); err != nil {
 		return err
 	}
 	if st, err := os.Stat(filepath.Dir(filepath.Clean(out))); err != nil || !st.IsDir() {
@@ -129,7 +129,7 @@ func readAuditTexts(c *cli.Context) (texts []labelled.Text, duplicates int, err 
 	if c.String("data") != "" {
 		t, err := labelled.Read(c.String("data"), labelled.Fields{Text: c.String("text-field"), Label: c.String("label-field")})
 		if err != nil {
-			return nil, 0, fmt.Errorf("audit: --data %w", err)
+			return nil, 0, fmt.Errorf("audit: --data: %w", err)
 		}
 		texts = t
 	} else {
@@ -139,7 +139,7 @@ func readAuditTexts(c *cli.Context) (texts []labelled.Text, duplicates int, err 
 		}{{"members", true}, {"nonmembers", false}} {
 			t, err := labelled.ReadClass(c.String(f.flag), f.member, c.String("text-field"))
 			if err != nil {
-				return nil, 0, fmt.Errorf("audit: --%s %w", f.flag, err)
+				return nil, 0, fmt.Errorf("audit: --%s: %w", f.flag, err)
 			}
 			texts = append(texts, t...)
 		}
@@ -332,6 +332,11 @@ func auditAction(c *cli.Context) error {
 	if p := c.String("tokenizer"); p != "" {
 		if tok, err = data.LoadTokenizer("hf:" + p); err != nil {
 			return usageError("audit: --tokenizer %s: %v", p, oneLine(err.Error()))
+		}
+		// --tokenizer is for a model with none beside it: another one
+		// than its own would score ids the model was never trained on.
+		if own, err := tokenizerOf(modelArg, ckpt); err == nil && !bytes.Equal(own.JSON(), tok.JSON()) {
+			return usageError("audit: --tokenizer %s: the model has a tokenizer of its own (beside --model %s), and this is another; leave --tokenizer out", p, modelArg)
 		}
 	} else if tok, err = tokenizerOf(modelArg, ckpt); err != nil {
 		return usageError("audit: --model %s: %v; name the model's tokenizer.json with --tokenizer", modelArg, oneLine(err.Error()))

@@ -177,7 +177,7 @@ func TestAuditBadInput(t *testing.T) {
 		{"blind permutations that cannot reach p < 0.05", []string{"--data", good, "--blind-permutations", "19"}, "--blind-permutations 19: must be 0 or at least 20"},
 		{"labels not membership values", []string{"--data", write("c.jsonl", `{"input":"x y","label":"yes"}`)}, "not a member/non-member value"},
 		{"empty text", []string{"--data", write("d.jsonl", `{"input":"","label":1}`+"\n"+`{"input":"y z","label":0}`)}, "empty text"},
-		{"tokenizer of another model", []string{"--data", good, "--tokenizer", otherTok}, "a tokenizer of another model"},
+		{"tokenizer of another model", []string{"--data", good, "--tokenizer", otherTok}, "the model has a tokenizer of its own (beside --model " + run + "), and this is another"},
 		{"stride at the window", []string{"--data", good, "--window", "16", "--stride", "16"}, "--stride 16"},
 		{"window past the context", []string{"--data", good, "--window", "100000"}, "--window 100000"},
 		{"no data", nil, "give --data FILE"},

@@ -569,9 +569,6 @@ func runBenchCorpus(c *cli.Context) error {
 	if err := checkNewFile("bench corpus: --out", out); err != nil {
 		return err
 	}
-	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-		return usageError("bench corpus: --out %s: directory %s does not exist", out, filepath.Dir(out))
-	}
 	cache, err := cacheDir(c, "bench corpus")
 	if err != nil {
 		return err
@@ -596,13 +593,35 @@ func runBenchCorpus(c *cli.Context) error {
 // not lie in a place memo made for something else (a checkpoint, a run's
 // data/ or checkpoints/, the cache), links resolved.
 func checkNewFile(flag, path string) error {
-	if where := outguard.Inside(path, data.ResolveCacheDir("")); where != "" {
-		return usageError("%s %s: is in %s; it never writes there: name a file elsewhere", flag, path, where)
+	if path == "-" {
+		// Not stdout: the command's own output goes there.
+		return usageError("%s -: writes a file, not standard output: name a new file", flag)
 	}
-	if outguard.Exists(path) {
-		return usageError("%s %s: exists; it writes a new file and never replaces one: remove it or name another", flag, path)
+	if err := checkNewOutput(flag, path, "file"); err != nil {
+		return err
+	}
+	// A typo in the directory would otherwise be made into directories.
+	if dir := filepath.Dir(path); !isDir(dir) {
+		return usageError("%s %s: directory %s does not exist", flag, path, dir)
 	}
 	return nil
+}
+
+// checkNewOutput refuses an output path (a "file" or a "directory") that
+// exists or lies in memo's cache.
+func checkNewOutput(flag, path, kind string) error {
+	if where := outguard.Inside(path, data.ResolveCacheDir("")); where != "" {
+		return usageError("%s %s: is in %s; it never writes there: name a %s elsewhere", flag, path, where, kind)
+	}
+	if outguard.Exists(path) {
+		return usageError("%s %s: exists; it writes a new %s and never replaces one: remove it or name another", flag, path, kind)
+	}
+	return nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix (powers

@@ -426,7 +426,8 @@ func cell(col arrow.Array, i int) any {
 func readParquet(path string) ([]row, error) {
 	tbl, err := arrowsafe.ReadParquetFile(path, 64)
 	if err != nil {
-		return nil, badinput.Wrap(err)
+		// Its words are "read PATH: parquet: ...": say the file, then why.
+		return nil, badinput.Errorf("%s: not a readable Parquet file (is it one, whole?): %v", path, strings.TrimPrefix(err.Error(), "read "+path+": "))
 	}
 	defer tbl.Release()
 	var rows []row

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // TestReadParquet: a WikiMIA-style Parquet file (string input, integer
@@ -94,6 +96,18 @@ func TestReadParquet(t *testing.T) {
 		})
 	if _, err := Read(dates, Fields{}); err == nil || !strings.Contains(err.Error(), `field "label": a Parquet date32 column is not`) {
 		t.Errorf("a date label: %v", err)
+	}
+	// A file cut short is named first, then why: not "read PATH: ...".
+	b, err := os.ReadFile(dates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(filepath.Dir(dates), "cut.parquet")
+	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(cut, Fields{}); err == nil || !badinput.Is(err) || !strings.HasPrefix(err.Error(), cut+": not a readable Parquet file") {
+		t.Errorf("a cut Parquet file: %v", err)
 	}
 }
 
