@@ -184,6 +184,32 @@ func TestSweepValueErrors(t *testing.T) {
 	}
 }
 
+// TestSweepRefusedPointsExit2: a sweep whose every failed point refused its
+// input (here run directories made from another spec) exits 2, as each
+// point did, not 1 as for a failure.
+func TestSweepRefusedPointsExit2(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "sw.toml"), "name = \"sw\"\n[data]\nsources = [\"opticks\"]\n[sweep]\n\"goldfish.k\" = [0, 4]\n")
+	// A sweep stopped at once leaves its sweep.json: the directory is its own.
+	first := exec.Command(exe, "sweep", "--runs", "runs", "-j", "1", "--threads", "1", "sw.toml")
+	first.Dir, first.Env = dir, append(os.Environ(), "MEMO_CACHE="+t.TempDir())
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	_ = first.Process.Signal(os.Interrupt)
+	_ = first.Wait()
+	for _, p := range []string{"k=0", "k=4"} {
+		writeTestFile(t, filepath.Join(dir, "runs", "sw", p, "config.toml"), "name = \"other\"\n")
+		_ = os.Remove(filepath.Join(dir, "runs", "sw", p, "manifest.json"))
+	}
+	r := execMemo(t, exe, dir, "sweep", "--runs", "runs", "-j", "1", "--threads", "1", "sw.toml")
+	if r.code != 2 || !strings.Contains(r.stderr, "memo: 2 of 2 sweep runs refused their input") {
+		t.Errorf("a sweep of refused points: exit %d, stderr %s; want 2", r.code, r.stderr)
+	}
+}
+
 // TestSweepSlurmDryRun: --dry-run prints the job array with the Slurm
 // options asked for, one task per grid point, and writes nothing.
 func TestSweepSlurmDryRun(t *testing.T) {

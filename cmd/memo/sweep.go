@@ -169,10 +169,14 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		// Runs stopped by SIGINT or SIGTERM did not fail: they resume.
 		return fmt.Errorf("sweep: %w", err)
 	}
-	failed := 0
+	failed, refused := 0, 0
 	for _, r := range results {
 		if r.Status == experiments.PointFailed {
 			failed++
+			var exit *exec.ExitError
+			if errors.As(r.Err, &exit) && exit.ExitCode() == exitBadInput {
+				refused++
+			}
 		}
 	}
 	// Made again even when every point had finished before, or none did
@@ -188,6 +192,11 @@ func localSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		fmt.Fprintf(c.App.ErrWriter, "memo: %s\n", oneLine(err.Error()))
 	} else if err := printTable(c, dir); err != nil {
 		return err
+	}
+	if failed > 0 && refused == failed {
+		// Every failure was a run refusing its input: the sweep's input
+		// is bad, as each run's exit code said.
+		return cli.Exit(fmt.Sprintf("memo: %d of %d sweep runs refused their input (exit 2; logs in %s)", failed, len(results), filepath.Join(dir, "logs")), exitBadInput)
 	}
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("memo: %d of %d sweep runs failed (logs in %s)", failed, len(results), filepath.Join(dir, "logs")), 1)
