@@ -279,7 +279,7 @@ func TestPrepareSweepWritesIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, pts, err := PrepareSweep(spec, t.TempDir())
+	dir, pts, err := PrepareSweep(spec, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +310,16 @@ func TestPrepareSweepWritesIndex(t *testing.T) {
 // told apart from its spec (memo report showed it as the grid's).
 func TestSweepOfAnotherGrid(t *testing.T) {
 	root := t.TempDir()
-	prepare := func(doc string) string {
+	prepareForce := func(doc string, force bool) (string, error) {
 		spec, err := ParseBytes("gvs.toml", []byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir, _, err := PrepareSweep(spec, root)
+		dir, _, err := PrepareSweep(spec, root, force)
+		return dir, err
+	}
+	prepare := func(doc string) string {
+		dir, err := prepareForce(doc, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +354,18 @@ func TestSweepOfAnotherGrid(t *testing.T) {
 	if why := StalePoint(dirs[1]); why != "" {
 		t.Errorf("the run of its own spec: stale %q", why)
 	}
-	prepare("name = \"gvs\"\n[train]\nsteps = 25\n[sweep]\n\"goldfish.k\" = [0, 4]\n")
+	// Edited, the sweep is refused before its specs are rewritten, unless
+	// forced (its runs then move aside as each runs again).
+	edited := "name = \"gvs\"\n[train]\nsteps = 25\n[sweep]\n\"goldfish.k\" = [0, 4]\n"
+	if _, err := prepareForce(edited, false); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "(k=4)") {
+		t.Errorf("preparing the edited sweep over k=4's run: %v, want ErrSpecChanged naming k=4", err)
+	}
+	if why := StalePoint(dirs[1]); why != "" {
+		t.Errorf("after a refused edit: stale %q", why)
+	}
+	if _, err := prepareForce(edited, true); err != nil {
+		t.Fatal(err)
+	}
 	if why := StalePoint(dirs[1]); !strings.Contains(why, "train.steps") {
 		t.Errorf("after the spec's train.steps changed: stale %q, want it named", why)
 	}

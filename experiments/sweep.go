@@ -249,13 +249,22 @@ const SweepIndexFile = "sweep.json"
 func (s *Spec) SweepDir(runsRoot string) string { return filepath.Join(runsRoot, s.Name) }
 
 // PrepareSweep expands the grid and writes sweep.json and one spec file per
-// point (specs/<point>.toml) into the sweep directory.
-func PrepareSweep(s *Spec, runsRoot string) (string, []Point, error) {
+// point (specs/<point>.toml) into the sweep directory. Without force, a
+// point whose run directory was made from another spec (each point's
+// `memo run` would refuse it) refuses the sweep before anything is
+// written: a rewritten sweep.json made the finished sweep's report refuse
+// every point as made from an older version of the spec.
+func PrepareSweep(s *Spec, runsRoot string, force bool) (string, []Point, error) {
 	pts, err := s.Expand()
 	if err != nil {
 		return "", nil, err
 	}
 	dir := s.SweepDir(runsRoot)
+	if !force {
+		if err := checkPointsUnchanged(dir, pts); err != nil {
+			return "", nil, err
+		}
+	}
 	idx := sweepIndex{Name: s.Name, Spec: s.file}
 	idx.Axes = s.sweepColumns()
 	for _, p := range pts {
@@ -354,4 +363,28 @@ func SweepPoints(dir string) (names, dirs []string, err error) {
 		names, dirs = append(names, p.Name), append(dirs, d)
 	}
 	return names, dirs, nil
+}
+
+// checkPointsUnchanged refuses a sweep some of whose points' run
+// directories under dir hold a config.toml of another spec.
+func checkPointsUnchanged(dir string, pts []Point) error {
+	var changed []string
+	for _, p := range pts {
+		old, err := os.ReadFile(filepath.Join(dir, p.Name, runfiles.ConfigFile))
+		if err != nil {
+			continue // a new point, or one whose run checks itself
+		}
+		conf, err := p.Spec.TOML()
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(old, conf) {
+			changed = append(changed, p.Name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %d of %d points (%s) were run from another spec; pass --force to move them aside and run them again, or give this sweep another name (nothing was written)",
+		ErrSpecChanged, dir, len(changed), len(pts), strings.Join(changed, ", "))
 }

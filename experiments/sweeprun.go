@@ -52,7 +52,7 @@ type SweepOptions struct {
 // binary, Jobs at a time. A failing run does not stop the others; runs that
 // already finished are skipped. Each run's output goes to logs/<point>.log.
 func RunSweep(ctx context.Context, spec *Spec, runsRoot string, opt SweepOptions) (string, []PointResult, error) {
-	dir, pts, err := PrepareSweep(spec, runsRoot)
+	dir, pts, err := PrepareSweep(spec, runsRoot, opt.Force)
 	if err != nil {
 		return "", nil, err
 	}

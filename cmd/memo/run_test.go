@@ -185,8 +185,10 @@ func TestSweepValueErrors(t *testing.T) {
 }
 
 // TestSweepRefusedPointsExit2: a sweep whose every failed point refused its
-// input (here run directories made from another spec) exits 2, as each
-// point did, not 1 as for a failure.
+// input (here run directories holding checkpoints of unknown settings)
+// exits 2, as each point did, not 1 as for a failure. Points whose
+// config.toml is another spec's refuse the sweep before it rewrites its
+// sweep.json (which made the finished sweep's report refuse every point).
 func TestSweepRefusedPointsExit2(t *testing.T) {
 	exe := buildMemo(t)
 	dir := t.TempDir()
@@ -201,12 +203,27 @@ func TestSweepRefusedPointsExit2(t *testing.T) {
 	_ = first.Process.Signal(os.Interrupt)
 	_ = first.Wait()
 	for _, p := range []string{"k=0", "k=4"} {
-		writeTestFile(t, filepath.Join(dir, "runs", "sw", p, "config.toml"), "name = \"other\"\n")
-		_ = os.Remove(filepath.Join(dir, "runs", "sw", p, "manifest.json"))
+		if err := os.RemoveAll(filepath.Join(dir, "runs", "sw", p)); err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, "runs", "sw", p, "checkpoints", "latest"), "step-000001\n")
 	}
 	r := execMemo(t, exe, dir, "sweep", "--runs", "runs", "-j", "1", "--threads", "1", "sw.toml")
 	if r.code != 2 || !strings.Contains(r.stderr, "memo: 2 of 2 sweep runs refused their input") {
 		t.Errorf("a sweep of refused points: exit %d, stderr %s; want 2", r.code, r.stderr)
+	}
+	index := filepath.Join(dir, "runs", "sw", "specs", "k=4.toml")
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "runs", "sw", "k=0", "config.toml"), "name = \"other\"\n")
+	r = execMemo(t, exe, dir, "sweep", "--runs", "runs", "-j", "1", "--threads", "1", "--set", "train.lr=7e-4", "sw.toml")
+	if r.code != 2 || !strings.Contains(r.stderr, "1 of 2 points (k=0) were run from another spec; pass --force") {
+		t.Errorf("a sweep over a point of another spec: exit %d, stderr %s; want 2 naming k=0", r.code, r.stderr)
+	}
+	if after, err := os.ReadFile(index); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the refused sweep rewrote its points' specs (%v)", err)
 	}
 }
 

@@ -281,7 +281,7 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if c.Bool("dry-run") {
 		pts, err = spec.Expand()
 	} else {
-		_, pts, err = experiments.PrepareSweep(spec, runs)
+		_, pts, err = experiments.PrepareSweep(spec, runs, c.Bool("force"))
 	}
 	if err != nil {
 		return configError(err)
