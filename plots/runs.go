@@ -204,6 +204,10 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left 
 			// A run, or memo eval --out's scores without one, is reported.
 			return nil, nil, nil, badinput.Errorf("holds neither a run's %s, a sweep's sweep.json nor memo eval's %s: want a run or sweep directory", runfiles.ConfigFile, runfiles.ScoresFile)
 		}
+		if errors.Is(errScores, os.ErrNotExist) {
+			// Not a file to name as if it were lost: the run stopped short.
+			return nil, nil, nil, badinput.Errorf("the run has not finished: no %s yet (its eval stage has not run; `memo run` on its spec, or without --stages, finishes it)", runfiles.ScoresFile)
+		}
 		r, err := loadRun(dir, "", nil, read)
 		if err != nil {
 			return nil, nil, nil, err
