@@ -133,6 +133,13 @@ func Open(runDir string) (*Dataset, error) {
 
 // openDir opens the dataset files in dir.
 func openDir(dir string) (*Dataset, error) {
+	for _, p := range []string{dir, filepath.Dir(dir)} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			// Not "open FILE/data/report.json: not a directory (build it
+			// with memo data build)" for a dataset that may well exist.
+			return nil, badinput.Errorf("open dataset: %s is a file: want a run directory, its data/ or a dataset cache entry", p)
+		}
+	}
 	rp := filepath.Join(dir, "report.json")
 	raw, err := os.ReadFile(rp)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {

@@ -171,7 +171,7 @@ func TestExitCodes(t *testing.T) {
 		// A probe's run trained to its end and failed saving it.
 		{"a --runs past the path limit", []string{"run", "--runs", strings.Repeat("d/", 1900), "warmup.toml", "--set", "train.steps=100"}, "the files memo writes under it would pass the system's 4096-byte path limit"},
 		{"a cache that is not there", []string{"data", "ls", "--cache", "no/such/cache"}, "data ls: --cache no/such/cache does not exist"},
-		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset one.jsonl/data"},
+		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset: one.jsonl is a file: want a run directory, its data/ or a dataset cache entry"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
 		// The references' signals are the target model's: a probe trained

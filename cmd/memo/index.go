@@ -202,6 +202,11 @@ func readQuery(c *cli.Context, ds *data.Dataset) ([]int32, error) {
 // (positions uniform over the stream, cut short where a document ends).
 func countRandom(c *cli.Context, ix *tokindex.Index, n int) error {
 	h := ix.Header()
+	if w := c.Int("window"); w > h.MaxWindow {
+		// Windows cut short at a document's end passed, and the line
+		// claimed windows "of up to" a length the index cannot answer.
+		return usageError("index count: --window %d: the index answers windows of at most %d tokens (its --max-window)", w, h.MaxWindow)
+	}
 	rng := rand.New(rand.NewPCG(uint64(c.Int64("seed")), 0x696e646578))
 	times := make([]float64, 0, n)
 	var sum int64

@@ -84,6 +84,10 @@ min_tokens = 100
 	if r.code != 0 || !strings.Contains(r.stdout, `"queries":50`) {
 		t.Errorf("random: exit %d %q %s", r.code, r.stdout, r.stderr)
 	}
+	r = execMemoCache(t, exe, work, cache, "index", "count", "--random", "5", "--window", "100000", run)
+	if r.code != 2 || !strings.Contains(r.stderr, "--window 100000: the index answers windows of at most") {
+		t.Errorf("random windows past the index's longest: exit %d %s; want 2", r.code, r.stderr)
+	}
 	// An audit: memo eval --counts counts other completions' windows in
 	// this corpus.
 	var comps []runfiles.Completion
