@@ -165,3 +165,19 @@ func TestSetOnSweptKey(t *testing.T) {
 		t.Errorf("--set on the axis: %d points, %v; want k=8 and the sweep point", len(pts), err)
 	}
 }
+
+// TestSweepPointNameTooLong: a point whose values make a run directory
+// name past 200 characters is blamed on the sweep, not on the spec's
+// name key (line 1, valid).
+func TestSweepPointNameTooLong(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("a", 240)
+	spec, err := ParseBytes("long.toml", []byte("name = \"longsw\"\n[sweep]\n\"data.sources\" = [[\"txt:"+long+"\"], [\"opticks\"]]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = spec.Expand()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "sweep" || !strings.Contains(err.Error(), "the run directory name made from this point's values (257 characters)") {
+		t.Errorf("a point named past 200 characters: %v; want the sweep blamed", err)
+	}
+}

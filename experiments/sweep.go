@@ -211,6 +211,15 @@ func (s *Spec) pointError(table, name string, axes []Axis, err error) error {
 	if table != "sweep" {
 		what = "[[sweep_points]] point "
 	}
+	if ce.Key == "name" {
+		// The point's name is made from its values, not the spec's name
+		// key (line 1, valid): say which values make it unusable.
+		short := name
+		if len(short) > 60 {
+			short = short[:57] + "..."
+		}
+		return &ConfigError{File: s.file, Key: table, Line: s.lineOf(table), Msg: fmt.Sprintf("%s%s: the run directory name made from this point's values (%d characters) is not one memo can use: at most 200 of ASCII letters, digits and . - + = _; shorten its axes' values (a long path or list can go in the spec outside the sweep)", what, short, len(name))}
+	}
 	out := &ConfigError{File: s.file, Key: ce.Key, Line: s.lineOf(ce.Key), Msg: what + name + ": " + ce.Msg}
 	for _, a := range axes {
 		if ce.Key == a.Key || strings.HasPrefix(ce.Key, a.Key+".") {
