@@ -366,6 +366,11 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		return nil, nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if cfg.References > 0 {
+			// Dropping the calibrated columns without a word left a
+			// summary and report with no LiRA or RMIA in them.
+			return nil, badinput.Errorf("eval: %s is missing, and mia.references = %d asks for calibrated attacks: `memo run` on the run's spec makes it again (its references stage)", path, cfg.References)
+		}
 		return nil, nil
 	}
 	m, err := readSignals(path)
@@ -373,6 +378,9 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		return nil, err
 	}
 	K := len(m.ref)
+	if cfg.References > 0 && K != cfg.References {
+		return nil, badinput.Errorf("eval: %s holds the signals of %d reference models, and mia.references = %d: it is not this run's; `memo run` on the run's spec makes it again", path, K, cfg.References)
+	}
 	all, err := m.score(K, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", path, err)
@@ -391,9 +399,13 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		member bool
 	}
 	var scored []scoredDoc
+	var unscored []int64
 	for i := range rows {
 		j, ok := at[rows[i].DocID]
 		if !ok {
+			if sp := rows[i].Split; sp == splitTarget || sp == splitControl {
+				unscored = append(unscored, rows[i].DocID)
+			}
 			continue
 		}
 		for _, st := range attacks {
@@ -402,6 +414,12 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 		if sp := rows[i].Split; sp == splitTarget || sp == splitControl {
 			scored = append(scored, scoredDoc{j, sp == splitTarget})
 		}
+	}
+	if len(unscored) > 0 {
+		// The references score every target and control the attack can
+		// take: a file that misses some is another run's (its AUCs came
+		// out null over no documents).
+		return nil, badinput.Errorf("eval: %s scores no calibrated signal for %d of the attacked targets and controls (doc_id %d first): it is not this run's; `memo run` on the run's spec makes it again", path, len(unscored), unscored[0])
 	}
 	sum := &CalibratedSummary{Signals: path, References: K, Candidates: len(m.candidates), Population: len(m.population), Settings: cfg}
 	sum.Settings.References = K

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/memo-research/memo/eval/calibrated"
 	"github.com/memo-research/memo/internal/atomicfile"
+	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/loss"
 )
@@ -468,6 +470,48 @@ func TestCalibratedBadSignals(t *testing.T) {
 	for name, rows := range map[string][]runfiles.MIASignal{"missing row": missing, "duplicate row": dup, "population trained on": popIn} {
 		if _, err := applyCalibrated(nil, write(rows), calibrated.DefaultConfig()); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestCalibratedNotThisRun: signals that are not the run's are refused,
+// not scored into null AUCs or another K: a file missing while
+// mia.references asks for it, one of another reference count, and one that
+// scores none of the run's targets and controls (another seed's).
+func TestCalibratedNotThisRun(t *testing.T) {
+	const nc, np, K = 10, 4, 2
+	path, _ := syntheticSignals(t, nc, np, K)
+	rows := func(first int64) []Score {
+		out := make([]Score, nc)
+		for j := range out {
+			out[j] = Score{DocID: first + int64(j), Split: splitControl}
+			if j < nc/2 {
+				out[j].Split = splitTarget
+			}
+		}
+		return out
+	}
+	withK := func(k int) calibrated.Config {
+		cfg := calibrated.DefaultConfig()
+		cfg.References = k
+		return cfg
+	}
+	if _, err := applyCalibrated(rows(100), path, withK(K)); err != nil {
+		t.Fatalf("the run's own signals: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		rows []Score
+		path string
+		cfg  calibrated.Config
+		want string
+	}{
+		{"missing", rows(100), filepath.Join(t.TempDir(), runfiles.MIASignalsFile), withK(K), "is missing, and mia.references = 2 asks for calibrated attacks"},
+		{"another K", rows(100), path, withK(4), "holds the signals of 2 reference models, and mia.references = 4"},
+		{"another run's documents", rows(500), path, withK(K), "scores no calibrated signal for 10 of the attacked targets and controls (doc_id 500 first)"},
+	} {
+		if _, err := applyCalibrated(tc.rows, tc.path, tc.cfg); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want bad input saying %q", tc.name, err, tc.want)
 		}
 	}
 }

@@ -103,6 +103,9 @@ func evalAction(c *cli.Context) error {
 	if out := c.String("out"); out != "" {
 		if st, err := os.Stat(out); err == nil && !st.IsDir() {
 			return usageError("eval: --out %s is a file: want a DIR for scores.parquet and summary.json", out)
+		} else if err != nil && !isDir(filepath.Dir(filepath.Clean(out))) {
+			// A typo would otherwise grow a directory tree, as extract --out refuses.
+			return usageError("eval: --out %s: directory %s does not exist (eval makes --out itself, not its parents)", out, filepath.Dir(filepath.Clean(out)))
 		}
 		scores, summary = filepath.Join(out, runfiles.ScoresFile), filepath.Join(out, runfiles.SummaryFile)
 	}
@@ -168,7 +171,11 @@ func evalAction(c *cli.Context) error {
 			fmt.Fprintln(w)
 		}
 	}
-	fmt.Fprintf(w, "wrote %s and %s\n", scores, summary)
+	if count != nil {
+		fmt.Fprintf(w, "wrote %s, %s and %s\n", scores, eval.CorpusCountsPath(scores), summary)
+	} else {
+		fmt.Fprintf(w, "wrote %s and %s\n", scores, summary)
+	}
 	return nil
 }
 

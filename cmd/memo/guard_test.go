@@ -230,6 +230,7 @@ func TestDirectoriesMemoMade(t *testing.T) {
 		{"eval into a checkpoint", []string{"eval", "--out", "runs/other/checkpoints/step-000006", "runs/tiny"}, "is a checkpoint directory"},
 		{"eval into checkpoints/ through a link", []string{"eval", "--out", "checkpoints-link/new", "runs/tiny"}, "is in a run's checkpoints/"},
 		{"eval into the cache", []string{"eval", "--out", "cache/datasets", "runs/tiny"}, "is in the cache's datasets/"},
+		{"eval into a missing tree", []string{"eval", "--out", "no/such/dir", "runs/tiny"}, "eval: --out no/such/dir: directory no/such does not exist"},
 		{"sweep onto a single run", []string{"sweep", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep --slurm onto a single run", []string{"sweep", "--slurm", "--runs", "runs", "tiny-sweep.toml"}, "is a run's directory (it holds config.toml)"},
 		{"sweep onto a user's folder", []string{"sweep", "--runs", ".", "mine-sweep.toml"}, "holds no sweep.json"},
