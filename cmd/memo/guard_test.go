@@ -75,7 +75,7 @@ func TestWritersOutsideTheGuard(t *testing.T) {
 		{"export into checkpoints/ through a link", []string{"export", "runs/tiny", checkpointsLink + "/hf"}, "is in a run's checkpoints/"},
 		{"data build into the cache", []string{"data", "build", "tiny.toml", "--out", "cache/datasets/mine"}, "is in the cache's datasets/"},
 		{"data build into checkpoints/ through a link", []string{"data", "build", "tiny.toml", "--out", checkpointsLink + "/mine"}, "is in a run's checkpoints/"},
-		{"audit over the run", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "runs/tiny"}, "exists; it writes a new file"},
+		{"audit over the run", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "runs/tiny"}, "exists; it writes a new directory"},
 		{"audit into data/", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "runs/tiny/data/audit"}, "is in a run's data directory"},
 		{"audit into the cache", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", "cache/datasets/audit"}, "is in the cache's datasets/"},
 		{"audit into checkpoints/ through a link", []string{"audit", "--model", "runs/tiny", "--data", "set.jsonl", "--out", checkpointsLink + "/audit"}, "is in a run's checkpoints/"},
