@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -72,13 +71,10 @@ func ListCache(cache string) ([]CacheEntry, error) {
 		if e, err := ReadEntry(dir); err == nil {
 			ce.Created = e.Created
 		}
-		if raw, err := os.ReadFile(filepath.Join(dir, "report.json")); err == nil {
-			var rep Report
-			if json.Unmarshal(raw, &rep) == nil {
-				ce.Sources, ce.Tokenizer, ce.DedupTokens = rep.Config.Sources, rep.Tokenizer, rep.DedupTokens
-				for _, n := range rep.Splits {
-					ce.Documents += n
-				}
+		if rep, err := ReadReport(dir); err == nil {
+			ce.Sources, ce.Tokenizer, ce.DedupTokens = rep.Config.Sources, rep.Tokenizer, rep.DedupTokens
+			for _, n := range rep.Splits {
+				ce.Documents += n
 			}
 		}
 		ce.Runs = linksOf(filepath.Join(dir, "tokens.arrow")) - 1

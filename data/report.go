@@ -1,5 +1,14 @@
 package data
 
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memo-research/memo/internal/arrowsafe"
+)
+
 // Report is report.json: what Build made and what it left out, and why.
 type Report struct {
 	Config    Config `json:"config"`
@@ -37,4 +46,20 @@ type SourceCount struct {
 	Kept      int `json:"kept"`      // eligible for splits
 	Rejected  int `json:"rejected"`
 	Tokens    int `json:"tokens"` // of kept documents
+}
+
+// ReadReport reads dir/report.json (dir: a run's data/ or a dataset cache
+// entry). A report that is not JSON is arrowsafe.ErrCorrupt; a missing
+// one is the read's own error (fs.ErrNotExist).
+func ReadReport(dir string) (Report, error) {
+	var rep Report
+	p := filepath.Join(dir, "report.json")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return rep, err
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return rep, fmt.Errorf("%s: %w: %v", p, arrowsafe.ErrCorrupt, err)
+	}
+	return rep, nil
 }

@@ -1,9 +1,9 @@
 package data
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/memo-research/memo/internal/arrowsafe"
@@ -14,14 +14,12 @@ import (
 // as Open checks every file: generate and export read only the tokenizer,
 // and must not trust one edited after the build more than extract does.
 func OpenTokenizer(dir string) (*Tokenizer, error) {
-	rp := filepath.Join(dir, "report.json")
-	raw, err := os.ReadFile(rp)
-	if err != nil {
+	rep, err := ReadReport(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w: no report.json to verify tokenizer.json against (an incomplete build?)", dir, arrowsafe.ErrCorrupt)
 	}
-	var rep Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", rp, arrowsafe.ErrCorrupt, err)
+	if err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, "tokenizer.json")
 	if len(rep.Files) > 0 {

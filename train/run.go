@@ -382,20 +382,15 @@ func (l *loop) interruption(ctx context.Context) (err, fault error) {
 	if l.group == nil || l.size < 2 {
 		return err, nil
 	}
-	flag := 0.0
-	if err != nil {
-		flag = 1
-	}
-	t := ts.MustOfSlice([]float64{flag})
-	defer t.MustDrop()
-	if rerr := l.group.AllReduceSum([]*ts.Tensor{t}); rerr != nil {
+	stop, rerr := l.anyRank(err != nil)
+	if rerr != nil {
 		if err != nil {
 			l.peerGone = true
 			return err, nil // a peer already gone: this rank still stops as asked
 		}
 		return nil, fmt.Errorf("all-reduce the ranks' stop flags: %w", rerr)
 	}
-	if err == nil && t.Float64Values()[0] > 0 {
+	if err == nil && stop {
 		err = context.Canceled
 	}
 	return err, nil
@@ -411,22 +406,32 @@ func (l *loop) savedTogether(err error) error {
 	if l.group == nil || l.size < 2 || l.peerGone {
 		return err
 	}
-	failed := 0.0
-	if err != nil {
-		failed = 1
-	}
-	t := ts.MustOfSlice([]float64{failed})
-	defer t.MustDrop()
-	if rerr := l.group.AllReduceSum([]*ts.Tensor{t}); rerr != nil {
+	failed, rerr := l.anyRank(err != nil)
+	if rerr != nil {
 		if err != nil {
 			return err
 		}
 		return fmt.Errorf("wait for the ranks after the checkpoint of step %d: %w", l.step, rerr)
 	}
-	if err == nil && t.Float64Values()[0] > 0 {
+	if err == nil && failed {
 		return fmt.Errorf("the checkpoint of step %d failed on another rank (see its error)", l.step)
 	}
 	return err
+}
+
+// anyRank reports whether mine is true on any rank of the group: one
+// all-reduce of a 0/1 flag, which every rank must call at the same point.
+func (l *loop) anyRank(mine bool) (bool, error) {
+	flag := 0.0
+	if mine {
+		flag = 1
+	}
+	t := ts.MustOfSlice([]float64{flag})
+	defer t.MustDrop()
+	if err := l.group.AllReduceSum([]*ts.Tensor{t}); err != nil {
+		return false, err
+	}
+	return t.Float64Values()[0] > 0, nil
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {

@@ -26,8 +26,7 @@ var tokenizerSideFiles = []string{"tokenizer_config.json", "special_tokens_map.j
 // is the run's tokenizer (tok), since they describe that file's ids.
 func tokenizerCompanions(run string, cfg model.Config, tok *data.Tokenizer) map[string][]byte {
 	var dirs []string
-	var rep data.Report
-	if b, err := os.ReadFile(filepath.Join(run, "data", "report.json")); err == nil && json.Unmarshal(b, &rep) == nil {
+	if rep, err := data.ReadReport(filepath.Join(run, "data")); err == nil {
 		if p, ok := strings.CutPrefix(rep.Config.Tokenizer, "hf:"); ok {
 			if st, err := os.Stat(p); err == nil && !st.IsDir() {
 				p = filepath.Dir(p)
