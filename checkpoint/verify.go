@@ -167,6 +167,11 @@ func DiscardAfter(runDir string, step int) ([]string, error) {
 	return removed, nil
 }
 
+// ErrNoCheckpoint is Resolve's error for a path that holds no checkpoint
+// at all, as opposed to a damaged one: a command that also takes other
+// kinds of model directory names them in its error only then.
+var ErrNoCheckpoint = errors.New("no complete checkpoint")
+
 // Resolve turns a checkpoint directory, a checkpoints/ directory or a run
 // directory into a checkpoint directory: the one named, else the run's
 // newest (the one checkpoints/latest names, else the highest step). A
@@ -205,7 +210,7 @@ func Resolve(path string) (string, error) {
 			// download that stopped after config.json).
 			return "", badinput.Errorf("%s: has a config.json but no %s or %s: a Hugging Face model directory without its weights", path, ModelFile, safetensors.IndexFile)
 		}
-		return "", badinput.Errorf("%s: no complete checkpoint (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path)
+		return "", badinput.Errorf("%s: %w (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path, ErrNoCheckpoint)
 	}
 	if _, err := VerifyWeights(newest); err != nil {
 		return "", badinput.Errorf("%w; it is the newest checkpoint: repair it, or name an older step directory to use that one%s", err, olderGood(runDir, newest))

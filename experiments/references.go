@@ -450,7 +450,7 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 	switch b, err := os.ReadFile(path); {
 	case err == nil:
 		if err := json.Unmarshal(b, &have); err != nil {
-			return badinput.Errorf("reference %d: %s: %v (remove the directory to train it again)", r.Index, path, err)
+			return badinput.Errorf("reference %d: %s: %v (remove it with `memo references rm %s` to train it again)", r.Index, path, err, filepath.Base(r.Dir))
 		}
 		if !sameReference(have, *r) {
 			return badinput.Errorf("reference %d: %s was trained on another pool or dataset than this run's (key %s): remove it to train it again", r.Index, r.Dir, have.Key)
@@ -546,6 +546,13 @@ func (s *signalRows) add(name string, idx int, lls []extract.WindowLikelihood, i
 
 // addReference scores reference r (of K) over the same documents.
 func (s *signalRows) addReference(ctx context.Context, r referenceRecord, K int) error {
+	// A damaged reference is trained again after its removal, not
+	// repaired or replaced by an older step as a run's own checkpoint is.
+	if newest, err := checkpoint.Newest(r.Dir); err == nil && newest != "" {
+		if _, err := checkpoint.VerifyWeights(newest); err != nil {
+			return badinput.Errorf("mia: reference %s: %v: remove it with `memo references rm %s` and run again to train it anew", referenceLabel(r.Index, K), err, filepath.Base(r.Dir))
+		}
+	}
 	lls, err := extract.WindowLikelihoods(ctx, s.cfg, filepath.Join(r.Dir, checkpoint.DirName), s.ds, s.docs, "mia: reference "+referenceLabel(r.Index, K))
 	if err != nil {
 		return err

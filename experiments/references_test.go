@@ -209,6 +209,26 @@ func TestReferences(t *testing.T) {
 		t.Error("signals of references trained one by one differ from the run's own")
 	}
 
+	// A damaged reference model is refused with the command that
+	// removes it (not a run checkpoint's "name an older step").
+	weights1 := filepath.Join(ref1.Dir, checkpoint.DirName, checkpoint.StepName(20), "model.safetensors")
+	good1, err := os.ReadFile(weights1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad1 := append([]byte(nil), good1...)
+	bad1[len(bad1)-1] ^= 0xff
+	if err := os.WriteFile(weights1, bad1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run("e")
+	if want := "remove it with `memo references rm " + filepath.Base(ref1.Dir) + "`"; !badinput.Is(err) || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a damaged reference: %v; want a bad-input error saying %q", err, want)
+	}
+	if err := os.WriteFile(weights1, good1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// A reference directory trained on another pool is refused.
 	ref0.Members = ref0.Members[1:]
 	if err := writeJSON(filepath.Join(ref0.Dir, referenceFile), ref0); err != nil {

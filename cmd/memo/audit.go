@@ -324,7 +324,7 @@ func auditAction(c *cli.Context) error {
 	ckpt := modelArg
 	if !checkpoint.IsHFDir(modelArg) {
 		if ckpt, err = checkpoint.Resolve(modelArg); err != nil {
-			return usageError("audit: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo run or checkpoint: %v", modelArg, oneLine(err.Error()))
+			return modelDirError("audit", modelArg, "run or checkpoint", err)
 		}
 		warnUnfinished("audit", modelArg, ckpt)
 	}

@@ -701,7 +701,7 @@ func checkBenchModelDir(cmd, dir string) error {
 		return nil
 	}
 	if _, err := checkpoint.Resolve(dir); err != nil {
-		return usageError("%s: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", cmd, dir, oneLine(err.Error()))
+		return modelDirError(cmd, dir, "checkpoint", err)
 	}
 	return nil
 }

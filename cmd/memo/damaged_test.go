@@ -139,6 +139,38 @@ func TestDamagedCheckpointExitCodes(t *testing.T) {
 	}
 }
 
+// TestDamagedModelNamedAsDamaged: a memo checkpoint whose weights no
+// longer match state.json's sha256, given as --model, is refused for
+// that, not as "not a Hugging Face directory nor a memo checkpoint".
+func TestDamagedModelNamedAsDamaged(t *testing.T) {
+	exe := buildMemo(t)
+	dir := trainedRun(t)
+	weights := filepath.Join(dir, "runs", "tiny", "checkpoints", "step-000006", "model.safetensors")
+	good, err := os.ReadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.WriteFile(weights, good, 0o644)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 0xff
+	if err := os.WriteFile(weights, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memo := memoIn(t, exe, dir)
+	for _, args := range [][]string{
+		{"extract", "--model", "runs/tiny", "--data", "runs/tiny", "--out", "x.completions.arrow"},
+		{"bench", "decode", "--model", "runs/tiny", "--prefix", "8", "--suffix", "3"},
+	} {
+		r := memo(args...)
+		if r.code != 2 || strings.Contains(r.stderr, "not a Hugging Face directory") || !strings.Contains(r.stderr, "truncated or corrupt") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming the damage", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if r := memo("extract", "--model", t.TempDir(), "--data", "runs/tiny"); r.code != 2 || !strings.Contains(r.stderr, "not a Hugging Face directory") {
+		t.Errorf("extract --model of an empty directory: exit %d, stderr %q; want 2 naming both kinds", r.code, r.stderr)
+	}
+}
+
 // TestHFZeroValuesRefused (issue 43, case 7): a Hugging Face config.json
 // value that memo would otherwise take for "unset" and replace by its
 // default (rope_theta 0 computed as 10000) is one memo: line, exit 2,

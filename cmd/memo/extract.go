@@ -148,11 +148,22 @@ func extractModel(c *cli.Context) error {
 	if !checkpoint.IsHFDir(target) {
 		dir, err := checkpoint.Resolve(target)
 		if err != nil {
-			return usageError("extract: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo checkpoint: %v", target, oneLine(err.Error()))
+			return modelDirError("extract", target, "checkpoint", err)
 		}
 		ckpt = dir
 	}
 	return extractWith(c, target, ckpt, c.String("data"), true)
+}
+
+// modelDirError is cmd's refusal of --model dir, which Resolve rejected
+// (err): a path holding no checkpoint is named as neither kind of model
+// directory; a memo checkpoint that is damaged, or a Hugging Face
+// directory that lacks a file, is refused for what Resolve found.
+func modelDirError(cmd, dir, memoKind string, err error) error {
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return usageError("%s: --model %s: not a Hugging Face directory (config.json + safetensors) nor a memo %s: %v", cmd, dir, memoKind, oneLine(err.Error()))
+	}
+	return usageError("%s: --model %s: %v", cmd, dir, oneLine(err.Error()))
 }
 
 // extractWith attacks the model at ckpt with the [extract] settings of
