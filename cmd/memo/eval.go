@@ -68,6 +68,9 @@ func evalAction(c *cli.Context) error {
 	} else if cst.IsDir() {
 		return usageError("eval: %s is a directory, not the completions file extract writes", comps)
 	}
+	if err := runfiles.CheckCompletionsFile(comps); err != nil {
+		return usageError("eval: %v", err)
+	}
 	if !outguard.Exists(filepath.Join(runDir, runfiles.ConfigFile)) && !outguard.Exists(filepath.Join(runDir, experiments.ManifestFile)) {
 		// Completions written outside any run (memo extract --out) are
 		// scored with the [eval] settings of the run extract recorded, as

@@ -201,6 +201,13 @@ func TestExtractAndEvalCLI(t *testing.T) {
 	if msg := memoCmd(t, exe, dir, 2, "eval", other); !strings.Contains(msg, "no completions") {
 		t.Errorf("eval of a directory without completions: stderr %q", msg)
 	}
+	// Another of the run's Arrow files is named as such, before anything
+	// about where its scores would go (it blamed the output guard).
+	for _, f := range []string{"runs/tiny/data/tokens.arrow", "runs/tiny/metrics.arrow"} {
+		if msg := memoCmd(t, exe, dir, 2, "eval", "--out", filepath.Join(other, "scores-of-"+filepath.Base(f)), f); !strings.Contains(msg, "eval: "+f+" is not a completions file (its columns: ") {
+			t.Errorf("eval of %s: stderr %q; want it named as not completions", f, msg)
+		}
+	}
 }
 
 // TestDefaultCompletions: without --out, only the run's own attack writes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -122,6 +123,35 @@ func ReadCompletions(path string) ([]Completion, map[string]string, error) {
 	}
 	defer f.Close()
 	return ReadCompletionsFrom(path, f)
+}
+
+// CheckCompletionsFile reads the schema of the Arrow file at path, and no
+// row, and says whether it is a completions file: one with none of the
+// attack's columns (a dataset's tokens.arrow, a run's metrics.arrow) is
+// named as another kind of file, not as completions to extract again.
+func CheckCompletionsFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read completions: %w", err)
+	}
+	defer f.Close()
+	r, err := arrowsafe.NewFileReader(path, f, nil, 1)
+	if err != nil {
+		return fmt.Errorf("%w (run `memo extract` again to rewrite it)", err)
+	}
+	defer r.Close()
+	schema := r.Schema()
+	if len(schema.FieldIndices("generated_ids")) == 0 && len(schema.FieldIndices("suffix_ids")) == 0 {
+		names := make([]string, len(schema.Fields()))
+		for i, fd := range schema.Fields() {
+			names[i] = fd.Name
+		}
+		return fmt.Errorf("%s is not a completions file (its columns: %s): want the completions.arrow memo extract writes, or its run directory", path, strings.Join(names, ", "))
+	}
+	if err := Completions.Check(schema); err != nil {
+		return fmt.Errorf("read %s: %w (run `memo extract` again to rewrite it)", path, err)
+	}
+	return nil
 }
 
 // ReadCompletionsFrom reads a completions file from src; every batch is
