@@ -45,7 +45,10 @@ type CalibratedSummary struct {
 // CalibratedAtK is one row of the table of attacks against the number of
 // reference models.
 type CalibratedAtK struct {
-	K       int                      `json:"k"`
+	K int `json:"k"`
+	// RMIAA is the a offline RMIA used with these K references (the
+	// setting's, or the one chosen among them with rmia_a = -1).
+	RMIAA   float64                  `json:"rmia_a"`
 	Attacks map[string]CalibratedAUC `json:"attacks"`
 }
 
@@ -433,7 +436,12 @@ func applyCalibrated(rows []Score, path string, cfg calibrated.Config) (*Calibra
 				return nil, fmt.Errorf("eval: %s: %w", path, err)
 			}
 		}
-		row := CalibratedAtK{K: k, Attacks: map[string]CalibratedAUC{}}
+		row := CalibratedAtK{K: k, RMIAA: sum.RMIAA, Attacks: map[string]CalibratedAUC{}}
+		if k != K {
+			if row.RMIAA, err = m.offlineA(k, cfg); err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", path, err)
+			}
+		}
 		for _, st := range attacks {
 			name := st.Name
 			var mem, ctl []float64

@@ -286,7 +286,30 @@ func TestRMIAChosenA(t *testing.T) {
 	if !(a >= 0 && a <= 1) || math.Abs(a*20-math.Round(a*20)) > 1e-9 {
 		t.Fatalf("chosen a = %v, want one of 0, 0.05, ..., 1", a)
 	}
-	byHand, _ := score(a)
+	// Each by_references row records the a chosen among its own K
+	// references: 1 below four (no OUT model for some candidates), the
+	// summary's at all K; a given a is every row's.
+	for _, row := range sum.ByReferences {
+		want, err := (func() (float64, error) {
+			m, err := readSignals(path)
+			if err != nil {
+				return 0, err
+			}
+			return m.offlineA(row.K, calibrated.Config{RMIAA: -1, RMIAGamma: calibrated.DefaultConfig().RMIAGamma})
+		})()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.RMIAA != want || row.K < 4 && row.RMIAA != 1 || row.K == 8 && row.RMIAA != a {
+			t.Errorf("by_references K = %d: rmia_a %v, want %v (chosen among its %d references; %v at K = 8)", row.K, row.RMIAA, want, row.K, a)
+		}
+	}
+	byHand, given := score(a)
+	for _, row := range given.ByReferences {
+		if row.RMIAA != a {
+			t.Errorf("rmia_a = %v given: by_references K = %d records %v", a, row.K, row.RMIAA)
+		}
+	}
 	for i := range auto {
 		if auto[i].Stats[AttackRMIAOffline] != byHand[i].Stats[AttackRMIAOffline] {
 			t.Fatalf("doc %d: rmia_offline %v with a chosen, %v with a = %v given", auto[i].DocID, auto[i].Stats[AttackRMIAOffline], byHand[i].Stats[AttackRMIAOffline], a)

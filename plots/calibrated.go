@@ -81,6 +81,13 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 					pct(float64(st.TPR0_1)), pct(float64(st.TPR1)), st.NMembers, st.NControls)
 			}
 		}
+		// Offline RMIA's a is chosen anew at each K (mia.rmia_a = -1):
+		// its rows compare attacks tuned on different reference sets.
+		as := make([]string, len(cal.ByReferences))
+		for i, at := range cal.ByReferences {
+			as[i] = fmt.Sprintf("K = %d: %s", at.K, num(at.RMIAA, 2))
+		}
+		fmt.Fprintf(&b, "\nOffline RMIA's a: %s\n", strings.Join(as, ", "))
 		if s := float64(cal.CounterfactualSpearman); !math.IsNaN(s) {
 			fmt.Fprintf(&b, "\nCounterfactual memorization against repetitions (members): Spearman %.3f\n", s)
 		}

@@ -22,7 +22,7 @@ func TestCalibratedMarkdownHeader(t *testing.T) {
 	sum := &eval.Summary{
 		MIA: eval.MIASummary{NMembers: 2, NControls: 2},
 		Calibrated: &eval.CalibratedSummary{References: 2, Candidates: 8, Population: 3,
-			ByReferences: []eval.CalibratedAtK{{K: 2, Attacks: attacks}}},
+			ByReferences: []eval.CalibratedAtK{{K: 1, RMIAA: 1, Attacks: attacks}, {K: 2, RMIAA: 0.35, Attacks: attacks}}},
 	}
 	var b strings.Builder
 	if err := writeCalibratedMarkdown(&b, []*runData{{Name: "run", Summary: sum}}); err != nil {
@@ -34,6 +34,9 @@ func TestCalibratedMarkdownHeader(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| lira_online | 2 | 1.000 | 100.0 | 100.0 | 2, 2 |") {
 		t.Errorf("no lira_online row over 2, 2:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "\nOffline RMIA's a: K = 1: 1.00, K = 2: 0.35\n") {
+		t.Errorf("no line of offline RMIA's a at each K:\n%s", b.String())
 	}
 }
 
