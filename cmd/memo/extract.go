@@ -238,6 +238,17 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	} else if c.IsSet("scan-compare") {
 		return usageError("extract: --scan-compare checks a scan: it needs --scan")
 	}
+	// Where this attack's completions go without --out: beside the
+	// checkpoint attacked, the run's own file, or beside another run's
+	// documents for a foreign model.
+	def := defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir)
+	if foreign {
+		abs, err := filepath.Abs(ckpt)
+		if err != nil {
+			abs = ckpt
+		}
+		def = filepath.Join(dataDir, filepath.Base(filepath.Clean(ckpt))+"."+cfg.Slug("model="+abs)+".completions.arrow")
+	}
 	out := c.String("out")
 	switch {
 	case out != "" && c.Bool("scan"):
@@ -247,19 +258,24 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	case out != "":
 		// The run's own completions only for the run's own attack; any
 		// other file only if it is this attack's (or new).
-		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) &&
-			outguard.Same(out, defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir))
+		runOwn := !foreign && outguard.Same(out, filepath.Join(runDir, runfiles.CompletionsFile)) && outguard.Same(out, def)
 		if err := extract.CheckOut(out, ckpt, cfg, runOwn); err != nil {
 			return err
 		}
-	case foreign:
-		abs, err := filepath.Abs(ckpt)
-		if err != nil {
-			abs = ckpt
-		}
-		out = filepath.Join(dataDir, filepath.Base(filepath.Clean(ckpt))+"."+cfg.Slug("model="+abs)+".completions.arrow")
 	default:
-		out = defaultCompletions(target, runDir, ckpt, cfg, run.Extract, hasConfig && !c.IsSet("data"), dataDir)
+		out = def
+	}
+	if c.IsSet("out") {
+		// --out names any file but those memo keeps in its own places
+		// (checkpoints/, data/, the cache), unless it is the very file
+		// the attack would write there without --out.
+		same := def
+		if c.Bool("scan") {
+			same = extract.ScanPath(def)
+		}
+		if where := outguard.Inside(out, data.ResolveCacheDir("")); where != "" && !outguard.Same(out, same) {
+			return usageError("extract: --out %s is in %s; results never go there: name a file elsewhere (without --out the attack of a checkpoint goes beside it)", out, where)
+		}
 	}
 	// The run's own completions are the finished model's: eval, report and
 	// `memo run` take them for it.

@@ -142,6 +142,11 @@ func TestOutputNeverReplacesOthers(t *testing.T) {
 		{"extract into the run directory", []string{"extract", "runs/tiny", "--out", "runs/tiny"}, "is a directory"},
 		{"extract into a checkpoint", []string{"extract", "runs/tiny", "--out", "runs/tiny/checkpoints/step-000006/c.arrow"}, "is a checkpoint directory"},
 		{"extract into data/", []string{"extract", "runs/tiny", "--out", "runs/tiny/data/tokens.arrow"}, "run's data directory"},
+		// checkpoints/ and the cache hold only what memo puts there (a
+		// review wrote both through --out).
+		{"extract into checkpoints/", []string{"extract", "--suffix", "8", "runs/tiny", "--out", "runs/tiny/checkpoints/mine.arrow"}, "is in a run's checkpoints/"},
+		{"scan into checkpoints/", []string{"extract", "--scan", "runs/tiny", "--out", "runs/tiny/checkpoints/mine.scan.parquet"}, "is in a run's checkpoints/"},
+		{"extract into the cache", []string{"extract", "--suffix", "8", "runs/tiny", "--out", "cache/datasets/x.completions.arrow"}, "is in the cache's datasets/"},
 		{"extract other settings over the run's completions", []string{"extract", "--suffix", "8", "runs/tiny", "--out", "runs/tiny/completions.arrow"}, "the run's own completions"},
 		{"extract other settings over another attack", []string{"extract", "--suffix", "4", "runs/tiny", "--out", "elsewhere.arrow"}, "with other settings"},
 		{"eval another attack into the run", []string{"eval", "elsewhere.arrow", "--out", "runs/tiny"}, "the run's own summary"},
