@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -248,6 +249,16 @@ func keyLine(doc []byte, key string) int {
 		}
 		return line == 0
 	})
+	if line == 0 {
+		// A table's name: the line of its [header].
+		lines := strings.Split(string(doc), "\n")
+		walkSpec(doc, func(l int, table, k string) bool {
+			if k == "" && table == key && strings.HasPrefix(strings.TrimSpace(lines[l-1]), "[") {
+				line = l
+			}
+			return line == 0
+		})
+	}
 	return line
 }
 
@@ -308,43 +319,96 @@ func unquoteKey(k string) string {
 	return strings.Join(parts, ".")
 }
 
-// checkKeyCase refuses a key that names a field only when case is ignored
+// checkKeyCase refuses keys that name a field only when case is ignored
 // (Train.lr, train.LR): go-toml matches struct fields case-insensitively,
 // so without this check such a key would set a value without a word. raw
-// is doc decoded as TOML; t the type doc is decoded into.
+// is doc decoded as TOML; t the type doc is decoded into. The error names
+// the first such key by line and, as decodeStrict does, every other key
+// the file gets wrong in case or name, so one run of memo config finds
+// them all.
 func checkKeyCase(file string, doc []byte, raw map[string]any, t reflect.Type) error {
-	var walk func(m map[string]any, ft reflect.Type, path []string) error
-	walk = func(m map[string]any, ft reflect.Type, path []string) error {
+	type badKey struct {
+		key  []string
+		line int
+	}
+	var folded []badKey
+	var walk func(m map[string]any, ft reflect.Type, path []string)
+	walk = func(m map[string]any, ft reflect.Type, path []string) {
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
 		if ft.Kind() != reflect.Struct {
-			return nil
+			return
 		}
 		for k, v := range m {
 			key := append(append([]string(nil), path...), k)
-			var exact, folded *reflect.StructField
+			var exact, near *reflect.StructField
 			for i := 0; i < ft.NumField(); i++ {
 				f := ft.Field(i)
 				switch n := tomlName(f); {
 				case n == k:
 					exact = &f
 				case n != "" && strings.EqualFold(n, k):
-					folded = &f
+					near = &f
 				}
 			}
 			switch {
 			case exact != nil:
 				if sub, ok := v.(map[string]any); ok {
-					if err := walk(sub, exact.Type, key); err != nil {
-						return err
-					}
+					walk(sub, exact.Type, key)
 				}
-			case folded != nil:
-				return unknownKey(file, keyLine(doc, strings.Join(key, ".")), key, t)
+			case near != nil:
+				folded = append(folded, badKey{key, keyLine(doc, strings.Join(key, "."))})
 			}
 		}
+	}
+	walk(raw, t, nil)
+	if len(folded) == 0 {
 		return nil
 	}
-	return walk(raw, t, nil)
+	// The other unknown keys, as a strict decode into a scratch value
+	// finds them (it takes the folded keys for their fields).
+	scratch := t
+	for scratch.Kind() == reflect.Pointer {
+		scratch = scratch.Elem()
+	}
+	var missing *toml.StrictMissingError
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = nil // a type checkTypes reports next
+			}
+		}()
+		return dec.Decode(reflect.New(scratch).Interface())
+	}(); errors.As(err, &missing) {
+		for _, e := range missing.Errors {
+			line, _ := e.Position()
+			folded = append(folded, badKey{e.Key(), line})
+		}
+	}
+	sort.SliceStable(folded, func(i, j int) bool {
+		a, b := folded[i], folded[j]
+		if (a.line == 0) != (b.line == 0) {
+			return b.line == 0 // keys without a line last
+		}
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		return strings.Join(a.key, ".") < strings.Join(b.key, ".")
+	})
+	ce := unknownKey(file, folded[0].line, folded[0].key, t)
+	var more []string
+	for _, k := range folded[1:] {
+		if k.line > 0 {
+			more = append(more, fmt.Sprintf("%s (line %d)", strings.Join(k.key, "."), k.line))
+		} else {
+			more = append(more, strings.Join(k.key, "."))
+		}
+	}
+	if len(more) > 0 {
+		ce.Msg += "; also unknown: " + strings.Join(more, ", ")
+	}
+	return ce
 }
