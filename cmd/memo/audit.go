@@ -69,7 +69,7 @@ func auditCommand() *cli.Command {
 			&cli.Float64Flag{Name: "mink-fraction", Value: 0.2, Usage: "K of Min-K% and Min-K%++ (mimir's 0.2)"},
 			&cli.StringFlag{Name: "frequency-corpus", Usage: "texts `FILE` (JSONL, Parquet, or any other file as one text) whose token frequencies are DC-PDD's reference; without it DC-PDD is null"},
 			&cli.Float64Flag{Name: "dcpdd-cap", Value: eval.DCPDDDefaultCap, Usage: "DC-PDD's clipping bound a"},
-			&cli.IntFlag{Name: "bootstrap", Value: 1000, Usage: "bootstrap resamples behind each interval (0: none)"},
+			&cli.IntFlag{Name: "bootstrap", Value: 1000, Usage: "bootstrap resamples behind each interval: 100 to 1000000, or 0 for none"},
 			&cli.Int64Flag{Name: "seed", Value: 1234, Usage: "seeds the bootstrap and the blind baseline's folds"},
 			&cli.IntFlag{Name: "folds", Value: blind.DefaultConfig().Folds, Usage: "the blind baseline's cross-validation folds"},
 			&cli.IntFlag{Name: "blind-permutations", Value: blind.DefaultConfig().Permutations, Usage: "label permutations of the blind baseline's test against chance (its p-value is at least 1/(N+1); 0: no test, the AUC alone decides)"},

@@ -236,14 +236,8 @@ func runBenchDecode(c *cli.Context) error {
 		return usageError("bench decode: %s", keysAsFlags("extract", err.Error()))
 	}
 	dec := ec.Decoding
-	// A decoding's own settings under another were dropped without a
-	// word, the bench then labelled plain greedy.
-	for _, f := range []struct{ flag, needs string }{
-		{"temperature", extract.DecodeSample}, {"top-k", extract.DecodeSample}, {"top-p", extract.DecodeSample}, {"beams", extract.DecodeBeam},
-	} {
-		if c.IsSet(f.flag) && dec != f.needs {
-			return usageError("bench decode: --%s is --decoding %s's setting (got --decoding %s)", f.flag, f.needs, dec)
-		}
+	if err := decodingFlagsFit(c, "bench decode", dec); err != nil {
+		return err
 	}
 	if c.Bool("replicate") && ec.Samples <= 1 {
 		return usageError("bench decode: --replicate runs the prompt once per sample: it needs --samples > 1 (got %d)", ec.Samples)
@@ -690,6 +684,21 @@ func checkBenchPass(cmd string, mc model.Config, perParam float64, batch, seq in
 	}
 	if err := memlimit.CheckPass(cmd+": "+flags, r, perParam, batch, seq); err != nil {
 		return usageError("%v", err)
+	}
+	return nil
+}
+
+// decodingFlagsFit refuses a decoding's own flag given under another
+// decoding (--top-k under greedy): dropped without a word, it labelled
+// the bench plain greedy, and gave extract's attack another file name
+// for the same greedy completions.
+func decodingFlagsFit(c *cli.Context, cmd, dec string) error {
+	for _, f := range []struct{ flag, needs string }{
+		{"temperature", extract.DecodeSample}, {"top-k", extract.DecodeSample}, {"top-p", extract.DecodeSample}, {"beams", extract.DecodeBeam},
+	} {
+		if c.IsSet(f.flag) && dec != f.needs {
+			return usageError("%s: --%s is --decoding %s's setting (got --decoding %s)", cmd, f.flag, f.needs, dec)
+		}
 	}
 	return nil
 }

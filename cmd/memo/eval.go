@@ -26,8 +26,10 @@ func evalCommand() *cli.Command {
 		Description: "Reads completions (from `memo extract`: a run directory's completions.arrow, or\n" +
 			"any completions file) and writes scores.parquet (one row per document) and\n" +
 			"summary.json (rates per split with bootstrap 95 % intervals, ROC AUC and TPR at low\n" +
-			"FPR of the loss, zlib, Min-K% and reference attacks) beside it, or into --out.\n" +
-			"Beside NAME.completions.arrow they are NAME.scores.parquet and NAME.summary.json.\n" +
+			"FPR of every membership statistic) beside it, or into --out; also corpus_counts.parquet\n" +
+			"when the training corpus is indexed (memo index build) and guess_scores.parquet when\n" +
+			"the attack made several guesses a document. Beside NAME.completions.arrow they are\n" +
+			"NAME.scores.parquet, NAME.summary.json, and so on.\n" +
 			"Settings come from the [eval] table of the config.toml beside the completions (or of\n" +
 			"the run, for completions beside a checkpoint, or of the run extract recorded, for\n" +
 			"completions written elsewhere); flags override them, one per [eval]\n" +
@@ -36,7 +38,7 @@ func evalCommand() *cli.Command {
 			"completions: the attacked checkpoint's own.",
 		// The [eval] keys' flags, then the command's own.
 		Flags: append(tableFlags("eval", eval.DefaultConfig()),
-			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet and summary.json (default: beside the completions)"},
+			&cli.StringFlag{Name: "out", Usage: "output `DIR` for scores.parquet, summary.json and the other files eval writes (default: beside the completions)"},
 			&cli.StringFlag{Name: "counts", Usage: "count each window in the training corpus of `DIR` (a run, its data/ or a dataset-cache entry, indexed by memo index build): corpus_counts.parquet and summary.json's by_corpus_count (default: the run's own corpus when it is indexed, as memo run's eval stage counts)"},
 		),
 		Action: evalAction,

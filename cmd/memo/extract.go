@@ -180,6 +180,9 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 	}
 	cfg := run.Extract
 	setTableFlags(c, "extract", &cfg)
+	if err := decodingFlagsFit(c, "extract", cfg.Decoding); err != nil {
+		return err
+	}
 	if c.IsSet("approximation") {
 		// The name sets these keys itself: given too, they were dropped
 		// and the output labelled with settings not asked for.

@@ -201,6 +201,11 @@ func TestExtractAndEvalCLI(t *testing.T) {
 	if msg := memoCmd(t, exe, dir, 2, "eval", other); !strings.Contains(msg, "no completions") {
 		t.Errorf("eval of a directory without completions: stderr %q", msg)
 	}
+	// A decoding's own flag under another decoding changed only the file
+	// name of the same greedy completions.
+	if msg := memoCmd(t, exe, dir, 2, "extract", "--top-k", "40", "runs/tiny"); !strings.Contains(msg, "extract: --top-k is --decoding sample's setting (got --decoding greedy)") {
+		t.Errorf("extract --top-k under greedy: stderr %q", msg)
+	}
 	// Another of the run's Arrow files is named as such, before anything
 	// about where its scores would go (it blamed the output guard).
 	for _, f := range []string{"runs/tiny/data/tokens.arrow", "runs/tiny/metrics.arrow"} {

@@ -30,7 +30,8 @@ func runSpecCommand() *cli.Command {
 		Usage:     "run an experiment: data, training, extraction, scoring and figures",
 		ArgsUsage: "FILE.toml",
 		Description: "Runs data → train → extract → eval → plots into RUNS/<name>/. Running a finished\n" +
-			"run again does nothing. Started by a launcher (srun -n N memo run FILE, torchrun\n" +
+			"run again runs only the stages whose outputs are missing or changed (docs/COMMANDS.md).\n" +
+			"Started by a launcher (srun -n N memo run FILE, torchrun\n" +
 			"--nproc-per-node N memo run FILE), every rank trains and rank 0 alone runs the other\n" +
 			"stages; the others wait for its data, then exit once training is done.\n" +
 			"An interrupted run resumes at the stage that stopped, and\n" +
@@ -39,7 +40,7 @@ func runSpecCommand() *cli.Command {
 		Flags: append(runFlags(),
 			&cli.IntFlag{Name: "nproc", Value: 1, Usage: "training processes (ranks) on this machine; > 1 trains data-parallel. Under srun or torchrun, which start the ranks themselves, leave it out (or give their number of tasks)"},
 			&cli.IntFlag{Name: "master-port", Usage: "rendezvous port of rank 0 for multi-process training", DefaultText: "$MASTER_PORT, else a free port"},
-			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval or plots keys)"},
+			&cli.StringFlag{Name: "reuse-train", Usage: "take data and the trained model from the finished run `DIR`, which must have been trained with the same data, model, train, goldfish and seed settings, and only attack it (sweeps pass this to points that differ only in extract, eval, mia or plots keys)"},
 			&cli.StringFlag{Name: "stages", Usage: "comma-separated stages to run (data,train,references,extract,eval,plots); default all. A stage needs the ones it reads done or listed with it. Under a launcher, give the same stages to every rank; only train runs on more than one"},
 		),
 		Action: runAction,
