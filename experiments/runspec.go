@@ -183,6 +183,9 @@ func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
 	if err != nil || !r.ok {
 		return nil, err
 	}
+	if why := unfinishedStage(r.manifest); why != "" {
+		return nil, fmt.Errorf("%w: manifest.json: %s (`memo run` on its spec finishes it)", plots.ErrUnfinishedRun, why)
+	}
 	if why := changedOutput(r.manifest, dir, reportReads...); why != "" {
 		return nil, badinput.Errorf("%s: %s: memo run on it redoes that stage; the report publishes no number from it", dir, why)
 	}
@@ -190,6 +193,34 @@ func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
 		return nil, fmt.Errorf("%w: %s differs from its point's spec (%s); memo sweep on the spec redoes it", plots.ErrStaleRun, dir, why)
 	}
 	return r.spec.PlotsSpec(), nil
+}
+
+// unfinishedStage names the first stage before plots that a run's
+// manifest m (nil: none) records as failed or running: a run being
+// redone (training resumed after its newest checkpoint went) still holds
+// the earlier attempt's scores, which a report would put beside the new
+// training's loss. A pending stage is one that never ran (memo run
+// --stages, or by hand), and is no sign of a redo.
+func unfinishedStage(m *Manifest) string {
+	if m == nil {
+		return ""
+	}
+	for _, st := range Stages {
+		if st == "plots" {
+			continue // the report is the plots stage's own work
+		}
+		for _, rec := range m.Stages {
+			if rec.Name != st || rec.Status != StatusFailed && rec.Status != StatusRunning {
+				continue
+			}
+			why := "stage " + st + " " + rec.Status
+			if rec.Error != "" {
+				why += " (" + rec.Error + ")"
+			}
+			return why
+		}
+	}
+	return ""
 }
 
 // reportReads are the files of a run memo report takes numbers from and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/plots"
 )
 
 // writeRun writes doc as dir/config.toml.
@@ -173,6 +174,53 @@ func TestReadPlotsSpecChangedOutput(t *testing.T) {
 	}
 	if _, err := ReadPlotsSpec(dir); !badinput.Is(err) || !strings.Contains(err.Error(), "metrics.arrow changed since the stage wrote it") {
 		t.Errorf("a changed metrics.arrow: %v, want bad input naming it", err)
+	}
+}
+
+// TestReadPlotsSpecUnfinished: a run whose manifest records a stage
+// before plots as failed or running (training redone after its newest
+// checkpoint went, interrupted) holds an earlier attempt's scores: the
+// report refuses it, naming the stage; pending stages (never run, as
+// with --stages) and the plots stage itself do not count.
+func TestReadPlotsSpecUnfinished(t *testing.T) {
+	spec := Default()
+	spec.Name = "x"
+	conf, _ := spec.TOML()
+	hash, _ := spec.Hash()
+	for _, tc := range []struct {
+		name   string
+		status map[string]string
+		want   string
+	}{
+		{"all done", map[string]string{"data": StatusDone, "train": StatusDone, "extract": StatusDone, "eval": StatusDone}, ""},
+		{"references pending", map[string]string{"data": StatusDone, "train": StatusDone, "eval": StatusDone}, ""},
+		{"plots running", map[string]string{"train": StatusDone, "eval": StatusDone, "plots": StatusRunning}, ""},
+		{"train failed", map[string]string{"data": StatusDone, "train": StatusFailed, "extract": StatusDone, "eval": StatusDone}, "manifest.json: stage train failed (boom)"},
+		{"extract running", map[string]string{"train": StatusDone, "extract": StatusRunning, "eval": StatusDone}, "manifest.json: stage extract running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeRun(t, string(conf))
+			m := newManifest("x", hash)
+			for _, st := range Stages {
+				rec := m.Stage(st)
+				if s, ok := tc.status[st]; ok {
+					rec.Status = s
+				}
+				if rec.Status == StatusFailed {
+					rec.Error = "boom"
+				}
+			}
+			if err := m.write(dir); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadPlotsSpec(dir)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("ReadPlotsSpec: %v, want nil", err)
+			case tc.want != "" && (!errors.Is(err, plots.ErrUnfinishedRun) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("ReadPlotsSpec: %v, want ErrUnfinishedRun naming %q", err, tc.want)
+			}
+		})
 	}
 }
 

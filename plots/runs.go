@@ -209,6 +209,9 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left 
 			return nil, nil, nil, badinput.Errorf("the run has not finished: no %s yet (its eval stage has not run; `memo run` on its spec, or without --stages, finishes it)", runfiles.ScoresFile)
 		}
 		r, err := loadRun(dir, "", nil, read)
+		if errors.Is(err, ErrUnfinishedRun) {
+			return nil, nil, nil, badinput.Wrap(err)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -235,6 +238,11 @@ func loadDir(dir string, read SpecReader) (runs []*runData, axes []string, left 
 		}
 		if errors.Is(err, ErrStaleRun) {
 			left = append(left, leftOut{p.Name, ErrStaleRun.Error()})
+			continue
+		}
+		if errors.Is(err, ErrUnfinishedRun) {
+			_, why, _ := strings.Cut(err.Error(), ": ")
+			left = append(left, leftOut{p.Name, "not finished: " + why})
 			continue
 		}
 		if err != nil {

@@ -28,6 +28,11 @@ type RunSpec struct {
 // warning, as it leaves out a point that has not finished.
 var ErrStaleRun = errors.New("run made from an older version of the sweep's spec")
 
+// ErrUnfinishedRun is a SpecReader's error for a run a stage of which
+// stopped or is running again (its manifest says failed or running): its
+// files may hold an earlier attempt's attack beside a newer training.
+var ErrUnfinishedRun = errors.New("the run has not finished")
+
 // SpecReader reads the spec of a run directory, nil when it has none.
 // memo's is experiments.ReadPlotsSpec, the one reader of a run's
 // config.toml; plots cannot import experiments, which draws its figures
