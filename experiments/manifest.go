@@ -40,6 +40,12 @@ type StageRecord struct {
 	// ReusedFrom is the run directory whose outputs this stage linked
 	// instead of running (data and train of an attack-only sweep point).
 	ReusedFrom string `json:"reused_from,omitempty"`
+	// ReusedOutputs digests the outputs the source's own record of the
+	// stage listed when this run linked them (reusedDigest): a source
+	// trained again since (--force, a redone stage) leads the links to
+	// another model than the one this run attacked. Absent in older
+	// manifests.
+	ReusedOutputs string `json:"reused_outputs,omitempty"`
 	// Memo is the revision of the memo that last ran the stage
 	// ("+modified" for a build from a modified tree): a run resumed or
 	// extended by another binary than the one that created it (Versions)

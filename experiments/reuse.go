@@ -3,6 +3,7 @@ package experiments
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,6 +129,38 @@ func linkInto(dir, name, target string) error {
 		return fmt.Errorf("link %s to %s: %w", link, target, err)
 	}
 	return nil
+}
+
+// reusedDigest digests what the run that dir's stage st links into
+// (found through the links themselves, which follow a moved source)
+// records as that stage's outputs in its manifest; "" when the links or
+// the source's manifest are gone.
+func reusedDigest(dir, st string) string {
+	names := reusedStages[st]
+	if len(names) == 0 {
+		return ""
+	}
+	target, err := os.Readlink(filepath.Join(dir, names[0]))
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
+	}
+	m, err := ReadManifest(filepath.Dir(target))
+	if err != nil {
+		return ""
+	}
+	rec := m.Stage(st)
+	if rec.Status != StatusDone {
+		return ""
+	}
+	b, err := json.Marshal(rec.Outputs) // map keys sorted: one digest for one record
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 // followMovedTrainer keeps the runs beside dir that reuse its training

@@ -222,3 +222,64 @@ func TestReuseTrainWithStages(t *testing.T) {
 		}
 	}
 }
+
+// TestReuserOfARetrainedSource: a run that reuses the training of a run
+// in another runs root (--reuse-train, so --force's retargeting of
+// sibling links does not reach it) is not taken as finished, nor
+// reported, once that source has been trained again: its links lead to
+// another model than its scores describe. Run again with --reuse-train
+// it relinks and attacks again; with the source gone it is refused.
+func TestReuserOfARetrainedSource(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	srcDir, attack := trainedAndAttack(t, t.TempDir(), "x")
+	root := t.TempDir()
+	dir, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), attack, root, Options{}); err != nil {
+		t.Fatalf("the finished reuser run again: %v", err)
+	}
+	// The source trained again: its record of the train stage lists
+	// other files.
+	m, err := ReadManifest(srcDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := m.Stage("train")
+	if train.Outputs == nil {
+		train.Outputs = map[string]Output{}
+	}
+	train.Outputs["checkpoints/step-000030/model.safetensors"] = Output{Size: 30}
+	if err := m.write(srcDir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), attack, root, Options{})
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "whose train stage is not the one this run attacked") {
+		t.Errorf("the reuser of a retrained source: %v; want it refused, naming the train stage", err)
+	}
+	if _, err := ReadPlotsSpec(dir); !badinput.Is(err) || !strings.Contains(err.Error(), "trained again or gone") {
+		t.Errorf("the report of the reuser of a retrained source: %v; want it refused", err)
+	}
+	if finishedIntact(attack, dir) {
+		t.Error("a sweep would skip the reuser of a retrained source as finished")
+	}
+	calls = nil
+	if _, err := Run(context.Background(), attack, root, Options{ReuseTrain: srcDir}); err != nil {
+		t.Fatalf("relinking with --reuse-train: %v", err)
+	}
+	if strings.Join(calls, ",") != "extract,eval,plots" {
+		t.Errorf("stages run after relinking %v, want extract, eval, plots (the model they read changed)", calls)
+	}
+	if _, err := ReadPlotsSpec(dir); err != nil {
+		t.Errorf("the report after relinking: %v", err)
+	}
+	if err := os.RemoveAll(srcDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), attack, root, Options{}); !badinput.Is(err) {
+		t.Errorf("the reuser of a removed source: %v; want it refused", err)
+	}
+}

@@ -171,8 +171,18 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			continue
 		}
 		rec := m.Stage(st)
+		moved := ""
+		if rec.Status == StatusDone && rec.ReusedOutputs != "" && reusedDigest(dir, st) != rec.ReusedOutputs {
+			moved = fmt.Sprintf("its %s links lead to %s, whose %s stage is not the one this run attacked (trained again, or gone)", strings.Join(reusedStages[st], " and "), rec.ReusedFrom, st)
+			if !reuses(opt, st) {
+				return dir, badinput.Errorf("run %s: %s: start it over with --force (with --reuse-train on a run that trained what it asks for, or training its own)", spec.Name, moved)
+			}
+		}
 		if rec.Status == StatusDone {
 			broken := brokenOutput(dir, rec.Outputs)
+			if broken == "" {
+				broken = moved
+			}
 			stale := ""
 			if broken == "" && !upstreamChanged {
 				if stale, err = staleStage(st, spec, dir); err != nil {
@@ -201,7 +211,9 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		if err != nil {
 			return dir, fmt.Errorf("run %s: stage %s: %w", spec.Name, st, err)
 		}
-		upstreamChanged = upstreamChanged || changed
+		// Relinked to a source trained again, the links read the same
+		// and yet lead to another model: what reads them runs again.
+		upstreamChanged = upstreamChanged || changed || moved != ""
 	}
 	return dir, nil
 }
@@ -280,9 +292,10 @@ func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Opt
 		err = stageFunc(ctx, st, spec, dir, opt)
 	}
 	rec = m.Stage(st)
-	rec.ReusedFrom = ""
-	if reuses(opt, st) {
+	rec.ReusedFrom, rec.ReusedOutputs = "", ""
+	if reuses(opt, st) && err == nil {
 		rec.ReusedFrom = opt.ReuseTrain
+		rec.ReusedOutputs = reusedDigest(dir, st)
 	}
 	rec.Finished = time.Now().UTC()
 	rec.Seconds = rec.Finished.Sub(rec.Started).Seconds()
@@ -478,7 +491,7 @@ func finishedIntact(spec *Spec, runDir string) bool {
 			return false
 		}
 	}
-	return true
+	return movedSource(m, runDir) == ""
 }
 
 // Finished reports whether runDir holds a complete run of spec.

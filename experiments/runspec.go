@@ -183,6 +183,9 @@ func ReadPlotsSpec(dir string) (*plots.RunSpec, error) {
 	if err != nil || !r.ok {
 		return nil, err
 	}
+	if why := movedSource(r.manifest, dir); why != "" {
+		return nil, badinput.Errorf("%s: %s: the report publishes no number from it (`memo run` on its spec says what to do)", dir, why)
+	}
 	if why := unfinishedStage(r.manifest); why != "" {
 		return nil, fmt.Errorf("%w: manifest.json: %s (`memo run` on its spec finishes it)", plots.ErrUnfinishedRun, why)
 	}
@@ -218,6 +221,22 @@ func unfinishedStage(m *Manifest) string {
 				why += " (" + rec.Error + ")"
 			}
 			return why
+		}
+	}
+	return ""
+}
+
+// movedSource says which stage of a run reuses another run's training
+// (--reuse-train) that has been trained again, or removed, since the run
+// attacked it ("" for none): its links now lead to another model than
+// its scores describe.
+func movedSource(m *Manifest, dir string) string {
+	if m == nil {
+		return ""
+	}
+	for _, rec := range m.Stages {
+		if rec.Status == StatusDone && rec.ReusedOutputs != "" && reusedDigest(dir, rec.Name) != rec.ReusedOutputs {
+			return fmt.Sprintf("its %s stage links %s, trained again or gone since the run attacked it", rec.Name, rec.ReusedFrom)
 		}
 	}
 	return ""
