@@ -640,23 +640,49 @@ func ListReferences(cache string) ([]ReferenceEntry, error) {
 // stopped RunLockStale ago is taken over, as training takes it over: a
 // node that died mid-training would otherwise hold it for good.
 func RemoveReference(cache, key string) error {
-	if key == "" || key != filepath.Base(key) || key[0] == '.' {
-		return badinput.Errorf("references rm: %q is not a reference key (see `memo references ls`)", key)
+	return RemoveReferences(cache, []string{key})
+}
+
+// RemoveReferences removes the reference models keys from the cache, all
+// or none: every key is checked, and every one's lock taken, before the
+// first is removed, so that a typo in the last key loses nothing.
+func RemoveReferences(cache string, keys []string) error {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys))) // each once: its lock is taken once
+	dirs := make([]string, len(keys))
+	for i, key := range keys {
+		if key == "" || key != filepath.Base(key) || key[0] == '.' {
+			return badinput.Errorf("references rm: %q is not a reference key (see `memo references ls`); nothing removed", key)
+		}
+		dir := filepath.Join(ReferencesDir(cache), key)
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return badinput.Errorf("references rm: no reference %s in %s (see `memo references ls`); nothing removed", key, ReferencesDir(cache))
+		}
+		if _, err := os.Stat(filepath.Join(dir, referenceFile)); err != nil {
+			return badinput.Errorf("references rm: %s is not a reference model memo made (no %s); nothing removed", dir, referenceFile)
+		}
+		dirs[i] = dir
 	}
-	dir := filepath.Join(ReferencesDir(cache), key)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return badinput.Errorf("references rm: no reference %s in %s (see `memo references ls`)", key, ReferencesDir(cache))
+	var locks []*runlock.Lock
+	release := func() {
+		for _, l := range locks {
+			_ = l.Release()
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, referenceFile)); err != nil {
-		return badinput.Errorf("references rm: %s is not a reference model memo made (no %s)", dir, referenceFile)
+	for _, dir := range dirs {
+		lock, err := runlock.AcquireStaleAfter(dir, RunLockStale)
+		if err != nil {
+			release()
+			return fmt.Errorf("references rm: %w; nothing removed", err)
+		}
+		locks = append(locks, lock)
 	}
-	lock, err := runlock.AcquireStaleAfter(dir, RunLockStale)
-	if err != nil {
-		return fmt.Errorf("references rm: %w", err)
+	// Each lock file goes with its directory.
+	for _, dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("references rm: %w", err)
+		}
 	}
-	// The lock file goes with the directory.
-	_ = lock
-	return os.RemoveAll(dir)
+	return nil
 }
 
 // referenceLabel names reference index of k as `references train --index`

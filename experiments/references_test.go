@@ -272,6 +272,14 @@ func TestReferencesCache(t *testing.T) {
 			t.Errorf("RemoveReference(%q) succeeded", key)
 		}
 	}
+	// Several keys are removed all or none: a bad one anywhere removes
+	// nothing (a review lost the good keys before a typo).
+	if err := RemoveReferences(cache, []string{"abc", "nothere"}); !badinput.Is(err) || !strings.Contains(err.Error(), "nothing removed") {
+		t.Errorf("RemoveReferences of a good and an unknown key: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "abc", referenceFile)); err != nil {
+		t.Fatalf("a refused removal of several keys removed abc: %v", err)
+	}
 	// A key with nothing under it is named as such, not as a directory
 	// memo did not make.
 	if err := RemoveReference(cache, "nothere"); !badinput.Is(err) || !strings.Contains(err.Error(), "no reference nothere in ") {

@@ -11,23 +11,47 @@ import (
 	"unicode/utf8"
 )
 
-// ParseIDsJSON reads a JSON array of token ids (non-negative int32 values),
-// as `memo mask --ids-json` takes them. Errors name the offending element.
+// idsWant is what ParseIDsJSON takes, for its errors.
+const idsWant = `want a JSON array of integer token ids, or {"ids": [...]} as memo tokenize prints`
+
+// ParseIDsJSON reads token ids (non-negative int32 values) as `memo mask
+// --ids-json` and `memo index count --ids-json` take them: a JSON array,
+// or an object whose "ids" is one (memo tokenize's output, so the two
+// commands pipe). Errors name the offending element.
 func ParseIDsJSON(r io.Reader) ([]int32, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	var raw []any
-	if err := dec.Decode(&raw); err != nil {
+	var doc json.RawMessage
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("empty input: want a JSON array of integer token ids")
+			return nil, fmt.Errorf("empty input: %s", idsWant)
 		}
-		return nil, fmt.Errorf("want a JSON array of integer token ids: %w", err)
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("null: want a JSON array of integer token ids")
+		return nil, fmt.Errorf("not JSON (%v): %s", err, idsWant)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("data after the JSON array")
+		return nil, fmt.Errorf("data after the JSON value: %s", idsWant)
+	}
+	field := "element"
+	var raw []any
+	switch doc[0] {
+	case '[':
+		inner := json.NewDecoder(strings.NewReader(string(doc)))
+		inner.UseNumber()
+		if err := inner.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%v: %s", err, idsWant)
+		}
+	case '{':
+		var obj struct {
+			IDs *[]any `json:"ids"`
+		}
+		inner := json.NewDecoder(strings.NewReader(string(doc)))
+		inner.UseNumber()
+		if err := inner.Decode(&obj); err != nil || obj.IDs == nil || *obj.IDs == nil {
+			return nil, fmt.Errorf("an object without an \"ids\" array: %s", idsWant)
+		}
+		raw, field = *obj.IDs, "ids element"
+	default:
+		return nil, fmt.Errorf("found %s: %s", jsonKind(doc), idsWant)
 	}
 	ids := make([]int32, len(raw))
 	for i, v := range raw {
@@ -39,11 +63,25 @@ func ParseIDsJSON(r io.Reader) ([]int32, error) {
 		}
 		if !ok || err != nil || x < 0 || x > math.MaxInt32 {
 			b, _ := json.Marshal(v)
-			return nil, fmt.Errorf("element %d is %s: want an integer token id in [0, %d]", i, b, math.MaxInt32)
+			return nil, fmt.Errorf("%s %d is %s: want an integer token id in [0, %d]", field, i, b, math.MaxInt32)
 		}
 		ids[i] = int32(x)
 	}
 	return ids, nil
+}
+
+// jsonKind names the kind of a JSON value that is neither array nor
+// object.
+func jsonKind(doc json.RawMessage) string {
+	switch doc[0] {
+	case 'n':
+		return "null"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 // DroppedPositions masks ids as one row's targets and returns the indexes

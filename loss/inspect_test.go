@@ -22,10 +22,15 @@ func TestParseIDsJSON(t *testing.T) {
 		{"[2147483648]", nil, "element 0 is 2147483648"},
 		{"[[1]]", nil, "element 0 is [1]"},
 		{"", nil, "empty input"},
-		{"null", nil, "null"},
-		{"{}", nil, "want a JSON array"},
-		{"[1] [2]", nil, "data after the JSON array"},
-		{"[1,", nil, "want a JSON array"},
+		{"null", nil, "found null: want a JSON array"},
+		{"7", nil, "found a number"},
+		{"{}", nil, `an object without an "ids" array`},
+		{`{"ids": null}`, nil, `an object without an "ids" array`},
+		// memo tokenize's output pipes into memo mask --ids-json -.
+		{`{"ids":[256,101,10]}`, []int32{256, 101, 10}, ""},
+		{`{"ids":[1,-2]}`, nil, "ids element 1 is -2"},
+		{"[1] [2]", nil, "data after the JSON value"},
+		{"[1,", nil, "not JSON"},
 	}
 	for _, tt := range tests {
 		got, err := ParseIDsJSON(strings.NewReader(tt.in))

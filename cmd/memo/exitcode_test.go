@@ -346,11 +346,11 @@ func TestProfileOfAUsageError(t *testing.T) {
 	if r.code != 2 {
 		t.Fatalf("exit %d, want 2: %s", r.code, r.stderr)
 	}
-	// A place that cannot be written is a failure, exit 1, as any
-	// command's unwritable output.
+	// A directory that does not exist is the user's typo, exit 2, as
+	// for every other output flag (--logits-out, --rows-out).
 	r = execMemo(t, exe, dir, "--cpu-profile", "no/such/dir/p.prof", "config", "--defaults")
-	if r.code != 1 || !strings.Contains(r.stderr, "--cpu-profile no/such/dir/p.prof: no such file or directory") {
-		t.Errorf("unwritable profile: exit %d, %q; want 1 naming the path", r.code, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, "--cpu-profile no/such/dir/p.prof: directory no/such/dir does not exist") {
+		t.Errorf("a profile into a missing directory: exit %d, %q; want 2 naming the directory", r.code, r.stderr)
 	}
 	r = execMemo(t, exe, dir, "--cpu-profile", "good.prof", "dp-epsilon", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5", "--noise", "1")
 	if r.code != 0 {

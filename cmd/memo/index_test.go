@@ -75,6 +75,11 @@ min_tokens = 100
 	if want := "doc_id " + strconv.FormatInt(d.ID, 10) + " offset 3 repetitions " + strconv.Itoa(d.Repetitions); r.code != 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("locate: exit %d %q %s; want %q", r.code, r.stdout, r.stderr, want)
 	}
+	// A bare array, as memo mask takes, counts the same.
+	bare, _ := json.Marshal(d.IDs[3:20])
+	if rb := execMemoStdin(t, exe, work, cache, string(bare), "index", "count", "--ids-json", "--locate", filepath.Join(run, "data")); rb.code != 0 || rb.stdout != r.stdout {
+		t.Errorf("count of a bare array: exit %d, stdout %q; want the object's %q", rb.code, rb.stdout, r.stdout)
+	}
 	// --locate --json with no occurrence says so with an empty list.
 	r = execMemoStdin(t, exe, work, cache, `{"ids": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}`, "index", "count", "--ids-json", "--locate", "--json", run)
 	if r.code != 0 || !strings.Contains(r.stdout, `"occurrences":0,"locations":[]`) {

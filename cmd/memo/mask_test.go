@@ -54,6 +54,8 @@ func TestMaskIDs(t *testing.T) {
 		// key 0 -> table[0] = 0.2337 < 1/4: every position from h-1 drops.
 		{"hash-table zeros from stdin", zeros, []string{"--k", "4", "--h", "13", "--ids-json", "-"}, "[12,13,14,15]\n"},
 		{"empty array", "[]", []string{"--ids-json", "-"}, "[]\n"},
+		// memo tokenize's {"ids": [...]} pipes in (it was refused).
+		{"tokenize's object from stdin", `{"ids":` + zeros + "}\n", []string{"--k", "4", "--h", "13", "--ids-json", "-"}, "[12,13,14,15]\n"},
 		{"rolling exempt", zeros, []string{"--strategy", "rolling", "--k", "2", "--h", "1", "--exempt", "0", "--ids-json", "-"}, "[]\n"},
 	}
 	for _, tt := range tests {

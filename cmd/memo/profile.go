@@ -114,6 +114,9 @@ func checkProfilePath(path string) error {
 		return fmt.Errorf("is in %s; a profile never goes there: name a file elsewhere", where)
 	}
 	if !outguard.Exists(path) {
+		if dir := filepath.Dir(path); !isDir(dir) {
+			return fmt.Errorf("directory %s does not exist", dir)
+		}
 		return nil
 	}
 	st, err := os.Stat(path)

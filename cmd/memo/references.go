@@ -89,10 +89,11 @@ func referencesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					for _, key := range c.Args().Slice() {
-						if err := experiments.RemoveReference(cache, key); err != nil {
-							return err
-						}
+					keys := c.Args().Slice()
+					if err := experiments.RemoveReferences(cache, keys); err != nil {
+						return err
+					}
+					for _, key := range keys {
 						fmt.Fprintf(c.App.Writer, "removed %s\n", key)
 					}
 					return nil

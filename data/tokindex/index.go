@@ -134,6 +134,9 @@ func Open(path string, want Identity) (*Index, error) {
 	bad := func(format string, a ...any) error {
 		return badinput.Errorf("index %s: "+format+"; rebuild it with `memo index build`", append([]any{path}, a...)...)
 	}
+	if fi.IsDir() {
+		return nil, badinput.Errorf("index %s: is a directory, not an index file: remove it, then `memo index build`", path)
+	}
 	if size < bodyOff {
 		return nil, bad("%d bytes, shorter than its header (truncated?)", size)
 	}

@@ -249,6 +249,8 @@ func TestBadInput(t *testing.T) {
 		{"another tokenizer", path, Identity{Tokenizer: "bpe:4096:def", Digest: id.Digest}},
 		{"another build", path, Identity{Tokenizer: id.Tokenizer, Digest: "fedcba9876543210"}},
 		{"missing", filepath.Join(t.TempDir(), "none"), id},
+		// A directory opens and reads as 4096 bytes: it was exit 1.
+		{"a directory", t.TempDir(), id},
 	} {
 		ix, err := Open(tc.path, tc.want)
 		if err == nil {
