@@ -235,7 +235,9 @@ func TestResolve(t *testing.T) {
 		{good, good, ""},
 		{filepath.Join(run, DirName, StepName(3)), "", "truncated or corrupt"},
 		{t.TempDir(), "", "no complete checkpoint"},
+		{filepath.Join(t.TempDir(), "none"), "", "no complete checkpoint: it does not exist"},
 		{weightsOnly(t), "", "holds model.safetensors but no config.json"},
+		{withoutState(t), "", "a memo checkpoint (it has model.json) without its state.json"},
 		{configOnly(t), "", "has a config.json but no model.safetensors or model.safetensors.index.json"},
 	}
 	for _, c := range cases {
@@ -287,6 +289,17 @@ func TestWithoutOptimizer(t *testing.T) {
 func weightsOnly(t *testing.T) string {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// withoutState is a memo checkpoint's files less its state.json (a copy
+// that left it out), which Resolve named as a Hugging Face directory
+// without config.json.
+func withoutState(t *testing.T) string {
+	dir := weightsOnly(t)
+	if err := os.WriteFile(filepath.Join(dir, ModelJSONFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

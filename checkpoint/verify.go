@@ -180,6 +180,9 @@ var ErrNoCheckpoint = errors.New("no complete checkpoint")
 // an older one names its step directory (the error says which verifies).
 // Errors are bad input.
 func Resolve(path string) (string, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", badinput.Errorf("%s: %w: it does not exist (want a step-NNNNNN directory, a checkpoints/ directory or a run directory)", path, ErrNoCheckpoint)
+	}
 	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
 		if _, err := VerifyWeights(path); err != nil {
 			return "", badinput.Wrap(err)
@@ -200,6 +203,11 @@ func Resolve(path string) (string, error) {
 				// A Hugging Face directory without model.safetensors.
 				return "", badinput.Errorf("%s: holds %s, PyTorch pickle weights, which memo does not read (a pickle runs code when loaded); convert them to model.safetensors (transformers: save_pretrained(dir, safe_serialization=True))", path, bin)
 			}
+		}
+		if _, err := os.Stat(filepath.Join(path, ModelJSONFile)); err == nil {
+			// memo's own checkpoint layout, less the file that vouches
+			// for its weights: a copy or a write cut short.
+			return "", badinput.Errorf("%s: a memo checkpoint (it has %s) without its %s, which records the weights' sha256: copy the whole step directory, or name another step", path, ModelJSONFile, StateFile)
 		}
 		if m, _ := filepath.Glob(filepath.Join(path, "*.safetensors")); len(m) > 0 {
 			// Weights without the config.json a Hugging Face directory has.

@@ -116,6 +116,17 @@ func runIndexCount(c *cli.Context) error {
 	if err := atLeast(c, "index count", 1, "window"); err != nil {
 		return err
 	}
+	// A flag of another mode was dropped without a word.
+	for _, f := range []struct{ flag, needs string }{{"window", "random"}, {"seed", "random"}, {"limit", "locate"}} {
+		if c.IsSet(f.flag) && !c.IsSet(f.needs) {
+			return usageError("index count: --%s is --%s's setting: add --%s, or leave --%s out", f.flag, f.needs, f.needs, f.flag)
+		}
+	}
+	for _, f := range []string{"ids-json", "locate"} {
+		if c.IsSet(f) && c.Int("random") > 0 {
+			return usageError("index count: --%s counts a window from stdin; --random draws its own windows: give one of them", f)
+		}
+	}
 	ds, err := indexDataset(c, "count")
 	if err != nil {
 		return err

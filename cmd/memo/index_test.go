@@ -136,6 +136,10 @@ min_tokens = 100
 		{"not JSON", "the", []string{"index", "count", "--ids-json", run}},
 		{"longer than the corpus", string(long), []string{"index", "count", "--ids-json", run}},
 		{"no text", "", []string{"index", "count", run}},
+		// Another mode's flag was dropped without a word.
+		{"--window without --random", " the", []string{"index", "count", "--window", "5", run}},
+		{"--limit without --locate", " the", []string{"index", "count", "--limit", "5", run}},
+		{"--locate with --random", "", []string{"index", "count", "--random", "2", "--locate", run}},
 	} {
 		r := execMemoStdin(t, exe, work, cache, tc.stdin, tc.args...)
 		if r.code != 2 || !strings.HasPrefix(r.stderr, "memo: ") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {

@@ -110,8 +110,10 @@ func (o *obj) done() error {
 	return o.errorf("option %q is not supported", strings.Join(left, `", "`))
 }
 
-func unsupported(where, typ string) error {
-	return fmt.Errorf("tokenizer.json: %s type %q is not supported", where, typ)
+// unsupported is the error for a component type memo does not read,
+// naming the types it does (Sequence aside).
+func unsupported(where, typ string, supported ...string) error {
+	return fmt.Errorf("tokenizer.json: %s type %q is not supported (memo reads %s)", where, typ, strings.Join(supported, ", "))
 }
 
 // clip shortens a JSON value for an error message.

@@ -65,7 +65,7 @@ func decoderOf(o *obj, where, t string) (decoder, error) {
 		}
 		d = bpeSuffixDecoder(s)
 	default:
-		return nil, unsupported(where, t)
+		return nil, unsupported(where, t, "ByteLevel", "Replace", "ByteFallback", "Fuse", "Strip", "Metaspace", "BPEDecoder", "Sequence")
 	}
 	return d, nil
 }

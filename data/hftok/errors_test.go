@@ -56,7 +56,7 @@ func TestParseErrors(t *testing.T) {
 		{"unsupported normalizer", tinyJSON(map[string]string{"NORM": `{"type":"Precompiled","precompiled_charsmap":"AA=="}`}),
 			`normalizer type "Precompiled" is not supported`},
 		{"unsupported decoder", tinyJSON(map[string]string{"DEC": `{"type":"WordPiece","prefix":"##","cleanup":true}`}),
-			`decoder type "WordPiece" is not supported`},
+			`decoder type "WordPiece" is not supported (memo reads ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, BPEDecoder, Sequence)`},
 		{"unsupported post-processor", tinyJSON(map[string]string{"POST": `{"type":"Foo"}`}),
 			`post_processor type "Foo" is not supported`},
 		{"unsupported model", tinyJSON(map[string]string{"MODEL": `{"type":"Unigram","vocab":[["a",0.0]]}`}),

@@ -77,7 +77,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 	case "WordLevel":
 		m, err = parseWordLevel(o)
 	default:
-		return nil, unsupported("model", t)
+		return nil, unsupported("model", t, "BPE", "WordLevel")
 	}
 	if err != nil {
 		return nil, err

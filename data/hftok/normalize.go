@@ -74,7 +74,7 @@ func normalizerOf(o *obj, where, t string) (normalizer, error) {
 		}
 		n = s
 	default:
-		return nil, unsupported(where, t)
+		return nil, unsupported(where, t, "Prepend", "Replace", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "Strip", "Sequence")
 	}
 	return n, nil
 }

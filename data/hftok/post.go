@@ -57,7 +57,7 @@ func postProcessorOf(o *obj, where, t string) (postProcessor, error) {
 		o.ignore("trim_offsets", "add_prefix_space") // offsets only
 		p = template{before: []int32{cls.id}, after: []int32{sep.id}}
 	default:
-		return nil, unsupported(where, t)
+		return nil, unsupported(where, t, "ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing", "Sequence")
 	}
 	return p, nil
 }

@@ -116,7 +116,7 @@ func preTokenizerOf(o *obj, where, t string) (preTokenizer, error) {
 	case "WhitespaceSplit":
 		p = whitespaceSplitPre{}
 	default:
-		return nil, unsupported(where, t)
+		return nil, unsupported(where, t, "Split", "ByteLevel", "Metaspace", "Digits", "Punctuation", "CharDelimiterSplit", "Whitespace", "WhitespaceSplit", "Sequence")
 	}
 	return p, nil
 }
