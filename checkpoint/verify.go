@@ -172,6 +172,22 @@ func DiscardAfter(runDir string, step int) ([]string, error) {
 // kinds of model directory names them in its error only then.
 var ErrNoCheckpoint = errors.New("no complete checkpoint")
 
+// MarkLatest makes dir's checkpoints/latest name dir, a step directory,
+// when it does not already (a latest deleted by hand): a run resumed at
+// its final checkpoint saves nothing more, and left it missing, so that
+// its train stage's outputs read as changed after every run.
+func MarkLatest(dir string) error {
+	root, name := filepath.Split(filepath.Clean(dir))
+	p := filepath.Join(root, LatestFile)
+	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == name {
+		return nil
+	}
+	if err := atomicfile.WriteFileSync(p, []byte(name+"\n")); err != nil {
+		return fmt.Errorf("mark %s the latest checkpoint: %w", dir, err)
+	}
+	return nil
+}
+
 // Resolve turns a checkpoint directory, a checkpoints/ directory or a run
 // directory into a checkpoint directory: the one named, else the run's
 // newest (the one checkpoints/latest names, else the highest step). A

@@ -104,6 +104,9 @@ func (l *loop) resumeFrom() (resumed bool, err error) {
 				}
 			}
 			if l.rank == 0 {
+				if err := checkpoint.MarkLatest(dir); err != nil {
+					return false, err
+				}
 				slog.Info("resuming", "checkpoint", dir, "step", l.step)
 			}
 			return true, nil

@@ -206,6 +206,18 @@ func TestRunRegeneratesMissingOutputs(t *testing.T) {
 	if now, err := os.ReadFile(filepath.Join(run, "summary.json")); r.code != 0 || err != nil || string(now) != string(good) || !strings.Contains(r.stderr, "summary.json") {
 		t.Errorf("memo run after editing summary.json: exit %d, stderr %q; summary restored: %v", r.code, r.stderr, string(now) == string(good))
 	}
+	// checkpoints/latest deleted: training resumes at its final step and
+	// marks it latest again (it left latest missing, and the stages
+	// after it ran again); the run after that runs nothing.
+	if err := os.Remove(filepath.Join(run, "checkpoints", "latest")); err != nil {
+		t.Fatal(err)
+	}
+	if r := memo("run", "tiny.toml"); r.code != 0 || !strings.Contains(r.stderr, "checkpoints/latest is missing") {
+		t.Errorf("memo run after deleting checkpoints/latest: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(run, "checkpoints", "latest")); err != nil || strings.TrimSpace(string(b)) != "step-000006" {
+		t.Errorf("checkpoints/latest after the run: %q, %v; want step-000006", b, err)
+	}
 	// Intact: nothing runs.
 	before := treeSums(t, run)
 	delete(before, "manifest.json")
