@@ -40,8 +40,9 @@ func maskCommand() *cli.Command {
 		Usage: "show which targets the goldfish loss drops",
 		UsageText: "memo mask [--strategy S --k K --h H ...] --ids-json FILE|-\n" +
 			"memo mask [--strategy S --k K --h H ...] --text FILE --tokenizer SPEC",
-		Description: "With --ids-json, reads a JSON array of target token ids and prints only a JSON\n" +
-			"array of the dropped positions (indexes into that array). With --text, tokenizes\n" +
+		Description: "With --ids-json, reads target token ids (a JSON array, or {\"ids\": [...]} as\n" +
+			"memo tokenize prints) and prints only a JSON array of the dropped positions\n" +
+			"(indexes into the ids). With --text, tokenizes\n" +
 			"the file, prints it with dropped tokens marked [[like this]] and the drop rate.\n" +
 			"The ids are taken as one row's targets, so hashed strategies keep the first h-1.",
 		Flags: []cli.Flag{
@@ -53,7 +54,7 @@ func maskCommand() *cli.Command {
 			// mask a default run trains with.
 			&cli.Int64Flag{Name: "seed", Value: experiments.Default().Seed, Usage: "seed of the random strategy and key of the rolling hash (a spec's goldfish.seed, which is its top-level seed unless set)"},
 			&cli.StringFlag{Name: "exempt", Usage: "comma-separated token `IDS` the rolling strategy never drops (e.g. EOS)"},
-			&cli.StringFlag{Name: "ids-json", Usage: "`FILE` holding a JSON array of target ids, or - for stdin"},
+			&cli.StringFlag{Name: "ids-json", Usage: "`FILE` holding target ids (a JSON array, or {\"ids\": [...]}), or - for stdin"},
 			&cli.StringFlag{Name: "text", Usage: "text `FILE` to tokenize and show with dropped tokens marked"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `SPEC` for --text: gpt2, hf:PATH or a tokenizer.json path"},
 		},
