@@ -76,6 +76,11 @@ type State struct {
 	// (a checkpoint older than these fields).
 	Workers int `json:"workers"`
 	Threads int `json:"threads"`
+	// Layouts, set only when a resume changed Workers × Threads, lists
+	// every layout the run trained under, each from the step it took
+	// over at: the record of a run that is bit-identical to none trained
+	// with one layout (manifest.json keeps only the last launch's).
+	Layouts []ThreadLayout `json:"layouts,omitempty"`
 	// ElapsedS is the training wall time so far.
 	ElapsedS float64 `json:"elapsed_s"`
 	// Dataset is the digest of the dataset the run trains on
@@ -91,6 +96,14 @@ type State struct {
 	DP json.RawMessage `json:"dp,omitempty"`
 	// SHA256 maps each file of the checkpoint to its digest.
 	SHA256 map[string]string `json:"sha256"`
+}
+
+// ThreadLayout is the thread layout training ran under from step
+// FromStep on (State.Layouts).
+type ThreadLayout struct {
+	FromStep int `json:"from_step"`
+	Workers  int `json:"workers"`
+	Threads  int `json:"threads"`
 }
 
 // NewModelJSON is model.json of a model with config c: the Hugging Face

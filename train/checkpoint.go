@@ -37,6 +37,7 @@ func (l *loop) writeCheckpoint() error {
 	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed, Dataset: l.dataset}
 	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
+	st.Layouts = l.layouts
 	if st.DP, err = l.dpCheckpoint(); err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -308,6 +309,23 @@ func TestThreadCountRecordedAndChangeWarned(t *testing.T) {
 		t.Logf("train.threads = %d:\n%s", c.threads, logs)
 		if warned != c.warn {
 			t.Errorf("resume with train.threads = %d after 2: warned %v, want %v:\n%s", c.threads, warned, c.warn, logs)
+		}
+	}
+	// The checkpoints record every layout the run trained under: none
+	// while it kept one (step 4), both after the change at step 4.
+	for _, tc := range []struct {
+		step int
+		want []checkpoint.ThreadLayout
+	}{
+		{4, nil},
+		{6, []checkpoint.ThreadLayout{{FromStep: 0, Workers: 2, Threads: 1}, {FromStep: 4, Workers: 1, Threads: 1}}},
+	} {
+		st, err := checkpoint.ReadState(filepath.Join(dir, checkpoint.DirName, checkpoint.StepName(tc.step)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(st.Layouts, tc.want) {
+			t.Errorf("step %d: state.json layouts %+v, want %+v", tc.step, st.Layouts, tc.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -86,6 +87,7 @@ func (l *loop) resumeFrom() (resumed bool, err error) {
 			}
 			l.step, l.pos, l.elapsed, l.lastSaved = st.Step, st.DataPosition, st.ElapsedS, st.Step
 			warnThreadChange(dir, st, l.cfg.Threads)
+			l.layouts = resumedLayouts(st, l.cfg.Threads)
 			metricsPath := filepath.Join(l.runDir, runfiles.MetricsFile)
 			old, err := runfiles.ReadMetrics(metricsPath)
 			for _, m := range old {
@@ -207,6 +209,21 @@ func (l *loop) loadOptimizer(dir string, step int) error {
 // warnThreadChange warns when a run resumes from dir with another thread
 // layout than the checkpoint was written with: the run goes on, but its
 // result is no longer bit-identical to an uninterrupted run's.
+// resumedLayouts is State.Layouts for a run resumed from st with
+// train.threads = threads: st's, with this layout appended when it is
+// another (nil while the run keeps one layout).
+func resumedLayouts(st checkpoint.State, threads int) []checkpoint.ThreadLayout {
+	workers, perWorker := threadLayout(threads)
+	layouts := st.Layouts
+	if st.Workers == 0 || st.Workers == workers && st.Threads == perWorker {
+		return layouts
+	}
+	if len(layouts) == 0 {
+		layouts = []checkpoint.ThreadLayout{{FromStep: 0, Workers: st.Workers, Threads: st.Threads}}
+	}
+	return append(slices.Clone(layouts), checkpoint.ThreadLayout{FromStep: st.Step, Workers: workers, Threads: perWorker})
+}
+
 func warnThreadChange(dir string, st checkpoint.State, threads int) {
 	workers, perWorker := threadLayout(threads)
 	switch {

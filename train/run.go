@@ -331,6 +331,9 @@ type loop struct {
 	// dataset names what src holds (sourceDigest): recorded in every
 	// checkpoint, compared on resume.
 	dataset string
+	// layouts carries checkpoint.State.Layouts: nil until a resume
+	// changes the thread layout.
+	layouts []checkpoint.ThreadLayout
 	// lora are train.lora's adapters, one set per worker (lora.go), and
 	// loraBase (rank 0) the base they train on; nil without train.lora.
 	lora     []*model.LoRA
