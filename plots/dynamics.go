@@ -134,11 +134,25 @@ func memorizationCurves(cfg Config, runs []*runData) (*figure, error) {
 			lo, hi = math.Min(lo, float64(r.Memorization[i].Step)), math.Max(hi, float64(r.Memorization[i].Step))
 		}
 	}
+	// Runs attacked at the same steps sit side by side: 0.8 % of the
+	// range (a third of a step) stacked their markers and bars. Each run
+	// moves 2.5 % of the range, less where the checkpoints are closer,
+	// so a step's group stays within half the gap to the next.
+	steps := map[int64]bool{}
+	for _, r := range runs {
+		for i := range r.Memorization {
+			steps[r.Memorization[i].Step] = true
+		}
+	}
+	shift := 0.025 * (hi - lo)
+	if len(steps) > 1 {
+		shift = math.Min(shift, (hi-lo)/float64(len(steps)-1)/(2*float64(len(runs))))
+	}
 	nudge := func(ri int) float64 {
 		if len(runs) < 2 || !(hi > lo) {
 			return 0
 		}
-		return (float64(ri) - float64(len(runs)-1)/2) * 0.008 * (hi - lo)
+		return (float64(ri) - float64(len(runs)-1)/2) * shift
 	}
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 	for ri, r := range runs {

@@ -567,7 +567,7 @@ func repsCurves(cfg Config, runs []*runData, metric string) (*figure, error) {
 	if metric == "rougeL" {
 		title, ylabel, scale = "Partial memorization against repetitions", "mean RougeL F1 of targets (95 % CI)", 1
 	}
-	p := newPlot(cfg, title, "copies of each target per training epoch (data.repetitions)", ylabel)
+	p := newPlot(cfg, title, "copies of each target per training epoch", ylabel)
 	p.X.Scale = plot.LogScale{}
 	var ticks plot.ConstantTicks
 	for _, r := range reps {

@@ -1,17 +1,25 @@
 package plots
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"codeberg.org/go-pdf/fpdf"
+	"golang.org/x/text/encoding/charmap"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -40,8 +48,21 @@ func colorAt(i int) color.Color { return palette[i%len(palette)] }
 // dashes shift, so that series i and i+len(palette) never look alike.
 func seriesDashes(i int) []vg.Length { return dashes[(i+i/len(palette))%len(dashes)] }
 
-// dashes cycle after colours so that series stay distinct past eight.
-var dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}
+// dashes are as many as the colours, so that each of the first eight
+// series differs in both (in greyscale too: with four, the loss curve,
+// series 0, and ReCaLL's, series 4, were both solid and ReCaLL's hid
+// the loss's), and shift after them so that series stay distinct past
+// eight.
+var dashes = [][]vg.Length{
+	nil,
+	{vg.Points(5), vg.Points(3)},
+	{vg.Points(1.5), vg.Points(2)},
+	{vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)},
+	{vg.Points(9), vg.Points(3)},
+	{vg.Points(3), vg.Points(1.5)},
+	{vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2), vg.Points(1.5), vg.Points(2)},
+	{vg.Points(0.75), vg.Points(1.5)},
+}
 
 // newPlot makes a figure with the house style: font sizes from the
 // config, a light grid, the legend below the axes (figure.Draw).
@@ -101,6 +122,68 @@ var setPDFDates = sync.OnceFunc(func() {
 	fpdf.SetDefaultModificationDate(pdfDate())
 })
 
+// dpiPNG is a PNG canvas whose file records its resolution (a pHYs
+// chunk): without one LaTeX and word processors place a figure given no
+// width at 72 or 96 dpi, three or four times the size asked for.
+type dpiPNG struct {
+	vgimg.PngCanvas
+	dpi int
+}
+
+func (c dpiPNG) WriteTo(w io.Writer) (int64, error) {
+	var buf bytes.Buffer
+	if _, err := c.PngCanvas.WriteTo(&buf); err != nil {
+		return 0, err
+	}
+	b := buf.Bytes()
+	// The signature (8 bytes) and IHDR (25) come first; pHYs goes
+	// before the image data, here right after IHDR.
+	const ihdrEnd = 8 + 25
+	if len(b) < ihdrEnd || string(b[12:16]) != "IHDR" {
+		return 0, fmt.Errorf("png: no IHDR chunk where the encoder puts it")
+	}
+	ppm := uint32(math.Round(float64(c.dpi) / 0.0254)) // pixels a metre
+	chunk := make([]byte, 0, 21)
+	chunk = binary.BigEndian.AppendUint32(chunk, 9)
+	chunk = append(chunk, "pHYs"...)
+	chunk = binary.BigEndian.AppendUint32(chunk, ppm)
+	chunk = binary.BigEndian.AppendUint32(chunk, ppm)
+	chunk = append(chunk, 1) // unit: the metre
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	n, err := w.Write(slices.Concat(b[:ihdrEnd], chunk, b[ihdrEnd:]))
+	return int64(n), err
+}
+
+// winAnsiCanvas is a PDF canvas whose text is written in Windows-1252:
+// gonum's PDF backend declares its fonts WinAnsiEncoding and wrote the
+// labels' UTF-8 bytes, so that "≥" printed as "â‰¥" and an en dash as
+// "â€“" in every PDF (PNG and SVG were right).
+type winAnsiCanvas struct{ vg.CanvasWriterTo }
+
+func (c winAnsiCanvas) FillString(f font.Face, pt vg.Point, s string) {
+	c.CanvasWriterTo.FillString(f, pt, winAnsi(s))
+}
+
+// winAnsiSubs spell out the characters the labels use that
+// Windows-1252 lacks.
+var winAnsiSubs = strings.NewReplacer("≥", ">=", "≤", "<=", "ε", "eps", "δ", "delta", "∞", "inf", "−", "-", "√", "sqrt ", "→", "->")
+
+// winAnsi is s in Windows-1252, with winAnsiSubs' spellings and "?" for
+// any other character it cannot hold.
+func winAnsi(s string) string {
+	s = winAnsiSubs.Replace(s)
+	var b strings.Builder
+	enc := charmap.Windows1252
+	for _, r := range s {
+		if c, ok := enc.EncodeRune(r); ok {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}
+
 // save writes p as name.<format> into dir for every configured format.
 func save(p *figure, cfg Config, dir, name string) ([]string, error) {
 	setPDFDates()
@@ -113,11 +196,14 @@ func save(p *figure, cfg Config, dir, name string) ([]string, error) {
 		var c vg.CanvasWriterTo
 		if f == "png" {
 			img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(cfg.DPI))
-			c = vgimg.PngCanvas{Canvas: img}
+			c = dpiPNG{vgimg.PngCanvas{Canvas: img}, cfg.DPI}
 		} else {
 			var err error
 			if c, err = draw.NewFormattedCanvas(w, h, f); err != nil {
 				return written, fmt.Errorf("figure %s.%s: %w", name, f, err)
+			}
+			if f == "pdf" {
+				c = winAnsiCanvas{c}
 			}
 		}
 		p.Draw(draw.New(c))
