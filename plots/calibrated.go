@@ -161,11 +161,7 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 		if pts == nil {
 			continue
 		}
-		var xy plotter.XYs
-		for _, q := range pts {
-			xy = append(xy, plotter.XY{X: math.Max(q.FPR, floor), Y: math.Max(q.TPR, floor)})
-		}
-		ln, err := plotter.NewLine(xy)
+		ln, err := plotter.NewLine(logROC(pts, floor))
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +183,29 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = floor, 1, floor, 1
 	return p, nil
 }
+
+// logROC is the ROC's points for log axes, rates below floor raised to
+// it. A segment through tied scores is straight in linear rates (the
+// ROC interpolates them so); drawn straight on log axes it read TPR 0.10
+// where the ROC has 0.38, so it is drawn in tieSegmentPoints pieces.
+func logROC(pts []eval.ROCPoint, floor float64) plotter.XYs {
+	var xy plotter.XYs
+	for i, q := range pts {
+		if i > 0 && q.FPR != pts[i-1].FPR && q.TPR != pts[i-1].TPR {
+			from := pts[i-1]
+			for k := 1; k < tieSegmentPoints; k++ {
+				f := float64(k) / tieSegmentPoints
+				xy = append(xy, plotter.XY{X: math.Max(from.FPR+f*(q.FPR-from.FPR), floor), Y: math.Max(from.TPR+f*(q.TPR-from.TPR), floor)})
+			}
+		}
+		xy = append(xy, plotter.XY{X: math.Max(q.FPR, floor), Y: math.Max(q.TPR, floor)})
+	}
+	return xy
+}
+
+// tieSegmentPoints is how many pieces a tied segment of the log-log ROC
+// is drawn in.
+const tieSegmentPoints = 64
 
 // rateTicks labels a log axis of rates from floor to 1 at 1, 2 and 5
 // times each power of ten, so that a range shorter than two decades (a

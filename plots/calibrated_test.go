@@ -102,3 +102,25 @@ func TestThresholdMarkdownNamesRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestLogROCFollowsTies: a segment of tied scores, straight in linear
+// rates, is drawn in pieces that stay on it, so that on log axes the
+// curve reads the ROC's TPR at every FPR (drawn straight from the floor
+// it read 0.10 at FPR 0.05 where the ROC has about 0.38).
+func TestLogROCFollowsTies(t *testing.T) {
+	pts := []eval.ROCPoint{{FPR: 0, TPR: 0}, {FPR: 0.125, TPR: 0.9375}, {FPR: 1, TPR: 1}}
+	xy := logROC(pts, 0.03125)
+	if len(xy) != 3+2*(tieSegmentPoints-1) {
+		t.Fatalf("%d points, want both tied segments in %d pieces", len(xy), tieSegmentPoints)
+	}
+	for _, p := range xy {
+		if p.X < 0.03125 || p.Y < 0.03125 {
+			t.Fatalf("point %v below the floor", p)
+		}
+		if p.X > 0.04 && p.X < 0.125 {
+			if want := p.X * 0.9375 / 0.125; math.Abs(p.Y-want) > 1e-9 {
+				t.Errorf("at FPR %.4f the curve reads TPR %.4f, the ROC %.4f", p.X, p.Y, want)
+			}
+		}
+	}
+}
