@@ -124,3 +124,37 @@ func TestLogROCFollowsTies(t *testing.T) {
 		}
 	}
 }
+
+// TestPRCurveOfNoExtraction: with no member extracted the
+// precision–recall curve is one point (every guess at 0, 0), which a line of no length did
+// not draw (an empty box): it is drawn as a marker.
+func TestPRCurveOfNoExtraction(t *testing.T) {
+	var gs []eval.GuessScore
+	for d := range 2 {
+		for s := range 3 {
+			gs = append(gs, eval.GuessScore{DocID: int64(d), Split: splitTarget, Sample: s, SeqLogProb: -float64(s)})
+		}
+	}
+	r := &runData{Name: "r", GuessScores: gs, Summary: &eval.Summary{Guesses: &eval.GuessSummary{Samples: 3, MaxWrong: 100}}}
+	r.Summary.Guesses.Members.N = 2
+	for _, q := range eval.PRCurve(r.memberGuesses(), 2) {
+		if q.Recall != 0 || q.Precision != 0 {
+			t.Fatalf("the curve of no exact guess has point %+v; this test wants them all at 0, 0", q)
+		}
+	}
+	p, err := prCurves(DefaultConfig(), []*runData{r})
+	if err != nil || p == nil {
+		t.Fatalf("prCurves: %v, %v", p, err)
+	}
+	// A line reports glyph boxes of its width (1.5 pt); the marker's is
+	// its diameter (6 pt).
+	var n int
+	for _, b := range p.Plot.GlyphBoxes(p.Plot) {
+		if b.Rectangle.Size().X > 4 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d markers drawn for the one-point curve, want 1", n)
+	}
+}

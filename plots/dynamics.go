@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -79,6 +80,17 @@ func prCurves(cfg Config, runs []*runData) (*figure, error) {
 		}
 		ln.LineStyle.Color, ln.LineStyle.Width, ln.LineStyle.Dashes = colorAt(ri), vg.Points(1.5), dashes[ri%len(dashes)]
 		p.Add(ln)
+		if !slices.ContainsFunc(xy, func(q plotter.XY) bool { return q != xy[0] }) {
+			// One point (no member extracted: every guess at recall 0,
+			// precision 0) is a line of no length, which draws nothing:
+			// the figure was an empty box.
+			sc, err := plotter.NewScatter(xy[:1])
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = colorAt(ri), draw.CircleGlyph{}, vg.Points(3)
+			p.Add(sc)
+		}
 		label := fmt.Sprintf("%d guesses/doc: recall %.2f at ≤ %d wrong", g.Samples, float64(g.RecallAtMaxWrong), g.MaxWrong)
 		if len(runs) > 1 {
 			label = r.Label + ", " + label
