@@ -190,6 +190,12 @@ func TestSlurmScriptOptions(t *testing.T) {
 	if s, err := SlurmScript(o); err != nil || !strings.Contains(s, "export MEMO_CACHE='/scratch/my cache'\n") {
 		t.Errorf("script with a cache (%v):\n%s", err, s)
 	}
+	// The tasks start where memo sweep ran, not where sbatch was run: a
+	// point's relative data source read another directory's.
+	o.Dir = "/home/me/my exp"
+	if s, err := SlurmScript(o); err != nil || !strings.Contains(s, "set -euo pipefail\ncd '/home/me/my exp'\n") {
+		t.Errorf("script run from a directory (%v):\n%s", err, s)
+	}
 	for _, bad := range []SlurmOptions{{Mem: "lots"}, {Extra: []string{"--colour=red"}}, {Extra: []string{"mail-type=END"}},
 		{Extra: []string{"--array=0-9"}}, {QOS: "a b"}, {ArrayThrottle: -1}, {Extra: []string{"--comment=a b"}}} {
 		bad.Exe, bad.SweepDir, bad.Specs, bad.JobName = "/bin/memo", "/s", []string{"a.toml"}, "x"

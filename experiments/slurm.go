@@ -38,6 +38,11 @@ type SlurmOptions struct {
 	// RunFlags go into every memo run line after "run" (memo sweep's
 	// --force, --threads N): each a word the shell takes as it is.
 	RunFlags []string
+	// Dir, when set, is the directory memo sweep ran in: the script
+	// starts there, so that the points' relative paths (data sources,
+	// data.cache_dir, hf:PATH) read what the sweep checked, wherever
+	// sbatch is run from (the tasks start where sbatch was run).
+	Dir string
 	// Cache, when set, is MEMO_CACHE as the sweep saw it: the script
 	// exports it, so that tasks share the sweep's dataset cache however
 	// sbatch passes the environment (--export=NONE, a later submission
@@ -214,6 +219,9 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	}
 	w("#SBATCH --output=%s/logs/%%x_%%A_%%a.out", SlurmFilename(o.SweepDir))
 	w("set -euo pipefail")
+	if o.Dir != "" {
+		w("cd %s", ShellQuote(o.Dir))
+	}
 	if o.Cache != "" {
 		w("export MEMO_CACHE=%s", ShellQuote(o.Cache))
 	}

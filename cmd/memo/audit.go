@@ -27,6 +27,7 @@ import (
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/filehash"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/plots"
@@ -346,10 +347,7 @@ func auditAction(c *cli.Context) error {
 		return err
 	}
 
-	threads := c.Int("threads")
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
+	threads, _ := runThreads(c, rankenv.Config{}) // a Slurm job's CPUs, as memo run
 	torchx.Init(threads, uint64(c.Int64("seed")))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 
 	"github.com/memo-research/memo/checkpoint"
@@ -14,6 +13,7 @@ import (
 	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/extract"
 	"github.com/memo-research/memo/internal/outguard"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/loss"
@@ -289,10 +289,7 @@ func extractWith(c *cli.Context, target, ckpt, runDir string, foreign bool) erro
 			return usageError("extract: %s has not finished training (manifest.json: train %s): resume it with memo run, or attack the checkpoint by naming it (memo extract %s), which writes beside it", runDir, why, ckpt)
 		}
 	}
-	threads := c.Int("threads")
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
+	threads, _ := runThreads(c, rankenv.Config{}) // a Slurm job's CPUs, as memo run
 	torchx.Init(threads, uint64(cfg.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/memo-research/memo/experiments"
+	"github.com/memo-research/memo/internal/rankenv"
 	"github.com/memo-research/memo/internal/torchx"
 )
 
@@ -114,10 +114,9 @@ func referencesTrainAction(c *cli.Context) error {
 	if spec.IsSweep() {
 		return usageError("references train: %s is a sweep; train the references of one point (its spec under RUNS/NAME/specs/, whose run is in RUNS/NAME)", c.Args().First())
 	}
-	threads := c.Int("threads")
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
+	// As memo run takes them: a one-CPU array task on a node without CPU
+	// binding took every core, 25 times slower.
+	threads, _ := runThreads(c, rankenv.Config{})
 	torchx.Init(threads, uint64(spec.Seed))
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -264,6 +264,9 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		Extra: append(append([]string(nil), sl.Sbatch...), c.StringSlice("sbatch")...),
 		Cache: absCache(os.Getenv("MEMO_CACHE")),
 	}
+	if wd, err := os.Getwd(); err == nil {
+		opt.Dir = wd
+	}
 	// memo run's own flags, for each point as a local sweep passes them.
 	if c.Bool("force") {
 		opt.RunFlags = append(opt.RunFlags, "--force")
