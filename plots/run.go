@@ -105,7 +105,7 @@ func Report(dir string, cfg Config, read SpecReader) error {
 		if err := replaceDir(tmp, filepath.Join(dir, ReportDir)); err != nil {
 			return err
 		}
-		return badinput.Errorf("report %s: none of the %d sweep points can be reported (%s); logs in %s", dir, len(left), leftReasons(left), filepath.Join(dir, "logs"))
+		return badinput.Wrap(noPointError(fmt.Sprintf("report %s: none of the %d sweep points can be reported (%s); logs in %s", dir, len(left), leftReasons(left), filepath.Join(dir, "logs"))))
 	}
 	if err := writeReport(tmp, cfg, runs, axes, left); err != nil {
 		return err

@@ -33,6 +33,17 @@ var ErrStaleRun = errors.New("run made from an older version of the sweep's spec
 // files may hold an earlier attempt's attack beside a newer training.
 var ErrUnfinishedRun = errors.New("the run has not finished")
 
+// ErrNoPoint is Report's error for a sweep none of whose points can be
+// reported (errors.Is): memo report --require-all calls it a failure of
+// the points, not bad input.
+var ErrNoPoint = errors.New("no sweep point can be reported")
+
+// noPointError is ErrNoPoint with its own message.
+type noPointError string
+
+func (e noPointError) Error() string        { return string(e) }
+func (e noPointError) Is(target error) bool { return target == ErrNoPoint }
+
 // SpecReader reads the spec of a run directory, nil when it has none.
 // memo's is experiments.ReadPlotsSpec, the one reader of a run's
 // config.toml; plots cannot import experiments, which draws its figures

@@ -246,6 +246,12 @@ func TestSweepSIGTERMInterrupted(t *testing.T) {
 		strings.Contains(stderr.String(), "FAILED") || !strings.Contains(stdout.String(), "0 failed, 2 interrupted") {
 		t.Errorf("SIGTERM to a sweep: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
 	}
+	// No point finished: --require-all's verdict is a failure of the
+	// points (exit 1), as with some finished; it was exit 2, bad input.
+	r := execMemoCache(t, exe, dir, filepath.Join(dir, "cache"), "report", "--require-all", filepath.Join("runs", "tiny"))
+	if r.code != exitFailure || !strings.Contains(r.stderr, "2 grid point(s) of runs/tiny did not finish") {
+		t.Errorf("report --require-all of a sweep with no point finished: exit %d, stderr %q; want 1 naming both points", r.code, r.stderr)
+	}
 }
 
 // syncBuilder is a strings.Builder a process writes while a test reads it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,19 +52,28 @@ func reportCommand() *cli.Command {
 			if err := cfg.Validate(); err != nil {
 				return usageError("report: %v", err)
 			}
+			// --require-all's verdict is a failure (exit 1) whether some
+			// points or none finished: with none it was exit 2, bad input,
+			// for points that had failed.
+			requireAll := func() error {
+				if missing := unfinishedPoints(dir); c.Bool("require-all") && len(missing) > 0 {
+					return cli.Exit(fmt.Sprintf("memo: report: %d grid point(s) of %s did not finish: %s (logs in %s)",
+						len(missing), dir, strings.Join(missing, ", "), filepath.Join(dir, "logs")), exitFailure)
+				}
+				return nil
+			}
 			if err := plots.Report(dir, cfg, experiments.ReadPlotsSpec); err != nil {
+				if errors.Is(err, plots.ErrNoPoint) {
+					if rerr := requireAll(); rerr != nil {
+						return rerr
+					}
+				}
 				return configError(err) // a sweep run's damaged config.toml is bad input
 			}
 			if err := printTable(c, dir); err != nil {
 				return err
 			}
-			if c.Bool("require-all") {
-				if missing := unfinishedPoints(dir); len(missing) > 0 {
-					return cli.Exit(fmt.Sprintf("memo: report: %d grid point(s) of %s did not finish: %s (logs in %s)",
-						len(missing), dir, strings.Join(missing, ", "), filepath.Join(dir, "logs")), exitFailure)
-				}
-			}
-			return nil
+			return requireAll()
 		},
 	}
 }
