@@ -328,3 +328,17 @@ func TestNprocGivenPortTaken(t *testing.T) {
 		t.Error("the data stage ran before the port was found taken")
 	}
 }
+
+// TestSrunMasterPortRefusedOnce: a --master-port out of range under srun
+// -n2 is said once, by rank 0 (each rank printed it).
+func TestSrunMasterPortRefusedOnce(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(fakeSlurm(t), "srun"), "--ntasks=2", exe, "run", "--master-port", "0", tinySpec(t, dir))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SLURM_NTASKS=2", "SLURM_JOB_ID="+fakeJobID(2), "SLURM_JOB_NODELIST=localhost", "MEMO_CACHE="+t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	if n := strings.Count(string(out), "memo: --master-port 0: must be in 1..65535"); n != 1 || !strings.Contains(string(out), "0: memo: --master-port 0") {
+		t.Errorf("srun -n2 memo run --master-port 0 said it %d times, want once by rank 0:\n%s", n, out)
+	}
+}

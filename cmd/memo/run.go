@@ -272,13 +272,6 @@ func runAction(c *cli.Context) (err error) {
 // ranks, is bad input.
 func launchPlace(c *cli.Context) (rankenv.Config, error) {
 	cfg := rankenv.Unset()
-	if c.IsSet("master-port") {
-		p := c.Int("master-port")
-		if p < 1 || p > 65535 {
-			return cfg, usageError("--master-port %d: must be in 1..65535", p)
-		}
-		cfg.Port = p
-	}
 	// A refusal that every rank meets alike is said by rank 0 alone; a
 	// rank past the world (RANK=2 WORLD_SIZE=2) has no rank 0 to say it.
 	quiet := func(place rankenv.Config, err error) error {
@@ -287,6 +280,15 @@ func launchPlace(c *cli.Context) (rankenv.Config, error) {
 			return cli.Exit("", exitBadInput)
 		}
 		return err
+	}
+	if c.IsSet("master-port") {
+		p := c.Int("master-port")
+		if p < 1 || p > 65535 {
+			// Every rank of srun -n2 printed it: the ranks' places first.
+			place, _ := rankenv.Discover(cfg)
+			return cfg, quiet(place, usageError("--master-port %d: must be in 1..65535", p))
+		}
+		cfg.Port = p
 	}
 	place, err := rankenv.Discover(cfg)
 	if err != nil {
