@@ -97,7 +97,11 @@ func checkReusable(stage string, spec *Spec, src string) error {
 	if err != nil {
 		return fmt.Errorf("reuse training of %s: %w", src, err)
 	}
-	if rec := m.Stage(stage); rec.Status != StatusDone {
+	switch rec := m.Stage(stage); rec.Status {
+	case StatusDone:
+	case StatusFailed:
+		return badinput.Errorf("reuse training of %s: its %s stage failed (see its log and manifest.json); mend it and run it first", src, stage)
+	default:
 		return badinput.Errorf("reuse training of %s: its %s stage is %s, not done (run it first)", src, stage, rec.Status)
 	}
 	return nil

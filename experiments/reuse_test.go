@@ -283,3 +283,25 @@ func TestReuserOfARetrainedSource(t *testing.T) {
 		t.Errorf("the reuser of a removed source: %v; want it refused", err)
 	}
 }
+
+// TestReuseOfAFailedTraining names the source's failed stage as failed
+// ("its train stage is failed, not done" read as a state to wait for).
+func TestReuseOfAFailedTraining(t *testing.T) {
+	var calls []string
+	none := ""
+	fakeStages(t, &calls, &none)
+	root := t.TempDir()
+	srcDir, attack := trainedAndAttack(t, root, "x")
+	m, err := ReadManifest(srcDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Stage("train").Status = StatusFailed
+	if err := m.write(srcDir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), attack, root, Options{ReuseTrain: srcDir})
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "its train stage failed") {
+		t.Errorf("reusing a failed training: %v; want it named as failed", err)
+	}
+}
