@@ -45,12 +45,23 @@ func readCSV(t *testing.T, path string) [][]string {
 	return recs
 }
 
+// TestMovingAverage: a window centred on each point (not trailing it),
+// cut short at the ends, NaNs skipped.
 func TestMovingAverage(t *testing.T) {
-	got := movingAverage([]float64{1, 3, math.NaN(), 5}, 2)
-	want := []float64{1, 2, 3, 5}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("movingAverage = %v, want %v", got, want)
+	for _, tc := range []struct {
+		y    []float64
+		w    int
+		want []float64
+	}{
+		{[]float64{1, 3, math.NaN(), 5}, 2, []float64{2, 3, 5, 5}},
+		{[]float64{1, 2, 3, 4, 5}, 3, []float64{1.5, 2, 3, 4, 4.5}},
+		// A ramp's centred average is the ramp: a trailing one lags.
+		{[]float64{0, 1, 2, 3, 4, 5, 6}, 5, []float64{1, 1.5, 2, 3, 4, 4.5, 5}},
+		{[]float64{4, 5}, 1, []float64{4, 5}},
+	} {
+		got := movingAverage(tc.y, tc.w)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("movingAverage(%v, %d) = %v, want %v", tc.y, tc.w, got, tc.want)
 		}
 	}
 }

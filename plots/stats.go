@@ -5,25 +5,29 @@ package plots
 
 import "math"
 
-// movingAverage smooths y with a trailing window, skipping NaNs, so a loss
-// curve reads as a trend rather than per-step noise.
+// movingAverage smooths y with a window of w points centred on each
+// (from i-(w-1)/2 to i+w/2, cut short at the ends), skipping NaNs, so a
+// loss curve reads as a trend rather than per-step noise. A trailing
+// window drew the trend (w-1)/2 steps late, behind the validation
+// points drawn at their own steps.
 func movingAverage(y []float64, w int) []float64 {
 	if w <= 1 {
 		return y
 	}
-	out := make([]float64, len(y))
-	sum, cnt := 0.0, 0
+	// Prefix sums of the numbers and counts of y[:i].
+	sum, cnt := make([]float64, len(y)+1), make([]int, len(y)+1)
 	for i, v := range y {
+		sum[i+1], cnt[i+1] = sum[i], cnt[i]
 		if !math.IsNaN(v) {
-			sum += v
-			cnt++
+			sum[i+1] += v
+			cnt[i+1]++
 		}
-		if i >= w && !math.IsNaN(y[i-w]) {
-			sum -= y[i-w]
-			cnt--
-		}
-		if cnt > 0 {
-			out[i] = sum / float64(cnt)
+	}
+	out := make([]float64, len(y))
+	for i := range y {
+		lo, hi := max(0, i-(w-1)/2), min(len(y), i+w/2+1)
+		if n := cnt[hi] - cnt[lo]; n > 0 {
+			out[i] = (sum[hi] - sum[lo]) / float64(n)
 		} else {
 			out[i] = math.NaN()
 		}
