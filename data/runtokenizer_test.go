@@ -50,3 +50,24 @@ func TestOpenTokenizerReport(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadTokenizerOfADirectory: a directory given without hf: is named
+// with what would do ("read DIR: is a directory" said nothing); with
+// hf: its tokenizer.json is read.
+func TestLoadTokenizerOfADirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadTokenizer(dir); err == nil || !strings.Contains(err.Error(), "give hf:"+dir+" for its tokenizer.json") {
+		t.Errorf("LoadTokenizer of a directory: %v", err)
+	}
+	src := filepath.Join("..", "testdata", "tokenizers", "opticks-bpe2048.json")
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadTokenizer("hf:" + dir); err != nil {
+		t.Errorf("LoadTokenizer of hf:DIR: %v", err)
+	}
+}

@@ -64,7 +64,11 @@ func LoadTokenizer(spec string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer %q is trained on a corpus by `memo data build`; load the run's data/tokenizer.json instead", spec)
 	}
 	path, hf := strings.CutPrefix(spec, "hf:")
-	if fi, err := os.Stat(path); hf && err == nil && fi.IsDir() {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		if !hf {
+			// "read DIR: is a directory" said nothing of what would do.
+			return nil, fmt.Errorf("load tokenizer %s: a directory: give hf:%s for its tokenizer.json, or a run's data/tokenizer.json", path, path)
+		}
 		path = filepath.Join(path, "tokenizer.json")
 	}
 	raw, err := os.ReadFile(path)
