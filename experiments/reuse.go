@@ -167,6 +167,14 @@ func reusedDigest(dir, st string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// sourceMoved reports whether rec, a finished stage of the run in dir
+// that linked another run's outputs, now leads to another record of
+// that stage than it linked (the source trained again, or gone). Older
+// manifests record no digest, and are taken as they are.
+func (rec *StageRecord) sourceMoved(dir string) bool {
+	return rec.Status == StatusDone && rec.ReusedOutputs != "" && reusedDigest(dir, rec.Name) != rec.ReusedOutputs
+}
+
 // followMovedTrainer keeps the runs beside dir that reuse its training
 // (attack-only sweep points: their data/, checkpoints/ and metrics.arrow
 // are relative links into it) pointing at it once --force has moved it

@@ -172,7 +172,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 		}
 		rec := m.Stage(st)
 		moved := ""
-		if rec.Status == StatusDone && rec.ReusedOutputs != "" && reusedDigest(dir, st) != rec.ReusedOutputs {
+		if rec.sourceMoved(dir) {
 			moved = fmt.Sprintf("its %s links lead to %s, whose %s stage is not the one this run attacked (trained again, or gone)", strings.Join(reusedStages[st], " and "), rec.ReusedFrom, st)
 			if !reuses(opt, st) {
 				return dir, badinput.Errorf("run %s: %s: start it over with --force (with --reuse-train on a run that trained what it asks for, or training its own)", spec.Name, moved)

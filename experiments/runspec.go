@@ -235,7 +235,7 @@ func movedSource(m *Manifest, dir string) string {
 		return ""
 	}
 	for _, rec := range m.Stages {
-		if rec.Status == StatusDone && rec.ReusedOutputs != "" && reusedDigest(dir, rec.Name) != rec.ReusedOutputs {
+		if rec.sourceMoved(dir) {
 			return fmt.Sprintf("its %s stage links %s, trained again or gone since the run attacked it", rec.Name, rec.ReusedFrom)
 		}
 	}
