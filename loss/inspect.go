@@ -1,6 +1,7 @@
 package loss
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,18 +36,14 @@ func ParseIDsJSON(r io.Reader) ([]int32, error) {
 	var raw []any
 	switch doc[0] {
 	case '[':
-		inner := json.NewDecoder(strings.NewReader(string(doc)))
-		inner.UseNumber()
-		if err := inner.Decode(&raw); err != nil {
+		if err := decodeNumbers(doc, &raw); err != nil {
 			return nil, fmt.Errorf("%v: %s", err, idsWant)
 		}
 	case '{':
 		var obj struct {
 			IDs *[]any `json:"ids"`
 		}
-		inner := json.NewDecoder(strings.NewReader(string(doc)))
-		inner.UseNumber()
-		if err := inner.Decode(&obj); err != nil || obj.IDs == nil || *obj.IDs == nil {
+		if err := decodeNumbers(doc, &obj); err != nil || obj.IDs == nil || *obj.IDs == nil {
 			return nil, fmt.Errorf("an object without an \"ids\" array: %s", idsWant)
 		}
 		raw, field = *obj.IDs, "ids element"
@@ -68,6 +65,14 @@ func ParseIDsJSON(r io.Reader) ([]int32, error) {
 		ids[i] = int32(x)
 	}
 	return ids, nil
+}
+
+// decodeNumbers decodes one JSON value into v keeping numbers as
+// json.Number, so an id too large for a float64 is still named exactly.
+func decodeNumbers(doc json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // jsonKind names the kind of a JSON value that is neither array nor
