@@ -31,6 +31,9 @@ import (
 
 // datasetFiles are the files of a built dataset, report.json last: its
 // presence marks a complete dataset.
+// cacheFileMode is a cache entry's dataset files' mode: read-only.
+const cacheFileMode = 0o444
+
 var datasetFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json", "report.json"}
 
 // IndexFile is the suffix-array index of an entry's training tokens, which
@@ -222,6 +225,12 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 			return fmt.Errorf("dataset cache: %w", err)
 		}
 		e.Files[name] = entryStat{fi.Size(), fi.ModTime().UnixNano()}
+		// Runs hold hard links to these files: read-only, so that an
+		// editor or a script writing into a run's data/ is refused
+		// rather than changing the entry every other run shares.
+		if err := os.Chmod(filepath.Join(tmp, name), cacheFileMode); err != nil {
+			return fmt.Errorf("dataset cache: %w", err)
+		}
 	}
 	raw, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {

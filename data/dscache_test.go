@@ -126,7 +126,20 @@ func TestDatasetCacheReuse(t *testing.T) {
 	}
 	writeFile(t, orig, string(was))
 
-	// An in-place edit through a run's link damages the entry: rebuilt.
+	// The run's links are read-only; an in-place edit forced through one
+	// (chmod, or as root) damages the entry: rebuilt.
+	for _, name := range datasetFiles {
+		fi, err := os.Stat(filepath.Join(b, "data", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != cacheFileMode {
+			t.Errorf("run's %s has mode %v, want read-only %v", name, fi.Mode().Perm(), fs.FileMode(cacheFileMode))
+		}
+	}
+	if err := os.Chmod(filepath.Join(b, "data", "tokens.arrow"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.OpenFile(filepath.Join(b, "data", "tokens.arrow"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -204,3 +204,42 @@ func TestSlurmScriptOptions(t *testing.T) {
 		}
 	}
 }
+
+// The script asks for SIGTERM ahead of the time limit, so that memo saves
+// before Slurm's SIGKILL: to the batch shell, which memo replaces (exec),
+// for one process; to the step for srun's ranks. An extra --signal line
+// is the user's choice and replaces memo's.
+func TestSlurmSignalBeforeTimeLimit(t *testing.T) {
+	base := SlurmOptions{Exe: "/bin/memo", SweepDir: "/s", Specs: []string{"a.toml"}, JobName: "x"}
+	tests := []struct {
+		name    string
+		mut     func(*SlurmOptions)
+		want    []string
+		notWant string
+	}{
+		{"one process, partition limit", func(o *SlurmOptions) {}, []string{"#SBATCH --signal=B:TERM@300\n", `exec "$MEMO" run --runs`}, "srun"},
+		{"one process, 10 minutes", func(o *SlurmOptions) { o.Time = "10" }, []string{"#SBATCH --signal=B:TERM@120\n"}, ""},
+		{"one process, 2 hours", func(o *SlurmOptions) { o.Time = "02:00:00" }, []string{"#SBATCH --signal=B:TERM@300\n"}, ""},
+		{"one process, MM:SS", func(o *SlurmOptions) { o.Time = "5:00" }, []string{"#SBATCH --signal=B:TERM@60\n"}, ""},
+		{"one process, a day", func(o *SlurmOptions) { o.Time = "1-00" }, []string{"#SBATCH --signal=B:TERM@300\n"}, ""},
+		{"srun ranks", func(o *SlurmOptions) { o.Nproc = 2 }, []string{"#SBATCH --signal=TERM@300\n", `srun --kill-on-bad-exit=1 "$MEMO" run`}, "exec"},
+		{"attack-only", func(o *SlurmOptions) { o.Nproc, o.ReuseTrain = 2, []string{"p"} }, []string{"#SBATCH --signal=B:TERM@300\n", `exec "$MEMO" run --runs "$SWEEP" --reuse-train`}, "srun"},
+		{"user's own", func(o *SlurmOptions) { o.Extra = []string{"--signal=B:USR1@600"} }, []string{"#SBATCH --signal=B:USR1@600\n"}, "TERM@"},
+	}
+	for _, tt := range tests {
+		o := base
+		tt.mut(&o)
+		s, err := SlurmScript(o)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: script lacks %q:\n%s", tt.name, w, s)
+			}
+		}
+		if tt.notWant != "" && strings.Contains(s, tt.notWant) {
+			t.Errorf("%s: script has %q:\n%s", tt.name, tt.notWant, s)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -157,6 +158,50 @@ func SlurmReportJob(o SlurmOptions, exe, after string) []string {
 		"--wrap", ShellQuote(exe)+" report --require-all "+ShellQuote(o.SweepDir))
 }
 
+// slurmSignalLead is how many seconds before a job's time limit its
+// script asks for SIGTERM (#SBATCH --signal): five minutes, or a fifth of
+// a limit shorter than 25 minutes; five minutes when the limit is the
+// partition's (unknown here). Slurm may send it up to a minute early.
+func slurmSignalLead(limit string) int {
+	const lead = 300
+	if secs, ok := slurmSeconds(limit); ok && secs < 5*lead {
+		return max(secs/5, 1)
+	}
+	return lead
+}
+
+// slurmSeconds reads a --time value (minutes, MM:SS, HH:MM:SS, D-HH,
+// D-HH:MM or D-HH:MM:SS) as seconds; false for "" or another form.
+func slurmSeconds(t string) (int, bool) {
+	if t == "" || !slurmTime.MatchString(t) {
+		return 0, false
+	}
+	days := 0
+	if d, rest, ok := strings.Cut(t, "-"); ok {
+		days, _ = strconv.Atoi(d)
+		parts := strings.Split(rest, ":")
+		unit := []int{3600, 60, 1}
+		secs := days * 86400
+		for i, p := range parts {
+			n, _ := strconv.Atoi(p)
+			secs += n * unit[i]
+		}
+		return secs, true
+	}
+	parts := strings.Split(t, ":")
+	n := make([]int, len(parts))
+	for i, p := range parts {
+		n[i], _ = strconv.Atoi(p)
+	}
+	switch len(n) {
+	case 1:
+		return n[0] * 60, true // minutes
+	case 2:
+		return n[0]*60 + n[1], true // MM:SS
+	}
+	return n[0]*3600 + n[1]*60 + n[2], true
+}
+
 // SlurmScript writes a job-array script with one task per grid point. A point
 // that trains on one process runs `memo run` directly; one that trains on
 // several processes or nodes builds its data on one task, trains under srun
@@ -217,6 +262,19 @@ func SlurmScript(o SlurmOptions) (string, error) {
 	for _, l := range o.Extra {
 		w("#SBATCH %s", l)
 	}
+	oneProcess := o.ReuseTrain != nil || nodes*nproc == 1
+	if !slices.ContainsFunc(o.Extra, func(l string) bool { return strings.HasPrefix(l, "--signal") }) {
+		// At its time limit Slurm sends SIGTERM and, KillWait later (30 s
+		// by default), SIGKILL: too little for a large model's checkpoint.
+		// SIGTERM well before the limit lets memo save and exit 130, and
+		// the resubmitted array resumes. One process runs as the batch
+		// shell itself (exec), which B: signals; srun's ranks are a step.
+		which := ""
+		if oneProcess {
+			which = "B:"
+		}
+		w("#SBATCH --signal=%sTERM@%d", which, slurmSignalLead(o.Time))
+	}
 	w("#SBATCH --output=%s/logs/%%x_%%A_%%a.out", SlurmFilename(o.SweepDir))
 	w("set -euo pipefail")
 	if o.Dir != "" {
@@ -242,11 +300,11 @@ func SlurmScript(o SlurmOptions) (string, error) {
 			w("  %s", ShellQuote(r))
 		}
 		w(")")
-		w(`"$MEMO" run%s --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`, runFlags)
+		w(`exec "$MEMO" run%s --runs "$SWEEP" --reuse-train "$SWEEP/${TRAINED[$SLURM_ARRAY_TASK_ID]}" "$SPEC"`, runFlags)
 		return b.String(), nil
 	}
-	if nodes*nproc == 1 {
-		w(`"$MEMO" run%s --runs "$SWEEP" "$SPEC"`, runFlags)
+	if oneProcess {
+		w(`exec "$MEMO" run%s --runs "$SWEEP" "$SPEC"`, runFlags)
 		return b.String(), nil
 	}
 	w(`# All %d ranks run the point: rank 0 builds the data while the others wait,`, nodes*nproc)
