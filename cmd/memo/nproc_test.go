@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memo-research/memo/experiments"
 	"github.com/memo-research/memo/internal/runfiles"
 )
 
@@ -87,7 +88,7 @@ func TestRunNproc2(t *testing.T) {
 	dir := t.TempDir()
 	spec := tinySpec(t, dir)
 	run := func(runs string, nproc string) string {
-		return combined(t, exec.Command(exe, "run", "--runs", filepath.Join(dir, runs), "--nproc", nproc, spec))
+		return combined(t, exec.Command(exe, "run", "--runs", filepath.Join(dir, runs), "--nproc", nproc, "--threads", "2", spec))
 	}
 	out2 := run("two", "2")
 	run("one", "1")
@@ -119,6 +120,15 @@ func TestRunNproc2(t *testing.T) {
 	}
 	if !(m2[5].LossKept < m2[0].LossKept) {
 		t.Errorf("two-rank loss did not fall: %.4g -> %.4g", m2[0].LossKept, m2[5].LossKept)
+	}
+	// The manifest says the ranks trained on a thread each while this
+	// process extracted and scored on both.
+	man, err := experiments.ReadManifest(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := man.Launch; l == nil || l.Launcher != "memo" || l.WorldSize != 2 || l.Threads != 1 || l.StageThreads != 2 {
+		t.Errorf("manifest launch = %+v, want launcher memo, world 2, threads 1, stage_threads 2", l)
 	}
 }
 

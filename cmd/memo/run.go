@@ -219,6 +219,9 @@ func runAction(c *cli.Context) (err error) {
 		perRank := max(1, threads/nproc)
 		job.Launcher, job.WorldSize, job.LocalSize, job.Threads = "memo", nproc, nproc, perRank
 		job.ThreadsFrom = fmt.Sprintf("%s/%d ranks", from, nproc)
+		if threads != perRank {
+			job.StageThreads = threads // this process: data, extract, eval
+		}
 		opt.Ranks = nproc
 		port := 0 // a free one
 		if place.PortSet {

@@ -18,6 +18,13 @@ type Job struct {
 	LocalSize   int    `json:"local_size"` // ranks on this node
 	Threads     int    `json:"threads"`
 	ThreadsFrom string `json:"threads_from"`
+	// StageThreads, when set, is the libtorch threads of the process
+	// that ran the stages other than training (data, extract, eval) when
+	// it differs from Threads: memo run --nproc's parent keeps every
+	// core for them while its ranks train on a share each, so its scores
+	// can differ in the last bits from srun's rank 0, which ran them on
+	// its share.
+	StageThreads int `json:"stage_threads,omitempty"`
 	JobID       string `json:"slurm_job_id,omitempty"`
 	ArrayJobID  string `json:"slurm_array_job_id,omitempty"`
 	ArrayTaskID string `json:"slurm_array_task_id,omitempty"`
