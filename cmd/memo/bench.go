@@ -41,9 +41,11 @@ func benchCommand() *cli.Command {
 				"paragraphs over 200 characters drawn from the fetched Moby-Dick, Brown, King James\n" +
 				"Bible and State of the Union corpora (`memo data fetch` first), with a marker\n" +
 				"[n.j.i] every 20 words so that no two documents share a 50-token window, until\n" +
-				"--bytes of JSONL are written. SIZE: bytes, or with a K, M or G suffix (powers of 1000).",
+				"--bytes of JSONL are written: the last document is written whole, so the file ends\n" +
+				"up to one document (1.5 × --doc-bytes and a paragraph) past --bytes. SIZE: bytes, or with a\n" +
+				"K, M or G suffix (powers of 1000).",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "bytes", Value: "1G", Usage: "corpus size `SIZE` in JSONL bytes"},
+				&cli.StringFlag{Name: "bytes", Value: "1G", Usage: "corpus size `SIZE` in JSONL bytes (reached, then the document under way finished)"},
 				&cli.StringFlag{Name: "doc-bytes", Value: "23K", Usage: "mean document text `SIZE`"},
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the paragraph draws"},
 				&cli.StringFlag{Name: "out", Usage: "JSONL `FILE` to write, a new file (required; written under a temporary name, then renamed)"},
