@@ -88,6 +88,9 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 			as[i] = fmt.Sprintf("K = %d: %s", at.K, num(at.RMIAA, 2))
 		}
 		fmt.Fprintf(&b, "\nOffline RMIA's a: %s\n", strings.Join(as, ", "))
+		if note := lowFPRNote(mia.NControls); note != "" {
+			b.WriteString("\n" + note + "\n")
+		}
 		if s := float64(cal.CounterfactualSpearman); !math.IsNaN(s) {
 			fmt.Fprintf(&b, "\nCounterfactual memorization against repetitions (members): Spearman %.3f\n", s)
 		}

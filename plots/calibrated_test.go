@@ -38,6 +38,9 @@ func TestCalibratedMarkdownHeader(t *testing.T) {
 	if !strings.Contains(b.String(), "\nOffline RMIA's a: K = 1: 1.00, K = 2: 0.35\n") {
 		t.Errorf("no line of offline RMIA's a at each K:\n%s", b.String())
 	}
+	if !strings.Contains(b.String(), "\nTPR@0.1%FPR and TPR@1%FPR over as few as 2 controls: ") {
+		t.Errorf("no note that the low-FPR rates are at FPR 0:\n%s", b.String())
+	}
 }
 
 // TestCalibratedTablesSameRows: calibrated.md holds calibrated.csv's rows,

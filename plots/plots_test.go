@@ -146,11 +146,16 @@ func TestReportGoldfishSweep(t *testing.T) {
 	if !strings.Contains(string(md), "\n"+partial+"\n") {
 		t.Errorf("table.md does not say the report is partial (%q):\n%s", partial, md)
 	}
+	// 32 controls resolve neither low FPR: the table says its TPRs
+	// there are at FPR 0.
+	if !strings.Contains(string(md), "\nTPR@0.1%FPR and TPR@1%FPR over as few as 32 controls: ") {
+		t.Errorf("table.md does not say its low-FPR rates are at FPR 0:\n%s", md)
+	}
 	tex, err := os.ReadFile(filepath.Join(out, "table.tex"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(tex), "% "+partial+"\n") {
+	if !strings.HasPrefix(string(tex), "% "+partial+"\n% TPR@0.1%FPR and TPR@1%FPR over as few as 32 controls") {
 		t.Errorf("table.tex does not open with the partial note:\n%s", tex)
 	}
 	if !strings.Contains(string(tex), `\toprule`) || !strings.Contains(string(tex), `exact match \% [95\% CI]`) {

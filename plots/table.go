@@ -26,6 +26,7 @@ type row struct {
 	CExact, CExactLo, CExHi float64
 	CRouge                  float64
 	MIA                     eval.MIAStat // loss-score membership inference
+	MIAControls             int          // the controls MIA scored
 	FinalLoss               float64
 
 	// DP is the run's DP-SGD record (nil: trained without), ValLoss its
@@ -47,7 +48,7 @@ func tableRows(runs []*runData, axes []string) []row {
 		w.Controls, w.CExact, w.CExactLo, w.CExHi = s.Controls.N, float64(s.Controls.ExactMatch),
 			float64(s.Controls.ExactMatchWilsonCI[0]), float64(s.Controls.ExactMatchWilsonCI[1])
 		w.Rouge, w.CRouge = float64(s.Members.RougeL), float64(s.Controls.RougeL)
-		w.MIA = s.MIA.Stat("loss")
+		w.MIA, w.MIAControls = s.MIA.Stat("loss"), s.MIA.NControls
 		w.DP, w.ValLoss = s.DP, finalValLoss(r)
 		w.FinalLoss = math.NaN()
 		for i := len(r.Metrics) - 1; i >= 0; i-- {
@@ -241,21 +242,62 @@ func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]strin
 			if err := writeMarkdown(w, axes, rows); err != nil {
 				return err
 			}
-			if note := partialNote(len(rows), left); note != "" {
-				_, err := io.WriteString(w, "\n"+note+"\n")
-				return err
+			for _, note := range []string{lowFPRNote(rowControls(rows)...), partialNote(len(rows), left)} {
+				if note != "" {
+					if _, err := io.WriteString(w, "\n"+note+"\n"); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		}},
 		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
 		namedWriter{"table.tex", func(w io.Writer) error {
-			if note := partialNote(len(rows), left); note != "" {
-				if _, err := io.WriteString(w, "% "+note+"\n"); err != nil {
-					return err
+			for _, note := range []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)} {
+				if note != "" {
+					if _, err := io.WriteString(w, "% "+note+"\n"); err != nil {
+						return err
+					}
 				}
 			}
 			return writeLaTeX(w, axes, rows)
 		}})
+}
+
+// rowControls is the controls each row's membership inference scored.
+func rowControls(rows []row) []int {
+	out := make([]int, len(rows))
+	for i, w := range rows {
+		out[i] = w.MIAControls
+	}
+	return out
+}
+
+// lowFPRNote says, under a table of TPR at low FPR, that a rate over at
+// most 1/FPR controls allows no false positive at all (the FPR must be
+// below the limit): with 1,000 controls "TPR@0.1%FPR" is the TPR at FPR
+// 0, not a measurement at 0.1 %. "" when every count (above zero)
+// resolves both rates.
+func lowFPRNote(controls ...int) string {
+	least := 0
+	for _, n := range controls {
+		if n > 0 && (least == 0 || n < least) {
+			least = n
+		}
+	}
+	var short []string
+	for _, fpr := range eval.LowFPRs {
+		// As eval.TPRAtFPR compares: one false positive is 1/n, which
+		// must be below the limit.
+		if least > 0 && 1/float64(least) >= fpr {
+			short = append(short, fmt.Sprintf("TPR@%s%%FPR", strconv.FormatFloat(100*fpr, 'f', -1, 64)))
+		}
+	}
+	if len(short) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s over as few as %d controls: with at most 1/FPR controls such a rate allows no false positive, so it is the TPR at FPR 0 (as LiRA reads a ROC curve), not a measurement at that FPR.",
+		strings.Join(short, " and "), least)
 }
 
 // partialNote says which sweep points a report of shown runs leaves out and
