@@ -412,3 +412,61 @@ func treeFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestSweepSlurmSubmitTwice: --submit records the array's job id in the
+// sweep's directory; while squeue shows a task of it queued or running, a
+// second memo sweep --slurm refuses before it rewrites specs/ (which the
+// pending tasks read when they start) or submits the points again; once
+// squeue shows the job ended, or forgot it, the sweep is written again.
+func TestSweepSlurmSubmitTwice(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	doc := "name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n"
+	if err := os.WriteFile(filepath.Join(dir, "gvs.toml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// sbatch prints a job id (41, then 42 for the report job); squeue
+	// prints what $SQUEUE_OUT holds and exits $SQUEUE_RC.
+	bin := t.TempDir()
+	stand := map[string]string{
+		"sbatch": "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 41)\necho $((n + 1)) > \"$0.n\"\necho \"Submitted batch job $n\"\n",
+		"squeue": "#!/bin/sh\necho \"$@\" > \"$0.args\"\nprintf '%b' \"$SQUEUE_OUT\"\nexit ${SQUEUE_RC:-0}\n",
+	}
+	for name, body := range stand {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	r := execMemo(t, exe, dir, "sweep", "--slurm", "--submit", "gvs.toml")
+	if r.code != 0 || !strings.Contains(r.stdout, "Submitted batch job 41") {
+		t.Fatalf("first submission: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	sweep := filepath.Join(dir, "runs", "gvs")
+	if b, err := os.ReadFile(filepath.Join(sweep, slurmJobsFile)); err != nil || string(b) != "41\n" {
+		t.Fatalf("%s = %q (%v), want the array's id 41", slurmJobsFile, b, err)
+	}
+	tests := []struct {
+		name, out, rc string
+		refused       bool
+	}{
+		{"a task running, others pending", "41_0 RUNNING\n41_[1] PENDING\n", "0", true},
+		{"every task ended", "41_0 COMPLETED\n41_1 CANCELLED\n", "0", false},
+		{"squeue forgot the job", "slurm_load_jobs error: Invalid job id specified\n", "1", false},
+	}
+	for _, tt := range tests {
+		t.Setenv("SQUEUE_OUT", tt.out)
+		t.Setenv("SQUEUE_RC", tt.rc)
+		r := execMemo(t, exe, dir, "sweep", "--slurm", "gvs.toml")
+		const want = "was submitted as job 41, whose tasks 41_0, 41_[1] are still queued or running: wait for them or scancel 41"
+		if tt.refused && (r.code != 2 || !strings.Contains(r.stderr, want)) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tt.name, r.code, r.stderr, want)
+		}
+		if !tt.refused && r.code != 0 {
+			t.Errorf("%s: exit %d, stderr %q; want the script written", tt.name, r.code, r.stderr)
+		}
+		if args, err := os.ReadFile(filepath.Join(bin, "squeue.args")); err != nil || !strings.Contains(string(args), "-j 41") {
+			t.Errorf("%s: squeue ran with %q (%v), want -j 41", tt.name, args, err)
+		}
+	}
+}

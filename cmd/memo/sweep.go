@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -284,6 +285,12 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if c.Bool("dry-run") {
 		pts, err = spec.Expand()
 	} else {
+		// The array's pending tasks read specs/ when they start, and
+		// --force moves run directories aside: both under running jobs.
+		if ids, active := activeSweepJobs(ctx, opt.SweepDir); len(active) > 0 {
+			return usageError("sweep --slurm: %s was submitted as job %s, whose tasks %s are still queued or running: wait for them or scancel %s, then run this again",
+				opt.SweepDir, strings.Join(ids, ", "), strings.Join(active, ", "), strings.Join(ids, " "))
+		}
 		_, pts, err = experiments.PrepareSweep(spec, runs, c.Bool("force"))
 	}
 	if err != nil {
@@ -346,6 +353,9 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	if err != nil {
 		return err
 	}
+	if err := recordSweepJobs(opt.SweepDir, jobs); err != nil {
+		return err
+	}
 	if attackScript != "" {
 		if jobs == "" {
 			return fmt.Errorf("sbatch %s printed no job id to make %s wait for: submit it by hand with sbatch --dependency=afterany:JOBID %s", path, attackPath, attackPath)
@@ -356,6 +366,9 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		}
 		if id != "" {
 			jobs += ":" + id
+		}
+		if err := recordSweepJobs(opt.SweepDir, jobs); err != nil {
+			return err
 		}
 	}
 	if jobs == "" {
@@ -369,6 +382,56 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 		fmt.Fprintf(c.App.Writer, "report job: %s", out)
 	}
 	return nil
+}
+
+// slurmJobsFile, in a sweep's directory, holds the ids of the arrays
+// memo sweep --submit last submitted for it (colon-separated), so that a
+// second submission can see whether they are still in the queue.
+const slurmJobsFile = "slurm-jobs.txt"
+
+// recordSweepJobs writes slurmJobsFile; nothing when sbatch printed no id.
+func recordSweepJobs(sweepDir, jobs string) error {
+	if jobs == "" {
+		return nil
+	}
+	return atomicfile.WriteFile(filepath.Join(sweepDir, slurmJobsFile), []byte(jobs+"\n"))
+}
+
+// slurmDoneStates are the job states squeue may still show of a job that
+// will run no more.
+var slurmDoneStates = []string{"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"}
+
+// activeSweepJobs reads the ids of the sweep's last submission and which
+// of their tasks ("41_3", "41_[4-9]") squeue shows queued or running: a
+// second submission would run their points twice at once, and
+// rewriting specs/ would change what the pending tasks run. None when
+// nothing was submitted, or squeue is missing or forgot the jobs.
+func activeSweepJobs(ctx context.Context, sweepDir string) (ids, active []string) {
+	raw, err := os.ReadFile(filepath.Join(sweepDir, slurmJobsFile))
+	if err != nil {
+		return nil, nil
+	}
+	ids = strings.FieldsFunc(strings.TrimSpace(string(raw)), func(r rune) bool { return r == ':' || r == ',' || r == ' ' })
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := exec.CommandContext(ctx, "squeue", "-h", "-o", "%i %T", "-j", strings.Join(ids, ",")).Output()
+	if err != nil {
+		// squeue refuses a list it knows none of ("Invalid job id
+		// specified"): jobs long finished.
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			slog.Warn("sweep --slurm: cannot ask squeue whether this sweep's last jobs still run", "jobs", strings.Join(ids, ":"), "err", err)
+		}
+		return ids, nil
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && !slices.Contains(slurmDoneStates, f[1]) {
+			active = append(active, f[0])
+		}
+	}
+	return ids, active
 }
 
 // sbatch submits a script (args end with its path) and returns the job id
