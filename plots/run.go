@@ -211,90 +211,66 @@ func partialTitle(shown int, left []leftOut) string {
 	return fmt.Sprintf("partial: %d of %d points", shown, shown+len(left))
 }
 
-// drawAll makes every figure the data support; a figure without data (no
-// metrics, one repetition count, no MIA scores) is skipped, not faked.
+// drawAll makes every figure the data support and saves it into dir; a
+// figure without data (no metrics, one repetition count, no MIA scores)
+// is skipped, not faked.
 func drawAll(cfg Config, runs []*runData, axes []string, dir, partial string) ([]string, error) {
-	labelRuns(runs, axes)
 	var written []string
-	emit := func(name string, p *figure, err error) error {
-		if !slices.Contains(figureNames, name) {
-			panic("plots: figure " + name + " is missing from figureNames") // removeStaleFigures would leave it
-		}
-		if err != nil {
-			return fmt.Errorf("figure %s: %w", name, err)
-		}
-		if p == nil {
-			slog.Debug("figure skipped: no data", "figure", name)
-			return nil
-		}
+	err := eachFigure(cfg, runs, axes, func(name string, p *figure) error {
 		if partial != "" {
 			p.Title.Text = strings.TrimSpace(p.Title.Text + " (" + partial + ")")
 		}
 		w, err := save(p, cfg, dir, name)
 		written = append(written, w...)
 		return err
+	})
+	return written, err
+}
+
+// eachFigure passes every figure the data support to emit, by name, in
+// a fixed order; a test draws them all without saving.
+func eachFigure(cfg Config, runs []*runData, axes []string, emit func(name string, p *figure) error) error {
+	labelRuns(runs, axes)
+	for _, fig := range []struct {
+		name string
+		make func() (*figure, error)
+	}{
+		{"exact-match-vs-k", func() (*figure, error) { return exactVsK(cfg, runs, axes) }},
+		{"rougel", func() (*figure, error) { return rougeBoxes(cfg, runs, axes) }},
+		{"memorization-vs-repetitions", func() (*figure, error) { return repsCurves(cfg, runs, "exact") }},
+		{"rougel-vs-repetitions", func() (*figure, error) { return repsCurves(cfg, runs, "rougeL") }},
+		{"threshold-vs-params", func() (*figure, error) { return thresholdVsParams(cfg, runs) }},
+		{"extraction-vs-mass-kept", func() (*figure, error) {
+			return approxFigure(cfg, runs, "Extraction under sparse attention", "exact attention mass kept",
+				func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) }, false)
+		}},
+		{"extraction-vs-kv-bytes", func() (*figure, error) {
+			return approxFigure(cfg, runs, "Extraction against KV cache traffic", "KV bytes read per token",
+				func(a *eval.ApproxSummary) float64 { return float64(a.KVBytesPerToken) }, true)
+		}},
+		{"loss", func() (*figure, error) { p, _, err := lossCurves(cfg, runs); return p, err }},
+		{"mia-roc", func() (*figure, error) { return rocCurves(cfg, runs, eval.MIAStatistics()[0].Label) }},
+		{"mia-roc-loglog", func() (*figure, error) { return rocLogLog(cfg, runs) }},
+		{"extractable-vs-n", func() (*figure, error) { return extractableCurves(cfg, runs) }},
+		{"extraction-pr", func() (*figure, error) { return prCurves(cfg, runs) }},
+		{"memorization-over-training", func() (*figure, error) { return memorizationCurves(cfg, runs) }},
+		{"extraction-vs-corpus-count", func() (*figure, error) { return extractionVsCount(cfg, runs) }},
+		{"memorization-vs-utility", func() (*figure, error) { return tradeoffFigure(cfg, runs) }},
+	} {
+		if !slices.Contains(figureNames, fig.name) {
+			panic("plots: figure " + fig.name + " is missing from figureNames") // removeStaleFigures would leave it
+		}
+		p, err := fig.make()
+		if err != nil {
+			return fmt.Errorf("figure %s: %w", fig.name, err)
+		}
+		if p == nil {
+			slog.Debug("figure skipped: no data", "figure", fig.name)
+			continue
+		}
+		if err := emit(fig.name, p); err != nil {
+			return err
+		}
 	}
-	p, err := exactVsK(cfg, runs, axes)
-	if err := emit("exact-match-vs-k", p, err); err != nil {
-		return written, err
-	}
-	p, err = rougeBoxes(cfg, runs, axes)
-	if err := emit("rougel", p, err); err != nil {
-		return written, err
-	}
-	p, err = repsCurves(cfg, runs, "exact")
-	if err := emit("memorization-vs-repetitions", p, err); err != nil {
-		return written, err
-	}
-	p, err = repsCurves(cfg, runs, "rougeL")
-	if err := emit("rougel-vs-repetitions", p, err); err != nil {
-		return written, err
-	}
-	p, err = thresholdVsParams(cfg, runs)
-	if err := emit("threshold-vs-params", p, err); err != nil {
-		return written, err
-	}
-	p, err = approxFigure(cfg, runs, "Extraction under sparse attention", "exact attention mass kept",
-		func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) }, false)
-	if err := emit("extraction-vs-mass-kept", p, err); err != nil {
-		return written, err
-	}
-	p, err = approxFigure(cfg, runs, "Extraction against KV cache traffic", "KV bytes read per token",
-		func(a *eval.ApproxSummary) float64 { return float64(a.KVBytesPerToken) }, true)
-	if err := emit("extraction-vs-kv-bytes", p, err); err != nil {
-		return written, err
-	}
-	p, _, err = lossCurves(cfg, runs)
-	if err := emit("loss", p, err); err != nil {
-		return written, err
-	}
-	p, err = rocCurves(cfg, runs, eval.MIAStatistics()[0].Label)
-	if err := emit("mia-roc", p, err); err != nil {
-		return written, err
-	}
-	p, err = rocLogLog(cfg, runs)
-	if err := emit("mia-roc-loglog", p, err); err != nil {
-		return written, err
-	}
-	p, err = extractableCurves(cfg, runs)
-	if err := emit("extractable-vs-n", p, err); err != nil {
-		return written, err
-	}
-	p, err = prCurves(cfg, runs)
-	if err := emit("extraction-pr", p, err); err != nil {
-		return written, err
-	}
-	p, err = memorizationCurves(cfg, runs)
-	if err := emit("memorization-over-training", p, err); err != nil {
-		return written, err
-	}
-	p, err = extractionVsCount(cfg, runs)
-	if err := emit("extraction-vs-corpus-count", p, err); err != nil {
-		return written, err
-	}
-	p, err = tradeoffFigure(cfg, runs)
-	if err := emit("memorization-vs-utility", p, err); err != nil {
-		return written, err
-	}
-	return written, nil
+	return nil
 }
