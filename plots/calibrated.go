@@ -141,7 +141,6 @@ func rocLogLog(cfg Config, runs []*runData) (*figure, error) {
 		return nil, nil
 	}
 	p := newPlot(cfg, "Membership inference (log-log)", "false-positive rate", "true-positive rate")
-	p.Legend.Top = false // where a crowded legend goes inside: under the curves
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	floor := 1.0
 	for _, c := range curves {

@@ -20,8 +20,9 @@ var Formats = []string{"png", "svg", "pdf"}
 type Config struct {
 	// Formats are the image formats written for every figure.
 	Formats []string `toml:"formats"`
-	// WidthIn and HeightIn are the figure size in inches (a single paper column is about 3.3).
-	WidthIn  float64 `toml:"width_in"`
+	// WidthIn is the figure width in inches (a single paper column is about 3.3); titles, axis labels and legend names too long for it are wrapped onto more lines.
+	WidthIn float64 `toml:"width_in"`
+	// HeightIn is the figure height in inches. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it.
 	HeightIn float64 `toml:"height_in"`
 	// DPI is the resolution of PNG output.
 	DPI int `toml:"dpi"`

@@ -864,7 +864,6 @@ func rocCurves(cfg Config, runs []*runData, score string) (*figure, error) {
 // rocPlot is an empty ROC figure: the axes and the chance diagonal.
 func rocPlot(cfg Config, title string) (*figure, error) {
 	p := newPlot(cfg, title, "false-positive rate", "true-positive rate")
-	p.Legend.Top = false // where a crowded legend goes inside: under the curves
 	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
 	if err != nil {
 		return nil, err

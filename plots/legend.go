@@ -1,7 +1,6 @@
 package plots
 
 import (
-	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -12,8 +11,10 @@ import (
 // figure is a plot whose legend save draws below the axes, in as many
 // columns as the width holds, rather than inside them: a legend inside
 // covers data or needs headroom above it, and a sweep's many series
-// crowded both (a figure review's finding). A legend that would take more
-// than maxLegendShare of the height goes inside after all.
+// crowded both (a figure review's finding). A legend too tall for the
+// configured height makes the figure taller (canvasHeight) rather than
+// going inside, as matplotlib's bbox_inches="tight" does with a legend
+// outside the axes.
 type figure struct {
 	*plot.Plot
 	entries []legendEntry
@@ -34,20 +35,29 @@ func (f *figure) addLegend(name string, thumbs ...plot.Thumbnailer) {
 	f.entries = append(f.entries, legendEntry{name, thumbs})
 }
 
-// maxLegendShare is the most of a figure's height a legend below the
-// axes may take; a taller one goes inside the axes.
+// maxLegendShare is the most of the configured height a legend below the
+// axes may take from them; a taller legend makes the figure taller.
 const maxLegendShare = 0.3
-
-// legendFitsBelow reports whether a legend band of that height leaves the
-// axes enough of a figure of height h.
-func legendFitsBelow(band, h vg.Length) bool { return band <= maxLegendShare*h }
 
 // legendGap is the space between the axes and the legend, and between
 // legend columns.
 const legendGap = vg.Length(6)
 
+// canvasHeight is the height save gives the figure at width w and
+// configured height h: h when the legend band takes at most
+// maxLegendShare of it, else the axes keep (1-maxLegendShare)·h and the
+// band is added below them. Ten AUC-labelled ROC curves in one column at
+// 5 in took a third of the height; inside the axes they covered curves.
+func (f *figure) canvasHeight(w, h vg.Length) vg.Length {
+	if len(f.entries) == 0 {
+		return h
+	}
+	return max(h, (1-maxLegendShare)*h+f.legendLayout(w).band)
+}
+
 // Draw draws the axes into the top of c and the legend, if any, into a
-// band at the bottom.
+// band at the bottom; c is canvasHeight high, so that the band leaves
+// the axes their share.
 func (f *figure) Draw(c draw.Canvas) {
 	if len(f.entries) == 0 {
 		f.drawAxes(c)
@@ -57,103 +67,94 @@ func (f *figure) Draw(c draw.Canvas) {
 		c.SetColor(f.BackgroundColor)
 		c.Fill(c.Rectangle.Path())
 	}
-	cols, rows, colWidth, rowHeight := f.legendGrid(c.Size().X)
-	band := f.legendBand(rows, rowHeight)
-	if !legendFitsBelow(band, c.Size().Y) {
-		// Below, it would squash the axes (ten AUC-labelled ROC curves
-		// are one column of ten rows at 5 in): inside the axes instead,
-		// where plot.Legend's Top and Left put it, on a pale box so that
-		// the curves under it do not run through its text.
-		l := f.Legend // the style newPlot set; the plot itself draws none
-		for _, e := range f.entries {
-			l.Add(e.name, e.thumbs...)
-		}
-		data := f.drawAxes(c)
-		c.SetColor(legendBackground)
-		c.Fill(f.insideLegendRect(data).Path())
-		l.Draw(data)
-		return
-	}
-	f.drawAxes(draw.Crop(c, 0, 0, band, 0))
-	total := vg.Length(cols)*colWidth + vg.Length(cols-1)*legendGap
-	left := c.Min.X + (c.Size().X-total)/2
-	if left < c.Min.X {
-		left = c.Min.X
-	}
-	for col := 0; col < cols; col++ {
-		l := f.Legend // the style newPlot set; entries added below
-		l.Top, l.Left = true, true
-		for r := 0; r < rows; r++ {
-			if i := col*rows + r; i < len(f.entries) {
-				l.Add(f.entries[i].name, f.entries[i].thumbs...)
+	lay := f.legendLayout(c.Size().X)
+	f.drawAxes(draw.Crop(c, 0, 0, lay.band, 0))
+	total := vg.Length(lay.cols)*lay.colWidth + vg.Length(lay.cols-1)*legendGap
+	left := c.Min.X + max(0, (c.Size().X-total)/2)
+	for col := 0; col < lay.cols; col++ {
+		x := left + vg.Length(col)*(lay.colWidth+legendGap)
+		top := c.Min.Y + lay.band - legendGap
+		for r := 0; r < lay.rows; r++ {
+			i := col*lay.rows + r
+			if i >= len(f.entries) {
+				break
 			}
+			top -= f.drawEntry(c, i, lay.names[i], x, lay.colWidth, top)
 		}
-		x := left + vg.Length(col)*(colWidth+legendGap)
-		l.Draw(draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
-			Min: vg.Point{X: x, Y: c.Min.Y},
-			Max: vg.Point{X: x + colWidth, Y: c.Min.Y + band - legendGap},
-		}})
 	}
+}
+
+// drawEntry draws entry i, its name as wrapped, in a column at x of that
+// width from top down, and returns the height it took. Each entry is a
+// plot.Legend of its own, so that a name wrapped onto two lines makes its
+// row alone taller, its thumbnail centred beside both lines.
+func (f *figure) drawEntry(c draw.Canvas, i int, name string, x, width, top vg.Length) vg.Length {
+	l := f.Legend // the style newPlot set; the plot itself draws none
+	l.Top, l.Left = true, true
+	l.Add(name, f.entries[i].thumbs...)
+	l.Draw(draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: x, Y: c.Min.Y},
+		Max: vg.Point{X: x + width, Y: top},
+	}})
+	return f.entryHeight(name)
+}
+
+// entryHeight is the height of a legend row of name, padding included.
+func (f *figure) entryHeight(name string) vg.Length {
+	return f.Legend.TextStyle.Rectangle(name).Max.Y + f.Legend.Padding
 }
 
 // drawAxes draws the panel, or both panels aligned one above the other,
-// and returns the (upper) panel's data area.
-func (f *figure) drawAxes(c draw.Canvas) draw.Canvas {
+// with labels wrapped to fit c (fitLabels).
+func (f *figure) drawAxes(c draw.Canvas) {
 	if f.lower == nil {
-		return drawPanel(f.Plot, c)
+		defer fitLabels(f.Plot, c)()
+		drawPanel(f.Plot, c)
+		return
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: legendGap}
+	half := draw.Crop(c, 0, 0, (c.Size().Y+legendGap)/2, 0)
+	defer fitLabels(f.Plot, half)()
+	defer fitLabels(f.lower, half)()
 	canvases := plot.Align([][]*plot.Plot{{f.Plot}, {f.lower}}, tiles, c)
 	f.Plot.Draw(canvases[0][0])
 	f.lower.Draw(canvases[1][0])
-	return f.Plot.DataCanvas(canvases[0][0])
 }
 
-// legendBackground is the box under a legend drawn inside the axes:
-// white, a little transparent, so that what it covers still shows.
-var legendBackground = color.NRGBA{R: 255, G: 255, B: 255, A: 215}
+// legendLayout is where Draw puts the legend in a band below the axes.
+type legendLayout struct {
+	names      []string // the entries' names, wrapped to the column
+	cols, rows int
+	colWidth   vg.Length
+	band       vg.Length // the band's height, the gap above it included
+}
 
-// insideLegendRect is where plot.Legend draws the figure's entries in
-// data, as Legend.Draw lays them out, with a little margin (gonum's
-// Legend.Rectangle swaps Left's sides).
-func (f *figure) insideLegendRect(data draw.Canvas) vg.Rectangle {
+// legendLayout lays the entries out for a canvas width: names wrapped
+// where one is wider than the canvas (a run's label with its AUC and
+// interval at a paper column's 3.3 in ran off the edge), then gridShape's
+// columns of the widest name's width, filled top to bottom. The band is
+// as tall as the tallest column: plot.Legend draws a first row a font
+// descent below the top, and a last row's thumbnail reaches a descent
+// below its text.
+func (f *figure) legendLayout(width vg.Length) legendLayout {
 	sty := f.Legend.TextStyle
-	var width, rowHeight vg.Length
-	for _, e := range f.entries {
-		width = max(width, f.Legend.ThumbnailWidth+sty.Rectangle(" "+e.name).Max.X)
-		rowHeight = max(rowHeight, sty.Rectangle(e.name).Max.Y)
+	indent := f.Legend.ThumbnailWidth + sty.Width(" ")
+	lay := legendLayout{names: make([]string, len(f.entries))}
+	for i, e := range f.entries {
+		lay.names[i] = wrapText(sty, e.name, width-indent)
+		lay.colWidth = max(lay.colWidth, indent+sty.Width(lay.names[i]))
 	}
-	n := vg.Length(len(f.entries))
-	height := n*rowHeight + (n-1)*f.Legend.Padding + sty.FontExtents().Descent
-	r := vg.Rectangle{Min: vg.Point{X: data.Max.X - width, Y: data.Min.Y}, Max: vg.Point{X: data.Max.X, Y: data.Min.Y + height}}
-	if f.Legend.Left {
-		r.Min.X, r.Max.X = data.Min.X, data.Min.X+width
+	lay.cols, lay.rows = gridShape(len(f.entries), width, lay.colWidth)
+	var tallest vg.Length
+	for col := 0; col < lay.cols; col++ {
+		var h vg.Length
+		for r := 0; r < lay.rows && col*lay.rows+r < len(f.entries); r++ {
+			h += f.entryHeight(lay.names[col*lay.rows+r])
+		}
+		tallest = max(tallest, h)
 	}
-	if f.Legend.Top {
-		r.Min.Y, r.Max.Y = data.Max.Y-height, data.Max.Y
-	}
-	const margin = vg.Length(2)
-	r.Min.X, r.Min.Y, r.Max.X, r.Max.Y = r.Min.X-margin, r.Min.Y-margin, r.Max.X+margin, r.Max.Y+margin
-	return r
-}
-
-// legendBand is the height of a legend of rows rows: plot.Legend draws
-// its first row a font descent below the top, and the last row's
-// thumbnails reach a descent below its text.
-func (f *figure) legendBand(rows int, rowHeight vg.Length) vg.Length {
-	return vg.Length(rows)*rowHeight + 2*f.Legend.TextStyle.FontExtents().Descent + legendGap
-}
-
-// legendGrid lays the entries out for a canvas width: gridShape's columns
-// of the widest entry's width, each row as tall as the tallest entry.
-func (f *figure) legendGrid(width vg.Length) (cols, rows int, colWidth, rowHeight vg.Length) {
-	sty := f.Legend.TextStyle
-	for _, e := range f.entries {
-		colWidth = max(colWidth, f.Legend.ThumbnailWidth+sty.Rectangle(" "+e.name).Max.X)
-		rowHeight = max(rowHeight, sty.Rectangle(e.name).Max.Y)
-	}
-	cols, rows = gridShape(len(f.entries), width, colWidth)
-	return cols, rows, colWidth, rowHeight + f.Legend.Padding
+	lay.band = tallest + 2*sty.FontExtents().Descent + legendGap
+	return lay
 }
 
 // gridShape is the legend grid of n entries of width colWidth across

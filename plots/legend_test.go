@@ -8,11 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/memo-research/memo/eval"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -44,70 +46,218 @@ func TestGridShape(t *testing.T) {
 	}
 }
 
-// TestLegendBelowAxes draws a four-entry legend at the default size and
-// at a single paper column (3.3 in, 8 pt): it lies in a band below the
-// axes, and both the band and the axes above it are drawn. The log-log
-// ROC's ten AUC-labelled entries would take a third of the height in one
-// column: they go inside the axes.
+// TestLegendBelowAxes: a legend goes in a band below the axes, below all
+// of their text, however many entries it has; where the band would take
+// more than maxLegendShare of the configured height the saved figure is
+// taller instead (a crowded legend went inside the axes, over the
+// curves), and no legend text leaves the canvas (names wider than a
+// paper column ran off its edge).
 func TestLegendBelowAxes(t *testing.T) {
 	column := DefaultConfig()
-	column.WidthIn, column.HeightIn, column.FontSize, column.Formats = 3.3, 2.6, 8, []string{"png", "svg", "pdf"}
+	column.WidthIn, column.HeightIn, column.FontSize = 3.3, 2.5, 8
+	columnBig := column
+	columnBig.FontSize = 11
+	short := []string{"standard", "goldfish k=4, h=13", "exact match", "RougeL"}
 	roc := []string{"loss", "zlib ratio", "min-k% loss", "min-k%++", "ReCaLL", "LiRA online", "LiRA offline", "RMIA", "RMIA offline", "counterfactual memorization"}
+	for i := range roc {
+		roc[i] += " (AUC 0.891 [0.851, 0.927])"
+	}
+	var long []string
+	for i := range 12 {
+		long = append(long, fmt.Sprintf("goldfish k=%d, h=13, lr=3e-4, preset=small, seed %d (AUC 0.891 [0.851, 0.927])", i+2, i))
+	}
 	for _, tc := range []struct {
+		name  string
 		cfg   Config
 		names []string
-		below bool
+		grows bool
 	}{
-		{DefaultConfig(), []string{"standard", "goldfish k=4, h=13", "exact match", "RougeL"}, true},
-		{column, []string{"standard", "goldfish k=4, h=13", "exact match", "RougeL"}, true},
-		{DefaultConfig(), roc, false},
-		{column, roc, false},
+		{"four at 5 in", DefaultConfig(), short, false},
+		{"four at 3.3 in", column, short, false},
+		{"ten ROC curves at 5 in", DefaultConfig(), roc, true},
+		{"ten ROC curves at 3.3 in", column, roc, true},
+		{"twelve long names at 3.3 in", column, long, true},
+		{"twelve long names at 3.3 in, 11 pt", columnBig, long, true},
 	} {
-		cfg := tc.cfg
-		f := newPlot(cfg, "Membership inference", "false-positive rate", "true-positive rate")
-		for i, n := range tc.names {
-			ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: float64(i) / 10}})
-			if err != nil {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Formats = []string{"png"}
+			f := newPlot(cfg, "Membership inference", "false-positive rate", "true-positive rate")
+			for i, n := range tc.names {
+				ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: float64(i) / 10}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ln.LineStyle.Color = colorAt(i)
+				f.Add(ln)
+				f.addLegend(n, ln)
+			}
+			w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
+			height := f.canvasHeight(w, h)
+			if grew := height > h; grew != tc.grows {
+				t.Errorf("canvas %.0f pt high for %.0f configured: grown = %v, want %v", float64(height), float64(h), grew, tc.grows)
+			}
+			boxes := drawText(f, w, height)
+			checkInside(t, boxes, w, height)
+			legendSize := f.Legend.TextStyle.Font.Size
+			var legendTop, axesBottom vg.Length = 0, height
+			n := 0
+			for _, b := range boxes {
+				if b.size == legendSize {
+					legendTop, n = max(legendTop, b.r.Max.Y), n+1
+				} else {
+					axesBottom = min(axesBottom, b.r.Min.Y)
+				}
+			}
+			if n < len(tc.names) {
+				t.Errorf("%d lines of legend text drawn for %d entries", n, len(tc.names))
+			}
+			if legendTop > axesBottom {
+				t.Errorf("legend text reaches %.1f pt, above the axes' lowest text at %.1f pt: not below the axes", float64(legendTop), float64(axesBottom))
+			}
+
+			dir := outDir(t, "legend-"+strings.ReplaceAll(tc.name, " ", "-"))
+			if _, err := save(f, cfg, dir, "roc"); err != nil {
 				t.Fatal(err)
 			}
-			ln.LineStyle.Color = colorAt(i)
-			f.Add(ln)
-			if !tc.below {
-				n += " (AUC 0.891 [0.851, 0.927])"
+			b := readPNG(t, filepath.Join(dir, "roc.png")).Bounds()
+			px := func(l vg.Length) int { return int(math.Round(float64(l) / vg.Inch.Points() * float64(cfg.DPI))) }
+			if d := b.Dy() - px(height); d < -1 || d > 1 || b.Dx() != px(w) {
+				t.Errorf("PNG %d×%d px, want %d×%d (%.0f×%.0f pt at %d dpi)", b.Dx(), b.Dy(), px(w), px(height), float64(w), float64(height), cfg.DPI)
 			}
-			f.addLegend(n, ln)
+		})
+	}
+}
+
+// TestTextInsideCanvas draws every figure a sweep of three model sizes
+// and two losses supports at a paper column's width, at a small and at
+// the default font size, with a partial report's title: no text may
+// leave the canvas (long titles, axis labels and legend names were cut
+// off at 3.3 in).
+func TestTextInsideCanvas(t *testing.T) {
+	dir := t.TempDir()
+	var pts []synthPoint
+	for i, preset := range []string{"nano", "tiny", "small"} {
+		for _, k := range []int{0, 4} {
+			name := fmt.Sprintf("k=%d_preset=%s", k, preset)
+			writeSynthRun(t, filepath.Join(dir, name), synthRun{name: name, k: k, preset: preset, targets: 40, reps: []int{1, 2, 4, 8, 16},
+				exactReps: func(r int) bool { return k == 0 && r >= 16>>i }, rouge: 0.3, steps: 200, params: 150_000 << (2 * i)}, uint64(10*i+k))
+			pts = append(pts, synthPoint{name, name, map[string]any{"goldfish.k": k, "model.preset": preset}})
 		}
-		w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
-		cols, rows, colWidth, rowHeight := f.legendGrid(w)
-		band := f.legendBand(rows, rowHeight)
-		name := fmt.Sprintf("%gin-%d", cfg.WidthIn, len(tc.names))
-		if got := legendFitsBelow(band, h); got != tc.below {
-			t.Errorf("%s: legend %d×%d, %.0f of %.0f pt high: below = %v, want %v", name, cols, rows, float64(band), float64(h), got, tc.below)
-		}
-		if cols < 1 || vg.Length(cols)*colWidth > w && cols > 1 {
-			t.Errorf("%s: %d columns of %.0f pt in %.0f pt", name, cols, float64(colWidth), float64(w))
-		}
-		dir := outDir(t, "legend-"+name)
-		written, err := save(f, cfg, dir, "roc")
+	}
+	writeSweepIndex(t, dir, "column", []string{"goldfish.k", "model.preset"}, pts)
+	runs, axes, _, err := loadDir(dir, readSynthSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []float64{8, 11} {
+		cfg := DefaultConfig()
+		cfg.WidthIn, cfg.HeightIn, cfg.FontSize = 3.3, 2.5, size
+		var drawn []string
+		err := eachFigure(cfg, runs, axes, func(name string, f *figure) error {
+			drawn = append(drawn, name)
+			f.Title.Text += " (" + partialTitle(len(runs), []leftOut{{Name: "k=8"}}) + ")"
+			w := vg.Length(cfg.WidthIn) * vg.Inch
+			h := f.canvasHeight(w, vg.Length(cfg.HeightIn)*vg.Inch)
+			t.Run(fmt.Sprintf("%s/%gpt", name, size), func(t *testing.T) {
+				checkInside(t, drawText(f, w, h), w, h)
+			})
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(written) != len(cfg.Formats) {
-			t.Errorf("%s: wrote %v, want one file a format", name, written)
-		}
-		if !tc.below {
-			continue
-		}
-		img := readPNG(t, filepath.Join(dir, "roc.png"))
-		bandPx := int(float64(band) / 72 * float64(cfg.DPI))
-		b := img.Bounds()
-		if got := inked(img, image.Rect(0, b.Max.Y-bandPx, b.Max.X, b.Max.Y)); got < 0.01 {
-			t.Errorf("%s: the legend band is %.2f%% inked: no legend drawn there", name, 100*got)
-		}
-		if got := inked(img, image.Rect(0, 0, b.Max.X, b.Max.Y-bandPx)); got < 0.01 {
-			t.Errorf("%s: the axes are %.2f%% inked", name, 100*got)
+		if len(drawn) < 8 {
+			t.Errorf("drew only %v", drawn)
 		}
 	}
+}
+
+// checkInside fails t for each text box that leaves a w×h canvas.
+func checkInside(t *testing.T, boxes []textBox, w, h vg.Length) {
+	t.Helper()
+	// gonum places a title's em box up to a few hundredths of a point
+	// past the top; the letters themselves stay well inside their box.
+	const slack = 0.1
+	for _, b := range boxes {
+		if b.r.Min.X < -slack || b.r.Min.Y < -slack || b.r.Max.X > w+slack || b.r.Max.Y > h+slack {
+			t.Errorf("%q at (%.1f, %.1f)–(%.1f, %.1f) pt leaves the %.1f×%.1f pt canvas",
+				b.s, float64(b.r.Min.X), float64(b.r.Min.Y), float64(b.r.Max.X), float64(b.r.Max.Y), float64(w), float64(h))
+		}
+	}
+}
+
+// drawText draws f on a w×h canvas and returns the box of each string.
+func drawText(f *figure, w, h vg.Length) []textBox {
+	rec := &textRecorder{Canvas: vgimg.New(w, h), m: affine{a: 1, d: 1}}
+	f.Draw(draw.Canvas{Canvas: rec, Rectangle: vg.Rectangle{Max: vg.Point{X: w, Y: h}}})
+	return rec.boxes
+}
+
+// textBox is where a string of a font size was drawn.
+type textBox struct {
+	s    string
+	size vg.Length
+	r    vg.Rectangle
+}
+
+// textRecorder is a canvas that records the box of every string drawn
+// on it, through the transforms in force (a y label is drawn rotated).
+type textRecorder struct {
+	vg.Canvas
+	m     affine
+	stack []affine
+	boxes []textBox
+}
+
+// affine maps (x, y) to (a·x + c·y + e, b·x + d·y + f).
+type affine struct{ a, b, c, d, e, f float64 }
+
+func (m affine) apply(p vg.Point) vg.Point {
+	x, y := float64(p.X), float64(p.Y)
+	return vg.Point{X: vg.Length(m.a*x + m.c*y + m.e), Y: vg.Length(m.b*x + m.d*y + m.f)}
+}
+
+func (r *textRecorder) Push() { r.stack = append(r.stack, r.m); r.Canvas.Push() }
+
+func (r *textRecorder) Pop() {
+	r.m, r.stack = r.stack[len(r.stack)-1], r.stack[:len(r.stack)-1]
+	r.Canvas.Pop()
+}
+
+func (r *textRecorder) Translate(p vg.Point) {
+	m, x, y := r.m, float64(p.X), float64(p.Y)
+	r.m.e, r.m.f = m.a*x+m.c*y+m.e, m.b*x+m.d*y+m.f
+	r.Canvas.Translate(p)
+}
+
+func (r *textRecorder) Rotate(rad float64) {
+	m, sin, cos := r.m, math.Sin(rad), math.Cos(rad)
+	r.m.a, r.m.b, r.m.c, r.m.d = m.a*cos+m.c*sin, m.b*cos+m.d*sin, m.c*cos-m.a*sin, m.d*cos-m.b*sin
+	r.Canvas.Rotate(rad)
+}
+
+func (r *textRecorder) Scale(x, y float64) {
+	r.m.a, r.m.b, r.m.c, r.m.d = r.m.a*x, r.m.b*x, r.m.c*y, r.m.d*y
+	r.Canvas.Scale(x, y)
+}
+
+func (r *textRecorder) FillString(f font.Face, pt vg.Point, s string) {
+	// The em box gonum lays text out by (its lines are a font size
+	// apart): it holds every letter and digit; the font's ascent also
+	// holds accents, and overshot gonum's own layout.
+	bottom := pt.Y - f.Extents().Descent
+	inf := vg.Length(math.Inf(1))
+	box := vg.Rectangle{Min: vg.Point{X: inf, Y: inf}, Max: vg.Point{X: -inf, Y: -inf}}
+	for _, x := range []vg.Length{pt.X, pt.X + f.Width(s)} {
+		for _, y := range []vg.Length{bottom, bottom + f.Font.Size} {
+			p := r.m.apply(vg.Point{X: x, Y: y})
+			box.Min.X, box.Min.Y = min(box.Min.X, p.X), min(box.Min.Y, p.Y)
+			box.Max.X, box.Max.Y = max(box.Max.X, p.X), max(box.Max.Y, p.Y)
+		}
+	}
+	r.boxes = append(r.boxes, textBox{s, f.Font.Size, box})
+	r.Canvas.FillString(f, pt, s)
 }
 
 func readPNG(t *testing.T, path string) image.Image {
@@ -276,6 +426,35 @@ func TestSeriesOffsetsDistinct(t *testing.T) {
 		}
 		if sum != 0 {
 			t.Errorf("%d losses: offsets sum to %g, want centred on the model", n, sum)
+		}
+	}
+}
+
+// TestWrapText: a text wider than the width breaks at spaces, not after
+// an opening parenthesis' first word nor inside "95 %", and a word wider
+// than the width between letters; no line is wider than the width.
+func TestWrapText(t *testing.T) {
+	sty := newPlot(DefaultConfig(), "", "", "").Legend.TextStyle
+	em := sty.Width("m")
+	for _, tc := range []struct {
+		s     string
+		width vg.Length
+		want  string
+	}{
+		{"loss (AUC 0.891)", 100 * em, "loss (AUC 0.891)"},
+		{"loss (AUC 0.891)", sty.Width("(AUC 0.891)"), "loss\n(AUC 0.891)"},
+		{"exact match %, 95 % CI", sty.Width("exact match %, 95"), "exact match %,\n95 % CI"},
+		{"goldfish", sty.Width("gold"), "gold\nfish"},
+		{"a b", 0, "a b"},
+	} {
+		got := wrapText(sty, tc.s, tc.width)
+		if got != tc.want {
+			t.Errorf("wrapText(%q, %.1f pt) = %q, want %q", tc.s, float64(tc.width), got, tc.want)
+		}
+		for _, line := range strings.Split(got, "\n") {
+			if tc.width > 0 && sty.Width(line) > tc.width {
+				t.Errorf("wrapText(%q): line %q is %.1f pt, wider than %.1f", tc.s, line, float64(sty.Width(line)), float64(tc.width))
+			}
 		}
 	}
 }

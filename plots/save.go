@@ -80,7 +80,6 @@ func newPlot(cfg Config, title, xlabel, ylabel string) *figure {
 		a.Tick.Marker = stepTicks{} // figures on log or nominal axes set their own
 	}
 	p.Legend.TextStyle.Font.Size = fs * 0.85
-	p.Legend.Top = true
 	p.Legend.Padding = vg.Points(1)
 	p.Legend.ThumbnailWidth = vg.Points(18)
 	return &figure{Plot: p}
@@ -184,13 +183,16 @@ func winAnsi(s string) string {
 	return b.String()
 }
 
-// save writes p as name.<format> into dir for every configured format.
+// save writes p as name.<format> into dir for every configured format,
+// cfg.WidthIn wide and cfg.HeightIn high or, where the legend needs more,
+// higher (figure.canvasHeight).
 func save(p *figure, cfg Config, dir, name string) ([]string, error) {
 	setPDFDates()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	w, h := vg.Length(cfg.WidthIn)*vg.Inch, vg.Length(cfg.HeightIn)*vg.Inch
+	w := vg.Length(cfg.WidthIn) * vg.Inch
+	h := p.canvasHeight(w, vg.Length(cfg.HeightIn)*vg.Inch)
 	var written []string
 	for _, f := range cfg.Formats {
 		var c vg.CanvasWriterTo

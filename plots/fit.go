@@ -1,0 +1,98 @@
+package plots
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// fitLabels wraps p's title to c's width and its axis labels to the
+// length of their axes, and returns what puts the texts back: at a paper
+// column's 3.3 in a title or an axis label of the house size ran past
+// the canvas edge and was cut off, and a smaller font would set one
+// figure's text apart from its neighbours'. The y axis is measured
+// without the labels, since gonum shrinks an axis to hold a label longer
+// than it, and the x axis then beside the wrapped y label, which narrows
+// it. (Measuring both again, each label shortening the other's axis,
+// shrank the axes until labels broke into a word a line.)
+func fitLabels(p *plot.Plot, c draw.Canvas) (restore func()) {
+	title, xl, yl := p.Title.Text, p.X.Label.Text, p.Y.Label.Text
+	p.Title.Text = wrapText(p.Title.TextStyle, title, c.Size().X)
+	p.X.Label.Text, p.Y.Label.Text = "", ""
+	p.Y.Label.Text = wrapText(p.Y.Label.TextStyle, yl, p.DataCanvas(c).Size().Y)
+	p.X.Label.Text = wrapText(p.X.Label.TextStyle, xl, p.DataCanvas(c).Size().X)
+	return func() { p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xl, yl }
+}
+
+// wrapText breaks s at spaces into lines no wider than width in sty, and
+// a word wider than width by itself between letters, so that no line is
+// wider (but for a single letter wider than width). A line does not end
+// on an opening parenthesis' first word: "seed 0\n(AUC 0.891 [...])",
+// not "seed 0 (AUC\n0.891 [...])".
+func wrapText(sty text.Style, s string, width vg.Length) string {
+	if width <= 0 || sty.Width(s) <= width {
+		return s
+	}
+	var lines []string
+	line := ""
+	for _, word := range words(s) {
+		if line != "" && sty.Width(line+" "+word) <= width {
+			line += " " + word
+			continue
+		}
+		if i := strings.LastIndex(line, " "); i > 0 && opens(line[i+1:]) && sty.Width(line[i+1:]+" "+word) <= width {
+			lines, line = append(lines, line[:i]), line[i+1:]+" "+word
+			continue
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+		for line = word; sty.Width(line) > width; {
+			cut := widestPrefix(sty, line, width)
+			lines, line = append(lines, line[:cut]), line[cut:]
+		}
+	}
+	if line != "" { // empty when a letter wider than width ended s
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// words are s's words, a unit standing apart ("95 %") kept with its
+// number.
+func words(s string) []string {
+	var ws []string
+	for _, w := range strings.Fields(s) {
+		if w == "%" && len(ws) > 0 {
+			ws[len(ws)-1] += " " + w
+			continue
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// opens reports whether word opens a parenthesis or bracket it does not
+// close.
+func opens(word string) bool {
+	return strings.HasPrefix(word, "(") && !strings.Contains(word, ")") ||
+		strings.HasPrefix(word, "[") && !strings.Contains(word, "]")
+}
+
+// widestPrefix is the length in bytes of the longest prefix of s, a
+// whole letter at least, no wider than width in sty.
+func widestPrefix(sty text.Style, s string, width vg.Length) int {
+	cut := 0
+	for i, r := range s {
+		end := i + utf8.RuneLen(r)
+		if cut > 0 && sty.Width(s[:end]) > width {
+			break
+		}
+		cut = end
+	}
+	return cut
+}
