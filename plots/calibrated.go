@@ -42,9 +42,10 @@ func calibratedRows(runs []*runData) []calibratedRow {
 	return rows
 }
 
-// writeCalibratedTables writes calibrated.md and calibrated.csv when a run
-// has calibrated attacks: AUC and TPR at 0.1 % and 1 % FPR of each attack
-// against the number of reference models, and the loss attack's.
+// writeCalibratedTables writes calibrated.md, calibrated.csv and
+// calibrated.tex when a run has calibrated attacks: AUC and TPR at 0.1 %
+// and 1 % FPR of each attack against the number of reference models, and
+// the loss attack's.
 func writeCalibratedTables(dir string, runs []*runData) ([]string, error) {
 	rows := calibratedRows(runs)
 	if rows == nil {
@@ -52,7 +53,32 @@ func writeCalibratedTables(dir string, runs []*runData) ([]string, error) {
 	}
 	return writeFiles(dir,
 		namedWriter{"calibrated.md", func(w io.Writer) error { return writeCalibratedMarkdown(w, runs) }},
-		namedWriter{"calibrated.csv", func(w io.Writer) error { return writeCalibratedCSV(w, rows) }})
+		namedWriter{"calibrated.csv", func(w io.Writer) error { return writeCalibratedCSV(w, rows) }},
+		namedWriter{"calibrated.tex", func(w io.Writer) error { return writeCalibratedLaTeX(w, runs, rows) }})
+}
+
+// writeCalibratedLaTeX writes calibrated.csv's rows as a booktabs table,
+// the numbers as calibrated.md prints them, under a comment saying when
+// the low-FPR rates are at FPR 0.
+func writeCalibratedLaTeX(out io.Writer, runs []*runData, rows []calibratedRow) error {
+	var controls []int
+	for _, r := range runs {
+		if r.Summary.Calibrated != nil {
+			controls = append(controls, r.Summary.MIA.NControls)
+		}
+	}
+	if note := lowFPRNote(controls...); note != "" {
+		if _, err := io.WriteString(out, "% "+note+"\n"); err != nil {
+			return err
+		}
+	}
+	head := []string{"run", "attack", "K", "AUC", "TPR@0.1%FPR %", "TPR@1%FPR %", "members", "controls"}
+	cells := make([][]string, len(rows))
+	for i, w := range rows {
+		cells[i] = []string{w.run, w.attack, strconv.Itoa(w.references), num(float64(w.st.AUC), 3), pct(float64(w.st.TPR0_1)),
+			pct(float64(w.st.TPR1)), strconv.Itoa(w.st.NMembers), strconv.Itoa(w.st.NControls)}
+	}
+	return writeBooktabs(out, "llrrrrrr", head, cells)
 }
 
 func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {

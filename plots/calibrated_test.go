@@ -76,6 +76,20 @@ func TestCalibratedTablesSameRows(t *testing.T) {
 	if !strings.Contains(md.String(), "| lira_online | 1 | – | – | – | 0, 0 |") {
 		t.Errorf("no unscored lira_online row at K = 1:\n%s", md.String())
 	}
+	// calibrated.tex: the same rows, escaped, under the low-FPR note.
+	var tex strings.Builder
+	if err := writeCalibratedLaTeX(&tex, runs, calibratedRows(runs)); err != nil {
+		t.Fatal(err)
+	}
+	if texRows := strings.Count(tex.String(), `\\`) - 1; texRows != csvRows {
+		t.Errorf("calibrated.tex has %d rows, calibrated.csv %d:\n%s", texRows, csvRows, tex.String())
+	}
+	for _, want := range []string{"% TPR@0.1%FPR and TPR@1%FPR over as few as 4 controls", `run & attack & K & AUC & TPR@0.1\%FPR \% &`,
+		`run & lira\_online & 1 & -- & -- & -- & 0 & 0 \\`, `run & lira\_online & 2 & 0.750 & 0.0 & 50.0 & 4 & 4 \\`, `\bottomrule`} {
+		if !strings.Contains(tex.String(), want) {
+			t.Errorf("calibrated.tex lacks %q:\n%s", want, tex.String())
+		}
+	}
 }
 
 // TestThresholdMarkdownNamesRuns: rows that model and loss do not tell
