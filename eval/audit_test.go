@@ -102,6 +102,11 @@ func TestAuditTextByHand(t *testing.T) {
 	if !math.IsNaN(s.RefDiff) || !math.IsNaN(s.RougeL) || !math.IsNaN(s.Blind) {
 		t.Errorf("columns the audit does not take hold numbers: ref_diff %v rougeL %v blind %v", s.RefDiff, s.RougeL, s.Blind)
 	}
+	// Extraction's other columns, as docs/ATTACKS.md lists them.
+	if s.Exact || s.AnyExact || s.FirstDivergence != -1 || s.PrefixLen != 0 || s.SuffixLen != 0 || s.NGuesses != 0 || !math.IsNaN(s.TokenAccuracy) || !math.IsNaN(s.PExtract) {
+		t.Errorf("extraction columns of an audited text: exact %v any_exact %v first_divergence %d prefix_len %d suffix_len %d n_guesses %d token_accuracy %v p_extract %v",
+			s.Exact, s.AnyExact, s.FirstDivergence, s.PrefixLen, s.SuffixLen, s.NGuesses, s.TokenAccuracy, s.PExtract)
+	}
 }
 
 // TestAuditStatisticsAreNotAnAttacks: the audit's own statistics stay out
