@@ -51,6 +51,44 @@ type referenceRecord struct {
 	// Base is the digest of the weights it started from, as its key
 	// holds it ("" for the model seed's).
 	Base string `json:"base,omitempty"`
+	// Workers and Threads are the thread layout it trained under, from
+	// its checkpoint, and Layouts every layout when a resume changed it
+	// (checkpoint.State's). The key leaves the thread count out, so that
+	// references trained apart (memo references train, an array task on
+	// one core) serve a run on more; their last bits are those of the
+	// layout recorded here, which may not be the run's own.
+	Workers int                       `json:"workers,omitempty"`
+	Threads int                       `json:"threads,omitempty"`
+	Layouts []checkpoint.ThreadLayout `json:"layouts,omitempty"`
+}
+
+// readLayout fills r's thread layout from its newest checkpoint's
+// state.json; left empty when there is none to read (the scorer then says
+// what is wrong).
+func (r *referenceRecord) readLayout() {
+	dir, err := checkpoint.Newest(r.Dir)
+	if err != nil || dir == "" {
+		return
+	}
+	st, err := checkpoint.ReadState(dir)
+	if err != nil {
+		return
+	}
+	r.Workers, r.Threads, r.Layouts = st.Workers, st.Threads, st.Layouts
+}
+
+// warnOtherLayout says when a reference found trained was trained under
+// another thread layout than this run's training would use: the run's
+// calibrated scores then differ in the last bits from a run that trained
+// every model itself (docs/LIMITS.md).
+func warnOtherLayout(r *referenceRecord, K int, tc train.Config) {
+	workers, threads := train.ThreadLayout(tc.Threads)
+	if r.Threads == 0 || (r.Workers == workers && r.Threads == threads && len(r.Layouts) == 0) {
+		return
+	}
+	slog.Warn("mia: reusing a reference model trained under another thread layout; its weights, and the calibrated scores, differ in the last bits from one trained under this run's (mia_references.json records each model's)",
+		"reference", referenceLabel(r.Index, K), "trained_workers", r.Workers, "trained_threads", r.Threads, "resumed_under_others", len(r.Layouts) > 0,
+		"this_run_workers", workers, "this_run_threads", threads)
 }
 
 type referenceMember struct {
@@ -399,10 +437,14 @@ var referenceKeyFormat = 1
 func referenceKey(dsSums map[string]string, base string, mc model.Config, tc train.Config, goldfish loss.Config, members []referenceMember) (string, error) {
 	// The device and precision it trains on change what it learns in the
 	// last bits; the key keeps them so that reuse stays exact. How often
-	// it logs, checkpoints and keeps checkpoints, whether it may resume
-	// and its thread count (as --threads's) change nothing it learns: the
-	// key holds the defaults for them, so that keys made before stand and
-	// a new log_every does not train every reference again. Base is left
+	// it logs, checkpoints and keeps checkpoints and whether it may resume
+	// change nothing it learns: the key holds the defaults for them, so
+	// that keys made before stand and a new log_every does not train every
+	// reference again. The thread count (--threads, train.threads) does
+	// change the last bits on CPU, but is left out too, so that references
+	// trained apart on one core serve a run on many: the record keeps the
+	// layout each was trained under, and reuse under another is warned
+	// about (warnOtherLayout). Base is left
 	// out when empty, so that a reference trained from the seed keeps the
 	// key it had before base was part of it.
 	def := train.DefaultConfig()
@@ -458,6 +500,8 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 		if have.Trained {
 			slog.Info("mia: reference model already trained", "reference", referenceLabel(r.Index, K), "dir", r.Dir)
 			r.Trained = true
+			r.readLayout()
+			warnOtherLayout(r, K, tc)
 			return runThen(then)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -472,6 +516,7 @@ func trainReference(ctx context.Context, r *referenceRecord, K int, view *data.D
 		return fmt.Errorf("reference %s: %w", referenceLabel(r.Index, K), err)
 	}
 	r.Trained = true
+	r.readLayout()
 	if err := writeJSON(path, r); err != nil {
 		return fmt.Errorf("reference %d: %w", r.Index, err)
 	}

@@ -1,9 +1,11 @@
 package experiments
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,6 +50,12 @@ func TestReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	sigA, refs := readSignalsAndRefs(t, dirA)
+	// Each model's thread layout is recorded: the key leaves it out.
+	for _, m := range refs.Models {
+		if m.Workers < 1 || m.Threads < 1 {
+			t.Errorf("reference %d: %s records workers %d, threads %d; want its checkpoint's layout", m.Index, MIAReferencesFile, m.Workers, m.Threads)
+		}
+	}
 	// Each candidate is in exactly one of the two references.
 	inCount := map[int64]int{}
 	for _, r := range sigA {
@@ -502,5 +510,37 @@ func TestReferenceDatasetNamesTheStream(t *testing.T) {
 	}
 	if a, b, c := key(base), key(packed), key(pretrain); a == b || a == c || b == c {
 		t.Errorf("keys padded %s, packed %s, with pretraining %s: want three", a, b, c)
+	}
+}
+
+// TestWarnOtherLayout: a reference found trained under another thread
+// layout than this run's training (or resumed under several) is warned
+// about, since its last bits, and the calibrated scores, are that
+// layout's; one of the same layout, or of a checkpoint too old to say,
+// is not.
+func TestWarnOtherLayout(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	tc := train.DefaultConfig()
+	tc.Threads = 1 // one replica of one thread
+	tests := []struct {
+		name string
+		r    referenceRecord
+		warn bool
+	}{
+		{"same layout", referenceRecord{Workers: 1, Threads: 1}, false},
+		{"not recorded", referenceRecord{}, false},
+		{"two threads", referenceRecord{Workers: 1, Threads: 2}, true},
+		{"two replicas", referenceRecord{Workers: 2, Threads: 1}, true},
+		{"resumed under another", referenceRecord{Workers: 1, Threads: 1, Layouts: []checkpoint.ThreadLayout{{FromStep: 0, Workers: 1, Threads: 2}}}, true},
+	}
+	for _, tt := range tests {
+		buf.Reset()
+		warnOtherLayout(&tt.r, 2, tc)
+		if got := strings.Contains(buf.String(), "another thread layout"); got != tt.warn {
+			t.Errorf("%s: warned %v, want %v: %q", tt.name, got, tt.warn, buf.String())
+		}
 	}
 }

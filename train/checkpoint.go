@@ -82,7 +82,12 @@ func (l *loop) optimizerState() ([]checkpoint.Named, func(), error) {
 
 // threadLayout is the workers × libtorch threads a run with train.threads
 // = threads computes with (see newWorkers); call it on the loop's thread.
-func threadLayout(threads int) (workers, perWorker int) {
+func threadLayout(threads int) (workers, perWorker int) { return ThreadLayout(threads) }
+
+// ThreadLayout is the layout, model replicas × libtorch threads in each,
+// that training with train.threads = threads runs under in this process,
+// as checkpoints record it (checkpoint.State's Workers and Threads).
+func ThreadLayout(threads int) (workers, perWorker int) {
 	switch {
 	case threads > 1:
 		return threads, 1
