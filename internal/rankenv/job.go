@@ -24,11 +24,11 @@ type Job struct {
 	// core for them while its ranks train on a share each, so its scores
 	// can differ in the last bits from srun's rank 0, which ran them on
 	// its share.
-	StageThreads int `json:"stage_threads,omitempty"`
-	JobID       string `json:"slurm_job_id,omitempty"`
-	ArrayJobID  string `json:"slurm_array_job_id,omitempty"`
-	ArrayTaskID string `json:"slurm_array_task_id,omitempty"`
-	StepID      string `json:"slurm_step_id,omitempty"`
+	StageThreads int    `json:"stage_threads,omitempty"`
+	JobID        string `json:"slurm_job_id,omitempty"`
+	ArrayJobID   string `json:"slurm_array_job_id,omitempty"`
+	ArrayTaskID  string `json:"slurm_array_task_id,omitempty"`
+	StepID       string `json:"slurm_step_id,omitempty"`
 }
 
 // JobOf describes the launch c was discovered from, with threads the
