@@ -20,9 +20,9 @@ var Formats = []string{"png", "svg", "pdf"}
 type Config struct {
 	// Formats are the image formats written for every figure.
 	Formats []string `toml:"formats"`
-	// WidthIn is the figure width in inches (a single paper column is about 3.3); titles, axis labels and legend names too long for it are wrapped onto more lines.
+	// WidthIn is the figure width in inches, at least 2.5 (a single paper column is about 3.3); titles, axis labels and legend names too long for it are wrapped onto more lines.
 	WidthIn float64 `toml:"width_in"`
-	// HeightIn is the figure height in inches. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it.
+	// HeightIn is the figure height in inches, at least 2. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it.
 	HeightIn float64 `toml:"height_in"`
 	// DPI is the resolution of PNG output.
 	DPI int `toml:"dpi"`
@@ -31,6 +31,17 @@ type Config struct {
 	// Smooth is the moving-average window of loss curves in steps; 0 picks about 1/100 of the run.
 	Smooth int `toml:"smooth"`
 }
+
+// MinWidthIn and MinHeightIn are the smallest figure memo draws: below
+// them the axes' tick labels, title and axis labels of an 11 pt font
+// leave no room for the data and run off the canvas (a review drew a
+// 1 in high figure with its ticks above the top edge; at 2 × 1.5 in
+// every figure kind had text outside it, at 2 × 2 in the two-panel and
+// per-size ones, at 2.5 × 2 in none: TestTextInsideCanvas).
+const (
+	MinWidthIn  float64 = 2.5
+	MinHeightIn float64 = 2
+)
 
 // DefaultConfig writes all three formats at a size that reads well at half a page width.
 func DefaultConfig() Config {
@@ -51,11 +62,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("plots.formats: %q is not one of %s", f, strings.Join(Formats, ", "))
 		}
 	}
-	if c.WidthIn <= 0 || c.WidthIn > 50 {
-		return fmt.Errorf("plots.width_in = %g: must be in (0, 50] inches", c.WidthIn)
+	if c.WidthIn < MinWidthIn || c.WidthIn > 50 {
+		return fmt.Errorf("plots.width_in = %g: must be in [%g, 50] inches", c.WidthIn, MinWidthIn)
 	}
-	if c.HeightIn <= 0 || c.HeightIn > 50 {
-		return fmt.Errorf("plots.height_in = %g: must be in (0, 50] inches", c.HeightIn)
+	if c.HeightIn < MinHeightIn || c.HeightIn > 50 {
+		return fmt.Errorf("plots.height_in = %g: must be in [%g, 50] inches", c.HeightIn, MinHeightIn)
 	}
 	if c.DPI < 30 || c.DPI > 1200 {
 		return fmt.Errorf("plots.dpi = %d: must be in [30, 1200]", c.DPI)

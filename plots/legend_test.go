@@ -150,16 +150,17 @@ func TestTextInsideCanvas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []float64{8, 11} {
+	for _, dims := range []struct{ w, h, size float64 }{{3.3, 2.5, 8}, {3.3, 2.5, 11}, {MinWidthIn, MinHeightIn, 8}, {MinWidthIn, MinHeightIn, 11}} {
 		cfg := DefaultConfig()
-		cfg.WidthIn, cfg.HeightIn, cfg.FontSize = 3.3, 2.5, size
+		cfg.WidthIn, cfg.HeightIn, cfg.FontSize = dims.w, dims.h, dims.size
+		size := dims.size
 		var drawn []string
 		err := eachFigure(cfg, runs, axes, func(name string, f *figure) error {
 			drawn = append(drawn, name)
 			f.Title.Text += " (" + partialTitle(len(runs), []leftOut{{Name: "k=8"}}) + ")"
 			w := vg.Length(cfg.WidthIn) * vg.Inch
 			h := f.canvasHeight(w, vg.Length(cfg.HeightIn)*vg.Inch)
-			t.Run(fmt.Sprintf("%s/%gpt", name, size), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%gx%gin/%gpt", name, dims.w, dims.h, size), func(t *testing.T) {
 				checkInside(t, drawText(f, w, h), w, h)
 			})
 			return nil

@@ -78,6 +78,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Formats = nil }, "plots.formats is empty"},
 		{func(c *Config) { c.DPI = 5 }, "plots.dpi = 5"},
 		{func(c *Config) { c.WidthIn = 0 }, "plots.width_in = 0"},
+		{func(c *Config) { c.WidthIn = 2 }, "plots.width_in = 2: must be in [2.5, 50] inches"},
+		{func(c *Config) { c.HeightIn = 1 }, "plots.height_in = 1: must be in [2, 50] inches"},
 		{func(c *Config) { c.FontSize = 100 }, "plots.font_size = 100"},
 		{func(c *Config) { c.Smooth = -1 }, "plots.smooth = -1"},
 	} {
