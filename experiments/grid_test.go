@@ -225,6 +225,10 @@ func TestSlurmSignalBeforeTimeLimit(t *testing.T) {
 		{"srun ranks", func(o *SlurmOptions) { o.Nproc = 2 }, []string{"#SBATCH --signal=TERM@300\n", `srun --kill-on-bad-exit=1 "$MEMO" run`}, "exec"},
 		{"attack-only", func(o *SlurmOptions) { o.Nproc, o.ReuseTrain = 2, []string{"p"} }, []string{"#SBATCH --signal=B:TERM@300\n", `exec "$MEMO" run --runs "$SWEEP" --reuse-train`}, "srun"},
 		{"user's own", func(o *SlurmOptions) { o.Extra = []string{"--signal=B:USR1@600"} }, []string{"#SBATCH --signal=B:USR1@600\n"}, "TERM@"},
+		{"no limit (0)", func(o *SlurmOptions) { o.Time = "0" }, []string{"#SBATCH --signal=B:TERM@300\n"}, ""},
+		{"no limit (0-0)", func(o *SlurmOptions) { o.Time = "0-0" }, []string{"#SBATCH --signal=B:TERM@300\n"}, ""},
+		{"D-HH:MM:SS under 25 min", func(o *SlurmOptions) { o.Time = "0-00:20:00" }, []string{"#SBATCH --signal=B:TERM@240\n"}, ""},
+		{"digits past any limit", func(o *SlurmOptions) { o.Time = "99999999999999999999" }, []string{"#SBATCH --signal=B:TERM@300\n"}, ""},
 	}
 	for _, tt := range tests {
 		o := base

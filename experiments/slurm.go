@@ -164,7 +164,8 @@ func SlurmReportJob(o SlurmOptions, exe, after string) []string {
 // partition's (unknown here). Slurm may send it up to a minute early.
 func slurmSignalLead(limit string) int {
 	const lead = 300
-	if secs, ok := slurmSeconds(limit); ok && secs < 5*lead {
+	// 0 is no limit to Slurm: the partition's, unknown here.
+	if secs, ok := slurmSeconds(limit); ok && secs > 0 && secs < 5*lead {
 		return max(secs/5, 1)
 	}
 	return lead
@@ -173,7 +174,8 @@ func slurmSignalLead(limit string) int {
 // slurmSeconds reads a --time value (minutes, MM:SS, HH:MM:SS, D-HH,
 // D-HH:MM or D-HH:MM:SS) as seconds; false for "" or another form.
 func slurmSeconds(t string) (int, bool) {
-	if t == "" || !slurmTime.MatchString(t) {
+	// More digits than any limit has would overflow the sum.
+	if t == "" || !slurmTime.MatchString(t) || len(t) > 16 {
 		return 0, false
 	}
 	days := 0

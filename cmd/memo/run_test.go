@@ -430,7 +430,7 @@ func TestSweepSlurmSubmitTwice(t *testing.T) {
 	bin := t.TempDir()
 	stand := map[string]string{
 		"sbatch": "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 41)\necho $((n + 1)) > \"$0.n\"\necho \"Submitted batch job $n\"\n",
-		"squeue": "#!/bin/sh\necho \"$@\" > \"$0.args\"\nprintf '%b' \"$SQUEUE_OUT\"\nexit ${SQUEUE_RC:-0}\n",
+		"squeue": "#!/bin/sh\necho \"$@\" > \"$0.args\"\nprintf '%b' \"$SQUEUE_OUT\"\nprintf '%b' \"$SQUEUE_ERR\" >&2\nexit ${SQUEUE_RC:-0}\n",
 	}
 	for name, body := range stand {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
@@ -443,30 +443,36 @@ func TestSweepSlurmSubmitTwice(t *testing.T) {
 		t.Fatalf("first submission: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	sweep := filepath.Join(dir, "runs", "gvs")
-	if b, err := os.ReadFile(filepath.Join(sweep, slurmJobsFile)); err != nil || string(b) != "41\n" {
-		t.Fatalf("%s = %q (%v), want the array's id 41", slurmJobsFile, b, err)
+	// The array's id and the report job's: the report job waiting alone
+	// would report on a rewritten sweep.
+	if b, err := os.ReadFile(filepath.Join(sweep, slurmJobsFile)); err != nil || string(b) != "41:42\n" {
+		t.Fatalf("%s = %q (%v), want the array's and the report job's ids 41:42", slurmJobsFile, b, err)
 	}
 	tests := []struct {
-		name, out, rc string
-		refused       bool
+		name, out, stderr, rc string
+		want                  string // in the refusal; "" when the script is written
 	}{
-		{"a task running, others pending", "41_0 RUNNING\n41_[1] PENDING\n", "0", true},
-		{"every task ended", "41_0 COMPLETED\n41_1 CANCELLED\n", "0", false},
-		{"squeue forgot the job", "slurm_load_jobs error: Invalid job id specified\n", "1", false},
+		{"a task running, others pending", "41_0 RUNNING\n41_[1] PENDING\n", "", "0",
+			"was submitted as job 41, 42, whose tasks 41_0, 41_[1] are still queued or running: wait for them or scancel 41 42"},
+		{"only the report job waits", "42 PENDING\n", "", "0", "whose tasks 42 are still queued or running"},
+		{"every task ended", "41_0 COMPLETED\n41_1 CANCELLED\n42 COMPLETED\n", "", "0", ""},
+		{"squeue forgot the jobs", "", "slurm_load_jobs error: Invalid job id specified\n", "1", ""},
+		{"controller unreachable", "", "squeue: error: Unable to contact slurm controller (connect failure)\n", "1",
+			"and squeue cannot say whether it still runs (squeue: exit status 1: squeue: error: Unable to contact slurm controller (connect failure)): once `squeue -j 41,42` shows it ended, remove "},
 	}
 	for _, tt := range tests {
 		t.Setenv("SQUEUE_OUT", tt.out)
+		t.Setenv("SQUEUE_ERR", tt.stderr)
 		t.Setenv("SQUEUE_RC", tt.rc)
 		r := execMemo(t, exe, dir, "sweep", "--slurm", "gvs.toml")
-		const want = "was submitted as job 41, whose tasks 41_0, 41_[1] are still queued or running: wait for them or scancel 41"
-		if tt.refused && (r.code != 2 || !strings.Contains(r.stderr, want)) {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tt.name, r.code, r.stderr, want)
+		if tt.want != "" && (r.code != 2 || !strings.Contains(r.stderr, tt.want)) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tt.name, r.code, r.stderr, tt.want)
 		}
-		if !tt.refused && r.code != 0 {
+		if tt.want == "" && r.code != 0 {
 			t.Errorf("%s: exit %d, stderr %q; want the script written", tt.name, r.code, r.stderr)
 		}
-		if args, err := os.ReadFile(filepath.Join(bin, "squeue.args")); err != nil || !strings.Contains(string(args), "-j 41") {
-			t.Errorf("%s: squeue ran with %q (%v), want -j 41", tt.name, args, err)
+		if args, err := os.ReadFile(filepath.Join(bin, "squeue.args")); err != nil || !strings.Contains(string(args), "-j 41,42") {
+			t.Errorf("%s: squeue ran with %q (%v), want -j 41,42", tt.name, args, err)
 		}
 	}
 }

@@ -287,7 +287,12 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	} else {
 		// The array's pending tasks read specs/ when they start, and
 		// --force moves run directories aside: both under running jobs.
-		if ids, active := activeSweepJobs(ctx, opt.SweepDir); len(active) > 0 {
+		ids, active, err := activeSweepJobs(ctx, opt.SweepDir)
+		if err != nil {
+			return usageError("sweep --slurm: %s was submitted as job %s, and squeue cannot say whether it still runs (%v): once `squeue -j %s` shows it ended, remove %s and run this again",
+				opt.SweepDir, strings.Join(ids, ", "), err, strings.Join(ids, ","), filepath.Join(opt.SweepDir, slurmJobsFile))
+		}
+		if len(active) > 0 {
 			return usageError("sweep --slurm: %s was submitted as job %s, whose tasks %s are still queued or running: wait for them or scancel %s, then run this again",
 				opt.SweepDir, strings.Join(ids, ", "), strings.Join(active, ", "), strings.Join(ids, " "))
 		}
@@ -376,10 +381,15 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	}
 	// The report job fails, naming them, when grid points did not finish.
 	rep := exec.CommandContext(ctx, "sbatch", experiments.SlurmReportJob(opt, exe, jobs)...)
-	if out, err := rep.CombinedOutput(); err != nil {
+	out, err := rep.CombinedOutput()
+	if err != nil {
 		return fmt.Errorf("sbatch the report job: %w: %s", err, out)
-	} else {
-		fmt.Fprintf(c.App.Writer, "report job: %s", out)
+	}
+	fmt.Fprintf(c.App.Writer, "report job: %s", out)
+	if m := submittedRE.FindSubmatch(out); m != nil {
+		// A second submission while it waits would have it report on
+		// the rewritten sweep.
+		return recordSweepJobs(opt.SweepDir, jobs+":"+string(m[1]))
 	}
 	return nil
 }
@@ -405,25 +415,31 @@ var slurmDoneStates = []string{"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE"
 // of their tasks ("41_3", "41_[4-9]") squeue shows queued or running: a
 // second submission would run their points twice at once, and
 // rewriting specs/ would change what the pending tasks run. None when
-// nothing was submitted, or squeue is missing or forgot the jobs.
-func activeSweepJobs(ctx context.Context, sweepDir string) (ids, active []string) {
+// nothing was submitted, or squeue forgot the jobs (they ended long
+// ago); an error when squeue is missing or fails otherwise (a controller
+// it cannot reach), since it cannot then tell.
+func activeSweepJobs(ctx context.Context, sweepDir string) (ids, active []string, err error) {
 	raw, err := os.ReadFile(filepath.Join(sweepDir, slurmJobsFile))
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ids = strings.FieldsFunc(strings.TrimSpace(string(raw)), func(r rune) bool { return r == ':' || r == ',' || r == ' ' })
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out, err := exec.CommandContext(ctx, "squeue", "-h", "-o", "%i %T", "-j", strings.Join(ids, ",")).Output()
 	if err != nil {
-		// squeue refuses a list it knows none of ("Invalid job id
-		// specified"): jobs long finished.
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			slog.Warn("sweep --slurm: cannot ask squeue whether this sweep's last jobs still run", "jobs", strings.Join(ids, ":"), "err", err)
+		if errors.As(err, &exit) {
+			// squeue refuses a list it knows none of: jobs long finished.
+			if strings.Contains(string(exit.Stderr), "Invalid job id") {
+				return ids, nil, nil
+			}
+			if msg := strings.TrimSpace(string(exit.Stderr)); msg != "" {
+				err = fmt.Errorf("%w: %s", err, strings.Join(strings.Fields(msg), " "))
+			}
 		}
-		return ids, nil
+		return ids, nil, fmt.Errorf("squeue: %w", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
@@ -431,7 +447,7 @@ func activeSweepJobs(ctx context.Context, sweepDir string) (ids, active []string
 			active = append(active, f[0])
 		}
 	}
-	return ids, active
+	return ids, active, nil
 }
 
 // sbatch submits a script (args end with its path) and returns the job id
