@@ -67,6 +67,9 @@ func writeCalibratedLaTeX(out io.Writer, runs []*runData, rows []calibratedRow) 
 			controls = append(controls, r.Summary.MIA.NControls)
 		}
 	}
+	for _, w := range rows {
+		controls = append(controls, w.st.NControls)
+	}
 	if note := lowFPRNote(controls...); note != "" {
 		if _, err := io.WriteString(out, "% "+note+"\n"); err != nil {
 			return err
@@ -114,7 +117,15 @@ func writeCalibratedMarkdown(out io.Writer, runs []*runData) error {
 			as[i] = fmt.Sprintf("K = %d: %s", at.K, num(at.RMIAA, 2))
 		}
 		fmt.Fprintf(&b, "\nOffline RMIA's a: %s\n", strings.Join(as, ", "))
-		if note := lowFPRNote(mia.NControls); note != "" {
+		// The rows' own counts: an offline attack at K = 1 scores only
+		// the controls its one model left out.
+		counts := []int{mia.NControls}
+		for _, at := range cal.ByReferences {
+			for _, st := range at.Attacks {
+				counts = append(counts, st.NControls)
+			}
+		}
+		if note := lowFPRNote(counts...); note != "" {
 			b.WriteString("\n" + note + "\n")
 		}
 		if s := float64(cal.CounterfactualSpearman); !math.IsNaN(s) {

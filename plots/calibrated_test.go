@@ -175,3 +175,44 @@ func TestPRCurveOfNoExtraction(t *testing.T) {
 		t.Errorf("%d markers drawn for the one-point curve, want 1", n)
 	}
 }
+
+// TestCalibratedLowFPRNoteCountsRows: the note under the calibrated
+// tables counts the controls each row scored, not the loss attack's: at
+// K = 1 the offline attacks score only the controls the one model left
+// out, and 700 of 1,500 cannot resolve 0.1 % FPR (a review's finding).
+func TestCalibratedLowFPRNoteCountsRows(t *testing.T) {
+	full := eval.CalibratedAUC{AUC: 0.9, NMembers: 1500, NControls: 1500}
+	half := eval.CalibratedAUC{AUC: 0.8, NMembers: 700, NControls: 700}
+	atK := func(k int, offline eval.CalibratedAUC) eval.CalibratedAtK {
+		attacks := map[string]eval.CalibratedAUC{}
+		for _, a := range eval.CalibratedAttacks() {
+			attacks[a.Name] = full
+		}
+		attacks["lira_offline"] = offline
+		return eval.CalibratedAtK{K: k, Attacks: attacks}
+	}
+	for _, tt := range []struct {
+		name string
+		k1   eval.CalibratedAUC
+		want bool
+	}{{"every row over 1,500", full, false}, {"a K = 1 row over 700", half, true}} {
+		runs := []*runData{{Name: "run", Summary: &eval.Summary{
+			MIA:        eval.MIASummary{NMembers: 1500, NControls: 1500},
+			Calibrated: &eval.CalibratedSummary{References: 2, ByReferences: []eval.CalibratedAtK{atK(1, tt.k1), atK(2, full)}},
+		}}}
+		var md, tex strings.Builder
+		if err := writeCalibratedMarkdown(&md, runs); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeCalibratedLaTeX(&tex, runs, calibratedRows(runs)); err != nil {
+			t.Fatal(err)
+		}
+		const note = "TPR@0.1%FPR over as few as 700 controls"
+		if got := strings.Contains(md.String(), note); got != tt.want {
+			t.Errorf("%s: calibrated.md has the note: %v, want %v:\n%s", tt.name, got, tt.want, md.String())
+		}
+		if got := strings.Contains(tex.String(), note); got != tt.want {
+			t.Errorf("%s: calibrated.tex has the note: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -37,6 +37,13 @@ func wrapText(sty text.Style, s string, width vg.Length) string {
 	if width <= 0 || sty.Width(s) <= width {
 		return s
 	}
+	if strings.Contains(s, "\n") { // the author's breaks stay
+		parts := strings.Split(s, "\n")
+		for i, p := range parts {
+			parts[i] = wrapText(sty, p, width)
+		}
+		return strings.Join(parts, "\n")
+	}
 	var lines []string
 	line := ""
 	for _, word := range words(s) {
@@ -52,8 +59,13 @@ func wrapText(sty text.Style, s string, width vg.Length) string {
 			lines = append(lines, line)
 		}
 		for line = word; sty.Width(line) > width; {
+			// "95 %" is one word: a cut at its space leaves no line
+			// of a space alone.
 			cut := widestPrefix(sty, line, width)
-			lines, line = append(lines, line[:cut]), line[cut:]
+			if piece := strings.TrimRight(line[:cut], " "); piece != "" {
+				lines = append(lines, piece)
+			}
+			line = strings.TrimLeft(line[cut:], " ")
 		}
 	}
 	if line != "" { // empty when a letter wider than width ended s

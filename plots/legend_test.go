@@ -447,13 +447,21 @@ func TestWrapText(t *testing.T) {
 		{"exact match %, 95 % CI", sty.Width("exact match %, 95"), "exact match %,\n95 % CI"},
 		{"goldfish", sty.Width("gold"), "gold\nfish"},
 		{"a b", 0, "a b"},
+		// A review's cases: a cut at "95 %"'s space left a line of a
+		// space alone, and the author's own line break was lost.
+		{"CI 95 %", sty.Width("95"), "CI\n95\n%"},
+		{"% % %", 0.1, "%\n%\n%"},
+		{"a\nb c d e f g", sty.Width("b c"), "a\nb c\nd e\nf g"},
 	} {
 		got := wrapText(sty, tc.s, tc.width)
 		if got != tc.want {
 			t.Errorf("wrapText(%q, %.1f pt) = %q, want %q", tc.s, float64(tc.width), got, tc.want)
 		}
 		for _, line := range strings.Split(got, "\n") {
-			if tc.width > 0 && sty.Width(line) > tc.width {
+			if strings.TrimSpace(line) == "" && strings.TrimSpace(tc.s) != "" {
+				t.Errorf("wrapText(%q) = %q: a line of nothing but spaces", tc.s, got)
+			}
+			if tc.width > 0 && sty.Width(line) > tc.width && len([]rune(line)) > 1 {
 				t.Errorf("wrapText(%q): line %q is %.1f pt, wider than %.1f", tc.s, line, float64(sty.Width(line)), float64(tc.width))
 			}
 		}

@@ -253,7 +253,7 @@ func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]strin
 			if err := writeMarkdown(w, axes, rows); err != nil {
 				return err
 			}
-			for _, note := range []string{lowFPRNote(rowControls(rows)...), partialNote(len(rows), left)} {
+			for _, note := range []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)} {
 				if note != "" {
 					if _, err := io.WriteString(w, "\n"+note+"\n"); err != nil {
 						return err
