@@ -287,10 +287,10 @@ func slurmSweep(ctx context.Context, c *cli.Context, spec *experiments.Spec) err
 	} else {
 		// The array's pending tasks read specs/ when they start, and
 		// --force moves run directories aside: both under running jobs.
-		ids, active, err := activeSweepJobs(ctx, opt.SweepDir)
-		if err != nil {
+		ids, active, qerr := activeSweepJobs(ctx, opt.SweepDir)
+		if qerr != nil {
 			return usageError("sweep --slurm: %s was submitted as job %s, and squeue cannot say whether it still runs (%v): once `squeue -j %s` shows it ended, remove %s and run this again",
-				opt.SweepDir, strings.Join(ids, ", "), err, strings.Join(ids, ","), filepath.Join(opt.SweepDir, slurmJobsFile))
+				opt.SweepDir, strings.Join(ids, ", "), qerr, strings.Join(ids, ","), filepath.Join(opt.SweepDir, slurmJobsFile))
 		}
 		if len(active) > 0 {
 			return usageError("sweep --slurm: %s was submitted as job %s, whose tasks %s are still queued or running: wait for them or scancel %s, then run this again",
