@@ -475,4 +475,13 @@ func TestSweepSlurmSubmitTwice(t *testing.T) {
 			t.Errorf("%s: squeue ran with %q (%v), want -j 41,42", tt.name, args, err)
 		}
 	}
+	// Past the squeue check the sweep's own refusals still stand (the
+	// check's error once shadowed PrepareSweep's): a point run from
+	// another spec.
+	t.Setenv("SQUEUE_OUT", "")
+	t.Setenv("SQUEUE_RC", "0")
+	writeTestFile(t, filepath.Join(sweep, "k=0", "config.toml"), "name = \"other\"\n")
+	if r := execMemo(t, exe, dir, "sweep", "--slurm", "gvs.toml"); r.code != 2 || !strings.Contains(r.stderr, "(k=0) were run from another spec; pass --force") {
+		t.Errorf("a --slurm sweep over a point of another spec: exit %d, stderr %q; want 2 naming k=0", r.code, r.stderr)
+	}
 }
