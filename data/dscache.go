@@ -29,11 +29,11 @@ import (
 // run directory stays complete whatever happens to the cache, and the link
 // count tells `memo data gc` which entries no run uses.
 
-// datasetFiles are the files of a built dataset, report.json last: its
-// presence marks a complete dataset.
 // cacheFileMode is a cache entry's dataset files' mode: read-only.
 const cacheFileMode = 0o444
 
+// datasetFiles are the files of a built dataset, report.json last: its
+// presence marks a complete dataset.
 var datasetFiles = []string{"docs.arrow", "tokens.arrow", "tokenizer.json", "report.json"}
 
 // IndexFile is the suffix-array index of an entry's training tokens, which

@@ -178,30 +178,19 @@ func slurmSeconds(t string) (int, bool) {
 	if t == "" || !slurmTime.MatchString(t) || len(t) > 16 {
 		return 0, false
 	}
-	days := 0
-	if d, rest, ok := strings.Cut(t, "-"); ok {
-		days, _ = strconv.Atoi(d)
-		parts := strings.Split(rest, ":")
-		unit := []int{3600, 60, 1}
-		secs := days * 86400
-		for i, p := range parts {
-			n, _ := strconv.Atoi(p)
-			secs += n * unit[i]
-		}
-		return secs, true
+	secs, rest := 0, t
+	units := [][]int{{60}, {60, 1}, {3600, 60, 1}} // minutes, MM:SS, HH:MM:SS
+	if d, r, ok := strings.Cut(t, "-"); ok {
+		days, _ := strconv.Atoi(d)
+		secs, rest = days*86400, r
+		units = [][]int{{3600}, {3600, 60}, {3600, 60, 1}} // D-HH, D-HH:MM, D-HH:MM:SS
 	}
-	parts := strings.Split(t, ":")
-	n := make([]int, len(parts))
+	parts := strings.Split(rest, ":")
 	for i, p := range parts {
-		n[i], _ = strconv.Atoi(p)
+		n, _ := strconv.Atoi(p)
+		secs += n * units[len(parts)-1][i]
 	}
-	switch len(n) {
-	case 1:
-		return n[0] * 60, true // minutes
-	case 2:
-		return n[0]*60 + n[1], true // MM:SS
-	}
-	return n[0]*3600 + n[1]*60 + n[2], true
+	return secs, true
 }
 
 // SlurmScript writes a job-array script with one task per grid point. A point

@@ -248,12 +248,13 @@ func writeBooktabs(out io.Writer, align string, head []string, rows [][]string) 
 // A partial report (left not empty) says so under table.md's table and in
 // a comment atop table.tex; table.csv holds the rows alone.
 func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]string, error) {
+	notes := []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)}
 	return writeFiles(dir,
 		namedWriter{TableFile, func(w io.Writer) error {
 			if err := writeMarkdown(w, axes, rows); err != nil {
 				return err
 			}
-			for _, note := range []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)} {
+			for _, note := range notes {
 				if note != "" {
 					if _, err := io.WriteString(w, "\n"+note+"\n"); err != nil {
 						return err
@@ -264,7 +265,7 @@ func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]strin
 		}},
 		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
 		namedWriter{"table.tex", func(w io.Writer) error {
-			for _, note := range []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)} {
+			for _, note := range notes {
 				if note != "" {
 					if _, err := io.WriteString(w, "% "+note+"\n"); err != nil {
 						return err

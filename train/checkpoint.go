@@ -36,7 +36,7 @@ func (l *loop) writeCheckpoint() error {
 	}
 	st := checkpoint.State{Step: l.step, TotalSteps: l.total, DataPosition: l.pos, RowsPerEpoch: l.stream.perEpoch,
 		Block: l.block, StreamSeed: l.cfg.Seed, ModelSeed: l.g.Config().Seed, WorldSize: l.size, ElapsedS: l.elapsed, Dataset: l.dataset}
-	st.Workers, st.Threads = threadLayout(l.cfg.Threads)
+	st.Workers, st.Threads = ThreadLayout(l.cfg.Threads)
 	st.Layouts = l.layouts
 	if st.DP, err = l.dpCheckpoint(); err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", l.step, err)
@@ -82,8 +82,6 @@ func (l *loop) optimizerState() ([]checkpoint.Named, func(), error) {
 
 // threadLayout is the workers × libtorch threads a run with train.threads
 // = threads computes with (see newWorkers); call it on the loop's thread.
-func threadLayout(threads int) (workers, perWorker int) { return ThreadLayout(threads) }
-
 // ThreadLayout is the layout, model replicas × libtorch threads in each,
 // that training with train.threads = threads runs under in this process,
 // as checkpoints record it (checkpoint.State's Workers and Threads).

@@ -213,7 +213,7 @@ func (l *loop) loadOptimizer(dir string, step int) error {
 // train.threads = threads: st's, with this layout appended when it is
 // another (nil while the run keeps one layout).
 func resumedLayouts(st checkpoint.State, threads int) []checkpoint.ThreadLayout {
-	workers, perWorker := threadLayout(threads)
+	workers, perWorker := ThreadLayout(threads)
 	layouts := st.Layouts
 	if st.Workers == 0 || st.Workers == workers && st.Threads == perWorker {
 		return layouts
@@ -225,7 +225,7 @@ func resumedLayouts(st checkpoint.State, threads int) []checkpoint.ThreadLayout 
 }
 
 func warnThreadChange(dir string, st checkpoint.State, threads int) {
-	workers, perWorker := threadLayout(threads)
+	workers, perWorker := ThreadLayout(threads)
 	switch {
 	case st.Workers == 0:
 		slog.Warn("checkpoint records no thread count: cannot check that this resume keeps the run bit-identical (it does only with the same count)",
