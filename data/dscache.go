@@ -352,7 +352,7 @@ func placeFile(src, dst string) (string, error) {
 	}
 	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s%s%d", filepath.Base(dst), linkInfix, os.Getpid()))
 	_ = os.Remove(tmp)
-	if err := os.Link(src, tmp); err == nil {
+	if err := linkFile(src, tmp); err == nil {
 		err := os.Rename(tmp, dst)
 		_ = os.Remove(tmp) // gone after a rename, unless tmp and dst were one file
 		if err != nil {
@@ -365,11 +365,25 @@ func placeFile(src, dst string) (string, error) {
 		return "", err
 	}
 	defer in.Close()
-	return "copy", atomicfile.Create(dst, func(f *os.File) error {
+	fi, err := in.Stat()
+	if err != nil {
+		return "", err
+	}
+	// A copy keeps the entry's read-only mode, as a link would: the run's
+	// data/ reads the same whichever way it was placed.
+	err = atomicfile.Create(dst, func(f *os.File) error {
 		_, err := io.Copy(f, in)
 		return err
 	})
+	if err == nil {
+		err = os.Chmod(dst, fi.Mode().Perm())
+	}
+	return "copy", err
 }
+
+// linkFile is os.Link; tests replace it to take the copy path that a run
+// on another file system than the cache takes.
+var linkFile = os.Link
 
 // isTempName reports whether a name under datasets/ is a temporary
 // directory (a build in progress or a dead builder's leftover).

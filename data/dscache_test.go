@@ -620,3 +620,40 @@ func TestResolveCacheDir(t *testing.T) {
 		t.Errorf("HOME=/home/someone: %s", got)
 	}
 }
+
+// A run on another file system than the cache gets copies, and a copy has
+// the entry file's read-only mode, as a hard link would.
+func TestPlaceFileCopyKeepsMode(t *testing.T) {
+	defer func(link func(string, string) error) { linkFile = link }(linkFile)
+	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EXDEV} }
+	dir := t.TempDir()
+	src := filepath.Join(dir, "entry.arrow")
+	if err := os.WriteFile(src, []byte("docs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(src, cacheFileMode); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "run", "docs.arrow")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	how, err := placeFile(src, dst)
+	if err != nil || how != "copy" {
+		t.Fatalf("placeFile: %q, %v; want a copy", how, err)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != cacheFileMode {
+		t.Errorf("copy has mode %v, want the entry's %v", fi.Mode().Perm(), fs.FileMode(cacheFileMode))
+	}
+	if got, err := os.ReadFile(dst); err != nil || string(got) != "docs" {
+		t.Errorf("copy holds %q, %v; want %q", got, err, "docs")
+	}
+	a, _ := os.Stat(src)
+	if os.SameFile(a, fi) {
+		t.Error("the copy is the entry's own file")
+	}
+}
