@@ -1,6 +1,8 @@
 package plots
 
 import (
+	"math"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -25,7 +27,82 @@ func fitLabels(p *plot.Plot, c draw.Canvas) (restore func()) {
 	p.X.Label.Text, p.Y.Label.Text = "", ""
 	p.Y.Label.Text = wrapText(p.Y.Label.TextStyle, yl, p.DataCanvas(c).Size().Y)
 	p.X.Label.Text = wrapText(p.X.Label.TextStyle, xl, p.DataCanvas(c).Size().X)
-	return func() { p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xl, yl }
+	xm, ym := p.X.Tick.Marker, p.Y.Tick.Marker
+	size := p.DataCanvas(c).Size()
+	p.X.Tick.Marker = spacedTicks(&p.X, size.X, false)
+	p.Y.Tick.Marker = spacedTicks(&p.Y, size.Y, true)
+	return func() {
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xl, yl
+		p.X.Tick.Marker, p.Y.Tick.Marker = xm, ym
+	}
+}
+
+// tickGap is the least space between two tick labels side by side on
+// the x axis. On the y axis their em boxes may touch, as a paragraph's
+// lines do: digits stand well inside them.
+const tickGap = vg.Length(3)
+
+// spacedTicks is a's tick marker with its labels thinned, every second
+// one dropped (its tick kept, unlabelled), then every fourth, until no
+// two labels along an axis length long run together: gonum spaces ticks
+// by the range alone, and on a 2.5 in axis at 11 pt "1.60 1.65 … 1.90"
+// read as one number.
+func spacedTicks(a *plot.Axis, length vg.Length, vertical bool) plot.Ticker {
+	m := a.Tick.Marker
+	if m == nil || length <= 0 {
+		return m
+	}
+	for keep := 1; keep <= 16; keep *= 2 {
+		ticks := everyNthLabel(m.Ticks(a.Min, a.Max), keep)
+		if !labelsCrowded(a, ticks, length, vertical) {
+			if keep == 1 {
+				return m
+			}
+			return plot.ConstantTicks(ticks)
+		}
+	}
+	return m
+}
+
+// everyNthLabel is ticks with the label of all but every nth labelled
+// tick dropped, the first kept.
+func everyNthLabel(ticks []plot.Tick, n int) []plot.Tick {
+	out := make([]plot.Tick, len(ticks))
+	copy(out, ticks)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	i := 0
+	for j := range out {
+		if out[j].Label == "" {
+			continue
+		}
+		if i%n != 0 {
+			out[j].Label = ""
+		}
+		i++
+	}
+	return out
+}
+
+// labelsCrowded reports whether two of the labels of ticks on a, laid
+// along length, come closer than tickGap.
+func labelsCrowded(a *plot.Axis, ticks []plot.Tick, length vg.Length, vertical bool) bool {
+	end := vg.Length(math.Inf(-1))
+	for _, t := range ticks {
+		if t.Label == "" || t.Value < a.Min || t.Value > a.Max {
+			continue
+		}
+		at := length * vg.Length(a.Scale.Normalize(a.Min, a.Max, t.Value))
+		r := a.Tick.Label.Rectangle(t.Label)
+		extent, gap := r.Size().X, tickGap
+		if vertical {
+			extent, gap = r.Size().Y, 0
+		}
+		if at-extent/2 < end+gap {
+			return true
+		}
+		end = at + extent/2
+	}
+	return false
 }
 
 // wrapText breaks s at spaces into lines no wider than width in sty, and

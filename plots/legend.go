@@ -48,11 +48,46 @@ const legendGap = vg.Length(6)
 // maxLegendShare of it, else the axes keep (1-maxLegendShare)·h and the
 // band is added below them. Ten AUC-labelled ROC curves in one column at
 // 5 in took a third of the height; inside the axes they covered curves.
+//
+// The axes grow too where their data area would keep less than
+// minDataShare of h: at the smallest size and 11 pt a wrapped title, x
+// label and tick labels left the data a few points high.
 func (f *figure) canvasHeight(w, h vg.Length) vg.Length {
-	if len(f.entries) == 0 {
-		return h
+	axes, band := h, vg.Length(0)
+	if len(f.entries) > 0 {
+		band = f.legendLayout(w).band
+		axes = max(h-band, (1-maxLegendShare)*h)
 	}
-	return max(h, (1-maxLegendShare)*h+f.legendLayout(w).band)
+	// Adding the shortfall need not gain as much data height: gonum
+	// shrinks the data area to hold a y label longer than it, and the
+	// label rewraps at each height. A few rounds close the gap.
+	for range 8 {
+		d := f.dataHeight(w, axes)
+		if d >= minDataShare*h {
+			break
+		}
+		axes += minDataShare*h - d
+	}
+	return axes + band
+}
+
+// minDataShare is the least share of the configured height that the
+// data area of a figure's axes (both panels' together) keeps.
+const minDataShare = 0.4
+
+// dataHeight is the height of the data area(s) when drawAxes draws into
+// a w×h canvas, the labels wrapped as it wraps them.
+func (f *figure) dataHeight(w, h vg.Length) vg.Length {
+	c := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: w, Y: h}}}
+	panel := func(p *plot.Plot, c draw.Canvas) vg.Length {
+		defer fitLabels(p, c)()
+		return p.DataCanvas(c).Size().Y
+	}
+	if f.lower == nil {
+		return panel(f.Plot, c)
+	}
+	half := draw.Crop(c, 0, 0, (h+legendGap)/2, 0)
+	return 2 * min(panel(f.Plot, half), panel(f.lower, half))
 }
 
 // Draw draws the axes into the top of c and the legend, if any, into a

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memo-research/memo/eval"
+	"github.com/memo-research/memo/internal/provenance"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -150,7 +151,7 @@ func TestTextInsideCanvas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dims := range []struct{ w, h, size float64 }{{3.3, 2.5, 8}, {3.3, 2.5, 11}, {MinWidthIn, MinHeightIn, 8}, {MinWidthIn, MinHeightIn, 11}} {
+	for _, dims := range figureSizes {
 		cfg := DefaultConfig()
 		cfg.WidthIn, cfg.HeightIn, cfg.FontSize = dims.w, dims.h, dims.size
 		size := dims.size
@@ -161,7 +162,10 @@ func TestTextInsideCanvas(t *testing.T) {
 			w := vg.Length(cfg.WidthIn) * vg.Inch
 			h := f.canvasHeight(w, vg.Length(cfg.HeightIn)*vg.Inch)
 			t.Run(fmt.Sprintf("%s/%gx%gin/%gpt", name, dims.w, dims.h, size), func(t *testing.T) {
-				checkInside(t, drawText(f, w, h), w, h)
+				boxes := drawText(f, w, h)
+				checkInside(t, boxes, w, h)
+				checkApart(t, boxes)
+				checkDataArea(t, f, w, vg.Length(cfg.HeightIn)*vg.Inch, h)
 			})
 			return nil
 		})
@@ -170,6 +174,120 @@ func TestTextInsideCanvas(t *testing.T) {
 		}
 		if len(drawn) < 8 {
 			t.Errorf("drew only %v", drawn)
+		}
+	}
+}
+
+// figureSizes are the sizes every figure must fit: a paper column at
+// both font sizes, and the smallest size plots accepts.
+var figureSizes = []struct{ w, h, size float64 }{{3.3, 2.5, 8}, {3.3, 2.5, 11}, {MinWidthIn, MinHeightIn, 8}, {MinWidthIn, MinHeightIn, 11}}
+
+// The figures that eachFigure's synthetic sweep above does not draw
+// (approximate inference, corpus counts, DP-SGD's trade-off) keep their
+// text inside the canvas at every size too.
+func TestTextInsideCanvasOtherFigures(t *testing.T) {
+	var approx []*runData
+	for _, k := range []int{0, 4} {
+		for i, m := range []struct {
+			method      string
+			mass, bytes float64
+		}{{"exact", 1, 4096}, {"kv4", 1, 768}, {"loki-r4-k0.25", 0.6, 1536}} {
+			s := &eval.Summary{Approx: &eval.ApproxSummary{Method: m.method, N: 8, AttnMassKept: eval.Num(m.mass), KVBytesPerToken: eval.Num(m.bytes), SpecAccept: eval.Num(nanValue)}}
+			s.Members = eval.SplitSummary{N: 8, ExactMatch: eval.Num(0.5 / float64(1+i+k)), ExactMatchWilsonCI: [2]eval.Num{0.1, 0.8}}
+			approx = append(approx, &runData{Name: m.method, K: k, H: 13, Strategy: "hash-table", Summary: s})
+		}
+	}
+	counts := []*runData{{Name: "k=0", Summary: &eval.Summary{ByCorpusCount: []eval.CountBucket{
+		{Lo: 0, Hi: 0, Members: 2, ExactMatch: 0, LossAUC: 0.5},
+		{Lo: 1, Hi: 1, Members: 10, ExactMatch: 0.1, LossAUC: 0.6},
+		{Lo: 16, Hi: 31, Members: 4, ExactMatch: 0.75, LossAUC: 0.9, ExactMatchWilsonCI: &[2]eval.Num{0.3, 0.95}},
+		{Lo: 1024, Hi: 2047, Members: 3, ExactMatch: 1, LossAUC: 1},
+	}}}}
+	dir := t.TempDir()
+	eps := 7.93
+	var pts []synthPoint
+	for i, r := range []synthRun{
+		{name: "k=0", k: 0, preset: "tiny", targets: 32, exact: 28, rouge: 0.9, steps: 400},
+		{name: "k=4", k: 4, preset: "tiny", targets: 32, exact: 0, rouge: 0.45, steps: 400},
+		{name: "dp8", k: 0, preset: "tiny", targets: 32, exact: 3, rouge: 0.5, steps: 400,
+			dp: &provenance.DPRecord{Epsilon: &eps, Delta: 1e-5, NoiseMultiplier: 0.71, SampleRate: 0.01, MaxGradNorm: 1, Steps: 400, Rows: 1600}},
+	} {
+		writeSynthRun(t, filepath.Join(dir, r.name), r, uint64(i+1))
+		pts = append(pts, synthPoint{r.name, r.name, map[string]any{"goldfish.k": r.k}})
+	}
+	writeSweepIndex(t, dir, "dp", []string{"goldfish.k"}, pts)
+	dp, axes, _, err := loadDir(dir, readSynthSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelRuns(dp, axes)
+	for _, fig := range []struct {
+		name string
+		make func(Config) (*figure, error)
+	}{
+		{"extraction-vs-mass-kept", func(cfg Config) (*figure, error) {
+			return approxFigure(cfg, approx, "Extraction under sparse attention", "exact attention mass kept",
+				func(a *eval.ApproxSummary) float64 { return float64(a.AttnMassKept) }, false)
+		}},
+		{"extraction-vs-kv-bytes", func(cfg Config) (*figure, error) {
+			return approxFigure(cfg, approx, "Extraction against KV cache traffic", "KV bytes read per token",
+				func(a *eval.ApproxSummary) float64 { return float64(a.KVBytesPerToken) }, true)
+		}},
+		{"extraction-vs-corpus-count", func(cfg Config) (*figure, error) { return extractionVsCount(cfg, counts) }},
+		{"memorization-vs-utility", func(cfg Config) (*figure, error) { return tradeoffFigure(cfg, dp) }},
+	} {
+		for _, dims := range figureSizes {
+			cfg := DefaultConfig()
+			cfg.WidthIn, cfg.HeightIn, cfg.FontSize = dims.w, dims.h, dims.size
+			t.Run(fmt.Sprintf("%s/%gx%gin/%gpt", fig.name, dims.w, dims.h, dims.size), func(t *testing.T) {
+				f, err := fig.make(cfg)
+				if err != nil || f == nil {
+					t.Fatalf("no figure: %v", err)
+				}
+				w := vg.Length(cfg.WidthIn) * vg.Inch
+				h := f.canvasHeight(w, vg.Length(cfg.HeightIn)*vg.Inch)
+				boxes := drawText(f, w, h)
+				checkInside(t, boxes, w, h)
+				checkApart(t, boxes)
+				checkDataArea(t, f, w, vg.Length(cfg.HeightIn)*vg.Inch, h)
+			})
+		}
+	}
+}
+
+// checkDataArea fails t when f, drawn w wide and canvas high for a
+// configured height h, leaves its data less than minDataShare of h.
+func checkDataArea(t *testing.T, f *figure, w, h, canvas vg.Length) {
+	t.Helper()
+	axes := canvas
+	if len(f.entries) > 0 {
+		axes -= f.legendLayout(w).band
+	}
+	if d := f.dataHeight(w, axes); d < minDataShare*h-0.01 {
+		t.Errorf("data area %.1f pt high, under %.0f %% of the configured %.1f pt", float64(d), 100*minDataShare, float64(h))
+	}
+}
+
+// checkApart fails t for each two text boxes that overlap, or that stand
+// closer than a few points one after the other along their lines: tick
+// labels run together on a narrow axis ("1.601.651.70"), a label drawn
+// over another. The lines of one label touch, side by side across them.
+func checkApart(t *testing.T, boxes []textBox) {
+	t.Helper()
+	const slack, gap = 0.5, 2
+	for i, a := range boxes {
+		for _, b := range boxes[i+1:] {
+			ox := min(a.r.Max.X, b.r.Max.X) - max(a.r.Min.X, b.r.Min.X)
+			oy := min(a.r.Max.Y, b.r.Max.Y) - max(a.r.Min.Y, b.r.Min.Y)
+			along, across := ox, oy
+			if a.rotated {
+				along, across = oy, ox
+			}
+			if ox > slack && oy > slack || a.rotated == b.rotated && across > slack && along > -gap {
+				t.Errorf("%q at (%.1f, %.1f)–(%.1f, %.1f) pt runs into %q at (%.1f, %.1f)–(%.1f, %.1f) pt",
+					a.s, float64(a.r.Min.X), float64(a.r.Min.Y), float64(a.r.Max.X), float64(a.r.Max.Y),
+					b.s, float64(b.r.Min.X), float64(b.r.Min.Y), float64(b.r.Max.X), float64(b.r.Max.Y))
+			}
 		}
 	}
 }
@@ -197,9 +315,10 @@ func drawText(f *figure, w, h vg.Length) []textBox {
 
 // textBox is where a string of a font size was drawn.
 type textBox struct {
-	s    string
-	size vg.Length
-	r    vg.Rectangle
+	s       string
+	size    vg.Length
+	r       vg.Rectangle
+	rotated bool // read bottom to top (a y label)
 }
 
 // textRecorder is a canvas that records the box of every string drawn
@@ -257,7 +376,7 @@ func (r *textRecorder) FillString(f font.Face, pt vg.Point, s string) {
 			box.Max.X, box.Max.Y = max(box.Max.X, p.X), max(box.Max.Y, p.Y)
 		}
 	}
-	r.boxes = append(r.boxes, textBox{s, f.Font.Size, box})
+	r.boxes = append(r.boxes, textBox{s, f.Font.Size, box, math.Abs(r.m.b) > 1e-9})
 	r.Canvas.FillString(f, pt, s)
 }
 
