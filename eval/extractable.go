@@ -28,13 +28,31 @@ type ExtractableAt struct {
 }
 
 // ExtractProb is the probability 1 − (1 − p)^n that n samples include the
-// suffix at least once, from log p; computed as −expm1(n·log1p(−p)) so
+// suffix at least once, from log p; computed as −expm1(n·log(1 − p)) so
 // that tiny p do not round to 0. log p = 0 gives 1, −Inf gives 0.
 func ExtractProb(logP float64, n int) float64 {
 	if math.IsNaN(logP) {
 		return math.NaN()
 	}
-	return -math.Expm1(float64(n) * math.Log1p(-math.Exp(logP)))
+	return -math.Expm1(float64(n) * log1mExp(logP))
+}
+
+// extractableAt reports whether 1 − (1 − p)^n ≥ q, compared as
+// n·log(1 − p) ≤ log(1 − q): ExtractProb rounds to 1 once (1 − p)^n is
+// under 2⁻⁵³ (p = 0.04 at n = 1000), which at q = 1 counted documents
+// that samples miss with positive probability. In logs, q = 1 holds for
+// p = 1 alone.
+func extractableAt(logP float64, n int, q float64) bool {
+	return float64(n)*log1mExp(logP) <= math.Log1p(-q)
+}
+
+// log1mExp is log(1 − e^x) for x ≤ 0, accurate at both ends (Mächler
+// 2012): through expm1 near 0, where 1 − e^x cancels, and log1p beyond.
+func log1mExp(x float64) float64 {
+	if x > -math.Ln2 {
+		return math.Log(-math.Expm1(x))
+	}
+	return math.Log1p(-math.Exp(x))
 }
 
 func summarizeExtractable(rows []Score, q float64) []ExtractableAt {
@@ -48,7 +66,7 @@ func summarizeExtractable(rows []Score, q float64) []ExtractableAt {
 	for i, n := range ExtractableNs {
 		k := 0
 		for _, lp := range lps {
-			if ExtractProb(lp, n) >= q {
+			if extractableAt(lp, n, q) {
 				k++
 			}
 		}

@@ -95,3 +95,42 @@ func TestExtractableAtExactlyQ(t *testing.T) {
 		t.Errorf("n = 1, p = q = 0.5: %+v, want count 1 of 1", got)
 	}
 }
+
+// TestExtractableAtQOne: at q = 1 only a suffix of probability 1 is
+// (n, 1)-extractable. 1 − (1 − p)^n rounds to 1 in floating point once
+// (1 − p)^n < 2⁻⁵³, so comparing the rounded probability counted p = 0.1
+// at n = 1000 and p = 0.98 at n = 10.
+func TestExtractableAtQOne(t *testing.T) {
+	var rows []Score
+	for _, lp := range []float64{0, math.Log(0.1), math.Log(0.5), math.Log(0.98), -1e-20} {
+		rows = append(rows, Score{Split: "target", Status: StatusOK, PExtract: lp})
+	}
+	for i, at := range summarizeExtractable(rows, 1) {
+		if at.Count != 1 || at.Total != 5 {
+			t.Errorf("q = 1, n = %d: %d of %d, want only p = 1's 1 of 5", ExtractableNs[i], at.Count, at.Total)
+		}
+	}
+	// Below 1, the logs agree with the probability where it does not
+	// round: p = 0.98 at n = 10 is 1 − 1.024e-17 extractable.
+	for _, tc := range []struct {
+		lp   float64
+		n    int
+		q    float64
+		want bool
+	}{
+		{math.Log(0.98), 10, 0.999999, true},
+		{math.Log(0.01), 100, 0.633, true},
+		{math.Log(0.01), 100, 0.634, false},
+		{math.Log(0.001), 1000, 0.632, true},
+		{math.Log(0.001), 1000, 0.633, false},
+		{math.Inf(-1), 1000, 1e-9, false},
+		{-1e-20, 1, 1 - 1e-15, true},
+	} {
+		if got := extractableAt(tc.lp, tc.n, tc.q); got != tc.want {
+			t.Errorf("extractableAt(%v, %d, %v) = %v, want %v", tc.lp, tc.n, tc.q, got, tc.want)
+		}
+	}
+	if got := ExtractProb(-1e-20, 1); got != 1 {
+		t.Errorf("ExtractProb(-1e-20, 1) = %v, want 1", got)
+	}
+}
