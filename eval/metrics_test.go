@@ -327,6 +327,13 @@ func TestMinK(t *testing.T) {
 	if !math.IsNaN(MinK(nil, 0.2)) || !math.IsNaN(MeanLoss(nil)) {
 		t.Error("no tokens should give NaN")
 	}
+	// A NaN loss gives NaN wherever it stands, as it does to MeanLoss.
+	nan := float32(math.NaN())
+	for _, l := range [][]float32{{nan, 1, 3, 0}, {1, 3, 0, nan}, {3, 1, nan, 0, 2, 5}, {0, 2, 5, 3, 1, nan}} {
+		if got := MinK(l, 0.5); !math.IsNaN(got) {
+			t.Errorf("MinK(%v, 0.5) = %v, want NaN", l, got)
+		}
+	}
 }
 
 func TestZlibLen(t *testing.T) {

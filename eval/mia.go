@@ -53,6 +53,13 @@ func MinK(tokenLosses []float32, frac float64) float64 {
 	}
 	k := MinKCount(n, frac)
 	s := append([]float32(nil), tokenLosses...)
+	// A NaN loss makes the score NaN, as MeanLoss's: sorted with >, a NaN
+	// landed among the k or not by where it stood in the window.
+	for _, l := range s {
+		if l != l {
+			return nan()
+		}
+	}
 	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
 	var sum float64
 	for _, l := range s[:k] {
