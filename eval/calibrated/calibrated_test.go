@@ -634,3 +634,36 @@ func TestLiRAInfiniteSignalOneValue(t *testing.T) {
 	}
 	checkScores(t, off, []float64{math.NaN(), logNormalCDF((8 - 2) / sdOut), logNormalCDF((5 - 7) / sdOut), logNormalCDF(0)})
 }
+
+// TestLiRAOnlineInfiniteTarget: a target signal of −Inf (a suffix token
+// of probability 0 under the target) scores the likelihood ratio's limit,
+// not NaN (−Inf − −Inf), which left the candidate out of the AUC:
+//
+//	K = 2, one value a side: the shared σ is equal on both sides, so the
+//	limit is the sign of (μin − μout)·t: μin 1 > μout 0, t = −Inf: −Inf;
+//	t = +Inf: +Inf.
+//	Per candidate with a wider IN side the t² term decides: +Inf.
+func TestLiRAOnlineInfiniteTarget(t *testing.T) {
+	inf := math.Inf(1)
+	in := [][]bool{{true, false}, {false, true}}
+	sig := [][]float64{{1, 0}, {0, 1}}
+	on, err := LiRAOnline([]float64{-inf, inf}, sig, in, LiRAOptions{GlobalVariance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, on, []float64{-inf, inf})
+
+	in = [][]bool{{true}, {true}, {false}, {false}}
+	sig = [][]float64{{0}, {4}, {1}, {2}} // IN μ 2, σ 2; OUT μ 1.5, σ 0.5
+	for _, tc := range []struct{ t, want float64 }{{-inf, inf}, {inf, inf}, {1.5, logNormal(1.5, 2, 2) - logNormal(1.5, 1.5, 0.5)}} {
+		got, err := LiRAOnline([]float64{tc.t}, sig, in, LiRAOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkScores(t, got, []float64{tc.want})
+	}
+	// One Gaussian on both sides: no evidence either way.
+	if got := logRatio(math.Inf(-1), gauss{muIn: 1, sdIn: 2, muOut: 1, sdOut: 2}); got != 0 {
+		t.Errorf("identical IN and OUT at t = −Inf: %v, want 0", got)
+	}
+}

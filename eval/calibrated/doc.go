@@ -59,7 +59,9 @@
 // floored at score.py's 1e-45 (a window every token of which is certain
 // in float32 scores ln 1e45 ≈ 103.6, not +Inf). A value that is not
 // finite all the same empties its side for its candidate (NaN score) and
-// stays out of the shared variance.
+// stays out of the shared variance. A target value of −Inf (a token of
+// probability 0) scores online the ratio's limit (logRatio), offline
+// log Φ(−Inf) = −Inf.
 //
 // Offline scores above z ≈ 38.5 are all −0: log Φ(z) is then closer to 0
 // than the smallest float64, so such candidates tie. Only a candidate far

@@ -24,8 +24,8 @@ type LiRAOptions struct {
 // LiRAOnline is the online likelihood-ratio attack of Carlini et al. 2022
 // (arXiv 2112.03570): with Gaussians fitted to candidate j's IN and OUT
 // reference values, the score is log N(t; μin, σin²) − log N(t; μout, σout²)
-// at t = target[j]. Higher means member. A candidate with no IN or no OUT
-// value is NaN; K must be >= 2.
+// at t = target[j] (its limit at an infinite t). Higher means member. A
+// candidate with no IN or no OUT value is NaN; K must be >= 2.
 func LiRAOnline(target []float64, signal [][]float64, in [][]bool, opt LiRAOptions) ([]float64, error) {
 	fit, err := fitLiRA(target, signal, in, opt, 2)
 	if err != nil {
@@ -38,9 +38,27 @@ func LiRAOnline(target []float64, signal [][]float64, in [][]bool, opt LiRAOptio
 			out[j] = math.NaN()
 			continue
 		}
-		out[j] = logNormal(t, g.muIn, g.sdIn) - logNormal(t, g.muOut, g.sdOut)
+		out[j] = logRatio(t, g)
 	}
 	return out, nil
+}
+
+// logRatio is log N(t; μin, σin²) − log N(t; μout, σout²). At an infinite
+// t (the target gave a token probability 0) both terms are −Inf and their
+// difference NaN, which dropped the candidate from the AUC; the limit is
+// taken instead: the sign of the t² term, ½(1/σout² − 1/σin²), else of
+// the t term, (μin − μout)·t, else 0 for one Gaussian on both sides.
+func logRatio(t float64, g gauss) float64 {
+	if !math.IsInf(t, 0) {
+		return logNormal(t, g.muIn, g.sdIn) - logNormal(t, g.muOut, g.sdOut)
+	}
+	if a := 1/(g.sdOut*g.sdOut) - 1/(g.sdIn*g.sdIn); a != 0 {
+		return math.Copysign(math.Inf(1), a)
+	}
+	if d := g.muIn - g.muOut; d != 0 {
+		return math.Copysign(math.Inf(1), d*math.Copysign(1, t))
+	}
+	return 0
 }
 
 // LiRAOffline is the offline attack of Carlini et al. 2022, which needs no
