@@ -145,6 +145,9 @@ func TestExitCodes(t *testing.T) {
 		{"completions that are a directory", []string{"eval", "dirrun"}, "is a directory, not the completions file extract writes"},
 		{"eval of a text file", []string{"eval", "text.arrow"}, "text.arrow"},
 		{"eval of a spec", []string{"eval", "parquet.toml"}, "eval: parquet.toml: not a run directory nor a completions .arrow file"},
+		// A newline in an argument stays inside the one line, as \n.
+		{"a newline in a path", []string{"eval", "no\nsuch"}, `eval: no\nsuch: no such file or directory`},
+		{"a newline in a spec's path", []string{"run", "no\nsuch.toml"}, `no\nsuch.toml: cannot read the spec`},
 		{"report of a run that has not finished", []string{"report", "unfinished"}, "report unfinished: the run has not finished: no scores.parquet yet"},
 		{"report of a directory without scores", []string{"report", "emptydir"}, "report emptydir: holds neither a run's config.toml, a sweep's sweep.json nor memo eval's scores.parquet"},
 		{"a spec with a BOM is read (and checked)", []string{"config", "bom.toml"}, "bom.toml:3: goldfish.k = 1"},

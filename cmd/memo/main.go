@@ -157,7 +157,7 @@ func main() {
 	if err != nil {
 		if exit, ok := cliExit(err); ok {
 			if msg := err.Error(); msg != "" {
-				fmt.Fprintln(os.Stderr, msg)
+				fmt.Fprintln(os.Stderr, exitLine(msg))
 			}
 			os.Exit(exit.ExitCode())
 		}
@@ -166,6 +166,26 @@ func main() {
 		os.Exit(code)
 	}
 }
+
+// exitOnCLIExit is urfave/cli's HandleExitCoder printing exitLine: a
+// command's cli.Exit prints its message and exits with its code, inside
+// Run (so that the After hook does not write a refused command's
+// --cpu-profile).
+func exitOnCLIExit(_ *cli.Context, err error) {
+	exit, ok := err.(cli.ExitCoder)
+	if !ok {
+		return
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(os.Stderr, exitLine(msg))
+	}
+	cli.OsExiter(exit.ExitCode())
+}
+
+// exitLine is a cli.Exit message as printed: memo's own messages are one
+// line, so a newline in one came from an argument (a path with one) and
+// is shown as \n rather than split the line.
+func exitLine(msg string) string { return strings.ReplaceAll(msg, "\n", `\n`) }
 
 // cliExit is the exit a command asked for (cli.Exit), where err holds
 // one. A child's *exec.ExitError is a cli.ExitCoder too, but its code is
@@ -238,6 +258,7 @@ func newApp() *cli.App {
 			return nil
 		},
 		After:           func(c *cli.Context) error { return stopCPUProfile() },
+		ExitErrHandler:  exitOnCLIExit,
 		Commands:        commands(),
 		HideHelpCommand: true,
 		// The revision alone: memoVersion prints --version's full line,
