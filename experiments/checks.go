@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -192,6 +193,19 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 		// windows span the previous document, so every token of a repeated
 		// document ends up trained at some repetition.
 		return fail("data.layout", `data.layout = "packed" with the goldfish loss (goldfish.k = %d): documents straddle rows at shifting offsets, so the targets goldfish drops in one repetition are trained in another; use data.layout = "padded" (the reference's layout) or set goldfish.allow_packed = true to accept this`, s.Goldfish.K)
+	}
+	if block := cmp.Or(s.Train.Block, m.Context); s.Goldfish.Enabled() && s.Goldfish.KeptPrefix() >= block {
+		// A row's first KeptPrefix targets are always trained: with none
+		// left, the goldfish run is a standard-loss run under its name.
+		key, value, most := "goldfish.h", s.Goldfish.H, block-1 // rolling: h < block
+		switch s.Goldfish.Strategy {
+		case loss.StrategyStatic:
+			key, value = "goldfish.start", s.Goldfish.Start
+		case loss.StrategyHashTable, loss.StrategyHashAvalanche:
+			most = block // h-1 < block
+		}
+		return fail(key, "%s = %d: goldfish.strategy = %q never drops a row's first %d targets, and a row has %d (train.block), so nothing would be dropped: want %s <= %d",
+			key, value, s.Goldfish.Strategy, s.Goldfish.KeptPrefix(), block, key, most)
 	}
 	if k := s.Train.MatchSupervisedTokens; k > 0 {
 		if s.Goldfish.Enabled() {

@@ -50,3 +50,33 @@ func TestMatchSupervisedTokensChecked(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A goldfish setting that leaves a row no target to drop (h or start at
+// or past train.block) is a standard-loss run under goldfish's name:
+// refused by key, with the largest value that still drops some.
+func TestGoldfishDropsSomethingInARow(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		line int
+		want string
+	}{
+		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 65\n", 5, "goldfish.h = 65: goldfish.strategy = \"hash-table\" never drops a row's first 64 targets, and a row has 64 (train.block), so nothing would be dropped: want goldfish.h <= 64"},
+		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 500\nstrategy = 'hash-avalanche'\n", 5, "want goldfish.h <= 64"},
+		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 64\nstrategy = 'rolling'\n", 5, "want goldfish.h <= 63"},
+		{"[train]\nblock = 64\n[goldfish]\nk = 4\nstart = 100000\nstrategy = 'static'\n", 5, "goldfish.start = 100000: goldfish.strategy = \"static\" never drops a row's first 100000 targets"},
+	} {
+		_, err := ParseBytes("x.toml", []byte(tc.spec))
+		wantConfigError(t, err, tc.line, tc.want)
+	}
+	for _, ok := range []string{
+		"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 64\n",
+		"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 63\nstrategy = 'rolling'\n",
+		"[train]\nblock = 64\n[goldfish]\nk = 4\nstart = 63\nstrategy = 'static'\n",
+		"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 500\nstrategy = 'random'\n",
+		"[train]\nblock = 64\n[goldfish]\nk = 0\nh = 500\n",
+	} {
+		if _, err := ParseBytes("x.toml", []byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}

@@ -50,6 +50,22 @@ func (c Config) Enabled() bool {
 	return c.Strategy != StrategyNone && c.Strategy != "" && c.K != 0
 }
 
+// KeptPrefix is how many of a row's first targets the strategy never
+// drops: the h-1 before the product strategies' first full window, the h
+// the rolling hash reads before its first, static's first start. A row
+// no longer than this trains with the standard loss.
+func (c Config) KeptPrefix() int {
+	switch c.Strategy {
+	case StrategyHashTable, StrategyHashAvalanche:
+		return max(c.H-1, 0)
+	case StrategyRolling:
+		return c.H
+	case StrategyStatic:
+		return c.Start
+	}
+	return 0
+}
+
 // Validate checks every key and names the offending one in its error.
 func (c Config) Validate() error {
 	known := false
