@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/memo-research/memo/model"
@@ -19,6 +20,34 @@ func dropOffMitigations(b []byte, s *Spec) []byte {
 		b = dropTable(b, "train.lora")
 	}
 	return b
+}
+
+// IdleMitigationKeys are the train.dp.* and train.lora.* keys the spec
+// sets while that table's enabled is false, so that they change nothing:
+// noise_multiplier = 1 without enabled = true trains without privacy. A
+// sweep's base table holds what its points turn on, so a sweep has none.
+func (s *Spec) IdleMitigationKeys() []string {
+	if s.IsSweep() {
+		return nil
+	}
+	train, _ := s.raw["train"].(map[string]any)
+	var keys []string
+	for _, m := range []struct {
+		table string
+		on    bool
+	}{{"dp", s.Train.DP.Enabled}, {"lora", s.Train.LoRA.Enabled}} {
+		t, _ := train[m.table].(map[string]any)
+		if m.on || len(t) == 0 {
+			continue
+		}
+		for k := range t {
+			if k != "enabled" {
+				keys = append(keys, "train."+m.table+"."+k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // checkMitigations holds [train.dp] and [train.lora] to the data and the

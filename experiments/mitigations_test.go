@@ -28,6 +28,10 @@ func TestMitigationChecks(t *testing.T) {
 		{"rank 0", "[train.lora]\nenabled = true\nrank = 0\n", "train.lora.rank = 0: must be >= 1"},
 		{"dropout 1", "[train.lora]\nenabled = true\ndropout = 1\n", "train.lora.dropout = 1: must be in [0, 1)"},
 		{"dropout 0.1", "[train.lora]\nenabled = true\ndropout = 0.1\n", "train.lora.dropout = 0.1: must be 0 for now"},
+		// Off, a value no point could use is refused all the same.
+		{"rank 0, off", "[train.lora]\nrank = 0\n", "train.lora.rank = 0: must be >= 1"},
+		{"noise and target, off", "[train.dp]\nnoise_multiplier = 1\ntarget_epsilon = 8\n", "give one"},
+		{"shuffle sampling, off", "[train.dp]\nsampling = \"shuffle\"\n", `train.dp.sampling = "shuffle"`},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantRefused(t, c.doc, c.want) })
 	}
@@ -81,5 +85,28 @@ func TestLoRAShardRefusedOnParse(t *testing.T) {
 	_, err := ParseBytes("x.toml", []byte("name = \"x\"\n[train]\nshard = \"optimizer\"\n[train.lora]\nenabled = true\n"))
 	if err == nil || !strings.Contains(err.Error(), "train.lora with train.shard other than none") {
 		t.Errorf("ParseBytes: %v; want the LoRA-with-ZeRO refusal", err)
+	}
+}
+
+// IdleMitigationKeys names the keys of [train.dp] and [train.lora] a run
+// sets while the table is off, which memo run warns of; a sweep's base
+// table holds what its points turn on, and names none.
+func TestIdleMitigationKeys(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want string
+	}{
+		{"[train.dp]\nnoise_multiplier = 1\ndelta = 1e-6\n[train.lora]\nrank = 4\n", "train.dp.delta,train.dp.noise_multiplier,train.lora.rank"},
+		{"[train.dp]\nenabled = false\n", ""},
+		{"[data]\ntargets = 100\n[train.dp]\nenabled = true\nnoise_multiplier = 1\n[train.lora]\nrank = 4\n", "train.lora.rank"},
+		{"[train.lora]\nrank = 4\n[sweep]\n\"train.lora.enabled\" = [false, true]\n", ""},
+	} {
+		s, err := ParseBytes("x.toml", []byte("name = \"x\"\n"+c.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", c.doc, err)
+		}
+		if got := strings.Join(s.IdleMitigationKeys(), ","); got != c.want {
+			t.Errorf("%q: idle keys %q, want %q", c.doc, got, c.want)
+		}
 	}
 }

@@ -44,11 +44,11 @@ func DefaultDPConfig() DPConfig {
 }
 
 // Validate checks the keys that need nothing but the table; CheckData
-// checks those that need the data's size.
+// checks those that need the data's size. It checks them off as well as
+// on: a sweep's base table holds the settings its DP points turn on, and
+// a value no point could use (δ = 0.9) was otherwise ignored without a
+// word until one did.
 func (c DPConfig) Validate() error {
-	if !c.Enabled {
-		return nil
-	}
 	switch {
 	case !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0):
 		return fmt.Errorf("train.dp.noise_multiplier = %v: must be >= 0 (0: clipping without noise, no privacy)", c.NoiseMultiplier)
@@ -94,12 +94,10 @@ func DefaultLoRAConfig() LoRAConfig {
 	return LoRAConfig{Rank: 8, Alpha: 8, Targets: []string{"q_proj", "v_proj"}}
 }
 
-// Validate checks the keys that need nothing but the table; the targets
-// and the rank against the model are checked where the model is known.
+// Validate checks the keys that need nothing but the table, off as well
+// as on (as DPConfig.Validate does); the targets and the rank against the
+// model are checked where the model is known.
 func (c LoRAConfig) Validate() error {
-	if !c.Enabled {
-		return nil
-	}
 	switch {
 	case c.Rank < 1:
 		return fmt.Errorf("train.lora.rank = %d: must be >= 1 (PEFT's r); for the model without adapters set train.lora.enabled = false", c.Rank)

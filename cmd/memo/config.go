@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/memo-research/memo/experiments"
@@ -69,6 +70,9 @@ func loadSpec(path string, sets []string) (*experiments.Spec, error) {
 	spec, err := experiments.ParseWithOverrides(path, sets)
 	if err != nil {
 		return nil, configError(err)
+	}
+	if keys := spec.IdleMitigationKeys(); len(keys) > 0 {
+		slog.Warn("the spec sets keys of a mitigation it leaves off, which change nothing: set its enabled = true to use them", "keys", strings.Join(keys, ","))
 	}
 	return spec, nil
 }
