@@ -49,6 +49,11 @@ const maxRepetitions = 1 << 20
 // maxEpochs bounds train.epochs: past it the step count overflows.
 const maxEpochs = 1e6
 
+// maxSteps bounds train.steps, a thousand times the longest pretraining
+// runs' (Llama 2's 500,000 steps): 2^63 steps started a run whose ETA
+// overflowed to a negative duration.
+const maxSteps = 1e9
+
 func bounds() []bound {
 	nonNeg := func(key, why string) bound { return bound{key: key, min: 0, why: why} }
 	return []bound{
@@ -65,9 +70,11 @@ func bounds() []bound {
 		nonNeg("model.qkv_clip", "0 means none"),
 		nonNeg("train.weight_decay", ""),
 		nonNeg("train.clip", "0 disables clipping"),
-		nonNeg("train.eps", ""),
+		// train.eps > 0 is train.Config.Validate's alone: a bound here
+		// said "must be >= 0", and 0 then "must be > 0".
 		nonNeg("train.min_lr", ""),
 		{key: "train.epochs", min: 0, max: maxEpochs},
+		{key: "train.steps", min: 0, max: maxSteps, why: "optimizer steps; 0: train.epochs passes"},
 		{key: "train.threads", min: 0, max: float64(MaxThreads()),
 			why: fmt.Sprintf("at most %d threads for each of this machine's %d cores; 0 keeps libtorch's default", maxThreadsPerCore, runtime.NumCPU())},
 		{key: "train.batch_size", min: math.Inf(-1), max: maxBatchSize, why: "rows per step over all processes"},

@@ -34,6 +34,11 @@ func TestValuesThatCannotWork(t *testing.T) {
 		{"threads past the machine", "[train]\nthreads = 1_000_000_000_000\n", fmt.Sprintf("train.threads = 1000000000000: must be in [0, %d]", 64*runtime.NumCPU())},
 		{"batch past any machine", "[train]\nbatch_size = 1_000_000_000_000\n", "train.batch_size = 1000000000000: must be <= 1048576"},
 		{"epochs past the step count", "[train]\nsteps = 0\nepochs = 1e300\n", "train.epochs = 1e+300: must be in [0, 1000000]"},
+		// 2^63 steps started a run whose ETA wrapped to a negative.
+		{"steps past any run", "[train]\nsteps = 9223372036854775807\n", "x.toml:3: train.steps = 9223372036854775807: must be in [0, 1000000000]"},
+		// One range: a bound said >= 0 and then Validate > 0.
+		{"eps 0", "[train]\neps = 0\n", "train.eps = 0: must be > 0"},
+		{"eps below 0", "[train]\neps = -1\n", "train.eps = -1: must be > 0"},
 		{"Train.lr", "[Train]\nlr = 1e-3\n", `unknown key "Train" at the top level; did you mean "train"?`},
 		{"train.LR", "[train]\nLR = 1e-3\n", `x.toml:3: train.LR: unknown key "LR" in [train]; did you mean "lr"?`},
 		// Every wrong key at once, in line order, the table's by its

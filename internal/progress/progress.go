@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -93,10 +94,15 @@ func (b *Bar) Done() {
 }
 
 // ETA extrapolates the remaining time from the rate so far; 0 when nothing
-// is done yet or everything is.
+// is done yet or everything is. An ETA past what a Duration holds (292
+// years) is that, not the negative the conversion wrapped to.
 func ETA(elapsed time.Duration, done, total int) time.Duration {
 	if done <= 0 || done >= total {
 		return 0
 	}
-	return time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+	eta := float64(elapsed) * float64(total-done) / float64(done)
+	if eta >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(eta)
 }

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ func TestETA(t *testing.T) {
 		{10 * time.Second, 1, 4, 30 * time.Second},
 		{10 * time.Second, 0, 4, 0},
 		{10 * time.Second, 4, 4, 0},
+		{10 * time.Second, 1, math.MaxInt64, math.MaxInt64}, // no wrap to a negative
 	}
 	for _, c := range cases {
 		if got := ETA(c.elapsed, c.done, c.total); got != c.want {
