@@ -297,14 +297,18 @@ type tokenizerSpec struct {
 	Path  string // hf
 }
 
+// BPE vocabularies memo trains: 256 bytes and a few specials at least,
+// and at most 2^20 ids (GPT-2 has 50,257; Llama 3 128,256).
+const minBPEVocab, maxBPEVocab = 260, 1 << 20
+
 func parseTokenizerSpec(s string) (tokenizerSpec, error) {
-	const want = `want "bpe:N" (N >= 260), "gpt2" or "hf:PATH" (a tokenizer.json or a directory holding one)`
+	want := fmt.Sprintf(`want "bpe:N" (%d <= N <= %d), "gpt2" or "hf:PATH" (a tokenizer.json or a directory holding one)`, minBPEVocab, maxBPEVocab)
 	switch {
 	case s == "gpt2":
 		return tokenizerSpec{Kind: "gpt2"}, nil
 	case strings.HasPrefix(s, "bpe:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(s, "bpe:"))
-		if err != nil || n < 260 || n > 1<<20 {
+		if err != nil || n < minBPEVocab || n > maxBPEVocab {
 			return tokenizerSpec{}, fmt.Errorf("%q: %s", s, want)
 		}
 		return tokenizerSpec{Kind: "bpe", Vocab: n}, nil

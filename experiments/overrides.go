@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,7 @@ func ParseWithOverrides(path string, sets []string) (*Spec, error) {
 		ce.Line = keyLine(doc, ce.Key)
 		if given[ce.Key] {
 			ce.Line = 0
+			ce.Msg = bareStringMsg(sets, ce.Key, ce.Msg)
 		}
 	}
 	if err == nil {
@@ -91,6 +93,33 @@ func setOverride(raw map[string]any, key string, v any) error {
 		return nil
 	}
 	return setPath(raw, key, v)
+}
+
+// bareStringMsg is msg, a wrong-type error of key, said of the --set text
+// it came from when that text is no TOML value and was read as a string
+// (--set model.preset=tiny): "train.steps=1 2" said "the value is a TOML
+// string", which the user never wrote.
+func bareStringMsg(sets []string, key, msg string) string {
+	_, takes, ok := strings.Cut(msg, "wrong type: the value is a TOML string, the key takes ")
+	if !ok {
+		return msg
+	}
+	for _, s := range slices.Backward(sets) { // the last --set of a key wins
+		k, text, _ := strings.Cut(s, "=")
+		if strings.TrimSpace(k) != key {
+			continue
+		}
+		text = strings.TrimSpace(text)
+		var holder map[string]any
+		if toml.Unmarshal([]byte("v = "+text), &holder) == nil {
+			return msg // a quoted string: the message says what it was
+		}
+		if text == "" {
+			return "--set gave no value; the key takes " + takes
+		}
+		return fmt.Sprintf("%q is not a TOML value, so --set read it as a string; the key takes %s", text, takes)
+	}
+	return msg
 }
 
 // overrideValue parses a TOML value, or takes the text as a string.

@@ -64,6 +64,11 @@ func TestParseWithOverrides(t *testing.T) {
 		{"a table after a newline", []string{"train.steps=5\n[model]\npreset=\"base\""}, "is more than one TOML value"},
 		{"an integer past 64 bits", []string{"train.steps=99999999999999999999"}, "value 99999999999999999999 is out of range"},
 		{"a float past 1.8e308", []string{"train.lr=1e400"}, "value 1e400 is out of range (a TOML float"},
+		// Text that is no TOML value is read as a string; where the key
+		// takes another type, the message says so of the text given.
+		{"two numbers", []string{"train.steps=1 2"}, `train.steps: "1 2" is not a TOML value, so --set read it as a string; the key takes an integer`},
+		{"no value", []string{"train.steps="}, "train.steps: --set gave no value; the key takes an integer"},
+		{"a quoted string", []string{`train.steps="5"`}, "wrong type: the value is a TOML string, the key takes an integer"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

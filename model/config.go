@@ -184,6 +184,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model.layers = %d: must be > 0 (or set model.preset)", c.Layers)
 	case c.Heads <= 0 || c.HeadDim == 0 && c.Dim%c.Heads != 0:
 		return fmt.Errorf("model.heads = %d: must be > 0 and divide model.dim = %d", c.Heads, c.Dim)
+	case (c.HeadDim <= 0 || c.HeadDim%2 != 0) && c.HeadDim != c.Dim/c.Heads:
+		// Set apart from model.dim / model.heads: the key named is its own.
+		return fmt.Errorf("model.head_dim = %d: must be > 0 and even for rotary embeddings (0: model.dim / model.heads)", c.HeadDim)
 	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
 		return fmt.Errorf("model.heads = %d: head size %d must be even for rotary embeddings", c.Heads, c.HeadDim)
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:

@@ -176,6 +176,7 @@ func TestExitCodes(t *testing.T) {
 		{"a cache that is not there", []string{"data", "ls", "--cache", "no/such/cache"}, "data ls: --cache no/such/cache does not exist"},
 		{"a file as a run directory", []string{"data", "inspect", "one.jsonl"}, "open dataset: one.jsonl is a file: want a run directory, its data/ or a dataset cache entry"},
 		{"an unknown stage", []string{"run", "--stages", "data,bogus", "warmup.toml", "--set", "train.steps=100"}, `--stages data,bogus: unknown stage "bogus"`},
+		{"no stage", []string{"run", "--stages", "", "warmup.toml", "--set", "train.steps=100"}, `run: --stages "": name the stages to run`},
 		{"a stage before what it reads", []string{"run", "--stages", "extract", "warmup.toml", "--set", "train.steps=100"}, "extract reads what train writes, which has not run in runs/w"},
 		// The references' signals are the target model's: a probe trained
 		// every reference before failing on the missing target.

@@ -208,7 +208,13 @@ func runAction(c *cli.Context) (err error) {
 			return usageError("run: --reuse-train %s: not a run directory (no config.toml)", src)
 		}
 	}
-	if s := c.String("stages"); s != "" {
+	if c.IsSet("stages") {
+		s := c.String("stages")
+		if strings.TrimSpace(s) == "" {
+			// An empty variable in a script ("--stages $STAGES") would
+			// otherwise run every stage.
+			return usageError("run: --stages %q: name the stages to run (data,train,references,extract,eval,plots), or leave --stages out for all", s)
+		}
 		for _, st := range strings.Split(s, ",") {
 			opt.Stages = append(opt.Stages, strings.TrimSpace(st))
 		}
