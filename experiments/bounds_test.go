@@ -42,6 +42,7 @@ func TestValuesThatCannotWork(t *testing.T) {
 		// The key named is the one set: a probe's head_dim = -1 blamed model.heads.
 		{"head_dim below 0", "[model]\nhead_dim = -1\n", "model.head_dim = -1: must be > 0 and even for rotary embeddings"},
 		{"head_dim odd", "[model]\nhead_dim = 3\n", "model.head_dim = 3: must be > 0 and even"},
+		{"a negative original context without scaling", "[model]\nrope_original_context = -1\n", "model.rope_original_context = -1: must be >= 0"},
 		{"a BPE past its bound", "[data]\ntokenizer = \"bpe:10000000\"\n", `"bpe:10000000": want "bpe:N" (260 <= N <= 1048576)`},
 		{"an odd head from dim / heads", "[model]\npreset = \"\"\nvocab = 300\ndim = 60\nheads = 4\nlayers = 1\nffn = 64\ncontext = 64\n", "model.heads = 4: head size 15 must be even"},
 		{"Train.lr", "[Train]\nlr = 1e-3\n", `unknown key "Train" at the top level; did you mean "train"?`},

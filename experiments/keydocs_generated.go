@@ -101,7 +101,7 @@ var keyDocs = map[string]string{
 	"model.rope_high_freq_factor":    "RopeHighFreqFactor is llama3 scaling's high_freq_factor.",
 	"model.rope_low_freq_factor":     "RopeLowFreqFactor is llama3 scaling's low_freq_factor.",
 	"model.rope_original_context":    "RopeOriginalContext is llama3 scaling's original_max_position_embeddings.",
-	"model.rope_scaling":             "RopeScaling rescales the rotary frequencies: \"\" (none) or \"llama3\" (Llama 3.1's wavelength-dependent scaling, with the rope_* keys below).",
+	"model.rope_scaling":             "RopeScaling rescales the rotary frequencies: \"\" (none), \"linear\" (positions divided by rope_factor, Hugging Face's linear scaling) or \"llama3\" (Llama 3.1's wavelength-dependent scaling, with the rope_* keys below).",
 	"model.rope_theta":               "RopeTheta is the rotary base; 0 means 10000.",
 	"model.rotary_pct":               "RotaryPct is the fraction of each head's dimensions that rotate (gpt_neox's rotary_pct); 0 means 1.",
 	"model.seed":                     "Seed is the seed of the weight initialisation.",

@@ -46,7 +46,7 @@ type Config struct {
 	RopeTheta float64 `toml:"rope_theta" json:"rope_theta,omitempty"`
 	// RotaryPct is the fraction of each head's dimensions that rotate (gpt_neox's rotary_pct); 0 means 1.
 	RotaryPct float64 `toml:"rotary_pct" json:"rotary_pct,omitempty"`
-	// RopeScaling rescales the rotary frequencies: "" (none) or "llama3" (Llama 3.1's wavelength-dependent scaling, with the rope_* keys below).
+	// RopeScaling rescales the rotary frequencies: "" (none), "linear" (positions divided by rope_factor, Hugging Face's linear scaling) or "llama3" (Llama 3.1's wavelength-dependent scaling, with the rope_* keys below).
 	RopeScaling string `toml:"rope_scaling" json:"rope_scaling,omitempty"`
 	// RopeFactor is llama3 scaling's factor.
 	RopeFactor float64 `toml:"rope_factor" json:"rope_factor,omitempty"`
@@ -224,6 +224,14 @@ func (c Config) Validate() error {
 	}
 	switch c.RopeScaling {
 	case "":
+		// The scaling keys without a scaling: a typo in rope_scaling's
+		// absence, or a model read without it; none may be negative.
+		switch {
+		case c.RopeFactor < 0:
+			return fmt.Errorf("model.rope_factor = %g: must be >= 0 (0: none; used with rope_scaling)", c.RopeFactor)
+		case c.RopeOriginalContext < 0:
+			return fmt.Errorf("model.rope_original_context = %d: must be >= 0 (0: none; used with rope_scaling = llama3)", c.RopeOriginalContext)
+		}
 	case "linear":
 		if !(c.RopeFactor > 0) {
 			return fmt.Errorf("model.rope_factor = %g: must be > 0 with rope_scaling = linear", c.RopeFactor)
