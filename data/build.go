@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,12 +110,8 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 						// A malformed line is a fault of the file the user
 						// may want to mend: name the first where it is.
 						r := rej[0]
-						where := r.Title
-						if r.File != "" && r.Line > 0 {
-							where = fmt.Sprintf("%s:%d", r.File, r.Line)
-						}
 						slog.Warn("data: documents rejected; report.json's rejected lists them all", "source", src.Name(), "count", len(rej),
-							"first", where, "reason", r.Reason)
+							"first", rejectedWhere(r), "reason", r.Reason)
 					}
 				}
 			}
@@ -122,7 +119,9 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 		}
 	}
 	noDocs := func() error {
-		return badinput.Errorf("data.sources %v: no usable documents (%d rejected)", cfg.Sources, len(rep.Rejected))
+		// No report.json is written: the line says why, by reason, with
+		// where each reason first occurs.
+		return badinput.Errorf("data.sources %v: no usable documents (%d rejected%s)", cfg.Sources, len(rep.Rejected), rejectionSummary(rep.Rejected))
 	}
 
 	tok, hit, nDocs, err := buildTokenizer(cfg, cache, read(false))
@@ -249,6 +248,45 @@ func limitHeap() func() {
 }
 
 // reasonKey is the rejected_by_reason key of a source's rejection.
+// rejectionSummary is ": N KEY (first at WHERE: REASON), ..." for each
+// reason key of rejected, most frequent first, or "" for none.
+func rejectionSummary(rejected []Rejected) string {
+	type group struct {
+		key   string
+		n     int
+		first Rejected
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, r := range rejected {
+		k := reasonKey(r.Reason)
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k, first: r}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int { return b.n - a.n })
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%d %s (first at %s: %s)", g.n, g.key, rejectedWhere(g.first), g.first.Reason)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
+}
+
+// rejectedWhere is FILE:LINE of a rejected document, or its title.
+func rejectedWhere(r Rejected) string {
+	if r.File != "" && r.Line > 0 {
+		return fmt.Sprintf("%s:%d", r.File, r.Line)
+	}
+	return r.Title
+}
+
 func reasonKey(reason string) string {
 	for _, k := range []struct{ prefix, key string }{
 		{"invalid UTF-8", "invalid UTF-8"},

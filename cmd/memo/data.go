@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,6 +154,8 @@ func runDataBuild(c *cli.Context) error {
 	}
 	// The run's lock, as memo run holds it: a build into a run training
 	// (or a second build) rebuilt its data/ under it.
+	_, statErr := os.Stat(out)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("data build: %w", err)
 	}
@@ -162,6 +166,13 @@ func runDataBuild(c *cli.Context) error {
 	defer atomicfile.AtInterrupt(func() { lock.Release() })()
 	defer lock.Release()
 	if err := data.Build(c.Context, cfg, out); err != nil {
+		if created {
+			// A refused build leaves no empty DIR behind (Remove takes
+			// only empty directories: nothing written is lost).
+			lock.Release()
+			_ = os.Remove(filepath.Join(out, "data"))
+			_ = os.Remove(out)
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "data"))
