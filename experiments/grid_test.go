@@ -179,6 +179,10 @@ func TestSlurmScriptOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Per task within what the node is asked for: accepted.
+	if _, err := SlurmScript(SlurmOptions{Exe: "/bin/memo", SweepDir: "/s", Specs: []string{"a.toml"}, JobName: "x", GPUs: 4, GPUsPerTask: 2, Nproc: 2}); err != nil {
+		t.Errorf("2 tasks of 2 GPUs on a node of 4: %v", err)
+	}
 	for _, want := range []string{"#SBATCH --array=0-1%1\n", "#SBATCH --mem=16G\n", "#SBATCH --qos=low\n", "#SBATCH --constraint=a100\n",
 		"#SBATCH --gpus-per-task=1\n", "#SBATCH --mail-type=END\n", "#SBATCH --exclusive\n"} {
 		if !strings.Contains(s, want) {
@@ -197,7 +201,8 @@ func TestSlurmScriptOptions(t *testing.T) {
 		t.Errorf("script run from a directory (%v):\n%s", err, s)
 	}
 	for _, bad := range []SlurmOptions{{Mem: "lots"}, {Extra: []string{"--colour=red"}}, {Extra: []string{"mail-type=END"}},
-		{Extra: []string{"--array=0-9"}}, {QOS: "a b"}, {ArrayThrottle: -1}, {Extra: []string{"--comment=a b"}}} {
+		{Extra: []string{"--array=0-9"}}, {QOS: "a b"}, {ArrayThrottle: -1}, {Extra: []string{"--comment=a b"}},
+		{GPUs: 1, GPUsPerTask: 4}, {GPUs: 4, GPUsPerTask: 1, Nproc: 8}} {
 		bad.Exe, bad.SweepDir, bad.Specs, bad.JobName = "/bin/memo", "/s", []string{"a.toml"}, "x"
 		if _, err := SlurmScript(bad); err == nil {
 			t.Errorf("%+v: no error", bad)

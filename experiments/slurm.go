@@ -101,6 +101,11 @@ func (o SlurmOptions) validate() error {
 			return fmt.Errorf("--%s %d: must be >= 0", f.flag, f.v)
 		}
 	}
+	if tasks := max(o.Nproc, 1); o.GPUs > 0 && o.GPUsPerTask*tasks > o.GPUs {
+		// sbatch takes both and refuses the job at submission, once
+		// every script is written.
+		return fmt.Errorf("--gpus-per-task %d with --gpus %d: %d task(s) a node would need %d GPUs of the node's %d", o.GPUsPerTask, o.GPUs, tasks, o.GPUsPerTask*tasks, o.GPUs)
+	}
 	if o.Mem != "" && !slurmMem.MatchString(o.Mem) {
 		return fmt.Errorf("--mem %q: want a size in MB or with a K, M, G or T suffix (16G)", o.Mem)
 	}

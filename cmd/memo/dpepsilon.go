@@ -68,6 +68,11 @@ func dpEpsilonCommand() *cli.Command {
 				out.Noise = &sigma
 			}
 			eps, order, err := dpaccount.Epsilon([]dpaccount.Phase{{SampleRate: q, Noise: *out.Noise, Steps: steps}}, delta, nil)
+			if err == nil && math.IsInf(eps, 1) {
+				// σ > 0 so small that α/(2σ²) overflows at every order
+				// (q = 1, σ = 1e-300) printed "ε = +Inf (order α = NaN)".
+				err = errors.New("ε overflows at every order")
+			}
 			if err != nil && !c.IsSet("target-epsilon") {
 				// Only a noise far below any in use (1e-160) takes the
 				// accountant's series past its bound.

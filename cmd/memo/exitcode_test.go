@@ -201,6 +201,7 @@ func TestExitCodes(t *testing.T) {
 		{"mask with a missing tokenizer", []string{"mask", "--text", "one.jsonl", "--tokenizer", "no/such.json"}, "mask: --tokenizer no/such.json: load tokenizer"},
 		{"an index window of 0", []string{"index", "count", "--window", "0", "emptydir"}, "index count: --window 0: must be >= 1"},
 		{"noise the accountant cannot bound", []string{"dp-epsilon", "--sample-rate", "0.04", "--noise", "1e-160", "--steps", "10", "--delta", "1e-5"}, "--noise 1e-160: the RDP accountant cannot bound"},
+		{"noise whose RDP overflows", []string{"dp-epsilon", "--sample-rate", "1", "--noise", "1e-300", "--steps", "10", "--delta", "1e-5"}, "--noise 1e-300: the RDP accountant cannot bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case in its own directory
