@@ -155,6 +155,7 @@ type Config struct {
 	// model (extract.quantspec); the tokens are plain greedy's.
 	Speculative string `toml:"speculative" json:"speculative,omitempty"`
 	// Approximation, when not empty, sets the keys above in one string,
+	// over what they say on their own (kv_bits = 4 beside "kv8" is 8),
 	// for sweeps: "exact", "kv8", "kv4", "loki-r<rank>-k<top_k>",
 	// "sift-q<quantile>" or "quantspec-g<gamma>" (joined by "+" to
 	// combine), e.g. "loki-r8-k0.25" sets attention, loki.rank, loki.top_k.
