@@ -254,6 +254,21 @@ type indexPoint struct {
 // it also marks the directory as a sweep's.
 const SweepIndexFile = "sweep.json"
 
+// PointSpecSweep is the sweep directory of a point's spec file
+// (SWEEP/specs/POINT.toml, beside SWEEP/sweep.json), or "" for any other
+// file: the process a sweep starts for a point reads it as a run's spec.
+func PointSpecSweep(file string) string {
+	specs := filepath.Dir(filepath.Clean(file))
+	sweep := filepath.Dir(specs)
+	if filepath.Base(specs) != "specs" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(sweep, SweepIndexFile)); err != nil {
+		return ""
+	}
+	return sweep
+}
+
 // SweepDir is where a sweep's runs, specs, logs and report go.
 func (s *Spec) SweepDir(runsRoot string) string { return filepath.Join(runsRoot, s.Name) }
 

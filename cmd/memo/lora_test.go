@@ -166,3 +166,38 @@ strategy = "hash-table"
 h = 13
 ` + extra
 }
+
+// TestIdleMitigationWarning: a run that sets [train.lora] keys with LoRA
+// off is warned that they change nothing; a sweep point's spec, which
+// holds the base table its other points turn on, is not (a review saw
+// the warning in every point's log of exp/mitigations.toml).
+func TestIdleMitigationWarning(t *testing.T) {
+	exe := buildMemo(t)
+	dir := t.TempDir()
+	const warning = "the spec sets keys of a mitigation it leaves off"
+	writeTestFile(t, filepath.Join(dir, "sweep.toml"), `name = "s"
+[train.lora]
+rank = 4
+[sweep]
+"goldfish.k" = [0, 4]
+[[sweep_points]]
+"goldfish.k" = 0
+"train.lora.enabled" = true
+`)
+	writeTestFile(t, filepath.Join(dir, "run.toml"), "name = \"r\"\n[train.lora]\nrank = 4\n")
+	if r := execMemo(t, exe, dir, "config", "run.toml"); r.code != 0 || !strings.Contains(r.stderr, warning) || !strings.Contains(r.stderr, "keys=train.lora.rank") {
+		t.Errorf("a run with LoRA off and its rank set: exit %d, stderr %q; want the warning naming train.lora.rank", r.code, r.stderr)
+	}
+	if r := execMemo(t, exe, dir, "sweep", "--slurm", "--runs", "out", "sweep.toml"); r.code != 0 || strings.Contains(r.stderr, warning) {
+		t.Fatalf("sweep --slurm: exit %d, stderr %q; want 0 and no warning", r.code, r.stderr)
+	}
+	points, err := filepath.Glob(filepath.Join(dir, "out", "s", "specs", "*.toml"))
+	if err != nil || len(points) != 3 {
+		t.Fatalf("point specs %v (%v), want 3", points, err)
+	}
+	for _, p := range points {
+		if r := execMemo(t, exe, dir, "config", p); r.code != 0 || strings.Contains(r.stderr, warning) {
+			t.Errorf("memo config %s: exit %d, stderr %q; want 0 and no warning", filepath.Base(p), r.code, r.stderr)
+		}
+	}
+}

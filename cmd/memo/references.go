@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -125,9 +123,7 @@ func referencesTrainAction(c *cli.Context) error {
 		// A point's spec (RUNS/NAME/specs/POINT.toml) names a run in
 		// RUNS/NAME: told --runs RUNS, the refusal sent users to build a
 		// stray run beside the sweep.
-		specs := filepath.Dir(filepath.Clean(c.Args().First()))
-		sweep := filepath.Dir(specs)
-		if _, err := os.Stat(filepath.Join(sweep, experiments.SweepIndexFile)); err == nil && filepath.Base(specs) == "specs" {
+		if sweep := experiments.PointSpecSweep(c.Args().First()); sweep != "" {
 			runs = sweep
 		}
 	}
