@@ -110,7 +110,7 @@ func buildDir(ctx context.Context, cfg Config, dir string) error {
 						// A malformed line is a fault of the file the user
 						// may want to mend: name the first where it is.
 						r := rej[0]
-						slog.Warn("data: documents rejected; report.json's rejected lists them all", "source", src.Name(), "count", len(rej),
+						slog.Warn("data: documents rejected; the built dataset's report.json lists them all", "source", src.Name(), "count", len(rej),
 							"first", rejectedWhere(r), "reason", r.Reason)
 					}
 				}
@@ -247,7 +247,6 @@ func limitHeap() func() {
 	return func() { debug.SetMemoryLimit(old) }
 }
 
-// reasonKey is the rejected_by_reason key of a source's rejection.
 // rejectionSummary is ": N KEY (first at WHERE: REASON), ..." for each
 // reason key of rejected, most frequent first, or "" for none.
 func rejectionSummary(rejected []Rejected) string {
@@ -287,6 +286,7 @@ func rejectedWhere(r Rejected) string {
 	return r.Title
 }
 
+// reasonKey is the rejected_by_reason key of a source's rejection.
 func reasonKey(reason string) string {
 	for _, k := range []struct{ prefix, key string }{
 		{"invalid UTF-8", "invalid UTF-8"},

@@ -112,7 +112,7 @@ var keyDocs = map[string]string{
 	"plots.dpi":                      "DPI is the resolution of PNG output.",
 	"plots.font_size":                "FontSize is the axis-label size in points; titles are a little larger, ticks a little smaller.",
 	"plots.formats":                  "Formats are the image formats written for every figure.",
-	"plots.height_in":                "HeightIn is the figure height in inches, at least 2. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it. So do axes whose wrapped title and labels would leave the data less than 40 % of this height (small sizes at 11 pt); tick labels too close to read apart are thinned, every other one dropped.",
+	"plots.height_in":                "HeightIn is the figure height in inches, at least 2. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it. So do axes whose wrapped title and labels would leave the data less than a third of this height (small sizes at 11 pt); tick labels too close to read apart are thinned, every other one dropped.",
 	"plots.smooth":                   "Smooth is the moving-average window of loss curves in steps; 0 picks about 1/100 of the run.",
 	"plots.width_in":                 "WidthIn is the figure width in inches, at least 2.5 (a single paper column is about 3.3); titles, axis labels and legend names too long for it are wrapped onto more lines.",
 	"seed":                           "Seed seeds every stage table that sets no seed of its own.",

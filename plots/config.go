@@ -22,7 +22,7 @@ type Config struct {
 	Formats []string `toml:"formats"`
 	// WidthIn is the figure width in inches, at least 2.5 (a single paper column is about 3.3); titles, axis labels and legend names too long for it are wrapped onto more lines.
 	WidthIn float64 `toml:"width_in"`
-	// HeightIn is the figure height in inches, at least 2. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it. So do axes whose wrapped title and labels would leave the data less than 40 % of this height (small sizes at 11 pt); tick labels too close to read apart are thinned, every other one dropped.
+	// HeightIn is the figure height in inches, at least 2. The legend goes below the axes, never over them: a legend taller than 30 % of this height makes the figure taller instead, the axes keeping 70 % of it. So do axes whose wrapped title and labels would leave the data less than a third of this height (small sizes at 11 pt); tick labels too close to read apart are thinned, every other one dropped.
 	HeightIn float64 `toml:"height_in"`
 	// DPI is the resolution of PNG output.
 	DPI int `toml:"dpi"`

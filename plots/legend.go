@@ -73,7 +73,7 @@ func (f *figure) canvasHeight(w, h vg.Length) vg.Length {
 
 // minDataShare is the least share of the configured height that the
 // data area of a figure's axes (both panels' together) keeps.
-const minDataShare = 0.4
+const minDataShare = 1.0 / 3
 
 // dataHeight is the height of the data area(s) when drawAxes draws into
 // a w×h canvas, the labels wrapped as it wraps them.
