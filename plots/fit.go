@@ -52,16 +52,32 @@ func spacedTicks(a *plot.Axis, length vg.Length, vertical bool) plot.Ticker {
 	if m == nil || length <= 0 {
 		return m
 	}
+	var best plot.Ticker = m
 	for keep := 1; keep <= 16; keep *= 2 {
 		ticks := everyNthLabel(m.Ticks(a.Min, a.Max), keep)
+		if keep > 1 && labelCount(a, ticks) < 2 {
+			// One number alone gives no scale: keep two, crowded.
+			break
+		}
+		if keep > 1 {
+			best = plot.ConstantTicks(ticks)
+		}
 		if !labelsCrowded(a, ticks, length, vertical) {
-			if keep == 1 {
-				return m
-			}
-			return plot.ConstantTicks(ticks)
+			break
 		}
 	}
-	return m
+	return best
+}
+
+// labelCount is the number of labelled ticks of ticks within a's range.
+func labelCount(a *plot.Axis, ticks []plot.Tick) int {
+	n := 0
+	for _, t := range ticks {
+		if t.Label != "" && t.Value >= a.Min && t.Value <= a.Max {
+			n++
+		}
+	}
+	return n
 }
 
 // everyNthLabel is ticks with the label of all but every nth labelled

@@ -586,3 +586,37 @@ func TestWrapText(t *testing.T) {
 		}
 	}
 }
+
+// spacedTicks thins labels that run together, and never below two: one
+// number alone gives an axis no scale.
+func TestSpacedTicks(t *testing.T) {
+	p := plot.New()
+	p.X.Min, p.X.Max = 0, 1
+	p.X.Tick.Label.Font.Size = 11
+	p.X.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0.00"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.50"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1.00"}}
+	labels := func(m plot.Ticker) []string {
+		var out []string
+		for _, tk := range m.Ticks(p.X.Min, p.X.Max) {
+			if tk.Label != "" {
+				out = append(out, tk.Label)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		length vg.Length
+		want   string
+	}{
+		{400, "0.00 0.25 0.50 0.75 1.00"}, // room for all
+		{80, "0.00 0.50 1.00"},            // every second
+		{10, "0.00 1.00"},                 // crowded still, but two
+	} {
+		m := spacedTicks(&p.X, tc.length, false)
+		if got := strings.Join(labels(m), " "); got != tc.want {
+			t.Errorf("%v pt: labels %q, want %q", float64(tc.length), got, tc.want)
+		}
+		if n := len(m.Ticks(p.X.Min, p.X.Max)); n != 5 {
+			t.Errorf("%v pt: %d ticks, want all 5 kept", float64(tc.length), n)
+		}
+	}
+}
