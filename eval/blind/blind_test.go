@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,6 +85,66 @@ func TestNearDuplicatesShareAFold(t *testing.T) {
 	few := []string{"a b", "A B.", "a, b", "c d", "C D"}
 	if _, err := Scores(few, []bool{true, true, true, false, false}, Config{Folds: 2, Seed: 1, Alpha: 1}); err == nil || !strings.Contains(err.Error(), "differ") {
 		t.Errorf("one distinct member text under 2 folds: err %v, want a refusal", err)
+	}
+}
+
+// TestNearCopiesShareAFold: texts given again with a word appended or
+// one word changed (an article's revision, a template filled in twice)
+// are near-duplicates, not copies; under random labels they read AUC
+// 0.97, "separable", while only exact feature sets shared a fold.
+func TestNearCopiesShareAFold(t *testing.T) {
+	for _, edit := range []struct {
+		name string
+		f    func(s string, i int) string
+	}{
+		{"a word appended", func(s string, i int) string { return s + " tail" }},
+		{"a word changed", func(s string, i int) string { return "zz" + strconv.Itoa(i) + s[strings.Index(s, " "):] }},
+	} {
+		t.Run(edit.name, func(t *testing.T) {
+			texts, member := corpus(200, 5, "")
+			rng := rand.New(rand.NewPCG(11, 11))
+			rng.Shuffle(len(member), func(a, b int) { member[a], member[b] = member[b], member[a] })
+			for i := range 200 {
+				texts = append(texts, edit.f(texts[i], i))
+				member = append(member, member[i])
+			}
+			r, err := Evaluate(texts, member, DefaultConfig(), 200, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("blind AUC %.3f, p %.3f", r.AUC, r.P)
+			if float64(r.AUC) > 0.65 || r.Separable() {
+				t.Errorf("random labels with near copies: AUC %v, verdict %s; want about 0.5", r.AUC, r.Verdict())
+			}
+		})
+	}
+}
+
+// TestNearDuplicateGroups: texts at Jaccard 0.5 or more share a group,
+// transitively; unrelated texts of one vocabulary do not.
+func TestNearDuplicateGroups(t *testing.T) {
+	docs := [][]int32{
+		{1, 2, 3, 4},       // 0
+		{1, 2, 3, 5},       // 1: J(0) = 3/5
+		{9, 10, 11},        // 2
+		{1, 2, 5, 6, 7, 8}, // 3: J(1) = 3/7 < 0.5, J(0) = 2/8
+		{3, 4, 1, 2, 2},    // 4: 0's set, repeats and order aside
+		{},                 // 5
+		{},                 // 6: empty alike
+	}
+	group, first := nearDuplicateGroups(docs)
+	want := []int{0, 0, 1, 2, 0, 3, 3}
+	if !slices.Equal(group, want) || !slices.Equal(first, []int{0, 2, 3, 5}) {
+		t.Errorf("groups %v, first %v; want %v, [0 2 3 5]", group, first, want)
+	}
+	if j := jaccard([]int32{1, 2, 3}, []int32{2, 3, 4, 5}); j != 2.0/5 {
+		t.Errorf("jaccard = %v, want 0.4", j)
+	}
+	// Independent texts of the test corpus (40 words of 300) stay apart.
+	texts, _ := corpus(400, 7, "")
+	f := featurize(texts)
+	if len(f.first) != len(texts) {
+		t.Errorf("%d groups of %d unrelated texts", len(f.first), len(texts))
 	}
 }
 
