@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/memo-research/memo/data/hftok"
@@ -171,6 +172,25 @@ func (t *Tokenizer) BOS() int32 { return t.bos }
 
 // JSON is the tokenizer.json, as Hugging Face's library reads it.
 func (t *Tokenizer) JSON() []byte { return t.raw }
+
+// Same reports whether t and o are one tokenizer: their tokenizer.json
+// files hold the same JSON values, whatever their layout, key order or
+// escapes (a copy re-saved by Python's json.dump with indent=2 and
+// ASCII escapes is the same tokenizer).
+func (t *Tokenizer) Same(o *Tokenizer) bool {
+	if bytes.Equal(t.raw, o.raw) {
+		return true
+	}
+	decode := func(raw []byte) (any, error) {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber() // ids and scores compared as written, not rounded
+		var v any
+		return v, d.Decode(&v)
+	}
+	a, errA := decode(t.raw)
+	b, errB := decode(o.raw)
+	return errA == nil && errB == nil && reflect.DeepEqual(a, b)
+}
 
 // Save writes the tokenizer.json, atomically.
 func (t *Tokenizer) Save(path string) error {

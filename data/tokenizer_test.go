@@ -329,3 +329,24 @@ func TestTrainBPETooSmallCorpus(t *testing.T) {
 		t.Errorf("tiny corpus: %v, want bad input", err)
 	}
 }
+
+// Same compares tokenizer.json values, not bytes: a copy re-saved with
+// another indent, key order or \u escapes is the same tokenizer (an
+// audit refused the model's own, re-saved by Python with indent=2).
+func TestTokenizerSame(t *testing.T) {
+	tok := func(s string) *Tokenizer { return &Tokenizer{raw: []byte(s)} }
+	own := tok(`{"model":{"type":"BPE","vocab":{"Ġa":0,"b":1},"merges":["Ġ a"]},"added_tokens":[]}`)
+	for _, tc := range []struct {
+		raw  string
+		same bool
+	}{
+		{"{\n  \"added_tokens\": [],\n  \"model\": {\n    \"merges\": [\"\\u0120 a\"],\n    \"type\": \"BPE\",\n    \"vocab\": {\"\\u0120a\": 0, \"b\": 1}\n  }\n}\n", true},
+		{`{"model":{"type":"BPE","vocab":{"Ġa":0,"b":2},"merges":["Ġ a"]},"added_tokens":[]}`, false},
+		{`{"model":{"type":"BPE","vocab":{"Ġa":0,"b":1.0},"merges":["Ġ a"]},"added_tokens":[]}`, false},
+		{`not json`, false},
+	} {
+		if got := own.Same(tok(tc.raw)); got != tc.same {
+			t.Errorf("Same(%.40q…) = %v, want %v", tc.raw, got, tc.same)
+		}
+	}
+}

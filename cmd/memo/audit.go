@@ -336,7 +336,7 @@ func auditAction(c *cli.Context) error {
 		}
 		// --tokenizer is for a model with none beside it: another one
 		// than its own would score ids the model was never trained on.
-		if own, err := tokenizerOf(modelArg, ckpt); err == nil && !bytes.Equal(own.JSON(), tok.JSON()) {
+		if own, err := tokenizerOf(modelArg, ckpt); err == nil && !own.Same(tok) {
 			return usageError("audit: --tokenizer %s: the model has a tokenizer of its own (beside --model %s), and this is another; leave --tokenizer out", p, modelArg)
 		}
 	} else if tok, err = tokenizerOf(modelArg, ckpt); err != nil {

@@ -172,7 +172,7 @@ func TestAuditBadInput(t *testing.T) {
 		{"missing label field", []string{"--data", write("a.jsonl", `{"input":"some text"}`)}, `no label field "label"`},
 		{"one class", []string{"--data", write("b.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`)}, "2 members and 0 non-members: an audit needs at least 2 of each"},
 		{"one non-member", []string{"--data", write("b1.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"y z","label":1}`+"\n"+`{"input":"z w","label":0}`)}, "has 2 members and 1 non-member: an audit needs at least 2 of each"},
-		{"a text under both labels", []string{"--data", write("b2.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"x  y","label":0}`)}, "b2.jsonl:1 and " + filepath.Join(dir, "b2.jsonl") + ":2: the same text labelled member and non-member"},
+		{"a text under both labels", []string{"--data", write("b2.jsonl", `{"input":"x y","label":1}`+"\n"+`{"input":"x  y","label":0}`)}, "b2.jsonl:1 (member) and " + filepath.Join(dir, "b2.jsonl") + ":2 (non-member): the same text labelled member and non-member"},
 		{"blind permutations too few", []string{"--data", good, "--blind-permutations", "5"}, "--blind-permutations 5: must be 0 or at least 20"},
 		{"blind permutations that cannot reach p < 0.05", []string{"--data", good, "--blind-permutations", "19"}, "--blind-permutations 19: must be 0 or at least 20"},
 		{"labels not membership values", []string{"--data", write("c.jsonl", `{"input":"x y","label":"yes"}`)}, "not a member/non-member value"},

@@ -111,7 +111,14 @@ func ReadClass(path string, member bool, field string) ([]Text, error) {
 		}
 		var out []Text
 		b = bytes.TrimPrefix(b, byteOrderMark)
-		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		lines := strings.Split(string(b), "\n")
+		// Blank lines at the end are the file's end, not empty texts (a
+		// writer that ends each text and the file with a newline); a
+		// blank line between texts is still one.
+		for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+			lines = lines[:len(lines)-1]
+		}
+		for i, line := range lines {
 			// A Windows line ending is the line's end, not its text: a
 			// class written with CRLF would otherwise score differently
 			// from the same texts with LF.
@@ -207,7 +214,10 @@ func Dedup(texts []Text) (kept []Text, dropped int, err error) {
 		}
 		if i, ok := first[key]; ok {
 			if kept[i].Member != t.Member {
-				return nil, 0, badinput.Errorf("%s and %s: the same text labelled member and non-member; a text is one or the other", kept[i].Where, t.Where)
+				// Each place with its label: one file given as both
+				// --members and --nonmembers had read "m.txt:1 and m.txt:1".
+				return nil, 0, badinput.Errorf("%s (%s) and %s (%s): the same text labelled member and non-member; a text is one or the other",
+					kept[i].Where, labelName(kept[i].Member), t.Where, labelName(t.Member))
 			}
 			dropped++
 			continue
@@ -454,4 +464,12 @@ func readParquet(path string) ([]row, error) {
 		return nil, badinput.Wrap(err)
 	}
 	return rows, nil
+}
+
+// labelName is how an error names a text's label.
+func labelName(member bool) string {
+	if member {
+		return "member"
+	}
+	return "non-member"
 }

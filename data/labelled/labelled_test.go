@@ -97,6 +97,15 @@ func TestReadClass(t *testing.T) {
 	if err != nil || len(crlf) != 2 || crlf[0].Text != "one" || crlf[1].Text != "two" {
 		t.Fatalf("CRLF txt: %+v %v, want one and two", crlf, err)
 	}
+	// Blank lines at the end close the file; one between texts is an
+	// empty text, refused with its line.
+	tail, err := ReadClass(write(t, "tail.txt", "one\ntwo\n\n \r\n"), true, "")
+	if err != nil || len(tail) != 2 || tail[1].Text != "two" {
+		t.Errorf("txt ending in blank lines: %+v %v, want one and two", tail, err)
+	}
+	if _, err := ReadClass(write(t, "gap.txt", "one\n\ntwo\n"), true, ""); err == nil || !strings.Contains(err.Error(), "gap.txt:2: empty text") {
+		t.Errorf("txt with a blank line between texts: %v, want gap.txt:2: empty text", err)
+	}
 	n, err := ReadClass(write(t, "n.jsonl", `{"text":"x"}`), false, "")
 	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" {
 		t.Fatalf("jsonl: %+v %v", n, err)
@@ -122,7 +131,7 @@ func TestDedup(t *testing.T) {
 	}
 	texts[3].Member = true
 	_, _, err = Dedup(texts)
-	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "f:2 and f:4: the same text labelled member and non-member") {
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "f:2 (non-member) and f:4 (member): the same text labelled member and non-member") {
 		t.Errorf("a text under both labels: %v", err)
 	}
 	// Two of each class are what the blind baseline's folds need.
