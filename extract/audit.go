@@ -140,6 +140,23 @@ type windowJob struct {
 	ids   []int32
 }
 
+// BatchSize is the windows a forward pass of Score takes: cfg.BatchSize,
+// or where that is 0 what fits the device's free memory now (AutoBatch),
+// which the same command may find otherwise on another day; scores of
+// another batch differ in the last bits (about 1e-7), so an audit
+// records the size it resolved.
+func (m *AuditModel) BatchSize(cfg AuditConfig) int {
+	if cfg.BatchSize > 0 {
+		return cfg.BatchSize
+	}
+	window := cfg.Window
+	if window == 0 {
+		window = m.Context
+	}
+	avail, maxBatch := batchMemory(m.g.Device())
+	return AutoBatch(m.g.Config(), m.g.WeightBytes(), window, avail, maxBatch)
+}
+
 // Score runs every text through the model in stride windows, batched by
 // length, and stitches each text's token losses (and, for Min-K%++, the
 // next-token distributions' means and variances) so that each token is
@@ -163,11 +180,7 @@ func (m *AuditModel) Score(ctx context.Context, texts []AuditInput, cfg AuditCon
 			}
 		}
 	}
-	batch := cfg.BatchSize
-	if batch == 0 {
-		avail, maxBatch := batchMemory(m.g.Device())
-		batch = AutoBatch(m.g.Config(), m.g.WeightBytes(), window, avail, maxBatch)
-	}
+	batch := m.BatchSize(AuditConfig{BatchSize: cfg.BatchSize, Window: window})
 	type part struct {
 		nll       []float32
 		mean, vrc []float64

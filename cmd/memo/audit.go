@@ -206,7 +206,9 @@ type AuditSummary struct {
 	Tokenizer      string          `json:"tokenizer"` // --tokenizer, or "the model's own"
 	Device         string          `json:"device"`
 	Precision      string          `json:"precision"`
-	Memo           string          `json:"memo"` // the revision of memo that audited
+	BatchSize      int             `json:"batch_size"` // windows a forward pass, as resolved (--batch-size 0: from free memory)
+	Threads        int             `json:"threads"`    // libtorch threads
+	Memo           string          `json:"memo"`       // the revision of memo that audited
 	NMembers       int             `json:"n_members"`
 	NNonmembers    int             `json:"n_nonmembers"`
 	Duplicates     int             `json:"duplicates_dropped"`
@@ -367,6 +369,7 @@ func auditAction(c *cli.Context) error {
 	if acfg.Window, acfg.Stride, err = m.Windows(acfg); err != nil {
 		return usageError("audit: %v", err)
 	}
+	acfg.BatchSize = m.BatchSize(acfg) // resolved once, and recorded
 	var freq *eval.TokenFrequency
 	if p := c.String("frequency-corpus"); p != "" {
 		t0 := time.Now()
@@ -418,6 +421,7 @@ func auditAction(c *cli.Context) error {
 		Model: modelArg, Checkpoint: m.Checkpoint, Data: c.String("data"), TokensScored: total,
 		Context: m.Context, Window: acfg.Window, Stride: acfg.Stride, NWindows: windows, MinKFraction: acfg.MinKFraction, Lowercase: c.Bool("lowercase"),
 		FrequencyCorp: c.String("frequency-corpus"), DCPDDCap: c.Float64("dcpdd-cap"),
+		BatchSize: acfg.BatchSize, Threads: threads,
 		Bootstrap: ecfg.Bootstrap, Seed: ecfg.Seed, MIA: stats,
 		Blind: auditBlind{Method: "naive Bayes on binarized word uni- and bigrams (characters in scripts without spaces), stratified k-fold, label-permutation test",
 			Folds: bcfg.Folds, Threshold: blind.SeparableAUC, Permutations: br.Permutations, P: eval.Num(br.P), Verdict: br.Verdict(), AuditStat: br.AuditStat},

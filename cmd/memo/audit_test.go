@@ -112,6 +112,11 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if len(sum.DataSHA256) != 1 || sum.DataSHA256[0] != setHash || sum.Device != "cpu" || sum.Precision != "fp32" || sum.Tokenizer != "the model's own" || sum.Memo == "" {
 		t.Errorf("summary's settings: data_sha256 %v (want %s), device %q, precision %q, tokenizer %q, memo %q", sum.DataSHA256, setHash, sum.Device, sum.Precision, sum.Tokenizer, sum.Memo)
 	}
+	// --batch-size 0 is sized from free memory: the size it took is
+	// recorded, as are the threads (--threads 1).
+	if sum.BatchSize < 1 || sum.Threads != 1 {
+		t.Errorf("summary's batch_size %d, threads %d; want the resolved batch (>= 1) and 1", sum.BatchSize, sum.Threads)
+	}
 	// The blind baseline's permutation test: 200 shuffles, p in
 	// [1/201, 1], and the verdict the p and the AUC give.
 	p := float64(sum.Blind.P)
