@@ -121,7 +121,25 @@ func auditArgs(c *cli.Context) error {
 	if st, err := os.Stat(filepath.Dir(filepath.Clean(out))); err != nil || !st.IsDir() {
 		return usageError("audit: --out %s: directory %s does not exist", out, filepath.Dir(filepath.Clean(out)))
 	}
+	warnAuditLeftovers(out)
 	return nil
+}
+
+// warnAuditLeftovers names the temporary directories of audits into out
+// that were killed outright (SIGKILL, a lost node) while writing: hidden
+// beside out, they hold what looks like a whole audit but may lack
+// files. They are not removed: another audit into out may be writing one.
+func warnAuditLeftovers(out string) {
+	dir, base := filepath.Split(filepath.Clean(out))
+	ents, err := os.ReadDir(cmp.Or(dir, "."))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "."+base+".tmp-") {
+			slog.Warn("audit: an audit into this --out was killed while writing and left an incomplete directory; remove it", "path", filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // readAuditTexts reads the labelled set the flags name, each distinct

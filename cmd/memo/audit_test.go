@@ -208,6 +208,19 @@ func TestAuditBadInput(t *testing.T) {
 			t.Errorf("%s: wrote %s", tc.name, out)
 		}
 	}
+	// An audit killed outright while writing leaves its hidden temporary
+	// directory; the next audit into that --out names it.
+	left := filepath.Join(dir, ".killed.tmp-12345")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := memo("audit", "--model", run, "--out", "killed", "--data", write("e.jsonl", `{"input":"","label":1}`))
+	if r.code != 2 || !strings.Contains(r.stderr, "was killed while writing") || !strings.Contains(r.stderr, "path=.killed.tmp-12345") {
+		t.Errorf("a killed audit's directory beside --out: exit %d, stderr %q; want a warning naming %s", r.code, r.stderr, left)
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Errorf("the leftover was removed: %v", err)
+	}
 }
 
 // TestAuditVerdict: the report's sentence on the blind baseline for each
