@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,7 +222,8 @@ type AuditSummary struct {
 	DataSHA256     []string        `json:"data_sha256"` // of --data, or of --members and --nonmembers
 	TextField      string          `json:"text_field,omitempty"`
 	LabelField     string          `json:"label_field,omitempty"`
-	Tokenizer      string          `json:"tokenizer"` // --tokenizer, or "the model's own"
+	Tokenizer      string          `json:"tokenizer"`        // --tokenizer, or "the model's own"
+	TokenizerSHA   string          `json:"tokenizer_sha256"` // of the tokenizer.json the texts were encoded with
 	Device         string          `json:"device"`
 	Precision      string          `json:"precision"`
 	BatchSize      int             `json:"batch_size"` // windows a forward pass, as resolved (--batch-size 0: from free memory)
@@ -238,6 +240,7 @@ type AuditSummary struct {
 	MinKFraction   float64         `json:"mink_fraction"`
 	Lowercase      bool            `json:"lowercase_pass"`
 	FrequencyCorp  string          `json:"frequency_corpus,omitempty"`
+	FrequencySHA   string          `json:"frequency_corpus_sha256,omitempty"`
 	DCPDDCap       float64         `json:"dcpdd_cap"`
 	Bootstrap      int             `json:"bootstrap"`
 	Seed           int64           `json:"seed"`
@@ -458,6 +461,12 @@ func auditAction(c *cli.Context) error {
 		}
 		sum.DataSHA256 = append(sum.DataSHA256, h)
 	}
+	if p := c.String("frequency-corpus"); p != "" {
+		if sum.FrequencySHA, err = filehash.SHA256(p); err != nil {
+			return fmt.Errorf("audit: hash %s: %w", p, err)
+		}
+	}
+	sum.TokenizerSHA = fmt.Sprintf("%x", sha256.Sum256(tok.JSON()))
 	sum.TextField, sum.LabelField = c.String("text-field"), c.String("label-field")
 	sum.Tokenizer = c.String("tokenizer")
 	if sum.Tokenizer == "" {

@@ -117,6 +117,10 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if sum.BatchSize < 1 || sum.Threads != 1 {
 		t.Errorf("summary's batch_size %d, threads %d; want the resolved batch (>= 1) and 1", sum.BatchSize, sum.Threads)
 	}
+	// The model's own tokenizer is the run's data/tokenizer.json.
+	if tokHash, err := filehash.SHA256(filepath.Join(run, "data", "tokenizer.json")); err != nil || sum.TokenizerSHA != tokHash {
+		t.Errorf("summary's tokenizer_sha256 %q, want the run's tokenizer.json's %q (%v)", sum.TokenizerSHA, tokHash, err)
+	}
 	// The blind baseline's permutation test: 200 shuffles, p in
 	// [1/201, 1], and the verdict the p and the AUC give.
 	p := float64(sum.Blind.P)
