@@ -154,8 +154,7 @@ func runDataBuild(c *cli.Context) error {
 	}
 	// The run's lock, as memo run holds it: a build into a run training
 	// (or a second build) rebuilt its data/ under it.
-	_, statErr := os.Stat(out)
-	created := errors.Is(statErr, fs.ErrNotExist)
+	created := missingDirs(out)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("data build: %w", err)
 	}
@@ -166,17 +165,34 @@ func runDataBuild(c *cli.Context) error {
 	defer atomicfile.AtInterrupt(func() { lock.Release() })()
 	defer lock.Release()
 	if err := data.Build(c.Context, cfg, out); err != nil {
-		if created {
-			// A refused build leaves no empty DIR behind (Remove takes
-			// only empty directories: nothing written is lost).
+		if len(created) > 0 {
+			// A refused build leaves none of the directories it made
+			// (Remove takes only empty ones: nothing written is lost).
 			lock.Release()
 			_ = os.Remove(filepath.Join(out, "data"))
-			_ = os.Remove(out)
+			for _, dir := range created {
+				_ = os.Remove(dir)
+			}
 		}
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "data"))
 	return nil
+}
+
+// missingDirs lists dir and each of its parents that does not exist yet,
+// dir first: the directories MkdirAll(dir) would make.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
 }
 
 func runDataFetch(c *cli.Context) error {

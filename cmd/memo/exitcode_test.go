@@ -137,7 +137,7 @@ func TestExitCodes(t *testing.T) {
 		{"spec without keys", []string{"run", "empty.toml"}, "empty.toml: the spec sets no key"},
 		{"empty txt directory", []string{"data", "build", "--out", "out", "emptytxt.toml"}, "no .txt files under emptydir"},
 		{"empty JSONL", []string{"data", "build", "--out", "out", "emptyjsonl.toml"}, "data.sources: \"jsonl:empty.jsonl\": empty.jsonl is empty"},
-		{"wrong #field", []string{"data", "build", "--out", "out", "field.toml"}, `no usable documents (1 rejected: 1 no text field (first at one.jsonl:1: no "body" field)`},
+		{"wrong #field", []string{"data", "build", "--out", "out/a/b", "field.toml"}, `no usable documents (1 rejected: 1 no text field (first at one.jsonl:1: no "body" field)`},
 		{"more targets than the corpus", []string{"data", "build", "--out", "out", "targets.toml"}, "data.targets + data.controls = 100050"},
 		{"run: text file named .parquet", []string{"run", "parquet.toml"}, `parquet.toml:3: data.sources: "parquet:fake.parquet": read fake.parquet: parquet: file is smaller than indicated metadata size (is it a Parquet file?)`},
 		{"export of a Hugging Face directory", []string{"export", otherModel, "out"}, "is a Hugging Face directory already: export writes one from a memo checkpoint or run"},
