@@ -197,13 +197,13 @@ func (s *Spec) checkStages(fail func(key, format string, args ...any) error) err
 	if block := cmp.Or(s.Train.Block, m.Context); s.Goldfish.Enabled() && s.Goldfish.KeptPrefix() >= block {
 		// A row's first KeptPrefix targets are always trained: with none
 		// left, the goldfish run is a standard-loss run under its name.
-		key, value, most := "goldfish.h", s.Goldfish.H, block-1 // rolling: h < block
-		switch s.Goldfish.Strategy {
-		case loss.StrategyStatic:
+		key, value := "goldfish.h", s.Goldfish.H
+		if s.Goldfish.Strategy == loss.StrategyStatic {
 			key, value = "goldfish.start", s.Goldfish.Start
-		case loss.StrategyHashTable, loss.StrategyHashAvalanche:
-			most = block // h-1 < block
 		}
+		// The kept prefix grows one for one with the key's value, and at
+		// most block-1 targets may be kept.
+		most := value - s.Goldfish.KeptPrefix() + block - 1
 		return fail(key, "%s = %d: goldfish.strategy = %q never drops a row's first %d targets, and a row has %d (train.block), so nothing would be dropped: want %s <= %d",
 			key, value, s.Goldfish.Strategy, s.Goldfish.KeptPrefix(), block, key, most)
 	}

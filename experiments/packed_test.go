@@ -63,7 +63,7 @@ func TestGoldfishDropsSomethingInARow(t *testing.T) {
 		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 65\n", 5, "goldfish.h = 65: goldfish.strategy = \"hash-table\" never drops a row's first 64 targets, and a row has 64 (train.block), so nothing would be dropped: want goldfish.h <= 64"},
 		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 500\nstrategy = 'hash-avalanche'\n", 5, "want goldfish.h <= 64"},
 		{"[train]\nblock = 64\n[goldfish]\nk = 4\nh = 64\nstrategy = 'rolling'\n", 5, "want goldfish.h <= 63"},
-		{"[train]\nblock = 64\n[goldfish]\nk = 4\nstart = 100000\nstrategy = 'static'\n", 5, "goldfish.start = 100000: goldfish.strategy = \"static\" never drops a row's first 100000 targets"},
+		{"[train]\nblock = 64\n[goldfish]\nk = 4\nstart = 100000\nstrategy = 'static'\n", 5, "goldfish.start = 100000: goldfish.strategy = \"static\" never drops a row's first 100000 targets, and a row has 64 (train.block), so nothing would be dropped: want goldfish.start <= 63"},
 	} {
 		_, err := ParseBytes("x.toml", []byte(tc.spec))
 		wantConfigError(t, err, tc.line, tc.want)
