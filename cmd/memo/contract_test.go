@@ -49,6 +49,7 @@ func TestInputErrorContract(t *testing.T) {
 		"ids.json":    "[[1, 2, 3]]",
 		"bad.json":    `[[1, 2], [3, "a"]]`,
 		"one.json":    "[[1, 2], [5]]",
+		"vocab.json":  "[[1, 2, 999999]]",
 		"jp.toml":     "name = \"実験\"\n",
 		"grid.toml":   "name = \"g\"\n[sweep]\n\"goldfish.k\" = [2, 4]\n",
 	}
@@ -88,6 +89,11 @@ func TestInputErrorContract(t *testing.T) {
 		{"score: an extra argument", []string{"score", "--model", "hf", "--ids-json", "ids.json", "other"}, `unexpected argument "other"`, false},
 		{"score: a value that is no id", []string{"score", "--model", "hf", "--ids-json", "bad.json"}, `row 1, position 1: "a" is not a token id`, false},
 		{"score: a one-token row", []string{"score", "--model", "hf", "--ids-json", "one.json"}, "row 1 has one token", false},
+		// Rows are checked against config.json before the weights load:
+		// "cut" has truncated weights, which loading would name instead.
+		{"score: an id past the vocabulary, before loading", []string{"score", "--model", "cut", "--ids-json", "vocab.json"}, "row 0, token 2: id 999999 is outside the model's vocabulary", false},
+		{"score: a one-token row, before loading", []string{"score", "--model", "cut", "--ids-json", "one.json"}, "row 1 has one token", false},
+		{"generate: an id past the vocabulary, before loading", []string{"generate", "--model", "cut", "--ids-json", "vocab.json"}, "row 0, token 2: id 999999 is outside the model's vocabulary", false},
 		{"score: --device, not train.device", []string{"score", "--model", "hf", "--ids-json", "ids.json", "--device", "cuda"}, `--device "cuda": CUDA is not available`, cudaErr == nil},
 		{"extract --set of a training key", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "train.lr=1"}, "extract takes only extract.KEY=VALUE; train.lr is not an attack setting", false},
 		{"extract --set extract.checkpoints", []string{"extract", "--model", "hf", "--data", "nodata", "--set", "extract.checkpoints=[5,10]"}, "memo extract attacks one model: name the checkpoint", false},

@@ -194,6 +194,31 @@ func checkIDs(cmd string, rows [][]int32, vocab int) error {
 	return nil
 }
 
+// checkScoreRows refuses rows score cannot take for a model of cfg.
+func checkScoreRows(rows [][]int32, cfg model.Config) error {
+	if err := checkIDs("score", rows, cfg.Vocab); err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if len(r) < 2 {
+			return usageError("score: row %d has one token: the NLL is of each token after the first, so a row needs at least 2", i)
+		}
+	}
+	for i, r := range rows {
+		if len(r) > cfg.Context {
+			return usageError("score: row %d has %d tokens, more than the model's context %d", i, len(r), cfg.Context)
+		}
+	}
+	return nil
+}
+
+// modelConfig reads the config of the model --model names without its
+// weights; ok is false where it cannot, and loading then says why.
+func modelConfig(path string) (model.Config, bool) {
+	_, cfg, err := checkpoint.ReadSource(path)
+	return cfg, err == nil
+}
+
 func printJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -237,22 +262,20 @@ func scoreAction(c *cli.Context) error {
 	}
 	runtime.LockOSThread() // libtorch's no-grad mode is per OS thread
 	defer runtime.UnlockOSThread()
+	// Rows are checked against the model's config.json before its
+	// weights load (minutes for a large model), and again after: the
+	// loaded model is what they run through.
+	if cfg, ok := modelConfig(c.String("model")); ok {
+		if err := checkScoreRows(rows, cfg); err != nil {
+			return err
+		}
+	}
 	g, _, err := loadAnyModel(c, "score")
 	if err != nil {
 		return err
 	}
-	if err := checkIDs("score", rows, g.Config().Vocab); err != nil {
+	if err := checkScoreRows(rows, g.Config()); err != nil {
 		return err
-	}
-	for i, r := range rows {
-		if len(r) < 2 {
-			return usageError("score: row %d has one token: the NLL is of each token after the first, so a row needs at least 2", i)
-		}
-	}
-	for i, r := range rows {
-		if len(r) > g.Config().Context {
-			return usageError("score: row %d has %d tokens, more than the model's context %d", i, len(r), g.Config().Context)
-		}
 	}
 	t0 := time.Now()
 	nll := make([][]float32, 0, len(rows))
@@ -377,6 +400,11 @@ func generateAction(c *cli.Context) error {
 	var err error
 	if prompt == "" {
 		if rows, err = readIDRows("generate", c.String("ids-json")); err != nil {
+			return err
+		}
+	}
+	if cfg, ok := modelConfig(c.String("model")); ok && prompt == "" {
+		if err := checkIDs("generate", rows, cfg.Vocab); err != nil {
 			return err
 		}
 	}
