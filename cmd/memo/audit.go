@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -219,11 +220,11 @@ type AuditSummary struct {
 	Model          string          `json:"model"`
 	Checkpoint     string          `json:"checkpoint"`
 	Data           string          `json:"data"`
-	DataSHA256     []string        `json:"data_sha256"` // of --data, or of --members and --nonmembers
-	TextField      string          `json:"text_field,omitempty"`
-	LabelField     string          `json:"label_field,omitempty"`
-	Tokenizer      string          `json:"tokenizer"`        // --tokenizer, or "the model's own"
-	TokenizerSHA   string          `json:"tokenizer_sha256"` // of the tokenizer.json the texts were encoded with
+	DataSHA256     []string        `json:"data_sha256"`           // of --data, or of --members and --nonmembers
+	TextField      string          `json:"text_field,omitempty"`  // as given or detected; joined with ", " where the files differ
+	LabelField     string          `json:"label_field,omitempty"` // none for MIMIR pairs and class files
+	Tokenizer      string          `json:"tokenizer"`             // --tokenizer, or "the model's own"
+	TokenizerSHA   string          `json:"tokenizer_sha256"`      // of the tokenizer.json the texts were encoded with
 	Device         string          `json:"device"`
 	Precision      string          `json:"precision"`
 	BatchSize      int             `json:"batch_size"` // windows a forward pass, as resolved (--batch-size 0: from free memory)
@@ -258,6 +259,22 @@ type auditBlind struct {
 	P            eval.Num `json:"p_value"` // null without permutations
 	Verdict      string   `json:"verdict"`
 	eval.AuditStat
+}
+
+// readFields names the fields the texts were read from, given or
+// detected, each distinct name once in the order met ("" for none:
+// a .txt class file's lines).
+func readFields(read []labelled.Text) (text, label string) {
+	var fields, labels []string
+	for _, t := range read {
+		if t.Field != "" && !slices.Contains(fields, t.Field) {
+			fields = append(fields, t.Field)
+		}
+		if t.LabelField != "" && !slices.Contains(labels, t.LabelField) {
+			labels = append(labels, t.LabelField)
+		}
+	}
+	return strings.Join(fields, ", "), strings.Join(labels, ", ")
 }
 
 // tokenizeAudit encodes each text, and its lowercase copy for the
@@ -467,7 +484,7 @@ func auditAction(c *cli.Context) error {
 		}
 	}
 	sum.TokenizerSHA = fmt.Sprintf("%x", sha256.Sum256(tok.JSON()))
-	sum.TextField, sum.LabelField = c.String("text-field"), c.String("label-field")
+	sum.TextField, sum.LabelField = readFields(texts)
 	sum.Tokenizer = c.String("tokenizer")
 	if sum.Tokenizer == "" {
 		sum.Tokenizer = "the model's own"

@@ -112,6 +112,10 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if len(sum.DataSHA256) != 1 || sum.DataSHA256[0] != setHash || sum.Device != "cpu" || sum.Precision != "fp32" || sum.Tokenizer != "the model's own" || sum.Memo == "" {
 		t.Errorf("summary's settings: data_sha256 %v (want %s), device %q, precision %q, tokenizer %q, memo %q", sum.DataSHA256, setHash, sum.Device, sum.Precision, sum.Tokenizer, sum.Memo)
 	}
+	// The fields the texts were read from, detected here, are recorded.
+	if sum.TextField != "input" || sum.LabelField != "label" {
+		t.Errorf("summary's text_field %q, label_field %q; want the detected input and label", sum.TextField, sum.LabelField)
+	}
 	// --batch-size 0 is sized from free memory: the size it took is
 	// recorded, as are the threads (--threads 1).
 	if sum.BatchSize < 1 || sum.Threads != 1 {

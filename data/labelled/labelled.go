@@ -27,6 +27,10 @@ type Text struct {
 	Text   string
 	Member bool
 	Where  string // file:row, for messages
+	// Field and LabelField name the fields the text and its label were
+	// read from, as given or detected: member or nonmember for a MIMIR
+	// pair (no label field), none for a line of a .txt class file.
+	Field, LabelField string
 }
 
 // Fields names a file's fields; empty ones are detected: the text field
@@ -61,7 +65,7 @@ func Read(path string, f Fields) ([]Text, error) {
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, Text{Text: t, Member: i == 0, Where: r.where})
+				out = append(out, Text{Text: t, Member: i == 0, Where: r.where, Field: name})
 			}
 		}
 		return out, nil
@@ -95,7 +99,7 @@ func Read(path string, f Fields) ([]Text, error) {
 		if err != nil {
 			return nil, badinput.Errorf("%s: field %q: %v", r.where, label, err)
 		}
-		out[i] = Text{Text: t, Member: m, Where: r.where}
+		out[i] = Text{Text: t, Member: m, Where: r.where, Field: text, LabelField: label}
 	}
 	return out, nil
 }
@@ -158,7 +162,7 @@ func ReadClass(path string, member bool, field string) ([]Text, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = Text{Text: t, Member: member, Where: r.where}
+		out[i] = Text{Text: t, Member: member, Where: r.where, Field: field}
 	}
 	return out, nil
 }

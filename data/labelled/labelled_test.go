@@ -23,12 +23,13 @@ func TestRead(t *testing.T) {
 		name, body string
 		fields     Fields
 		want       string // texts with + for a member, - for a non-member
+		read       string // the first text's Field/LabelField
 	}{
-		{"WikiMIA", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b"},
-		{"booleans and words", `{"text":"a","label":true}` + "\n" + `{"text":"b","label":"nonmember"}` + "\n" + `{"text":"c","label":"member"}`, Fields{}, "+a -b +c"},
-		{"named fields", `{"doc":"a","m":"0"}` + "\n\n" + `{"doc":"b","m":"1"}`, Fields{Text: "doc", Label: "m"}, "-a +b"},
-		{"MIMIR pairs", `{"member":"a","nonmember":"b"}` + "\n" + `{"member":"c","nonmember":"d"}`, Fields{}, "+a -b +c -d"},
-		{"a byte-order mark", "\ufeff" + `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b"},
+		{"WikiMIA", `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b", "input/label"},
+		{"booleans and words", `{"text":"a","label":true}` + "\n" + `{"text":"b","label":"nonmember"}` + "\n" + `{"text":"c","label":"member"}`, Fields{}, "+a -b +c", "text/label"},
+		{"named fields", `{"doc":"a","m":"0"}` + "\n\n" + `{"doc":"b","m":"1"}`, Fields{Text: "doc", Label: "m"}, "-a +b", "doc/m"},
+		{"MIMIR pairs", `{"member":"a","nonmember":"b"}` + "\n" + `{"member":"c","nonmember":"d"}`, Fields{}, "+a -b +c -d", "member/"},
+		{"a byte-order mark", "\ufeff" + `{"input":"a","label":1}` + "\n" + `{"input":"b","label":0}`, Fields{}, "+a -b", "input/label"},
 	} {
 		texts, err := Read(write(t, "set.jsonl", tc.body), tc.fields)
 		if err != nil {
@@ -41,6 +42,9 @@ func TestRead(t *testing.T) {
 		}
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, g, tc.want)
+		}
+		if g := texts[0].Field + "/" + texts[0].LabelField; g != tc.read {
+			t.Errorf("%s: read from fields %q, want %q", tc.name, g, tc.read)
 		}
 	}
 }
@@ -107,7 +111,7 @@ func TestReadClass(t *testing.T) {
 		t.Errorf("txt with a blank line between texts: %v, want gap.txt:2: empty text", err)
 	}
 	n, err := ReadClass(write(t, "n.jsonl", `{"text":"x"}`), false, "")
-	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" {
+	if err != nil || len(n) != 1 || n[0].Member || n[0].Text != "x" || n[0].Field != "text" || m[0].Field != "" {
 		t.Fatalf("jsonl: %+v %v", n, err)
 	}
 	if err := CheckClasses(append(m, n...), 1); err != nil {
