@@ -138,7 +138,7 @@ func Run(ctx context.Context, spec *Spec, runsRoot string, opt Options) (string,
 			}
 		}()
 	}
-	m, err := openRunDir(dir, spec.Name, conf, hash, opt.Force)
+	m, err := openRunDir(dir, spec, conf, hash, opt.Force)
 	if err != nil {
 		return dir, err
 	}
@@ -342,7 +342,7 @@ func recordStage(ctx context.Context, st string, spec *Spec, dir string, opt Opt
 
 // openRunDir creates the run directory with config.toml and manifest.json,
 // or reopens an existing one after checking it holds the same spec.
-func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manifest, error) {
+func openRunDir(dir string, spec *Spec, conf []byte, hash string, force bool) (*Manifest, error) {
 	old, err := os.ReadFile(filepath.Join(dir, runfiles.ConfigFile))
 	orphan := errors.Is(err, os.ErrNotExist) && madeByARun(dir)
 	switch {
@@ -366,7 +366,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 				return nil, fmt.Errorf("%w: %s is not the file memo run wrote (its sha256 is not the one %s records): damaged or edited since; restore it, or pass --force to move the old run aside and start again", ErrSpecChanged,
 					filepath.Join(dir, runfiles.ConfigFile), ManifestFile)
 			}
-			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differNote(old, conf))
+			return nil, fmt.Errorf("%w: %s was made from another spec%s; give this one another name%s, or pass --force to move the old run aside and start again", ErrSpecChanged, dir, differNote(old, conf), reuseHint(dir, spec))
 		}
 		aside := fmt.Sprintf("%s.old-%s", dir, time.Now().UTC().Format("20060102T150405"))
 		if err := os.Rename(dir, aside); err != nil {
@@ -401,7 +401,7 @@ func openRunDir(dir, name string, conf []byte, hash string, force bool) (*Manife
 	if err := atomicfile.WriteFile(filepath.Join(dir, runfiles.ConfigFile), conf); err != nil {
 		return nil, err
 	}
-	m := newManifest(name, hash)
+	m := newManifest(spec.Name, hash)
 	for _, s := range Stages {
 		m.Stage(s)
 	}
@@ -554,6 +554,22 @@ func differNote(was, now []byte) string {
 		return " (" + d + ")"
 	}
 	return ""
+}
+
+// reuseHint is the refusal's pointer to --reuse-train where the run in
+// dir trained the model spec asks for and only attack, reporting or
+// reference settings differ: another name alone would train it again.
+func reuseHint(dir string, spec *Spec) string {
+	was, ok, err := ReadRun(dir)
+	if err != nil || !ok {
+		return ""
+	}
+	a, errA := was.TrainingKey()
+	b, errB := spec.TrainingKey()
+	if errA != nil || errB != nil || a != b {
+		return ""
+	}
+	return fmt.Sprintf(" (only settings that leave training alone differ: add --reuse-train %s to attack its model rather than train it again)", dir)
 }
 
 // specDiff names the keys whose values differ between two resolved specs,

@@ -110,6 +110,18 @@ func TestRunRefusesChangedSpec(t *testing.T) {
 	if len(calls) != 0 {
 		t.Errorf("a refused run called stages %v", calls)
 	}
+	if strings.Contains(err.Error(), "--reuse-train") {
+		t.Errorf("err = %v: points at --reuse-train for a change in training", err)
+	}
+	// A change that leaves training alone points at --reuse-train.
+	c, err := ParseBytes("mini.toml", []byte(miniSpec+"[mia]\nreferences = 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), c, root, Options{})
+	if !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "add --reuse-train "+filepath.Join(root, "mini")+" to attack its model") {
+		t.Errorf("err = %v, want ErrSpecChanged pointing at --reuse-train", err)
+	}
 	// A config.toml that is not TOML is named as damaged, not as another
 	// spec.
 	conf := filepath.Join(root, "mini", "config.toml")
