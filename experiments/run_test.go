@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/internal/badinput"
+	"github.com/memo-research/memo/plots"
 )
 
 // fakeStages replaces the stage packages with a recorder; failAt names a
@@ -337,8 +339,23 @@ func TestSweepOfAnotherGrid(t *testing.T) {
 		}
 		return dir
 	}
+	first := prepare("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4, 8]\n")
+	// A report of the grid, as memo report writes it: kept while the grid
+	// is, removed with it (a sweep cut short left the old grid's table,
+	// which read as finished).
+	report := filepath.Join(first, plots.ReportDir)
+	writeTestFile(t, filepath.Join(report, plots.TableFile), "| k |\n")
 	prepare("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4, 8]\n")
+	if _, err := os.Stat(filepath.Join(report, plots.TableFile)); err != nil {
+		t.Errorf("the report of an unchanged grid: %v, want it kept", err)
+	}
 	dir := prepare("name = \"gvs\"\n[sweep]\n\"goldfish.k\" = [0, 4]\n")
+	if _, err := os.Stat(report); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the report of the old grid: %v, want it removed", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".report*")); len(left) > 0 {
+		t.Errorf("removing the report left %v", left)
+	}
 	specs, err := filepath.Glob(filepath.Join(dir, "specs", "*.toml"))
 	if err != nil || len(specs) != 2 {
 		t.Errorf("specs/ holds %v, want k=0 and k=4 only", specs)

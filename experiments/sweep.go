@@ -15,6 +15,7 @@ import (
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/runfiles"
+	"github.com/memo-research/memo/plots"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -305,7 +306,16 @@ func PrepareSweep(s *Spec, runsRoot string, force bool) (string, []Point, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, SweepIndexFile), append(b, '\n')); err != nil {
+	b = append(b, '\n')
+	if old, err := os.ReadFile(filepath.Join(dir, SweepIndexFile)); err == nil && !bytes.Equal(old, b) {
+		// The report is of the old grid: a sweep cut short before it
+		// reports again would leave it, a table that reads as finished
+		// without the new points. memo report makes it again.
+		if err := plots.RemoveReport(dir); err != nil {
+			return "", nil, err
+		}
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, SweepIndexFile), b); err != nil {
 		return "", nil, err
 	}
 	for _, d := range []string{filepath.Join(dir, "specs"), filepath.Join(dir, "logs")} {

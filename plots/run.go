@@ -68,6 +68,27 @@ const (
 	TableFile  = "table.md"
 )
 
+// RemoveReport removes dir's report/, when memo report wrote it (it holds
+// table.md): what a sweep does when its grid changed, so that a sweep cut
+// short leaves no report of the old grid that reads as finished. The
+// directory is renamed away first and removed whole after: a removal cut
+// short leaves a temporary directory, not a report/ missing some files.
+func RemoveReport(dir string) error {
+	out := filepath.Join(dir, ReportDir)
+	if _, err := os.Stat(filepath.Join(out, TableFile)); err != nil {
+		return nil
+	}
+	tmp, err := os.MkdirTemp(dir, "."+ReportDir+".tmp-")
+	if err != nil {
+		return fmt.Errorf("remove the old report: %w", err)
+	}
+	if err := os.Rename(out, filepath.Join(tmp, ReportDir)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("remove the old report: %w", err)
+	}
+	return os.RemoveAll(tmp)
+}
+
 // Report writes the comparison table (table.md, table.csv, table.tex) and the
 // figures of a sweep directory, or of a single run directory, into dir/report.
 // Sweep points that have not finished are left out and logged. read reads
