@@ -181,6 +181,12 @@ func TestReportGoldfishSweep(t *testing.T) {
 	if auc0 < 0.8 {
 		t.Errorf("standard-loss MIA AUC = %v; synthetic losses separate members, want > 0.8", auc0)
 	}
+	// What table.csv leaves out is in a CSV too: a script that reads the
+	// CSVs alone would not see the note.
+	if left := readCSV(t, filepath.Join(out, LeftOutFile)); len(left) != 2 || strings.Join(left[0], ",") != "point,reason" ||
+		left[1][0] != "k=8" || left[1][1] != "not finished: no scores.parquet and summary.json yet" {
+		t.Errorf("%s = %q, want its header and k=8 with its reason", LeftOutFile, left)
+	}
 
 	// A grid none of whose points can be reported replaces the report
 	// with one that says so: a review's rerun with a changed key (every

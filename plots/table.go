@@ -246,7 +246,9 @@ func writeBooktabs(out io.Writer, align string, head []string, rows [][]string) 
 
 // writeTables writes table.md, table.csv and table.tex into dir.
 // A partial report (left not empty) says so under table.md's table and in
-// a comment atop table.tex; table.csv holds the rows alone.
+// a comment atop table.tex; table.csv holds the rows alone, and
+// left_out.csv (a header alone when none is) the points left out and why,
+// for a script that reads the CSV and would not see the note.
 func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]string, error) {
 	notes := []string{partialNote(len(rows), left), lowFPRNote(rowControls(rows)...)}
 	return writeFiles(dir,
@@ -264,6 +266,7 @@ func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]strin
 			return nil
 		}},
 		namedWriter{"table.csv", func(w io.Writer) error { return writeCSV(w, axes, rows) }},
+		namedWriter{LeftOutFile, func(w io.Writer) error { return writeLeftOut(w, left) }},
 		namedWriter{"table.tex", func(w io.Writer) error {
 			for _, note := range notes {
 				if note != "" {
@@ -274,6 +277,24 @@ func writeTables(dir string, axes []string, rows []row, left []leftOut) ([]strin
 			}
 			return writeLaTeX(w, axes, rows)
 		}})
+}
+
+// LeftOutFile lists the sweep points a report leaves out: columns point
+// and reason, one row a point.
+const LeftOutFile = "left_out.csv"
+
+func writeLeftOut(out io.Writer, left []leftOut) error {
+	cw := csv.NewWriter(out)
+	if err := cw.Write([]string{"point", "reason"}); err != nil {
+		return err
+	}
+	for _, l := range left {
+		if err := cw.Write([]string{l.Name, l.Why}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // rowControls is the controls each row's membership inference scored.

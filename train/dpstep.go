@@ -11,7 +11,9 @@ package train
 // Gradient accumulation changes nothing here: every row already runs
 // alone, so the micro-batch split of train.grad_accum is a memory bound
 // the per-row passes never reach, and the clipped sum over the logical
-// batch is the same however it is cut. The accountant records every step
+// batch is the same bit for bit whatever train.grad_accum is; cut over
+// more workers or ranks it is the same sum added in another order, equal
+// to float rounding. The accountant records every step
 // and travels in the checkpoint, so a resumed run reports the ε of the
 // uninterrupted one; the draws are functions of (seed, step), so its
 // weights are the uninterrupted one's too. With [train.lora] the rows run
