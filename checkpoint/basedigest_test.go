@@ -89,3 +89,42 @@ func TestSourceDigestCoversShards(t *testing.T) {
 		t.Errorf("LegacySourceDigests(single file) = %v, want none", got)
 	}
 }
+
+// TestWeightsDigest: what an audit records of the weights it scored is a
+// Hugging Face directory's digest (as a LoRA base's), a memo checkpoint's
+// recorded one, and a LoRA checkpoint's adapters' with its base's.
+func TestWeightsDigest(t *testing.T) {
+	single := filepath.Join("..", "testdata", "hf", "llama-gqa-tied")
+	want, err := SourceDigest(single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := t.TempDir()
+	writeState := func(st State) {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(memo, StateFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name          string
+		dir           string
+		state         *State
+		weights, base string
+	}{
+		{"Hugging Face directory", single, nil, want, ""},
+		{"memo checkpoint", memo, &State{SHA256: map[string]string{ModelFile: "aa", OptimizerFile: "bb"}}, "aa", ""},
+		{"LoRA checkpoint", memo, &State{SHA256: map[string]string{PEFTWeightsFile: "cc"}, LoRABase: &LoRABase{SHA256: "dd"}}, "cc", "dd"},
+	} {
+		if tt.state != nil {
+			writeState(*tt.state)
+		}
+		weights, base, err := WeightsDigest(tt.dir)
+		if err != nil || weights != tt.weights || base != tt.base {
+			t.Errorf("%s: WeightsDigest = %q, %q, %v; want %q, %q", tt.name, weights, base, err, tt.weights, tt.base)
+		}
+	}
+}

@@ -163,6 +163,27 @@ func SourceDigest(path string) (string, error) {
 	return baseDigest(dir)
 }
 
+// WeightsDigest names the weights in dir, a Hugging Face directory or a
+// memo checkpoint as LoadModel resolved it: a Hugging Face directory's
+// model.safetensors sha256 (hfWeightsDigest: hashed here, seconds a GB),
+// a memo checkpoint's as its state.json records it (which loading
+// verified). A LoRA checkpoint's is its adapters' file; base is then the
+// digest of the weights they were trained on ("" for the seed's own).
+func WeightsDigest(dir string) (weights, base string, err error) {
+	if IsHFDir(dir) {
+		weights, err = hfWeightsDigest(dir)
+		return weights, "", err
+	}
+	st, err := ReadState(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if st.LoRABase != nil {
+		return st.SHA256[PEFTWeightsFile], st.LoRABase.SHA256, nil
+	}
+	return st.SHA256[ModelFile], "", nil
+}
+
 // Check fails, as bad input, unless b's weights are still there and
 // unchanged: adapters on other weights compute another model.
 func (b *LoRABase) Check() error {

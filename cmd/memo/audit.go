@@ -219,6 +219,8 @@ func frequencyCorpus(path string, tok *data.Tokenizer, vocab int) (*eval.TokenFr
 type AuditSummary struct {
 	Model          string          `json:"model"`
 	Checkpoint     string          `json:"checkpoint"`
+	WeightsSHA     string          `json:"weights_sha256"`                // of the weights scored (checkpoint.WeightsDigest); a LoRA checkpoint's adapters
+	BaseSHA        string          `json:"base_weights_sha256,omitempty"` // a LoRA checkpoint's base weights
 	Data           string          `json:"data"`
 	DataSHA256     []string        `json:"data_sha256"`           // of --data, or of --members and --nonmembers
 	TextField      string          `json:"text_field,omitempty"`  // as given or detected; joined with ", " where the files differ
@@ -401,6 +403,12 @@ func auditAction(c *cli.Context) error {
 	if ctx.Err() != nil {
 		return errAuditInterrupted
 	}
+	// Before scoring, so that an audit does not fail at its end: a
+	// Hugging Face directory's weights are hashed, seconds a GB.
+	weightsSHA, baseSHA, err := checkpoint.WeightsDigest(m.Checkpoint)
+	if err != nil {
+		return fmt.Errorf("audit: the weights' digest: %w", err)
+	}
 	if err := m.CheckTokens(tok.VocabSize(), inputs); err != nil {
 		return usageError("audit: %v", err)
 	}
@@ -483,6 +491,7 @@ func auditAction(c *cli.Context) error {
 			return fmt.Errorf("audit: hash %s: %w", p, err)
 		}
 	}
+	sum.WeightsSHA, sum.BaseSHA = weightsSHA, baseSHA
 	sum.TokenizerSHA = fmt.Sprintf("%x", sha256.Sum256(tok.JSON()))
 	sum.TextField, sum.LabelField = readFields(texts)
 	sum.Tokenizer = c.String("tokenizer")

@@ -112,6 +112,11 @@ func TestAuditMatchesAttack(t *testing.T) {
 	if len(sum.DataSHA256) != 1 || sum.DataSHA256[0] != setHash || sum.Device != "cpu" || sum.Precision != "fp32" || sum.Tokenizer != "the model's own" || sum.Memo == "" {
 		t.Errorf("summary's settings: data_sha256 %v (want %s), device %q, precision %q, tokenizer %q, memo %q", sum.DataSHA256, setHash, sum.Device, sum.Precision, sum.Tokenizer, sum.Memo)
 	}
+	// The weights scored are named by their digest: the checkpoint's
+	// model.safetensors.
+	if w, err := filehash.SHA256(filepath.Join(sum.Checkpoint, "model.safetensors")); err != nil || sum.WeightsSHA != w || sum.BaseSHA != "" {
+		t.Errorf("summary's weights_sha256 %q (base %q), want the checkpoint's model.safetensors's %q (%v)", sum.WeightsSHA, sum.BaseSHA, w, err)
+	}
 	// The fields the texts were read from, detected here, are recorded.
 	if sum.TextField != "input" || sum.LabelField != "label" {
 		t.Errorf("summary's text_field %q, label_field %q; want the detected input and label", sum.TextField, sum.LabelField)
