@@ -32,7 +32,7 @@ import (
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure this machine: training throughput and model FLOPs utilisation, decoding throughput",
+		Usage: "measure this machine: training throughput and MFU, decoding, scoring and scan throughput, checkpoint I/O (and write a corpus to time data build)",
 		Subcommands: []*cli.Command{{
 			Name:      "corpus",
 			Usage:     "write a JSONL corpus for measuring `memo data build` (scripts/bench-data.sh)",
@@ -87,7 +87,7 @@ func benchCommand() *cli.Command {
 			Action: noArguments("bench train", runBenchTrain),
 		}, {
 			Name:      "decode",
-			Usage:     "decode random prompts with a random model as an attack does and report tokens/s",
+			Usage:     "decode random prompts as an attack does (a random model, or --model DIR) and report tokens/s",
 			UsageText: "memo bench decode [--preset P --vocab V | --model DIR] [--prefix N --suffix M --batch B --threads K --decoding D --samples S --temperature T --top-k K --top-p P --approximation A --device D] [--cuda-graphs] [--count-ops] [--json]",
 			Description: "Decodes --batch random prompts of --prefix tokens by --suffix tokens with a\n" +
 				"randomly initialised model, through extraction's own decoding path (the KV-cache\n" +

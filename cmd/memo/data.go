@@ -65,7 +65,7 @@ func dataCommand() *cli.Command {
 			},
 			{
 				Name:      "ls",
-				Usage:     "list the shared dataset cache (CACHE/datasets): key, size, runs linked, sources, tokenizer",
+				Usage:     "list the shared dataset cache (CACHE/datasets): key, size, runs linked, documents, created, tokenizer, sources",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "cache", Usage: "cache `DIR` (default $MEMO_CACHE or ~/.cache/memo)"},

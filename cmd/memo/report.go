@@ -23,8 +23,11 @@ func reportCommand() *cli.Command {
 		Description: "Reads each run's scores.parquet, metrics.arrow and config.toml and writes\n" +
 			"DIR/report/table.{md,csv,tex} and DIR/report/figures/*.{png,svg,pdf}: exact match\n" +
 			"against k with 95 % confidence intervals, RougeL distributions, memorization against\n" +
-			"repetitions per model, loss curves and membership-inference ROC curves. Unfinished\n" +
-			"sweep runs are left out. Figure settings come from the runs' [plots] table.",
+			"repetitions per model, loss curves and membership-inference ROC curves. Where the runs\n" +
+			"have their numbers it also writes calibrated.{md,csv,tex} (LiRA, RMIA by reference\n" +
+			"count), threshold, repetitions, corpus-counts and approx (.md, .csv). Unfinished\n" +
+			"sweep runs are left out, and listed with the reason in left_out.csv. Figure settings\n" +
+			"come from the runs' [plots] table.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "formats", Usage: "comma-separated image formats (png,svg,pdf); default from the spec"},
 			&cli.BoolFlag{Name: "require-all", Usage: "after the report of the finished points, exit 1 naming each grid point of the sweep that did not finish (memo sweep --submit's report job passes it)"},
