@@ -138,7 +138,7 @@ func warnAuditLeftovers(out string) {
 		return
 	}
 	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "."+base+".tmp-") {
+		if e.IsDir() && atomicfile.IsTemp(e.Name(), base) {
 			slog.Warn("audit: an audit into this --out was killed while writing and left an incomplete directory; remove it", "path", filepath.Join(dir, e.Name()))
 		}
 	}

@@ -263,9 +263,10 @@ func scoreAction(c *cli.Context) error {
 	runtime.LockOSThread() // libtorch's no-grad mode is per OS thread
 	defer runtime.UnlockOSThread()
 	// Rows are checked against the model's config.json before its
-	// weights load (minutes for a large model), and again after: the
-	// loaded model is what they run through.
-	if cfg, ok := modelConfig(c.String("model")); ok {
+	// weights load (minutes for a large model); against the loaded model
+	// where the config alone does not read.
+	cfg, checked := modelConfig(c.String("model"))
+	if checked {
 		if err := checkScoreRows(rows, cfg); err != nil {
 			return err
 		}
@@ -274,8 +275,10 @@ func scoreAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkScoreRows(rows, g.Config()); err != nil {
-		return err
+	if !checked {
+		if err := checkScoreRows(rows, g.Config()); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
 	nll := make([][]float32, 0, len(rows))
