@@ -9,7 +9,7 @@ import (
 )
 
 // Approximation is the one hook through which an inference
-// approximation (package model/approx: KV quantization, Loki, Sift, and
+// approximation (package engine/approx: KV quantization, Loki, Sift, and
 // QuantSpec's draft) changes decoding. A cache of a Stepper made by
 // NewStepperUnder has one, and its backend (approxBackend)
 // hands each layer of a cached pass to it: what enters the cache goes
@@ -40,7 +40,7 @@ func NewStepperUnder(g *model.GPT, newApprox func(rows int) Approximation) *Step
 // Resync makes row i's sequence its prompt followed by gen[i] (all rows
 // equally long), keeps in the cache the positions that did not change,
 // feeds the rest and returns each row's logits at every position fed:
-// speculative decoding rewinds to the tokens it kept (model/approx).
+// speculative decoding rewinds to the tokens it kept (engine/approx).
 func (s *Stepper) Resync(gen [][]int32) ([][][]float32, error) {
 	longest := s.promptLen
 	same := len(s.seqs[0])

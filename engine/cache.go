@@ -25,7 +25,7 @@ type Cache struct {
 	// passes (joins.go).
 	joins *joins
 	// approx, when not nil, is the approximation the cache decodes under
-	// (Approximation, package model/approx).
+	// (Approximation, package engine/approx).
 	approx Approximation
 	// backend computes the attention and products of every pass.
 	backend model.Backend

@@ -11,7 +11,7 @@
 //     the CPU the decode kernels, the single-query attention
 //     (torchx.AttendOne) for decode steps and the few-row product
 //     (torchx.LinearRows); or an Approximation's attention (package
-//     model/approx) for a Stepper made by NewStepperUnder. The
+//     engine/approx) for a Stepper made by NewStepperUnder. The
 //     teacher-forced passes pick theirs the same way (uncached).
 //   - Stepper decodes a batch of left-padded prompts in lockstep, and
 //     Continue is the one token loop greedy, sampling, beam search

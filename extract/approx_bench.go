@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // benchApprox is a decode benchmark's approximation (extract.approximation's

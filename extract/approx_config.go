@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/memo-research/memo/model/approx"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/precision"
 )
 

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // lokiBasis returns Loki's key basis for the model of ckpt, calibrated on

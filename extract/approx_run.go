@@ -6,9 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/memo-research/memo/data"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // approxMethod is the approximation an attack or a decode benchmark

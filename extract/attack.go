@@ -9,11 +9,11 @@ import (
 	"sort"
 
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/internal/progress"
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // byLength orders the indexes of items by length (stable), so that a batch

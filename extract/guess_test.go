@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // TestGuessLogProbByHand works the sequence log-probabilities of the toy

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memo-research/memo/data"
 	"github.com/memo-research/memo/engine"
+	"github.com/memo-research/memo/engine/approx"
 	"github.com/memo-research/memo/internal/atomicfile"
 	"github.com/memo-research/memo/internal/badinput"
 	"github.com/memo-research/memo/internal/outguard"
@@ -21,7 +22,6 @@ import (
 	"github.com/memo-research/memo/internal/runfiles"
 	"github.com/memo-research/memo/internal/torchx"
 	"github.com/memo-research/memo/model"
-	"github.com/memo-research/memo/model/approx"
 )
 
 // CheckScan refuses settings a scan cannot honour: it decides greedy

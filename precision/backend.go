@@ -155,7 +155,7 @@ func (f fusedAttention) GroupedHeads(c *model.AttentionCall) bool {
 // fullCausal says the mask, when it is the shared 2-D one, is the plain
 // causal mask (no sliding window), which the kernel then applies itself.
 // k and v with fewer heads than q go to the kernel's grouped-query form.
-// The approximate-inference methods (model/approx) read the scores and
+// The approximate-inference methods (engine/approx) read the scores and
 // never come here.
 func (f fusedAttention) Attention(q, k, v, mask *ts.Tensor, scale float64, fullCausal bool) (*ts.Tensor, bool) {
 	dt := f.b.dt

@@ -72,7 +72,7 @@ type CompletionApprox struct {
 	// exact attention probability on the tokens attended (1 unless sparse).
 	AttnMassKept float64 `arrow:"attn_mass_kept"`
 	// KVBytesPerToken is the mean key and value bytes read per decode
-	// step, all layers (approx.Stats of package model/approx; NaN for quantspec, whose two
+	// step, all layers (approx.Stats of package engine/approx; NaN for quantspec, whose two
 	// models read differently sized caches).
 	KVBytesPerToken float64 `arrow:"kv_bytes_per_token"`
 	// SpecAccept is QuantSpec's accepted / proposed draft tokens (NaN
