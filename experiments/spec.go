@@ -419,3 +419,32 @@ func dropTable(doc []byte, name string) []byte {
 	}
 	return append(doc[:i:i], rest[j:]...)
 }
+
+// DefaultLossNote is a line for the user when the spec trains with the
+// goldfish loss only because it leaves [goldfish] to memo's default (k = 4):
+// a spec written for the standard loss without a [goldfish] table trained
+// goldfish unnoticed once (docs/RESULTS.md, repetition counts). It is ""
+// when the file, a --set, a sweep axis or a sweep point sets goldfish.k or
+// goldfish.strategy, or when the loss is the standard one.
+func (s *Spec) DefaultLossNote() string {
+	if !s.Goldfish.Enabled() {
+		return ""
+	}
+	for _, key := range []string{"k", "strategy"} {
+		if tab, ok := s.raw["goldfish"].(map[string]any); ok {
+			if _, set := tab[key]; set {
+				return ""
+			}
+		}
+		if _, set := s.Sweep["goldfish."+key]; set {
+			return ""
+		}
+		for _, p := range s.SweepPoints {
+			if _, set := p["goldfish."+key]; set {
+				return ""
+			}
+		}
+	}
+	g := s.Goldfish
+	return fmt.Sprintf("the spec sets no goldfish.k, so training uses memo's default goldfish loss (%s, k=%d, h=%d); set [goldfish] k = 0 for the standard loss", g.Strategy, g.K, g.H)
+}

@@ -168,6 +168,9 @@ func runAction(c *cli.Context) (err error) {
 	if err := preflight(c.Args().First(), spec); err != nil {
 		return err
 	}
+	if note := spec.DefaultLossNote(); note != "" && place.Rank == 0 {
+		slog.Info(note)
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	if lead != nil {

@@ -73,6 +73,9 @@ func sweepCommand() *cli.Command {
 			if !spec.IsSweep() {
 				return usageError("sweep: %s has no [sweep] table; use `memo run` for a single run", spec.File())
 			}
+			if note := spec.DefaultLossNote(); note != "" {
+				slog.Info(note)
+			}
 			for _, f := range []string{"nodes", "nproc"} {
 				if c.Int(f) < 1 {
 					return usageError("sweep: --%s %d: must be >= 1", f, c.Int(f))
