@@ -315,6 +315,48 @@ func TestOpenDir(t *testing.T) {
 		}
 		sameBits(t, "row", got, []float32{-1, 0.5, 1024})
 	})
+	// save_pretrained without shards into a directory that held a sharded
+	// save leaves the old index (and, copied by hand, maybe the shards):
+	// transformers reads model.safetensors, and so does OpenDir, as does
+	// WeightFiles, which the base digest reads.
+	t.Run("single beside a stale index", func(t *testing.T) {
+		for _, keepShards := range []bool{true, false} {
+			dir := t.TempDir()
+			sharded := filepath.Join("testdata", "sharded")
+			entries, err := os.ReadDir(sharded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Name() != IndexFile && !keepShards {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(sharded, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := writeGood(filepath.Join(dir, SingleFile), F16); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenDir(dir)
+			if err != nil {
+				t.Fatalf("shards kept %v: %v", keepShards, err)
+			}
+			got := s.Names()
+			s.Close()
+			if !slices.Equal(got, []string{"values", "scalar", "empty", "row"}) {
+				t.Errorf("shards kept %v: Names() = %v, want model.safetensors's", keepShards, got)
+			}
+			files, err := WeightFiles(dir)
+			if err != nil || !slices.Equal(files, []string{filepath.Join(dir, SingleFile)}) {
+				t.Errorf("shards kept %v: WeightFiles = %v, %v; want model.safetensors alone", keepShards, files, err)
+			}
+		}
+	})
 	bad := []struct {
 		dir  string
 		want string // the whole message, with DIR for the directory

@@ -33,28 +33,32 @@ type index struct {
 	WeightMap map[string]string `json:"weight_map"`
 }
 
-// OpenDir opens the model in dir: dir/model.safetensors.index.json when it
-// exists (every shard its weight_map names is opened and checked, and each
-// tensor must be in the shard the map names), else dir/model.safetensors.
+// OpenDir opens the model in dir: dir/model.safetensors when it exists,
+// else dir/model.safetensors.index.json (every shard its weight_map names
+// is opened and checked, and each tensor must be in the shard the map
+// names). The single file comes first, as transformers' from_pretrained
+// takes it: save_pretrained without shards into a directory that held a
+// sharded save removes the old shards but leaves their index, and the
+// index first read a model transformers does not (or refused the
+// directory, naming a shard that is gone).
 // The index decides what the Set holds: a tensor in a shard that the
 // weight_map does not name is left out, as Hugging Face's loaders leave it.
 func OpenDir(dir string) (*Set, error) {
-	ipath := filepath.Join(dir, IndexFile)
-	raw, err := os.ReadFile(ipath)
-	if errors.Is(err, fs.ErrNotExist) {
-		single := filepath.Join(dir, SingleFile)
-		f, err := Open(single)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: neither %s nor %s (not a safetensors model directory)", dir, SingleFile, IndexFile)
-		}
-		if err != nil {
-			return nil, err
-		}
+	f, err := Open(filepath.Join(dir, SingleFile))
+	if err == nil {
 		s := &Set{dir: dir, files: []*File{f}, owner: map[string]*File{}, names: f.Names()}
 		for _, n := range s.names {
 			s.owner[n] = f
 		}
 		return s, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	ipath := filepath.Join(dir, IndexFile)
+	raw, err := os.ReadFile(ipath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: neither %s nor %s (not a safetensors model directory)", dir, SingleFile, IndexFile)
 	}
 	if err != nil {
 		return nil, err
@@ -124,13 +128,20 @@ func parseIndex(ipath string, raw []byte) (map[string][]string, []string, error)
 }
 
 // WeightFiles are the files that hold the model in dir, as OpenDir reads
-// it: the index and then its shards in name order, or the single file.
-// It opens none of the shards (a digest of the weights reads them).
+// it: the single file when there is one, else the index and then its
+// shards in name order. It opens none of the shards (a digest of the
+// weights reads them).
 func WeightFiles(dir string) ([]string, error) {
+	single := filepath.Join(dir, SingleFile)
+	if _, err := os.Stat(single); err == nil {
+		return []string{single}, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	ipath := filepath.Join(dir, IndexFile)
 	raw, err := os.ReadFile(ipath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []string{filepath.Join(dir, SingleFile)}, nil
+		return []string{single}, nil
 	}
 	if err != nil {
 		return nil, err
