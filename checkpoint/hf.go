@@ -182,8 +182,9 @@ func LoadHFWeights(g *model.GPT, dir string) error {
 		if want := p.Tensor.MustSize(); !slices.Equal(want, info.Shape) {
 			return badinput.Errorf("%s: tensor %s has shape %v, config.json implies %v", set.FileOf(name), name, info.Shape, want)
 		}
-		if err := fill(p.Tensor, info.Shape, func(dst []float32) error { return set.Float32Into(name, dst) }); err != nil {
-			return fmt.Errorf("%s: tensor %s: %w", set.FileOf(name), name, err)
+		where := fmt.Sprintf("%s: tensor %s", set.FileOf(name), name)
+		if err := fill(p.Tensor, info.Shape, where, func(dst []float32) error { return set.Float32Into(name, dst) }); err != nil {
+			return err
 		}
 		loaded[p.Name] = true
 		torchx.Collect() // the read buffers of one tensor at a time, not the whole model's

@@ -365,3 +365,43 @@ func TestHFWeightsNotTheConfigsAreBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestHFLoadErrorNamesTensorOnce: a tensor memo cannot read is named with
+// its file once ("FILE: tensor T has dtype I32: ..."), and so is a weight
+// that is not finite; the reader's message was wrapped in the same
+// prefix again.
+func TestHFLoadErrorNamesTensorOnce(t *testing.T) {
+	src := filepath.Join("..", "testdata", "hf", "llama-gqa-tied")
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"dtype", `"model.norm.weight":{"dtype":"F32"`, `"model.norm.weight":{"dtype":"I32"`, "tensor model.norm.weight has dtype I32"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"config.json", ModelFile} {
+				b, err := os.ReadFile(filepath.Join(src, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f == ModelFile {
+					if !bytes.Contains(b, []byte(tc.from)) {
+						t.Fatalf("%s holds no %s", f, tc.from)
+					}
+					b = bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, _, err := LoadHF(dir, "cpu")
+			if err == nil {
+				t.Fatal("LoadHF accepted it")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || strings.Count(msg, ModelFile) != 1 || strings.Count(msg, "model.norm.weight") != 1 {
+				t.Errorf("error %q: want %q, the file and the tensor named once each", msg, tc.want)
+			}
+		})
+	}
+}

@@ -118,8 +118,9 @@ func ReadInto(path string, dst []Named) error {
 			return fmt.Errorf("%s: tensor %s: shape %v in the file, the model has %v", path, nt.Name, info.Shape, want)
 		}
 		name := nt.Name
-		if err := fill(nt.Tensor, info.Shape, func(dst []float32) error { return f.Float32Into(name, dst) }); err != nil {
-			return fmt.Errorf("%s: tensor %s: %w", path, nt.Name, err)
+		where := fmt.Sprintf("%s: tensor %s", path, nt.Name)
+		if err := fill(nt.Tensor, info.Shape, where, func(dst []float32) error { return f.Float32Into(name, dst) }); err != nil {
+			return err
 		}
 		if p != nil {
 			done += 4 * int64(nt.Tensor.Numel())
@@ -133,8 +134,9 @@ func ReadInto(path string, dst []Named) error {
 // given: dst's own storage when dst is a contiguous float32 tensor on the
 // CPU (every float32 parameter memo builds there), so a load reads and
 // converts straight into the model with no copy; otherwise a CPU tensor,
-// then copy_.
-func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
+// then copy_. readRaw's errors name the file and tensor themselves (the
+// safetensors reader's do); fill's own begin with where.
+func fill(dst *ts.Tensor, shape []int64, where string, readRaw func([]float32) error) error {
 	n := int(dst.Numel())
 	if n == 0 {
 		return nil
@@ -143,7 +145,10 @@ func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 		if err := readRaw(vals); err != nil {
 			return err
 		}
-		return finite(vals)
+		if err := finite(vals); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		return nil
 	}
 	if torchx.HasFloat32Storage(dst) {
 		// Writing the storage is what copy_ under no_grad would do: no
@@ -156,7 +161,7 @@ func fill(dst *ts.Tensor, shape []int64, readRaw func([]float32) error) error {
 	// (rounding to nearest even, as a cast of the float32 weight would).
 	src, err := ts.Empty(shape, gotch.Float, gotch.CPU)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	defer src.MustDrop()
 	if err := torchx.WithFloat32Storage(src, read); err != nil {
