@@ -26,6 +26,13 @@ const (
 	DecodeBeam   = "beam"
 )
 
+// MinTemperature is the smallest extract.temperature: a logit divided by
+// less can overflow float64 (at 1e-320 on a trained model), when every
+// probability is NaN and the draw falls to the last candidate, the least
+// likely token. Temperatures this small are greedy decoding in all but
+// name; "greedy" is the limit.
+const MinTemperature = 1e-6
+
 // pythiaLen is Pythia's memorization prefix and suffix length.
 const pythiaLen = 32
 
@@ -223,6 +230,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 1) {
 		return fmt.Errorf("extract.temperature = %v: must be a finite number > 0", c.Temperature)
+	}
+	if c.Temperature < MinTemperature {
+		return fmt.Errorf("extract.temperature = %v: must be >= %g (below it logit/T overflows and sampling draws the least likely token); decoding = \"greedy\" is the limit T → 0", c.Temperature, MinTemperature)
 	}
 	if c.TopK < 0 {
 		return fmt.Errorf("extract.top_k = %d: must be >= 0 (0 = no limit)", c.TopK)

@@ -251,6 +251,30 @@ func TestSlugIgnoresDefaults(t *testing.T) {
 	if d.Slug() == e.Slug() {
 		t.Error("samples = 10 and samples = 1 share a slug")
 	}
+	// A decoding's keys under another decoding change nothing it
+	// computes, nor its file name; under their own decoding they do.
+	for _, tc := range []struct {
+		decoding string
+		set      func(*Config)
+		changes  bool
+	}{
+		{DecodeGreedy, func(c *Config) { c.TopK = 40 }, false},
+		{DecodeGreedy, func(c *Config) { c.Temperature, c.TopP = 0.5, 0.9 }, false},
+		{DecodeGreedy, func(c *Config) { c.Beams = 8 }, false},
+		{DecodeBeam, func(c *Config) { c.TopK = 40 }, false},
+		{DecodeBeam, func(c *Config) { c.Beams = 8 }, true},
+		{DecodeSample, func(c *Config) { c.Beams = 8 }, false},
+		{DecodeSample, func(c *Config) { c.TopK = 40 }, true},
+		{DecodeSample, func(c *Config) { c.Temperature = 0.5 }, true},
+	} {
+		base := DefaultConfig()
+		base.Decoding = tc.decoding
+		set := base
+		tc.set(&set)
+		if changed := base.Slug() != set.Slug(); changed != tc.changes {
+			t.Errorf("%s: slug changed %v, want %v (%s vs %s)", tc.decoding, changed, tc.changes, base.Slug(), set.Slug())
+		}
+	}
 }
 
 // logitsOnly hides a stepper's greedy methods, so that guesses decodes

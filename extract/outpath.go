@@ -70,6 +70,9 @@ func sameAttack(path, ckpt string, cfg Config) error {
 	if err := json.Unmarshal([]byte(meta[provenance.Extract]), &stored); err != nil {
 		return badinput.Errorf("extract: --out %s records no readable attack settings: name another file", path)
 	}
+	// As recorded now: an older memo recorded the warpers of sampling
+	// under greedy decoding too.
+	stored = stored.recorded()
 	stored.BatchSize = 0
 	got, _ := json.Marshal(stored) // a Config always encodes
 	if !bytes.Equal(got, want) {

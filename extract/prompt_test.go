@@ -76,6 +76,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Temperature = 0 }, "extract.temperature"},
 		// A flag takes inf, which the spec's parser refuses.
 		{func(c *Config) { c.Temperature = math.Inf(1) }, "extract.temperature = +Inf: must be a finite number > 0"},
+		// logit/T overflowed and sampling drew the least likely token.
+		{func(c *Config) { c.Temperature = 1e-320 }, "extract.temperature = 1e-320: must be >= 1e-06"},
 		{func(c *Config) { c.Prefix = -1 }, "extract.prefix = -1: must be >= 1 (mode \"reference\" does not use it)"},
 		{func(c *Config) { c.TopK = -1 }, "extract.top_k"},
 		{func(c *Config) { c.TopP = 1.5 }, "extract.top_p"},

@@ -100,6 +100,17 @@ func (c Config) recorded() Config {
 	if c.Samples == 1 {
 		c.Samples = 0
 	}
+	// The warpers of sampling and the width of beam search change nothing
+	// under another decoding: set there (a spec's [extract], --set) they
+	// named another file for the same completions. They are recorded at
+	// their defaults, which every attack made before records.
+	def := DefaultConfig()
+	if c.Decoding != DecodeSample {
+		c.Temperature, c.TopK, c.TopP = def.Temperature, def.TopK, def.TopP
+	}
+	if c.Decoding != DecodeBeam {
+		c.Beams = def.Beams
+	}
 	return c
 }
 
