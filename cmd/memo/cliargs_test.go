@@ -72,3 +72,20 @@ func TestJSONProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestModelPrefix: --model takes hf:DIR, a spec's words for a Hugging Face
+// directory, as DIR; nothing else changes, and nothing after "--".
+func TestModelPrefix(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"memo score --model hf:m --ids-json x", "memo score --model m --ids-json x"},
+		{"memo score --model=hf:m", "memo score --model=m"},
+		{"memo extract --model m --data r", "memo extract --model m --data r"},
+		{"memo run --set train.init_from=hf:m x.toml", "memo run --set train.init_from=hf:m x.toml"},
+		{"memo extract --data hf:r --model hf:m", "memo extract --data hf:r --model m"},
+		{"memo score -- --model hf:m", "memo score -- --model hf:m"},
+	} {
+		if got := modelPrefix(strings.Fields(tc.in)); !reflect.DeepEqual(got, strings.Fields(tc.want)) {
+			t.Errorf("modelPrefix(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

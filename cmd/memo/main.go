@@ -292,7 +292,26 @@ func commandLine(app *cli.App, args []string) []string {
 	if path, ok := helpRequest(app, args); ok {
 		return append([]string{args[0], "help"}, path...)
 	}
-	return hoistFlags(app, args)
+	return modelPrefix(hoistFlags(app, args))
+}
+
+// modelPrefix takes --model hf:DIR as --model DIR: a spec names a Hugging
+// Face directory hf:DIR (train.init_from, extract.reference), and the
+// same words carried over to a --model flag, which takes the directory
+// itself, read "--model hf:DIR does not exist".
+func modelPrefix(args []string) []string {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return args
+		case (a == "--model" || a == "-model") && i+1 < len(args) && strings.HasPrefix(args[i+1], "hf:"):
+			args[i+1] = strings.TrimPrefix(args[i+1], "hf:")
+		case strings.HasPrefix(a, "--model=hf:") || strings.HasPrefix(a, "-model=hf:"):
+			name, dir, _ := strings.Cut(a, "=")
+			args[i] = name + "=" + strings.TrimPrefix(dir, "hf:")
+		}
+	}
+	return args
 }
 
 // stdout is what every command prints to: standard output, checked.
