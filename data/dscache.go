@@ -218,6 +218,12 @@ func buildEntry(ctx context.Context, cfg Config, root, key string, inputs []keye
 	if err := buildDir(ctx, cfg, tmp); err != nil {
 		return err
 	}
+	if err := unchangedSince(inputs); err != nil {
+		return err
+	}
+	if err := sameListing(cfg, inputs); err != nil {
+		return err
+	}
 	e := Entry{Key: key, Created: time.Now().UTC().Truncate(time.Second), Inputs: inputs, Files: map[string]entryStat{}}
 	for _, name := range datasetFiles {
 		fi, err := os.Stat(filepath.Join(tmp, name))

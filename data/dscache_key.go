@@ -9,7 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"time"
+
+	"github.com/memo-research/memo/internal/badinput"
 )
 
 // FormatVersion names what Build writes for given inputs. It is part of the
@@ -27,6 +31,12 @@ type keyedFile struct {
 	Path   string `json:"path"` // relative to the source's root
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+
+	// file and modTime are where the file was hashed and its modification
+	// time when opened (none for the embedded Opticks): a build checks
+	// that it read the files the key hashed (unchangedSince).
+	file    string
+	modTime time.Time
 }
 
 // keyInput is everything that determines a built dataset; its JSON's
@@ -164,6 +174,9 @@ func hashFile(role, root, path string) keyedFile {
 		return kf
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		kf.file, kf.modTime = path, st.ModTime()
+	}
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
@@ -172,4 +185,53 @@ func hashFile(role, root, path string) keyedFile {
 	}
 	kf.Size, kf.SHA256 = n, hex.EncodeToString(h.Sum(nil))
 	return kf
+}
+
+// unchangedSince checks that every file the key hashed still has the size
+// and modification time it had when hashed: a source written to while a
+// build read it (a JSONL another job still appends to, a txt: file edited
+// mid-build) gave a dataset of other text than its key says, which every
+// later build of the hashed text then reused.
+func unchangedSince(files []keyedFile) error {
+	for _, kf := range files {
+		if kf.file == "" {
+			continue
+		}
+		st, err := os.Stat(kf.file)
+		if err != nil {
+			return badinput.Errorf("data: %s changed while the dataset was built from it (%v); build again once it is written", kf.file, err)
+		}
+		if st.Size() != kf.Size || !st.ModTime().Equal(kf.modTime) {
+			return badinput.Errorf("data: %s changed while the dataset was built from it (%d bytes modified %s, now %d bytes modified %s); build again once it is written",
+				kf.file, kf.Size, kf.modTime.UTC().Format(time.RFC3339Nano), st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// sameListing checks that every txt: directory of cfg still holds the
+// .txt files the key hashed, no more and no fewer: one added while the
+// build read the directory may be in the dataset and not in its key.
+func sameListing(cfg Config, files []keyedFile) error {
+	for _, s := range cfg.Sources {
+		src, err := ParseSource(s)
+		if err != nil || src.Kind != "txt" {
+			continue
+		}
+		var keyed []string
+		for _, kf := range files {
+			if kf.Role == src.Name() {
+				keyed = append(keyed, filepath.Join(src.Path, filepath.FromSlash(kf.Path)))
+			}
+		}
+		now, err := walkFiles(src.Path, isTxtName)
+		if err != nil {
+			return badinput.Errorf("data: txt:%s changed while the dataset was built from it (%v); build again", src.Path, err)
+		}
+		sort.Strings(keyed)
+		if !slices.Equal(keyed, now) {
+			return badinput.Errorf("data: txt:%s gained or lost .txt files while the dataset was built from it (%d then, %d now); build again once it is written", src.Path, len(keyed), len(now))
+		}
+	}
+	return nil
 }

@@ -492,7 +492,9 @@ func TestOpticksKeyMatchesGoroot(t *testing.T) {
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no Go source tree to compare with: %v", err)
 	}
-	if got, old := opticksKey("opticks"), hashFile("opticks", filepath.Dir(p), p); got != old {
+	old := hashFile("opticks", filepath.Dir(p), p)
+	old.file, old.modTime = "", time.Time{} // where it was read, which no key holds
+	if got := opticksKey("opticks"); got != old {
 		t.Errorf("embedded Opticks keyed as %+v, Go's copy as %+v", got, old)
 	}
 }
@@ -655,5 +657,81 @@ func TestPlaceFileCopyKeepsMode(t *testing.T) {
 	a, _ := os.Stat(src)
 	if os.SameFile(a, fi) {
 		t.Error("the copy is the entry's own file")
+	}
+}
+
+// TestSourceChangedDuringBuild: a source file written to after the key
+// hashed it and before the build finished reading it fails the build,
+// and the cache keeps nothing under the key of the text it no longer
+// holds; built again, it is keyed as it now is.
+func TestSourceChangedDuringBuild(t *testing.T) {
+	src := t.TempDir()
+	n := 0
+	for _, p := range strings.Split(opticksText(t), "\n\n") {
+		if n < 24 && len(p) > 600 {
+			writeFile(t, filepath.Join(src, fmt.Sprintf("p%02d.txt", n)), p)
+			n++
+		}
+	}
+	cfg := testConfig(t)
+	cfg.Sources, cfg.Tokenizer = []string{"txt:" + src}, "bpe:300"
+	cfg.Targets, cfg.Controls, cfg.Validation, cfg.MinTokens, cfg.DedupWords = 5, 5, 2, 20, 0
+	_, key, err := cacheKeyInput(cfg, cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := filepath.Join(src, "p03.txt")
+	buildHook = func() {
+		f, err := os.OpenFile(appended, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		if _, err := f.WriteString("\n\nA paragraph another job wrote while the dataset was built from this file."); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { buildHook = nil }()
+	err = Build(context.Background(), cfg, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), appended+" changed while the dataset was built") {
+		t.Fatalf("Build = %v, want the changed file named", err)
+	}
+	if got := cacheEntries(t, cfg.CacheDir); len(got) != 0 {
+		t.Errorf("cache holds %v after the failed build, want nothing (the key was %s)", got, key)
+	}
+	buildHook = nil
+	dir := t.TempDir()
+	if err := Build(context.Background(), cfg, dir); err != nil {
+		t.Fatalf("Build again: %v", err)
+	}
+	if l := readCacheLink(t, dir); l.Key == key {
+		t.Errorf("rebuilt under the old text's key %s", key)
+	}
+}
+
+// TestSourceAddedDuringBuild: a .txt file added to a txt: directory after
+// the key listed it fails the build, and nothing is cached.
+func TestSourceAddedDuringBuild(t *testing.T) {
+	src := t.TempDir()
+	paras := strings.Split(opticksText(t), "\n\n")
+	n := 0
+	for _, p := range paras {
+		if n < 24 && len(p) > 600 {
+			writeFile(t, filepath.Join(src, fmt.Sprintf("p%02d.txt", n)), p)
+			n++
+		}
+	}
+	cfg := testConfig(t)
+	cfg.Sources, cfg.Tokenizer = []string{"txt:" + src}, "bpe:300"
+	cfg.Targets, cfg.Controls, cfg.Validation, cfg.MinTokens, cfg.DedupWords = 5, 5, 2, 20, 0
+	buildHook = func() { writeFile(t, filepath.Join(src, "sub", "late.txt"), paras[len(paras)-2]) }
+	defer func() { buildHook = nil }()
+	err := Build(context.Background(), cfg, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "gained or lost .txt files") {
+		t.Fatalf("Build = %v, want the directory named", err)
+	}
+	if got := cacheEntries(t, cfg.CacheDir); len(got) != 0 {
+		t.Errorf("cache holds %v after the failed build, want nothing", got)
 	}
 }
