@@ -48,9 +48,6 @@ func configCommand() *cli.Command {
 				if perr := preflight(c.Args().First(), spec); perr != nil {
 					return perr
 				}
-				if note := spec.DefaultLossNote(); note != "" {
-					slog.Info(note)
-				}
 				out, err = spec.Render()
 			default:
 				return usageError("config: want one spec FILE (--set and --nproc check a FILE), or none for the defaults")
